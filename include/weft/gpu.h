@@ -1,0 +1,271 @@
+/* weft GPU layer: devices, streams, events, stream-ordered buffers, copies, graph capture,
+ * transfer rings and kernels, on a CPU backend (always present) and a CUDA backend.
+ *
+ * The semantics are CUDA's, made safe by default:
+ *  - Work is asynchronous to the host. Each stream runs its work in order; different streams and
+ *    devices run concurrently. On CPU devices every stream is a worker thread, so a missing wait
+ *    between two CPU streams is a real race there too.
+ *  - A buffer remembers the stream that last used it through weft (allocation, copy, memset,
+ * upload, download, wf_buffer_touch). wf_copy, wf_memset, wf_upload and wf_buffer_destroy on
+ * another stream or device first make their stream wait for that one, so no copy reads stale data
+ * and no free overtakes a pending copy. Kernels are opaque: a kernel that writes a buffer another
+ * stream will use must be ordered with wf_stream_wait_stream / events, or marked with
+ * wf_buffer_touch.
+ *  - Nothing uses CUDA's legacy default stream.
+ *  - While a stream is captured (wf_capture_begin), anything that cannot be captured returns
+ *    WF_ERR_CAPTURE with a message naming what to use instead: synchronization, pageable host
+ *    copies, wf_download, pinned allocation.
+ *
+ * Every function returns a wf_status (or a value) and never prints or exits; wf_last_error() holds
+ * this thread's last failure as text. Messages of interest go to the log callback of wf_init.
+ */
+#ifndef WEFT_GPU_H
+#define WEFT_GPU_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "weft/export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Result of every fallible call. Negative values are errors. */
+typedef enum wf_status {
+  WF_OK = 0,
+  WF_NOT_READY = 1,    /* a query: the work is not finished yet */
+  WF_ERR_INVALID = -1, /* bad argument */
+  WF_ERR_DEVICE = -2,  /* no such device, or the device failed */
+  WF_ERR_OUT_OF_MEMORY = -3,
+  WF_ERR_CAPTURE = -4, /* not allowed while the stream is being captured */
+  WF_ERR_BACKEND = -5, /* CUDA (or other backend) error; wf_last_error() has the details */
+  WF_ERR_IO = -6,
+  WF_ERR_PARSE = -7,
+  WF_ERR_UNSUPPORTED = -8,
+} wf_status;
+
+/** Short constant name of a status ("WF_ERR_DEVICE"); never NULL. */
+WF_API const char *wf_status_str(wf_status s);
+/** This thread's last failure: what failed, where (function, device), why (backend error name) and
+ *  what to do. Empty string when nothing failed yet. Valid until this thread's next weft call. */
+WF_API const char *wf_last_error(void);
+/** Clears this thread's last error. */
+WF_API void wf_clear_error(void);
+
+typedef struct wf_device wf_device; /* owned by the library; never freed by the caller */
+typedef struct wf_stream wf_stream;
+typedef struct wf_event wf_event;
+typedef struct wf_buffer wf_buffer;
+typedef struct wf_graph wf_graph;
+typedef struct wf_ring wf_ring;
+
+/** Log levels for wf_init_desc.log_level and the callback. */
+enum { WF_LOG_ERROR = 0, WF_LOG_WARN = 1, WF_LOG_INFO = 2, WF_LOG_DEBUG = 3 };
+
+/** Runtime options. Zero in every field means "default". */
+typedef struct wf_init_desc {
+  int cpu_devices; /* number of CPU devices cpu:0..N-1; 0 means 1 (at most 16) */
+  int log_level;   /* 0 errors … 3 debug: messages above it are not passed to log */
+  void (*log)(int level, const char *message, void *user); /* NULL: the library stays silent */
+  void *log_user;
+  bool no_cuda; /* true: do not touch CUDA even if a GPU is present */
+  bool no_peer; /* true: never enable peer access; cross-GPU copies are staged through host */
+} wf_init_desc;
+
+/** Starts the runtime. Optional: any other call starts it with defaults. Calling it again after
+ *  the runtime is up returns WF_ERR_INVALID unless wf_shutdown came first. */
+WF_API wf_status wf_init(const wf_init_desc *desc);
+/** Waits for all work, destroys the default streams and frees every deferred allocation. Handles
+ *  created by the caller must be destroyed before. */
+WF_API void wf_shutdown(void);
+/** Waits for every stream of every device. */
+WF_API wf_status wf_synchronize(void);
+
+/** Number of devices: the CPU devices first (cpu:0…), then the usable CUDA devices (cuda:0…). */
+WF_API int wf_device_count(void);
+/** Device at index [0, wf_device_count()), or NULL. */
+WF_API wf_device *wf_device_at(int index);
+/** Looks a device up by name: "cpu", "cpu:1", "cuda", "cuda:1". An unknown name returns
+ *  WF_ERR_DEVICE and wf_last_error() lists the devices that exist. */
+WF_API wf_status wf_device_get(const char *name, wf_device **out);
+/** The default device: cuda:0 if a usable CUDA device exists, else cpu:0. */
+WF_API wf_device *wf_device_default(void);
+/** "cpu:0", "cuda:1", … */
+WF_API const char *wf_device_name(const wf_device *d);
+WF_API bool wf_device_is_cuda(const wf_device *d);
+/** Waits for every stream of the device. */
+WF_API wf_status wf_device_synchronize(wf_device *d);
+/** The device's current stream: the top of its push/pop stack, else its default stream. */
+WF_API wf_stream *wf_device_stream(wf_device *d);
+/** Replaces the device's current stream (the top of the stack). NULL restores the default one. */
+WF_API wf_status wf_device_set_stream(wf_device *d, wf_stream *s);
+
+/** Facts about a device, filled by wf_device_info. */
+typedef struct wf_device_info {
+  char name[64];     /* "cuda:0" */
+  char product[256]; /* "NVIDIA H200", or the CPU model */
+  bool is_cuda;
+  int ordinal;            /* N in cuda:N or cpu:N */
+  int cc_major, cc_minor; /* compute capability (CUDA) */
+  int multiprocessors;    /* SMs (CUDA) or hardware threads (CPU) */
+  size_t total_memory;    /* bytes */
+  size_t free_memory;     /* bytes, at the time of the call */
+  size_t allocated;       /* bytes weft holds on this device now */
+  int pci_bus;            /* CUDA: PCI bus id, else -1 */
+} wf_device_info;
+WF_API wf_status wf_device_info_get(wf_device *d, wf_device_info *out);
+/** True when d can read and write peer's memory directly (same device, or CUDA peer access). */
+WF_API bool wf_device_can_access_peer(const wf_device *d, const wf_device *peer);
+
+/** Runtime facts for `weft info`. */
+typedef struct wf_runtime_info {
+  bool cuda_compiled;      /* built with the CUDA backend */
+  int cuda_driver_version; /* e.g. 13000, 0 if no driver */
+  int cuda_runtime_version;
+  int cuda_devices_found;       /* including ones this build cannot run on */
+  char cuda_status[512];        /* why no CUDA device is usable, or "" */
+  char cuda_architectures[128]; /* the architectures this build was compiled for, "90" */
+} wf_runtime_info;
+WF_API void wf_runtime_info_get(wf_runtime_info *out);
+
+/* ---- streams ------------------------------------------------------------------------------- */
+
+/** Creates a stream on d. priority: 0 normal, negative higher (CUDA's convention). */
+WF_API wf_status wf_stream_create(wf_device *d, int priority, wf_stream **out);
+/** Adopts a host program's cudaStream_t (not owned: wf_stream_destroy leaves it alive). */
+WF_API wf_status wf_stream_wrap(wf_device *d, void *native_stream, wf_stream **out);
+/** Releases the stream once its queued work is done; buffers that remember it keep it alive. */
+WF_API void wf_stream_destroy(wf_stream *s);
+WF_API wf_device *wf_stream_device(const wf_stream *s);
+/** The cudaStream_t of a CUDA stream; NULL on CPU devices. */
+WF_API void *wf_stream_native(wf_stream *s);
+WF_API wf_status wf_stream_synchronize(wf_stream *s);
+/** WF_OK when all queued work is done, else WF_NOT_READY. */
+WF_API wf_status wf_stream_query(wf_stream *s);
+/** Work queued on s after this call waits for e's last recording. */
+WF_API wf_status wf_stream_wait_event(wf_stream *s, wf_event *e);
+/** Work queued on waiter after this call waits for all work queued on other so far. While other is
+ *  captured this forks waiter into the capture; waiting the origin on a forked stream joins it. */
+WF_API wf_status wf_stream_wait_stream(wf_stream *waiter, wf_stream *other);
+/** s becomes current on its device after waiting on the old current stream. */
+WF_API wf_status wf_stream_push(wf_stream *s);
+/** Restores the previous current stream of d; the restored stream waits on the popped one. */
+WF_API wf_status wf_stream_pop(wf_device *d);
+
+/* ---- events -------------------------------------------------------------------------------- */
+
+enum { WF_EVENT_TIMING = 1 };
+WF_API wf_status wf_event_create(wf_device *d, unsigned flags, wf_event **out);
+WF_API void wf_event_destroy(wf_event *e);
+/** Marks the point in s after all work queued so far. s NULL: the event device's current stream. */
+WF_API wf_status wf_event_record(wf_event *e, wf_stream *s);
+/** WF_OK when the recorded work is done (or never recorded), else WF_NOT_READY. */
+WF_API wf_status wf_event_query(wf_event *e);
+WF_API wf_status wf_event_synchronize(wf_event *e);
+/** Milliseconds between two completed recordings; both events need WF_EVENT_TIMING. */
+WF_API wf_status wf_event_elapsed_ms(wf_event *start, wf_event *end, float *ms);
+
+/* ---- buffers and copies -------------------------------------------------------------------- */
+
+enum { WF_BUFFER_PINNED = 1, WF_BUFFER_ZERO = 2 };
+/** Allocates bytes on d, ordered on stream s (NULL: the device's current stream); on CUDA devices
+ *  from the device's memory pool. Host buffers live on a CPU device; PINNED makes them
+ *  page-locked for asynchronous transfers with CUDA devices. ZERO fills with zeros on s. */
+WF_API wf_status wf_buffer_create(wf_device *d, size_t bytes, unsigned flags, wf_stream *s,
+                                  wf_buffer **out);
+/** Wraps memory the caller owns (host memory on a CPU device, device memory on a CUDA device). */
+WF_API wf_status wf_buffer_wrap(wf_device *d, void *ptr, size_t bytes, wf_buffer **out);
+/** Frees the buffer after its pending work, ordered on s (NULL: the device's current stream). */
+WF_API void wf_buffer_destroy(wf_buffer *b, wf_stream *s);
+WF_API void *wf_buffer_ptr(const wf_buffer *b);
+WF_API size_t wf_buffer_size(const wf_buffer *b);
+WF_API wf_device *wf_buffer_device(const wf_buffer *b);
+WF_API unsigned wf_buffer_flags(const wf_buffer *b);
+/** Records that work queued on s (a kernel) uses b, so later copies and frees on other streams
+ *  wait for it. Inside a capture it also makes the graph keep b alive. */
+WF_API wf_status wf_buffer_touch(wf_buffer *b, wf_stream *s);
+
+/** Copies bytes from src+src_off to dst+dst_off. s == NULL: the destination device's current stream
+ *  if it is a CUDA device, else the source's. Ordering against the buffers' previous users on other
+ *  streams and devices is handled here. Copies between a pageable host buffer and a CUDA device are
+ *  synchronous to the host; all others are asynchronous. */
+WF_API wf_status wf_copy(wf_buffer *dst, size_t dst_off, const wf_buffer *src, size_t src_off,
+                         size_t bytes, wf_stream *s);
+/** Sets bytes of b from off to the byte value, ordered on s (NULL: b's device's current stream). */
+WF_API wf_status wf_memset(wf_buffer *b, int value, size_t off, size_t bytes, wf_stream *s);
+/** Copies from caller memory into dst. The caller's memory may be reused as soon as this returns.
+ */
+WF_API wf_status wf_upload(wf_buffer *dst, size_t dst_off, const void *host, size_t bytes,
+                           wf_stream *s);
+/** Copies from src into caller memory and waits for it (after src's pending work). */
+WF_API wf_status wf_download(void *host, const wf_buffer *src, size_t src_off, size_t bytes);
+
+/** Enables peer access and memory-pool access between two CUDA devices, both directions where
+ *  supported. WF_ERR_UNSUPPORTED when the hardware cannot (copies then go through host memory).
+ *  Called automatically by the first copy between two devices. */
+WF_API wf_status wf_peer_access_enable(wf_device *d, wf_device *peer);
+
+/* ---- graphs -------------------------------------------------------------------------------- */
+
+/** Starts recording the work queued on s (and on streams forked from it) instead of running it. */
+WF_API wf_status wf_capture_begin(wf_stream *s);
+/** Ends the capture begun on s and returns an executable graph. Every forked stream must have been
+ *  joined back (wf_stream_wait_stream(s, forked)); otherwise WF_ERR_CAPTURE and no graph. */
+WF_API wf_status wf_capture_end(wf_stream *s, wf_graph **out);
+/** True while s is being captured (by weft, or by the host program on a wrapped stream). */
+WF_API bool wf_stream_is_capturing(const wf_stream *s);
+/** Runs the captured work once, ordered on s (NULL: the capture's origin stream). */
+WF_API wf_status wf_graph_launch(wf_graph *g, wf_stream *s);
+/** Number of work items (kernels, copies, memsets) recorded in the graph. */
+WF_API size_t wf_graph_node_count(const wf_graph *g);
+WF_API void wf_graph_destroy(wf_graph *g);
+
+/* ---- transfer ring ------------------------------------------------------------------------- */
+
+/** A ring of `slots` pinned host slots of slot_bytes each, for readback from device d without the
+ *  producer ever waiting on the consumer.
+ *
+ *  Slot life: FREE → (push) IN FLIGHT → (copy done, picked by latest) HELD → (release) FREE.
+ *  wf_ring_push takes a FREE slot; when none is free it reuses the oldest IN-FLIGHT slot (that
+ * frame is dropped and counted, the copy is ordered after the earlier one on the GPU, the host
+ * never blocks). When every slot is HELD by the consumer the push is dropped: it returns
+ * WF_NOT_READY, *slot = -1, and the drop is counted. wf_ring_latest returns the newest finished
+ * slot and frees the older finished ones (stale frames). */
+WF_API wf_status wf_ring_create(wf_device *d, size_t slot_bytes, int slots, wf_ring **out);
+WF_API wf_status wf_ring_push(wf_ring *r, const wf_buffer *src, size_t src_off, size_t bytes,
+                              wf_stream *s, int *slot);
+/** Non-blocking. WF_NOT_READY when no pushed slot has finished copying. */
+WF_API wf_status wf_ring_latest(wf_ring *r, int *slot, const void **data);
+WF_API void wf_ring_release(wf_ring *r, int slot);
+/** Waits for the ring's copies, then frees it. */
+WF_API void wf_ring_destroy(wf_ring *r);
+/** Counters: frames pushed, delivered by latest, dropped (overwritten, stale or refused). */
+typedef struct wf_ring_stats {
+  uint64_t pushed, delivered, overwritten, stale, refused;
+} wf_ring_stats;
+WF_API void wf_ring_stats_get(const wf_ring *r, wf_ring_stats *out);
+
+/* ---- kernels ------------------------------------------------------------------------------- */
+
+/** A kernel: per-element math written once in a header (WF_HD functions), a CPU loop over
+ *  [begin, end) and a CUDA wrapper that enqueues n elements on the given cudaStream_t. */
+typedef struct wf_kernel {
+  const char *name;
+  void (*cpu)(const void *args, size_t begin, size_t end);       /* elements [begin, end) */
+  void (*cuda)(const void *args, size_t n, void *native_stream); /* enqueue n elements */
+} wf_kernel;
+/** Enqueues k over n elements on s (NULL: the default device's current stream). args (args_size
+ *  bytes) are copied before the call returns. */
+WF_API wf_status wf_launch(const wf_kernel *k, size_t n, const void *args, size_t args_size,
+                           wf_stream *s);
+
+/** Enqueues fn(user) on s, run by the host after the work queued before it (CUDA: a host node
+ *  in a capture). fn must not call weft or CUDA. */
+WF_API wf_status wf_stream_host_func(wf_stream *s, void (*fn)(void *user), void *user);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
