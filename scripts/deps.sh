@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs the Debian/Ubuntu packages weft builds with, when any is missing. Idempotent.
+# CUDA is optional: with nvcc on PATH (or in /usr/local/cuda/bin) the CUDA backend is built too.
+set -euo pipefail
+pkgs=(build-essential cmake ninja-build pkg-config clang)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "weft: installing ${missing[*]}"
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

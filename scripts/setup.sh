@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# First set-up command: installs what is missing, builds weft (with CUDA when nvcc is found) and runs
+# the main job.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh
+[ -d /usr/local/cuda/bin ] && export PATH=$PATH:/usr/local/cuda/bin
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j"$(nproc)"
+./build/weft info

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Second set-up command, and what CI runs: the whole test suite.
+#  1. the default build (CUDA code compiled when nvcc is found; tests labelled gpu skip without a GPU),
+#     warnings as errors;
+#  2. the same tests on the CPU backend under AddressSanitizer + UndefinedBehaviorSanitizer;
+#  3. the same tests on the CPU backend under ThreadSanitizer (the threaded CPU streams).
+# WEFT_TEST_QUICK=1 runs step 1 only.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh
+[ -d /usr/local/cuda/bin ] && export PATH=$PATH:/usr/local/cuda/bin
+jobs=$(nproc)
+export CTEST_OUTPUT_ON_FAILURE=1
+
+run_suite() { # name, build dir, cmake options...
+  local name=$1 dir=$2
+  shift 2
+  echo "== $name"
+  cmake -S . -B "$dir" -G Ninja -DWEFT_WERROR=ON "$@" >/dev/null
+  cmake --build "$dir" -j"$jobs"
+  (cd "$dir" && ctest -j"$jobs" --timeout 300)
+}
+
+run_suite "default build" build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+[ "${WEFT_TEST_QUICK:-0}" = 1 ] && exit 0
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+run_suite "AddressSanitizer + UndefinedBehaviorSanitizer" build-asan -DWEFT_CUDA=OFF \
+  -DCMAKE_BUILD_TYPE=Debug -DWEFT_SANITIZE=address,undefined
+export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
+run_suite "ThreadSanitizer" build-tsan -DWEFT_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DWEFT_SANITIZE=thread
