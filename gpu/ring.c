@@ -18,6 +18,7 @@ struct wf_ring {
   int *state;
   uint64_t *seq;
   uint64_t next_seq;
+  uint64_t delivered_seq; /* newest sequence handed to the consumer */
   wf_ring_stats stats;
   pthread_mutex_t lock;
 };
@@ -107,22 +108,37 @@ wf_status wf_ring_latest(wf_ring *r, int *slot, const void **data) {
   if (data) *data = NULL;
   if (!r) return wf__error(WF_ERR_INVALID, "wf_ring_latest", "ring is NULL");
   pthread_mutex_lock(&r->lock);
+  /* Newest first: a slot may finish between two queries, so checking in slot order could hand
+     out a newer frame and then, on the next call, an older one. Anything older than the frame
+     already delivered is stale and never delivered. */
+  int order[64], n = 0;
+  for (int i = 0; i < r->n; i++)
+    if (r->state[i] == SLOT_IN_FLIGHT) order[n++] = i;
+  for (int a = 1; a < n; a++)
+    for (int b = a; b > 0 && r->seq[order[b]] > r->seq[order[b - 1]]; b--) {
+      int t = order[b];
+      order[b] = order[b - 1];
+      order[b - 1] = t;
+    }
   int best = -1;
-  bool done[64] = {false};
-  for (int i = 0; i < r->n; i++) {
-    if (r->state[i] != SLOT_IN_FLIGHT) continue;
-    wf_status q = r->dev->be->event_query(r->ev[i]);
-    if (q == WF_OK) {
-      done[i] = true;
-      if (best < 0 || r->seq[i] > r->seq[best]) best = i;
+  for (int k = 0; k < n; k++) {
+    int i = order[k];
+    if (r->seq[i] < r->delivered_seq) continue;
+    if (r->dev->be->event_query(r->ev[i]) == WF_OK) {
+      best = i;
+      break;
+    }
+  }
+  if (best >= 0) r->delivered_seq = r->seq[best];
+  for (int k = 0; k < n; k++) {
+    int i = order[k];
+    if (i == best || r->seq[i] > r->delivered_seq) continue;
+    if (r->dev->be->event_query(r->ev[i]) == WF_OK) {
+      r->state[i] = SLOT_FREE; /* an older finished frame nobody will look at */
+      r->stats.stale++;
     }
   }
   if (best >= 0) {
-    for (int i = 0; i < r->n; i++)
-      if (done[i] && i != best) {
-        r->state[i] = SLOT_FREE; /* an older finished frame nobody will look at */
-        r->stats.stale++;
-      }
     r->state[best] = SLOT_HELD;
     r->stats.delivered++;
     if (slot) *slot = best;

@@ -1,0 +1,15 @@
+/* The `weft` command's subcommands. Each takes its own argv (argv[0] is the subcommand's name)
+ * and returns the process exit code: 0 ok, 1 runtime failure, 2 bad usage or input. */
+#ifndef WEFT_CLI_H
+#define WEFT_CLI_H
+
+#include <stdio.h>
+
+enum { WF_EXIT_OK = 0, WF_EXIT_FAILURE = 1, WF_EXIT_USAGE = 2 };
+
+int wf_cmd_info(int argc, char **argv);
+void wf_cmd_info_usage(FILE *f);
+int wf_cmd_bench(int argc, char **argv);
+void wf_cmd_bench_usage(FILE *f);
+
+#endif

@@ -1,0 +1,51 @@
+/* `weft`: the command-line program. main() only dispatches to a subcommand (cmd_*.c). */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "weft/version.h"
+
+typedef struct wf_cli_command {
+  const char *name;
+  const char *summary;
+  int (*run)(int argc, char **argv);
+} wf_cli_command;
+
+static const wf_cli_command commands[] = {
+    {"info", "show the version, the backends and the devices of this machine", wf_cmd_info},
+    {"bench", "run a benchmark (bench gpu: the GPU layer on this machine)", wf_cmd_bench},
+};
+#define N_COMMANDS (sizeof commands / sizeof commands[0])
+
+static void usage(FILE *f) {
+  fputs("usage: weft [--version] [--help] <command> [options]\n\ncommands:\n", f);
+  for (size_t i = 0; i < N_COMMANDS; i++)
+    fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+  fputs("\n'weft <command> --help' describes a command.\n"
+        "Exit status: 0 ok, 1 runtime failure, 2 bad usage or input.\n",
+        f);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return WF_EXIT_USAGE;
+  }
+  const char *cmd = argv[1];
+  if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
+    usage(stdout);
+    return WF_EXIT_OK;
+  }
+  if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0) {
+    printf("weft %s\n", WF_VERSION_STRING);
+    return WF_EXIT_OK;
+  }
+  for (size_t i = 0; i < N_COMMANDS; i++)
+    if (strcmp(cmd, commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
+  if (cmd[0] == '-')
+    fprintf(stderr, "weft: unknown option '%s'\n\n", cmd);
+  else
+    fprintf(stderr, "weft: unknown command '%s'\n\n", cmd);
+  usage(stderr);
+  return WF_EXIT_USAGE;
+}
