@@ -157,10 +157,12 @@ void wf__peer_prepare(wf_device *a, wf_device *b, bool *staged) {
   *staged = false;
   pthread_mutex_lock(&peer_lock);
   if (!a->peer_enabled[b->index]) {
+    /* tried once (at start-up); a pair that failed stays staged */
     bool ok = false;
 #ifdef WEFT_HAVE_CUDA
     const wf_init_desc *desc = wf__init_desc();
-    if (!(desc && desc->no_peer)) ok = wf__cuda_peer_enable(a, b) == WF_OK;
+    if (!(desc && desc->no_peer) && !a->peer_warned[b->index])
+      ok = wf__cuda_peer_enable(a, b) == WF_OK;
 #endif
     if (ok) {
       a->peer_enabled[b->index] = b->peer_enabled[a->index] = true;

@@ -201,8 +201,9 @@ wf_status wf__check_no_capture(const char *func, const wf_stream *s, const char 
 /* ---- capture bookkeeping (gpu/graph.c) ---- */
 /* records e on s (same backend) with fork/join bookkeeping */
 wf_status wf__record(wf_event *e, wf_stream *s);
-/* after s waited on e: joins s to e's capture if e was recorded in a live capture */
-void wf__after_wait(wf_stream *s, wf_event *e);
+/* before s waits on e: if e was recorded in a live capture, s joins it (a fork) and e's stream is
+   marked as joined up to that recording */
+void wf__join_capture(wf_stream *s, wf_event *e);
 /* counts a queued work item on s if it is captured */
 void wf__note_node(wf_stream *s);
 

@@ -29,7 +29,7 @@ wf_status wf__record(wf_event *e, wf_stream *s) {
   return s->dev->be->event_record(e, s);
 }
 
-void wf__after_wait(wf_stream *s, wf_event *e) {
+void wf__join_capture(wf_stream *s, wf_event *e) {
   if (!e->cap_id) return;
   pthread_mutex_lock(&cap_lock);
   wf_capture *c = find_active(e->cap_id);

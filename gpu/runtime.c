@@ -90,6 +90,14 @@ static wf_status init_locked(const wf_init_desc *desc) {
     for (int i = R.count; i < R.count + added; i++)
       pthread_mutex_init(&R.devices[i].lock, NULL);
     R.count += added;
+    /* peer and memory-pool access between every pair of GPUs, at start-up: enabling it later,
+       inside a capture, would invalidate the capture */
+    for (int a = 0; a < R.count; a++)
+      for (int b = a + 1; b < R.count; b++)
+        if (R.devices[a].is_cuda && R.devices[b].is_cuda) {
+          bool staged;
+          wf__peer_prepare(&R.devices[a], &R.devices[b], &staged);
+        }
   } else {
     snprintf(R.info.cuda_status, sizeof R.info.cuda_status, "CUDA disabled by wf_init (no_cuda)");
   }
@@ -320,10 +328,7 @@ bool wf_device_can_access_peer(const wf_device *d, const wf_device *peer) {
   if (!d || !peer) return false;
   if (d == peer) return true;
   if (!d->is_cuda && !peer->is_cuda) return true; /* CPU devices share host memory */
-#ifdef WEFT_HAVE_CUDA
-  if (d->is_cuda && peer->is_cuda) return wf__cuda_can_access_peer(d, peer);
-#endif
-  return false;
+  return d->is_cuda && peer->is_cuda && d->peer_enabled[peer->index];
 }
 
 void wf_runtime_info_get(wf_runtime_info *out) {

@@ -242,9 +242,8 @@ static wf_status wait_foreign(wf_stream *s, wf_event *e, bool owned) {
 
 wf_status wf__wait_event_any(wf_stream *s, wf_event *e) {
   if (s->dev->be != e->dev->be) return wait_foreign(s, e, false);
-  wf_status st = s->dev->be->stream_wait_event(s, e);
-  if (st == WF_OK) wf__after_wait(s, e);
-  return st;
+  wf__join_capture(s, e); /* a fork: the wait itself belongs to the capture */
+  return s->dev->be->stream_wait_event(s, e);
 }
 
 wf_status wf_stream_wait_event(wf_stream *s, wf_event *e) {
@@ -257,8 +256,10 @@ wf_status wf__stream_after(wf_stream *waiter, wf_stream *other) {
   if (waiter->dev->be == other->dev->be) {
     pthread_mutex_lock(&other->lock);
     wf_status st = wf__record(other->mark, other);
-    if (st == WF_OK) st = waiter->dev->be->stream_wait_event(waiter, other->mark);
-    if (st == WF_OK) wf__after_wait(waiter, other->mark);
+    if (st == WF_OK) {
+      wf__join_capture(waiter, other->mark);
+      st = waiter->dev->be->stream_wait_event(waiter, other->mark);
+    }
     pthread_mutex_unlock(&other->lock);
     return st;
   }

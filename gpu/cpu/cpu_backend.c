@@ -169,6 +169,17 @@ static void *worker(void *arg) {
     cmd *c = q->head;
     q->head = c->next;
     if (!q->head) q->tail = NULL;
+    if (c->kind == C_RECORD) {
+      /* complete the event and the stream together, so a stream whose last event is done never
+         reads as busy */
+      ev_complete(c->u.ev.ev, c->u.ev.target);
+      q->done++;
+      pthread_mutex_unlock(&q->m);
+      cmd_free(c);
+      pthread_mutex_lock(&q->m);
+      if (q->done == q->enq) pthread_cond_broadcast(&q->idle);
+      continue;
+    }
     pthread_mutex_unlock(&q->m);
     exec(c, 0);
     cmd_free(c);

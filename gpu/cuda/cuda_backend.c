@@ -311,13 +311,15 @@ static void cu_free(wf_buffer *b, wf_stream *s) {
 
 static wf_status cu_copy(const wf_copy_desc *c, wf_stream *s) {
   use(s->dev);
-  if (c->kind == WF_COPY_PEER) {
+  if (c->kind == WF_COPY_PEER && c->staged) {
+    /* no peer access: the driver stages the copy through pinned host memory */
     CK(cudaMemcpyPeerAsync(c->dst, c->dst_dev->ordinal, c->src, c->src_dev->ordinal, c->bytes,
                            CS(s)),
        "wf_copy", s->dev, "cudaMemcpyPeerAsync");
     return WF_OK;
   }
-  /* pageable host memory: CUDA stages H2D before returning and completes D2H before returning */
+  /* peers with access enabled: a direct copy over the interconnect (and capturable).
+     Pageable host memory: CUDA stages H2D before returning and completes D2H before returning. */
   CK(cudaMemcpyAsync(c->dst, c->src, c->bytes, cudaMemcpyDefault, CS(s)), "wf_copy", s->dev,
      "cudaMemcpyAsync");
   return WF_OK;

@@ -116,7 +116,9 @@ typedef struct wf_device_info {
   int pci_bus;            /* CUDA: PCI bus id, else -1 */
 } wf_device_info;
 WF_API wf_status wf_device_info_get(wf_device *d, wf_device_info *out);
-/** True when d can read and write peer's memory directly (same device, or CUDA peer access). */
+/** True when kernels on d can read and write peer's memory directly: the same device, two CPU
+ *  devices, or two CUDA devices whose peer access weft enabled (it does so at start-up for every
+ *  pair the hardware allows, unless wf_init_desc.no_peer). */
 WF_API bool wf_device_can_access_peer(const wf_device *d, const wf_device *peer);
 
 /** Runtime facts for `weft info`. */
@@ -203,8 +205,8 @@ WF_API wf_status wf_upload(wf_buffer *dst, size_t dst_off, const void *host, siz
 WF_API wf_status wf_download(void *host, const wf_buffer *src, size_t src_off, size_t bytes);
 
 /** Enables peer access and memory-pool access between two CUDA devices, both directions where
- *  supported. WF_ERR_UNSUPPORTED when the hardware cannot (copies then go through host memory).
- *  Called automatically by the first copy between two devices. */
+ *  supported. WF_ERR_UNSUPPORTED when the hardware cannot (copies then go through host memory,
+ *  with one warning in the log). weft already does this for every pair at start-up. */
 WF_API wf_status wf_peer_access_enable(wf_device *d, wf_device *peer);
 
 /* ---- graphs -------------------------------------------------------------------------------- */

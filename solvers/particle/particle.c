@@ -1,0 +1,808 @@
+/* The particle solver: device buffers, validation, emitters, colliders and the step.
+ *
+ * Invariants
+ *  - Particles live in local order = global-id order (ids are handed out in the order particles
+ *    are added, and nothing reorders the state arrays). Sorted copies exist only inside a substep.
+ *  - All device work is on one stream (ps->stream); host-side mirrors of the parameter block,
+ *    materials and colliders are uploaded on it, so a change lands between two frames.
+ *  - The captured frame (ps->graph) bakes in the particle count; adding particles drops it and the
+ *    next step recaptures. Parameters, materials and colliders are read from device memory and
+ *    need no recapture.
+ *
+ * Device memory per particle (capacity C, hash table T = max(256, next power of two >= C) < 2C):
+ *     state      pos 16 + vel 16 + gid 4 + material 2                =  38 B
+ *     sorted     spos 16 + svel 16 + smat 2                          =  34 B
+ *     sort       keys 4 + vals 4 + keys_out 4 + vals_out 4           =  16 B
+ *     grid       cell_start (T + 1) · 4 / C                          <   8 B (4 B when C = 2^k)
+ *                                                                     ------
+ *                                                                     <  96 B
+ * plus a fixed part (parameter block, 256 materials, 64 colliders, clock: ~12 KiB) and, on CUDA
+ * devices, CUB's temporary storage for the DoubleBuffer sort (histograms and tile state only:
+ * the alternate buffers are keys_out/vals_out above). wf_particles_device_bytes() reports it all.
+ */
+#include "particle.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "particle_kernels.h"
+
+#define WFP_PI 3.14159265358979323846
+
+/* ---- errors ------------------------------------------------------------------------------------
+ */
+
+static _Thread_local char tls_error[512];
+
+const char *wf_particles_last_error(void) { return tls_error; }
+
+static wf_status fail(wf_status st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static wf_status fail(wf_status st, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(tls_error, sizeof tls_error, fmt, ap);
+  va_end(ap);
+  return st;
+}
+
+/* A GPU-layer call failed: keep its message, with what the solver was doing. */
+static wf_status fail_gpu(wf_status st, const char *what) {
+  return fail(st, "particles: %s: %s (%s)", what, wf_last_error(), wf_status_str(st));
+}
+
+#define TRY(call, what)                                                                            \
+  do {                                                                                             \
+    wf_status st_ = (call);                                                                        \
+    if (st_ != WF_OK) return fail_gpu(st_, what);                                                  \
+  } while (0)
+
+static bool finite3(const float *v) { return isfinite(v[0]) && isfinite(v[1]) && isfinite(v[2]); }
+
+/* ---- the solver object -------------------------------------------------------------------------
+ */
+
+enum {
+  B_POS,
+  B_VEL,
+  B_GID,
+  B_MAT,
+  B_SPOS,
+  B_SVEL,
+  B_SMAT,
+  B_KEYS,
+  B_VALS,
+  B_KEYS_OUT,
+  B_VALS_OUT,
+  B_CELLS,
+  B_PARAMS,
+  B_MATS,
+  B_COLLIDERS,
+  B_CLOCK,
+  B_TEMP,
+  B_COUNT
+};
+
+struct wf_particles {
+  char name[64];
+  wf_device *dev;
+  wf_stream *stream;
+  bool own_stream;
+  wf_particles_desc desc;
+  uint32_t capacity, count, table;
+  int bits;
+  wf_buffer *buf[B_COUNT];
+  wf_graph *graph;
+  float max_radius;
+  wfp_params params;
+  wfp_material mats[WFP_MAX_MATERIALS];
+  uint32_t n_mats;
+  wfp_collider colliders[WFP_MAX_COLLIDERS];
+};
+
+static void *ptr(wf_particles *ps, int b) { return wf_buffer_ptr(ps->buf[b]); }
+
+wf_particles_desc wf_particles_desc_default(void) {
+  return (wf_particles_desc){.name = "particles",
+                             .capacity = 0,
+                             .substeps = 64,
+                             .frame_dt = 1.0f / 60.0f,
+                             .gravity = {0.0f, -9.81f, 0.0f}};
+}
+
+wf_particle_material wf_particle_material_default(void) {
+  return (wf_particle_material){.stiffness = 1e4f, .friction = 0.5f, .tangential = 100.0f};
+}
+
+wf_particles_emitter wf_particles_emitter_default(void) {
+  return (wf_particles_emitter){.name = "emitter",
+                                .shape = WF_EMIT_BOX,
+                                .center = {0.0f, 1.0f, 0.0f},
+                                .half_extents = {0.5f, 0.5f, 0.5f},
+                                .sphere_radius = 0.5f,
+                                .radius = 0.05f,
+                                .spacing = 0.1f,
+                                .density = 1000.0f};
+}
+
+wf_collider_desc wf_collider_desc_default(void) {
+  return (wf_collider_desc){.name = "collider",
+                            .type = WF_COLLIDER_PLANE,
+                            .normal = {0.0f, 1.0f, 0.0f},
+                            .friction = 0.5f,
+                            .restitution = 0.5f};
+}
+
+double wf_particles_zeta_for_restitution(double e) {
+  if (e <= 0.0) return 1.0; /* critical damping: no rebound */
+  if (e >= 1.0) return 0.0;
+  double l = log(e);
+  return -l / sqrt(WFP_PI * WFP_PI + l * l);
+}
+
+/* ---- uploads of the host mirrors ---------------------------------------------------------------
+ */
+
+static wf_status upload_params(wf_particles *ps) {
+  TRY(wf_upload(ps->buf[B_PARAMS], 0, &ps->params, sizeof ps->params, ps->stream),
+      "uploading the parameter block");
+  return WF_OK;
+}
+
+static void params_from(wf_particles *ps, const wf_particles_params *p) {
+  float dt = p->frame_dt / (float)ps->desc.substeps;
+  ps->params.gravity = (wfp_f4){p->gravity[0], p->gravity[1], p->gravity[2], 0.0f};
+  ps->params.dt = dt;
+  ps->params.damp = 1.0f / (1.0f + p->damping * dt);
+  ps->desc.frame_dt = p->frame_dt;
+  memcpy(ps->desc.gravity, p->gravity, sizeof ps->desc.gravity);
+  ps->desc.damping = p->damping;
+}
+
+static wf_status check_params(const char *name, const wf_particles_params *p) {
+  if (!(p->frame_dt > 0.0f) || !isfinite(p->frame_dt))
+    return fail(WF_ERR_INVALID, "particles '%s': frame_dt %g must be a finite number > 0", name,
+                (double)p->frame_dt);
+  if (!finite3(p->gravity))
+    return fail(WF_ERR_INVALID, "particles '%s': gravity must be finite", name);
+  if (!(p->damping >= 0.0f) || !isfinite(p->damping))
+    return fail(WF_ERR_INVALID, "particles '%s': damping %g must be a finite number >= 0", name,
+                (double)p->damping);
+  return WF_OK;
+}
+
+/* ---- create / destroy --------------------------------------------------------------------------
+ */
+
+wf_status wf_particles_create(wf_device *dev, const wf_particles_desc *desc, wf_particles **out) {
+  if (!out) return fail(WF_ERR_INVALID, "wf_particles_create: out is NULL");
+  *out = NULL;
+  if (!dev || !desc) return fail(WF_ERR_INVALID, "wf_particles_create: device or desc is NULL");
+  const char *name = desc->name ? desc->name : "particles";
+  if (desc->capacity == 0)
+    return fail(WF_ERR_INVALID, "particles '%s': capacity must be > 0 (zero particles)", name);
+  if (desc->capacity > (1u << 30))
+    return fail(WF_ERR_INVALID, "particles '%s': capacity %u exceeds 2^30", name, desc->capacity);
+  if (desc->substeps <= 0)
+    return fail(WF_ERR_INVALID, "particles '%s': substeps %d must be > 0", name, desc->substeps);
+  if (!(desc->cell_size >= 0.0f) || !isfinite(desc->cell_size))
+    return fail(WF_ERR_INVALID, "particles '%s': cell_size %g must be >= 0 (0: automatic)", name,
+                (double)desc->cell_size);
+  wf_particles_params p0 = {
+      desc->frame_dt, {desc->gravity[0], desc->gravity[1], desc->gravity[2]}, desc->damping};
+  wf_status st = check_params(name, &p0);
+  if (st != WF_OK) return st;
+
+  wf_particles *ps = calloc(1, sizeof *ps);
+  if (!ps) return fail(WF_ERR_OUT_OF_MEMORY, "particles '%s': out of host memory", name);
+  snprintf(ps->name, sizeof ps->name, "%s", name);
+  ps->dev = dev;
+  ps->desc = *desc;
+  ps->desc.name = ps->name;
+  ps->capacity = desc->capacity;
+  ps->table = 256;
+  ps->bits = 8;
+  while (ps->table < ps->capacity)
+    ps->table <<= 1, ps->bits++;
+  if (desc->stream) {
+    ps->stream = desc->stream;
+  } else {
+    st = wf_stream_create(dev, 0, &ps->stream);
+    if (st != WF_OK) {
+      free(ps);
+      return fail_gpu(st, "creating the solver's stream");
+    }
+    ps->own_stream = true;
+  }
+
+  size_t C = ps->capacity;
+  size_t bytes[B_COUNT] = {[B_POS] = C * sizeof(wfp_f4),
+                           [B_VEL] = C * sizeof(wfp_f4),
+                           [B_GID] = C * 4,
+                           [B_MAT] = C * 2,
+                           [B_SPOS] = C * sizeof(wfp_f4),
+                           [B_SVEL] = C * sizeof(wfp_f4),
+                           [B_SMAT] = C * 2,
+                           [B_KEYS] = C * 4,
+                           [B_VALS] = C * 4,
+                           [B_KEYS_OUT] = C * 4,
+                           [B_VALS_OUT] = C * 4,
+                           [B_CELLS] = ((size_t)ps->table + 1) * 4,
+                           [B_PARAMS] = sizeof(wfp_params),
+                           [B_MATS] = sizeof ps->mats,
+                           [B_COLLIDERS] = sizeof ps->colliders,
+                           [B_CLOCK] = sizeof(wfp_clock),
+                           [B_TEMP] = 0};
+#ifdef WEFT_HAVE_CUDA
+  if (wf_device_is_cuda(dev)) {
+    bytes[B_TEMP] = wfp_sort_temp_bytes_cuda(ps->capacity, ps->bits);
+    if (!bytes[B_TEMP]) {
+      wf_particles_destroy(ps);
+      return fail(WF_ERR_BACKEND, "particles '%s': cannot size CUB's sort storage", name);
+    }
+  }
+#endif
+  for (int b = 0; b < B_COUNT; b++) {
+    if (!bytes[b]) continue;
+    st = wf_buffer_create(dev, bytes[b], WF_BUFFER_ZERO, ps->stream, &ps->buf[b]);
+    if (st != WF_OK) {
+      fail_gpu(st, "allocating device buffers");
+      wf_particles_destroy(ps);
+      return st;
+    }
+  }
+
+  ps->params.hash_mask = ps->table - 1;
+  ps->params.cell = desc->cell_size;
+  ps->params.inv_cell = desc->cell_size > 0.0f ? 1.0f / desc->cell_size : 1.0f;
+  params_from(ps, &p0);
+  wfp_clock clock = {.time = 0.0, .substeps = 0, .flags = 0, .first_bad = UINT32_MAX};
+  wf_particle_material m = wf_particle_material_default();
+  st = wf_upload(ps->buf[B_CLOCK], 0, &clock, sizeof clock, ps->stream);
+  if (st != WF_OK) fail_gpu(st, "uploading the clock");
+  if (st == WF_OK) st = upload_params(ps);
+  if (st == WF_OK) st = wf_particles_add_material(ps, &m, NULL);
+  if (st != WF_OK) {
+    wf_particles_destroy(ps);
+    return st;
+  }
+  *out = ps;
+  return WF_OK;
+}
+
+void wf_particles_destroy(wf_particles *ps) {
+  if (!ps) return;
+  if (ps->stream) wf_stream_synchronize(ps->stream);
+  if (ps->graph) wf_graph_destroy(ps->graph);
+  for (int b = 0; b < B_COUNT; b++)
+    if (ps->buf[b]) wf_buffer_destroy(ps->buf[b], ps->stream);
+  if (ps->own_stream) wf_stream_destroy(ps->stream);
+  free(ps);
+}
+
+/* ---- materials ---------------------------------------------------------------------------------
+ */
+
+static wf_status material_convert(const wf_particles *ps, uint32_t index,
+                                  const wf_particle_material *m, wfp_material *out) {
+  const char *fields[] = {"stiffness", "damping",    "restitution",
+                          "friction",  "tangential", "cohesion"};
+  const float vals[] = {m->stiffness, m->damping,    m->restitution,
+                        m->friction,  m->tangential, m->cohesion};
+  for (int i = 0; i < 6; i++)
+    if (!(vals[i] >= 0.0f) || !isfinite(vals[i]))
+      return fail(WF_ERR_INVALID, "particles '%s': material %u: %s %g must be a finite number >= 0",
+                  ps->name, index, fields[i], (double)vals[i]);
+  if (!(m->stiffness > 0.0f))
+    return fail(WF_ERR_INVALID, "particles '%s': material %u: stiffness must be > 0", ps->name,
+                index);
+  if (m->restitution > 1.0f)
+    return fail(WF_ERR_INVALID, "particles '%s': material %u: restitution %g must be in [0, 1]",
+                ps->name, index, (double)m->restitution);
+  *out = (wfp_material){.stiffness = m->stiffness,
+                        .damping = m->damping,
+                        .zeta = m->restitution > 0.0f
+                                    ? (float)wf_particles_zeta_for_restitution(m->restitution)
+                                    : 0.0f,
+                        .friction = m->friction,
+                        .tangential = m->tangential,
+                        .cohesion = m->cohesion};
+  return WF_OK;
+}
+
+wf_status wf_particles_set_material(wf_particles *ps, uint32_t index,
+                                    const wf_particle_material *m) {
+  if (!ps || !m) return fail(WF_ERR_INVALID, "wf_particles_set_material: NULL argument");
+  if (index >= ps->n_mats)
+    return fail(WF_ERR_INVALID, "particles '%s': material %u does not exist (%u materials)",
+                ps->name, index, ps->n_mats);
+  wf_status st = material_convert(ps, index, m, &ps->mats[index]);
+  if (st != WF_OK) return st;
+  TRY(wf_upload(ps->buf[B_MATS], index * sizeof(wfp_material), &ps->mats[index],
+                sizeof(wfp_material), ps->stream),
+      "uploading a material");
+  return WF_OK;
+}
+
+wf_status wf_particles_add_material(wf_particles *ps, const wf_particle_material *m,
+                                    uint32_t *index) {
+  if (!ps || !m) return fail(WF_ERR_INVALID, "wf_particles_add_material: NULL argument");
+  if (ps->n_mats >= WFP_MAX_MATERIALS)
+    return fail(WF_ERR_INVALID, "particles '%s': at most %d materials", ps->name,
+                WFP_MAX_MATERIALS);
+  ps->n_mats++;
+  wf_status st = wf_particles_set_material(ps, ps->n_mats - 1, m);
+  if (st != WF_OK) {
+    ps->n_mats--;
+    return st;
+  }
+  if (index) *index = ps->n_mats - 1;
+  return WF_OK;
+}
+
+/* ---- adding particles --------------------------------------------------------------------------
+ */
+
+/* Adding particles changes the count baked into the captured frame: drop it. */
+static void drop_graph(wf_particles *ps) {
+  if (!ps->graph) return;
+  wf_stream_synchronize(ps->stream);
+  wf_graph_destroy(ps->graph);
+  ps->graph = NULL;
+}
+
+/* Validated particles of one batch, already converted. */
+static wf_status append(wf_particles *ps, uint32_t n, const wfp_f4 *pos, const wfp_f4 *vel,
+                        uint16_t material, const char *what) {
+  if (n > ps->capacity - ps->count)
+    return fail(WF_ERR_INVALID,
+                "particles '%s': %s adds %u particles but only %u of the capacity %u are free: "
+                "raise wf_particles_desc.capacity",
+                ps->name, what, n, ps->capacity - ps->count, ps->capacity);
+  float rmax = ps->max_radius;
+  for (uint32_t i = 0; i < n; i++)
+    rmax = fmaxf(rmax, pos[i].w);
+  if (ps->desc.cell_size > 0.0f && ps->desc.cell_size < 2.0f * rmax)
+    return fail(WF_ERR_INVALID,
+                "particles '%s': %s: particle radius %g needs cell_size >= %g, but cell_size is %g",
+                ps->name, what, (double)rmax, 2.0 * rmax, (double)ps->desc.cell_size);
+  uint32_t *gid = malloc((size_t)n * 4);
+  uint16_t *mat = malloc((size_t)n * 2);
+  if (!gid || !mat) {
+    free(gid), free(mat);
+    return fail(WF_ERR_OUT_OF_MEMORY, "particles '%s': out of host memory", ps->name);
+  }
+  for (uint32_t i = 0; i < n; i++)
+    gid[i] = ps->count + i, mat[i] = material;
+  size_t at = ps->count;
+  wf_status st = WF_OK;
+  drop_graph(ps);
+  if ((st = wf_upload(ps->buf[B_POS], at * 16, pos, (size_t)n * 16, ps->stream)) == WF_OK &&
+      (st = wf_upload(ps->buf[B_VEL], at * 16, vel, (size_t)n * 16, ps->stream)) == WF_OK &&
+      (st = wf_upload(ps->buf[B_GID], at * 4, gid, (size_t)n * 4, ps->stream)) == WF_OK)
+    st = wf_upload(ps->buf[B_MAT], at * 2, mat, (size_t)n * 2, ps->stream);
+  free(gid), free(mat);
+  if (st != WF_OK) return fail_gpu(st, "uploading particles");
+  ps->count += n;
+  if (rmax > ps->max_radius && ps->desc.cell_size == 0.0f) {
+    ps->params.cell = 2.0f * rmax;
+    ps->params.inv_cell = 1.0f / ps->params.cell;
+    st = upload_params(ps);
+  }
+  ps->max_radius = rmax;
+  return st;
+}
+
+wf_status wf_particles_add(wf_particles *ps, uint32_t n, const float (*pos)[4],
+                           const float (*vel)[4], uint32_t material, uint32_t *first) {
+  if (!ps) return fail(WF_ERR_INVALID, "wf_particles_add: solver is NULL");
+  if (n == 0)
+    return fail(WF_ERR_INVALID, "particles '%s': wf_particles_add: n is 0 (zero particles)",
+                ps->name);
+  if (!pos) return fail(WF_ERR_INVALID, "particles '%s': wf_particles_add: pos is NULL", ps->name);
+  if (material >= ps->n_mats)
+    return fail(WF_ERR_INVALID, "particles '%s': wf_particles_add: material %u does not exist",
+                ps->name, material);
+  for (uint32_t i = 0; i < n; i++) {
+    if (!finite3(pos[i]))
+      return fail(WF_ERR_INVALID,
+                  "particles '%s': wf_particles_add: pos[%u] is not finite (NaN or "
+                  "inf position)",
+                  ps->name, i);
+    if (!(pos[i][3] > 0.0f) || !isfinite(pos[i][3]))
+      return fail(WF_ERR_INVALID,
+                  "particles '%s': wf_particles_add: pos[%u].w (radius) is %g; it must be > 0",
+                  ps->name, i, (double)pos[i][3]);
+    if (vel && (!finite3(vel[i]) || !(vel[i][3] >= 0.0f) || !isfinite(vel[i][3])))
+      return fail(WF_ERR_INVALID,
+                  "particles '%s': wf_particles_add: vel[%u] must be finite with .w (inverse "
+                  "mass) >= 0",
+                  ps->name, i);
+  }
+  wfp_f4 *p = malloc((size_t)n * sizeof *p), *v = calloc(n, sizeof *v);
+  if (!p || !v) {
+    free(p), free(v);
+    return fail(WF_ERR_OUT_OF_MEMORY, "particles '%s': out of host memory", ps->name);
+  }
+  for (uint32_t i = 0; i < n; i++) {
+    p[i] = (wfp_f4){pos[i][0], pos[i][1], pos[i][2], pos[i][3]};
+    if (vel)
+      v[i] = (wfp_f4){vel[i][0], vel[i][1], vel[i][2], vel[i][3]};
+    else
+      v[i].w = 1.0f;
+  }
+  uint32_t at = ps->count;
+  wf_status st = append(ps, n, p, v, (uint16_t)material, "wf_particles_add");
+  free(p), free(v);
+  if (st == WF_OK && first) *first = at;
+  return st;
+}
+
+/* splitmix64: the jitter of a particle depends only on (seed, global id). */
+static uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+static float unit_jitter(uint64_t *state) { /* uniform in [-1, 1) */
+  *state = splitmix64(*state);
+  return (float)((double)(*state >> 40) / (double)(1ull << 23) - 1.0);
+}
+
+wf_status wf_particles_emit(wf_particles *ps, const wf_particles_emitter *e, uint32_t *first,
+                            uint32_t *count) {
+  if (!ps || !e) return fail(WF_ERR_INVALID, "wf_particles_emit: NULL argument");
+  const char *nm = e->name ? e->name : "emitter";
+#define EBAD(...) fail(WF_ERR_INVALID, "particles '%s': emitter '%s': " __VA_ARGS__)
+  if (e->shape != WF_EMIT_BOX && e->shape != WF_EMIT_SPHERE)
+    return EBAD("shape %d is not WF_EMIT_BOX or WF_EMIT_SPHERE", ps->name, nm, e->shape);
+  if (!finite3(e->center)) return EBAD("center is not finite (NaN position)", ps->name, nm);
+  if (!finite3(e->velocity)) return EBAD("velocity is not finite", ps->name, nm);
+  if (!(e->radius > 0.0f) || !isfinite(e->radius))
+    return EBAD("radius %g must be > 0", ps->name, nm, (double)e->radius);
+  if (!(e->spacing > 0.0f) || !isfinite(e->spacing))
+    return EBAD("spacing %g must be > 0", ps->name, nm, (double)e->spacing);
+  if (e->spacing < 2.0f * e->radius)
+    return EBAD("spacing %g is less than 2 * radius %g: particles would overlap", ps->name, nm,
+                (double)e->spacing, 2.0 * e->radius);
+  if (!(e->jitter >= 0.0f) || !(e->jitter < 0.5f * e->spacing))
+    return EBAD("jitter %g must be in [0, spacing / 2 = %g)", ps->name, nm, (double)e->jitter,
+                0.5 * e->spacing);
+  if (e->material >= ps->n_mats)
+    return EBAD("material %u does not exist (%u materials)", ps->name, nm, e->material, ps->n_mats);
+  if (!e->kinematic && !(e->mass > 0.0f) && !(e->density > 0.0f))
+    return EBAD("density %g must be > 0 (or give mass)", ps->name, nm, (double)e->density);
+  if (!(e->mass >= 0.0f) || !isfinite(e->mass) || !isfinite(e->density))
+    return EBAD("mass %g must be a finite number >= 0", ps->name, nm, (double)e->mass);
+  float half[3];
+  if (e->shape == WF_EMIT_BOX) {
+    for (int k = 0; k < 3; k++) {
+      if (!(e->half_extents[k] >= 0.0f) || !isfinite(e->half_extents[k]))
+        return EBAD("half_extents[%d] %g must be >= 0", ps->name, nm, k,
+                    (double)e->half_extents[k]);
+      half[k] = e->half_extents[k];
+    }
+  } else {
+    if (!(e->sphere_radius >= 0.0f) || !isfinite(e->sphere_radius))
+      return EBAD("sphere_radius %g must be >= 0", ps->name, nm, (double)e->sphere_radius);
+    half[0] = half[1] = half[2] = e->sphere_radius;
+  }
+  /* lattice cells of size `spacing` filling the box; a particle at each cell centre */
+  uint64_t cells[3];
+  for (int k = 0; k < 3; k++)
+    cells[k] = (uint64_t)floor(2.0 * half[k] / e->spacing + 1e-6);
+  uint64_t total = cells[0] * cells[1] * cells[2];
+  if (total == 0)
+    return EBAD("the region holds no particle at spacing %g (zero particles)", ps->name, nm,
+                (double)e->spacing);
+  if (total > (1u << 30))
+    return EBAD("%llu lattice points are too many", ps->name, nm, (unsigned long long)total);
+  double mass = e->mass > 0.0f ? e->mass : e->density * 4.0 / 3.0 * WFP_PI * pow(e->radius, 3);
+  float inv_mass = e->kinematic ? 0.0f : (float)(1.0 / mass);
+  float r2 = e->sphere_radius * e->sphere_radius;
+  /* pass 0 counts the lattice points (the sphere keeps those inside it), pass 1 fills them */
+  uint32_t n = 0;
+  wfp_f4 *p = NULL, *v = NULL;
+  for (int pass = 0; pass < 2; pass++) {
+    if (pass == 1) {
+      if (n == 0) return EBAD("the sphere holds no lattice point (zero particles)", ps->name, nm);
+      if (n > ps->capacity - ps->count)
+        return EBAD("%u lattice points exceed the free capacity %u", ps->name, nm, n,
+                    ps->capacity - ps->count);
+      p = malloc((size_t)n * sizeof *p), v = malloc((size_t)n * sizeof *v);
+      if (!p || !v) {
+        free(p), free(v);
+        return fail(WF_ERR_OUT_OF_MEMORY, "particles '%s': out of host memory", ps->name);
+      }
+      n = 0;
+    }
+    for (uint64_t iz = 0; iz < cells[2]; iz++)
+      for (uint64_t iy = 0; iy < cells[1]; iy++)
+        for (uint64_t ix = 0; ix < cells[0]; ix++) {
+          float d[3] = {((float)ix + 0.5f) * e->spacing - 0.5f * (float)cells[0] * e->spacing,
+                        ((float)iy + 0.5f) * e->spacing - 0.5f * (float)cells[1] * e->spacing,
+                        ((float)iz + 0.5f) * e->spacing - 0.5f * (float)cells[2] * e->spacing};
+          if (e->shape == WF_EMIT_SPHERE && d[0] * d[0] + d[1] * d[1] + d[2] * d[2] > r2) continue;
+          if (pass == 0) {
+            n++;
+            continue;
+          }
+          uint64_t rng = e->seed ^ splitmix64(ps->count + n);
+          for (int k = 0; k < 3; k++)
+            d[k] += e->jitter * unit_jitter(&rng);
+          p[n] = (wfp_f4){e->center[0] + d[0], e->center[1] + d[1], e->center[2] + d[2], e->radius};
+          v[n] = (wfp_f4){e->velocity[0], e->velocity[1], e->velocity[2], inv_mass};
+          n++;
+        }
+  }
+  wf_status st = append(ps, n, p, v, (uint16_t)e->material, nm);
+#undef EBAD
+  free(p), free(v);
+  if (st != WF_OK) return st;
+  if (first) *first = ps->count - n;
+  if (count) *count = n;
+  return WF_OK;
+}
+
+/* ---- colliders ---------------------------------------------------------------------------------
+ */
+
+wf_status wf_particles_add_collider(wf_particles *ps, const wf_collider_desc *c, uint32_t *index) {
+  if (!ps || !c) return fail(WF_ERR_INVALID, "wf_particles_add_collider: NULL argument");
+  const char *nm = c->name ? c->name : "collider";
+#define CBAD(...) fail(WF_ERR_INVALID, "particles '%s': collider '%s': " __VA_ARGS__)
+  uint32_t k = ps->params.n_colliders;
+  if (k >= WFP_MAX_COLLIDERS) return CBAD("at most %d colliders", ps->name, nm, WFP_MAX_COLLIDERS);
+  if (!finite3(c->velocity)) return CBAD("velocity is not finite", ps->name, nm);
+  if (!(c->friction >= 0.0f) || !isfinite(c->friction))
+    return CBAD("friction %g must be >= 0", ps->name, nm, (double)c->friction);
+  if (!(c->restitution >= 0.0f && c->restitution <= 1.0f))
+    return CBAD("restitution %g must be in [0, 1]", ps->name, nm, (double)c->restitution);
+  if (!(c->stiffness >= 0.0f) || !isfinite(c->stiffness))
+    return CBAD("stiffness %g must be >= 0 (0: the material's)", ps->name, nm,
+                (double)c->stiffness);
+  wfp_collider d = {.vel = {c->velocity[0], c->velocity[1], c->velocity[2], 0.0f},
+                    .type = (uint32_t)c->type,
+                    .friction = c->friction,
+                    .zeta = (float)wf_particles_zeta_for_restitution(c->restitution),
+                    .stiffness = c->stiffness};
+  switch (c->type) {
+  case WF_COLLIDER_PLANE: {
+    if (!finite3(c->normal) || !isfinite(c->offset))
+      return CBAD("normal and offset must be finite", ps->name, nm);
+    double l = sqrt((double)c->normal[0] * c->normal[0] + (double)c->normal[1] * c->normal[1] +
+                    (double)c->normal[2] * c->normal[2]);
+    if (!(l > 0.0)) return CBAD("normal is zero", ps->name, nm);
+    d.a = (wfp_f4){(float)(c->normal[0] / l), (float)(c->normal[1] / l), (float)(c->normal[2] / l),
+                   c->offset};
+    break;
+  }
+  case WF_COLLIDER_SPHERE:
+    if (!finite3(c->center)) return CBAD("center is not finite", ps->name, nm);
+    if (!(c->radius > 0.0f) || !isfinite(c->radius))
+      return CBAD("radius %g must be > 0", ps->name, nm, (double)c->radius);
+    d.a = (wfp_f4){c->center[0], c->center[1], c->center[2], c->radius};
+    break;
+  case WF_COLLIDER_BOX:
+    if (!finite3(c->center)) return CBAD("center is not finite", ps->name, nm);
+    for (int i = 0; i < 3; i++)
+      if (!(c->half_extents[i] > 0.0f) || !isfinite(c->half_extents[i]))
+        return CBAD("half_extents[%d] %g must be > 0", ps->name, nm, i, (double)c->half_extents[i]);
+    d.a = (wfp_f4){c->center[0], c->center[1], c->center[2], 0.0f};
+    d.b = (wfp_f4){c->half_extents[0], c->half_extents[1], c->half_extents[2], 0.0f};
+    break;
+  case WF_COLLIDER_CAPSULE:
+    if (!finite3(c->p0) || !finite3(c->p1)) return CBAD("p0 and p1 must be finite", ps->name, nm);
+    if (!(c->radius > 0.0f) || !isfinite(c->radius))
+      return CBAD("radius %g must be > 0", ps->name, nm, (double)c->radius);
+    d.a = (wfp_f4){c->p0[0], c->p0[1], c->p0[2], c->radius};
+    d.b = (wfp_f4){c->p1[0] - c->p0[0], c->p1[1] - c->p0[1], c->p1[2] - c->p0[2], 0.0f};
+    break;
+  default: return CBAD("type %d is not a WF_COLLIDER_* value", ps->name, nm, c->type);
+  }
+#undef CBAD
+  ps->colliders[k] = d;
+  TRY(wf_upload(ps->buf[B_COLLIDERS], k * sizeof d, &d, sizeof d, ps->stream),
+      "uploading a collider");
+  ps->params.n_colliders = k + 1;
+  wf_status st = upload_params(ps);
+  if (st == WF_OK && index) *index = k;
+  return st;
+}
+
+/* ---- parameters --------------------------------------------------------------------------------
+ */
+
+wf_particles_params wf_particles_params_get(const wf_particles *ps) {
+  return (wf_particles_params){ps->desc.frame_dt,
+                               {ps->desc.gravity[0], ps->desc.gravity[1], ps->desc.gravity[2]},
+                               ps->desc.damping};
+}
+
+wf_status wf_particles_params_set(wf_particles *ps, const wf_particles_params *p) {
+  if (!ps || !p) return fail(WF_ERR_INVALID, "wf_particles_params_set: NULL argument");
+  wf_status st = check_params(ps->name, p);
+  if (st != WF_OK) return st;
+  params_from(ps, p);
+  return upload_params(ps);
+}
+
+/* ---- the step ----------------------------------------------------------------------------------
+ */
+
+static wf_status launch(wf_particles *ps, const wf_kernel *k, size_t n, const void *args,
+                        size_t size) {
+  wf_status st = wf_launch(k, n, args, size, ps->stream);
+  if (st != WF_OK)
+    return fail(st, "particles '%s': launching %s: %s", ps->name, k->name, wf_last_error());
+  return WF_OK;
+}
+
+/* One substep, enqueued on the solver's stream (captured or not: the same calls). */
+static wf_status enqueue_substep(wf_particles *ps) {
+  uint32_t n = ps->count;
+  wfp_params *params = ptr(ps, B_PARAMS);
+  wfp_clock *clock = ptr(ps, B_CLOCK);
+  wf_status st;
+  wfp_keys_args ka = {params, ptr(ps, B_POS), ptr(ps, B_KEYS), ptr(ps, B_VALS), clock};
+  if ((st = launch(ps, &wfp_keys, n, &ka, sizeof ka)) != WF_OK) return st;
+  wfp_sort_args sa = {ptr(ps, B_KEYS),
+                      ptr(ps, B_VALS),
+                      ptr(ps, B_KEYS_OUT),
+                      ptr(ps, B_VALS_OUT),
+                      n,
+                      ps->bits,
+                      ps->buf[B_TEMP] ? ptr(ps, B_TEMP) : NULL,
+                      ps->buf[B_TEMP] ? wf_buffer_size(ps->buf[B_TEMP]) : 0};
+  if ((st = launch(ps, &wfp_sort, 1, &sa, sizeof sa)) != WF_OK) return st;
+  wfp_bounds_args ba = {ptr(ps, B_KEYS_OUT), ptr(ps, B_CELLS), n, ps->table};
+  if ((st = launch(ps, &wfp_bounds, (size_t)n + 1, &ba, sizeof ba)) != WF_OK) return st;
+  wfp_reorder_args ra = {ptr(ps, B_VALS_OUT), ptr(ps, B_POS),  ptr(ps, B_VEL), ptr(ps, B_MAT),
+                         ptr(ps, B_SPOS),     ptr(ps, B_SVEL), ptr(ps, B_SMAT)};
+  if ((st = launch(ps, &wfp_reorder, n, &ra, sizeof ra)) != WF_OK) return st;
+  wfp_collide_args ca = {params,
+                         ptr(ps, B_MATS),
+                         ptr(ps, B_COLLIDERS),
+                         clock,
+                         ptr(ps, B_SPOS),
+                         ptr(ps, B_SVEL),
+                         ptr(ps, B_SMAT),
+                         ptr(ps, B_KEYS_OUT),
+                         ptr(ps, B_VALS_OUT),
+                         ptr(ps, B_CELLS),
+                         ptr(ps, B_POS),
+                         ptr(ps, B_VEL),
+                         n};
+  if ((st = launch(ps, &wfp_collide, n, &ca, sizeof ca)) != WF_OK) return st;
+  wfp_advance_args aa = {params, clock};
+  return launch(ps, &wfp_advance, 1, &aa, sizeof aa);
+}
+
+/* Kernels are opaque to the GPU layer: mark every buffer as used on the solver's stream, so that
+ * downloads and frees on other streams wait for the substeps (and a graph keeps them alive). */
+static wf_status touch_all(wf_particles *ps) {
+  for (int b = 0; b < B_COUNT; b++)
+    if (ps->buf[b]) TRY(wf_buffer_touch(ps->buf[b], ps->stream), "ordering buffers");
+  return WF_OK;
+}
+
+static wf_status enqueue_substeps(wf_particles *ps, int n) {
+  for (int i = 0; i < n; i++) {
+    wf_status st = enqueue_substep(ps);
+    if (st != WF_OK) return st;
+  }
+  return touch_all(ps);
+}
+
+static wf_status capture_frame(wf_particles *ps) {
+  TRY(wf_capture_begin(ps->stream), "beginning the frame capture");
+  wf_status st = enqueue_substeps(ps, ps->desc.substeps);
+  wf_graph *g = NULL;
+  wf_status st2 = wf_capture_end(ps->stream, &g);
+  if (st != WF_OK) {
+    if (g) wf_graph_destroy(g);
+    return st;
+  }
+  if (st2 != WF_OK) return fail_gpu(st2, "ending the frame capture");
+  ps->graph = g;
+  return WF_OK;
+}
+
+wf_status wf_particles_step_frames(wf_particles *ps, int frames) {
+  if (!ps) return fail(WF_ERR_INVALID, "wf_particles_step_frames: solver is NULL");
+  if (frames < 0)
+    return fail(WF_ERR_INVALID, "particles '%s': frames %d must be >= 0", ps->name, frames);
+  if (ps->desc.no_graph) return wf_particles_step_substeps(ps, frames * ps->desc.substeps);
+  if (!ps->graph && frames > 0) {
+    wf_status st = capture_frame(ps);
+    if (st != WF_OK) return st;
+  }
+  for (int f = 0; f < frames; f++)
+    TRY(wf_graph_launch(ps->graph, ps->stream), "launching a frame");
+  return frames > 0 ? touch_all(ps) : WF_OK;
+}
+
+wf_status wf_particles_step_substeps(wf_particles *ps, int n) {
+  if (!ps) return fail(WF_ERR_INVALID, "wf_particles_step_substeps: solver is NULL");
+  if (n < 0) return fail(WF_ERR_INVALID, "particles '%s': substeps %d must be >= 0", ps->name, n);
+  return enqueue_substeps(ps, n);
+}
+
+/* ---- reading back ------------------------------------------------------------------------------
+ */
+
+uint32_t wf_particles_count(const wf_particles *ps) { return ps ? ps->count : 0; }
+
+size_t wf_particles_device_bytes(const wf_particles *ps) {
+  size_t total = 0;
+  for (int b = 0; ps && b < B_COUNT; b++)
+    if (ps->buf[b]) total += wf_buffer_size(ps->buf[b]);
+  return total;
+}
+
+static wf_status read_clock(wf_particles *ps, wfp_clock *c) {
+  TRY(wf_stream_synchronize(ps->stream), "waiting for the solver");
+  TRY(wf_download(c, ps->buf[B_CLOCK], 0, sizeof *c), "reading the solver's flags");
+  return WF_OK;
+}
+
+static wf_status flags_status(wf_particles *ps, const wfp_clock *c) {
+  if (!c->flags) return WF_OK;
+  uint32_t gid = c->first_bad;
+  if (gid < ps->count) wf_download(&gid, ps->buf[B_GID], (size_t)c->first_bad * 4, 4);
+  return fail(WF_ERR_INVALID,
+              "particles '%s': particle %u (global id) %s after %llu substeps: the time step is "
+              "too large for the contact stiffness, or a particle was flung away",
+              ps->name, gid,
+              (c->flags & WFP_FLAG_NONFINITE) ? "became NaN/inf"
+                                              : "left the grid's range (2^30 "
+                                                "cells)",
+              (unsigned long long)c->substeps);
+}
+
+wf_status wf_particles_check(wf_particles *ps) {
+  if (!ps) return fail(WF_ERR_INVALID, "wf_particles_check: solver is NULL");
+  wfp_clock c;
+  wf_status st = read_clock(ps, &c);
+  return st != WF_OK ? st : flags_status(ps, &c);
+}
+
+wf_status wf_particles_download(wf_particles *ps, float (*pos)[4], float (*vel)[4]) {
+  if (!ps) return fail(WF_ERR_INVALID, "wf_particles_download: solver is NULL");
+  wfp_clock c;
+  wf_status st = read_clock(ps, &c);
+  if (st != WF_OK) return st;
+  size_t bytes = (size_t)ps->count * 16;
+  if (pos && bytes) TRY(wf_download(pos, ps->buf[B_POS], 0, bytes), "downloading positions");
+  if (vel && bytes) TRY(wf_download(vel, ps->buf[B_VEL], 0, bytes), "downloading velocities");
+  return flags_status(ps, &c);
+}
+
+wf_status wf_particles_stats_get(wf_particles *ps, wf_particles_stats *out) {
+  if (!ps || !out) return fail(WF_ERR_INVALID, "wf_particles_stats_get: NULL argument");
+  memset(out, 0, sizeof *out);
+  float(*v)[4] = malloc((size_t)ps->count * 16 + 16);
+  if (!v) return fail(WF_ERR_OUT_OF_MEMORY, "particles '%s': out of host memory", ps->name);
+  wf_status st = wf_particles_download(ps, NULL, v);
+  wfp_clock c;
+  if (st == WF_OK) st = read_clock(ps, &c);
+  if (st == WF_OK) {
+    out->count = ps->count;
+    out->time = c.time;
+    out->substeps = c.substeps;
+    for (uint32_t i = 0; i < ps->count; i++) {
+      if (!(v[i][3] > 0.0f)) continue;
+      double m = 1.0 / v[i][3], s2 = 0.0;
+      for (int k = 0; k < 3; k++)
+        out->momentum[k] += m * v[i][k], s2 += (double)v[i][k] * v[i][k];
+      out->kinetic_energy += 0.5 * m * s2;
+      out->max_speed = fmax(out->max_speed, sqrt(s2));
+    }
+  }
+  free(v);
+  return st;
+}

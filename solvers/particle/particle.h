@@ -1,0 +1,182 @@
+/* weft particle solver: granular matter with a DEM contact model, on a CPU or CUDA device.
+ *
+ * Use: fill a wf_particles_desc from wf_particles_desc_default(), create the solver on a device,
+ * add materials, emitters (or explicit particles) and colliders, then step whole frames.
+ *
+ *     wf_particles_desc d = wf_particles_desc_default();
+ *     d.capacity = 100000;
+ *     wf_particles *ps;
+ *     wf_particles_create(dev, &d, &ps);
+ *     wf_particles_emitter e = wf_particles_emitter_default();   // a box of particles
+ *     wf_particles_emit(ps, &e, NULL, NULL);
+ *     wf_collider_desc ground = wf_collider_desc_default();     // the plane y = 0
+ *     wf_particles_add_collider(ps, &ground, NULL);
+ *     wf_particles_step_frames(ps, 60);                          // one second
+ *     wf_particles_download(ps, pos, vel);
+ *
+ * A substep (solver.c style pipeline, all on the solver's stream, nothing waits for the host):
+ *
+ *     pos,vel ─► KEYS ─► SORT ─► BOUNDS ─► REORDER ─► COLLIDE+INTEGRATE ─► pos,vel ─► ADVANCE
+ *     (local    cell     stable   cell      sorted      gather 27 cells,       scattered   clock
+ *      order)   hash     by key   starts    copies      colliders, Euler       back
+ *
+ * A frame is K substeps, captured once into a graph and replayed (desc.no_graph: enqueued one by
+ * one, for debugging; both give bit-identical states). Parameters (gravity, dt, damping, colliders)
+ * live in a device-side block, so changing them needs no recapture; adding particles does.
+ *
+ * Particles are kept in global-id order (id = the order in which they were added). Each particle
+ * gathers its neighbours in a fixed order and writes only itself, so runs are bitwise
+ * reproducible, and the CPU and CUDA backends agree bit for bit.
+ *
+ * Errors: functions return a wf_status; on failure wf_particles_last_error() says which object and
+ * field were wrong ("emitter 'pile': spacing 0.15 is less than 2 * radius 0.2: particles would
+ * overlap"). The solver never prints.
+ */
+#ifndef WEFT_PARTICLE_H
+#define WEFT_PARTICLE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "weft/gpu.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct wf_particles wf_particles;
+
+/** Solver settings. Start from wf_particles_desc_default(). */
+typedef struct wf_particles_desc {
+  const char *name;  /* for messages; default "particles" */
+  uint32_t capacity; /* most particles the solver holds (device memory is sized for it) */
+  int substeps;      /* per frame; default 64 */
+  float frame_dt;    /* seconds per frame; default 1/60 */
+  float gravity[3];  /* m/s²; default (0, -9.81, 0) */
+  float damping;     /* global velocity damping, 1/s; default 0 */
+  float cell_size;   /* grid cell; 0: twice the largest particle radius (the contact range) */
+  bool no_graph;     /* enqueue substeps one by one instead of replaying a captured frame */
+  wf_stream *stream; /* stream to run on (not owned); NULL: the solver creates its own */
+} wf_particles_desc;
+
+/** Contact material. Start from wf_particle_material_default(). Pair values are the means of the
+ *  two materials' values. */
+typedef struct wf_particle_material {
+  float stiffness;   /* normal spring k, N/m; default 1e4 */
+  float damping;     /* normal dashpot c, N·s/m; default 0 */
+  float restitution; /* in [0, 1]; > 0 adds the dashpot that gives this restitution at the pair's
+                        effective mass: c = 2 ζ sqrt(k m), e = exp(-π ζ / sqrt(1 - ζ²)); 0: none */
+  float friction;    /* Coulomb coefficient μ; default 0.5 */
+  float tangential;  /* viscous tangential coefficient below the Coulomb cap, N·s/m; default 100 */
+  float cohesion;    /* attractive force per contact, N; default 0 */
+} wf_particle_material;
+
+enum { WF_EMIT_BOX = 0, WF_EMIT_SPHERE = 1 };
+
+/** A block of particles on a cubic lattice. Start from wf_particles_emitter_default(). */
+typedef struct wf_particles_emitter {
+  const char *name;      /* for messages; default "emitter" */
+  int shape;             /* WF_EMIT_BOX (default) or WF_EMIT_SPHERE */
+  float center[3];       /* default (0, 1, 0) */
+  float half_extents[3]; /* box; default 0.5 each */
+  float sphere_radius;   /* sphere region; default 0.5 */
+  float radius;          /* particle radius; default 0.05 */
+  float spacing;         /* lattice spacing, at least 2 * radius; default 0.1 */
+  float jitter;          /* random offset per axis in [-jitter, jitter], < spacing / 2; default 0 */
+  uint64_t seed;         /* jitter seed; each particle's offset depends on (seed, global id) only */
+  float velocity[3];     /* initial velocity */
+  float density;         /* kg/m³ (mass = density · 4/3 π r³); default 1000 */
+  float mass;            /* > 0: the mass of each particle, overriding density */
+  bool kinematic;        /* inverse mass 0: moves with its velocity, ignores forces */
+  uint32_t material;     /* material index; default 0 (the solver's default material) */
+} wf_particles_emitter;
+
+enum {
+  WF_COLLIDER_PLANE = 0,
+  WF_COLLIDER_SPHERE = 1,
+  WF_COLLIDER_BOX = 2,
+  WF_COLLIDER_CAPSULE = 3
+};
+
+/** A static or kinematic (constant velocity) collider. Start from wf_collider_desc_default(). */
+typedef struct wf_collider_desc {
+  const char *name;      /* for messages; default "collider" */
+  int type;              /* default WF_COLLIDER_PLANE */
+  float normal[3];       /* plane: unit normal, solid below; default (0, 1, 0) */
+  float offset;          /* plane: the points with dot(normal, x) = offset; default 0 */
+  float center[3];       /* sphere, box */
+  float radius;          /* sphere, capsule */
+  float half_extents[3]; /* box (axis aligned) */
+  float p0[3], p1[3];    /* capsule segment ends */
+  float velocity[3];     /* kinematic motion; zero: static */
+  float friction;        /* Coulomb μ against particles; default 0.5 */
+  float restitution;     /* in [0, 1]: normal dashpot from the particle's mass; default 0.5 */
+  float stiffness;       /* N/m; 0: the particle material's stiffness */
+} wf_collider_desc;
+
+/** Parameters that can change between frames without recapture. */
+typedef struct wf_particles_params {
+  float frame_dt;
+  float gravity[3];
+  float damping;
+} wf_particles_params;
+
+typedef struct wf_particles_stats {
+  uint32_t count;
+  double kinetic_energy; /* Σ ½ m v² over dynamic particles, J */
+  double momentum[3];    /* Σ m v over dynamic particles */
+  double max_speed;
+  double time; /* simulated seconds */
+  uint64_t substeps;
+} wf_particles_stats;
+
+wf_particles_desc wf_particles_desc_default(void);
+wf_particle_material wf_particle_material_default(void);
+wf_particles_emitter wf_particles_emitter_default(void);
+wf_collider_desc wf_collider_desc_default(void);
+/** The dashpot ratio ζ that gives restitution e for a linear spring-dashpot contact. */
+double wf_particles_zeta_for_restitution(double e);
+
+wf_status wf_particles_create(wf_device *dev, const wf_particles_desc *desc, wf_particles **out);
+/** Waits for the solver's work and frees everything. NULL is ignored. */
+void wf_particles_destroy(wf_particles *ps);
+
+/** Material 0 exists from the start (the defaults); set_material replaces one, add appends. */
+wf_status wf_particles_add_material(wf_particles *ps, const wf_particle_material *m,
+                                    uint32_t *index);
+wf_status wf_particles_set_material(wf_particles *ps, uint32_t index,
+                                    const wf_particle_material *m);
+/** Adds the emitter's particles; *first (global id of the first) and *count may be NULL. */
+wf_status wf_particles_emit(wf_particles *ps, const wf_particles_emitter *e, uint32_t *first,
+                            uint32_t *count);
+/** Adds n particles: pos[i] = xyz + radius, vel[i] = xyz + inverse mass (0: kinematic). */
+wf_status wf_particles_add(wf_particles *ps, uint32_t n, const float (*pos)[4],
+                           const float (*vel)[4], uint32_t material, uint32_t *first);
+wf_status wf_particles_add_collider(wf_particles *ps, const wf_collider_desc *c, uint32_t *index);
+
+wf_particles_params wf_particles_params_get(const wf_particles *ps);
+wf_status wf_particles_params_set(wf_particles *ps, const wf_particles_params *p);
+
+/** Enqueues `frames` frames (K substeps each); returns without waiting for them. */
+wf_status wf_particles_step_frames(wf_particles *ps, int frames);
+/** Enqueues n substeps without capture (the debugging path). */
+wf_status wf_particles_step_substeps(wf_particles *ps, int n);
+
+uint32_t wf_particles_count(const wf_particles *ps);
+/** Waits for the solver and copies the state in global-id order; either pointer may be NULL.
+ *  WF_ERR_INVALID (data still copied) when a particle became non-finite or left the grid's
+ *  range: the message names the first such particle. */
+wf_status wf_particles_download(wf_particles *ps, float (*pos)[4], float (*vel)[4]);
+/** Waits for the solver and reports its device flags, as download does. */
+wf_status wf_particles_check(wf_particles *ps);
+wf_status wf_particles_stats_get(wf_particles *ps, wf_particles_stats *out);
+/** Device memory the solver holds, bytes (all buffers: state, sort, grid, sorted copies, tables).
+ */
+size_t wf_particles_device_bytes(const wf_particles *ps);
+/** Text of this thread's last particle-solver failure ("" if none). */
+const char *wf_particles_last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

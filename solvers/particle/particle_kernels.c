@@ -1,0 +1,97 @@
+/* CPU side of the particle kernels: loops over [begin, end) calling the shared math, and the
+ * wf_kernel objects. The CPU sort is an LSD radix sort (8-bit digits, stable), the same ordering
+ * CUB's DeviceRadixSort produces on CUDA devices. Flags are set with integer atomics, so the loops
+ * stay correct if the backend ever splits a launch over threads. */
+#include <string.h>
+
+#include "particle_kernels.h"
+
+#ifdef WEFT_HAVE_CUDA
+#define WFP_CUDA(f) f
+#else
+#define WFP_CUDA(f) NULL
+#endif
+
+static void raise_flags(wfp_clock *c, uint32_t flags, uint32_t index) {
+  __atomic_fetch_or(&c->flags, flags, __ATOMIC_RELAXED);
+  uint32_t cur = __atomic_load_n(&c->first_bad, __ATOMIC_RELAXED);
+  while (index < cur && !__atomic_compare_exchange_n(&c->first_bad, &cur, index, true,
+                                                     __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
+}
+
+static void keys_cpu(const void *args, size_t begin, size_t end) {
+  const wfp_keys_args *a = args;
+  for (size_t i = begin; i < end; i++) {
+    uint32_t fl = wfp_key_elem(a->params, a->pos[i], &a->keys[i]);
+    a->vals[i] = (uint32_t)i;
+    if (fl) raise_flags(a->clock, fl, (uint32_t)i);
+  }
+}
+
+/* One element does the whole sort (n == 1): a serial LSD radix sort ping-ponging between the
+ * input and output arrays, with a final copy when the pass count leaves the result in the input. */
+static void sort_cpu(const void *args, size_t begin, size_t end) {
+  const wfp_sort_args *a = args;
+  if (begin > 0 || end == 0) return;
+  uint32_t *ks = a->keys, *vs = a->vals, *kd = a->keys_out, *vd = a->vals_out;
+  int passes = (a->bits + 7) / 8;
+  for (int p = 0; p < passes; p++) {
+    int shift = 8 * p;
+    uint32_t count[257] = {0};
+    for (uint32_t i = 0; i < a->n; i++)
+      count[((ks[i] >> shift) & 255u) + 1]++;
+    for (int d = 0; d < 256; d++)
+      count[d + 1] += count[d];
+    for (uint32_t i = 0; i < a->n; i++) {
+      uint32_t o = count[(ks[i] >> shift) & 255u]++;
+      kd[o] = ks[i];
+      vd[o] = vs[i];
+    }
+    uint32_t *t = ks;
+    ks = kd, kd = t;
+    t = vs, vs = vd, vd = t;
+  }
+  if (ks != a->keys_out) {
+    memcpy(a->keys_out, ks, a->n * sizeof *ks);
+    memcpy(a->vals_out, vs, a->n * sizeof *vs);
+  }
+}
+
+static void bounds_cpu(const void *args, size_t begin, size_t end) {
+  const wfp_bounds_args *a = args;
+  for (size_t s = begin; s < end; s++)
+    wfp_bounds_elem(a, (uint32_t)s);
+}
+
+static void reorder_cpu(const void *args, size_t begin, size_t end) {
+  const wfp_reorder_args *a = args;
+  for (size_t s = begin; s < end; s++) {
+    uint32_t i = a->vals[s];
+    a->spos[s] = a->pos[i];
+    a->svel[s] = a->vel[i];
+    a->smat[s] = a->mat[i];
+  }
+}
+
+static void collide_cpu(const void *args, size_t begin, size_t end) {
+  const wfp_collide_args *a = args;
+  for (size_t s = begin; s < end; s++) {
+    uint32_t fl = wfp_collide_elem(a, (uint32_t)s);
+    if (fl) raise_flags(a->clock, fl, a->vals[s]);
+  }
+}
+
+static void advance_cpu(const void *args, size_t begin, size_t end) {
+  const wfp_advance_args *a = args;
+  if (begin > 0 || end == 0) return;
+  a->clock->time += (double)a->params->dt;
+  a->clock->substeps++;
+}
+
+const wf_kernel wfp_keys = {"particle_keys", keys_cpu, WFP_CUDA(wfp_keys_cuda)};
+const wf_kernel wfp_sort = {"particle_sort", sort_cpu, WFP_CUDA(wfp_sort_cuda)};
+const wf_kernel wfp_bounds = {"particle_bounds", bounds_cpu, WFP_CUDA(wfp_bounds_cuda)};
+const wf_kernel wfp_reorder = {"particle_reorder", reorder_cpu, WFP_CUDA(wfp_reorder_cuda)};
+const wf_kernel wfp_collide = {"particle_collide", collide_cpu, WFP_CUDA(wfp_collide_cuda)};
+const wf_kernel wfp_advance = {"particle_advance", advance_cpu, WFP_CUDA(wfp_advance_cuda)};

@@ -1,0 +1,105 @@
+/* CUDA side of the particle kernels: __global__ kernels calling the shared math in
+ * particle_math.h, and the launch wrappers wf_launch calls with the stream's cudaStream_t. One
+ * thread per element, 256 a block. The sort is CUB's DeviceRadixSort (stable) on a DoubleBuffer,
+ * with temporary storage allocated once by the solver for its capacity. Built with -fmad=false so
+ * the results equal the CPU backend's bit for bit. */
+#include <cub/device/device_radix_sort.cuh>
+#include <cuda_runtime.h>
+
+#include "particle_kernels.h"
+
+namespace {
+
+constexpr unsigned kBlock = 256;
+
+unsigned grid_for(size_t n) { return (unsigned)((n + kBlock - 1) / kBlock); }
+
+__device__ size_t index() { return (size_t)blockIdx.x * blockDim.x + threadIdx.x; }
+
+__device__ void raise_flags(wfp_clock *c, uint32_t flags, uint32_t i) {
+  atomicOr(&c->flags, flags);
+  atomicMin(&c->first_bad, i);
+}
+
+__global__ void keys_kernel(wfp_keys_args a, size_t n) {
+  size_t i = index();
+  if (i >= n) return;
+  uint32_t fl = wfp_key_elem(a.params, a.pos[i], &a.keys[i]);
+  a.vals[i] = (uint32_t)i;
+  if (fl) raise_flags(a.clock, fl, (uint32_t)i);
+}
+
+__global__ void bounds_kernel(wfp_bounds_args a, size_t n) {
+  size_t s = index();
+  if (s < n) wfp_bounds_elem(&a, (uint32_t)s);
+}
+
+__global__ void reorder_kernel(wfp_reorder_args a, size_t n) {
+  size_t s = index();
+  if (s >= n) return;
+  uint32_t i = a.vals[s];
+  a.spos[s] = a.pos[i];
+  a.svel[s] = a.vel[i];
+  a.smat[s] = a.mat[i];
+}
+
+__global__ void collide_kernel(wfp_collide_args a, size_t n) {
+  size_t s = index();
+  if (s >= n) return;
+  uint32_t fl = wfp_collide_elem(&a, (uint32_t)s);
+  if (fl) raise_flags(a.clock, fl, a.vals[s]);
+}
+
+__global__ void advance_kernel(wfp_advance_args a) {
+  a.clock->time += (double)a.params->dt;
+  a.clock->substeps++;
+}
+
+} // namespace
+
+extern "C" void wfp_keys_cuda(const void *args, size_t n, void *stream) {
+  keys_kernel<<<grid_for(n), kBlock, 0, (cudaStream_t)stream>>>(*(const wfp_keys_args *)args, n);
+}
+
+extern "C" void wfp_bounds_cuda(const void *args, size_t n, void *stream) {
+  bounds_kernel<<<grid_for(n), kBlock, 0, (cudaStream_t)stream>>>(*(const wfp_bounds_args *)args,
+                                                                  n);
+}
+
+extern "C" void wfp_reorder_cuda(const void *args, size_t n, void *stream) {
+  reorder_kernel<<<grid_for(n), kBlock, 0, (cudaStream_t)stream>>>(*(const wfp_reorder_args *)args,
+                                                                   n);
+}
+
+extern "C" void wfp_collide_cuda(const void *args, size_t n, void *stream) {
+  collide_kernel<<<grid_for(n), kBlock, 0, (cudaStream_t)stream>>>(*(const wfp_collide_args *)args,
+                                                                   n);
+}
+
+extern "C" void wfp_advance_cuda(const void *args, size_t n, void *stream) {
+  advance_kernel<<<1, 1, 0, (cudaStream_t)stream>>>(*(const wfp_advance_args *)args);
+}
+
+/* The result lands in whichever half of the DoubleBuffer CUB chose; it is copied to the output
+ * arrays when needed (the choice depends only on n and bits, so it is the same at every replay). */
+extern "C" void wfp_sort_cuda(const void *args, size_t n, void *stream) {
+  const wfp_sort_args *a = (const wfp_sort_args *)args;
+  cudaStream_t s = (cudaStream_t)stream;
+  cub::DoubleBuffer<uint32_t> keys(a->keys, a->keys_out), vals(a->vals, a->vals_out);
+  size_t bytes = a->temp_bytes;
+  cub::DeviceRadixSort::SortPairs(a->temp, bytes, keys, vals, (int)a->n, 0, a->bits, s);
+  if (keys.Current() != a->keys_out)
+    cudaMemcpyAsync(a->keys_out, keys.Current(), a->n * sizeof(uint32_t), cudaMemcpyDeviceToDevice,
+                    s);
+  if (vals.Current() != a->vals_out)
+    cudaMemcpyAsync(a->vals_out, vals.Current(), a->n * sizeof(uint32_t), cudaMemcpyDeviceToDevice,
+                    s);
+}
+
+extern "C" size_t wfp_sort_temp_bytes_cuda(uint32_t n, int bits) {
+  cub::DoubleBuffer<uint32_t> keys(nullptr, nullptr), vals(nullptr, nullptr);
+  size_t bytes = 0;
+  if (cub::DeviceRadixSort::SortPairs(nullptr, bytes, keys, vals, (int)n, 0, bits) != cudaSuccess)
+    return 0;
+  return bytes;
+}

@@ -1,0 +1,224 @@
+/* The test harness: a list of test functions, non-fatal CHECKs, fatal REQUIREs and a runner.
+ *
+ * A test program lists its tests and hands them to th_main, which parses `--device cpu|cuda`
+ * (default cpu; an optional further argument runs only the test of that name), starts weft with
+ * four CPU devices and resolves th_dev0/th_dev1 (cpu:0/cpu:1 or cuda:0/cuda:1; th_dev1 is NULL when
+ * there is only one) and th_host (cpu:0). With `--device cuda` and no CUDA device it prints "SKIP:
+ * no CUDA device (...)" and exits with 77, which ctest reads as skipped. The last line printed is
+ * "N passed, M failed, K skipped"; the exit code is 1 if anything failed.
+ */
+#ifndef WEFT_TESTS_HARNESS_H
+#define WEFT_TESTS_HARNESS_H
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#endif
+#include <ctype.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "weft/gpu.h"
+
+typedef struct th_test {
+  const char *name;
+  void (*fn)(void);
+} th_test;
+
+static const char *th_kind = "cpu";            /* the device kind under test */
+static wf_device *th_dev0, *th_dev1, *th_host; /* <kind>:0, <kind>:1 or NULL, cpu:0 */
+static int th_fails, th_skipped;               /* for the test that runs now */
+static char th_skip_msg[256];
+
+#define TEST(name) static void name(void)
+#define TH_TEST(name)                                                                              \
+  { #name, name }
+#define TH_COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
+#define TH_FAIL(...)                                                                               \
+  do {                                                                                             \
+    th_fails++;                                                                                    \
+    fprintf(stderr, "  %s:%d: ", __FILE__, __LINE__);                                              \
+    fprintf(stderr, __VA_ARGS__);                                                                  \
+    fputc('\n', stderr);                                                                           \
+  } while (0)
+#define CHECK(c)                                                                                   \
+  do {                                                                                             \
+    if (!(c)) TH_FAIL("CHECK(%s) failed", #c);                                                     \
+  } while (0)
+#define REQUIRE(c)                                                                                 \
+  do {                                                                                             \
+    if (!(c)) {                                                                                    \
+      TH_FAIL("REQUIRE(%s) failed", #c);                                                           \
+      return;                                                                                      \
+    }                                                                                              \
+  } while (0)
+#define CHECK_EQ_INT(a, b)                                                                         \
+  do {                                                                                             \
+    long long a_ = (long long)(a), b_ = (long long)(b);                                            \
+    if (a_ != b_) TH_FAIL("%s == %s: %lld != %lld", #a, #b, a_, b_);                               \
+  } while (0)
+#define CHECK_NEAR(a, b, tol)                                                                      \
+  do {                                                                                             \
+    double a_ = (double)(a), b_ = (double)(b);                                                     \
+    if (!(fabs(a_ - b_) <= (double)(tol)))                                                         \
+      TH_FAIL("%s ~ %s: %.9g vs %.9g (tolerance %g)", #a, #b, a_, b_, (double)(tol));              \
+  } while (0)
+/* A failed status ends the test: the handles it was to produce are not there. */
+#define CHECK_OK(e)                                                                                \
+  do {                                                                                             \
+    wf_status st_ = (e);                                                                           \
+    if (st_ != WF_OK) {                                                                            \
+      TH_FAIL("%s -> %s: %s", #e, wf_status_str(st_), wf_last_error());                            \
+      return;                                                                                      \
+    }                                                                                              \
+  } while (0)
+#define CHECK_STATUS(e, want)                                                                      \
+  do {                                                                                             \
+    wf_status st_ = (e);                                                                           \
+    if (st_ != (want))                                                                             \
+      TH_FAIL("%s -> %s, expected %s (%s)", #e, wf_status_str(st_), wf_status_str(want),           \
+              wf_last_error());                                                                    \
+  } while (0)
+#define SKIP(...)                                                                                  \
+  do {                                                                                             \
+    snprintf(th_skip_msg, sizeof th_skip_msg, __VA_ARGS__);                                        \
+    th_skipped = 1;                                                                                \
+    return;                                                                                        \
+  } while (0)
+#define NEED_TWO_DEVICES()                                                                         \
+  do {                                                                                             \
+    if (!th_dev1) SKIP("needs %s:1", th_kind);                                                     \
+  } while (0)
+#define CPU_ONLY(why)                                                                              \
+  do {                                                                                             \
+    if (th_is_cuda()) SKIP("cpu only: %s", why);                                                   \
+  } while (0)
+#define CUDA_ONLY(why)                                                                             \
+  do {                                                                                             \
+    if (!th_is_cuda()) SKIP("cuda only: %s", why);                                                 \
+  } while (0)
+/* Every element of got[0..n) equals want exactly (values the tests use are exact in float). */
+#define CHECK_ALL_EQ(got, n, want) th_check_all_eq((got), (n), (want), #got, __FILE__, __LINE__)
+
+static inline int th_is_cuda(void) { return strcmp(th_kind, "cuda") == 0; }
+
+/* Case-insensitive substring test, for messages ("pinned" matches WF_BUFFER_PINNED). */
+static inline int th_contains(const char *text, const char *word) {
+  for (size_t n = strlen(word); *text; text++) {
+    size_t i = 0;
+    while (i < n && tolower((unsigned char)text[i]) == tolower((unsigned char)word[i]))
+      i++;
+    if (i == n) return 1;
+  }
+  return 0;
+}
+
+/* A test that hangs (a deadlock in the library) fails the program with its name, rather than
+ * running into ctest's timeout with no word of where it stopped. */
+enum { TH_WATCHDOG_S = 30 };
+static const char *th_current;
+static void th_watchdog(int sig) {
+  static const char msg[] = "\n[ FAIL ] watchdog: this test hung for 30 s: ";
+  ssize_t w = write(2, msg, sizeof msg - 1);
+  if (th_current) w = write(2, th_current, strlen(th_current));
+  w = write(2, "\n", 1);
+  (void)w;
+  (void)sig;
+  _exit(1);
+}
+
+static inline void th_check_all_eq(const float *got, size_t n, float want, const char *what,
+                                   const char *file, int line) {
+  size_t bad = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (got[i] != want && bad++ < 3)
+      fprintf(stderr, "  %s:%d: %s[%zu] = %.9g, expected %.9g\n", file, line, what, i, got[i],
+              want);
+  }
+  if (bad) {
+    th_fails++;
+    fprintf(stderr, "  %s:%d: %zu of %zu elements of %s differ\n", file, line, bad, n, what);
+  }
+}
+
+static inline double th_now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
+static inline void th_sleep_ms(double ms) {
+  struct timespec t = {(time_t)(ms / 1e3), (long)(fmod(ms, 1e3) * 1e6)};
+  while (nanosleep(&t, &t) != 0) {
+  }
+}
+
+/* Looks up the devices under test; 0 when <kind>:0 is missing. */
+static inline int th_resolve(void) {
+  char name[32];
+  snprintf(name, sizeof name, "%s:0", th_kind);
+  if (wf_device_get(name, &th_dev0) != WF_OK) return 0;
+  snprintf(name, sizeof name, "%s:1", th_kind);
+  if (wf_device_get(name, &th_dev1) != WF_OK) th_dev1 = NULL;
+  if (wf_device_get("cpu:0", &th_host) != WF_OK) return 0;
+  wf_clear_error();
+  return 1;
+}
+
+/* The standard runtime: four CPU devices, so cpu:0/cpu:1 exist for two-device tests. */
+static inline wf_status th_init(void) {
+  wf_status st = wf_init(&(wf_init_desc){.cpu_devices = 4});
+  return st != WF_OK ? st : (th_resolve() ? WF_OK : WF_ERR_DEVICE);
+}
+
+static inline int th_main(int argc, char **argv, const th_test *tests, int n) {
+  const char *only = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--device") == 0 && i + 1 < argc)
+      th_kind = argv[++i];
+    else
+      only = argv[i];
+  }
+  if (strcmp(th_kind, "cpu") != 0 && strcmp(th_kind, "cuda") != 0) {
+    fprintf(stderr, "usage: %s [--device cpu|cuda] [test]\n", argv[0]);
+    return 2;
+  }
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  signal(SIGALRM, th_watchdog);
+  wf_status st = wf_init(&(wf_init_desc){.cpu_devices = 4});
+  if (st == WF_OK && th_is_cuda() && wf_device_get("cuda", &th_dev0) != WF_OK) {
+    printf("SKIP: no CUDA device (%s)\n", wf_last_error());
+    wf_shutdown();
+    return 77;
+  }
+  if (st != WF_OK || !th_resolve()) {
+    printf("cannot start weft on %s: %s: %s\n", th_kind, wf_status_str(st), wf_last_error());
+    return 1;
+  }
+  int passed = 0, failed = 0, skipped = 0;
+  for (int i = 0; i < n; i++) {
+    if (only && strcmp(only, tests[i].name) != 0) continue;
+    th_fails = th_skipped = 0;
+    th_current = tests[i].name;
+    printf("[ RUN  ] %s (%s)\n", tests[i].name, th_kind);
+    double t0 = th_now_ms();
+    alarm(TH_WATCHDOG_S);
+    tests[i].fn();
+    alarm(0);
+    double ms = th_now_ms() - t0;
+    fflush(stderr);
+    if (th_fails)
+      failed++, printf("[ FAIL ] %s (%.0f ms)\n", tests[i].name, ms);
+    else if (th_skipped)
+      skipped++, printf("[ SKIP ] %s: %s\n", tests[i].name, th_skip_msg);
+    else
+      passed++, printf("[  OK  ] %s (%.0f ms)\n", tests[i].name, ms);
+  }
+  wf_shutdown();
+  printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
+  return failed ? 1 : 0;
+}
+#endif
