@@ -85,6 +85,7 @@ wf_status wf_buffer_create(wf_device *d, size_t bytes, unsigned flags, wf_stream
     return wf__error(WF_ERR_CAPTURE, fn,
                      "pinned host memory cannot be allocated during a graph capture: create pinned "
                      "buffers before wf_capture_begin");
+  wf__pinned_drain();
   wf_buffer *b = calloc(1, sizeof *b);
   if (!b) return wf__error(WF_ERR_OUT_OF_MEMORY, fn, "out of host memory");
   b->dev = d;

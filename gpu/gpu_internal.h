@@ -228,5 +228,7 @@ void *wf__cuda_host_alloc(size_t bytes); /* portable pinned host memory, NULL on
 void wf__cuda_host_free(void *p);
 #endif
 void wf__cpu_free_host(void *p, bool cuda_host);
+/* frees pinned memory released by CPU workers; called by host threads at safe points */
+void wf__pinned_drain(void);
 
 #endif

@@ -156,6 +156,7 @@ void wf_shutdown(void) {
       wf__stream_release(def);
     }
   }
+  wf_synchronize(); /* the default streams' last frees */
 #ifdef WEFT_HAVE_CUDA
   wf__cuda_shutdown();
 #endif
@@ -224,6 +225,7 @@ static wf_status sync_streams(wf_device *d, const char *func) {
     wf__stream_release(list[i]);
   }
   free(list);
+  wf__pinned_drain();
   return st;
 }
 

@@ -365,14 +365,47 @@ static wf_status cpu_host_func(wf_stream *s, void (*fn)(void *), void *user) {
 
 /* ---- memory ---- */
 
-void wf__cpu_free_host(void *p, bool cuda_host) {
-#ifdef WEFT_HAVE_CUDA
-  if (cuda_host) {
-    wf__cuda_host_free(p);
-    return;
+/* Pinned memory is not freed on a worker: cudaFreeHost synchronizes the GPU, and a CUDA stream
+   may be waiting (in a host function) for this very worker. The pointer is handed to the host
+   thread, which frees it at its next safe point (wf__pinned_drain). */
+static pthread_mutex_t pinned_lock = PTHREAD_MUTEX_INITIALIZER;
+static void **pinned_list;
+static size_t pinned_n, pinned_cap;
+
+static void pinned_defer(void *p) {
+  pthread_mutex_lock(&pinned_lock);
+  if (pinned_n == pinned_cap) {
+    size_t cap = pinned_cap ? pinned_cap * 2 : 16;
+    void **grown = realloc(pinned_list, cap * sizeof *grown);
+    if (grown) {
+      pinned_list = grown;
+      pinned_cap = cap;
+    }
   }
+  if (pinned_n < pinned_cap) pinned_list[pinned_n++] = p;
+  pthread_mutex_unlock(&pinned_lock);
+}
+
+void wf__pinned_drain(void) {
+#ifdef WEFT_HAVE_CUDA
+  if (wf__thread_captures() > 0) return;
+  pthread_mutex_lock(&pinned_lock);
+  void **list = pinned_list;
+  size_t n = pinned_n;
+  pinned_list = NULL;
+  pinned_n = pinned_cap = 0;
+  pthread_mutex_unlock(&pinned_lock);
+  for (size_t i = 0; i < n; i++)
+    wf__cuda_host_free(list[i]);
+  free(list);
 #endif
-  free(p);
+}
+
+void wf__cpu_free_host(void *p, bool cuda_host) {
+  if (cuda_host)
+    pinned_defer(p);
+  else
+    free(p);
 }
 
 static wf_status cpu_alloc(wf_device *d, size_t bytes, unsigned flags, wf_stream *s, void **out,
