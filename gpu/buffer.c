@@ -252,6 +252,13 @@ wf_status wf_copy(wf_buffer *dst, size_t dst_off, const wf_buffer *src_c, size_t
   wf_status st = wf__buffer_use(src, s);
   if (st == WF_OK && dst != src) st = wf__buffer_use(dst, s);
   if (st != WF_OK) return st;
+  /* CUDA reads pageable host memory on the host when the call is made (it stages it), not when
+     the stream gets there; so the ordering just queued must be waited for here. */
+  bool host_side = c.kind == WF_COPY_HOST_HOST || c.pageable;
+  if (s->dev->is_cuda && host_side && !(dst->dev->is_cuda && src->dev->is_cuda)) {
+    st = s->dev->be->stream_synchronize(s);
+    if (st != WF_OK) return st;
+  }
   wf__note_node(s);
   return s->dev->be->copy(&c, s);
 }

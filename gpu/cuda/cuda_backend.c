@@ -124,13 +124,20 @@ bool wf__cuda_can_access_peer(const wf_device *a, const wf_device *b) {
   return cudaDeviceCanAccessPeer(&can, a->ordinal, b->ordinal) == cudaSuccess && can;
 }
 
+/* Peer access lives as long as the CUDA context, across wf_shutdown/wf_init: remember it rather
+   than provoke cudaErrorPeerAccessAlreadyEnabled. */
+static bool peer_on[WF_MAX_DEVICES][WF_MAX_DEVICES];
+
 static wf_status enable_one(wf_device *a, wf_device *b) {
   use(a);
-  cudaError_t e = cudaDeviceEnablePeerAccess(b->ordinal, 0);
-  if (e == cudaErrorPeerAccessAlreadyEnabled)
-    cudaGetLastError();
-  else if (e != cudaSuccess)
-    return fail(e, "wf_peer_access_enable", a, "cudaDeviceEnablePeerAccess");
+  if (!peer_on[a->ordinal][b->ordinal]) {
+    cudaError_t e = cudaDeviceEnablePeerAccess(b->ordinal, 0);
+    if (e == cudaErrorPeerAccessAlreadyEnabled)
+      cudaGetLastError();
+    else if (e != cudaSuccess)
+      return fail(e, "wf_peer_access_enable", a, "cudaDeviceEnablePeerAccess");
+    peer_on[a->ordinal][b->ordinal] = true;
+  }
   /* let b read and write memory from a's pool (stream-ordered allocations) */
   struct cudaMemAccessDesc acc = {.location = {.type = cudaMemLocationTypeDevice, .id = b->ordinal},
                                   .flags = cudaMemAccessFlagsProtReadWrite};
