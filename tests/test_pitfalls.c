@@ -283,6 +283,53 @@ TEST(cpu_devices_race_without_wait) {
   race(th_dev1, th_dev0);
 }
 
+/* Counts warnings that name the cuda:0/cuda:1 pair. */
+static void count_pair_warnings(int level, const char *msg, void *user) {
+  if (level == WF_LOG_WARN && strstr(msg, "cuda:0") && strstr(msg, "cuda:1")) ++*(int *)user;
+}
+
+/* Without peer access (forced with no_peer, since NVLink machines always have it) copies between
+ * GPUs are staged through host memory: the values must be intact, the same as with peer access,
+ * and the log says so once for the pair, not once per copy. */
+TEST(peer_copies_staged_without_peer_access) {
+  CUDA_ONLY("staging applies between GPUs; CPU devices share host memory");
+  NEED_TWO_DEVICES();
+  enum { NS = 1 << 22 };
+  wf_shutdown();
+  int warnings = 0;
+  CHECK_OK(wf_init(&(wf_init_desc){.cpu_devices = 4,
+                                   .no_peer = true,
+                                   .log = count_pair_warnings,
+                                   .log_user = &warnings,
+                                   .log_level = WF_LOG_WARN}));
+  REQUIRE(th_resolve());
+  CHECK(!wf_device_can_access_peer(th_dev0, th_dev1));
+  CHECK_STATUS(wf_peer_access_enable(th_dev0, th_dev1), WF_ERR_UNSUPPORTED);
+  float *in = malloc(NS * sizeof(float)), *out = malloc(NS * sizeof(float));
+  REQUIRE(in && out);
+  for (int i = 0; i < NS; i++)
+    in[i] = (float)i * 0.25f;
+  wf_buffer *a = NULL, *b = NULL, *c = NULL;
+  CHECK_OK(wf_buffer_create(th_dev1, NS * sizeof(float), 0, NULL, &a));
+  CHECK_OK(wf_buffer_create(th_dev0, NS * sizeof(float), 0, NULL, &b));
+  CHECK_OK(wf_buffer_create(th_dev1, NS * sizeof(float), 0, NULL, &c));
+  CHECK_OK(wf_upload(a, 0, in, NS * sizeof(float), NULL));
+  for (int round = 0; round < 2; round++) {
+    CHECK_OK(wf_copy(b, 0, a, 0, NS * sizeof(float), NULL)); /* cuda:1 -> cuda:0 */
+    CHECK_OK(wf_copy(c, 0, b, 0, NS * sizeof(float), NULL)); /* cuda:0 -> cuda:1 */
+  }
+  CHECK_OK(wf_download(out, c, 0, NS * sizeof(float)));
+  CHECK(memcmp(in, out, NS * sizeof(float)) == 0);
+  CHECK_EQ_INT(warnings, 1);
+  wf_buffer_destroy(a, NULL);
+  wf_buffer_destroy(b, NULL);
+  wf_buffer_destroy(c, NULL);
+  free(in);
+  free(out);
+  wf_shutdown();
+  REQUIRE(th_init() == WF_OK);
+}
+
 int main(int argc, char **argv) {
   static const th_test tests[] = {
       TH_TEST(pitfall_data_on_second_device_copied_twice),
@@ -293,6 +340,7 @@ int main(int argc, char **argv) {
       TH_TEST(pitfall_pinned_staging_to_second_device),
       TH_TEST(cpu_streams_race_without_wait),
       TH_TEST(cpu_devices_race_without_wait),
+      TH_TEST(peer_copies_staged_without_peer_access),
   };
   return th_main(argc, argv, tests, TH_COUNT(tests));
 }
