@@ -138,7 +138,6 @@ void wf_buffer_destroy(wf_buffer *b, wf_stream *s) {
   if (!b) return;
   if (s && s->dev != b->dev && (s->dev->is_cuda || b->dev->is_cuda)) s = NULL;
   if (!s) s = wf__current(b->dev);
-  b->user_destroyed = true;
   wf__buffer_release(b, s);
 }
 
@@ -254,8 +253,7 @@ wf_status wf_copy(wf_buffer *dst, size_t dst_off, const wf_buffer *src_c, size_t
   if (st != WF_OK) return st;
   /* CUDA reads pageable host memory on the host when the call is made (it stages it), not when
      the stream gets there; so the ordering just queued must be waited for here. */
-  bool host_side = c.kind == WF_COPY_HOST_HOST || c.pageable;
-  if (s->dev->is_cuda && host_side && !(dst->dev->is_cuda && src->dev->is_cuda)) {
+  if (s->dev->is_cuda && (c.kind == WF_COPY_HOST_HOST || c.pageable)) {
     st = s->dev->be->stream_synchronize(s);
     if (st != WF_OK) return st;
   }

@@ -50,8 +50,3 @@ void wf__log(int level, const char *fmt, ...) {
   va_end(ap);
   d->log(level, msg, d->log_user);
 }
-
-bool wf__log_enabled(int level) {
-  const wf_init_desc *d = wf__init_desc();
-  return d && d->log && level <= d->log_level;
-}

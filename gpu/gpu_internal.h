@@ -56,7 +56,6 @@ struct wf_stream {
   wf_device *dev;
   _Atomic int refs;
   uint64_t id;
-  bool user_destroyed;
   bool is_default;
   bool wrapped;
   void *native;           /* CUDA: cudaStream_t; CPU: the worker queue */
@@ -83,9 +82,8 @@ struct wf_buffer {
   size_t size;
   unsigned flags;
   bool owned;
-  bool cuda_host;   /* host memory from cudaMallocHost */
-  _Atomic int refs; /* the user's handle + graphs that captured it */
-  bool user_destroyed;
+  bool cuda_host;      /* host memory from cudaMallocHost */
+  _Atomic int refs;    /* the user's handle + graphs that captured it */
   wf_stream *last;     /* holds a reference */
   wf_stream *cap_last; /* during a capture; no reference */
   uint64_t cap_id;
@@ -100,8 +98,6 @@ struct wf_capture {
   wf_buffer **buffers; /* referenced by the graph being built */
   int n_buffers, cap_buffers;
   size_t nodes;
-  bool failed;
-  char fail_msg[256];
   void *be_data; /* CPU: the command list being recorded */
 };
 
@@ -170,7 +166,6 @@ wf_status wf__ensure_init(void);
 wf_status wf__error(wf_status st, const char *func, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void wf__log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-bool wf__log_enabled(int level);
 const wf_init_desc *wf__init_desc(void);
 /* captures begun by this thread and not yet ended (CUDA's thread-local capture mode) */
 int wf__thread_captures(void);
@@ -185,7 +180,6 @@ wf_device *wf__device_at(int index);
 int wf__device_count(void);
 
 /* ---- stream helpers (gpu/stream.c) ---- */
-wf_stream *wf__stream_new(wf_device *d);
 void wf__stream_retain(wf_stream *s);
 void wf__stream_release(wf_stream *s);
 bool wf__stream_capturing(const wf_stream *s);
@@ -221,7 +215,6 @@ extern const wf_backend wf__cpu_backend;
 extern const wf_backend wf__cuda_backend;
 /* probes CUDA; fills devices from *count on; returns the number added */
 int wf__cuda_discover(wf_device *devs, int first_index, int max, wf_runtime_info *info);
-void wf__cuda_shutdown(void);
 wf_status wf__cuda_peer_enable(wf_device *a, wf_device *b);
 bool wf__cuda_can_access_peer(const wf_device *a, const wf_device *b);
 void *wf__cuda_host_alloc(size_t bytes); /* portable pinned host memory, NULL on failure */

@@ -99,7 +99,7 @@ wf_status wf_capture_begin(wf_stream *s) {
   return WF_OK;
 }
 
-/* Removes the capture from the active list and its members; returns the members' count. */
+/* Removes the capture from the active list and releases its member streams. */
 static void capture_close(wf_capture *c) {
   pthread_mutex_lock(&cap_lock);
   for (int i = 0; i < n_active; i++)

@@ -121,19 +121,16 @@ wf_status wf_ring_latest(wf_ring *r, int *slot, const void **data) {
       order[b - 1] = t;
     }
   int best = -1;
-  for (int k = 0; k < n; k++) {
+  bool done[64];
+  for (int k = 0; k < n; k++) { /* one query per slot and call */
     int i = order[k];
-    if (r->seq[i] < r->delivered_seq) continue;
-    if (r->dev->be->event_query(r->ev[i]) == WF_OK) {
-      best = i;
-      break;
-    }
+    done[k] = r->dev->be->event_query(r->ev[i]) == WF_OK;
+    if (best < 0 && done[k] && r->seq[i] >= r->delivered_seq) best = i;
   }
   if (best >= 0) r->delivered_seq = r->seq[best];
   for (int k = 0; k < n; k++) {
     int i = order[k];
-    if (i == best || r->seq[i] > r->delivered_seq) continue;
-    if (r->dev->be->event_query(r->ev[i]) == WF_OK) {
+    if (done[k] && i != best && r->seq[i] <= r->delivered_seq) {
       r->state[i] = SLOT_FREE; /* an older finished frame nobody will look at */
       r->stats.stale++;
     }

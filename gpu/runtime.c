@@ -151,15 +151,9 @@ void wf_shutdown(void) {
     pthread_mutex_unlock(&d->lock);
     for (int k = 0; k < depth; k++)
       wf__stream_release(stack[k]);
-    if (def) {
-      def->user_destroyed = true;
-      wf__stream_release(def);
-    }
+    wf__stream_release(def);
   }
-  wf_synchronize(); /* the default streams' last frees */
-#ifdef WEFT_HAVE_CUDA
-  wf__cuda_shutdown();
-#endif
+  wf__pinned_drain(); /* pinned memory the default streams' workers freed last */
   pthread_mutex_lock(&R.lock);
   for (int i = 0; i < R.count; i++)
     pthread_mutex_destroy(&R.devices[i].lock);

@@ -89,7 +89,7 @@ wf_status wf_event_elapsed_ms(wf_event *a, wf_event *b, float *ms) {
 
 /* ---- streams ---- */
 
-wf_stream *wf__stream_new(wf_device *d) {
+static wf_stream *stream_new(wf_device *d) {
   wf_stream *s = calloc(1, sizeof *s);
   if (!s) return NULL;
   s->dev = d;
@@ -115,7 +115,7 @@ static wf_status stream_finish(wf_stream *s, wf_status st, wf_stream **out) {
 }
 
 static wf_status stream_create(wf_device *d, int priority, wf_stream **out) {
-  wf_stream *s = wf__stream_new(d);
+  wf_stream *s = stream_new(d);
   if (!s) return wf__error(WF_ERR_OUT_OF_MEMORY, "wf_stream_create", "out of host memory");
   return stream_finish(s, d->be->stream_create(s, priority), out);
 }
@@ -143,7 +143,7 @@ wf_status wf_stream_wrap(wf_device *d, void *native, wf_stream **out) {
     return wf__error(WF_ERR_INVALID, "wf_stream_wrap",
                      "native stream is NULL: the legacy default stream cannot be wrapped, create a "
                      "stream with cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)");
-  wf_stream *s = wf__stream_new(d);
+  wf_stream *s = stream_new(d);
   if (!s) return wf__error(WF_ERR_OUT_OF_MEMORY, "wf_stream_wrap", "out of host memory");
   s->wrapped = true;
   return stream_finish(s, d->be->stream_wrap(s, native), out);
@@ -165,7 +165,6 @@ void wf_stream_destroy(wf_stream *s) {
   if (wf__stream_capturing(s))
     wf__log(WF_LOG_ERROR, "wf_stream_destroy: %s stream is being captured; end the capture first",
             s->dev->name);
-  s->user_destroyed = true;
   wf__stream_release(s);
 }
 
@@ -281,6 +280,7 @@ wf_status wf_stream_wait_stream(wf_stream *waiter, wf_stream *other) {
 
 wf_status wf_stream_host_func(wf_stream *s, void (*fn)(void *), void *user) {
   if (!s || !fn) return wf__error(WF_ERR_INVALID, "wf_stream_host_func", "NULL stream or function");
+  wf__note_node(s);
   return s->dev->be->host_func(s, fn, user);
 }
 

@@ -359,7 +359,6 @@ static wf_status cpu_host_func(wf_stream *s, void (*fn)(void *), void *user) {
   if (!c) return WF_ERR_OUT_OF_MEMORY;
   c->u.host.fn = fn;
   c->u.host.user = user;
-  wf__note_node(s);
   return submit(s, c);
 }
 

@@ -117,8 +117,6 @@ int wf__cuda_discover(wf_device *devs, int first, int max, wf_runtime_info *info
   return added;
 }
 
-void wf__cuda_shutdown(void) {}
-
 bool wf__cuda_can_access_peer(const wf_device *a, const wf_device *b) {
   int can = 0;
   return cudaDeviceCanAccessPeer(&can, a->ordinal, b->ordinal) == cudaSuccess && can;
@@ -279,7 +277,6 @@ static wf_status cu_stream_wait_event(wf_stream *s, wf_event *e) {
 
 static wf_status cu_host_func(wf_stream *s, void (*fn)(void *), void *user) {
   use(s->dev);
-  wf__note_node(s);
   CK(cudaLaunchHostFunc(CS(s), fn, user), "wf_stream_host_func", s->dev, "cudaLaunchHostFunc");
   return WF_OK;
 }
