@@ -2,7 +2,11 @@
 # Installs the Debian/Ubuntu packages weft builds with, when any is missing. Idempotent.
 # CUDA is optional: with nvcc on PATH (or in /usr/local/cuda/bin) the CUDA backend is built too.
 set -euo pipefail
-pkgs=(build-essential cmake ninja-build pkg-config clang)
+pkgs=(build-essential cmake ninja-build pkg-config clang
+      libcjson-dev                      # scene files
+      libmetis-dev                      # cloth mesh partitioning
+      libepoxy-dev libglfw3-dev libcglm-dev libstb-dev libegl-dev  # viewer and --render
+      libegl-mesa0 libgl1-mesa-dri xvfb xauth)                       # rendering without a GPU (CI)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
