@@ -4,15 +4,18 @@
 
 #include "cli.h"
 #include "gpu_bench.h"
+#include "particle_bench.h"
 
 void wf_cmd_bench_usage(FILE *f) {
-  fputs("usage: weft bench <benchmark> [options]\n"
-        "\n"
-        "benchmarks:\n"
-        "  gpu      the GPU layer: launch cost, transfers, device and peer copies, readback ring\n"
-        "\n"
-        "'weft bench <benchmark> --help' lists its options.\n",
-        f);
+  fputs(
+      "usage: weft bench <benchmark> [options]\n"
+      "\n"
+      "benchmarks:\n"
+      "  gpu        the GPU layer: launch cost, transfers, device and peer copies, readback ring\n"
+      "  particles  the particle solver: a falling column at 64K to 16M particles\n"
+      "\n"
+      "'weft bench <benchmark> --help' lists its options.\n",
+      f);
 }
 
 int wf_cmd_bench(int argc, char **argv) {
@@ -27,6 +30,7 @@ int wf_cmd_bench(int argc, char **argv) {
     return WF_EXIT_OK;
   }
   if (strcmp(name, "gpu") == 0) return wf_bench_gpu(argc - 1, argv + 1, stdout);
+  if (strcmp(name, "particles") == 0) return wf_bench_particles(argc - 1, argv + 1, stdout);
   fprintf(stderr, "weft bench: unknown benchmark '%s'\n\n", name);
   wf_cmd_bench_usage(stderr);
   return WF_EXIT_USAGE;

@@ -30,7 +30,7 @@ const char *wf_last_error(void) { return tls_error; }
 void wf_clear_error(void) { tls_error[0] = '\0'; }
 
 wf_status wf__error(wf_status st, const char *func, const char *fmt, ...) {
-  int n = snprintf(tls_error, sizeof tls_error, "%s: ", func);
+  int n = func ? snprintf(tls_error, sizeof tls_error, "%s: ", func) : 0;
   if (n < 0 || (size_t)n >= sizeof tls_error) n = 0;
   va_list ap;
   va_start(ap, fmt);

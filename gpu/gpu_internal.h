@@ -163,6 +163,7 @@ struct wf_backend {
 
 /* ---- core services (gpu/runtime.c, gpu/error.c) ---- */
 wf_status wf__ensure_init(void);
+/* Sets this thread's error text "func: message" (func NULL: the message alone) and returns st. */
 wf_status wf__error(wf_status st, const char *func, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void wf__log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -82,6 +82,17 @@ static char th_skip_msg[256];
       TH_FAIL("%s -> %s, expected %s (%s)", #e, wf_status_str(st_), wf_status_str(want),           \
               wf_last_error());                                                                    \
   } while (0)
+/* Expects status `want` and a message containing each of the given strings. */
+#define CHECK_ERROR(e, want, ...)                                                                  \
+  do {                                                                                             \
+    wf_status st_ = (e);                                                                           \
+    const char *subs_[] = {__VA_ARGS__};                                                           \
+    if (st_ != (want))                                                                             \
+      TH_FAIL("%s -> %s, expected %s", #e, wf_status_str(st_), wf_status_str(want));               \
+    for (size_t k_ = 0; k_ < sizeof subs_ / sizeof subs_[0]; k_++)                                 \
+      if (!strstr(wf_last_error(), subs_[k_]))                                                     \
+        TH_FAIL("%s: message \"%s\" lacks \"%s\"", #e, wf_last_error(), subs_[k_]);                \
+  } while (0)
 #define SKIP(...)                                                                                  \
   do {                                                                                             \
     snprintf(th_skip_msg, sizeof th_skip_msg, __VA_ARGS__);                                        \

@@ -9,18 +9,23 @@
  *    next step recaptures. Parameters, materials and colliders are read from device memory and
  *    need no recapture.
  *
- * Device memory per particle (capacity C, hash table T = max(256, next power of two >= C) < 2C):
+ * Device memory per particle (capacity C; cell table T = max(64, next power of two >= C) < 2C):
  *     state      pos 16 + vel 16 + gid 4 + material 2                =  38 B
  *     sorted     spos 16 + svel 16 + smat 2                          =  34 B
  *     sort       keys 4 + vals 4 + keys_out 4 + vals_out 4           =  16 B
- *     grid       cell_start (T + 1) · 4 / C                          <   8 B (4 B when C = 2^k)
+ *     grid       cell_start T · 4 / C                                <=  8 B (4 B when C = 2^k)
  *                                                                     ------
- *                                                                     <  96 B
- * plus a fixed part (parameter block, 256 materials, 64 colliders, clock: ~12 KiB) and, on CUDA
+ *                                                                    <= 96 B
+ * plus a fixed part (parameter block, 256 materials, 64 colliders, clock: ~16 KiB) and, on CUDA
  * devices, CUB's temporary storage for the DoubleBuffer sort (histograms and tile state only:
  * the alternate buffers are keys_out/vals_out above). wf_particles_device_bytes() reports it all.
+ *
+ * The grid's box (wfp_params.mask) is refitted between frames without waiting: each frame ends
+ * with a copy of the clock (which holds the frame's extent in cells) into pinned memory and an
+ * event; the next step reads it if that event has completed and uploads new masks if the
+ * particles have outgrown the box. Results do not depend on the box (see wfp_params).
  */
-#include "particle.h"
+#include "weft/particles.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -28,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpu_internal.h"
 #include "particle_kernels.h"
 
 #define WFP_PI 3.14159265358979323846
@@ -35,22 +41,14 @@
 /* ---- errors ------------------------------------------------------------------------------------
  */
 
-static _Thread_local char tls_error[512];
-
-const char *wf_particles_last_error(void) { return tls_error; }
-
-static wf_status fail(wf_status st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static wf_status fail(wf_status st, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(tls_error, sizeof tls_error, fmt, ap);
-  va_end(ap);
-  return st;
-}
+/* Messages start with the solver's name ("particles 'sand': emitter 'hopper': spacing ..."). */
+#define fail(st, ...) wf__error(st, NULL, __VA_ARGS__)
 
 /* A GPU-layer call failed: keep its message, with what the solver was doing. */
 static wf_status fail_gpu(wf_status st, const char *what) {
-  return fail(st, "particles: %s: %s (%s)", what, wf_last_error(), wf_status_str(st));
+  char inner[768];
+  snprintf(inner, sizeof inner, "%s", wf_last_error());
+  return wf__error(st, NULL, "particles: %s: %s (%s)", what, inner, wf_status_str(st));
 }
 
 #define TRY(call, what)                                                                            \
@@ -64,6 +62,7 @@ static bool finite3(const float *v) { return isfinite(v[0]) && isfinite(v[1]) &&
 /* ---- the solver object -------------------------------------------------------------------------
  */
 
+/* Buffers sized by the capacity (B_POS .. B_TEMP), then the fixed ones. */
 enum {
   B_POS,
   B_VEL,
@@ -77,11 +76,13 @@ enum {
   B_KEYS_OUT,
   B_VALS_OUT,
   B_CELLS,
-  B_PARAMS,
+  B_TEMP,
+  B_SIZED, /* the count of capacity-sized buffers */
+  B_PARAMS = B_SIZED,
   B_MATS,
   B_COLLIDERS,
   B_CLOCK,
-  B_TEMP,
+  B_MIRROR, /* pinned host copy of the clock, written at the end of every frame */
   B_COUNT
 };
 
@@ -95,7 +96,11 @@ struct wf_particles {
   int bits;
   wf_buffer *buf[B_COUNT];
   wf_graph *graph;
+  wf_event *frame_done; /* recorded after the last frame launched */
+  bool frame_pending;
   float max_radius;
+  int32_t lo[3], hi[3]; /* cell extent the box was last fitted to */
+  bool have_extent;
   wfp_params params;
   wfp_material mats[WFP_MAX_MATERIALS];
   uint32_t n_mats;
@@ -109,7 +114,9 @@ wf_particles_desc wf_particles_desc_default(void) {
                              .capacity = 0,
                              .substeps = 64,
                              .frame_dt = 1.0f / 60.0f,
-                             .gravity = {0.0f, -9.81f, 0.0f}};
+                             .gravity = {0.0f, -9.81f, 0.0f},
+                             .contact_model = WF_CONTACT_DEM,
+                             .relaxation = 1.5f};
 }
 
 wf_particle_material wf_particle_material_default(void) {
@@ -176,13 +183,88 @@ static wf_status check_params(const char *name, const wf_particles_params *p) {
 /* ---- create / destroy --------------------------------------------------------------------------
  */
 
+/* Allocates the capacity-sized buffers for `capacity` particles into buf (NULLs on failure). */
+static wf_status alloc_sized(wf_particles *ps, uint32_t capacity, wf_buffer **buf, uint32_t *table,
+                             int *bits) {
+  uint32_t T = 64;
+  int nb = 6;
+  while (T < capacity)
+    T <<= 1, nb++;
+  size_t C = capacity;
+  size_t bytes[B_SIZED] = {[B_POS] = C * sizeof(wfp_f4),
+                           [B_VEL] = C * sizeof(wfp_f4),
+                           [B_GID] = C * 4,
+                           [B_MAT] = C * 2,
+                           [B_SPOS] = C * sizeof(wfp_f4),
+                           [B_SVEL] = C * sizeof(wfp_f4),
+                           [B_SMAT] = C * 2,
+                           [B_KEYS] = C * 4,
+                           [B_VALS] = C * 4,
+                           [B_KEYS_OUT] = C * 4,
+                           [B_VALS_OUT] = C * 4,
+                           [B_CELLS] = (size_t)T * 4,
+                           [B_TEMP] = 0};
+#ifdef WEFT_HAVE_CUDA
+  if (wf_device_is_cuda(ps->dev)) {
+    bytes[B_TEMP] = wfp_sort_temp_bytes_cuda(capacity, nb);
+    if (!bytes[B_TEMP])
+      return fail(WF_ERR_BACKEND, "particles '%s': cannot size CUB's sort storage", ps->name);
+  }
+#endif
+  for (int b = 0; b < B_SIZED; b++) {
+    buf[b] = NULL;
+    if (!bytes[b]) continue;
+    wf_status st = wf_buffer_create(ps->dev, bytes[b], WF_BUFFER_ZERO, ps->stream, &buf[b]);
+    if (st != WF_OK) {
+      char what[160];
+      snprintf(what, sizeof what,
+               "allocating %zu bytes of device memory for %u particles (lower the particle "
+               "count or the capacity)",
+               bytes[b], capacity);
+      fail_gpu(st, what);
+      for (int k = 0; k < b; k++)
+        if (buf[k]) wf_buffer_destroy(buf[k], ps->stream), buf[k] = NULL;
+      return st;
+    }
+  }
+  *table = T, *bits = nb;
+  return WF_OK;
+}
+
+/* Fits the grid's periodic box to the cell extent lo..hi (plus one cell of margin each side):
+ * powers of two per axis, at least 4, product at most the table; when the particles spread over
+ * more cells than the table holds, the longest axes are halved (cells then share keys). */
+static void fit_box(wf_particles *ps, const int32_t *lo, const int32_t *hi) {
+  uint32_t d[3];
+  int lg[3];
+  for (int k = 0; k < 3; k++) {
+    int64_t need = (int64_t)hi[k] - lo[k] + 3;
+    d[k] = 4, lg[k] = 2;
+    while ((int64_t)d[k] < need && lg[k] < 30)
+      d[k] <<= 1, lg[k]++;
+  }
+  while ((uint64_t)d[0] * d[1] * d[2] > ps->table) {
+    int m = d[0] >= d[1] && d[0] >= d[2] ? 0 : d[1] >= d[2] ? 1 : 2;
+    d[m] >>= 1, lg[m]--;
+  }
+  for (int k = 0; k < 3; k++)
+    ps->params.mask[k] = d[k] - 1, ps->lo[k] = lo[k], ps->hi[k] = hi[k];
+  ps->params.shift_y = (uint32_t)lg[0];
+  ps->params.shift_z = (uint32_t)(lg[0] + lg[1]);
+  ps->have_extent = true;
+}
+
+static bool box_covers(const wf_particles *ps, const int32_t *lo, const int32_t *hi) {
+  for (int k = 0; k < 3; k++)
+    if ((int64_t)hi[k] - lo[k] + 3 > (int64_t)ps->params.mask[k] + 1) return false;
+  return true;
+}
+
 wf_status wf_particles_create(wf_device *dev, const wf_particles_desc *desc, wf_particles **out) {
-  if (!out) return fail(WF_ERR_INVALID, "wf_particles_create: out is NULL");
+  if (!out) return fail(WF_ERR_INVALID, "particles: out is NULL");
   *out = NULL;
-  if (!dev || !desc) return fail(WF_ERR_INVALID, "wf_particles_create: device or desc is NULL");
+  if (!dev || !desc) return fail(WF_ERR_INVALID, "particles: device or desc is NULL");
   const char *name = desc->name ? desc->name : "particles";
-  if (desc->capacity == 0)
-    return fail(WF_ERR_INVALID, "particles '%s': capacity must be > 0 (zero particles)", name);
   if (desc->capacity > (1u << 30))
     return fail(WF_ERR_INVALID, "particles '%s': capacity %u exceeds 2^30", name, desc->capacity);
   if (desc->substeps <= 0)
@@ -190,6 +272,13 @@ wf_status wf_particles_create(wf_device *dev, const wf_particles_desc *desc, wf_
   if (!(desc->cell_size >= 0.0f) || !isfinite(desc->cell_size))
     return fail(WF_ERR_INVALID, "particles '%s': cell_size %g must be >= 0 (0: automatic)", name,
                 (double)desc->cell_size);
+  if (desc->contact_model != WF_CONTACT_DEM && desc->contact_model != WF_CONTACT_XPBD)
+    return fail(WF_ERR_INVALID,
+                "particles '%s': contact_model %d is not WF_CONTACT_DEM or WF_CONTACT_XPBD", name,
+                desc->contact_model);
+  if (!(desc->relaxation > 0.0f && desc->relaxation <= 2.0f))
+    return fail(WF_ERR_INVALID, "particles '%s': relaxation %g must be in (0, 2]", name,
+                (double)desc->relaxation);
   wf_particles_params p0 = {
       desc->frame_dt, {desc->gravity[0], desc->gravity[1], desc->gravity[2]}, desc->damping};
   wf_status st = check_params(name, &p0);
@@ -201,11 +290,7 @@ wf_status wf_particles_create(wf_device *dev, const wf_particles_desc *desc, wf_
   ps->dev = dev;
   ps->desc = *desc;
   ps->desc.name = ps->name;
-  ps->capacity = desc->capacity;
-  ps->table = 256;
-  ps->bits = 8;
-  while (ps->table < ps->capacity)
-    ps->table <<= 1, ps->bits++;
+  ps->capacity = desc->capacity ? desc->capacity : 1024;
   if (desc->stream) {
     ps->stream = desc->stream;
   } else {
@@ -216,47 +301,31 @@ wf_status wf_particles_create(wf_device *dev, const wf_particles_desc *desc, wf_
     }
     ps->own_stream = true;
   }
-
-  size_t C = ps->capacity;
-  size_t bytes[B_COUNT] = {[B_POS] = C * sizeof(wfp_f4),
-                           [B_VEL] = C * sizeof(wfp_f4),
-                           [B_GID] = C * 4,
-                           [B_MAT] = C * 2,
-                           [B_SPOS] = C * sizeof(wfp_f4),
-                           [B_SVEL] = C * sizeof(wfp_f4),
-                           [B_SMAT] = C * 2,
-                           [B_KEYS] = C * 4,
-                           [B_VALS] = C * 4,
-                           [B_KEYS_OUT] = C * 4,
-                           [B_VALS_OUT] = C * 4,
-                           [B_CELLS] = ((size_t)ps->table + 1) * 4,
-                           [B_PARAMS] = sizeof(wfp_params),
-                           [B_MATS] = sizeof ps->mats,
-                           [B_COLLIDERS] = sizeof ps->colliders,
-                           [B_CLOCK] = sizeof(wfp_clock),
-                           [B_TEMP] = 0};
-#ifdef WEFT_HAVE_CUDA
-  if (wf_device_is_cuda(dev)) {
-    bytes[B_TEMP] = wfp_sort_temp_bytes_cuda(ps->capacity, ps->bits);
-    if (!bytes[B_TEMP]) {
-      wf_particles_destroy(ps);
-      return fail(WF_ERR_BACKEND, "particles '%s': cannot size CUB's sort storage", name);
-    }
+  st = alloc_sized(ps, ps->capacity, ps->buf, &ps->table, &ps->bits);
+  size_t fixed[B_COUNT - B_SIZED] = {sizeof(wfp_params), sizeof ps->mats, sizeof ps->colliders,
+                                     sizeof(wfp_clock), sizeof(wfp_clock)};
+  for (int b = B_SIZED; b < B_COUNT && st == WF_OK; b++) {
+    st = wf_buffer_create(dev, fixed[b - B_SIZED],
+                          b == B_MIRROR ? WF_BUFFER_PINNED | WF_BUFFER_ZERO : WF_BUFFER_ZERO,
+                          ps->stream, &ps->buf[b]);
+    if (st != WF_OK) fail_gpu(st, "allocating the solver's tables");
   }
-#endif
-  for (int b = 0; b < B_COUNT; b++) {
-    if (!bytes[b]) continue;
-    st = wf_buffer_create(dev, bytes[b], WF_BUFFER_ZERO, ps->stream, &ps->buf[b]);
-    if (st != WF_OK) {
-      fail_gpu(st, "allocating device buffers");
-      wf_particles_destroy(ps);
-      return st;
-    }
+  if (st == WF_OK) {
+    st = wf_event_create(dev, 0, &ps->frame_done);
+    if (st != WF_OK) fail_gpu(st, "creating an event");
+  }
+  if (st != WF_OK) {
+    wf_particles_destroy(ps);
+    return st;
   }
 
-  ps->params.hash_mask = ps->table - 1;
   ps->params.cell = desc->cell_size;
   ps->params.inv_cell = desc->cell_size > 0.0f ? 1.0f / desc->cell_size : 1.0f;
+  ps->params.model = (uint32_t)desc->contact_model;
+  ps->params.relaxation = desc->relaxation;
+  int32_t zero[3] = {0, 0, 0};
+  fit_box(ps, zero, zero);
+  ps->have_extent = false;
   params_from(ps, &p0);
   wfp_clock clock = {.time = 0.0, .substeps = 0, .flags = 0, .first_bad = UINT32_MAX};
   wf_particle_material m = wf_particle_material_default();
@@ -276,22 +345,25 @@ void wf_particles_destroy(wf_particles *ps) {
   if (!ps) return;
   if (ps->stream) wf_stream_synchronize(ps->stream);
   if (ps->graph) wf_graph_destroy(ps->graph);
+  if (ps->frame_done) wf_event_destroy(ps->frame_done);
   for (int b = 0; b < B_COUNT; b++)
     if (ps->buf[b]) wf_buffer_destroy(ps->buf[b], ps->stream);
   if (ps->own_stream) wf_stream_destroy(ps->stream);
   free(ps);
 }
 
+uint32_t wf_particles_capacity(const wf_particles *ps) { return ps ? ps->capacity : 0; }
+
 /* ---- materials ---------------------------------------------------------------------------------
  */
 
 static wf_status material_convert(const wf_particles *ps, uint32_t index,
                                   const wf_particle_material *m, wfp_material *out) {
-  const char *fields[] = {"stiffness", "damping",    "restitution",
-                          "friction",  "tangential", "cohesion"};
-  const float vals[] = {m->stiffness, m->damping,    m->restitution,
-                        m->friction,  m->tangential, m->cohesion};
-  for (int i = 0; i < 6; i++)
+  const char *fields[] = {"stiffness",  "damping",  "restitution",    "friction",
+                          "tangential", "cohesion", "static_friction"};
+  const float vals[] = {m->stiffness,  m->damping,  m->restitution,    m->friction,
+                        m->tangential, m->cohesion, m->static_friction};
+  for (int i = 0; i < 7; i++)
     if (!(vals[i] >= 0.0f) || !isfinite(vals[i]))
       return fail(WF_ERR_INVALID, "particles '%s': material %u: %s %g must be a finite number >= 0",
                   ps->name, index, fields[i], (double)vals[i]);
@@ -301,20 +373,21 @@ static wf_status material_convert(const wf_particles *ps, uint32_t index,
   if (m->restitution > 1.0f)
     return fail(WF_ERR_INVALID, "particles '%s': material %u: restitution %g must be in [0, 1]",
                 ps->name, index, (double)m->restitution);
-  *out = (wfp_material){.stiffness = m->stiffness,
-                        .damping = m->damping,
-                        .zeta = m->restitution > 0.0f
-                                    ? (float)wf_particles_zeta_for_restitution(m->restitution)
-                                    : 0.0f,
-                        .friction = m->friction,
-                        .tangential = m->tangential,
-                        .cohesion = m->cohesion};
+  *out = (wfp_material){
+      .stiffness = m->stiffness,
+      .damping = m->damping,
+      .zeta =
+          m->restitution > 0.0f ? (float)wf_particles_zeta_for_restitution(m->restitution) : 0.0f,
+      .friction = m->friction,
+      .tangential = m->tangential,
+      .cohesion = m->cohesion,
+      .static_friction = m->static_friction > 0.0f ? m->static_friction : m->friction};
   return WF_OK;
 }
 
 wf_status wf_particles_set_material(wf_particles *ps, uint32_t index,
                                     const wf_particle_material *m) {
-  if (!ps || !m) return fail(WF_ERR_INVALID, "wf_particles_set_material: NULL argument");
+  if (!ps || !m) return fail(WF_ERR_INVALID, "particles: NULL argument");
   if (index >= ps->n_mats)
     return fail(WF_ERR_INVALID, "particles '%s': material %u does not exist (%u materials)",
                 ps->name, index, ps->n_mats);
@@ -328,7 +401,7 @@ wf_status wf_particles_set_material(wf_particles *ps, uint32_t index,
 
 wf_status wf_particles_add_material(wf_particles *ps, const wf_particle_material *m,
                                     uint32_t *index) {
-  if (!ps || !m) return fail(WF_ERR_INVALID, "wf_particles_add_material: NULL argument");
+  if (!ps || !m) return fail(WF_ERR_INVALID, "particles: NULL argument");
   if (ps->n_mats >= WFP_MAX_MATERIALS)
     return fail(WF_ERR_INVALID, "particles '%s': at most %d materials", ps->name,
                 WFP_MAX_MATERIALS);
@@ -353,14 +426,44 @@ static void drop_graph(wf_particles *ps) {
   ps->graph = NULL;
 }
 
+/* Room for `need` particles: every capacity-sized buffer is reallocated (x1.5 at least) and the
+ * state copied over, in stream order. */
+static wf_status grow(wf_particles *ps, uint64_t need) {
+  if (need > (1u << 30))
+    return fail(WF_ERR_INVALID, "particles '%s': %llu particles exceed the limit of 2^30", ps->name,
+                (unsigned long long)need);
+  uint64_t cap = (uint64_t)ps->capacity + ps->capacity / 2;
+  if (cap < need) cap = need;
+  if (cap > (1u << 30)) cap = 1u << 30;
+  wf_buffer *nb[B_SIZED];
+  uint32_t table;
+  int bits;
+  wf_status st = alloc_sized(ps, (uint32_t)cap, nb, &table, &bits);
+  if (st != WF_OK) return st;
+  drop_graph(ps);
+  size_t n = ps->count;
+  size_t elem[] = {[B_POS] = 16, [B_VEL] = 16, [B_GID] = 4, [B_MAT] = 2};
+  for (int b = B_POS; b <= B_MAT && st == WF_OK && n; b++)
+    st = wf_copy(nb[b], 0, ps->buf[b], 0, n * elem[b], ps->stream);
+  if (st != WF_OK) {
+    fail_gpu(st, "copying particles into grown buffers");
+    for (int b = 0; b < B_SIZED; b++)
+      if (nb[b]) wf_buffer_destroy(nb[b], ps->stream);
+    return st;
+  }
+  for (int b = 0; b < B_SIZED; b++) {
+    if (ps->buf[b]) wf_buffer_destroy(ps->buf[b], ps->stream);
+    ps->buf[b] = nb[b];
+  }
+  ps->capacity = (uint32_t)cap;
+  ps->table = table, ps->bits = bits;
+  if (ps->have_extent) fit_box(ps, ps->lo, ps->hi);
+  return upload_params(ps);
+}
+
 /* Validated particles of one batch, already converted. */
 static wf_status append(wf_particles *ps, uint32_t n, const wfp_f4 *pos, const wfp_f4 *vel,
                         uint16_t material, const char *what) {
-  if (n > ps->capacity - ps->count)
-    return fail(WF_ERR_INVALID,
-                "particles '%s': %s adds %u particles but only %u of the capacity %u are free: "
-                "raise wf_particles_desc.capacity",
-                ps->name, what, n, ps->capacity - ps->count, ps->capacity);
   float rmax = ps->max_radius;
   for (uint32_t i = 0; i < n; i++)
     rmax = fmaxf(rmax, pos[i].w);
@@ -368,6 +471,9 @@ static wf_status append(wf_particles *ps, uint32_t n, const wfp_f4 *pos, const w
     return fail(WF_ERR_INVALID,
                 "particles '%s': %s: particle radius %g needs cell_size >= %g, but cell_size is %g",
                 ps->name, what, (double)rmax, 2.0 * rmax, (double)ps->desc.cell_size);
+  wf_status st = WF_OK;
+  if ((uint64_t)ps->count + n > ps->capacity && (st = grow(ps, (uint64_t)ps->count + n)) != WF_OK)
+    return st;
   uint32_t *gid = malloc((size_t)n * 4);
   uint16_t *mat = malloc((size_t)n * 2);
   if (!gid || !mat) {
@@ -377,7 +483,6 @@ static wf_status append(wf_particles *ps, uint32_t n, const wfp_f4 *pos, const w
   for (uint32_t i = 0; i < n; i++)
     gid[i] = ps->count + i, mat[i] = material;
   size_t at = ps->count;
-  wf_status st = WF_OK;
   drop_graph(ps);
   if ((st = wf_upload(ps->buf[B_POS], at * 16, pos, (size_t)n * 16, ps->stream)) == WF_OK &&
       (st = wf_upload(ps->buf[B_VEL], at * 16, vel, (size_t)n * 16, ps->stream)) == WF_OK &&
@@ -389,35 +494,45 @@ static wf_status append(wf_particles *ps, uint32_t n, const wfp_f4 *pos, const w
   if (rmax > ps->max_radius && ps->desc.cell_size == 0.0f) {
     ps->params.cell = 2.0f * rmax;
     ps->params.inv_cell = 1.0f / ps->params.cell;
-    st = upload_params(ps);
+    ps->have_extent = false; /* the extent in cells changed meaning: refit from the particles */
   }
   ps->max_radius = rmax;
-  return st;
+  /* the box must cover the new particles too */
+  int32_t lo[3], hi[3];
+  for (int k = 0; k < 3; k++)
+    lo[k] = ps->have_extent ? ps->lo[k] : INT32_MAX,
+    hi[k] = ps->have_extent ? ps->hi[k] : INT32_MIN;
+  for (uint32_t i = 0; i < n; i++) {
+    int bad = 0;
+    float x[3] = {pos[i].x, pos[i].y, pos[i].z};
+    for (int k = 0; k < 3; k++) {
+      int32_t c = wfp_cell_coord(x[k], ps->params.inv_cell, &bad);
+      lo[k] = c < lo[k] ? c : lo[k], hi[k] = c > hi[k] ? c : hi[k];
+    }
+  }
+  if (!ps->have_extent || !box_covers(ps, lo, hi)) fit_box(ps, lo, hi);
+  return upload_params(ps);
 }
 
 wf_status wf_particles_add(wf_particles *ps, uint32_t n, const float (*pos)[4],
                            const float (*vel)[4], uint32_t material, uint32_t *first) {
-  if (!ps) return fail(WF_ERR_INVALID, "wf_particles_add: solver is NULL");
-  if (n == 0)
-    return fail(WF_ERR_INVALID, "particles '%s': wf_particles_add: n is 0 (zero particles)",
-                ps->name);
-  if (!pos) return fail(WF_ERR_INVALID, "particles '%s': wf_particles_add: pos is NULL", ps->name);
+  if (!ps) return fail(WF_ERR_INVALID, "particles: solver is NULL");
+  if (n == 0) return fail(WF_ERR_INVALID, "particles '%s': n is 0 (zero particles)", ps->name);
+  if (!pos) return fail(WF_ERR_INVALID, "particles '%s': pos is NULL", ps->name);
   if (material >= ps->n_mats)
-    return fail(WF_ERR_INVALID, "particles '%s': wf_particles_add: material %u does not exist",
-                ps->name, material);
+    return fail(WF_ERR_INVALID, "particles '%s': material %u does not exist", ps->name, material);
   for (uint32_t i = 0; i < n; i++) {
     if (!finite3(pos[i]))
       return fail(WF_ERR_INVALID,
-                  "particles '%s': wf_particles_add: pos[%u] is not finite (NaN or "
+                  "particles '%s': pos[%u] is not finite (NaN or "
                   "inf position)",
                   ps->name, i);
     if (!(pos[i][3] > 0.0f) || !isfinite(pos[i][3]))
-      return fail(WF_ERR_INVALID,
-                  "particles '%s': wf_particles_add: pos[%u].w (radius) is %g; it must be > 0",
+      return fail(WF_ERR_INVALID, "particles '%s': pos[%u].w (radius) is %g; it must be > 0",
                   ps->name, i, (double)pos[i][3]);
     if (vel && (!finite3(vel[i]) || !(vel[i][3] >= 0.0f) || !isfinite(vel[i][3])))
       return fail(WF_ERR_INVALID,
-                  "particles '%s': wf_particles_add: vel[%u] must be finite with .w (inverse "
+                  "particles '%s': vel[%u] must be finite with .w (inverse "
                   "mass) >= 0",
                   ps->name, i);
   }
@@ -455,7 +570,7 @@ static float unit_jitter(uint64_t *state) { /* uniform in [-1, 1) */
 
 wf_status wf_particles_emit(wf_particles *ps, const wf_particles_emitter *e, uint32_t *first,
                             uint32_t *count) {
-  if (!ps || !e) return fail(WF_ERR_INVALID, "wf_particles_emit: NULL argument");
+  if (!ps || !e) return fail(WF_ERR_INVALID, "particles: NULL argument");
   const char *nm = e->name ? e->name : "emitter";
 #define EBAD(...) fail(WF_ERR_INVALID, "particles '%s': emitter '%s': " __VA_ARGS__)
   if (e->shape != WF_EMIT_BOX && e->shape != WF_EMIT_SPHERE)
@@ -510,9 +625,6 @@ wf_status wf_particles_emit(wf_particles *ps, const wf_particles_emitter *e, uin
   for (int pass = 0; pass < 2; pass++) {
     if (pass == 1) {
       if (n == 0) return EBAD("the sphere holds no lattice point (zero particles)", ps->name, nm);
-      if (n > ps->capacity - ps->count)
-        return EBAD("%u lattice points exceed the free capacity %u", ps->name, nm, n,
-                    ps->capacity - ps->count);
       p = malloc((size_t)n * sizeof *p), v = malloc((size_t)n * sizeof *v);
       if (!p || !v) {
         free(p), free(v);
@@ -552,7 +664,7 @@ wf_status wf_particles_emit(wf_particles *ps, const wf_particles_emitter *e, uin
  */
 
 wf_status wf_particles_add_collider(wf_particles *ps, const wf_collider_desc *c, uint32_t *index) {
-  if (!ps || !c) return fail(WF_ERR_INVALID, "wf_particles_add_collider: NULL argument");
+  if (!ps || !c) return fail(WF_ERR_INVALID, "particles: NULL argument");
   const char *nm = c->name ? c->name : "collider";
 #define CBAD(...) fail(WF_ERR_INVALID, "particles '%s': collider '%s': " __VA_ARGS__)
   uint32_t k = ps->params.n_colliders;
@@ -565,11 +677,16 @@ wf_status wf_particles_add_collider(wf_particles *ps, const wf_collider_desc *c,
   if (!(c->stiffness >= 0.0f) || !isfinite(c->stiffness))
     return CBAD("stiffness %g must be >= 0 (0: the material's)", ps->name, nm,
                 (double)c->stiffness);
+  if (!(c->static_friction >= 0.0f) || !isfinite(c->static_friction))
+    return CBAD("static_friction %g must be >= 0", ps->name, nm, (double)c->static_friction);
   wfp_collider d = {.vel = {c->velocity[0], c->velocity[1], c->velocity[2], 0.0f},
                     .type = (uint32_t)c->type,
                     .friction = c->friction,
                     .zeta = (float)wf_particles_zeta_for_restitution(c->restitution),
-                    .stiffness = c->stiffness};
+                    .stiffness = c->stiffness,
+                    .restitution = c->restitution,
+                    .static_friction =
+                        c->static_friction > 0.0f ? c->static_friction : c->friction};
   switch (c->type) {
   case WF_COLLIDER_PLANE: {
     if (!finite3(c->normal) || !isfinite(c->offset))
@@ -624,7 +741,7 @@ wf_particles_params wf_particles_params_get(const wf_particles *ps) {
 }
 
 wf_status wf_particles_params_set(wf_particles *ps, const wf_particles_params *p) {
-  if (!ps || !p) return fail(WF_ERR_INVALID, "wf_particles_params_set: NULL argument");
+  if (!ps || !p) return fail(WF_ERR_INVALID, "particles: NULL argument");
   wf_status st = check_params(ps->name, p);
   if (st != WF_OK) return st;
   params_from(ps, p);
@@ -642,14 +759,20 @@ static wf_status launch(wf_particles *ps, const wf_kernel *k, size_t n, const vo
   return WF_OK;
 }
 
-/* One substep, enqueued on the solver's stream (captured or not: the same calls). */
-static wf_status enqueue_substep(wf_particles *ps) {
+/* One substep, enqueued on the solver's stream (captured or not: the same calls). With `marks`,
+ * an event is recorded after each stage (the profile; never while capturing). */
+static wf_status enqueue_substep(wf_particles *ps, wf_event **marks) {
   uint32_t n = ps->count;
+  if (n == 0) return WF_OK;
   wfp_params *params = ptr(ps, B_PARAMS);
   wfp_clock *clock = ptr(ps, B_CLOCK);
   wf_status st;
+#define MARK(i)                                                                                    \
+  if (marks) TRY(wf_event_record(marks[i], ps->stream), "recording a profile event")
+  MARK(0);
   wfp_keys_args ka = {params, ptr(ps, B_POS), ptr(ps, B_KEYS), ptr(ps, B_VALS), clock};
   if ((st = launch(ps, &wfp_keys, n, &ka, sizeof ka)) != WF_OK) return st;
+  MARK(1);
   wfp_sort_args sa = {ptr(ps, B_KEYS),
                       ptr(ps, B_VALS),
                       ptr(ps, B_KEYS_OUT),
@@ -659,11 +782,16 @@ static wf_status enqueue_substep(wf_particles *ps) {
                       ps->buf[B_TEMP] ? ptr(ps, B_TEMP) : NULL,
                       ps->buf[B_TEMP] ? wf_buffer_size(ps->buf[B_TEMP]) : 0};
   if ((st = launch(ps, &wfp_sort, 1, &sa, sizeof sa)) != WF_OK) return st;
-  wfp_bounds_args ba = {ptr(ps, B_KEYS_OUT), ptr(ps, B_CELLS), n, ps->table};
-  if ((st = launch(ps, &wfp_bounds, (size_t)n + 1, &ba, sizeof ba)) != WF_OK) return st;
+  MARK(2);
+  TRY(wf_memset(ps->buf[B_CELLS], 0xff, 0, (size_t)ps->table * 4, ps->stream),
+      "clearing the cell table");
+  wfp_cells_args ba = {ptr(ps, B_KEYS_OUT), ptr(ps, B_CELLS), n};
+  if ((st = launch(ps, &wfp_cells, n, &ba, sizeof ba)) != WF_OK) return st;
+  MARK(3);
   wfp_reorder_args ra = {ptr(ps, B_VALS_OUT), ptr(ps, B_POS),  ptr(ps, B_VEL), ptr(ps, B_MAT),
                          ptr(ps, B_SPOS),     ptr(ps, B_SVEL), ptr(ps, B_SMAT)};
   if ((st = launch(ps, &wfp_reorder, n, &ra, sizeof ra)) != WF_OK) return st;
+  MARK(4);
   wfp_collide_args ca = {params,
                          ptr(ps, B_MATS),
                          ptr(ps, B_COLLIDERS),
@@ -678,7 +806,9 @@ static wf_status enqueue_substep(wf_particles *ps) {
                          ptr(ps, B_VEL),
                          n};
   if ((st = launch(ps, &wfp_collide, n, &ca, sizeof ca)) != WF_OK) return st;
-  wfp_advance_args aa = {params, clock};
+  MARK(5);
+#undef MARK
+  wfp_frame_args aa = {params, clock};
   return launch(ps, &wfp_advance, 1, &aa, sizeof aa);
 }
 
@@ -686,21 +816,29 @@ static wf_status enqueue_substep(wf_particles *ps) {
  * downloads and frees on other streams wait for the substeps (and a graph keeps them alive). */
 static wf_status touch_all(wf_particles *ps) {
   for (int b = 0; b < B_COUNT; b++)
-    if (ps->buf[b]) TRY(wf_buffer_touch(ps->buf[b], ps->stream), "ordering buffers");
+    if (ps->buf[b] && b != B_MIRROR)
+      TRY(wf_buffer_touch(ps->buf[b], ps->stream), "ordering buffers");
   return WF_OK;
 }
 
-static wf_status enqueue_substeps(wf_particles *ps, int n) {
-  for (int i = 0; i < n; i++) {
-    wf_status st = enqueue_substep(ps);
-    if (st != WF_OK) return st;
+/* A frame's worth of work: reset the extent, n substeps, then publish the clock (time, flags,
+ * extent) to the pinned mirror. */
+static wf_status enqueue_frame(wf_particles *ps, int n, wf_event **marks) {
+  wfp_frame_args fa = {ptr(ps, B_PARAMS), ptr(ps, B_CLOCK)};
+  wf_status st = launch(ps, &wfp_frame_begin, 1, &fa, sizeof fa);
+  for (int i = 0; i < n && st == WF_OK; i++)
+    st = enqueue_substep(ps, marks ? marks + 6 * i : NULL);
+  if (st == WF_OK) st = touch_all(ps);
+  if (st == WF_OK) {
+    st = wf_copy(ps->buf[B_MIRROR], 0, ps->buf[B_CLOCK], 0, sizeof(wfp_clock), ps->stream);
+    if (st != WF_OK) fail_gpu(st, "publishing the frame's clock");
   }
-  return touch_all(ps);
+  return st;
 }
 
 static wf_status capture_frame(wf_particles *ps) {
   TRY(wf_capture_begin(ps->stream), "beginning the frame capture");
-  wf_status st = enqueue_substeps(ps, ps->desc.substeps);
+  wf_status st = enqueue_frame(ps, ps->desc.substeps, NULL);
   wf_graph *g = NULL;
   wf_status st2 = wf_capture_end(ps->stream, &g);
   if (st != WF_OK) {
@@ -712,24 +850,87 @@ static wf_status capture_frame(wf_particles *ps) {
   return WF_OK;
 }
 
+/* Between frames, without waiting: if the last frame has finished, refit the grid's box to the
+ * extent it saw (when the particles have outgrown the box). */
+static wf_status refit(wf_particles *ps) {
+  if (!ps->frame_pending) return WF_OK;
+  wf_status q = wf_event_query(ps->frame_done);
+  if (q == WF_NOT_READY) return WF_OK;
+  if (q != WF_OK) return fail_gpu(q, "querying the last frame");
+  ps->frame_pending = false;
+  const wfp_clock *c = wf_buffer_ptr(ps->buf[B_MIRROR]);
+  if (c->lo[0] > c->hi[0]) return WF_OK; /* no particles */
+  if (box_covers(ps, c->lo, c->hi)) return WF_OK;
+  fit_box(ps, c->lo, c->hi);
+  return upload_params(ps);
+}
+
+static wf_status frame_launched(wf_particles *ps) {
+  TRY(wf_event_record(ps->frame_done, ps->stream), "recording the frame's event");
+  ps->frame_pending = true;
+  return WF_OK;
+}
+
 wf_status wf_particles_step_frames(wf_particles *ps, int frames) {
-  if (!ps) return fail(WF_ERR_INVALID, "wf_particles_step_frames: solver is NULL");
+  if (!ps) return fail(WF_ERR_INVALID, "particles: solver is NULL");
   if (frames < 0)
     return fail(WF_ERR_INVALID, "particles '%s': frames %d must be >= 0", ps->name, frames);
-  if (ps->desc.no_graph) return wf_particles_step_substeps(ps, frames * ps->desc.substeps);
-  if (!ps->graph && frames > 0) {
-    wf_status st = capture_frame(ps);
-    if (st != WF_OK) return st;
+  wf_status st = refit(ps);
+  for (int f = 0; f < frames && st == WF_OK; f++) {
+    if (ps->desc.no_graph) {
+      st = enqueue_frame(ps, ps->desc.substeps, NULL);
+    } else {
+      if (!ps->graph && (st = capture_frame(ps)) != WF_OK) return st;
+      st = wf_graph_launch(ps->graph, ps->stream);
+      if (st != WF_OK) return fail_gpu(st, "launching a frame");
+    }
   }
-  for (int f = 0; f < frames; f++)
-    TRY(wf_graph_launch(ps->graph, ps->stream), "launching a frame");
-  return frames > 0 ? touch_all(ps) : WF_OK;
+  if (st == WF_OK && frames > 0) st = touch_all(ps);
+  if (st == WF_OK && frames > 0) st = frame_launched(ps);
+  return st;
 }
 
 wf_status wf_particles_step_substeps(wf_particles *ps, int n) {
-  if (!ps) return fail(WF_ERR_INVALID, "wf_particles_step_substeps: solver is NULL");
+  if (!ps) return fail(WF_ERR_INVALID, "particles: solver is NULL");
   if (n < 0) return fail(WF_ERR_INVALID, "particles '%s': substeps %d must be >= 0", ps->name, n);
-  return enqueue_substeps(ps, n);
+  if (n == 0) return WF_OK;
+  wf_status st = refit(ps);
+  if (st == WF_OK) st = enqueue_frame(ps, n, NULL);
+  if (st == WF_OK) st = frame_launched(ps);
+  return st;
+}
+
+wf_status wf_particles_profile(wf_particles *ps, int substeps, wf_particles_profile_result *out) {
+  if (!ps || !out) return fail(WF_ERR_INVALID, "particles: NULL argument");
+  if (substeps <= 0 || substeps > 4096)
+    return fail(WF_ERR_INVALID, "particles '%s': profile substeps %d must be in [1, 4096]",
+                ps->name, substeps);
+  memset(out, 0, sizeof *out);
+  size_t n_ev = (size_t)substeps * 6;
+  wf_event **ev = calloc(n_ev, sizeof *ev);
+  if (!ev) return fail(WF_ERR_OUT_OF_MEMORY, "particles: out of host memory");
+  wf_status st = refit(ps);
+  for (size_t i = 0; i < n_ev && st == WF_OK; i++)
+    if ((st = wf_event_create(ps->dev, WF_EVENT_TIMING, &ev[i])) != WF_OK)
+      fail_gpu(st, "creating profile events");
+  if (st == WF_OK) st = enqueue_frame(ps, substeps, ev);
+  if (st == WF_OK) st = frame_launched(ps);
+  if (st == WF_OK && (st = wf_stream_synchronize(ps->stream)) != WF_OK)
+    fail_gpu(st, "waiting for the profiled substeps");
+  for (int i = 0; i < substeps && st == WF_OK && ps->count; i++)
+    for (int k = 0; k < WF_PSTAGE_COUNT && st == WF_OK; k++) {
+      float ms = 0.0f;
+      st = wf_event_elapsed_ms(ev[6 * i + k], ev[6 * i + k + 1], &ms);
+      if (st != WF_OK) fail_gpu(st, "reading profile events");
+      out->stage_ms[k] += ms / substeps;
+    }
+  for (int k = 0; k < WF_PSTAGE_COUNT; k++)
+    out->substep_ms += out->stage_ms[k];
+  out->substeps = substeps;
+  for (size_t i = 0; i < n_ev; i++)
+    if (ev[i]) wf_event_destroy(ev[i]);
+  free(ev);
+  return st;
 }
 
 /* ---- reading back ------------------------------------------------------------------------------
@@ -765,14 +966,14 @@ static wf_status flags_status(wf_particles *ps, const wfp_clock *c) {
 }
 
 wf_status wf_particles_check(wf_particles *ps) {
-  if (!ps) return fail(WF_ERR_INVALID, "wf_particles_check: solver is NULL");
+  if (!ps) return fail(WF_ERR_INVALID, "particles: solver is NULL");
   wfp_clock c;
   wf_status st = read_clock(ps, &c);
   return st != WF_OK ? st : flags_status(ps, &c);
 }
 
 wf_status wf_particles_download(wf_particles *ps, float (*pos)[4], float (*vel)[4]) {
-  if (!ps) return fail(WF_ERR_INVALID, "wf_particles_download: solver is NULL");
+  if (!ps) return fail(WF_ERR_INVALID, "particles: solver is NULL");
   wfp_clock c;
   wf_status st = read_clock(ps, &c);
   if (st != WF_OK) return st;
@@ -783,7 +984,7 @@ wf_status wf_particles_download(wf_particles *ps, float (*pos)[4], float (*vel)[
 }
 
 wf_status wf_particles_stats_get(wf_particles *ps, wf_particles_stats *out) {
-  if (!ps || !out) return fail(WF_ERR_INVALID, "wf_particles_stats_get: NULL argument");
+  if (!ps || !out) return fail(WF_ERR_INVALID, "particles: NULL argument");
   memset(out, 0, sizeof *out);
   float(*v)[4] = malloc((size_t)ps->count * 16 + 16);
   if (!v) return fail(WF_ERR_OUT_OF_MEMORY, "particles '%s': out of host memory", ps->name);

@@ -1,7 +1,7 @@
 /* CPU side of the particle kernels: loops over [begin, end) calling the shared math, and the
  * wf_kernel objects. The CPU sort is an LSD radix sort (8-bit digits, stable), the same ordering
- * CUB's DeviceRadixSort produces on CUDA devices. Flags are set with integer atomics, so the loops
- * stay correct if the backend ever splits a launch over threads. */
+ * CUB's DeviceRadixSort produces on CUDA devices. Flags and the extent are merged with integer
+ * atomics, so the loops stay correct if the backend ever splits a launch over threads. */
 #include <string.h>
 
 #include "particle_kernels.h"
@@ -12,20 +12,48 @@
 #define WFP_CUDA(f) NULL
 #endif
 
+static void atomic_min_u32(uint32_t *p, uint32_t v) {
+  uint32_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
+  while (v < cur &&
+         !__atomic_compare_exchange_n(p, &cur, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
+}
+
+static void atomic_min_i32(int32_t *p, int32_t v) {
+  int32_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
+  while (v < cur &&
+         !__atomic_compare_exchange_n(p, &cur, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
+}
+
+static void atomic_max_i32(int32_t *p, int32_t v) {
+  int32_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
+  while (v > cur &&
+         !__atomic_compare_exchange_n(p, &cur, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
+}
+
 static void raise_flags(wfp_clock *c, uint32_t flags, uint32_t index) {
   __atomic_fetch_or(&c->flags, flags, __ATOMIC_RELAXED);
-  uint32_t cur = __atomic_load_n(&c->first_bad, __ATOMIC_RELAXED);
-  while (index < cur && !__atomic_compare_exchange_n(&c->first_bad, &cur, index, true,
-                                                     __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-  }
+  atomic_min_u32(&c->first_bad, index);
 }
 
 static void keys_cpu(const void *args, size_t begin, size_t end) {
   const wfp_keys_args *a = args;
+  int32_t lo[3] = {INT32_MAX, INT32_MAX, INT32_MAX}, hi[3] = {INT32_MIN, INT32_MIN, INT32_MIN};
   for (size_t i = begin; i < end; i++) {
-    uint32_t fl = wfp_key_elem(a->params, a->pos[i], &a->keys[i]);
+    int32_t c[3];
+    uint32_t fl = wfp_key_elem(a->params, a->pos[i], &a->keys[i], c);
     a->vals[i] = (uint32_t)i;
     if (fl) raise_flags(a->clock, fl, (uint32_t)i);
+    for (int k = 0; k < 3; k++) {
+      lo[k] = c[k] < lo[k] ? c[k] : lo[k];
+      hi[k] = c[k] > hi[k] ? c[k] : hi[k];
+    }
+  }
+  for (int k = 0; k < 3 && begin < end; k++) {
+    atomic_min_i32(&a->clock->lo[k], lo[k]);
+    atomic_max_i32(&a->clock->hi[k], hi[k]);
   }
 }
 
@@ -58,10 +86,10 @@ static void sort_cpu(const void *args, size_t begin, size_t end) {
   }
 }
 
-static void bounds_cpu(const void *args, size_t begin, size_t end) {
-  const wfp_bounds_args *a = args;
+static void cells_cpu(const void *args, size_t begin, size_t end) {
+  const wfp_cells_args *a = args;
   for (size_t s = begin; s < end; s++)
-    wfp_bounds_elem(a, (uint32_t)s);
+    wfp_cells_elem(a, (uint32_t)s);
 }
 
 static void reorder_cpu(const void *args, size_t begin, size_t end) {
@@ -83,15 +111,24 @@ static void collide_cpu(const void *args, size_t begin, size_t end) {
 }
 
 static void advance_cpu(const void *args, size_t begin, size_t end) {
-  const wfp_advance_args *a = args;
+  const wfp_frame_args *a = args;
   if (begin > 0 || end == 0) return;
   a->clock->time += (double)a->params->dt;
   a->clock->substeps++;
 }
 
+static void frame_begin_cpu(const void *args, size_t begin, size_t end) {
+  const wfp_frame_args *a = args;
+  if (begin > 0 || end == 0) return;
+  for (int k = 0; k < 3; k++)
+    a->clock->lo[k] = INT32_MAX, a->clock->hi[k] = INT32_MIN;
+}
+
 const wf_kernel wfp_keys = {"particle_keys", keys_cpu, WFP_CUDA(wfp_keys_cuda)};
 const wf_kernel wfp_sort = {"particle_sort", sort_cpu, WFP_CUDA(wfp_sort_cuda)};
-const wf_kernel wfp_bounds = {"particle_bounds", bounds_cpu, WFP_CUDA(wfp_bounds_cuda)};
+const wf_kernel wfp_cells = {"particle_cells", cells_cpu, WFP_CUDA(wfp_cells_cuda)};
 const wf_kernel wfp_reorder = {"particle_reorder", reorder_cpu, WFP_CUDA(wfp_reorder_cuda)};
 const wf_kernel wfp_collide = {"particle_collide", collide_cpu, WFP_CUDA(wfp_collide_cuda)};
 const wf_kernel wfp_advance = {"particle_advance", advance_cpu, WFP_CUDA(wfp_advance_cuda)};
+const wf_kernel wfp_frame_begin = {"particle_frame_begin", frame_begin_cpu,
+                                   WFP_CUDA(wfp_frame_begin_cuda)};

@@ -21,17 +21,34 @@ __device__ void raise_flags(wfp_clock *c, uint32_t flags, uint32_t i) {
   atomicMin(&c->first_bad, i);
 }
 
+/* Keys, plus the extent of the cells: reduced per warp (__reduce_*_sync), then per block in
+ * shared memory, then one global integer atomic per block and axis. */
 __global__ void keys_kernel(wfp_keys_args a, size_t n) {
+  __shared__ int32_t lo[3], hi[3];
+  if (threadIdx.x < 3) lo[threadIdx.x] = INT32_MAX, hi[threadIdx.x] = INT32_MIN;
+  __syncthreads();
   size_t i = index();
-  if (i >= n) return;
-  uint32_t fl = wfp_key_elem(a.params, a.pos[i], &a.keys[i]);
-  a.vals[i] = (uint32_t)i;
-  if (fl) raise_flags(a.clock, fl, (uint32_t)i);
+  int32_t c[3] = {INT32_MAX, INT32_MAX, INT32_MAX}, d[3] = {INT32_MIN, INT32_MIN, INT32_MIN};
+  if (i < n) {
+    uint32_t fl = wfp_key_elem(a.params, a.pos[i], &a.keys[i], c);
+    a.vals[i] = (uint32_t)i;
+    if (fl) raise_flags(a.clock, fl, (uint32_t)i);
+    d[0] = c[0], d[1] = c[1], d[2] = c[2];
+  }
+  for (int k = 0; k < 3; k++) {
+    int32_t l = __reduce_min_sync(0xffffffffu, c[k]), h = __reduce_max_sync(0xffffffffu, d[k]);
+    if ((threadIdx.x & 31) == 0) atomicMin(&lo[k], l), atomicMax(&hi[k], h);
+  }
+  __syncthreads();
+  if (threadIdx.x < 3 && lo[threadIdx.x] != INT32_MAX) {
+    atomicMin(&a.clock->lo[threadIdx.x], lo[threadIdx.x]);
+    atomicMax(&a.clock->hi[threadIdx.x], hi[threadIdx.x]);
+  }
 }
 
-__global__ void bounds_kernel(wfp_bounds_args a, size_t n) {
+__global__ void cells_kernel(wfp_cells_args a, size_t n) {
   size_t s = index();
-  if (s < n) wfp_bounds_elem(&a, (uint32_t)s);
+  if (s < n) wfp_cells_elem(&a, (uint32_t)s);
 }
 
 __global__ void reorder_kernel(wfp_reorder_args a, size_t n) {
@@ -50,9 +67,14 @@ __global__ void collide_kernel(wfp_collide_args a, size_t n) {
   if (fl) raise_flags(a.clock, fl, a.vals[s]);
 }
 
-__global__ void advance_kernel(wfp_advance_args a) {
+__global__ void advance_kernel(wfp_frame_args a) {
   a.clock->time += (double)a.params->dt;
   a.clock->substeps++;
+}
+
+__global__ void frame_begin_kernel(wfp_frame_args a) {
+  for (int k = 0; k < 3; k++)
+    a.clock->lo[k] = INT32_MAX, a.clock->hi[k] = INT32_MIN;
 }
 
 } // namespace
@@ -61,9 +83,8 @@ extern "C" void wfp_keys_cuda(const void *args, size_t n, void *stream) {
   keys_kernel<<<grid_for(n), kBlock, 0, (cudaStream_t)stream>>>(*(const wfp_keys_args *)args, n);
 }
 
-extern "C" void wfp_bounds_cuda(const void *args, size_t n, void *stream) {
-  bounds_kernel<<<grid_for(n), kBlock, 0, (cudaStream_t)stream>>>(*(const wfp_bounds_args *)args,
-                                                                  n);
+extern "C" void wfp_cells_cuda(const void *args, size_t n, void *stream) {
+  cells_kernel<<<grid_for(n), kBlock, 0, (cudaStream_t)stream>>>(*(const wfp_cells_args *)args, n);
 }
 
 extern "C" void wfp_reorder_cuda(const void *args, size_t n, void *stream) {
@@ -77,7 +98,11 @@ extern "C" void wfp_collide_cuda(const void *args, size_t n, void *stream) {
 }
 
 extern "C" void wfp_advance_cuda(const void *args, size_t n, void *stream) {
-  advance_kernel<<<1, 1, 0, (cudaStream_t)stream>>>(*(const wfp_advance_args *)args);
+  advance_kernel<<<1, 1, 0, (cudaStream_t)stream>>>(*(const wfp_frame_args *)args);
+}
+
+extern "C" void wfp_frame_begin_cuda(const void *args, size_t n, void *stream) {
+  frame_begin_kernel<<<1, 1, 0, (cudaStream_t)stream>>>(*(const wfp_frame_args *)args);
 }
 
 /* The result lands in whichever half of the DoubleBuffer CUB chose; it is copied to the output

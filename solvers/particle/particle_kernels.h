@@ -11,20 +11,22 @@
 extern "C" {
 #endif
 
-extern const wf_kernel wfp_keys;    /* n = count: cell keys and identity values */
-extern const wf_kernel wfp_sort;    /* n = 1: stable sort of (key, local index) pairs by key */
-extern const wf_kernel wfp_bounds;  /* n = count + 1: cell start table */
-extern const wf_kernel wfp_reorder; /* n = count: sorted copies of the particle data */
-extern const wf_kernel wfp_collide; /* n = count: contacts, colliders, integration */
-extern const wf_kernel wfp_advance; /* n = 1: clock */
+extern const wf_kernel wfp_keys;        /* n = count: cell keys and identity values */
+extern const wf_kernel wfp_sort;        /* n = 1: stable sort of (key, local index) pairs by key */
+extern const wf_kernel wfp_cells;       /* n = count: cell start table (after a WFP_EMPTY memset) */
+extern const wf_kernel wfp_reorder;     /* n = count: sorted copies of the particle data */
+extern const wf_kernel wfp_collide;     /* n = count: contacts, colliders, integration */
+extern const wf_kernel wfp_advance;     /* n = 1: clock */
+extern const wf_kernel wfp_frame_begin; /* n = 1: resets the frame's extent */
 
 #ifdef WEFT_HAVE_CUDA
 void wfp_keys_cuda(const void *args, size_t n, void *stream);
 void wfp_sort_cuda(const void *args, size_t n, void *stream);
-void wfp_bounds_cuda(const void *args, size_t n, void *stream);
+void wfp_cells_cuda(const void *args, size_t n, void *stream);
 void wfp_reorder_cuda(const void *args, size_t n, void *stream);
 void wfp_collide_cuda(const void *args, size_t n, void *stream);
 void wfp_advance_cuda(const void *args, size_t n, void *stream);
+void wfp_frame_begin_cuda(const void *args, size_t n, void *stream);
 /* CUB temporary storage for sorting n pairs with `bits` key bits (0 on failure). */
 size_t wfp_sort_temp_bytes_cuda(uint32_t n, int bits);
 #endif

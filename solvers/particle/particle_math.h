@@ -29,10 +29,16 @@
 #define WFP_MAX_MATERIALS 256 /* material index is stored as uint16 */
 #define WFP_MAX_COLLIDERS 64
 
-/* Device-side flags (wfp_status.flags), set by kernels with integer OR, read with the frame. */
+/* Device-side flags (wfp_clock.flags), set by kernels with integer OR, read with the frame. */
 #define WFP_FLAG_NONFINITE 1u /* a position or velocity became NaN/inf */
 #define WFP_FLAG_CELL_RANGE                                                                        \
   2u /* a position is beyond the grid's integer cell range (|x/h| > 2^30) */
+
+/* Contact models (wfp_params.model). */
+enum { WFP_DEM = 0, WFP_XPBD = 1 };
+
+/* Sentinel of an empty cell in the cell-start table. */
+#define WFP_EMPTY 0xffffffffu
 
 /* xyz + w: position (w = radius) or velocity (w = inverse mass; 0 = kinematic). */
 typedef struct wfp_f4 {
@@ -42,13 +48,14 @@ typedef struct wfp_f4 {
 
 /* Material, as the kernels see it (host values converted once: zeta from restitution). */
 typedef struct wfp_material {
-  float stiffness;  /* normal spring k, N/m */
-  float damping;    /* absolute normal dashpot c, N·s/m */
-  float zeta;       /* damping ratio from restitution: adds 2·zeta·sqrt(k·m_eff) to c */
-  float friction;   /* Coulomb coefficient mu */
-  float tangential; /* viscous tangential coefficient kt, N·s/m (regularizes Coulomb) */
-  float cohesion;   /* attractive force per contact, N */
-  float pad[2];
+  float stiffness;       /* normal spring k, N/m (XPBD: compliance 1/k) */
+  float damping;         /* absolute normal dashpot c, N·s/m */
+  float zeta;            /* damping ratio from restitution: adds 2·zeta·sqrt(k·m_eff) to c */
+  float friction;        /* Coulomb coefficient mu (XPBD: dynamic) */
+  float tangential;      /* viscous tangential coefficient kt, N·s/m (regularizes Coulomb) */
+  float cohesion;        /* attractive force per contact, N */
+  float static_friction; /* XPBD static coefficient mu_s */
+  float pad;
 } wfp_material;
 
 enum { WFP_PLANE = 0, WFP_SPHERE = 1, WFP_BOX = 2, WFP_CAPSULE = 3 };
@@ -64,33 +71,47 @@ typedef struct wfp_collider {
   float friction;
   float zeta; /* from restitution */
   float stiffness;
+  float restitution;     /* XPBD: normal velocity after an impact = -e · before */
+  float static_friction; /* XPBD */
+  float pad[2];
 } wfp_collider;
 
 /* The parameter block, read by every kernel from a device buffer so that changing it needs no
- * recapture. */
+ * recapture.
+ *
+ * The grid: cell (ix, iy, iz) of size h has key  (ix & mask.x) | (iy & mask.y) << shift.y |
+ * (iz & mask.z) << shift.z : a dense box of D = mask + 1 cells per axis (powers of two, at
+ * least 4), repeated periodically over space. Cells that are neighbours in space are neighbours
+ * in key order (x fastest), so the sorted particles of the 3 cells of a row in x are one
+ * contiguous range, and the particles a block of threads reads are close in memory. Cells D
+ * apart share a key; that costs only distance tests (never a wrong force), and the host refits
+ * D to the particles' extent between frames. */
 typedef struct wfp_params {
-  wfp_f4 gravity;     /* xyz */
-  float dt;           /* substep */
-  float damp;         /* velocity factor per substep: 1 / (1 + damping·dt) */
-  float cell;         /* grid cell size h (>= the largest particle diameter) */
-  float inv_cell;     /* 1 / h */
-  uint32_t hash_mask; /* table size - 1 (a power of two minus one) */
+  wfp_f4 gravity; /* xyz */
+  float dt;       /* substep */
+  float damp;     /* velocity factor per substep: 1 / (1 + damping·dt) */
+  float cell;     /* grid cell size h (>= the largest particle diameter) */
+  float inv_cell; /* 1 / h */
+  uint32_t mask[3], shift_y, shift_z;
   uint32_t n_colliders;
-  uint32_t pad[2];
+  uint32_t model;   /* WFP_DEM or WFP_XPBD */
+  float relaxation; /* XPBD: Jacobi averaging factor omega */
 } wfp_params;
 
-/* Written by the kernels: simulated time and the overflow / error flags. */
+/* Written by the kernels: simulated time, the error flags, and the extent (in cells) of the
+ * particles over the frame, which the host uses to refit the grid's box between frames. */
 typedef struct wfp_clock {
   double time;
   uint64_t substeps;
   uint32_t flags;
   uint32_t first_bad; /* smallest local index with a non-finite state, or UINT32_MAX */
+  int32_t lo[3], hi[3];
 } wfp_clock;
 
 /* ---- kernel argument structs ------------------------------------------------------------------
  */
 
-typedef struct wfp_keys_args { /* per particle i: key = cell hash of pos[i], val = i */
+typedef struct wfp_keys_args { /* per particle i: key = cell key of pos[i], val = i; extent */
   const wfp_params *params;
   const wfp_f4 *pos;
   uint32_t *keys, *vals;
@@ -106,12 +127,11 @@ typedef struct wfp_sort_args { /* one element: sorts (keys, vals) by key, stable
   size_t temp_bytes;
 } wfp_sort_args;
 
-typedef struct wfp_bounds_args { /* per slot s in [0, n]: fills cell_start for keys in (key[s-1],
-                                    key[s]] */
-  const uint32_t *keys;          /* sorted */
-  uint32_t *cell_start;          /* hash_mask + 2 entries: start[h] .. start[h+1] is cell h */
-  uint32_t n, table;             /* table = hash_mask + 1 */
-} wfp_bounds_args;
+typedef struct wfp_cells_args { /* per slot s: cell_start[key[s]] = s where a cell begins */
+  const uint32_t *keys;         /* sorted */
+  uint32_t *cell_start;         /* one entry per key; WFP_EMPTY (set by a memset) for none */
+  uint32_t n;
+} wfp_cells_args;
 
 typedef struct wfp_reorder_args { /* per slot s: sorted copies of particle vals[s] */
   const uint32_t *vals;
@@ -121,7 +141,7 @@ typedef struct wfp_reorder_args { /* per slot s: sorted copies of particle vals[
   uint16_t *smat;
 } wfp_reorder_args;
 
-typedef struct wfp_collide_args { /* per slot s: forces, colliders, integration; writes vals[s] */
+typedef struct wfp_collide_args { /* per slot s: contacts, colliders, integration; writes vals[s] */
   const wfp_params *params;
   const wfp_material *mats;
   const wfp_collider *colliders;
@@ -133,10 +153,10 @@ typedef struct wfp_collide_args { /* per slot s: forces, colliders, integration;
   uint32_t n;
 } wfp_collide_args;
 
-typedef struct wfp_advance_args { /* one element: time += dt, substeps++ */
+typedef struct wfp_frame_args { /* one element: begin = reset the extent; end = time += dt ... */
   const wfp_params *params;
   wfp_clock *clock;
-} wfp_advance_args;
+} wfp_frame_args;
 
 /* ---- per-element math -------------------------------------------------------------------------
  */
@@ -153,34 +173,29 @@ WF_HD static inline int32_t wfp_cell_coord(float x, float inv_cell, int *out_of_
   return (int32_t)c;
 }
 
-/* Spatial hash of a cell (Teschner et al. 2003), masked to the table size. */
-WF_HD static inline uint32_t wfp_hash(int32_t ix, int32_t iy, int32_t iz, uint32_t mask) {
-  uint32_t h = ((uint32_t)ix * 73856093u) ^ ((uint32_t)iy * 19349663u) ^ ((uint32_t)iz * 83492791u);
-  h ^= h >> 16; /* mix the high bits into the masked low bits */
-  h *= 0x7feb352du;
-  h ^= h >> 15;
-  return h & mask;
+/* Key of cell (ix, iy, iz) in the grid's periodic box. */
+WF_HD static inline uint32_t wfp_key(const wfp_params *p, int32_t ix, int32_t iy, int32_t iz) {
+  return ((uint32_t)ix & p->mask[0]) | (((uint32_t)iy & p->mask[1]) << p->shift_y) |
+         (((uint32_t)iz & p->mask[2]) << p->shift_z);
 }
 
-/* Key of particle i; returns flags (WFP_FLAG_*). */
-WF_HD static inline uint32_t wfp_key_elem(const wfp_params *p, wfp_f4 x, uint32_t *key) {
+/* Cell key of a particle at x, its cell coordinates in c; returns flags (WFP_FLAG_*). */
+WF_HD static inline uint32_t wfp_key_elem(const wfp_params *p, wfp_f4 x, uint32_t *key,
+                                          int32_t *c) {
   int bad = 0;
-  int32_t ix = wfp_cell_coord(x.x, p->inv_cell, &bad);
-  int32_t iy = wfp_cell_coord(x.y, p->inv_cell, &bad);
-  int32_t iz = wfp_cell_coord(x.z, p->inv_cell, &bad);
-  *key = wfp_hash(ix, iy, iz, p->hash_mask);
+  c[0] = wfp_cell_coord(x.x, p->inv_cell, &bad);
+  c[1] = wfp_cell_coord(x.y, p->inv_cell, &bad);
+  c[2] = wfp_cell_coord(x.z, p->inv_cell, &bad);
+  *key = wfp_key(p, c[0], c[1], c[2]);
   uint32_t flags = bad ? WFP_FLAG_CELL_RANGE : 0u;
   if (!(wfp_finite(x.x) && wfp_finite(x.y) && wfp_finite(x.z))) flags |= WFP_FLAG_NONFINITE;
   return flags;
 }
 
-/* Cell-start table entries written by slot s of n sorted keys: every h in (key[s-1], key[s]]
- * gets start s (with key[-1] = -1 and key[n] = table), so each entry is written exactly once. */
-WF_HD static inline void wfp_bounds_elem(const wfp_bounds_args *a, uint32_t s) {
-  uint32_t lo = s == 0 ? 0u : a->keys[s - 1] + 1u;
-  uint32_t hi = s == a->n ? a->table : a->keys[s];
-  for (uint32_t h = lo; h <= hi; h++)
-    a->cell_start[h] = s;
+/* Slot s of the sorted keys starts its cell when its key differs from the previous one. */
+WF_HD static inline void wfp_cells_elem(const wfp_cells_args *a, uint32_t s) {
+  uint32_t k = a->keys[s];
+  if (s == 0 || a->keys[s - 1] != k) a->cell_start[k] = s;
 }
 
 WF_HD static inline float wfp_dot3(float ax, float ay, float az, float bx, float by, float bz) {
@@ -315,51 +330,220 @@ WF_HD static inline uint32_t wfp_integrate(const wfp_params *p, const float *f, 
   return ok ? 0u : WFP_FLAG_NONFINITE;
 }
 
-/* The 27 neighbour cell offsets in the fixed gather order (z slowest, x fastest). */
-WF_HD static inline void wfp_neighbour_offset(int q, int *dx, int *dy, int *dz) {
-  *dx = q % 3 - 1;
-  *dy = (q / 3) % 3 - 1;
-  *dz = q / 9 - 1;
+/* ---- XPBD contacts ------------------------------------------------------------------------------
+ *
+ * One Jacobi iteration per substep ("small steps", Macklin et al. 2019), each particle gathering
+ * its own correction: predict x* = x + h (v + h g) for itself and, from their sorted copies, for
+ * its neighbours; for each overlapping pair the compliant distance constraint C = |xi*-xj*| - R
+ * (compliance 1/k, so a soft material stays as soft as in DEM and a stiff one is rigid at any h)
+ * gives  dx_i = w_i / (w_i + w_j + 1/(k h²)) · (-C) n,  plus friction on the relative tangential
+ * displacement (static: cancelled when below mu_s times the penetration, else reduced by mu_k
+ * times it; Macklin et al. 2014). The pair corrections are averaged (times omega) over the
+ * particle's contacts, which keeps dense piles stable at large h. Colliders then project the
+ * particle out of them exactly (so nothing passes through a plane), with friction and, for
+ * impacts faster than gravity alone gives in one step, the collider's restitution. The velocity
+ * is the position change over h. Particle pairs are inelastic along the normal in this model. */
+
+/* Predicted velocity and position of a particle from its state (kinematic: v unchanged). */
+WF_HD static inline wfp_f4 wfp_predict_velocity(const wfp_params *p, wfp_f4 v) {
+  if (v.w > 0.0f) {
+    float h = p->dt;
+    v.x = (v.x + h * p->gravity.x) * p->damp;
+    v.y = (v.y + h * p->gravity.y) * p->damp;
+    v.z = (v.z + h * p->gravity.z) * p->damp;
+  }
+  return v;
 }
 
-/* Everything one particle (sorted slot s) does in a substep: gather pair forces over the 27
- * neighbour cells in fixed order (a hashed cell that two offsets share is visited once; within a
- * cell slots are in (key, local index) order, i.e. global-id order), add collider forces in
- * collider order, integrate, and write the particle back at its local index. Returns flags. */
-WF_HD static inline uint32_t wfp_collide_elem(const wfp_collide_args *a, uint32_t s) {
+WF_HD static inline wfp_f4 wfp_predict(const wfp_params *p, wfp_f4 x, wfp_f4 v) {
+  float h = p->dt;
+  v = wfp_predict_velocity(p, v);
+  x.x += h * v.x, x.y += h * v.y, x.z += h * v.z;
+  return x;
+}
+
+/* Tangential friction correction for a displacement d (relative, over the substep) at a contact
+ * with normal n and penetration pen; share = the fraction the particle takes. Adds to dx. */
+WF_HD static inline void wfp_xpbd_friction(const float *n, float dx_, float dy_, float dz_,
+                                           float pen, float mu_s, float mu_k, float share,
+                                           float *dx) {
+  float dn = wfp_dot3(dx_, dy_, dz_, n[0], n[1], n[2]);
+  float tx = dx_ - n[0] * dn, ty = dy_ - n[1] * dn, tz = dz_ - n[2] * dn;
+  float t = sqrtf(wfp_dot3(tx, ty, tz, tx, ty, tz));
+  if (!(t > 0.0f)) return;
+  float f = t < mu_s * pen ? 1.0f : fminf(mu_k * pen / t, 1.0f);
+  f *= share;
+  dx[0] -= tx * f, dx[1] -= ty * f, dx[2] -= tz * f;
+}
+
+/* Correction of particle i (state xi, prediction pi) from neighbour j. Returns 1 for a contact. */
+WF_HD static inline int wfp_xpbd_pair(const wfp_params *p, wfp_f4 xi, wfp_f4 pi, float wi,
+                                      const wfp_material *mi, wfp_f4 xj, wfp_f4 vj,
+                                      const wfp_material *mj, float *dx) {
+  wfp_f4 pj = wfp_predict(p, xj, vj);
+  float ex = pi.x - pj.x, ey = pi.y - pj.y, ez = pi.z - pj.z;
+  float d2 = wfp_dot3(ex, ey, ez, ex, ey, ez);
+  float R = xi.w + xj.w;
+  if (!(d2 < R * R) || d2 == 0.0f) return 0;
+  float wsum = wi + vj.w;
+  if (wsum == 0.0f) return 0;
+  float d = sqrtf(d2);
+  float n[3] = {ex / d, ey / d, ez / d};
+  float pen = R - d;
+  float k = 0.5f * (mi->stiffness + mj->stiffness);
+  float h = p->dt;
+  float corr = wi * pen / (wsum + 1.0f / (k * h * h));
+  dx[0] += n[0] * corr, dx[1] += n[1] * corr, dx[2] += n[2] * corr;
+  float rx = (pi.x - xi.x) - (pj.x - xj.x), ry = (pi.y - xi.y) - (pj.y - xj.y),
+        rz = (pi.z - xi.z) - (pj.z - xj.z);
+  wfp_xpbd_friction(n, rx, ry, rz, corr / (wi / wsum) /* the pair's resolved depth */,
+                    0.5f * (mi->static_friction + mj->static_friction),
+                    0.5f * (mi->friction + mj->friction), wi / wsum, dx);
+  return 1;
+}
+
+/* Projects the particle (start x, radius x.w, end position *q) out of collider c as it is at
+ * time t, with friction on the displacement relative to the collider over the substep. Returns
+ * 1 with the contact normal in n when there was a contact. */
+WF_HD static inline int wfp_xpbd_collider(const wfp_params *p, const wfp_collider *c, float t,
+                                          wfp_f4 x, wfp_f4 *q, float *n) {
+  float phi = wfp_collider_sdf(c, t, q->x, q->y, q->z, n) - x.w;
+  if (!(phi < 0.0f)) return 0;
+  float pen = -phi, h = p->dt;
+  q->x += n[0] * pen, q->y += n[1] * pen, q->z += n[2] * pen;
+  float d[3] = {0.0f, 0.0f, 0.0f};
+  wfp_xpbd_friction(n, (q->x - x.x) - c->vel.x * h, (q->y - x.y) - c->vel.y * h,
+                    (q->z - x.z) - c->vel.z * h, pen, c->static_friction, c->friction, 1.0f, d);
+  q->x += d[0], q->y += d[1], q->z += d[2];
+  return 1;
+}
+
+/* ---- one particle's substep ---------------------------------------------------------------------
+ */
+
+/* Visits the particles of the 27 cells around cell c in the fixed order: rows (dz, dy) slowest,
+ * cells x-1, x, x+1 within a row, slots (global-id order) within a cell. A row whose three keys
+ * are consecutive is one contiguous slot range of the sorted arrays. VISIT(t) is called for each
+ * slot t other than s. */
+#define WFP_FOR_NEIGHBOURS(a, p, s, c, VISIT)                                                      \
+  for (int dz_ = -1; dz_ <= 1; dz_++)                                                              \
+    for (int dy_ = -1; dy_ <= 1; dy_++) {                                                          \
+      uint32_t k0_ = wfp_key(p, c[0] - 1, c[1] + dy_, c[2] + dz_);                                 \
+      uint32_t k2_ = wfp_key(p, c[0] + 1, c[1] + dy_, c[2] + dz_);                                 \
+      if (k2_ == k0_ + 2u) { /* one range: the first non-empty start, then while key <= k2 */      \
+        uint32_t t_ = a->cell_start[k0_];                                                          \
+        if (t_ == WFP_EMPTY) t_ = a->cell_start[k0_ + 1u];                                         \
+        if (t_ == WFP_EMPTY) t_ = a->cell_start[k2_];                                              \
+        if (t_ == WFP_EMPTY) continue;                                                             \
+        for (; t_ < a->n && a->keys[t_] <= k2_; t_++)                                              \
+          if (t_ != s) VISIT(t_);                                                                  \
+      } else { /* the row wraps around the box: three cells */                                     \
+        for (int dx_ = -1; dx_ <= 1; dx_++) {                                                      \
+          uint32_t k_ = wfp_key(p, c[0] + dx_, c[1] + dy_, c[2] + dz_);                            \
+          uint32_t t_ = a->cell_start[k_];                                                         \
+          if (t_ == WFP_EMPTY) continue;                                                           \
+          for (; t_ < a->n && a->keys[t_] == k_; t_++)                                             \
+            if (t_ != s) VISIT(t_);                                                                \
+        }                                                                                          \
+      }                                                                                            \
+    }
+
+/* DEM: gather pair forces, add collider forces in collider order, integrate (semi-implicit
+ * Euler) and write the particle back at its local index. Returns flags. */
+WF_HD static inline uint32_t wfp_collide_dem(const wfp_collide_args *a, uint32_t s) {
   const wfp_params *p = a->params;
   wfp_f4 x = a->spos[s], v = a->svel[s];
   const wfp_material *m = &a->mats[a->smat[s]];
   float f[3] = {0.0f, 0.0f, 0.0f};
   int bad = 0;
-  int32_t cx = wfp_cell_coord(x.x, p->inv_cell, &bad);
-  int32_t cy = wfp_cell_coord(x.y, p->inv_cell, &bad);
-  int32_t cz = wfp_cell_coord(x.z, p->inv_cell, &bad);
-  uint32_t seen[27];
-  int n_seen = 0;
-  for (int q = 0; q < 27; q++) {
-    int ox, oy, oz;
-    wfp_neighbour_offset(q, &ox, &oy, &oz);
-    uint32_t h = wfp_hash(cx + ox, cy + oy, cz + oz, p->hash_mask);
-    int dup = 0;
-    for (int i = 0; i < n_seen; i++)
-      dup |= seen[i] == h;
-    if (dup) continue;
-    seen[n_seen++] = h;
-    uint32_t end = a->cell_start[h + 1];
-    for (uint32_t t = a->cell_start[h]; t < end; t++) {
-      if (t == s) continue;
-      wfp_pair(x, v, m, a->spos[t], a->svel[t], &a->mats[a->smat[t]], f);
-    }
-  }
+  int32_t c[3] = {wfp_cell_coord(x.x, p->inv_cell, &bad), wfp_cell_coord(x.y, p->inv_cell, &bad),
+                  wfp_cell_coord(x.z, p->inv_cell, &bad)};
+#define WFP_DEM_VISIT(t) wfp_pair(x, v, m, a->spos[t], a->svel[t], &a->mats[a->smat[t]], f)
+  WFP_FOR_NEIGHBOURS(a, p, s, c, WFP_DEM_VISIT)
+#undef WFP_DEM_VISIT
   float time = (float)a->clock->time;
-  for (uint32_t c = 0; c < p->n_colliders; c++)
-    wfp_collider_force(&a->colliders[c], time, x, v, m, f);
+  for (uint32_t k = 0; k < p->n_colliders; k++)
+    wfp_collider_force(&a->colliders[k], time, x, v, m, f);
   uint32_t flags = wfp_integrate(p, f, &x, &v);
+  /* The springs let a fast or heavily loaded particle sink into a collider; its centre never
+   * crosses the surface: it is put back on it and stops moving inwards (no tunnelling). */
+  for (uint32_t k = 0; k < p->n_colliders && v.w > 0.0f; k++) {
+    const wfp_collider *col = &a->colliders[k];
+    float n[3];
+    float phi = wfp_collider_sdf(col, time + p->dt, x.x, x.y, x.z, n);
+    if (!(phi < 0.0f)) continue;
+    x.x -= n[0] * phi, x.y -= n[1] * phi, x.z -= n[2] * phi;
+    float vn = wfp_dot3(v.x - col->vel.x, v.y - col->vel.y, v.z - col->vel.z, n[0], n[1], n[2]);
+    if (vn < 0.0f) v.x -= n[0] * vn, v.y -= n[1] * vn, v.z -= n[2] * vn;
+  }
   uint32_t i = a->vals[s];
   a->pos[i] = x;
   a->vel[i] = v;
   return flags;
+}
+
+/* XPBD (see above). Returns flags. */
+WF_HD static inline uint32_t wfp_collide_xpbd(const wfp_collide_args *a, uint32_t s) {
+  const wfp_params *p = a->params;
+  wfp_f4 x = a->spos[s], v = a->svel[s];
+  float w = v.w, h = p->dt;
+  wfp_f4 vp = wfp_predict_velocity(p, v);
+  wfp_f4 q = x;
+  q.x += h * vp.x, q.y += h * vp.y, q.z += h * vp.z;
+  if (w > 0.0f) {
+    wfp_f4 qp = q;
+    const wfp_material *m = &a->mats[a->smat[s]];
+    float dx[3] = {0.0f, 0.0f, 0.0f};
+    int contacts = 0;
+    int bad = 0;
+    int32_t c[3] = {wfp_cell_coord(x.x, p->inv_cell, &bad), wfp_cell_coord(x.y, p->inv_cell, &bad),
+                    wfp_cell_coord(x.z, p->inv_cell, &bad)};
+#define WFP_XPBD_VISIT(t)                                                                          \
+  contacts += wfp_xpbd_pair(p, x, q, w, m, a->spos[t], a->svel[t], &a->mats[a->smat[t]], dx)
+    WFP_FOR_NEIGHBOURS(a, p, s, c, WFP_XPBD_VISIT)
+#undef WFP_XPBD_VISIT
+    if (contacts > 0) {
+      float sc = p->relaxation / (float)contacts;
+      q.x += dx[0] * sc, q.y += dx[1] * sc, q.z += dx[2] * sc;
+    }
+    /* colliders in order, as they are at the end of the substep; the last impact faster than
+     * gravity alone gives in two substeps bounces with the collider's restitution */
+    float t1 = (float)a->clock->time + h;
+    float g = sqrtf(wfp_dot3(p->gravity.x, p->gravity.y, p->gravity.z, p->gravity.x, p->gravity.y,
+                             p->gravity.z));
+    float bn[3] = {0.0f, 0.0f, 0.0f}, bounce = 0.0f;
+    const wfp_collider *bc = NULL;
+    for (uint32_t k = 0; k < p->n_colliders; k++) {
+      const wfp_collider *col = &a->colliders[k];
+      float n[3];
+      if (!wfp_xpbd_collider(p, col, t1, x, &q, n)) continue;
+      float vn0 = wfp_dot3(v.x - col->vel.x, v.y - col->vel.y, v.z - col->vel.z, n[0], n[1], n[2]);
+      if (col->restitution > 0.0f && -vn0 > 2.0f * h * g) {
+        bn[0] = n[0], bn[1] = n[1], bn[2] = n[2];
+        bounce = -col->restitution * vn0;
+        bc = col;
+      }
+    }
+    /* v = v_predicted + (corrections) / h: the same as (q - x) / h, but free contacts keep the
+     * predicted velocity exactly (positions far from the origin would round it) */
+    v.x = vp.x + (q.x - qp.x) / h, v.y = vp.y + (q.y - qp.y) / h, v.z = vp.z + (q.z - qp.z) / h;
+    if (bc) { /* set the normal velocity relative to the collider to -e vn0 */
+      float vn1 = wfp_dot3(v.x - bc->vel.x, v.y - bc->vel.y, v.z - bc->vel.z, bn[0], bn[1], bn[2]);
+      float dv = bounce - vn1;
+      v.x += bn[0] * dv, v.y += bn[1] * dv, v.z += bn[2] * dv;
+    }
+  }
+  x.x = q.x, x.y = q.y, x.z = q.z;
+  uint32_t i = a->vals[s];
+  a->pos[i] = x;
+  a->vel[i] = v;
+  int ok = wfp_finite(x.x) && wfp_finite(x.y) && wfp_finite(x.z) && wfp_finite(v.x) &&
+           wfp_finite(v.y) && wfp_finite(v.z);
+  return ok ? 0u : WFP_FLAG_NONFINITE;
+}
+
+WF_HD static inline uint32_t wfp_collide_elem(const wfp_collide_args *a, uint32_t s) {
+  return a->params->model == WFP_XPBD ? wfp_collide_xpbd(a, s) : wfp_collide_dem(a, s);
 }
 
 #endif

@@ -1,10 +1,24 @@
 /* Scene builders shared by the particle tests (and, later, the benchmark): small, deterministic
  * set-ups whose physics the tests check. Each returns WF_OK or the failing status, with
- * wf_particles_last_error() set. */
+ * wf_last_error() set. */
 #ifndef WEFT_PARTICLE_TEST_SCENES_H
 #define WEFT_PARTICLE_TEST_SCENES_H
 
-#include "particle.h"
+#include "weft/particles.h"
+
+/* Overrides for the builders below: the contact model, and the substeps per frame (0: the
+ * builder's own) and material stiffness (0: the builder's own). */
+static int scene_contact_model = WF_CONTACT_DEM;
+static int scene_substeps = 0;
+static float scene_stiffness = 0.0f;
+static float scene_relaxation = 0.0f; /* 0: the default */
+
+static inline void scene_apply(wf_particles_desc *d, wf_particle_material *m) {
+  d->contact_model = scene_contact_model;
+  if (scene_relaxation > 0.0f) d->relaxation = scene_relaxation;
+  if (scene_substeps > 0) d->substeps = scene_substeps;
+  if (m && scene_stiffness > 0.0f) m->stiffness = scene_stiffness;
+}
 
 /* A jittered box of n x layers x n particles (radius 0.05, spacing 0.11) dropped onto the plane y =
  * 0 between four walls, with a friction and restitution that let it come to rest. */
@@ -15,12 +29,13 @@ static inline wf_status scene_pile(wf_device *dev, int n, int layers, bool no_gr
   d.capacity = (uint32_t)(n * n * layers);
   d.substeps = 32;
   d.no_graph = no_graph;
-  wf_status st = wf_particles_create(dev, &d, out);
-  if (st != WF_OK) return st;
   wf_particle_material m = wf_particle_material_default();
   m.stiffness = 1e4f;
   m.restitution = 0.3f;
   m.friction = 0.5f;
+  scene_apply(&d, &m);
+  wf_status st = wf_particles_create(dev, &d, out);
+  if (st != WF_OK) return st;
   if ((st = wf_particles_set_material(*out, 0, &m)) != WF_OK) return st;
   wf_particles_emitter e = wf_particles_emitter_default();
   e.name = "pile";
@@ -94,11 +109,12 @@ static inline wf_status scene_colliders(wf_device *dev, bool no_graph, wf_partic
   d.capacity = 600;
   d.substeps = 16;
   d.no_graph = no_graph;
-  wf_status st = wf_particles_create(dev, &d, out);
-  if (st != WF_OK) return st;
   wf_particle_material m = wf_particle_material_default();
   m.restitution = 0.5f;
   m.cohesion = 0.1f;
+  scene_apply(&d, &m);
+  wf_status st = wf_particles_create(dev, &d, out);
+  if (st != WF_OK) return st;
   uint32_t mi;
   if ((st = wf_particles_add_material(*out, &m, &mi)) != WF_OK) return st;
   wf_particles_emitter e = wf_particles_emitter_default();

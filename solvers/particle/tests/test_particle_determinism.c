@@ -1,7 +1,8 @@
 /* Reproducibility of the particle solver: two runs are bitwise identical, the captured frame and
  * the substep-by-substep path are bitwise identical, and parameters change without recapture. */
-#include "ptest.h"
+#include "harness.h"
 #include "scenes.h"
+#include "weft/particles.h"
 
 typedef wf_status (*scene_fn)(wf_device *, bool, wf_particles **);
 
@@ -12,15 +13,15 @@ static wf_status pile4(wf_device *d, bool no_graph, wf_particles **out) {
 /* Runs a scene for `frames` frames and returns its state (pos then vel, 32 bytes a particle). */
 static float *run(scene_fn scene, bool no_graph, int frames, uint32_t *count) {
   wf_particles *ps;
-  if (scene(pt_dev, no_graph, &ps) != WF_OK) {
-    PT_FAIL("scene: %s", wf_particles_last_error());
+  if (scene(th_dev0, no_graph, &ps) != WF_OK) {
+    TH_FAIL("scene: %s", wf_last_error());
     return NULL;
   }
   uint32_t n = wf_particles_count(ps);
   float *state = malloc((size_t)n * 32);
   wf_status st = wf_particles_step_frames(ps, frames);
   if (st == WF_OK) st = wf_particles_download(ps, (float(*)[4])state, (float(*)[4])(state + 4 * n));
-  if (st != WF_OK) PT_FAIL("run: %s", wf_particles_last_error());
+  if (st != WF_OK) TH_FAIL("run: %s", wf_last_error());
   wf_particles_destroy(ps);
   *count = n;
   return state;
@@ -30,7 +31,7 @@ static void compare(const float *a, const float *b, uint32_t n, const char *what
   if (memcmp(a, b, (size_t)n * 32) == 0) return;
   for (uint32_t i = 0; i < 8 * n; i++)
     if (memcmp(&a[i], &b[i], 4) != 0) {
-      PT_FAIL("%s: first difference at float %u (particle %u): %.9g vs %.9g", what, i, (i / 4) % n,
+      TH_FAIL("%s: first difference at float %u (particle %u): %.9g vs %.9g", what, i, (i / 4) % n,
               a[i], b[i]);
       return;
     }
@@ -69,7 +70,7 @@ TEST(params_without_recapture) {
   d.capacity = 1;
   d.substeps = 16;
   wf_particles *ps;
-  CHECK_OK(wf_particles_create(pt_dev, &d, &ps));
+  CHECK_OK(wf_particles_create(th_dev0, &d, &ps));
   float p0[1][4] = {{0, 10, 0, 0.05f}}, v0[1][4] = {{0, 0, 0, 1}};
   CHECK_OK(wf_particles_add(ps, 1, p0, v0, 0, NULL));
   CHECK_OK(wf_particles_step_frames(ps, 3));
@@ -96,7 +97,7 @@ TEST(add_after_capture) {
   d.capacity = 2;
   d.substeps = 8;
   wf_particles *ps;
-  CHECK_OK(wf_particles_create(pt_dev, &d, &ps));
+  CHECK_OK(wf_particles_create(th_dev0, &d, &ps));
   float p0[1][4] = {{0, 10, 0, 0.05f}}, p1[1][4] = {{5, 10, 0, 0.05f}};
   CHECK_OK(wf_particles_add(ps, 1, p0, NULL, 0, NULL));
   CHECK_OK(wf_particles_step_frames(ps, 2));
@@ -111,7 +112,7 @@ TEST(add_after_capture) {
 }
 
 int main(int argc, char **argv) {
-  static const pt_test tests[] = {PT_TEST(two_runs_bitwise), PT_TEST(graph_vs_direct_bitwise),
-                                  PT_TEST(params_without_recapture), PT_TEST(add_after_capture)};
-  return pt_main(argc, argv, tests, PT_COUNT(tests), 0);
+  static const th_test tests[] = {TH_TEST(two_runs_bitwise), TH_TEST(graph_vs_direct_bitwise),
+                                  TH_TEST(params_without_recapture), TH_TEST(add_after_capture)};
+  return th_main(argc, argv, tests, TH_COUNT(tests));
 }

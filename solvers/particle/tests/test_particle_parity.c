@@ -1,8 +1,9 @@
 /* CPU vs CUDA parity: the same scenes on cpu:0 and cuda:0 give bitwise-identical states (both
  * backends are built without FMA contraction, and the math uses only correctly rounded
  * operations). Needs a CUDA device; exits 77 (skipped) without one. Tolerance: none. */
-#include "ptest.h"
+#include "harness.h"
 #include "scenes.h"
+#include "weft/particles.h"
 
 static float *run_on(const char *device, int which, int frames, uint32_t *count) {
   wf_device *dev;
@@ -10,14 +11,14 @@ static float *run_on(const char *device, int which, int frames, uint32_t *count)
   wf_particles *ps;
   wf_status st = which == 0 ? scene_pile(dev, 4, 4, false, &ps) : scene_colliders(dev, false, &ps);
   if (st != WF_OK) {
-    PT_FAIL("%s: %s", device, wf_particles_last_error());
+    TH_FAIL("%s: %s", device, wf_last_error());
     return NULL;
   }
   uint32_t n = wf_particles_count(ps);
   float *s = malloc((size_t)n * 32);
   st = wf_particles_step_frames(ps, frames);
   if (st == WF_OK) st = wf_particles_download(ps, (float(*)[4])s, (float(*)[4])(s + 4 * n));
-  if (st != WF_OK) PT_FAIL("%s: %s", device, wf_particles_last_error());
+  if (st != WF_OK) TH_FAIL("%s: %s", device, wf_last_error());
   wf_particles_destroy(ps);
   *count = n;
   return s;
@@ -33,7 +34,7 @@ TEST(cpu_cuda_bitwise) {
     for (size_t i = 0; i < (size_t)n1 * 8; i++)
       if (memcmp(&a[i], &b[i], 4) != 0 && diff++ == 0) first = i;
     if (diff)
-      PT_FAIL("%s: %zu of %u floats differ; first at %zu: cpu %.9g, cuda %.9g", names[k], diff,
+      TH_FAIL("%s: %zu of %u floats differ; first at %zu: cpu %.9g, cuda %.9g", names[k], diff,
               n1 * 8, first, a[first], b[first]);
     else
       printf("  %s: %u particles, bitwise equal after 30 frames\n", names[k], n1);
@@ -42,6 +43,6 @@ TEST(cpu_cuda_bitwise) {
 }
 
 int main(int argc, char **argv) {
-  static const pt_test tests[] = {PT_TEST(cpu_cuda_bitwise)};
-  return pt_main(argc, argv, tests, PT_COUNT(tests), 1);
+  static const th_test tests[] = {TH_TEST(cpu_cuda_bitwise)};
+  return th_main(argc, argv, tests, TH_COUNT(tests));
 }

@@ -2,8 +2,9 @@
  * free fall (semi-implicit Euler's exact first-order error), bounce heights against restitution,
  * momentum conservation in a zero-gravity cloud, a pile that comes to rest, particles resting on
  * each collider kind, a kinematic collider, and no tunnelling through a plane. */
-#include "ptest.h"
+#include "harness.h"
 #include "scenes.h"
+#include "weft/particles.h"
 
 static wf_particles *one_particle(int substeps, float frame_dt, const float g[3], const float p[4],
                                   const float v[4]) {
@@ -13,7 +14,7 @@ static wf_particles *one_particle(int substeps, float frame_dt, const float g[3]
   d.frame_dt = frame_dt;
   memcpy(d.gravity, g, sizeof d.gravity);
   wf_particles *ps = NULL;
-  if (wf_particles_create(pt_dev, &d, &ps) != WF_OK) return NULL;
+  if (wf_particles_create(th_dev0, &d, &ps) != WF_OK) return NULL;
   if (wf_particles_add(ps, 1, (const float(*)[4])p, (const float(*)[4])v, 0, NULL) != WF_OK) {
     wf_particles_destroy(ps);
     return NULL;
@@ -62,7 +63,7 @@ TEST(restitution_zero_gravity) {
   d.capacity = 8;
   d.gravity[1] = 0.0f;
   wf_particles *ps;
-  CHECK_OK(wf_particles_create(pt_dev, &d, &ps));
+  CHECK_OK(wf_particles_create(th_dev0, &d, &ps));
   float p0[8][4], v0[8][4];
   for (int i = 0; i < 8; i++) {
     p0[i][0] = (float)i, p0[i][1] = 0.1f + 0.0001f * (float)i, p0[i][2] = 0.0f, p0[i][3] = 0.05f;
@@ -97,7 +98,7 @@ TEST(bounce_restitution) {
   d.substeps = 32;
   d.frame_dt = 32.0f / 15360.0f; /* dt = 1/15360 s; a readback every 2 ms */
   wf_particles *ps;
-  CHECK_OK(wf_particles_create(pt_dev, &d, &ps));
+  CHECK_OK(wf_particles_create(th_dev0, &d, &ps));
   float p0[1][4] = {{0.0f, r + h0, 0.0f, r}}, v0[1][4] = {{0.0f, 0.0f, 0.0f, 2.0f}};
   CHECK_OK(wf_particles_add(ps, 1, p0, v0, 0, NULL));
   wf_collider_desc c = wf_collider_desc_default();
@@ -137,7 +138,7 @@ TEST(momentum_zero_gravity) {
   d.substeps = 32;
   d.gravity[1] = 0.0f;
   wf_particles *ps;
-  CHECK_OK(wf_particles_create(pt_dev, &d, &ps));
+  CHECK_OK(wf_particles_create(th_dev0, &d, &ps));
   wf_particle_material m = wf_particle_material_default();
   m.restitution = 0.6f;
   m.friction = 0.4f;
@@ -181,7 +182,7 @@ TEST(momentum_zero_gravity) {
  * bounded, not growing. */
 TEST(resting_pile) {
   wf_particles *ps;
-  CHECK_OK(scene_pyramid(pt_dev, 5, 0.1f, &ps));
+  CHECK_OK(scene_pyramid(th_dev0, 5, 0.1f, &ps));
   wf_particles_stats s0, s1, s2;
   double peak = 0.0;
   for (int f = 0; f < 30; f += 5) {
@@ -226,7 +227,7 @@ TEST(rest_on_colliders) {
     d.capacity = 1;
     d.substeps = 64;
     wf_particles *ps;
-    CHECK_OK(wf_particles_create(pt_dev, &d, &ps));
+    CHECK_OK(wf_particles_create(th_dev0, &d, &ps));
     float p0[1][4] = {{0.0f, cases[k].top + 0.3f, 0.0f, r}}, v0[1][4] = {{0, 0, 0, 1.9f}};
     CHECK_OK(wf_particles_add(ps, 1, p0, v0, 0, NULL));
     wf_collider_desc c = wf_collider_desc_default();
@@ -280,7 +281,7 @@ TEST(no_tunnelling) {
   d.capacity = 1;
   d.substeps = 64;
   wf_particles *ps;
-  CHECK_OK(wf_particles_create(pt_dev, &d, &ps));
+  CHECK_OK(wf_particles_create(th_dev0, &d, &ps));
   wf_particle_material m = wf_particle_material_default();
   m.stiffness = 8000.0f;
   m.damping = 2.0f;
@@ -307,9 +308,9 @@ TEST(no_tunnelling) {
 }
 
 int main(int argc, char **argv) {
-  static const pt_test tests[] = {PT_TEST(free_fall),          PT_TEST(restitution_zero_gravity),
-                                  PT_TEST(bounce_restitution), PT_TEST(momentum_zero_gravity),
-                                  PT_TEST(resting_pile),       PT_TEST(rest_on_colliders),
-                                  PT_TEST(kinematic_plane),    PT_TEST(no_tunnelling)};
-  return pt_main(argc, argv, tests, PT_COUNT(tests), 0);
+  static const th_test tests[] = {TH_TEST(free_fall),          TH_TEST(restitution_zero_gravity),
+                                  TH_TEST(bounce_restitution), TH_TEST(momentum_zero_gravity),
+                                  TH_TEST(resting_pile),       TH_TEST(rest_on_colliders),
+                                  TH_TEST(kinematic_plane),    TH_TEST(no_tunnelling)};
+  return th_main(argc, argv, tests, TH_COUNT(tests));
 }

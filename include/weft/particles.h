@@ -1,10 +1,10 @@
-/* weft particle solver: granular matter with a DEM contact model, on a CPU or CUDA device.
+/* weft particle solver: granular matter with DEM or XPBD contacts, on a CPU or CUDA device.
  *
  * Use: fill a wf_particles_desc from wf_particles_desc_default(), create the solver on a device,
  * add materials, emitters (or explicit particles) and colliders, then step whole frames.
  *
  *     wf_particles_desc d = wf_particles_desc_default();
- *     d.capacity = 100000;
+ *     d.capacity = 100000;                                       // optional: grows as needed
  *     wf_particles *ps;
  *     wf_particles_create(dev, &d, &ps);
  *     wf_particles_emitter e = wf_particles_emitter_default();   // a box of particles
@@ -14,11 +14,18 @@
  *     wf_particles_step_frames(ps, 60);                          // one second
  *     wf_particles_download(ps, pos, vel);
  *
- * A substep (solver.c style pipeline, all on the solver's stream, nothing waits for the host):
+ * A substep (all on the solver's stream, nothing waits for the host):
  *
- *     pos,vel ─► KEYS ─► SORT ─► BOUNDS ─► REORDER ─► COLLIDE+INTEGRATE ─► pos,vel ─► ADVANCE
- *     (local    cell     stable   cell      sorted      gather 27 cells,       scattered   clock
- *      order)   hash     by key   starts    copies      colliders, Euler       back
+ *     pos,vel ─► KEYS ─► SORT ─► CELLS ─► REORDER ─► CONTACTS+INTEGRATE ─► pos,vel ─► ADVANCE
+ *     (local    cell     stable   cell     sorted      gather 27 cells, DEM      scattered   clock
+ *      order)   key      by key   starts   copies      or XPBD, colliders        back
+ *
+ * The grid is rebuilt every substep rather than kept as a Verlet list: a neighbour list of ~24
+ * entries would cost ~96 bytes per particle (the whole budget of 100 B/particle that lets 100M
+ * particles fit on one GPU), and `weft bench particles --profile` shows the rebuild is a minority
+ * of the substep. The grid is a periodic box of cells refitted to the particles between frames
+ * (no recapture); it has no fixed per-cell capacity, so nothing can overflow or be truncated.
+ * Adding particles beyond the capacity grows every buffer (x1.5) and recaptures the frame.
  *
  * A frame is K substeps, captured once into a graph and replayed (desc.no_graph: enqueued one by
  * one, for debugging; both give bit-identical states). Parameters (gravity, dt, damping, colliders)
@@ -28,16 +35,17 @@
  * gathers its neighbours in a fixed order and writes only itself, so runs are bitwise
  * reproducible, and the CPU and CUDA backends agree bit for bit.
  *
- * Errors: functions return a wf_status; on failure wf_particles_last_error() says which object and
- * field were wrong ("emitter 'pile': spacing 0.15 is less than 2 * radius 0.2: particles would
+ * Errors: functions return a wf_status; on failure wf_last_error() says which object and field
+ * were wrong ("emitter 'pile': spacing 0.15 is less than 2 * radius 0.2: particles would
  * overlap"). The solver never prints.
  */
-#ifndef WEFT_PARTICLE_H
-#define WEFT_PARTICLE_H
+#ifndef WEFT_PARTICLES_H
+#define WEFT_PARTICLES_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "weft/export.h"
 #include "weft/gpu.h"
 
 #ifdef __cplusplus
@@ -46,15 +54,23 @@ extern "C" {
 
 typedef struct wf_particles wf_particles;
 
+/** Contact models. DEM: linear spring-dashpot normal force, Coulomb friction (regularized by a
+ *  viscous tangential force), cohesion; needs a substep well below the contact period
+ *  π sqrt(m/k). XPBD: compliant position constraints (compliance 1/stiffness), static and dynamic
+ *  friction, restitution against colliders; stable at large substeps. */
+enum { WF_CONTACT_DEM = 0, WF_CONTACT_XPBD = 1 };
+
 /** Solver settings. Start from wf_particles_desc_default(). */
 typedef struct wf_particles_desc {
   const char *name;  /* for messages; default "particles" */
-  uint32_t capacity; /* most particles the solver holds (device memory is sized for it) */
+  uint32_t capacity; /* particles to allocate for at first (grows by 1.5x when exceeded); 0: 1024 */
   int substeps;      /* per frame; default 64 */
   float frame_dt;    /* seconds per frame; default 1/60 */
   float gravity[3];  /* m/s²; default (0, -9.81, 0) */
   float damping;     /* global velocity damping, 1/s; default 0 */
   float cell_size;   /* grid cell; 0: twice the largest particle radius (the contact range) */
+  int contact_model; /* WF_CONTACT_DEM (default) or WF_CONTACT_XPBD */
+  float relaxation;  /* XPBD: over-relaxation of the averaged Jacobi step, (0, 2); default 1.5 */
   bool no_graph;     /* enqueue substeps one by one instead of replaying a captured frame */
   wf_stream *stream; /* stream to run on (not owned); NULL: the solver creates its own */
 } wf_particles_desc;
@@ -68,7 +84,8 @@ typedef struct wf_particle_material {
                         effective mass: c = 2 ζ sqrt(k m), e = exp(-π ζ / sqrt(1 - ζ²)); 0: none */
   float friction;    /* Coulomb coefficient μ; default 0.5 */
   float tangential;  /* viscous tangential coefficient below the Coulomb cap, N·s/m; default 100 */
-  float cohesion;    /* attractive force per contact, N; default 0 */
+  float cohesion;    /* DEM: attractive force per contact, N; default 0 */
+  float static_friction; /* XPBD: static coefficient μs; 0: the same as friction */
 } wf_particle_material;
 
 enum { WF_EMIT_BOX = 0, WF_EMIT_SPHERE = 1 };
@@ -111,8 +128,19 @@ typedef struct wf_collider_desc {
   float velocity[3];     /* kinematic motion; zero: static */
   float friction;        /* Coulomb μ against particles; default 0.5 */
   float restitution;     /* in [0, 1]: normal dashpot from the particle's mass; default 0.5 */
-  float stiffness;       /* N/m; 0: the particle material's stiffness */
+  float stiffness;       /* DEM: N/m; 0: the particle material's stiffness */
+  float static_friction; /* XPBD: static μs; 0: the same as friction */
 } wf_collider_desc;
+
+/** Stages of a substep, for wf_particles_profile. */
+enum {
+  WF_PSTAGE_KEYS,     /* cell keys and extent */
+  WF_PSTAGE_SORT,     /* radix sort by key */
+  WF_PSTAGE_CELLS,    /* cell-start table */
+  WF_PSTAGE_REORDER,  /* sorted copies */
+  WF_PSTAGE_CONTACTS, /* contacts, colliders, integration */
+  WF_PSTAGE_COUNT
+};
 
 /** Parameters that can change between frames without recapture. */
 typedef struct wf_particles_params {
@@ -130,51 +158,65 @@ typedef struct wf_particles_stats {
   uint64_t substeps;
 } wf_particles_stats;
 
-wf_particles_desc wf_particles_desc_default(void);
-wf_particle_material wf_particle_material_default(void);
-wf_particles_emitter wf_particles_emitter_default(void);
-wf_collider_desc wf_collider_desc_default(void);
-/** The dashpot ratio ζ that gives restitution e for a linear spring-dashpot contact. */
-double wf_particles_zeta_for_restitution(double e);
+/** Per-stage device time of substeps run one by one with events between the stages. */
+typedef struct wf_particles_profile_result {
+  double stage_ms[WF_PSTAGE_COUNT]; /* per substep */
+  double substep_ms;                /* sum of the stages, per substep */
+  int substeps;
+} wf_particles_profile_result;
 
-wf_status wf_particles_create(wf_device *dev, const wf_particles_desc *desc, wf_particles **out);
+WF_API wf_particles_desc wf_particles_desc_default(void);
+WF_API wf_particle_material wf_particle_material_default(void);
+WF_API wf_particles_emitter wf_particles_emitter_default(void);
+WF_API wf_collider_desc wf_collider_desc_default(void);
+/** The dashpot ratio ζ that gives restitution e for a linear spring-dashpot contact. */
+WF_API double wf_particles_zeta_for_restitution(double e);
+
+WF_API wf_status wf_particles_create(wf_device *dev, const wf_particles_desc *desc,
+                                     wf_particles **out);
 /** Waits for the solver's work and frees everything. NULL is ignored. */
-void wf_particles_destroy(wf_particles *ps);
+WF_API void wf_particles_destroy(wf_particles *ps);
 
 /** Material 0 exists from the start (the defaults); set_material replaces one, add appends. */
-wf_status wf_particles_add_material(wf_particles *ps, const wf_particle_material *m,
-                                    uint32_t *index);
-wf_status wf_particles_set_material(wf_particles *ps, uint32_t index,
-                                    const wf_particle_material *m);
+WF_API wf_status wf_particles_add_material(wf_particles *ps, const wf_particle_material *m,
+                                           uint32_t *index);
+WF_API wf_status wf_particles_set_material(wf_particles *ps, uint32_t index,
+                                           const wf_particle_material *m);
 /** Adds the emitter's particles; *first (global id of the first) and *count may be NULL. */
-wf_status wf_particles_emit(wf_particles *ps, const wf_particles_emitter *e, uint32_t *first,
-                            uint32_t *count);
+WF_API wf_status wf_particles_emit(wf_particles *ps, const wf_particles_emitter *e, uint32_t *first,
+                                   uint32_t *count);
 /** Adds n particles: pos[i] = xyz + radius, vel[i] = xyz + inverse mass (0: kinematic). */
-wf_status wf_particles_add(wf_particles *ps, uint32_t n, const float (*pos)[4],
-                           const float (*vel)[4], uint32_t material, uint32_t *first);
-wf_status wf_particles_add_collider(wf_particles *ps, const wf_collider_desc *c, uint32_t *index);
+WF_API wf_status wf_particles_add(wf_particles *ps, uint32_t n, const float (*pos)[4],
+                                  const float (*vel)[4], uint32_t material, uint32_t *first);
+WF_API wf_status wf_particles_add_collider(wf_particles *ps, const wf_collider_desc *c,
+                                           uint32_t *index);
 
-wf_particles_params wf_particles_params_get(const wf_particles *ps);
-wf_status wf_particles_params_set(wf_particles *ps, const wf_particles_params *p);
+WF_API wf_particles_params wf_particles_params_get(const wf_particles *ps);
+WF_API wf_status wf_particles_params_set(wf_particles *ps, const wf_particles_params *p);
 
 /** Enqueues `frames` frames (K substeps each); returns without waiting for them. */
-wf_status wf_particles_step_frames(wf_particles *ps, int frames);
+WF_API wf_status wf_particles_step_frames(wf_particles *ps, int frames);
 /** Enqueues n substeps without capture (the debugging path). */
-wf_status wf_particles_step_substeps(wf_particles *ps, int n);
+WF_API wf_status wf_particles_step_substeps(wf_particles *ps, int n);
 
-uint32_t wf_particles_count(const wf_particles *ps);
+WF_API uint32_t wf_particles_count(const wf_particles *ps);
 /** Waits for the solver and copies the state in global-id order; either pointer may be NULL.
  *  WF_ERR_INVALID (data still copied) when a particle became non-finite or left the grid's
  *  range: the message names the first such particle. */
-wf_status wf_particles_download(wf_particles *ps, float (*pos)[4], float (*vel)[4]);
+WF_API wf_status wf_particles_download(wf_particles *ps, float (*pos)[4], float (*vel)[4]);
 /** Waits for the solver and reports its device flags, as download does. */
-wf_status wf_particles_check(wf_particles *ps);
-wf_status wf_particles_stats_get(wf_particles *ps, wf_particles_stats *out);
+WF_API wf_status wf_particles_check(wf_particles *ps);
+WF_API wf_status wf_particles_stats_get(wf_particles *ps, wf_particles_stats *out);
 /** Device memory the solver holds, bytes (all buffers: state, sort, grid, sorted copies, tables).
  */
-size_t wf_particles_device_bytes(const wf_particles *ps);
-/** Text of this thread's last particle-solver failure ("" if none). */
-const char *wf_particles_last_error(void);
+WF_API size_t wf_particles_device_bytes(const wf_particles *ps);
+/** Runs `substeps` substeps one by one (not captured) with events between the stages, waits,
+ *  and reports the mean device time of each stage. Advances the simulation like
+ *  wf_particles_step_substeps. */
+WF_API wf_status wf_particles_profile(wf_particles *ps, int substeps,
+                                      wf_particles_profile_result *out);
+/** Particles the device buffers currently have room for. */
+WF_API uint32_t wf_particles_capacity(const wf_particles *ps);
 
 #ifdef __cplusplus
 }

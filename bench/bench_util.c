@@ -1,0 +1,137 @@
+/* Shared benchmark helpers (see bench_util.h). */
+#define _POSIX_C_SOURCE 200809L
+
+#include "bench_util.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <time.h>
+
+double bench_now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+double bench_median(const double *v, int n) {
+  static _Thread_local double tmp[4096];
+  if (n <= 0) return 0.0;
+  if (n > 4096) n = 4096;
+  memcpy(tmp, v, (size_t)n * sizeof *tmp);
+  qsort(tmp, (size_t)n, sizeof *tmp, cmp_double);
+  return n % 2 ? tmp[n / 2] : 0.5 * (tmp[n / 2 - 1] + tmp[n / 2]);
+}
+
+bool bench_device_name_valid(const char *s) {
+  size_t n;
+  if (strncmp(s, "cuda", 4) == 0)
+    n = 4;
+  else if (strncmp(s, "cpu", 3) == 0)
+    n = 3;
+  else
+    return false;
+  if (s[n] == '\0') return true;
+  if (s[n] != ':' || s[n + 1] == '\0') return false;
+  for (const char *p = s + n + 1; *p; p++)
+    if (*p < '0' || *p > '9') return false;
+  return true;
+}
+
+void bench_log(int level, const char *message, void *user) {
+  (void)user;
+  fprintf(stderr, "weft: %s: %s\n", level <= WF_LOG_ERROR ? "error" : "warning", message);
+}
+
+double bench_device_bandwidth_gbs(wf_device *dev, size_t bytes) {
+  wf_stream *s = NULL;
+  wf_buffer *a = NULL, *b = NULL;
+  wf_event *e0 = NULL, *e1 = NULL;
+  double samples[16], result = 0.0;
+  int n = 0;
+  if (wf_stream_create(dev, 0, &s) != WF_OK || wf_buffer_create(dev, bytes, 0, s, &a) != WF_OK ||
+      wf_buffer_create(dev, bytes, 0, s, &b) != WF_OK ||
+      wf_event_create(dev, WF_EVENT_TIMING, &e0) != WF_OK ||
+      wf_event_create(dev, WF_EVENT_TIMING, &e1) != WF_OK ||
+      wf_memset(a, 0x5a, 0, bytes, s) != WF_OK)
+    goto done;
+  for (int r = -1; r < 16; r++) {
+    float ms = 0.0f;
+    if (wf_event_record(e0, s) != WF_OK || wf_copy(b, 0, a, 0, bytes, s) != WF_OK ||
+        wf_event_record(e1, s) != WF_OK || wf_event_synchronize(e1) != WF_OK ||
+        wf_event_elapsed_ms(e0, e1, &ms) != WF_OK)
+      goto done;
+    if (r >= 0 && ms > 0.0f) samples[n++] = 2.0 * (double)bytes / ((double)ms * 1e-3) * 1e-9;
+  }
+  result = bench_median(samples, n);
+done:
+  if (a) wf_buffer_destroy(a, s);
+  if (b) wf_buffer_destroy(b, s);
+  if (e0) wf_event_destroy(e0);
+  if (e1) wf_event_destroy(e1);
+  if (s) wf_stream_synchronize(s), wf_stream_destroy(s);
+  return result;
+}
+
+void bench_machine_name(wf_device *dev, char *buf, size_t n) {
+  struct utsname u;
+  wf_device_info info;
+  memset(&info, 0, sizeof info);
+  if (uname(&u) != 0) snprintf(u.nodename, sizeof u.nodename, "unknown");
+  wf_device_info_get(dev, &info);
+  snprintf(buf, n, "%.64s %.255s", u.nodename, info.product);
+}
+
+static void csv_field(FILE *f, const char *s) {
+  if (!strpbrk(s, ",\"\r\n")) {
+    fputs(s, f);
+    return;
+  }
+  fputc('"', f);
+  for (; *s; s++) {
+    if (*s == '"') fputc('"', f);
+    fputc(*s, f);
+  }
+  fputc('"', f);
+}
+
+int bench_csv_append(const char *path, const char *machine, const bench_row *rows, int n,
+                     FILE *out) {
+  struct stat sb;
+  bool fresh = stat(path, &sb) != 0 || sb.st_size == 0;
+  FILE *f = fopen(path, "a");
+  if (!f) {
+    fprintf(stderr, "weft bench: cannot open %s for appending: %s\n", path, strerror(errno));
+    return 1;
+  }
+  char date[32];
+  time_t now = time(NULL);
+  struct tm tm;
+  gmtime_r(&now, &tm);
+  strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  if (fresh) fputs("machine,date,benchmark,metric,value,unit\n", f);
+  for (int i = 0; i < n; i++) {
+    csv_field(f, machine);
+    fprintf(f, ",%s,", date);
+    csv_field(f, rows[i].benchmark);
+    fputc(',', f);
+    csv_field(f, rows[i].metric);
+    fprintf(f, ",%.6g,", rows[i].value);
+    csv_field(f, rows[i].unit);
+    fputc('\n', f);
+  }
+  if (fclose(f) != 0) {
+    fprintf(stderr, "weft bench: writing %s failed: %s\n", path, strerror(errno));
+    return 1;
+  }
+  fprintf(out, "\n%d rows appended to %s\n", n, path);
+  return 0;
+}

@@ -1,0 +1,38 @@
+/* Pieces the benchmark drivers share: timing, medians, device-name checks, the measured memory
+ * bandwidth of a device (the reference the "fraction of bandwidth" figures divide by), and
+ * appending result rows to bench/results/<machine>.csv. */
+#ifndef WEFT_BENCH_UTIL_H
+#define WEFT_BENCH_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "weft/gpu.h"
+
+typedef struct bench_row {
+  char benchmark[32];
+  char metric[64];
+  double value;
+  const char *unit;
+} bench_row;
+
+/** Monotonic seconds. */
+double bench_now_s(void);
+/** Median of v[0..n) (n <= 4096; v is not modified). */
+double bench_median(const double *v, int n);
+/** "cpu", "cuda", optionally followed by ":N". */
+bool bench_device_name_valid(const char *s);
+/** Log callback printing warnings and errors to stderr. */
+void bench_log(int level, const char *message, void *user);
+/** Device memory bandwidth measured with a large on-device copy (read + write bytes per second,
+ *  GB/s, median of several); 0 on failure (wf_last_error() says why). */
+double bench_device_bandwidth_gbs(wf_device *dev, size_t bytes);
+/** Default machine name: hostname and the device's product name. */
+void bench_machine_name(wf_device *dev, char *buf, size_t n);
+/** Appends rows as machine,date,benchmark,metric,value,unit (header when the file is new).
+ *  Returns 0, or 1 after printing why to stderr. */
+int bench_csv_append(const char *path, const char *machine, const bench_row *rows, int n,
+                     FILE *out);
+
+#endif

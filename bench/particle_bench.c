@@ -1,0 +1,356 @@
+/* `weft bench particles`: the particle solver's throughput on one device.
+ *
+ * The scene (issue "particle solver"): a column of particles of radius 0.1 on a cubic lattice of
+ * spacing 2r = 0.2 with a small seeded jitter (0.01 per axis), falling onto the plane y = 0;
+ * 64 substeps per frame at 60 frames/s; DEM contacts with stiffness 8000 N/m, damping 2 N·s/m,
+ * friction 1. The column's cross-section is square and its height about four times its width.
+ *
+ * For each size N: the frame is captured and warmed up (2 frames), then `--frames` frames are
+ * launched one by one, each timed by a pair of events; the median is reported as ms/frame, with
+ * particle-substeps per second, the device bytes per particle, a model of the bytes moved per
+ * substep and that traffic as a fraction of the device's measured memory bandwidth (a large
+ * on-device copy, read + write). `--profile` adds one uncaptured substep-by-substep run with
+ * events between the stages: where the substep's time goes (the measurement behind rebuilding
+ * the grid every substep rather than keeping a Verlet list).
+ *
+ * Traffic model per particle and substep (each array read or written once from DRAM; neighbour
+ * reads are assumed to hit the cache, which the x-contiguous cell order makes likely):
+ *   keys 24 (pos 16 in, key + index 8 out), sort 4 + 16 per 8-bit pass (a histogram pass, then
+ *   key + value in and out), cells 8 + 4 T/N (keys in, table cleared and written), reorder 72
+ *   (index 4, pos 16, vel 16, material 2 in; 34 out), contacts 78 (sorted pos, vel, material,
+ *   key, index, cell start in; pos and vel out). */
+#define _POSIX_C_SOURCE 200809L
+
+#include "particle_bench.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_util.h"
+#include "weft/weft.h"
+
+#define MAX_SIZES 16
+#define MAX_ROWS  256
+
+typedef struct pb_opts {
+  const char *device, *csv, *machine;
+  uint64_t sizes[MAX_SIZES];
+  int n_sizes;
+  int frames;
+  int model;
+  bool profile, quick;
+} pb_opts;
+
+typedef struct pb_ctx {
+  pb_opts o;
+  FILE *out;
+  wf_device *dev;
+  double bandwidth_gbs;
+  bench_row rows[MAX_ROWS];
+  int n_rows;
+} pb_ctx;
+
+static void add_row(pb_ctx *c, const char *bench, const char *metric, double v, const char *unit) {
+  if (c->n_rows >= MAX_ROWS) return;
+  bench_row *r = &c->rows[c->n_rows++];
+  snprintf(r->benchmark, sizeof r->benchmark, "%s", bench);
+  snprintf(r->metric, sizeof r->metric, "%s", metric);
+  r->value = v;
+  r->unit = unit;
+}
+
+static void fail_call(const char *what, wf_status st) {
+  fprintf(stderr, "weft bench particles: %s failed: %s\n  %s\n", what, wf_status_str(st),
+          wf_last_error());
+}
+
+#define CHECK(call)                                                                                \
+  do {                                                                                             \
+    wf_status st_ = (call);                                                                        \
+    if (st_ < 0) {                                                                                 \
+      fail_call(#call, st_);                                                                       \
+      goto done;                                                                                   \
+    }                                                                                              \
+  } while (0)
+
+static uint64_t splitmix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+/* The column: nx = nz columns wide, layers upward, x fastest; exactly n particles. */
+static wf_status build_column(wf_particles *ps, uint64_t n) {
+  const float r = 0.1f, s = 0.2f, jitter = 0.01f;
+  uint64_t nx = (uint64_t)ceil(cbrt((double)n / 4.0));
+  if (nx < 1) nx = 1;
+  float inv_mass = (float)(1.0 / (1000.0 * 4.0 / 3.0 * 3.14159265358979 * r * r * r));
+  const uint64_t chunk = 1u << 22;
+  float(*p)[4] = malloc(chunk * 16), (*v)[4] = malloc(chunk * 16);
+  wf_status st = WF_OK;
+  if (!p || !v) {
+    fprintf(stderr, "weft bench particles: out of host memory\n");
+    st = WF_ERR_OUT_OF_MEMORY;
+  }
+  for (uint64_t first = 0; first < n && st == WF_OK; first += chunk) {
+    uint64_t m = n - first < chunk ? n - first : chunk;
+    for (uint64_t k = 0; k < m; k++) {
+      uint64_t i = first + k;
+      uint64_t ix = i % nx, iz = (i / nx) % nx, iy = i / (nx * nx);
+      uint64_t h = splitmix(i ^ 0x5eedull);
+      float j[3];
+      for (int a = 0; a < 3; a++, h = splitmix(h))
+        j[a] = jitter * ((float)(h >> 40) / (float)(1u << 23) - 1.0f);
+      p[k][0] = ((float)ix - 0.5f * (float)nx) * s + j[0];
+      p[k][1] = r + 0.01f + (float)iy * s + j[1];
+      p[k][2] = ((float)iz - 0.5f * (float)nx) * s + j[2];
+      p[k][3] = r;
+      v[k][0] = v[k][1] = v[k][2] = 0.0f;
+      v[k][3] = inv_mass;
+    }
+    st = wf_particles_add(ps, (uint32_t)m, (const float(*)[4])p, (const float(*)[4])v, 0, NULL);
+    if (st != WF_OK) fail_call("adding the column", st);
+  }
+  free(p), free(v);
+  return st;
+}
+
+static double bytes_per_particle_substep(const wf_particles *ps, uint64_t n) {
+  uint64_t table = 64;
+  int bits = 6;
+  while (table < wf_particles_capacity(ps))
+    table <<= 1, bits++;
+  int passes = (bits + 7) / 8;
+  return 24.0 + 4.0 + 16.0 * passes + 8.0 + 4.0 * (double)table / (double)n + 72.0 + 78.0;
+}
+
+static int run_size(pb_ctx *c, uint64_t n) {
+  int rc = 1;
+  wf_particles *ps = NULL;
+  wf_stream *stream = NULL; /* the solver runs on it; the timing events are recorded on it */
+  wf_event *e0 = NULL, *e1 = NULL;
+  double *ms = calloc((size_t)c->o.frames, sizeof *ms);
+  wf_particles_desc d = wf_particles_desc_default();
+  d.name = "column";
+  d.capacity = (uint32_t)n;
+  d.substeps = 64;
+  d.frame_dt = 1.0f / 60.0f;
+  d.contact_model = c->o.model;
+  CHECK(wf_stream_create(c->dev, 0, &stream));
+  d.stream = stream;
+  CHECK(wf_particles_create(c->dev, &d, &ps));
+  wf_particle_material m = wf_particle_material_default();
+  m.stiffness = 8000.0f, m.damping = 2.0f, m.friction = 1.0f, m.restitution = 0.0f;
+  CHECK(wf_particles_set_material(ps, 0, &m));
+  wf_collider_desc g = wf_collider_desc_default();
+  g.name = "ground";
+  g.friction = 1.0f;
+  CHECK(wf_particles_add_collider(ps, &g, NULL));
+  if (build_column(ps, n) != WF_OK) goto done;
+  CHECK(wf_event_create(c->dev, WF_EVENT_TIMING, &e0));
+  CHECK(wf_event_create(c->dev, WF_EVENT_TIMING, &e1));
+  CHECK(wf_particles_step_frames(ps, 2)); /* capture + warm up */
+  CHECK(wf_particles_check(ps));
+  for (int f = 0; f < c->o.frames; f++) {
+    CHECK(wf_event_record(e0, stream));
+    CHECK(wf_particles_step_frames(ps, 1));
+    CHECK(wf_event_record(e1, stream));
+    float dt = 0.0f;
+    CHECK(wf_event_synchronize(e1));
+    CHECK(wf_event_elapsed_ms(e0, e1, &dt));
+    ms[f] = dt;
+  }
+  CHECK(wf_particles_check(ps)); /* nothing blew up or left the grid */
+  double med = bench_median(ms, c->o.frames);
+  double rate = (double)n * 64.0 / (med * 1e-3);
+  double bpp = bytes_per_particle_substep(ps, n);
+  double gbs = bpp * (double)n * 64.0 / (med * 1e-3) * 1e-9;
+  double mem = (double)wf_particles_device_bytes(ps) / (double)n;
+  fprintf(c->out, "%12llu %10.3f %14.3e %10.1f %10.0f %8.1f %8.1f%%\n", (unsigned long long)n, med,
+          rate, mem, bpp, gbs, c->bandwidth_gbs > 0 ? 100.0 * gbs / c->bandwidth_gbs : 0.0);
+  fflush(c->out);
+  char metric[64];
+  snprintf(metric, sizeof metric, "%s_n%llu_ms_per_frame", c->o.model ? "xpbd" : "dem",
+           (unsigned long long)n);
+  add_row(c, "particles", metric, med, "ms");
+  snprintf(metric, sizeof metric, "%s_n%llu_particle_substeps_per_s", c->o.model ? "xpbd" : "dem",
+           (unsigned long long)n);
+  add_row(c, "particles", metric, rate, "1/s");
+  snprintf(metric, sizeof metric, "%s_n%llu_bandwidth_fraction", c->o.model ? "xpbd" : "dem",
+           (unsigned long long)n);
+  add_row(c, "particles", metric, c->bandwidth_gbs > 0 ? gbs / c->bandwidth_gbs : 0.0, "1");
+  snprintf(metric, sizeof metric, "n%llu_device_bytes_per_particle", (unsigned long long)n);
+  add_row(c, "particles", metric, mem, "B");
+
+  if (c->o.profile) {
+    wf_particles_profile_result pr;
+    CHECK(wf_particles_profile(ps, 16, &pr));
+    static const char *names[WF_PSTAGE_COUNT] = {"keys", "sort", "cells", "reorder", "contacts"};
+    fprintf(c->out, "             profile (16 uncaptured substeps, per substep): ");
+    for (int k = 0; k < WF_PSTAGE_COUNT; k++)
+      fprintf(c->out, "%s %.3f ms (%.0f%%)  ", names[k], pr.stage_ms[k],
+              100.0 * pr.stage_ms[k] / pr.substep_ms);
+    fprintf(c->out, "\n");
+    double grid = pr.stage_ms[WF_PSTAGE_KEYS] + pr.stage_ms[WF_PSTAGE_SORT] +
+                  pr.stage_ms[WF_PSTAGE_CELLS] + pr.stage_ms[WF_PSTAGE_REORDER];
+    snprintf(metric, sizeof metric, "n%llu_grid_fraction_of_substep", (unsigned long long)n);
+    add_row(c, "particles", metric, grid / pr.substep_ms, "1");
+  }
+  rc = 0;
+done:
+  if (e0) wf_event_destroy(e0);
+  if (e1) wf_event_destroy(e1);
+  wf_particles_destroy(ps);
+  if (stream) wf_stream_destroy(stream);
+  free(ms);
+  return rc;
+}
+
+void wf_bench_particles_usage(FILE *f) {
+  fputs("usage: weft bench particles [--device NAME] [--sizes N,N,...] [--frames N]\n"
+        "                            [--model dem|xpbd] [--profile] [--csv FILE]\n"
+        "                            [--machine NAME] [--quick]\n"
+        "\n"
+        "A column of particles (radius 0.1, spacing 0.2, jitter) falling onto a plane, 64\n"
+        "substeps per frame at 60 frames/s, DEM stiffness 8000, damping 2, friction 1.\n"
+        "Prints ms/frame, particle-substeps/s, device bytes per particle, modelled bytes moved\n"
+        "per particle-substep and the fraction of the measured memory bandwidth.\n"
+        "\n"
+        "options:\n"
+        "  --device NAME   cpu, cpu:N, cuda, cuda:N (default: cuda:0 if usable, else cpu:0)\n"
+        "  --sizes LIST    particle counts (default 65536,524288,2097152,16777216;\n"
+        "                  --quick: 4096 on a CPU, 65536 on a GPU)\n"
+        "  --frames N      timed frames per size (default 10; --quick 3)\n"
+        "  --model M       contact model: dem (default) or xpbd\n"
+        "  --profile       also time each stage of the substep\n"
+        "  --csv FILE      append results as machine,date,benchmark,metric,value,unit rows\n"
+        "  --machine NAME  machine name for the CSV (default: hostname and device product)\n"
+        "  --quick         small and short (for CI)\n"
+        "  -h, --help      show this help\n",
+        f);
+}
+
+static int parse(int argc, char **argv, pb_opts *o, FILE *out) {
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      wf_bench_particles_usage(out);
+      return 0;
+    } else if (!strcmp(a, "--quick")) {
+      o->quick = true;
+    } else if (!strcmp(a, "--profile")) {
+      o->profile = true;
+    } else if (!val) {
+      fprintf(stderr, "weft bench particles: %s needs a value (see --help)\n", a);
+      return 2;
+    } else if (!strcmp(a, "--device")) {
+      o->device = argv[++i];
+      if (!bench_device_name_valid(o->device)) {
+        fprintf(stderr, "weft bench particles: '%s' is not a device name (cpu, cuda:N, ...)\n",
+                o->device);
+        return 2;
+      }
+    } else if (!strcmp(a, "--csv")) {
+      o->csv = argv[++i];
+    } else if (!strcmp(a, "--machine")) {
+      o->machine = argv[++i];
+    } else if (!strcmp(a, "--frames")) {
+      char *end;
+      long f = strtol(argv[++i], &end, 10);
+      if (*end || f < 1 || f > 4096) {
+        fprintf(stderr, "weft bench particles: --frames '%s' must be in [1, 4096]\n", argv[i]);
+        return 2;
+      }
+      o->frames = (int)f;
+    } else if (!strcmp(a, "--model")) {
+      const char *m = argv[++i];
+      if (strcmp(m, "dem") && strcmp(m, "xpbd")) {
+        fprintf(stderr, "weft bench particles: --model '%s' must be dem or xpbd\n", m);
+        return 2;
+      }
+      o->model = strcmp(m, "xpbd") ? WF_CONTACT_DEM : WF_CONTACT_XPBD;
+    } else if (!strcmp(a, "--sizes")) {
+      const char *s = argv[++i];
+      o->n_sizes = 0;
+      while (*s) {
+        char *end;
+        unsigned long long n = strtoull(s, &end, 10);
+        if (end == s || n == 0 || n > (1ull << 30) || o->n_sizes == MAX_SIZES ||
+            (*end && *end != ',')) {
+          fprintf(stderr,
+                  "weft bench particles: --sizes '%s': expected up to %d counts in [1, 2^30] "
+                  "separated by commas\n",
+                  argv[i], MAX_SIZES);
+          return 2;
+        }
+        o->sizes[o->n_sizes++] = n;
+        s = *end ? end + 1 : end;
+      }
+    } else {
+      fprintf(stderr, "weft bench particles: unknown option '%s' (see --help)\n", a);
+      return 2;
+    }
+  }
+  return -1;
+}
+
+int wf_bench_particles(int argc, char **argv, FILE *out) {
+  static pb_ctx ctx;
+  pb_ctx *c = &ctx;
+  memset(c, 0, sizeof *c);
+  c->out = out;
+  int rc = parse(argc, argv, &c->o, out);
+  if (rc >= 0) return rc;
+  rc = 1;
+  wf_init_desc desc = {0};
+  desc.log_level = WF_LOG_WARN;
+  desc.log = bench_log;
+  desc.no_cuda = c->o.device && strncmp(c->o.device, "cpu", 3) == 0;
+  CHECK(wf_init(&desc));
+  if (c->o.device) {
+    wf_status st = wf_device_get(c->o.device, &c->dev);
+    if (st < 0) {
+      fprintf(stderr, "weft bench particles: cannot use device '%s': %s\n  %s\n", c->o.device,
+              wf_status_str(st), wf_last_error());
+      goto done;
+    }
+  } else {
+    c->dev = wf_device_default();
+  }
+  bool cuda = wf_device_is_cuda(c->dev);
+  if (!c->o.n_sizes) {
+    static const uint64_t full[] = {65536, 524288, 2097152, 16777216};
+    if (c->o.quick)
+      c->o.sizes[0] = cuda ? 65536 : 4096, c->o.n_sizes = 1;
+    else
+      memcpy(c->o.sizes, full, sizeof full), c->o.n_sizes = 4;
+  }
+  if (!c->o.frames) c->o.frames = c->o.quick ? 3 : 10;
+  char machine[512];
+  if (c->o.machine)
+    snprintf(machine, sizeof machine, "%s", c->o.machine);
+  else
+    bench_machine_name(c->dev, machine, sizeof machine);
+  c->bandwidth_gbs = bench_device_bandwidth_gbs(c->dev, cuda ? (size_t)1 << 30 : (size_t)64 << 20);
+  wf_device_info info;
+  CHECK(wf_device_info_get(c->dev, &info));
+  fprintf(out, "weft %s bench particles on %s (%s), %s contacts\n", WF_VERSION_STRING,
+          wf_device_name(c->dev), info.product, c->o.model ? "XPBD" : "DEM");
+  fprintf(out, "measured memory bandwidth (on-device copy, read + write): %.0f GB/s\n\n",
+          c->bandwidth_gbs);
+  fprintf(out, "%12s %10s %14s %10s %10s %8s %9s\n", "particles", "ms/frame", "p-substeps/s",
+          "B/particle", "B/p-substp", "GB/s", "of bw");
+  add_row(c, "particles", "measured_bandwidth", c->bandwidth_gbs, "GB/s");
+  for (int i = 0; i < c->o.n_sizes; i++)
+    if (run_size(c, c->o.sizes[i])) goto done;
+  if (c->o.csv && bench_csv_append(c->o.csv, machine, c->rows, c->n_rows, out)) goto done;
+  rc = 0;
+done:
+  fflush(out);
+  wf_shutdown();
+  return rc;
+}
