@@ -304,8 +304,10 @@ wf_status wf_particles_create(wf_device *dev, const wf_particles_desc *desc, wf_
   st = alloc_sized(ps, ps->capacity, ps->buf, &ps->table, &ps->bits);
   size_t fixed[B_COUNT - B_SIZED] = {sizeof(wfp_params), sizeof ps->mats, sizeof ps->colliders,
                                      sizeof(wfp_clock), sizeof(wfp_clock)};
+  wf_device *host = NULL; /* pinned buffers live on a CPU device */
+  if (st == WF_OK && (st = wf_device_get("cpu", &host)) != WF_OK) fail_gpu(st, "finding cpu:0");
   for (int b = B_SIZED; b < B_COUNT && st == WF_OK; b++) {
-    st = wf_buffer_create(dev, fixed[b - B_SIZED],
+    st = wf_buffer_create(b == B_MIRROR ? host : dev, fixed[b - B_SIZED],
                           b == B_MIRROR ? WF_BUFFER_PINNED | WF_BUFFER_ZERO : WF_BUFFER_ZERO,
                           ps->stream, &ps->buf[b]);
     if (st != WF_OK) fail_gpu(st, "allocating the solver's tables");
