@@ -309,7 +309,7 @@ wf_status wf_particles_create(wf_device *dev, const wf_particles_desc *desc, wf_
   for (int b = B_SIZED; b < B_COUNT && st == WF_OK; b++) {
     st = wf_buffer_create(b == B_MIRROR ? host : dev, fixed[b - B_SIZED],
                           b == B_MIRROR ? WF_BUFFER_PINNED | WF_BUFFER_ZERO : WF_BUFFER_ZERO,
-                          ps->stream, &ps->buf[b]);
+                          b == B_MIRROR ? NULL : ps->stream, &ps->buf[b]);
     if (st != WF_OK) fail_gpu(st, "allocating the solver's tables");
   }
   if (st == WF_OK) {
@@ -349,7 +349,7 @@ void wf_particles_destroy(wf_particles *ps) {
   if (ps->graph) wf_graph_destroy(ps->graph);
   if (ps->frame_done) wf_event_destroy(ps->frame_done);
   for (int b = 0; b < B_COUNT; b++)
-    if (ps->buf[b]) wf_buffer_destroy(ps->buf[b], ps->stream);
+    if (ps->buf[b]) wf_buffer_destroy(ps->buf[b], b == B_MIRROR ? NULL : ps->stream);
   if (ps->own_stream) wf_stream_destroy(ps->stream);
   free(ps);
 }
