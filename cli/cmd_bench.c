@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cloth_bench.h"
 #include "gpu_bench.h"
 #include "particle_bench.h"
 
@@ -31,6 +32,7 @@ int wf_cmd_bench(int argc, char **argv) {
   }
   if (strcmp(name, "gpu") == 0) return wf_bench_gpu(argc - 1, argv + 1, stdout);
   if (strcmp(name, "particles") == 0) return wf_bench_particles(argc - 1, argv + 1, stdout);
+  if (strcmp(name, "cloth") == 0) return wf_bench_cloth(argc - 1, argv + 1);
   fprintf(stderr, "weft bench: unknown benchmark '%s'\n\n", name);
   wf_cmd_bench_usage(stderr);
   return WF_EXIT_USAGE;

@@ -10,6 +10,7 @@
  */
 #ifndef WEFT_WEFT_H
 #define WEFT_WEFT_H
+#include "weft/cloth.h"
 #include "weft/gpu.h"
 #include "weft/particles.h"
 #include "weft/version.h"

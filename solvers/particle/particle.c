@@ -20,9 +20,9 @@
  * devices, CUB's temporary storage for the DoubleBuffer sort (histograms and tile state only:
  * the alternate buffers are keys_out/vals_out above). wf_particles_device_bytes() reports it all.
  *
- * The grid's box (wfp_params.mask) is refitted between frames without waiting: each frame ends
+ * The grid's box (wfp_params.dims) is refitted between frames without waiting: each frame ends
  * with a copy of the clock (which holds the frame's extent in cells) into pinned memory and an
- * event; the next step reads it if that event has completed and uploads new masks if the
+ * event; the next step reads it if that event has completed and uploads new dimensions if the
  * particles have outgrown the box. Results do not depend on the box (see wfp_params).
  */
 #include "weft/particles.h"
@@ -232,31 +232,31 @@ static wf_status alloc_sized(wf_particles *ps, uint32_t capacity, wf_buffer **bu
 }
 
 /* Fits the grid's periodic box to the cell extent lo..hi (plus one cell of margin each side):
- * powers of two per axis, at least 4, product at most the table; when the particles spread over
- * more cells than the table holds, the longest axes are halved (cells then share keys). */
+ * at least 4 cells per axis, product at most the table; when the particles spread over more
+ * cells than the table holds, the longest axes shrink (distant cells then share keys). */
 static void fit_box(wf_particles *ps, const int32_t *lo, const int32_t *hi) {
-  uint32_t d[3];
-  int lg[3];
+  int64_t d[3];
   for (int k = 0; k < 3; k++) {
-    int64_t need = (int64_t)hi[k] - lo[k] + 3;
-    d[k] = 4, lg[k] = 2;
-    while ((int64_t)d[k] < need && lg[k] < 30)
-      d[k] <<= 1, lg[k]++;
+    d[k] = (int64_t)hi[k] - lo[k] + 3;
+    if (d[k] < 4) d[k] = 4;
+    if (d[k] > ps->table) d[k] = ps->table;
+    ps->lo[k] = lo[k], ps->hi[k] = hi[k];
   }
-  while ((uint64_t)d[0] * d[1] * d[2] > ps->table) {
+  for (int guard = 0; guard < 64 && d[0] * d[1] * d[2] > (int64_t)ps->table; guard++) {
     int m = d[0] >= d[1] && d[0] >= d[2] ? 0 : d[1] >= d[2] ? 1 : 2;
-    d[m] >>= 1, lg[m]--;
+    int64_t rest = d[(m + 1) % 3] * d[(m + 2) % 3];
+    int64_t fit = (int64_t)ps->table / rest;
+    d[m] = fit < d[m] ? fit : d[m] - 1;
+    if (d[m] < 4) d[m] = 4;
   }
   for (int k = 0; k < 3; k++)
-    ps->params.mask[k] = d[k] - 1, ps->lo[k] = lo[k], ps->hi[k] = hi[k];
-  ps->params.shift_y = (uint32_t)lg[0];
-  ps->params.shift_z = (uint32_t)(lg[0] + lg[1]);
+    ps->params.dims[k] = (int32_t)d[k];
   ps->have_extent = true;
 }
 
 static bool box_covers(const wf_particles *ps, const int32_t *lo, const int32_t *hi) {
   for (int k = 0; k < 3; k++)
-    if ((int64_t)hi[k] - lo[k] + 3 > (int64_t)ps->params.mask[k] + 1) return false;
+    if ((int64_t)hi[k] - lo[k] + 3 > ps->params.dims[k]) return false;
   return true;
 }
 

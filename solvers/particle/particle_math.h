@@ -79,20 +79,20 @@ typedef struct wfp_collider {
 /* The parameter block, read by every kernel from a device buffer so that changing it needs no
  * recapture.
  *
- * The grid: cell (ix, iy, iz) of size h has key  (ix & mask.x) | (iy & mask.y) << shift.y |
- * (iz & mask.z) << shift.z : a dense box of D = mask + 1 cells per axis (powers of two, at
- * least 4), repeated periodically over space. Cells that are neighbours in space are neighbours
- * in key order (x fastest), so the sorted particles of the 3 cells of a row in x are one
- * contiguous range, and the particles a block of threads reads are close in memory. Cells D
- * apart share a key; that costs only distance tests (never a wrong force), and the host refits
- * D to the particles' extent between frames. */
+ * The grid: cell (ix, iy, iz) of size h has key  mod(ix, Dx) + Dx (mod(iy, Dy) + Dy mod(iz, Dz)):
+ * a dense box of D cells per axis (at least 4), repeated periodically over space. Cells that are
+ * neighbours in space are neighbours in key order (x fastest), so the sorted particles of the 3
+ * cells of a row in x are one contiguous range, and the particles a block of threads reads are
+ * close in memory. Cells a box apart share a key; that costs only distance tests (never a wrong
+ * force), and the host refits the box to the particles' extent between frames. */
 typedef struct wfp_params {
-  wfp_f4 gravity; /* xyz */
-  float dt;       /* substep */
-  float damp;     /* velocity factor per substep: 1 / (1 + damping·dt) */
-  float cell;     /* grid cell size h (>= the largest particle diameter) */
-  float inv_cell; /* 1 / h */
-  uint32_t mask[3], shift_y, shift_z;
+  wfp_f4 gravity;  /* xyz */
+  float dt;        /* substep */
+  float damp;      /* velocity factor per substep: 1 / (1 + damping·dt) */
+  float cell;      /* grid cell size h (>= the largest particle diameter) */
+  float inv_cell;  /* 1 / h */
+  int32_t dims[3]; /* the box, cells per axis (product <= the cell table) */
+  uint32_t pad0;
   uint32_t n_colliders;
   uint32_t model;   /* WFP_DEM or WFP_XPBD */
   float relaxation; /* XPBD: Jacobi averaging factor omega */
@@ -173,10 +173,17 @@ WF_HD static inline int32_t wfp_cell_coord(float x, float inv_cell, int *out_of_
   return (int32_t)c;
 }
 
+/* i mod d in [0, d) for any sign of i. */
+WF_HD static inline uint32_t wfp_wrap(int32_t i, int32_t d) {
+  int32_t r = i % d;
+  return (uint32_t)(r < 0 ? r + d : r);
+}
+
 /* Key of cell (ix, iy, iz) in the grid's periodic box. */
 WF_HD static inline uint32_t wfp_key(const wfp_params *p, int32_t ix, int32_t iy, int32_t iz) {
-  return ((uint32_t)ix & p->mask[0]) | (((uint32_t)iy & p->mask[1]) << p->shift_y) |
-         (((uint32_t)iz & p->mask[2]) << p->shift_z);
+  return wfp_wrap(ix, p->dims[0]) +
+         (uint32_t)p->dims[0] *
+             (wfp_wrap(iy, p->dims[1]) + (uint32_t)p->dims[1] * wfp_wrap(iz, p->dims[2]));
 }
 
 /* Cell key of a particle at x, its cell coordinates in c; returns flags (WFP_FLAG_*). */
@@ -233,13 +240,49 @@ WF_HD static inline void wfp_contact_force(float nx, float ny, float nz, float d
   }
 }
 
-/* Pair force on particle i (pi, vi, material mi) from j. */
-WF_HD static inline void wfp_pair(wfp_f4 pi, wfp_f4 vi, const wfp_material *mi, wfp_f4 pj,
-                                  wfp_f4 vj, const wfp_material *mj, float *f) {
+/* Loads of data no kernel writes while it reads them: on CUDA devices through the read-only
+ * data cache (the compiler cannot prove that by itself: the written arrays are in the same
+ * argument struct). */
+WF_HD static inline wfp_f4 wfp_ld4(const wfp_f4 *p) {
+#if defined(__CUDA_ARCH__)
+  float4 v = __ldg((const float4 *)p);
+  wfp_f4 r;
+  r.x = v.x, r.y = v.y, r.z = v.z, r.w = v.w;
+  return r;
+#else
+  return *p;
+#endif
+}
+
+WF_HD static inline uint32_t wfp_ld32(const uint32_t *p) {
+#if defined(__CUDA_ARCH__)
+  return __ldg((const unsigned int *)p);
+#else
+  return *p;
+#endif
+}
+
+WF_HD static inline uint16_t wfp_ld16(const uint16_t *p) {
+#if defined(__CUDA_ARCH__)
+  return __ldg((const unsigned short *)p);
+#else
+  return *p;
+#endif
+}
+
+/* Pair force on particle i (pi, vi, material mi) from the particle in sorted slot t of
+ * (spos, svel, smat). Only the position is loaded until the pair is known to touch: most of
+ * the candidates of the 27 cells do not. */
+WF_HD static inline void wfp_pair(wfp_f4 pi, wfp_f4 vi, const wfp_material *mi, const wfp_f4 *spos,
+                                  const wfp_f4 *svel, const uint16_t *smat,
+                                  const wfp_material *mats, uint32_t t, float *f) {
+  wfp_f4 pj = wfp_ld4(&spos[t]);
   float dx = pi.x - pj.x, dy = pi.y - pj.y, dz = pi.z - pj.z;
   float d2 = wfp_dot3(dx, dy, dz, dx, dy, dz);
   float R = pi.w + pj.w;
   if (!(d2 < R * R) || d2 == 0.0f) return;
+  wfp_f4 vj = wfp_ld4(&svel[t]);
+  const wfp_material *mj = &mats[wfp_ld16(&smat[t])];
   float d = sqrtf(d2);
   float inv = 1.0f / d;
   float wsum = vi.w + vj.w;
@@ -426,27 +469,34 @@ WF_HD static inline int wfp_xpbd_collider(const wfp_params *p, const wfp_collide
  * are consecutive is one contiguous slot range of the sorted arrays. VISIT(t) is called for each
  * slot t other than s. */
 #define WFP_FOR_NEIGHBOURS(a, p, s, c, VISIT)                                                      \
-  for (int dz_ = -1; dz_ <= 1; dz_++)                                                              \
-    for (int dy_ = -1; dy_ <= 1; dy_++) {                                                          \
-      uint32_t k0_ = wfp_key(p, c[0] - 1, c[1] + dy_, c[2] + dz_);                                 \
-      uint32_t k2_ = wfp_key(p, c[0] + 1, c[1] + dy_, c[2] + dz_);                                 \
-      if (k2_ == k0_ + 2u) { /* one range: the first non-empty start, then while key <= k2 */      \
-        uint32_t t_ = a->cell_start[k0_];                                                          \
-        if (t_ == WFP_EMPTY) t_ = a->cell_start[k0_ + 1u];                                         \
-        if (t_ == WFP_EMPTY) t_ = a->cell_start[k2_];                                              \
-        if (t_ == WFP_EMPTY) continue;                                                             \
-        for (; t_ < a->n && a->keys[t_] <= k2_; t_++)                                              \
-          if (t_ != s) VISIT(t_);                                                                  \
-      } else { /* the row wraps around the box: three cells */                                     \
-        for (int dx_ = -1; dx_ <= 1; dx_++) {                                                      \
-          uint32_t k_ = wfp_key(p, c[0] + dx_, c[1] + dy_, c[2] + dz_);                            \
-          uint32_t t_ = a->cell_start[k_];                                                         \
+  {                                                                                                \
+    uint32_t x_[3] = {wfp_wrap(c[0] - 1, p->dims[0]), wfp_wrap(c[0], p->dims[0]),                  \
+                      wfp_wrap(c[0] + 1, p->dims[0])};                                             \
+    for (int dz_ = -1; dz_ <= 1; dz_++) {                                                          \
+      uint32_t z_ = wfp_wrap(c[2] + dz_, p->dims[2]);                                              \
+      for (int dy_ = -1; dy_ <= 1; dy_++) {                                                        \
+        uint32_t base_ =                                                                           \
+            (uint32_t)p->dims[0] * (wfp_wrap(c[1] + dy_, p->dims[1]) + (uint32_t)p->dims[1] * z_); \
+        if (x_[2] == x_[0] + 2u) { /* one range: the first non-empty start, then while key <= */   \
+          uint32_t k2_ = base_ + x_[2];                                                            \
+          uint32_t t_ = wfp_ld32(&a->cell_start[base_ + x_[0]]);                                   \
+          if (t_ == WFP_EMPTY) t_ = wfp_ld32(&a->cell_start[base_ + x_[1]]);                       \
+          if (t_ == WFP_EMPTY) t_ = wfp_ld32(&a->cell_start[k2_]);                                 \
           if (t_ == WFP_EMPTY) continue;                                                           \
-          for (; t_ < a->n && a->keys[t_] == k_; t_++)                                             \
+          for (; t_ < a->n && wfp_ld32(&a->keys[t_]) <= k2_; t_++)                                 \
             if (t_ != s) VISIT(t_);                                                                \
+        } else { /* the row wraps around the box: three cells */                                   \
+          for (int q_ = 0; q_ < 3; q_++) {                                                         \
+            uint32_t k_ = base_ + x_[q_];                                                          \
+            uint32_t t_ = wfp_ld32(&a->cell_start[k_]);                                            \
+            if (t_ == WFP_EMPTY) continue;                                                         \
+            for (; t_ < a->n && wfp_ld32(&a->keys[t_]) == k_; t_++)                                \
+              if (t_ != s) VISIT(t_);                                                              \
+          }                                                                                        \
         }                                                                                          \
       }                                                                                            \
-    }
+    }                                                                                              \
+  }
 
 /* DEM: gather pair forces, add collider forces in collider order, integrate (semi-implicit
  * Euler) and write the particle back at its local index. Returns flags. */
@@ -458,7 +508,7 @@ WF_HD static inline uint32_t wfp_collide_dem(const wfp_collide_args *a, uint32_t
   int bad = 0;
   int32_t c[3] = {wfp_cell_coord(x.x, p->inv_cell, &bad), wfp_cell_coord(x.y, p->inv_cell, &bad),
                   wfp_cell_coord(x.z, p->inv_cell, &bad)};
-#define WFP_DEM_VISIT(t) wfp_pair(x, v, m, a->spos[t], a->svel[t], &a->mats[a->smat[t]], f)
+#define WFP_DEM_VISIT(t) wfp_pair(x, v, m, a->spos, a->svel, a->smat, a->mats, t, f)
   WFP_FOR_NEIGHBOURS(a, p, s, c, WFP_DEM_VISIT)
 #undef WFP_DEM_VISIT
   float time = (float)a->clock->time;
@@ -499,7 +549,8 @@ WF_HD static inline uint32_t wfp_collide_xpbd(const wfp_collide_args *a, uint32_
     int32_t c[3] = {wfp_cell_coord(x.x, p->inv_cell, &bad), wfp_cell_coord(x.y, p->inv_cell, &bad),
                     wfp_cell_coord(x.z, p->inv_cell, &bad)};
 #define WFP_XPBD_VISIT(t)                                                                          \
-  contacts += wfp_xpbd_pair(p, x, q, w, m, a->spos[t], a->svel[t], &a->mats[a->smat[t]], dx)
+  contacts += wfp_xpbd_pair(p, x, q, w, m, wfp_ld4(&a->spos[t]), wfp_ld4(&a->svel[t]),             \
+                            &a->mats[wfp_ld16(&a->smat[t])], dx)
     WFP_FOR_NEIGHBOURS(a, p, s, c, WFP_XPBD_VISIT)
 #undef WFP_XPBD_VISIT
     if (contacts > 0) {

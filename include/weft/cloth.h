@@ -1,0 +1,212 @@
+/* weft cloth solver: triangle-mesh cloth on a CPU or CUDA device, integrated with mass-spring
+ * (semi-implicit Euler) or XPBD (graph-coloured Gauss–Seidel).
+ *
+ * Guide
+ *
+ *     wf_cloth_desc d = wf_cloth_desc_default();          // 16 substeps at 60 frames/s
+ *     d.integrator = WF_CLOTH_SPRINGS;                    // or WF_CLOTH_XPBD
+ *     d.material.particle_mass = 0.1f;                    // or material.density (kg/m²)
+ *     wf_cloth_grid g = wf_cloth_grid_default();          // 1 m x 1 m, 16 x 16 vertices
+ *     wf_cloth *c;
+ *     if (wf_cloth_create_grid(dev, &d, &g, &c) != WF_OK) puts(wf_last_error());
+ *     wf_cloth_pin_named(c, "top-left", NULL);            // or by index, region, collider
+ *     wf_cloth_pin_named(c, "top-right", NULL);
+ *     wf_cloth_add_collider(c, &sphere, NULL);            // a wf_collider_desc
+ *     wf_cloth_step_frames(c, 60);                        // asynchronous
+ *     wf_cloth_download(c, pos, NULL);                    // waits; xyz + inverse mass
+ *     wf_cloth_destroy(c);
+ *
+ * Meshes come from OBJ files or arrays (wf_cloth_mesh_desc); grids from wf_cloth_grid. A grid's
+ * vertex (i, j) (column i along the u axis, row j from the top) has index j * resolution[0] + i;
+ * row 0 is the "top" edge (at +v/2), column 0 the "left" edge (at -u/2).
+ *
+ * Topology, built once at creation:
+ *   mass-spring  stretch springs (grid neighbours / mesh edges), shear springs (grid diagonals),
+ *                bend springs (grid vertices two apart / across mesh edges: the two vertices
+ *                opposite a shared edge). Each vertex gathers its springs from a CSR list.
+ *   XPBD         distance constraints (stretch, shear) and dihedral bending constraints on every
+ *                edge shared by two triangles, coloured greedily so no two constraints of a
+ *                colour share a vertex; one launch per colour and iteration.
+ *
+ * A frame is `substeps` substeps, captured once into a graph and replayed (desc.no_graph: enqueued
+ * one by one; both give bit-identical states). Gravity, wind, stiffness, damping and colliders live
+ * in a device-side parameter block: changing them needs no recapture. Results are bitwise
+ * reproducible run to run and equal on the CPU and CUDA backends (no atomics on floats, fixed
+ * gather orders, no FMA contraction).
+ *
+ * Colliders are the particle solver's wf_collider_desc (plane, sphere, box, capsule; static or
+ * moving at a constant velocity). Vertices are pushed out to the collider's surface + thickness at
+ * the end of every substep, with Coulomb friction against the collider's velocity.
+ *
+ * Errors: every function returns a wf_status; wf_last_error() says what was wrong and where: the
+ * cloth's name and the field ("cloth 'sheet': material.stretch_stiffness -3 must be >= 0"), or the
+ * OBJ file and line ("shirt.obj:17: edge (4, 9) is shared by more than two triangles"). The solver
+ * never prints.
+ */
+#ifndef WEFT_CLOTH_H
+#define WEFT_CLOTH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "weft/export.h"
+#include "weft/gpu.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct wf_cloth wf_cloth;
+/* A collider, declared in weft/particles.h (plane, sphere, box, capsule with name, type,
+ * normal/offset, center, radius, half_extents, p0/p1, velocity, friction). */
+typedef struct wf_collider_desc wf_collider_desc;
+
+/** Integrators (wf_cloth_desc.integrator). */
+enum { WF_CLOTH_SPRINGS = 0, WF_CLOTH_XPBD = 1 };
+
+/** Material of one cloth. Start from wf_cloth_material_default(). */
+typedef struct wf_cloth_material {
+  float density;       /* kg/m²: each vertex gets a third of its triangles' mass; default 0.2 */
+  float particle_mass; /* > 0: every vertex has this mass (kg), overriding density; default 0 */
+  float thickness;     /* m: distance kept from colliders; default 0.005 */
+  /* mass-spring: spring constants, N/m (0 turns a kind off); defaults 50, 20, 2 */
+  float stretch_stiffness, shear_stiffness, bend_stiffness;
+  /* XPBD: compliance (inverse stiffness): distance m/N, bending rad/(N·m); 0 = rigid.
+   * defaults 0, 1e-4, 1 */
+  float stretch_compliance, shear_compliance, bend_compliance;
+  float damping;  /* dashpot along each spring/constraint, N·s/m (XPBD: β = damping, the
+                     constraint-space damping of Macklin et al. 2016); default 0.05 */
+  float drag;     /* aerodynamic drag coefficient (normal to each triangle); default 0: off */
+  float lift;     /* aerodynamic lift coefficient; default 0: off */
+  float friction; /* Coulomb coefficient against colliders (the smaller of this and the
+                     collider's friction applies); default 0.5 */
+} wf_cloth_material;
+
+/** Solver settings. Start from wf_cloth_desc_default(). */
+typedef struct wf_cloth_desc {
+  const char *name;           /* for messages; default "cloth" */
+  int integrator;             /* WF_CLOTH_SPRINGS (default) or WF_CLOTH_XPBD */
+  int substeps;               /* per frame; default 16 */
+  int iterations;             /* XPBD Gauss–Seidel sweeps per substep; default 1 */
+  float frame_dt;             /* seconds per frame; default 1/60 */
+  float gravity[3];           /* m/s²; default (0, -9.81, 0) */
+  float wind[3];              /* air velocity, m/s (acts through drag and lift); default 0 */
+  float air_density;          /* kg/m³; default 1.2 */
+  float damping;              /* global velocity damping, 1/s; default 0 */
+  wf_cloth_material material; /* default wf_cloth_material_default() */
+  bool no_graph;              /* enqueue substeps one by one instead of replaying a graph */
+  wf_stream *stream;          /* stream to run on (not owned); NULL: the solver makes one */
+} wf_cloth_desc;
+
+/** A rectangular grid of vertices. Start from wf_cloth_grid_default(). */
+typedef struct wf_cloth_grid {
+  float size[2];     /* extent along u and v, m; default 1 x 1 */
+  int resolution[2]; /* vertices along u and v (>= 1 each, >= 2 vertices); default 16 x 16 */
+  float center[3];   /* default (0, 1, 0) */
+  float u_axis[3];   /* direction of the rows (normalized here); default (1, 0, 0) */
+  float v_axis[3];   /* direction from bottom to top (normalized); default (0, 0, -1): the grid
+                        lies flat, its "top" row at -z */
+} wf_cloth_grid;
+
+/** A triangle mesh: from an OBJ file (path) or from arrays (path NULL). Start from
+ *  wf_cloth_mesh_desc_default(). OBJ: `v x y z` and `f a b c ...` lines (polygons become fans,
+ *  `a/t/n`, `a//n` and negative indices accepted); other lines are ignored. */
+typedef struct wf_cloth_mesh_desc {
+  const char *path;
+  const float (*vertices)[3]; /* path NULL: vertex_count positions */
+  uint32_t vertex_count;
+  const uint32_t (*triangles)[3]; /* path NULL: triangle_count triangles, 0-based */
+  uint32_t triangle_count;
+  float scale;        /* applied first; default 1 */
+  float translate[3]; /* then added; default 0 */
+} wf_cloth_mesh_desc;
+
+/** Parameters that can change between frames without recapture. */
+typedef struct wf_cloth_params {
+  float frame_dt;
+  float gravity[3];
+  float wind[3];
+  float air_density;
+  float damping;
+} wf_cloth_params;
+
+/** Facts about a created cloth. */
+typedef struct wf_cloth_info {
+  uint32_t vertices, triangles;
+  uint32_t springs;     /* mass-spring: springs of all kinds (0 for XPBD) */
+  uint32_t constraints; /* XPBD: distance + bending constraints (0 for mass-spring) */
+  uint32_t colours;     /* XPBD: colours of the constraint graph */
+  uint32_t pinned;      /* vertices with inverse mass 0 */
+  uint32_t grid[2];     /* resolution of a grid cloth; 0 x 0 for meshes */
+  size_t device_bytes;  /* device memory held by the solver */
+  size_t graph_nodes;   /* nodes of the captured frame (0 before the first frame or no_graph) */
+} wf_cloth_info;
+
+/** Default material, settings, grid and mesh descriptions (see the field comments). */
+WF_API wf_cloth_material wf_cloth_material_default(void);
+WF_API wf_cloth_desc wf_cloth_desc_default(void);
+WF_API wf_cloth_grid wf_cloth_grid_default(void);
+WF_API wf_cloth_mesh_desc wf_cloth_mesh_desc_default(void);
+
+/** Creates a grid cloth on dev. */
+WF_API wf_status wf_cloth_create_grid(wf_device *dev, const wf_cloth_desc *desc,
+                                      const wf_cloth_grid *grid, wf_cloth **out);
+/** Creates a cloth from a triangle mesh. Fails on an empty mesh, a degenerate triangle, or an
+ *  edge shared by more than two triangles (non-manifold), naming the file and line. */
+WF_API wf_status wf_cloth_create_mesh(wf_device *dev, const wf_cloth_desc *desc,
+                                      const wf_cloth_mesh_desc *mesh, wf_cloth **out);
+/** Waits for the solver's work and frees everything. NULL is ignored. */
+WF_API void wf_cloth_destroy(wf_cloth *c);
+
+/** Pins vertex `vertex` where it is now (inverse mass 0, velocity 0). */
+WF_API wf_status wf_cloth_pin(wf_cloth *c, uint32_t vertex);
+/** Pins a named part of a grid cloth: "top-left", "top-right", "bottom-left", "bottom-right",
+ *  "top", "bottom", "left", "right". *count (may be NULL) receives the number pinned. */
+WF_API wf_status wf_cloth_pin_named(wf_cloth *c, const char *where, uint32_t *count);
+/** Pins every vertex whose initial position lies in the box [lo, hi]; none inside is an error. */
+WF_API wf_status wf_cloth_pin_region(wf_cloth *c, const float lo[3], const float hi[3],
+                                     uint32_t *count);
+/** Attaches vertex `vertex` to collider `collider` (an index from wf_cloth_add_collider): it is
+ *  pinned and moves with the collider's velocity. */
+WF_API wf_status wf_cloth_attach(wf_cloth *c, uint32_t vertex, uint32_t collider);
+/** Attaches every vertex whose initial position lies in [lo, hi] to collider `collider`. */
+WF_API wf_status wf_cloth_attach_region(wf_cloth *c, const float lo[3], const float hi[3],
+                                        uint32_t collider, uint32_t *count);
+
+/** Adds a collider (at most 64); *index may be NULL. The desc is the particle solver's. */
+WF_API wf_status wf_cloth_add_collider(wf_cloth *c, const wf_collider_desc *desc, uint32_t *index);
+/** Replaces the material's stiffness, compliance, damping, thickness, friction, drag and lift
+ *  (mass and density are fixed at creation and ignored here). No recapture. */
+WF_API wf_status wf_cloth_set_material(wf_cloth *c, const wf_cloth_material *m);
+WF_API wf_cloth_params wf_cloth_params_get(const wf_cloth *c);
+/** Changes time step, gravity, wind, air density and damping. No recapture. */
+WF_API wf_status wf_cloth_params_set(wf_cloth *c, const wf_cloth_params *p);
+
+/** Enqueues `frames` frames (substeps each); returns without waiting. */
+WF_API wf_status wf_cloth_step_frames(wf_cloth *c, int frames);
+/** Enqueues n substeps without capture (the debugging path). */
+WF_API wf_status wf_cloth_step_substeps(wf_cloth *c, int n);
+
+/** Waits for the solver and copies the state: pos[i] = xyz + inverse mass (0: pinned),
+ *  vel[i] = xyz + 0. Either pointer may be NULL. WF_ERR_INVALID (data still copied) when a
+ *  vertex became NaN/inf; the message names the first one. */
+WF_API wf_status wf_cloth_download(wf_cloth *c, float (*pos)[4], float (*vel)[4]);
+/** Enqueues an asynchronous copy of the positions (vertices x 16 bytes, xyz + inverse mass) into
+ *  dst at byte offset off, on the solver's stream after the frames enqueued so far. With a pinned
+ *  host buffer this is the readback path that does not stall the solver. */
+WF_API wf_status wf_cloth_copy_positions(wf_cloth *c, wf_buffer *dst, size_t off);
+/** Waits for the solver and reports its device flags (non-finite state), as download does. */
+WF_API wf_status wf_cloth_check(wf_cloth *c);
+/** Simulated seconds and substeps so far (waits for the solver). */
+WF_API wf_status wf_cloth_time(wf_cloth *c, double *seconds, uint64_t *substeps);
+WF_API wf_status wf_cloth_info_get(const wf_cloth *c, wf_cloth_info *out);
+/** The stream the solver runs on. */
+WF_API wf_stream *wf_cloth_stream(const wf_cloth *c);
+/** Triangles (0-based vertex indices, 3 per triangle) of the cloth; NULL if it has none. */
+WF_API const uint32_t *wf_cloth_triangles(const wf_cloth *c, uint32_t *count);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

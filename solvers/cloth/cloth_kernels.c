@@ -1,0 +1,55 @@
+/* CPU side of the cloth kernels: loops over [begin, end) calling the shared math in cloth_math.h,
+ * and the wf_kernel objects. Flags are raised with integer atomics, so the loops stay correct if
+ * the backend ever splits a launch over threads. */
+#include "cloth_kernels.h"
+
+#include <stdbool.h>
+
+#ifdef WEFT_HAVE_CUDA
+#define WFC_CUDA(f) f
+#else
+#define WFC_CUDA(f) NULL
+#endif
+
+static void raise_flags(wfc_flags *f, uint32_t flags, uint32_t index) {
+  __atomic_fetch_or(&f->flags, flags, __ATOMIC_RELAXED);
+  uint32_t cur = __atomic_load_n(&f->first_bad, __ATOMIC_RELAXED);
+  while (index < cur && !__atomic_compare_exchange_n(&f->first_bad, &cur, index, true,
+                                                     __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
+}
+
+static void spring_cpu(const void *args, size_t begin, size_t end) {
+  const wfc_spring_args *a = args;
+  for (size_t i = begin; i < end; i++) {
+    uint32_t fl = wfc_spring_elem(a, (uint32_t)i);
+    if (fl) raise_flags(a->flags, fl, (uint32_t)i);
+  }
+}
+
+static void predict_cpu(const void *args, size_t begin, size_t end) {
+  const wfc_predict_args *a = args;
+  for (size_t i = begin; i < end; i++)
+    wfc_predict_elem(a, (uint32_t)i);
+}
+
+static void solve_cpu(const void *args, size_t begin, size_t end) {
+  const wfc_solve_args *a = args;
+  for (size_t s = begin; s < end; s++)
+    wfc_solve_elem(a, (uint32_t)s);
+}
+
+static void finalize_cpu(const void *args, size_t begin, size_t end) {
+  const wfc_finalize_args *a = args;
+  for (size_t i = begin; i < end; i++) {
+    uint32_t fl = wfc_finalize_elem(a, (uint32_t)i);
+    if (fl) raise_flags(a->flags, fl, (uint32_t)i);
+  }
+}
+
+const wf_kernel wfc_spring_step = {"cloth_spring_step", spring_cpu, WFC_CUDA(wfc_spring_step_cuda)};
+const wf_kernel wfc_xpbd_predict = {"cloth_xpbd_predict", predict_cpu,
+                                    WFC_CUDA(wfc_xpbd_predict_cuda)};
+const wf_kernel wfc_xpbd_solve = {"cloth_xpbd_solve", solve_cpu, WFC_CUDA(wfc_xpbd_solve_cuda)};
+const wf_kernel wfc_xpbd_finalize = {"cloth_xpbd_finalize", finalize_cpu,
+                                     WFC_CUDA(wfc_xpbd_finalize_cuda)};

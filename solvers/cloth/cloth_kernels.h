@@ -1,0 +1,28 @@
+/* The cloth solver's kernels (wf_kernel objects) and their CUDA launch wrappers. The math is in
+ * cloth_math.h; the CPU loops are in cloth_kernels.c, the CUDA side in cloth_kernels.cu. */
+#ifndef WEFT_CLOTH_KERNELS_H
+#define WEFT_CLOTH_KERNELS_H
+
+#include "cloth_math.h"
+#include "weft/gpu.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+extern const wf_kernel wfc_spring_step;  /* n = vertices: one mass-spring substep, half in -> out */
+extern const wf_kernel wfc_xpbd_predict; /* n = vertices: predicted positions */
+extern const wf_kernel wfc_xpbd_solve;   /* n = constraints of one colour */
+extern const wf_kernel wfc_xpbd_finalize; /* n = vertices: colliders, velocities, positions */
+
+#ifdef WEFT_HAVE_CUDA
+void wfc_spring_step_cuda(const void *args, size_t n, void *stream);
+void wfc_xpbd_predict_cuda(const void *args, size_t n, void *stream);
+void wfc_xpbd_solve_cuda(const void *args, size_t n, void *stream);
+void wfc_xpbd_finalize_cuda(const void *args, size_t n, void *stream);
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+#endif

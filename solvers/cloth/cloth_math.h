@@ -1,0 +1,408 @@
+/* Cloth solver math, written once for both backends (DESIGN.md, "one math, two backends").
+ *
+ * This header holds the device-side data layout (structs living in device buffers), one argument
+ * struct per kernel, and the per-element functions (WF_HD static inline) that the CPU loops in
+ * cloth_kernels.c and the __global__ kernels in cloth_kernels.cu both call.
+ *
+ * Determinism: only +, -, *, /, sqrtf, fabsf, fminf/fmaxf (correctly rounded or exact in IEEE
+ * single precision on both compilers; the dihedral angle uses wfc_atan2, a polynomial made of
+ * those, not the libm/CUDA atan2f, which differ). With FMA contraction off (-ffp-contract=off,
+ * -fmad=false) the CPU and CUDA backends compute bit-identical states. Every vertex gathers its
+ * springs and triangles in a fixed (CSR) order and writes only itself; every XPBD constraint of a
+ * colour writes only its own vertices, which no other constraint of the colour touches. No
+ * floating-point atomics anywhere.
+ *
+ * State layout: pos[i] = xyz + inverse mass (0: pinned/kinematic), vel[i] = xyz + 0. The clock
+ * (time, substep count) lives beside the state it belongs to, so a kernel reads the clock of its
+ * input and one thread writes the clock of its output: no thread reads what another writes.
+ */
+#ifndef WEFT_CLOTH_MATH_H
+#define WEFT_CLOTH_MATH_H
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "solvers/particle/particle_math.h" /* wfp_f4, wfp_collider, wfp_collider_sdf */
+#include "weft/hd.h"
+
+#define WFC_MAX_COLLIDERS WFP_MAX_COLLIDERS
+
+/* Spring / constraint kinds: index into the stiffness and compliance tables. */
+enum { WFC_STRETCH = 0, WFC_SHEAR = 1, WFC_BEND = 2 };
+
+/* A CSR link: the other vertex (low 30 bits) and the kind (high 2 bits), and the rest length. */
+#define WFC_LINK_INDEX_MASK 0x3fffffffu
+#define WFC_MAX_VERTICES    (1u << 30)
+typedef struct wfc_link {
+  uint32_t other_kind;
+  float rest;
+} wfc_link;
+
+/* An XPBD constraint. Distance: v[0], v[1]. Dihedral bend: v[0], v[1] the vertices opposite the
+ * shared edge, v[2] -> v[3] the edge; rest = rest angle (rad). */
+typedef struct wfc_constraint {
+  uint32_t v[4];
+  float rest;
+  uint32_t kind;
+} wfc_constraint;
+
+/* Device flags (wfc_flags.flags), set with integer OR and read back with the frame. */
+#define WFC_FLAG_NONFINITE 1u
+
+typedef struct wfc_flags {
+  uint32_t flags;
+  uint32_t first_bad; /* smallest vertex index with a non-finite state, or UINT32_MAX */
+} wfc_flags;
+
+typedef struct wfc_clock {
+  double time;
+  uint64_t substeps;
+} wfc_clock;
+
+/* The parameter block, read by every kernel from device memory (changes need no recapture). */
+typedef struct wfc_params {
+  wfp_f4 gravity; /* xyz */
+  wfp_f4 wind;    /* xyz */
+  float dt, inv_dt;
+  float damp;        /* velocity factor per substep: 1 / (1 + damping dt) */
+  float spring_c;    /* spring dashpot, N·s/m */
+  float spring_k[3]; /* per kind, N/m */
+  float alpha[3];    /* XPBD: compliance / dt² per kind */
+  float gamma[3];    /* XPBD damping: compliance * damping / dt per kind */
+  float drag_coef;   /* ½ ρ C_d */
+  float lift_coef;   /* ½ ρ C_l */
+  float thickness;
+  float friction;
+  uint32_t n_colliders;
+  uint32_t aero; /* non-zero: drag or lift is on */
+  uint32_t pad;
+} wfc_params;
+
+/* Shared inputs of the per-vertex kernels. */
+typedef struct wfc_mesh_view {
+  const uint32_t *tri_start; /* vertex -> triangle CSR (n + 1) */
+  const uint32_t *tri_list;  /* triangle indices */
+  const uint32_t *tris;      /* 3 vertex indices per triangle */
+} wfc_mesh_view;
+
+/* ---- kernel argument structs ------------------------------------------------------------------
+ */
+
+typedef struct wfc_spring_args { /* per vertex: forces, integration, colliders; half in -> out */
+  const wfc_params *params;
+  const wfp_collider *colliders;
+  const wfc_clock *clock_in;
+  wfc_clock *clock_out;
+  wfc_flags *flags;
+  const wfp_f4 *pos_in, *vel_in;
+  wfp_f4 *pos_out, *vel_out;
+  const uint32_t *adj_start; /* n + 1 */
+  const wfc_link *adj;
+  wfc_mesh_view mesh;
+  uint32_t n;
+} wfc_spring_args;
+
+typedef struct wfc_predict_args { /* per vertex: pred = x + dt (v + dt a) */
+  const wfc_params *params;
+  const wfc_clock *clock_in;
+  wfc_clock *clock_out;
+  const wfp_f4 *pos, *vel;
+  wfp_f4 *pred;
+  wfc_mesh_view mesh;
+  uint32_t n;
+} wfc_predict_args;
+
+typedef struct wfc_solve_args { /* per constraint of one colour: Gauss–Seidel update of pred */
+  const wfc_params *params;
+  const wfc_constraint *cons; /* the colour's first constraint */
+  float *lambda;              /* the colour's first multiplier; NULL: one iteration (λ = 0) */
+  const wfp_f4 *pos;          /* positions at the start of the substep (damping) */
+  wfp_f4 *pred;
+} wfc_solve_args;
+
+typedef struct wfc_finalize_args { /* per vertex: colliders, v = (pred - x) / dt, x = pred */
+  const wfc_params *params;
+  const wfp_collider *colliders;
+  const wfc_clock *clock_in; /* the clock the predict kernel wrote (end of the substep) */
+  wfc_clock *clock_out;
+  wfc_flags *flags;
+  wfp_f4 *pos, *vel;
+  const wfp_f4 *pred;
+  uint32_t n;
+} wfc_finalize_args;
+
+/* ---- small vector helpers ---------------------------------------------------------------------
+ */
+
+typedef struct wfc_v3 {
+  float x, y, z;
+} wfc_v3;
+
+WF_HD static inline wfc_v3 wfc_v(float x, float y, float z) {
+  wfc_v3 r = {x, y, z};
+  return r;
+}
+WF_HD static inline wfc_v3 wfc_xyz(wfp_f4 a) { return wfc_v(a.x, a.y, a.z); }
+WF_HD static inline wfc_v3 wfc_add(wfc_v3 a, wfc_v3 b) {
+  return wfc_v(a.x + b.x, a.y + b.y, a.z + b.z);
+}
+WF_HD static inline wfc_v3 wfc_sub(wfc_v3 a, wfc_v3 b) {
+  return wfc_v(a.x - b.x, a.y - b.y, a.z - b.z);
+}
+WF_HD static inline wfc_v3 wfc_scale(wfc_v3 a, float s) { return wfc_v(a.x * s, a.y * s, a.z * s); }
+WF_HD static inline float wfc_dot(wfc_v3 a, wfc_v3 b) { return a.x * b.x + a.y * b.y + a.z * b.z; }
+WF_HD static inline wfc_v3 wfc_cross(wfc_v3 a, wfc_v3 b) {
+  return wfc_v(a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x);
+}
+WF_HD static inline float wfc_len(wfc_v3 a) { return sqrtf(wfc_dot(a, a)); }
+WF_HD static inline int wfc_finite(float v) { return v == v && v - v == 0.0f; }
+WF_HD static inline int wfc_finite3(wfc_v3 a) {
+  return wfc_finite(a.x) && wfc_finite(a.y) && wfc_finite(a.z);
+}
+
+/* atan2 from +, -, *, / only (the same bits on both backends): octant reduction and the
+ * polynomial for atan on [0, 1] of Abramowitz & Stegun 4.4.49 (error 2e-8 rad, below float
+ * rounding). */
+WF_HD static inline float wfc_atan2(float y, float x) {
+  float ax = fabsf(x), ay = fabsf(y);
+  float hi = fmaxf(ax, ay), lo = fminf(ax, ay);
+  if (hi == 0.0f) return 0.0f;
+  float a = lo / hi, s = a * a;
+  float r = 0.0028662257f;
+  r = r * s - 0.0161657367f;
+  r = r * s + 0.0429096138f;
+  r = r * s - 0.0752896400f;
+  r = r * s + 0.1065626393f;
+  r = r * s - 0.1420889944f;
+  r = r * s + 0.1999355085f;
+  r = r * s - 0.3333314528f;
+  r = (r * s) * a + a;
+  if (ay > ax) r = 1.57079637f - r;
+  if (x < 0.0f) r = 3.14159274f - r;
+  return y < 0.0f ? -r : r;
+}
+
+/* Signed dihedral angle of the hinge (x1, x2 opposite the edge x3 -> x4): 0 when flat, and its
+ * gradient (Bridson et al. 2003, "Simulation of clothing with folds and wrinkles"). Returns 0 and
+ * leaves g untouched when the hinge is degenerate. */
+WF_HD static inline int wfc_dihedral(wfc_v3 x1, wfc_v3 x2, wfc_v3 x3, wfc_v3 x4, float *theta,
+                                     wfc_v3 g[4]) {
+  wfc_v3 e = wfc_sub(x4, x3);
+  float el = wfc_len(e);
+  wfc_v3 n1 = wfc_cross(wfc_sub(x1, x3), wfc_sub(x1, x4));
+  wfc_v3 n2 = wfc_cross(wfc_sub(x2, x4), wfc_sub(x2, x3));
+  float l1 = wfc_dot(n1, n1), l2 = wfc_dot(n2, n2);
+  if (!(el > 1e-12f) || !(l1 > 1e-24f) || !(l2 > 1e-24f)) return 0;
+  float inv_e = 1.0f / el;
+  wfc_v3 m1 = wfc_scale(n1, 1.0f / l1), m2 = wfc_scale(n2, 1.0f / l2);
+  float s1 = sqrtf(l1), s2 = sqrtf(l2);
+  wfc_v3 u1 = wfc_scale(n1, 1.0f / s1), u2 = wfc_scale(n2, 1.0f / s2);
+  float c = wfc_dot(u1, u2);
+  float s = wfc_dot(wfc_cross(u2, u1), wfc_scale(e, inv_e));
+  *theta = wfc_atan2(s, c);
+  g[0] = wfc_scale(m1, el);
+  g[1] = wfc_scale(m2, el);
+  g[2] = wfc_add(wfc_scale(m1, wfc_dot(wfc_sub(x1, x4), e) * inv_e),
+                 wfc_scale(m2, wfc_dot(wfc_sub(x2, x4), e) * inv_e));
+  g[3] = wfc_sub(wfc_scale(m1, -wfc_dot(wfc_sub(x1, x3), e) * inv_e),
+                 wfc_scale(m2, wfc_dot(wfc_sub(x2, x3), e) * inv_e));
+  return 1;
+}
+
+/* ---- forces -----------------------------------------------------------------------------------
+ */
+
+/* Aerodynamic force on vertex i: a third of each incident triangle's drag and lift, gathered in
+ * the vertex's triangle order. Per triangle, with u = mean vertex velocity - wind, n its unit
+ * normal, A its area, un = u·n, s = |u|:
+ *     drag = -½ρC_d A s un n,     lift = ½ρC_l A (un / s) (un u - s² n)
+ * (lift is perpendicular to u, in the plane of u and n; magnitude ½ρC_l A s² cosθ sinθ). */
+WF_HD static inline wfc_v3 wfc_aero(const wfc_params *p, const wfc_mesh_view *m, const wfp_f4 *pos,
+                                    const wfp_f4 *vel, uint32_t i) {
+  wfc_v3 f = wfc_v(0.0f, 0.0f, 0.0f);
+  wfc_v3 wind = wfc_xyz(p->wind);
+  for (uint32_t k = m->tri_start[i]; k < m->tri_start[i + 1]; k++) {
+    const uint32_t *t = m->tris + 3 * (size_t)m->tri_list[k];
+    wfc_v3 a = wfc_xyz(pos[t[0]]), b = wfc_xyz(pos[t[1]]), c = wfc_xyz(pos[t[2]]);
+    wfc_v3 n = wfc_cross(wfc_sub(b, a), wfc_sub(c, a));
+    float nl = wfc_len(n);
+    if (!(nl > 0.0f)) continue;
+    float area = 0.5f * nl;
+    n = wfc_scale(n, 1.0f / nl);
+    wfc_v3 u = wfc_add(wfc_add(wfc_xyz(vel[t[0]]), wfc_xyz(vel[t[1]])), wfc_xyz(vel[t[2]]));
+    u = wfc_sub(wfc_scale(u, 1.0f / 3.0f), wind);
+    float s = wfc_len(u);
+    if (!(s > 0.0f)) continue;
+    float un = wfc_dot(u, n);
+    wfc_v3 tf = wfc_scale(n, -p->drag_coef * area * s * un);
+    float lk = p->lift_coef * area * un / s;
+    tf = wfc_add(tf, wfc_scale(wfc_sub(wfc_scale(u, un), wfc_scale(n, s * s)), lk));
+    f = wfc_add(f, wfc_scale(tf, 1.0f / 3.0f));
+  }
+  return f;
+}
+
+/* Pushes x out of every collider to its surface + thickness (time t, collider order) and fixes
+ * the velocity: the approaching normal part (relative to the collider) is removed and the
+ * tangential part is reduced by Coulomb friction, at most to zero. */
+WF_HD static inline void wfc_collide(const wfc_params *p, const wfp_collider *cs, float t,
+                                     wfc_v3 *x, wfc_v3 *v) {
+  for (uint32_t k = 0; k < p->n_colliders; k++) {
+    const wfp_collider *c = &cs[k];
+    float n[3];
+    float phi = wfp_collider_sdf(c, t, x->x, x->y, x->z, n);
+    if (!(phi < p->thickness)) continue;
+    wfc_v3 nn = wfc_v(n[0], n[1], n[2]);
+    *x = wfc_add(*x, wfc_scale(nn, p->thickness - phi));
+    wfc_v3 cv = wfc_xyz(c->vel);
+    wfc_v3 vr = wfc_sub(*v, cv);
+    float vn = wfc_dot(vr, nn);
+    wfc_v3 vt = wfc_sub(vr, wfc_scale(nn, vn));
+    float dvn = vn < 0.0f ? -vn : 0.0f;
+    float vtl = wfc_len(vt);
+    float mu = fminf(p->friction, c->friction);
+    if (vtl > 0.0f) vt = wfc_scale(vt, fmaxf(0.0f, 1.0f - mu * dvn / vtl));
+    *v = wfc_add(wfc_add(cv, vt), wfc_scale(nn, vn < 0.0f ? 0.0f : vn));
+  }
+}
+
+/* ---- per-element kernels ----------------------------------------------------------------------
+ */
+
+/* One mass-spring substep of vertex i: gather spring forces (CSR order) and aerodynamics,
+ * semi-implicit Euler, colliders at the end time; writes the output half. Returns flags. */
+WF_HD static inline uint32_t wfc_spring_elem(const wfc_spring_args *a, uint32_t i) {
+  const wfc_params *p = a->params;
+  wfp_f4 x4 = a->pos_in[i], v4 = a->vel_in[i];
+  wfc_v3 x = wfc_xyz(x4), v = wfc_xyz(v4);
+  float w = x4.w, dt = p->dt;
+  float t_end = (float)(a->clock_in->time + (double)dt);
+  if (i == 0) {
+    wfc_clock c = *a->clock_in;
+    c.time += (double)dt;
+    c.substeps++;
+    *a->clock_out = c;
+  }
+  if (w > 0.0f) {
+    wfc_v3 f = wfc_v(0.0f, 0.0f, 0.0f);
+    for (uint32_t k = a->adj_start[i]; k < a->adj_start[i + 1]; k++) {
+      wfc_link l = a->adj[k];
+      uint32_t j = l.other_kind & WFC_LINK_INDEX_MASK;
+      wfc_v3 d = wfc_sub(wfc_xyz(a->pos_in[j]), x);
+      float len = wfc_len(d);
+      if (!(len > 0.0f)) continue;
+      wfc_v3 dir = wfc_scale(d, 1.0f / len);
+      float rel = wfc_dot(wfc_sub(wfc_xyz(a->vel_in[j]), v), dir);
+      float fs = p->spring_k[l.other_kind >> 30] * (len - l.rest) + p->spring_c * rel;
+      f = wfc_add(f, wfc_scale(dir, fs));
+    }
+    if (p->aero) f = wfc_add(f, wfc_aero(p, &a->mesh, a->pos_in, a->vel_in, i));
+    wfc_v3 acc = wfc_add(wfc_xyz(p->gravity), wfc_scale(f, w));
+    v = wfc_scale(wfc_add(v, wfc_scale(acc, dt)), p->damp);
+    x = wfc_add(x, wfc_scale(v, dt));
+    wfc_collide(p, a->colliders, t_end, &x, &v);
+  } else {
+    x = wfc_add(x, wfc_scale(v, dt)); /* pinned: moves with its (attachment's) velocity */
+  }
+  wfp_f4 xo = {x.x, x.y, x.z, w}, vo = {v.x, v.y, v.z, 0.0f};
+  a->pos_out[i] = xo;
+  a->vel_out[i] = vo;
+  return wfc_finite3(x) && wfc_finite3(v) ? 0u : WFC_FLAG_NONFINITE;
+}
+
+/* XPBD prediction of vertex i: v' = v + dt (g + F_aero w), pred = x + dt v' (pinned: x + dt v). */
+WF_HD static inline void wfc_predict_elem(const wfc_predict_args *a, uint32_t i) {
+  const wfc_params *p = a->params;
+  wfp_f4 x4 = a->pos[i], v4 = a->vel[i];
+  wfc_v3 v = wfc_xyz(v4);
+  if (i == 0) {
+    wfc_clock c = *a->clock_in;
+    c.time += (double)p->dt;
+    c.substeps++;
+    *a->clock_out = c;
+  }
+  if (x4.w > 0.0f) {
+    wfc_v3 acc = wfc_xyz(p->gravity);
+    if (p->aero) acc = wfc_add(acc, wfc_scale(wfc_aero(p, &a->mesh, a->pos, a->vel, i), x4.w));
+    v = wfc_add(v, wfc_scale(acc, p->dt));
+  }
+  wfc_v3 x = wfc_add(wfc_xyz(x4), wfc_scale(v, p->dt));
+  wfp_f4 o = {x.x, x.y, x.z, x4.w};
+  a->pred[i] = o;
+}
+
+/* One XPBD constraint projection (Macklin et al. 2016, with their damping term):
+ *     Δλ = (-C - α̃λ - γ ∇C·(pred - x)) / ((1 + γ) Σ w |∇C|² + α̃),   Δx_k = w_k ∇C_k Δλ. */
+WF_HD static inline void wfc_solve_elem(const wfc_solve_args *a, uint32_t s) {
+  const wfc_params *p = a->params;
+  wfc_constraint c = a->cons[s];
+  float lambda = a->lambda ? a->lambda[s] : 0.0f;
+  float alpha = p->alpha[c.kind], gamma = p->gamma[c.kind];
+  if (c.kind != WFC_BEND) {
+    wfp_f4 p0 = a->pred[c.v[0]], p1 = a->pred[c.v[1]];
+    float wsum = p0.w + p1.w;
+    if (!(wsum > 0.0f)) return;
+    wfc_v3 d = wfc_sub(wfc_xyz(p0), wfc_xyz(p1));
+    float len = wfc_len(d);
+    if (!(len > 0.0f)) return;
+    wfc_v3 n = wfc_scale(d, 1.0f / len);
+    float C = len - c.rest;
+    wfc_v3 dx0 = wfc_sub(wfc_xyz(p0), wfc_xyz(a->pos[c.v[0]]));
+    wfc_v3 dx1 = wfc_sub(wfc_xyz(p1), wfc_xyz(a->pos[c.v[1]]));
+    float damp = gamma * wfc_dot(n, wfc_sub(dx0, dx1));
+    float dl = (-C - alpha * lambda - damp) / ((1.0f + gamma) * wsum + alpha);
+    wfc_v3 q0 = wfc_add(wfc_xyz(p0), wfc_scale(n, p0.w * dl));
+    wfc_v3 q1 = wfc_sub(wfc_xyz(p1), wfc_scale(n, p1.w * dl));
+    wfp_f4 o0 = {q0.x, q0.y, q0.z, p0.w}, o1 = {q1.x, q1.y, q1.z, p1.w};
+    a->pred[c.v[0]] = o0;
+    a->pred[c.v[1]] = o1;
+    if (a->lambda) a->lambda[s] = lambda + dl;
+    return;
+  }
+  wfp_f4 q[4];
+  float wsum = 0.0f;
+  for (int k = 0; k < 4; k++)
+    q[k] = a->pred[c.v[k]], wsum += q[k].w;
+  if (!(wsum > 0.0f)) return;
+  float theta;
+  wfc_v3 g[4];
+  if (!wfc_dihedral(wfc_xyz(q[0]), wfc_xyz(q[1]), wfc_xyz(q[2]), wfc_xyz(q[3]), &theta, g)) return;
+  float C = theta - c.rest;
+  if (C > 3.14159274f) C -= 6.28318548f;
+  if (C < -3.14159274f) C += 6.28318548f;
+  float denom = 0.0f, gdx = 0.0f;
+  for (int k = 0; k < 4; k++) {
+    denom += q[k].w * wfc_dot(g[k], g[k]);
+    gdx += wfc_dot(g[k], wfc_sub(wfc_xyz(q[k]), wfc_xyz(a->pos[c.v[k]])));
+  }
+  if (!(denom + alpha > 0.0f)) return;
+  float dl = (-C - alpha * lambda - gamma * gdx) / ((1.0f + gamma) * denom + alpha);
+  for (int k = 0; k < 4; k++) {
+    wfc_v3 r = wfc_add(wfc_xyz(q[k]), wfc_scale(g[k], q[k].w * dl));
+    wfp_f4 o = {r.x, r.y, r.z, q[k].w};
+    a->pred[c.v[k]] = o;
+  }
+  if (a->lambda) a->lambda[s] = lambda + dl;
+}
+
+/* XPBD end of substep for vertex i: colliders on the prediction, new velocity, damping. */
+WF_HD static inline uint32_t wfc_finalize_elem(const wfc_finalize_args *a, uint32_t i) {
+  const wfc_params *p = a->params;
+  wfp_f4 x4 = a->pos[i], q4 = a->pred[i];
+  wfc_v3 q = wfc_xyz(q4), v;
+  if (i == 0) *a->clock_out = *a->clock_in;
+  if (x4.w > 0.0f) {
+    v = wfc_scale(wfc_sub(q, wfc_xyz(x4)), p->inv_dt);
+    wfc_collide(p, a->colliders, (float)a->clock_in->time, &q, &v);
+    v = wfc_scale(v, p->damp);
+  } else {
+    v = wfc_xyz(a->vel[i]);
+  }
+  wfp_f4 xo = {q.x, q.y, q.z, x4.w}, vo = {v.x, v.y, v.z, 0.0f};
+  a->pos[i] = xo;
+  a->vel[i] = vo;
+  return wfc_finite3(q) && wfc_finite3(v) ? 0u : WFC_FLAG_NONFINITE;
+}
+
+#endif
