@@ -3,7 +3,8 @@
 #  1. the default build (CUDA code compiled when nvcc is found; tests labelled gpu skip without a GPU),
 #     warnings as errors;
 #  2. the same tests on the CPU backend under AddressSanitizer + UndefinedBehaviorSanitizer;
-#  3. the same tests on the CPU backend under ThreadSanitizer (the threaded CPU streams).
+#  3. the same tests on the CPU backend under ThreadSanitizer (the threaded CPU streams);
+#  4. libFuzzer on the scene parser and the checkpoint reader, WEFT_FUZZ_SECONDS (default 60) each.
 # WEFT_TEST_QUICK=1 runs step 1 only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,3 +30,5 @@ run_suite "AddressSanitizer + UndefinedBehaviorSanitizer" build-asan -DWEFT_CUDA
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
 run_suite "ThreadSanitizer" build-tsan -DWEFT_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DWEFT_SANITIZE=thread
+echo "== fuzzing (${WEFT_FUZZ_SECONDS:-60} s per target)"
+scripts/fuzz.sh "${WEFT_FUZZ_SECONDS:-60}"

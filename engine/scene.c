@@ -1,0 +1,1727 @@
+/* Scene files: JSON text -> (overrides) -> validated wf_scene, and back to canonical JSON.
+ *
+ * Flow of wf_scene_parse: a strict syntax check (scene_text.c) that names what was expected at
+ * which line:column; cJSON builds the tree; `--set` overrides edit the tree; then each section is
+ * read by a small reader that checks every key against the keys valid at that place (unknown ones
+ * get a did-you-mean), reads each value with its type and range, fills defaults, and finally the
+ * cross-references (material names, collider names, pins against vertex counts) and unique names
+ * are checked. Errors are collected (up to WF_SCENE_MAX_ERRORS) and reading goes on with defaults
+ * so that one run reports as much as it can.
+ *
+ * Invariants: a returned wf_scene is complete (every field set, every index valid); on any error
+ * nothing is returned and everything allocated is freed. Most plain keys are described once, in
+ * the `field` tables below, which drive both reading and printing, so the canonical JSON of
+ * wf_scene_to_json holds exactly what the reader reads: parse(to_json(s)) equals s. Numbers are
+ * printed with the fewest digits that read back to the same double.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "gpu_internal.h"
+#include "scene_internal.h"
+
+static _Thread_local char tls_errors[WF_SCENE_MAX_ERRORS * (WFS_MSG_MAX + 1) + 64];
+
+const char *wf_scene_errors(void) { return tls_errors; }
+
+/* ---- field tables ------------------------------------------------------------------------------
+ */
+
+typedef enum fkind { F_NUM, F_INT, F_U53, F_BOOL, F_VEC2, F_VEC3, F_IVEC2 } fkind;
+enum { LO_OPEN = 1, HI_OPEN = 2, NONZERO = 4 };
+/* ranges: lo, hi, flags */
+#define ANY     -INFINITY, INFINITY, 0
+#define ANY_NZ  -INFINITY, INFINITY, NONZERO
+#define GE0     0.0, INFINITY, 0
+#define GT0     0.0, INFINITY, LO_OPEN
+#define MAX_U53 9007199254740992.0
+
+typedef struct field {
+  const char *key;
+  fkind kind;
+  size_t off;
+  double def[3]; /* NAN: computed after reading (e.g. spacing = 2 * radius) */
+  double lo, hi;
+  unsigned flags;
+  unsigned only; /* bit (1 << type) of the shapes/types the key applies to; 0: all */
+} field;
+
+#define SIM(m) offsetof(wf_scene_simulation, m)
+static const field sim_fields[] = {
+    {"fps", F_NUM, SIM(fps), {60}, GT0, 0},
+    {"substeps", F_INT, SIM(substeps), {64}, 1, 4096, 0, 0},
+    {"frames", F_INT, SIM(frames), {240}, 1, 1e9, 0, 0},
+    {"gravity", F_VEC3, SIM(gravity), {0, -9.81, 0}, ANY, 0},
+    {"damping", F_NUM, SIM(damping), {0}, GE0, 0},
+    {"deterministic", F_BOOL, SIM(deterministic), {0}, ANY, 0},
+    {"seed", F_U53, SIM(seed), {0}, 0, MAX_U53, 0, 0},
+    {"max_speed", F_NUM, SIM(max_speed), {0}, GE0, 0},
+    {"max_penetration", F_NUM, SIM(max_penetration), {0}, GE0, 0},
+};
+#define MAT(m) offsetof(wf_scene_material, m)
+static const field material_fields[] = {
+    {"stiffness", F_NUM, MAT(stiffness), {1e4}, GT0, 0},
+    {"damping", F_NUM, MAT(damping), {0}, GE0, 0},
+    {"restitution", F_NUM, MAT(restitution), {0.5}, 0, 1, 0, 0},
+    {"friction", F_NUM, MAT(friction), {0.5}, GE0, 0},
+    {"tangential", F_NUM, MAT(tangential), {100}, GE0, 0},
+    {"cohesion", F_NUM, MAT(cohesion), {0}, GE0, 0},
+};
+#define EMI(m)      offsetof(wf_scene_emitter, m)
+#define BOX_ONLY    (1u << WF_SCENE_SHAPE_BOX)
+#define SPHERE_ONLY (1u << WF_SCENE_SHAPE_SPHERE)
+static const field emitter_fields[] = {
+    {"center", F_VEC3, EMI(center), {0, 1, 0}, ANY, 0},
+    {"half_extents", F_VEC3, EMI(half_extents), {0.5, 0.5, 0.5}, GT0, BOX_ONLY},
+    {"sphere_radius", F_NUM, EMI(sphere_radius), {0.5}, GT0, SPHERE_ONLY},
+    {"radius", F_NUM, EMI(radius), {0.05}, GT0, 0},
+    {"spacing", F_NUM, EMI(spacing), {NAN}, GT0, 0},
+    {"jitter", F_NUM, EMI(jitter), {0}, GE0, 0},
+    {"seed", F_U53, EMI(seed), {0}, 0, MAX_U53, 0, 0},
+    {"velocity", F_VEC3, EMI(velocity), {0}, ANY, 0},
+    {"density", F_NUM, EMI(density), {1000}, GT0, 0},
+    {"mass", F_NUM, EMI(mass), {0}, GE0, 0},
+    {"kinematic", F_BOOL, EMI(kinematic), {0}, ANY, 0},
+};
+#define CLO(m) offsetof(wf_scene_cloth, m)
+static const field cloth_fields[] = {
+    {"center", F_VEC3, CLO(center), {0, 1, 0}, ANY, 0},
+    {"rotation", F_VEC3, CLO(rotation), {0}, -3600, 3600, 0, 0},
+    {"iterations", F_INT, CLO(iterations), {4}, 1, 1000, 0, 0},
+    {"self_collision", F_BOOL, CLO(self_collision), {0}, ANY, 0},
+};
+static const field grid_fields[] = {
+    {"size", F_VEC2, CLO(size), {1, 1}, GT0, 0},
+    {"resolution", F_IVEC2, CLO(resolution), {32, 32}, 2, 4096, 0, 0},
+};
+#define CMAT(m) offsetof(wf_scene_cloth_material, m)
+static const field cloth_material_fields[] = {
+    {"density", F_NUM, CMAT(density), {0.2}, GT0, 0},
+    {"mass", F_NUM, CMAT(mass), {0}, GE0, 0},
+    {"thickness", F_NUM, CMAT(thickness), {0.005}, GE0, 0},
+    {"stretch", F_NUM, CMAT(stretch), {NAN}, GE0, 0},
+    {"shear", F_NUM, CMAT(shear), {NAN}, GE0, 0},
+    {"bend", F_NUM, CMAT(bend), {NAN}, GE0, 0},
+    {"damping", F_NUM, CMAT(damping), {NAN}, GE0, 0},
+    {"friction", F_NUM, CMAT(friction), {0.5}, GE0, 0},
+};
+#define COL(m)    offsetof(wf_scene_collider, m)
+#define T_PLANE   (1u << WF_SCENE_PLANE)
+#define T_SPHERE  (1u << WF_SCENE_SPHERE)
+#define T_BOX     (1u << WF_SCENE_BOX)
+#define T_CAPSULE (1u << WF_SCENE_CAPSULE)
+static const field collider_fields[] = {
+    {"normal", F_VEC3, COL(normal), {0, 1, 0}, ANY_NZ, T_PLANE},
+    {"offset", F_NUM, COL(offset), {0}, ANY, T_PLANE},
+    {"center", F_VEC3, COL(center), {0, 0, 0}, ANY, T_SPHERE | T_BOX},
+    {"radius", F_NUM, COL(radius), {0.5}, GT0, T_SPHERE | T_CAPSULE},
+    {"half_extents", F_VEC3, COL(half_extents), {0.5, 0.5, 0.5}, GT0, T_BOX},
+    {"p0", F_VEC3, COL(p0), {0, 0, 0}, ANY, T_CAPSULE},
+    {"p1", F_VEC3, COL(p1), {0, 1, 0}, ANY, T_CAPSULE},
+    {"velocity", F_VEC3, COL(velocity), {0}, ANY, 0},
+    {"friction", F_NUM, COL(friction), {0.5}, GE0, 0},
+    {"restitution", F_NUM, COL(restitution), {0.5}, 0, 1, 0, 0},
+    {"stiffness", F_NUM, COL(stiffness), {0}, GE0, 0},
+};
+#define FOR(m) offsetof(wf_scene_forces, m)
+static const field forces_fields[] = {
+    {"drag", F_NUM, FOR(drag), {1}, GE0, 0},
+    {"lift", F_NUM, FOR(lift), {0}, GE0, 0},
+    {"air_density", F_NUM, FOR(air_density), {1.2}, GT0, 0},
+};
+static const field wind_fields[] = {
+    {"velocity", F_VEC3, FOR(wind), {0}, ANY, 0},
+    {"gust_amplitude", F_NUM, FOR(gust_amplitude), {0}, GE0, 0},
+    {"gust_frequency", F_NUM, FOR(gust_frequency), {0}, GE0, 0},
+};
+#define OUT(m) offsetof(wf_scene_outputs, m)
+static const field outputs_fields[] = {
+    {"every", F_INT, OUT(every), {1}, 1, 1e9, 0, 0},
+    {"checkpoint_every", F_INT, OUT(checkpoint_every), {0}, 0, 1e9, 0, 0},
+};
+#define CAM(m) offsetof(wf_scene_camera, m)
+static const field camera_fields[] = {
+    {"position", F_VEC3, CAM(position), {0, 1.5, 4}, ANY, 0},
+    {"target", F_VEC3, CAM(target), {0, 0.5, 0}, ANY, 0},
+    {"up", F_VEC3, CAM(up), {0, 1, 0}, ANY_NZ, 0},
+    {"fov_deg", F_NUM, CAM(fov_deg), {45}, 0, 180, LO_OPEN | HI_OPEN, 0},
+};
+#define LIG(m) offsetof(wf_scene_light, m)
+static const field light_fields[] = {
+    {"color", F_VEC3, LIG(color), {1, 1, 1}, 0, 1, 0, 0},
+    {"intensity", F_NUM, LIG(intensity), {1}, GE0, 0},
+};
+#define REN(m) offsetof(wf_scene_render, m)
+static const field render_fields[] = {
+    {"width", F_INT, REN(width), {1280}, 1, 16384, 0, 0},
+    {"height", F_INT, REN(height), {720}, 1, 16384, 0, 0},
+    {"background", F_VEC3, REN(background), {0.1, 0.1, 0.12}, 0, 1, 0, 0},
+};
+#define NF(t) ((int)(sizeof(t) / sizeof((t)[0])))
+
+static const char *const contact_names[] = {"dem", "xpbd"};
+static const char *const shape_names[] = {"box", "sphere"};
+static const char *const integrator_names[] = {"xpbd", "spring"};
+static const char *const collider_names[] = {"plane", "sphere", "box", "capsule"};
+static const char *const color_names[] = {"object", "speed"};
+static const char *const format_names[] = {"ply", "vtk", "csv", "png", "checkpoint"};
+static const char *const pin_names[] = {"top-left", "top-right", "bottom-left", "bottom-right",
+                                        "top",      "bottom",    "left",        "right"};
+/* accepted spellings of the edges */
+static const char *const pin_aliases[] = {"top-edge", "bottom-edge", "left-edge", "right-edge"};
+
+static const char *const top_keys[] = {"description", "simulation", "materials", "particles",
+                                       "cloths",      "colliders",  "forces",    "outputs",
+                                       "camera",      "lights",     "render"};
+
+/* ---- reading context ----------------------------------------------------------------------------
+ */
+
+typedef struct ctx {
+  wfs_errors *err;
+  const char *base_dir;
+  wf_scene *scene;
+  int oom;
+} ctx;
+
+/* dst = a + b + c, cut to fit (paths in messages may be shortened, never overflow). */
+static void join3(char *dst, size_t n, const char *a, const char *b, const char *c) {
+  const char *parts[3] = {a, b, c};
+  size_t k = 0;
+  for (int i = 0; i < 3; i++)
+    for (const char *p = parts[i]; *p && k + 1 < n; p++)
+      dst[k++] = *p;
+  dst[k] = '\0';
+}
+
+static void path_key(char *dst, size_t n, const char *path, const char *key) {
+  char q[48];
+  wfs_quote(q, sizeof q, key);
+  join3(dst, n, path, path[0] ? "." : "", q);
+}
+static void path_index(char *dst, size_t n, const char *path, int i) {
+  char b[16];
+  snprintf(b, sizeof b, "[%d]", i);
+  join3(dst, n, path, b, "");
+}
+
+static void describe(const cJSON *v, char *b, size_t n) {
+  char q[48];
+  if (!v)
+    snprintf(b, n, "nothing");
+  else if (cJSON_IsNumber(v))
+    snprintf(b, n, "%g", v->valuedouble);
+  else if (cJSON_IsString(v))
+    wfs_quote(q, sizeof q, v->valuestring), snprintf(b, n, "\"%s\"", q);
+  else if (cJSON_IsTrue(v))
+    snprintf(b, n, "true");
+  else if (cJSON_IsFalse(v))
+    snprintf(b, n, "false");
+  else if (cJSON_IsNull(v))
+    snprintf(b, n, "null");
+  else if (cJSON_IsArray(v))
+    snprintf(b, n, "an array");
+  else
+    snprintf(b, n, "an object");
+}
+
+static void type_error(ctx *c, const char *path, const char *expected, const cJSON *v) {
+  char d[64];
+  describe(v, d, sizeof d);
+  wfs_error(c->err, path, "expected %s, got %s", expected, d);
+}
+
+/* Lists the candidate words "a, b, c" for messages. */
+static void list_words(char *b, size_t n, const char *const *w, int count) {
+  size_t used = 0;
+  b[0] = '\0';
+  for (int i = 0; i < count && used < n; i++) {
+    int k = snprintf(b + used, n - used, "%s%s", i ? ", " : "", w[i]);
+    if (k < 0) break;
+    used += (size_t)k;
+  }
+}
+
+/* Checks that obj has only the given keys (plus the table's), each at most once. */
+static void check_keys(ctx *c, const cJSON *obj, const char *path, const char *const *extra,
+                       int n_extra, const field *t, int nt) {
+  const char *keys[40];
+  int n = 0;
+  for (int i = 0; i < n_extra && n < 40; i++)
+    keys[n++] = extra[i];
+  for (int i = 0; i < nt && n < 40; i++)
+    keys[n++] = t[i].key;
+  for (const cJSON *it = obj->child; it && !wfs_full(c->err); it = it->next) {
+    const char *k = it->string ? it->string : "";
+    char p[300];
+    path_key(p, sizeof p, path, k);
+    int known = 0;
+    for (int i = 0; i < n && !known; i++)
+      known = strcmp(k, keys[i]) == 0;
+    if (!known) {
+      const char *s = wfs_suggest(k, keys, n);
+      char list[256];
+      list_words(list, sizeof list, keys, n);
+      if (s)
+        wfs_error(c->err, p, "unknown key (did you mean '%s'?)", s);
+      else
+        wfs_error(c->err, p, "unknown key (valid keys here: %s)", list);
+      continue;
+    }
+    for (const cJSON *prev = obj->child; prev != it; prev = prev->next)
+      if (prev->string && strcmp(prev->string, k) == 0) {
+        wfs_error(c->err, p, "the key is given twice");
+        break;
+      }
+  }
+}
+
+static const cJSON *get(const cJSON *obj, const char *key) {
+  return obj ? cJSON_GetObjectItemCaseSensitive(obj, key) : NULL;
+}
+
+static int in_range(const field *f, double v) {
+  if (f->flags & LO_OPEN ? !(v > f->lo) : !(v >= f->lo)) return 0;
+  if (f->flags & HI_OPEN ? !(v < f->hi) : !(v <= f->hi)) return 0;
+  return 1;
+}
+
+static void range_text(const field *f, int integer, char *b, size_t n) {
+  const char *what = integer ? "an integer" : "a number";
+  int lo = isfinite(f->lo), hi = isfinite(f->hi);
+  if (lo && hi)
+    snprintf(b, n, "%s in %c%g, %g%c", what, f->flags & LO_OPEN ? '(' : '[', f->lo, f->hi,
+             f->flags & HI_OPEN ? ')' : ']');
+  else if (lo)
+    snprintf(b, n, "%s %s %g", what, f->flags & LO_OPEN ? ">" : ">=", f->lo);
+  else
+    snprintf(b, n, "%s", what);
+}
+
+/* Reads one number of a field (or one element of a vector field). */
+static int read_number(ctx *c, const field *f, const cJSON *v, const char *path, int integer,
+                       double *out) {
+  char want[96];
+  range_text(f, integer, want, sizeof want);
+  if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble)) {
+    type_error(c, path, want, v);
+    return 0;
+  }
+  double x = v->valuedouble;
+  if (!in_range(f, x) || (integer && x != floor(x))) {
+    type_error(c, path, want, v);
+    return 0;
+  }
+  *out = x;
+  return 1;
+}
+
+static void write_default(const field *f, void *base) {
+  char *p = (char *)base + f->off;
+  switch (f->kind) {
+  case F_NUM: *(double *)p = f->def[0]; break;
+  case F_INT: *(int *)p = (int)f->def[0]; break;
+  case F_U53: *(uint64_t *)p = (uint64_t)f->def[0]; break;
+  case F_BOOL: *(bool *)p = f->def[0] != 0; break;
+  case F_VEC2: memcpy(p, f->def, 2 * sizeof(double)); break;
+  case F_VEC3: memcpy(p, f->def, 3 * sizeof(double)); break;
+  case F_IVEC2: ((int *)p)[0] = (int)f->def[0], ((int *)p)[1] = (int)f->def[1]; break;
+  }
+}
+
+static void read_field(ctx *c, const cJSON *obj, const char *path, const field *f, void *base) {
+  const cJSON *v = get(obj, f->key);
+  char *p = (char *)base + f->off;
+  char fp[300];
+  write_default(f, base);
+  if (!v) return;
+  path_key(fp, sizeof fp, path, f->key);
+  double x;
+  switch (f->kind) {
+  case F_NUM:
+    if (read_number(c, f, v, fp, 0, &x)) *(double *)p = x;
+    return;
+  case F_INT:
+    if (read_number(c, f, v, fp, 1, &x)) *(int *)p = (int)x;
+    return;
+  case F_U53:
+    if (read_number(c, f, v, fp, 1, &x)) *(uint64_t *)p = (uint64_t)x;
+    return;
+  case F_BOOL:
+    if (cJSON_IsBool(v))
+      *(bool *)p = cJSON_IsTrue(v);
+    else
+      type_error(c, fp, "true or false", v);
+    return;
+  case F_VEC2:
+  case F_VEC3:
+  case F_IVEC2: {
+    int n = f->kind == F_VEC3 ? 3 : 2, integer = f->kind == F_IVEC2;
+    char want[64];
+    snprintf(want, sizeof want, "an array of %d %s", n, integer ? "integers" : "numbers");
+    if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != n) {
+      type_error(c, fp, want, v);
+      return;
+    }
+    double vals[3] = {0, 0, 0};
+    int ok = 1, i = 0;
+    for (const cJSON *e = v->child; e && i < n; e = e->next, i++) {
+      char ep[320];
+      path_index(ep, sizeof ep, fp, i);
+      ok &= read_number(c, f, e, ep, integer, &vals[i]);
+    }
+    if (!ok) return;
+    if ((f->flags & NONZERO) && vals[0] == 0 && vals[1] == 0 && vals[2] == 0) {
+      wfs_error(c->err, fp, "expected a non-zero vector, got [0, 0, 0]");
+      return;
+    }
+    if (integer)
+      ((int *)p)[0] = (int)vals[0], ((int *)p)[1] = (int)vals[1];
+    else
+      memcpy(p, vals, (size_t)n * sizeof(double));
+    return;
+  }
+  }
+}
+
+/* Reads the fields of a table that apply to `type` (bit index; -1: all); present keys that do not
+ * apply are errors. */
+static void read_fields(ctx *c, const cJSON *obj, const char *path, const field *t, int n,
+                        void *base, int type, const char *const *type_names, const char *what) {
+  for (int i = 0; i < n; i++) {
+    if (type >= 0 && t[i].only && !(t[i].only & (1u << type))) {
+      write_default(&t[i], base);
+      if (get(obj, t[i].key)) {
+        char fp[300];
+        path_key(fp, sizeof fp, path, t[i].key);
+        wfs_error(c->err, fp, "does not apply to a %s %s", type_names[type], what);
+      }
+      continue;
+    }
+    read_field(c, obj, path, &t[i], base);
+  }
+}
+
+/* A string out of a fixed set; returns its index, or def when absent or wrong. */
+static int read_enum(ctx *c, const cJSON *obj, const char *path, const char *key,
+                     const char *const *names, int n, int def) {
+  const cJSON *v = get(obj, key);
+  if (!v) return def;
+  char fp[300], list[160], want[200];
+  path_key(fp, sizeof fp, path, key);
+  list_words(list, sizeof list, names, n);
+  snprintf(want, sizeof want, "one of %s", list);
+  if (!cJSON_IsString(v)) {
+    type_error(c, fp, want, v);
+    return def;
+  }
+  for (int i = 0; i < n; i++)
+    if (strcmp(v->valuestring, names[i]) == 0) return i;
+  const char *s = wfs_suggest(v->valuestring, names, n);
+  char q[48];
+  wfs_quote(q, sizeof q, v->valuestring);
+  if (s)
+    wfs_error(c->err, fp, "unknown value \"%s\" (did you mean '%s'?)", q, s);
+  else
+    wfs_error(c->err, fp, "expected %s, got \"%s\"", want, q);
+  return def;
+}
+
+static int valid_name(const char *s) {
+  size_t n = strlen(s);
+  if (n == 0 || n >= WF_SCENE_NAME_MAX || s[0] == '.') return 0;
+  for (; *s; s++)
+    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+          *s == '_' || *s == '-' || *s == '.'))
+      return 0;
+  return 1;
+}
+
+static void read_name(ctx *c, const cJSON *obj, const char *path, const char *prefix, int index,
+                      char out[WF_SCENE_NAME_MAX]) {
+  const cJSON *v = get(obj, "name");
+  snprintf(out, WF_SCENE_NAME_MAX, "%s%d", prefix, index);
+  if (!v) return;
+  char fp[300];
+  path_key(fp, sizeof fp, path, "name");
+  if (!cJSON_IsString(v) || !valid_name(v->valuestring)) {
+    type_error(c, fp, "a name of 1 to 63 characters from A-Z a-z 0-9 _ - . (not starting with '.')",
+               v);
+    return;
+  }
+  snprintf(out, WF_SCENE_NAME_MAX, "%s", v->valuestring);
+}
+
+/* An optional section that must be an object; NULL when absent or of the wrong type. */
+static const cJSON *section(ctx *c, const cJSON *obj, const char *path, const char *key,
+                            int want_array) {
+  const cJSON *v = get(obj, key);
+  if (!v) return NULL;
+  if (want_array ? cJSON_IsArray(v) : cJSON_IsObject(v)) return v;
+  char fp[300];
+  path_key(fp, sizeof fp, path, key);
+  type_error(c, fp, want_array ? "an array" : "an object", v);
+  return NULL;
+}
+
+/* An array section: checks its length and allocates `size`-byte elements; NULL when empty. */
+static void *list_alloc(ctx *c, const cJSON *arr, const char *key, size_t size, int *count) {
+  int n = arr ? cJSON_GetArraySize(arr) : 0;
+  *count = 0;
+  if (n == 0) return NULL;
+  if (n > WF_SCENE_MAX_OBJECTS) {
+    wfs_error(c->err, key, "%d elements; at most %d are allowed", n, WF_SCENE_MAX_OBJECTS);
+    return NULL;
+  }
+  void *p = calloc((size_t)n, size);
+  if (!p) {
+    c->oom = 1;
+    return NULL;
+  }
+  *count = n;
+  return p;
+}
+
+/* ---- sections
+ * ------------------------------------------------------------------------------------ */
+
+static int device_name_ok(const char *s) {
+  const char *rest = NULL;
+  if (strcmp(s, "cpu") == 0 || strcmp(s, "cuda") == 0 || strcmp(s, "all") == 0) return 1;
+  if (strncmp(s, "cpu:", 4) == 0) rest = s + 4;
+  if (strncmp(s, "cuda:", 5) == 0) rest = s + 5;
+  if (!rest || !rest[0] || strlen(rest) > 2) return 0;
+  for (const char *p = rest; *p; p++)
+    if (*p < '0' || *p > '9') return 0;
+  return rest[0] != '0' || rest[1] == '\0';
+}
+
+static void read_devices(ctx *c, const cJSON *sim, wf_scene_simulation *s) {
+  const cJSON *v = get(sim, "devices");
+  s->device_count = 0;
+  if (!v) return;
+  const char *fp = "simulation.devices";
+  const char *want =
+      "\"auto\", \"all\", \"cpu\", \"cpu:N\", \"cuda\", \"cuda:N\" or an array of these";
+  if (cJSON_IsString(v) && strcmp(v->valuestring, "auto") == 0) return;
+  int n = cJSON_IsArray(v) ? cJSON_GetArraySize(v) : 1;
+  if (!cJSON_IsString(v) && !cJSON_IsArray(v)) {
+    type_error(c, fp, want, v);
+    return;
+  }
+  if (n == 0 || n > WF_SCENE_MAX_DEVICES) {
+    wfs_error(c->err, fp, "expected 1 to %d devices, got %d", WF_SCENE_MAX_DEVICES, n);
+    return;
+  }
+  int i = 0;
+  for (const cJSON *e = cJSON_IsArray(v) ? v->child : v; e && i < n; e = e->next, i++) {
+    char ep[64];
+    if (cJSON_IsArray(v))
+      path_index(ep, sizeof ep, fp, i);
+    else
+      snprintf(ep, sizeof ep, "%s", fp);
+    if (!cJSON_IsString(e) || !device_name_ok(e->valuestring)) {
+      type_error(c, ep, want, e);
+      continue;
+    }
+    if (strcmp(e->valuestring, "all") == 0 && n > 1) {
+      wfs_error(c->err, ep, "\"all\" cannot be combined with other devices");
+      continue;
+    }
+    for (int k = 0; k < s->device_count; k++)
+      if (strcmp(s->devices[k], e->valuestring) == 0) {
+        wfs_error(c->err, ep, "device \"%s\" is listed twice", e->valuestring);
+        break;
+      }
+    snprintf(s->devices[s->device_count++], sizeof s->devices[0], "%s", e->valuestring);
+  }
+}
+
+static void read_simulation(ctx *c, const cJSON *root) {
+  const cJSON *o = section(c, root, "", "simulation", 0);
+  wf_scene_simulation *s = &c->scene->simulation;
+  static const char *const extra[] = {"devices", "contact_model"};
+  if (o) check_keys(c, o, "simulation", extra, NF(extra), sim_fields, NF(sim_fields));
+  read_fields(c, o, "simulation", sim_fields, NF(sim_fields), s, -1, NULL, NULL);
+  read_devices(c, o, s);
+  s->contact_model = (wf_scene_contact_model)read_enum(c, o, "simulation", "contact_model",
+                                                       contact_names, NF(contact_names), 0);
+}
+
+static void read_materials(ctx *c, const cJSON *root) {
+  const cJSON *arr = section(c, root, "", "materials", 1);
+  wf_scene *sc = c->scene;
+  sc->materials = list_alloc(c, arr, "materials", sizeof *sc->materials, &sc->material_count);
+  if (sc->material_count == 0) { /* the implicit default material */
+    sc->materials = calloc(1, sizeof *sc->materials);
+    if (!sc->materials) {
+      c->oom = 1;
+      return;
+    }
+    sc->material_count = 1;
+    snprintf(sc->materials[0].name, WF_SCENE_NAME_MAX, "default");
+    read_fields(c, NULL, "", material_fields, NF(material_fields), &sc->materials[0], -1, NULL,
+                NULL);
+    return;
+  }
+  static const char *const extra[] = {"name"};
+  int i = 0;
+  for (const cJSON *o = arr->child; o && i < sc->material_count; o = o->next, i++) {
+    char p[64];
+    path_index(p, sizeof p, "materials", i);
+    wf_scene_material *m = &sc->materials[i];
+    snprintf(m->name, sizeof m->name, "material%d", i);
+    read_fields(c, NULL, p, material_fields, NF(material_fields), m, -1, NULL, NULL);
+    if (!cJSON_IsObject(o)) {
+      type_error(c, p, "an object", o);
+      continue;
+    }
+    check_keys(c, o, p, extra, NF(extra), material_fields, NF(material_fields));
+    read_name(c, o, p, "material", i, m->name);
+    read_fields(c, o, p, material_fields, NF(material_fields), m, -1, NULL, NULL);
+  }
+}
+
+static void read_emitters(ctx *c, const cJSON *root) {
+  const cJSON *arr = section(c, root, "", "particles", 1);
+  wf_scene *sc = c->scene;
+  sc->emitters = list_alloc(c, arr, "particles", sizeof *sc->emitters, &sc->emitter_count);
+  static const char *const extra[] = {"name", "shape", "material"};
+  int i = 0;
+  for (const cJSON *o = arr ? arr->child : NULL; o && i < sc->emitter_count; o = o->next, i++) {
+    char p[64];
+    path_index(p, sizeof p, "particles", i);
+    wf_scene_emitter *e = &sc->emitters[i];
+    snprintf(e->name, sizeof e->name, "particles%d", i);
+    read_fields(c, NULL, p, emitter_fields, NF(emitter_fields), e, -1, NULL, NULL);
+    if (!cJSON_IsObject(o)) {
+      type_error(c, p, "an object", o);
+      continue;
+    }
+    check_keys(c, o, p, extra, NF(extra), emitter_fields, NF(emitter_fields));
+    read_name(c, o, p, "particles", i, e->name);
+    e->shape = (wf_scene_shape)read_enum(c, o, p, "shape", shape_names, NF(shape_names), 0);
+    read_fields(c, o, p, emitter_fields, NF(emitter_fields), e, (int)e->shape, shape_names,
+                "emitter");
+    /* the material: a name or an index */
+    const cJSON *m = get(o, "material");
+    char mp[80];
+    path_key(mp, sizeof mp, p, "material");
+    e->material = 0;
+    if (cJSON_IsString(m)) {
+      const char *names[WF_SCENE_MAX_OBJECTS];
+      int found = -1;
+      for (int k = 0; k < sc->material_count; k++) {
+        names[k] = sc->materials[k].name;
+        if (strcmp(names[k], m->valuestring) == 0) found = k;
+      }
+      if (found >= 0) {
+        e->material = (uint32_t)found;
+      } else {
+        char q[48];
+        wfs_quote(q, sizeof q, m->valuestring);
+        const char *s = wfs_suggest(m->valuestring, names, sc->material_count);
+        if (s)
+          wfs_error(c->err, mp, "no material named '%s' (did you mean '%s'?)", q, s);
+        else {
+          char list[200];
+          list_words(list, sizeof list, names, sc->material_count);
+          wfs_error(c->err, mp, "no material named '%s' (materials: %s)", q, list);
+        }
+      }
+    } else if (m) {
+      field f = {"material", F_INT, 0, {0}, 0, (double)sc->material_count - 1, 0, 0};
+      double x;
+      char want[96];
+      snprintf(want, sizeof want, "a material name or an index in [0, %d]", sc->material_count - 1);
+      if (cJSON_IsNumber(m) && read_number(c, &f, m, mp, 1, &x))
+        e->material = (uint32_t)x;
+      else if (!cJSON_IsNumber(m))
+        type_error(c, mp, want, m);
+    }
+    /* derived default and cross-field checks */
+    if (isnan(e->spacing)) e->spacing = 2.0 * e->radius;
+    if (get(o, "spacing") && e->spacing < 2.0 * e->radius * (1.0 - 1e-12)) {
+      char sp[80];
+      path_key(sp, sizeof sp, p, "spacing");
+      wfs_error(c->err, sp, "%g is less than 2 * radius = %g: particles would overlap", e->spacing,
+                2.0 * e->radius);
+    } else if (!(e->jitter < 0.5 * e->spacing)) {
+      char jp[80];
+      path_key(jp, sizeof jp, p, "jitter");
+      wfs_error(c->err, jp, "%g must be less than spacing / 2 = %g", e->jitter, 0.5 * e->spacing);
+    } else {
+      uint64_t n = wf_scene_emitter_count(e);
+      if (n == 0)
+        wfs_error(c->err, p, "the %s holds no particle at spacing %g",
+                  e->shape == WF_SCENE_SHAPE_BOX ? "box" : "sphere", e->spacing);
+      else if (n > (1u << 30))
+        wfs_error(c->err, p, "about %llu particles: more than the 2^30 an emitter may make",
+                  (unsigned long long)n);
+    }
+  }
+}
+
+uint64_t wf_scene_emitter_count(const wf_scene_emitter *e) {
+  /* the particle solver's lattice: floor(extent / spacing) cells per axis, a particle at each
+   * cell centre; a sphere keeps the centres inside it */
+  double half[3];
+  for (int k = 0; k < 3; k++)
+    half[k] = e->shape == WF_SCENE_SHAPE_BOX ? e->half_extents[k] : e->sphere_radius;
+  double cells[3];
+  for (int k = 0; k < 3; k++) {
+    if (!(e->spacing > 0)) return 0;
+    cells[k] = floor(2.0 * half[k] / e->spacing + 1e-6);
+    if (!(cells[k] < 4e9)) return UINT64_MAX;
+  }
+  double total = cells[0] * cells[1] * cells[2];
+  if (total > 1e15) return UINT64_MAX;
+  if (e->shape == WF_SCENE_SHAPE_BOX || total == 0 || total > 1e5)
+    return (uint64_t)(e->shape == WF_SCENE_SHAPE_BOX ? total : total * 0.5235987755982988);
+  uint64_t n = 0;
+  double r2 = e->sphere_radius * e->sphere_radius;
+  for (double z = 0; z < cells[2]; z++)
+    for (double y = 0; y < cells[1]; y++)
+      for (double x = 0; x < cells[0]; x++) {
+        double d[3] = {(x + 0.5 - 0.5 * cells[0]) * e->spacing,
+                       (y + 0.5 - 0.5 * cells[1]) * e->spacing,
+                       (z + 0.5 - 0.5 * cells[2]) * e->spacing};
+        n += d[0] * d[0] + d[1] * d[1] + d[2] * d[2] <= r2;
+      }
+  return n;
+}
+
+/* ---- cloths
+ * -------------------------------------------------------------------------------------- */
+
+/* Parent of a directory, textually: "scenes" -> ".", "/a/b" -> "/a", "." -> "..". */
+static void parent_dir(const char *dir, char *out, size_t n) {
+  size_t len = strlen(dir);
+  while (len > 1 && dir[len - 1] == '/')
+    len--;
+  size_t slash = len;
+  while (slash > 0 && dir[slash - 1] != '/')
+    slash--;
+  const char *last = dir + slash;
+  size_t last_len = len - slash;
+  if (len == 0 || (last_len == 1 && last[0] == '.') ||
+      (last_len == 2 && last[0] == '.' && last[1] == '.'))
+    snprintf(out, n, "%.*s/..", (int)len, dir);
+  else if (slash == 0)
+    snprintf(out, n, ".");
+  else
+    snprintf(out, n, "%.*s", slash > 1 ? (int)slash - 1 : 1, dir);
+}
+
+/* Counts the vertices and faces of an OBJ file; 0 on success, else errno. */
+static int obj_count(const char *path, uint32_t *verts, uint32_t *faces) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return errno ? errno : ENOENT;
+  char line[512];
+  uint64_t v = 0, fc = 0;
+  int bol = 1;
+  while (fgets(line, sizeof line, f)) {
+    if (bol) {
+      if (line[0] == 'v' && (line[1] == ' ' || line[1] == '\t')) v++;
+      if (line[0] == 'f' && (line[1] == ' ' || line[1] == '\t')) fc++;
+    }
+    bol = strchr(line, '\n') != NULL;
+  }
+  int bad = ferror(f);
+  fclose(f);
+  *verts = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+  *faces = fc > UINT32_MAX ? UINT32_MAX : (uint32_t)fc;
+  return bad ? EIO : 0;
+}
+
+static char *dup_str(ctx *c, const char *s) {
+  size_t n = strlen(s) + 1;
+  char *p = malloc(n);
+  if (!p)
+    c->oom = 1;
+  else
+    memcpy(p, s, n);
+  return p;
+}
+
+static void read_mesh(ctx *c, const cJSON *v, const char *p, wf_scene_cloth *cl) {
+  char fp[80];
+  path_key(fp, sizeof fp, p, "mesh");
+  if (!cJSON_IsString(v) || !v->valuestring[0] || strlen(v->valuestring) > 1024) {
+    type_error(c, fp, "a path to an OBJ file", v);
+    return;
+  }
+  const char *m = v->valuestring;
+  char tried[2][2048], parent[1100];
+  const char *base = c->base_dir && c->base_dir[0] ? c->base_dir : ".";
+  int n_tried = 1, err = 0;
+  if (m[0] == '/') {
+    snprintf(tried[0], sizeof tried[0], "%s", m);
+  } else {
+    snprintf(tried[0], sizeof tried[0], "%s%s%s", base, base[strlen(base) - 1] == '/' ? "" : "/",
+             m);
+    parent_dir(base, parent, sizeof parent);
+    snprintf(tried[1], sizeof tried[1], "%s%s%s", parent,
+             parent[strlen(parent) - 1] == '/' ? "" : "/", m);
+    n_tried = 2;
+  }
+  uint32_t verts = 0, faces = 0;
+  int found = -1;
+  for (int i = 0; i < n_tried && found < 0; i++) {
+    int e = obj_count(tried[i], &verts, &faces);
+    if (e == 0)
+      found = i;
+    else if (i == 0 || err == ENOENT)
+      err = e;
+  }
+  char q[48];
+  wfs_quote(q, sizeof q, m);
+  if (found < 0) {
+    if (n_tried == 2)
+      wfs_error(c->err, fp, "cannot read mesh '%s' (tried '%.200s' and '%.200s': %s)", q, tried[0],
+                tried[1], strerror(err));
+    else
+      wfs_error(c->err, fp, "cannot read mesh '%.200s': %s", tried[0], strerror(err));
+    return;
+  }
+  if (verts < 3 || faces == 0) {
+    wfs_error(c->err, fp, "mesh '%.200s' has %u vertices and %u faces: not a triangle mesh",
+              tried[found], verts, faces);
+    return;
+  }
+  cl->mesh = dup_str(c, m);
+  cl->mesh_path = dup_str(c, tried[found]);
+  cl->mesh_vertices = verts;
+}
+
+static uint32_t cloth_vertices(const wf_scene_cloth *cl) {
+  return cl->is_mesh ? cl->mesh_vertices
+                     : (uint32_t)cl->resolution[0] * (uint32_t)cl->resolution[1];
+}
+
+/* A list of pins: vertex indices, corner/edge names, or {"box": {"min": [], "max": []}}. */
+static wf_scene_pin *read_pins(ctx *c, const cJSON *v, const char *fp, const wf_scene_cloth *cl,
+                               int *count) {
+  *count = 0;
+  if (!cJSON_IsArray(v)) {
+    type_error(c, fp, "an array of pins (vertex indices, corner/edge names or {\"box\": ...})", v);
+    return NULL;
+  }
+  int n = cJSON_GetArraySize(v);
+  if (n == 0) return NULL;
+  wf_scene_pin *pins = calloc((size_t)n, sizeof *pins);
+  if (!pins) {
+    c->oom = 1;
+    return NULL;
+  }
+  uint32_t nv = cloth_vertices(cl);
+  int i = 0;
+  for (const cJSON *e = v->child; e && i < n; e = e->next, i++) {
+    char ep[320];
+    path_index(ep, sizeof ep, fp, i);
+    wf_scene_pin *pin = &pins[i];
+    if (cJSON_IsNumber(e)) {
+      pin->kind = WF_SCENE_PIN_VERTEX;
+      char want[96];
+      snprintf(want, sizeof want, "a vertex index in [0, %u]", nv ? nv - 1 : 0);
+      if (nv == 0) continue; /* the mesh could not be read: already reported */
+      double x = e->valuedouble;
+      if (isfinite(x) && x >= 0 && x < (double)nv && x == floor(x))
+        pin->vertex = (uint32_t)x;
+      else
+        type_error(c, ep, want, e);
+    } else if (cJSON_IsString(e)) {
+      pin->kind = WF_SCENE_PIN_NAMED;
+      int k = -1;
+      for (int j = 0; j < NF(pin_names); j++)
+        if (strcmp(e->valuestring, pin_names[j]) == 0) k = j;
+      for (int j = 0; j < NF(pin_aliases); j++)
+        if (strcmp(e->valuestring, pin_aliases[j]) == 0) k = WF_SCENE_PIN_TOP + j;
+      if (k < 0) {
+        const char *s = wfs_suggest(e->valuestring, pin_names, NF(pin_names));
+        char q[48], list[160];
+        wfs_quote(q, sizeof q, e->valuestring);
+        list_words(list, sizeof list, pin_names, NF(pin_names));
+        if (s)
+          wfs_error(c->err, ep, "unknown pin \"%s\" (did you mean '%s'?)", q, s);
+        else
+          wfs_error(c->err, ep, "unknown pin \"%s\" (expected one of %s)", q, list);
+        continue;
+      }
+      pin->name = (wf_scene_pin_name)k;
+      if (cl->is_mesh)
+        wfs_error(c->err, ep,
+                  "corner and edge names apply to grid cloths; a mesh cloth pins "
+                  "vertex indices or regions");
+    } else if (cJSON_IsObject(e)) {
+      static const char *const pin_keys[] = {"box"};
+      static const char *const box_keys[] = {"min", "max"};
+      pin->kind = WF_SCENE_PIN_REGION;
+      check_keys(c, e, ep, pin_keys, 1, NULL, 0);
+      const cJSON *box = get(e, "box");
+      char bp[340];
+      path_key(bp, sizeof bp, ep, "box");
+      if (!cJSON_IsObject(box)) {
+        type_error(c, bp, "an object {\"min\": [x, y, z], \"max\": [x, y, z]}", box);
+        continue;
+      }
+      check_keys(c, box, bp, box_keys, 2, NULL, 0);
+      field fmin = {"min", F_VEC3, offsetof(wf_scene_pin, min), {0}, ANY, 0};
+      field fmax = {"max", F_VEC3, offsetof(wf_scene_pin, max), {0}, ANY, 0};
+      if (!get(box, "min") || !get(box, "max")) {
+        wfs_error(c->err, bp, "a region needs both 'min' and 'max'");
+        continue;
+      }
+      read_field(c, box, bp, &fmin, pin);
+      read_field(c, box, bp, &fmax, pin);
+      for (int k = 0; k < 3; k++)
+        if (pin->min[k] > pin->max[k]) {
+          wfs_error(c->err, bp, "min[%d] = %g is greater than max[%d] = %g", k, pin->min[k], k,
+                    pin->max[k]);
+          break;
+        }
+    } else {
+      type_error(c, ep, "a vertex index, a corner/edge name or {\"box\": ...}", e);
+    }
+  }
+  *count = n;
+  return pins;
+}
+
+static void read_attachments(ctx *c, const cJSON *v, const char *fp, wf_scene_cloth *cl) {
+  if (!cJSON_IsArray(v)) {
+    type_error(c, fp, "an array of {\"collider\": name, \"pins\": [...]}", v);
+    return;
+  }
+  int n = cJSON_GetArraySize(v);
+  if (n == 0) return;
+  cl->attachments = calloc((size_t)n, sizeof *cl->attachments);
+  if (!cl->attachments) {
+    c->oom = 1;
+    return;
+  }
+  cl->attachment_count = n;
+  const wf_scene *sc = c->scene;
+  static const char *const keys[] = {"collider", "pins"};
+  int i = 0;
+  for (const cJSON *e = v->child; e && i < n; e = e->next, i++) {
+    char ep[320], cp[340], pp[340];
+    path_index(ep, sizeof ep, fp, i);
+    wf_scene_attachment *a = &cl->attachments[i];
+    if (!cJSON_IsObject(e)) {
+      type_error(c, ep, "an object {\"collider\": name, \"pins\": [...]}", e);
+      continue;
+    }
+    check_keys(c, e, ep, keys, 2, NULL, 0);
+    const cJSON *col = get(e, "collider"), *pins = get(e, "pins");
+    path_key(cp, sizeof cp, ep, "collider");
+    path_key(pp, sizeof pp, ep, "pins");
+    if (!cJSON_IsString(col)) {
+      type_error(c, col ? cp : ep, "the name of a collider", col);
+    } else {
+      const char *names[WF_SCENE_MAX_OBJECTS];
+      int found = -1;
+      for (int k = 0; k < sc->collider_count; k++) {
+        names[k] = sc->colliders[k].name;
+        if (strcmp(names[k], col->valuestring) == 0) found = k;
+      }
+      char q[48];
+      wfs_quote(q, sizeof q, col->valuestring);
+      const char *s = wfs_suggest(col->valuestring, names, sc->collider_count);
+      if (found >= 0)
+        a->collider = (uint32_t)found;
+      else if (s)
+        wfs_error(c->err, cp, "no collider named '%s' (did you mean '%s'?)", q, s);
+      else if (sc->collider_count == 0)
+        wfs_error(c->err, cp, "no collider named '%s' (the scene has no colliders)", q);
+      else {
+        char list[200];
+        list_words(list, sizeof list, names, sc->collider_count);
+        wfs_error(c->err, cp, "no collider named '%s' (colliders: %s)", q, list);
+      }
+    }
+    if (!pins) {
+      wfs_error(c->err, ep, "an attachment needs 'pins'");
+      continue;
+    }
+    a->pins = read_pins(c, pins, pp, cl, &a->pin_count);
+    if (cJSON_IsArray(pins) && a->pin_count == 0)
+      wfs_error(c->err, pp, "an attachment needs at least one pin");
+  }
+}
+
+/* Material defaults that depend on the integrator: stiffness (N/m) for springs, compliance (m/N)
+ * for XPBD. */
+static void cloth_material_defaults(wf_scene_cloth *cl) {
+  wf_scene_cloth_material *m = &cl->material;
+  int spring = cl->integrator == WF_SCENE_CLOTH_SPRING;
+  if (isnan(m->stretch)) m->stretch = spring ? 1000 : 0;
+  if (isnan(m->shear)) m->shear = spring ? 1000 : 1e-6;
+  if (isnan(m->bend)) m->bend = spring ? 10 : 1e-3;
+  if (isnan(m->damping)) m->damping = spring ? 1 : 0;
+}
+
+static void read_cloths(ctx *c, const cJSON *root) {
+  const cJSON *arr = section(c, root, "", "cloths", 1);
+  wf_scene *sc = c->scene;
+  sc->cloths = list_alloc(c, arr, "cloths", sizeof *sc->cloths, &sc->cloth_count);
+  static const char *const extra[] = {"name",     "grid", "mesh",       "integrator",
+                                      "material", "pins", "attachments"};
+  int i = 0;
+  for (const cJSON *o = arr ? arr->child : NULL; o && i < sc->cloth_count; o = o->next, i++) {
+    char p[64], gp[80], mp[80];
+    path_index(p, sizeof p, "cloths", i);
+    wf_scene_cloth *cl = &sc->cloths[i];
+    snprintf(cl->name, sizeof cl->name, "cloth%d", i);
+    read_fields(c, NULL, p, cloth_fields, NF(cloth_fields), cl, -1, NULL, NULL);
+    read_fields(c, NULL, p, grid_fields, NF(grid_fields), cl, -1, NULL, NULL);
+    read_fields(c, NULL, p, cloth_material_fields, NF(cloth_material_fields), &cl->material, -1,
+                NULL, NULL);
+    if (!cJSON_IsObject(o)) {
+      cloth_material_defaults(cl);
+      type_error(c, p, "an object", o);
+      continue;
+    }
+    check_keys(c, o, p, extra, NF(extra), cloth_fields, NF(cloth_fields));
+    read_name(c, o, p, "cloth", i, cl->name);
+    read_fields(c, o, p, cloth_fields, NF(cloth_fields), cl, -1, NULL, NULL);
+    cl->integrator = (wf_scene_integrator)read_enum(c, o, p, "integrator", integrator_names,
+                                                    NF(integrator_names), 0);
+    const cJSON *grid = get(o, "grid"), *mesh = get(o, "mesh");
+    path_key(gp, sizeof gp, p, "grid");
+    if (grid && mesh) {
+      wfs_error(c->err, p, "a cloth is either a 'grid' or a 'mesh', not both");
+    } else if (mesh) {
+      cl->is_mesh = true;
+      read_mesh(c, mesh, p, cl);
+    } else if (grid && !cJSON_IsObject(grid)) {
+      type_error(c, gp, "an object {\"size\": [w, h], \"resolution\": [nx, ny]}", grid);
+    } else if (grid) {
+      check_keys(c, grid, gp, NULL, 0, grid_fields, NF(grid_fields));
+      read_fields(c, grid, gp, grid_fields, NF(grid_fields), cl, -1, NULL, NULL);
+    }
+    const cJSON *mat = get(o, "material");
+    path_key(mp, sizeof mp, p, "material");
+    if (mat && !cJSON_IsObject(mat)) {
+      type_error(c, mp, "an object", mat);
+    } else if (mat) {
+      check_keys(c, mat, mp, NULL, 0, cloth_material_fields, NF(cloth_material_fields));
+      read_fields(c, mat, mp, cloth_material_fields, NF(cloth_material_fields), &cl->material, -1,
+                  NULL, NULL);
+    }
+    cloth_material_defaults(cl); /* after the integrator is known */
+    const cJSON *pins = get(o, "pins"), *att = get(o, "attachments");
+    char pp[80];
+    if (pins) {
+      path_key(pp, sizeof pp, p, "pins");
+      cl->pins = read_pins(c, pins, pp, cl, &cl->pin_count);
+    }
+    if (att) {
+      path_key(pp, sizeof pp, p, "attachments");
+      read_attachments(c, att, pp, cl);
+    }
+  }
+}
+
+static void read_colliders(ctx *c, const cJSON *root) {
+  const cJSON *arr = section(c, root, "", "colliders", 1);
+  wf_scene *sc = c->scene;
+  sc->colliders = list_alloc(c, arr, "colliders", sizeof *sc->colliders, &sc->collider_count);
+  static const char *const extra[] = {"name", "type"};
+  int i = 0;
+  for (const cJSON *o = arr ? arr->child : NULL; o && i < sc->collider_count; o = o->next, i++) {
+    char p[64];
+    path_index(p, sizeof p, "colliders", i);
+    wf_scene_collider *k = &sc->colliders[i];
+    snprintf(k->name, sizeof k->name, "collider%d", i);
+    read_fields(c, NULL, p, collider_fields, NF(collider_fields), k, -1, NULL, NULL);
+    if (!cJSON_IsObject(o)) {
+      type_error(c, p, "an object", o);
+      continue;
+    }
+    check_keys(c, o, p, extra, NF(extra), collider_fields, NF(collider_fields));
+    read_name(c, o, p, "collider", i, k->name);
+    if (!get(o, "type")) {
+      wfs_error(c->err, p, "a collider needs a 'type' (plane, sphere, box or capsule)");
+      continue;
+    }
+    k->type =
+        (wf_scene_collider_type)read_enum(c, o, p, "type", collider_names, NF(collider_names), 0);
+    read_fields(c, o, p, collider_fields, NF(collider_fields), k, (int)k->type, collider_names,
+                "collider");
+  }
+}
+
+static void read_forces(ctx *c, const cJSON *root) {
+  const cJSON *o = section(c, root, "", "forces", 0);
+  wf_scene_forces *f = &c->scene->forces;
+  static const char *const extra[] = {"wind"};
+  if (o) check_keys(c, o, "forces", extra, 1, forces_fields, NF(forces_fields));
+  read_fields(c, o, "forces", forces_fields, NF(forces_fields), f, -1, NULL, NULL);
+  read_fields(c, NULL, "forces.wind", wind_fields, NF(wind_fields), f, -1, NULL, NULL);
+  const cJSON *w = get(o, "wind");
+  if (cJSON_IsArray(w)) { /* the shorthand: just the velocity */
+    static const field wind_vec = {"wind", F_VEC3, FOR(wind), {0}, ANY, 0};
+    read_field(c, o, "forces", &wind_vec, f);
+  } else if (cJSON_IsObject(w)) {
+    check_keys(c, w, "forces.wind", NULL, 0, wind_fields, NF(wind_fields));
+    read_fields(c, w, "forces.wind", wind_fields, NF(wind_fields), f, -1, NULL, NULL);
+  } else if (w) {
+    type_error(c, "forces.wind", "a velocity [x, y, z] or an object {\"velocity\": ...}", w);
+  }
+}
+
+static void read_outputs(ctx *c, const cJSON *root) {
+  const cJSON *o = section(c, root, "", "outputs", 0);
+  wf_scene_outputs *out = &c->scene->outputs;
+  static const char *const extra[] = {"dir", "formats"};
+  if (o) check_keys(c, o, "outputs", extra, NF(extra), outputs_fields, NF(outputs_fields));
+  read_fields(c, o, "outputs", outputs_fields, NF(outputs_fields), out, -1, NULL, NULL);
+  const cJSON *d = get(o, "dir");
+  if (d && (!cJSON_IsString(d) || !d->valuestring[0] || strlen(d->valuestring) > 1024)) {
+    type_error(c, "outputs.dir", "a directory path", d);
+    d = NULL;
+  }
+  out->dir = dup_str(c, d ? d->valuestring : "out");
+  const cJSON *f = get(o, "formats");
+  out->formats = WF_SCENE_OUT_VTK | WF_SCENE_OUT_CSV;
+  if (!f) return;
+  if (!cJSON_IsArray(f)) {
+    type_error(c, "outputs.formats",
+               "an array of \"ply\", \"vtk\", \"csv\", \"png\", \"checkpoint\"", f);
+    return;
+  }
+  out->formats = 0;
+  int i = 0;
+  for (const cJSON *e = f->child; e && !wfs_full(c->err); e = e->next, i++) {
+    char ep[64], list[160], q[48];
+    path_index(ep, sizeof ep, "outputs.formats", i);
+    list_words(list, sizeof list, format_names, NF(format_names));
+    int k = -1;
+    for (int j = 0; j < NF(format_names) && cJSON_IsString(e); j++)
+      if (strcmp(e->valuestring, format_names[j]) == 0) k = j;
+    if (k < 0) {
+      const char *s =
+          cJSON_IsString(e) ? wfs_suggest(e->valuestring, format_names, NF(format_names)) : NULL;
+      if (s) {
+        wfs_quote(q, sizeof q, e->valuestring);
+        wfs_error(c->err, ep, "unknown format \"%s\" (did you mean '%s'?)", q, s);
+      } else {
+        char want[200];
+        snprintf(want, sizeof want, "one of %s", list);
+        type_error(c, ep, want, e);
+      }
+      continue;
+    }
+    if (out->formats & (1u << k))
+      wfs_error(c->err, ep, "format \"%s\" is listed twice", format_names[k]);
+    out->formats |= 1u << k;
+  }
+}
+
+static void read_view(ctx *c, const cJSON *root) {
+  wf_scene *sc = c->scene;
+  const cJSON *o = section(c, root, "", "camera", 0);
+  if (o) check_keys(c, o, "camera", NULL, 0, camera_fields, NF(camera_fields));
+  read_fields(c, o, "camera", camera_fields, NF(camera_fields), &sc->camera, -1, NULL, NULL);
+  if (memcmp(sc->camera.position, sc->camera.target, sizeof sc->camera.target) == 0)
+    wfs_error(c->err, "camera.target", "the target is the camera position: no view direction");
+
+  o = section(c, root, "", "render", 0);
+  static const char *const rextra[] = {"color_by"};
+  if (o) check_keys(c, o, "render", rextra, 1, render_fields, NF(render_fields));
+  read_fields(c, o, "render", render_fields, NF(render_fields), &sc->render, -1, NULL, NULL);
+  sc->render.color_by =
+      (wf_scene_color_by)read_enum(c, o, "render", "color_by", color_names, NF(color_names), 0);
+
+  const cJSON *arr = get(root, "lights");
+  static const field dir_field = {"direction", F_VEC3, LIG(vector), {0}, ANY_NZ, 0};
+  static const field pos_field = {"position", F_VEC3, LIG(vector), {0}, ANY, 0};
+  if (!arr) { /* one light from above, a little to the side */
+    sc->lights = calloc(1, sizeof *sc->lights);
+    if (!sc->lights) {
+      c->oom = 1;
+      return;
+    }
+    sc->light_count = 1;
+    read_fields(c, NULL, "", light_fields, NF(light_fields), &sc->lights[0], -1, NULL, NULL);
+    sc->lights[0].vector[0] = -0.4, sc->lights[0].vector[1] = -1, sc->lights[0].vector[2] = -0.3;
+    return;
+  }
+  arr = section(c, root, "", "lights", 1);
+  sc->lights = list_alloc(c, arr, "lights", sizeof *sc->lights, &sc->light_count);
+  static const char *const lextra[] = {"direction", "position"};
+  int i = 0;
+  for (const cJSON *l = arr ? arr->child : NULL; l && i < sc->light_count; l = l->next, i++) {
+    char p[64];
+    path_index(p, sizeof p, "lights", i);
+    wf_scene_light *L = &sc->lights[i];
+    read_fields(c, NULL, p, light_fields, NF(light_fields), L, -1, NULL, NULL);
+    L->vector[1] = -1;
+    if (!cJSON_IsObject(l)) {
+      type_error(c, p, "an object", l);
+      continue;
+    }
+    check_keys(c, l, p, lextra, 2, light_fields, NF(light_fields));
+    read_fields(c, l, p, light_fields, NF(light_fields), L, -1, NULL, NULL);
+    const cJSON *d = get(l, "direction"), *pos = get(l, "position");
+    if (!d == !pos) {
+      wfs_error(c->err, p,
+                "a light has either a 'direction' (directional) or a 'position' "
+                "(point light)");
+      continue;
+    }
+    L->is_point = pos != NULL;
+    read_field(c, l, p, pos ? &pos_field : &dir_field, L);
+  }
+}
+
+/* Names of particle emitters, cloths and colliders are unique among all of them (outputs are named
+ * after them); material names among the materials. */
+static void check_names(ctx *c) {
+  const wf_scene *sc = c->scene;
+  int total = sc->emitter_count + sc->cloth_count + sc->collider_count;
+  for (int i = 0; i < total && !wfs_full(c->err); i++) {
+    const char *ni, *pi;
+    int ii;
+    if (i < sc->emitter_count)
+      ni = sc->emitters[i].name, pi = "particles", ii = i;
+    else if (i < sc->emitter_count + sc->cloth_count)
+      ni = sc->cloths[i - sc->emitter_count].name, pi = "cloths", ii = i - sc->emitter_count;
+    else
+      ni = sc->colliders[i - sc->emitter_count - sc->cloth_count].name, pi = "colliders",
+      ii = i - sc->emitter_count - sc->cloth_count;
+    for (int j = 0; j < i; j++) {
+      const char *nj, *pj;
+      int jj;
+      if (j < sc->emitter_count)
+        nj = sc->emitters[j].name, pj = "particles", jj = j;
+      else if (j < sc->emitter_count + sc->cloth_count)
+        nj = sc->cloths[j - sc->emitter_count].name, pj = "cloths", jj = j - sc->emitter_count;
+      else
+        nj = sc->colliders[j - sc->emitter_count - sc->cloth_count].name, pj = "colliders",
+        jj = j - sc->emitter_count - sc->cloth_count;
+      if (strcmp(ni, nj) == 0) {
+        char p[80];
+        snprintf(p, sizeof p, "%s[%d].name", pi, ii);
+        wfs_error(c->err, p, "the name '%s' is already used by %s[%d]", ni, pj, jj);
+        break;
+      }
+    }
+  }
+  for (int i = 0; i < sc->material_count && !wfs_full(c->err); i++)
+    for (int j = 0; j < i; j++)
+      if (strcmp(sc->materials[i].name, sc->materials[j].name) == 0) {
+        char p[80];
+        snprintf(p, sizeof p, "materials[%d].name", i);
+        wfs_error(c->err, p, "the name '%s' is already used by materials[%d]",
+                  sc->materials[i].name, j);
+        break;
+      }
+}
+
+/* ---- overrides
+ * -------------------------------------------------------------------------------------- */
+
+typedef struct comp {
+  int is_index;
+  int index;
+  char key[64];
+} comp;
+
+/* Splits "a.b[2].c" into components; 0 on a malformed path. */
+static int split_path(const char *s, size_t len, comp *out, int max, int *n) {
+  size_t i = 0;
+  *n = 0;
+  while (i < len) {
+    if (*n == max) return 0;
+    comp *c = &out[*n];
+    memset(c, 0, sizeof *c);
+    if (s[i] == '[') {
+      size_t j = i + 1;
+      long v = 0;
+      while (j < len && s[j] >= '0' && s[j] <= '9' && v < 100000000)
+        v = v * 10 + (s[j++] - '0');
+      if (j == i + 1 || j >= len || s[j] != ']') return 0;
+      c->is_index = 1, c->index = (int)v;
+      i = j + 1;
+    } else {
+      if (s[i] == '.') {
+        if (*n == 0) return 0;
+        i++;
+      }
+      size_t j = i;
+      while (j < len && s[j] != '.' && s[j] != '[' && s[j] != ']')
+        j++;
+      if (j == i || j - i >= sizeof c->key) return 0;
+      memcpy(c->key, s + i, j - i);
+      i = j;
+    }
+    (*n)++;
+  }
+  return *n > 0 && !out[0].is_index;
+}
+
+static void apply_override(ctx *c, cJSON *root, const char *text, wfs_override_mark *mark) {
+  char q[48];
+  wfs_quote(q, sizeof q, text);
+  const char *eq = strchr(text, '=');
+  comp comps[16];
+  int n;
+  if (!eq || !split_path(text, (size_t)(eq - text), comps, 16, &n)) {
+    wfs_error(c->err, NULL, "--set '%s': expected key.path=value (e.g. simulation.substeps=32)", q);
+    return;
+  }
+  /* the value: JSON when it parses as JSON, else a string */
+  const char *vs = eq + 1;
+  cJSON *val = cJSON_ParseWithOpts(vs, NULL, 1);
+  if (!val) val = cJSON_CreateString(vs);
+  if (!val) {
+    c->oom = 1;
+    return;
+  }
+  char path[256] = "";
+  cJSON *cur = root;
+  for (int i = 0; i < n; i++) {
+    const comp *k = &comps[i];
+    char prev[256];
+    snprintf(prev, sizeof prev, "%s", path[0] ? path : "the scene");
+    if (k->is_index)
+      path_index(path, sizeof path, prev, k->index);
+    else
+      path_key(path, sizeof path, i == 0 ? "" : prev, k->key);
+    int last = i == n - 1;
+    cJSON *next = NULL;
+    if (k->is_index) {
+      if (!cJSON_IsArray(cur)) {
+        wfs_error(c->err, NULL, "--set '%s': %s is not an array", q, prev);
+        break;
+      }
+      int size = cJSON_GetArraySize(cur);
+      if (k->index >= size) {
+        wfs_error(c->err, NULL, "--set '%s': %s: index out of range (%s has %d element%s)", q, path,
+                  prev, size, size == 1 ? "" : "s");
+        break;
+      }
+      if (last) {
+        cJSON_ReplaceItemInArray(cur, k->index, val);
+        val = NULL;
+        break;
+      }
+      next = cJSON_GetArrayItem(cur, k->index);
+    } else {
+      if (!cJSON_IsObject(cur)) {
+        wfs_error(c->err, NULL, "--set '%s': %s is not an object", q, prev);
+        break;
+      }
+      next = cJSON_GetObjectItemCaseSensitive(cur, k->key);
+      if (last) {
+        if (next)
+          cJSON_ReplaceItemInObjectCaseSensitive(cur, k->key, val);
+        else
+          cJSON_AddItemToObject(cur, k->key, val);
+        val = NULL;
+        break;
+      }
+      if (!next && comps[i + 1].is_index) {
+        /* an array that is not there: suggest one that is */
+        const char *keys[64];
+        int nk = 0;
+        for (const cJSON *it = cur->child; it && nk < 64; it = it->next)
+          if (cJSON_IsArray(it) && it->string) keys[nk++] = it->string;
+        const char *s = wfs_suggest(k->key, keys, nk);
+        if (s)
+          wfs_error(c->err, NULL,
+                    "--set '%s': %s: the scene has no array '%s' (did you mean '%s'?)", q, path,
+                    k->key, s);
+        else
+          wfs_error(c->err, NULL, "--set '%s': %s: the scene has no array '%s'", q, path, k->key);
+        break;
+      }
+      if (!next) { /* a section that is not written yet */
+        next = cJSON_AddObjectToObject(cur, k->key);
+        if (!next) {
+          c->oom = 1;
+          break;
+        }
+      }
+    }
+    cur = next;
+  }
+  if (val) {
+    cJSON_Delete(val);
+    return;
+  }
+  snprintf(mark->path, sizeof mark->path, "%s", path);
+  mark->text = text;
+}
+
+/* ---- printing
+ * ------------------------------------------------------------------------------------- */
+
+static cJSON *num(double v) {
+  char b[40];
+  for (int prec = 15; prec <= 17; prec++) {
+    snprintf(b, sizeof b, "%.*g", prec, v);
+    if (strtod(b, NULL) == v) break;
+  }
+  return cJSON_CreateRaw(b);
+}
+
+static cJSON *vec(const double *v, int n) {
+  cJSON *a = cJSON_CreateArray();
+  for (int i = 0; i < n; i++)
+    cJSON_AddItemToArray(a, num(v[i]));
+  return a;
+}
+
+static void print_fields(cJSON *o, const field *t, int n, const void *base, int type) {
+  for (int i = 0; i < n; i++) {
+    const field *f = &t[i];
+    if (type >= 0 && f->only && !(f->only & (1u << type))) continue;
+    const char *p = (const char *)base + f->off;
+    cJSON *v = NULL;
+    char b[32];
+    switch (f->kind) {
+    case F_NUM: v = num(*(const double *)p); break;
+    case F_INT: v = cJSON_CreateNumber(*(const int *)p); break;
+    case F_U53:
+      snprintf(b, sizeof b, "%llu", (unsigned long long)*(const uint64_t *)p);
+      v = cJSON_CreateRaw(b);
+      break;
+    case F_BOOL: v = cJSON_CreateBool(*(const bool *)p); break;
+    case F_VEC2: v = vec((const double *)p, 2); break;
+    case F_VEC3: v = vec((const double *)p, 3); break;
+    case F_IVEC2: v = cJSON_CreateIntArray((const int *)p, 2); break;
+    }
+    cJSON_AddItemToObject(o, f->key, v);
+  }
+}
+
+static cJSON *pins_json(const wf_scene_pin *pins, int n) {
+  cJSON *a = cJSON_CreateArray();
+  for (int i = 0; i < n; i++) {
+    const wf_scene_pin *p = &pins[i];
+    if (p->kind == WF_SCENE_PIN_VERTEX) {
+      cJSON_AddItemToArray(a, cJSON_CreateNumber(p->vertex));
+    } else if (p->kind == WF_SCENE_PIN_NAMED) {
+      cJSON_AddItemToArray(a, cJSON_CreateString(pin_names[p->name]));
+    } else {
+      cJSON *o = cJSON_CreateObject(), *box = cJSON_AddObjectToObject(o, "box");
+      cJSON_AddItemToObject(box, "min", vec(p->min, 3));
+      cJSON_AddItemToObject(box, "max", vec(p->max, 3));
+      cJSON_AddItemToArray(a, o);
+    }
+  }
+  return a;
+}
+
+char *wf_scene_to_json(const wf_scene *sc) {
+  if (!sc) return NULL;
+  cJSON *root = cJSON_CreateObject();
+  if (!root) return NULL;
+  if (sc->description && sc->description[0])
+    cJSON_AddStringToObject(root, "description", sc->description);
+
+  const wf_scene_simulation *s = &sc->simulation;
+  cJSON *sim = cJSON_AddObjectToObject(root, "simulation");
+  print_fields(sim, sim_fields, NF(sim_fields), s, -1);
+  if (s->device_count == 0) {
+    cJSON_AddStringToObject(sim, "devices", "auto");
+  } else if (s->device_count == 1) {
+    cJSON_AddStringToObject(sim, "devices", s->devices[0]);
+  } else {
+    cJSON *d = cJSON_AddArrayToObject(sim, "devices");
+    for (int i = 0; i < s->device_count; i++)
+      cJSON_AddItemToArray(d, cJSON_CreateString(s->devices[i]));
+  }
+  cJSON_AddStringToObject(sim, "contact_model", contact_names[s->contact_model]);
+
+  cJSON *mats = cJSON_AddArrayToObject(root, "materials");
+  for (int i = 0; i < sc->material_count; i++) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", sc->materials[i].name);
+    print_fields(o, material_fields, NF(material_fields), &sc->materials[i], -1);
+    cJSON_AddItemToArray(mats, o);
+  }
+  cJSON *parts = cJSON_AddArrayToObject(root, "particles");
+  for (int i = 0; i < sc->emitter_count; i++) {
+    const wf_scene_emitter *e = &sc->emitters[i];
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", e->name);
+    cJSON_AddStringToObject(o, "shape", shape_names[e->shape]);
+    print_fields(o, emitter_fields, NF(emitter_fields), e, (int)e->shape);
+    cJSON_AddStringToObject(o, "material", sc->materials[e->material].name);
+    cJSON_AddItemToArray(parts, o);
+  }
+  cJSON *cols = cJSON_AddArrayToObject(root, "colliders");
+  for (int i = 0; i < sc->collider_count; i++) {
+    const wf_scene_collider *k = &sc->colliders[i];
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", k->name);
+    cJSON_AddStringToObject(o, "type", collider_names[k->type]);
+    print_fields(o, collider_fields, NF(collider_fields), k, (int)k->type);
+    cJSON_AddItemToArray(cols, o);
+  }
+  cJSON *cloths = cJSON_AddArrayToObject(root, "cloths");
+  for (int i = 0; i < sc->cloth_count; i++) {
+    const wf_scene_cloth *cl = &sc->cloths[i];
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", cl->name);
+    if (cl->is_mesh) {
+      cJSON_AddStringToObject(o, "mesh", cl->mesh ? cl->mesh : "");
+    } else {
+      cJSON *g = cJSON_AddObjectToObject(o, "grid");
+      print_fields(g, grid_fields, NF(grid_fields), cl, -1);
+    }
+    print_fields(o, cloth_fields, NF(cloth_fields), cl, -1);
+    cJSON_AddStringToObject(o, "integrator", integrator_names[cl->integrator]);
+    cJSON *m = cJSON_AddObjectToObject(o, "material");
+    print_fields(m, cloth_material_fields, NF(cloth_material_fields), &cl->material, -1);
+    cJSON_AddItemToObject(o, "pins", pins_json(cl->pins, cl->pin_count));
+    cJSON *att = cJSON_AddArrayToObject(o, "attachments");
+    for (int j = 0; j < cl->attachment_count; j++) {
+      cJSON *a = cJSON_CreateObject();
+      cJSON_AddStringToObject(a, "collider", sc->colliders[cl->attachments[j].collider].name);
+      cJSON_AddItemToObject(a, "pins",
+                            pins_json(cl->attachments[j].pins, cl->attachments[j].pin_count));
+      cJSON_AddItemToArray(att, a);
+    }
+    cJSON_AddItemToArray(cloths, o);
+  }
+  cJSON *forces = cJSON_AddObjectToObject(root, "forces");
+  cJSON *wind = cJSON_AddObjectToObject(forces, "wind");
+  print_fields(wind, wind_fields, NF(wind_fields), &sc->forces, -1);
+  print_fields(forces, forces_fields, NF(forces_fields), &sc->forces, -1);
+
+  cJSON *out = cJSON_AddObjectToObject(root, "outputs");
+  cJSON_AddStringToObject(out, "dir", sc->outputs.dir ? sc->outputs.dir : "out");
+  print_fields(out, outputs_fields, NF(outputs_fields), &sc->outputs, -1);
+  cJSON *fmts = cJSON_AddArrayToObject(out, "formats");
+  for (int k = 0; k < NF(format_names); k++)
+    if (sc->outputs.formats & (1u << k))
+      cJSON_AddItemToArray(fmts, cJSON_CreateString(format_names[k]));
+
+  print_fields(cJSON_AddObjectToObject(root, "camera"), camera_fields, NF(camera_fields),
+               &sc->camera, -1);
+  cJSON *lights = cJSON_AddArrayToObject(root, "lights");
+  for (int i = 0; i < sc->light_count; i++) {
+    const wf_scene_light *L = &sc->lights[i];
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddItemToObject(o, L->is_point ? "position" : "direction", vec(L->vector, 3));
+    print_fields(o, light_fields, NF(light_fields), L, -1);
+    cJSON_AddItemToArray(lights, o);
+  }
+  cJSON *ren = cJSON_AddObjectToObject(root, "render");
+  print_fields(ren, render_fields, NF(render_fields), &sc->render, -1);
+  cJSON_AddStringToObject(ren, "color_by", color_names[sc->render.color_by]);
+
+  char *text = cJSON_Print(root);
+  cJSON_Delete(root);
+  if (!text) return NULL;
+  /* cJSON indents with tabs (tabs inside strings are escaped): make them two spaces */
+  size_t tabs = 0, n = 0;
+  for (; text[n]; n++)
+    tabs += text[n] == '\t';
+  char *res = malloc(n + tabs + 2);
+  if (res) {
+    size_t j = 0;
+    for (size_t i = 0; i < n; i++) {
+      if (text[i] == '\t' && i > 0 && text[i - 1] == ':')
+        res[j++] = ' '; /* "key": value */
+      else if (text[i] == '\t')
+        res[j++] = ' ', res[j++] = ' ';
+      else
+        res[j++] = text[i];
+    }
+    res[j++] = '\n';
+    res[j] = '\0';
+  }
+  cJSON_free(text);
+  return res;
+}
+
+/* ---- entry points
+ * ------------------------------------------------------------------------------------ */
+
+void wf_scene_destroy(wf_scene *sc) {
+  if (!sc) return;
+  free(sc->description);
+  free(sc->materials);
+  free(sc->emitters);
+  for (int i = 0; i < sc->cloth_count; i++) {
+    wf_scene_cloth *cl = &sc->cloths[i];
+    free(cl->mesh);
+    free(cl->mesh_path);
+    free(cl->pins);
+    for (int j = 0; j < cl->attachment_count; j++)
+      free(cl->attachments[j].pins);
+    free(cl->attachments);
+  }
+  free(sc->cloths);
+  free(sc->colliders);
+  free(sc->outputs.dir);
+  free(sc->lights);
+  free(sc);
+}
+
+/* Publishes the collected errors: all of them in wf_scene_errors(), as many as fit in
+ * wf_last_error(). */
+static wf_status report(wfs_errors *e, const char *func) {
+  size_t used = 0;
+  wfs_sort(e);
+  tls_errors[0] = '\0';
+  for (int i = 0; i < e->count; i++) {
+    int k =
+        snprintf(tls_errors + used, sizeof tls_errors - used, "%s%s", i ? "\n" : "", e->msgs[i]);
+    if (k < 0 || (size_t)k >= sizeof tls_errors - used) break;
+    used += (size_t)k;
+  }
+  if (e->count >= WF_SCENE_MAX_ERRORS && used < sizeof tls_errors)
+    snprintf(tls_errors + used, sizeof tls_errors - used, "\n(stopped after %d errors)",
+             WF_SCENE_MAX_ERRORS);
+  return wf__error(WF_ERR_PARSE, func, "%s", tls_errors);
+}
+
+static wf_status parse(const char *text, size_t len, const char *name, const char *base_dir,
+                       const wf_scene_overrides *ov, wf_scene **out, const char *func) {
+  if (!out) return wf__error(WF_ERR_INVALID, func, "out is NULL");
+  *out = NULL;
+  tls_errors[0] = '\0';
+  if (!text && len) return wf__error(WF_ERR_INVALID, func, "text is NULL");
+  if (ov && ov->count > 0 && !ov->set)
+    return wf__error(WF_ERR_INVALID, func, "overrides: count %d but set is NULL", ov->count);
+  wfs_errors *err = calloc(1, sizeof *err);
+  if (!err) return wf__error(WF_ERR_OUT_OF_MEMORY, func, "out of host memory");
+  err->name = name ? name : "scene";
+  err->text = text ? text : "";
+  err->len = len;
+
+  size_t at;
+  char msg[WFS_MSG_MAX];
+  if (wfs_syntax_check(err->text, len, &at, msg, sizeof msg)) {
+    wfs_error_at(err, at, "%s", msg);
+    wf_status st = report(err, func);
+    free(err);
+    return st;
+  }
+  size_t skip = len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
+  const char *end = NULL;
+  cJSON *root = cJSON_ParseWithLengthOpts(text + skip, len - skip, &end, 0);
+  if (!root) {
+    /* the strict check passed, so this is cJSON's own limit (or memory) */
+    size_t off = end ? (size_t)(end - text) : 0;
+    wfs_error_at(err, off, "this JSON could not be read (out of memory or beyond cJSON's limits)");
+    wf_status st = report(err, func);
+    free(err);
+    return st;
+  }
+
+  wf_scene *sc = calloc(1, sizeof *sc);
+  wfs_override_mark *marks = NULL;
+  int n_ov = ov ? ov->count : 0;
+  if (n_ov > 0) marks = calloc((size_t)n_ov, sizeof *marks);
+  ctx c = {.err = err, .base_dir = base_dir, .scene = sc, .oom = !sc || (n_ov > 0 && !marks)};
+  if (!c.oom) {
+    for (int i = 0; i < n_ov; i++) {
+      if (!ov->set[i]) {
+        wfs_error(err, NULL, "--set #%d is NULL", i);
+        continue;
+      }
+      apply_override(&c, root, ov->set[i], &marks[err->mark_count]);
+      if (marks[err->mark_count].text) err->mark_count++;
+    }
+    err->marks = marks;
+  }
+  if (!c.oom) {
+    check_keys(&c, root, "", top_keys, NF(top_keys), NULL, 0);
+    const cJSON *d = get(root, "description");
+    if (d && !cJSON_IsString(d)) type_error(&c, "description", "a string", d);
+    sc->description = dup_str(&c, cJSON_IsString(d) ? d->valuestring : "");
+    read_simulation(&c, root);
+    read_materials(&c, root);
+    read_colliders(&c, root);
+    read_emitters(&c, root);
+    read_cloths(&c, root);
+    read_forces(&c, root);
+    read_outputs(&c, root);
+    read_view(&c, root);
+    check_names(&c);
+  }
+  cJSON_Delete(root);
+  wf_status st = WF_OK;
+  if (c.oom) {
+    st = wf__error(WF_ERR_OUT_OF_MEMORY, func, "%s: out of host memory", err->name);
+  } else if (err->count) {
+    st = report(err, func);
+  }
+  free(marks);
+  free(err);
+  if (st != WF_OK) {
+    wf_scene_destroy(sc);
+    return st;
+  }
+  *out = sc;
+  return WF_OK;
+}
+
+wf_status wf_scene_parse(const char *text, size_t len, const char *name_for_messages,
+                         const char *base_dir, const wf_scene_overrides *ov, wf_scene **out) {
+  return parse(text, len, name_for_messages, base_dir, ov, out, __func__);
+}
+
+wf_status wf_scene_load(const char *path, const wf_scene_overrides *ov, wf_scene **out) {
+  if (!out) return wf__error(WF_ERR_INVALID, __func__, "out is NULL");
+  *out = NULL;
+  tls_errors[0] = '\0';
+  if (!path) return wf__error(WF_ERR_INVALID, __func__, "path is NULL");
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return wf__error(WF_ERR_IO, __func__, "cannot open scene '%s': %s", path, strerror(errno));
+  char *buf = NULL;
+  size_t len = 0, cap = 0;
+  for (;;) {
+    if (len == cap) {
+      if (cap >= ((size_t)64 << 20)) {
+        free(buf);
+        fclose(f);
+        return wf__error(WF_ERR_IO, __func__, "scene '%s' is larger than 64 MiB", path);
+      }
+      size_t ncap = cap ? cap * 2 : 1 << 16;
+      char *nb = realloc(buf, ncap);
+      if (!nb) {
+        free(buf);
+        fclose(f);
+        return wf__error(WF_ERR_OUT_OF_MEMORY, __func__, "reading '%s': out of host memory", path);
+      }
+      buf = nb, cap = ncap;
+    }
+    size_t got = fread(buf + len, 1, cap - len, f);
+    len += got;
+    if (got == 0) break;
+  }
+  int bad = ferror(f);
+  int saved = errno;
+  fclose(f);
+  if (bad) {
+    free(buf);
+    return wf__error(WF_ERR_IO, __func__, "cannot read scene '%s': %s", path, strerror(saved));
+  }
+  /* the directory of the scene resolves its asset paths */
+  char dir[4096];
+  const char *slash = strrchr(path, '/');
+  if (!slash)
+    snprintf(dir, sizeof dir, ".");
+  else if (slash == path)
+    snprintf(dir, sizeof dir, "/");
+  else
+    snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+  wf_status st = parse(buf, len, path, dir, ov, out, __func__);
+  free(buf);
+  return st;
+}

@@ -1,0 +1,290 @@
+/* weft scene files: a JSON description of a simulation (SI units), parsed and validated into a
+ * plain struct.
+ *
+ * Guide
+ *  - wf_scene_load("scenes/flag.json", NULL, &scene) reads, parses and validates a file;
+ *    wf_scene_parse does the same from memory. Either returns WF_OK and a wf_scene whose every
+ * field is filled (defaults included) and checked, or an error status, *out left NULL and nothing
+ *    leaked. The keys, defaults, ranges and units are documented in docs/scenes.md.
+ *  - No solver object is created here: the engine maps a wf_scene onto solvers. The struct holds
+ *    doubles, fixed-size names and arrays the scene owns; wf_scene_destroy frees it all.
+ *  - Overrides (the CLI's `--set key.path=value`) are applied to the JSON tree before validation,
+ *    so an overridden value is checked like one written in the file.
+ *  - wf_scene_to_json prints the canonical JSON of a scene (all defaults filled in): parsing it
+ *    again gives an equal scene.
+ *
+ * Errors: the status is WF_ERR_PARSE for syntax and schema errors and WF_ERR_IO for files that
+ * cannot be read. Messages name the file and line:column (syntax errors, and values whose place
+ * in the text is known) and the key path:
+ *     scene.json:12:7: expected ',' or '}' after an object member
+ *     scene.json:9:7: cloths[0].material.bend: expected a number >= 0, got -1
+ *     scene.json:4:5: particles[0].radus: unknown key (did you mean 'radius'?)
+ * Up to WF_SCENE_MAX_ERRORS errors are collected; wf_last_error() holds as many as fit, one per
+ * line, and wf_scene_errors() all of them.
+ */
+#ifndef WEFT_SCENE_H
+#define WEFT_SCENE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "weft/export.h"
+#include "weft/gpu.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum {
+  WF_SCENE_NAME_MAX = 64, /* names are 1..63 characters of [A-Za-z0-9_.-] */
+  WF_SCENE_MAX_DEVICES = 32,
+  WF_SCENE_MAX_OBJECTS = 1024, /* per list (materials, particles, cloths, colliders, lights) */
+  WF_SCENE_MAX_ERRORS = 20,
+};
+
+typedef enum wf_scene_contact_model {
+  WF_SCENE_CONTACT_DEM = 0,
+  WF_SCENE_CONTACT_XPBD = 1
+} wf_scene_contact_model;
+typedef enum wf_scene_shape { WF_SCENE_SHAPE_BOX = 0, WF_SCENE_SHAPE_SPHERE = 1 } wf_scene_shape;
+typedef enum wf_scene_integrator {
+  WF_SCENE_CLOTH_XPBD = 0,
+  WF_SCENE_CLOTH_SPRING = 1
+} wf_scene_integrator;
+/* The same numbering as the particle solver's WF_COLLIDER_* values. */
+typedef enum wf_scene_collider_type {
+  WF_SCENE_PLANE = 0,
+  WF_SCENE_SPHERE = 1,
+  WF_SCENE_BOX = 2,
+  WF_SCENE_CAPSULE = 3
+} wf_scene_collider_type;
+typedef enum wf_scene_color_by {
+  WF_SCENE_COLOR_OBJECT = 0,
+  WF_SCENE_COLOR_SPEED = 1
+} wf_scene_color_by;
+/* Bits of wf_scene_outputs.formats. */
+enum {
+  WF_SCENE_OUT_PLY = 1u << 0,
+  WF_SCENE_OUT_VTK = 1u << 1,
+  WF_SCENE_OUT_CSV = 1u << 2,
+  WF_SCENE_OUT_PNG = 1u << 3,
+  WF_SCENE_OUT_CHECKPOINT = 1u << 4,
+};
+
+/** `simulation`: time stepping, devices and watchdog limits. */
+typedef struct wf_scene_simulation {
+  double fps;        /* frames per simulated second, > 0; default 60 */
+  int substeps;      /* per frame, [1, 4096]; default 64 */
+  int frames;        /* length of a `weft run`, >= 1; default 240 */
+  double gravity[3]; /* m/s²; default (0, -9.81, 0) */
+  double damping;    /* global velocity damping, 1/s, >= 0; default 0 */
+  /* Device names as written: "cpu", "cpu:N", "cuda", "cuda:N" or the single word "all".
+   * device_count 0 means "auto" (the default: cuda when one is usable at run time, else cpu). */
+  int device_count;
+  char devices[WF_SCENE_MAX_DEVICES][16];
+  bool deterministic; /* no FMA contraction, fixed reduction order; default false */
+  uint64_t seed;      /* [0, 2^53]; default 0 */
+  wf_scene_contact_model contact_model; /* default DEM */
+  double max_speed;                     /* watchdog: m/s, 0 = off */
+  double max_penetration;               /* watchdog: m, 0 = off */
+} wf_scene_simulation;
+
+/** `materials[i]`: a particle contact material (see the particle solver's wf_particle_material). */
+typedef struct wf_scene_material {
+  char name[WF_SCENE_NAME_MAX];
+  double stiffness;   /* N/m, > 0; default 1e4 */
+  double damping;     /* N·s/m, >= 0; default 0 */
+  double restitution; /* [0, 1]; default 0.5 */
+  double friction;    /* >= 0; default 0.5 */
+  double tangential;  /* N·s/m, >= 0; default 100 */
+  double cohesion;    /* N, >= 0; default 0 */
+} wf_scene_material;
+
+/** `particles[i]`: an emitter filling a box or a sphere with a cubic lattice of particles. */
+typedef struct wf_scene_emitter {
+  char name[WF_SCENE_NAME_MAX];
+  wf_scene_shape shape;
+  double center[3];       /* m; default (0, 1, 0) */
+  double half_extents[3]; /* box, m, each > 0; default 0.5 */
+  double sphere_radius;   /* sphere, m, > 0; default 0.5 */
+  double radius;          /* particle radius, m, > 0; default 0.05 */
+  double spacing;         /* lattice spacing, m, >= 2 * radius; default 2 * radius */
+  double jitter;          /* m, [0, spacing / 2); default 0 */
+  uint64_t seed;          /* jitter seed; default 0 */
+  double velocity[3];     /* m/s */
+  double density;         /* kg/m³, > 0; default 1000 */
+  double mass;            /* kg per particle, >= 0; > 0 overrides density; default 0 */
+  bool kinematic;
+  uint32_t material; /* index into wf_scene.materials */
+} wf_scene_emitter;
+
+typedef enum wf_scene_pin_kind {
+  WF_SCENE_PIN_VERTEX = 0, /* one vertex by index */
+  WF_SCENE_PIN_NAMED = 1,  /* a corner or an edge of a grid cloth */
+  WF_SCENE_PIN_REGION = 2, /* every vertex inside an axis-aligned box (initial positions) */
+} wf_scene_pin_kind;
+/* Named pins of grid cloths (rows run bottom to top, columns left to right). */
+typedef enum wf_scene_pin_name {
+  WF_SCENE_PIN_TOP_LEFT = 0,
+  WF_SCENE_PIN_TOP_RIGHT,
+  WF_SCENE_PIN_BOTTOM_LEFT,
+  WF_SCENE_PIN_BOTTOM_RIGHT,
+  WF_SCENE_PIN_TOP,
+  WF_SCENE_PIN_BOTTOM,
+  WF_SCENE_PIN_LEFT,
+  WF_SCENE_PIN_RIGHT,
+} wf_scene_pin_name;
+typedef struct wf_scene_pin {
+  wf_scene_pin_kind kind;
+  uint32_t vertex;        /* WF_SCENE_PIN_VERTEX */
+  wf_scene_pin_name name; /* WF_SCENE_PIN_NAMED */
+  double min[3], max[3];  /* WF_SCENE_PIN_REGION, min <= max */
+} wf_scene_pin;
+/** Vertices that move with a (kinematic) collider. */
+typedef struct wf_scene_attachment {
+  uint32_t collider; /* index into wf_scene.colliders */
+  int pin_count;
+  wf_scene_pin *pins;
+} wf_scene_attachment;
+
+/** `cloths[i].material`. Stiffness keys mean stiffness (N/m) for the spring integrator and
+ *  compliance (m/N, 0 = rigid) for XPBD. */
+typedef struct wf_scene_cloth_material {
+  double density;   /* kg/m², > 0; default 0.2 */
+  double mass;      /* kg per vertex, >= 0; > 0 overrides density; default 0 */
+  double thickness; /* m, >= 0; collision thickness; default 0.005 */
+  double stretch;   /* >= 0; spring default 1000 N/m, xpbd default 0 m/N */
+  double shear;     /* >= 0; spring default 1000 N/m, xpbd default 1e-6 m/N */
+  double bend;      /* >= 0; spring default 10 N/m, xpbd default 1e-3 m/N */
+  double damping;   /* >= 0; spring: N·s/m (default 1), xpbd: constraint damping s (default 0) */
+  double friction;  /* >= 0; default 0.5 */
+} wf_scene_cloth_material;
+
+/** `cloths[i]`: a rectangular grid or a triangle mesh from an OBJ file. */
+typedef struct wf_scene_cloth {
+  char name[WF_SCENE_NAME_MAX];
+  bool is_mesh;
+  /* grid: the unrotated sheet lies in the xy-plane (normal +z), width along x, height along y,
+   * centred at `center`; `rotation` (degrees) turns it about x, then y, then z. */
+  double size[2];         /* m, > 0; default (1, 1) */
+  int resolution[2];      /* vertices along width and height, [2, 4096]; default (32, 32) */
+  double center[3];       /* m; default (0, 1, 0); meshes are translated by it */
+  double rotation[3];     /* degrees; default (0, 0, 0); meshes are rotated by it too */
+  char *mesh;             /* mesh: the path as written in the scene */
+  char *mesh_path;        /* mesh: the path that was found (relative to the scene's directory) */
+  uint32_t mesh_vertices; /* mesh: number of `v` lines in the file */
+  wf_scene_integrator integrator; /* default XPBD */
+  wf_scene_cloth_material material;
+  int iterations; /* XPBD iterations per substep, [1, 1000]; default 4 */
+  int pin_count;
+  wf_scene_pin *pins;
+  int attachment_count;
+  wf_scene_attachment *attachments;
+  bool self_collision; /* default false */
+} wf_scene_cloth;
+
+/** `colliders[i]`: a static or kinematic (constant velocity) shape. */
+typedef struct wf_scene_collider {
+  char name[WF_SCENE_NAME_MAX];
+  wf_scene_collider_type type; /* required */
+  double normal[3];       /* plane: solid below, non-zero (not necessarily unit); default (0,1,0) */
+  double offset;          /* plane: points x with dot(normal, x) = offset; default 0 */
+  double center[3];       /* sphere, box; default (0, 0, 0) */
+  double radius;          /* sphere, capsule, > 0; default 0.5 */
+  double half_extents[3]; /* box, each > 0; default 0.5 */
+  double p0[3], p1[3];    /* capsule segment; default (0,0,0) and (0,1,0) */
+  double velocity[3];     /* m/s; non-zero: kinematic */
+  double friction;        /* >= 0; default 0.5 */
+  double restitution;     /* [0, 1]; default 0.5 */
+  double stiffness;       /* N/m, >= 0; 0 = the touching material's stiffness */
+} wf_scene_collider;
+
+/** `forces`: air. */
+typedef struct wf_scene_forces {
+  double wind[3];        /* m/s; default 0 */
+  double gust_amplitude; /* m/s, >= 0; default 0 */
+  double gust_frequency; /* Hz, >= 0; default 0 */
+  double drag;           /* cloth drag coefficient, >= 0; default 1 */
+  double lift;           /* cloth lift coefficient, >= 0; default 0 */
+  double air_density;    /* kg/m³, > 0; default 1.2 */
+} wf_scene_forces;
+
+/** `outputs`: what `weft run` writes. */
+typedef struct wf_scene_outputs {
+  char *dir;            /* default "out" (relative to the working directory) */
+  int every;            /* frames between outputs, >= 1; default 1 */
+  unsigned formats;     /* WF_SCENE_OUT_* bits; default VTK | CSV */
+  int checkpoint_every; /* frames, >= 0; 0 = only after the last frame; default 0 */
+} wf_scene_outputs;
+
+typedef struct wf_scene_camera {
+  double position[3]; /* default (0, 1.5, 4) */
+  double target[3];   /* default (0, 0.5, 0); differs from position */
+  double up[3];       /* non-zero; default (0, 1, 0) */
+  double fov_deg;     /* vertical, (0, 180); default 45 */
+} wf_scene_camera;
+
+typedef struct wf_scene_light {
+  bool is_point;    /* false: directional (`direction`), true: point (`position`) */
+  double vector[3]; /* direction (non-zero) or position */
+  double color[3];  /* linear RGB, each in [0, 1]; default (1, 1, 1) */
+  double intensity; /* >= 0; default 1 */
+} wf_scene_light;
+
+typedef struct wf_scene_render {
+  int width, height;    /* pixels, [1, 16384]; default 1280 x 720 */
+  double background[3]; /* RGB in [0, 1]; default (0.1, 0.1, 0.12) */
+  wf_scene_color_by color_by;
+} wf_scene_render;
+
+/** A validated scene. Counts are >= 0 and every index refers to an existing element. */
+typedef struct wf_scene {
+  char *description; /* optional free text; "" when absent */
+  wf_scene_simulation simulation;
+  int material_count; /* >= 1: when the file has none, one material "default" with defaults */
+  wf_scene_material *materials;
+  int emitter_count;
+  wf_scene_emitter *emitters;
+  int cloth_count;
+  wf_scene_cloth *cloths;
+  int collider_count;
+  wf_scene_collider *colliders;
+  wf_scene_forces forces;
+  wf_scene_outputs outputs;
+  wf_scene_camera camera;
+  int light_count; /* when the file has no `lights` key: one directional light */
+  wf_scene_light *lights;
+  wf_scene_render render;
+} wf_scene;
+
+/** `--set` overrides: strings "key.path=value", e.g. "simulation.substeps=32",
+ *  "cloths[0].material.bend=0.1", "particles[1].velocity=[0,1,0]". The value is read as JSON;
+ *  when it is not valid JSON it is taken as a string ("simulation.devices=cpu"). */
+typedef struct wf_scene_overrides {
+  const char *const *set;
+  int count;
+} wf_scene_overrides;
+
+/** Reads and validates the scene file at path; asset paths are resolved against its directory.
+ *  ov may be NULL. On failure *out is NULL. */
+WF_API wf_status wf_scene_load(const char *path, const wf_scene_overrides *ov, wf_scene **out);
+/** Parses len bytes of JSON text (no terminating NUL needed). name_for_messages prefixes messages
+ *  (NULL: "scene"); base_dir resolves asset paths (NULL: the working directory). */
+WF_API wf_status wf_scene_parse(const char *text, size_t len, const char *name_for_messages,
+                                const char *base_dir, const wf_scene_overrides *ov, wf_scene **out);
+/** Frees a scene. NULL is ignored. */
+WF_API void wf_scene_destroy(wf_scene *scene);
+/** The canonical JSON of a scene, every default filled in, formatted with two-space indents.
+ *  malloc'ed: release with free(). NULL only when out of memory. */
+WF_API char *wf_scene_to_json(const wf_scene *scene);
+/** Every message of this thread's last failed load or parse, one per line; "" when the last one
+ *  succeeded. Valid until this thread's next wf_scene call. */
+WF_API const char *wf_scene_errors(void);
+/** Estimated particle count of an emitter (the lattice points inside its shape). */
+WF_API uint64_t wf_scene_emitter_count(const wf_scene_emitter *e);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
