@@ -807,7 +807,8 @@ static wf_status enqueue_substep(wf_particles *ps, wf_event **marks) {
                          ptr(ps, B_POS),
                          ptr(ps, B_VEL),
                          n};
-  if ((st = launch(ps, &wfp_collide, n, &ca, sizeof ca)) != WF_OK) return st;
+  const wf_kernel *collide = ps->params.model == WFP_XPBD ? &wfp_contacts_xpbd : &wfp_contacts_dem;
+  if ((st = launch(ps, collide, n, &ca, sizeof ca)) != WF_OK) return st;
   MARK(5);
 #undef MARK
   wfp_frame_args aa = {params, clock};
@@ -983,6 +984,39 @@ wf_status wf_particles_download(wf_particles *ps, float (*pos)[4], float (*vel)[
   if (pos && bytes) TRY(wf_download(pos, ps->buf[B_POS], 0, bytes), "downloading positions");
   if (vel && bytes) TRY(wf_download(vel, ps->buf[B_VEL], 0, bytes), "downloading velocities");
   return flags_status(ps, &c);
+}
+
+/* Checkpoint restore: the state arrays and the clock are everything a frame reads that the
+ * solver's creation did not set up; the grid's box is refitted (results do not depend on it). */
+wf_status wf_particles_set_state(wf_particles *ps, const float (*pos)[4], const float (*vel)[4],
+                                 double time, uint64_t substeps) {
+  if (!ps) return fail(WF_ERR_INVALID, "particles: solver is NULL");
+  if (!pos || !vel)
+    return fail(WF_ERR_INVALID, "particles '%s': set_state: pos or vel is NULL", ps->name);
+  if (!isfinite(time))
+    return fail(WF_ERR_INVALID, "particles '%s': set_state: time is not finite", ps->name);
+  TRY(wf_stream_synchronize(ps->stream), "waiting for the solver");
+  size_t bytes = (size_t)ps->count * 16;
+  if (bytes) {
+    TRY(wf_upload(ps->buf[B_POS], 0, pos, bytes, ps->stream), "uploading positions");
+    TRY(wf_upload(ps->buf[B_VEL], 0, vel, bytes, ps->stream), "uploading velocities");
+  }
+  wfp_clock clock = {.time = time, .substeps = substeps, .flags = 0, .first_bad = UINT32_MAX};
+  TRY(wf_upload(ps->buf[B_CLOCK], 0, &clock, sizeof clock, ps->stream), "uploading the clock");
+  ps->frame_pending = false;
+  if (ps->count) {
+    int32_t lo[3] = {INT32_MAX, INT32_MAX, INT32_MAX}, hi[3] = {INT32_MIN, INT32_MIN, INT32_MIN};
+    for (uint32_t i = 0; i < ps->count; i++)
+      for (int k = 0; k < 3; k++) {
+        int bad = 0;
+        int32_t c = wfp_cell_coord(pos[i][k], ps->params.inv_cell, &bad);
+        lo[k] = c < lo[k] ? c : lo[k], hi[k] = c > hi[k] ? c : hi[k];
+      }
+    if (!box_covers(ps, lo, hi)) fit_box(ps, lo, hi);
+  }
+  wf_status st = upload_params(ps);
+  if (st == WF_OK) TRY(wf_stream_synchronize(ps->stream), "restoring the state");
+  return st;
 }
 
 wf_status wf_particles_stats_get(wf_particles *ps, wf_particles_stats *out) {

@@ -102,10 +102,18 @@ static void reorder_cpu(const void *args, size_t begin, size_t end) {
   }
 }
 
-static void collide_cpu(const void *args, size_t begin, size_t end) {
+static void collide_dem_cpu(const void *args, size_t begin, size_t end) {
   const wfp_collide_args *a = args;
   for (size_t s = begin; s < end; s++) {
-    uint32_t fl = wfp_collide_elem(a, (uint32_t)s);
+    uint32_t fl = wfp_collide_dem(a, (uint32_t)s);
+    if (fl) raise_flags(a->clock, fl, a->vals[s]);
+  }
+}
+
+static void collide_xpbd_cpu(const void *args, size_t begin, size_t end) {
+  const wfp_collide_args *a = args;
+  for (size_t s = begin; s < end; s++) {
+    uint32_t fl = wfp_collide_xpbd(a, (uint32_t)s);
     if (fl) raise_flags(a->clock, fl, a->vals[s]);
   }
 }
@@ -128,7 +136,10 @@ const wf_kernel wfp_keys = {"particle_keys", keys_cpu, WFP_CUDA(wfp_keys_cuda)};
 const wf_kernel wfp_sort = {"particle_sort", sort_cpu, WFP_CUDA(wfp_sort_cuda)};
 const wf_kernel wfp_cells = {"particle_cells", cells_cpu, WFP_CUDA(wfp_cells_cuda)};
 const wf_kernel wfp_reorder = {"particle_reorder", reorder_cpu, WFP_CUDA(wfp_reorder_cuda)};
-const wf_kernel wfp_collide = {"particle_collide", collide_cpu, WFP_CUDA(wfp_collide_cuda)};
+const wf_kernel wfp_contacts_dem = {"particle_collide_dem", collide_dem_cpu,
+                                    WFP_CUDA(wfp_collide_dem_cuda)};
+const wf_kernel wfp_contacts_xpbd = {"particle_collide_xpbd", collide_xpbd_cpu,
+                                     WFP_CUDA(wfp_collide_xpbd_cuda)};
 const wf_kernel wfp_advance = {"particle_advance", advance_cpu, WFP_CUDA(wfp_advance_cuda)};
 const wf_kernel wfp_frame_begin = {"particle_frame_begin", frame_begin_cpu,
                                    WFP_CUDA(wfp_frame_begin_cuda)};

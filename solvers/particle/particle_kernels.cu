@@ -60,10 +60,19 @@ __global__ void reorder_kernel(wfp_reorder_args a, size_t n) {
   a.smat[s] = a.mat[i];
 }
 
-__global__ void collide_kernel(wfp_collide_args a, size_t n) {
+/* One kernel per contact model (chosen on the host, fixed for a solver): each is compiled with
+ * only its own path, which keeps the register count, and so the occupancy, of DEM's up. */
+__global__ void __launch_bounds__(kBlock) collide_dem_kernel(wfp_collide_args a, size_t n) {
   size_t s = index();
   if (s >= n) return;
-  uint32_t fl = wfp_collide_elem(&a, (uint32_t)s);
+  uint32_t fl = wfp_collide_dem(&a, (uint32_t)s);
+  if (fl) raise_flags(a.clock, fl, a.vals[s]);
+}
+
+__global__ void __launch_bounds__(kBlock) collide_xpbd_kernel(wfp_collide_args a, size_t n) {
+  size_t s = index();
+  if (s >= n) return;
+  uint32_t fl = wfp_collide_xpbd(&a, (uint32_t)s);
   if (fl) raise_flags(a.clock, fl, a.vals[s]);
 }
 
@@ -92,9 +101,14 @@ extern "C" void wfp_reorder_cuda(const void *args, size_t n, void *stream) {
                                                                    n);
 }
 
-extern "C" void wfp_collide_cuda(const void *args, size_t n, void *stream) {
-  collide_kernel<<<grid_for(n), kBlock, 0, (cudaStream_t)stream>>>(*(const wfp_collide_args *)args,
-                                                                   n);
+extern "C" void wfp_collide_dem_cuda(const void *args, size_t n, void *stream) {
+  collide_dem_kernel<<<grid_for(n), kBlock, 0, (cudaStream_t)stream>>>(
+      *(const wfp_collide_args *)args, n);
+}
+
+extern "C" void wfp_collide_xpbd_cuda(const void *args, size_t n, void *stream) {
+  collide_xpbd_kernel<<<grid_for(n), kBlock, 0, (cudaStream_t)stream>>>(
+      *(const wfp_collide_args *)args, n);
 }
 
 extern "C" void wfp_advance_cuda(const void *args, size_t n, void *stream) {

@@ -11,20 +11,22 @@
 extern "C" {
 #endif
 
-extern const wf_kernel wfp_keys;        /* n = count: cell keys and identity values */
-extern const wf_kernel wfp_sort;        /* n = 1: stable sort of (key, local index) pairs by key */
-extern const wf_kernel wfp_cells;       /* n = count: cell start table (after a WFP_EMPTY memset) */
-extern const wf_kernel wfp_reorder;     /* n = count: sorted copies of the particle data */
-extern const wf_kernel wfp_collide;     /* n = count: contacts, colliders, integration */
-extern const wf_kernel wfp_advance;     /* n = 1: clock */
-extern const wf_kernel wfp_frame_begin; /* n = 1: resets the frame's extent */
+extern const wf_kernel wfp_keys;    /* n = count: cell keys and identity values */
+extern const wf_kernel wfp_sort;    /* n = 1: stable sort of (key, local index) pairs by key */
+extern const wf_kernel wfp_cells;   /* n = count: cell start table (after a WFP_EMPTY memset) */
+extern const wf_kernel wfp_reorder; /* n = count: sorted copies of the particle data */
+extern const wf_kernel wfp_contacts_dem;  /* n = count: DEM contacts, colliders, integration */
+extern const wf_kernel wfp_contacts_xpbd; /* n = count: the same with XPBD contacts */
+extern const wf_kernel wfp_advance;       /* n = 1: clock */
+extern const wf_kernel wfp_frame_begin;   /* n = 1: resets the frame's extent */
 
 #ifdef WEFT_HAVE_CUDA
 void wfp_keys_cuda(const void *args, size_t n, void *stream);
 void wfp_sort_cuda(const void *args, size_t n, void *stream);
 void wfp_cells_cuda(const void *args, size_t n, void *stream);
 void wfp_reorder_cuda(const void *args, size_t n, void *stream);
-void wfp_collide_cuda(const void *args, size_t n, void *stream);
+void wfp_collide_dem_cuda(const void *args, size_t n, void *stream);
+void wfp_collide_xpbd_cuda(const void *args, size_t n, void *stream);
 void wfp_advance_cuda(const void *args, size_t n, void *stream);
 void wfp_frame_begin_cuda(const void *args, size_t n, void *stream);
 /* CUB temporary storage for sorting n pairs with `bits` key bits (0 on failure). */

@@ -593,8 +593,4 @@ WF_HD static inline uint32_t wfp_collide_xpbd(const wfp_collide_args *a, uint32_
   return ok ? 0u : WFP_FLAG_NONFINITE;
 }
 
-WF_HD static inline uint32_t wfp_collide_elem(const wfp_collide_args *a, uint32_t s) {
-  return a->params->model == WFP_XPBD ? wfp_collide_xpbd(a, s) : wfp_collide_dem(a, s);
-}
-
 #endif

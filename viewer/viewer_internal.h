@@ -1,0 +1,126 @@
+/* The viewer's internals: the renderer object, shader loading, the headless EGL context, unit
+ * geometry and the error text.
+ *
+ * Invariants
+ *  - Every GL call on a renderer happens with its context current: a window's (the caller makes
+ *    it current) or its own EGL context (wf__headless_make_current before each call).
+ *  - The scene is drawn into fbo_draw (multisampled unless samples == 1) and resolved into
+ *    fbo_resolve; reading pixels, PNGs and presenting all use fbo_resolve, so what a window shows
+ *    and what a headless renderer writes are the same pixels.
+ */
+#ifndef WEFT_VIEWER_INTERNAL_H
+#define WEFT_VIEWER_INTERNAL_H
+
+#include <epoxy/gl.h>
+#include <stdarg.h>
+
+#include "viewer.h"
+
+/* ---- errors (error.c) ---- */
+wf_status wf__render_error(wf_status st, const char *func, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+const char *wf__gl_error_name(GLenum e);
+
+/* ---- shaders (shaders.c) ---- */
+/* Chooses where the shaders come from: dir (must hold them all), else the search of
+ * wf_render_desc.shader_dir, else the built-in copies. origin receives the directory or
+ * "built-in". */
+wf_status wf__shaders_locate(const char *dir, char *origin, size_t origin_size);
+/* Builds a program from vs and fs (file names such as "mesh.vert.glsl"), each prefixed with
+ * "#version 330 core"; lit fragment shaders get lighting.glsl first. */
+wf_status wf__program_build(const char *origin, const char *vs, const char *fs, bool lit,
+                            GLuint *out);
+
+/* ---- the built-in shader copies (generated: shaders_embedded.c) ---- */
+typedef struct wf__embedded_file {
+  const char *name;
+  const unsigned char *data;
+  size_t size;
+} wf__embedded_file;
+extern const wf__embedded_file wf__embedded_shaders[];
+extern const size_t wf__embedded_shader_count;
+
+/* ---- headless EGL (headless.c) ---- */
+typedef struct wf__headless wf__headless;
+wf_status wf__headless_open(bool debug, wf__headless **out, char *info, size_t info_size);
+wf_status wf__headless_make_current(wf__headless *h);
+void wf__headless_close(wf__headless *h);
+
+/* ---- the text overlay (overlay.c) ---- */
+typedef struct wf__overlay wf__overlay;
+wf_status wf__overlay_create(const char *shader_origin, wf__overlay **out);
+void wf__overlay_destroy(wf__overlay *o);
+/* Queues a translucent box / a line of text at (x, y) in overlay units (framebuffer pixels /
+ * scale, origin top left); '\n' starts a new line. */
+void wf__overlay_box(wf__overlay *o, float x, float y, float w, float h, const uint8_t rgba[4]);
+void wf__overlay_text(wf__overlay *o, float x, float y, const char *text, const uint8_t rgba[4]);
+/* Size of text in overlay units. */
+void wf__overlay_measure(const char *text, float *w, float *h);
+/* Draws what was queued into the bound framebuffer of fb_w x fb_h pixels, scaled by scale. */
+void wf__overlay_flush(wf__overlay *o, int fb_w, int fb_h, float scale);
+
+/* ---- unit shapes for colliders (geometry.c) ---- */
+/* A mesh of 7 floats per vertex (position, normal, speed 0) and 32-bit indices. */
+typedef struct wf__shape {
+  float *vertices;
+  uint32_t *indices;
+  size_t vertex_count, index_count;
+} wf__shape;
+/* unit sphere (radius 1), cube (half size 1), open cylinder (radius 1, z in [0, 1]), square
+ * (x, z in [-1, 1], normal +y) */
+enum { WF__SHAPE_SPHERE, WF__SHAPE_CUBE, WF__SHAPE_CYLINDER, WF__SHAPE_SQUARE, WF__SHAPE_COUNT };
+wf_status wf__shape_make(int which, wf__shape *out);
+void wf__shape_free(wf__shape *s);
+/* Fills out (7 floats per vertex) with positions, smooth area-weighted normals and speeds of m.
+ * Checks the indices; errors name meshes[index]. */
+wf_status wf__mesh_vertices(const wf_render_mesh *m, int index, float *out);
+
+/* ---- the renderer (render.c) ---- */
+typedef struct wf__gpu_shape {
+  GLuint vao, vbo, ebo;
+  GLsizei index_count;
+} wf__gpu_shape;
+
+struct wf_render {
+  int width, height, samples;
+  wf__headless *headless; /* NULL: the caller's context */
+  bool debug;
+  void (*log)(int level, const char *message, void *user);
+  void *log_user;
+
+  GLuint fbo_draw, rb_color, rb_depth;       /* multisampled (or the only one when samples == 1) */
+  GLuint fbo_resolve, rb_resolve, rb_rdepth; /* single-sampled copy that is read and presented */
+
+  GLuint prog_sphere, prog_mesh, prog_grid;
+  struct {
+    GLint view, proj, color, by_speed, speed_max, light_dir, light_color, light_count, ambient;
+  } us;
+  struct {
+    GLint model, view, proj, normal_view, color, back_color, two_sided, by_speed, speed_max,
+        light_dir, light_color, light_count, ambient;
+  } um;
+  struct {
+    GLint view, proj, height, extent, spacing, color;
+  } ug;
+
+  GLuint vao_sphere, vbo_corner, vbo_sphere, vbo_speed;
+  GLuint vao_mesh, vbo_mesh, ebo_mesh;
+  GLuint vao_empty;
+  wf__gpu_shape shapes[WF__SHAPE_COUNT];
+
+  float *scratch; /* mesh vertices for upload */
+  size_t scratch_floats;
+
+  GLuint timer[2];
+  bool timer_used[2];
+  int timer_next;
+
+  wf_render_stats stats;
+  bool drawn; /* a frame is in fbo_resolve */
+  char info[512];
+  char shader_origin[512];
+  char
+      debug_msg[512]; /* the last GL debug error (the callback runs synchronously, on our thread) */
+};
+
+#endif
