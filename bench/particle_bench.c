@@ -16,9 +16,10 @@
  * Traffic model per particle and substep (each array read or written once from DRAM; neighbour
  * reads are assumed to hit the cache, which the x-contiguous cell order makes likely):
  *   keys 24 (pos 16 in, key + index 8 out), sort 4 + 16 per 8-bit pass (a histogram pass, then
- *   key + value in and out), cells 8 + 4 T/N (keys in, table cleared and written), reorder 72
- *   (index 4, pos 16, vel 16, material 2 in; 34 out), contacts 78 (sorted pos, vel, material,
- *   key, index, cell start in; pos and vel out). */
+ *   key + value in and out), cells 4 + 12 T/N (keys in; start table cleared; start and end
+ *   written), reorder 72 (index 4, pos 16, vel 16, material 2 in; 34 out), contacts 74 + 4 T/N
+ *   (sorted pos, vel, material, index, cell start and end in; pos and vel out); T = table
+ *   entries. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "particle_bench.h"
@@ -119,12 +120,13 @@ static wf_status build_column(wf_particles *ps, uint64_t n) {
 }
 
 static double bytes_per_particle_substep(const wf_particles *ps, uint64_t n) {
-  uint64_t table = 64;
+  uint64_t table = wf_particles_capacity(ps) > 64 ? wf_particles_capacity(ps) : 64;
   int bits = 6;
-  while (table < wf_particles_capacity(ps))
-    table <<= 1, bits++;
+  while (bits < 32 && (1ull << bits) < table)
+    bits++;
   int passes = (bits + 7) / 8;
-  return 24.0 + 4.0 + 16.0 * passes + 8.0 + 4.0 * (double)table / (double)n + 72.0 + 78.0;
+  double t = (double)table / (double)n;
+  return 24.0 + 4.0 + 16.0 * passes + 4.0 + 12.0 * t + 72.0 + 78.0 - 4.0 + 4.0 * t;
 }
 
 static int run_size(pb_ctx *c, uint64_t n) {

@@ -9,13 +9,15 @@
  *    next step recaptures. Parameters, materials and colliders are read from device memory and
  *    need no recapture.
  *
- * Device memory per particle (capacity C; cell table T = max(64, next power of two >= C) < 2C):
+ * Device memory per particle (capacity C; cell table T = max(64, C) entries):
  *     state      pos 16 + vel 16 + gid 4 + material 2                =  38 B
  *     sorted     spos 16 + svel 16 + smat 2                          =  34 B
  *     sort       keys 4 + vals 4 + keys_out 4 + vals_out 4           =  16 B
- *     grid       cell_start T · 4 / C                                <=  8 B (4 B when C = 2^k)
+ *     grid       cell_start + cell_end 2 · 4                         =   8 B
  *                                                                     ------
- *                                                                    <= 96 B
+ *                                                                      96 B
+ * (the end table saves every neighbour candidate a key load: the row loop runs over a known
+ * range).
  * plus a fixed part (parameter block, 256 materials, 64 colliders, clock: ~16 KiB) and, on CUDA
  * devices, CUB's temporary storage for the DoubleBuffer sort (histograms and tile state only:
  * the alternate buffers are keys_out/vals_out above). wf_particles_device_bytes() reports it all.
@@ -76,6 +78,7 @@ enum {
   B_KEYS_OUT,
   B_VALS_OUT,
   B_CELLS,
+  B_CELL_END,
   B_TEMP,
   B_SIZED, /* the count of capacity-sized buffers */
   B_PARAMS = B_SIZED,
@@ -186,10 +189,11 @@ static wf_status check_params(const char *name, const wf_particles_params *p) {
 /* Allocates the capacity-sized buffers for `capacity` particles into buf (NULLs on failure). */
 static wf_status alloc_sized(wf_particles *ps, uint32_t capacity, wf_buffer **buf, uint32_t *table,
                              int *bits) {
-  uint32_t T = 64;
+  /* the cell table has one entry per particle of capacity (the box needs no power of two) */
+  uint32_t T = capacity > 64 ? capacity : 64;
   int nb = 6;
-  while (T < capacity)
-    T <<= 1, nb++;
+  while (nb < 32 && (1ull << nb) < T)
+    nb++;
   size_t C = capacity;
   size_t bytes[B_SIZED] = {[B_POS] = C * sizeof(wfp_f4),
                            [B_VEL] = C * sizeof(wfp_f4),
@@ -203,6 +207,7 @@ static wf_status alloc_sized(wf_particles *ps, uint32_t capacity, wf_buffer **bu
                            [B_KEYS_OUT] = C * 4,
                            [B_VALS_OUT] = C * 4,
                            [B_CELLS] = (size_t)T * 4,
+                           [B_CELL_END] = (size_t)T * 4,
                            [B_TEMP] = 0};
 #ifdef WEFT_HAVE_CUDA
   if (wf_device_is_cuda(ps->dev)) {
@@ -787,7 +792,7 @@ static wf_status enqueue_substep(wf_particles *ps, wf_event **marks) {
   MARK(2);
   TRY(wf_memset(ps->buf[B_CELLS], 0xff, 0, (size_t)ps->table * 4, ps->stream),
       "clearing the cell table");
-  wfp_cells_args ba = {ptr(ps, B_KEYS_OUT), ptr(ps, B_CELLS), n};
+  wfp_cells_args ba = {ptr(ps, B_KEYS_OUT), ptr(ps, B_CELLS), ptr(ps, B_CELL_END), n};
   if ((st = launch(ps, &wfp_cells, n, &ba, sizeof ba)) != WF_OK) return st;
   MARK(3);
   wfp_reorder_args ra = {ptr(ps, B_VALS_OUT), ptr(ps, B_POS),  ptr(ps, B_VEL), ptr(ps, B_MAT),
@@ -804,6 +809,7 @@ static wf_status enqueue_substep(wf_particles *ps, wf_event **marks) {
                          ptr(ps, B_KEYS_OUT),
                          ptr(ps, B_VALS_OUT),
                          ptr(ps, B_CELLS),
+                         ptr(ps, B_CELL_END),
                          ptr(ps, B_POS),
                          ptr(ps, B_VEL),
                          n};

@@ -127,9 +127,10 @@ typedef struct wfp_sort_args { /* one element: sorts (keys, vals) by key, stable
   size_t temp_bytes;
 } wfp_sort_args;
 
-typedef struct wfp_cells_args { /* per slot s: cell_start[key[s]] = s where a cell begins */
+typedef struct wfp_cells_args { /* per slot s: where a cell begins and ends in the sorted order */
   const uint32_t *keys;         /* sorted */
   uint32_t *cell_start;         /* one entry per key; WFP_EMPTY (set by a memset) for none */
+  uint32_t *cell_end;           /* one past the cell's last slot; valid where cell_start is */
   uint32_t n;
 } wfp_cells_args;
 
@@ -148,7 +149,7 @@ typedef struct wfp_collide_args { /* per slot s: contacts, colliders, integratio
   wfp_clock *clock;
   const wfp_f4 *spos, *svel;
   const uint16_t *smat;
-  const uint32_t *keys, *vals, *cell_start;
+  const uint32_t *keys, *vals, *cell_start, *cell_end;
   wfp_f4 *pos, *vel;
   uint32_t n;
 } wfp_collide_args;
@@ -203,6 +204,7 @@ WF_HD static inline uint32_t wfp_key_elem(const wfp_params *p, wfp_f4 x, uint32_
 WF_HD static inline void wfp_cells_elem(const wfp_cells_args *a, uint32_t s) {
   uint32_t k = a->keys[s];
   if (s == 0 || a->keys[s - 1] != k) a->cell_start[k] = s;
+  if (s + 1 == a->n || a->keys[s + 1] != k) a->cell_end[k] = s + 1;
 }
 
 WF_HD static inline float wfp_dot3(float ax, float ay, float az, float bx, float by, float bz) {
@@ -477,20 +479,24 @@ WF_HD static inline int wfp_xpbd_collider(const wfp_params *p, const wfp_collide
       for (int dy_ = -1; dy_ <= 1; dy_++) {                                                        \
         uint32_t base_ =                                                                           \
             (uint32_t)p->dims[0] * (wfp_wrap(c[1] + dy_, p->dims[1]) + (uint32_t)p->dims[1] * z_); \
-        if (x_[2] == x_[0] + 2u) { /* one range: the first non-empty start, then while key <= */   \
-          uint32_t k2_ = base_ + x_[2];                                                            \
-          uint32_t t_ = wfp_ld32(&a->cell_start[base_ + x_[0]]);                                   \
-          if (t_ == WFP_EMPTY) t_ = wfp_ld32(&a->cell_start[base_ + x_[1]]);                       \
-          if (t_ == WFP_EMPTY) t_ = wfp_ld32(&a->cell_start[k2_]);                                 \
+        if (x_[2] == x_[0] + 2u) { /* one range: first start to last end of the three cells */     \
+          uint32_t s0_ = wfp_ld32(&a->cell_start[base_ + x_[0]]);                                  \
+          uint32_t s1_ = wfp_ld32(&a->cell_start[base_ + x_[1]]);                                  \
+          uint32_t s2_ = wfp_ld32(&a->cell_start[base_ + x_[2]]);                                  \
+          uint32_t t_ = s0_ != WFP_EMPTY ? s0_ : s1_ != WFP_EMPTY ? s1_ : s2_;                     \
           if (t_ == WFP_EMPTY) continue;                                                           \
-          for (; t_ < a->n && wfp_ld32(&a->keys[t_]) <= k2_; t_++)                                 \
+          uint32_t e_ = wfp_ld32(&a->cell_end[base_ + (s2_ != WFP_EMPTY   ? x_[2]                  \
+                                                       : s1_ != WFP_EMPTY ? x_[1]                  \
+                                                                          : x_[0])]);              \
+          for (; t_ < e_; t_++)                                                                    \
             if (t_ != s) VISIT(t_);                                                                \
         } else { /* the row wraps around the box: three cells */                                   \
           for (int q_ = 0; q_ < 3; q_++) {                                                         \
             uint32_t k_ = base_ + x_[q_];                                                          \
             uint32_t t_ = wfp_ld32(&a->cell_start[k_]);                                            \
             if (t_ == WFP_EMPTY) continue;                                                         \
-            for (; t_ < a->n && wfp_ld32(&a->keys[t_]) == k_; t_++)                                \
+            uint32_t e_ = wfp_ld32(&a->cell_end[k_]);                                              \
+            for (; t_ < e_; t_++)                                                                  \
               if (t_ != s) VISIT(t_);                                                              \
           }                                                                                        \
         }                                                                                          \
