@@ -11,5 +11,11 @@ int wf_cmd_info(int argc, char **argv);
 void wf_cmd_info_usage(FILE *f);
 int wf_cmd_bench(int argc, char **argv);
 void wf_cmd_bench_usage(FILE *f);
+int wf_cmd_validate(int argc, char **argv);
+void wf_cmd_validate_usage(FILE *f);
+int wf_cmd_run(int argc, char **argv);
+void wf_cmd_run_usage(FILE *f);
+/* Prints the last failed scene load's messages (wf_scene_errors) to stderr, one per line. */
+void wf_cli_print_scene_errors(const char *path);
 
 #endif

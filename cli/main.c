@@ -14,6 +14,9 @@ typedef struct wf_cli_command {
 static const wf_cli_command commands[] = {
     {"info", "show the version, the backends and the devices of this machine", wf_cmd_info},
     {"bench", "run a benchmark (bench gpu: the GPU layer on this machine)", wf_cmd_bench},
+    {"validate", "check scene files and print every error (--print: canonical JSON)",
+     wf_cmd_validate},
+    {"run", "run a scene headless, writing PLY/VTK/CSV outputs and checkpoints", wf_cmd_run},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

@@ -192,6 +192,12 @@ WF_API wf_status wf_cloth_step_substeps(wf_cloth *c, int n);
  *  vel[i] = xyz + 0. Either pointer may be NULL. WF_ERR_INVALID (data still copied) when a
  *  vertex became NaN/inf; the message names the first one. */
 WF_API wf_status wf_cloth_download(wf_cloth *c, float (*pos)[4], float (*vel)[4]);
+/** Replaces the state of every vertex (pos: xyz + inverse mass, vel: xyz + 0, as wf_cloth_download
+ *  returns them) and the solver's clock (as wf_cloth_time reports it), clearing the error flags.
+ *  With the state downloaded after frame F, the frames that follow are bitwise those of the
+ *  original run (checkpoint restore). Waits for the solver first. */
+WF_API wf_status wf_cloth_set_state(wf_cloth *c, const float (*pos)[4], const float (*vel)[4],
+                                    double time, uint64_t substeps);
 /** Enqueues an asynchronous copy of the positions (vertices x 16 bytes, xyz + inverse mass) into
  *  dst at byte offset off, on the solver's stream after the frames enqueued so far. With a pinned
  *  host buffer this is the readback path that does not stall the solver. */

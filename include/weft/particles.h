@@ -204,6 +204,13 @@ WF_API uint32_t wf_particles_count(const wf_particles *ps);
  *  WF_ERR_INVALID (data still copied) when a particle became non-finite or left the grid's
  *  range: the message names the first such particle. */
 WF_API wf_status wf_particles_download(wf_particles *ps, float (*pos)[4], float (*vel)[4]);
+/** Replaces the state of all wf_particles_count() particles (pos: xyz + radius, vel: xyz + inverse
+ *  mass, as wf_particles_download returns them) and the solver's clock (simulated seconds and
+ *  substeps, as wf_particles_stats_get reports them), clearing the error flags. With the state of
+ *  a run downloaded after frame F, the frames that follow are bitwise those of the original run
+ *  (checkpoint restore). Waits for the solver first. */
+WF_API wf_status wf_particles_set_state(wf_particles *ps, const float (*pos)[4],
+                                        const float (*vel)[4], double time, uint64_t substeps);
 /** Waits for the solver and reports its device flags, as download does. */
 WF_API wf_status wf_particles_check(wf_particles *ps);
 WF_API wf_status wf_particles_stats_get(wf_particles *ps, wf_particles_stats *out);

@@ -12,6 +12,9 @@
 #define WEFT_WEFT_H
 #include "weft/cloth.h"
 #include "weft/gpu.h"
+#include "weft/io.h"
 #include "weft/particles.h"
+#include "weft/scene.h"
 #include "weft/version.h"
+#include "weft/world.h"
 #endif

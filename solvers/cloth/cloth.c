@@ -775,6 +775,28 @@ wf_status wf_cloth_download(wf_cloth *c, float (*pos)[4], float (*vel)[4]) {
   return flags_status(c, fn);
 }
 
+/* Checkpoint restore: half 0 of the state, both clocks (a substep copies clock_in forward) and
+ * the flags; everything else a frame reads was set up at creation or is rebuilt per substep. */
+wf_status wf_cloth_set_state(wf_cloth *c, const float (*pos)[4], const float (*vel)[4], double time,
+                             uint64_t substeps) {
+  static const char fn[] = "wf_cloth_set_state";
+  if (!c) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
+  if (!pos || !vel) return wf__error(WF_ERR_INVALID, fn, "cloth '%s': pos or vel is NULL", c->name);
+  if (!isfinite(time))
+    return wf__error(WF_ERR_INVALID, fn, "cloth '%s': time is not finite", c->name);
+  TRY(wf_stream_synchronize(c->stream), "waiting for the solver");
+  size_t bytes = (size_t)c->nv * sizeof(wfp_f4);
+  wfc_clock k = {time, substeps};
+  wfc_flags f = {0, UINT32_MAX};
+  TRY(wf_upload(c->buf[B_POS0], 0, pos, bytes, c->stream), "uploading positions");
+  TRY(wf_upload(c->buf[B_VEL0], 0, vel, bytes, c->stream), "uploading velocities");
+  TRY(wf_upload(c->buf[B_CLOCK0], 0, &k, sizeof k, c->stream), "uploading the clock");
+  TRY(wf_upload(c->buf[B_CLOCK1], 0, &k, sizeof k, c->stream), "uploading the clock");
+  TRY(wf_upload(c->buf[B_FLAGS], 0, &f, sizeof f, c->stream), "clearing the flags");
+  TRY(wf_stream_synchronize(c->stream), "restoring the state");
+  return WF_OK;
+}
+
 wf_status wf_cloth_copy_positions(wf_cloth *c, wf_buffer *dst, size_t off) {
   static const char fn[] = "wf_cloth_copy_positions";
   if (!c || !dst) return wf__error(WF_ERR_INVALID, fn, "cloth or buffer is NULL");

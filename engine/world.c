@@ -1,0 +1,746 @@
+/* The world: a wf_scene mapped onto one particle solver and one cloth solver per cloth, on one
+ * device, stepped together frame by frame, with statistics and checkpoints (weft/world.h).
+ *
+ * Invariants
+ *  - Objects are the emitters (ranges of the single particle solver, in scene order) followed by
+ *    the cloths. The particle solver exists only when the scene has emitters.
+ *  - Every solver gets the same fps, substeps, gravity, damping and colliders (scene order), so
+ *    collider indices of cloth attachments are scene indices.
+ *  - w->frame counts frames enqueued. Host copies of the state (cache) are refreshed on demand
+ *    and are valid while cache_frame == frame.
+ *  - A checkpoint holds the frame, the particle state and clock and each cloth's state and clock:
+ *    with those restored the following frames are bitwise those of an uninterrupted run (the
+ *    solvers are deterministic and the wind gust is a function of the frame number).
+ */
+#include "weft/world.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_internal.h"
+#include "solvers/cloth/cloth_mesh.h"
+#include "weft/cloth.h"
+#include "weft/io.h"
+#include "weft/particles.h"
+
+#define WFW_PI           3.14159265358979323846
+#define WFW_CKPT_VERSION 1u
+
+typedef struct wfw_object {
+  char name[WF_SCENE_NAME_MAX];
+  wf_world_object_kind kind;
+  uint32_t first, count; /* particles: range of the solver; cloth: 0, vertices */
+  int cloth;             /* index into w->cloths, or -1 */
+} wfw_object;
+
+struct wf_world {
+  wf_device *dev;
+  double fps;
+  int substeps, frames;
+  double gravity[3];
+  double wind[3], gust_amplitude, gust_frequency;
+  double max_speed;
+  int64_t frame;
+  wf_particles *ps;
+  uint32_t n_particles;
+  int n_cloths;
+  wf_cloth **cloths;
+  int n_objects;
+  wfw_object *objects;
+  char *scene_json;
+  /* host copies of the state */
+  int64_t cache_frame;
+  float (*ppos)[4], (*pvel)[4];
+  float (**cpos)[4], (**cvel)[4];
+};
+
+/* A solver call failed: keep its message, prefixed with the object ("cloths[1] 'flag': ..."). */
+static wf_status fail_object(wf_status st, const char *list, int index, const char *name) {
+  char inner[900];
+  snprintf(inner, sizeof inner, "%s", wf_last_error());
+  return wf__error(st, NULL, "%s[%d] '%s': %s", list, index, name, inner);
+}
+
+wf_world_desc wf_world_desc_default(void) { return (wf_world_desc){.device = NULL, .frames = 0}; }
+
+/* ---- devices -------------------------------------------------------------------------------- */
+
+static wf_status auto_device(wf_device **out) {
+  if (wf_device_get("cuda:0", out) == WF_OK) return WF_OK;
+  wf_clear_error();
+  return wf_device_get("cpu:0", out);
+}
+
+static wf_status pick_device(const wf_scene *sc, const char *override, wf_device **out) {
+  const char *name = override;
+  if (!name) {
+    if (sc->simulation.device_count == 0) return auto_device(out);
+    name = sc->simulation.devices[0];
+    if (sc->simulation.device_count > 1)
+      wf__log(WF_LOG_WARN,
+              "world: simulation.devices lists %d devices; splitting a scene over several devices "
+              "is not implemented yet: running on '%s' only",
+              sc->simulation.device_count, name);
+  }
+  if (strcmp(name, "auto") == 0) return auto_device(out);
+  if (strcmp(name, "all") == 0) {
+    int cuda = 0;
+    for (int i = 0; i < wf_device_count(); i++)
+      cuda += wf_device_is_cuda(wf_device_at(i));
+    if (cuda > 1)
+      wf__log(WF_LOG_WARN,
+              "world: devices 'all' means %d CUDA devices; splitting a scene over several devices "
+              "is not implemented yet: running on cuda:0 only",
+              cuda);
+    return auto_device(out);
+  }
+  wf_status st = wf_device_get(name, out);
+  if (st != WF_OK) {
+    char inner[900];
+    snprintf(inner, sizeof inner, "%s", wf_last_error());
+    return wf__error(st, NULL, "simulation.devices: device '%s' is not available: %s", name, inner);
+  }
+  return WF_OK;
+}
+
+/* ---- mapping the scene onto solver descriptions -------------------------------------------- */
+
+static void f3(float *dst, const double *src) {
+  for (int k = 0; k < 3; k++)
+    dst[k] = (float)src[k];
+}
+
+static wf_collider_desc collider_of(const wf_scene_collider *c) {
+  wf_collider_desc d = wf_collider_desc_default();
+  d.name = c->name;
+  d.type = (int)c->type;
+  double n =
+      sqrt(c->normal[0] * c->normal[0] + c->normal[1] * c->normal[1] + c->normal[2] * c->normal[2]);
+  if (!(n > 0.0)) n = 1.0;
+  /* the scene's plane normal need not be unit length: dot(n, x) = offset scales with it */
+  for (int k = 0; k < 3; k++)
+    d.normal[k] = (float)(c->normal[k] / n);
+  d.offset = (float)(c->offset / n);
+  f3(d.center, c->center);
+  d.radius = (float)c->radius;
+  f3(d.half_extents, c->half_extents);
+  f3(d.p0, c->p0);
+  f3(d.p1, c->p1);
+  f3(d.velocity, c->velocity);
+  d.friction = (float)c->friction;
+  d.restitution = (float)c->restitution;
+  d.stiffness = (float)c->stiffness;
+  return d;
+}
+
+static wf_particle_material material_of(const wf_scene_material *m) {
+  wf_particle_material p = wf_particle_material_default();
+  p.stiffness = (float)m->stiffness;
+  p.damping = (float)m->damping;
+  p.restitution = (float)m->restitution;
+  p.friction = (float)m->friction;
+  p.tangential = (float)m->tangential;
+  p.cohesion = (float)m->cohesion;
+  return p;
+}
+
+static wf_particles_emitter emitter_of(const wf_scene_emitter *e) {
+  wf_particles_emitter p = wf_particles_emitter_default();
+  p.name = e->name;
+  p.shape = e->shape == WF_SCENE_SHAPE_SPHERE ? WF_EMIT_SPHERE : WF_EMIT_BOX;
+  f3(p.center, e->center);
+  f3(p.half_extents, e->half_extents);
+  p.sphere_radius = (float)e->sphere_radius;
+  p.radius = (float)e->radius;
+  p.spacing = (float)e->spacing;
+  p.jitter = (float)e->jitter;
+  p.seed = e->seed;
+  f3(p.velocity, e->velocity);
+  p.density = (float)e->density;
+  p.mass = (float)e->mass;
+  p.kinematic = e->kinematic;
+  p.material = e->material;
+  return p;
+}
+
+/* R = Rz Ry Rx (degrees): about x first, then y, then z. */
+static void rotation_matrix(const double deg[3], double r[3][3]) {
+  double a = deg[0] * WFW_PI / 180.0, b = deg[1] * WFW_PI / 180.0, c = deg[2] * WFW_PI / 180.0;
+  double ca = cos(a), sa = sin(a), cb = cos(b), sb = sin(b), cc = cos(c), sc = sin(c);
+  double rx[3][3] = {{1, 0, 0}, {0, ca, -sa}, {0, sa, ca}};
+  double ry[3][3] = {{cb, 0, sb}, {0, 1, 0}, {-sb, 0, cb}};
+  double rz[3][3] = {{cc, -sc, 0}, {sc, cc, 0}, {0, 0, 1}};
+  double t[3][3];
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 3; j++) {
+      t[i][j] = 0.0;
+      for (int k = 0; k < 3; k++)
+        t[i][j] += ry[i][k] * rx[k][j];
+    }
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 3; j++) {
+      r[i][j] = 0.0;
+      for (int k = 0; k < 3; k++)
+        r[i][j] += rz[i][k] * t[k][j];
+    }
+}
+
+static wf_cloth_desc cloth_desc_of(const wf_world *w, const wf_scene *sc, const wf_scene_cloth *c) {
+  wf_cloth_desc d = wf_cloth_desc_default();
+  d.name = c->name;
+  d.integrator = c->integrator == WF_SCENE_CLOTH_SPRING ? WF_CLOTH_SPRINGS : WF_CLOTH_XPBD;
+  d.substeps = w->substeps;
+  d.iterations = c->iterations;
+  d.frame_dt = (float)(1.0 / w->fps);
+  f3(d.gravity, sc->simulation.gravity);
+  f3(d.wind, sc->forces.wind);
+  d.air_density = (float)sc->forces.air_density;
+  d.damping = (float)sc->simulation.damping;
+  wf_cloth_material m = wf_cloth_material_default();
+  const wf_scene_cloth_material *s = &c->material;
+  m.density = (float)s->density;
+  m.particle_mass = (float)s->mass;
+  m.thickness = (float)s->thickness;
+  if (d.integrator == WF_CLOTH_SPRINGS) {
+    m.stretch_stiffness = (float)s->stretch;
+    m.shear_stiffness = (float)s->shear;
+    m.bend_stiffness = (float)s->bend;
+  } else {
+    m.stretch_compliance = (float)s->stretch;
+    m.shear_compliance = (float)s->shear;
+    m.bend_compliance = (float)s->bend;
+  }
+  m.damping = (float)s->damping;
+  m.friction = (float)s->friction;
+  m.drag = (float)sc->forces.drag;
+  m.lift = (float)sc->forces.lift;
+  d.material = m;
+  return d;
+}
+
+static const char *const pin_names[] = {"top-left", "top-right", "bottom-left", "bottom-right",
+                                        "top",      "bottom",    "left",        "right"};
+
+/* A scene vertex index (grid rows bottom to top) as the solver's index (rows top to bottom). */
+static uint32_t grid_vertex(const wf_scene_cloth *c, uint32_t v) {
+  if (c->is_mesh) return v;
+  uint32_t nx = (uint32_t)c->resolution[0], ny = (uint32_t)c->resolution[1];
+  uint32_t row = v / nx, col = v % nx;
+  return (ny - 1 - row) * nx + col;
+}
+
+/* Attaches the vertices of a named part of a grid cloth (solver numbering) to a collider. */
+static wf_status attach_named(wf_cloth *cl, const wf_scene_cloth *c, wf_scene_pin_name name,
+                              uint32_t collider) {
+  uint32_t nu = (uint32_t)c->resolution[0], nv = (uint32_t)c->resolution[1];
+  uint32_t i0 = 0, i1 = nu - 1, j0 = 0, j1 = nv - 1; /* rows j: 0 = top */
+  switch (name) {
+  case WF_SCENE_PIN_TOP_LEFT: i1 = 0, j1 = 0; break;
+  case WF_SCENE_PIN_TOP_RIGHT: i0 = nu - 1, j1 = 0; break;
+  case WF_SCENE_PIN_BOTTOM_LEFT: i1 = 0, j0 = nv - 1; break;
+  case WF_SCENE_PIN_BOTTOM_RIGHT: i0 = nu - 1, j0 = nv - 1; break;
+  case WF_SCENE_PIN_TOP: j1 = 0; break;
+  case WF_SCENE_PIN_BOTTOM: j0 = nv - 1; break;
+  case WF_SCENE_PIN_LEFT: i1 = 0; break;
+  case WF_SCENE_PIN_RIGHT: i0 = nu - 1; break;
+  }
+  for (uint32_t j = j0; j <= j1; j++)
+    for (uint32_t i = i0; i <= i1; i++) {
+      wf_status st = wf_cloth_attach(cl, j * nu + i, collider);
+      if (st != WF_OK) return st;
+    }
+  return WF_OK;
+}
+
+static wf_status apply_pin(wf_cloth *cl, const wf_scene_cloth *c, const wf_scene_pin *p,
+                           bool attach, uint32_t collider) {
+  float lo[3], hi[3];
+  switch (p->kind) {
+  case WF_SCENE_PIN_VERTEX:
+    return attach ? wf_cloth_attach(cl, grid_vertex(c, p->vertex), collider)
+                  : wf_cloth_pin(cl, grid_vertex(c, p->vertex));
+  case WF_SCENE_PIN_NAMED:
+    if (attach) {
+      if (c->is_mesh)
+        return wf__error(WF_ERR_INVALID, NULL, "named pins need a grid cloth (this one is a mesh)");
+      return attach_named(cl, c, p->name, collider);
+    }
+    return wf_cloth_pin_named(cl, pin_names[p->name], NULL);
+  case WF_SCENE_PIN_REGION:
+    f3(lo, p->min);
+    f3(hi, p->max);
+    return attach ? wf_cloth_attach_region(cl, lo, hi, collider, NULL)
+                  : wf_cloth_pin_region(cl, lo, hi, NULL);
+  }
+  return wf__error(WF_ERR_INVALID, NULL, "unknown pin kind %d", (int)p->kind);
+}
+
+/* A mesh cloth: read the OBJ, rotate and translate it, and create the solver from arrays. */
+static wf_status create_mesh_cloth(wf_device *dev, const wf_cloth_desc *d, const wf_scene_cloth *c,
+                                   wf_cloth **out) {
+  wf_cloth_mesh_desc md = wf_cloth_mesh_desc_default();
+  md.path = c->mesh_path;
+  wfc_topology t;
+  wf_status st = wfc_mesh_build("wf_world_create", c->name, &md, &t);
+  if (st != WF_OK) return st;
+  float(*x)[3] = malloc((size_t)t.nv * sizeof *x + 1);
+  if (!x) {
+    wfc_topology_free(&t);
+    return wf__error(WF_ERR_OUT_OF_MEMORY, NULL, "out of host memory");
+  }
+  double r[3][3];
+  rotation_matrix(c->rotation, r);
+  for (uint32_t i = 0; i < t.nv; i++)
+    for (int k = 0; k < 3; k++)
+      x[i][k] =
+          (float)(r[k][0] * t.x[i][0] + r[k][1] * t.x[i][1] + r[k][2] * t.x[i][2] + c->center[k]);
+  md = wf_cloth_mesh_desc_default();
+  md.vertices = (const float(*)[3])x;
+  md.vertex_count = t.nv;
+  md.triangles = (const uint32_t(*)[3])t.tris;
+  md.triangle_count = t.nt;
+  st = wf_cloth_create_mesh(dev, d, &md, out);
+  free(x);
+  wfc_topology_free(&t);
+  return st;
+}
+
+static wf_status create_cloth(wf_world *w, const wf_scene *sc, int i) {
+  const wf_scene_cloth *c = &sc->cloths[i];
+  wf_cloth_desc d = cloth_desc_of(w, sc, c);
+  wf_cloth *cl = NULL;
+  wf_status st;
+  if (c->is_mesh) {
+    st = create_mesh_cloth(w->dev, &d, c, &cl);
+  } else {
+    wf_cloth_grid g = wf_cloth_grid_default();
+    g.size[0] = (float)c->size[0], g.size[1] = (float)c->size[1];
+    g.resolution[0] = c->resolution[0], g.resolution[1] = c->resolution[1];
+    f3(g.center, c->center);
+    double r[3][3];
+    rotation_matrix(c->rotation, r);
+    for (int k = 0; k < 3; k++)
+      g.u_axis[k] = (float)r[k][0], g.v_axis[k] = (float)r[k][1];
+    st = wf_cloth_create_grid(w->dev, &d, &g, &cl);
+  }
+  if (st != WF_OK) return fail_object(st, "cloths", i, c->name);
+  w->cloths[i] = cl;
+  for (int k = 0; k < sc->collider_count && st == WF_OK; k++) {
+    wf_collider_desc cd = collider_of(&sc->colliders[k]);
+    st = wf_cloth_add_collider(cl, &cd, NULL);
+  }
+  for (int p = 0; p < c->pin_count && st == WF_OK; p++)
+    st = apply_pin(cl, c, &c->pins[p], false, 0);
+  for (int a = 0; a < c->attachment_count && st == WF_OK; a++)
+    for (int p = 0; p < c->attachments[a].pin_count && st == WF_OK; p++)
+      st = apply_pin(cl, c, &c->attachments[a].pins[p], true, c->attachments[a].collider);
+  if (st != WF_OK) return fail_object(st, "cloths", i, c->name);
+  if (c->self_collision)
+    wf__log(WF_LOG_WARN,
+            "cloths[%d] '%s': self_collision is not implemented by the cloth solver yet: ignored",
+            i, c->name);
+  return WF_OK;
+}
+
+static wf_status create_particles(wf_world *w, const wf_scene *sc) {
+  uint64_t estimate = 0;
+  for (int i = 0; i < sc->emitter_count; i++)
+    estimate += wf_scene_emitter_count(&sc->emitters[i]);
+  wf_particles_desc d = wf_particles_desc_default();
+  d.name = "particles";
+  d.capacity = estimate > 0 && estimate < (1u << 30) ? (uint32_t)estimate : 0;
+  d.substeps = w->substeps;
+  d.frame_dt = (float)(1.0 / w->fps);
+  f3(d.gravity, sc->simulation.gravity);
+  d.damping = (float)sc->simulation.damping;
+  d.contact_model =
+      sc->simulation.contact_model == WF_SCENE_CONTACT_XPBD ? WF_CONTACT_XPBD : WF_CONTACT_DEM;
+  wf_status st = wf_particles_create(w->dev, &d, &w->ps);
+  if (st != WF_OK) return st;
+  for (int i = 0; i < sc->material_count && st == WF_OK; i++) {
+    wf_particle_material m = material_of(&sc->materials[i]);
+    st = i == 0 ? wf_particles_set_material(w->ps, 0, &m)
+                : wf_particles_add_material(w->ps, &m, NULL);
+    if (st != WF_OK) return fail_object(st, "materials", i, sc->materials[i].name);
+  }
+  for (int i = 0; i < sc->collider_count; i++) {
+    wf_collider_desc cd = collider_of(&sc->colliders[i]);
+    st = wf_particles_add_collider(w->ps, &cd, NULL);
+    if (st != WF_OK) return fail_object(st, "colliders", i, sc->colliders[i].name);
+  }
+  for (int i = 0; i < sc->emitter_count; i++) {
+    wf_particles_emitter e = emitter_of(&sc->emitters[i]);
+    wfw_object *o = &w->objects[i];
+    st = wf_particles_emit(w->ps, &e, &o->first, &o->count);
+    if (st != WF_OK) return fail_object(st, "particles", i, sc->emitters[i].name);
+  }
+  w->n_particles = wf_particles_count(w->ps);
+  return WF_OK;
+}
+
+wf_status wf_world_create(const wf_scene *sc, const wf_world_desc *desc, wf_world **out) {
+  if (!out) return wf__error(WF_ERR_INVALID, "wf_world_create", "out is NULL");
+  *out = NULL;
+  if (!sc) return wf__error(WF_ERR_INVALID, "wf_world_create", "scene is NULL");
+  wf_world_desc dd = desc ? *desc : wf_world_desc_default();
+  if (dd.frames < 0)
+    return wf__error(WF_ERR_INVALID, "wf_world_create", "frames %d must be >= 0", dd.frames);
+  wf_world *w = calloc(1, sizeof *w);
+  if (!w) return wf__error(WF_ERR_OUT_OF_MEMORY, "wf_world_create", "out of host memory");
+  w->fps = sc->simulation.fps;
+  w->substeps = sc->simulation.substeps;
+  w->frames = dd.frames > 0 ? dd.frames : sc->simulation.frames;
+  for (int k = 0; k < 3; k++)
+    w->gravity[k] = sc->simulation.gravity[k], w->wind[k] = sc->forces.wind[k];
+  w->gust_amplitude = sc->forces.gust_amplitude;
+  w->gust_frequency = sc->forces.gust_frequency;
+  w->max_speed = sc->simulation.max_speed;
+  w->cache_frame = -1;
+  w->n_cloths = sc->cloth_count;
+  w->n_objects = sc->emitter_count + sc->cloth_count;
+  w->objects = calloc((size_t)w->n_objects + 1, sizeof *w->objects);
+  w->cloths = calloc((size_t)w->n_cloths + 1, sizeof *w->cloths);
+  w->cpos = calloc((size_t)w->n_cloths + 1, sizeof *w->cpos);
+  w->cvel = calloc((size_t)w->n_cloths + 1, sizeof *w->cvel);
+  w->scene_json = wf_scene_to_json(sc);
+  wf_status st = WF_OK;
+  if (!w->objects || !w->cloths || !w->cpos || !w->cvel || !w->scene_json)
+    st = wf__error(WF_ERR_OUT_OF_MEMORY, "wf_world_create", "out of host memory");
+  if (st == WF_OK) st = pick_device(sc, dd.device, &w->dev);
+  for (int i = 0; i < sc->emitter_count && st == WF_OK; i++) {
+    snprintf(w->objects[i].name, sizeof w->objects[i].name, "%s", sc->emitters[i].name);
+    w->objects[i].kind = WF_WORLD_PARTICLES;
+    w->objects[i].cloth = -1;
+  }
+  if (st == WF_OK && sc->emitter_count > 0) st = create_particles(w, sc);
+  for (int i = 0; i < sc->cloth_count && st == WF_OK; i++) {
+    st = create_cloth(w, sc, i);
+    if (st != WF_OK) break;
+    wfw_object *o = &w->objects[sc->emitter_count + i];
+    snprintf(o->name, sizeof o->name, "%s", sc->cloths[i].name);
+    o->kind = WF_WORLD_CLOTH;
+    o->cloth = i;
+    wf_cloth_info info;
+    wf_cloth_info_get(w->cloths[i], &info);
+    o->count = info.vertices;
+  }
+  if (st == WF_OK && w->n_particles) {
+    w->ppos = malloc((size_t)w->n_particles * 16);
+    w->pvel = malloc((size_t)w->n_particles * 16);
+    if (!w->ppos || !w->pvel)
+      st = wf__error(WF_ERR_OUT_OF_MEMORY, "wf_world_create", "out of host memory");
+  }
+  for (int i = 0; i < w->n_cloths && st == WF_OK; i++) {
+    size_t n = w->objects[sc->emitter_count + i].count;
+    w->cpos[i] = malloc(n * 16 + 16);
+    w->cvel[i] = malloc(n * 16 + 16);
+    if (!w->cpos[i] || !w->cvel[i])
+      st = wf__error(WF_ERR_OUT_OF_MEMORY, "wf_world_create", "out of host memory");
+  }
+  if (st != WF_OK) {
+    wf_world_destroy(w);
+    return st;
+  }
+  *out = w;
+  return WF_OK;
+}
+
+void wf_world_destroy(wf_world *w) {
+  if (!w) return;
+  wf_particles_destroy(w->ps);
+  for (int i = 0; i < w->n_cloths; i++) {
+    if (w->cloths) wf_cloth_destroy(w->cloths[i]);
+    if (w->cpos) free(w->cpos[i]);
+    if (w->cvel) free(w->cvel[i]);
+  }
+  free(w->cloths), free(w->cpos), free(w->cvel);
+  free(w->ppos), free(w->pvel);
+  free(w->objects);
+  free(w->scene_json);
+  free(w);
+}
+
+/* ---- stepping ------------------------------------------------------------------------------- */
+
+/* The wind during frame f: the mean plus a sinusoidal gust along the mean direction (+x when the
+ * mean is zero), evaluated at the frame's start so that it depends only on the frame number. */
+static void wind_at(const wf_world *w, int64_t f, float out[3]) {
+  double n = sqrt(w->wind[0] * w->wind[0] + w->wind[1] * w->wind[1] + w->wind[2] * w->wind[2]);
+  double dir[3] = {1.0, 0.0, 0.0};
+  if (n > 0.0)
+    for (int k = 0; k < 3; k++)
+      dir[k] = w->wind[k] / n;
+  double t = (double)f / w->fps;
+  double g = w->gust_amplitude * sin(2.0 * WFW_PI * w->gust_frequency * t);
+  for (int k = 0; k < 3; k++)
+    out[k] = (float)(w->wind[k] + g * dir[k]);
+}
+
+wf_status wf_world_step(wf_world *w, int frames) {
+  if (!w) return wf__error(WF_ERR_INVALID, "wf_world_step", "world is NULL");
+  if (frames < 0) return wf__error(WF_ERR_INVALID, "wf_world_step", "frames %d < 0", frames);
+  bool gusty = w->gust_amplitude > 0.0 && w->gust_frequency > 0.0;
+  for (int f = 0; f < frames; f++) {
+    wf_status st;
+    if (w->ps && (st = wf_particles_step_frames(w->ps, 1)) != WF_OK)
+      return fail_object(st, "particles", 0, "particles");
+    for (int i = 0; i < w->n_cloths; i++) {
+      if (gusty) {
+        wf_cloth_params p = wf_cloth_params_get(w->cloths[i]);
+        wind_at(w, w->frame, p.wind);
+        if ((st = wf_cloth_params_set(w->cloths[i], &p)) != WF_OK)
+          return fail_object(st, "cloths", i, w->objects[w->n_objects - w->n_cloths + i].name);
+      }
+      if ((st = wf_cloth_step_frames(w->cloths[i], 1)) != WF_OK)
+        return fail_object(st, "cloths", i, w->objects[w->n_objects - w->n_cloths + i].name);
+    }
+    w->frame++;
+  }
+  return WF_OK;
+}
+
+/* Downloads every solver's state into the host copies unless they are current. */
+static wf_status refresh(wf_world *w) {
+  if (w->cache_frame == w->frame) return WF_OK;
+  wf_status st;
+  if (w->ps && (st = wf_particles_download(w->ps, w->ppos, w->pvel)) != WF_OK)
+    return fail_object(st, "particles", 0, "particles");
+  int first = w->n_objects - w->n_cloths;
+  for (int i = 0; i < w->n_cloths; i++)
+    if ((st = wf_cloth_download(w->cloths[i], w->cpos[i], w->cvel[i])) != WF_OK)
+      return fail_object(st, "cloths", i, w->objects[first + i].name);
+  w->cache_frame = w->frame;
+  return WF_OK;
+}
+
+wf_status wf_world_stats_get(wf_world *w, wf_world_stats *out) {
+  if (!w || !out) return wf__error(WF_ERR_INVALID, "wf_world_stats_get", "NULL argument");
+  memset(out, 0, sizeof *out);
+  wf_status st = refresh(w);
+  if (st != WF_OK) return st;
+  out->frame = w->frame;
+  out->time = (double)w->frame / w->fps;
+  out->object_count = w->n_objects;
+  out->particle_count = w->n_particles;
+  for (int i = 0; i < w->n_objects; i++) {
+    const wfw_object *o = &w->objects[i];
+    const float(*pos)[4] = o->kind == WF_WORLD_CLOTH ? w->cpos[o->cloth] : w->ppos + o->first;
+    const float(*vel)[4] = o->kind == WF_WORLD_CLOTH ? w->cvel[o->cloth] : w->pvel + o->first;
+    if (o->kind == WF_WORLD_CLOTH) out->vertex_count += o->count;
+    for (uint32_t j = 0; j < o->count; j++) {
+      /* inverse mass: vel.w for particles, pos.w for cloth vertices */
+      float im = o->kind == WF_WORLD_CLOTH ? pos[j][3] : vel[j][3];
+      double s2 = 0.0;
+      for (int k = 0; k < 3; k++)
+        s2 += (double)vel[j][k] * vel[j][k];
+      out->max_speed = fmax(out->max_speed, sqrt(s2));
+      if (!(im > 0.0f)) continue;
+      double m = 1.0 / im;
+      out->kinetic_energy += 0.5 * m * s2;
+      for (int k = 0; k < 3; k++) {
+        out->momentum[k] += m * vel[j][k];
+        out->potential_energy -= m * w->gravity[k] * pos[j][k];
+      }
+    }
+  }
+  return WF_OK;
+}
+
+wf_status wf_world_check(wf_world *w) {
+  if (!w) return wf__error(WF_ERR_INVALID, "wf_world_check", "world is NULL");
+  wf_status st = refresh(w);
+  if (st != WF_OK || !(w->max_speed > 0.0)) return st;
+  for (int i = 0; i < w->n_objects; i++) {
+    const wfw_object *o = &w->objects[i];
+    const float(*vel)[4] = o->kind == WF_WORLD_CLOTH ? w->cvel[o->cloth] : w->pvel + o->first;
+    for (uint32_t j = 0; j < o->count; j++) {
+      double s = sqrt((double)vel[j][0] * vel[j][0] + (double)vel[j][1] * vel[j][1] +
+                      (double)vel[j][2] * vel[j][2]);
+      if (s > w->max_speed)
+        return wf__error(WF_ERR_INVALID, NULL,
+                         "%s '%s': watchdog: %s %u moves at %.6g m/s after frame %lld, faster "
+                         "than simulation.max_speed %.6g m/s",
+                         o->kind == WF_WORLD_CLOTH ? "cloth" : "particles", o->name,
+                         o->kind == WF_WORLD_CLOTH ? "vertex" : "particle", j, s,
+                         (long long)w->frame, w->max_speed);
+    }
+  }
+  return WF_OK;
+}
+
+/* ---- accessors ------------------------------------------------------------------------------ */
+
+int64_t wf_world_frame(const wf_world *w) { return w ? w->frame : 0; }
+int wf_world_frames(const wf_world *w) { return w ? w->frames : 0; }
+double wf_world_frame_dt(const wf_world *w) { return w ? 1.0 / w->fps : 0.0; }
+wf_device *wf_world_device(const wf_world *w) { return w ? w->dev : NULL; }
+int wf_world_object_count(const wf_world *w) { return w ? w->n_objects : 0; }
+
+wf_status wf_world_object_get(const wf_world *w, int index, wf_world_object *out) {
+  if (!w || !out) return wf__error(WF_ERR_INVALID, "wf_world_object_get", "NULL argument");
+  if (index < 0 || index >= w->n_objects)
+    return wf__error(WF_ERR_INVALID, "wf_world_object_get", "object %d out of range (%d objects)",
+                     index, w->n_objects);
+  const wfw_object *o = &w->objects[index];
+  memset(out, 0, sizeof *out);
+  out->name = o->name;
+  out->kind = o->kind;
+  out->point_count = o->count;
+  out->first = o->first;
+  if (o->kind == WF_WORLD_CLOTH)
+    out->triangles = wf_cloth_triangles(w->cloths[o->cloth], &out->triangle_count);
+  return WF_OK;
+}
+
+wf_status wf_world_object_download(wf_world *w, int index, float (*pos)[4], float (*vel)[4]) {
+  wf_world_object info;
+  wf_status st = wf_world_object_get(w, index, &info);
+  if (st != WF_OK) return st;
+  if ((st = refresh(w)) != WF_OK) return st;
+  const wfw_object *o = &w->objects[index];
+  size_t bytes = (size_t)o->count * 16;
+  if (o->kind == WF_WORLD_CLOTH) {
+    if (pos) memcpy(pos, w->cpos[o->cloth], bytes);
+    if (vel) memcpy(vel, w->cvel[o->cloth], bytes);
+  } else {
+    if (pos) memcpy(pos, w->ppos + o->first, bytes);
+    if (vel) memcpy(vel, w->pvel + o->first, bytes);
+  }
+  return WF_OK;
+}
+
+/* ---- checkpoints ---------------------------------------------------------------------------- */
+
+/* Section "meta": u64 values, little-endian on the hosts weft supports. */
+enum { META_VERSION, META_FRAME, META_PARTICLES, META_CLOTHS, META_SUBSTEPS, META_FPS, META_N };
+
+typedef struct wfw_clock { /* section "<solver>/clock" */
+  double time;
+  uint64_t substeps;
+} wfw_clock;
+
+wf_status wf_world_save(wf_world *w, const char *path) {
+  if (!w || !path) return wf__error(WF_ERR_INVALID, "wf_world_save", "world or path is NULL");
+  wf_status st = refresh(w);
+  if (st != WF_OK) return st;
+  wf_ckpt_writer *ck;
+  if ((st = wf_ckpt_writer_create(&ck)) != WF_OK) return st;
+  uint64_t meta[META_N] = {WFW_CKPT_VERSION,      (uint64_t)w->frame,    w->n_particles,
+                           (uint64_t)w->n_cloths, (uint64_t)w->substeps, 0};
+  memcpy(&meta[META_FPS], &w->fps, sizeof(double));
+  st = wf_ckpt_writer_add(ck, "meta", meta, sizeof meta);
+  if (st == WF_OK) st = wf_ckpt_writer_add(ck, "scene", w->scene_json, strlen(w->scene_json));
+  if (st == WF_OK && w->ps) {
+    wf_particles_stats ps;
+    st = wf_particles_stats_get(w->ps, &ps);
+    wfw_clock c = {ps.time, ps.substeps};
+    size_t bytes = (size_t)w->n_particles * 16;
+    if (st == WF_OK) st = wf_ckpt_writer_add(ck, "particles/pos", w->ppos, bytes);
+    if (st == WF_OK) st = wf_ckpt_writer_add(ck, "particles/vel", w->pvel, bytes);
+    if (st == WF_OK) st = wf_ckpt_writer_add(ck, "particles/clock", &c, sizeof c);
+  }
+  int first = w->n_objects - w->n_cloths;
+  for (int i = 0; i < w->n_cloths && st == WF_OK; i++) {
+    wfw_clock c;
+    char name[WF_CKPT_NAME_MAX + 1];
+    size_t bytes = (size_t)w->objects[first + i].count * 16;
+    st = wf_cloth_time(w->cloths[i], &c.time, &c.substeps);
+    snprintf(name, sizeof name, "cloth/%d/pos", i);
+    if (st == WF_OK) st = wf_ckpt_writer_add(ck, name, w->cpos[i], bytes);
+    snprintf(name, sizeof name, "cloth/%d/vel", i);
+    if (st == WF_OK) st = wf_ckpt_writer_add(ck, name, w->cvel[i], bytes);
+    snprintf(name, sizeof name, "cloth/%d/clock", i);
+    if (st == WF_OK) st = wf_ckpt_writer_add(ck, name, &c, sizeof c);
+  }
+  if (st == WF_OK) st = wf_ckpt_writer_save(ck, path);
+  wf_ckpt_writer_destroy(ck);
+  return st;
+}
+
+static wf_status section(const wf_ckpt_reader *r, const char *path, const char *name, size_t want,
+                         const void **data) {
+  size_t bytes = 0;
+  wf_status st = wf_ckpt_section(r, name, data, &bytes);
+  if (st != WF_OK) return st;
+  if (bytes != want)
+    return wf__error(WF_ERR_INVALID, NULL,
+                     "%s: section '%s' holds %zu bytes, this world needs %zu: the checkpoint is "
+                     "not from this scene",
+                     path, name, bytes, want);
+  return WF_OK;
+}
+
+wf_status wf_world_load_checkpoint(wf_world *w, const char *path) {
+  if (!w || !path)
+    return wf__error(WF_ERR_INVALID, "wf_world_load_checkpoint", "world or path is NULL");
+  wf_ckpt_reader *r;
+  wf_status st = wf_ckpt_open_file(path, &r);
+  if (st != WF_OK) return st;
+  const void *d;
+  uint64_t meta[META_N];
+  st = section(r, path, "meta", sizeof meta, &d);
+  if (st == WF_OK) {
+    memcpy(meta, d, sizeof meta);
+    double fps;
+    memcpy(&fps, &meta[META_FPS], sizeof fps);
+    if (meta[META_VERSION] != WFW_CKPT_VERSION)
+      st = wf__error(WF_ERR_PARSE, NULL, "%s: world checkpoint version %llu (this weft reads %u)",
+                     path, (unsigned long long)meta[META_VERSION], WFW_CKPT_VERSION);
+    else if (meta[META_PARTICLES] != w->n_particles || meta[META_CLOTHS] != (uint64_t)w->n_cloths)
+      st = wf__error(WF_ERR_INVALID, NULL,
+                     "%s: the checkpoint has %llu particles and %llu cloths, this world %u and %d: "
+                     "it is not from this scene",
+                     path, (unsigned long long)meta[META_PARTICLES],
+                     (unsigned long long)meta[META_CLOTHS], w->n_particles, w->n_cloths);
+    else if (meta[META_SUBSTEPS] != (uint64_t)w->substeps || fps != w->fps)
+      st = wf__error(WF_ERR_INVALID, NULL,
+                     "%s: the checkpoint was run at %g fps x %llu substeps, this world at %g x %d",
+                     path, fps, (unsigned long long)meta[META_SUBSTEPS], w->fps, w->substeps);
+  }
+  if (st == WF_OK && w->ps) {
+    const void *pos, *vel, *clk;
+    size_t bytes = (size_t)w->n_particles * 16;
+    wfw_clock c;
+    if ((st = section(r, path, "particles/pos", bytes, &pos)) == WF_OK &&
+        (st = section(r, path, "particles/vel", bytes, &vel)) == WF_OK &&
+        (st = section(r, path, "particles/clock", sizeof c, &clk)) == WF_OK) {
+      memcpy(&c, clk, sizeof c);
+      /* copies: the sections are 8-byte aligned, the solver reads float[4] rows */
+      memcpy(w->ppos, pos, bytes);
+      memcpy(w->pvel, vel, bytes);
+      st = wf_particles_set_state(w->ps, (const float(*)[4])w->ppos, (const float(*)[4])w->pvel,
+                                  c.time, c.substeps);
+      if (st != WF_OK) st = fail_object(st, "particles", 0, "particles");
+    }
+  }
+  int first = w->n_objects - w->n_cloths;
+  for (int i = 0; i < w->n_cloths && st == WF_OK; i++) {
+    const void *pos, *vel, *clk;
+    size_t bytes = (size_t)w->objects[first + i].count * 16;
+    wfw_clock c;
+    char np[WF_CKPT_NAME_MAX + 1], nv[WF_CKPT_NAME_MAX + 1], nc[WF_CKPT_NAME_MAX + 1];
+    snprintf(np, sizeof np, "cloth/%d/pos", i);
+    snprintf(nv, sizeof nv, "cloth/%d/vel", i);
+    snprintf(nc, sizeof nc, "cloth/%d/clock", i);
+    if ((st = section(r, path, np, bytes, &pos)) == WF_OK &&
+        (st = section(r, path, nv, bytes, &vel)) == WF_OK &&
+        (st = section(r, path, nc, sizeof c, &clk)) == WF_OK) {
+      memcpy(&c, clk, sizeof c);
+      memcpy(w->cpos[i], pos, bytes);
+      memcpy(w->cvel[i], vel, bytes);
+      st = wf_cloth_set_state(w->cloths[i], (const float(*)[4])w->cpos[i],
+                              (const float(*)[4])w->cvel[i], c.time, c.substeps);
+      if (st != WF_OK) st = fail_object(st, "cloths", i, w->objects[first + i].name);
+    }
+  }
+  if (st == WF_OK) {
+    w->frame = (int64_t)meta[META_FRAME];
+    w->cache_frame = w->frame; /* the host copies hold the restored state */
+  } else {
+    w->cache_frame = -1;
+  }
+  wf_ckpt_close(r);
+  return st;
+}
