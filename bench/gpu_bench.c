@@ -32,6 +32,7 @@
 #include <time.h>
 
 #include "bench_kernels.h"
+#include "bench_util.h"
 #include "weft/weft.h"
 
 #define MIB      ((size_t)1 << 20)
@@ -46,13 +47,6 @@ typedef struct bench_opts {
   const char *machine; /* NULL: hostname + product */
   bool quick;
 } bench_opts;
-
-typedef struct bench_row {
-  char benchmark[32];
-  char metric[64];
-  double value;
-  const char *unit;
-} bench_row;
 
 typedef struct bench_ctx {
   bench_opts o;
@@ -97,26 +91,6 @@ static void bench_fail_msg(const char *fmt, ...) {
   vfprintf(stderr, fmt, ap);
   fputc('\n', stderr);
   va_end(ap);
-}
-
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(const double *v, int n) {
-  double tmp[256];
-  if (n <= 0) return 0.0;
-  if (n > 256) n = 256;
-  memcpy(tmp, v, (size_t)n * sizeof *tmp);
-  qsort(tmp, (size_t)n, sizeof *tmp, cmp_double);
-  return n % 2 ? tmp[n / 2] : 0.5 * (tmp[n / 2 - 1] + tmp[n / 2]);
 }
 
 static double gbs(size_t bytes, double seconds) {
@@ -183,10 +157,10 @@ static int bench_launch(bench_ctx *c) {
 
   for (int r = 0; r < R; r++) {
     CHECK(wf_event_record(e0, s));
-    double t0 = now_s();
+    double t0 = bench_now_s();
     for (int k = 0; k < K; k++)
       CHECK(wf_launch(&wf_bench_tiny_kernel, WF_BENCH_TINY_N, &a, sizeof a, s));
-    double t1 = now_s();
+    double t1 = bench_now_s();
     CHECK(wf_event_record(e1, s));
     double sec;
     CHECK(event_seconds(e0, e1, &sec));
@@ -201,10 +175,10 @@ static int bench_launch(bench_ctx *c) {
   if (native && wf_bench_tiny_kernel.cuda) {
     for (int r = 0; r < R; r++) {
       CHECK(wf_event_record(e0, s));
-      double t0 = now_s();
+      double t0 = bench_now_s();
       for (int k = 0; k < K; k++)
         wf_bench_tiny_kernel.cuda(&a, WF_BENCH_TINY_N, native);
-      double t1 = now_s();
+      double t1 = bench_now_s();
       CHECK(wf_event_record(e1, s));
       double sec;
       CHECK(event_seconds(e0, e1, &sec));
@@ -234,9 +208,9 @@ static int bench_launch(bench_ctx *c) {
   CHECK(wf_stream_synchronize(s));
   for (int r = 0; r < R; r++) {
     CHECK(wf_event_record(e0, s));
-    double t0 = now_s();
+    double t0 = bench_now_s();
     CHECK(wf_graph_launch(g, s));
-    double t1 = now_s();
+    double t1 = bench_now_s();
     CHECK(wf_event_record(e1, s));
     double sec;
     CHECK(event_seconds(e0, e1, &sec));
@@ -262,8 +236,8 @@ static int bench_launch(bench_ctx *c) {
     }
   }
 
-  double sd = median(stream_dev, R), sh = median(stream_host, R);
-  double gd = median(graph_dev, R), gh = median(graph_host, R);
+  double sd = bench_median(stream_dev, R), sh = bench_median(stream_host, R);
+  double gd = bench_median(graph_dev, R), gh = bench_median(graph_host, R);
   fprintf(c->out, "\nlaunch cost  (%d kernels of %d elements, median of %d)\n", K, WF_BENCH_TINY_N,
           R);
   fprintf(c->out, "  %-16s %12s %24s\n", "", "device", "host");
@@ -272,7 +246,7 @@ static int bench_launch(bench_ctx *c) {
     fprintf(c->out,
             "  %-16s %9.3f us/kernel %12.3f us/launch  (kernel<<<>>> on the native stream, "
             "no wf_launch)\n",
-            "raw CUDA", median(raw_dev, R), median(raw_host, R));
+            "raw CUDA", bench_median(raw_dev, R), bench_median(raw_host, R));
   fprintf(c->out, "  %-16s %9.3f us/kernel %12.2f us/wf_graph_launch (%zu nodes)\n", "graph replay",
           gd, gh, nodes);
   if (sd < 1.1 * sh)
@@ -285,8 +259,8 @@ static int bench_launch(bench_ctx *c) {
   add_row(c, "launch", "stream_device_per_kernel", sd, "us");
   add_row(c, "launch", "stream_host_per_launch", sh, "us");
   if (native) {
-    add_row(c, "launch", "raw_cuda_device_per_kernel", median(raw_dev, R), "us");
-    add_row(c, "launch", "raw_cuda_host_per_launch", median(raw_host, R), "us");
+    add_row(c, "launch", "raw_cuda_device_per_kernel", bench_median(raw_dev, R), "us");
+    add_row(c, "launch", "raw_cuda_host_per_launch", bench_median(raw_host, R), "us");
   }
   add_row(c, "launch", "graph_device_per_kernel", gd, "us");
   add_row(c, "launch", "graph_host_per_graph_launch", gh, "us");
@@ -350,26 +324,26 @@ static int bench_transfer(bench_ctx *c) {
       if (r >= 0) t[dir][XFER_PINNED][r] = sec;
 
       /* pageable through wf_upload / wf_download, timed on the host until the data is there */
-      double t0 = now_s();
+      double t0 = bench_now_s();
       if (h2d) {
         CHECK(wf_upload(d, 0, pageable, bytes, cs));
         CHECK(wf_stream_synchronize(cs));
       } else {
         CHECK(wf_download(pageable, d, 0, bytes));
       }
-      if (r >= 0) t[dir][XFER_PAGEABLE_API][r] = now_s() - t0;
+      if (r >= 0) t[dir][XFER_PAGEABLE_API][r] = bench_now_s() - t0;
 
       /* pageable through wf_copy of a wrapped host buffer */
-      t0 = now_s();
+      t0 = bench_now_s();
       if (h2d)
         CHECK(wf_copy(d, 0, wrapped, 0, bytes, cs));
       else
         CHECK(wf_copy(wrapped, 0, d, 0, bytes, cs));
       CHECK(wf_stream_synchronize(cs));
-      if (r >= 0) t[dir][XFER_PAGEABLE_COPY][r] = now_s() - t0;
+      if (r >= 0) t[dir][XFER_PAGEABLE_COPY][r] = bench_now_s() - t0;
     }
     for (int m = 0; m < XFER_METHODS; m++)
-      res[dir][m] = gbs(bytes, median(t[dir][m], R));
+      res[dir][m] = gbs(bytes, bench_median(t[dir][m], R));
   }
 
   /* Round trip: pinned -> device -> pageable must give back the pattern. */
@@ -471,7 +445,7 @@ static int bench_copies(bench_ctx *c) {
       CHECK(event_seconds(e0[i], e1[i], &sec));
       if (r >= 0) samples[r] = sec;
     }
-    d2d[i] = gbs(2 * bytes, median(samples, R));
+    d2d[i] = gbs(2 * bytes, bench_median(samples, R));
   }
 
   /* Between devices: row = source, column = destination; the copy runs on the destination's
@@ -495,7 +469,7 @@ static int bench_copies(bench_ctx *c) {
         CHECK(event_seconds(e0[j], e1[j], &sec));
         if (r >= 0) samples[r] = sec;
       }
-      peer[i][j] = gbs(bytes, median(samples, R));
+      peer[i][j] = gbs(bytes, bench_median(samples, R));
       /* the last copy must have brought i's byte pattern */
       unsigned char probe[2];
       CHECK(wf_download(&probe[0], dst[j], 0, 1));
@@ -639,9 +613,9 @@ static int ring_run(ring_env *e, double interval_s, int first_frame, ring_result
   CHECK(wf_launch(&wf_bench_busy_kernel, BUSY_N, &e->busy, sizeof e->busy, e->sc));
   CHECK(wf_event_record(e->b1, e->sc));
   CHECK(wf_event_record(e->c0, e->cc));
-  double next = now_s();
+  double next = bench_now_s();
   for (int p = 0; p < e->pushes;) {
-    double wait_s = next - now_s();
+    double wait_s = next - bench_now_s();
     if (interval_s > 0 && wait_s > 0) {
       /* between frames: read what has landed, then doze (CI machines have few cores) */
       CHECK(ring_consume(e->ring, &e->consumer));
@@ -833,56 +807,6 @@ fail:
  */
 
 /* RFC 4180: quote a field that holds a comma, quote or line break. */
-static void csv_field(FILE *f, const char *s) {
-  if (!strpbrk(s, ",\"\r\n")) {
-    fputs(s, f);
-    return;
-  }
-  fputc('"', f);
-  for (; *s; s++) {
-    if (*s == '"') fputc('"', f);
-    fputc(*s, f);
-  }
-  fputc('"', f);
-}
-
-static int write_csv(bench_ctx *c, const char *machine) {
-  struct stat sb;
-  bool fresh = stat(c->o.csv, &sb) != 0 || sb.st_size == 0;
-  FILE *f = fopen(c->o.csv, "a");
-  if (!f) {
-    bench_fail_msg("cannot open %s for appending: %s", c->o.csv, strerror(errno));
-    return 1;
-  }
-  char date[32];
-  time_t now = time(NULL);
-  struct tm tm;
-  gmtime_r(&now, &tm);
-  strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  if (fresh) fputs("machine,date,benchmark,metric,value,unit\n", f);
-  for (int i = 0; i < c->n_rows; i++) {
-    const bench_row *r = &c->rows[i];
-    char value[64];
-    snprintf(value, sizeof value, "%.6g", r->value);
-    csv_field(f, machine);
-    fputc(',', f);
-    fputs(date, f);
-    fputc(',', f);
-    csv_field(f, r->benchmark);
-    fputc(',', f);
-    csv_field(f, r->metric);
-    fprintf(f, ",%s,", value);
-    csv_field(f, r->unit);
-    fputc('\n', f);
-  }
-  if (fclose(f) != 0) {
-    bench_fail_msg("writing %s failed: %s", c->o.csv, strerror(errno));
-    return 1;
-  }
-  fprintf(c->out, "\n%d rows appended to %s\n", c->n_rows, c->o.csv);
-  return 0;
-}
-
 /* ---- driver -----------------------------------------------------------------------------------
  */
 
@@ -902,27 +826,6 @@ void wf_bench_gpu_usage(FILE *f) {
         "  --quick         smaller transfers and fewer repetitions (for CI)\n"
         "  -h, --help      show this help\n",
         f);
-}
-
-/* "cpu", "cuda", optionally followed by ":N". */
-static bool device_name_valid(const char *s) {
-  size_t n;
-  if (strncmp(s, "cuda", 4) == 0)
-    n = 4;
-  else if (strncmp(s, "cpu", 3) == 0)
-    n = 3;
-  else
-    return false;
-  if (s[n] == '\0') return true;
-  if (s[n] != ':' || s[n + 1] == '\0') return false;
-  for (const char *p = s + n + 1; *p; p++)
-    if (*p < '0' || *p > '9') return false;
-  return true;
-}
-
-static void bench_log(int level, const char *message, void *user) {
-  (void)user;
-  fprintf(stderr, "weft: %s: %s\n", level <= WF_LOG_ERROR ? "error" : "warning", message);
 }
 
 /* Parses options; returns -1 to go on, else the exit code. */
@@ -967,7 +870,7 @@ static int parse_args(int argc, char **argv, bench_opts *o, FILE *out) {
       return 2;
     }
   }
-  if (o->device && !device_name_valid(o->device)) {
+  if (o->device && !bench_device_name_valid(o->device)) {
     fprintf(stderr, "weft bench gpu: '%s' is not a device name (cpu, cpu:N, cuda, cuda:N)\n",
             o->device);
     return 2;
@@ -1037,7 +940,7 @@ int wf_bench_gpu(int argc, char **argv, FILE *out) {
       (fflush(out), bench_ring(c)))
     goto fail;
   fflush(out);
-  if (c->o.csv && write_csv(c, machine)) goto fail;
+  if (c->o.csv && bench_csv_append(c->o.csv, machine, c->rows, c->n_rows, out)) goto fail;
   rc = 0;
 fail:
   fflush(out);
