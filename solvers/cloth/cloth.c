@@ -35,6 +35,7 @@
 #include "cloth_kernels.h"
 #include "cloth_mesh.h"
 #include "gpu_internal.h"
+#include "solvers/particle/collider.h"
 #include "weft/particles.h" /* wf_collider_desc, WF_COLLIDER_* */
 
 enum {
@@ -527,51 +528,15 @@ wf_status wf_cloth_attach_region(wf_cloth *c, const float lo[3], const float hi[
 wf_status wf_cloth_add_collider(wf_cloth *c, const wf_collider_desc *d, uint32_t *index) {
   static const char fn[] = "wf_cloth_add_collider";
   if (!c || !d) return wf__error(WF_ERR_INVALID, fn, "cloth or collider is NULL");
-  const char *nm = d->name ? d->name : "collider";
-#define CBAD(...) wf__error(WF_ERR_INVALID, fn, "cloth '%s': collider '%s': " __VA_ARGS__)
   uint32_t k = c->params.n_colliders;
-  if (k >= WFC_MAX_COLLIDERS) return CBAD("at most %d colliders", c->name, nm, WFC_MAX_COLLIDERS);
-  if (!finite3(d->velocity)) return CBAD("velocity is not finite", c->name, nm);
-  if (!(d->friction >= 0.0f) || !isfinite(d->friction))
-    return CBAD("friction %g must be >= 0", c->name, nm, (double)d->friction);
-  wfp_collider w = {.vel = {d->velocity[0], d->velocity[1], d->velocity[2], 0.0f},
-                    .type = (uint32_t)d->type,
-                    .friction = d->friction};
-  switch (d->type) {
-  case WF_COLLIDER_PLANE: {
-    if (!finite3(d->normal) || !isfinite(d->offset))
-      return CBAD("normal and offset must be finite", c->name, nm);
-    double l = sqrt((double)d->normal[0] * d->normal[0] + (double)d->normal[1] * d->normal[1] +
-                    (double)d->normal[2] * d->normal[2]);
-    if (!(l > 0.0)) return CBAD("normal is zero", c->name, nm);
-    w.a = (wfp_f4){(float)(d->normal[0] / l), (float)(d->normal[1] / l), (float)(d->normal[2] / l),
-                   d->offset};
-    break;
-  }
-  case WF_COLLIDER_SPHERE:
-    if (!finite3(d->center)) return CBAD("center is not finite", c->name, nm);
-    if (!(d->radius > 0.0f) || !isfinite(d->radius))
-      return CBAD("radius %g must be > 0", c->name, nm, (double)d->radius);
-    w.a = (wfp_f4){d->center[0], d->center[1], d->center[2], d->radius};
-    break;
-  case WF_COLLIDER_BOX:
-    if (!finite3(d->center)) return CBAD("center is not finite", c->name, nm);
-    for (int i = 0; i < 3; i++)
-      if (!(d->half_extents[i] > 0.0f) || !isfinite(d->half_extents[i]))
-        return CBAD("half_extents[%d] %g must be > 0", c->name, nm, i, (double)d->half_extents[i]);
-    w.a = (wfp_f4){d->center[0], d->center[1], d->center[2], 0.0f};
-    w.b = (wfp_f4){d->half_extents[0], d->half_extents[1], d->half_extents[2], 0.0f};
-    break;
-  case WF_COLLIDER_CAPSULE:
-    if (!finite3(d->p0) || !finite3(d->p1)) return CBAD("p0 and p1 must be finite", c->name, nm);
-    if (!(d->radius > 0.0f) || !isfinite(d->radius))
-      return CBAD("radius %g must be > 0", c->name, nm, (double)d->radius);
-    w.a = (wfp_f4){d->p0[0], d->p0[1], d->p0[2], d->radius};
-    w.b = (wfp_f4){d->p1[0] - d->p0[0], d->p1[1] - d->p0[1], d->p1[2] - d->p0[2], 0.0f};
-    break;
-  default: return CBAD("type %d is not a WF_COLLIDER_* value", c->name, nm, d->type);
-  }
-#undef CBAD
+  if (k >= WFC_MAX_COLLIDERS)
+    return wf__error(WF_ERR_INVALID, fn, "cloth '%s': collider '%s': at most %d colliders", c->name,
+                     d->name ? d->name : "collider", WFC_MAX_COLLIDERS);
+  char owner[96];
+  snprintf(owner, sizeof owner, "cloth '%s'", c->name);
+  wfp_collider w;
+  wf_status st0 = wfp_collider_from_desc(fn, owner, d, &w);
+  if (st0 != WF_OK) return st0;
   c->colliders[k] = w;
   TRY(wf_upload(c->buf[B_COLLIDERS], k * sizeof w, &w, sizeof w, c->stream),
       "uploading a collider");

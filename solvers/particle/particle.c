@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "collider.h"
 #include "gpu_internal.h"
 #include "particle_kernels.h"
 
@@ -670,22 +671,19 @@ wf_status wf_particles_emit(wf_particles *ps, const wf_particles_emitter *e, uin
 /* ---- colliders ---------------------------------------------------------------------------------
  */
 
-wf_status wf_particles_add_collider(wf_particles *ps, const wf_collider_desc *c, uint32_t *index) {
-  if (!ps || !c) return fail(WF_ERR_INVALID, "particles: NULL argument");
+wf_status wfp_collider_from_desc(const char *func, const char *owner, const wf_collider_desc *c,
+                                 wfp_collider *out) {
   const char *nm = c->name ? c->name : "collider";
-#define CBAD(...) fail(WF_ERR_INVALID, "particles '%s': collider '%s': " __VA_ARGS__)
-  uint32_t k = ps->params.n_colliders;
-  if (k >= WFP_MAX_COLLIDERS) return CBAD("at most %d colliders", ps->name, nm, WFP_MAX_COLLIDERS);
-  if (!finite3(c->velocity)) return CBAD("velocity is not finite", ps->name, nm);
+#define CBAD(...) wf__error(WF_ERR_INVALID, func, "%s: collider '%s': " __VA_ARGS__)
+  if (!finite3(c->velocity)) return CBAD("velocity is not finite", owner, nm);
   if (!(c->friction >= 0.0f) || !isfinite(c->friction))
-    return CBAD("friction %g must be >= 0", ps->name, nm, (double)c->friction);
+    return CBAD("friction %g must be >= 0", owner, nm, (double)c->friction);
   if (!(c->restitution >= 0.0f && c->restitution <= 1.0f))
-    return CBAD("restitution %g must be in [0, 1]", ps->name, nm, (double)c->restitution);
+    return CBAD("restitution %g must be in [0, 1]", owner, nm, (double)c->restitution);
   if (!(c->stiffness >= 0.0f) || !isfinite(c->stiffness))
-    return CBAD("stiffness %g must be >= 0 (0: the material's)", ps->name, nm,
-                (double)c->stiffness);
+    return CBAD("stiffness %g must be >= 0 (0: the material's)", owner, nm, (double)c->stiffness);
   if (!(c->static_friction >= 0.0f) || !isfinite(c->static_friction))
-    return CBAD("static_friction %g must be >= 0", ps->name, nm, (double)c->static_friction);
+    return CBAD("static_friction %g must be >= 0", owner, nm, (double)c->static_friction);
   wfp_collider d = {.vel = {c->velocity[0], c->velocity[1], c->velocity[2], 0.0f},
                     .type = (uint32_t)c->type,
                     .friction = c->friction,
@@ -697,43 +695,58 @@ wf_status wf_particles_add_collider(wf_particles *ps, const wf_collider_desc *c,
   switch (c->type) {
   case WF_COLLIDER_PLANE: {
     if (!finite3(c->normal) || !isfinite(c->offset))
-      return CBAD("normal and offset must be finite", ps->name, nm);
+      return CBAD("normal and offset must be finite", owner, nm);
     double l = sqrt((double)c->normal[0] * c->normal[0] + (double)c->normal[1] * c->normal[1] +
                     (double)c->normal[2] * c->normal[2]);
-    if (!(l > 0.0)) return CBAD("normal is zero", ps->name, nm);
+    if (!(l > 0.0)) return CBAD("normal is zero", owner, nm);
     d.a = (wfp_f4){(float)(c->normal[0] / l), (float)(c->normal[1] / l), (float)(c->normal[2] / l),
                    c->offset};
     break;
   }
   case WF_COLLIDER_SPHERE:
-    if (!finite3(c->center)) return CBAD("center is not finite", ps->name, nm);
+    if (!finite3(c->center)) return CBAD("center is not finite", owner, nm);
     if (!(c->radius > 0.0f) || !isfinite(c->radius))
-      return CBAD("radius %g must be > 0", ps->name, nm, (double)c->radius);
+      return CBAD("radius %g must be > 0", owner, nm, (double)c->radius);
     d.a = (wfp_f4){c->center[0], c->center[1], c->center[2], c->radius};
     break;
   case WF_COLLIDER_BOX:
-    if (!finite3(c->center)) return CBAD("center is not finite", ps->name, nm);
+    if (!finite3(c->center)) return CBAD("center is not finite", owner, nm);
     for (int i = 0; i < 3; i++)
       if (!(c->half_extents[i] > 0.0f) || !isfinite(c->half_extents[i]))
-        return CBAD("half_extents[%d] %g must be > 0", ps->name, nm, i, (double)c->half_extents[i]);
+        return CBAD("half_extents[%d] %g must be > 0", owner, nm, i, (double)c->half_extents[i]);
     d.a = (wfp_f4){c->center[0], c->center[1], c->center[2], 0.0f};
     d.b = (wfp_f4){c->half_extents[0], c->half_extents[1], c->half_extents[2], 0.0f};
     break;
   case WF_COLLIDER_CAPSULE:
-    if (!finite3(c->p0) || !finite3(c->p1)) return CBAD("p0 and p1 must be finite", ps->name, nm);
+    if (!finite3(c->p0) || !finite3(c->p1)) return CBAD("p0 and p1 must be finite", owner, nm);
     if (!(c->radius > 0.0f) || !isfinite(c->radius))
-      return CBAD("radius %g must be > 0", ps->name, nm, (double)c->radius);
+      return CBAD("radius %g must be > 0", owner, nm, (double)c->radius);
     d.a = (wfp_f4){c->p0[0], c->p0[1], c->p0[2], c->radius};
     d.b = (wfp_f4){c->p1[0] - c->p0[0], c->p1[1] - c->p0[1], c->p1[2] - c->p0[2], 0.0f};
     break;
-  default: return CBAD("type %d is not a WF_COLLIDER_* value", ps->name, nm, c->type);
+  default: return CBAD("type %d is not a WF_COLLIDER_* value", owner, nm, c->type);
   }
 #undef CBAD
+  *out = d;
+  return WF_OK;
+}
+
+wf_status wf_particles_add_collider(wf_particles *ps, const wf_collider_desc *c, uint32_t *index) {
+  if (!ps || !c) return fail(WF_ERR_INVALID, "particles: NULL argument");
+  uint32_t k = ps->params.n_colliders;
+  if (k >= WFP_MAX_COLLIDERS)
+    return fail(WF_ERR_INVALID, "particles '%s': collider '%s': at most %d colliders", ps->name,
+                c->name ? c->name : "collider", WFP_MAX_COLLIDERS);
+  char owner[96];
+  snprintf(owner, sizeof owner, "particles '%s'", ps->name);
+  wfp_collider d;
+  wf_status st = wfp_collider_from_desc(NULL, owner, c, &d);
+  if (st != WF_OK) return st;
   ps->colliders[k] = d;
   TRY(wf_upload(ps->buf[B_COLLIDERS], k * sizeof d, &d, sizeof d, ps->stream),
       "uploading a collider");
   ps->params.n_colliders = k + 1;
-  wf_status st = upload_params(ps);
+  st = upload_params(ps);
   if (st == WF_OK && index) *index = k;
   return st;
 }
