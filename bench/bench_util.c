@@ -51,6 +51,25 @@ void bench_log(int level, const char *message, void *user) {
   fprintf(stderr, "weft: %s: %s\n", level <= WF_LOG_ERROR ? "error" : "warning", message);
 }
 
+int bench_start(const char *bench, const char *device, wf_device **out) {
+  wf_init_desc desc = {.log_level = WF_LOG_WARN, .log = bench_log};
+  /* A CPU run neither needs nor waits for the CUDA driver. */
+  desc.no_cuda = device && strncmp(device, "cpu", 3) == 0;
+  *out = NULL;
+  wf_status st = wf_init(&desc);
+  if (st == WF_OK) {
+    if (device)
+      st = wf_device_get(device, out);
+    else if (!(*out = wf_device_default()))
+      st = WF_ERR_DEVICE;
+  }
+  if (st == WF_OK) return 0;
+  fprintf(stderr, "weft bench %s: cannot start on '%s': %s\n  %s\n", bench,
+          device ? device : "the default device", wf_status_str(st), wf_last_error());
+  wf_shutdown();
+  return 1;
+}
+
 double bench_device_bandwidth_gbs(wf_device *dev, size_t bytes) {
   wf_stream *s = NULL;
   wf_buffer *a = NULL, *b = NULL;

@@ -25,6 +25,10 @@ double bench_median(const double *v, int n);
 bool bench_device_name_valid(const char *s);
 /** Log callback printing warnings and errors to stderr. */
 void bench_log(int level, const char *message, void *user);
+/** Starts weft for a benchmark (warnings logged to stderr; no CUDA driver for a "cpu" device) and
+ *  resolves `device` (NULL: the default device). Returns 0, or 1 after printing why to stderr
+ *  (as "weft bench <bench>: ...") and shutting weft down. */
+int bench_start(const char *bench, const char *device, wf_device **out);
 /** Device memory bandwidth measured with a large on-device copy (read + write bytes per second,
  *  GB/s, median of several); 0 on failure (wf_last_error() says why). */
 double bench_device_bandwidth_gbs(wf_device *dev, size_t bytes);

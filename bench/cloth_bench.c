@@ -227,20 +227,10 @@ int wf_bench_cloth(int argc, char **argv) {
   rc = 1;
   static bench_row rows[MAX_ROWS];
   int n_rows = 0;
-  wf_init_desc desc = {.log_level = WF_LOG_WARN, .log = bench_log};
-  desc.no_cuda = o.device && strncmp(o.device, "cpu", 3) == 0;
   wf_device *dev = NULL, *host = NULL;
-  wf_status st = wf_init(&desc);
-  if (st == WF_OK) {
-    if (o.device)
-      st = wf_device_get(o.device, &dev);
-    else if (!(dev = wf_device_default()))
-      st = WF_ERR_DEVICE;
-  }
-  if (st == WF_OK) st = wf_device_get("cpu:0", &host);
-  if (st != WF_OK) {
-    fprintf(stderr, "weft bench cloth: cannot start on '%s': %s\n  %s\n",
-            o.device ? o.device : "the default device", wf_status_str(st), wf_last_error());
+  if (bench_start("cloth", o.device, &dev)) return 1;
+  if (wf_device_get("cpu:0", &host) != WF_OK) {
+    fprintf(stderr, "weft bench cloth: %s\n", wf_last_error());
     wf_shutdown();
     return 1;
   }

@@ -887,26 +887,7 @@ int wf_bench_gpu(int argc, char **argv, FILE *out) {
   if (rc >= 0) return rc;
   rc = 1;
 
-  wf_init_desc desc = {0};
-  desc.log_level = WF_LOG_WARN;
-  desc.log = bench_log;
-  /* A CPU run neither needs nor waits for the CUDA driver. */
-  desc.no_cuda = c->o.device && strncmp(c->o.device, "cpu", 3) == 0;
-  CHECK(wf_init(&desc));
-  if (c->o.device) {
-    wf_status st = wf_device_get(c->o.device, &c->dev);
-    if (st < 0) {
-      fprintf(stderr, "weft bench gpu: cannot use device '%s': %s\n  %s\n", c->o.device,
-              wf_status_str(st), wf_last_error());
-      goto fail;
-    }
-  } else {
-    c->dev = wf_device_default();
-    if (!c->dev) {
-      bench_fail_msg("no default device");
-      goto fail;
-    }
-  }
+  if (bench_start("gpu", c->o.device, &c->dev)) return 1;
   CHECK(wf_device_get("cpu:0", &c->host));
   CHECK(wf_device_info_get(c->dev, &c->info));
 

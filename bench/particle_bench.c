@@ -308,21 +308,7 @@ int wf_bench_particles(int argc, char **argv, FILE *out) {
   int rc = parse(argc, argv, &c->o, out);
   if (rc >= 0) return rc;
   rc = 1;
-  wf_init_desc desc = {0};
-  desc.log_level = WF_LOG_WARN;
-  desc.log = bench_log;
-  desc.no_cuda = c->o.device && strncmp(c->o.device, "cpu", 3) == 0;
-  CHECK(wf_init(&desc));
-  if (c->o.device) {
-    wf_status st = wf_device_get(c->o.device, &c->dev);
-    if (st < 0) {
-      fprintf(stderr, "weft bench particles: cannot use device '%s': %s\n  %s\n", c->o.device,
-              wf_status_str(st), wf_last_error());
-      goto done;
-    }
-  } else {
-    c->dev = wf_device_default();
-  }
+  if (bench_start("particles", c->o.device, &c->dev)) return 1;
   bool cuda = wf_device_is_cuda(c->dev);
   if (!c->o.n_sizes) {
     static const uint64_t full[] = {65536, 524288, 2097152, 16777216};
