@@ -38,6 +38,17 @@
  * moving at a constant velocity). Vertices are pushed out to the collider's surface + thickness at
  * the end of every substep, with Coulomb friction against the collider's velocity.
  *
+ * Self-collision (desc.self_collision): vertices keep material.thickness apart, through a uniform
+ * grid over the vertices rebuilt every substep; vertex pairs closer than 2 thickness in the rest
+ * mesh (edges, diagonals) are neighbours and never repel. It is vertex–vertex only: for a layer
+ * not to slip through another between its vertices, thickness must be at least ~0.75 of the edge
+ * length (a vertex crossing the middle of a square of side L passes L/√2 from its corners).
+ *
+ * Coupling with particles (wf_cloth_couple): cloth vertices and particles collide, each vertex a
+ * point kept material.thickness from the particles' surfaces, with equal and opposite impulses
+ * (momentum is exchanged, not created). The particle solver's frames then step the cloth too,
+ * substep by substep, in one captured frame: see wf_cloth_couple.
+ *
  * Errors: every function returns a wf_status; wf_last_error() says what was wrong and where: the
  * cloth's name and the field ("cloth 'sheet': material.stretch_stiffness -3 must be >= 0"), or the
  * OBJ file and line ("shirt.obj:17: edge (4, 9) is shared by more than two triangles"). The solver
@@ -57,10 +68,14 @@
 extern "C" {
 #endif
 
+/** A cloth solver: one mesh (grid or triangles) on one device, running on its own stream or on
+ *  wf_cloth_desc.stream. Created by wf_cloth_create_grid / wf_cloth_create_mesh. */
 typedef struct wf_cloth wf_cloth;
 /* A collider, declared in weft/particles.h (plane, sphere, box, capsule with name, type,
  * normal/offset, center, radius, half_extents, p0/p1, velocity, friction). */
 typedef struct wf_collider_desc wf_collider_desc;
+/* The particle solver (weft/particles.h). */
+typedef struct wf_particles wf_particles;
 
 /** Integrators (wf_cloth_desc.integrator). */
 enum { WF_CLOTH_SPRINGS = 0, WF_CLOTH_XPBD = 1 };
@@ -96,6 +111,7 @@ typedef struct wf_cloth_desc {
   float damping;              /* global velocity damping, 1/s; default 0 */
   wf_cloth_material material; /* default wf_cloth_material_default() */
   bool no_graph;              /* enqueue substeps one by one instead of replaying a graph */
+  bool self_collision;        /* vertices keep material.thickness apart; default false */
   wf_stream *stream;          /* stream to run on (not owned); NULL: the solver makes one */
 } wf_cloth_desc;
 
@@ -113,7 +129,7 @@ typedef struct wf_cloth_grid {
  *  wf_cloth_mesh_desc_default(). OBJ: `v x y z` and `f a b c ...` lines (polygons become fans,
  *  `a/t/n`, `a//n` and negative indices accepted); other lines are ignored. */
 typedef struct wf_cloth_mesh_desc {
-  const char *path;
+  const char *path;           /* an OBJ file, or NULL: the arrays below */
   const float (*vertices)[3]; /* path NULL: vertex_count positions */
   uint32_t vertex_count;
   const uint32_t (*triangles)[3]; /* path NULL: triangle_count triangles, 0-based */
@@ -124,11 +140,11 @@ typedef struct wf_cloth_mesh_desc {
 
 /** Parameters that can change between frames without recapture. */
 typedef struct wf_cloth_params {
-  float frame_dt;
-  float gravity[3];
-  float wind[3];
-  float air_density;
-  float damping;
+  float frame_dt;    /* seconds per frame */
+  float gravity[3];  /* m/s² */
+  float wind[3];     /* air velocity, m/s */
+  float air_density; /* kg/m³ */
+  float damping;     /* global velocity damping, 1/s */
 } wf_cloth_params;
 
 /** Facts about a created cloth. */
@@ -143,10 +159,13 @@ typedef struct wf_cloth_info {
   size_t graph_nodes;   /* nodes of the captured frame (0 before the first frame or no_graph) */
 } wf_cloth_info;
 
-/** Default material, settings, grid and mesh descriptions (see the field comments). */
+/** The default material (the defaults in wf_cloth_material's field comments). */
 WF_API wf_cloth_material wf_cloth_material_default(void);
+/** The default solver settings: mass-spring, 16 substeps at 60 frames/s, Earth gravity. */
 WF_API wf_cloth_desc wf_cloth_desc_default(void);
+/** The default grid: 1 m x 1 m, 16 x 16 vertices, flat at y = 1. */
 WF_API wf_cloth_grid wf_cloth_grid_default(void);
+/** The default mesh description: no file, no arrays, scale 1, no translation. */
 WF_API wf_cloth_mesh_desc wf_cloth_mesh_desc_default(void);
 
 /** Creates a grid cloth on dev. */
@@ -179,9 +198,28 @@ WF_API wf_status wf_cloth_add_collider(wf_cloth *c, const wf_collider_desc *desc
 /** Replaces the material's stiffness, compliance, damping, thickness, friction, drag and lift
  *  (mass and density are fixed at creation and ignored here). No recapture. */
 WF_API wf_status wf_cloth_set_material(wf_cloth *c, const wf_cloth_material *m);
+/** The parameters in effect (the desc's, or what wf_cloth_params_set last set). */
 WF_API wf_cloth_params wf_cloth_params_get(const wf_cloth *c);
 /** Changes time step, gravity, wind, air density and damping. No recapture. */
 WF_API wf_status wf_cloth_params_set(wf_cloth *c, const wf_cloth_params *p);
+
+/** Couples the cloth with a particle solver, two-way: each cloth vertex is kept material.thickness
+ *  from every particle's surface, the correction shared by inverse mass between the vertex and
+ *  the particle (equal and opposite impulses; each side gathers its own in a fixed order, so the
+ *  coupled pair stays deterministic and bitwise equal on CPU and CUDA devices).
+ *
+ *  Both solvers must run on one device and one stream (create them with the same desc.stream)
+ *  with the same substep (frame_dt / substeps), and the particles must be added first: the
+ *  cloth's grid is sized for the largest particle radius (a frame with larger particles fails
+ *  with WF_ERR_INVALID; couple again). From then on wf_particles_step_frames (and _substeps)
+ *  steps the cloth as well: in every substep the particle solver builds its grid, the cloth
+ *  predicts and solves its constraints, the contacts between the two are resolved, then both
+ *  finish the substep; a frame of both is one captured graph. wf_cloth_step_frames on a coupled
+ *  cloth is an error. ps NULL uncouples. Destroying either solver uncouples them. Reach: a
+ *  contact is seen only while the particle is within one particle-grid cell (2 radii by
+ *  default) of the vertex, so keep thickness below the particle radius (or raise cell_size).
+ *  Cloth–particle contacts are frictionless. */
+WF_API wf_status wf_cloth_couple(wf_cloth *c, wf_particles *ps);
 
 /** Enqueues `frames` frames (substeps each); returns without waiting. */
 WF_API wf_status wf_cloth_step_frames(wf_cloth *c, int frames);
@@ -202,13 +240,25 @@ WF_API wf_status wf_cloth_set_state(wf_cloth *c, const float (*pos)[4], const fl
  *  dst at byte offset off, on the solver's stream after the frames enqueued so far. With a pinned
  *  host buffer this is the readback path that does not stall the solver. */
 WF_API wf_status wf_cloth_copy_positions(wf_cloth *c, wf_buffer *dst, size_t off);
+/** The same on stream s (NULL: the solver's stream): s waits for the solver's work first, and the
+ *  solver's later work waits for the copy. A stream of its own keeps the copy off the solver's
+ *  stream (weft/world.h's readback ring). */
+WF_API wf_status wf_cloth_copy_positions_on(wf_cloth *c, wf_buffer *dst, size_t off, wf_stream *s);
 /** Waits for the solver and reports its device flags (non-finite state), as download does. */
 WF_API wf_status wf_cloth_check(wf_cloth *c);
 /** Simulated seconds and substeps so far (waits for the solver). */
 WF_API wf_status wf_cloth_time(wf_cloth *c, double *seconds, uint64_t *substeps);
+/** Fills *out with the cloth's counts, pins, device memory and graph size. */
 WF_API wf_status wf_cloth_info_get(const wf_cloth *c, wf_cloth_info *out);
 /** The stream the solver runs on. */
 WF_API wf_stream *wf_cloth_stream(const wf_cloth *c);
+/** The cloth's device state between frames, for engine code that reads it with its own kernels
+ *  (weft/world.h's health check): pos and vel (vertices x 16 bytes, as wf_cloth_download returns
+ *  them) and the clock (simulated seconds as a double, then the substep count as a uint64). Such
+ *  work must wait for the solver's stream, and the stream must wait for it before the next
+ *  frame. Any output pointer may be NULL. */
+WF_API wf_status wf_cloth_state_buffers(wf_cloth *c, wf_buffer **pos, wf_buffer **vel,
+                                        wf_buffer **clock);
 /** Triangles (0-based vertex indices, 3 per triangle) of the cloth; NULL if it has none. */
 WF_API const uint32_t *wf_cloth_triangles(const wf_cloth *c, uint32_t *count);
 

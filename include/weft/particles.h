@@ -52,6 +52,8 @@
 extern "C" {
 #endif
 
+/** A particle solver: particles, materials and colliders on one device, running on its own
+ *  stream or on wf_particles_desc.stream. Created by wf_particles_create. */
 typedef struct wf_particles wf_particles;
 
 /** Contact models. DEM: linear spring-dashpot normal force, Coulomb friction (regularized by a
@@ -88,6 +90,7 @@ typedef struct wf_particle_material {
   float static_friction; /* XPBD: static coefficient μs; 0: the same as friction */
 } wf_particle_material;
 
+/** Shapes of an emitter's region (wf_particles_emitter.shape). */
 enum { WF_EMIT_BOX = 0, WF_EMIT_SPHERE = 1 };
 
 /** A block of particles on a cubic lattice. Start from wf_particles_emitter_default(). */
@@ -108,6 +111,7 @@ typedef struct wf_particles_emitter {
   uint32_t material;     /* material index; default 0 (the solver's default material) */
 } wf_particles_emitter;
 
+/** Collider shapes (wf_collider_desc.type). */
 enum {
   WF_COLLIDER_PLANE = 0,
   WF_COLLIDER_SPHERE = 1,
@@ -144,42 +148,50 @@ enum {
 
 /** Parameters that can change between frames without recapture. */
 typedef struct wf_particles_params {
-  float frame_dt;
-  float gravity[3];
-  float damping;
+  float frame_dt;   /* seconds per frame */
+  float gravity[3]; /* m/s² */
+  float damping;    /* global velocity damping, 1/s */
 } wf_particles_params;
 
+/** Statistics of the particle state (wf_particles_stats_get). */
 typedef struct wf_particles_stats {
-  uint32_t count;
+  uint32_t count;        /* particles */
   double kinetic_energy; /* Σ ½ m v² over dynamic particles, J */
   double momentum[3];    /* Σ m v over dynamic particles */
-  double max_speed;
-  double time; /* simulated seconds */
-  uint64_t substeps;
+  double max_speed;      /* m/s, over all particles */
+  double time;           /* simulated seconds */
+  uint64_t substeps;     /* substeps run so far */
 } wf_particles_stats;
 
 /** Per-stage device time of substeps run one by one with events between the stages. */
 typedef struct wf_particles_profile_result {
   double stage_ms[WF_PSTAGE_COUNT]; /* per substep */
   double substep_ms;                /* sum of the stages, per substep */
-  int substeps;
+  int substeps;                     /* substeps measured */
 } wf_particles_profile_result;
 
+/** The default solver settings: DEM contacts, 64 substeps at 60 frames/s, Earth gravity. */
 WF_API wf_particles_desc wf_particles_desc_default(void);
+/** The default contact material (the defaults in wf_particle_material's field comments). */
 WF_API wf_particle_material wf_particle_material_default(void);
+/** The default emitter: a 1 m box of particles of radius 0.05 m centred at (0, 1, 0). */
 WF_API wf_particles_emitter wf_particles_emitter_default(void);
+/** The default collider: the ground plane y = 0. */
 WF_API wf_collider_desc wf_collider_desc_default(void);
 /** The dashpot ratio ζ that gives restitution e for a linear spring-dashpot contact. */
 WF_API double wf_particles_zeta_for_restitution(double e);
 
+/** Creates a particle solver with no particles on dev (material 0 holds the defaults). */
 WF_API wf_status wf_particles_create(wf_device *dev, const wf_particles_desc *desc,
                                      wf_particles **out);
 /** Waits for the solver's work and frees everything. NULL is ignored. */
 WF_API void wf_particles_destroy(wf_particles *ps);
 
-/** Material 0 exists from the start (the defaults); set_material replaces one, add appends. */
+/** Appends a material; *index (may be NULL) receives its index. Material 0 exists from the start
+ *  (the defaults). */
 WF_API wf_status wf_particles_add_material(wf_particles *ps, const wf_particle_material *m,
                                            uint32_t *index);
+/** Replaces material `index` (0: the default material). No recapture. */
 WF_API wf_status wf_particles_set_material(wf_particles *ps, uint32_t index,
                                            const wf_particle_material *m);
 /** Adds the emitter's particles; *first (global id of the first) and *count may be NULL. */
@@ -188,10 +200,13 @@ WF_API wf_status wf_particles_emit(wf_particles *ps, const wf_particles_emitter 
 /** Adds n particles: pos[i] = xyz + radius, vel[i] = xyz + inverse mass (0: kinematic). */
 WF_API wf_status wf_particles_add(wf_particles *ps, uint32_t n, const float (*pos)[4],
                                   const float (*vel)[4], uint32_t material, uint32_t *first);
+/** Adds a collider (at most 64); *index (may be NULL) receives its index. */
 WF_API wf_status wf_particles_add_collider(wf_particles *ps, const wf_collider_desc *c,
                                            uint32_t *index);
 
+/** The parameters in effect (the desc's, or what wf_particles_params_set last set). */
 WF_API wf_particles_params wf_particles_params_get(const wf_particles *ps);
+/** Changes time step, gravity and damping. No recapture. */
 WF_API wf_status wf_particles_params_set(wf_particles *ps, const wf_particles_params *p);
 
 /** Enqueues `frames` frames (K substeps each); returns without waiting for them. */
@@ -199,11 +214,30 @@ WF_API wf_status wf_particles_step_frames(wf_particles *ps, int frames);
 /** Enqueues n substeps without capture (the debugging path). */
 WF_API wf_status wf_particles_step_substeps(wf_particles *ps, int n);
 
+/** Number of particles added so far. */
 WF_API uint32_t wf_particles_count(const wf_particles *ps);
 /** Waits for the solver and copies the state in global-id order; either pointer may be NULL.
  *  WF_ERR_INVALID (data still copied) when a particle became non-finite or left the grid's
  *  range: the message names the first such particle. */
 WF_API wf_status wf_particles_download(wf_particles *ps, float (*pos)[4], float (*vel)[4]);
+/** Enqueues asynchronous copies of the state after the frames enqueued so far, on stream s (NULL:
+ *  the solver's stream): count x 16 bytes of positions (xyz + radius) into pos at byte offset
+ *  pos_off and of velocities (xyz + inverse mass) into vel at vel_off, in global-id order; either
+ *  buffer may be NULL. s waits for the solver's work first, and the solver's later work waits for
+ *  the copies, so nothing is read half-written. With pinned host buffers and a stream of its own
+ *  this is a readback that does not stall the host (weft/world.h's readback ring uses it). */
+WF_API wf_status wf_particles_copy_state(wf_particles *ps, wf_buffer *pos, size_t pos_off,
+                                         wf_buffer *vel, size_t vel_off, wf_stream *s);
+/** The stream the solver runs on. */
+WF_API wf_stream *wf_particles_stream(const wf_particles *ps);
+/** The solver's device state, for engine code that reads it between frames with its own kernels
+ *  (weft/world.h's health check): pos and vel hold wf_particles_capacity() rows of 16 bytes, the
+ *  first wf_particles_count() being the particles in global-id order (as download returns them);
+ *  clock begins with the simulated seconds (double) and the substep count (uint64). Such work
+ *  must wait for the solver's stream, and the stream must wait for it before the next frame.
+ *  Adding particles may replace the buffers. Any output pointer may be NULL. */
+WF_API wf_status wf_particles_state_buffers(wf_particles *ps, wf_buffer **pos, wf_buffer **vel,
+                                            wf_buffer **clock);
 /** Replaces the state of all wf_particles_count() particles (pos: xyz + radius, vel: xyz + inverse
  *  mass, as wf_particles_download returns them) and the solver's clock (simulated seconds and
  *  substeps, as wf_particles_stats_get reports them), clearing the error flags. With the state of
@@ -213,6 +247,7 @@ WF_API wf_status wf_particles_set_state(wf_particles *ps, const float (*pos)[4],
                                         const float (*vel)[4], double time, uint64_t substeps);
 /** Waits for the solver and reports its device flags, as download does. */
 WF_API wf_status wf_particles_check(wf_particles *ps);
+/** Waits for the solver and computes the statistics of the current state. */
 WF_API wf_status wf_particles_stats_get(wf_particles *ps, wf_particles_stats *out);
 /** Device memory the solver holds, bytes (all buffers: state, sort, grid, sorted copies, tables).
  */

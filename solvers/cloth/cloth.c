@@ -3,14 +3,28 @@
  *
  * The substep, all on the solver's stream, nothing waits for the host:
  *
- *   mass-spring:  [SELF_COLLISION] [PARTICLE_COUPLING]  SPRINGS
- *                  (hooks, empty)                        one kernel per vertex: gather springs and
- *                                                        aerodynamics, semi-implicit Euler,
- *                                                        colliders; state half s%2 -> (s+1)%2
+ *   mass-spring:  [GRID  SELF_COLLISION  PARTICLE_COUPLING  APPLY]  SPRINGS
+ *                                                                     one kernel per vertex:
+ *                                                                     gather springs and
+ *                                                                     aerodynamics, semi-implicit
+ *                                                                     Euler, colliders; state
+ *                                                                     half s%2 -> (s+1)%2
  *
- *   XPBD:         PREDICT  [SELF_COLLISION] [PARTICLE_COUPLING]  CONSTRAINTS           FINALIZE
- *                 pred =                                         iterations x colours  colliders,
- *                 x + dt v'                                      (one launch each)     v, x
+ *   XPBD:         PREDICT    CONSTRAINTS           [GRID  SELF_COLLISION  PARTICLE_COUPLING  APPLY]
+ *                 pred =     iterations x colours
+ *                 x + dt v'  (one launch each)
+ *                 FINALIZE: colliders, v = v' + (pred - (x + dt v')) / dt, x = pred
+ *
+ * The bracketed stages run only with self-collision or coupling. GRID: the points q where the
+ * vertices will be at the end of the substep as far as known (XPBD: the prediction after the
+ * constraints; springs: x + dt (v + dt g)) are sorted into a uniform grid by cell key with the
+ * particle solver's kernels (coupling.h). SELF_COLLISION: each vertex gathers its repulsions
+ * (pairs closer than thickness, not neighbours at rest) into delta. PARTICLE_COUPLING (inside
+ * the particle solver's substep, between its grid build and its contacts): each vertex adds its
+ * contacts with particles to delta, each particle adds its contacts with vertices to its velocity
+ * (the same pair function on the same bits on both sides: equal and opposite). APPLY: XPBD
+ * pred += delta; springs v += delta / dt. A coupled cloth's substeps are run by the particle
+ * solver's substep hooks (begin at WFP_HOOK_GRID, end at WFP_HOOK_SUBSTEP).
  *
  * Invariants
  *  - Between public calls the state (positions, velocities, clock) is in half 0. A mass-spring
@@ -32,8 +46,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cloth_fast.h"
 #include "cloth_kernels.h"
 #include "cloth_mesh.h"
+#include "coupling.h"
 #include "gpu_internal.h"
 #include "solvers/particle/collider.h"
 #include "weft/particles.h" /* wf_collider_desc, WF_COLLIDER_* */
@@ -43,7 +59,7 @@ enum {
   B_VEL0,
   B_CLOCK0,
   B_POS1, /* springs: positions of half 1; XPBD: predicted positions */
-  B_VEL1, /* springs only */
+  B_VEL1, /* springs: velocities of half 1; XPBD: predicted velocities */
   B_CLOCK1,
   B_FLAGS,
   B_PARAMS,
@@ -55,6 +71,17 @@ enum {
   B_TRIS,
   B_CONS,
   B_LAMBDA,
+  B_Q,     /* springs: grid points (XPBD uses B_POS1) */
+  B_DELTA, /* self-collision + coupling corrections */
+  B_REST,  /* rest positions */
+  B_KEYS,  /* grid: keys, vertex ids, sorted keys, sorted ids, cell tables, CUDA sort scratch */
+  B_VALS,
+  B_KEYS_OUT,
+  B_VALS_OUT,
+  B_CSTART,
+  B_CEND,
+  B_TEMP,
+  B_GRID_REST, /* springs on a grid: rest lengths per vertex (cloth_fast.h) */
   B_COUNT
 };
 
@@ -71,6 +98,12 @@ struct wf_cloth {
   uint32_t n_pinned;
   wf_buffer *buf[B_COUNT];
   wf_graph *graph;
+  uint32_t table;   /* cells of the vertex grid's box (0: no grid buffers yet) */
+  int bits;         /* key bits of the vertex grid */
+  wf_particles *ps; /* coupled particle solver, or NULL */
+  float ps_radius;  /* its largest particle radius when coupled (the grid's cell) */
+  int sub_in_frame; /* coupled springs: substeps recorded since the frame began */
+  bool fast_off;    /* WEFT_CLOTH_FAST=0: no one-launch frames (cloth_fast.h) */
   wfc_params params;
   wfp_collider colliders[WFC_MAX_COLLIDERS];
 };
@@ -221,6 +254,15 @@ static void params_build(wf_cloth *c) {
   p->aero = (m->drag > 0.0f || m->lift > 0.0f) && c->nt > 0;
   p->thickness = m->thickness;
   p->friction = m->friction;
+  /* the vertex grid's cell covers the largest interaction: self-collision (thickness) and a
+   * particle contact (radius + thickness), with 2% to spare for the rounding of x / cell */
+  p->self_dist = d->self_collision ? m->thickness : 0.0f;
+  float reach = p->self_dist;
+  if (c->ps) reach = fmaxf(reach, c->ps_radius + m->thickness);
+  if (c->table) {
+    int bits;
+    wfc_grid_params_init(&p->grid, reach > 0.0f ? reach / 0.98f : 1.0f, c->table, &bits);
+  }
 }
 
 static wf_status upload_params(wf_cloth *c, const char *fn) {
@@ -233,8 +275,11 @@ static wf_status upload_params(wf_cloth *c, const char *fn) {
 /* ---- create / destroy -------------------------------------------------------------------------
  */
 
+static wf_status couple_hook(void *user, int event);
+
 void wf_cloth_destroy(wf_cloth *c) {
   if (!c) return;
+  if (c->ps) wfp_hook_remove(c->ps, couple_hook, c);
   if (c->stream) wf_stream_synchronize(c->stream);
   if (c->graph) wf_graph_destroy(c->graph);
   for (int b = 0; b < B_COUNT; b++)
@@ -269,6 +314,37 @@ static wf_status make_buffer(wf_cloth *c, const char *fn, int b, size_t bytes, c
   return WF_OK;
 }
 
+/* The vertex grid's buffers (self-collision, coupling), once. */
+static wf_status grid_alloc(wf_cloth *c, const char *fn) {
+  if (c->table) return WF_OK;
+  size_t nv = c->nv;
+  uint32_t table = c->nv > 64 ? c->nv : 64;
+  wfc_grid_params g;
+  int bits;
+  wfc_grid_params_init(&g, 1.0f, table, &bits);
+  wfp_f4 *rest = malloc(nv * sizeof *rest);
+  if (!rest) return wf__error(WF_ERR_OUT_OF_MEMORY, fn, "cloth '%s': out of host memory", c->name);
+  for (uint32_t i = 0; i < c->nv; i++)
+    rest[i] = (wfp_f4){c->topo.x[i][0], c->topo.x[i][1], c->topo.x[i][2], 0.0f};
+  size_t bytes[] = {c->desc.integrator == WF_CLOTH_SPRINGS ? nv * sizeof(wfp_f4) : 0,
+                    nv * sizeof(wfp_f4),
+                    nv * sizeof(wfp_f4),
+                    nv * 4,
+                    nv * 4,
+                    nv * 4,
+                    nv * 4,
+                    (size_t)table * 4,
+                    (size_t)table * 4,
+                    wfc_grid_sort_temp_bytes(c->dev, c->nv, bits)};
+  wf_status st = WF_OK;
+  for (int b = B_Q; b <= B_TEMP && st == WF_OK; b++)
+    if (bytes[b - B_Q]) st = make_buffer(c, fn, b, bytes[b - B_Q], b == B_REST ? rest : NULL);
+  free(rest);
+  if (st != WF_OK) return st;
+  c->table = table, c->bits = bits;
+  return WF_OK;
+}
+
 /* Everything after the topology: topology lists, masses, buffers, uploads. Takes the topology. */
 static wf_status create_common(const char *fn, wf_device *dev, const wf_cloth_desc *desc,
                                const char *name, wfc_topology *topo, wf_cloth **out) {
@@ -294,16 +370,20 @@ static wf_status create_common(const char *fn, wf_device *dev, const wf_cloth_de
   wfp_f4 *x = malloc((size_t)c->nv * sizeof *x);
   wfc_springs sp = {0};
   wfc_constraints cons = {0};
+  float *grid_rest = NULL;
   if (!c->pinned || !inv_mass || !x) {
     st = wf__error(WF_ERR_OUT_OF_MEMORY, fn, "cloth '%s': out of host memory", name);
     goto done;
   }
   st = wfc_inverse_masses(fn, name, &c->topo, &desc->material, inv_mass);
   if (st != WF_OK) goto done;
-  if (desc->integrator == WF_CLOTH_SPRINGS)
-    st = wfc_springs_build(fn, name, &c->topo, &sp);
-  else
-    st = wfc_constraints_build(fn, name, &c->topo, &cons);
+  if (desc->integrator == WF_CLOTH_SPRINGS) st = wfc_springs_build(fn, name, &c->topo, &sp);
+  if (st == WF_OK && desc->integrator == WF_CLOTH_SPRINGS && c->topo.grid[0] &&
+      wfc_grid_rest_build(&c->topo, &sp, &grid_rest) == WF_ERR_OUT_OF_MEMORY)
+    st = wf__error(WF_ERR_OUT_OF_MEMORY, fn, "cloth '%s': out of host memory", name);
+  const char *fast = getenv("WEFT_CLOTH_FAST");
+  c->fast_off = fast && !strcmp(fast, "0");
+  if (desc->integrator != WF_CLOTH_SPRINGS) st = wfc_constraints_build(fn, name, &c->topo, &cons);
   if (st != WF_OK) goto done;
   c->springs = sp.count;
   c->constraints = cons.count;
@@ -336,7 +416,7 @@ static wf_status create_common(const char *fn, wf_device *dev, const wf_cloth_de
       [B_VEL0] = {nv * sizeof(wfp_f4), NULL},
       [B_CLOCK0] = {sizeof(wfc_clock), &clock0},
       [B_POS1] = {nv * sizeof(wfp_f4), x},
-      [B_VEL1] = {springs ? nv * sizeof(wfp_f4) : 0, NULL},
+      [B_VEL1] = {nv * sizeof(wfp_f4), NULL},
       [B_CLOCK1] = {sizeof(wfc_clock), &clock0},
       [B_FLAGS] = {sizeof(wfc_flags), &flags0},
       [B_PARAMS] = {sizeof(wfc_params), NULL},
@@ -348,17 +428,20 @@ static wf_status create_common(const char *fn, wf_device *dev, const wf_cloth_de
       [B_TRIS] = {nt * 3 * 4, c->topo.tris},
       [B_CONS] = {(size_t)cons.count * sizeof(wfc_constraint), cons.cons},
       [B_LAMBDA] = {lambda ? (size_t)cons.count * 4 : 0, NULL},
+      [B_GRID_REST] = {grid_rest ? nv * WFC_R_COUNT * sizeof(float) : 0, grid_rest},
   };
   for (int b = 0; b < B_COUNT && st == WF_OK; b++) {
+    if (b >= B_Q && b <= B_TEMP) continue; /* the vertex grid's: grid_alloc, when needed */
     if (!spec[b].bytes &&
-        (b == B_VEL1 || b == B_ADJ_START || b == B_ADJ || b == B_CONS || b == B_LAMBDA))
+        (b == B_ADJ_START || b == B_ADJ || b == B_CONS || b == B_LAMBDA || b == B_GRID_REST))
       continue; /* not used by this integrator */
     st = make_buffer(c, fn, b, spec[b].bytes, spec[b].data);
   }
+  if (st == WF_OK && desc->self_collision) st = grid_alloc(c, fn);
   if (st == WF_OK) st = upload_params(c, fn);
   /* the uploads read host arrays freed below: wf_upload copies before returning */
 done:
-  free(inv_mass), free(x);
+  free(inv_mass), free(x), free(grid_rest);
   wfc_springs_free(&sp);
   wfc_constraints_free(&cons);
   if (st != WF_OK) {
@@ -588,26 +671,116 @@ static wfc_mesh_view mesh_view(const wf_cloth *c) {
   return (wfc_mesh_view){ptr(c, B_TRI_START), ptr(c, B_TRI_LIST), ptr(c, B_TRIS)};
 }
 
-/* SELF_COLLISION stage: the place for vertex-vertex repulsion through a hash grid (to be added:
- * a grid build over the positions of the stage's input, then a per-vertex gather that adds
- * repulsion to the forces / corrections). Enqueues nothing yet. */
-static wf_status stage_self_collision(wf_cloth *c, const char *fn, int half) {
-  (void)c, (void)fn, (void)half;
-  return WF_OK;
+static bool grid_on(const wf_cloth *c) { return c->desc.self_collision || c->ps != NULL; }
+
+/* The grid points: XPBD's prediction, or the springs' guess (computed here from half `in`). */
+static wfp_f4 *grid_points(wf_cloth *c) {
+  return ptr(c, c->desc.integrator == WF_CLOTH_XPBD ? B_POS1 : B_Q);
 }
 
-/* PARTICLE_COUPLING stage: the place for two-way coupling with a particle solver (to be added).
- * Enqueues nothing yet. */
-static wf_status stage_particle_coupling(wf_cloth *c, const char *fn, int half) {
-  (void)c, (void)fn, (void)half;
-  return WF_OK;
+static wfc_cgrid cgrid(wf_cloth *c) {
+  const wfc_params *p = ptr(c, B_PARAMS);
+  return (wfc_cgrid){&p->grid, ptr(c, B_CSTART), ptr(c, B_CEND), ptr(c, B_VALS_OUT),
+                     grid_points(c)};
 }
 
-/* Mass-spring substep: state half `in` -> the other half. */
-static wf_status substep_springs(wf_cloth *c, const char *fn, int in) {
+/* GRID stage: cell keys of the grid points, a stable sort by key, the cell tables. */
+static wf_status stage_grid(wf_cloth *c, const char *fn, int in) {
   wf_status st;
-  if ((st = stage_self_collision(c, fn, in)) != WF_OK) return st;
-  if ((st = stage_particle_coupling(c, fn, in)) != WF_OK) return st;
+  if (c->desc.integrator == WF_CLOTH_SPRINGS) {
+    wfc_q_args qa = {ptr(c, B_PARAMS), ptr(c, in ? B_POS1 : B_POS0), ptr(c, in ? B_VEL1 : B_VEL0),
+                     ptr(c, B_Q)};
+    if ((st = launch(c, fn, &wfc_grid_q, c->nv, &qa, sizeof qa)) != WF_OK) return st;
+  }
+  wfc_keys_args ka = {ptr(c, B_PARAMS), grid_points(c), ptr(c, B_KEYS), ptr(c, B_VALS)};
+  if ((st = launch(c, fn, &wfc_grid_keys, c->nv, &ka, sizeof ka)) != WF_OK) return st;
+  TRY(wfc_grid_sort(c->stream, ptr(c, B_KEYS), ptr(c, B_VALS), ptr(c, B_KEYS_OUT),
+                    ptr(c, B_VALS_OUT), c->nv, c->bits, c->buf[B_TEMP] ? ptr(c, B_TEMP) : NULL,
+                    c->buf[B_TEMP] ? wf_buffer_size(c->buf[B_TEMP]) : 0),
+      "sorting the vertex grid");
+  TRY(wfc_grid_cells(c->stream, c->buf[B_CSTART], c->buf[B_CEND], ptr(c, B_KEYS_OUT), c->nv,
+                     c->table),
+      "building the vertex grid's cells");
+  return WF_OK;
+}
+
+/* SELF_COLLISION stage: each vertex gathers its vertex-vertex repulsions into delta. */
+static wf_status stage_self_collision(wf_cloth *c, const char *fn) {
+  if (!c->desc.self_collision) return WF_OK;
+  wfc_self_args a = {ptr(c, B_PARAMS), cgrid(c), ptr(c, B_REST), ptr(c, B_DELTA)};
+  return launch(c, fn, &wfc_self_collide, c->nv, &a, sizeof a);
+}
+
+/* PARTICLE_COUPLING stage (inside the particle solver's substep, on its stream, after its grid
+ * build): the vertices' side into delta, then the particles' side into their sorted velocities.
+ * The vertices read the particles' velocities before the particles change them. */
+static wf_status stage_particle_coupling(wf_cloth *c, const char *fn) {
+  if (!c->ps) return WF_OK;
+  wfp_view v;
+  wf_status st = wfp_view_get(c->ps, &v);
+  if (st != WF_OK) return st;
+  if (v.max_radius > c->ps_radius)
+    return wf__error(WF_ERR_INVALID, fn,
+                     "cloth '%s': particles '%s' now have radius %g, larger than the %g the cloth "
+                     "was coupled with: couple again (wf_cloth_couple) after adding particles",
+                     c->name, v.name, (double)v.max_radius, (double)c->ps_radius);
+  if (v.grid.n == 0) { /* nothing to touch; delta holds self-collision or must be cleared */
+    if (!c->desc.self_collision)
+      TRY(wf_memset(c->buf[B_DELTA], 0, 0, (size_t)c->nv * sizeof(wfp_f4), c->stream),
+          "clearing the corrections");
+    return WF_OK;
+  }
+  wfc_couple_cloth_args ca = {ptr(c, B_PARAMS), grid_points(c), v.grid, ptr(c, B_DELTA),
+                              c->desc.self_collision ? 1u : 0u};
+  if ((st = launch(c, fn, &wfc_couple_cloth, c->nv, &ca, sizeof ca)) != WF_OK) return st;
+  wfc_couple_particle_args pa = {ptr(c, B_PARAMS), cgrid(c), v.grid};
+  return launch(c, fn, &wfc_couple_particles, v.grid.n, &pa, sizeof pa);
+}
+
+/* APPLY stage: XPBD pred += delta; springs v += delta / dt (state half `in`). */
+static wf_status stage_apply(wf_cloth *c, const char *fn, int in) {
+  bool xpbd = c->desc.integrator == WF_CLOTH_XPBD;
+  wfc_apply_args a = {ptr(c, B_PARAMS), ptr(c, B_DELTA), xpbd ? ptr(c, B_POS1) : NULL,
+                      xpbd ? NULL : ptr(c, in ? B_VEL1 : B_VEL0)};
+  return launch(c, fn, &wfc_apply, c->nv, &a, sizeof a);
+}
+
+/* The first part of a substep: everything up to the corrections (springs: from half `in`). */
+static wf_status substep_begin(wf_cloth *c, const char *fn, int in) {
+  wf_status st;
+  if (c->desc.integrator == WF_CLOTH_XPBD) {
+    wfc_predict_args pa = {ptr(c, B_PARAMS), ptr(c, B_CLOCK0), ptr(c, B_CLOCK1),
+                           ptr(c, B_POS0),   ptr(c, B_VEL0),   ptr(c, B_POS1),
+                           ptr(c, B_VEL1),   mesh_view(c),     c->nv};
+    if ((st = launch(c, fn, &wfc_xpbd_predict, c->nv, &pa, sizeof pa)) != WF_OK) return st;
+    float *lambda = c->buf[B_LAMBDA] ? ptr(c, B_LAMBDA) : NULL;
+    if (lambda)
+      TRY(wf_memset(c->buf[B_LAMBDA], 0, 0, (size_t)c->constraints * 4, c->stream),
+          "clearing the multipliers");
+    const wfc_constraint *cons = ptr(c, B_CONS);
+    for (int it = 0; it < c->desc.iterations; it++)
+      for (uint32_t q = 0; q < c->colours; q++) {
+        uint32_t s0 = c->colour_start[q], n = c->colour_start[q + 1] - s0;
+        wfc_solve_args sa = {ptr(c, B_PARAMS), cons + s0, lambda ? lambda + s0 : NULL,
+                             ptr(c, B_POS0), ptr(c, B_POS1)};
+        if ((st = launch(c, fn, &wfc_xpbd_solve, n, &sa, sizeof sa)) != WF_OK) return st;
+      }
+  }
+  if (!grid_on(c)) return WF_OK;
+  if ((st = stage_grid(c, fn, in)) != WF_OK) return st;
+  return stage_self_collision(c, fn);
+}
+
+/* The rest of a substep: the corrections, then springs (half in -> out) or XPBD's finalize. */
+static wf_status substep_end(wf_cloth *c, const char *fn, int in) {
+  wf_status st;
+  if (grid_on(c) && (st = stage_apply(c, fn, in)) != WF_OK) return st;
+  if (c->desc.integrator == WF_CLOTH_XPBD) {
+    wfc_finalize_args fa = {
+        ptr(c, B_PARAMS), ptr(c, B_COLLIDERS), ptr(c, B_CLOCK1), ptr(c, B_CLOCK0), ptr(c, B_FLAGS),
+        ptr(c, B_POS0),   ptr(c, B_VEL0),      ptr(c, B_POS1),   ptr(c, B_VEL1),   c->nv};
+    return launch(c, fn, &wfc_xpbd_finalize, c->nv, &fa, sizeof fa);
+  }
   int pi = in ? B_POS1 : B_POS0, vi = in ? B_VEL1 : B_VEL0, ci = in ? B_CLOCK1 : B_CLOCK0;
   int po = in ? B_POS0 : B_POS1, vo = in ? B_VEL0 : B_VEL1, co = in ? B_CLOCK0 : B_CLOCK1;
   wfc_spring_args a = {
@@ -617,30 +790,20 @@ static wf_status substep_springs(wf_cloth *c, const char *fn, int in) {
   return launch(c, fn, &wfc_spring_step, c->nv, &a, sizeof a);
 }
 
-/* XPBD substep: predict into B_POS1, solve by colour, finalize back into half 0. */
-static wf_status substep_xpbd(wf_cloth *c, const char *fn) {
-  wf_status st;
-  wfc_predict_args pa = {ptr(c, B_PARAMS), ptr(c, B_CLOCK0), ptr(c, B_CLOCK1), ptr(c, B_POS0),
-                         ptr(c, B_VEL0),   ptr(c, B_POS1),   mesh_view(c),     c->nv};
-  if ((st = launch(c, fn, &wfc_xpbd_predict, c->nv, &pa, sizeof pa)) != WF_OK) return st;
-  if ((st = stage_self_collision(c, fn, 1)) != WF_OK) return st;
-  if ((st = stage_particle_coupling(c, fn, 1)) != WF_OK) return st;
-  float *lambda = c->buf[B_LAMBDA] ? ptr(c, B_LAMBDA) : NULL;
-  if (lambda)
-    TRY(wf_memset(c->buf[B_LAMBDA], 0, 0, (size_t)c->constraints * 4, c->stream),
-        "clearing the multipliers");
-  const wfc_constraint *cons = ptr(c, B_CONS);
-  for (int it = 0; it < c->desc.iterations; it++)
-    for (uint32_t q = 0; q < c->colours; q++) {
-      uint32_t s0 = c->colour_start[q], n = c->colour_start[q + 1] - s0;
-      wfc_solve_args sa = {ptr(c, B_PARAMS), cons + s0, lambda ? lambda + s0 : NULL, ptr(c, B_POS0),
-                           ptr(c, B_POS1)};
-      if ((st = launch(c, fn, &wfc_xpbd_solve, n, &sa, sizeof sa)) != WF_OK) return st;
-    }
-  wfc_finalize_args fa = {ptr(c, B_PARAMS), ptr(c, B_COLLIDERS), ptr(c, B_CLOCK1),
-                          ptr(c, B_CLOCK0), ptr(c, B_FLAGS),     ptr(c, B_POS0),
-                          ptr(c, B_VEL0),   ptr(c, B_POS1),      c->nv};
-  return launch(c, fn, &wfc_xpbd_finalize, c->nv, &fa, sizeof fa);
+/* One substep of an uncoupled cloth (springs: state half `in` -> the other half). */
+static wf_status substep(wf_cloth *c, const char *fn, int in) {
+  wf_status st = substep_begin(c, fn, in);
+  return st != WF_OK ? st : substep_end(c, fn, in);
+}
+
+/* Springs: a batch of an odd number of substeps ends in half 1: copy it back to half 0. */
+static wf_status springs_back_to_half0(wf_cloth *c, const char *fn) {
+  size_t bytes = (size_t)c->nv * sizeof(wfp_f4);
+  TRY(wf_copy(c->buf[B_POS0], 0, c->buf[B_POS1], 0, bytes, c->stream), "copying the state");
+  TRY(wf_copy(c->buf[B_VEL0], 0, c->buf[B_VEL1], 0, bytes, c->stream), "copying the state");
+  TRY(wf_copy(c->buf[B_CLOCK0], 0, c->buf[B_CLOCK1], 0, sizeof(wfc_clock), c->stream),
+      "copying the state");
+  return WF_OK;
 }
 
 /* Kernels are opaque to the GPU layer: mark every buffer as used on the solver's stream, so that
@@ -651,22 +814,35 @@ static wf_status touch_all(wf_cloth *c, const char *fn) {
   return WF_OK;
 }
 
-static wf_status enqueue_substeps(wf_cloth *c, const char *fn, int n) {
-  wf_status st = WF_OK;
-  if (c->desc.integrator == WF_CLOTH_XPBD) {
-    for (int s = 0; s < n && st == WF_OK; s++)
-      st = substep_xpbd(c, fn);
-  } else {
-    for (int s = 0; s < n && st == WF_OK; s++)
-      st = substep_springs(c, fn, s & 1);
-    if (st == WF_OK && (n & 1)) { /* back to half 0 */
-      size_t bytes = (size_t)c->nv * sizeof(wfp_f4);
-      TRY(wf_copy(c->buf[B_POS0], 0, c->buf[B_POS1], 0, bytes, c->stream), "copying the state");
-      TRY(wf_copy(c->buf[B_VEL0], 0, c->buf[B_VEL1], 0, bytes, c->stream), "copying the state");
-      TRY(wf_copy(c->buf[B_CLOCK0], 0, c->buf[B_CLOCK1], 0, sizeof(wfc_clock), c->stream),
-          "copying the state");
-    }
+/* Springs without self-collision or coupling: the whole batch in one launch (cloth_fast.h). */
+static wf_status springs_frame(wf_cloth *c, const char *fn, int n) {
+  wfc_frame_args fa;
+  memset(&fa, 0, sizeof fa);
+  for (int in = 0; in < 2; in++) {
+    int pi = in ? B_POS1 : B_POS0, vi = in ? B_VEL1 : B_VEL0, ci = in ? B_CLOCK1 : B_CLOCK0;
+    int po = in ? B_POS0 : B_POS1, vo = in ? B_VEL0 : B_VEL1, co = in ? B_CLOCK0 : B_CLOCK1;
+    fa.half[in] = (wfc_spring_args){
+        ptr(c, B_PARAMS), ptr(c, B_COLLIDERS), ptr(c, ci), ptr(c, co), ptr(c, B_FLAGS),
+        ptr(c, pi),       ptr(c, vi),          ptr(c, po), ptr(c, vo), ptr(c, B_ADJ_START),
+        ptr(c, B_ADJ),    mesh_view(c),        c->nv};
   }
+  fa.rest6 = c->buf[B_GRID_REST] ? ptr(c, B_GRID_REST) : NULL;
+  fa.nu = c->topo.grid[0], fa.nr = c->topo.grid[1];
+  fa.substeps = (uint32_t)n;
+  return launch(c, fn, &wfc_spring_frame, c->nv, &fa, sizeof fa);
+}
+
+static wf_status enqueue_substeps(wf_cloth *c, const char *fn, int n) {
+  bool springs = c->desc.integrator == WF_CLOTH_SPRINGS;
+  wf_status st = WF_OK;
+  if (springs && !grid_on(c) && !c->fast_off && n > 0) {
+    st = springs_frame(c, fn, n);
+    if (st == WF_OK && (n & 1)) st = springs_back_to_half0(c, fn);
+    return st != WF_OK ? st : touch_all(c, fn);
+  }
+  for (int s = 0; s < n && st == WF_OK; s++)
+    st = substep(c, fn, springs ? s & 1 : 1);
+  if (st == WF_OK && springs && (n & 1)) st = springs_back_to_half0(c, fn);
   return st != WF_OK ? st : touch_all(c, fn);
 }
 
@@ -684,11 +860,89 @@ static wf_status capture_frame(wf_cloth *c, const char *fn) {
   return WF_OK;
 }
 
+static wf_status coupled_error(const wf_cloth *c, const char *fn) {
+  wfp_view v;
+  const char *ps = wfp_view_get(c->ps, &v) == WF_OK ? v.name : "?";
+  return wf__error(WF_ERR_INVALID, fn,
+                   "cloth '%s' is coupled to particles '%s': step the particle solver "
+                   "(wf_particles_step_frames), which steps the cloth too",
+                   c->name, ps);
+}
+
+/* ---- coupling with a particle solver --------------------------------------------------------- */
+
+/* The particle solver's substep hooks (coupling.h): on its stream, in its substeps, captured
+ * into its frame. sub_in_frame counts the substeps recorded since the frame began (the springs'
+ * state half); it is a host counter, used while recording only. */
+static wf_status couple_hook(void *user, int event) {
+  static const char fn[] = "wf_particles_step_frames";
+  wf_cloth *c = user;
+  bool springs = c->desc.integrator == WF_CLOTH_SPRINGS;
+  int in = springs ? c->sub_in_frame & 1 : 1;
+  wf_status st = WF_OK;
+  switch (event) {
+  case WFP_HOOK_GRID:
+    st = substep_begin(c, fn, in);
+    if (st == WF_OK) st = stage_particle_coupling(c, fn);
+    break;
+  case WFP_HOOK_SUBSTEP:
+    st = substep_end(c, fn, in);
+    c->sub_in_frame++;
+    break;
+  case WFP_HOOK_FRAME:
+    if (springs && (c->sub_in_frame & 1)) st = springs_back_to_half0(c, fn);
+    c->sub_in_frame = 0;
+    if (st == WF_OK) st = touch_all(c, fn);
+    break;
+  case WFP_HOOK_DETACH:
+    c->ps = NULL;
+    c->sub_in_frame = 0;
+    st = upload_params(c, fn);
+    break;
+  default: break;
+  }
+  return st;
+}
+
+wf_status wf_cloth_couple(wf_cloth *c, wf_particles *ps) {
+  static const char fn[] = "wf_cloth_couple";
+  if (!c) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
+  if (c->ps) { /* uncouple first (also when coupling again, e.g. after adding particles) */
+    wfp_hook_remove(c->ps, couple_hook, c);
+    c->ps = NULL;
+    c->sub_in_frame = 0;
+  }
+  if (!ps) return upload_params(c, fn);
+  wfp_view v;
+  wf_status st = wfp_view_get(ps, &v);
+  if (st != WF_OK) return st;
+  if (v.dev != c->dev || v.stream != c->stream)
+    return wf__error(WF_ERR_INVALID, fn,
+                     "cloth '%s' and particles '%s' must run on one device and stream (%s, %s): "
+                     "create both with the same desc.stream",
+                     c->name, v.name, wf_device_name(c->dev), wf_device_name(v.dev));
+  float dt_c = c->desc.frame_dt / (float)c->desc.substeps, dt_p = v.frame_dt / (float)v.substeps;
+  if (dt_c != dt_p)
+    return wf__error(WF_ERR_INVALID, fn,
+                     "cloth '%s' and particles '%s' must take the same substep: %g s (frame_dt "
+                     "%g / %d substeps) vs %g s (%g / %d)",
+                     c->name, v.name, (double)dt_c, (double)c->desc.frame_dt, c->desc.substeps,
+                     (double)dt_p, (double)v.frame_dt, v.substeps);
+  if ((st = grid_alloc(c, fn)) != WF_OK) return st;
+  c->ps = ps;
+  c->ps_radius = v.max_radius;
+  c->sub_in_frame = 0;
+  if ((st = upload_params(c, fn)) == WF_OK) st = wfp_hook_add(ps, couple_hook, c);
+  if (st != WF_OK) c->ps = NULL;
+  return st;
+}
+
 wf_status wf_cloth_step_frames(wf_cloth *c, int frames) {
   static const char fn[] = "wf_cloth_step_frames";
   if (!c) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
   if (frames < 0)
     return wf__error(WF_ERR_INVALID, fn, "cloth '%s': frames %d must be >= 0", c->name, frames);
+  if (c->ps) return coupled_error(c, fn);
   if (frames == 0) return WF_OK;
   if (c->desc.no_graph) return enqueue_substeps(c, fn, frames * c->desc.substeps);
   if (!c->graph) {
@@ -705,6 +959,7 @@ wf_status wf_cloth_step_substeps(wf_cloth *c, int n) {
   if (!c) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
   if (n < 0)
     return wf__error(WF_ERR_INVALID, fn, "cloth '%s': substeps %d must be >= 0", c->name, n);
+  if (c->ps) return coupled_error(c, fn);
   return n ? enqueue_substeps(c, fn, n) : WF_OK;
 }
 
@@ -763,15 +1018,24 @@ wf_status wf_cloth_set_state(wf_cloth *c, const float (*pos)[4], const float (*v
 }
 
 wf_status wf_cloth_copy_positions(wf_cloth *c, wf_buffer *dst, size_t off) {
+  return wf_cloth_copy_positions_on(c, dst, off, NULL);
+}
+
+/* On another stream, wf_copy orders s after the solver (the buffer remembers its last user); the
+ * solver then waits for s, since its kernels are opaque to that tracking and the next frame must
+ * not overwrite the positions while they are read. */
+wf_status wf_cloth_copy_positions_on(wf_cloth *c, wf_buffer *dst, size_t off, wf_stream *s) {
   static const char fn[] = "wf_cloth_copy_positions";
   if (!c || !dst) return wf__error(WF_ERR_INVALID, fn, "cloth or buffer is NULL");
+  if (!s) s = c->stream;
   size_t bytes = (size_t)c->nv * sizeof(wfp_f4);
   if (off > wf_buffer_size(dst) || wf_buffer_size(dst) - off < bytes)
     return wf__error(WF_ERR_INVALID, fn,
                      "cloth '%s': destination holds %zu bytes after offset %zu, positions need %zu",
                      c->name, off > wf_buffer_size(dst) ? 0 : wf_buffer_size(dst) - off, off,
                      bytes);
-  TRY(wf_copy(dst, off, c->buf[B_POS0], 0, bytes, c->stream), "copying positions");
+  TRY(wf_copy(dst, off, c->buf[B_POS0], 0, bytes, s), "copying positions");
+  if (s != c->stream) TRY(wf_stream_wait_stream(c->stream, s), "ordering after the copy");
   return WF_OK;
 }
 
@@ -803,6 +1067,14 @@ wf_status wf_cloth_info_get(const wf_cloth *c, wf_cloth_info *out) {
 }
 
 wf_stream *wf_cloth_stream(const wf_cloth *c) { return c ? c->stream : NULL; }
+
+wf_status wf_cloth_state_buffers(wf_cloth *c, wf_buffer **pos, wf_buffer **vel, wf_buffer **clock) {
+  if (!c) return wf__error(WF_ERR_INVALID, "wf_cloth_state_buffers", "cloth is NULL");
+  if (pos) *pos = c->buf[B_POS0];
+  if (vel) *vel = c->buf[B_VEL0];
+  if (clock) *clock = c->buf[B_CLOCK0];
+  return WF_OK;
+}
 
 const uint32_t *wf_cloth_triangles(const wf_cloth *c, uint32_t *count) {
   if (count) *count = c ? c->nt : 0;

@@ -53,3 +53,28 @@ const wf_kernel wfc_xpbd_predict = {"cloth_xpbd_predict", predict_cpu,
 const wf_kernel wfc_xpbd_solve = {"cloth_xpbd_solve", solve_cpu, WFC_CUDA(wfc_xpbd_solve_cuda)};
 const wf_kernel wfc_xpbd_finalize = {"cloth_xpbd_finalize", finalize_cpu,
                                      WFC_CUDA(wfc_xpbd_finalize_cuda)};
+
+/* Per-element loops of the kernels whose elements write only their own slot. */
+#define WFC_LOOP(name, args_t, elem)                                                               \
+  static void name(const void *args, size_t begin, size_t end) {                                   \
+    const args_t *a = args;                                                                        \
+    for (size_t i = begin; i < end; i++)                                                           \
+      elem(a, (uint32_t)i);                                                                        \
+  }
+WFC_LOOP(q_cpu, wfc_q_args, wfc_q_elem)
+WFC_LOOP(keys_cpu, wfc_keys_args, wfc_keys_elem)
+WFC_LOOP(self_cpu, wfc_self_args, wfc_self_elem)
+WFC_LOOP(couple_cloth_cpu, wfc_couple_cloth_args, wfc_couple_cloth_elem)
+WFC_LOOP(couple_particles_cpu, wfc_couple_particle_args, wfc_couple_particle_elem)
+WFC_LOOP(apply_cpu, wfc_apply_args, wfc_apply_elem)
+#undef WFC_LOOP
+
+const wf_kernel wfc_grid_q = {"cloth_grid_q", q_cpu, WFC_CUDA(wfc_grid_q_cuda)};
+const wf_kernel wfc_grid_keys = {"cloth_grid_keys", keys_cpu, WFC_CUDA(wfc_grid_keys_cuda)};
+const wf_kernel wfc_self_collide = {"cloth_self_collide", self_cpu,
+                                    WFC_CUDA(wfc_self_collide_cuda)};
+const wf_kernel wfc_couple_cloth = {"cloth_couple_cloth", couple_cloth_cpu,
+                                    WFC_CUDA(wfc_couple_cloth_cuda)};
+const wf_kernel wfc_couple_particles = {"cloth_couple_particles", couple_particles_cpu,
+                                        WFC_CUDA(wfc_couple_particles_cuda)};
+const wf_kernel wfc_apply = {"cloth_apply", apply_cpu, WFC_CUDA(wfc_apply_cuda)};

@@ -42,7 +42,33 @@ __global__ void finalize_kernel(wfc_finalize_args a, size_t n) {
   if (fl) raise_flags(a.flags, fl, (uint32_t)i);
 }
 
+/* Kernels whose elements write only their own slot. */
+#define WFC_KERNEL(name, args_t, elem)                                                             \
+  __global__ void name(args_t a, size_t n) {                                                       \
+    size_t i = index();                                                                            \
+    if (i < n) elem(&a, (uint32_t)i);                                                              \
+  }
+WFC_KERNEL(q_kernel, wfc_q_args, wfc_q_elem)
+WFC_KERNEL(keys_kernel, wfc_keys_args, wfc_keys_elem)
+WFC_KERNEL(self_kernel, wfc_self_args, wfc_self_elem)
+WFC_KERNEL(couple_cloth_kernel, wfc_couple_cloth_args, wfc_couple_cloth_elem)
+WFC_KERNEL(couple_particles_kernel, wfc_couple_particle_args, wfc_couple_particle_elem)
+WFC_KERNEL(apply_kernel, wfc_apply_args, wfc_apply_elem)
+#undef WFC_KERNEL
+
 } // namespace
+
+#define WFC_WRAPPER(name, kernel, args_t)                                                          \
+  extern "C" void name(const void *args, size_t n, void *stream) {                                 \
+    kernel<<<grid_for(n), kBlock, 0, (cudaStream_t)stream>>>(*(const args_t *)args, n);            \
+  }
+WFC_WRAPPER(wfc_grid_q_cuda, q_kernel, wfc_q_args)
+WFC_WRAPPER(wfc_grid_keys_cuda, keys_kernel, wfc_keys_args)
+WFC_WRAPPER(wfc_self_collide_cuda, self_kernel, wfc_self_args)
+WFC_WRAPPER(wfc_couple_cloth_cuda, couple_cloth_kernel, wfc_couple_cloth_args)
+WFC_WRAPPER(wfc_couple_particles_cuda, couple_particles_kernel, wfc_couple_particle_args)
+WFC_WRAPPER(wfc_apply_cuda, apply_kernel, wfc_apply_args)
+#undef WFC_WRAPPER
 
 extern "C" void wfc_spring_step_cuda(const void *args, size_t n, void *stream) {
   spring_kernel<<<grid_for(n), kBlock, 0, (cudaStream_t)stream>>>(*(const wfc_spring_args *)args,

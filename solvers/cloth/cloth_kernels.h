@@ -13,13 +13,25 @@ extern "C" {
 extern const wf_kernel wfc_spring_step;  /* n = vertices: one mass-spring substep, half in -> out */
 extern const wf_kernel wfc_xpbd_predict; /* n = vertices: predicted positions */
 extern const wf_kernel wfc_xpbd_solve;   /* n = constraints of one colour */
-extern const wf_kernel wfc_xpbd_finalize; /* n = vertices: colliders, velocities, positions */
+extern const wf_kernel wfc_xpbd_finalize;    /* n = vertices: colliders, velocities, positions */
+extern const wf_kernel wfc_grid_q;           /* n = vertices: springs' end-of-substep guess */
+extern const wf_kernel wfc_grid_keys;        /* n = vertices: cell keys of the grid points */
+extern const wf_kernel wfc_self_collide;     /* n = vertices: self-collision corrections */
+extern const wf_kernel wfc_couple_cloth;     /* n = vertices: corrections from particles */
+extern const wf_kernel wfc_couple_particles; /* n = particles: impulses from the cloth */
+extern const wf_kernel wfc_apply;            /* n = vertices: apply the corrections */
 
 #ifdef WEFT_HAVE_CUDA
 void wfc_spring_step_cuda(const void *args, size_t n, void *stream);
 void wfc_xpbd_predict_cuda(const void *args, size_t n, void *stream);
 void wfc_xpbd_solve_cuda(const void *args, size_t n, void *stream);
 void wfc_xpbd_finalize_cuda(const void *args, size_t n, void *stream);
+void wfc_grid_q_cuda(const void *args, size_t n, void *stream);
+void wfc_grid_keys_cuda(const void *args, size_t n, void *stream);
+void wfc_self_collide_cuda(const void *args, size_t n, void *stream);
+void wfc_couple_cloth_cuda(const void *args, size_t n, void *stream);
+void wfc_couple_particles_cuda(const void *args, size_t n, void *stream);
+void wfc_apply_cuda(const void *args, size_t n, void *stream);
 #endif
 
 #ifdef __cplusplus

@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "coupling.h" /* the particle solver's grid and state, for self-collision and coupling */
 #include "solvers/particle/particle_math.h" /* wfp_f4, wfp_collider, wfp_collider_sdf */
 #include "weft/hd.h"
 
@@ -75,8 +76,9 @@ typedef struct wfc_params {
   float thickness;
   float friction;
   uint32_t n_colliders;
-  uint32_t aero; /* non-zero: drag or lift is on */
-  uint32_t pad;
+  uint32_t aero;        /* non-zero: drag or lift is on */
+  float self_dist;      /* self-collision: distance kept between vertices (0: off) */
+  wfc_grid_params grid; /* the vertex grid of self-collision and coupling (cell, box) */
 } wfc_params;
 
 /* Shared inputs of the per-vertex kernels. */
@@ -103,12 +105,13 @@ typedef struct wfc_spring_args { /* per vertex: forces, integration, colliders; 
   uint32_t n;
 } wfc_spring_args;
 
-typedef struct wfc_predict_args { /* per vertex: pred = x + dt (v + dt a) */
+typedef struct wfc_predict_args { /* per vertex: vpred = v + dt a, pred = x + dt vpred */
   const wfc_params *params;
   const wfc_clock *clock_in;
   wfc_clock *clock_out;
   const wfp_f4 *pos, *vel;
   wfp_f4 *pred;
+  wfp_f4 *vpred; /* the predicted velocity (finalize rebuilds v from it, not from positions) */
   wfc_mesh_view mesh;
   uint32_t n;
 } wfc_predict_args;
@@ -121,7 +124,7 @@ typedef struct wfc_solve_args { /* per constraint of one colour: Gauss–Seidel 
   wfp_f4 *pred;
 } wfc_solve_args;
 
-typedef struct wfc_finalize_args { /* per vertex: colliders, v = (pred - x) / dt, x = pred */
+typedef struct wfc_finalize_args { /* per vertex: colliders, v = vpred + Δ/dt, x = pred */
   const wfc_params *params;
   const wfp_collider *colliders;
   const wfc_clock *clock_in; /* the clock the predict kernel wrote (end of the substep) */
@@ -129,8 +132,54 @@ typedef struct wfc_finalize_args { /* per vertex: colliders, v = (pred - x) / dt
   wfc_flags *flags;
   wfp_f4 *pos, *vel;
   const wfp_f4 *pred;
+  const wfp_f4 *vpred;
   uint32_t n;
 } wfc_finalize_args;
+
+/* Self-collision and particle coupling (see cloth.c): the points q the grid is built from are
+ * the positions at the end of the substep as far as they are known (XPBD: the prediction after
+ * the constraints; springs: x + dt (v + dt g)); each vertex (and each particle) gathers the
+ * corrections of its own contacts in the grid's fixed order into its own slot. */
+
+typedef struct wfc_q_args { /* springs, per vertex: q = x + dt (v + dt g) (pinned: x + dt v) */
+  const wfc_params *params;
+  const wfp_f4 *pos, *vel;
+  wfp_f4 *q;
+} wfc_q_args;
+
+typedef struct wfc_keys_args { /* per vertex: cell key of q[i], vals[i] = i */
+  const wfc_params *params;
+  const wfp_f4 *q;
+  uint32_t *keys, *vals;
+} wfc_keys_args;
+
+typedef struct wfc_self_args { /* per vertex: delta[i] = self-collision correction of q[i] */
+  const wfc_params *params;
+  wfc_cgrid grid;
+  const wfp_f4 *rest; /* rest positions (pairs closer than 2 self_dist at rest never repel) */
+  wfp_f4 *delta;
+} wfc_self_args;
+
+typedef struct wfc_couple_cloth_args { /* per vertex: delta[i] (+)= corrections from particles */
+  const wfc_params *params;
+  const wfp_f4 *q;
+  wfc_pgrid pgrid;
+  wfp_f4 *delta;
+  uint32_t accumulate; /* non-zero: add to delta (self-collision wrote it), else set it */
+} wfc_couple_cloth_args;
+
+typedef struct wfc_couple_particle_args { /* per particle slot: svel += impulses from the cloth */
+  const wfc_params *params;
+  wfc_cgrid grid;
+  wfc_pgrid pgrid;
+} wfc_couple_particle_args;
+
+typedef struct wfc_apply_args { /* per vertex: pred += delta (XPBD), or vel += delta / dt */
+  const wfc_params *params;
+  const wfp_f4 *delta;
+  wfp_f4 *pred; /* XPBD */
+  wfp_f4 *vel;  /* springs (pred NULL) */
+} wfc_apply_args;
 
 /* ---- small vector helpers ---------------------------------------------------------------------
  */
@@ -328,8 +377,9 @@ WF_HD static inline void wfc_predict_elem(const wfc_predict_args *a, uint32_t i)
     v = wfc_add(v, wfc_scale(acc, p->dt));
   }
   wfc_v3 x = wfc_add(wfc_xyz(x4), wfc_scale(v, p->dt));
-  wfp_f4 o = {x.x, x.y, x.z, x4.w};
+  wfp_f4 o = {x.x, x.y, x.z, x4.w}, vo = {v.x, v.y, v.z, 0.0f};
   a->pred[i] = o;
+  a->vpred[i] = vo;
 }
 
 /* One XPBD constraint projection (Macklin et al. 2016, with their damping term):
@@ -386,14 +436,23 @@ WF_HD static inline void wfc_solve_elem(const wfc_solve_args *a, uint32_t s) {
   if (a->lambda) a->lambda[s] = lambda + dl;
 }
 
-/* XPBD end of substep for vertex i: colliders on the prediction, new velocity, damping. */
+/* XPBD end of substep for vertex i: colliders on the prediction, new velocity, damping.
+ *
+ * The velocity is the predicted one plus the corrections over dt: v = vpred + (q - q0) / dt, with
+ * q0 = x + dt vpred recomputed bit for bit as the predict kernel computed it. In exact arithmetic
+ * that is (q - x) / dt, but a vertex no constraint moves keeps vpred exactly: (q - x) / dt would
+ * rebuild it from positions rounded to ulp(x), an error of ~ulp(x) / dt per substep that does not
+ * average out in free fall (the increments are nearly equal, so is their rounding) — the sheet
+ * fell 1.5% too far in 1 s at 64 substeps. */
 WF_HD static inline uint32_t wfc_finalize_elem(const wfc_finalize_args *a, uint32_t i) {
   const wfc_params *p = a->params;
   wfp_f4 x4 = a->pos[i], q4 = a->pred[i];
   wfc_v3 q = wfc_xyz(q4), v;
   if (i == 0) *a->clock_out = *a->clock_in;
   if (x4.w > 0.0f) {
-    v = wfc_scale(wfc_sub(q, wfc_xyz(x4)), p->inv_dt);
+    wfc_v3 vp = wfc_xyz(a->vpred[i]);
+    wfc_v3 q0 = wfc_add(wfc_xyz(x4), wfc_scale(vp, p->dt));
+    v = wfc_add(vp, wfc_scale(wfc_sub(q, q0), p->inv_dt));
     wfc_collide(p, a->colliders, (float)a->clock_in->time, &q, &v);
     v = wfc_scale(v, p->damp);
   } else {
@@ -403,6 +462,145 @@ WF_HD static inline uint32_t wfc_finalize_elem(const wfc_finalize_args *a, uint3
   a->pos[i] = xo;
   a->vel[i] = vo;
   return wfc_finite3(q) && wfc_finite3(v) ? 0u : WFC_FLAG_NONFINITE;
+}
+
+/* ---- self-collision and coupling --------------------------------------------------------------
+ */
+
+WF_HD static inline void wfc_q_elem(const wfc_q_args *a, uint32_t i) {
+  const wfc_params *p = a->params;
+  wfp_f4 x4 = a->pos[i];
+  wfc_v3 v = wfc_xyz(a->vel[i]);
+  if (x4.w > 0.0f) v = wfc_add(v, wfc_scale(wfc_xyz(p->gravity), p->dt));
+  wfc_v3 x = wfc_add(wfc_xyz(x4), wfc_scale(v, p->dt));
+  wfp_f4 o = {x.x, x.y, x.z, x4.w};
+  a->q[i] = o;
+}
+
+WF_HD static inline void wfc_keys_elem(const wfc_keys_args *a, uint32_t i) {
+  a->keys[i] = wfc_grid_key(&a->params->grid, a->q[i]);
+  a->vals[i] = i;
+}
+
+/* Vertex–vertex repulsion of i (point qi, rest ri) from j: when |qi - qj| < D = self_dist, the
+ * pair is pushed apart to D, shared by inverse mass (a position constraint, Jacobi: each vertex
+ * takes its share and the shares sum over its contacts). k is computed from symmetric inputs
+ * (d², w_i + w_j commute), so j's share is exactly opposite in direction and equal in k: the
+ * pair's momentum change is zero up to the rounding of m w. Pairs closer than 2 D at rest are
+ * neighbours of the mesh (edges, diagonals, the next ring for a thick cloth): they never repel,
+ * or the cloth would push itself flat. */
+WF_HD static inline void wfc_self_pair(const wfc_params *p, wfp_f4 qi, wfp_f4 ri, wfp_f4 qj,
+                                       wfp_f4 rj, wfc_v3 *dq) {
+  float D = p->self_dist;
+  wfc_v3 e = wfc_sub(wfc_xyz(qi), wfc_xyz(qj));
+  float d2 = wfc_dot(e, e);
+  if (!(d2 < D * D) || d2 == 0.0f) return;
+  wfc_v3 r = wfc_sub(wfc_xyz(ri), wfc_xyz(rj));
+  if (wfc_dot(r, r) < 4.0f * D * D) return;
+  float wsum = qi.w + qj.w;
+  if (!(wsum > 0.0f)) return;
+  float d = sqrtf(d2);
+  float k = (D - d) / (wsum * d);
+  *dq = wfc_add(*dq, wfc_scale(e, qi.w * k));
+}
+
+WF_HD static inline void wfc_self_elem(const wfc_self_args *a, uint32_t i) {
+  const wfc_params *p = a->params;
+  const wfc_cgrid *g = &a->grid;
+  wfp_f4 qi = g->q[i], ri = a->rest[i];
+  wfc_v3 dq = wfc_v(0.0f, 0.0f, 0.0f);
+#define WFC_SELF_VISIT(t)                                                                          \
+  {                                                                                                \
+    uint32_t j_ = g->vals[t];                                                                      \
+    if (j_ != i) wfc_self_pair(p, qi, ri, g->q[j_], a->rest[j_], &dq);                             \
+  }
+  WFC_CGRID_FOR_NEAR(g, qi.x, qi.y, qi.z, WFC_SELF_VISIT)
+#undef WFC_SELF_VISIT
+  wfp_f4 o = {dq.x, dq.y, dq.z, 0.0f};
+  a->delta[i] = o;
+}
+
+/* Contact of cloth point q (xyz + inverse mass) with the particle of sorted state (sx, sv): the
+ * point is kept `thickness` from the particle's surface at the end of the substep, where the
+ * particle is predicted to be (pp). Returns 1 with e = q - pp and the shared factor k: the
+ * point moves by e q.w k, the particle by -e sv.w k (XPBD position constraint, split by inverse
+ * mass; both sides evaluate this function on the same bits, so they see the same pairs and the
+ * same k, and the momentum exchanged is equal and opposite up to the rounding of m w).
+ * A pair also needs the particle's start position within the particle grid's reach of q, so
+ * that the cloth's walk over the particle grid finds every pair the particles' walk over the
+ * cloth grid finds. */
+WF_HD static inline int wfc_couple_pair(const wfc_params *p, const wfc_pgrid *g, wfp_f4 q,
+                                        wfp_f4 sx, wfp_f4 sv, wfc_v3 *e, float *k) {
+  float reach = wfc_pgrid_reach(g);
+  wfc_v3 a0 = wfc_sub(wfc_xyz(q), wfc_xyz(sx));
+  if (!(wfc_dot(a0, a0) < reach * reach)) return 0;
+  wfp_f4 pp = wfc_pgrid_predict(g, sx, sv);
+  *e = wfc_sub(wfc_xyz(q), wfc_xyz(pp));
+  float d2 = wfc_dot(*e, *e), R = sx.w + p->thickness;
+  if (!(d2 < R * R) || d2 == 0.0f) return 0;
+  float wsum = q.w + sv.w;
+  if (!(wsum > 0.0f)) return 0;
+  float d = sqrtf(d2);
+  *k = (R - d) / (wsum * d);
+  return 1;
+}
+
+WF_HD static inline void wfc_couple_cloth_elem(const wfc_couple_cloth_args *a, uint32_t i) {
+  const wfc_params *p = a->params;
+  const wfc_pgrid *g = &a->pgrid;
+  wfp_f4 q = a->q[i];
+  wfc_v3 dq = wfc_v(0.0f, 0.0f, 0.0f);
+  if (a->accumulate) dq = wfc_xyz(a->delta[i]);
+#define WFC_CC_VISIT(t)                                                                            \
+  {                                                                                                \
+    wfc_v3 pe_;                                                                                    \
+    float pk_;                                                                                     \
+    if (wfc_couple_pair(p, g, q, g->spos[t], g->svel[t], &pe_, &pk_))                              \
+      dq = wfc_add(dq, wfc_scale(pe_, q.w * pk_));                                                 \
+  }
+  WFC_PGRID_FOR_NEAR(g, q.x, q.y, q.z, WFC_CC_VISIT)
+#undef WFC_CC_VISIT
+  wfp_f4 o = {dq.x, dq.y, dq.z, 0.0f};
+  a->delta[i] = o;
+}
+
+/* The particle at sorted slot t gathers its contacts with the cloth (in the cloth grid's order)
+ * and adds -(sum of its displacements) / dt to its velocity, which the particle's own substep
+ * then integrates: the end position moves by the displacement (times the velocity damping). */
+WF_HD static inline void wfc_couple_particle_elem(const wfc_couple_particle_args *a, uint32_t t) {
+  const wfc_params *p = a->params;
+  const wfc_pgrid *g = &a->pgrid;
+  const wfc_cgrid *cg = &a->grid;
+  wfp_f4 sx = g->spos[t], sv = g->svel[t];
+  if (!(sv.w > 0.0f)) return; /* kinematic: the cloth takes the whole correction */
+  wfp_f4 pp = wfc_pgrid_predict(g, sx, sv);
+  wfc_v3 dx = wfc_v(0.0f, 0.0f, 0.0f);
+#define WFC_CP_VISIT(u)                                                                            \
+  {                                                                                                \
+    wfc_v3 pe_;                                                                                    \
+    float pk_;                                                                                     \
+    if (wfc_couple_pair(p, g, cg->q[cg->vals[u]], sx, sv, &pe_, &pk_))                             \
+      dx = wfc_add(dx, wfc_scale(pe_, sv.w * pk_));                                                \
+  }
+  WFC_CGRID_FOR_NEAR(cg, pp.x, pp.y, pp.z, WFC_CP_VISIT)
+#undef WFC_CP_VISIT
+  float dt = wfc_pgrid_dt(g);
+  sv.x -= dx.x / dt, sv.y -= dx.y / dt, sv.z -= dx.z / dt;
+  g->svel[t] = sv;
+}
+
+WF_HD static inline void wfc_apply_elem(const wfc_apply_args *a, uint32_t i) {
+  wfp_f4 d = a->delta[i];
+  if (a->pred) {
+    wfp_f4 q = a->pred[i];
+    q.x += d.x, q.y += d.y, q.z += d.z;
+    a->pred[i] = q;
+  } else {
+    float dt = a->params->dt;
+    wfp_f4 v = a->vel[i];
+    v.x += d.x / dt, v.y += d.y / dt, v.z += d.z / dt;
+    a->vel[i] = v;
+  }
 }
 
 #endif

@@ -441,7 +441,7 @@ static spring *list_springs(const wfc_topology *t, bool distance_only, uint32_t 
 wf_status wfc_springs_build(const char *fn, const char *name, const wfc_topology *t,
                             wfc_springs *out) {
   memset(out, 0, sizeof *out);
-  uint32_t n;
+  uint32_t n = 0;
   spring *s = list_springs(t, false, &n);
   out->adj_start = calloc((size_t)t->nv + 1, sizeof *out->adj_start);
   out->adj = malloc((size_t)n * 2 * sizeof *out->adj + sizeof *out->adj);
@@ -474,7 +474,7 @@ wf_status wfc_springs_build(const char *fn, const char *name, const wfc_topology
 wf_status wfc_constraints_build(const char *fn, const char *name, const wfc_topology *t,
                                 wfc_constraints *out) {
   memset(out, 0, sizeof *out);
-  uint32_t nd;
+  uint32_t nd = 0;
   spring *s = list_springs(t, true, &nd);
   size_t nb = 0;
   for (uint32_t e = 0; e < t->ne; e++)

@@ -38,6 +38,7 @@
 #include "collider.h"
 #include "gpu_internal.h"
 #include "particle_kernels.h"
+#include "solvers/cloth/coupling.h" /* wfp_view_get, wfp_hook_*: the cloth coupling's access */
 
 #define WFP_PI 3.14159265358979323846
 
@@ -109,6 +110,11 @@ struct wf_particles {
   wfp_material mats[WFP_MAX_MATERIALS];
   uint32_t n_mats;
   wfp_collider colliders[WFP_MAX_COLLIDERS];
+  struct {
+    wfp_hook_fn fn;
+    void *user;
+  } hooks[WFP_MAX_HOOKS]; /* coupled solvers, called inside every substep (coupling.h) */
+  int n_hooks;
 };
 
 static void *ptr(wf_particles *ps, int b) { return wf_buffer_ptr(ps->buf[b]); }
@@ -352,6 +358,8 @@ wf_status wf_particles_create(wf_device *dev, const wf_particles_desc *desc, wf_
 void wf_particles_destroy(wf_particles *ps) {
   if (!ps) return;
   if (ps->stream) wf_stream_synchronize(ps->stream);
+  for (int h = 0; h < ps->n_hooks; h++) /* coupled solvers forget this one */
+    ps->hooks[h].fn(ps->hooks[h].user, WFP_HOOK_DETACH);
   if (ps->graph) wf_graph_destroy(ps->graph);
   if (ps->frame_done) wf_event_destroy(ps->frame_done);
   for (int b = 0; b < B_COUNT; b++)
@@ -779,11 +787,23 @@ static wf_status launch(wf_particles *ps, const wf_kernel *k, size_t n, const vo
   return WF_OK;
 }
 
+/* Runs the coupled solvers' hooks for one event, in the order they were added. */
+static wf_status run_hooks(wf_particles *ps, int event) {
+  for (int h = 0; h < ps->n_hooks; h++) {
+    wf_status st = ps->hooks[h].fn(ps->hooks[h].user, event);
+    if (st != WF_OK) return st;
+  }
+  return WF_OK;
+}
+
 /* One substep, enqueued on the solver's stream (captured or not: the same calls). With `marks`,
  * an event is recorded after each stage (the profile; never while capturing). */
 static wf_status enqueue_substep(wf_particles *ps, wf_event **marks) {
   uint32_t n = ps->count;
-  if (n == 0) return WF_OK;
+  if (n == 0) { /* coupled solvers still take their substep */
+    wf_status hs = run_hooks(ps, WFP_HOOK_GRID);
+    return hs != WF_OK ? hs : run_hooks(ps, WFP_HOOK_SUBSTEP);
+  }
   wfp_params *params = ptr(ps, B_PARAMS);
   wfp_clock *clock = ptr(ps, B_CLOCK);
   wf_status st;
@@ -811,6 +831,7 @@ static wf_status enqueue_substep(wf_particles *ps, wf_event **marks) {
   wfp_reorder_args ra = {ptr(ps, B_VALS_OUT), ptr(ps, B_POS),  ptr(ps, B_VEL), ptr(ps, B_MAT),
                          ptr(ps, B_SPOS),     ptr(ps, B_SVEL), ptr(ps, B_SMAT)};
   if ((st = launch(ps, &wfp_reorder, n, &ra, sizeof ra)) != WF_OK) return st;
+  if ((st = run_hooks(ps, WFP_HOOK_GRID)) != WF_OK) return st;
   MARK(4);
   wfp_collide_args ca = {params,
                          ptr(ps, B_MATS),
@@ -831,7 +852,8 @@ static wf_status enqueue_substep(wf_particles *ps, wf_event **marks) {
   MARK(5);
 #undef MARK
   wfp_frame_args aa = {params, clock};
-  return launch(ps, &wfp_advance, 1, &aa, sizeof aa);
+  if ((st = launch(ps, &wfp_advance, 1, &aa, sizeof aa)) != WF_OK) return st;
+  return run_hooks(ps, WFP_HOOK_SUBSTEP);
 }
 
 /* Kernels are opaque to the GPU layer: mark every buffer as used on the solver's stream, so that
@@ -850,6 +872,7 @@ static wf_status enqueue_frame(wf_particles *ps, int n, wf_event **marks) {
   wf_status st = launch(ps, &wfp_frame_begin, 1, &fa, sizeof fa);
   for (int i = 0; i < n && st == WF_OK; i++)
     st = enqueue_substep(ps, marks ? marks + 6 * i : NULL);
+  if (st == WF_OK) st = run_hooks(ps, WFP_HOOK_FRAME);
   if (st == WF_OK) st = touch_all(ps);
   if (st == WF_OK) {
     st = wf_copy(ps->buf[B_MIRROR], 0, ps->buf[B_CLOCK], 0, sizeof(wfp_clock), ps->stream);
@@ -1005,6 +1028,42 @@ wf_status wf_particles_download(wf_particles *ps, float (*pos)[4], float (*vel)[
   return flags_status(ps, &c);
 }
 
+/* Readback on another stream: wf_copy orders s after the solver's work (the buffers remember
+ * their last user); the solver's stream then waits for s, because kernels are opaque to that
+ * tracking and the next frame must not overwrite the state while it is being read. */
+wf_status wf_particles_copy_state(wf_particles *ps, wf_buffer *pos, size_t pos_off, wf_buffer *vel,
+                                  size_t vel_off, wf_stream *s) {
+  if (!ps) return fail(WF_ERR_INVALID, "particles: solver is NULL");
+  if (!s) s = ps->stream;
+  size_t bytes = (size_t)ps->count * 16;
+  wf_buffer *dst[2] = {pos, vel};
+  size_t off[2] = {pos_off, vel_off};
+  for (int k = 0; k < 2; k++) {
+    if (!dst[k] || !bytes) continue;
+    if (off[k] > wf_buffer_size(dst[k]) || wf_buffer_size(dst[k]) - off[k] < bytes)
+      return fail(WF_ERR_INVALID,
+                  "particles '%s': copy_state: the %s buffer holds %zu bytes after offset %zu, "
+                  "%u particles need %zu",
+                  ps->name, k ? "velocity" : "position",
+                  off[k] > wf_buffer_size(dst[k]) ? 0 : wf_buffer_size(dst[k]) - off[k], off[k],
+                  ps->count, bytes);
+    TRY(wf_copy(dst[k], off[k], ps->buf[k ? B_VEL : B_POS], 0, bytes, s), "copying the state");
+  }
+  if (s != ps->stream) TRY(wf_stream_wait_stream(ps->stream, s), "ordering after the copy");
+  return WF_OK;
+}
+
+wf_stream *wf_particles_stream(const wf_particles *ps) { return ps ? ps->stream : NULL; }
+
+wf_status wf_particles_state_buffers(wf_particles *ps, wf_buffer **pos, wf_buffer **vel,
+                                     wf_buffer **clock) {
+  if (!ps) return fail(WF_ERR_INVALID, "particles: solver is NULL");
+  if (pos) *pos = ps->buf[B_POS];
+  if (vel) *vel = ps->buf[B_VEL];
+  if (clock) *clock = ps->buf[B_CLOCK];
+  return WF_OK;
+}
+
 /* Checkpoint restore: the state arrays and the clock are everything a frame reads that the
  * solver's creation did not set up; the grid's box is refitted (results do not depend on it). */
 wf_status wf_particles_set_state(wf_particles *ps, const float (*pos)[4], const float (*vel)[4],
@@ -1061,4 +1120,44 @@ wf_status wf_particles_stats_get(wf_particles *ps, wf_particles_stats *out) {
   }
   free(v);
   return st;
+}
+
+/* ---- internal access for coupled solvers (solvers/cloth/coupling.h) ---------------------------
+ */
+
+wf_status wfp_view_get(wf_particles *ps, wfp_view *out) {
+  if (!ps || !out) return fail(WF_ERR_INVALID, "particles: NULL argument");
+  memset(out, 0, sizeof *out);
+  out->name = ps->name;
+  out->dev = ps->dev;
+  out->stream = ps->stream;
+  out->frame_dt = ps->desc.frame_dt;
+  out->substeps = ps->desc.substeps;
+  out->max_radius = ps->max_radius;
+  out->grid = (wfc_pgrid){ptr(ps, B_PARAMS), ptr(ps, B_CELLS), ptr(ps, B_CELL_END),
+                          ptr(ps, B_SPOS),   ptr(ps, B_SVEL),  ps->count};
+  return WF_OK;
+}
+
+wf_status wfp_hook_add(wf_particles *ps, wfp_hook_fn fn, void *user) {
+  if (!ps || !fn) return fail(WF_ERR_INVALID, "particles: NULL argument");
+  if (ps->n_hooks >= WFP_MAX_HOOKS)
+    return fail(WF_ERR_INVALID, "particles '%s': at most %d coupled solvers", ps->name,
+                WFP_MAX_HOOKS);
+  drop_graph(ps); /* the next frame is recorded with the hook */
+  ps->hooks[ps->n_hooks].fn = fn;
+  ps->hooks[ps->n_hooks].user = user;
+  ps->n_hooks++;
+  return WF_OK;
+}
+
+void wfp_hook_remove(wf_particles *ps, wfp_hook_fn fn, void *user) {
+  if (!ps) return;
+  for (int h = 0; h < ps->n_hooks; h++) {
+    if (ps->hooks[h].fn != fn || ps->hooks[h].user != user) continue;
+    drop_graph(ps);
+    memmove(&ps->hooks[h], &ps->hooks[h + 1], (size_t)(ps->n_hooks - h - 1) * sizeof ps->hooks[0]);
+    ps->n_hooks--;
+    return;
+  }
 }

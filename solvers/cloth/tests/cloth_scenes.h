@@ -131,4 +131,124 @@ static inline long scene_first_diff(const float *a, const float *b, size_t n) {
   return -1;
 }
 
+/* Two square sheets in one mesh cloth, for self-collision: a lower n x n sheet (spacing h) at
+ * y = 0.5 held by its border, and an upper (n-2) x (n-2) sheet 0.15 m above it, shifted by half
+ * a cell in x and z so that no upper vertex sits on a lower one. Vertices 0 .. n²-1 are the
+ * lower sheet (row-major, x fastest), the rest the upper sheet. thickness 0.05 > h / √2 with
+ * h = 0.05, so a vertex cannot pass between the lower sheet's vertices. */
+#define SCENE_STACK_N 9
+static inline wf_status scene_stacked(wf_device *dev, int integrator, bool self, bool no_graph,
+                                      wf_cloth **out) {
+  enum { N = SCENE_STACK_N, M = SCENE_STACK_N - 2 };
+  const float h = 0.05f;
+  static float v[N * N + M * M][3];
+  static uint32_t t[2 * (N - 1) * (N - 1) + 2 * (M - 1) * (M - 1)][3];
+  uint32_t nt = 0;
+  for (int j = 0; j < N; j++)
+    for (int i = 0; i < N; i++)
+      v[j * N + i][0] = (i - (N - 1) / 2.0f) * h, v[j * N + i][1] = 0.5f,
+                v[j * N + i][2] = (j - (N - 1) / 2.0f) * h;
+  for (int j = 0; j < M; j++)
+    for (int i = 0; i < M; i++) {
+      float *p = v[N * N + j * M + i];
+      p[0] = (i - (M - 1) / 2.0f) * h + 0.5f * h, p[1] = 0.65f,
+      p[2] = (j - (M - 1) / 2.0f) * h + 0.5f * h;
+    }
+  for (int s = 0; s < 2; s++) {
+    int n = s ? M : N;
+    uint32_t base = s ? N * N : 0;
+    for (int j = 0; j + 1 < n; j++)
+      for (int i = 0; i + 1 < n; i++) {
+        uint32_t a = base + (uint32_t)(j * n + i), b = a + 1, c = a + (uint32_t)n, d = c + 1;
+        t[nt][0] = a, t[nt][1] = c, t[nt][2] = b, nt++;
+        t[nt][0] = b, t[nt][1] = c, t[nt][2] = d, nt++;
+      }
+  }
+  wf_cloth_desc d = wf_cloth_desc_default();
+  d.name = "stack";
+  d.integrator = integrator;
+  d.iterations = integrator == WF_CLOTH_XPBD ? 4 : 1;
+  d.substeps = integrator == WF_CLOTH_XPBD ? 16 : 32;
+  d.self_collision = self;
+  d.no_graph = no_graph;
+  d.damping = 0.2f;
+  d.material.particle_mass = 0.01f;
+  d.material.thickness = 0.05f;
+  d.material.stretch_stiffness = 2000.0f;
+  d.material.shear_stiffness = 500.0f;
+  d.material.bend_stiffness = 5.0f;
+  d.material.damping = 0.5f;
+  wf_cloth_mesh_desc md = wf_cloth_mesh_desc_default();
+  md.vertices = (const float(*)[3])v;
+  md.vertex_count = N * N + M * M;
+  md.triangles = (const uint32_t(*)[3])t;
+  md.triangle_count = nt;
+  wf_status st = wf_cloth_create_mesh(dev, &d, &md, out);
+  for (int j = 0; j < N && st == WF_OK; j++)
+    for (int i = 0; i < N && st == WF_OK; i++)
+      if (i == 0 || j == 0 || i == N - 1 || j == N - 1)
+        st = wf_cloth_pin(*out, (uint32_t)(j * N + i));
+  if (st != WF_OK && *out) wf_cloth_destroy(*out), *out = NULL;
+  return st;
+}
+
+/* A cloth and a particle solver coupled on one stream (*s, created here; destroy it after both):
+ * a 17 x 17 sheet (1 m, 10 g a vertex, thickness 0.01) at y = 0.5, all four edges pinned unless
+ * `free_cloth`, and `np` particles of radius SCENE_BALL_R (0.08) and mass `pmass` from pos/vel
+ * (xyz; the particles' w is set here). Gravity g (y). Both take 16 substeps at 60 frames/s. A
+ * pinned net has velocity damping 2/s (to come to rest), a free one none (momentum). */
+#ifndef SCENE_BALL_R
+#define SCENE_BALL_R 0.08f
+#endif
+static inline wf_status scene_coupled(wf_device *dev, int integrator, bool couple, bool free_cloth,
+                                      float g, uint32_t np, const float (*pos)[3],
+                                      const float (*vel)[3], float pmass, wf_stream **s,
+                                      wf_cloth **c, wf_particles **ps) {
+  *c = NULL, *ps = NULL;
+  wf_status st = wf_stream_create(dev, 0, s);
+  if (st != WF_OK) return st;
+  wf_particles_desc pd = wf_particles_desc_default();
+  pd.name = "balls";
+  pd.substeps = 16;
+  pd.stream = *s;
+  pd.gravity[1] = g;
+  wf_cloth_desc d = wf_cloth_desc_default();
+  d.name = "net";
+  d.integrator = integrator;
+  d.iterations = integrator == WF_CLOTH_XPBD ? 4 : 1;
+  d.stream = *s;
+  d.gravity[1] = g;
+  d.material.particle_mass = 0.01f;
+  d.material.thickness = 0.01f;
+  d.material.stretch_stiffness = 2000.0f;
+  d.material.shear_stiffness = 500.0f;
+  d.material.damping = 0.2f;
+  d.material.shear_compliance = 0.0f;
+  d.damping = free_cloth ? 0.0f : 2.0f; /* a pinned net comes to rest; a free one keeps momentum */
+  wf_cloth_grid gr = wf_cloth_grid_default();
+  gr.resolution[0] = gr.resolution[1] = 17;
+  gr.center[1] = 0.5f;
+  if ((st = wf_particles_create(dev, &pd, ps)) != WF_OK) return st;
+  float(*p4)[4] = malloc(np * 16), (*v4)[4] = malloc(np * 16);
+  if (!p4 || !v4) {
+    free(p4), free(v4);
+    return WF_ERR_OUT_OF_MEMORY;
+  }
+  for (uint32_t i = 0; i < np; i++) {
+    for (int k = 0; k < 3; k++)
+      p4[i][k] = pos[i][k], v4[i][k] = vel[i][k];
+    p4[i][3] = SCENE_BALL_R, v4[i][3] = 1.0f / pmass;
+  }
+  st = wf_particles_add(*ps, np, (const float(*)[4])p4, (const float(*)[4])v4, 0, NULL);
+  free(p4), free(v4);
+  if (st == WF_OK) st = wf_cloth_create_grid(dev, &d, &gr, c);
+  if (st == WF_OK && !free_cloth) {
+    const char *edges[] = {"top", "bottom", "left", "right"};
+    for (int e = 0; e < 4 && st == WF_OK; e++)
+      st = wf_cloth_pin_named(*c, edges[e], NULL);
+  }
+  if (st == WF_OK && couple) st = wf_cloth_couple(*c, *ps);
+  return st;
+}
+
 #endif

@@ -3,7 +3,9 @@
  *  - an XPBD distance-constraint pendulum: small-angle period 2π sqrt(L/g), and the energy lost
  *    per period shrinks as the substep count grows;
  *  - XPBD stiffness does not depend on the iteration count at a fixed total work;
- *  - cloth draped on a sphere (both integrators) stays outside sphere + thickness, with no NaN. */
+ *  - cloth draped on a sphere (both integrators) stays outside sphere + thickness, with no NaN;
+ *  - a free-falling sheet follows semi-implicit Euler's x0 + v0 t + ½ g t² + ½ g h t with both
+ *    integrators (the XPBD velocity must not be rebuilt from rounded positions). */
 #define _POSIX_C_SOURCE 200809L /* before any system header: harness.h needs POSIX */
 
 #include "cloth_scenes.h"
@@ -117,11 +119,11 @@ static int pendulum(int substeps, double theta0, double seconds, pendulum_result
  * 6e-4 of T). Tolerance 0.2% of T, checked at 4 and 16 substeps a frame: the zero crossings are
  * interpolated between 60 Hz samples on a nearly linear stretch of the sine (error ~1e-5 s) and
  * XPBD's period error is O(dt²). Not at 64 substeps: there the step dt·v ~ 4e-5 m is a few
- * hundred ulps of the 1 m coordinates, and float32 rounding of x + dt v and (p - x) / dt shifts
- * the period by ~1% (a double-precision replay of the same algorithm gives 2.0073 s at every
- * substep count; a float32 replay reproduces this solver). Energy: XPBD is dissipative to first
- * order in dt, so 4x the substeps must lose clearly less per period (at least 2x less), and 64
- * substeps less than 2% of the swing energy per period. */
+ * hundred ulps of the 1 m coordinates, and float32 rounding of x + dt v and of the corrections
+ * shifts the period by ~0.3% (a double-precision replay of the same algorithm gives 2.0073 s at
+ * every substep count; a float32 replay reproduces this solver). Energy: XPBD is dissipative to
+ * first order in dt, so 4x the substeps must lose clearly less per period (at least 2x less), and
+ * 64 substeps less than 2% of the swing energy per period. */
 TEST(xpbd_pendulum_period_and_energy) {
   const double theta0 = 0.1;
   const double T = 2.0 * 3.14159265358979323846 * sqrt(1.0 / G) * (1.0 + theta0 * theta0 / 16.0);
@@ -234,10 +236,59 @@ static void drape(int integrator) {
 TEST(drape_on_sphere_springs) { drape(WF_CLOTH_SPRINGS); }
 TEST(drape_on_sphere_xpbd) { drape(WF_CLOTH_XPBD); }
 
+/* A free 4 x 4 sheet falling for 1 s at 64 substeps a frame (h = 1/3840 s), both integrators.
+ * Semi-implicit Euler (which XPBD's predict/finalize also is, with no active constraint) gives
+ * after n substeps  y - y0 = -g h² n(n+1)/2 = -(½ g t² + ½ g h t)  and  v = -g t, exactly in real
+ * arithmetic. Float32 leaves the rounding of 3840 position updates of a coordinate below 5 m
+ * (half an ulp is 2.4e-7 m; springs measure 1.2e-4 m in total) and of 3840 velocity updates
+ * (springs: 4e-4 m/s): tolerance 1e-4 relative on the fall and 1e-4 relative on the speed. XPBD
+ * used to rebuild v = (x_new - x_old) / h from positions rounded to ulp(x) ~ 5e-7 m, a velocity
+ * error of ~2e-3 m/s per substep that does not average out (the increments are almost equal, so
+ * the rounding is too): it fell 1.5% too far at 64 substeps. */
+static void free_fall(int integrator) {
+  const int sub = 64;
+  wf_cloth_desc d = wf_cloth_desc_default();
+  d.name = "fall";
+  d.integrator = integrator;
+  d.substeps = sub;
+  d.iterations = 2;
+  wf_cloth_grid g = wf_cloth_grid_default();
+  g.resolution[0] = g.resolution[1] = 4;
+  g.center[1] = 0.0f;
+  wf_cloth *c;
+  CHECK_OK(wf_cloth_create_grid(th_dev0, &d, &g, &c));
+  float p0[16][4], p1[16][4], v1[16][4];
+  CHECK_OK(wf_cloth_download(c, p0, NULL));
+  CHECK_OK(wf_cloth_step_frames(c, 60));
+  CHECK_OK(wf_cloth_download(c, p1, v1));
+  wf_cloth_destroy(c);
+  const double h = 1.0 / 60.0 / sub, n = 60.0 * sub, t = n * h;
+  const double want = -G * h * h * n * (n + 1.0) / 2.0, want_v = -G * t;
+  double worst = 0.0, worst_v = 0.0;
+  for (int i = 0; i < 16; i++) {
+    worst = fmax(worst, fabs((p1[i][1] - (double)p0[i][1]) / want - 1.0));
+    worst_v = fmax(worst_v, fabs(v1[i][1] / want_v - 1.0));
+    CHECK_NEAR(p1[i][0], p0[i][0], 1e-5);
+    CHECK_NEAR(p1[i][2], p0[i][2], 1e-5);
+  }
+  printf("  %s: fell %.7f m (semi-implicit Euler %.7f m, ½gt² %.7f m): worst error %.2e of the "
+         "fall, %.2e of the speed\n",
+         integrator == WF_CLOTH_XPBD ? "xpbd" : "springs", p1[5][1] - (double)p0[5][1], want,
+         -0.5 * G * t * t, worst, worst_v);
+  CHECK(worst < 1e-4);
+  CHECK(worst_v < 1e-4);
+}
+
+TEST(free_fall_springs) { free_fall(WF_CLOTH_SPRINGS); }
+TEST(free_fall_xpbd) { free_fall(WF_CLOTH_XPBD); }
+
 int main(int argc, char **argv) {
   static const th_test tests[] = {TH_TEST(spring_chain_static_extension),
                                   TH_TEST(xpbd_pendulum_period_and_energy),
                                   TH_TEST(xpbd_stiffness_independent_of_iterations),
-                                  TH_TEST(drape_on_sphere_springs), TH_TEST(drape_on_sphere_xpbd)};
+                                  TH_TEST(drape_on_sphere_springs),
+                                  TH_TEST(drape_on_sphere_xpbd),
+                                  TH_TEST(free_fall_springs),
+                                  TH_TEST(free_fall_xpbd)};
   return th_main(argc, argv, tests, TH_COUNT(tests));
 }
