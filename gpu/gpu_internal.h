@@ -159,6 +159,7 @@ struct wf_backend {
   wf_status (*graph_launch)(wf_graph *g, wf_stream *s);
   void (*graph_destroy)(wf_graph *g);
   wf_status (*device_info)(wf_device *d, wf_device_info *out);
+  wf_status (*trim)(wf_device *d); /* optional: return pooled free memory to the driver */
 };
 
 /* ---- core services (gpu/runtime.c, gpu/error.c) ---- */

@@ -320,6 +320,13 @@ wf_status wf_device_info_get(wf_device *d, wf_device_info *out) {
   return d->be->device_info(d, out);
 }
 
+wf_status wf_device_trim(wf_device *d) {
+  if (!d) return wf__error(WF_ERR_INVALID, "wf_device_trim", "device is NULL");
+  wf_status st = wf_device_synchronize(d);
+  if (st != WF_OK || !d->be->trim) return st;
+  return d->be->trim(d);
+}
+
 bool wf_device_can_access_peer(const wf_device *d, const wf_device *peer) {
   if (!d || !peer) return false;
   if (d == peer) return true;

@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
 # On a machine with an NVIDIA GPU: builds weft with CUDA, runs the gpu and parity tests, then runs
-# every gpu test again under compute-sanitizer's memcheck, racecheck and synccheck (and initcheck
-# with WEFT_INITCHECK=1). Exits non-zero on any failure or sanitizer report.
+# every gpu test again under compute-sanitizer's memcheck, racecheck, initcheck and synccheck, and
+# a short run of every bundled scene (scenes/*.json: a few frames through `weft run` on cuda:0,
+# with every output it writes) under the same four tools. Exits non-zero on any failure or
+# sanitizer report.
 #   scripts/gpu-check.sh [--tests-only | --sanitize-only] [build-dir]
+# --tests-only: the gpu and parity tests only; --sanitize-only: the sanitizer runs only.
 # CMAKE_CUDA_ARCHITECTURES defaults to 90; WEFT_SANITIZE_TIMEOUT (s, default 600) bounds each run.
+# WEFT_SANITIZE_FILTER: a ctest -R regex choosing which gpu tests run under the sanitizers;
+# WEFT_SANITIZE_TOOLS: the tools (default "memcheck racecheck initcheck synccheck");
+# WEFT_SCENE_FRAMES: frames of each scene run (default 2).
 # The ctest output is printed; sanitizer runs print one line each (and the log tail on failure).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -22,18 +28,25 @@ fi
 [ $mode = tests ] && exit $fail
 
 # The commands ctest would run for the gpu tests, one per line.
-# WEFT_SANITIZE_FILTER: a ctest -R regex choosing which gpu tests run under the sanitizers.
 mapfile -t cmds < <(cd "$dir" && ctest -L gpu -R "${WEFT_SANITIZE_FILTER:-.}" -N -V |
   sed -n 's/^[0-9]*: Test command: //p')
-tools=(memcheck racecheck synccheck)
-[ "${WEFT_INITCHECK:-0}" = 1 ] && tools+=(initcheck)
+# Short runs of every bundled scene on the GPU, outputs into a scratch directory.
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+weft=$(cd "$dir" && pwd)/weft
+for scene in scenes/*.json; do
+  name=$(basename "$scene" .json)
+  cmds+=("'$weft' run '$scene' --device cuda --frames ${WEFT_SCENE_FRAMES:-2} --quiet --out '$scratch/$name'")
+done
+read -r -a tools <<<"${WEFT_SANITIZE_TOOLS:-memcheck racecheck initcheck synccheck}"
 for tool in "${tools[@]}"; do
   for c in "${cmds[@]}"; do
     eval "set -- $c"
     name=$(basename "$1")
+    [ "$name" = weft ] && name="weft run $(basename "$3")"
     log=$(mktemp)
     # CUDA API errors are not reported: the error-path tests provoke them on purpose (an unjoined
-    # capture, for one) and every test checks each call's status itself.
+    # capture, an allocation larger than the GPU) and every test checks each call's status itself.
     timeout "${WEFT_SANITIZE_TIMEOUT:-600}" compute-sanitizer --tool "$tool" --error-exitcode 99 \
       --report-api-errors no "$@" >"$log" 2>&1
     rc=$?

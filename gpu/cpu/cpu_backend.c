@@ -407,10 +407,34 @@ void wf__cpu_free_host(void *p, bool cuda_host) {
     free(p);
 }
 
+/* WEFT_CPU_MEMORY_LIMIT: a cap on the bytes weft holds on each CPU device (a number, with an
+ * optional K, M or G suffix for KiB, MiB, GiB; unset or 0: no cap). It makes the out-of-memory
+ * paths reproducible without exhausting the machine, and keeps a run within a budget. */
+static size_t cpu_memory_limit(void) {
+  const char *e = getenv("WEFT_CPU_MEMORY_LIMIT");
+  if (!e || !*e) return 0;
+  char *end;
+  double v = strtod(e, &end);
+  double unit = *end == 'K' || *end == 'k'   ? 1024.0
+                : *end == 'M' || *end == 'm' ? 1048576.0
+                : *end == 'G' || *end == 'g' ? 1073741824.0
+                                             : 1.0;
+  v *= unit;
+  return v > 0.0 && v < 1.8e19 ? (size_t)v : 0;
+}
+
 static wf_status cpu_alloc(wf_device *d, size_t bytes, unsigned flags, wf_stream *s, void **out,
                            bool *cuda_host) {
   *cuda_host = false;
   void *p = NULL;
+  size_t limit = cpu_memory_limit(), held = atomic_load(&d->allocated);
+  if (limit && (held > limit || bytes > limit - held))
+    return wf__error(WF_ERR_OUT_OF_MEMORY, "wf_buffer_create",
+                     "%s: cannot allocate %zu bytes (%.2f GiB): WEFT_CPU_MEMORY_LIMIT is %zu bytes "
+                     "(%.2f GiB), weft holds %zu, so %zu bytes (%.2f GiB) are free",
+                     d->name, bytes, (double)bytes / (1 << 30), limit, (double)limit / (1 << 30),
+                     held, held < limit ? limit - held : 0,
+                     (double)(held < limit ? limit - held : 0) / (1 << 30));
 #ifdef WEFT_HAVE_CUDA
   if (flags & WF_BUFFER_PINNED) {
     for (int i = 0; i < wf__device_count() && !p; i++)
@@ -534,6 +558,11 @@ static void cpu_graph_destroy(wf_graph *g) { graph_release(g->native); }
 static wf_status cpu_device_info(wf_device *d, wf_device_info *out) {
   long avail = sysconf(_SC_AVPHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
   out->free_memory = (avail > 0 && psize > 0) ? (size_t)avail * (size_t)psize : 0;
+  size_t limit = cpu_memory_limit();
+  if (limit) { /* the cap: what weft may still take */
+    out->total_memory = limit;
+    out->free_memory = out->allocated < limit ? limit - out->allocated : 0;
+  }
   return WF_OK;
 }
 

@@ -411,6 +411,15 @@ static wf_status cu_device_info(wf_device *d, wf_device_info *out) {
   return WF_OK;
 }
 
+/* The pool keeps freed memory (release threshold UINT64_MAX); trimming returns what no allocation
+ * uses to the driver. The device was synchronized by the caller, so every free has completed. */
+static wf_status cu_trim(wf_device *d) {
+  use(d);
+  CK(cudaMemPoolTrimTo(((cuda_dev *)d->be_data)->pool, 0), "wf_device_trim", d,
+     "cudaMemPoolTrimTo");
+  return WF_OK;
+}
+
 const wf_backend wf__cuda_backend = {
     .name = "cuda",
     .stream_create = cu_stream_create,
@@ -439,4 +448,5 @@ const wf_backend wf__cuda_backend = {
     .graph_launch = cu_graph_launch,
     .graph_destroy = cu_graph_destroy,
     .device_info = cu_device_info,
+    .trim = cu_trim,
 };

@@ -35,15 +35,15 @@ extern "C" {
 /** Result of every fallible call. Negative values are errors. */
 typedef enum wf_status {
   WF_OK = 0,
-  WF_NOT_READY = 1,    /* a query: the work is not finished yet */
-  WF_ERR_INVALID = -1, /* bad argument */
-  WF_ERR_DEVICE = -2,  /* no such device, or the device failed */
-  WF_ERR_OUT_OF_MEMORY = -3,
-  WF_ERR_CAPTURE = -4, /* not allowed while the stream is being captured */
-  WF_ERR_BACKEND = -5, /* CUDA (or other backend) error; wf_last_error() has the details */
-  WF_ERR_IO = -6,
-  WF_ERR_PARSE = -7,
-  WF_ERR_UNSUPPORTED = -8,
+  WF_NOT_READY = 1,          /* a query: the work is not finished yet */
+  WF_ERR_INVALID = -1,       /* bad argument */
+  WF_ERR_DEVICE = -2,        /* no such device, or the device failed */
+  WF_ERR_OUT_OF_MEMORY = -3, /* host or device memory exhausted */
+  WF_ERR_CAPTURE = -4,       /* not allowed while the stream is being captured */
+  WF_ERR_BACKEND = -5,       /* CUDA (or other backend) error; wf_last_error() has the details */
+  WF_ERR_IO = -6,            /* a file could not be read or written; the message has the path */
+  WF_ERR_PARSE = -7,         /* malformed input (scene, checkpoint); the message says where */
+  WF_ERR_UNSUPPORTED = -8,   /* not possible on this device, hardware or build */
 } wf_status;
 
 /** Short constant name of a status ("WF_ERR_DEVICE"); never NULL. */
@@ -54,11 +54,19 @@ WF_API const char *wf_last_error(void);
 /** Clears this thread's last error. */
 WF_API void wf_clear_error(void);
 
-typedef struct wf_device wf_device; /* owned by the library; never freed by the caller */
+/** A device, "cpu:N" or "cuda:N". Owned by the library and valid until wf_shutdown; never freed
+ *  by the caller. */
+typedef struct wf_device wf_device;
+/** An in-order queue of work on one device: wf_stream_create, wf_stream_wrap (a host program's
+ *  cudaStream_t), or a device's default stream (wf_device_stream). */
 typedef struct wf_stream wf_stream;
+/** A marker in a stream's work, to wait for, to query or to time (wf_event_create). */
 typedef struct wf_event wf_event;
+/** Memory on one device that remembers its last user stream (wf_buffer_create, wf_buffer_wrap). */
 typedef struct wf_buffer wf_buffer;
+/** Work recorded by a capture, replayed with one launch (wf_capture_end, wf_graph_launch). */
 typedef struct wf_graph wf_graph;
+/** Pinned host slots for device-to-host readback without waiting (wf_ring_create). */
 typedef struct wf_ring wf_ring;
 
 /** Log levels for wf_init_desc.log_level and the callback. */
@@ -69,7 +77,7 @@ typedef struct wf_init_desc {
   int cpu_devices; /* number of CPU devices cpu:0..N-1; 0 means 1 (at most 16) */
   int log_level;   /* 0 errors … 3 debug: messages above it are not passed to log */
   void (*log)(int level, const char *message, void *user); /* NULL: the library stays silent */
-  void *log_user;
+  void *log_user;                                          /* passed to log as `user` */
   bool no_cuda; /* true: do not touch CUDA even if a GPU is present */
   bool no_peer; /* true: never enable peer access; cross-GPU copies are staged through host */
 } wf_init_desc;
@@ -94,6 +102,7 @@ WF_API wf_status wf_device_get(const char *name, wf_device **out);
 WF_API wf_device *wf_device_default(void);
 /** "cpu:0", "cuda:1", … */
 WF_API const char *wf_device_name(const wf_device *d);
+/** True for a CUDA device, false for a CPU device (or NULL). */
 WF_API bool wf_device_is_cuda(const wf_device *d);
 /** Waits for every stream of the device. */
 WF_API wf_status wf_device_synchronize(wf_device *d);
@@ -115,7 +124,12 @@ typedef struct wf_device_info {
   size_t allocated;       /* bytes weft holds on this device now */
   int pci_bus;            /* CUDA: PCI bus id, else -1 */
 } wf_device_info;
+/** Fills *out with the facts about d; free_memory and allocated are as of this call. */
 WF_API wf_status wf_device_info_get(wf_device *d, wf_device_info *out);
+/** Waits for the device, then hands the memory its pool keeps for reuse (freed buffers) back to
+ *  the driver, so that wf_device_info_get's free_memory counts it as free again (after a failed
+ *  large allocation, or before leaving a shared GPU to other processes). CPU devices: waits. */
+WF_API wf_status wf_device_trim(wf_device *d);
 /** True when kernels on d can read and write peer's memory directly: the same device, two CPU
  *  devices, or two CUDA devices whose peer access weft enabled (it does so at start-up for every
  *  pair the hardware allows, unless wf_init_desc.no_peer). */
@@ -123,13 +137,14 @@ WF_API bool wf_device_can_access_peer(const wf_device *d, const wf_device *peer)
 
 /** Runtime facts for `weft info`. */
 typedef struct wf_runtime_info {
-  bool cuda_compiled;      /* built with the CUDA backend */
-  int cuda_driver_version; /* e.g. 13000, 0 if no driver */
-  int cuda_runtime_version;
+  bool cuda_compiled;           /* built with the CUDA backend */
+  int cuda_driver_version;      /* e.g. 13000, 0 if no driver */
+  int cuda_runtime_version;     /* e.g. 13000, 0 without the CUDA backend */
   int cuda_devices_found;       /* including ones this build cannot run on */
   char cuda_status[512];        /* why no CUDA device is usable, or "" */
   char cuda_architectures[128]; /* the architectures this build was compiled for, "90" */
 } wf_runtime_info;
+/** Fills *out with the runtime facts (starting the runtime with defaults if it is not up). */
 WF_API void wf_runtime_info_get(wf_runtime_info *out);
 
 /* ---- streams ------------------------------------------------------------------------------- */
@@ -140,9 +155,11 @@ WF_API wf_status wf_stream_create(wf_device *d, int priority, wf_stream **out);
 WF_API wf_status wf_stream_wrap(wf_device *d, void *native_stream, wf_stream **out);
 /** Releases the stream once its queued work is done; buffers that remember it keep it alive. */
 WF_API void wf_stream_destroy(wf_stream *s);
+/** The device s runs on. */
 WF_API wf_device *wf_stream_device(const wf_stream *s);
 /** The cudaStream_t of a CUDA stream; NULL on CPU devices. */
 WF_API void *wf_stream_native(wf_stream *s);
+/** Waits on the host until all work queued on s is done. WF_ERR_CAPTURE while s is captured. */
 WF_API wf_status wf_stream_synchronize(wf_stream *s);
 /** WF_OK when all queued work is done, else WF_NOT_READY. */
 WF_API wf_status wf_stream_query(wf_stream *s);
@@ -158,19 +175,25 @@ WF_API wf_status wf_stream_pop(wf_device *d);
 
 /* ---- events -------------------------------------------------------------------------------- */
 
+/** Flags of wf_event_create: WF_EVENT_TIMING lets the event be used with wf_event_elapsed_ms. */
 enum { WF_EVENT_TIMING = 1 };
+/** Creates an event on d; flags is 0 or WF_EVENT_TIMING. */
 WF_API wf_status wf_event_create(wf_device *d, unsigned flags, wf_event **out);
+/** Frees the event. NULL is ignored. */
 WF_API void wf_event_destroy(wf_event *e);
 /** Marks the point in s after all work queued so far. s NULL: the event device's current stream. */
 WF_API wf_status wf_event_record(wf_event *e, wf_stream *s);
 /** WF_OK when the recorded work is done (or never recorded), else WF_NOT_READY. */
 WF_API wf_status wf_event_query(wf_event *e);
+/** Waits on the host until the work before e's last recording is done. */
 WF_API wf_status wf_event_synchronize(wf_event *e);
 /** Milliseconds between two completed recordings; both events need WF_EVENT_TIMING. */
 WF_API wf_status wf_event_elapsed_ms(wf_event *start, wf_event *end, float *ms);
 
 /* ---- buffers and copies -------------------------------------------------------------------- */
 
+/** Flags of wf_buffer_create: WF_BUFFER_PINNED (page-locked host memory on a CPU device, for
+ *  asynchronous copies with CUDA devices), WF_BUFFER_ZERO (filled with zeros on the stream). */
 enum { WF_BUFFER_PINNED = 1, WF_BUFFER_ZERO = 2 };
 /** Allocates bytes on d, ordered on stream s (NULL: the device's current stream); on CUDA devices
  *  from the device's memory pool. Host buffers live on a CPU device; PINNED makes them
@@ -181,9 +204,14 @@ WF_API wf_status wf_buffer_create(wf_device *d, size_t bytes, unsigned flags, wf
 WF_API wf_status wf_buffer_wrap(wf_device *d, void *ptr, size_t bytes, wf_buffer **out);
 /** Frees the buffer after its pending work, ordered on s (NULL: the device's current stream). */
 WF_API void wf_buffer_destroy(wf_buffer *b, wf_stream *s);
+/** The buffer's address on its device: host memory on a CPU device, a device pointer (not for
+ *  the host to dereference) on a CUDA device. */
 WF_API void *wf_buffer_ptr(const wf_buffer *b);
+/** Size in bytes. */
 WF_API size_t wf_buffer_size(const wf_buffer *b);
+/** The device the buffer lives on. */
 WF_API wf_device *wf_buffer_device(const wf_buffer *b);
+/** The WF_BUFFER_* flags it was created with (0 for wrapped memory). */
 WF_API unsigned wf_buffer_flags(const wf_buffer *b);
 /** Records that work queued on s (a kernel) uses b, so later copies and frees on other streams
  *  wait for it. Inside a capture it also makes the graph keep b alive. */
@@ -222,6 +250,7 @@ WF_API bool wf_stream_is_capturing(const wf_stream *s);
 WF_API wf_status wf_graph_launch(wf_graph *g, wf_stream *s);
 /** Number of work items (kernels, copies, memsets) recorded in the graph. */
 WF_API size_t wf_graph_node_count(const wf_graph *g);
+/** Frees the graph and releases the buffers it kept alive. NULL is ignored. */
 WF_API void wf_graph_destroy(wf_graph *g);
 
 /* ---- transfer ring ------------------------------------------------------------------------- */
@@ -236,10 +265,14 @@ WF_API void wf_graph_destroy(wf_graph *g);
  * WF_NOT_READY, *slot = -1, and the drop is counted. wf_ring_latest returns the newest finished
  * slot and frees the older finished ones (stale frames). */
 WF_API wf_status wf_ring_create(wf_device *d, size_t slot_bytes, int slots, wf_ring **out);
+/** Enqueues a copy of bytes (at most slot_bytes) of src from src_off into a slot, ordered on s
+ *  (NULL: the ring device's current stream), without waiting; *slot receives the slot, or -1
+ *  when the push was dropped (see above). */
 WF_API wf_status wf_ring_push(wf_ring *r, const wf_buffer *src, size_t src_off, size_t bytes,
                               wf_stream *s, int *slot);
 /** Non-blocking. WF_NOT_READY when no pushed slot has finished copying. */
 WF_API wf_status wf_ring_latest(wf_ring *r, int *slot, const void **data);
+/** Gives a slot from wf_ring_latest back to the ring (HELD -> FREE). */
 WF_API void wf_ring_release(wf_ring *r, int slot);
 /** Waits for the ring's copies, then frees it. */
 WF_API void wf_ring_destroy(wf_ring *r);
@@ -247,6 +280,7 @@ WF_API void wf_ring_destroy(wf_ring *r);
 typedef struct wf_ring_stats {
   uint64_t pushed, delivered, overwritten, stale, refused;
 } wf_ring_stats;
+/** Fills *out with the ring's counters. */
 WF_API void wf_ring_stats_get(const wf_ring *r, wf_ring_stats *out);
 
 /* ---- kernels ------------------------------------------------------------------------------- */
@@ -254,7 +288,7 @@ WF_API void wf_ring_stats_get(const wf_ring *r, wf_ring_stats *out);
 /** A kernel: per-element math written once in a header (WF_HD functions), a CPU loop over
  *  [begin, end) and a CUDA wrapper that enqueues n elements on the given cudaStream_t. */
 typedef struct wf_kernel {
-  const char *name;
+  const char *name;                                              /* for messages */
   void (*cpu)(const void *args, size_t begin, size_t end);       /* elements [begin, end) */
   void (*cuda)(const void *args, size_t n, void *native_stream); /* enqueue n elements */
 } wf_kernel;

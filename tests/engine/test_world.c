@@ -82,9 +82,11 @@ TEST(every_scene_steps) {
         CHECK(o.triangles != NULL);
       }
     }
-    CHECK(wf_world_step(w, 2) == WF_OK);
-    CHECK_EQ_INT(wf_world_frame(w), 2);
-    st = wf_world_check(w);
+    st = wf_world_step(w, 2); /* the health check may stop it at an unhealthy frame */
+    if (st == WF_OK) {
+      CHECK_EQ_INT(wf_world_frame(w), 2);
+      st = wf_world_check(w);
+    }
     if (st != WF_OK) {
       CHECK_EQ_INT(st, WF_ERR_INVALID);
       CHECK(strstr(wf_last_error(), "NaN") || strstr(wf_last_error(), "watchdog"));

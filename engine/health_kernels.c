@@ -1,0 +1,45 @@
+/* CPU side of the health kernels: loops over [begin, end) calling the shared math in
+ * health_kernels.h, and the wf_kernel objects. The index minimum is an integer atomic, so the
+ * loop stays correct if the backend ever splits a launch over threads. */
+#include "health_kernels.h"
+
+#ifdef WEFT_HAVE_CUDA
+#define WFH_CUDA(f) f
+#else
+#define WFH_CUDA(f) NULL
+#endif
+
+static void check_cpu(const void *args, size_t begin, size_t end) {
+  const wfh_check_args *a = args;
+  uint32_t first = WFH_NONE;
+  for (size_t i = begin; i < end && first == WFH_NONE; i++) {
+    float value;
+    uint32_t collider;
+    if (wfh_point(a, (uint32_t)i, &value, &collider) != WFH_OK) first = (uint32_t)i;
+  }
+  if (first == WFH_NONE) return;
+  uint32_t cur = __atomic_load_n(&a->rec->first, __ATOMIC_RELAXED);
+  while (first < cur && !__atomic_compare_exchange_n(&a->rec->first, &cur, first, true,
+                                                     __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
+}
+
+static void detail_cpu(const void *args, size_t begin, size_t end) {
+  if (begin < end) wfh_detail(args);
+}
+
+static void verdict_cpu(const void *args, size_t begin, size_t end) {
+  if (begin < end) wfh_verdict(args);
+}
+
+static void commit_cpu(const void *args, size_t begin, size_t end) {
+  const wfh_commit_args *a = args;
+  if (!a->gate->ok) return;
+  for (size_t i = begin; i < end; i++)
+    a->dst[i] = a->src[i];
+}
+
+const wf_kernel wfh_check_kernel = {"health_check", check_cpu, WFH_CUDA(wfh_check_cuda)};
+const wf_kernel wfh_detail_kernel = {"health_detail", detail_cpu, WFH_CUDA(wfh_detail_cuda)};
+const wf_kernel wfh_verdict_kernel = {"health_verdict", verdict_cpu, WFH_CUDA(wfh_verdict_cuda)};
+const wf_kernel wfh_commit_kernel = {"health_commit", commit_cpu, WFH_CUDA(wfh_commit_cuda)};
