@@ -1,0 +1,678 @@
+/* `weft view SCENE`: the scene running live in a window (GLFW, viewer/), or, with --bench and no
+ * display, drawn headless through EGL.
+ *
+ * Design: the simulation runs on a thread of its own, the window on the main thread (GLFW wants
+ * the main thread). They share only the world's readback ring (weft/world.h), whose push and
+ * latest never wait for each other, and a few flags under a mutex (pause, step, reset, speed,
+ * quit). Per frame the simulation thread waits until at most 2 (run ahead) or 1 (paced) of its
+ * frames are still running on the device — its own work, so frames do not pile up in the queues —
+ * then, paced, sleeps until the frame is due in real time (x speed), begins the frame's timing,
+ * steps and pushes. The window takes the newest finished frame whenever it draws. A thread rather
+ * than interleaving both on the main thread: a slow simulation frame on the CPU backend (where
+ * stepping is host work) or a slow draw then never delays the other side, and the display rate is
+ * max(sim, render) rather than their sum.
+ *
+ * Reset restores a checkpoint of the initial state written at start (to a temporary directory),
+ * so the world and the ring stay alive and frames held by the window stay valid.
+ *
+ * --bench N: the simulation runs N frames ahead of the display; printed are the device-side
+ * figures of the delivered frames (weft/world.h's readback timing: simulation per frame, idle time
+ * of the solver streams between frames, the copy and its wait), the render and displayed frame
+ * times, and the ring's counters. --screenshot PATH --frames N: run N frames, wait until the
+ * window shows frame N, save it (the 3-D view without the overlay) and exit.
+ *
+ * Exit status: 0 ok, 1 runtime failure (including no display), 2 bad usage or invalid scene.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "render_frames.h"
+#include "weft/weft.h"
+
+#define MAX_SETS 256
+
+void wf_cmd_view_usage(FILE *f) {
+  fputs("usage: weft view SCENE [--device D] [--set key.path=value ...] [--paced | --ahead]\n"
+        "                 [--size WxH] [--frames N] [--bench] [--screenshot PATH]\n"
+        "\n"
+        "Runs a scene and shows it live in a window. The simulation runs on its own thread and\n"
+        "never waits for the display: the window draws the newest finished frame.\n"
+        "\n"
+        "options:\n"
+        "  --device D          cpu, cpu:N, cuda, cuda:N or auto (default: simulation.devices)\n"
+        "  --set key.path=V    override a scene value (repeatable), as for `weft run`\n"
+        "  --paced             simulated time follows real time (x the speed keys; default)\n"
+        "  --ahead             simulate as fast as possible, several frames per displayed one\n"
+        "  --size WxH          window (or headless picture) size in pixels (default 1280x800)\n"
+        "  --frames N          stop the simulation after frame N (default: never; --bench: 300)\n"
+        "  --bench             run N frames ahead of the display and print simulation, render and\n"
+        "                      displayed frame times with device event timings; without a display\n"
+        "                      it renders headless (EGL) and says so\n"
+        "  --screenshot PATH   run --frames N frames, save the window's picture of frame N as a\n"
+        "                      PNG and exit\n"
+        "  -h, --help          show this help\n"
+        "\n"
+        "keys: left drag orbit, right/middle drag pan, wheel zoom, space pause, . or N step,\n"
+        "R reset, + / - speed, W wireframe, C colour by object / speed, P screenshot, V vsync,\n"
+        "H help, Esc quit. See viewer/README.md.\n"
+        "\n"
+        "Exit status: 0 ok, 1 runtime failure (also: no display), 2 bad usage or invalid scene.\n",
+        f);
+}
+
+#ifndef WEFT_HAVE_VIEWER
+
+int wf_cmd_view(int argc, char **argv) {
+  for (int i = 1; i < argc; i++)
+    if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+      wf_cmd_view_usage(stdout);
+      return WF_EXIT_OK;
+    }
+  fputs("weft view: this weft was built without the viewer (WEFT_VIEWER=OFF: epoxy, EGL, GLFW, "
+        "cglm or stb was missing when it was configured; see viewer/README.md)\n",
+        stderr);
+  return WF_EXIT_USAGE;
+}
+
+#else
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void sleep_s(double s) {
+  if (s <= 0.0) return;
+  struct timespec t = {(time_t)s, (long)((s - floor(s)) * 1e9)};
+  nanosleep(&t, NULL);
+}
+
+static void view_log(int level, const char *message, void *user) {
+  (void)user;
+  fprintf(stderr, "weft view: %s: %s\n", level <= WF_LOG_ERROR ? "error" : "warning", message);
+}
+
+/* Sums of the readback timing of the delivered frames. */
+typedef struct bench_sums {
+  int n_sim, n_idle, n_copy;
+  double sim, idle, idle_max, copy, copy_wait;
+  int n_render;
+  double render;
+} bench_sums;
+
+typedef struct view_app {
+  wf_world *w;
+  wf_world_readback *rb;
+  wf_cli_frames *frames;
+  char ckpt_dir[512], ckpt[600];
+  long target; /* stop the simulation at this frame; 0: never */
+
+  /* shared with the simulation thread, under lock */
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  bool quit, paused, reset, paced, sim_done;
+  int steps;
+  double speed;
+  wf_status sim_status;
+  char sim_error[1024];
+  double sim_t0, sim_t1;
+  int64_t sim_f0, sim_f1;
+
+  /* window side (main thread) */
+  int64_t shown; /* frame number of the newest frame taken */
+  double last_sim_ms;
+  bench_sums b;
+  char devices[340], status[300];
+} view_app;
+
+/* ---- the simulation thread ------------------------------------------------------------------ */
+
+static void sim_fail(view_app *a, const char *what) {
+  pthread_mutex_lock(&a->lock);
+  a->sim_status = WF_ERR_INVALID;
+  snprintf(a->sim_error, sizeof a->sim_error, "%s: %s", what, wf_last_error());
+  a->sim_done = true;
+  pthread_cond_broadcast(&a->cond);
+  pthread_mutex_unlock(&a->lock);
+}
+
+static void *sim_main(void *arg) {
+  view_app *a = arg;
+  double pace_t0 = now_s(), pace_speed = 0.0, dt = wf_world_frame_dt(a->w);
+  int64_t pace_f0 = wf_world_frame(a->w);
+  bool was_paused = true, unpushed = false;
+  pthread_mutex_lock(&a->lock);
+  a->sim_t0 = now_s(), a->sim_f0 = wf_world_frame(a->w);
+  for (;;) {
+    int64_t frame = wf_world_frame(a->w);
+    bool at_end = a->target > 0 && frame >= a->target;
+    if (at_end && !a->sim_done) {
+      a->sim_done = true, a->sim_t1 = now_s(), a->sim_f1 = frame;
+      pthread_cond_broadcast(&a->cond);
+    }
+    if (a->quit) break;
+    if (a->reset) {
+      a->reset = false;
+      pthread_mutex_unlock(&a->lock);
+      wf_status st = wf_world_readback_wait_frames(a->rb, 0);
+      if (st == WF_OK) st = wf_world_load_checkpoint(a->w, a->ckpt);
+      if (st == WF_OK) st = wf_world_readback_push(a->rb);
+      if (st < 0) {
+        sim_fail(a, "resetting");
+        return NULL;
+      }
+      unpushed = st == WF_NOT_READY;
+      pthread_mutex_lock(&a->lock);
+      a->sim_done = false;
+      was_paused = true;
+      continue;
+    }
+    if (unpushed && (a->paused || at_end)) {
+      /* the newest frame found every slot busy: offer it again until the window can take it,
+         since nothing newer will come */
+      pthread_mutex_unlock(&a->lock);
+      sleep_s(0.001);
+      wf_status st = wf_world_readback_push(a->rb);
+      if (st < 0) {
+        sim_fail(a, "reading the frame back");
+        return NULL;
+      }
+      unpushed = st == WF_NOT_READY;
+      pthread_mutex_lock(&a->lock);
+      continue;
+    }
+    if ((a->paused && a->steps == 0) || at_end) {
+      was_paused = true;
+      pthread_cond_wait(&a->cond, &a->lock);
+      continue;
+    }
+    if (a->paused) a->steps--;
+    bool paced = a->paced && !a->paused;
+    double speed = a->speed;
+    pthread_mutex_unlock(&a->lock);
+
+    if (paced) {
+      if (was_paused || speed != pace_speed) /* start the clock again from here */
+        pace_t0 = now_s(), pace_f0 = frame, pace_speed = speed;
+      sleep_s(pace_t0 + (double)(frame + 1 - pace_f0) * dt / speed - now_s());
+    }
+    was_paused = false;
+    wf_status st = wf_world_readback_wait_frames(a->rb, paced ? 1 : 2);
+    if (st == WF_OK) st = wf_world_readback_begin_frame(a->rb);
+    if (st == WF_OK) st = wf_world_step(a->w, 1);
+    if (st != WF_OK) {
+      sim_fail(a, "stepping");
+      return NULL;
+    }
+    st = wf_world_readback_push(a->rb); /* WF_NOT_READY: skipped, every slot is busy */
+    if (st < 0) {
+      sim_fail(a, "reading the frame back");
+      return NULL;
+    }
+    unpushed = st == WF_NOT_READY;
+    pthread_mutex_lock(&a->lock);
+  }
+  if (!a->sim_done) a->sim_t1 = now_s(), a->sim_f1 = wf_world_frame(a->w);
+  pthread_mutex_unlock(&a->lock);
+  if (wf_world_readback_wait_frames(a->rb, 0) != WF_OK) sim_fail(a, "finishing");
+  return NULL;
+}
+
+/* ---- the frame source (window thread) ------------------------------------------------------- */
+
+static void bench_add(view_app *a, int slot) {
+  wf_world_readback_timing t;
+  if (wf_world_readback_timing_get(a->rb, slot, &t) != WF_OK) return;
+  if (t.has_sim) {
+    a->b.n_sim++, a->b.sim += t.sim_ms;
+    a->last_sim_ms = t.sim_ms;
+  }
+  if (t.has_idle) {
+    a->b.n_idle++, a->b.idle += t.idle_ms;
+    a->b.idle_max = fmax(a->b.idle_max, t.idle_ms);
+  }
+  a->b.n_copy++, a->b.copy += t.copy_ms, a->b.copy_wait += t.copy_wait_ms;
+}
+
+static bool src_latest(void *user, wf_render_scene *out) {
+  view_app *a = user;
+  wf_world_frame_view v;
+  if (wf_world_readback_latest(a->rb, &v) != WF_OK) return false;
+  bench_add(a, v.slot);
+  a->shown = v.frame;
+  wf_cli_frames_fill(a->frames, v.slot, v.pos, v.vel, out);
+  return true;
+}
+
+static void src_release(void *user, const wf_render_scene *frame) {
+  view_app *a = user;
+  wf_world_readback_release(a->rb, wf_cli_frames_buffer_of(a->frames, frame));
+}
+
+static void src_paused(void *user, bool paused) {
+  view_app *a = user;
+  pthread_mutex_lock(&a->lock);
+  a->paused = paused, a->steps = 0;
+  pthread_cond_broadcast(&a->cond);
+  pthread_mutex_unlock(&a->lock);
+}
+
+static void src_step(void *user) {
+  view_app *a = user;
+  pthread_mutex_lock(&a->lock);
+  a->steps++;
+  pthread_cond_broadcast(&a->cond);
+  pthread_mutex_unlock(&a->lock);
+}
+
+static void src_reset(void *user) {
+  view_app *a = user;
+  pthread_mutex_lock(&a->lock);
+  a->reset = true;
+  pthread_cond_broadcast(&a->cond);
+  pthread_mutex_unlock(&a->lock);
+}
+
+static void src_speed(void *user, double speed) {
+  view_app *a = user;
+  pthread_mutex_lock(&a->lock);
+  a->speed = speed > 0.0 ? speed : 1.0;
+  pthread_mutex_unlock(&a->lock);
+}
+
+static void src_stats(void *user, wf_viewer_sim_stats *out) {
+  view_app *a = user;
+  pthread_mutex_lock(&a->lock);
+  if (a->sim_status != WF_OK)
+    snprintf(a->status, sizeof a->status, "stopped: %.280s", a->sim_error);
+  else if (a->sim_done)
+    snprintf(a->status, sizeof a->status, "finished at frame %ld", a->target);
+  else
+    snprintf(a->status, sizeof a->status, "%s", a->paced ? "paced to real time" : "running ahead");
+  pthread_mutex_unlock(&a->lock);
+  *out = (wf_viewer_sim_stats){.sim_ms = a->last_sim_ms,
+                               .frame = (uint64_t)a->shown,
+                               .devices = a->devices,
+                               .status = a->status};
+}
+
+/* ---- window callbacks for --screenshot and --bench ------------------------------------------ */
+
+typedef struct run_ctl {
+  view_app *a;
+  const char *screenshot;
+  bool bench;
+  int rc;
+  double t_first, t_last, deadline;
+  long displayed;
+  char why[1200];
+} run_ctl;
+
+/* True once the simulation has stopped (target reached or failed) and its last frame is shown. */
+static bool sim_finished_and_shown(view_app *a, bool *failed) {
+  pthread_mutex_lock(&a->lock);
+  bool done = a->sim_done, bad = a->sim_status != WF_OK;
+  int64_t last = a->sim_f1;
+  pthread_mutex_unlock(&a->lock);
+  *failed = bad;
+  return bad || (done && a->shown >= last);
+}
+
+static bool on_frame(void *user, wf_viewer *v, long frame) {
+  run_ctl *c = user;
+  double t = now_s();
+  if (frame == 0) c->t_first = t;
+  c->t_last = t;
+  c->displayed = frame + 1;
+  if (c->bench) {
+    wf_viewer_stats s;
+    wf_viewer_stats_get(v, &s);
+    c->a->b.n_render++, c->a->b.render += s.render_ms;
+  }
+  if (!c->screenshot && !c->bench) return true;
+  bool failed;
+  if (sim_finished_and_shown(c->a, &failed)) {
+    if (failed) {
+      c->rc = WF_EXIT_FAILURE;
+      snprintf(c->why, sizeof c->why, "the simulation stopped: %s", c->a->sim_error);
+      return false;
+    }
+    if (c->screenshot && wf_viewer_screenshot(v, c->screenshot) != WF_OK) {
+      c->rc = WF_EXIT_FAILURE;
+      snprintf(c->why, sizeof c->why, "writing the screenshot: %s", wf_render_last_error());
+    }
+    return false;
+  }
+  if (t > c->deadline) {
+    c->rc = WF_EXIT_FAILURE;
+    snprintf(c->why, sizeof c->why, "gave up after %.0f s: frame %lld of %ld shown",
+             c->deadline - c->t_first, (long long)c->a->shown, c->a->target);
+    return false;
+  }
+  return true;
+}
+
+/* Headless --bench: the window's loop without a window: take the newest frame, draw it, read the
+ * pixels back (standing in for the presentation, which would wait for the GPU too). */
+static wf_status headless_loop(run_ctl *c, int width, int height) {
+  wf_render *r;
+  wf_status st = wf_render_headless_create(width, height, &r);
+  if (st != WF_OK) return st;
+  printf("weft view --bench: no display: rendering headless through EGL (%s)\n", wf_render_info(r));
+  uint8_t *rgba = malloc((size_t)width * height * 4);
+  if (!rgba) {
+    wf_render_destroy(r);
+    return WF_ERR_OUT_OF_MEMORY;
+  }
+  wf_render_scene held;
+  bool holding = false;
+  c->t_first = now_s();
+  for (long frame = 0;; frame++) {
+    double t0 = now_s();
+    wf_render_scene next;
+    if (src_latest(c->a, &next)) {
+      if (holding) src_release(c->a, &held);
+      held = next, holding = true;
+    }
+    if (holding) {
+      st = wf_render_draw(r, &held);
+      if (st == WF_OK) st = wf_render_read_rgba(r, rgba, (size_t)width * height * 4);
+      if (st != WF_OK) break;
+    }
+    c->a->b.n_render++, c->a->b.render += 1e3 * (now_s() - t0);
+    c->t_last = now_s();
+    c->displayed = frame + 1;
+    bool failed;
+    if (sim_finished_and_shown(c->a, &failed)) {
+      if (failed) c->rc = WF_EXIT_FAILURE;
+      if (failed) snprintf(c->why, sizeof c->why, "the simulation stopped: %s", c->a->sim_error);
+      break;
+    }
+    if (!holding) sleep_s(0.001);
+  }
+  if (holding) src_release(c->a, &held);
+  free(rgba);
+  wf_render_destroy(r);
+  return st;
+}
+
+static void bench_print(const view_app *a, const run_ctl *c, bool headless) {
+  const bench_sums *b = &a->b;
+  wf_world_readback_stats rs;
+  wf_world_readback_stats_get(a->rb, &rs);
+  long frames = (long)(a->sim_f1 - a->sim_f0);
+  double sim_wall = a->sim_t1 - a->sim_t0, disp_wall = c->t_last - c->t_first;
+  double sim_ms = b->n_sim ? b->sim / b->n_sim : 0.0;
+  double render_ms = b->n_render ? b->render / b->n_render : 0.0;
+  /* a displayed frame is a new simulation frame on screen; the window redraws in between */
+  double disp_ms = b->n_copy > 0 ? 1e3 * disp_wall / (double)b->n_copy : 0.0;
+  printf("weft view --bench: %ld frames on %s, %s, %s\n", frames, a->devices,
+         headless ? "headless EGL (no display)" : "window", a->paced ? "paced" : "running ahead");
+  printf("  simulation   %8.3f ms/frame  (device events, mean of %d delivered frames)\n", sim_ms,
+         b->n_sim);
+  printf("               %8.3f ms/frame  (wall clock of the simulation thread, %ld frames)\n",
+         frames > 0 ? 1e3 * sim_wall / (double)frames : 0.0, frames);
+  printf("  render       %8.3f ms/frame  (%s, mean of %d)\n", render_ms,
+         headless ? "draw + pixel readback" : "draw + present + overlay", b->n_render);
+  printf("  displayed    %8.3f ms/frame  (%d new frames shown in %.3f s; %ld draws)\n", disp_ms,
+         b->n_copy, disp_wall, c->displayed);
+  printf("  max(sim, render) %8.3f ms, sim + render %8.3f ms: displayed / max = %.2f\n",
+         fmax(sim_ms, render_ms), sim_ms + render_ms,
+         fmax(sim_ms, render_ms) > 0.0 ? disp_ms / fmax(sim_ms, render_ms) : 0.0);
+  printf("  event timings (device, per delivered frame):\n");
+  printf("    solver streams idle between frames  %8.3f ms mean, %8.3f ms max (%d frames)\n",
+         b->n_idle ? b->idle / b->n_idle : 0.0, b->idle_max, b->n_idle);
+  printf("    readback copy                       %8.3f ms mean\n",
+         b->n_copy ? b->copy / b->n_copy : 0.0);
+  printf("    copy stream wait after frame end    %8.3f ms mean\n",
+         b->n_copy ? b->copy_wait / b->n_copy : 0.0);
+  printf("  the solver streams wait only for the previous frame's readback copy (never for the\n"
+         "  render: no stream waits on the renderer); idle time above the copy time is the host\n"
+         "  thread not keeping up.\n");
+  printf("  readback ring: %llu pushed, %llu skipped (every slot held), %llu delivered, %llu "
+         "stale\n",
+         (unsigned long long)rs.pushed, (unsigned long long)rs.skipped,
+         (unsigned long long)rs.delivered, (unsigned long long)rs.stale);
+}
+
+/* ---- the command ---------------------------------------------------------------------------- */
+
+static bool parse_long(const char *s, long lo, long hi, long *out) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno || end == s || *end || v < lo || v > hi) return false;
+  *out = v;
+  return true;
+}
+
+static bool parse_size(const char *s, int *w, int *h) {
+  char *end;
+  long a = strtol(s, &end, 10);
+  if (end == s || (*end != 'x' && *end != 'X')) return false;
+  const char *t = end + 1;
+  long b = strtol(t, &end, 10);
+  if (end == t || *end || a < 16 || b < 16 || a > 16384 || b > 16384) return false;
+  *w = (int)a, *h = (int)b;
+  return true;
+}
+
+static void app_cleanup(view_app *a) {
+  wf_cli_frames_destroy(a->frames);
+  wf_world_readback_destroy(a->rb);
+  wf_world_destroy(a->w);
+  if (a->ckpt[0]) remove(a->ckpt);
+  if (a->ckpt_dir[0]) rmdir(a->ckpt_dir);
+  pthread_cond_destroy(&a->cond);
+  pthread_mutex_destroy(&a->lock);
+}
+
+int wf_cmd_view(int argc, char **argv) {
+  const char *scene_path = NULL, *device = NULL, *shot = NULL;
+  const char *sets[MAX_SETS];
+  int n_sets = 0, width = 1280, height = 800;
+  long frames = 0;
+  bool bench = false, ahead = false, paced = false;
+  for (int i = 1; i < argc; i++) {
+    const char *o = argv[i];
+    bool has_value = i + 1 < argc;
+    if (strcmp(o, "-h") == 0 || strcmp(o, "--help") == 0) {
+      wf_cmd_view_usage(stdout);
+      return WF_EXIT_OK;
+    } else if (strcmp(o, "--bench") == 0) {
+      bench = true;
+    } else if (strcmp(o, "--ahead") == 0) {
+      ahead = true;
+    } else if (strcmp(o, "--paced") == 0) {
+      paced = true;
+    } else if (strcmp(o, "--frames") == 0 && has_value) {
+      if (!parse_long(argv[++i], 1, 1000000000L, &frames)) {
+        fprintf(stderr, "weft view: --frames '%s': expected an integer in [1, 10^9]\n", argv[i]);
+        return WF_EXIT_USAGE;
+      }
+    } else if (strcmp(o, "--size") == 0 && has_value) {
+      if (!parse_size(argv[++i], &width, &height)) {
+        fprintf(stderr, "weft view: --size '%s': expected WxH, e.g. 1280x800 (16..16384 each)\n",
+                argv[i]);
+        return WF_EXIT_USAGE;
+      }
+    } else if (strcmp(o, "--device") == 0 && has_value) {
+      device = argv[++i];
+    } else if (strcmp(o, "--screenshot") == 0 && has_value) {
+      shot = argv[++i];
+    } else if (strcmp(o, "--set") == 0 && has_value) {
+      if (n_sets == MAX_SETS) {
+        fprintf(stderr, "weft view: more than %d --set options\n", MAX_SETS);
+        return WF_EXIT_USAGE;
+      }
+      sets[n_sets++] = argv[++i];
+    } else if (o[0] == '-' && o[1]) {
+      fprintf(stderr, "weft view: unknown option '%s' (or it needs a value)\n\n", o);
+      wf_cmd_view_usage(stderr);
+      return WF_EXIT_USAGE;
+    } else if (!scene_path) {
+      scene_path = o;
+    } else {
+      fprintf(stderr, "weft view: one scene at a time ('%s' and '%s')\n", scene_path, o);
+      return WF_EXIT_USAGE;
+    }
+  }
+  if (!scene_path) {
+    fputs("weft view: no scene file given\n\n", stderr);
+    wf_cmd_view_usage(stderr);
+    return WF_EXIT_USAGE;
+  }
+  if (ahead && paced) {
+    fputs("weft view: --paced and --ahead exclude each other\n", stderr);
+    return WF_EXIT_USAGE;
+  }
+  if (shot && bench) {
+    fputs("weft view: --screenshot and --bench exclude each other\n", stderr);
+    return WF_EXIT_USAGE;
+  }
+  if (shot && frames == 0) {
+    fputs("weft view: --screenshot PATH needs --frames N (the frame to take)\n", stderr);
+    return WF_EXIT_USAGE;
+  }
+  if (bench && frames == 0) frames = 300;
+  bool display = (getenv("DISPLAY") && *getenv("DISPLAY")) ||
+                 (getenv("WAYLAND_DISPLAY") && *getenv("WAYLAND_DISPLAY"));
+  if (!display && !bench) {
+    fputs("weft view: no display (DISPLAY and WAYLAND_DISPLAY are unset), so no window can be "
+          "opened. On a headless machine: `weft run SCENE --render` writes PNG frames, `weft view "
+          "--bench SCENE` renders headless, or run under `xvfb-run -a weft view ...`\n",
+          stderr);
+    return WF_EXIT_FAILURE;
+  }
+
+  wf_init_desc init = {.log_level = WF_LOG_WARN, .log = view_log};
+  if (wf_init(&init) < 0) {
+    fprintf(stderr, "weft view: starting the runtime: %s\n", wf_last_error());
+    return WF_EXIT_FAILURE;
+  }
+  wf_scene_overrides ov = {sets, n_sets};
+  wf_scene *sc = NULL;
+  if (wf_scene_load(scene_path, &ov, &sc) != WF_OK) {
+    wf_cli_print_scene_errors(scene_path);
+    wf_shutdown();
+    return WF_EXIT_USAGE;
+  }
+  view_app a = {.target = frames, .paced = !ahead && !bench, .speed = 1.0};
+  pthread_mutex_init(&a.lock, NULL);
+  pthread_cond_init(&a.cond, NULL);
+  wf_world_desc wd = wf_world_desc_default();
+  wd.device = device;
+  int rc = WF_EXIT_OK;
+  const char *what = "creating the world";
+  wf_status st = wf_world_create(sc, &wd, &a.w);
+  wf_world_readback_desc rd = wf_world_readback_desc_default();
+  /* up to 3 frames in flight (wait_frames(2) before a step, then its push), 2 held by the window
+     while it swaps frames, one spare: the ring skips frames only when the window falls behind */
+  rd.slots = 6;
+  rd.velocities = true;
+  if (st == WF_OK)
+    what = "creating the readback ring", st = wf_world_readback_create(a.w, &rd, &a.rb);
+  if (st == WF_OK) {
+    what = "preparing the pictures";
+    st = wf_cli_frames_create(sc, a.w, rd.slots, &a.frames);
+  }
+  if (st == WF_OK) {
+    /* the initial state, for reset */
+    what = "saving the initial state";
+    const char *tmp = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    snprintf(a.ckpt_dir, sizeof a.ckpt_dir, "%s/weft-view-XXXXXX", tmp);
+    if (!mkdtemp(a.ckpt_dir)) {
+      fprintf(stderr, "weft view: cannot create a temporary directory in %s: %s\n", tmp,
+              strerror(errno));
+      a.ckpt_dir[0] = '\0';
+      st = WF_ERR_IO;
+    } else {
+      snprintf(a.ckpt, sizeof a.ckpt, "%s/initial.wfck", a.ckpt_dir);
+      st = wf_world_save(a.w, a.ckpt);
+    }
+  }
+  wf_scene_destroy(sc);
+  if (st == WF_OK) what = "showing the initial state", st = wf_world_readback_push(a.rb);
+  if (st < 0) {
+    fprintf(stderr, "weft view: %s: %s\n", what, wf_last_error());
+    app_cleanup(&a);
+    wf_shutdown();
+    return WF_EXIT_FAILURE;
+  }
+  wf_device_info info;
+  if (wf_device_info_get(wf_world_device(a.w), &info) == WF_OK)
+    snprintf(a.devices, sizeof a.devices, "%s %s", info.name, info.product);
+
+  pthread_t sim;
+  if (pthread_create(&sim, NULL, sim_main, &a) != 0) {
+    fputs("weft view: cannot start the simulation thread\n", stderr);
+    app_cleanup(&a);
+    wf_shutdown();
+    return WF_EXIT_FAILURE;
+  }
+  run_ctl c = {.a = &a, .screenshot = shot, .bench = bench, .deadline = now_s() + 600.0};
+  if (display) {
+    char title[600];
+    snprintf(title, sizeof title, "weft view %s", scene_path);
+    wf_render_camera cam = wf_cli_frames_camera(a.frames);
+    wf_viewer_desc vd = {.title = title,
+                         .width = width,
+                         .height = height,
+                         .no_vsync = bench,
+                         .camera = &cam,
+                         .on_frame = on_frame,
+                         .on_frame_user = &c,
+                         .log = view_log};
+    vd.source = (wf_viewer_source){.user = &a,
+                                   .latest = src_latest,
+                                   .release = src_release,
+                                   .set_paused = src_paused,
+                                   .step = src_step,
+                                   .reset = src_reset,
+                                   .set_speed = src_speed,
+                                   .stats = src_stats};
+    st = wf_viewer_run(&vd);
+    if (st != WF_OK) {
+      fprintf(stderr, "weft view: %s\n", wf_render_last_error());
+      rc = WF_EXIT_FAILURE;
+    }
+  } else {
+    st = headless_loop(&c, width, height);
+    if (st != WF_OK) {
+      fprintf(stderr, "weft view --bench: headless rendering: %s\n", wf_render_last_error());
+      rc = WF_EXIT_FAILURE;
+    }
+  }
+  pthread_mutex_lock(&a.lock);
+  a.quit = true;
+  pthread_cond_broadcast(&a.cond);
+  pthread_mutex_unlock(&a.lock);
+  pthread_join(sim, NULL);
+  if (c.rc != WF_EXIT_OK && rc == WF_EXIT_OK) {
+    fprintf(stderr, "weft view: %s\n", c.why);
+    rc = c.rc;
+  }
+  if (rc == WF_EXIT_OK && a.sim_status != WF_OK) {
+    fprintf(stderr, "weft view: %s\n", a.sim_error);
+    rc = WF_EXIT_FAILURE;
+  }
+  if (rc == WF_EXIT_OK && bench) bench_print(&a, &c, !display);
+  if (rc == WF_EXIT_OK && shot)
+    printf("weft view: frame %lld saved to %s\n", (long long)a.shown, shot);
+  app_cleanup(&a);
+  wf_shutdown();
+  return rc;
+}
+
+#endif /* WEFT_HAVE_VIEWER */

@@ -1,0 +1,372 @@
+/* Pictures of a world (render_frames.h): the scene's fixed parts (camera, lights, colliders,
+ * colours) converted once into a wf_render_scene, the objects' positions filled in per frame; and
+ * `weft run --render`, which draws frames headless through the same renderer as the viewer.
+ *
+ * Invariants: object i keeps the colour wf_cli_palette[i % N] in every picture, whichever program
+ * draws it, so `weft view` and `weft run --render` of one frame give the same image. Positions are
+ * float4 rows (xyz + radius for particles, xyz + inverse mass for cloth), which the renderer reads
+ * directly (points: xyzr; meshes: stride 4); only speeds are computed here. Without the viewer
+ * (WEFT_VIEWER=OFF) only the --render entry points exist, and they say it is not built.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "render_frames.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#ifdef WEFT_HAVE_VIEWER
+
+const float wf_cli_palette[WF_CLI_PALETTE_N][3] = {
+    {0.90f, 0.55f, 0.15f}, /* orange */
+    {0.25f, 0.55f, 0.90f}, /* blue */
+    {0.35f, 0.75f, 0.35f}, /* green */
+    {0.85f, 0.30f, 0.35f}, /* red */
+    {0.65f, 0.45f, 0.85f}, /* violet */
+    {0.20f, 0.75f, 0.75f}, /* teal */
+};
+
+typedef struct frame_set {
+  wf_render_points *points;
+  wf_render_mesh *meshes;
+  float **speed; /* per object: point_count speeds (particles with velocities) */
+} frame_set;
+
+struct wf_cli_frames {
+  wf_render_scene base; /* camera, lights, colliders, background, colour mode */
+  wf_render_collider *colliders;
+  int n_objects, n_points, n_meshes;
+  wf_world_object *objects;
+  int n_sets;
+  frame_set *sets;
+};
+
+static void d3(float *dst, const double *src) {
+  for (int k = 0; k < 3; k++)
+    dst[k] = (float)src[k];
+}
+
+static bool default_camera(const wf_scene_camera *c) {
+  static const double pos[3] = {0, 1.5, 4}, target[3] = {0, 0.5, 0}, up[3] = {0, 1, 0};
+  return memcmp(c->position, pos, sizeof pos) == 0 &&
+         memcmp(c->target, target, sizeof target) == 0 && memcmp(c->up, up, sizeof up) == 0 &&
+         c->fov_deg == 45.0;
+}
+
+static void grow(double lo[3], double hi[3], const double p[3], double r) {
+  for (int k = 0; k < 3; k++) {
+    lo[k] = fmin(lo[k], p[k] - r);
+    hi[k] = fmax(hi[k], p[k] + r);
+  }
+}
+
+/* Bounds of the objects' current positions and of the bounded colliders; false when empty. */
+static bool scene_bounds(const wf_scene *sc, wf_world *w, double lo[3], double hi[3]) {
+  for (int k = 0; k < 3; k++)
+    lo[k] = INFINITY, hi[k] = -INFINITY;
+  for (int i = 0; i < wf_world_object_count(w); i++) {
+    wf_world_object o;
+    if (wf_world_object_get(w, i, &o) != WF_OK || !o.point_count) continue;
+    float(*pos)[4] = malloc((size_t)o.point_count * 16);
+    if (pos && wf_world_object_download(w, i, pos, NULL) == WF_OK)
+      for (uint32_t j = 0; j < o.point_count; j++) {
+        double p[3] = {pos[j][0], pos[j][1], pos[j][2]};
+        grow(lo, hi, p, o.kind == WF_WORLD_PARTICLES ? pos[j][3] : 0.0);
+      }
+    free(pos);
+  }
+  for (int i = 0; i < sc->collider_count; i++) {
+    const wf_scene_collider *c = &sc->colliders[i];
+    if (c->type == WF_SCENE_SPHERE) grow(lo, hi, c->center, c->radius);
+    if (c->type == WF_SCENE_BOX)
+      for (int k = 0; k < 3; k++) {
+        lo[k] = fmin(lo[k], c->center[k] - c->half_extents[k]);
+        hi[k] = fmax(hi[k], c->center[k] + c->half_extents[k]);
+      }
+    if (c->type == WF_SCENE_CAPSULE) grow(lo, hi, c->p0, c->radius), grow(lo, hi, c->p1, c->radius);
+  }
+  return lo[0] <= hi[0];
+}
+
+/* The scene's camera, or one looking along the default camera's direction at the bounds' centre
+ * from where their bounding sphere fills the vertical field of view. */
+static wf_render_camera make_camera(const wf_scene *sc, wf_world *w, double centre[3]) {
+  const wf_scene_camera *c = &sc->camera;
+  wf_render_camera cam = {.fov_y_deg = (float)c->fov_deg};
+  d3(cam.position, c->position);
+  d3(cam.target, c->target);
+  d3(cam.up, c->up);
+  double lo[3], hi[3];
+  bool have = scene_bounds(sc, w, lo, hi);
+  for (int k = 0; k < 3; k++)
+    centre[k] = have ? 0.5 * (lo[k] + hi[k]) : c->target[k];
+  if (!have || !default_camera(c)) return cam;
+  double r = 0.0, dir[3], n = 0.0;
+  for (int k = 0; k < 3; k++) {
+    r += 0.25 * (hi[k] - lo[k]) * (hi[k] - lo[k]);
+    dir[k] = c->position[k] - c->target[k];
+    n += dir[k] * dir[k];
+  }
+  r = fmax(sqrt(r), 0.05);
+  double dist = 1.15 * r / sin(0.5 * c->fov_deg * 3.14159265358979323846 / 180.0);
+  for (int k = 0; k < 3; k++) {
+    cam.target[k] = (float)centre[k];
+    cam.position[k] = (float)(centre[k] + dist * dir[k] / sqrt(n));
+  }
+  cam.z_far = (float)fmax(500.0, 4.0 * dist);
+  return cam;
+}
+
+static void make_lights(const wf_scene *sc, const double centre[3], wf_render_scene *s) {
+  s->light_count = 0;
+  for (int i = 0; i < sc->light_count && s->light_count < WF_RENDER_MAX_LIGHTS; i++) {
+    const wf_scene_light *l = &sc->lights[i];
+    wf_render_light *o = &s->lights[s->light_count++];
+    for (int k = 0; k < 3; k++) {
+      /* the renderer wants the direction towards the light */
+      o->direction[k] = (float)(l->is_point ? l->vector[k] - centre[k] : -l->vector[k]);
+      o->color[k] = (float)(l->color[k] * l->intensity);
+    }
+    if (!o->color[0] && !o->color[1] && !o->color[2]) s->light_count--; /* a dark light */
+  }
+}
+
+static wf_render_collider make_collider(const wf_scene_collider *c) {
+  wf_render_collider r = {0};
+  switch (c->type) {
+  case WF_SCENE_PLANE: r.type = WF_RENDER_PLANE; break;
+  case WF_SCENE_SPHERE: r.type = WF_RENDER_SPHERE; break;
+  case WF_SCENE_BOX: r.type = WF_RENDER_BOX; break;
+  case WF_SCENE_CAPSULE: r.type = WF_RENDER_CAPSULE; break;
+  }
+  d3(r.center, c->center);
+  d3(r.normal, c->normal);
+  r.offset = (float)c->offset;
+  r.radius = (float)c->radius;
+  d3(r.half_extents, c->half_extents);
+  d3(r.p0, c->p0);
+  d3(r.p1, c->p1);
+  return r;
+}
+
+wf_status wf_cli_frames_create(const wf_scene *sc, wf_world *w, int buffers, wf_cli_frames **out) {
+  *out = NULL;
+  wf_cli_frames *f = calloc(1, sizeof *f);
+  if (!f) return WF_ERR_OUT_OF_MEMORY;
+  f->n_objects = wf_world_object_count(w);
+  f->n_sets = buffers > 0 ? buffers : 1;
+  f->objects = calloc((size_t)f->n_objects + 1, sizeof *f->objects);
+  f->colliders = calloc((size_t)sc->collider_count + 1, sizeof *f->colliders);
+  f->sets = calloc((size_t)f->n_sets, sizeof *f->sets);
+  bool ok = f->objects && f->colliders && f->sets;
+  for (int i = 0; ok && i < f->n_objects; i++) {
+    wf_world_object_get(w, i, &f->objects[i]);
+    if (f->objects[i].kind == WF_WORLD_CLOTH)
+      f->n_meshes++;
+    else
+      f->n_points++;
+  }
+  for (int s = 0; ok && s < f->n_sets; s++) {
+    frame_set *fs = &f->sets[s];
+    fs->points = calloc((size_t)f->n_points + 1, sizeof *fs->points);
+    fs->meshes = calloc((size_t)f->n_meshes + 1, sizeof *fs->meshes);
+    fs->speed = calloc((size_t)f->n_objects + 1, sizeof *fs->speed);
+    ok = fs->points && fs->meshes && fs->speed;
+    for (int i = 0; ok && i < f->n_objects; i++)
+      if (f->objects[i].kind == WF_WORLD_PARTICLES)
+        ok = (fs->speed[i] = malloc((size_t)f->objects[i].point_count * sizeof(float) + 4)) != NULL;
+  }
+  if (!ok) {
+    wf_cli_frames_destroy(f);
+    return WF_ERR_OUT_OF_MEMORY;
+  }
+  wf_render_scene *b = &f->base;
+  double centre[3];
+  b->camera = make_camera(sc, w, centre);
+  make_lights(sc, centre, b);
+  for (int i = 0; i < sc->collider_count; i++)
+    f->colliders[i] = make_collider(&sc->colliders[i]);
+  b->colliders = f->colliders;
+  b->collider_count = sc->collider_count;
+  for (int k = 0; k < 3; k++)
+    b->background[k] = (float)sc->render.background[k];
+  b->background[3] = 1.0f;
+  b->color_mode =
+      sc->render.color_by == WF_SCENE_COLOR_SPEED ? WF_COLOR_BY_SPEED : WF_COLOR_BY_OBJECT;
+  *out = f;
+  return WF_OK;
+}
+
+void wf_cli_frames_destroy(wf_cli_frames *f) {
+  if (!f) return;
+  for (int s = 0; f->sets && s < f->n_sets; s++) {
+    for (int i = 0; f->sets[s].speed && i < f->n_objects; i++)
+      free(f->sets[s].speed[i]);
+    free(f->sets[s].points), free(f->sets[s].meshes), free(f->sets[s].speed);
+  }
+  free(f->sets), free(f->objects), free(f->colliders);
+  free(f);
+}
+
+void wf_cli_frames_fill(wf_cli_frames *f, int buffer, const float (*const *pos)[4],
+                        const float (*const *vel)[4], wf_render_scene *out) {
+  frame_set *fs = &f->sets[((buffer % f->n_sets) + f->n_sets) % f->n_sets];
+  *out = f->base;
+  int np = 0, nm = 0;
+  for (int i = 0; i < f->n_objects; i++) {
+    const wf_world_object *o = &f->objects[i];
+    float color[4] = {wf_cli_palette[i % WF_CLI_PALETTE_N][0],
+                      wf_cli_palette[i % WF_CLI_PALETTE_N][1],
+                      wf_cli_palette[i % WF_CLI_PALETTE_N][2], 1.0f};
+    if (o->kind == WF_WORLD_PARTICLES) {
+      wf_render_points *p = &fs->points[np++];
+      *p = (wf_render_points){.xyzr = &pos[i][0][0], .count = o->point_count};
+      memcpy(p->color, color, sizeof color);
+      if (vel && vel[i]) {
+        for (uint32_t j = 0; j < o->point_count; j++)
+          fs->speed[i][j] = sqrtf(vel[i][j][0] * vel[i][j][0] + vel[i][j][1] * vel[i][j][1] +
+                                  vel[i][j][2] * vel[i][j][2]);
+        p->speed = fs->speed[i];
+      }
+    } else {
+      wf_render_mesh *m = &fs->meshes[nm++];
+      *m = (wf_render_mesh){.positions = &pos[i][0][0],
+                            .stride = 4,
+                            .vertex_count = o->point_count,
+                            .indices = o->triangles,
+                            .triangle_count = o->triangle_count};
+      memcpy(m->color, color, sizeof color);
+    }
+  }
+  out->points = fs->points;
+  out->point_set_count = np;
+  out->meshes = fs->meshes;
+  out->mesh_count = nm;
+}
+
+int wf_cli_frames_buffer_of(const wf_cli_frames *f, const wf_render_scene *frame) {
+  for (int s = 0; s < f->n_sets; s++)
+    if (frame->points == f->sets[s].points && frame->meshes == f->sets[s].meshes) return s;
+  return -1;
+}
+
+wf_render_camera wf_cli_frames_camera(const wf_cli_frames *f) { return f->base.camera; }
+
+#endif /* WEFT_HAVE_VIEWER */
+
+/* ---- weft run --render ---------------------------------------------------------------------- */
+
+#ifdef WEFT_HAVE_VIEWER
+
+struct wf_cli_render {
+  const char *who;
+  char dir[4096];
+  wf_world *w;
+  wf_cli_frames *frames;
+  wf_render *r;
+  int n_objects;
+  float (**pos)[4], (**vel)[4];
+};
+
+void wf_cli_render_close(wf_cli_render *r) {
+  if (!r) return;
+  wf_render_destroy(r->r);
+  wf_cli_frames_destroy(r->frames);
+  for (int i = 0; i < r->n_objects; i++) {
+    if (r->pos) free(r->pos[i]);
+    if (r->vel) free(r->vel[i]);
+  }
+  free(r->pos), free(r->vel);
+  free(r);
+}
+
+int wf_cli_render_open(const char *who, const wf_scene *sc, wf_world *w, const char *out_dir,
+                       wf_cli_render **out) {
+  *out = NULL;
+  wf_cli_render *r = calloc(1, sizeof *r);
+  if (!r) {
+    fprintf(stderr, "%s: out of memory\n", who);
+    return 1;
+  }
+  r->who = who;
+  r->w = w;
+  if (snprintf(r->dir, sizeof r->dir, "%s/render", out_dir) >= (int)sizeof r->dir ||
+      (mkdir(r->dir, 0777) != 0 && errno != EEXIST)) {
+    fprintf(stderr, "%s: --render: cannot create '%s': %s\n", who, r->dir, strerror(errno));
+    free(r);
+    return 1;
+  }
+  r->n_objects = wf_world_object_count(w);
+  r->pos = calloc((size_t)r->n_objects + 1, sizeof *r->pos);
+  r->vel = calloc((size_t)r->n_objects + 1, sizeof *r->vel);
+  bool ok = r->pos && r->vel;
+  for (int i = 0; ok && i < r->n_objects; i++) {
+    wf_world_object o;
+    wf_world_object_get(w, i, &o);
+    r->pos[i] = malloc((size_t)o.point_count * 16 + 16);
+    r->vel[i] = malloc((size_t)o.point_count * 16 + 16);
+    ok = r->pos[i] && r->vel[i];
+  }
+  if (!ok || wf_cli_frames_create(sc, w, 1, &r->frames) != WF_OK) {
+    fprintf(stderr, "%s: out of memory\n", who);
+    wf_cli_render_close(r);
+    return 1;
+  }
+  wf_status st = wf_render_headless_create(sc->render.width, sc->render.height, &r->r);
+  if (st != WF_OK) {
+    fprintf(stderr, "%s: --render: cannot render headless: %s\n", who, wf_render_last_error());
+    wf_cli_render_close(r);
+    return 1;
+  }
+  *out = r;
+  return 0;
+}
+
+int wf_cli_render_frame(wf_cli_render *r, int64_t frame) {
+  for (int i = 0; i < r->n_objects; i++)
+    if (wf_world_object_download(r->w, i, r->pos[i], r->vel[i]) != WF_OK) {
+      fprintf(stderr, "%s: --render: %s\n", r->who, wf_last_error());
+      return 1;
+    }
+  wf_render_scene s;
+  wf_cli_frames_fill(r->frames, 0, (const float(*const *)[4])r->pos,
+                     (const float(*const *)[4])r->vel, &s);
+  char path[4200];
+  snprintf(path, sizeof path, "%s/frame_%06lld.png", r->dir, (long long)frame);
+  wf_status st = wf_render_draw(r->r, &s);
+  if (st == WF_OK) st = wf_render_write_png(r->r, path);
+  if (st != WF_OK) {
+    fprintf(stderr, "%s: --render: frame %lld: %s\n", r->who, (long long)frame,
+            wf_render_last_error());
+    return 1;
+  }
+  return 0;
+}
+
+#else
+
+struct wf_cli_render {
+  int unused;
+};
+
+int wf_cli_render_open(const char *who, const wf_scene *sc, wf_world *w, const char *out_dir,
+                       wf_cli_render **out) {
+  (void)sc, (void)w, (void)out_dir;
+  *out = NULL;
+  fprintf(
+      stderr,
+      "%s: --render needs the viewer, and this weft was built without it (WEFT_VIEWER=OFF: "
+      "epoxy, EGL, GLFW, cglm or stb was missing when it was configured; see viewer/README.md)\n",
+      who);
+  return 2;
+}
+int wf_cli_render_frame(wf_cli_render *r, int64_t frame) {
+  (void)r, (void)frame;
+  return 1;
+}
+void wf_cli_render_close(wf_cli_render *r) { (void)r; }
+
+#endif

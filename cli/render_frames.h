@@ -1,0 +1,55 @@
+/* Pictures of a world for `weft view` and `weft run --render`: the scene's camera, lights,
+ * colliders and colours turned into a wf_render_scene (viewer.h) once, and per frame the objects'
+ * positions (from the readback ring or from a download) filled in. Only built with the viewer
+ * (WEFT_VIEWER). */
+#ifndef WEFT_CLI_RENDER_FRAMES_H
+#define WEFT_CLI_RENDER_FRAMES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "weft/world.h"
+
+#ifdef WEFT_HAVE_VIEWER
+#include "viewer.h"
+
+/* The colour of object i (emitters first, then cloths, as in the world) is
+ * wf_cli_palette[i % WF_CLI_PALETTE_N], opaque. */
+enum { WF_CLI_PALETTE_N = 6 };
+extern const float wf_cli_palette[WF_CLI_PALETTE_N][3];
+
+typedef struct wf_cli_frames wf_cli_frames;
+
+/* Builds the fixed part of the pictures of world w made from scene sc: colliders, the camera (the
+ * scene's; when the scene has the default camera, one that frames the objects' current bounds and
+ * the bounded colliders), lights (a directional light shines along its direction; a point light
+ * from its position towards the centre of the objects; color x intensity), background, colour
+ * mode (render.color_by), one colour per object. `buffers` sets of per-frame arrays are kept, so
+ * that that many frames can be held at once. Downloads the current state (for the bounds). */
+wf_status wf_cli_frames_create(const wf_scene *sc, wf_world *w, int buffers, wf_cli_frames **out);
+void wf_cli_frames_destroy(wf_cli_frames *f);
+/* Fills *out for the frame whose positions are pos[i] (and particle velocities vel[i], which may
+ * be NULL, for colour by speed), using buffer set `buffer`. The pointers in *out stay valid until
+ * that set is filled again. */
+void wf_cli_frames_fill(wf_cli_frames *f, int buffer, const float (*const *pos)[4],
+                        const float (*const *vel)[4], wf_render_scene *out);
+/* The buffer set whose arrays *frame (filled by wf_cli_frames_fill) points into; -1 if none. */
+int wf_cli_frames_buffer_of(const wf_cli_frames *f, const wf_render_scene *frame);
+/* The camera of the pictures. */
+wf_render_camera wf_cli_frames_camera(const wf_cli_frames *f);
+
+#endif /* WEFT_HAVE_VIEWER */
+
+/* `weft run --render`: PNG frames <dir>/frame_NNNNNN.png drawn headless (EGL; Mesa's llvmpipe
+ * without a GPU) at the scene's render.width x render.height. */
+typedef struct wf_cli_render wf_cli_render;
+/* Creates <out_dir>/render and the headless renderer. On failure prints why (prefixed with
+ * `who`) and returns the exit code: 1, or 2 when weft was built without the viewer. */
+int wf_cli_render_open(const char *who, const wf_scene *sc, wf_world *w, const char *out_dir,
+                       wf_cli_render **out);
+/* Downloads the world's current state and writes frame `frame` (atomically: a temporary file
+ * renamed). Prints why on failure and returns non-zero. */
+int wf_cli_render_frame(wf_cli_render *r, int64_t frame);
+void wf_cli_render_close(wf_cli_render *r);
+
+#endif
