@@ -5,7 +5,8 @@
 #  2. the same tests on the CPU backend under AddressSanitizer + UndefinedBehaviorSanitizer;
 #  3. the same tests on the CPU backend under ThreadSanitizer (the threaded CPU streams);
 #  4. libFuzzer on the scene parser and the checkpoint reader, WEFT_FUZZ_SECONDS (default 60) each.
-# WEFT_TEST_QUICK=1 runs step 1 only.
+# After step 1, scripts/examples.sh installs weft into a temporary prefix and builds and runs
+# examples/ against it. WEFT_TEST_QUICK=1 runs step 1 and the examples only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
@@ -23,6 +24,7 @@ run_suite() { # name, build dir, cmake options...
 }
 
 run_suite "default build" build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+scripts/examples.sh # install into a temporary prefix; build and run examples/ against it
 [ "${WEFT_TEST_QUICK:-0}" = 1 ] && exit 0
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 run_suite "AddressSanitizer + UndefinedBehaviorSanitizer" build-asan -DWEFT_CUDA=OFF \

@@ -56,6 +56,7 @@ WF_API uint32_t wf_crc32(uint32_t crc, const void *data, size_t bytes);
 
 /* ---- checkpoint writer ------------------------------------------------------------------- */
 
+/** A checkpoint under construction: copies of its sections, held until saved. */
 typedef struct wf_ckpt_writer wf_ckpt_writer;
 
 /** Creates an empty checkpoint under construction. */
@@ -79,6 +80,7 @@ WF_API wf_status wf_ckpt_writer_save(const wf_ckpt_writer *w, const char *path);
 
 /* ---- checkpoint reader ------------------------------------------------------------------- */
 
+/** An open, fully checked checkpoint whose sections point into its bytes. */
 typedef struct wf_ckpt_reader wf_ckpt_reader;
 
 /** Opens a checkpoint held in memory. The bytes are checked in full (magic, version, sizes,
@@ -106,6 +108,7 @@ WF_API wf_status wf_ckpt_section(const wf_ckpt_reader *r, const char *name, cons
 
 /* ---- files written whole ----------------------------------------------------------------- */
 
+/** A file being written to a temporary name, renamed over its path on commit. */
 typedef struct wf_atomic_file wf_atomic_file;
 
 /** Starts writing `path`: creates "<path>.tmp.<pid>" next to it. WF_ERR_IO with the path and the
@@ -129,7 +132,7 @@ WF_API void wf_atomic_file_abort(wf_atomic_file *f);
 
 /** A point cloud for wf_ply_write_points. Optional arrays are NULL when absent. */
 typedef struct wf_ply_points {
-  size_t count;
+  size_t count;        /* points */
   const float *pos;    /* 3*count: x y z */
   const float *radius; /* count, or NULL: no radius property */
   const float *vel;    /* 3*count, or NULL: no vx vy vz properties */
@@ -142,10 +145,10 @@ WF_API wf_status wf_ply_write_points(const char *path, const wf_ply_points *p);
 
 /** A triangle mesh for wf_ply_write_mesh. */
 typedef struct wf_ply_mesh {
-  size_t vertex_count;
+  size_t vertex_count; /* vertices */
   const float *pos;    /* 3*vertex_count */
   const float *normal; /* 3*vertex_count, or NULL: no nx ny nz properties */
-  size_t tri_count;
+  size_t tri_count;    /* triangles */
   const uint32_t *tri; /* 3*tri_count vertex indices, each < vertex_count */
 } wf_ply_mesh;
 
@@ -170,11 +173,11 @@ typedef struct wf_vtk_array {
 /** A PolyData piece for wf_vtp_write. With tri_count == 0 every point becomes a vertex cell
  *  (Verts), so ParaView draws the points; otherwise the triangles are written as Polys. */
 typedef struct wf_vtp_desc {
-  size_t point_count;
-  const float *points; /* 3*point_count */
-  size_t tri_count;
-  const uint32_t *tri; /* 3*tri_count vertex indices, each < point_count */
-  const wf_vtk_array *arrays;
+  size_t point_count;         /* points */
+  const float *points;        /* 3*point_count */
+  size_t tri_count;           /* triangles; 0: the points are written as vertex cells */
+  const uint32_t *tri;        /* 3*tri_count vertex indices, each < point_count */
+  const wf_vtk_array *arrays; /* point-data arrays, array_count of them (may be NULL when 0) */
   int array_count;
   bool binary; /* false: ASCII (floats with 9 significant digits, exact); true: inline base64
                   binary, each array prefixed by its UInt64 byte count (VTK format 1.0) */
@@ -183,6 +186,7 @@ typedef struct wf_vtp_desc {
 /** Writes a VTK XML PolyData file that ParaView opens. */
 WF_API wf_status wf_vtp_write(const char *path, const wf_vtp_desc *d);
 
+/** A ParaView collection (.pvd) being written, rewritten whole at every entry. */
 typedef struct wf_pvd wf_pvd;
 
 /** Starts a ParaView collection (.pvd) at `path` and writes it with no entries. */
@@ -198,6 +202,7 @@ WF_API void wf_pvd_destroy(wf_pvd *p);
 
 /* ---- statistics CSV ---------------------------------------------------------------------- */
 
+/** A statistics CSV open for appending rows. */
 typedef struct wf_csv wf_csv;
 
 /** Creates `path` holding the header line (column names, quoted where they contain a comma,

@@ -36,6 +36,7 @@
 extern "C" {
 #endif
 
+/** Limits of a scene. */
 enum {
   WF_SCENE_NAME_MAX = 64, /* names are 1..63 characters of [A-Za-z0-9_.-] */
   WF_SCENE_MAX_DEVICES = 32,
@@ -43,27 +44,32 @@ enum {
   WF_SCENE_MAX_ERRORS = 20,
 };
 
+/** simulation.contact_model: "dem" (spring-dashpot) or "xpbd" (position constraints). */
 typedef enum wf_scene_contact_model {
   WF_SCENE_CONTACT_DEM = 0,
   WF_SCENE_CONTACT_XPBD = 1
 } wf_scene_contact_model;
+/** particles[i].shape: the region an emitter fills, "box" or "sphere". */
 typedef enum wf_scene_shape { WF_SCENE_SHAPE_BOX = 0, WF_SCENE_SHAPE_SPHERE = 1 } wf_scene_shape;
+/** cloths[i].integrator: "xpbd" (constraints) or "spring" (mass-spring). */
 typedef enum wf_scene_integrator {
   WF_SCENE_CLOTH_XPBD = 0,
   WF_SCENE_CLOTH_SPRING = 1
 } wf_scene_integrator;
-/* The same numbering as the particle solver's WF_COLLIDER_* values. */
+/** colliders[i].type: "plane", "sphere", "box" or "capsule"; the same numbering as the particle
+ *  solver's WF_COLLIDER_* values. */
 typedef enum wf_scene_collider_type {
   WF_SCENE_PLANE = 0,
   WF_SCENE_SPHERE = 1,
   WF_SCENE_BOX = 2,
   WF_SCENE_CAPSULE = 3
 } wf_scene_collider_type;
+/** render.color_by: one colour per "object", or colour by "speed". */
 typedef enum wf_scene_color_by {
   WF_SCENE_COLOR_OBJECT = 0,
   WF_SCENE_COLOR_SPEED = 1
 } wf_scene_color_by;
-/* Bits of wf_scene_outputs.formats. */
+/** Bits of wf_scene_outputs.formats (outputs.formats: "ply", "vtk", "csv", "png", "checkpoint"). */
 enum {
   WF_SCENE_OUT_PLY = 1u << 0,
   WF_SCENE_OUT_VTK = 1u << 1,
@@ -88,6 +94,7 @@ typedef struct wf_scene_simulation {
   wf_scene_contact_model contact_model; /* default DEM */
   double max_speed;                     /* watchdog: m/s, 0 = off */
   double max_penetration;               /* watchdog: m, 0 = off */
+  bool coupling; /* cloths and particles collide (two-way) when both exist; default true */
 } wf_scene_simulation;
 
 /** `materials[i]`: a particle contact material (see the particle solver's wf_particle_material). */
@@ -115,16 +122,17 @@ typedef struct wf_scene_emitter {
   double velocity[3];     /* m/s */
   double density;         /* kg/m³, > 0; default 1000 */
   double mass;            /* kg per particle, >= 0; > 0 overrides density; default 0 */
-  bool kinematic;
-  uint32_t material; /* index into wf_scene.materials */
+  bool kinematic;         /* inverse mass 0: moves with its velocity, ignores forces */
+  uint32_t material;      /* index into wf_scene.materials */
 } wf_scene_emitter;
 
+/** How a cloth pin selects its vertices. */
 typedef enum wf_scene_pin_kind {
   WF_SCENE_PIN_VERTEX = 0, /* one vertex by index */
   WF_SCENE_PIN_NAMED = 1,  /* a corner or an edge of a grid cloth */
   WF_SCENE_PIN_REGION = 2, /* every vertex inside an axis-aligned box (initial positions) */
 } wf_scene_pin_kind;
-/* Named pins of grid cloths (rows run bottom to top, columns left to right). */
+/** Named pins of grid cloths (rows run bottom to top, columns left to right). */
 typedef enum wf_scene_pin_name {
   WF_SCENE_PIN_TOP_LEFT = 0,
   WF_SCENE_PIN_TOP_RIGHT,
@@ -135,6 +143,8 @@ typedef enum wf_scene_pin_name {
   WF_SCENE_PIN_LEFT,
   WF_SCENE_PIN_RIGHT,
 } wf_scene_pin_name;
+/** One pin of a cloth (cloths[i].pins[j], or a vertex set of an attachment): a vertex, a named
+ *  corner or edge, or a region; `kind` says which field applies. */
 typedef struct wf_scene_pin {
   wf_scene_pin_kind kind;
   uint32_t vertex;        /* WF_SCENE_PIN_VERTEX */
@@ -164,7 +174,7 @@ typedef struct wf_scene_cloth_material {
 /** `cloths[i]`: a rectangular grid or a triangle mesh from an OBJ file. */
 typedef struct wf_scene_cloth {
   char name[WF_SCENE_NAME_MAX];
-  bool is_mesh;
+  bool is_mesh; /* false: a grid (size, resolution); true: the OBJ file `mesh` */
   /* grid: the unrotated sheet lies in the xy-plane (normal +z), width along x, height along y,
    * centred at `center`; `rotation` (degrees) turns it about x, then y, then z. */
   double size[2];         /* m, > 0; default (1, 1) */
@@ -218,6 +228,7 @@ typedef struct wf_scene_outputs {
   int checkpoint_every; /* frames, >= 0; 0 = only after the last frame; default 0 */
 } wf_scene_outputs;
 
+/** `camera`: the view of rendered frames and of the viewer's first frame. */
 typedef struct wf_scene_camera {
   double position[3]; /* default (0, 1.5, 4) */
   double target[3];   /* default (0, 0.5, 0); differs from position */
@@ -225,6 +236,7 @@ typedef struct wf_scene_camera {
   double fov_deg;     /* vertical, (0, 180); default 45 */
 } wf_scene_camera;
 
+/** `lights[i]`: a directional or a point light. */
 typedef struct wf_scene_light {
   bool is_point;    /* false: directional (`direction`), true: point (`position`) */
   double vector[3]; /* direction (non-zero) or position */
@@ -232,6 +244,7 @@ typedef struct wf_scene_light {
   double intensity; /* >= 0; default 1 */
 } wf_scene_light;
 
+/** `render`: size and look of rendered frames. */
 typedef struct wf_scene_render {
   int width, height;    /* pixels, [1, 16384]; default 1280 x 720 */
   double background[3]; /* RGB in [0, 1]; default (0.1, 0.1, 0.12) */

@@ -46,6 +46,7 @@
 extern "C" {
 #endif
 
+/** A scene's objects on the solvers of one device, stepped together (wf_world_create). */
 typedef struct wf_world wf_world;
 
 /** Overrides of the scene. Start from wf_world_desc_default(). */
@@ -92,10 +93,13 @@ WF_API wf_status wf_world_create(const wf_scene *scene, const wf_world_desc *des
 /** Waits for the solvers and frees everything. NULL is ignored. */
 WF_API void wf_world_destroy(wf_world *w);
 /** Enqueues `frames` frames (every solver one frame at a time, wind gusts updated per frame);
- *  returns without waiting for them. */
+ *  returns without waiting for them. Each frame's device-side health check is enqueued with it
+ *  and the finished ones are read without waiting (see "health" below): once a frame is found
+ *  unhealthy, WF_ERR_INVALID naming the object, point, frame and quantity. */
 WF_API wf_status wf_world_step(wf_world *w, int frames);
-/** Waits for every solver and reports a solver's non-finite state or the scene's max_speed
- *  watchdog (WF_ERR_INVALID naming the object). */
+/** Waits for the health checks of every frame enqueued so far and reports the first unhealthy
+ *  one: a non-finite state, or the scene's max_speed / max_penetration watchdogs (WF_ERR_INVALID
+ *  naming the object, the particle or vertex, the frame and the quantity). */
 WF_API wf_status wf_world_check(wf_world *w);
 /** Waits and computes the statistics of the current state. */
 WF_API wf_status wf_world_stats_get(wf_world *w, wf_world_stats *out);
@@ -123,6 +127,164 @@ WF_API wf_status wf_world_save(wf_world *w, const char *path);
 /** Restores a checkpoint written by wf_world_save from a world made from the same scene (same
  *  objects and counts, fps and substeps; WF_ERR_INVALID naming the mismatch otherwise). */
 WF_API wf_status wf_world_load_checkpoint(wf_world *w, const char *path);
+
+/* ---- readback ring: the newest frame on the host without waiting (engine/world_readback.c) ----
+ *
+ *     wf_world_readback *rb;
+ *     wf_world_readback_create(w, NULL, &rb);            // 3 pinned slots
+ *     // simulation thread, per frame:
+ *     wf_world_readback_begin_frame(rb);                 // optional: timing events
+ *     wf_world_step(w, 1);
+ *     wf_world_readback_push(rb);                        // never blocks; WF_NOT_READY: skipped
+ *     // consumer (another thread may do this):
+ *     wf_world_frame_view v;
+ *     if (wf_world_readback_latest(rb, &v) == WF_OK) {   // never blocks
+ *       draw(v.pos[0], ...);
+ *       wf_world_readback_release(rb, v.slot);
+ *     }
+ *
+ * A push makes a copy stream of the readback wait on an event recorded at the end of the frame on
+ * every solver stream, copy every object's positions (and, if asked, the particles' velocities)
+ * into a free pinned slot and record the slot's event. With no free slot (the consumer holds or
+ * has not yet taken them all) the frame is skipped and counted: the simulation never waits for
+ * the consumer. The solvers' next frame waits for the copy of the previous one (it would
+ * overwrite what is read), never for the consumer. push and begin_frame are called on the thread
+ * that steps the world; latest, release and timing may be called from another thread. The world
+ * must outlive the readback. */
+
+typedef struct wf_world_readback wf_world_readback;
+
+/** Readback options. Start from wf_world_readback_desc_default(). */
+typedef struct wf_world_readback_desc {
+  int slots;       /* pinned host slots, 3..64 (one filling, one finished, one held); 0: 3 */
+  bool velocities; /* also copy the particles' velocities (colour by speed); default false */
+} wf_world_readback_desc;
+
+/** A finished frame handed out by wf_world_readback_latest. Pointers stay valid until the slot is
+ *  released. */
+typedef struct wf_world_frame_view {
+  int slot;      /* give it back with wf_world_readback_release */
+  int64_t frame; /* the world's frame number after the step that produced it */
+  int object_count;
+  /* pos[i]: object i's point_count rows as wf_world_object_download returns them (xyz + radius
+   * for particles, xyz + inverse mass for cloth vertices). vel[i]: the particles' xyz + inverse
+   * mass when desc.velocities, else NULL; NULL for cloths. */
+  const float (*const *pos)[4];
+  const float (*const *vel)[4];
+} wf_world_frame_view;
+
+/** Device-side timing of a held frame, from WF_EVENT_TIMING events (milliseconds). */
+typedef struct wf_world_readback_timing {
+  bool has_sim;        /* the frame was begun with wf_world_readback_begin_frame */
+  bool has_idle;       /* ... and a frame was pushed or skipped before it */
+  double sim_ms;       /* begin_frame to the frame's end, longest over the solver streams */
+  double idle_ms;      /* previous frame's end to this frame's begin on the solver streams (their
+                          wait for the previous frame's copy, and any time the host was late),
+                          longest over the streams */
+  double copy_wait_ms; /* the last solver stream's end of the frame to the start of the copy */
+  double copy_ms;      /* the copy on the readback's copy stream */
+} wf_world_readback_timing;
+
+/** Counters: frames pushed, skipped (no free slot), delivered by latest, and stale (finished but
+ *  older than a delivered frame, freed without being shown). */
+typedef struct wf_world_readback_stats {
+  uint64_t pushed, skipped, delivered, stale;
+} wf_world_readback_stats;
+
+/** Default options: 3 slots, positions only. */
+WF_API wf_world_readback_desc wf_world_readback_desc_default(void);
+/** Creates a readback ring on w (pinned slots sized for every object, a copy stream and events on
+ *  the world's device). desc may be NULL (defaults). WF_ERR_INVALID for fewer than 3 slots. */
+WF_API wf_status wf_world_readback_create(wf_world *w, const wf_world_readback_desc *desc,
+                                          wf_world_readback **out);
+/** Waits for the copies in flight and frees everything. Views still held become invalid. NULL is
+ *  ignored. */
+WF_API void wf_world_readback_destroy(wf_world_readback *rb);
+/** Optional, for timing: records the start of the next frame on every solver stream. Call it just
+ *  before wf_world_step(w, 1). */
+WF_API wf_status wf_world_readback_begin_frame(wf_world_readback *rb);
+/** After wf_world_step(w, 1): enqueues the copy of the frame into a free slot and returns without
+ *  waiting. WF_NOT_READY when no slot was free: the frame is skipped (and counted). */
+WF_API wf_status wf_world_readback_push(wf_world_readback *rb);
+/** Blocks the calling (simulation) thread until at most max_running of the frames pushed so far
+ *  are still running on the solver streams: keeps a producer from queueing frames far ahead of
+ *  the device (0: wait for all). Waits for the simulation only, never for the consumer. */
+WF_API wf_status wf_world_readback_wait_frames(wf_world_readback *rb, int max_running);
+/** The newest finished frame not handed out before, without waiting; older finished ones are
+ *  freed (they will never be shown). WF_NOT_READY when there is none. */
+WF_API wf_status wf_world_readback_latest(wf_world_readback *rb, wf_world_frame_view *out);
+/** Gives a slot from wf_world_readback_latest back. */
+WF_API void wf_world_readback_release(wf_world_readback *rb, int slot);
+/** The timing of a held slot (between latest and release). */
+WF_API wf_status wf_world_readback_timing_get(wf_world_readback *rb, int slot,
+                                              wf_world_readback_timing *out);
+/** Fills *out with the readback's counters. */
+WF_API void wf_world_readback_stats_get(wf_world_readback *rb, wf_world_readback_stats *out);
+
+/* ---- health: per-frame checks on the device, last-good state (engine/health.c) ---------------
+ *
+ * After every frame, kernels on a health stream of the world check every point of every object:
+ * a non-finite position or velocity, a speed above simulation.max_speed, a penetration deeper
+ * than simulation.max_penetration into a collider (the particle's radius or the cloth's thickness
+ * overlapping the collider; kinematic particles and pinned vertices are not checked for it);
+ * limits of 0 are off. Each object's record names its first unhealthy point by global id (the
+ * smallest one, whatever the thread order: an integer minimum, no floating-point atomics). The
+ * records are copied into pinned memory with an event per frame, and the host reads them a frame
+ * or more later without waiting (wf_world_step polls the events; it blocks only when
+ * WF_WORLD_HEALTH_DEPTH frames are in flight, and wf_world_check waits for all).
+ *
+ * The last-good state: while every frame so far is healthy, the device copies the state it just
+ * checked (positions, velocities and clocks of every solver) into a snapshot, deciding on the
+ * device from the verdict, so the host never waits for it. The first unhealthy frame stops the
+ * copies for good, so the snapshot holds the frame just before it: wf_world_save_last_good
+ * writes it as an ordinary checkpoint that resumes bitwise identically from that frame. Costs
+ * per frame: one read of the state, one copy of it (32 bytes per particle or vertex) and as much
+ * device memory again for the snapshot.
+ *
+ * Once a frame is unhealthy, wf_world_step and wf_world_check return WF_ERR_INVALID with the
+ * message ("particles 'column': particle 1234 (global id) has a non-finite velocity (nan) at
+ * frame 57; ...") until a checkpoint is loaded.
+ */
+
+/** Frames whose health records may be in flight at once (pinned slots). */
+#define WF_WORLD_HEALTH_DEPTH 4
+
+/** What was wrong with the point a health record names. */
+typedef enum wf_world_health_quantity {
+  WF_HEALTH_OK = 0,
+  WF_HEALTH_POSITION_NONFINITE = 1, /* NaN or infinite position */
+  WF_HEALTH_VELOCITY_NONFINITE = 2, /* NaN or infinite velocity */
+  WF_HEALTH_SPEED = 3,              /* faster than simulation.max_speed */
+  WF_HEALTH_PENETRATION = 4         /* deeper than simulation.max_penetration into a collider */
+} wf_world_health_quantity;
+
+/** The world's health as far as the host has read it. Pointers stay valid until the next call
+ *  on the world. */
+typedef struct wf_world_health {
+  wf_world_health_quantity quantity; /* WF_HEALTH_OK: every frame read so far was healthy */
+  int64_t frame;                     /* the first unhealthy frame; -1 when healthy */
+  int64_t checked_frame;             /* the latest frame whose record has been read */
+  int64_t last_good_frame;   /* the latest frame known healthy, the one wf_world_save_last_good
+                                writes once every check has been read */
+  int object;                /* the unhealthy object (wf_world_object_get); -1 when healthy */
+  const char *object_name;   /* "" when healthy */
+  uint32_t index;            /* particles: global id; cloth: vertex index */
+  double value;              /* m/s (speed), m (penetration depth) or the non-finite component */
+  double limit;              /* the scene's limit (speed, penetration); 0 for non-finite values */
+  int collider;              /* penetration: the collider's scene index; else -1 */
+  const char *collider_name; /* "" unless a penetration */
+  const char *message;       /* the error text wf_world_step returns; "" when healthy */
+} wf_world_health;
+
+/** The health of the frames read so far. wait: first wait for every enqueued frame's record
+ *  (else only the records already there are read). Returns WF_OK whether or not a frame was
+ *  unhealthy (see out->quantity); an error only when the call itself fails. */
+WF_API wf_status wf_world_health_get(wf_world *w, bool wait, wf_world_health *out);
+/** Waits for the health checks and writes the last-good state (the latest frame known healthy:
+ *  the frame before the first unhealthy one, or the current frame when all are healthy) as a
+ *  checkpoint to path. *frame (may be NULL) receives its frame number. The world's own state is
+ *  left as it is (load the checkpoint to continue from the last-good frame). */
+WF_API wf_status wf_world_save_last_good(wf_world *w, const char *path, int64_t *frame);
 
 #ifdef __cplusplus
 }
