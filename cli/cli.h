@@ -15,6 +15,12 @@ int wf_cmd_validate(int argc, char **argv);
 void wf_cmd_validate_usage(FILE *f);
 int wf_cmd_run(int argc, char **argv);
 void wf_cmd_run_usage(FILE *f);
+int wf_cmd_soak(int argc, char **argv);
+void wf_cmd_soak_usage(FILE *f);
+int wf_cmd_batch(int argc, char **argv);
+void wf_cmd_batch_usage(FILE *f);
+int wf_cmd_view(int argc, char **argv);
+void wf_cmd_view_usage(FILE *f);
 /* Prints the last failed scene load's messages (wf_scene_errors) to stderr, one per line. */
 void wf_cli_print_scene_errors(const char *path);
 

@@ -1,4 +1,6 @@
-/* `weft bench <name>`: runs one of the benchmark drivers of bench/. */
+/* `weft bench <name>`: runs one of the benchmark drivers of bench/. `--help` of a benchmark is
+ * answered here (its usage, then the exit codes) without starting the runtime. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -7,6 +9,9 @@
 #include "gpu_bench.h"
 #include "particle_bench.h"
 
+#define BENCH_EXIT_STATUS                                                                          \
+  "Exit status: 0 ok, 1 runtime failure (a device or a measurement failed), 2 bad usage.\n"
+
 void wf_cmd_bench_usage(FILE *f) {
   fputs(
       "usage: weft bench <benchmark> [options]\n"
@@ -14,9 +19,29 @@ void wf_cmd_bench_usage(FILE *f) {
       "benchmarks:\n"
       "  gpu        the GPU layer: launch cost, transfers, device and peer copies, readback ring\n"
       "  particles  the particle solver: a falling column at 64K to 16M particles\n"
+      "  cloth      the cloth solver: pinned square cloths, 32^2 to 2048^2 vertices\n"
       "\n"
-      "'weft bench <benchmark> --help' lists its options.\n",
+      "'weft bench <benchmark> --help' lists its options.\n"
+      "\n" BENCH_EXIT_STATUS,
       f);
+}
+
+/* `weft bench <name> --help`: the benchmark's own usage, then the exit codes. */
+static int sub_help(const char *name, int argc, char **argv) {
+  bool help = false;
+  for (int i = 1; i < argc; i++)
+    help = help || strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0;
+  if (!help) return -1;
+  if (strcmp(name, "gpu") == 0)
+    wf_bench_gpu_usage(stdout);
+  else if (strcmp(name, "particles") == 0)
+    wf_bench_particles_usage(stdout);
+  else if (strcmp(name, "cloth") == 0)
+    wf_bench_cloth_usage(stdout);
+  else
+    return -1;
+  fputs("\n" BENCH_EXIT_STATUS, stdout);
+  return WF_EXIT_OK;
 }
 
 int wf_cmd_bench(int argc, char **argv) {
@@ -30,6 +55,8 @@ int wf_cmd_bench(int argc, char **argv) {
     wf_cmd_bench_usage(stdout);
     return WF_EXIT_OK;
   }
+  int help = sub_help(name, argc - 1, argv + 1);
+  if (help >= 0) return help;
   if (strcmp(name, "gpu") == 0) return wf_bench_gpu(argc - 1, argv + 1, stdout);
   if (strcmp(name, "particles") == 0) return wf_bench_particles(argc - 1, argv + 1, stdout);
   if (strcmp(name, "cloth") == 0) return wf_bench_cloth(argc - 1, argv + 1);

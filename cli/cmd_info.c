@@ -20,7 +20,9 @@ void wf_cmd_info_usage(FILE *f) {
         "\n"
         "options:\n"
         "  --json      print one JSON object instead of text\n"
-        "  -h, --help  show this help\n",
+        "  -h, --help  show this help\n"
+        "\n"
+        "Exit status: 0 ok, 1 runtime failure (the runtime could not start), 2 bad usage.\n",
         f);
 }
 

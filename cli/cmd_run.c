@@ -21,31 +21,41 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "render_frames.h"
+#include "run_guard.h"
 #include "weft/weft.h"
 
 #define MAX_SETS     256
 #define PATH_MAX_LEN 4096
 
 void wf_cmd_run_usage(FILE *f) {
-  fputs("usage: weft run SCENE [--frames N] [--out DIR] [--device D] [--set key.path=value ...]\n"
-        "                [--every N] [--resume CHECKPOINT] [--quiet]\n"
-        "\n"
-        "Runs a scene headless and writes its outputs (the scene's `outputs`: PLY, VTK .vtp/.pvd,\n"
-        "stats.csv, checkpoints) into the output directory.\n"
-        "\n"
-        "options:\n"
-        "  --frames N          frames to simulate in all (default: simulation.frames)\n"
-        "  --out DIR           output directory (default: outputs.dir), created if needed\n"
-        "  --device D          cpu, cpu:N, cuda, cuda:N or auto (default: simulation.devices)\n"
-        "  --set key.path=V    override a scene value, e.g. --set simulation.substeps=16\n"
-        "                      (repeatable; V is JSON, or a string when it is not)\n"
-        "  --every N           write outputs every N frames (default: outputs.every)\n"
-        "  --resume CKPT       continue from a checkpoint written by `weft run` of this scene\n"
-        "  --quiet             no progress output\n"
-        "  -h, --help          show this help\n"
-        "\n"
-        "Exit status: 0 ok, 1 runtime failure, 2 bad usage or invalid scene.\n",
-        f);
+  fputs(
+      "usage: weft run SCENE [--frames N] [--out DIR] [--device D] [--set key.path=value ...]\n"
+      "                [--every N] [--resume CHECKPOINT] [--render] [--quiet]\n"
+      "\n"
+      "Runs a scene headless and writes its outputs (the scene's `outputs`: PLY, VTK .vtp/.pvd,\n"
+      "stats.csv, checkpoints) into the output directory.\n"
+      "\n"
+      "options:\n"
+      "  --frames N          frames to simulate in all (default: simulation.frames)\n"
+      "  --out DIR           output directory (default: outputs.dir), created if needed\n"
+      "  --device D          cpu, cpu:N, cuda, cuda:N or auto (default: simulation.devices)\n"
+      "  --set key.path=V    override a scene value, e.g. --set simulation.substeps=16\n"
+      "                      (repeatable; V is JSON, or a string when it is not)\n"
+      "  --every N           write outputs every N frames (default: outputs.every)\n"
+      "  --resume CKPT       continue from a checkpoint written by `weft run` of this scene\n"
+      "  --render            also draw PNG frames <out>/render/frame_NNNNNN.png (every N frames,\n"
+      "                      headless through EGL with the viewer's renderer; Mesa without a GPU)\n"
+      "  --quiet             no progress output\n"
+      "  -h, --help          show this help\n"
+      "\n"
+      "Exit status: 0 ok, 1 runtime failure, 2 bad usage or invalid scene, 130/143 stopped by\n"
+      "SIGINT/SIGTERM after finishing the frame and writing checkpoint_<frame>.wfck. A frame the\n"
+      "device-side health check finds unhealthy (NaN/inf, simulation.max_speed,\n"
+      "simulation.max_penetration) stops the run with status 1, naming the object, the particle\n"
+      "or vertex, the frame and the quantity, after writing the state of the last healthy frame\n"
+      "as checkpoint_last_good_<frame>.wfck.\n",
+      f);
 }
 
 static void run_log(int level, const char *message, void *user) {
@@ -269,7 +279,8 @@ static wf_status write_checkpoint(run_out *o, int64_t frame) {
   char path[PATH_MAX_LEN], file[64];
   snprintf(file, sizeof file, "checkpoint_%06lld.wfck", (long long)frame);
   join(path, sizeof path, o->dir, file);
-  return wf_world_save(o->w, path);
+  wf_status st = wf_world_check(o->w); /* never a checkpoint of an unhealthy frame */
+  return st != WF_OK ? st : wf_world_save(o->w, path);
 }
 
 /* ---- progress ------------------------------------------------------------------------------- */
@@ -319,13 +330,16 @@ int wf_cmd_run(int argc, char **argv) {
   const char *sets[MAX_SETS];
   int n_sets = 0;
   long frames = 0, every = 0;
-  bool quiet = false;
+  bool quiet = false, render = false;
+  wf_cli_render *rend = NULL; /* --render (render_frames.c) */
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     bool has_value = i + 1 < argc;
     if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
       wf_cmd_run_usage(stdout);
       return WF_EXIT_OK;
+    } else if (strcmp(a, "--render") == 0) {
+      render = true;
     } else if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0) {
       quiet = true;
     } else if (strcmp(a, "--frames") == 0 && has_value) {
@@ -412,7 +426,12 @@ int wf_cmd_run(int argc, char **argv) {
   int out_every = every > 0 ? (int)every : sc->outputs.every;
   int ck_every = sc->outputs.checkpoint_every;
   st = wf_world_create(sc, &wd, &w);
+  int render_rc = st == WF_OK && render ? wf_cli_render_open("weft run", sc, w, dir, &rend) : 0;
   wf_scene_destroy(sc);
+  if (render_rc != 0) {
+    rc = render_rc;
+    goto done;
+  }
   if (st != WF_OK) {
     rc = fail_runtime("creating the world");
     goto done;
@@ -430,13 +449,14 @@ int wf_cmd_run(int argc, char **argv) {
   if (!quiet)
     fprintf(stderr, "weft run: %s on %s, frames %lld..%lld, output to %s/\n", scene_path,
             wf_device_name(wf_world_device(w)), (long long)start, (long long)total, dir);
+  wf_run_guard_install(); /* SIGINT/SIGTERM: finish the frame, checkpoint, exit 130/143 */
   progress pr = {
       quiet, isatty(2) != 0, start, total, -1, now_s(), wf_world_frame_dt(w), wf_world_device(w)};
   double t_row = now_s();
   int64_t f_row = start;
   for (int64_t f = start + 1; f <= total; f++) {
     if ((st = wf_world_step(w, 1)) != WF_OK) {
-      rc = fail_runtime("stepping");
+      rc = wf_run_guard_failed(w, dir, "run", "stepping");
       goto done;
     }
     bool out = f % out_every == 0 || f == total;
@@ -445,16 +465,24 @@ int wf_cmd_run(int argc, char **argv) {
       wf_device_synchronize(wf_world_device(w));
       double t = now_s(), ms = 1e3 * (t - t_row) / (double)(f - f_row);
       if ((st = write_frame(&o, f, ms)) != WF_OK) {
-        rc = fail_runtime("writing the outputs");
+        rc = wf_run_guard_failed(w, dir, "run", "writing the outputs");
         goto done;
       }
       t_row = now_s(), f_row = f;
+      if (rend && wf_cli_render_frame(rend, f) != 0) {
+        rc = WF_EXIT_FAILURE;
+        goto done;
+      }
     }
     if (ck && (st = write_checkpoint(&o, f)) != WF_OK) {
-      rc = fail_runtime("writing a checkpoint");
+      rc = wf_run_guard_failed(w, dir, "run", "writing a checkpoint");
       goto done;
     }
     progress_show(&pr, f, f == total);
+    if (wf_run_guard_signal() && f < total) {
+      rc = wf_run_guard_interrupted(w, dir, "run");
+      goto done;
+    }
   }
   if (start >= total && !quiet)
     fprintf(stderr, "weft run: nothing to do: the world is at frame %lld of %lld\n",
@@ -464,6 +492,7 @@ done:
     wf_status cs = outputs_close(&o);
     if (cs != WF_OK && rc == WF_EXIT_OK) rc = fail_runtime("closing the outputs");
   }
+  wf_cli_render_close(rend);
   wf_world_destroy(w);
   wf_shutdown();
   return rc;

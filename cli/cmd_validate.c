@@ -14,12 +14,14 @@ void wf_cmd_validate_usage(FILE *f) {
   fputs("usage: weft validate SCENE... [--print]\n"
         "\n"
         "Reads each scene file and checks it against the schema (docs/scenes.md). Every error is\n"
-        "printed as file:line:col: key path: message. Exit status 0 when all scenes are valid,\n"
-        "2 when any is not.\n"
+        "printed as file:line:col: key path: message.\n"
         "\n"
         "options:\n"
         "  --print     print each valid scene's canonical JSON, every default filled in\n"
-        "  -h, --help  show this help\n",
+        "  -h, --help  show this help\n"
+        "\n"
+        "Exit status: 0 all scenes valid, 2 any scene invalid or unreadable, or bad usage\n"
+        "(1, a runtime failure, does not occur: validating runs nothing).\n",
         f);
 }
 

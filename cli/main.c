@@ -17,6 +17,11 @@ static const wf_cli_command commands[] = {
     {"validate", "check scene files and print every error (--print: canonical JSON)",
      wf_cmd_validate},
     {"run", "run a scene headless, writing PLY/VTK/CSV outputs and checkpoints", wf_cmd_run},
+    {"soak", "run a scene for 10^6 substeps and check that host and device memory stay flat",
+     wf_cmd_soak},
+    {"batch", "run many scenes or a parameter sweep as jobs spread over the devices", wf_cmd_batch},
+    {"view", "show a scene running live in a window (--bench: timings, headless if need be)",
+     wf_cmd_view},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

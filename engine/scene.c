@@ -62,6 +62,7 @@ static const field sim_fields[] = {
     {"seed", F_U53, SIM(seed), {0}, 0, MAX_U53, 0, 0},
     {"max_speed", F_NUM, SIM(max_speed), {0}, GE0, 0},
     {"max_penetration", F_NUM, SIM(max_penetration), {0}, GE0, 0},
+    {"coupling", F_BOOL, SIM(coupling), {1}, ANY, 0},
 };
 #define MAT(m) offsetof(wf_scene_material, m)
 static const field material_fields[] = {

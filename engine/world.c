@@ -169,6 +169,8 @@ static wf_cloth_desc cloth_desc_of(const wf_world *w, const wf_scene *sc, const 
   f3(d.wind, sc->forces.wind);
   d.air_density = (float)sc->forces.air_density;
   d.damping = (float)sc->simulation.damping;
+  d.stream = w->stream; /* shared with the particle solver when coupled, else NULL */
+  d.self_collision = c->self_collision;
   wf_cloth_material m = wf_cloth_material_default();
   const wf_scene_cloth_material *s = &c->material;
   m.density = (float)s->density;
@@ -307,11 +309,8 @@ static wf_status create_cloth(wf_world *w, const wf_scene *sc, int i) {
   for (int a = 0; a < c->attachment_count && st == WF_OK; a++)
     for (int p = 0; p < c->attachments[a].pin_count && st == WF_OK; p++)
       st = apply_pin(cl, c, &c->attachments[a].pins[p], true, c->attachments[a].collider);
+  if (st == WF_OK && w->stream && w->ps) st = wf_cloth_couple(cl, w->ps); /* two-way */
   if (st != WF_OK) return fail_object(st, "cloths", i, c->name);
-  if (c->self_collision)
-    wf__log(WF_LOG_WARN,
-            "cloths[%d] '%s': self_collision is not implemented by the cloth solver yet: ignored",
-            i, c->name);
   return WF_OK;
 }
 
@@ -328,6 +327,7 @@ static wf_status create_particles(wf_world *w, const wf_scene *sc) {
   d.damping = (float)sc->simulation.damping;
   d.contact_model =
       sc->simulation.contact_model == WF_SCENE_CONTACT_XPBD ? WF_CONTACT_XPBD : WF_CONTACT_DEM;
+  d.stream = w->stream;
   wf_status st = wf_particles_create(w->dev, &d, &w->ps);
   if (st != WF_OK) return st;
   for (int i = 0; i < sc->material_count && st == WF_OK; i++) {
@@ -385,6 +385,9 @@ wf_status wf_world_create(const wf_scene *sc, const wf_world_desc *desc, wf_worl
     w->objects[i].kind = WF_WORLD_PARTICLES;
     w->objects[i].cloth = -1;
   }
+  /* cloths and particles coupled: one stream, whose particle frames step the cloths too */
+  if (st == WF_OK && sc->simulation.coupling && sc->emitter_count > 0 && sc->cloth_count > 0)
+    st = wf_stream_create(w->dev, 0, &w->stream);
   if (st == WF_OK && sc->emitter_count > 0) st = create_particles(w, sc);
   for (int i = 0; i < sc->cloth_count && st == WF_OK; i++) {
     st = create_cloth(w, sc, i);
@@ -410,9 +413,16 @@ wf_status wf_world_create(const wf_scene *sc, const wf_world_desc *desc, wf_worl
     if (!w->cpos[i] || !w->cvel[i])
       st = wf__error(WF_ERR_OUT_OF_MEMORY, "wf_world_create", "out of host memory");
   }
+  if (st == WF_OK) st = wfw_health_create(w, sc);
   if (st != WF_OK) {
+    wf_device *dev = w->dev;
+    char msg[2048];
+    if (st == WF_ERR_OUT_OF_MEMORY) wfw_oom_advice(sc, dev ? wf_device_name(dev) : "the device");
+    snprintf(msg, sizeof msg, "%s", wf_last_error());
     wf_world_destroy(w);
-    return st;
+    /* give what the failed creation took back to the driver too, not only to weft's pool */
+    if (dev) wf_device_trim(dev);
+    return wf__error(st, NULL, "%s", msg);
   }
   *out = w;
   return WF_OK;
@@ -420,6 +430,7 @@ wf_status wf_world_create(const wf_scene *sc, const wf_world_desc *desc, wf_worl
 
 void wf_world_destroy(wf_world *w) {
   if (!w) return;
+  wfw_health_destroy(w);
   wf_particles_destroy(w->ps);
   for (int i = 0; i < w->n_cloths; i++) {
     if (w->cloths) wf_cloth_destroy(w->cloths[i]);
@@ -427,6 +438,7 @@ void wf_world_destroy(wf_world *w) {
     if (w->cvel) free(w->cvel[i]);
   }
   free(w->cloths), free(w->cpos), free(w->cvel);
+  if (w->stream) wf_stream_destroy(w->stream); /* after the solvers that ran on it */
   free(w->ppos), free(w->pvel);
   free(w->objects);
   free(w->scene_json);
@@ -453,21 +465,23 @@ wf_status wf_world_step(wf_world *w, int frames) {
   if (!w) return wf__error(WF_ERR_INVALID, "wf_world_step", "world is NULL");
   if (frames < 0) return wf__error(WF_ERR_INVALID, "wf_world_step", "frames %d < 0", frames);
   bool gusty = w->gust_amplitude > 0.0 && w->gust_frequency > 0.0;
+  wf_status st = wfw_health_poll(w); /* an unhealthy frame stops the world */
+  if (st != WF_OK) return st;
   for (int f = 0; f < frames; f++) {
-    wf_status st;
+    for (int i = 0; i < w->n_cloths && gusty; i++) { /* before the frame of coupled cloths */
+      wf_cloth_params p = wf_cloth_params_get(w->cloths[i]);
+      wind_at(w, w->frame, p.wind);
+      if ((st = wf_cloth_params_set(w->cloths[i], &p)) != WF_OK)
+        return fail_object(st, "cloths", i, w->objects[w->n_objects - w->n_cloths + i].name);
+    }
     if (w->ps && (st = wf_particles_step_frames(w->ps, 1)) != WF_OK)
       return fail_object(st, "particles", 0, "particles");
-    for (int i = 0; i < w->n_cloths; i++) {
-      if (gusty) {
-        wf_cloth_params p = wf_cloth_params_get(w->cloths[i]);
-        wind_at(w, w->frame, p.wind);
-        if ((st = wf_cloth_params_set(w->cloths[i], &p)) != WF_OK)
-          return fail_object(st, "cloths", i, w->objects[w->n_objects - w->n_cloths + i].name);
-      }
+    for (int i = 0; i < w->n_cloths && !w->stream; i++) { /* coupled: stepped by the particles */
       if ((st = wf_cloth_step_frames(w->cloths[i], 1)) != WF_OK)
         return fail_object(st, "cloths", i, w->objects[w->n_objects - w->n_cloths + i].name);
     }
     w->frame++;
+    if ((st = wfw_health_after_frame(w)) != WF_OK) return st;
   }
   return WF_OK;
 }
@@ -521,24 +535,7 @@ wf_status wf_world_stats_get(wf_world *w, wf_world_stats *out) {
 
 wf_status wf_world_check(wf_world *w) {
   if (!w) return wf__error(WF_ERR_INVALID, "wf_world_check", "world is NULL");
-  wf_status st = refresh(w);
-  if (st != WF_OK || !(w->max_speed > 0.0)) return st;
-  for (int i = 0; i < w->n_objects; i++) {
-    const wfw_object *o = &w->objects[i];
-    const float(*vel)[4] = o->kind == WF_WORLD_CLOTH ? w->cvel[o->cloth] : w->pvel + o->first;
-    for (uint32_t j = 0; j < o->count; j++) {
-      double s = sqrt((double)vel[j][0] * vel[j][0] + (double)vel[j][1] * vel[j][1] +
-                      (double)vel[j][2] * vel[j][2]);
-      if (s > w->max_speed)
-        return wf__error(WF_ERR_INVALID, NULL,
-                         "%s '%s': watchdog: %s %u moves at %.6g m/s after frame %lld, faster "
-                         "than simulation.max_speed %.6g m/s",
-                         o->kind == WF_WORLD_CLOTH ? "cloth" : "particles", o->name,
-                         o->kind == WF_WORLD_CLOTH ? "vertex" : "particle", j, s,
-                         (long long)w->frame, w->max_speed);
-    }
-  }
-  return WF_OK;
+  return wfw_health_wait(w); /* the device-side checks of every frame (engine/health.c) */
 }
 
 /* ---- accessors ------------------------------------------------------------------------------ */
@@ -587,26 +584,37 @@ wf_status wf_world_object_download(wf_world *w, int index, float (*pos)[4], floa
 /* Section "meta": u64 values, little-endian on the hosts weft supports. */
 enum { META_VERSION, META_FRAME, META_PARTICLES, META_CLOTHS, META_SUBSTEPS, META_FPS, META_N };
 
-typedef struct wfw_clock { /* section "<solver>/clock" */
-  double time;
-  uint64_t substeps;
-} wfw_clock;
-
 wf_status wf_world_save(wf_world *w, const char *path) {
   if (!w || !path) return wf__error(WF_ERR_INVALID, "wf_world_save", "world or path is NULL");
   wf_status st = refresh(w);
   if (st != WF_OK) return st;
+  wfw_clock pclock = {0.0, 0}, *cclock = calloc((size_t)w->n_cloths + 1, sizeof *cclock);
+  if (!cclock) return wf__error(WF_ERR_OUT_OF_MEMORY, "wf_world_save", "out of host memory");
+  if (w->ps) {
+    wf_particles_stats ps;
+    st = wf_particles_stats_get(w->ps, &ps);
+    pclock = (wfw_clock){ps.time, ps.substeps};
+  }
+  for (int i = 0; i < w->n_cloths && st == WF_OK; i++)
+    st = wf_cloth_time(w->cloths[i], &cclock[i].time, &cclock[i].substeps);
+  if (st == WF_OK) st = wfw_save_state(w, path, w->frame, &pclock, cclock);
+  free(cclock);
+  return st;
+}
+
+/* The checkpoint of frame `frame` from the host copies and the given clocks. */
+wf_status wfw_save_state(wf_world *w, const char *path, int64_t frame, const wfw_clock *pclock,
+                         const wfw_clock *cclock) {
   wf_ckpt_writer *ck;
+  wf_status st;
   if ((st = wf_ckpt_writer_create(&ck)) != WF_OK) return st;
-  uint64_t meta[META_N] = {WFW_CKPT_VERSION,      (uint64_t)w->frame,    w->n_particles,
+  uint64_t meta[META_N] = {WFW_CKPT_VERSION,      (uint64_t)frame,       w->n_particles,
                            (uint64_t)w->n_cloths, (uint64_t)w->substeps, 0};
   memcpy(&meta[META_FPS], &w->fps, sizeof(double));
   st = wf_ckpt_writer_add(ck, "meta", meta, sizeof meta);
   if (st == WF_OK) st = wf_ckpt_writer_add(ck, "scene", w->scene_json, strlen(w->scene_json));
   if (st == WF_OK && w->ps) {
-    wf_particles_stats ps;
-    st = wf_particles_stats_get(w->ps, &ps);
-    wfw_clock c = {ps.time, ps.substeps};
+    wfw_clock c = *pclock;
     size_t bytes = (size_t)w->n_particles * 16;
     if (st == WF_OK) st = wf_ckpt_writer_add(ck, "particles/pos", w->ppos, bytes);
     if (st == WF_OK) st = wf_ckpt_writer_add(ck, "particles/vel", w->pvel, bytes);
@@ -614,10 +622,9 @@ wf_status wf_world_save(wf_world *w, const char *path) {
   }
   int first = w->n_objects - w->n_cloths;
   for (int i = 0; i < w->n_cloths && st == WF_OK; i++) {
-    wfw_clock c;
+    wfw_clock c = cclock[i];
     char name[WF_CKPT_NAME_MAX + 1];
     size_t bytes = (size_t)w->objects[first + i].count * 16;
-    st = wf_cloth_time(w->cloths[i], &c.time, &c.substeps);
     snprintf(name, sizeof name, "cloth/%d/pos", i);
     if (st == WF_OK) st = wf_ckpt_writer_add(ck, name, w->cpos[i], bytes);
     snprintf(name, sizeof name, "cloth/%d/vel", i);
@@ -647,7 +654,8 @@ wf_status wf_world_load_checkpoint(wf_world *w, const char *path) {
   if (!w || !path)
     return wf__error(WF_ERR_INVALID, "wf_world_load_checkpoint", "world or path is NULL");
   wf_ckpt_reader *r;
-  wf_status st = wf_ckpt_open_file(path, &r);
+  wf_status st = wfw_health_before_restore(w); /* no check may read the state while it changes */
+  if (st == WF_OK) st = wf_ckpt_open_file(path, &r);
   if (st != WF_OK) return st;
   const void *d;
   uint64_t meta[META_N];
@@ -709,6 +717,7 @@ wf_status wf_world_load_checkpoint(wf_world *w, const char *path) {
   if (st == WF_OK) {
     w->frame = (int64_t)meta[META_FRAME];
     w->cache_frame = w->frame; /* the host copies hold the restored state */
+    st = wfw_health_after_restore(w);
   } else {
     w->cache_frame = -1;
   }

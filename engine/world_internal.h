@@ -29,6 +29,7 @@ struct wf_world {
   double max_speed;
   int64_t frame;
   wf_particles *ps;
+  wf_stream *stream; /* shared by the particles and the cloths coupled to them, or NULL */
   uint32_t n_particles;
   int n_cloths;
   wf_cloth **cloths;
@@ -39,6 +40,41 @@ struct wf_world {
   int64_t cache_frame;
   float (*ppos)[4], (*pvel)[4];
   float (**cpos)[4], (**cvel)[4];
+  struct wfw_health *health; /* engine/health.c: per-frame device checks, last-good snapshot */
 };
+
+/* ---- health (engine/health.c) -------------------------------------------------------------- */
+
+/* A solver's clock as checkpoints store it (section "<solver>/clock"). */
+typedef struct wfw_clock {
+  double time;
+  uint64_t substeps;
+} wfw_clock;
+
+/* Creates the health check of a world whose solvers exist, with the scene's limits and colliders,
+ * and snapshots the initial state as the last good one. */
+wf_status wfw_health_create(wf_world *w, const wf_scene *sc);
+/* Waits for the health stream and frees everything. NULL health is ignored. */
+void wfw_health_destroy(wf_world *w);
+/* After a frame has been enqueued (w->frame counts it): enqueues its check and snapshot, then
+ * reads the records of finished frames without blocking (blocking only when every slot is in
+ * flight). The error of the first unhealthy frame once it has been read, then on every call. */
+wf_status wfw_health_after_frame(wf_world *w);
+/* Waits for every enqueued check; the error of the first unhealthy frame, if any. */
+wf_status wfw_health_wait(wf_world *w);
+/* Reads the records already there without blocking; the error of the first unhealthy frame. */
+wf_status wfw_health_poll(wf_world *w);
+/* Before a checkpoint is restored: waits for the checks in flight. After: forgets the verdicts
+ * and snapshots the restored state as the last good one. */
+wf_status wfw_health_before_restore(wf_world *w);
+wf_status wfw_health_after_restore(wf_world *w);
+/* Writes a checkpoint of frame `frame` from the host copies (ppos, pvel, cpos, cvel) and clocks
+ * (pclock for the particle solver, cclock[i] for cloth i) (engine/world.c). */
+wf_status wfw_save_state(wf_world *w, const char *path, int64_t frame, const wfw_clock *pclock,
+                         const wfw_clock *cclock);
+/* Rewrites the out-of-memory error of a world creation for scene sc on `device`: what was asked
+ * and what is free (the allocator's words), the objects that take the memory and the scene keys
+ * that size them. Returns WF_ERR_OUT_OF_MEMORY. */
+wf_status wfw_oom_advice(const wf_scene *sc, const char *device);
 
 #endif
