@@ -144,6 +144,7 @@ static bool try_display(EGLDisplay d, const char *label, bool debug, wf__headles
     return false;
   }
 #undef WHY
+  wfv_pin_gl_drivers();
   h->dpy = d, h->ctx = ctx, h->surf = surf;
   return true;
 }

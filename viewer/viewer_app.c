@@ -421,6 +421,7 @@ wf_status wf_viewer_run(const wf_viewer_desc *desc) {
     return st;
   }
   glfwMakeContextCurrent(v->win);
+  wfv_pin_gl_drivers();
   glfwSwapInterval(v->vsync ? 1 : 0);
   glfwSetWindowUserPointer(v->win, v);
   glfwSetKeyCallback(v->win, on_key);

@@ -123,4 +123,7 @@ struct wf_render {
       debug_msg[512]; /* the last GL debug error (the callback runs synchronously, on our thread) */
 };
 
+/* Keeps the GL driver modules loaded until exit (gl_pin.c). */
+void wfv_pin_gl_drivers(void);
+
 #endif
