@@ -319,9 +319,54 @@ WF_HD static inline void wfc_collide(const wfc_params *p, const wfp_collider *cs
 /* ---- per-element kernels ----------------------------------------------------------------------
  */
 
-/* One mass-spring substep of vertex i: gather spring forces (CSR order) and aerodynamics,
- * semi-implicit Euler, colliders at the end time; writes the output half. Returns flags. */
-WF_HD static inline uint32_t wfc_spring_elem(const wfc_spring_args *a, uint32_t i) {
+/* Spring force on the vertex at x (velocity v) from vertex j (kind, rest length), added to f. */
+WF_HD static inline void wfc_link_force(const wfc_params *p, const wfp_f4 *pos, const wfp_f4 *vel,
+                                        wfc_v3 x, wfc_v3 v, uint32_t j, uint32_t kind, float rest,
+                                        wfc_v3 *f) {
+  wfc_v3 d = wfc_sub(wfc_xyz(pos[j]), x);
+  float len = wfc_len(d);
+  if (!(len > 0.0f)) return;
+  wfc_v3 dir = wfc_scale(d, 1.0f / len);
+  float rel = wfc_dot(wfc_sub(wfc_xyz(vel[j]), v), dir);
+  float fs = p->spring_k[kind] * (len - rest) + p->spring_c * rel;
+  *f = wfc_add(*f, wfc_scale(dir, fs));
+}
+
+/* The spring forces on vertex i = row * nu + col of a grid cloth, from the rest lengths r of the
+ * springs each vertex starts (cloth_fast.h), in the order of the vertex's CSR list. */
+WF_HD static inline void wfc_grid_gather(const wfc_spring_args *a, const float *r, uint32_t nu,
+                                         uint32_t nr, uint32_t i, wfc_v3 x, wfc_v3 v, wfc_v3 *fo) {
+  const wfc_params *p = a->params;
+  uint32_t col = i % nu, row = i / nu;
+  const wfp_f4 *P = a->pos_in, *V = a->vel_in;
+  wfc_v3 f = *fo;
+  const int S = WFC_STRETCH, H = WFC_SHEAR, B = WFC_BEND;
+  /* springs started by earlier vertices, then by this one (the CSR order) */
+  if (row >= 2) wfc_link_force(p, P, V, x, v, i - 2 * nu, B, r[(i - 2 * nu) * 6 + 5], &f);
+  if (row >= 1 && col >= 1)
+    wfc_link_force(p, P, V, x, v, i - nu - 1, H, r[(i - nu - 1) * 6 + 2], &f);
+  if (row >= 1) {
+    wfc_link_force(p, P, V, x, v, i - nu, S, r[(i - nu) * 6 + 1], &f);
+    if (col + 1 < nu) wfc_link_force(p, P, V, x, v, i - nu + 1, H, r[(i - nu) * 6 + 3], &f);
+  }
+  if (col >= 2) wfc_link_force(p, P, V, x, v, i - 2, B, r[(i - 2) * 6 + 4], &f);
+  if (col >= 1) {
+    wfc_link_force(p, P, V, x, v, i - 1, S, r[(i - 1) * 6 + 0], &f);
+    if (row + 1 < nr) wfc_link_force(p, P, V, x, v, i + nu - 1, H, r[(i - 1) * 6 + 3], &f);
+  }
+  if (col + 1 < nu) wfc_link_force(p, P, V, x, v, i + 1, S, r[i * 6 + 0], &f);
+  if (row + 1 < nr) wfc_link_force(p, P, V, x, v, i + nu, S, r[i * 6 + 1], &f);
+  if (col + 1 < nu && row + 1 < nr) wfc_link_force(p, P, V, x, v, i + nu + 1, H, r[i * 6 + 2], &f);
+  if (col + 2 < nu) wfc_link_force(p, P, V, x, v, i + 2, B, r[i * 6 + 4], &f);
+  if (row + 2 < nr) wfc_link_force(p, P, V, x, v, i + 2 * nu, B, r[i * 6 + 5], &f);
+  *fo = f;
+}
+
+/* One mass-spring substep of vertex i: gather spring forces (CSR order, or a grid's: grid_rest) and
+ * aerodynamics, semi-implicit Euler, colliders at the end time; writes the output half. Returns
+ * flags. */
+WF_HD static inline uint32_t wfc_spring_elem_on(const wfc_spring_args *a, const float *grid_rest,
+                                                uint32_t nu, uint32_t nr, uint32_t i) {
   const wfc_params *p = a->params;
   wfp_f4 x4 = a->pos_in[i], v4 = a->vel_in[i];
   wfc_v3 x = wfc_xyz(x4), v = wfc_xyz(v4);
@@ -335,16 +380,14 @@ WF_HD static inline uint32_t wfc_spring_elem(const wfc_spring_args *a, uint32_t 
   }
   if (w > 0.0f) {
     wfc_v3 f = wfc_v(0.0f, 0.0f, 0.0f);
-    for (uint32_t k = a->adj_start[i]; k < a->adj_start[i + 1]; k++) {
-      wfc_link l = a->adj[k];
-      uint32_t j = l.other_kind & WFC_LINK_INDEX_MASK;
-      wfc_v3 d = wfc_sub(wfc_xyz(a->pos_in[j]), x);
-      float len = wfc_len(d);
-      if (!(len > 0.0f)) continue;
-      wfc_v3 dir = wfc_scale(d, 1.0f / len);
-      float rel = wfc_dot(wfc_sub(wfc_xyz(a->vel_in[j]), v), dir);
-      float fs = p->spring_k[l.other_kind >> 30] * (len - l.rest) + p->spring_c * rel;
-      f = wfc_add(f, wfc_scale(dir, fs));
+    if (grid_rest) {
+      wfc_grid_gather(a, grid_rest, nu, nr, i, x, v, &f);
+    } else {
+      for (uint32_t k = a->adj_start[i]; k < a->adj_start[i + 1]; k++) {
+        wfc_link l = a->adj[k];
+        wfc_link_force(p, a->pos_in, a->vel_in, x, v, l.other_kind & WFC_LINK_INDEX_MASK,
+                       l.other_kind >> 30, l.rest, &f);
+      }
     }
     if (p->aero) f = wfc_add(f, wfc_aero(p, &a->mesh, a->pos_in, a->vel_in, i));
     wfc_v3 acc = wfc_add(wfc_xyz(p->gravity), wfc_scale(f, w));
@@ -358,6 +401,11 @@ WF_HD static inline uint32_t wfc_spring_elem(const wfc_spring_args *a, uint32_t 
   a->pos_out[i] = xo;
   a->vel_out[i] = vo;
   return wfc_finite3(x) && wfc_finite3(v) ? 0u : WFC_FLAG_NONFINITE;
+}
+
+/* One mass-spring substep of vertex i over its CSR springs. */
+WF_HD static inline uint32_t wfc_spring_elem(const wfc_spring_args *a, uint32_t i) {
+  return wfc_spring_elem_on(a, NULL, 0, 0, i);
 }
 
 /* XPBD prediction of vertex i: v' = v + dt (g + F_aero w), pred = x + dt v' (pinned: x + dt v). */
