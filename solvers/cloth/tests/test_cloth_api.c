@@ -242,7 +242,7 @@ TEST(params_change_without_recapture) {
   CHECK_OK(wf_cloth_info_get(c, &after));
   CHECK_EQ_INT(before.graph_nodes, after.graph_nodes);
   CHECK_EQ_INT(after.graph_nodes, 1); /* springs: the frame is one launch (cloth_fast.h) */
-  for (int i = 0; i < 16; i++) /* a flat sheet falling as one: no spring force, no change */
+  for (int i = 0; i < 16; i++)        /* a flat sheet falling as one: no spring force, no change */
     CHECK(v1[i][1] == v0[i][1] && v0[i][1] < 0.0f);
   wf_cloth_destroy(c);
 }
