@@ -94,21 +94,6 @@ void wf_cmd_batch_usage(FILE *f) {
 /* ---- small helpers ----------------------------------------------------------------------------
  */
 
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static bool parse_long(const char *s, long lo, long hi, long *out) {
-  char *end;
-  errno = 0;
-  long v = strtol(s, &end, 10);
-  if (errno || end == s || *end || v < lo || v > hi) return false;
-  *out = v;
-  return true;
-}
-
 static bool parse_double(const char *s, size_t n, double *out) {
   char buf[128];
   if (n == 0 || n >= sizeof buf) return false;
@@ -264,7 +249,7 @@ static bool sweep_parse(const char *arg, sweep *s) {
   if (c1 && c2 && !strchr(c2 + 1, ':') && parse_double(v, (size_t)(c1 - v), &a) &&
       parse_double(c1 + 1, (size_t)(c2 - c1 - 1), &b)) {
     long n;
-    if (!parse_long(c2 + 1, 1, MAX_JOBS, &n) || (n == 1 && a != b)) {
+    if (!wf_cli_parse_long(c2 + 1, 1, MAX_JOBS, &n) || (n == 1 && a != b)) {
       fprintf(stderr,
               "weft batch: --sweep '%s': in a:b:n, n must be an integer in [2, %d] "
               "(or 1 when a equals b)\n",
@@ -633,7 +618,7 @@ static bool job_start(batch *b, job *j, int pool) {
       posix_spawnattr_setpgroup(&at, 0);
       posix_spawnattr_setsigmask(&at, &none);
       posix_spawnattr_setsigdefault(&at, &dflt);
-      j->t0 = now_s();
+      j->t0 = wf_cli_now_s();
       err = posix_spawn(&j->pid, b->exe, &fa, &at, (char *const *)argv, environ);
       posix_spawnattr_destroy(&at);
     }
@@ -670,7 +655,7 @@ static void job_report(const batch *b, const job *j) {
 }
 
 static void job_finish(batch *b, job *j, int ws, bool interrupted) {
-  j->wall = now_s() - j->t0;
+  j->wall = wf_cli_now_s() - j->t0;
   b->busy[j->pool]--;
   if (WIFEXITED(ws)) {
     j->exit_code = WEXITSTATUS(ws);
@@ -1015,12 +1000,12 @@ static int batch_main(batch *b, int argc, char **argv, const sigset_t *wait_set)
     } else if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0) {
       b->quiet = true;
     } else if (strcmp(a, "--frames") == 0 && has_value) {
-      if (!parse_long(argv[++i], 1, 1000000000L, &frames)) {
+      if (!wf_cli_parse_long(argv[++i], 1, 1000000000L, &frames)) {
         fprintf(stderr, "weft batch: --frames '%s': expected an integer in [1, 10^9]\n", argv[i]);
         return WF_EXIT_USAGE;
       }
     } else if (strcmp(a, "--jobs") == 0 && has_value) {
-      if (!parse_long(argv[++i], 1, 1024, &jobs)) {
+      if (!wf_cli_parse_long(argv[++i], 1, 1024, &jobs)) {
         fprintf(stderr, "weft batch: --jobs '%s': expected an integer in [1, 1024]\n", argv[i]);
         return WF_EXIT_USAGE;
       }
@@ -1141,9 +1126,9 @@ static int batch_main(batch *b, int argc, char **argv, const sigset_t *wait_set)
       fprintf(stderr, "%s %s", p ? "," : "", b->pool[p]);
     fprintf(stderr, ", %d at a time, into %s/\n", b->max_running, b->out);
   }
-  double t0 = now_s();
+  double t0 = wf_cli_now_s();
   int stop = run_jobs(b, wait_set);
-  double wall = now_s() - t0;
+  double wall = wf_cli_now_s() - t0;
 
   rc = WF_EXIT_OK;
   for (int i = 0; i < b->n_jobs; i++)

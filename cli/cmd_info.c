@@ -50,11 +50,6 @@ static void json_string(FILE *f, const char *s) {
   fputc('"', f);
 }
 
-static void info_log(int level, const char *message, void *user) {
-  (void)user;
-  fprintf(stderr, "weft: %s: %s\n", level <= WF_LOG_ERROR ? "error" : "warning", message);
-}
-
 static void print_text(const wf_runtime_info *rt, const wf_device_info *info, int n,
                        wf_device **cuda, int n_cuda) {
   char drv[16], run[16];
@@ -172,7 +167,7 @@ int wf_cmd_info(int argc, char **argv) {
 
   wf_init_desc desc = {0};
   desc.log_level = WF_LOG_WARN;
-  desc.log = info_log;
+  desc.log = wf_cli_log;
   wf_status st = wf_init(&desc);
   if (st < 0) {
     fprintf(stderr, "weft info: wf_init failed: %s\n  %s\n", wf_status_str(st), wf_last_error());

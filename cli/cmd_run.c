@@ -25,7 +25,6 @@
 #include "run_guard.h"
 #include "weft/weft.h"
 
-#define MAX_SETS     256
 #define PATH_MAX_LEN 4096
 
 void wf_cmd_run_usage(FILE *f) {
@@ -56,26 +55,6 @@ void wf_cmd_run_usage(FILE *f) {
       "or vertex, the frame and the quantity, after writing the state of the last healthy frame\n"
       "as checkpoint_last_good_<frame>.wfck.\n",
       f);
-}
-
-static void run_log(int level, const char *message, void *user) {
-  (void)user;
-  fprintf(stderr, "weft: %s: %s\n", level <= WF_LOG_ERROR ? "error" : "warning", message);
-}
-
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static bool parse_int(const char *s, long lo, long hi, long *out) {
-  char *end;
-  errno = 0;
-  long v = strtol(s, &end, 10);
-  if (errno || end == s || *end || v < lo || v > hi) return false;
-  *out = v;
-  return true;
 }
 
 /* mkdir -p; on failure errno is set and the path that failed is in `failed`. */
@@ -297,7 +276,7 @@ static void progress_show(progress *p, int64_t frame, bool done) {
   int64_t pct = p->total > 0 ? 100 * frame / p->total : 100;
   if (!p->tty && !done && pct / 10 <= p->last_pct / 10) return;
   wf_device_synchronize(p->dev); /* frames/s of finished frames, not of enqueued ones */
-  double el = now_s() - p->t0;
+  double el = wf_cli_now_s() - p->t0;
   int64_t ran = frame - p->start, left = p->total - frame;
   double fps = el > 0.0 ? (double)ran / el : 0.0;
   double eta = fps > 0.0 ? (double)left / fps : 0.0;
@@ -326,9 +305,8 @@ static int fail_runtime(const char *what) {
 }
 
 int wf_cmd_run(int argc, char **argv) {
-  const char *scene_path = NULL, *out_dir = NULL, *device = NULL, *resume = NULL;
-  const char *sets[MAX_SETS];
-  int n_sets = 0;
+  const char *out_dir = NULL, *device = NULL, *resume = NULL;
+  wf_cli_scene_args sa = {.cmd = "weft run", .usage = wf_cmd_run_usage};
   long frames = 0, every = 0;
   bool quiet = false, render = false;
   wf_cli_render *rend = NULL; /* --render (render_frames.c) */
@@ -343,12 +321,12 @@ int wf_cmd_run(int argc, char **argv) {
     } else if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0) {
       quiet = true;
     } else if (strcmp(a, "--frames") == 0 && has_value) {
-      if (!parse_int(argv[++i], 1, 1000000000L, &frames)) {
+      if (!wf_cli_parse_long(argv[++i], 1, 1000000000L, &frames)) {
         fprintf(stderr, "weft run: --frames '%s': expected an integer in [1, 10^9]\n", argv[i]);
         return WF_EXIT_USAGE;
       }
     } else if (strcmp(a, "--every") == 0 && has_value) {
-      if (!parse_int(argv[++i], 1, 1000000000L, &every)) {
+      if (!wf_cli_parse_long(argv[++i], 1, 1000000000L, &every)) {
         fprintf(stderr, "weft run: --every '%s': expected an integer >= 1\n", argv[i]);
         return WF_EXIT_USAGE;
       }
@@ -358,36 +336,20 @@ int wf_cmd_run(int argc, char **argv) {
       device = argv[++i];
     } else if (strcmp(a, "--resume") == 0 && has_value) {
       resume = argv[++i];
-    } else if (strcmp(a, "--set") == 0 && has_value) {
-      if (n_sets == MAX_SETS) {
-        fprintf(stderr, "weft run: more than %d --set options\n", MAX_SETS);
-        return WF_EXIT_USAGE;
-      }
-      sets[n_sets++] = argv[++i];
-    } else if (a[0] == '-' && a[1]) {
-      fprintf(stderr, "weft run: unknown option '%s' (or it needs a value)\n\n", a);
-      wf_cmd_run_usage(stderr);
-      return WF_EXIT_USAGE;
-    } else if (!scene_path) {
-      scene_path = a;
-    } else {
-      fprintf(stderr, "weft run: one scene at a time ('%s' and '%s')\n", scene_path, a);
+    } else if (wf_cli_scene_arg(&sa, argc, argv, &i) != WF_EXIT_OK) {
       return WF_EXIT_USAGE;
     }
   }
-  if (!scene_path) {
-    fputs("weft run: no scene file given\n\n", stderr);
-    wf_cmd_run_usage(stderr);
-    return WF_EXIT_USAGE;
-  }
+  if (wf_cli_scene_args_done(&sa) != WF_EXIT_OK) return WF_EXIT_USAGE;
+  const char *scene_path = sa.path;
 
   wf_init_desc init = {0};
   init.log_level = WF_LOG_WARN;
-  init.log = run_log;
+  init.log = wf_cli_log;
   wf_status st = wf_init(&init);
   if (st < 0) return fail_runtime("starting the runtime");
 
-  wf_scene_overrides ov = {sets, n_sets};
+  wf_scene_overrides ov = {sa.sets, sa.n_sets};
   wf_scene *sc = NULL;
   if (wf_scene_load(scene_path, &ov, &sc) != WF_OK) {
     wf_cli_print_scene_errors(scene_path);
@@ -450,9 +412,15 @@ int wf_cmd_run(int argc, char **argv) {
     fprintf(stderr, "weft run: %s on %s, frames %lld..%lld, output to %s/\n", scene_path,
             wf_device_name(wf_world_device(w)), (long long)start, (long long)total, dir);
   wf_run_guard_install(); /* SIGINT/SIGTERM: finish the frame, checkpoint, exit 130/143 */
-  progress pr = {
-      quiet, isatty(2) != 0, start, total, -1, now_s(), wf_world_frame_dt(w), wf_world_device(w)};
-  double t_row = now_s();
+  progress pr = {quiet,
+                 isatty(2) != 0,
+                 start,
+                 total,
+                 -1,
+                 wf_cli_now_s(),
+                 wf_world_frame_dt(w),
+                 wf_world_device(w)};
+  double t_row = wf_cli_now_s();
   int64_t f_row = start;
   for (int64_t f = start + 1; f <= total; f++) {
     if ((st = wf_world_step(w, 1)) != WF_OK) {
@@ -463,12 +431,12 @@ int wf_cmd_run(int argc, char **argv) {
     bool ck = (ck_every > 0 && f % ck_every == 0) || f == total;
     if (out) {
       wf_device_synchronize(wf_world_device(w));
-      double t = now_s(), ms = 1e3 * (t - t_row) / (double)(f - f_row);
+      double t = wf_cli_now_s(), ms = 1e3 * (t - t_row) / (double)(f - f_row);
       if ((st = write_frame(&o, f, ms)) != WF_OK) {
         rc = wf_run_guard_failed(w, dir, "run", "writing the outputs");
         goto done;
       }
-      t_row = now_s(), f_row = f;
+      t_row = wf_cli_now_s(), f_row = f;
       if (rend && wf_cli_render_frame(rend, f) != 0) {
         rc = WF_EXIT_FAILURE;
         goto done;

@@ -24,8 +24,7 @@
 #include "run_guard.h"
 #include "weft/weft.h"
 
-#define MAX_SETS 256
-#define MIB      (1024.0 * 1024.0)
+#define MIB (1024.0 * 1024.0)
 
 void wf_cmd_soak_usage(FILE *f) {
   fputs("usage: weft soak SCENE [--substeps N] [--device D] [--set key.path=value ...]\n"
@@ -49,11 +48,6 @@ void wf_cmd_soak_usage(FILE *f) {
         "Exit status: 0 memory flat, 1 memory grew or a runtime failure (an unhealthy frame),\n"
         "2 bad usage or invalid scene, 130/143 interrupted by SIGINT/SIGTERM.\n",
         f);
-}
-
-static void soak_log(int level, const char *message, void *user) {
-  (void)user;
-  fprintf(stderr, "weft: %s: %s\n", level <= WF_LOG_ERROR ? "error" : "warning", message);
 }
 
 typedef struct mem_sample {
@@ -99,19 +93,9 @@ static void report(const char *when, long long frame, long long substeps, wf_dev
   fflush(stdout);
 }
 
-static bool parse_num(const char *s, double lo, double hi, double *out) {
-  char *end;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (errno || end == s || *end || !(v >= lo && v <= hi)) return false;
-  *out = v;
-  return true;
-}
-
 int wf_cmd_soak(int argc, char **argv) {
-  const char *scene_path = NULL, *device = NULL;
-  const char *sets[MAX_SETS];
-  int n_sets = 0;
+  const char *device = NULL;
+  wf_cli_scene_args sa = {.cmd = "weft soak", .usage = wf_cmd_soak_usage};
   double substeps = 1e6, reports = 10, host_tol = 8, dev_tol = 64;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -120,57 +104,41 @@ int wf_cmd_soak(int argc, char **argv) {
       wf_cmd_soak_usage(stdout);
       return WF_EXIT_OK;
     } else if (strcmp(a, "--substeps") == 0 && v) {
-      if (!parse_num(argv[++i], 1, 1e12, &substeps)) {
+      if (!wf_cli_parse_double(argv[++i], 1, 1e12, &substeps)) {
         fprintf(stderr, "weft soak: --substeps '%s': expected a number >= 1\n", argv[i]);
         return WF_EXIT_USAGE;
       }
     } else if (strcmp(a, "--reports") == 0 && v) {
-      if (!parse_num(argv[++i], 0, 1e6, &reports)) {
+      if (!wf_cli_parse_double(argv[++i], 0, 1e6, &reports)) {
         fprintf(stderr, "weft soak: --reports '%s': expected a number >= 0\n", argv[i]);
         return WF_EXIT_USAGE;
       }
     } else if (strcmp(a, "--host-tolerance") == 0 && v) {
-      if (!parse_num(argv[++i], 0, 1e9, &host_tol)) {
+      if (!wf_cli_parse_double(argv[++i], 0, 1e9, &host_tol)) {
         fprintf(stderr, "weft soak: --host-tolerance '%s': expected MiB >= 0\n", argv[i]);
         return WF_EXIT_USAGE;
       }
     } else if (strcmp(a, "--device-tolerance") == 0 && v) {
-      if (!parse_num(argv[++i], 0, 1e9, &dev_tol)) {
+      if (!wf_cli_parse_double(argv[++i], 0, 1e9, &dev_tol)) {
         fprintf(stderr, "weft soak: --device-tolerance '%s': expected MiB >= 0\n", argv[i]);
         return WF_EXIT_USAGE;
       }
     } else if (strcmp(a, "--device") == 0 && v) {
       device = argv[++i];
-    } else if (strcmp(a, "--set") == 0 && v) {
-      if (n_sets == MAX_SETS) {
-        fprintf(stderr, "weft soak: more than %d --set options\n", MAX_SETS);
-        return WF_EXIT_USAGE;
-      }
-      sets[n_sets++] = argv[++i];
-    } else if (a[0] == '-' && a[1]) {
-      fprintf(stderr, "weft soak: unknown option '%s' (or it needs a value)\n\n", a);
-      wf_cmd_soak_usage(stderr);
-      return WF_EXIT_USAGE;
-    } else if (!scene_path) {
-      scene_path = a;
-    } else {
-      fprintf(stderr, "weft soak: one scene at a time ('%s' and '%s')\n", scene_path, a);
+    } else if (wf_cli_scene_arg(&sa, argc, argv, &i) != WF_EXIT_OK) {
       return WF_EXIT_USAGE;
     }
   }
-  if (!scene_path) {
-    fputs("weft soak: no scene file given\n\n", stderr);
-    wf_cmd_soak_usage(stderr);
-    return WF_EXIT_USAGE;
-  }
+  if (wf_cli_scene_args_done(&sa) != WF_EXIT_OK) return WF_EXIT_USAGE;
+  const char *scene_path = sa.path;
   wf_init_desc init = {0};
   init.log_level = WF_LOG_WARN;
-  init.log = soak_log;
+  init.log = wf_cli_log;
   if (wf_init(&init) < 0) {
     fprintf(stderr, "weft soak: starting the runtime: %s\n", wf_last_error());
     return WF_EXIT_FAILURE;
   }
-  wf_scene_overrides ov = {sets, n_sets};
+  wf_scene_overrides ov = {sa.sets, sa.n_sets};
   wf_scene *sc = NULL;
   if (wf_scene_load(scene_path, &ov, &sc) != WF_OK) {
     wf_cli_print_scene_errors(scene_path);

@@ -39,8 +39,6 @@
 #include "render_frames.h"
 #include "weft/weft.h"
 
-#define MAX_SETS 256
-
 void wf_cmd_view_usage(FILE *f) {
   fputs("usage: weft view SCENE [--device D] [--set key.path=value ...] [--paced | --ahead]\n"
         "                 [--size WxH] [--frames N] [--bench] [--screenshot PATH]\n"
@@ -86,21 +84,10 @@ int wf_cmd_view(int argc, char **argv) {
 
 #else
 
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 static void sleep_s(double s) {
   if (s <= 0.0) return;
   struct timespec t = {(time_t)s, (long)((s - floor(s)) * 1e9)};
   nanosleep(&t, NULL);
-}
-
-static void view_log(int level, const char *message, void *user) {
-  (void)user;
-  fprintf(stderr, "weft view: %s: %s\n", level <= WF_LOG_ERROR ? "error" : "warning", message);
 }
 
 /* Sums of the readback timing of the delivered frames. */
@@ -149,16 +136,16 @@ static void sim_fail(view_app *a, const char *what) {
 
 static void *sim_main(void *arg) {
   view_app *a = arg;
-  double pace_t0 = now_s(), pace_speed = 0.0, dt = wf_world_frame_dt(a->w);
+  double pace_t0 = wf_cli_now_s(), pace_speed = 0.0, dt = wf_world_frame_dt(a->w);
   int64_t pace_f0 = wf_world_frame(a->w);
   bool was_paused = true, unpushed = false;
   pthread_mutex_lock(&a->lock);
-  a->sim_t0 = now_s(), a->sim_f0 = wf_world_frame(a->w);
+  a->sim_t0 = wf_cli_now_s(), a->sim_f0 = wf_world_frame(a->w);
   for (;;) {
     int64_t frame = wf_world_frame(a->w);
     bool at_end = a->target > 0 && frame >= a->target;
     if (at_end && !a->sim_done) {
-      a->sim_done = true, a->sim_t1 = now_s(), a->sim_f1 = frame;
+      a->sim_done = true, a->sim_t1 = wf_cli_now_s(), a->sim_f1 = frame;
       pthread_cond_broadcast(&a->cond);
     }
     if (a->quit) break;
@@ -204,8 +191,8 @@ static void *sim_main(void *arg) {
 
     if (paced) {
       if (was_paused || speed != pace_speed) /* start the clock again from here */
-        pace_t0 = now_s(), pace_f0 = frame, pace_speed = speed;
-      sleep_s(pace_t0 + (double)(frame + 1 - pace_f0) * dt / speed - now_s());
+        pace_t0 = wf_cli_now_s(), pace_f0 = frame, pace_speed = speed;
+      sleep_s(pace_t0 + (double)(frame + 1 - pace_f0) * dt / speed - wf_cli_now_s());
     }
     was_paused = false;
     wf_status st = wf_world_readback_wait_frames(a->rb, paced ? 1 : 2);
@@ -223,7 +210,7 @@ static void *sim_main(void *arg) {
     unpushed = st == WF_NOT_READY;
     pthread_mutex_lock(&a->lock);
   }
-  if (!a->sim_done) a->sim_t1 = now_s(), a->sim_f1 = wf_world_frame(a->w);
+  if (!a->sim_done) a->sim_t1 = wf_cli_now_s(), a->sim_f1 = wf_world_frame(a->w);
   pthread_mutex_unlock(&a->lock);
   if (wf_world_readback_wait_frames(a->rb, 0) != WF_OK) sim_fail(a, "finishing");
   return NULL;
@@ -331,7 +318,7 @@ static bool sim_finished_and_shown(view_app *a, bool *failed) {
 
 static bool on_frame(void *user, wf_viewer *v, long frame) {
   run_ctl *c = user;
-  double t = now_s();
+  double t = wf_cli_now_s();
   if (frame == 0) c->t_first = t;
   c->t_last = t;
   c->displayed = frame + 1;
@@ -377,9 +364,9 @@ static wf_status headless_loop(run_ctl *c, int width, int height) {
   }
   wf_render_scene held;
   bool holding = false;
-  c->t_first = now_s();
+  c->t_first = wf_cli_now_s();
   for (long frame = 0;; frame++) {
-    double t0 = now_s();
+    double t0 = wf_cli_now_s();
     wf_render_scene next;
     if (src_latest(c->a, &next)) {
       if (holding) src_release(c->a, &held);
@@ -390,8 +377,8 @@ static wf_status headless_loop(run_ctl *c, int width, int height) {
       if (st == WF_OK) st = wf_render_read_rgba(r, rgba, (size_t)width * height * 4);
       if (st != WF_OK) break;
     }
-    c->a->b.n_render++, c->a->b.render += 1e3 * (now_s() - t0);
-    c->t_last = now_s();
+    c->a->b.n_render++, c->a->b.render += 1e3 * (wf_cli_now_s() - t0);
+    c->t_last = wf_cli_now_s();
     c->displayed = frame + 1;
     bool failed;
     if (sim_finished_and_shown(c->a, &failed)) {
@@ -448,15 +435,6 @@ static void bench_print(const view_app *a, const run_ctl *c, bool headless) {
 
 /* ---- the command ---------------------------------------------------------------------------- */
 
-static bool parse_long(const char *s, long lo, long hi, long *out) {
-  char *end;
-  errno = 0;
-  long v = strtol(s, &end, 10);
-  if (errno || end == s || *end || v < lo || v > hi) return false;
-  *out = v;
-  return true;
-}
-
 static bool parse_size(const char *s, int *w, int *h) {
   char *end;
   long a = strtol(s, &end, 10);
@@ -479,9 +457,9 @@ static void app_cleanup(view_app *a) {
 }
 
 int wf_cmd_view(int argc, char **argv) {
-  const char *scene_path = NULL, *device = NULL, *shot = NULL;
-  const char *sets[MAX_SETS];
-  int n_sets = 0, width = 1280, height = 800;
+  const char *device = NULL, *shot = NULL;
+  wf_cli_scene_args sa = {.cmd = "weft view", .usage = wf_cmd_view_usage};
+  int width = 1280, height = 800;
   long frames = 0;
   bool bench = false, ahead = false, paced = false;
   for (int i = 1; i < argc; i++) {
@@ -497,7 +475,7 @@ int wf_cmd_view(int argc, char **argv) {
     } else if (strcmp(o, "--paced") == 0) {
       paced = true;
     } else if (strcmp(o, "--frames") == 0 && has_value) {
-      if (!parse_long(argv[++i], 1, 1000000000L, &frames)) {
+      if (!wf_cli_parse_long(argv[++i], 1, 1000000000L, &frames)) {
         fprintf(stderr, "weft view: --frames '%s': expected an integer in [1, 10^9]\n", argv[i]);
         return WF_EXIT_USAGE;
       }
@@ -511,28 +489,12 @@ int wf_cmd_view(int argc, char **argv) {
       device = argv[++i];
     } else if (strcmp(o, "--screenshot") == 0 && has_value) {
       shot = argv[++i];
-    } else if (strcmp(o, "--set") == 0 && has_value) {
-      if (n_sets == MAX_SETS) {
-        fprintf(stderr, "weft view: more than %d --set options\n", MAX_SETS);
-        return WF_EXIT_USAGE;
-      }
-      sets[n_sets++] = argv[++i];
-    } else if (o[0] == '-' && o[1]) {
-      fprintf(stderr, "weft view: unknown option '%s' (or it needs a value)\n\n", o);
-      wf_cmd_view_usage(stderr);
-      return WF_EXIT_USAGE;
-    } else if (!scene_path) {
-      scene_path = o;
-    } else {
-      fprintf(stderr, "weft view: one scene at a time ('%s' and '%s')\n", scene_path, o);
+    } else if (wf_cli_scene_arg(&sa, argc, argv, &i) != WF_EXIT_OK) {
       return WF_EXIT_USAGE;
     }
   }
-  if (!scene_path) {
-    fputs("weft view: no scene file given\n\n", stderr);
-    wf_cmd_view_usage(stderr);
-    return WF_EXIT_USAGE;
-  }
+  if (wf_cli_scene_args_done(&sa) != WF_EXIT_OK) return WF_EXIT_USAGE;
+  const char *scene_path = sa.path;
   if (ahead && paced) {
     fputs("weft view: --paced and --ahead exclude each other\n", stderr);
     return WF_EXIT_USAGE;
@@ -556,12 +518,13 @@ int wf_cmd_view(int argc, char **argv) {
     return WF_EXIT_FAILURE;
   }
 
-  wf_init_desc init = {.log_level = WF_LOG_WARN, .log = view_log};
+  wf_init_desc init = {
+      .log_level = WF_LOG_WARN, .log = wf_cli_log, .log_user = (void *)"weft view"};
   if (wf_init(&init) < 0) {
     fprintf(stderr, "weft view: starting the runtime: %s\n", wf_last_error());
     return WF_EXIT_FAILURE;
   }
-  wf_scene_overrides ov = {sets, n_sets};
+  wf_scene_overrides ov = {sa.sets, sa.n_sets};
   wf_scene *sc = NULL;
   if (wf_scene_load(scene_path, &ov, &sc) != WF_OK) {
     wf_cli_print_scene_errors(scene_path);
@@ -621,7 +584,7 @@ int wf_cmd_view(int argc, char **argv) {
     wf_shutdown();
     return WF_EXIT_FAILURE;
   }
-  run_ctl c = {.a = &a, .screenshot = shot, .bench = bench, .deadline = now_s() + 600.0};
+  run_ctl c = {.a = &a, .screenshot = shot, .bench = bench, .deadline = wf_cli_now_s() + 600.0};
   if (display) {
     char title[600];
     snprintf(title, sizeof title, "weft view %s", scene_path);
@@ -633,7 +596,8 @@ int wf_cmd_view(int argc, char **argv) {
                          .camera = &cam,
                          .on_frame = on_frame,
                          .on_frame_user = &c,
-                         .log = view_log};
+                         .log = wf_cli_log,
+                         .log_user = (void *)"weft view"};
     vd.source = (wf_viewer_source){.user = &a,
                                    .latest = src_latest,
                                    .release = src_release,
