@@ -155,6 +155,31 @@ static inline void th_check_all_eq(const float *got, size_t n, float want, const
   }
 }
 
+/* Writes text to path; 1 on success. */
+static inline int th_write_file(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  if (!f) return 0;
+  fputs(text, f);
+  return fclose(f) == 0;
+}
+
+/* The whole file, NUL-terminated (its size in *len when len is not NULL), or NULL; free() it. */
+static inline char *th_read_file(const char *path, size_t *len) {
+  if (len) *len = 0;
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  if (n < 0) n = 0;
+  char *b = malloc((size_t)n + 1);
+  if (b && n > 0 && fread(b, 1, (size_t)n, f) != (size_t)n) n = 0;
+  if (b) b[n] = '\0';
+  fclose(f);
+  if (len) *len = (size_t)n;
+  return b;
+}
+
 static inline double th_now_ms(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);

@@ -27,27 +27,6 @@ static const char *cli;
 /* ---- helpers ----------------------------------------------------------------------------------
  */
 
-static int write_file(const char *path, const char *text) {
-  FILE *f = fopen(path, "w");
-  if (!f) return 0;
-  fputs(text, f);
-  return fclose(f) == 0;
-}
-
-static char *read_file(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *b = malloc((size_t)(n > 0 ? n : 0) + 1);
-  if (b && n > 0 && fread(b, 1, (size_t)n, f) != (size_t)n) n = 0;
-  if (b) b[n > 0 ? n : 0] = '\0';
-  fclose(f);
-  if (len) *len = (size_t)(n > 0 ? n : 0);
-  return b;
-}
-
 static int is_dir(const char *path) {
   struct stat sb;
   return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
@@ -120,7 +99,7 @@ static int cli_wait(pid_t pid, double timeout_s) {
 static char *output_of(const char *dir, const char *which) {
   char p[700];
   snprintf(p, sizeof p, "%s/%s", dir, which);
-  char *t = read_file(p, NULL);
+  char *t = th_read_file(p, NULL);
   return t ? t : calloc(1, 1);
 }
 
@@ -133,7 +112,7 @@ static int count_of(const char *text, const char *word) {
 
 static int same_file(const char *a, const char *b) {
   size_t na, nb;
-  char *ta = read_file(a, &na), *tb = read_file(b, &nb);
+  char *ta = th_read_file(a, &na), *tb = th_read_file(b, &nb);
   int same = ta && tb && na == nb && na > 0 && memcmp(ta, tb, na) == 0;
   free(ta), free(tb);
   return same;
@@ -190,7 +169,7 @@ static int ply_read(const char *path, ply *p) {
   memset(p, 0, sizeof *p);
   p->x = p->y = p->z = p->radius = -1;
   size_t len;
-  char *t = read_file(path, &len);
+  char *t = th_read_file(path, &len);
   if (!t) {
     TH_FAIL("%s: cannot read", path);
     return 0;
@@ -272,7 +251,7 @@ typedef struct csv {
 
 static int csv_read(const char *path, csv *c) {
   memset(c, 0, sizeof *c);
-  char *t = read_file(path, NULL);
+  char *t = th_read_file(path, NULL);
   if (!t) return 0;
   char *save = NULL;
   char *line = strtok_r(t, "\n", &save);
@@ -473,9 +452,9 @@ TEST(validate_errors) {
   snprintf(syntax, sizeof syntax, "%s/syntax.json", dir);
   snprintf(schema, sizeof schema, "%s/schema.json", dir);
   snprintf(unknown, sizeof unknown, "%s/unknown.json", dir);
-  REQUIRE(write_file(syntax, "{\n  \"simulation\": {\"fps\": 60,}\n}\n"));
-  REQUIRE(write_file(schema, "{\n  \"simulation\": {\n    \"substeps\": -3\n  }\n}\n"));
-  REQUIRE(write_file(unknown, "{\"simulation\": {\"fsp\": 60}}\n"));
+  REQUIRE(th_write_file(syntax, "{\n  \"simulation\": {\"fps\": 60,}\n}\n"));
+  REQUIRE(th_write_file(schema, "{\n  \"simulation\": {\n    \"substeps\": -3\n  }\n}\n"));
+  REQUIRE(th_write_file(unknown, "{\"simulation\": {\"fsp\": 60}}\n"));
   CHECK_EQ_INT(CLI(dir, "validate", syntax), 2);
   char *err = output_of(dir, "stderr.txt");
   char want[800];
@@ -554,7 +533,7 @@ TEST(unwritable_out) {
   char dir[600], file[700], out[800], p[900];
   test_dir(dir, sizeof dir, "unwritable");
   snprintf(file, sizeof file, "%s/plain_file", dir);
-  REQUIRE(write_file(file, "not a directory\n"));
+  REQUIRE(th_write_file(file, "not a directory\n"));
   snprintf(out, sizeof out, "%s/sub/out", file);
   CHECK_EQ_INT(CLI(dir, "run", COLUMN_SCENE, "--set", COLUMN_SHRINK, "--frames", "2", "--out", out,
                    "--device", "cpu", "--quiet"),
@@ -578,7 +557,7 @@ TEST(unwritable_out) {
   snprintf(p, sizeof p, "%s/column_000004.ply", out);
   REQUIRE(mkdir(p, 0777) == 0);
   snprintf(p, sizeof p, "%s/column_000004.ply/keep", out);
-  REQUIRE(write_file(p, "x"));
+  REQUIRE(th_write_file(p, "x"));
   CHECK_EQ_INT(CLI(dir, "run", COLUMN_SCENE, "--set", COLUMN_SHRINK, "--frames", "8", "--out", out,
                    "--device", "cpu", "--quiet"),
                1);
@@ -636,7 +615,7 @@ static const char still_scene[] =
     " \"outputs\": {\"every\": 1, \"formats\": [\"ply\", \"csv\"]}}\n";
 
 static cJSON *read_json(const char *path) {
-  char *t = read_file(path, NULL);
+  char *t = th_read_file(path, NULL);
   cJSON *j = t ? cJSON_Parse(t) : NULL;
   free(t);
   return j;
@@ -658,7 +637,7 @@ TEST(batch_failing_job) {
   snprintf(drop, sizeof drop, "%s/drop.json", dir);
   snprintf(still, sizeof still, "%s/still.json", dir);
   snprintf(out, sizeof out, "%s/out", dir);
-  REQUIRE(write_file(drop, drop_scene) && write_file(still, still_scene));
+  REQUIRE(th_write_file(drop, drop_scene) && th_write_file(still, still_scene));
   int rc = CLI(dir, "batch", drop, still, "--sweep", "simulation.max_speed=0.5:50.5:3", "--jobs",
                "2", "--out", out, "--device", "cpu");
   CHECK_EQ_INT(rc, 1);
@@ -694,7 +673,7 @@ TEST(batch_failing_job) {
       CHECK_EQ_INT(json_num(j, "exit_code"), 1);
       if (!strstr(json_str(j, "message"), "max_speed"))
         TH_FAIL("job 1: message '%s' does not give the cause", json_str(j, "message"));
-      char *l = read_file(log, NULL);
+      char *l = th_read_file(log, NULL);
       CHECK(l && strstr(l, "max_speed"));
       free(l);
       continue;
@@ -720,7 +699,7 @@ TEST(batch_failing_job) {
   }
   cJSON_Delete(sum);
   snprintf(p, sizeof p, "%s/summary.csv", out);
-  char *csvt = read_file(p, NULL);
+  char *csvt = th_read_file(p, NULL);
   CHECK(csvt && count_of(csvt, "\n") == 7 && count_of(csvt, ",failed,") == 1);
   free(csvt);
   CHECK_EQ_INT(temp_files_in(out), 0);
@@ -733,7 +712,7 @@ TEST(batch_rejects_bad_input) {
   test_dir(dir, sizeof dir, "batch_bad");
   snprintf(drop, sizeof drop, "%s/drop.json", dir);
   snprintf(out, sizeof out, "%s/out", dir);
-  REQUIRE(write_file(drop, drop_scene));
+  REQUIRE(th_write_file(drop, drop_scene));
   /* a value out of range, only in the second of the sweep's values */
   CHECK_EQ_INT(CLI(dir, "batch", drop, "--sweep", "simulation.max_speed=0.5,-1", "--out", out,
                    "--device", "cpu"),

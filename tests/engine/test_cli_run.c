@@ -29,27 +29,6 @@ static const char scene_text[] =
     "   \"attachments\": [{\"collider\": \"hand\", \"pins\": [\"top-left\"]}]}],\n"
     " \"outputs\": {\"every\": 1, \"formats\": [\"ply\", \"vtk\", \"csv\"]}}\n";
 
-static int write_file(const char *path, const char *text) {
-  FILE *f = fopen(path, "w");
-  if (!f) return 0;
-  fputs(text, f);
-  return fclose(f) == 0;
-}
-
-static char *read_file(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *b = malloc((size_t)n + 1);
-  if (b && fread(b, 1, (size_t)n, f) != (size_t)n) n = 0;
-  if (b) b[n] = '\0';
-  fclose(f);
-  if (len) *len = (size_t)n;
-  return b;
-}
-
 /* Runs `weft ARGS` with stdout/stderr into tmp/out.txt and tmp/err.txt; returns the exit code. */
 static int run(const char *args) {
   char cmd[4096];
@@ -61,12 +40,12 @@ static int run(const char *args) {
 static char *err_text(void) {
   char p[600];
   snprintf(p, sizeof p, "%s/err.txt", tmp);
-  char *t = read_file(p, NULL);
+  char *t = th_read_file(p, NULL);
   return t ? t : calloc(1, 1);
 }
 
 static long ply_vertices(const char *path) {
-  char *t = read_file(path, NULL);
+  char *t = th_read_file(path, NULL);
   if (!t) return -1;
   const char *v = strstr(t, "element vertex ");
   long n = v && strstr(t, "end_header") > v ? strtol(v + 15, NULL, 10) : -1;
@@ -85,7 +64,7 @@ TEST(run_writes_outputs) {
   char scene[600], out[600], p[700];
   snprintf(scene, sizeof scene, "%s/small.json", tmp);
   snprintf(out, sizeof out, "%s/run1", tmp);
-  REQUIRE(write_file(scene, scene_text));
+  REQUIRE(th_write_file(scene, scene_text));
   char args[2048];
   snprintf(args, sizeof args, "run '%s' --frames 3 --out '%s' --quiet", scene, out);
   int rc = run(args);
@@ -100,7 +79,7 @@ TEST(run_writes_outputs) {
     CHECK_EQ_INT(ply_vertices(p), 16);
   }
   snprintf(p, sizeof p, "%s/stats.csv", out);
-  char *csv = read_file(p, NULL);
+  char *csv = th_read_file(p, NULL);
   REQUIRE(csv);
   CHECK(strncmp(csv, "frame,time,kinetic_energy,potential_energy,momentum_x,", 54) == 0);
   CHECK_EQ_INT(count_of(csv, "\n"), 4); /* header + 3 rows */
@@ -120,13 +99,13 @@ TEST(run_writes_outputs) {
   CHECK_NEAR(v[9], 16, 0);
   free(csv);
   snprintf(p, sizeof p, "%s/sheet.pvd", out);
-  char *pvd = read_file(p, NULL);
+  char *pvd = th_read_file(p, NULL);
   REQUIRE(pvd);
   CHECK_EQ_INT(count_of(pvd, "<DataSet"), 3);
   CHECK(strstr(pvd, "file=\"sheet_000001.vtp\"") && strstr(pvd, "file=\"sheet_000003.vtp\""));
   free(pvd);
   snprintf(p, sizeof p, "%s/sheet_000002.vtp", out);
-  char *vtp = read_file(p, NULL);
+  char *vtp = th_read_file(p, NULL);
   CHECK(vtp && strstr(vtp, "NumberOfPoints=\"16\""));
   free(vtp);
   snprintf(p, sizeof p, "%s/checkpoint_000003.wfck", out);
@@ -138,8 +117,8 @@ TEST(validate_reports_line_and_column) {
   char bad[600], good[600], args[1400];
   snprintf(bad, sizeof bad, "%s/bad.json", tmp);
   snprintf(good, sizeof good, "%s/small.json", tmp);
-  REQUIRE(write_file(good, scene_text));
-  REQUIRE(write_file(bad, "{\n  \"simulation\": {\"substeps\": -3}\n}\n"));
+  REQUIRE(th_write_file(good, scene_text));
+  REQUIRE(th_write_file(bad, "{\n  \"simulation\": {\"substeps\": -3}\n}\n"));
   snprintf(args, sizeof args, "validate '%s' '%s'", good, bad);
   CHECK_EQ_INT(run(args), 2);
   char *err = err_text();
@@ -152,7 +131,7 @@ TEST(validate_reports_line_and_column) {
   CHECK_EQ_INT(run(args), 0);
   char p[600];
   snprintf(p, sizeof p, "%s/out.txt", tmp);
-  char *json = read_file(p, NULL);
+  char *json = th_read_file(p, NULL);
   CHECK(json && strstr(json, "\"grains\"") && strstr(json, "\"substeps\": 8"));
   free(json);
   /* run on an invalid scene: exit 2 with the same message */
@@ -168,8 +147,8 @@ TEST(unwritable_out_fails_first) {
   snprintf(file, sizeof file, "%s/plain_file", tmp);
   snprintf(out, sizeof out, "%s/sub/dir", file);
   snprintf(scene, sizeof scene, "%s/small.json", tmp);
-  REQUIRE(write_file(scene, scene_text));
-  REQUIRE(write_file(file, "not a directory\n"));
+  REQUIRE(th_write_file(scene, scene_text));
+  REQUIRE(th_write_file(file, "not a directory\n"));
   snprintf(args, sizeof args, "run '%s' --out '%s' --quiet", scene, out);
   CHECK_EQ_INT(run(args), 1);
   char *err = err_text();
@@ -181,7 +160,7 @@ TEST(unwritable_out_fails_first) {
 
 static int same_file(const char *a, const char *b) {
   size_t na, nb;
-  char *ta = read_file(a, &na), *tb = read_file(b, &nb);
+  char *ta = th_read_file(a, &na), *tb = th_read_file(b, &nb);
   int same = ta && tb && na == nb && na > 0 && memcmp(ta, tb, na) == 0;
   free(ta), free(tb);
   return same;
@@ -192,7 +171,7 @@ TEST(resume_is_bitwise) {
   snprintf(scene, sizeof scene, "%s/small.json", tmp);
   snprintf(a, sizeof a, "%s/full", tmp);
   snprintf(b, sizeof b, "%s/split", tmp);
-  REQUIRE(write_file(scene, scene_text));
+  REQUIRE(th_write_file(scene, scene_text));
   snprintf(args, sizeof args, "run '%s' --frames 6 --out '%s' --quiet", scene, a);
   REQUIRE(run(args) == 0);
   snprintf(args, sizeof args, "run '%s' --frames 3 --out '%s' --quiet", scene, b);
@@ -220,11 +199,11 @@ TEST(resume_is_bitwise) {
   CHECK(!same_file(pa, pb));
   /* the resumed CSV keeps the first run's rows: header + 6 */
   snprintf(pb, sizeof pb, "%s/stats.csv", b);
-  char *csv = read_file(pb, NULL);
+  char *csv = th_read_file(pb, NULL);
   CHECK(csv && count_of(csv, "\n") == 7);
   free(csv);
   snprintf(pb, sizeof pb, "%s/sheet.pvd", b);
-  char *pvd = read_file(pb, NULL);
+  char *pvd = th_read_file(pb, NULL);
   CHECK(pvd && count_of(pvd, "<DataSet") == 6);
   free(pvd);
 }

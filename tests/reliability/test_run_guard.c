@@ -17,23 +17,9 @@
 static char tmp[512];
 static const char *cli;
 
-static char *read_file(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *b = malloc((size_t)n + 1);
-  if (b && fread(b, 1, (size_t)n, f) != (size_t)n) n = 0;
-  if (b) b[n] = '\0';
-  fclose(f);
-  if (len) *len = (size_t)n;
-  return b;
-}
-
 static int same_file(const char *a, const char *b) {
   size_t la, lb;
-  char *x = read_file(a, &la), *y = read_file(b, &lb);
+  char *x = th_read_file(a, &la), *y = th_read_file(b, &lb);
   int same = x && y && la == lb && memcmp(x, y, la) == 0;
   if (!same) fprintf(stderr, "  %s and %s differ (%s)\n", a, b, x && y ? "content" : "missing");
   free(x), free(y);
@@ -51,7 +37,7 @@ static int run(const char *args) {
 static char *out_file(const char *name) {
   char p[700];
   snprintf(p, sizeof p, "%s/%s", tmp, name);
-  char *t = read_file(p, NULL);
+  char *t = th_read_file(p, NULL);
   return t ? t : calloc(1, 1);
 }
 
@@ -141,7 +127,7 @@ TEST(sigterm_checkpoint_resumes_bitwise) {
   waitpid(pid, &status, 0);
   REQUIRE(WIFEXITED(status));
   CHECK_EQ_INT(WEXITSTATUS(status), 143);
-  char *text = read_file(err, NULL);
+  char *text = th_read_file(err, NULL);
   REQUIRE(text);
   printf("  %s", text);
   long k = -1;
