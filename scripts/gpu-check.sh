@@ -38,6 +38,9 @@ for scene in scenes/*.json; do
   name=$(basename "$scene" .json)
   cmds+=("'$weft' run '$scene' --device cuda --frames ${WEFT_SCENE_FRAMES:-2} --quiet --out '$scratch/$name'")
 done
+# The tools slow kernels down many times over: the per-test watchdog of tests/harness.h is
+# replaced by the timeout above.
+export TH_WATCHDOG_S=0
 read -r -a tools <<<"${WEFT_SANITIZE_TOOLS:-memcheck racecheck initcheck synccheck}"
 for tool in "${tools[@]}"; do
   for c in "${cmds[@]}"; do
