@@ -6,7 +6,7 @@
 # sanitizer report.
 #   scripts/gpu-check.sh [--tests-only | --sanitize-only] [build-dir]
 # --tests-only: the gpu and parity tests only; --sanitize-only: the sanitizer runs only.
-# CMAKE_CUDA_ARCHITECTURES defaults to 90; WEFT_SANITIZE_TIMEOUT (s, default 600) bounds each run.
+# CMAKE_CUDA_ARCHITECTURES defaults to 90 and WEFT_WERROR (warnings as errors) to ON; WEFT_SANITIZE_TIMEOUT (s, default 600) bounds each run.
 # WEFT_SANITIZE_FILTER: a ctest -R regex choosing which gpu tests run under the sanitizers;
 # WEFT_SANITIZE_TOOLS: the tools (default "memcheck racecheck initcheck synccheck");
 # WEFT_SCENE_FRAMES: frames of each scene run (default 2).
@@ -18,7 +18,7 @@ case "${1:-}" in --tests-only) mode=tests; shift ;; --sanitize-only) mode=saniti
 dir=${1:-build-gpu}
 [ -d /usr/local/cuda/bin ] && export PATH=$PATH:/usr/local/cuda/bin
 export NCCL_NVLS_ENABLE=0
-cmake -S . -B "$dir" -G Ninja -DWEFT_CUDA=ON -DWEFT_WERROR=ON \
+cmake -S . -B "$dir" -G Ninja -DWEFT_CUDA=ON -DWEFT_WERROR="${WEFT_WERROR:-ON}" \
   -DCMAKE_CUDA_ARCHITECTURES="${CMAKE_CUDA_ARCHITECTURES:-90}" >/dev/null || exit 1
 cmake --build "$dir" -j"$(nproc)" || exit 1
 fail=0
