@@ -6,10 +6,21 @@
 # sanitizer report.
 #   scripts/gpu-check.sh [--tests-only | --sanitize-only] [build-dir]
 # --tests-only: the gpu and parity tests only; --sanitize-only: the sanitizer runs only.
-# CMAKE_CUDA_ARCHITECTURES defaults to 90 and WEFT_WERROR (warnings as errors) to ON; WEFT_SANITIZE_TIMEOUT (s, default 600) bounds each run.
-# WEFT_SANITIZE_FILTER: a ctest -R regex choosing which gpu tests run under the sanitizers;
-# WEFT_SANITIZE_TOOLS: the tools (default "memcheck racecheck initcheck synccheck");
-# WEFT_SCENE_FRAMES: frames of each scene run (default 2).
+#
+# Under a sanitizer every test case of every gpu test program runs as a process of its own
+# (`prog --device cuda CASE`), several at once, and each process checks its first
+# WEFT_SANITIZE_LAUNCHES kernel launches (default 4000: every kernel of a test case's first
+# frames; later launches run unchecked, so the long physics tests finish in minutes instead of
+# hours; 0 checks every launch).
+#
+# Environment:
+#   CMAKE_CUDA_ARCHITECTURES  default 90
+#   WEFT_WERROR               warnings as errors, default ON
+#   WEFT_SANITIZE_TOOLS       default "memcheck racecheck initcheck synccheck"
+#   WEFT_SANITIZE_FILTER      a ctest -R regex choosing the gpu test programs (default all)
+#   WEFT_SANITIZE_TIMEOUT     seconds for each sanitizer run (default 600)
+#   WEFT_SANITIZE_JOBS        sanitizer runs at once (default 8)
+#   WEFT_SCENE_FRAMES         frames of each scene run (default 2)
 # The ctest output is printed; sanitizer runs print one line each (and the log tail on failure).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -27,9 +38,15 @@ if [ $mode != sanitize ]; then
 fi
 [ $mode = tests ] && exit $fail
 
-# The commands ctest would run for the gpu tests, one per line.
-mapfile -t cmds < <(cd "$dir" && ctest -L gpu -R "${WEFT_SANITIZE_FILTER:-.}" -N -V |
-  sed -n 's/^[0-9]*: Test command: //p')
+# One command per test case of every gpu test program (the programs ctest runs with --device
+# cuda; `--list` names their cases).
+cmds=()
+while read -r prog; do
+  while read -r case_name; do
+    cmds+=("'$prog' --device cuda '$case_name'")
+  done < <("$prog" --list)
+done < <(cd "$dir" && ctest -L gpu -R "${WEFT_SANITIZE_FILTER:-.}" -N -V |
+  sed -n 's/^[0-9]*: Test command: \(.*\) "--device" "cuda".*/\1/p' | tr -d '"' | sort -u)
 # Short runs of every bundled scene on the GPU, outputs into a scratch directory.
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
@@ -39,29 +56,41 @@ for scene in scenes/*.json; do
   cmds+=("'$weft' run '$scene' --device cuda --frames ${WEFT_SCENE_FRAMES:-2} --quiet --out '$scratch/$name'")
 done
 # The tools slow kernels down many times over: the per-test watchdog of tests/harness.h is
-# replaced by the timeout above.
+# replaced by WEFT_SANITIZE_TIMEOUT.
 export TH_WATCHDOG_S=0
-read -r -a tools <<<"${WEFT_SANITIZE_TOOLS:-memcheck racecheck initcheck synccheck}"
-for tool in "${tools[@]}"; do
-  for c in "${cmds[@]}"; do
-    eval "set -- $c"
-    name=$(basename "$1")
-    [ "$name" = weft ] && name="weft run $(basename "$3")"
-    log=$(mktemp)
-    # CUDA API errors are not reported: the error-path tests provoke them on purpose (an unjoined
-    # capture, an allocation larger than the GPU) and every test checks each call's status itself.
-    timeout "${WEFT_SANITIZE_TIMEOUT:-600}" compute-sanitizer --tool "$tool" --error-exitcode 99 \
-      --report-api-errors no "$@" >"$log" 2>&1
-    rc=$?
-    summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | tail -1)
-    if [ $rc -ne 0 ] && [ $rc -ne 77 ]; then
-      echo "compute-sanitizer $tool $name: FAILED (rc $rc) $summary"
-      tail -40 "$log"
-      fail=1
-    else
-      echo "compute-sanitizer $tool $name: ok ${summary}"
-    fi
+limit=()
+[ "${WEFT_SANITIZE_LAUNCHES:-4000}" != 0 ] && limit=(--launch-count "${WEFT_SANITIZE_LAUNCHES:-4000}")
+
+# Runs one command under one tool; prints one line, and the log's tail on failure.
+sanitize_one() {
+  local tool=$1 c=$2 log rc summary name
+  eval "set -- $c"
+  name="$(basename "$1") ${*:2}"
+  [ "$(basename "$1")" = weft ] && name="weft run $(basename "$3")"
+  log=$(mktemp)
+  # CUDA API errors are not reported: the error-path tests provoke them on purpose (an unjoined
+  # capture, an allocation larger than the GPU) and every test checks each call's status itself.
+  timeout "${WEFT_SANITIZE_TIMEOUT:-600}" compute-sanitizer --tool "$tool" --error-exitcode 99 \
+    --report-api-errors no "${limit[@]}" "$@" >"$log" 2>&1
+  rc=$?
+  summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | tail -1)
+  if [ $rc -ne 0 ] && [ $rc -ne 77 ]; then
+    printf 'compute-sanitizer %s %s: FAILED (rc %d) %s\n%s\n' "$tool" "$name" $rc "$summary" \
+      "$(tail -40 "$log")"
     rm -f "$log"
-  done
+    return 1
+  fi
+  echo "compute-sanitizer $tool $name: ok ${summary}"
+  rm -f "$log"
+}
+export -f sanitize_one
+export limit_str="${limit[*]}"
+
+read -r -a tools <<<"${WEFT_SANITIZE_TOOLS:-memcheck racecheck initcheck synccheck}"
+echo "sanitizer runs: ${#cmds[@]} commands x ${#tools[@]} tools, ${WEFT_SANITIZE_JOBS:-8} at once"
+for tool in "${tools[@]}"; do
+  printf '%s\0' "${cmds[@]}" |
+    xargs -0 -n1 -P "${WEFT_SANITIZE_JOBS:-8}" bash -c \
+      'limit=($limit_str); sanitize_one "$0" "$1"' "$tool" || fail=1
 done
 exit $fail

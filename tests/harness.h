@@ -215,13 +215,16 @@ static inline wf_status th_init(void) {
 static inline int th_main(int argc, char **argv, const th_test *tests, int n) {
   const char *only = NULL;
   for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--device") == 0 && i + 1 < argc)
+    if (strcmp(argv[i], "--device") == 0 && i + 1 < argc) {
       th_kind = argv[++i];
-    else
+    } else if (strcmp(argv[i], "--list") == 0) { /* the test names, one per line */
+      for (int t = 0; t < n; t++) printf("%s\n", tests[t].name);
+      return 0;
+    } else
       only = argv[i];
   }
   if (strcmp(th_kind, "cpu") != 0 && strcmp(th_kind, "cuda") != 0) {
-    fprintf(stderr, "usage: %s [--device cpu|cuda] [test]\n", argv[0]);
+    fprintf(stderr, "usage: %s [--device cpu|cuda] [test] | --list\n", argv[0]);
     return 2;
   }
   setvbuf(stdout, NULL, _IOLBF, 0);
