@@ -260,6 +260,92 @@ WF_API wf_status wf_particles_profile(wf_particles *ps, int substeps,
 /** Particles the device buffers currently have room for. */
 WF_API uint32_t wf_particles_capacity(const wf_particles *ps);
 
+/* ---- one particle system over several devices ----------------------------------------------- */
+
+/** A particle system split over several devices (weft/particles.h's wf_particles_split_*): one
+ *  partition per device, each a slab of space along the longest axis of the particles' bounds,
+ *  balanced by particle count. A partition is a wf_particles holding the particles it owns and
+ *  ghosts: copies of the other partitions' particles within the contact range plus a skin of its
+ *  slab, sent to it by device-to-device (peer) copies after every substep. Ownership, ghosts and
+ *  slab boundaries are recomputed between frames (a repartition: particles that crossed a
+ *  boundary move to their new owner; the slabs are re-balanced when the largest partition
+ *  exceeds the mean count by more than wf_particles_split_desc.imbalance).
+ *
+ *  The state does not depend on the split: every particle gathers the same neighbours in the same
+ *  order as in one wf_particles, so positions and velocities after N frames are bitwise those of
+ *  a single-device solver on the same backend, for any number of partitions. Every substep checks
+ *  that no particle moved further than half the skin from where it was at the last repartition;
+ *  if one did, the frames since then are run again from the repartition with a wider skin, so the
+ *  guarantee holds for any motion.
+ *
+ *  A frame of all partitions (their substeps, the halo copies between them, each on a copy
+ *  stream of its own) is captured into one graph and launched with one call. Adding particles
+ *  after stepping has begun gathers everything into the first partition until the next frame.
+ *  All devices must be of one kind (all CUDA or all CPU); a device may appear more than once. */
+typedef struct wf_particles_split wf_particles_split;
+
+/** Settings of a split solver. Start from wf_particles_split_desc_default(). */
+typedef struct wf_particles_split_desc {
+  wf_particles_desc solver; /* every partition's settings (solver.stream and capacity ignored) */
+  float skin;               /* halo width beyond the contact range, m; 0: from the fastest
+                               particle (3 x the distance it covers in a frame under gravity) */
+  float imbalance;          /* re-balance the slabs when max/mean count - 1 exceeds this; 0.1 */
+  int repartition_frames;   /* frames between repartitions; default 1 */
+} wf_particles_split_desc;
+
+/** What a split solver is doing (wf_particles_split_info_get). */
+typedef struct wf_particles_split_info {
+  int partitions;                 /* devices */
+  int axis;                       /* the slab axis (0 x, 1 y, 2 z) */
+  float skin;                     /* the skin in use, m */
+  uint32_t owned[16];             /* particles each partition owns */
+  uint32_t ghosts[16];            /* ghost copies each partition holds */
+  float slab_lo[16], slab_hi[16]; /* slab bounds along the axis (+-inf at the ends) */
+  uint64_t halo_bytes_per_frame;  /* bytes the peer copies move per frame, all partitions */
+  uint64_t repartitions;          /* so far */
+  uint64_t rebalances;            /* repartitions that moved the slab boundaries */
+  uint64_t reruns;                /* frames run again because the skin was too thin */
+  double repartition_ms;          /* host time spent repartitioning, total */
+  bool peer;                      /* every pair of distinct devices has direct (peer) access */
+} wf_particles_split_info;
+
+/** Defaults: wf_particles_desc_default(), automatic skin, imbalance 0.1, a repartition every
+ *  frame. */
+WF_API wf_particles_split_desc wf_particles_split_desc_default(void);
+/** Creates a split solver with one partition on each of the n (1..16) devices. */
+WF_API wf_status wf_particles_split_create(wf_device *const *devices, int n,
+                                           const wf_particles_split_desc *desc,
+                                           wf_particles_split **out);
+/** Waits for every partition and frees everything. NULL is ignored. */
+WF_API void wf_particles_split_destroy(wf_particles_split *sp);
+/** As wf_particles_add_material, for every partition. */
+WF_API wf_status wf_particles_split_add_material(wf_particles_split *sp,
+                                                 const wf_particle_material *m, uint32_t *index);
+/** As wf_particles_emit. */
+WF_API wf_status wf_particles_split_emit(wf_particles_split *sp, const wf_particles_emitter *e,
+                                         uint32_t *first, uint32_t *count);
+/** As wf_particles_add. */
+WF_API wf_status wf_particles_split_add(wf_particles_split *sp, uint32_t n, const float (*pos)[4],
+                                        const float (*vel)[4], uint32_t material, uint32_t *first);
+/** As wf_particles_add_collider, for every partition. */
+WF_API wf_status wf_particles_split_add_collider(wf_particles_split *sp, const wf_collider_desc *c,
+                                                 uint32_t *index);
+/** Runs `frames` frames (a repartition before each, as the desc says). Returns once the last
+ *  frame is enqueued; a repartition waits for the frames before it. */
+WF_API wf_status wf_particles_split_step_frames(wf_particles_split *sp, int frames);
+/** Number of particles. */
+WF_API uint32_t wf_particles_split_count(const wf_particles_split *sp);
+/** Waits and copies the state in global-id order (as wf_particles_download); either may be NULL. */
+WF_API wf_status wf_particles_split_download(wf_particles_split *sp, float (*pos)[4],
+                                             float (*vel)[4]);
+/** Waits and reports the statistics of the whole system (as wf_particles_stats_get). */
+WF_API wf_status wf_particles_split_stats_get(wf_particles_split *sp, wf_particles_stats *out);
+/** The partitioning as of the last repartition. */
+WF_API wf_status wf_particles_split_info_get(const wf_particles_split *sp,
+                                             wf_particles_split_info *out);
+/** Partition i's solver (0 <= i < partitions), e.g. for its device memory; not to be stepped. */
+WF_API wf_particles *wf_particles_split_partition(const wf_particles_split *sp, int i);
+
 #ifdef __cplusplus
 }
 #endif

@@ -37,6 +37,7 @@
 
 #include "collider.h"
 #include "gpu_internal.h"
+#include "particle_internal.h"
 #include "particle_kernels.h"
 #include "solvers/cloth/coupling.h" /* wfp_view_get, wfp_hook_*: the cloth coupling's access */
 
@@ -1161,3 +1162,96 @@ void wfp_hook_remove(wf_particles *ps, wfp_hook_fn fn, void *user) {
     return;
   }
 }
+
+/* ---- internal access for the split solver (particle_internal.h) -------------------------------
+ */
+
+wf_status wfp_frame_enqueue_begin(wf_particles *ps) {
+  wfp_frame_args fa = {ptr(ps, B_PARAMS), ptr(ps, B_CLOCK)};
+  return launch(ps, &wfp_frame_begin, 1, &fa, sizeof fa);
+}
+
+wf_status wfp_substep_enqueue(wf_particles *ps) { return enqueue_substep(ps, NULL); }
+
+wf_status wfp_frame_enqueue_end(wf_particles *ps) {
+  wf_status st = run_hooks(ps, WFP_HOOK_FRAME);
+  if (st == WF_OK) st = touch_all(ps);
+  if (st == WF_OK) {
+    st = wf_copy(ps->buf[B_MIRROR], 0, ps->buf[B_CLOCK], 0, sizeof(wfp_clock), ps->stream);
+    if (st != WF_OK) fail_gpu(st, "publishing the frame's clock");
+  }
+  return st;
+}
+
+wf_status wfp_frames_launched(wf_particles *ps) {
+  wf_status st = touch_all(ps);
+  return st == WF_OK ? frame_launched(ps) : st;
+}
+
+wf_status wfp_particles_get(wf_particles *ps, wfp_f4 *pos, wfp_f4 *vel, uint16_t *mat) {
+  TRY(wf_stream_synchronize(ps->stream), "waiting for the solver");
+  size_t n = ps->count;
+  if (pos && n) TRY(wf_download(pos, ps->buf[B_POS], 0, n * 16), "downloading positions");
+  if (vel && n) TRY(wf_download(vel, ps->buf[B_VEL], 0, n * 16), "downloading velocities");
+  if (mat && n) TRY(wf_download(mat, ps->buf[B_MAT], 0, n * 2), "downloading materials");
+  return WF_OK;
+}
+
+wf_status wfp_particles_replace(wf_particles *ps, uint32_t n, const wfp_f4 *pos, const wfp_f4 *vel,
+                                const uint16_t *mat, const uint32_t *gid) {
+  TRY(wf_stream_synchronize(ps->stream), "waiting for the solver");
+  drop_graph(ps);
+  ps->count = 0; /* nothing to copy if the buffers grow */
+  wf_status st;
+  if (n > ps->capacity && (st = grow(ps, n)) != WF_OK) return st;
+  if (n) {
+    TRY(wf_upload(ps->buf[B_POS], 0, pos, (size_t)n * 16, ps->stream), "uploading positions");
+    TRY(wf_upload(ps->buf[B_VEL], 0, vel, (size_t)n * 16, ps->stream), "uploading velocities");
+    TRY(wf_upload(ps->buf[B_MAT], 0, mat, (size_t)n * 2, ps->stream), "uploading materials");
+    TRY(wf_upload(ps->buf[B_GID], 0, gid, (size_t)n * 4, ps->stream), "uploading global ids");
+  }
+  ps->count = n;
+  ps->frame_pending = false;
+  float rmax = ps->max_radius;
+  int32_t lo[3] = {INT32_MAX, INT32_MAX, INT32_MAX}, hi[3] = {INT32_MIN, INT32_MIN, INT32_MIN};
+  for (uint32_t i = 0; i < n; i++) {
+    rmax = fmaxf(rmax, pos[i].w);
+    float x[3] = {pos[i].x, pos[i].y, pos[i].z};
+    for (int k = 0; k < 3; k++) {
+      int bad = 0;
+      int32_t c = wfp_cell_coord(x[k], ps->params.inv_cell, &bad);
+      lo[k] = c < lo[k] ? c : lo[k], hi[k] = c > hi[k] ? c : hi[k];
+    }
+  }
+  ps->max_radius = rmax;
+  if (n) fit_box(ps, lo, hi);
+  st = upload_params(ps);
+  if (st == WF_OK) TRY(wf_stream_synchronize(ps->stream), "replacing the particles");
+  return st;
+}
+
+wf_status wfp_cell_size_set(wf_particles *ps, float cell) {
+  if (cell == 0.0f) { /* automatic again: twice the largest radius */
+    TRY(wf_stream_synchronize(ps->stream), "waiting for the solver");
+    drop_graph(ps);
+    ps->desc.cell_size = 0.0f;
+    if (ps->max_radius > 0.0f) {
+      ps->params.cell = 2.0f * ps->max_radius;
+      ps->params.inv_cell = 1.0f / ps->params.cell;
+    }
+    ps->have_extent = false;
+    return upload_params(ps);
+  }
+  if (!(cell > 0.0f) || !isfinite(cell) || cell < 2.0f * ps->max_radius)
+    return fail(WF_ERR_INVALID, "particles '%s': cell size %g must be >= %g (the largest diameter)",
+                ps->name, (double)cell, 2.0 * ps->max_radius);
+  TRY(wf_stream_synchronize(ps->stream), "waiting for the solver");
+  drop_graph(ps);
+  ps->desc.cell_size = cell;
+  ps->params.cell = cell;
+  ps->params.inv_cell = 1.0f / cell;
+  ps->have_extent = false;
+  return upload_params(ps);
+}
+
+float wfp_max_radius(const wf_particles *ps) { return ps->max_radius; }

@@ -132,6 +132,22 @@ static void frame_begin_cpu(const void *args, size_t begin, size_t end) {
     a->clock->lo[k] = INT32_MAX, a->clock->hi[k] = INT32_MIN;
 }
 
+static void halo_pack_cpu(const void *args, size_t begin, size_t end) {
+  for (size_t j = begin; j < end; j++)
+    wfp_halo_pack_elem(args, (uint32_t)j);
+}
+
+static void halo_unpack_cpu(const void *args, size_t begin, size_t end) {
+  for (size_t j = begin; j < end; j++)
+    wfp_halo_unpack_elem(args, (uint32_t)j);
+}
+
+static void drift_cpu(const void *args, size_t begin, size_t end) {
+  const wfp_drift_args *a = args;
+  for (size_t i = begin; i < end; i++)
+    if (wfp_drift_elem(a, (uint32_t)i)) __atomic_store_n(a->flag, 1u, __ATOMIC_RELAXED);
+}
+
 const wf_kernel wfp_keys = {"particle_keys", keys_cpu, WFP_CUDA(wfp_keys_cuda)};
 const wf_kernel wfp_sort = {"particle_sort", sort_cpu, WFP_CUDA(wfp_sort_cuda)};
 const wf_kernel wfp_cells = {"particle_cells", cells_cpu, WFP_CUDA(wfp_cells_cuda)};
@@ -143,3 +159,7 @@ const wf_kernel wfp_contacts_xpbd = {"particle_collide_xpbd", collide_xpbd_cpu,
 const wf_kernel wfp_advance = {"particle_advance", advance_cpu, WFP_CUDA(wfp_advance_cuda)};
 const wf_kernel wfp_frame_begin = {"particle_frame_begin", frame_begin_cpu,
                                    WFP_CUDA(wfp_frame_begin_cuda)};
+const wf_kernel wfp_halo_pack = {"particle_halo_pack", halo_pack_cpu, WFP_CUDA(wfp_halo_pack_cuda)};
+const wf_kernel wfp_halo_unpack = {"particle_halo_unpack", halo_unpack_cpu,
+                                   WFP_CUDA(wfp_halo_unpack_cuda)};
+const wf_kernel wfp_drift = {"particle_drift", drift_cpu, WFP_CUDA(wfp_drift_cuda)};

@@ -86,6 +86,22 @@ __global__ void frame_begin_kernel(wfp_frame_args a) {
     a.clock->lo[k] = INT32_MAX, a.clock->hi[k] = INT32_MIN;
 }
 
+__global__ void halo_pack_kernel(wfp_halo_args a, size_t n) {
+  size_t j = index();
+  if (j < n) wfp_halo_pack_elem(&a, (uint32_t)j);
+}
+
+__global__ void halo_unpack_kernel(wfp_halo_args a, size_t n) {
+  size_t j = index();
+  if (j < n) wfp_halo_unpack_elem(&a, (uint32_t)j);
+}
+
+/* Every thread that sees a moved particle stores the same 1: no atomic needed. */
+__global__ void drift_kernel(wfp_drift_args a, size_t n) {
+  size_t i = index();
+  if (i < n && wfp_drift_elem(&a, (uint32_t)i)) *a.flag = 1u;
+}
+
 } // namespace
 
 extern "C" void wfp_keys_cuda(const void *args, size_t n, void *stream) {
@@ -141,4 +157,18 @@ extern "C" size_t wfp_sort_temp_bytes_cuda(uint32_t n, int bits) {
   if (cub::DeviceRadixSort::SortPairs(nullptr, bytes, keys, vals, (int)n, 0, bits) != cudaSuccess)
     return 0;
   return bytes;
+}
+
+extern "C" void wfp_halo_pack_cuda(const void *args, size_t n, void *stream) {
+  halo_pack_kernel<<<grid_for(n), kBlock, 0, (cudaStream_t)stream>>>(*(const wfp_halo_args *)args,
+                                                                     n);
+}
+
+extern "C" void wfp_halo_unpack_cuda(const void *args, size_t n, void *stream) {
+  halo_unpack_kernel<<<grid_for(n), kBlock, 0, (cudaStream_t)stream>>>(*(const wfp_halo_args *)args,
+                                                                       n);
+}
+
+extern "C" void wfp_drift_cuda(const void *args, size_t n, void *stream) {
+  drift_kernel<<<grid_for(n), kBlock, 0, (cudaStream_t)stream>>>(*(const wfp_drift_args *)args, n);
 }

@@ -19,6 +19,9 @@ extern const wf_kernel wfp_contacts_dem;  /* n = count: DEM contacts, colliders,
 extern const wf_kernel wfp_contacts_xpbd; /* n = count: the same with XPBD contacts */
 extern const wf_kernel wfp_advance;       /* n = 1: clock */
 extern const wf_kernel wfp_frame_begin;   /* n = 1: resets the frame's extent */
+extern const wf_kernel wfp_halo_pack;     /* n = ghosts: gathers owned particles to send */
+extern const wf_kernel wfp_halo_unpack;   /* n = ghosts: scatters received ones into ghosts */
+extern const wf_kernel wfp_drift;         /* n = local particles: the split's drift check */
 
 #ifdef WEFT_HAVE_CUDA
 void wfp_keys_cuda(const void *args, size_t n, void *stream);
@@ -29,6 +32,9 @@ void wfp_collide_dem_cuda(const void *args, size_t n, void *stream);
 void wfp_collide_xpbd_cuda(const void *args, size_t n, void *stream);
 void wfp_advance_cuda(const void *args, size_t n, void *stream);
 void wfp_frame_begin_cuda(const void *args, size_t n, void *stream);
+void wfp_halo_pack_cuda(const void *args, size_t n, void *stream);
+void wfp_halo_unpack_cuda(const void *args, size_t n, void *stream);
+void wfp_drift_cuda(const void *args, size_t n, void *stream);
 /* CUB temporary storage for sorting n pairs with `bits` key bits (0 on failure). */
 size_t wfp_sort_temp_bytes_cuda(uint32_t n, int bits);
 #endif

@@ -154,6 +154,24 @@ typedef struct wfp_collide_args { /* per slot s: contacts, colliders, integratio
   uint32_t n;
 } wfp_collide_args;
 
+/* The split solver's halo (split.c): pack, per element j, dst[j] = src[idx[j]]; unpack,
+ * dst[idx[j]] = src[j]; positions and velocities alike. */
+typedef struct wfp_halo_args {
+  const uint32_t *idx;
+  const wfp_f4 *src_pos, *src_vel;
+  wfp_f4 *dst_pos, *dst_vel;
+} wfp_halo_args;
+
+/* The split solver's drift check: per particle i, sets *flag when the axis coordinate of pos[i]
+ * is further than limit from anchor[i] (a NaN anchor: never). */
+typedef struct wfp_drift_args {
+  const wfp_f4 *pos;
+  const float *anchor;
+  uint32_t *flag;
+  float limit;
+  int axis;
+} wfp_drift_args;
+
 typedef struct wfp_frame_args { /* one element: begin = reset the extent; end = time += dt ... */
   const wfp_params *params;
   wfp_clock *clock;
@@ -597,6 +615,27 @@ WF_HD static inline uint32_t wfp_collide_xpbd(const wfp_collide_args *a, uint32_
   int ok = wfp_finite(x.x) && wfp_finite(x.y) && wfp_finite(x.z) && wfp_finite(v.x) &&
            wfp_finite(v.y) && wfp_finite(v.z);
   return ok ? 0u : WFP_FLAG_NONFINITE;
+}
+
+/* ---- the split solver's halo and drift check ------------------------------------------------ */
+
+WF_HD static inline void wfp_halo_pack_elem(const wfp_halo_args *a, uint32_t j) {
+  uint32_t i = a->idx[j];
+  a->dst_pos[j] = a->src_pos[i];
+  a->dst_vel[j] = a->src_vel[i];
+}
+
+WF_HD static inline void wfp_halo_unpack_elem(const wfp_halo_args *a, uint32_t j) {
+  uint32_t i = a->idx[j];
+  a->dst_pos[i] = a->src_pos[j];
+  a->dst_vel[i] = a->src_vel[j];
+}
+
+/* 1 when particle i moved further than the limit along the axis. */
+WF_HD static inline int wfp_drift_elem(const wfp_drift_args *a, uint32_t i) {
+  wfp_f4 x = a->pos[i];
+  float d = (a->axis == 0 ? x.x : a->axis == 1 ? x.y : x.z) - a->anchor[i];
+  return d > a->limit || d < -a->limit;
 }
 
 #endif

@@ -1,0 +1,41 @@
+/* What the split solver (split.c: one particle solver per device, with halos) needs from a
+ * single-device solver, beyond the public API. Internal to libweft (no WF_API).
+ *
+ * A partition is an ordinary wf_particles holding the particles it owns and its ghosts, all in
+ * ascending global-id order. The split solver replaces that set at every repartition
+ * (wfp_particles_replace), fixes the grid's cell size for all partitions (wfp_cell_size_set: the
+ * neighbour visiting order depends on the cell of each particle, so every partition must use the
+ * cells the whole particle set would), and enqueues the partitions' frames itself, substep by
+ * substep, so that it can put the halo exchange between substeps and capture the frames of all
+ * devices into one graph.
+ */
+#ifndef WEFT_PARTICLE_INTERNAL_H
+#define WEFT_PARTICLE_INTERNAL_H
+
+#include "particle_math.h"
+#include "weft/particles.h"
+
+/* Enqueue a frame on the solver's stream in three parts: begin, one substep (call K times,
+ * wf_particles_desc.substeps), end (publishes the clock). Nothing is captured here: the caller
+ * captures, or not. */
+wf_status wfp_frame_enqueue_begin(wf_particles *ps);
+wf_status wfp_substep_enqueue(wf_particles *ps);
+wf_status wfp_frame_enqueue_end(wf_particles *ps);
+/* After the caller launched frames that include this solver's work: orders later users of its
+ * buffers after them and remembers the frame for the box refit. */
+wf_status wfp_frames_launched(wf_particles *ps);
+
+/* Waits for the solver and copies its particles (local order) into pos, vel, mat (any NULL). */
+wf_status wfp_particles_get(wf_particles *ps, wfp_f4 *pos, wfp_f4 *vel, uint16_t *mat);
+/* Replaces every particle by the n given ones (local order; gid: their global ids, used in
+ * messages), growing the buffers when needed; the clock and the materials stay. Drops the
+ * captured frame. */
+wf_status wfp_particles_replace(wf_particles *ps, uint32_t n, const wfp_f4 *pos, const wfp_f4 *vel,
+                                const uint16_t *mat, const uint32_t *gid);
+/* Fixes the grid's cell size (> 0; every particle's diameter must stay at most that), or makes
+ * it automatic again (0: twice the largest radius). */
+wf_status wfp_cell_size_set(wf_particles *ps, float cell);
+/* The largest radius of the particles added so far. */
+float wfp_max_radius(const wf_particles *ps);
+
+#endif

@@ -1,0 +1,345 @@
+/* The particle solver split over several devices (wf_particles_split): the state after N frames is
+ * bitwise the single-device solver's for 1, 2, 3 and 4 partitions — while particles cross slab
+ * boundaries in both directions, while a partition empties, when the skin is too thin (the frames
+ * are rerun), when particles are added after stepping began, with and without the captured frame,
+ * with DEM and XPBD contacts. Tolerance everywhere: none (memcmp).
+ *
+ * On CPU (CI) the partitions are cpu:0..3. With --device cuda they are cuda:0..3 where they exist;
+ * with fewer GPUs a GPU holds several partitions (the halo copies are then copies within one
+ * device), so the test means something on one GPU and everything on four. */
+#include "harness.h"
+#include "weft/particles.h"
+
+/* A system under test: a single solver or a split one. */
+typedef struct sys {
+  wf_particles *ps;
+  wf_particles_split *sp;
+} sys;
+
+typedef struct scene_opts {
+  int model;       /* WF_CONTACT_DEM / XPBD */
+  bool no_graph;   /* desc.no_graph */
+  float skin;      /* split only: 0 automatic */
+  float imbalance; /* split only: < 0: the default */
+  int kind;        /* 0 column, 1 two blocks colliding along x, 2 high drop */
+} scene_opts;
+
+static wf_particles_desc base_desc(const scene_opts *o) {
+  wf_particles_desc d = wf_particles_desc_default();
+  d.name = "split-test";
+  d.substeps = 16;
+  d.contact_model = o->model;
+  d.no_graph = o->no_graph;
+  if (o->kind == 1) d.gravity[1] = 0.0f;
+  return d;
+}
+
+static wf_status sys_emit(sys *s, const wf_particles_emitter *e) {
+  return s->sp ? wf_particles_split_emit(s->sp, e, NULL, NULL)
+               : wf_particles_emit(s->ps, e, NULL, NULL);
+}
+
+/* Builds the scene on one device (devs == NULL: a single solver on th_dev0) or split. */
+static wf_status build(const scene_opts *o, wf_device **devs, int n, sys *s) {
+  memset(s, 0, sizeof *s);
+  wf_particles_desc d = base_desc(o);
+  wf_status st;
+  if (devs) {
+    wf_particles_split_desc sd = wf_particles_split_desc_default();
+    sd.solver = d;
+    sd.skin = o->skin;
+    if (o->imbalance >= 0.0f) sd.imbalance = o->imbalance;
+    st = wf_particles_split_create(devs, n, &sd, &s->sp);
+  } else {
+    st = wf_particles_create(th_dev0, &d, &s->ps);
+  }
+  if (st != WF_OK) return st;
+  wf_particle_material m = wf_particle_material_default();
+  m.stiffness = 1e4f;
+  m.restitution = 0.4f;
+  m.friction = 0.5f;
+  uint32_t mi = 0;
+  st = s->sp ? wf_particles_split_add_material(s->sp, &m, &mi)
+             : wf_particles_add_material(s->ps, &m, &mi);
+  if (st != WF_OK) return st;
+  wf_particles_emitter e = wf_particles_emitter_default();
+  e.radius = 0.05f;
+  e.spacing = 0.1f;
+  e.jitter = 0.004f;
+  e.seed = 7;
+  e.material = mi;
+  if (o->kind == 1) { /* two blocks flying at each other along x */
+    e.name = "left";
+    e.center[0] = -0.6f, e.center[1] = 0.0f;
+    e.half_extents[0] = 0.3f, e.half_extents[1] = 0.2f, e.half_extents[2] = 0.2f;
+    e.velocity[0] = 2.0f;
+    if ((st = sys_emit(s, &e)) != WF_OK) return st;
+    e.name = "right";
+    e.seed = 8;
+    e.center[0] = 0.6f;
+    e.velocity[0] = -2.0f;
+    return sys_emit(s, &e);
+  }
+  e.name = "column";
+  e.half_extents[0] = e.half_extents[2] = 0.3f;
+  e.half_extents[1] = 1.2f;
+  e.center[1] = o->kind == 2 ? 4.0f : 1.4f;
+  if ((st = sys_emit(s, &e)) != WF_OK) return st;
+  wf_collider_desc g = wf_collider_desc_default();
+  g.name = "ground";
+  g.restitution = 0.3f;
+  return s->sp ? wf_particles_split_add_collider(s->sp, &g, NULL)
+               : wf_particles_add_collider(s->ps, &g, NULL);
+}
+
+static wf_status sys_step(sys *s, int frames) {
+  return s->sp ? wf_particles_split_step_frames(s->sp, frames)
+               : wf_particles_step_frames(s->ps, frames);
+}
+
+static uint32_t sys_count(const sys *s) {
+  return s->sp ? wf_particles_split_count(s->sp) : wf_particles_count(s->ps);
+}
+
+/* pos then vel, 32 bytes a particle */
+static float *sys_state(sys *s) {
+  uint32_t n = sys_count(s);
+  float *state = malloc((size_t)n * 32 + 32);
+  wf_status st =
+      s->sp ? wf_particles_split_download(s->sp, (float(*)[4])state, (float(*)[4])(state + 4 * n))
+            : wf_particles_download(s->ps, (float(*)[4])state, (float(*)[4])(state + 4 * n));
+  if (st != WF_OK) {
+    TH_FAIL("download: %s", wf_last_error());
+    free(state);
+    return NULL;
+  }
+  return state;
+}
+
+static void sys_free(sys *s) {
+  wf_particles_destroy(s->ps);
+  wf_particles_split_destroy(s->sp);
+}
+
+/* The first n devices of the test's kind; missing ones repeat the first. */
+static void pick_devices(int n, wf_device **devs) {
+  for (int i = 0; i < n; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "%s:%d", th_kind, i);
+    if (wf_device_get(name, &devs[i]) != WF_OK) devs[i] = th_dev0;
+  }
+  wf_clear_error();
+}
+
+static bool same(const float *a, const float *b, uint32_t n, const char *what) {
+  if (memcmp(a, b, (size_t)n * 32) == 0) return true;
+  for (uint32_t i = 0; i < 8 * n; i++)
+    if (memcmp(&a[i], &b[i], 4) != 0) {
+      TH_FAIL("%s: first difference at float %u (particle %u, %s): %.9g vs %.9g", what, i,
+              (i / 4) % n, i < 4 * n ? "pos" : "vel", a[i], b[i]);
+      break;
+    }
+  return false;
+}
+
+/* Runs the reference and the split systems for `frames` and compares them bitwise; returns the
+ * split's info (of the last partition count) in *info. */
+static void compare_runs(const scene_opts *o, int frames, const int *counts, int n_counts,
+                         wf_particles_split_info *info) {
+  sys ref;
+  if (build(o, NULL, 0, &ref) != WF_OK) {
+    TH_FAIL("reference: %s", wf_last_error());
+    sys_free(&ref);
+    return;
+  }
+  CHECK_OK(sys_step(&ref, frames));
+  float *want = sys_state(&ref);
+  uint32_t n = sys_count(&ref);
+  sys_free(&ref);
+  if (!want) return;
+  for (int c = 0; c < n_counts; c++) {
+    wf_device *devs[4];
+    pick_devices(counts[c], devs);
+    sys s;
+    wf_status st = build(o, devs, counts[c], &s);
+    if (st == WF_OK) st = sys_step(&s, frames);
+    if (st != WF_OK) {
+      TH_FAIL("%d partitions: %s", counts[c], wf_last_error());
+      sys_free(&s);
+      continue;
+    }
+    float *got = sys_state(&s);
+    char what[64];
+    snprintf(what, sizeof what, "%d partitions vs one solver", counts[c]);
+    CHECK(sys_count(&s) == n);
+    if (got) same(want, got, n, what);
+    if (info) wf_particles_split_info_get(s.sp, info);
+    free(got);
+    sys_free(&s);
+  }
+  free(want);
+}
+
+/* A column of 864 particles falls onto the ground, split along its height (the longest axis):
+ * particles migrate down through the slab boundaries every frame. */
+TEST(column_bitwise_1_2_3_4_partitions) {
+  scene_opts o = {.model = WF_CONTACT_DEM, .imbalance = -1};
+  int counts[] = {1, 2, 3, 4};
+  wf_particles_split_info info;
+  compare_runs(&o, 40, counts, 4, &info);
+  CHECK_EQ_INT(info.partitions, 4);
+  CHECK_EQ_INT(info.axis, 1);
+  uint32_t owned = 0;
+  for (int p = 0; p < 4; p++)
+    owned += info.owned[p];
+  CHECK_EQ_INT(owned, 864);
+  CHECK(info.halo_bytes_per_frame > 0);
+  CHECK(info.repartitions >= 40);
+  printf("  4 partitions: owned %u %u %u %u, ghosts %u %u %u %u, halo %llu B/frame, skin %.3f m\n",
+         info.owned[0], info.owned[1], info.owned[2], info.owned[3], info.ghosts[0], info.ghosts[1],
+         info.ghosts[2], info.ghosts[3], (unsigned long long)info.halo_bytes_per_frame,
+         (double)info.skin);
+}
+
+TEST(column_xpbd_bitwise) {
+  scene_opts o = {.model = WF_CONTACT_XPBD, .imbalance = -1};
+  int counts[] = {2, 4};
+  compare_runs(&o, 30, counts, 2, NULL);
+}
+
+TEST(uncaptured_frames_bitwise) {
+  scene_opts o = {.model = WF_CONTACT_DEM, .no_graph = true, .imbalance = -1};
+  int counts[] = {3};
+  compare_runs(&o, 20, counts, 1, NULL);
+}
+
+/* Two blocks collide along x (no gravity) over 4 fixed slabs (no re-balancing): particles cross
+ * slab boundaries to the right and to the left, and the state stays bitwise. */
+TEST(migration_both_directions) {
+  scene_opts o = {.model = WF_CONTACT_DEM, .kind = 1, .imbalance = 1e9f};
+  wf_device *devs[4];
+  pick_devices(4, devs);
+  sys s;
+  CHECK_OK(build(&o, devs, 4, &s));
+  CHECK_OK(sys_step(&s, 1));
+  wf_particles_split_info info;
+  CHECK_OK(wf_particles_split_info_get(s.sp, &info));
+  CHECK_EQ_INT(info.axis, 0);
+  uint32_t n = sys_count(&s);
+  float *a = sys_state(&s);
+  CHECK_OK(sys_step(&s, 29));
+  float *b = sys_state(&s);
+  REQUIRE(a && b);
+  int right = 0, left = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    int pa = 0, pb = 0;
+    while (pa < 3 && a[4 * i] >= info.slab_hi[pa])
+      pa++;
+    while (pb < 3 && b[4 * i] >= info.slab_hi[pb])
+      pb++;
+    right += pb > pa, left += pb < pa;
+  }
+  printf("  %d particles moved to a slab on the right, %d to one on the left\n", right, left);
+  CHECK(right > 0 && left > 0);
+  free(a), free(b);
+  sys_free(&s);
+  int counts[] = {4};
+  compare_runs(&o, 30, counts, 1, NULL);
+}
+
+/* Slabs fixed at the start over a column dropped from 4 m: it falls out of the upper slabs,
+ * which end up empty, and the state stays bitwise. */
+TEST(partition_becomes_empty) {
+  scene_opts o = {.model = WF_CONTACT_DEM, .kind = 2, .imbalance = 1e9f};
+  int counts[] = {4};
+  wf_particles_split_info info;
+  compare_runs(&o, 70, counts, 1, &info);
+  printf("  owned at the end: %u %u %u %u\n", info.owned[0], info.owned[1], info.owned[2],
+         info.owned[3]);
+  CHECK(info.owned[3] == 0 && info.owned[2] == 0);
+  CHECK_EQ_INT(info.rebalances, 1);
+}
+
+/* A skin far too thin for the falling particles: the drift check catches every violation and the
+ * frames are rerun with a wider skin; the state is still bitwise. */
+TEST(thin_skin_reruns_bitwise) {
+  scene_opts o = {.model = WF_CONTACT_DEM, .skin = 1e-4f, .imbalance = -1};
+  int counts[] = {3};
+  wf_particles_split_info info;
+  compare_runs(&o, 25, counts, 1, &info);
+  printf("  reruns %llu, skin now %.4f m\n", (unsigned long long)info.reruns, (double)info.skin);
+  CHECK(info.reruns > 0);
+}
+
+/* Particles added after stepping began (gathered, then distributed again). */
+TEST(add_after_stepping_bitwise) {
+  scene_opts o = {.model = WF_CONTACT_DEM, .imbalance = -1};
+  sys ref, sp;
+  wf_device *devs[4];
+  pick_devices(4, devs);
+  CHECK_OK(build(&o, NULL, 0, &ref));
+  CHECK_OK(build(&o, devs, 4, &sp));
+  wf_particles_emitter e = wf_particles_emitter_default();
+  e.name = "late";
+  e.radius = 0.08f; /* larger than the others: the cell size grows */
+  e.spacing = 0.17f;
+  e.center[1] = 3.5f;
+  e.half_extents[0] = e.half_extents[1] = e.half_extents[2] = 0.25f;
+  sys *both[2] = {&ref, &sp};
+  for (int k = 0; k < 2; k++) {
+    CHECK_OK(sys_step(both[k], 5));
+    CHECK_OK(sys_emit(both[k], &e));
+    CHECK_OK(sys_step(both[k], 15));
+  }
+  CHECK(sys_count(&ref) == sys_count(&sp) && sys_count(&ref) > 864);
+  float *a = sys_state(&ref), *b = sys_state(&sp);
+  if (a && b) same(a, b, sys_count(&ref), "late emitter, 4 partitions");
+  wf_particles_stats s1, s2;
+  CHECK_OK(wf_particles_stats_get(ref.ps, &s1));
+  CHECK_OK(wf_particles_split_stats_get(sp.sp, &s2));
+  CHECK(s1.time == s2.time && s1.substeps == s2.substeps && s1.count == s2.count);
+  CHECK(s1.kinetic_energy == s2.kinetic_energy);
+  free(a), free(b);
+  sys_free(&ref);
+  sys_free(&sp);
+}
+
+TEST(bad_arguments) {
+  wf_particles_split_desc d = wf_particles_split_desc_default();
+  wf_particles_split *sp = NULL;
+  wf_device *devs[2] = {th_dev0, NULL};
+  CHECK_ERROR(wf_particles_split_create(devs, 0, &d, &sp), WF_ERR_INVALID, "0 devices");
+  CHECK_ERROR(wf_particles_split_create(devs, 17, &d, &sp), WF_ERR_INVALID, "17 devices");
+  CHECK_ERROR(wf_particles_split_create(devs, 2, &d, &sp), WF_ERR_INVALID, "device 1 is NULL");
+  d.skin = -1.0f;
+  CHECK_ERROR(wf_particles_split_create(devs, 1, &d, &sp), WF_ERR_INVALID, "skin");
+  d = wf_particles_split_desc_default();
+  d.repartition_frames = 0;
+  CHECK_ERROR(wf_particles_split_create(devs, 1, &d, &sp), WF_ERR_INVALID, "repartition_frames");
+  CHECK(sp == NULL);
+  if (th_is_cuda()) {
+    devs[1] = th_host;
+    d = wf_particles_split_desc_default();
+    CHECK_ERROR(wf_particles_split_create(devs, 2, &d, &sp), WF_ERR_INVALID, "different kinds");
+  }
+  d = wf_particles_split_desc_default();
+  devs[1] = th_dev0;
+  CHECK_OK(wf_particles_split_create(devs, 2, &d, &sp));
+  wf_particles_emitter e = wf_particles_emitter_default();
+  e.radius = -0.1f;
+  CHECK_ERROR(wf_particles_split_emit(sp, &e, NULL, NULL), WF_ERR_INVALID, "radius");
+  CHECK_EQ_INT(wf_particles_split_count(sp), 0);
+  CHECK_OK(wf_particles_split_step_frames(sp, 2)); /* nothing to simulate: fine */
+  CHECK_ERROR(wf_particles_split_step_frames(sp, -1), WF_ERR_INVALID, "frames -1");
+  wf_particles_split_destroy(sp);
+}
+
+int main(int argc, char **argv) {
+  static const th_test tests[] = {
+      TH_TEST(column_bitwise_1_2_3_4_partitions), TH_TEST(column_xpbd_bitwise),
+      TH_TEST(uncaptured_frames_bitwise),         TH_TEST(migration_both_directions),
+      TH_TEST(partition_becomes_empty),           TH_TEST(thin_skin_reruns_bitwise),
+      TH_TEST(add_after_stepping_bitwise),        TH_TEST(bad_arguments),
+  };
+  return th_main(argc, argv, tests, sizeof tests / sizeof tests[0]);
+}
