@@ -163,7 +163,7 @@ void wf_particles_split_destroy(wf_particles_split *sp) {
     if (sp->parts[p].ps) wf_stream_synchronize(wf_particles_stream(sp->parts[p].ps));
   for (int p = 0; p < sp->np; p++)
     if (sp->parts[p].copy) wf_stream_synchronize(sp->parts[p].copy);
-  for (int l = 0; l < sp->n_links; l++) {
+  for (int l = 0; l < sp->cap_links; l++) { /* unused slots may still hold buffers */
     link *k = &sp->links[l];
     wf_stream *sf = wf_particles_stream(sp->parts[k->from].ps);
     wf_stream *st = wf_particles_stream(sp->parts[k->to].ps);
@@ -182,6 +182,21 @@ void wf_particles_split_destroy(wf_particles_split *sp) {
   }
   free(sp->pos), free(sp->vel), free(sp->mat);
   free(sp);
+}
+
+static wf_status master_reserve(wf_particles_split *sp, uint32_t n) {
+  wfp_f4 *p = realloc(sp->pos, (size_t)(n ? n : 1) * sizeof *p);
+  if (p) sp->pos = p;
+  wfp_f4 *v = realloc(sp->vel, (size_t)(n ? n : 1) * sizeof *v);
+  if (v) sp->vel = v;
+  uint16_t *m = realloc(sp->mat, (size_t)(n ? n : 1) * sizeof *m);
+  if (m) sp->mat = m;
+  if (!p || !v || !m)
+    return fail(WF_ERR_OUT_OF_MEMORY,
+                "particles '%s' (split): out of host memory for %u "
+                "particles",
+                sp->name, n);
+  return WF_OK;
 }
 
 wf_status wf_particles_split_create(wf_device *const *devices, int n,
@@ -238,6 +253,7 @@ wf_status wf_particles_split_create(wf_device *const *devices, int n,
                                        !wf_device_can_access_peer(devices[q], devices[p])))
         sp->info.peer = false;
   }
+  if (st == WF_OK) st = master_reserve(sp, 0);
   if (st != WF_OK) {
     wf_particles_split_destroy(sp);
     return st;
@@ -253,21 +269,6 @@ wf_particles *wf_particles_split_partition(const wf_particles_split *sp, int i) 
 uint32_t wf_particles_split_count(const wf_particles_split *sp) { return sp ? sp->count : 0; }
 
 /* ---- gathering the state ------------------------------------------------------------------- */
-
-static wf_status master_reserve(wf_particles_split *sp, uint32_t n) {
-  wfp_f4 *p = realloc(sp->pos, (size_t)(n ? n : 1) * sizeof *p);
-  if (p) sp->pos = p;
-  wfp_f4 *v = realloc(sp->vel, (size_t)(n ? n : 1) * sizeof *v);
-  if (v) sp->vel = v;
-  uint16_t *m = realloc(sp->mat, (size_t)(n ? n : 1) * sizeof *m);
-  if (m) sp->mat = m;
-  if (!p || !v || !m)
-    return fail(WF_ERR_OUT_OF_MEMORY,
-                "particles '%s' (split): out of host memory for %u "
-                "particles",
-                sp->name, n);
-  return WF_OK;
-}
 
 /* Current state of every particle into pos/vel/mat (global-id order); `moved` (may be NULL)
  * receives whether any partition raised its drift flag since the repartition. */
@@ -637,11 +638,11 @@ static wf_status settle(wf_particles_split *sp) {
     if ((st = set_clocks(sp, sp->snap_time, sp->snap_substeps)) != WF_OK) break;
     if ((st = launch_frames(sp, frames)) != WF_OK) break;
   }
-  if (st == WF_OK) {
+  if (st == WF_OK && n) {
     memcpy(sp->pos, np_, (size_t)n * sizeof *np_);
     memcpy(sp->vel, nv, (size_t)n * sizeof *nv);
-    sp->frames_since = 0;
   }
+  if (st == WF_OK) sp->frames_since = 0;
   free(np_), free(nv);
   return st;
 }
@@ -898,8 +899,8 @@ wf_status wf_particles_split_download(wf_particles_split *sp, float (*pos)[4], f
   if (st != WF_OK) return st;
   for (int p = 0; p < sp->np; p++)
     if ((st = wf_particles_check(sp->parts[p].ps)) != WF_OK) return st;
-  if (pos) memcpy(pos, sp->pos, (size_t)sp->count * 16);
-  if (vel) memcpy(vel, sp->vel, (size_t)sp->count * 16);
+  if (pos && sp->count) memcpy(pos, sp->pos, (size_t)sp->count * 16);
+  if (vel && sp->count) memcpy(vel, sp->vel, (size_t)sp->count * 16);
   return WF_OK;
 }
 

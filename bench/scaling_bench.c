@@ -1,0 +1,521 @@
+/* `weft bench scaling`: how the split particle solver (wf_particles_split, weft/particles.h)
+ * scales over the first k devices of one kind (cuda:0..k-1, or cpu:0..k-1 of the four CPU devices
+ * the runtime is started with).
+ *
+ * The scene is `weft bench particles`' column, built with the wf_particles_split_* API: particles
+ * of radius 0.1 on a cubic lattice of spacing 0.2 with a seeded jitter of up to 0.01 per axis (the
+ * same formula of the global id, so both benchmarks simulate the same particles), a square
+ * cross-section and a height of about four widths, falling onto the plane y = 0; DEM contacts with
+ * stiffness 8000 N/m, damping 2 N·s/m, friction 1 (against the ground too); 64 substeps per frame
+ * at 60 frames/s.
+ *
+ *   strong scaling: a fixed N on k = 1, 2, 4, ... devices; speed-up t1/tk, efficiency t1/(k tk).
+ *   weak scaling:   N = per-device count x k on k devices; efficiency t1/tk.
+ * The one-device baseline is always measured (added to --gpus when missing): it is the split
+ * solver with one partition, so the split's own costs are in t1 too.
+ *
+ * Timing: after two warm-up frames (capture, first repartition), each of `--frames` frames is
+ * timed by the host's clock around wf_particles_split_step_frames(1) and a synchronization of
+ * every device in use. Device events alone would miss the host-side repartition between frames,
+ * which is part of what a frame costs; the median is reported. The halo traffic, the repartition
+ * time and the reruns (frames run again because the skin was too thin) come from
+ * wf_particles_split_info, the last two as differences over the timed frames. How much of the
+ * halo copies' time is hidden behind interior work is not measured: this version of the solver
+ * does not overlap them, and the benchmark says so instead of printing a number.
+ *
+ * Device counts beyond what exists are skipped with a line saying so. On CPU devices all
+ * partitions share the host's cores, so the CPU figures exercise the code path (CI runs
+ * `--device cpu --quick`); they are not a measurement of scaling.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include "scaling_bench.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_util.h"
+#include "weft/weft.h"
+
+#define MAX_COUNTS  16 /* entries of --gpus */
+#define MAX_DEVICES 16 /* partitions of a split solver */
+#define CPU_DEVICES 4  /* CPU devices the runtime is started with */
+#define MAX_ROWS    320
+#define SUBSTEPS    64
+
+enum { MODE_STRONG, MODE_WEAK };
+static const char *const mode_names[] = {"strong", "weak"};
+
+typedef struct sb_opts {
+  const char *kind; /* "cuda", "cpu", or NULL: cuda when a CUDA device is usable */
+  const char *csv, *machine;
+  int counts[MAX_COUNTS]; /* device counts, ascending, distinct, starting with 1 */
+  int n_counts;
+  uint64_t particles, per_device; /* 0: the defaults */
+  int frames;
+  bool quick;
+} sb_opts;
+
+typedef struct sb_ctx {
+  sb_opts o;
+  FILE *out;
+  wf_device *devs[MAX_DEVICES];
+  int n_devs; /* devices of the chosen kind that exist */
+  bench_row rows[MAX_ROWS];
+  int n_rows;
+} sb_ctx;
+
+/* What one configuration measured. */
+typedef struct sb_result {
+  double ms;                     /* median ms/frame */
+  uint64_t halo_bytes;           /* per frame, as of the last repartition */
+  double repartition_ms;         /* host repartition time per timed frame */
+  uint64_t reruns;               /* during the timed frames */
+  uint64_t reruns_total;         /* since creation (warm-up included) */
+  bool peer;                     /* every pair of devices has peer access */
+  uint32_t owned_min, owned_max; /* particles per partition, as of the last repartition */
+} sb_result;
+
+static void add_row(sb_ctx *c, const char *bench, const char *metric, double v, const char *unit) {
+  if (c->n_rows >= MAX_ROWS) return;
+  bench_row *r = &c->rows[c->n_rows++];
+  snprintf(r->benchmark, sizeof r->benchmark, "%s", bench);
+  snprintf(r->metric, sizeof r->metric, "%s", metric);
+  r->value = v;
+  r->unit = unit;
+}
+
+static void fail_call(const char *what, wf_status st) {
+  fprintf(stderr, "weft bench scaling: %s failed: %s\n  %s\n", what, wf_status_str(st),
+          wf_last_error());
+}
+
+#define CHECK(call)                                                                                \
+  do {                                                                                             \
+    wf_status st_ = (call);                                                                        \
+    if (st_ < 0) {                                                                                 \
+      fail_call(#call, st_);                                                                       \
+      goto done;                                                                                   \
+    }                                                                                              \
+  } while (0)
+
+static uint64_t splitmix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+/* The column of `weft bench particles`: nx = nz lattice sites wide, layers upward, x fastest,
+ * exactly n particles of material `material`, added in chunks to bound the host memory. */
+static wf_status build_column(wf_particles_split *sp, uint64_t n, uint32_t material) {
+  const float r = 0.1f, s = 0.2f, jitter = 0.01f;
+  uint64_t nx = (uint64_t)ceil(cbrt((double)n / 4.0));
+  if (nx < 1) nx = 1;
+  float inv_mass = (float)(1.0 / (1000.0 * 4.0 / 3.0 * 3.14159265358979 * r * r * r));
+  const uint64_t chunk = (uint64_t)1 << 22;
+  float(*p)[4] = malloc(chunk * 16), (*v)[4] = malloc(chunk * 16);
+  wf_status st = WF_OK;
+  if (!p || !v) {
+    fprintf(stderr, "weft bench scaling: out of host memory for the column\n");
+    st = WF_ERR_OUT_OF_MEMORY;
+  }
+  for (uint64_t first = 0; first < n && st == WF_OK; first += chunk) {
+    uint64_t m = n - first < chunk ? n - first : chunk;
+    for (uint64_t k = 0; k < m; k++) {
+      uint64_t i = first + k;
+      uint64_t ix = i % nx, iz = (i / nx) % nx, iy = i / (nx * nx);
+      uint64_t h = splitmix(i ^ 0x5eedull);
+      float j[3];
+      for (int a = 0; a < 3; a++, h = splitmix(h))
+        j[a] = jitter * ((float)(h >> 40) / (float)(1u << 23) - 1.0f);
+      p[k][0] = ((float)ix - 0.5f * (float)nx) * s + j[0];
+      p[k][1] = r + 0.01f + (float)iy * s + j[1];
+      p[k][2] = ((float)iz - 0.5f * (float)nx) * s + j[2];
+      p[k][3] = r;
+      v[k][0] = v[k][1] = v[k][2] = 0.0f;
+      v[k][3] = inv_mass;
+    }
+    st = wf_particles_split_add(sp, (uint32_t)m, (const float(*)[4])p, (const float(*)[4])v,
+                                material, NULL);
+    if (st != WF_OK) fail_call("adding the column (wf_particles_split_add)", st);
+  }
+  free(p), free(v);
+  return st;
+}
+
+/* Waits for every device of the first k: the split solver's work runs on streams of its own. */
+static wf_status sync_devices(sb_ctx *c, int k) {
+  for (int i = 0; i < k; i++) {
+    wf_status st = wf_device_synchronize(c->devs[i]);
+    if (st != WF_OK) return st;
+  }
+  return WF_OK;
+}
+
+/* Builds the column of n particles split over the first k devices and times it. 0 or 1. */
+static int measure(sb_ctx *c, int k, uint64_t n, sb_result *res) {
+  int rc = 1;
+  wf_particles_split *sp = NULL;
+  double *ms = calloc((size_t)c->o.frames, sizeof *ms);
+  if (!ms) {
+    fprintf(stderr, "weft bench scaling: out of host memory\n");
+    return 1;
+  }
+  memset(res, 0, sizeof *res);
+  wf_particles_split_desc d = wf_particles_split_desc_default();
+  d.solver.name = "column";
+  d.solver.substeps = SUBSTEPS;
+  d.solver.frame_dt = 1.0f / 60.0f;
+  d.solver.contact_model = WF_CONTACT_DEM;
+  CHECK(wf_particles_split_create(c->devs, k, &d, &sp));
+  wf_particle_material m = wf_particle_material_default();
+  m.stiffness = 8000.0f, m.damping = 2.0f, m.friction = 1.0f, m.restitution = 0.0f;
+  uint32_t material = 0;
+  CHECK(wf_particles_split_add_material(sp, &m, &material));
+  wf_collider_desc g = wf_collider_desc_default();
+  g.name = "ground";
+  g.friction = 1.0f;
+  CHECK(wf_particles_split_add_collider(sp, &g, NULL));
+  if (build_column(sp, n, material) != WF_OK) goto done;
+  if (wf_particles_split_count(sp) != n) {
+    fprintf(stderr, "weft bench scaling: the solver holds %u particles, %llu were added\n",
+            wf_particles_split_count(sp), (unsigned long long)n);
+    goto done;
+  }
+  CHECK(wf_particles_split_step_frames(sp, 2)); /* capture, first repartitions, warm-up */
+  CHECK(sync_devices(c, k));
+  wf_particles_split_info i0, i1;
+  CHECK(wf_particles_split_info_get(sp, &i0));
+  for (int f = 0; f < c->o.frames; f++) {
+    double t0 = bench_now_s();
+    CHECK(wf_particles_split_step_frames(sp, 1));
+    CHECK(sync_devices(c, k));
+    ms[f] = (bench_now_s() - t0) * 1e3;
+  }
+  CHECK(wf_particles_split_info_get(sp, &i1));
+  /* nothing blew up or got lost */
+  wf_particles_stats stats;
+  CHECK(wf_particles_split_stats_get(sp, &stats));
+  if (stats.count != n || !isfinite(stats.kinetic_energy) || !isfinite(stats.max_speed)) {
+    fprintf(stderr,
+            "weft bench scaling: after the run on %d device(s): %u particles (expected %llu), "
+            "kinetic energy %g J, max speed %g m/s\n",
+            k, stats.count, (unsigned long long)n, stats.kinetic_energy, stats.max_speed);
+    goto done;
+  }
+  res->ms = bench_median(ms, c->o.frames);
+  res->halo_bytes = i1.halo_bytes_per_frame;
+  res->repartition_ms = (i1.repartition_ms - i0.repartition_ms) / c->o.frames;
+  res->reruns = i1.reruns - i0.reruns;
+  res->reruns_total = i1.reruns;
+  res->peer = i1.peer;
+  res->owned_min = UINT32_MAX;
+  for (int p = 0; p < i1.partitions && p < MAX_DEVICES; p++) {
+    if (i1.owned[p] < res->owned_min) res->owned_min = i1.owned[p];
+    if (i1.owned[p] > res->owned_max) res->owned_max = i1.owned[p];
+  }
+  rc = 0;
+done:
+  wf_particles_split_destroy(sp);
+  free(ms);
+  return rc;
+}
+
+static void bench_name(char *buf, size_t size, int mode, uint64_t n, int k) {
+  snprintf(buf, size, "scaling_%s_p%llu_gpus%d", mode_names[mode], (unsigned long long)n, k);
+}
+
+static uint64_t particles_of(const sb_ctx *c, int mode, int k) {
+  return mode == MODE_STRONG ? c->o.particles : c->o.per_device * (uint64_t)k;
+}
+
+/* One mode over every device count. 0 or 1. */
+static int run_mode(sb_ctx *c, int mode) {
+  double t1 = 0.0;
+  for (int i = 0; i < c->o.n_counts; i++) {
+    int k = c->o.counts[i];
+    if (k > c->n_devs) {
+      fprintf(c->out, "%-6s %7d   skipped: only %d %s device%s\n", mode_names[mode], k, c->n_devs,
+              c->o.kind, c->n_devs == 1 ? "" : "s");
+      fflush(c->out);
+      continue;
+    }
+    uint64_t n = particles_of(c, mode, k);
+    sb_result r;
+    if (measure(c, k, n, &r)) return 1;
+    if (k == 1) t1 = r.ms;
+    double ratio = t1 > 0.0 && r.ms > 0.0 ? t1 / r.ms : 0.0;
+    double eff = mode == MODE_STRONG ? ratio / k : ratio;
+    double rate = r.ms > 0.0 ? (double)n * SUBSTEPS / (r.ms * 1e-3) : 0.0;
+    char speedup[16];
+    if (mode == MODE_STRONG)
+      snprintf(speedup, sizeof speedup, "%.3f", ratio);
+    else
+      snprintf(speedup, sizeof speedup, "-");
+    fprintf(c->out, "%-6s %7d %12llu %10.3f %8s %10.3f %13.3e %13.3f %12.3f %6llu %5s\n",
+            mode_names[mode], k, (unsigned long long)n, r.ms, speedup, eff, rate,
+            (double)r.halo_bytes * 1e-6, r.repartition_ms, (unsigned long long)r.reruns,
+            k == 1   ? "-"
+            : r.peer ? "yes"
+                     : "no");
+    if (r.reruns_total != r.reruns)
+      fprintf(c->out, "%-6s %7d   note: %llu frame(s) run again in the warm-up (skin too thin)\n",
+              mode_names[mode], k, (unsigned long long)(r.reruns_total - r.reruns));
+    if (k > 1 && r.owned_max > 0 && r.owned_min * 2 < r.owned_max)
+      fprintf(c->out, "%-6s %7d   note: partitions own %u to %u particles\n", mode_names[mode], k,
+              r.owned_min, r.owned_max);
+    fflush(c->out);
+    char bench[32];
+    bench_name(bench, sizeof bench, mode, n, k);
+    add_row(c, bench, "ms_per_frame", r.ms, "ms");
+    if (mode == MODE_STRONG) add_row(c, bench, "speedup", ratio, "1");
+    add_row(c, bench, "efficiency", eff, "1");
+    add_row(c, bench, "particle_substeps_per_s", rate, "1/s");
+    add_row(c, bench, "halo_bytes_per_frame", (double)r.halo_bytes, "B");
+    add_row(c, bench, "repartition_ms_per_frame", r.repartition_ms, "ms");
+    add_row(c, bench, "reruns", (double)r.reruns, "1");
+  }
+  return 0;
+}
+
+void wf_bench_scaling_usage(FILE *f) {
+  fputs("usage: weft bench scaling [--device cuda|cpu] [--gpus K,K,...] [--particles N]\n"
+        "                          [--per-device N] [--frames F] [--csv FILE] [--machine NAME]\n"
+        "                          [--quick]\n"
+        "\n"
+        "The particle benchmark's column (radius 0.1, spacing 0.2, jitter 0.01, DEM stiffness\n"
+        "8000, damping 2, friction 1, 64 substeps per frame at 60 frames/s, the plane y = 0)\n"
+        "in the split solver, on the first K devices of one kind. Strong scaling: N particles on\n"
+        "K devices; weak scaling: N per device times K. Each frame is timed by the host's clock\n"
+        "around the step and a synchronization (the host-side repartition between frames\n"
+        "included); the median is reported with the speed-up t1/tK (strong), the efficiency\n"
+        "(t1/(K tK) strong, t1/tK weak), particle-substeps/s, halo MB moved per frame, host\n"
+        "repartition ms per frame, frames run again (skin too thin) and whether the devices\n"
+        "have peer access. The one-device baseline is always measured.\n"
+        "\n"
+        "options:\n"
+        "  --device KIND     cuda or cpu (default: cuda if usable, else cpu; cpu uses the\n"
+        "                    devices cpu:0..3, which share this machine's cores)\n"
+        "  --gpus LIST       device counts (default 1,2,4); counts beyond the devices that exist\n"
+        "                    are skipped\n"
+        "  --particles N     strong scaling: particles (default 16777216 on CUDA, 65536 on CPU;\n"
+        "                    --quick: 262144 / 8192)\n"
+        "  --per-device N    weak scaling: particles per device (default 16777216 on CUDA, 16384\n"
+        "                    on CPU; --quick: 262144 / 4096)\n"
+        "  --frames F        timed frames per run, after 2 warm-up frames (default 10; --quick 3)\n"
+        "  --csv FILE        append results as machine,date,benchmark,metric,value,unit rows\n"
+        "                    (benchmark scaling_<strong|weak>_p<N>_gpus<K>)\n"
+        "  --machine NAME    machine name for the CSV (default: hostname and device product)\n"
+        "  --quick           small and short (for CI)\n"
+        "  -h, --help        show this help\n",
+        f);
+}
+
+static int parse_count(const char *opt, const char *s, uint64_t *out) {
+  char *end;
+  unsigned long long n = strtoull(s, &end, 10);
+  if (end == s || *end || s[0] == '-' || n < 1 || n > ((uint64_t)1 << 30)) {
+    fprintf(stderr, "weft bench scaling: %s '%s' must be a count in [1, 2^30]\n", opt, s);
+    return 2;
+  }
+  *out = n;
+  return 0;
+}
+
+static int cmp_int(const void *a, const void *b) {
+  int x = *(const int *)a, y = *(const int *)b;
+  return (x > y) - (x < y);
+}
+
+static int parse_gpus(const char *arg, sb_opts *o) {
+  const char *s = arg;
+  o->n_counts = 0;
+  while (*s) {
+    char *end;
+    long k = strtol(s, &end, 10);
+    if (end == s || k < 1 || k > MAX_DEVICES || o->n_counts == MAX_COUNTS ||
+        (*end && *end != ',')) {
+      fprintf(stderr,
+              "weft bench scaling: --gpus '%s': expected up to %d device counts in [1, %d] "
+              "separated by commas\n",
+              arg, MAX_COUNTS, MAX_DEVICES);
+      return 2;
+    }
+    o->counts[o->n_counts++] = (int)k;
+    s = *end ? end + 1 : end;
+  }
+  if (!o->n_counts) {
+    fprintf(stderr, "weft bench scaling: --gpus needs at least one device count\n");
+    return 2;
+  }
+  return 0;
+}
+
+/* Sorts the device counts, drops repeats and puts the baseline 1 first. */
+static void normalize_counts(sb_opts *o) {
+  int tmp[MAX_COUNTS + 1], n = 0;
+  tmp[n++] = 1;
+  for (int i = 0; i < o->n_counts; i++)
+    tmp[n++] = o->counts[i];
+  qsort(tmp, (size_t)n, sizeof *tmp, cmp_int);
+  o->n_counts = 0;
+  for (int i = 0; i < n && o->n_counts < MAX_COUNTS; i++)
+    if (i == 0 || tmp[i] != tmp[i - 1]) o->counts[o->n_counts++] = tmp[i];
+}
+
+static bool takes_value(const char *opt) {
+  static const char *const with_value[] = {"--device", "--gpus", "--particles", "--per-device",
+                                           "--frames", "--csv",  "--machine"};
+  for (size_t i = 0; i < sizeof with_value / sizeof *with_value; i++)
+    if (!strcmp(opt, with_value[i])) return true;
+  return false;
+}
+
+static int parse(int argc, char **argv, sb_opts *o, FILE *out) {
+  o->counts[0] = 1, o->counts[1] = 2, o->counts[2] = 4, o->n_counts = 3;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      wf_bench_scaling_usage(out);
+      return 0;
+    } else if (!strcmp(a, "--quick")) {
+      o->quick = true;
+    } else if (!takes_value(a)) {
+      fprintf(stderr, "weft bench scaling: unknown option '%s' (see --help)\n", a);
+      return 2;
+    } else if (!val) {
+      fprintf(stderr, "weft bench scaling: %s needs a value (see --help)\n", a);
+      return 2;
+    } else if (!strcmp(a, "--device")) {
+      o->kind = argv[++i];
+      if (strcmp(o->kind, "cuda") && strcmp(o->kind, "cpu")) {
+        fprintf(stderr,
+                "weft bench scaling: --device '%s' must be cuda or cpu (the first K devices of "
+                "that kind are used)\n",
+                o->kind);
+        return 2;
+      }
+    } else if (!strcmp(a, "--gpus")) {
+      if (parse_gpus(argv[++i], o)) return 2;
+    } else if (!strcmp(a, "--particles")) {
+      if (parse_count(a, argv[++i], &o->particles)) return 2;
+    } else if (!strcmp(a, "--per-device")) {
+      if (parse_count(a, argv[++i], &o->per_device)) return 2;
+    } else if (!strcmp(a, "--csv")) {
+      o->csv = argv[++i];
+    } else if (!strcmp(a, "--machine")) {
+      o->machine = argv[++i];
+    } else if (!strcmp(a, "--frames")) {
+      char *end;
+      long f = strtol(argv[++i], &end, 10);
+      if (*end || f < 1 || f > 4096) {
+        fprintf(stderr, "weft bench scaling: --frames '%s' must be in [1, 4096]\n", argv[i]);
+        return 2;
+      }
+      o->frames = (int)f;
+    }
+  }
+  normalize_counts(o);
+  /* weak totals must fit the solver's 32-bit counts, names the CSV's benchmark column */
+  int kmax = o->counts[o->n_counts - 1];
+  if (o->per_device && o->per_device * (uint64_t)kmax > UINT32_MAX) {
+    fprintf(stderr,
+            "weft bench scaling: --per-device %llu on %d devices is more than 2^32 - 1 "
+            "particles\n",
+            (unsigned long long)o->per_device, kmax);
+    return 2;
+  }
+  char name[64];
+  bench_name(name, sizeof name, MODE_STRONG, o->particles, kmax);
+  if (strlen(name) >= sizeof((bench_row *)0)->benchmark) {
+    fprintf(stderr, "weft bench scaling: the CSV name '%s' is too long (at most %zu characters)\n",
+            name, sizeof((bench_row *)0)->benchmark - 1);
+    return 2;
+  }
+  return -1;
+}
+
+/* Starts the runtime with four CPU devices and collects the devices of the chosen kind. 0 or 1;
+ * on failure the runtime is shut down. */
+static int start(sb_ctx *c) {
+  wf_init_desc desc = {.cpu_devices = CPU_DEVICES, .log_level = WF_LOG_WARN, .log = bench_log};
+  /* a CPU run neither needs nor waits for the CUDA driver */
+  desc.no_cuda = c->o.kind && !strcmp(c->o.kind, "cpu");
+  wf_status st = wf_init(&desc);
+  if (st != WF_OK) {
+    fprintf(stderr, "weft bench scaling: cannot start the runtime: %s\n  %s\n", wf_status_str(st),
+            wf_last_error());
+    wf_shutdown();
+    return 1;
+  }
+  if (!c->o.kind) c->o.kind = wf_device_is_cuda(wf_device_default()) ? "cuda" : "cpu";
+  int most = strcmp(c->o.kind, "cpu") ? MAX_DEVICES : CPU_DEVICES;
+  for (int i = 0; i < most; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "%s:%d", c->o.kind, i);
+    if (wf_device_get(name, &c->devs[i]) != WF_OK) break;
+    c->n_devs = i + 1;
+  }
+  if (c->n_devs == 0) {
+    fprintf(stderr, "weft bench scaling: no %s device: %s\n", c->o.kind, wf_last_error());
+    wf_shutdown();
+    return 1;
+  }
+  return 0;
+}
+
+int wf_bench_scaling(int argc, char **argv, FILE *out) {
+  static sb_ctx ctx;
+  sb_ctx *c = &ctx;
+  memset(c, 0, sizeof *c);
+  c->out = out;
+  int rc = parse(argc, argv, &c->o, out);
+  if (rc >= 0) return rc;
+  if (start(c)) return 1;
+  rc = 1;
+  bool cuda = wf_device_is_cuda(c->devs[0]);
+  if (!c->o.particles)
+    c->o.particles = cuda ? (c->o.quick ? 262144 : 16777216) : (c->o.quick ? 8192 : 65536);
+  if (!c->o.per_device)
+    c->o.per_device = cuda ? (c->o.quick ? 262144 : 16777216) : (c->o.quick ? 4096 : 16384);
+  if (!c->o.frames) c->o.frames = c->o.quick ? 3 : 10;
+  char machine[512];
+  if (c->o.machine)
+    snprintf(machine, sizeof machine, "%s", c->o.machine);
+  else
+    bench_machine_name(c->devs[0], machine, sizeof machine);
+
+  fprintf(out,
+          "weft %s bench scaling: the split particle solver on %d %s device%s:", WF_VERSION_STRING,
+          c->n_devs, c->o.kind, c->n_devs == 1 ? "" : "s");
+  for (int i = 0; i < c->n_devs; i++) {
+    wf_device_info info;
+    CHECK(wf_device_info_get(c->devs[i], &info));
+    fprintf(out, "%s %s (%s)", i ? "," : "", wf_device_name(c->devs[i]), info.product);
+  }
+  fprintf(out,
+          "\ncolumn, DEM, %d substeps/frame; median of %d frames after 2 warm-up frames, "
+          "host clock around step + sync\n",
+          SUBSTEPS, c->o.frames);
+  if (!cuda)
+    fprintf(out, "note: CPU devices share this machine's cores: these figures exercise the split "
+                 "solver, they do not measure scaling\n");
+  fprintf(out, "\n%-6s %7s %12s %10s %8s %10s %13s %13s %12s %6s %5s\n", "mode", "devices",
+          "particles", "ms/frame", "speed-up", "efficiency", "p-substeps/s", "halo MB/frame",
+          "repart ms/fr", "reruns", "peer");
+  for (int mode = MODE_STRONG; mode <= MODE_WEAK; mode++)
+    if (run_mode(c, mode)) goto done;
+  fprintf(out, "\nhalo time hidden behind compute: not measured (this version of the split solver "
+               "does not overlap interior work with the halo copies)\n");
+  if (c->o.csv && bench_csv_append(c->o.csv, machine, c->rows, c->n_rows, out)) goto done;
+  rc = 0;
+done:
+  fflush(out);
+  wf_shutdown();
+  return rc;
+}
