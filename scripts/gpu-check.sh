@@ -56,8 +56,10 @@ for scene in scenes/*.json; do
   cmds+=("'$weft' run '$scene' --device cuda --frames ${WEFT_SCENE_FRAMES:-2} --quiet --out '$scratch/$name'")
 done
 # The tools slow kernels down many times over: the per-test watchdog of tests/harness.h is
-# replaced by WEFT_SANITIZE_TIMEOUT.
+# replaced by WEFT_SANITIZE_TIMEOUT ...
 export TH_WATCHDOG_S=0
+# ... and timing checks build on durations 20 times longer (tests/harness.h, th_time_scale).
+export TH_TIME_SCALE=20
 limit=()
 [ "${WEFT_SANITIZE_LAUNCHES:-4000}" != 0 ] && limit=(--launch-count "${WEFT_SANITIZE_LAUNCHES:-4000}")
 

@@ -114,6 +114,15 @@ static char th_skip_msg[256];
 /* Every element of got[0..n) equals want exactly (values the tests use are exact in float). */
 #define CHECK_ALL_EQ(got, n, want) th_check_all_eq((got), (n), (want), #got, __FILE__, __LINE__)
 
+/* Factor for the durations a test builds its timing checks on (TH_TIME_SCALE in the environment,
+ * default 1): under compute-sanitizer every API call is many times slower, so a check like "the
+ * push returned well before a 200 ms copy finished" uses a copy 20 times longer instead. */
+static inline double th_time_scale(void) {
+  const char *e = getenv("TH_TIME_SCALE");
+  double f = e ? strtod(e, NULL) : 1.0;
+  return f >= 1.0 ? f : 1.0;
+}
+
 static inline int th_is_cuda(void) { return strcmp(th_kind, "cuda") == 0; }
 
 /* Case-insensitive substring test, for messages ("pinned" matches WF_BUFFER_PINNED). */
@@ -218,7 +227,8 @@ static inline int th_main(int argc, char **argv, const th_test *tests, int n) {
     if (strcmp(argv[i], "--device") == 0 && i + 1 < argc) {
       th_kind = argv[++i];
     } else if (strcmp(argv[i], "--list") == 0) { /* the test names, one per line */
-      for (int t = 0; t < n; t++) printf("%s\n", tests[t].name);
+      for (int t = 0; t < n; t++)
+        printf("%s\n", tests[t].name);
       return 0;
     } else
       only = argv[i];
