@@ -4,6 +4,7 @@
 #include "bench_util.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,4 +154,60 @@ int bench_csv_append(const char *path, const char *machine, const bench_row *row
   }
   fprintf(out, "\n%d rows appended to %s\n", n, path);
   return 0;
+}
+
+void bench_row_add(bench_row *rows, int *n, int max, const char *benchmark, const char *metric,
+                   double value, const char *unit) {
+  if (*n >= max) return;
+  bench_row *r = &rows[(*n)++];
+  snprintf(r->benchmark, sizeof r->benchmark, "%s", benchmark);
+  snprintf(r->metric, sizeof r->metric, "%s", metric);
+  r->value = value;
+  r->unit = unit;
+}
+
+void bench_fail(const char *bench, const char *what, wf_status st) {
+  fprintf(stderr, "weft bench %s: %s failed: %s\n  %s\n", bench, what, wf_status_str(st),
+          wf_last_error());
+}
+
+static uint64_t splitmix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+wf_status bench_column(const char *bench, uint64_t n, bench_particles_fn add, void *target) {
+  const float r = 0.1f, s = 0.2f, jitter = 0.01f;
+  uint64_t nx = (uint64_t)ceil(cbrt((double)n / 4.0));
+  if (nx < 1) nx = 1;
+  float inv_mass = (float)(1.0 / (1000.0 * 4.0 / 3.0 * 3.14159265358979 * r * r * r));
+  const uint64_t chunk = (uint64_t)1 << 22;
+  float(*p)[4] = malloc(chunk * 16), (*v)[4] = malloc(chunk * 16);
+  wf_status st = WF_OK;
+  if (!p || !v) {
+    fprintf(stderr, "weft bench %s: out of host memory for the column\n", bench);
+    st = WF_ERR_OUT_OF_MEMORY;
+  }
+  for (uint64_t first = 0; first < n && st == WF_OK; first += chunk) {
+    uint64_t m = n - first < chunk ? n - first : chunk;
+    for (uint64_t k = 0; k < m; k++) {
+      uint64_t i = first + k;
+      uint64_t ix = i % nx, iz = (i / nx) % nx, iy = i / (nx * nx);
+      uint64_t h = splitmix(i ^ 0x5eedull);
+      float j[3];
+      for (int a = 0; a < 3; a++, h = splitmix(h))
+        j[a] = jitter * ((float)(h >> 40) / (float)(1u << 23) - 1.0f);
+      p[k][0] = ((float)ix - 0.5f * (float)nx) * s + j[0];
+      p[k][1] = r + 0.01f + (float)iy * s + j[1];
+      p[k][2] = ((float)iz - 0.5f * (float)nx) * s + j[2];
+      p[k][3] = r;
+      v[k][0] = v[k][1] = v[k][2] = 0.0f;
+      v[k][3] = inv_mass;
+    }
+    st = add(target, (uint32_t)m, (const float(*)[4])p, (const float(*)[4])v);
+  }
+  free(p), free(v);
+  return st;
 }

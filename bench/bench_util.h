@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "weft/gpu.h"
@@ -38,5 +39,20 @@ void bench_machine_name(wf_device *dev, char *buf, size_t n);
  *  Returns 0, or 1 after printing why to stderr. */
 int bench_csv_append(const char *path, const char *machine, const bench_row *rows, int n,
                      FILE *out);
+
+/** Appends a row to rows[0..*n) unless max rows are there already. */
+void bench_row_add(bench_row *rows, int *n, int max, const char *benchmark, const char *metric,
+                   double value, const char *unit);
+/** Prints "weft bench <bench>: <what> failed: <status>" and wf_last_error() to stderr. */
+void bench_fail(const char *bench, const char *what, wf_status st);
+/** Receives particles for bench_column: n rows of xyz + radius and of velocity + inverse mass. */
+typedef wf_status (*bench_particles_fn)(void *target, uint32_t n, const float (*pos)[4],
+                                        const float (*vel)[4]);
+/** The particle benchmarks' column: exactly n particles of radius 0.1 (density 1000) on a cubic
+ *  lattice of spacing 0.2, nx = nz sites wide (nx = ceil(cbrt(n / 4))), layers upward from just
+ *  above y = 0, x fastest, each offset by a seeded jitter of up to 0.01 per axis that depends on
+ *  its index only, at rest. Handed to `add` in chunks of 4M to bound the host memory. Returns
+ *  add's first failure, or WF_ERR_OUT_OF_MEMORY (printed as `bench`'s). */
+wf_status bench_column(const char *bench, uint64_t n, bench_particles_fn add, void *target);
 
 #endif

@@ -54,18 +54,10 @@ typedef struct pb_ctx {
 } pb_ctx;
 
 static void add_row(pb_ctx *c, const char *bench, const char *metric, double v, const char *unit) {
-  if (c->n_rows >= MAX_ROWS) return;
-  bench_row *r = &c->rows[c->n_rows++];
-  snprintf(r->benchmark, sizeof r->benchmark, "%s", bench);
-  snprintf(r->metric, sizeof r->metric, "%s", metric);
-  r->value = v;
-  r->unit = unit;
+  bench_row_add(c->rows, &c->n_rows, MAX_ROWS, bench, metric, v, unit);
 }
 
-static void fail_call(const char *what, wf_status st) {
-  fprintf(stderr, "weft bench particles: %s failed: %s\n  %s\n", what, wf_status_str(st),
-          wf_last_error());
-}
+static void fail_call(const char *what, wf_status st) { bench_fail("particles", what, st); }
 
 #define CHECK(call)                                                                                \
   do {                                                                                             \
@@ -76,47 +68,15 @@ static void fail_call(const char *what, wf_status st) {
     }                                                                                              \
   } while (0)
 
-static uint64_t splitmix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
+/* The column: nx = nz columns wide, layers upward, x fastest; exactly n particles. */
+static wf_status add_to_solver(void *ps, uint32_t n, const float (*p)[4], const float (*v)[4]) {
+  wf_status st = wf_particles_add(ps, n, p, v, 0, NULL);
+  if (st != WF_OK) fail_call("adding the column", st);
+  return st;
 }
 
-/* The column: nx = nz columns wide, layers upward, x fastest; exactly n particles. */
 static wf_status build_column(wf_particles *ps, uint64_t n) {
-  const float r = 0.1f, s = 0.2f, jitter = 0.01f;
-  uint64_t nx = (uint64_t)ceil(cbrt((double)n / 4.0));
-  if (nx < 1) nx = 1;
-  float inv_mass = (float)(1.0 / (1000.0 * 4.0 / 3.0 * 3.14159265358979 * r * r * r));
-  const uint64_t chunk = 1u << 22;
-  float(*p)[4] = malloc(chunk * 16), (*v)[4] = malloc(chunk * 16);
-  wf_status st = WF_OK;
-  if (!p || !v) {
-    fprintf(stderr, "weft bench particles: out of host memory\n");
-    st = WF_ERR_OUT_OF_MEMORY;
-  }
-  for (uint64_t first = 0; first < n && st == WF_OK; first += chunk) {
-    uint64_t m = n - first < chunk ? n - first : chunk;
-    for (uint64_t k = 0; k < m; k++) {
-      uint64_t i = first + k;
-      uint64_t ix = i % nx, iz = (i / nx) % nx, iy = i / (nx * nx);
-      uint64_t h = splitmix(i ^ 0x5eedull);
-      float j[3];
-      for (int a = 0; a < 3; a++, h = splitmix(h))
-        j[a] = jitter * ((float)(h >> 40) / (float)(1u << 23) - 1.0f);
-      p[k][0] = ((float)ix - 0.5f * (float)nx) * s + j[0];
-      p[k][1] = r + 0.01f + (float)iy * s + j[1];
-      p[k][2] = ((float)iz - 0.5f * (float)nx) * s + j[2];
-      p[k][3] = r;
-      v[k][0] = v[k][1] = v[k][2] = 0.0f;
-      v[k][3] = inv_mass;
-    }
-    st = wf_particles_add(ps, (uint32_t)m, (const float(*)[4])p, (const float(*)[4])v, 0, NULL);
-    if (st != WF_OK) fail_call("adding the column", st);
-  }
-  free(p), free(v);
-  return st;
+  return bench_column("particles", n, add_to_solver, ps);
 }
 
 static double bytes_per_particle_substep(const wf_particles *ps, uint64_t n) {
