@@ -45,6 +45,15 @@ void bench_row_add(bench_row *rows, int *n, int max, const char *benchmark, cons
                    double value, const char *unit);
 /** Prints "weft bench <bench>: <what> failed: <status>" and wf_last_error() to stderr. */
 void bench_fail(const char *bench, const char *what, wf_status st);
+/** In a benchmark function with a `done:` label: on a failed status, bench_fail and goto done. */
+#define BENCH_CHECK(bench, call)                                                                   \
+  do {                                                                                             \
+    wf_status st_ = (call);                                                                        \
+    if (st_ < 0) {                                                                                 \
+      bench_fail(bench, #call, st_);                                                               \
+      goto done;                                                                                   \
+    }                                                                                              \
+  } while (0)
 /** Receives particles for bench_column: n rows of xyz + radius and of velocity + inverse mass. */
 typedef wf_status (*bench_particles_fn)(void *target, uint32_t n, const float (*pos)[4],
                                         const float (*vel)[4]);

@@ -59,16 +59,9 @@ static void add_row(pb_ctx *c, const char *bench, const char *metric, double v, 
 
 static void fail_call(const char *what, wf_status st) { bench_fail("particles", what, st); }
 
-#define CHECK(call)                                                                                \
-  do {                                                                                             \
-    wf_status st_ = (call);                                                                        \
-    if (st_ < 0) {                                                                                 \
-      fail_call(#call, st_);                                                                       \
-      goto done;                                                                                   \
-    }                                                                                              \
-  } while (0)
+#define CHECK(call) BENCH_CHECK("particles", call)
 
-/* The column: nx = nz columns wide, layers upward, x fastest; exactly n particles. */
+/* The column (bench_column). */
 static wf_status add_to_solver(void *ps, uint32_t n, const float (*p)[4], const float (*v)[4]) {
   wf_status st = wf_particles_add(ps, n, p, v, 0, NULL);
   if (st != WF_OK) fail_call("adding the column", st);

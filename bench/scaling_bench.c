@@ -85,17 +85,9 @@ static void add_row(sb_ctx *c, const char *bench, const char *metric, double v, 
 
 static void fail_call(const char *what, wf_status st) { bench_fail("scaling", what, st); }
 
-#define CHECK(call)                                                                                \
-  do {                                                                                             \
-    wf_status st_ = (call);                                                                        \
-    if (st_ < 0) {                                                                                 \
-      fail_call(#call, st_);                                                                       \
-      goto done;                                                                                   \
-    }                                                                                              \
-  } while (0)
+#define CHECK(call) BENCH_CHECK("scaling", call)
 
-/* The column of `weft bench particles`: nx = nz lattice sites wide, layers upward, x fastest,
- * exactly n particles of material `material`, added in chunks to bound the host memory. */
+/* The column of `weft bench particles` (bench_column), of material `material`. */
 typedef struct split_target {
   wf_particles_split *sp;
   uint32_t material;
