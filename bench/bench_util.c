@@ -211,3 +211,14 @@ wf_status bench_column(const char *bench, uint64_t n, bench_particles_fn add, vo
   free(p), free(v);
   return st;
 }
+
+int bench_parse_frames(const char *bench, const char *s, int *out) {
+  char *end;
+  long f = strtol(s, &end, 10);
+  if (*end || end == s || f < 1 || f > 4096) {
+    fprintf(stderr, "weft bench %s: --frames '%s' must be in [1, 4096]\n", bench, s);
+    return 2;
+  }
+  *out = (int)f;
+  return 0;
+}

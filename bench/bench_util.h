@@ -40,6 +40,9 @@ void bench_machine_name(wf_device *dev, char *buf, size_t n);
 int bench_csv_append(const char *path, const char *machine, const bench_row *rows, int n,
                      FILE *out);
 
+/** Parses the value of --frames: an integer in [1, 4096]. Returns 0, or 2 (bad usage) after
+ *  printing why as "weft bench <bench>: ...". */
+int bench_parse_frames(const char *bench, const char *s, int *out);
 /** Appends a row to rows[0..*n) unless max rows are there already. */
 void bench_row_add(bench_row *rows, int *n, int max, const char *benchmark, const char *metric,
                    double value, const char *unit);

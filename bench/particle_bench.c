@@ -214,13 +214,7 @@ static int parse(int argc, char **argv, pb_opts *o, FILE *out) {
     } else if (!strcmp(a, "--machine")) {
       o->machine = argv[++i];
     } else if (!strcmp(a, "--frames")) {
-      char *end;
-      long f = strtol(argv[++i], &end, 10);
-      if (*end || f < 1 || f > 4096) {
-        fprintf(stderr, "weft bench particles: --frames '%s' must be in [1, 4096]\n", argv[i]);
-        return 2;
-      }
-      o->frames = (int)f;
+      if (bench_parse_frames("particles", argv[++i], &o->frames)) return 2;
     } else if (!strcmp(a, "--model")) {
       const char *m = argv[++i];
       if (strcmp(m, "dem") && strcmp(m, "xpbd")) {

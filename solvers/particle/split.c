@@ -803,7 +803,9 @@ wf_status wf_particles_split_step_frames(wf_particles_split *sp, int frames) {
     return fail(WF_ERR_INVALID, "particles '%s' (split): frames %d must be >= 0", sp->name, frames);
   wf_status st = WF_OK;
   for (int f = 0; f < frames && st == WF_OK; f++) {
-    if (!sp->distributed || sp->frames_since >= sp->desc.repartition_frames) st = repartition(sp);
+    /* one partition has no ghosts and no boundaries: it is distributed once */
+    if (!sp->distributed || (sp->np > 1 && sp->frames_since >= sp->desc.repartition_frames))
+      st = repartition(sp);
     if (st == WF_OK) st = launch_frames(sp, 1);
   }
   return st;
