@@ -1188,13 +1188,47 @@ wf_status wfp_frames_launched(wf_particles *ps) {
   return st == WF_OK ? frame_launched(ps) : st;
 }
 
-wf_status wfp_particles_get(wf_particles *ps, wfp_f4 *pos, wfp_f4 *vel, uint16_t *mat) {
+wf_status wfp_particles_get(wf_particles *ps, wfp_f4 *pos, wfp_f4 *vel, uint16_t *mat,
+                            uint32_t *gid) {
   TRY(wf_stream_synchronize(ps->stream), "waiting for the solver");
   size_t n = ps->count;
   if (pos && n) TRY(wf_download(pos, ps->buf[B_POS], 0, n * 16), "downloading positions");
   if (vel && n) TRY(wf_download(vel, ps->buf[B_VEL], 0, n * 16), "downloading velocities");
   if (mat && n) TRY(wf_download(mat, ps->buf[B_MAT], 0, n * 2), "downloading materials");
+  if (gid && n) TRY(wf_download(gid, ps->buf[B_GID], 0, n * 4), "downloading global ids");
   return WF_OK;
+}
+
+wfp_arrays wfp_particles_arrays(wf_particles *ps) {
+  return (wfp_arrays){ptr(ps, B_POS), ptr(ps, B_VEL), ptr(ps, B_GID), ptr(ps, B_MAT)};
+}
+
+wf_status wfp_particles_resize(wf_particles *ps, uint32_t n, float max_radius, const int32_t lo[3],
+                               const int32_t hi[3]) {
+  drop_graph(ps);
+  ps->count = 0; /* the caller rewrites every particle: nothing to copy if the buffers grow */
+  wf_status st;
+  if (n > ps->capacity && (st = grow(ps, n)) != WF_OK) return st;
+  ps->count = n;
+  ps->frame_pending = false;
+  ps->max_radius = fmaxf(ps->max_radius, max_radius);
+  if (n && lo[0] <= hi[0]) fit_box(ps, lo, hi);
+  return upload_params(ps);
+}
+
+wf_status wfp_clock_set(wf_particles *ps, double time, uint64_t substeps) {
+  wfp_clock clock = {.time = time, .substeps = substeps, .flags = 0, .first_bad = UINT32_MAX};
+  for (int k = 0; k < 3; k++)
+    clock.lo[k] = INT32_MAX, clock.hi[k] = INT32_MIN;
+  TRY(wf_upload(ps->buf[B_CLOCK], 0, &clock, sizeof clock, ps->stream), "uploading the clock");
+  return WF_OK;
+}
+
+bool wfp_extent_get(const wf_particles *ps, int32_t lo[3], int32_t hi[3]) {
+  const wfp_clock *c = wf_buffer_ptr(ps->buf[B_MIRROR]);
+  for (int k = 0; k < 3; k++)
+    lo[k] = c->lo[k], hi[k] = c->hi[k];
+  return ps->count && c->lo[0] <= c->hi[0];
 }
 
 wf_status wfp_particles_replace(wf_particles *ps, uint32_t n, const wfp_f4 *pos, const wfp_f4 *vel,

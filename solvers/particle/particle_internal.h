@@ -25,8 +25,30 @@ wf_status wfp_frame_enqueue_end(wf_particles *ps);
  * buffers after them and remembers the frame for the box refit. */
 wf_status wfp_frames_launched(wf_particles *ps);
 
-/* Waits for the solver and copies its particles (local order) into pos, vel, mat (any NULL). */
-wf_status wfp_particles_get(wf_particles *ps, wfp_f4 *pos, wfp_f4 *vel, uint16_t *mat);
+/* Waits for the solver and copies its particles (local order) into pos, vel, mat, gid (any
+ * NULL). */
+wf_status wfp_particles_get(wf_particles *ps, wfp_f4 *pos, wfp_f4 *vel, uint16_t *mat,
+                            uint32_t *gid);
+
+/* The device arrays of the particles (valid until the next resize, replace or add). */
+typedef struct wfp_arrays {
+  wfp_f4 *pos, *vel;
+  uint32_t *gid;
+  uint16_t *mat;
+} wfp_arrays;
+wfp_arrays wfp_particles_arrays(wf_particles *ps);
+
+/* Makes the solver hold n particles whose data the caller then writes on the solver's stream
+ * (wfp_particles_arrays), without waiting: grows the buffers in stream order when needed
+ * (their contents are not kept), records the largest radius and fits the grid's box to the cell
+ * extent lo..hi (an empty extent, lo > hi: the box stays). */
+wf_status wfp_particles_resize(wf_particles *ps, uint32_t n, float max_radius, const int32_t lo[3],
+                               const int32_t hi[3]);
+/* Sets the clock (simulated seconds, substeps) on the solver's stream, flags cleared. */
+wf_status wfp_clock_set(wf_particles *ps, double time, uint64_t substeps);
+/* The cell extent the last finished frame saw (valid once the caller has waited for it); false
+ * when there is none. */
+bool wfp_extent_get(const wf_particles *ps, int32_t lo[3], int32_t hi[3]);
 /* Replaces every particle by the n given ones (local order; gid: their global ids, used in
  * messages), growing the buffers when needed; the clock and the materials stay. Drops the
  * captured frame. */

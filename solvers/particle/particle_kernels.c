@@ -148,6 +148,56 @@ static void drift_cpu(const void *args, size_t begin, size_t end) {
     if (wfp_drift_elem(a, (uint32_t)i)) __atomic_store_n(a->flag, 1u, __ATOMIC_RELAXED);
 }
 
+/* Counts per (owner, holder) and the largest speed, merged once per call. */
+static void classify_cpu(const void *args, size_t begin, size_t end) {
+  const wfp_classify_args *a = args;
+  int np = a->slabs.np;
+  uint32_t cnt[WFP_SPLIT_MAXP * WFP_SPLIT_MAXP] = {0};
+  float vmax = 0.0f;
+  for (size_t i = begin; i < end; i++) {
+    float sp = 0.0f;
+    int o = wfp_classify_elem(a, (uint32_t)i, &sp);
+    if (o < 0) continue;
+    vmax = sp > vmax ? sp : vmax;
+    uint32_t m = a->tag[i];
+    for (int d = 0; d < np; d++)
+      if (m & (1u << d)) cnt[o * np + d]++;
+  }
+  for (int k = 0; k < np * np; k++)
+    if (cnt[k]) __atomic_fetch_add(&a->counts[k], cnt[k], __ATOMIC_RELAXED);
+  uint32_t bits;
+  memcpy(&bits, &vmax, 4);
+  uint32_t *mx = &a->counts[np * np], cur = __atomic_load_n(mx, __ATOMIC_RELAXED);
+  while (bits > cur &&
+         !__atomic_compare_exchange_n(mx, &cur, bits, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
+}
+
+static void select_cpu(const void *args, size_t begin, size_t end) {
+  const wfp_select_args *a = args;
+  if (begin > 0 || end == 0) return;
+  uint32_t k = 0;
+  for (uint32_t i = 0; i < a->n; i++)
+    if (a->tag[i] & a->bit) a->out[k++] = i;
+  *a->count = k;
+}
+
+static void migrate_pack_cpu(const void *args, size_t begin, size_t end) {
+  for (size_t j = begin; j < end; j++)
+    wfp_migrate_pack_elem(args, (uint32_t)j);
+}
+
+static void migrate_keys_cpu(const void *args, size_t begin, size_t end) {
+  const wfp_migrate_keys_args *a = args;
+  for (size_t j = begin; j < end; j++)
+    a->keys[j] = a->gid[j], a->vals[j] = (uint32_t)j;
+}
+
+static void migrate_cpu(const void *args, size_t begin, size_t end) {
+  for (size_t j = begin; j < end; j++)
+    wfp_migrate_elem(args, (uint32_t)j);
+}
+
 const wf_kernel wfp_keys = {"particle_keys", keys_cpu, WFP_CUDA(wfp_keys_cuda)};
 const wf_kernel wfp_sort = {"particle_sort", sort_cpu, WFP_CUDA(wfp_sort_cuda)};
 const wf_kernel wfp_cells = {"particle_cells", cells_cpu, WFP_CUDA(wfp_cells_cuda)};
@@ -163,3 +213,10 @@ const wf_kernel wfp_halo_pack = {"particle_halo_pack", halo_pack_cpu, WFP_CUDA(w
 const wf_kernel wfp_halo_unpack = {"particle_halo_unpack", halo_unpack_cpu,
                                    WFP_CUDA(wfp_halo_unpack_cuda)};
 const wf_kernel wfp_drift = {"particle_drift", drift_cpu, WFP_CUDA(wfp_drift_cuda)};
+const wf_kernel wfp_classify = {"particle_classify", classify_cpu, WFP_CUDA(wfp_classify_cuda)};
+const wf_kernel wfp_select = {"particle_select", select_cpu, WFP_CUDA(wfp_select_cuda)};
+const wf_kernel wfp_migrate_pack = {"particle_migrate_pack", migrate_pack_cpu,
+                                    WFP_CUDA(wfp_migrate_pack_cuda)};
+const wf_kernel wfp_migrate_keys = {"particle_migrate_keys", migrate_keys_cpu,
+                                    WFP_CUDA(wfp_migrate_keys_cuda)};
+const wf_kernel wfp_migrate = {"particle_migrate", migrate_cpu, WFP_CUDA(wfp_migrate_cuda)};

@@ -4,7 +4,9 @@
  * with temporary storage allocated once by the solver for its capacity. Built with -fmad=false so
  * the results equal the CPU backend's bit for bit. */
 #include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_select.cuh>
 #include <cuda_runtime.h>
+#include <thrust/iterator/counting_iterator.h>
 
 #include "particle_kernels.h"
 
@@ -102,6 +104,55 @@ __global__ void drift_kernel(wfp_drift_args a, size_t n) {
   if (i < n && wfp_drift_elem(&a, (uint32_t)i)) *a.flag = 1u;
 }
 
+/* Counts per (owner, holder) in shared memory (integer atomics), merged into the global counts
+ * once per block; the largest speed is reduced per warp on its float bits. */
+__global__ void classify_kernel(wfp_classify_args a, size_t n) {
+  __shared__ uint32_t cnt[WFP_SPLIT_MAXP * WFP_SPLIT_MAXP];
+  __shared__ uint32_t vmax;
+  int np = a.slabs.np;
+  for (int k = threadIdx.x; k < np * np; k += blockDim.x)
+    cnt[k] = 0;
+  if (threadIdx.x == 0) vmax = 0;
+  __syncthreads();
+  size_t i = index();
+  float sp = 0.0f;
+  if (i < n) {
+    int o = wfp_classify_elem(&a, (uint32_t)i, &sp);
+    if (o >= 0) {
+      uint32_t m = a.tag[i];
+      for (int d = 0; d < np; d++)
+        if (m & (1u << d)) atomicAdd(&cnt[o * np + d], 1u);
+    }
+  }
+  uint32_t bits = __reduce_max_sync(0xffffffffu, __float_as_uint(sp));
+  if ((threadIdx.x & 31) == 0) atomicMax(&vmax, bits);
+  __syncthreads();
+  for (int k = threadIdx.x; k < np * np; k += blockDim.x)
+    if (cnt[k]) atomicAdd(&a.counts[k], cnt[k]);
+  if (threadIdx.x == 0 && vmax) atomicMax(&a.counts[np * np], vmax);
+}
+
+struct HasBit {
+  const uint32_t *tag;
+  uint32_t bit;
+  __device__ bool operator()(uint32_t i) const { return (tag[i] & bit) != 0u; }
+};
+
+__global__ void migrate_pack_kernel(wfp_migrate_pack_args a, size_t n) {
+  size_t j = index();
+  if (j < n) wfp_migrate_pack_elem(&a, (uint32_t)j);
+}
+
+__global__ void migrate_keys_kernel(wfp_migrate_keys_args a, size_t n) {
+  size_t j = index();
+  if (j < n) a.keys[j] = a.gid[j], a.vals[j] = (uint32_t)j;
+}
+
+__global__ void migrate_kernel(wfp_migrate_args a, size_t n) {
+  size_t j = index();
+  if (j < n) wfp_migrate_elem(&a, (uint32_t)j);
+}
+
 } // namespace
 
 extern "C" void wfp_keys_cuda(const void *args, size_t n, void *stream) {
@@ -171,4 +222,42 @@ extern "C" void wfp_halo_unpack_cuda(const void *args, size_t n, void *stream) {
 
 extern "C" void wfp_drift_cuda(const void *args, size_t n, void *stream) {
   drift_kernel<<<grid_for(n), kBlock, 0, (cudaStream_t)stream>>>(*(const wfp_drift_args *)args, n);
+}
+
+extern "C" void wfp_classify_cuda(const void *args, size_t n, void *stream) {
+  classify_kernel<<<grid_for(n), kBlock, 0, (cudaStream_t)stream>>>(
+      *(const wfp_classify_args *)args, n);
+}
+
+extern "C" void wfp_select_cuda(const void *args, size_t n, void *stream) {
+  (void)n;
+  const wfp_select_args *a = (const wfp_select_args *)args;
+  size_t bytes = a->temp_bytes;
+  thrust::counting_iterator<uint32_t> in(0u);
+  cub::DeviceSelect::If(a->temp, bytes, in, a->out, a->count, (int)a->n, HasBit{a->tag, a->bit},
+                        (cudaStream_t)stream);
+}
+
+extern "C" size_t wfp_select_temp_bytes_cuda(uint32_t n) {
+  size_t bytes = 0;
+  thrust::counting_iterator<uint32_t> in(0u);
+  if (cub::DeviceSelect::If(nullptr, bytes, in, (uint32_t *)nullptr, (uint32_t *)nullptr, (int)n,
+                            HasBit{nullptr, 0u}) != cudaSuccess)
+    return 0;
+  return bytes;
+}
+
+extern "C" void wfp_migrate_pack_cuda(const void *args, size_t n, void *stream) {
+  migrate_pack_kernel<<<grid_for(n), kBlock, 0, (cudaStream_t)stream>>>(
+      *(const wfp_migrate_pack_args *)args, n);
+}
+
+extern "C" void wfp_migrate_keys_cuda(const void *args, size_t n, void *stream) {
+  migrate_keys_kernel<<<grid_for(n), kBlock, 0, (cudaStream_t)stream>>>(
+      *(const wfp_migrate_keys_args *)args, n);
+}
+
+extern "C" void wfp_migrate_cuda(const void *args, size_t n, void *stream) {
+  migrate_kernel<<<grid_for(n), kBlock, 0, (cudaStream_t)stream>>>(*(const wfp_migrate_args *)args,
+                                                                   n);
 }

@@ -22,6 +22,11 @@ extern const wf_kernel wfp_frame_begin;   /* n = 1: resets the frame's extent */
 extern const wf_kernel wfp_halo_pack;     /* n = ghosts: gathers owned particles to send */
 extern const wf_kernel wfp_halo_unpack;   /* n = ghosts: scatters received ones into ghosts */
 extern const wf_kernel wfp_drift;         /* n = local particles: the split's drift check */
+extern const wf_kernel wfp_classify;      /* n = local particles: where each one goes */
+extern const wf_kernel wfp_select;        /* n = 1: indices whose tag has a bit */
+extern const wf_kernel wfp_migrate_pack;  /* n = particles sent */
+extern const wf_kernel wfp_migrate_keys;  /* n = particles received */
+extern const wf_kernel wfp_migrate;       /* n = particles received: the new local arrays */
 
 #ifdef WEFT_HAVE_CUDA
 void wfp_keys_cuda(const void *args, size_t n, void *stream);
@@ -35,6 +40,13 @@ void wfp_frame_begin_cuda(const void *args, size_t n, void *stream);
 void wfp_halo_pack_cuda(const void *args, size_t n, void *stream);
 void wfp_halo_unpack_cuda(const void *args, size_t n, void *stream);
 void wfp_drift_cuda(const void *args, size_t n, void *stream);
+void wfp_classify_cuda(const void *args, size_t n, void *stream);
+void wfp_select_cuda(const void *args, size_t n, void *stream);
+void wfp_migrate_pack_cuda(const void *args, size_t n, void *stream);
+void wfp_migrate_keys_cuda(const void *args, size_t n, void *stream);
+void wfp_migrate_cuda(const void *args, size_t n, void *stream);
+/* CUB temporary storage for selecting among n indices (0 on failure). */
+size_t wfp_select_temp_bytes_cuda(uint32_t n);
 /* CUB temporary storage for sorting n pairs with `bits` key bits (0 on failure). */
 size_t wfp_sort_temp_bytes_cuda(uint32_t n, int bits);
 #endif

@@ -172,6 +172,74 @@ typedef struct wfp_drift_args {
   int axis;
 } wfp_drift_args;
 
+/* The split solver's repartition on the devices (split.c). Slabs along `axis`: partition p owns
+ * [cuts[p-1], cuts[p]) (unbounded at the ends) and holds as ghosts the particles within w of its
+ * slab. A particle's partitions are a contiguous range: its owner and the neighbours within w. */
+#define WFP_SPLIT_MAXP 16
+typedef struct wfp_slabs {
+  float cuts[WFP_SPLIT_MAXP]; /* np - 1 boundaries */
+  float w;                    /* contact range + skin */
+  int32_t np, axis;
+} wfp_slabs;
+
+/* Per particle i of a partition: owned ones (anchor not NaN) get in tag[i] the mask of the
+ * partitions that will hold them, and are counted in counts[o * np + d] (o: new owner, d: a
+ * partition holding it); ghosts get tag 0. counts[np * np] keeps the largest speed (float bits;
+ * speeds are >= 0, so their bits order as integers). */
+typedef struct wfp_classify_args {
+  wfp_slabs slabs;
+  const wfp_f4 *pos, *vel;
+  const float *anchor;
+  uint32_t *tag;
+  uint32_t *counts;
+} wfp_classify_args;
+
+/* One element: out[0..k) = the indices i < n with tag[i] & bit, ascending; *count = k. */
+typedef struct wfp_select_args {
+  const uint32_t *tag;
+  uint32_t bit;
+  uint32_t *out, *count;
+  uint32_t n;
+  void *temp; /* CUDA: CUB temporary storage */
+  size_t temp_bytes;
+} wfp_select_args;
+
+/* Per element j: the particle idx[j] into slot j of the out arrays (what a partition sends). */
+typedef struct wfp_migrate_pack_args {
+  const uint32_t *idx;
+  const wfp_f4 *pos, *vel;
+  const uint32_t *gid;
+  const uint16_t *mat;
+  wfp_f4 *opos, *ovel;
+  uint32_t *ogid;
+  uint16_t *omat;
+} wfp_migrate_pack_args;
+
+/* Per received particle j: the sort by global id's keys and values (keys[j] = gid[j], vals[j] =
+ * j). */
+typedef struct wfp_migrate_keys_args {
+  const uint32_t *gid;
+  uint32_t *keys, *vals;
+} wfp_migrate_keys_args;
+
+/* Per slot j of partition `self` after a repartition: the received particle order[j] (sorted by
+ * global id) into the partition's arrays and its snapshot; anchor = the axis coordinate for an
+ * owned particle, NaN for a ghost; tag = for an owned particle the other partitions that hold
+ * it, for a ghost bit 16 + its owner. */
+typedef struct wfp_migrate_args {
+  wfp_slabs slabs;
+  int32_t self;
+  const uint32_t *order;
+  const wfp_f4 *ipos, *ivel;
+  const uint32_t *igid;
+  const uint16_t *imat;
+  wfp_f4 *pos, *vel, *snap_pos, *snap_vel;
+  uint32_t *gid;
+  uint16_t *mat;
+  float *anchor;
+  uint32_t *tag;
+} wfp_migrate_args;
+
 typedef struct wfp_frame_args { /* one element: begin = reset the extent; end = time += dt ... */
   const wfp_params *params;
   wfp_clock *clock;
@@ -636,6 +704,72 @@ WF_HD static inline int wfp_drift_elem(const wfp_drift_args *a, uint32_t i) {
   wfp_f4 x = a->pos[i];
   float d = (a->axis == 0 ? x.x : a->axis == 1 ? x.y : x.z) - a->anchor[i];
   return d > a->limit || d < -a->limit;
+}
+
+/* ---- the split solver's repartition ---------------------------------------------------------- */
+
+WF_HD static inline float wfp_axis(wfp_f4 x, int axis) {
+  return axis == 0 ? x.x : axis == 1 ? x.y : x.z;
+}
+
+WF_HD static inline int wfp_slab_owner(const wfp_slabs *s, float x) {
+  int p = 0;
+  while (p < s->np - 1 && x >= s->cuts[p])
+    p++;
+  return p;
+}
+
+/* The partitions holding a particle at x owned by o: o and every slab within w of x. */
+WF_HD static inline uint32_t wfp_slab_mask(const wfp_slabs *s, float x, int o) {
+  uint32_t m = 1u << o;
+  for (int p = o - 1; p >= 0 && x < s->cuts[p] + s->w; p--)
+    m |= 1u << p;
+  for (int p = o + 1; p < s->np && x >= s->cuts[p - 1] - s->w; p++)
+    m |= 1u << p;
+  return m;
+}
+
+/* Classifies particle i; returns its owner (and the mask in tag[i]), or -1 for a ghost. The
+ * speed goes to *speed. */
+WF_HD static inline int wfp_classify_elem(const wfp_classify_args *a, uint32_t i, float *speed) {
+  float an = a->anchor[i];
+  if (an != an) {
+    a->tag[i] = 0u;
+    return -1;
+  }
+  wfp_f4 x = a->pos[i], v = a->vel[i];
+  float c = wfp_axis(x, a->slabs.axis);
+  int o = wfp_slab_owner(&a->slabs, c);
+  a->tag[i] = wfp_slab_mask(&a->slabs, c, o);
+  float s = sqrtf(v.x * v.x + v.y * v.y + v.z * v.z);
+  *speed = s == s ? s : 0.0f;
+  return o;
+}
+
+WF_HD static inline void wfp_migrate_pack_elem(const wfp_migrate_pack_args *a, uint32_t j) {
+  uint32_t i = a->idx[j];
+  a->opos[j] = a->pos[i];
+  a->ovel[j] = a->vel[i];
+  a->ogid[j] = a->gid[i];
+  a->omat[j] = a->mat[i];
+}
+
+WF_HD static inline void wfp_migrate_elem(const wfp_migrate_args *a, uint32_t j) {
+  uint32_t i = a->order[j];
+  wfp_f4 x = a->ipos[i], v = a->ivel[i];
+  a->pos[j] = x, a->snap_pos[j] = x;
+  a->vel[j] = v, a->snap_vel[j] = v;
+  a->gid[j] = a->igid[i];
+  a->mat[j] = a->imat[i];
+  float c = wfp_axis(x, a->slabs.axis);
+  int o = wfp_slab_owner(&a->slabs, c);
+  if (o == a->self) {
+    a->anchor[j] = c;
+    a->tag[j] = wfp_slab_mask(&a->slabs, c, o) & ~(1u << o);
+  } else {
+    a->anchor[j] = NAN;
+    a->tag[j] = 1u << (16 + o);
+  }
 }
 
 #endif

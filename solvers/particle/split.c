@@ -80,16 +80,26 @@ typedef struct link {
   dbuf dst_idx; /* on to's device: to-local ghost slots */
 } link;
 
+/* What partition q sends partition d at a repartition, on q's device: the indices of the
+ * particles (q-local, global-id order) and their data. */
+typedef struct outbox {
+  dbuf idx, pos, vel, gid, mat;
+} outbox;
+
 typedef struct part {
   wf_particles *ps;
   wf_device *dev;
   wf_stream *copy; /* halo copies out of this partition */
   uint32_t n_local, n_owned;
-  uint32_t *gid;  /* local -> global id */
-  uint8_t *owned; /* local particle owned here (else a ghost) */
-  float lo, hi;   /* slab along the axis */
-  dbuf anchor; /* on the device: the axis coordinate of every local particle at the repartition */
+  float lo, hi;    /* slab along the axis */
+  dbuf anchor;     /* on the device: the axis coordinate of every owned particle at the
+                    * repartition; NaN for a ghost */
   wf_buffer *flag; /* on the device: set when a particle moved more than skin/2 */
+  /* the repartition on the device (see device_repartition) */
+  dbuf tag, counts, snap_pos, snap_vel;
+  dbuf in_pos, in_vel, in_gid, in_mat; /* received particles, by sender */
+  dbuf keys, vals, keys_out, vals_out, sort_temp, select_temp;
+  outbox out[MAXP];
 } part;
 
 struct wf_particles_split {
@@ -114,6 +124,8 @@ struct wf_particles_split {
   float skin;        /* in use */
   float skin_factor; /* doubled by every rerun */
   float cell;        /* the grid's cell size, fixed for every partition */
+  float rmax;        /* the largest radius */
+  float vmax;        /* the largest speed at the last repartition */
   wf_graph *graph;
   wf_particles_split_info info;
 };
@@ -174,11 +186,19 @@ void wf_particles_split_destroy(wf_particles_split *sp) {
   for (int p = 0; p < sp->np; p++) {
     part *pt = &sp->parts[p];
     wf_stream *s = pt->ps ? wf_particles_stream(pt->ps) : NULL;
-    dbuf_free(&pt->anchor, s);
+    dbuf *own[] = {&pt->anchor, &pt->tag,      &pt->counts,   &pt->snap_pos,  &pt->snap_vel,
+                   &pt->in_pos, &pt->in_vel,   &pt->in_gid,   &pt->in_mat,    &pt->keys,
+                   &pt->vals,   &pt->keys_out, &pt->vals_out, &pt->sort_temp, &pt->select_temp};
+    for (size_t b = 0; b < sizeof own / sizeof own[0]; b++)
+      dbuf_free(own[b], s);
+    for (int d = 0; d < MAXP; d++) {
+      outbox *o = &pt->out[d];
+      dbuf_free(&o->idx, s), dbuf_free(&o->pos, s), dbuf_free(&o->vel, s);
+      dbuf_free(&o->gid, s), dbuf_free(&o->mat, s);
+    }
     if (pt->flag) wf_buffer_destroy(pt->flag, s);
     if (pt->copy) wf_stream_destroy(pt->copy);
     wf_particles_destroy(pt->ps);
-    free(pt->gid), free(pt->owned);
   }
   free(sp->pos), free(sp->vel), free(sp->mat);
   free(sp);
@@ -270,42 +290,53 @@ uint32_t wf_particles_split_count(const wf_particles_split *sp) { return sp ? sp
 
 /* ---- gathering the state ------------------------------------------------------------------- */
 
-/* Current state of every particle into pos/vel/mat (global-id order); `moved` (may be NULL)
- * receives whether any partition raised its drift flag since the repartition. */
-static wf_status gather(wf_particles_split *sp, wfp_f4 *pos, wfp_f4 *vel, uint16_t *mat,
-                        bool *moved) {
-  if (moved) *moved = false;
-  if (!sp->distributed) {
-    return wfp_particles_get(sp->parts[0].ps, pos, vel, mat);
-  }
+/* Current state of every particle into pos/vel/mat (global-id order): each partition's owned
+ * particles (those with an anchor) by their global ids. */
+static wf_status gather(wf_particles_split *sp, wfp_f4 *pos, wfp_f4 *vel, uint16_t *mat) {
+  if (!sp->distributed) return wfp_particles_get(sp->parts[0].ps, pos, vel, mat, NULL);
   size_t most = 1;
   for (int p = 0; p < sp->np; p++)
     if (sp->parts[p].n_local > most) most = sp->parts[p].n_local;
   wfp_f4 *lp = malloc(most * sizeof *lp), *lv = malloc(most * sizeof *lv);
   uint16_t *lm = malloc(most * sizeof *lm);
-  wf_status st = (lp && lv && lm) ? WF_OK
-                                  : fail(WF_ERR_OUT_OF_MEMORY,
-                                         "particles '%s' (split): out of host memory", sp->name);
+  uint32_t *lg = malloc(most * sizeof *lg);
+  float *la = malloc(most * sizeof *la);
+  wf_status st =
+      (lp && lv && lm && lg && la)
+          ? WF_OK
+          : fail(WF_ERR_OUT_OF_MEMORY, "particles '%s' (split): out of host memory", sp->name);
   for (int p = 0; p < sp->np && st == WF_OK; p++) {
     part *pt = &sp->parts[p];
-    st = wfp_particles_get(pt->ps, lp, lv, lm);
+    if (!pt->n_local) continue;
+    st = wfp_particles_get(pt->ps, lp, lv, lm, lg);
     if (st != WF_OK) break;
+    if ((st = wf_download(la, pt->anchor.b, 0, (size_t)pt->n_local * 4)) != WF_OK) {
+      fail_gpu(sp->name, st, "reading the owners");
+      break;
+    }
     for (uint32_t i = 0; i < pt->n_local; i++) {
-      if (!pt->owned[i]) continue;
-      uint32_t g = pt->gid[i];
+      if (la[i] != la[i]) continue; /* a ghost */
+      uint32_t g = lg[i];
       if (pos) pos[g] = lp[i];
       if (vel) vel[g] = lv[i];
       if (mat) mat[g] = lm[i];
     }
-    if (moved) {
-      uint32_t f = 0;
-      st = wf_download(&f, pt->flag, 0, 4);
-      if (st != WF_OK) fail_gpu(sp->name, st, "reading the drift flag");
-      if (f) *moved = true;
-    }
   }
-  free(lp), free(lv), free(lm);
+  free(lp), free(lv), free(lm), free(lg), free(la);
   return st;
+}
+
+/* Waits for every partition; *moved: whether a particle moved further than the skin allows
+ * since the last repartition (any partition's drift flag). */
+static wf_status drift_flags(wf_particles_split *sp, bool *moved) {
+  *moved = false;
+  for (int p = 0; p < sp->np; p++) {
+    uint32_t f = 0;
+    TRY(wf_stream_synchronize(wf_particles_stream(sp->parts[p].ps)), "waiting for a partition");
+    TRY(wf_download(&f, sp->parts[p].flag, 0, 4), "reading the drift flag");
+    if (f) *moved = true;
+  }
+  return WF_OK;
 }
 
 /* ---- repartition ----------------------------------------------------------------------------
@@ -344,7 +375,17 @@ static int owner_of(const wf_particles_split *sp, float x) {
   return p;
 }
 
-/* New slab boundaries: the longest axis of the bounds, cut at the count quantiles. */
+/* New slab boundaries along `axis` at the count quantiles of c[0..n) (reordered). */
+static void cut_at_quantiles(wf_particles_split *sp, int axis, float *c, size_t n) {
+  sp->axis = axis;
+  for (int p = 1; p < sp->np; p++)
+    sp->cuts[p - 1] = n ? select_kth(c, n, n * (size_t)p / (size_t)sp->np) : 0.0f;
+  sp->have_cuts = true;
+  sp->info.rebalances++;
+}
+
+/* New slab boundaries from the master copy: the longest axis of the bounds, cut at the count
+ * quantiles. */
 static wf_status rebalance(wf_particles_split *sp) {
   uint32_t n = sp->count;
   float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
@@ -356,17 +397,27 @@ static wf_status rebalance(wf_particles_split *sp) {
   int axis = 0;
   for (int k = 1; k < 3; k++)
     if (hi[k] - lo[k] > hi[axis] - lo[axis]) axis = k;
-  sp->axis = axis;
   float *c = malloc((size_t)(n ? n : 1) * sizeof *c);
   if (!c) return fail(WF_ERR_OUT_OF_MEMORY, "particles '%s' (split): out of host memory", sp->name);
   for (uint32_t i = 0; i < n; i++)
     c[i] = axis_of(sp->pos[i], axis);
-  for (int p = 1; p < sp->np; p++)
-    sp->cuts[p - 1] = n ? select_kth(c, n, (size_t)n * (size_t)p / (size_t)sp->np) : 0.0f;
+  cut_at_quantiles(sp, axis, c, n);
   free(c);
-  sp->have_cuts = true;
-  sp->info.rebalances++;
   return WF_OK;
+}
+
+/* The skin: the desc's, or three times the distance the fastest particle (vmax) covers between
+ * repartitions under gravity, at least a quarter cell; times the rerun factor. */
+static float skin_for(const wf_particles_split *sp, float vmax) {
+  float skin = sp->desc.skin;
+  if (skin == 0.0f) {
+    float T = sp->desc.solver.frame_dt * (float)sp->desc.repartition_frames;
+    const float *g = sp->desc.solver.gravity;
+    float ga = sqrtf(g[0] * g[0] + g[1] * g[1] + g[2] * g[2]);
+    skin = 3.0f * (vmax * T + 0.5f * ga * T * T);
+    if (skin < 0.25f * sp->cell) skin = 0.25f * sp->cell;
+  }
+  return skin * sp->skin_factor;
 }
 
 typedef struct grow_list {
@@ -383,6 +434,54 @@ static bool list_push(grow_list *l, uint32_t v) {
   }
   l->a[l->n++] = v;
   return true;
+}
+
+/* The next link slot, for n ghosts from q to p, with its buffers reserved. A slot keeps its
+ * buffers across repartitions; they are freed when the slot now joins other partitions. */
+static wf_status add_link(wf_particles_split *sp, int q, int p, uint32_t n, link **out) {
+  if (sp->n_links == sp->cap_links) {
+    int cap = sp->cap_links ? sp->cap_links * 2 : 8;
+    link *nl = realloc(sp->links, (size_t)cap * sizeof *nl);
+    if (!nl)
+      return fail(WF_ERR_OUT_OF_MEMORY, "particles '%s' (split): out of host memory", sp->name);
+    memset(nl + sp->cap_links, 0, (size_t)(cap - sp->cap_links) * sizeof *nl);
+    sp->links = nl, sp->cap_links = cap;
+  }
+  link *k = &sp->links[sp->n_links];
+  if (k->from != q || k->to != p) {
+    wf_stream *sf = wf_particles_stream(sp->parts[k->from].ps);
+    wf_stream *sto = wf_particles_stream(sp->parts[k->to].ps);
+    dbuf_free(&k->src_idx, sf), dbuf_free(&k->send, sf);
+    dbuf_free(&k->recv, sto), dbuf_free(&k->dst_idx, sto);
+  }
+  k->from = q, k->to = p, k->n = n;
+  sp->n_links++;
+  part *from = &sp->parts[q], *to = &sp->parts[p];
+  wf_stream *sq = wf_particles_stream(from->ps), *s = wf_particles_stream(to->ps);
+  wf_status st;
+  if ((st = dbuf_reserve(sp, &k->src_idx, from->dev, sq, (size_t)n * 4)) != WF_OK ||
+      (st = dbuf_reserve(sp, &k->send, from->dev, sq, (size_t)n * 32)) != WF_OK ||
+      (st = dbuf_reserve(sp, &k->recv, to->dev, s, (size_t)n * 32)) != WF_OK ||
+      (st = dbuf_reserve(sp, &k->dst_idx, to->dev, s, (size_t)n * 4)) != WF_OK)
+    return st;
+  *out = k;
+  return WF_OK;
+}
+
+/* After a repartition: the info block, a fresh graph at the next frame. */
+static void partitioned(wf_particles_split *sp, uint64_t halo) {
+  for (int p = 0; p < sp->np; p++) {
+    sp->info.owned[p] = sp->parts[p].n_owned;
+    sp->info.ghosts[p] = sp->parts[p].n_local - sp->parts[p].n_owned;
+    sp->info.slab_lo[p] = sp->parts[p].lo;
+    sp->info.slab_hi[p] = sp->parts[p].hi;
+  }
+  sp->info.axis = sp->axis;
+  sp->info.skin = sp->skin;
+  sp->info.halo_bytes_per_frame = halo * (uint64_t)sp->desc.solver.substeps;
+  sp->distributed = true;
+  sp->frames_since = 0;
+  drop_graph(sp);
 }
 
 /* Distributes the master state (sp->pos/vel/mat, global-id order) over the partitions: owners by
@@ -406,17 +505,8 @@ static wf_status distribute(wf_particles_split *sp) {
     }
     sp->cell = cell;
   }
-  /* the skin: the desc's, or three times the distance the fastest particle covers between
-   * repartitions under gravity; doubled by every rerun */
-  float skin = sp->desc.skin;
-  if (skin == 0.0f) {
-    float T = sp->desc.solver.frame_dt * (float)sp->desc.repartition_frames;
-    const float *g = sp->desc.solver.gravity;
-    float ga = sqrtf(g[0] * g[0] + g[1] * g[1] + g[2] * g[2]);
-    skin = 3.0f * (vmax * T + 0.5f * ga * T * T);
-    if (skin < 0.25f * cell) skin = 0.25f * cell;
-  }
-  skin *= sp->skin_factor;
+  sp->rmax = rmax, sp->vmax = vmax;
+  float skin = skin_for(sp, vmax);
   sp->skin = skin;
   float w = cell + skin;
 
@@ -477,68 +567,46 @@ static wf_status distribute(wf_particles_split *sp) {
   uint32_t *idx = st == WF_OK ? malloc(most * 4) : NULL;
   if (st == WF_OK && (!lp || !lv || !lm || !la || !idx))
     st = fail(WF_ERR_OUT_OF_MEMORY, "particles '%s' (split): out of host memory", sp->name);
+  uint32_t *gid = st == WF_OK ? malloc(most * 4) : NULL;
+  if (st == WF_OK && !gid)
+    st = fail(WF_ERR_OUT_OF_MEMORY, "particles '%s' (split): out of host memory", sp->name);
   sp->n_links = 0;
   uint64_t halo = 0;
   for (int p = 0; p < np && st == WF_OK; p++) {
     part *pt = &sp->parts[p];
     size_t m = members[p].n;
-    uint32_t *g2 = realloc(pt->gid, (m ? m : 1) * 4);
-    if (g2) pt->gid = g2;
-    uint8_t *o2 = realloc(pt->owned, m ? m : 1);
-    if (o2) pt->owned = o2;
-    if (!g2 || !o2) {
-      st = fail(WF_ERR_OUT_OF_MEMORY, "particles '%s' (split): out of host memory", sp->name);
-      break;
-    }
     for (size_t j = 0; j < m; j++) {
       uint32_t e = members[p].a[j], g = e & 0x7fffffffu;
-      pt->gid[j] = g;
-      pt->owned[j] = !(e & 0x80000000u);
-      if (!pt->owned[j]) slot_of[g] = (uint32_t)j;
+      bool owned = !(e & 0x80000000u);
+      gid[j] = g;
+      if (!owned) slot_of[g] = (uint32_t)j;
       lp[j] = sp->pos[g], lv[j] = sp->vel[g], lm[j] = sp->mat[g];
       /* ghosts get no anchor (NaN never compares as moved): their owner checks them */
-      la[j] = pt->owned[j] ? axis_of(sp->pos[g], sp->axis) : NAN;
+      la[j] = owned ? axis_of(sp->pos[g], sp->axis) : NAN;
     }
     pt->n_local = (uint32_t)m;
     pt->n_owned = owned_count[p];
     wf_stream *s = wf_particles_stream(pt->ps);
-    st = wfp_particles_replace(pt->ps, (uint32_t)m, lp, lv, lm, pt->gid);
+    st = wfp_particles_replace(pt->ps, (uint32_t)m, lp, lv, lm, gid);
     if (st == WF_OK) st = dbuf_reserve(sp, &pt->anchor, pt->dev, s, (m ? m : 1) * 4);
     if (st == WF_OK && m && (st = wf_upload(pt->anchor.b, 0, la, m * 4, s)) != WF_OK)
       fail_gpu(sp->name, st, "uploading anchors");
+    /* the snapshot a rerun starts from */
+    if (st == WF_OK) st = dbuf_reserve(sp, &pt->snap_pos, pt->dev, s, (m ? m : 1) * 16);
+    if (st == WF_OK) st = dbuf_reserve(sp, &pt->snap_vel, pt->dev, s, (m ? m : 1) * 16);
+    if (st == WF_OK && m && (st = wf_upload(pt->snap_pos.b, 0, lp, m * 16, s)) == WF_OK)
+      st = wf_upload(pt->snap_vel.b, 0, lv, m * 16, s);
+    if (st != WF_OK) break;
     if (st == WF_OK && (st = wf_memset(pt->flag, 0, 0, 4, s)) != WF_OK)
       fail_gpu(sp->name, st, "clearing the drift flag");
     /* the links into p */
     for (int q = 0; q < np && st == WF_OK; q++) {
       grow_list *gs = &ghost_src[q][p];
       if (!gs->n) continue;
-      if (sp->n_links == sp->cap_links) {
-        int cap = sp->cap_links ? sp->cap_links * 2 : 8;
-        link *nl = realloc(sp->links, (size_t)cap * sizeof *nl);
-        if (!nl) {
-          st = fail(WF_ERR_OUT_OF_MEMORY, "particles '%s' (split): out of host memory", sp->name);
-          break;
-        }
-        memset(nl + sp->cap_links, 0, (size_t)(cap - sp->cap_links) * sizeof *nl);
-        sp->links = nl, sp->cap_links = cap;
-      }
-      link *k = &sp->links[sp->n_links];
-      /* a link slot keeps its buffers across repartitions; they must be on the right devices */
-      if (k->from != q || k->to != p) {
-        wf_stream *sf = wf_particles_stream(sp->parts[k->from].ps);
-        wf_stream *sto = wf_particles_stream(sp->parts[k->to].ps);
-        dbuf_free(&k->src_idx, sf), dbuf_free(&k->send, sf);
-        dbuf_free(&k->recv, sto), dbuf_free(&k->dst_idx, sto);
-      }
-      k->from = q, k->to = p, k->n = (uint32_t)gs->n;
-      sp->n_links++;
-      wf_stream *sq = wf_particles_stream(sp->parts[q].ps);
+      link *k = NULL;
       size_t c = gs->n;
-      if ((st = dbuf_reserve(sp, &k->src_idx, sp->parts[q].dev, sq, c * 4)) != WF_OK ||
-          (st = dbuf_reserve(sp, &k->send, sp->parts[q].dev, sq, c * 32)) != WF_OK ||
-          (st = dbuf_reserve(sp, &k->recv, pt->dev, s, c * 32)) != WF_OK ||
-          (st = dbuf_reserve(sp, &k->dst_idx, pt->dev, s, c * 4)) != WF_OK)
-        break;
+      if ((st = add_link(sp, q, p, (uint32_t)c, &k)) != WF_OK) break;
+      wf_stream *sq = wf_particles_stream(sp->parts[q].ps);
       for (size_t j = 0; j < c; j++)
         idx[j] = loc[gs->a[j]];
       if ((st = wf_upload(k->src_idx.b, 0, idx, c * 4, sq)) != WF_OK) break;
@@ -553,21 +621,11 @@ static wf_status distribute(wf_particles_split *sp) {
     for (int p = 0; p < np; p++)
       free(ghost_src[q][p].a);
   }
-  free(loc), free(slot_of), free(lp), free(lv), free(lm), free(la), free(idx);
+  free(loc), free(slot_of), free(lp), free(lv), free(lm), free(la), free(idx), free(gid);
   if (st != WF_OK) return st;
-  for (int p = 0; p < np; p++) {
+  for (int p = 0; p < np; p++)
     TRY(wf_stream_synchronize(wf_particles_stream(sp->parts[p].ps)), "uploading halo lists");
-    sp->info.owned[p] = sp->parts[p].n_owned;
-    sp->info.ghosts[p] = sp->parts[p].n_local - sp->parts[p].n_owned;
-    sp->info.slab_lo[p] = sp->parts[p].lo;
-    sp->info.slab_hi[p] = sp->parts[p].hi;
-  }
-  sp->info.axis = sp->axis;
-  sp->info.skin = sp->skin;
-  sp->info.halo_bytes_per_frame = halo * (uint64_t)sp->desc.solver.substeps;
-  sp->distributed = true;
-  sp->frames_since = 0;
-  drop_graph(sp);
+  partitioned(sp, halo);
   return WF_OK;
 }
 
@@ -583,77 +641,434 @@ static wf_status clock_get(wf_particles_split *sp, double *time, uint64_t *subst
   return WF_OK;
 }
 
-static wf_status set_clocks(wf_particles_split *sp, double time, uint64_t substeps) {
+static wf_status launch_frames(wf_particles_split *sp, int frames);
+
+/* Every partition back to the snapshot of the last repartition, state and clock; the layout,
+ * anchors and links are still that repartition's. */
+static wf_status restore(wf_particles_split *sp) {
   for (int p = 0; p < sp->np; p++) {
     part *pt = &sp->parts[p];
+    wf_stream *s = wf_particles_stream(pt->ps);
+    wf_buffer *pos, *vel;
+    TRY(wf_particles_state_buffers(pt->ps, &pos, &vel, NULL), "finding the state buffers");
     size_t m = pt->n_local;
-    float(*lp)[4] = malloc((m ? m : 1) * 16), (*lv)[4] = malloc((m ? m : 1) * 16);
-    wf_status st = (lp && lv) ? WF_OK
-                              : fail(WF_ERR_OUT_OF_MEMORY,
-                                     "particles '%s' (split): out of host memory", sp->name);
-    for (size_t j = 0; j < m && st == WF_OK; j++) {
-      wfp_f4 a = sp->pos[pt->gid[j]], b = sp->vel[pt->gid[j]];
-      lp[j][0] = a.x, lp[j][1] = a.y, lp[j][2] = a.z, lp[j][3] = a.w;
-      lv[j][0] = b.x, lv[j][1] = b.y, lv[j][2] = b.z, lv[j][3] = b.w;
-    }
-    if (st == WF_OK) st = wf_particles_set_state(pt->ps, lp, lv, time, substeps);
-    free(lp), free(lv);
+    if (m) TRY(wf_copy(pos, 0, pt->snap_pos.b, 0, m * 16, s), "restoring the snapshot");
+    if (m) TRY(wf_copy(vel, 0, pt->snap_vel.b, 0, m * 16, s), "restoring the snapshot");
+    wf_status st = wfp_clock_set(pt->ps, sp->snap_time, sp->snap_substeps);
     if (st != WF_OK) return st;
+    TRY(wf_memset(pt->flag, 0, 0, 4, s), "clearing the drift flag");
   }
+  sp->frames_since = 0;
   return WF_OK;
 }
 
-static wf_status launch_frames(wf_particles_split *sp, int frames);
+static wfp_slabs slabs_of(const wf_particles_split *sp) {
+  wfp_slabs sl;
+  memset(&sl, 0, sizeof sl);
+  for (int p = 0; p + 1 < sp->np; p++)
+    sl.cuts[p] = sp->cuts[p];
+  sl.w = sp->cell + sp->skin;
+  sl.np = sp->np;
+  sl.axis = sp->axis;
+  return sl;
+}
 
-/* Brings the master copy up to date with the frames run since the last repartition; if any
- * particle moved further than the skin allowed, reruns them from the last repartition with a
- * wider skin first. On return sp->pos/vel/mat hold the current state. */
-static wf_status settle(wf_particles_split *sp) {
-  if (!sp->distributed) return gather(sp, sp->pos, sp->vel, sp->mat, NULL);
-  if (sp->frames_since == 0) return WF_OK; /* the master copy is current */
-  uint32_t n = sp->count;
-  wfp_f4 *np_ = malloc((size_t)(n ? n : 1) * sizeof *np_);
-  wfp_f4 *nv = malloc((size_t)(n ? n : 1) * sizeof *nv);
-  if (!np_ || !nv) {
-    free(np_), free(nv);
-    return fail(WF_ERR_OUT_OF_MEMORY, "particles '%s' (split): out of host memory", sp->name);
+/* The union of the partitions' cell extents over the last frame (once they were waited for). */
+static bool extent_union(const wf_particles_split *sp, int32_t lo[3], int32_t hi[3]) {
+  bool any = false;
+  for (int k = 0; k < 3; k++)
+    lo[k] = INT32_MAX, hi[k] = INT32_MIN;
+  for (int p = 0; p < sp->np; p++) {
+    int32_t l[3], h[3];
+    if (!wfp_extent_get(sp->parts[p].ps, l, h)) continue;
+    any = true;
+    for (int k = 0; k < 3; k++)
+      lo[k] = l[k] < lo[k] ? l[k] : lo[k], hi[k] = h[k] > hi[k] ? h[k] : hi[k];
   }
-  wf_status st;
-  for (int attempt = 0;; attempt++) {
-    bool moved = false;
-    st = gather(sp, np_, nv, NULL, &moved);
-    if (st != WF_OK || !moved) break;
-    if (attempt >= 30) {
-      st = fail(WF_ERR_INVALID,
-                "particles '%s' (split): particles keep moving further than the skin (%g m) "
-                "between repartitions",
-                sp->name, (double)sp->skin);
+  return any;
+}
+
+static size_t counts_len(int np) { return (size_t)np * (size_t)np + 1; }
+
+/* Classifies every partition's owned particles for the slabs `sl` (tags on the devices) and
+ * returns the counts: counts[q * counts_len + o * np + d] = particles q owns now that o will own
+ * and d will hold; counts[q * counts_len + np * np] = the largest speed in q (float bits). */
+static wf_status classify_all(wf_particles_split *sp, const wfp_slabs *sl, uint32_t *counts) {
+  int np = sp->np;
+  size_t len = counts_len(np);
+  for (int p = 0; p < np; p++) {
+    part *pt = &sp->parts[p];
+    wf_stream *s = wf_particles_stream(pt->ps);
+    wf_status st;
+    if ((st = dbuf_reserve(sp, &pt->counts, pt->dev, s, len * 4)) != WF_OK ||
+        (st = dbuf_reserve(sp, &pt->tag, pt->dev, s, ((size_t)pt->n_local + 1) * 4)) != WF_OK)
+      return st;
+    TRY(wf_memset(pt->counts.b, 0, 0, len * 4, s), "clearing the counts");
+    if (!pt->n_local) continue;
+    wfp_arrays a = wfp_particles_arrays(pt->ps);
+    wfp_classify_args ca = {*sl,
+                            a.pos,
+                            a.vel,
+                            wf_buffer_ptr(pt->anchor.b),
+                            wf_buffer_ptr(pt->tag.b),
+                            wf_buffer_ptr(pt->counts.b)};
+    TRY(wf_launch(&wfp_classify, pt->n_local, &ca, sizeof ca, s), "launching the classification");
+    TRY(wf_buffer_touch(pt->counts.b, s), "ordering the counts");
+  }
+  for (int p = 0; p < np; p++)
+    TRY(wf_download(counts + (size_t)p * len, sp->parts[p].counts.b, 0, len * 4),
+        "reading the counts");
+  return WF_OK;
+}
+
+/* New slab boundaries from the devices: the longest axis of the last frame's extent (the current
+ * one unless another is a quarter longer), cut at the quantiles of the owned particles'
+ * coordinates (their anchors when the axis stays). */
+static wf_status rebalance_device(wf_particles_split *sp) {
+  int32_t lo[3], hi[3];
+  int axis = sp->axis;
+  if (extent_union(sp, lo, hi)) { /* a new axis only when clearly longer: it costs a download */
+    int64_t len = (int64_t)hi[axis] - lo[axis] + 1;
+    for (int k = 0; k < 3; k++)
+      if (4 * ((int64_t)hi[k] - lo[k] + 1) > 5 * len) axis = k, len = (int64_t)hi[k] - lo[k] + 1;
+  }
+  size_t total = 0, most = 1;
+  for (int p = 0; p < sp->np; p++) {
+    total += sp->parts[p].n_owned;
+    most = sp->parts[p].n_local > most ? sp->parts[p].n_local : most;
+  }
+  float *c = malloc((total ? total : 1) * sizeof *c), *la = malloc(most * sizeof *la);
+  wfp_f4 *lp = axis != sp->axis ? malloc(most * sizeof *lp) : NULL;
+  wf_status st =
+      c && la && (axis == sp->axis || lp)
+          ? WF_OK
+          : fail(WF_ERR_OUT_OF_MEMORY, "particles '%s' (split): out of host memory", sp->name);
+  size_t k = 0;
+  for (int p = 0; p < sp->np && st == WF_OK; p++) {
+    part *pt = &sp->parts[p];
+    if (!pt->n_local) continue;
+    if (lp && (st = wfp_particles_get(pt->ps, lp, NULL, NULL, NULL)) != WF_OK) break;
+    if ((st = wf_download(la, pt->anchor.b, 0, (size_t)pt->n_local * 4)) != WF_OK) {
+      fail_gpu(sp->name, st, "reading the anchors");
       break;
     }
-    /* rerun from the snapshot with twice the skin */
-    sp->skin_factor *= 2.0f;
-    sp->info.reruns += (uint64_t)sp->frames_since;
-    int frames = sp->frames_since;
-    if ((st = distribute(sp)) != WF_OK) break;
-    if ((st = set_clocks(sp, sp->snap_time, sp->snap_substeps)) != WF_OK) break;
-    if ((st = launch_frames(sp, frames)) != WF_OK) break;
+    for (uint32_t i = 0; i < pt->n_local && k < total; i++)
+      if (la[i] == la[i]) c[k++] = lp ? axis_of(lp[i], axis) : la[i];
   }
-  if (st == WF_OK && n) {
-    memcpy(sp->pos, np_, (size_t)n * sizeof *np_);
-    memcpy(sp->vel, nv, (size_t)n * sizeof *nv);
-  }
-  if (st == WF_OK) sp->frames_since = 0;
-  free(np_), free(nv);
+  if (st == WF_OK) cut_at_quantiles(sp, axis, c, k);
+  free(c), free(la), free(lp);
   return st;
 }
 
+static int key_bits(uint32_t n) {
+  int b = 1;
+  while (b < 31 && (1u << b) < n)
+    b++;
+  return b;
+}
+
+/* Temporary storage of the CUB select and sort for n elements (0 on CPU devices). */
+static size_t select_temp(const part *pt, uint32_t n) {
+#ifdef WEFT_HAVE_CUDA
+  if (wf_device_is_cuda(pt->dev)) return wfp_select_temp_bytes_cuda(n);
+#endif
+  (void)pt, (void)n;
+  return 0;
+}
+
+static size_t sort_temp(const part *pt, uint32_t n, int bits) {
+#ifdef WEFT_HAVE_CUDA
+  if (wf_device_is_cuda(pt->dev)) return wfp_sort_temp_bytes_cuda(n, bits);
+#endif
+  (void)pt, (void)n, (void)bits;
+  return 0;
+}
+
+/* out[0..) = the indices i < n of partition pt with tag[i] & bit, on its stream. */
+static wf_status select_tagged(wf_particles_split *sp, part *pt, uint32_t n, uint32_t bit,
+                               dbuf *out) {
+  wf_stream *s = wf_particles_stream(pt->ps);
+  size_t tb = select_temp(pt, n);
+  wf_status st;
+  if ((st = dbuf_reserve(sp, &pt->select_temp, pt->dev, s, tb + 16)) != WF_OK) return st;
+  uint32_t *count = (uint32_t *)((char *)wf_buffer_ptr(pt->select_temp.b) + tb);
+  wfp_select_args a = {wf_buffer_ptr(pt->tag.b),
+                       bit,
+                       wf_buffer_ptr(out->b),
+                       count,
+                       n,
+                       tb ? wf_buffer_ptr(pt->select_temp.b) : NULL,
+                       tb};
+  TRY(wf_launch(&wfp_select, 1, &a, sizeof a, s), "launching a selection");
+  TRY(wf_buffer_touch(out->b, s), "ordering a selection");
+  return WF_OK;
+}
+
+/* The repartition on the devices, from the partitions' current state (which must be exact: no
+ * drift flag raised). Each partition classifies its owned particles by the new slabs; the host
+ * reads the counts (its one wait), rebalances the slabs if needed, and then, without waiting:
+ * each partition packs what every partition (itself included) will hold of its particles and
+ * sends it; each receiver sorts what it got by global id into its new arrays (and snapshot,
+ * anchors and tags); each pair's halo lists are selected from the tags on both sides. */
+static wf_status device_repartition(wf_particles_split *sp) {
+  int np = sp->np;
+  size_t len = counts_len(np);
+  uint32_t *cnt = malloc((size_t)np * len * 4);
+  if (!cnt)
+    return fail(WF_ERR_OUT_OF_MEMORY, "particles '%s' (split): out of host memory", sp->name);
+  sp->skin = skin_for(sp, sp->vmax);
+  wf_status st = WF_OK;
+  uint32_t owned[MAXP];
+  for (bool rebalanced = false;;) {
+    wfp_slabs sl = slabs_of(sp);
+    if ((st = classify_all(sp, &sl, cnt)) != WF_OK) break;
+    uint32_t most = 0;
+    for (int o = 0; o < np; o++) {
+      owned[o] = 0;
+      for (int q = 0; q < np; q++)
+        owned[o] += cnt[(size_t)q * len + (size_t)o * np + o];
+      most = owned[o] > most ? owned[o] : most;
+    }
+    double mean = (double)sp->count / np;
+    if (rebalanced || !sp->count || (double)most / mean - 1.0 <= sp->desc.imbalance) break;
+    if ((st = rebalance_device(sp)) != WF_OK) break;
+    rebalanced = true;
+  }
+  if (st != WF_OK) {
+    free(cnt);
+    return st;
+  }
+  sp->vmax = 0.0f;
+  for (int q = 0; q < np; q++) {
+    float v;
+    memcpy(&v, &cnt[(size_t)q * len + (size_t)np * np], 4);
+    sp->vmax = v > sp->vmax ? v : sp->vmax;
+  }
+  wfp_slabs sl = slabs_of(sp);
+  for (int p = 0; p < np; p++) {
+    sp->parts[p].lo = p == 0 ? -INFINITY : sp->cuts[p - 1];
+    sp->parts[p].hi = p == np - 1 ? INFINITY : sp->cuts[p];
+  }
+  /* sends[q][d]: what q sends d; received[d] = the sum over q */
+  uint32_t sends[MAXP][MAXP], received[MAXP] = {0};
+  for (int q = 0; q < np; q++)
+    for (int d = 0; d < np; d++) {
+      uint32_t n = 0;
+      for (int o = 0; o < np; o++)
+        n += cnt[(size_t)q * len + (size_t)o * np + d];
+      sends[q][d] = n;
+      received[d] += n;
+    }
+  /* pack on the senders */
+  for (int q = 0; q < np && st == WF_OK; q++) {
+    part *pt = &sp->parts[q];
+    wf_stream *s = wf_particles_stream(pt->ps);
+    wfp_arrays a = wfp_particles_arrays(pt->ps);
+    for (int d = 0; d < np && st == WF_OK; d++) {
+      uint32_t n = sends[q][d];
+      if (!n) continue;
+      outbox *o = &pt->out[d];
+      if ((st = dbuf_reserve(sp, &o->idx, pt->dev, s, (size_t)n * 4)) != WF_OK ||
+          (st = dbuf_reserve(sp, &o->pos, pt->dev, s, (size_t)n * 16)) != WF_OK ||
+          (st = dbuf_reserve(sp, &o->vel, pt->dev, s, (size_t)n * 16)) != WF_OK ||
+          (st = dbuf_reserve(sp, &o->gid, pt->dev, s, (size_t)n * 4)) != WF_OK ||
+          (st = dbuf_reserve(sp, &o->mat, pt->dev, s, (size_t)n * 2)) != WF_OK ||
+          (st = select_tagged(sp, pt, pt->n_local, 1u << d, &o->idx)) != WF_OK)
+        break;
+      wfp_migrate_pack_args pa = {wf_buffer_ptr(o->idx.b),
+                                  a.pos,
+                                  a.vel,
+                                  a.gid,
+                                  a.mat,
+                                  wf_buffer_ptr(o->pos.b),
+                                  wf_buffer_ptr(o->vel.b),
+                                  wf_buffer_ptr(o->gid.b),
+                                  wf_buffer_ptr(o->mat.b)};
+      if ((st = wf_launch(&wfp_migrate_pack, n, &pa, sizeof pa, s)) != WF_OK) {
+        fail_gpu(sp->name, st, "launching a migration pack");
+        break;
+      }
+      dbuf *bufs[] = {&o->pos, &o->vel, &o->gid, &o->mat};
+      for (int b = 0; b < 4 && st == WF_OK; b++)
+        if ((st = wf_buffer_touch(bufs[b]->b, s)) != WF_OK) fail_gpu(sp->name, st, "ordering");
+    }
+  }
+  /* send: every receiver gets its senders' particles one after the other, by sender */
+  for (int d = 0; d < np && st == WF_OK; d++) {
+    part *pt = &sp->parts[d];
+    wf_stream *s = wf_particles_stream(pt->ps);
+    size_t m = received[d] ? received[d] : 1;
+    if ((st = dbuf_reserve(sp, &pt->in_pos, pt->dev, s, m * 16)) != WF_OK ||
+        (st = dbuf_reserve(sp, &pt->in_vel, pt->dev, s, m * 16)) != WF_OK ||
+        (st = dbuf_reserve(sp, &pt->in_gid, pt->dev, s, m * 4)) != WF_OK ||
+        (st = dbuf_reserve(sp, &pt->in_mat, pt->dev, s, m * 2)) != WF_OK)
+      break;
+    size_t at = 0;
+    for (int q = 0; q < np && st == WF_OK; q++) {
+      uint32_t n = sends[q][d];
+      if (!n) continue;
+      outbox *o = &sp->parts[q].out[d];
+      wf_stream *c = sp->parts[q].copy;
+      if ((st = wf_copy(pt->in_pos.b, at * 16, o->pos.b, 0, (size_t)n * 16, c)) != WF_OK ||
+          (st = wf_copy(pt->in_vel.b, at * 16, o->vel.b, 0, (size_t)n * 16, c)) != WF_OK ||
+          (st = wf_copy(pt->in_gid.b, at * 4, o->gid.b, 0, (size_t)n * 4, c)) != WF_OK ||
+          (st = wf_copy(pt->in_mat.b, at * 2, o->mat.b, 0, (size_t)n * 2, c)) != WF_OK) {
+        fail_gpu(sp->name, st, "sending migrating particles");
+        break;
+      }
+      at += n;
+    }
+  }
+  /* receive: sort by global id into the new arrays */
+  int32_t glo[3], ghi[3];
+  bool have_extent = extent_union(sp, glo, ghi);
+  int bits = key_bits(sp->count);
+  for (int d = 0; d < np && st == WF_OK; d++) {
+    part *pt = &sp->parts[d];
+    wf_stream *s = wf_particles_stream(pt->ps);
+    for (int q = 0; q < np && st == WF_OK; q++)
+      if (sends[q][d] && (st = wf_stream_wait_stream(s, sp->parts[q].copy)) != WF_OK)
+        fail_gpu(sp->name, st, "waiting for migrating particles");
+    uint32_t m = received[d];
+    /* the grid's box: the last frame's extent, along the axis only the slab and its ghosts */
+    int32_t lo[3], hi[3];
+    for (int k = 0; k < 3; k++)
+      lo[k] = have_extent ? glo[k] : 1, hi[k] = have_extent ? ghi[k] : 0;
+    if (have_extent) {
+      int bad = 0;
+      float inv = 1.0f / sp->cell;
+      if (isfinite(pt->lo)) {
+        int32_t c = wfp_cell_coord(pt->lo - sl.w, inv, &bad);
+        lo[sp->axis] = c > lo[sp->axis] ? c : lo[sp->axis];
+      }
+      if (isfinite(pt->hi)) {
+        int32_t c = wfp_cell_coord(pt->hi + sl.w, inv, &bad);
+        hi[sp->axis] = c < hi[sp->axis] ? c : hi[sp->axis];
+      }
+      if (lo[sp->axis] > hi[sp->axis]) lo[sp->axis] = hi[sp->axis] = glo[sp->axis];
+    }
+    size_t mm = m ? m : 1, tb = sort_temp(pt, m, bits);
+    if ((st = wfp_particles_resize(pt->ps, m, sp->rmax, lo, hi)) != WF_OK ||
+        (st = dbuf_reserve(sp, &pt->keys, pt->dev, s, mm * 4)) != WF_OK ||
+        (st = dbuf_reserve(sp, &pt->vals, pt->dev, s, mm * 4)) != WF_OK ||
+        (st = dbuf_reserve(sp, &pt->keys_out, pt->dev, s, mm * 4)) != WF_OK ||
+        (st = dbuf_reserve(sp, &pt->vals_out, pt->dev, s, mm * 4)) != WF_OK ||
+        (st = dbuf_reserve(sp, &pt->sort_temp, pt->dev, s, tb)) != WF_OK ||
+        (st = dbuf_reserve(sp, &pt->anchor, pt->dev, s, mm * 4)) != WF_OK ||
+        (st = dbuf_reserve(sp, &pt->tag, pt->dev, s, mm * 4)) != WF_OK ||
+        (st = dbuf_reserve(sp, &pt->snap_pos, pt->dev, s, mm * 16)) != WF_OK ||
+        (st = dbuf_reserve(sp, &pt->snap_vel, pt->dev, s, mm * 16)) != WF_OK)
+      break;
+    pt->n_local = m;
+    pt->n_owned = owned[d];
+    if (!m) continue;
+    wfp_migrate_keys_args ka = {wf_buffer_ptr(pt->in_gid.b), wf_buffer_ptr(pt->keys.b),
+                                wf_buffer_ptr(pt->vals.b)};
+    wfp_sort_args sa = {wf_buffer_ptr(pt->keys.b),
+                        wf_buffer_ptr(pt->vals.b),
+                        wf_buffer_ptr(pt->keys_out.b),
+                        wf_buffer_ptr(pt->vals_out.b),
+                        m,
+                        bits,
+                        tb ? wf_buffer_ptr(pt->sort_temp.b) : NULL,
+                        tb};
+    wfp_arrays a = wfp_particles_arrays(pt->ps);
+    wfp_migrate_args ma = {sl,
+                           d,
+                           wf_buffer_ptr(pt->vals_out.b),
+                           wf_buffer_ptr(pt->in_pos.b),
+                           wf_buffer_ptr(pt->in_vel.b),
+                           wf_buffer_ptr(pt->in_gid.b),
+                           wf_buffer_ptr(pt->in_mat.b),
+                           a.pos,
+                           a.vel,
+                           wf_buffer_ptr(pt->snap_pos.b),
+                           wf_buffer_ptr(pt->snap_vel.b),
+                           a.gid,
+                           a.mat,
+                           wf_buffer_ptr(pt->anchor.b),
+                           wf_buffer_ptr(pt->tag.b)};
+    if ((st = wf_launch(&wfp_migrate_keys, m, &ka, sizeof ka, s)) != WF_OK ||
+        (st = wf_launch(&wfp_sort, 1, &sa, sizeof sa, s)) != WF_OK ||
+        (st = wf_launch(&wfp_migrate, m, &ma, sizeof ma, s)) != WF_OK)
+      fail_gpu(sp->name, st, "launching the migration");
+  }
+  /* the halo lists: r -> d carries the particles r owns that d holds as ghosts */
+  sp->n_links = 0;
+  uint64_t halo = 0;
+  for (int d = 0; d < np && st == WF_OK; d++)
+    for (int r = 0; r < np && st == WF_OK; r++) {
+      if (r == d) continue;
+      uint32_t n = 0;
+      for (int q = 0; q < np; q++)
+        n += cnt[(size_t)q * len + (size_t)r * np + d];
+      if (!n) continue;
+      link *k = NULL;
+      if ((st = add_link(sp, r, d, n, &k)) != WF_OK ||
+          (st = select_tagged(sp, &sp->parts[r], sp->parts[r].n_local, 1u << d, &k->src_idx)) !=
+              WF_OK ||
+          (st = select_tagged(sp, &sp->parts[d], sp->parts[d].n_local, 1u << (16 + r),
+                              &k->dst_idx)) != WF_OK)
+        break;
+      halo += (uint64_t)n * 32;
+    }
+  for (int p = 0; p < np && st == WF_OK; p++) {
+    part *pt = &sp->parts[p];
+    wf_stream *s = wf_particles_stream(pt->ps);
+    if ((st = wf_memset(pt->flag, 0, 0, 4, s)) != WF_OK)
+      fail_gpu(sp->name, st, "clearing the drift flag");
+  }
+  free(cnt);
+  if (st == WF_OK) partitioned(sp, halo);
+  return st;
+}
+
+/* Makes the partitions' state exact: while a particle moved further than the skin allowed since
+ * the last repartition, runs the frames since then again from its snapshot with twice the skin. */
+static wf_status rerun_if_moved(wf_particles_split *sp) {
+  for (int attempt = 0;; attempt++) {
+    bool moved = false;
+    wf_status st = drift_flags(sp, &moved);
+    if (st != WF_OK || !moved) return st;
+    if (attempt >= 30)
+      return fail(WF_ERR_INVALID,
+                  "particles '%s' (split): particles keep moving further than the skin (%g m) "
+                  "between repartitions",
+                  sp->name, (double)sp->skin);
+    sp->skin_factor *= 2.0f;
+    sp->info.reruns += (uint64_t)sp->frames_since;
+    int frames = sp->frames_since;
+    if ((st = restore(sp)) != WF_OK || (st = device_repartition(sp)) != WF_OK ||
+        (st = launch_frames(sp, frames)) != WF_OK)
+      return st;
+  }
+}
+
+/* Brings the master copy (sp->pos/vel/mat) up to date with the partitions. */
+static wf_status settle(wf_particles_split *sp) {
+  if (sp->distributed && sp->frames_since > 0) {
+    wf_status st = rerun_if_moved(sp);
+    if (st != WF_OK) return st;
+  }
+  return gather(sp, sp->pos, sp->vel, sp->mat);
+}
+
+/* Between frames: the first distribution from the master copy on the host; later ones on the
+ * devices. The clock at the end is the snapshot's. */
 static wf_status repartition(wf_particles_split *sp) {
   double t0 = now_ms();
-  wf_status st = settle(sp);
-  if (st == WF_OK && sp->skin_factor > 1.0f) /* back towards the automatic skin, slowly */
-    sp->skin_factor = fmaxf(1.0f, 0.9f * sp->skin_factor);
-  if (st == WF_OK) st = distribute(sp);
-  if (st == WF_OK) st = clock_get(sp, &sp->snap_time, &sp->snap_substeps);
+  wf_status st;
+  if (!sp->distributed) {
+    st = distribute(sp);
+    if (st == WF_OK) st = clock_get(sp, &sp->snap_time, &sp->snap_substeps);
+  } else {
+    st = rerun_if_moved(sp);
+    if (st == WF_OK && sp->skin_factor > 1.0f) /* back towards the automatic skin, slowly */
+      sp->skin_factor = fmaxf(1.0f, 0.9f * sp->skin_factor);
+    /* the partitions are idle: the clock is read without waiting for the repartition */
+    if (st == WF_OK) st = clock_get(sp, &sp->snap_time, &sp->snap_substeps);
+    if (st == WF_OK) st = device_repartition(sp);
+  }
   sp->info.repartitions++;
   sp->info.repartition_ms += now_ms() - t0;
   return st;
@@ -775,6 +1190,11 @@ static wf_status launch_frames(wf_particles_split *sp, int frames) {
   if (frames <= 0) return WF_OK;
   wf_stream *s0 = wf_particles_stream(sp->parts[0].ps);
   wf_status st;
+  /* after whatever the repartition queued on the other streams */
+  for (int p = 0; p < sp->np; p++) {
+    if (p > 0) TRY(wf_stream_wait_stream(s0, wf_particles_stream(sp->parts[p].ps)), "ordering");
+    if (sp->np > 1) TRY(wf_stream_wait_stream(s0, sp->parts[p].copy), "ordering");
+  }
   if (sp->desc.solver.no_graph) {
     for (int f = 0; f < frames; f++) {
       for (int p = 0; p < sp->np; p++) /* the frames of all partitions start together */
@@ -851,7 +1271,7 @@ static wf_status undistribute(wf_particles_split *sp) {
 static wf_status after_add(wf_particles_split *sp) {
   sp->count = wf_particles_count(sp->parts[0].ps);
   wf_status st = master_reserve(sp, sp->count);
-  if (st == WF_OK) st = gather(sp, sp->pos, sp->vel, sp->mat, NULL);
+  if (st == WF_OK) st = gather(sp, sp->pos, sp->vel, sp->mat);
   return st;
 }
 
