@@ -305,7 +305,7 @@ typedef struct wf_particles_split_info {
   uint64_t repartitions;          /* so far */
   uint64_t rebalances;            /* repartitions that moved the slab boundaries */
   uint64_t reruns;                /* frames run again because the skin was too thin */
-  double repartition_ms;          /* host time spent repartitioning, total */
+  double repartition_ms;          /* host time in repartitions (not waiting for frames), total */
   bool peer;                      /* every pair of distinct devices has direct (peer) access */
 } wf_particles_split_info;
 

@@ -1058,11 +1058,13 @@ static wf_status settle(wf_particles_split *sp) {
 static wf_status repartition(wf_particles_split *sp) {
   double t0 = now_ms();
   wf_status st;
+  /* repartition_ms: the host's time in the repartition, not its wait for the frames before */
   if (!sp->distributed) {
     st = distribute(sp);
     if (st == WF_OK) st = clock_get(sp, &sp->snap_time, &sp->snap_substeps);
   } else {
     st = rerun_if_moved(sp);
+    t0 = now_ms();
     if (st == WF_OK && sp->skin_factor > 1.0f) /* back towards the automatic skin, slowly */
       sp->skin_factor = fmaxf(1.0f, 0.9f * sp->skin_factor);
     /* the partitions are idle: the clock is read without waiting for the repartition */
