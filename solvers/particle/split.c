@@ -788,7 +788,7 @@ static size_t sort_temp(const part *pt, uint32_t n, int bits) {
 static wf_status select_tagged(wf_particles_split *sp, part *pt, uint32_t n, uint32_t bit,
                                dbuf *out) {
   wf_stream *s = wf_particles_stream(pt->ps);
-  size_t tb = select_temp(pt, n);
+  size_t tb = (select_temp(pt, n) + 15) / 16 * 16; /* the count after it, aligned */
   wf_status st;
   if ((st = dbuf_reserve(sp, &pt->select_temp, pt->dev, s, tb + 16)) != WF_OK) return st;
   uint32_t *count = (uint32_t *)((char *)wf_buffer_ptr(pt->select_temp.b) + tb);
