@@ -73,6 +73,7 @@ typedef struct sb_result {
   double ms;                     /* median ms/frame */
   uint64_t halo_bytes;           /* per frame, as of the last repartition */
   double repartition_ms;         /* host repartition time per timed frame */
+  double capture_ms;             /* host time capturing the frame graph, per timed frame */
   uint64_t reruns;               /* during the timed frames */
   uint64_t reruns_total;         /* since creation (warm-up included) */
   bool peer;                     /* every pair of devices has peer access */
@@ -168,6 +169,7 @@ static int measure(sb_ctx *c, int k, uint64_t n, sb_result *res) {
   res->ms = bench_median(ms, c->o.frames);
   res->halo_bytes = i1.halo_bytes_per_frame;
   res->repartition_ms = (i1.repartition_ms - i0.repartition_ms) / c->o.frames;
+  res->capture_ms = (i1.capture_ms - i0.capture_ms) / c->o.frames;
   res->reruns = i1.reruns - i0.reruns;
   res->reruns_total = i1.reruns;
   res->peer = i1.peer;
@@ -214,9 +216,10 @@ static int run_mode(sb_ctx *c, int mode) {
       snprintf(speedup, sizeof speedup, "%.3f", ratio);
     else
       snprintf(speedup, sizeof speedup, "-");
-    fprintf(c->out, "%-6s %7d %12llu %10.3f %8s %10.3f %13.3e %13.3f %12.3f %6llu %5s\n",
+    fprintf(c->out, "%-6s %7d %12llu %10.3f %8s %10.3f %13.3e %13.3f %12.3f %12.3f %6llu %5s\n",
             mode_names[mode], k, (unsigned long long)n, r.ms, speedup, eff, rate,
-            (double)r.halo_bytes * 1e-6, r.repartition_ms, (unsigned long long)r.reruns,
+            (double)r.halo_bytes * 1e-6, r.repartition_ms, r.capture_ms,
+            (unsigned long long)r.reruns,
             k == 1   ? "-"
             : r.peer ? "yes"
                      : "no");
@@ -235,6 +238,7 @@ static int run_mode(sb_ctx *c, int mode) {
     add_row(c, bench, "particle_substeps_per_s", rate, "1/s");
     add_row(c, bench, "halo_bytes_per_frame", (double)r.halo_bytes, "B");
     add_row(c, bench, "repartition_ms_per_frame", r.repartition_ms, "ms");
+    add_row(c, bench, "capture_ms_per_frame", r.capture_ms, "ms");
     add_row(c, bench, "reruns", (double)r.reruns, "1");
   }
   return 0;
@@ -457,9 +461,9 @@ int wf_bench_scaling(int argc, char **argv, FILE *out) {
   if (!cuda)
     fprintf(out, "note: CPU devices share this machine's cores: these figures exercise the split "
                  "solver, they do not measure scaling\n");
-  fprintf(out, "\n%-6s %7s %12s %10s %8s %10s %13s %13s %12s %6s %5s\n", "mode", "devices",
+  fprintf(out, "\n%-6s %7s %12s %10s %8s %10s %13s %13s %12s %12s %6s %5s\n", "mode", "devices",
           "particles", "ms/frame", "speed-up", "efficiency", "p-substeps/s", "halo MB/frame",
-          "repart ms/fr", "reruns", "peer");
+          "repart ms/fr", "capture ms/fr", "reruns", "peer");
   for (int mode = MODE_STRONG; mode <= MODE_WEAK; mode++)
     if (run_mode(c, mode)) goto done;
   fprintf(out, "\nhalo time hidden behind compute: not measured (this version of the split solver "

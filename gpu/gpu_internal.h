@@ -154,7 +154,9 @@ struct wf_backend {
   wf_status (*upload)(void *dst, const void *host, size_t bytes, wf_stream *s);
   wf_status (*launch)(const wf_kernel *k, size_t n, const void *args, size_t size, wf_stream *s);
   wf_status (*capture_begin)(wf_stream *s, wf_capture *c);
-  wf_status (*capture_end)(wf_stream *s, wf_capture *c, wf_graph *g);
+  /* prev (may be NULL): an earlier graph of the same origin whose executable form g may take
+   * over, updated in place (then prev->native becomes NULL) */
+  wf_status (*capture_end)(wf_stream *s, wf_capture *c, wf_graph *g, wf_graph *prev);
   void (*capture_abort)(wf_stream *s, wf_capture *c);
   wf_status (*graph_launch)(wf_graph *g, wf_stream *s);
   void (*graph_destroy)(wf_graph *g);

@@ -117,10 +117,7 @@ static void capture_close(wf_capture *c) {
   wf__thread_captures_add(-1);
 }
 
-wf_status wf_capture_end(wf_stream *s, wf_graph **out) {
-  static const char *fn = "wf_capture_end";
-  if (!out) return wf__error(WF_ERR_INVALID, fn, "out is NULL");
-  *out = NULL;
+static wf_status capture_finish(const char *fn, wf_stream *s, wf_graph *prev, wf_graph **out) {
   if (!s) return wf__error(WF_ERR_INVALID, fn, "stream is NULL");
   wf_capture *c = s->capture;
   if (!c || c->origin != s)
@@ -143,7 +140,7 @@ wf_status wf_capture_end(wf_stream *s, wf_graph **out) {
   } else {
     g->origin = s;
     g->be = c->be;
-    st = c->be->capture_end(s, c, g);
+    st = c->be->capture_end(s, c, g, prev);
   }
   if (st != WF_OK) c->be->capture_abort(s, c);
   capture_close(c);
@@ -161,6 +158,26 @@ wf_status wf_capture_end(wf_stream *s, wf_graph **out) {
   g->nodes = c->nodes;
   free(c);
   *out = g;
+  return WF_OK;
+}
+
+wf_status wf_capture_end(wf_stream *s, wf_graph **out) {
+  if (!out) return wf__error(WF_ERR_INVALID, "wf_capture_end", "out is NULL");
+  *out = NULL;
+  return capture_finish("wf_capture_end", s, NULL, out);
+}
+
+wf_status wf_capture_end_update(wf_stream *s, wf_graph **g) {
+  static const char *fn = "wf_capture_end_update";
+  if (!g) return wf__error(WF_ERR_INVALID, fn, "g is NULL");
+  wf_graph *prev = *g;
+  if (prev && s && (prev->origin != s || prev->be != s->dev->be))
+    return wf__error(WF_ERR_INVALID, fn, "the graph to update was captured on another stream");
+  wf_graph *ng = NULL;
+  wf_status st = capture_finish(fn, s, prev, &ng);
+  if (st != WF_OK) return st;
+  wf_graph_destroy(prev);
+  *g = ng;
   return WF_OK;
 }
 

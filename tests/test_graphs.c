@@ -442,9 +442,66 @@ TEST(capture_external_stream) {
 #endif
 }
 
+/* wf_capture_end_update: a graph re-captured with other parameters and other buffers (the same
+ * shape) replaces the old one and runs the new work; a different shape replaces it too. */
+TEST(capture_update_replaces_the_graph) {
+  wf_stream *s = NULL;
+  wf_buffer *x = NULL, *y = NULL;
+  wf_graph *g = NULL;
+  CHECK_OK(wf_stream_create(th_dev0, 0, &s));
+  CHECK_OK(wf_buffer_create(th_dev0, NB, WF_BUFFER_ZERO, s, &x));
+  CHECK_OK(wf_buffer_create(th_dev0, NB, WF_BUFFER_ZERO, s, &y));
+  CHECK_OK(wf_capture_begin(s));
+  CAP_OK(s, scale_add(x, 1.0f, 1.0f, s)); /* x += 1 */
+  CHECK_OK(wf_capture_end_update(s, &g)); /* from nothing: a new graph */
+  REQUIRE(g != NULL);
+  CHECK_OK(wf_graph_launch(g, s));
+  CHECK_OK(wf_stream_synchronize(s));
+  CHECK_BUFFER(x, 1.0f);
+  /* the same shape: another buffer, other constants */
+  wf_graph *before = g;
+  CHECK_OK(wf_capture_begin(s));
+  CAP_OK(s, scale_add(y, 2.0f, 5.0f, s)); /* y = 2y + 5 */
+  CHECK_OK(wf_capture_end_update(s, &g));
+  CHECK(g != NULL && g != before);
+  CHECK_EQ_INT(wf_graph_node_count(g), 1);
+  for (int i = 0; i < 2; i++)
+    CHECK_OK(wf_graph_launch(g, s));
+  CHECK_OK(wf_stream_synchronize(s));
+  CHECK_BUFFER(x, 1.0f);  /* the old work no longer runs */
+  CHECK_BUFFER(y, 15.0f); /* 0 -> 5 -> 15 */
+  /* another shape: two kernels */
+  CHECK_OK(wf_capture_begin(s));
+  CAP_OK(s, add_one(x, s));
+  CAP_OK(s, axpy(y, 1.0f, x, s));
+  CHECK_OK(wf_capture_end_update(s, &g));
+  CHECK_EQ_INT(wf_graph_node_count(g), 2);
+  CHECK_OK(wf_graph_launch(g, s));
+  CHECK_OK(wf_stream_synchronize(s));
+  CHECK_BUFFER(x, 2.0f);
+  CHECK_BUFFER(y, 17.0f);
+  /* an update on another stream than the graph's is refused, the graph kept */
+  wf_stream *other = NULL;
+  CHECK_OK(wf_stream_create(th_dev0, 0, &other));
+  CHECK_OK(wf_capture_begin(other));
+  CAP_OK(other, add_one(x, other));
+  wf_graph *kept = g;
+  CHECK_STATUS(wf_capture_end_update(other, &g), WF_ERR_INVALID);
+  CHECK(g == kept);
+  wf_graph *g2 = NULL;
+  CHECK_OK(wf_capture_end(other, &g2));
+  wf_graph_destroy(g2);
+  wf_graph_destroy(g);
+  wf_buffer_destroy(x, s);
+  wf_buffer_destroy(y, s);
+  wf_stream_destroy(other);
+  wf_stream_destroy(s);
+}
+
 int main(int argc, char **argv) {
   static const th_test tests[] = {
       TH_TEST(capture_replay_accumulates),
+      TH_TEST(capture_update_replaces_the_graph),
       TH_TEST(capture_fork_join_same_device),
       TH_TEST(capture_unjoined_fork_fails),
       TH_TEST(capture_pinned_host_copies_replay_fresh_data),

@@ -533,7 +533,7 @@ static wf_status cpu_capture_begin(wf_stream *s, wf_capture *c) {
   return WF_OK;
 }
 
-static wf_status cpu_capture_end(wf_stream *s, wf_capture *c, wf_graph *g) {
+static wf_status cpu_capture_end(wf_stream *s, wf_capture *c, wf_graph *g, wf_graph *prev) {
   g->native = c->be_data;
   c->be_data = NULL;
   return WF_OK;

@@ -365,10 +365,23 @@ static wf_status cu_capture_begin(wf_stream *s, wf_capture *c) {
   return WF_OK;
 }
 
-static wf_status cu_capture_end(wf_stream *s, wf_capture *c, wf_graph *g) {
+/* With prev, the new graph first tries to take over prev's executable graph, updated in place
+ * (cudaGraphExecUpdate: same nodes and edges, other parameters, sizes or addresses); a new
+ * instantiation is the fallback. */
+static wf_status cu_capture_end(wf_stream *s, wf_capture *c, wf_graph *g, wf_graph *prev) {
   use(s->dev);
   cudaGraph_t graph = NULL;
   CK(cudaStreamEndCapture(CS(s), &graph), "wf_capture_end", s->dev, "cudaStreamEndCapture");
+  if (prev && prev->native) {
+    cudaGraphExecUpdateResultInfo info;
+    if (cudaGraphExecUpdate((cudaGraphExec_t)prev->native, graph, &info) == cudaSuccess) {
+      g->native = prev->native;
+      g->native_graph = graph;
+      prev->native = NULL;
+      return WF_OK;
+    }
+    cudaGetLastError(); /* not updatable: instantiate anew */
+  }
   cudaGraphExec_t exec = NULL;
   cudaError_t e =
       cudaGraphInstantiateWithFlags(&exec, graph, cudaGraphInstantiateFlagAutoFreeOnLaunch);

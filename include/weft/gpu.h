@@ -244,6 +244,12 @@ WF_API wf_status wf_capture_begin(wf_stream *s);
 /** Ends the capture begun on s and returns an executable graph. Every forked stream must have been
  *  joined back (wf_stream_wait_stream(s, forked)); otherwise WF_ERR_CAPTURE and no graph. */
 WF_API wf_status wf_capture_end(wf_stream *s, wf_graph **out);
+/** Ends the capture begun on s like wf_capture_end and replaces *g (a graph captured on s before,
+ *  or NULL) with it. Where the backend can, the new graph takes over the old one's executable form
+ *  updated in place, which costs far less than a new one (CUDA: when only kernel parameters,
+ *  sizes and addresses changed, not the nodes and their order). The old graph is destroyed; it
+ *  must not be running any more. On failure *g is left as it was. */
+WF_API wf_status wf_capture_end_update(wf_stream *s, wf_graph **g);
 /** True while s is being captured (by weft, or by the host program on a wrapped stream). */
 WF_API bool wf_stream_is_capturing(const wf_stream *s);
 /** Runs the captured work once, ordered on s (NULL: the capture's origin stream). */

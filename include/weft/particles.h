@@ -307,6 +307,8 @@ typedef struct wf_particles_split_info {
   uint64_t reruns;                /* frames run again because the skin was too thin */
   double repartition_ms;          /* host time in repartitions (not waiting for frames), total */
   bool peer;                      /* every pair of distinct devices has direct (peer) access */
+  uint64_t captures;              /* frame graphs captured (after every repartition) */
+  double capture_ms;              /* host time capturing them (and updating or instantiating) */
 } wf_particles_split_info;
 
 /** Defaults: wf_particles_desc_default(), automatic skin, imbalance 0.1, a repartition every

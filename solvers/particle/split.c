@@ -127,6 +127,7 @@ struct wf_particles_split {
   float rmax;        /* the largest radius */
   float vmax;        /* the largest speed at the last repartition */
   wf_graph *graph;
+  bool graph_stale; /* the partitions changed since the graph was captured */
   wf_particles_split_info info;
 };
 
@@ -154,12 +155,8 @@ static void dbuf_free(dbuf *d, wf_stream *s) {
   d->b = NULL, d->cap = 0;
 }
 
-static void drop_graph(wf_particles_split *sp) {
-  if (!sp->graph) return;
-  wf_stream_synchronize(wf_particles_stream(sp->parts[0].ps));
-  wf_graph_destroy(sp->graph);
-  sp->graph = NULL;
-}
+/* The frame graph no longer matches the partitions: the next frame captures it again. */
+static void drop_graph(wf_particles_split *sp) { sp->graph_stale = true; }
 
 wf_particles_split_desc wf_particles_split_desc_default(void) {
   return (wf_particles_split_desc){.solver = wf_particles_desc_default(),
@@ -170,7 +167,10 @@ wf_particles_split_desc wf_particles_split_desc_default(void) {
 
 void wf_particles_split_destroy(wf_particles_split *sp) {
   if (!sp) return;
-  drop_graph(sp);
+  if (sp->graph) {
+    wf_stream_synchronize(wf_particles_stream(sp->parts[0].ps));
+    wf_graph_destroy(sp->graph);
+  }
   for (int p = 0; p < sp->np; p++)
     if (sp->parts[p].ps) wf_stream_synchronize(wf_particles_stream(sp->parts[p].ps));
   for (int p = 0; p < sp->np; p++)
@@ -1161,9 +1161,12 @@ static wf_status enqueue_frame(wf_particles_split *sp) {
 }
 
 /* The frame of every partition, captured on partition 0's stream: the others fork from it and
- * join back at the end. */
+ * join back at the end. A graph from before a repartition is updated in place where it can be
+ * (the same nodes with other counts and addresses), which costs far less than a new one. */
 static wf_status capture(wf_particles_split *sp) {
+  double t0 = now_ms();
   wf_stream *s0 = wf_particles_stream(sp->parts[0].ps);
+  if (sp->graph) TRY(wf_stream_synchronize(s0), "waiting for the last frame"); /* replaced */
   TRY(wf_capture_begin(s0), "beginning the frame capture");
   wf_status st = WF_OK;
   for (int p = 0; p < sp->np && st == WF_OK; p++) {
@@ -1177,14 +1180,15 @@ static wf_status capture(wf_particles_split *sp) {
     if (p > 0) st = wf_stream_wait_stream(s0, s);
     if (st == WF_OK && sp->np > 1) st = wf_stream_wait_stream(s0, sp->parts[p].copy);
   }
-  wf_graph *g = NULL;
-  wf_status st2 = wf_capture_end(s0, &g);
   if (st != WF_OK) {
-    if (g) wf_graph_destroy(g);
+    wf_graph *g = NULL;
+    if (wf_capture_end(s0, &g) == WF_OK) wf_graph_destroy(g);
     return st;
   }
-  if (st2 != WF_OK) return fail_gpu(sp->name, st2, "ending the frame capture");
-  sp->graph = g;
+  TRY(wf_capture_end_update(s0, &sp->graph), "ending the frame capture");
+  sp->graph_stale = false;
+  sp->info.captures++;
+  sp->info.capture_ms += now_ms() - t0;
   return WF_OK;
 }
 
@@ -1206,7 +1210,7 @@ static wf_status launch_frames(wf_particles_split *sp, int frames) {
         TRY(wf_stream_wait_stream(s0, wf_particles_stream(sp->parts[p].ps)), "ordering");
     }
   } else {
-    if (!sp->graph && (st = capture(sp)) != WF_OK) return st;
+    if ((!sp->graph || sp->graph_stale) && (st = capture(sp)) != WF_OK) return st;
     for (int f = 0; f < frames; f++)
       TRY(wf_graph_launch(sp->graph, s0), "launching a frame");
   }
