@@ -162,7 +162,7 @@ wf_particles_split_desc wf_particles_split_desc_default(void) {
   return (wf_particles_split_desc){.solver = wf_particles_desc_default(),
                                    .skin = 0.0f,
                                    .imbalance = 0.1f,
-                                   .repartition_frames = 1};
+                                   .repartition_frames = 2};
 }
 
 void wf_particles_split_destroy(wf_particles_split *sp) {
@@ -406,15 +406,17 @@ static wf_status rebalance(wf_particles_split *sp) {
   return WF_OK;
 }
 
-/* The skin: the desc's, or three times the distance the fastest particle (vmax) covers between
- * repartitions under gravity, at least a quarter cell; times the rerun factor. */
+/* The skin: the desc's, or three times the distance the fastest particle (vmax, plus what gravity
+ * adds over the interval) covers between repartitions under gravity, at least a quarter cell;
+ * times the rerun factor. */
 static float skin_for(const wf_particles_split *sp, float vmax) {
   float skin = sp->desc.skin;
   if (skin == 0.0f) {
     float T = sp->desc.solver.frame_dt * (float)sp->desc.repartition_frames;
     const float *g = sp->desc.solver.gravity;
     float ga = sqrtf(g[0] * g[0] + g[1] * g[1] + g[2] * g[2]);
-    skin = 3.0f * (vmax * T + 0.5f * ga * T * T);
+    /* vmax may be a repartition old: the particle may have gained g T since */
+    skin = 3.0f * ((vmax + ga * T) * T + 0.5f * ga * T * T);
     if (skin < 0.25f * sp->cell) skin = 0.25f * sp->cell;
   }
   return skin * sp->skin_factor;

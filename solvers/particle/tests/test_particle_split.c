@@ -22,6 +22,7 @@ typedef struct scene_opts {
   float skin;      /* split only: 0 automatic */
   float imbalance; /* split only: < 0: the default */
   int kind;        /* 0 column, 1 two blocks colliding along x, 2 high drop */
+  int repartition; /* split only: frames between repartitions (0: every frame) */
 } scene_opts;
 
 static wf_particles_desc base_desc(const scene_opts *o) {
@@ -48,6 +49,7 @@ static wf_status build(const scene_opts *o, wf_device **devs, int n, sys *s) {
     wf_particles_split_desc sd = wf_particles_split_desc_default();
     sd.solver = d;
     sd.skin = o->skin;
+    sd.repartition_frames = o->repartition > 0 ? o->repartition : 1;
     if (o->imbalance >= 0.0f) sd.imbalance = o->imbalance;
     st = wf_particles_split_create(devs, n, &sd, &s->sp);
   } else {
@@ -207,6 +209,19 @@ TEST(column_xpbd_bitwise) {
   compare_runs(&o, 30, counts, 2, NULL);
 }
 
+/* Repartitions every third frame: the frame graph is replayed between them, and the automatic
+ * skin covers three frames of motion. */
+TEST(repartition_every_third_frame_bitwise) {
+  scene_opts o = {.model = WF_CONTACT_DEM, .imbalance = -1, .repartition = 3};
+  int counts[] = {2, 4};
+  wf_particles_split_info info;
+  compare_runs(&o, 30, counts, 2, &info);
+  CHECK(info.repartitions >= 10 && info.repartitions <= 12);
+  printf("  repartitions %llu captures %llu reruns %llu\n", (unsigned long long)info.repartitions,
+         (unsigned long long)info.captures, (unsigned long long)info.reruns);
+  CHECK(info.captures * 2 <= 30); /* replayed between repartitions */
+}
+
 TEST(uncaptured_frames_bitwise) {
   scene_opts o = {.model = WF_CONTACT_DEM, .no_graph = true, .imbalance = -1};
   int counts[] = {3};
@@ -336,10 +351,15 @@ TEST(bad_arguments) {
 
 int main(int argc, char **argv) {
   static const th_test tests[] = {
-      TH_TEST(column_bitwise_1_2_3_4_partitions), TH_TEST(column_xpbd_bitwise),
-      TH_TEST(uncaptured_frames_bitwise),         TH_TEST(migration_both_directions),
-      TH_TEST(partition_becomes_empty),           TH_TEST(thin_skin_reruns_bitwise),
-      TH_TEST(add_after_stepping_bitwise),        TH_TEST(bad_arguments),
+      TH_TEST(column_bitwise_1_2_3_4_partitions),
+      TH_TEST(column_xpbd_bitwise),
+      TH_TEST(uncaptured_frames_bitwise),
+      TH_TEST(repartition_every_third_frame_bitwise),
+      TH_TEST(migration_both_directions),
+      TH_TEST(partition_becomes_empty),
+      TH_TEST(thin_skin_reruns_bitwise),
+      TH_TEST(add_after_stepping_bitwise),
+      TH_TEST(bad_arguments),
   };
   return th_main(argc, argv, tests, sizeof tests / sizeof tests[0]);
 }
