@@ -290,7 +290,7 @@ typedef struct wf_particles_split_desc {
   float skin;               /* halo width beyond the contact range, m; 0: from the fastest
                                particle (3 x the distance it covers in a frame under gravity) */
   float imbalance;          /* re-balance the slabs when max/mean count - 1 exceeds this; 0.1 */
-  int repartition_frames;   /* frames between repartitions; default 2 (each one recaptures the frame
+  int repartition_frames;   /* frames between repartitions; default 1 (each one recaptures the frame
                                graph) */
 } wf_particles_split_desc;
 

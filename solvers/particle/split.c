@@ -162,7 +162,7 @@ wf_particles_split_desc wf_particles_split_desc_default(void) {
   return (wf_particles_split_desc){.solver = wf_particles_desc_default(),
                                    .skin = 0.0f,
                                    .imbalance = 0.1f,
-                                   .repartition_frames = 2};
+                                   .repartition_frames = 1};
 }
 
 void wf_particles_split_destroy(wf_particles_split *sp) {
@@ -1168,7 +1168,8 @@ static wf_status enqueue_frame(wf_particles_split *sp) {
 static wf_status capture(wf_particles_split *sp) {
   double t0 = now_ms();
   wf_stream *s0 = wf_particles_stream(sp->parts[0].ps);
-  if (sp->graph) TRY(wf_stream_synchronize(s0), "waiting for the last frame"); /* replaced */
+  /* the graph replaced must have finished (after a repartition every frame has) */
+  if (sp->graph && sp->frames_since > 0) TRY(wf_stream_synchronize(s0), "waiting for a frame");
   TRY(wf_capture_begin(s0), "beginning the frame capture");
   wf_status st = WF_OK;
   for (int p = 0; p < sp->np && st == WF_OK; p++) {
