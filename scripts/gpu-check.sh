@@ -21,9 +21,10 @@
 #   WEFT_SANITIZE_TIMEOUT     seconds for each sanitizer run (default 600)
 #   WEFT_SANITIZE_JOBS        sanitizer runs at once (default 8)
 #   WEFT_SCENE_FRAMES         frames of each scene run (default 2)
-#   WEFT_RACECHECK_EXCLUDE    racecheck only: a --kernel-name-exclude filter (e.g. kns=collide)
-#                             for kernels that use no shared memory, where racecheck has nothing
-#                             to find; it keeps the long physics cases within the timeout
+#   WEFT_RACECHECK_ALL        1: racecheck instruments every kernel. By default it checks only the
+#                             kernels that use shared memory (found with cuobjdump in libweft),
+#                             since racecheck reports shared-memory hazards only; that keeps the
+#                             long physics cases within the timeout
 # The ctest output is printed; sanitizer runs print one line each (and the log tail on failure).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -75,8 +76,7 @@ sanitize_one() {
   [ "$(basename "$1")" = weft ] && name="weft run $(basename "$3")"
   log=$(mktemp)
   local extra=()
-  [ "$tool" = racecheck ] && [ -n "${WEFT_RACECHECK_EXCLUDE:-}" ] &&
-    extra=(--kernel-name-exclude "$WEFT_RACECHECK_EXCLUDE")
+  [ "$tool" = racecheck ] && read -r -a extra <<<"${racecheck_filter:-}"
   # CUDA API errors are not reported: the error-path tests provoke them on purpose (an unjoined
   # capture, an allocation larger than the GPU) and every test checks each call's status itself.
   timeout "${WEFT_SANITIZE_TIMEOUT:-600}" compute-sanitizer --tool "$tool" --error-exitcode 99 \
@@ -93,6 +93,17 @@ sanitize_one() {
   rm -f "$log"
 }
 export -f sanitize_one
+# The kernels with static shared memory (cuobjdump's resource usage), as racecheck filters.
+racecheck_filter=
+if [ "${WEFT_RACECHECK_ALL:-0}" != 1 ] && command -v cuobjdump >/dev/null; then
+  lib=$(ls "$dir"/libweft.so* 2>/dev/null | head -1)
+  [ -n "$lib" ] && racecheck_filter=$(cuobjdump --dump-resource-usage "$lib" 2>/dev/null |
+    awk '/Function [^ ]*:/ {name = $2; sub(/:$/, "", name)}
+         /SHARED:[1-9]/ && name != "" {print "--kernel-name kne=" name; name = ""}' | sort -u |
+    tr '\n' ' ')
+  echo "racecheck checks the $(wc -w <<<"$racecheck_filter" | awk '{print $1 / 2}') kernels that use shared memory"
+fi
+export racecheck_filter
 export limit_str="${limit[*]}"
 
 read -r -a tools <<<"${WEFT_SANITIZE_TOOLS:-memcheck racecheck initcheck synccheck}"
