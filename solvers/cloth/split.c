@@ -353,11 +353,8 @@ static wf_status build_part(const char *fn, wf_cloth_split *cs, int p, const wfc
   lt.nt = nt;
   lt.tris = malloc(((size_t)nt * 3 + 1) * sizeof *lt.tris);
   size_t nvt = 0;
-  for (uint32_t i = 0; i < pt->n_owned; i++) {
-    uint32_t g = pt->gid[i];
-    nvt += t->vt_start[g + 1] - t->vt_start[g];
-  }
-  lt.vt_list = malloc((nvt + 1) * sizeof *lt.vt_list);
+  /* the cloth uploads 3 entries a triangle (ghosts list none, so the tail stays zero) */
+  lt.vt_list = calloc((size_t)nt * 3 + 1, sizeof *lt.vt_list);
   if (!lt.tris || !lt.vt_list) {
     st = oom(fn, cs->name);
     goto done;
