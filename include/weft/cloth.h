@@ -272,7 +272,8 @@ WF_API const uint32_t *wf_cloth_triangles(const wf_cloth *c, uint32_t *count);
  *  springs, constraints and triangles are the whole cloth's, in the whole cloth's order.
  *
  *  After every stage that changes vertices another partition reads (mass-spring: every substep;
- *  XPBD: the prediction, every colour of every iteration but the last, the end of the substep)
+ *  XPBD: the prediction, every colour pass but the last (only the ghosts the pass changed
+ *  elsewhere), the end of the substep)
  *  each ghost is overwritten with its owner's value (the halo exchange: a pack kernel, a copy on
  *  the owner's copy stream, peer-to-peer between GPUs or staged through pinned host memory where
  *  peers are not reachable, an unpack kernel). An XPBD constraint with vertices in two partitions
@@ -308,8 +309,10 @@ typedef struct wf_cloth_split_info {
 
 /** Defaults: seed 1, imbalance 0.03. */
 WF_API wf_cloth_split_desc wf_cloth_split_desc_default(void);
-/** Creates a grid cloth over the n (1..16) devices. desc NULL: the defaults. Fails when a
- *  partition would own no vertex (too few vertices for n), or desc->self_collision is set. */
+/** Creates a grid cloth over the n (1..16) devices (as wf_cloth_create_grid). split NULL: the
+ *  defaults. desc->stream is ignored: every partition runs on a stream of its own. Fails when a
+ *  partition would own no vertex (too few vertices for n), or desc->self_collision is set
+ *  (WF_ERR_UNSUPPORTED). */
 WF_API wf_status wf_cloth_split_create_grid(wf_device *const *devices, int n,
                                             const wf_cloth_split_desc *split,
                                             const wf_cloth_desc *desc, const wf_cloth_grid *grid,

@@ -19,10 +19,13 @@
  *    across a boundary is projected by both sides, on the same bits, with the same result —
  *    and after each pass the ghosts are refreshed from their owners, which projected every
  *    constraint on them. By induction over the passes every owned and ghost value equals the
- *    single solver's. The pass after the last colour needs no exchange (finalize reads owned
- *    vertices only, and the next predict's exchange overwrites the ghosts); the end of the
- *    substep exchanges positions and velocities (the constraints' damping and the aerodynamics
- *    read the ghosts' state). Multipliers belong to a constraint and are computed alike.
+ *    single solver's. A pass needs to refresh only the ghosts it left stale: those touched by a
+ *    constraint of its colour that the partition does not project (a ghost touched by one it
+ *    projects got the owner's bits already; one the colour does not touch did not change).
+ *    The pass after the last colour needs no exchange (finalize reads owned vertices only, and
+ *    the next predict's exchange overwrites every ghost); the end of the substep exchanges
+ *    positions and velocities (the constraints' damping and the aerodynamics read the ghosts'
+ *    state). Multipliers belong to a constraint and are computed alike.
  *  - Pins (inverse mass 0, in pos.w) are written in every partition holding the vertex, and
  *    travel with the exchanged state anyway. Colliders, material and parameters are given to
  *    every partition; each reads them from its own device block.
@@ -53,8 +56,9 @@
 
 typedef struct link {
   int from, to;
-  uint32_t n;
-  wf_buffer *src_idx; /* on from's device: from-local indices of the vertices to send */
+  uint32_t n;         /* ghosts of the link (slot 0) */
+  uint32_t *off;      /* slot s: index list entries [off[s], off[s + 1]) */
+  wf_buffer *src_idx; /* on from's device: from-local indices of the vertices to send, by slot */
   wf_buffer *send;    /* on from's device: n of the first array, then n of the second */
   wf_buffer *recv;    /* on to's device: the same */
   wf_buffer *dst_idx; /* on to's device: to-local ghost slots */
@@ -75,6 +79,7 @@ struct wf_cloth_split {
   part parts[MAXP];
   link *links;
   int n_links;
+  int n_slots; /* index lists per link: every ghost, then (XPBD) one per colour */
   uint32_t nv;
   uint32_t grid[2];
   float (*rest)[3];   /* rest positions, global order */
@@ -126,6 +131,7 @@ void wf_cloth_split_destroy(wf_cloth_split *cs) {
     if (k->send) wf_buffer_destroy(k->send, sf);
     if (k->recv) wf_buffer_destroy(k->recv, sto);
     if (k->dst_idx) wf_buffer_destroy(k->dst_idx, sto);
+    free(k->off);
   }
   free(cs->links);
   for (int p = 0; p < cs->np; p++) {
@@ -432,9 +438,52 @@ done:
   return st;
 }
 
-/* The halo links (q -> p for every ghost of p owned by q) and their index lists. */
-static wf_status build_links(const char *fn, wf_cloth_split *cs) {
+/* The ghosts of partition p that a colour's pass leaves stale: those touched by a constraint of
+ * the colour that p does not project (its owner does). Ghosts touched by one that p projects
+ * get the owner's bits anyway; ghosts no constraint of the colour touches keep them. As CSR by
+ * colour (global ids): list[start[q] .. start[q + 1]). Each vertex is in a colour at most once. */
+static wf_status stale_ghosts(const char *fn, const wf_cloth_split *cs, int p,
+                              const wfc_constraints *cons, uint32_t **start_out,
+                              uint32_t **list_out) {
+  uint32_t colours = cons->colours, *lid = cs->lid + (size_t)p * cs->nv;
+  uint32_t *start = calloc((size_t)colours + 1, sizeof *start);
+  uint32_t *list = NULL;
+  if (!start) return oom(fn, cs->name);
+  for (int pass = 0; pass < 2; pass++) {
+    uint32_t n = 0;
+    for (uint32_t q = 0; q < colours; q++) {
+      if (pass == 1) start[q] = n;
+      for (uint32_t k = cons->colour_start[q]; k < cons->colour_start[q + 1]; k++) {
+        const wfc_constraint *c = &cons->cons[k];
+        if (cons_mine(cs, p, c)) continue;
+        int m = c->kind == WFC_BEND ? 4 : 2;
+        for (int a = 0; a < m; a++)
+          if (lid[c->v[a]] != NONE && cs->owner[c->v[a]] != p) {
+            if (pass == 1) list[n] = c->v[a];
+            n++;
+          }
+      }
+    }
+    if (pass == 0) {
+      list = malloc(((size_t)n + 1) * sizeof *list);
+      if (!list) {
+        free(start);
+        return oom(fn, cs->name);
+      }
+    } else {
+      start[colours] = n;
+    }
+  }
+  *start_out = start, *list_out = list;
+  return WF_OK;
+}
+
+/* The halo links (q -> p for every ghost of p owned by q) and their index lists: slot 0 every
+ * ghost of the link, slot 1 + c (XPBD) the ghosts the pass of colour c leaves stale. */
+static wf_status build_links(const char *fn, wf_cloth_split *cs, const wfc_constraints *cons) {
   int np = cs->np;
+  uint32_t colours = cons ? cons->colours : 0;
+  cs->n_slots = 1 + colours;
   uint32_t count[MAXP][MAXP] = {{0}};
   for (int p = 0; p < np; p++) {
     part *pt = &cs->parts[p];
@@ -447,28 +496,40 @@ static wf_status build_links(const char *fn, wf_cloth_split *cs) {
       n += count[q][p] > 0;
   cs->links = calloc((size_t)(n ? n : 1), sizeof *cs->links);
   if (!cs->links) return oom(fn, cs->name);
-  uint32_t most = 1;
-  for (int p = 0; p < np; p++)
-    most = cs->parts[p].n_local > most ? cs->parts[p].n_local : most;
-  uint32_t *src = malloc((size_t)most * 4), *dst = malloc((size_t)most * 4);
-  wf_status st = src && dst ? WF_OK : oom(fn, cs->name);
-  for (int p = 0; p < np && st == WF_OK; p++) /* links into p, by sender */
+  wf_status st = WF_OK;
+  for (int p = 0; p < np && st == WF_OK; p++) { /* links into p, by sender */
+    part *pt = &cs->parts[p];
+    uint32_t *cstart = NULL, *clist = NULL;
+    if (cons && (st = stale_ghosts(fn, cs, p, cons, &cstart, &clist)) != WF_OK) break;
+    size_t cap = (size_t)pt->n_local + (cons ? cstart[colours] : 0) + 1;
+    uint32_t *src = malloc(cap * 4), *dst = malloc(cap * 4);
+    if (!src || !dst) st = oom(fn, cs->name);
     for (int q = 0; q < np && st == WF_OK; q++) {
       if (!count[q][p]) continue;
       link *k = &cs->links[cs->n_links++];
       k->from = q, k->to = p;
-      part *pt = &cs->parts[p];
+      k->off = calloc((size_t)cs->n_slots + 1, sizeof *k->off);
+      if (!k->off) {
+        st = oom(fn, cs->name);
+        break;
+      }
+      const uint32_t *lq = cs->lid + (size_t)q * cs->nv, *lp = cs->lid + (size_t)p * cs->nv;
       uint32_t m = 0;
       for (uint32_t i = pt->n_owned; i < pt->n_local; i++) {
         uint32_t g = pt->gid[i];
         if (cs->owner[g] != q) continue;
-        src[m] = cs->lid[(size_t)q * cs->nv + g];
-        dst[m++] = i;
+        src[m] = lq[g], dst[m++] = i;
       }
       k->n = m;
+      for (uint32_t c = 0; c < colours; c++) {
+        k->off[1 + c] = m;
+        for (uint32_t e = cstart[c]; e < cstart[c + 1]; e++)
+          if (cs->owner[clist[e]] == q) src[m] = lq[clist[e]], dst[m++] = lp[clist[e]];
+      }
+      k->off[cs->n_slots] = m;
       wf_stream *sq = stream_of(cs, q), *sp_ = stream_of(cs, p);
       wf_device *dq = cs->parts[q].dev, *dp = pt->dev;
-      size_t bytes = (size_t)m * 32;
+      size_t bytes = (size_t)k->n * 32;
       if ((st = wf_buffer_create(dq, (size_t)m * 4, 0, sq, &k->src_idx)) != WF_OK ||
           (st = wf_buffer_create(dq, bytes, WF_BUFFER_ZERO, sq, &k->send)) != WF_OK ||
           (st = wf_buffer_create(dp, bytes, WF_BUFFER_ZERO, sp_, &k->recv)) != WF_OK ||
@@ -480,9 +541,13 @@ static wf_status build_links(const char *fn, wf_cloth_split *cs) {
           (st = wf_upload(k->dst_idx, 0, dst, (size_t)m * 4, sp_)) != WF_OK)
         st = fail_gpu(st, fn, cs, "uploading halo lists");
     }
-  free(src), free(dst);
+    free(src), free(dst), free(cstart), free(clist);
+  }
   return st;
 }
+
+/* Elements of slot `slot` of link k. */
+static uint32_t slot_count(const link *k, int slot) { return k->off[slot + 1] - k->off[slot]; }
 
 /* Exchanges per frame and the bytes they move. */
 static void fill_info(wf_cloth_split *cs) {
@@ -490,23 +555,32 @@ static void fill_info(wf_cloth_split *cs) {
   in->partitions = cs->np;
   in->vertices = cs->nv;
   in->links = (uint32_t)cs->n_links;
-  uint64_t ghosts = 0;
   for (int p = 0; p < cs->np; p++) {
     in->owned[p] = cs->parts[p].n_owned;
     in->ghosts[p] = cs->parts[p].n_local - cs->parts[p].n_owned;
-    ghosts += in->ghosts[p];
   }
-  uint64_t k = (uint64_t)cs->desc.substeps, state = 0, pred = 0;
+  /* one substep's exchanges, as enqueue_frame makes them */
+  uint64_t count = 0, bytes = 0;
+#define ADD(slot, item)                                                                            \
+  do {                                                                                             \
+    uint64_t n_ = 0;                                                                               \
+    for (int l = 0; l < cs->n_links; l++)                                                          \
+      n_ += slot_count(&cs->links[l], (slot));                                                     \
+    count += n_ > 0, bytes += n_ * (item);                                                         \
+  } while (0)
   if (cs->desc.integrator == WF_CLOTH_SPRINGS) {
-    state = k; /* pos + vel after every substep */
+    ADD(0, 32);
   } else {
-    uint64_t passes = (uint64_t)cs->desc.iterations * wfc_colours(cs->parts[0].c);
-    state = k;                                  /* pos + vel after finalize */
-    pred = k * (1 + (passes ? passes - 1 : 0)); /* after predict and every pass but the last */
+    uint32_t colours = wfc_colours(cs->parts[0].c);
+    ADD(0, 16);
+    for (int it = 0; it < cs->desc.iterations; it++)
+      for (uint32_t q = 0; q < colours; q++)
+        if (!(it == cs->desc.iterations - 1 && q == colours - 1)) ADD(1 + (int)q, 16);
+    ADD(0, 32);
   }
-  if (!cs->n_links) state = pred = 0;
-  in->exchanges_per_frame = (uint32_t)(state + pred);
-  in->halo_bytes_per_frame = ghosts * (state * 32 + pred * 16);
+#undef ADD
+  in->exchanges_per_frame = (uint32_t)(count * (uint64_t)cs->desc.substeps);
+  in->halo_bytes_per_frame = bytes * (uint64_t)cs->desc.substeps;
 }
 
 static wf_status create(const char *fn, wf_device *const *devices, int n,
@@ -597,7 +671,7 @@ static wf_status create(const char *fn, wf_device *const *devices, int n,
                                        !wf_device_can_access_peer(devices[q], devices[p])))
         cs->info.peer = false;
   }
-  if (st == WF_OK) st = build_links(fn, cs);
+  if (st == WF_OK) st = build_links(fn, cs, springs ? NULL : &cons);
   for (int p = 0; p < n && st == WF_OK; p++)
     if ((st = wf_stream_synchronize(stream_of(cs, p))) != WF_OK)
       st = fail_gpu(st, fn, cs, "uploading the partitions");
@@ -754,45 +828,51 @@ wf_status wf_cloth_split_params_set(wf_cloth_split *cs, const wf_cloth_params *p
 
 /* ---- the frame ------------------------------------------------------------------------------- */
 
-/* Overwrites every ghost with its owner's value of buffer a (and b unless it is -1). */
-static wf_status exchange(wf_cloth_split *cs, const char *fn, int a, int b) {
-  if (!cs->n_links) return WF_OK;
+/* Overwrites the ghosts of index list `slot` (0: all) with their owners' values of buffer a
+ * (and b unless it is -1). Links with nothing in the slot take no part. */
+static wf_status exchange(wf_cloth_split *cs, const char *fn, int slot, int a, int b) {
   wf_stream *s[MAXP];
   for (int p = 0; p < cs->np; p++)
     s[p] = stream_of(cs, p);
   /* a partition's packs wait for its previous copies (the send buffers are reused) */
   bool sends[MAXP] = {false};
   for (int l = 0; l < cs->n_links; l++)
-    sends[cs->links[l].from] = true;
+    if (slot_count(&cs->links[l], slot)) sends[cs->links[l].from] = true;
   for (int p = 0; p < cs->np; p++)
     if (sends[p]) TRY(wf_stream_wait_stream(s[p], cs->parts[p].copy), "ordering the packs");
   size_t item = b < 0 ? 16 : 32;
   for (int l = 0; l < cs->n_links; l++) {
     link *k = &cs->links[l];
+    uint32_t n = slot_count(k, slot);
+    if (!n) continue;
     wf_cloth *c = cs->parts[k->from].c;
     wfp_f4 *send = wf_buffer_ptr(k->send);
-    wfc_halo_args pa = {wf_buffer_ptr(k->src_idx), wf_buffer_ptr(wfc_buffer(c, a)),
-                        b < 0 ? NULL : wf_buffer_ptr(wfc_buffer(c, b)), send,
-                        b < 0 ? NULL : send + k->n};
-    TRY(wf_launch(&wfc_halo_pack, k->n, &pa, sizeof pa, s[k->from]), "launching a halo pack");
+    wfc_halo_args pa = {
+        (const uint32_t *)wf_buffer_ptr(k->src_idx) + k->off[slot], wf_buffer_ptr(wfc_buffer(c, a)),
+        b < 0 ? NULL : wf_buffer_ptr(wfc_buffer(c, b)), send, b < 0 ? NULL : send + n};
+    TRY(wf_launch(&wfc_halo_pack, n, &pa, sizeof pa, s[k->from]), "launching a halo pack");
   }
   /* every copy waits for its pack and for the receiver's previous work */
   for (int l = 0; l < cs->n_links; l++) {
     link *k = &cs->links[l];
+    uint32_t n = slot_count(k, slot);
+    if (!n) continue;
     wf_stream *cp = cs->parts[k->from].copy;
     TRY(wf_stream_wait_stream(cp, s[k->from]), "ordering a halo copy");
     TRY(wf_stream_wait_stream(cp, s[k->to]), "ordering a halo copy");
-    TRY(wf_copy(k->recv, 0, k->send, 0, (size_t)k->n * item, cp), "copying a halo");
+    TRY(wf_copy(k->recv, 0, k->send, 0, (size_t)n * item, cp), "copying a halo");
   }
   for (int l = 0; l < cs->n_links; l++) {
     link *k = &cs->links[l];
+    uint32_t n = slot_count(k, slot);
+    if (!n) continue;
     wf_cloth *c = cs->parts[k->to].c;
     TRY(wf_stream_wait_stream(s[k->to], cs->parts[k->from].copy), "waiting for a halo copy");
     wfp_f4 *recv = wf_buffer_ptr(k->recv);
-    wfc_halo_args ua = {wf_buffer_ptr(k->dst_idx), recv, b < 0 ? NULL : recv + k->n,
-                        wf_buffer_ptr(wfc_buffer(c, a)),
+    wfc_halo_args ua = {(const uint32_t *)wf_buffer_ptr(k->dst_idx) + k->off[slot], recv,
+                        b < 0 ? NULL : recv + n, wf_buffer_ptr(wfc_buffer(c, a)),
                         b < 0 ? NULL : wf_buffer_ptr(wfc_buffer(c, b))};
-    TRY(wf_launch(&wfc_halo_unpack, k->n, &ua, sizeof ua, s[k->to]), "launching a halo unpack");
+    TRY(wf_launch(&wfc_halo_unpack, n, &ua, sizeof ua, s[k->to]), "launching a halo unpack");
   }
   return WF_OK;
 }
@@ -819,8 +899,8 @@ static wf_status enqueue_frame(wf_cloth_split *cs, const char *fn) {
       for (int p = 0; p < np && st == WF_OK; p++)
         st = wfc_enqueue_springs(cs->parts[p].c, fn, in);
       if (st == WF_OK)
-        st = in ? exchange(cs, fn, WFC_BUF_POS0, WFC_BUF_VEL0)
-                : exchange(cs, fn, WFC_BUF_POS1, WFC_BUF_VEL1);
+        st = in ? exchange(cs, fn, 0, WFC_BUF_POS0, WFC_BUF_VEL0)
+                : exchange(cs, fn, 0, WFC_BUF_POS1, WFC_BUF_VEL1);
     }
   } else {
     uint32_t colours = wfc_colours(cs->parts[0].c);
@@ -828,18 +908,19 @@ static wf_status enqueue_frame(wf_cloth_split *cs, const char *fn) {
     for (int k = 0; k < substeps && st == WF_OK; k++) {
       for (int p = 0; p < np && st == WF_OK; p++)
         st = wfc_enqueue_predict(cs->parts[p].c, fn);
-      if (st == WF_OK) st = exchange(cs, fn, WFC_BUF_POS1, -1);
+      if (st == WF_OK) st = exchange(cs, fn, 0, WFC_BUF_POS1, -1);
       for (int it = 0; it < iterations && st == WF_OK; it++)
         for (uint32_t q = 0; q < colours && st == WF_OK; q++) {
           for (int p = 0; p < np && st == WF_OK; p++)
             st = wfc_enqueue_colour(cs->parts[p].c, fn, q);
-          /* finalize reads owned vertices only; the next predict's exchange refreshes ghosts */
+          /* the ghosts the pass left stale; none after the last pass: finalize reads owned
+           * vertices only, and the next predict's exchange refreshes every ghost */
           bool last = it == iterations - 1 && q == colours - 1;
-          if (st == WF_OK && !last) st = exchange(cs, fn, WFC_BUF_POS1, -1);
+          if (st == WF_OK && !last) st = exchange(cs, fn, 1 + (int)q, WFC_BUF_POS1, -1);
         }
       for (int p = 0; p < np && st == WF_OK; p++)
         st = wfc_enqueue_finalize(cs->parts[p].c, fn);
-      if (st == WF_OK) st = exchange(cs, fn, WFC_BUF_POS0, WFC_BUF_VEL0);
+      if (st == WF_OK) st = exchange(cs, fn, 0, WFC_BUF_POS0, WFC_BUF_VEL0);
     }
   }
   for (int p = 0; p < np && st == WF_OK; p++)
