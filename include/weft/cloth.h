@@ -262,6 +262,110 @@ WF_API wf_status wf_cloth_state_buffers(wf_cloth *c, wf_buffer **pos, wf_buffer 
 /** Triangles (0-based vertex indices, 3 per triangle) of the cloth; NULL if it has none. */
 WF_API const uint32_t *wf_cloth_triangles(const wf_cloth *c, uint32_t *count);
 
+/* ---- one cloth over several devices ----------------------------------------------------------
+ */
+
+/** A cloth split over several devices: one partition per device. The mesh's vertex graph is cut
+ *  into n parts by METIS (k-way, fixed seed: the same parts every run). A partition is a wf_cloth
+ *  holding the vertices it owns and ghosts: copies of the other partitions' vertices that its
+ *  owned vertices read (their springs' or constraints' other ends, their triangles' corners). Its
+ *  springs, constraints and triangles are the whole cloth's, in the whole cloth's order.
+ *
+ *  After every stage that changes vertices another partition reads (mass-spring: every substep;
+ *  XPBD: the prediction, every colour pass but the last (only the ghosts the pass changed
+ *  elsewhere), the end of the substep)
+ *  each ghost is overwritten with its owner's value (the halo exchange: a pack kernel, a copy on
+ *  the owner's copy stream, peer-to-peer between GPUs or staged through pinned host memory where
+ *  peers are not reachable, an unpack kernel). An XPBD constraint with vertices in two partitions
+ *  is projected by both, from the same bits, in its colour's pass: the global order. So the state
+ *  after N frames is bitwise that of one wf_cloth on the same backend, for any number of
+ *  partitions.
+ *
+ *  A frame of all partitions (their substeps and the exchanges between them) is captured into one
+ *  graph on partition 0's stream, forking to the others and joining back, and launched with one
+ *  call (desc.cloth.no_graph: enqueued stage by stage instead). All devices must be of one kind;
+ *  a device may appear more than once. Self-collision and coupling with particles are not
+ *  supported across a split (WF_ERR_UNSUPPORTED). Vertex ids are the whole cloth's. */
+typedef struct wf_cloth_split wf_cloth_split;
+
+/** Settings of a split cloth. Start from wf_cloth_split_desc_default(). */
+typedef struct wf_cloth_split_desc {
+  int seed;        /* METIS random seed; default 1 */
+  float imbalance; /* METIS load imbalance allowed (max part / mean - 1); default 0.03 */
+} wf_cloth_split_desc;
+
+/** What a split cloth looks like (wf_cloth_split_info_get). */
+typedef struct wf_cloth_split_info {
+  int partitions;
+  uint32_t vertices;
+  uint32_t owned[16];            /* vertices each partition owns */
+  uint32_t ghosts[16];           /* ghost copies each partition holds */
+  uint32_t links;                /* ordered pairs of partitions with ghosts to send */
+  uint32_t exchanges_per_frame;  /* halo exchanges per frame */
+  uint64_t halo_bytes_per_frame; /* bytes the halo copies move per frame, all partitions */
+  uint32_t pinned;               /* pinned vertices */
+  bool peer;                     /* every pair of distinct devices has direct (peer) access */
+} wf_cloth_split_info;
+
+/** Defaults: seed 1, imbalance 0.03. */
+WF_API wf_cloth_split_desc wf_cloth_split_desc_default(void);
+/** Creates a grid cloth over the n (1..16) devices (as wf_cloth_create_grid). split NULL: the
+ *  defaults. desc->stream is ignored: every partition runs on a stream of its own. Fails when a
+ *  partition would own no vertex (too few vertices for n), or desc->self_collision is set
+ *  (WF_ERR_UNSUPPORTED). */
+WF_API wf_status wf_cloth_split_create_grid(wf_device *const *devices, int n,
+                                            const wf_cloth_split_desc *split,
+                                            const wf_cloth_desc *desc, const wf_cloth_grid *grid,
+                                            wf_cloth_split **out);
+/** Creates a mesh cloth over the n (1..16) devices (as wf_cloth_create_mesh). */
+WF_API wf_status wf_cloth_split_create_mesh(wf_device *const *devices, int n,
+                                            const wf_cloth_split_desc *split,
+                                            const wf_cloth_desc *desc,
+                                            const wf_cloth_mesh_desc *mesh, wf_cloth_split **out);
+/** Waits for every partition and frees everything. NULL is ignored. */
+WF_API void wf_cloth_split_destroy(wf_cloth_split *cs);
+/** As wf_cloth_pin (global vertex id), in every partition that holds the vertex. */
+WF_API wf_status wf_cloth_split_pin(wf_cloth_split *cs, uint32_t vertex);
+/** As wf_cloth_pin_named. */
+WF_API wf_status wf_cloth_split_pin_named(wf_cloth_split *cs, const char *where, uint32_t *count);
+/** As wf_cloth_pin_region. */
+WF_API wf_status wf_cloth_split_pin_region(wf_cloth_split *cs, const float lo[3], const float hi[3],
+                                           uint32_t *count);
+/** As wf_cloth_attach (global vertex id). */
+WF_API wf_status wf_cloth_split_attach(wf_cloth_split *cs, uint32_t vertex, uint32_t collider);
+/** As wf_cloth_add_collider, for every partition. */
+WF_API wf_status wf_cloth_split_add_collider(wf_cloth_split *cs, const wf_collider_desc *desc,
+                                             uint32_t *index);
+/** As wf_cloth_set_material, for every partition. */
+WF_API wf_status wf_cloth_split_set_material(wf_cloth_split *cs, const wf_cloth_material *m);
+/** The parameters in effect (as wf_cloth_params_get). */
+WF_API wf_cloth_params wf_cloth_split_params_get(const wf_cloth_split *cs);
+/** As wf_cloth_params_set, for every partition. */
+WF_API wf_status wf_cloth_split_params_set(wf_cloth_split *cs, const wf_cloth_params *p);
+/** Enqueues `frames` frames of every partition; returns without waiting. */
+WF_API wf_status wf_cloth_split_step_frames(wf_cloth_split *cs, int frames);
+/** Number of vertices of the whole cloth. */
+WF_API uint32_t wf_cloth_split_count(const wf_cloth_split *cs);
+/** Waits and copies the state in global vertex order (as wf_cloth_download); either may be NULL.
+ *  WF_ERR_INVALID (data still copied) when a vertex became NaN/inf, naming its global id. */
+WF_API wf_status wf_cloth_split_download(wf_cloth_split *cs, float (*pos)[4], float (*vel)[4]);
+/** Replaces the state of every vertex (global order, as download returns it) and the clock, in
+ *  every partition (as wf_cloth_set_state: the frames that follow are bitwise those of the
+ *  original run). */
+WF_API wf_status wf_cloth_split_set_state(wf_cloth_split *cs, const float (*pos)[4],
+                                          const float (*vel)[4], double time, uint64_t substeps);
+/** Simulated seconds and substeps so far (waits). */
+WF_API wf_status wf_cloth_split_time(wf_cloth_split *cs, double *seconds, uint64_t *substeps);
+/** Fills *out with the partitioning. */
+WF_API wf_status wf_cloth_split_info_get(const wf_cloth_split *cs, wf_cloth_split_info *out);
+/** Where global vertex `vertex` lives: *owner (may be NULL) its partition, *ghost_in (may be
+ *  NULL) a bit mask of the partitions holding it as a ghost (bit p: partition p). */
+WF_API wf_status wf_cloth_split_vertex(const wf_cloth_split *cs, uint32_t vertex, int *owner,
+                                       uint32_t *ghost_in);
+/** Partition i's cloth (0 <= i < partitions; local vertex order: owned, then ghosts), e.g. for
+ *  its device memory; not to be stepped, pinned or coupled on its own. NULL when out of range. */
+WF_API wf_cloth *wf_cloth_split_partition(const wf_cloth_split *cs, int i);
+
 #ifdef __cplusplus
 }
 #endif

@@ -47,6 +47,7 @@
 #include <string.h>
 
 #include "cloth_fast.h"
+#include "cloth_internal.h"
 #include "cloth_kernels.h"
 #include "cloth_mesh.h"
 #include "coupling.h"
@@ -93,6 +94,7 @@ struct wf_cloth {
   wf_cloth_desc desc; /* desc.name points at name */
   wfc_topology topo;  /* rest positions, triangles, grid size */
   uint32_t nv, nt, springs, constraints, colours;
+  uint32_t n_update; /* vertices the per-vertex kernels update: nv, or a partition's owned ones */
   uint32_t *colour_start;
   uint8_t *pinned; /* per vertex */
   uint32_t n_pinned;
@@ -345,10 +347,13 @@ static wf_status grid_alloc(wf_cloth *c, const char *fn) {
   return WF_OK;
 }
 
-/* Everything after the topology: topology lists, masses, buffers, uploads. Takes the topology. */
+/* Everything after the topology: topology lists, masses, buffers, uploads. Takes the topology.
+ * With `local` (a split partition: cloth_internal.h) the topology lists are already built and
+ * the masses, springs and constraints are given. */
 static wf_status create_common(const char *fn, wf_device *dev, const wf_cloth_desc *desc,
-                               const char *name, wfc_topology *topo, wf_cloth **out) {
-  wf_status st = wfc_topology_finish(fn, name, topo);
+                               const char *name, wfc_topology *topo, const wfc_local *local,
+                               wf_cloth **out) {
+  wf_status st = local ? WF_OK : wfc_topology_finish(fn, name, topo);
   if (st != WF_OK) {
     wfc_topology_free(topo);
     return st;
@@ -365,6 +370,7 @@ static wf_status create_common(const char *fn, wf_device *dev, const wf_cloth_de
   c->topo = *topo;
   memset(topo, 0, sizeof *topo);
   c->nv = c->topo.nv, c->nt = c->topo.nt;
+  c->n_update = local ? local->n_update : c->nv;
   c->pinned = calloc(c->nv, 1);
   float *inv_mass = malloc((size_t)c->nv * sizeof *inv_mass);
   wfp_f4 *x = malloc((size_t)c->nv * sizeof *x);
@@ -375,21 +381,42 @@ static wf_status create_common(const char *fn, wf_device *dev, const wf_cloth_de
     st = wf__error(WF_ERR_OUT_OF_MEMORY, fn, "cloth '%s': out of host memory", name);
     goto done;
   }
-  st = wfc_inverse_masses(fn, name, &c->topo, &desc->material, inv_mass);
-  if (st != WF_OK) goto done;
-  if (desc->integrator == WF_CLOTH_SPRINGS) st = wfc_springs_build(fn, name, &c->topo, &sp);
-  if (st == WF_OK && desc->integrator == WF_CLOTH_SPRINGS && c->topo.grid[0] &&
-      wfc_grid_rest_build(&c->topo, &sp, &grid_rest) == WF_ERR_OUT_OF_MEMORY)
-    st = wf__error(WF_ERR_OUT_OF_MEMORY, fn, "cloth '%s': out of host memory", name);
-  const char *fast = getenv("WEFT_CLOTH_FAST");
-  c->fast_off = fast && !strcmp(fast, "0");
-  if (desc->integrator != WF_CLOTH_SPRINGS) st = wfc_constraints_build(fn, name, &c->topo, &cons);
-  if (st != WF_OK) goto done;
-  c->springs = sp.count;
-  c->constraints = cons.count;
-  c->colours = cons.colours;
-  c->colour_start = cons.colour_start;
-  cons.colour_start = NULL;
+  if (local) { /* a split partition: no one-launch frames (they update every vertex) */
+    memcpy(inv_mass, local->inv_mass, (size_t)c->nv * sizeof *inv_mass);
+    c->fast_off = true;
+    if (desc->integrator == WF_CLOTH_SPRINGS)
+      sp = *local->springs;
+    else
+      cons = *local->cons;
+    c->springs = sp.count;
+    c->constraints = cons.count;
+    c->colours = cons.colours;
+    c->colour_start = malloc(((size_t)cons.colours + 1) * sizeof *c->colour_start);
+    if (!c->colour_start) {
+      st = wf__error(WF_ERR_OUT_OF_MEMORY, fn, "cloth '%s': out of host memory", name);
+      goto done;
+    }
+    if (cons.colour_start)
+      memcpy(c->colour_start, cons.colour_start, ((size_t)cons.colours + 1) * sizeof(uint32_t));
+    else
+      c->colour_start[0] = 0;
+  } else {
+    st = wfc_inverse_masses(fn, name, &c->topo, &desc->material, inv_mass);
+    if (st != WF_OK) goto done;
+    if (desc->integrator == WF_CLOTH_SPRINGS) st = wfc_springs_build(fn, name, &c->topo, &sp);
+    if (st == WF_OK && desc->integrator == WF_CLOTH_SPRINGS && c->topo.grid[0] &&
+        wfc_grid_rest_build(&c->topo, &sp, &grid_rest) == WF_ERR_OUT_OF_MEMORY)
+      st = wf__error(WF_ERR_OUT_OF_MEMORY, fn, "cloth '%s': out of host memory", name);
+    const char *fast = getenv("WEFT_CLOTH_FAST");
+    c->fast_off = fast && !strcmp(fast, "0");
+    if (desc->integrator != WF_CLOTH_SPRINGS) st = wfc_constraints_build(fn, name, &c->topo, &cons);
+    if (st != WF_OK) goto done;
+    c->springs = sp.count;
+    c->constraints = cons.count;
+    c->colours = cons.colours;
+    c->colour_start = cons.colour_start;
+    cons.colour_start = NULL;
+  }
 
   if (desc->stream) {
     c->stream = desc->stream;
@@ -442,8 +469,10 @@ static wf_status create_common(const char *fn, wf_device *dev, const wf_cloth_de
   /* the uploads read host arrays freed below: wf_upload copies before returning */
 done:
   free(inv_mass), free(x), free(grid_rest);
-  wfc_springs_free(&sp);
-  wfc_constraints_free(&cons);
+  if (!local) { /* a partition's lists belong to the caller */
+    wfc_springs_free(&sp);
+    wfc_constraints_free(&cons);
+  }
   if (st != WF_OK) {
     wf_cloth_destroy(c);
     return st;
@@ -463,7 +492,7 @@ wf_status wf_cloth_create_grid(wf_device *dev, const wf_cloth_desc *desc, const 
   if (st != WF_OK) return st;
   wfc_topology t;
   st = wfc_grid_build(fn, name, grid, &t);
-  return st != WF_OK ? st : create_common(fn, dev, desc, name, &t, out);
+  return st != WF_OK ? st : create_common(fn, dev, desc, name, &t, NULL, out);
 }
 
 wf_status wf_cloth_create_mesh(wf_device *dev, const wf_cloth_desc *desc,
@@ -477,7 +506,7 @@ wf_status wf_cloth_create_mesh(wf_device *dev, const wf_cloth_desc *desc,
   if (st != WF_OK) return st;
   wfc_topology t;
   st = wfc_mesh_build(fn, name, mesh, &t);
-  return st != WF_OK ? st : create_common(fn, dev, desc, name, &t, out);
+  return st != WF_OK ? st : create_common(fn, dev, desc, name, &t, NULL, out);
 }
 
 /* ---- pins and attachments ---------------------------------------------------------------------
@@ -506,15 +535,14 @@ wf_status wf_cloth_pin(wf_cloth *c, uint32_t vertex) {
   return pin_one(c, fn, vertex, zero3);
 }
 
-wf_status wf_cloth_pin_named(wf_cloth *c, const char *where, uint32_t *count) {
-  static const char fn[] = "wf_cloth_pin_named";
-  if (!c || !where) return wf__error(WF_ERR_INVALID, fn, "cloth or name is NULL");
-  if (!c->topo.grid[0])
+wf_status wfc_pin_named_range(const char *fn, const char *name, const uint32_t grid[2],
+                              const char *where, uint32_t range[4]) {
+  if (!grid[0])
     return wf__error(WF_ERR_INVALID, fn,
                      "cloth '%s': pin '%s': named pins need a grid cloth (this one is a mesh): pin "
                      "by index or region",
-                     c->name, where);
-  uint32_t nu = c->topo.grid[0], nv = c->topo.grid[1];
+                     name, where);
+  uint32_t nu = grid[0], nv = grid[1];
   /* each name is a range of columns [i0, i1] x rows [j0, j1] */
   static const struct {
     const char *name;
@@ -524,22 +552,30 @@ wf_status wf_cloth_pin_named(wf_cloth *c, const char *where, uint32_t *count) {
                {"left", 0, 0, 0, 1},         {"right", 1, 1, 0, 1}};
   for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
     if (strcmp(where, names[k].name) != 0) continue;
-    uint32_t i0 = names[k].i0 ? nu - 1 : 0, i1 = names[k].i1 ? nu - 1 : 0;
-    uint32_t j0 = names[k].j0 ? nv - 1 : 0, j1 = names[k].j1 ? nv - 1 : 0;
-    uint32_t n = 0;
-    for (uint32_t j = j0; j <= j1; j++)
-      for (uint32_t i = i0; i <= i1; i++) {
-        wf_status st = pin_one(c, fn, j * nu + i, zero3);
-        if (st != WF_OK) return st;
-        n++;
-      }
-    if (count) *count = n;
+    range[0] = names[k].i0 ? nu - 1 : 0, range[1] = names[k].i1 ? nu - 1 : 0;
+    range[2] = names[k].j0 ? nv - 1 : 0, range[3] = names[k].j1 ? nv - 1 : 0;
     return WF_OK;
   }
   return wf__error(WF_ERR_INVALID, fn,
                    "cloth '%s': unknown pin name '%s' (top-left, top-right, bottom-left, "
                    "bottom-right, top, bottom, left, right)",
-                   c->name, where);
+                   name, where);
+}
+
+wf_status wf_cloth_pin_named(wf_cloth *c, const char *where, uint32_t *count) {
+  static const char fn[] = "wf_cloth_pin_named";
+  if (!c || !where) return wf__error(WF_ERR_INVALID, fn, "cloth or name is NULL");
+  uint32_t r[4];
+  wf_status st = wfc_pin_named_range(fn, c->name, c->topo.grid, where, r);
+  if (st != WF_OK) return st;
+  uint32_t n = 0;
+  for (uint32_t j = r[2]; j <= r[3]; j++)
+    for (uint32_t i = r[0]; i <= r[1]; i++) {
+      if ((st = pin_one(c, fn, j * c->topo.grid[0] + i, zero3)) != WF_OK) return st;
+      n++;
+    }
+  if (count) *count = n;
+  return WF_OK;
 }
 
 static wf_status pin_region(wf_cloth *c, const char *fn, const float lo[3], const float hi[3],
@@ -745,6 +781,17 @@ static wf_status stage_apply(wf_cloth *c, const char *fn, int in) {
   return launch(c, fn, &wfc_apply, c->nv, &a, sizeof a);
 }
 
+/* XPBD: one Gauss-Seidel pass over the constraints of colour q. */
+static wf_status xpbd_colour(wf_cloth *c, const char *fn, uint32_t q) {
+  float *lambda = c->buf[B_LAMBDA] ? ptr(c, B_LAMBDA) : NULL;
+  const wfc_constraint *cons = c->buf[B_CONS] ? ptr(c, B_CONS) : NULL;
+  uint32_t s0 = c->colour_start[q], n = c->colour_start[q + 1] - s0;
+  if (!n) return WF_OK; /* a partition may have no constraint of a colour */
+  wfc_solve_args sa = {ptr(c, B_PARAMS), cons + s0, lambda ? lambda + s0 : NULL, ptr(c, B_POS0),
+                       ptr(c, B_POS1)};
+  return launch(c, fn, &wfc_xpbd_solve, n, &sa, sizeof sa);
+}
+
 /* The first part of a substep: everything up to the corrections (springs: from half `in`). */
 static wf_status substep_begin(wf_cloth *c, const char *fn, int in) {
   wf_status st;
@@ -752,19 +799,13 @@ static wf_status substep_begin(wf_cloth *c, const char *fn, int in) {
     wfc_predict_args pa = {ptr(c, B_PARAMS), ptr(c, B_CLOCK0), ptr(c, B_CLOCK1),
                            ptr(c, B_POS0),   ptr(c, B_VEL0),   ptr(c, B_POS1),
                            ptr(c, B_VEL1),   mesh_view(c),     c->nv};
-    if ((st = launch(c, fn, &wfc_xpbd_predict, c->nv, &pa, sizeof pa)) != WF_OK) return st;
-    float *lambda = c->buf[B_LAMBDA] ? ptr(c, B_LAMBDA) : NULL;
-    if (lambda)
+    if ((st = launch(c, fn, &wfc_xpbd_predict, c->n_update, &pa, sizeof pa)) != WF_OK) return st;
+    if (c->buf[B_LAMBDA])
       TRY(wf_memset(c->buf[B_LAMBDA], 0, 0, (size_t)c->constraints * 4, c->stream),
           "clearing the multipliers");
-    const wfc_constraint *cons = ptr(c, B_CONS);
     for (int it = 0; it < c->desc.iterations; it++)
-      for (uint32_t q = 0; q < c->colours; q++) {
-        uint32_t s0 = c->colour_start[q], n = c->colour_start[q + 1] - s0;
-        wfc_solve_args sa = {ptr(c, B_PARAMS), cons + s0, lambda ? lambda + s0 : NULL,
-                             ptr(c, B_POS0), ptr(c, B_POS1)};
-        if ((st = launch(c, fn, &wfc_xpbd_solve, n, &sa, sizeof sa)) != WF_OK) return st;
-      }
+      for (uint32_t q = 0; q < c->colours; q++)
+        if ((st = xpbd_colour(c, fn, q)) != WF_OK) return st;
   }
   if (!grid_on(c)) return WF_OK;
   if ((st = stage_grid(c, fn, in)) != WF_OK) return st;
@@ -779,7 +820,7 @@ static wf_status substep_end(wf_cloth *c, const char *fn, int in) {
     wfc_finalize_args fa = {
         ptr(c, B_PARAMS), ptr(c, B_COLLIDERS), ptr(c, B_CLOCK1), ptr(c, B_CLOCK0), ptr(c, B_FLAGS),
         ptr(c, B_POS0),   ptr(c, B_VEL0),      ptr(c, B_POS1),   ptr(c, B_VEL1),   c->nv};
-    return launch(c, fn, &wfc_xpbd_finalize, c->nv, &fa, sizeof fa);
+    return launch(c, fn, &wfc_xpbd_finalize, c->n_update, &fa, sizeof fa);
   }
   int pi = in ? B_POS1 : B_POS0, vi = in ? B_VEL1 : B_VEL0, ci = in ? B_CLOCK1 : B_CLOCK0;
   int po = in ? B_POS0 : B_POS1, vo = in ? B_VEL0 : B_VEL1, co = in ? B_CLOCK0 : B_CLOCK1;
@@ -787,7 +828,7 @@ static wf_status substep_end(wf_cloth *c, const char *fn, int in) {
       ptr(c, B_PARAMS), ptr(c, B_COLLIDERS), ptr(c, ci), ptr(c, co), ptr(c, B_FLAGS),
       ptr(c, pi),       ptr(c, vi),          ptr(c, po), ptr(c, vo), ptr(c, B_ADJ_START),
       ptr(c, B_ADJ),    mesh_view(c),        c->nv};
-  return launch(c, fn, &wfc_spring_step, c->nv, &a, sizeof a);
+  return launch(c, fn, &wfc_spring_step, c->n_update, &a, sizeof a);
 }
 
 /* One substep of an uncoupled cloth (springs: state half `in` -> the other half). */
@@ -1079,4 +1120,71 @@ wf_status wf_cloth_state_buffers(wf_cloth *c, wf_buffer **pos, wf_buffer **vel, 
 const uint32_t *wf_cloth_triangles(const wf_cloth *c, uint32_t *count) {
   if (count) *count = c ? c->nt : 0;
   return c && c->nt ? c->topo.tris : NULL;
+}
+
+/* ---- the split solver's hooks (cloth_internal.h) ----------------------------------------------
+ */
+
+wf_status wfc_cloth_create_local(const char *fn, wf_device *dev, const wf_cloth_desc *desc,
+                                 wfc_topology *topo, const wfc_local *local, wf_cloth **out) {
+  *out = NULL;
+  const char *name = desc->name ? desc->name : "cloth";
+  wf_status st = check_desc(fn, desc, name);
+  if (st == WF_OK && desc->self_collision)
+    st = wf__error(WF_ERR_UNSUPPORTED, fn, "cloth '%s': a partition cannot self-collide", name);
+  if (st != WF_OK) {
+    wfc_topology_free(topo);
+    return st;
+  }
+  return create_common(fn, dev, desc, name, topo, local, out);
+}
+
+wf_status wfc_check_desc(const char *fn, const wf_cloth_desc *desc, const char *name) {
+  return check_desc(fn, desc, name);
+}
+
+wf_status wfc_enqueue_springs(wf_cloth *c, const char *fn, int in) { return substep(c, fn, in); }
+
+wf_status wfc_enqueue_predict(wf_cloth *c, const char *fn) {
+  wfc_predict_args pa = {ptr(c, B_PARAMS), ptr(c, B_CLOCK0), ptr(c, B_CLOCK1),
+                         ptr(c, B_POS0),   ptr(c, B_VEL0),   ptr(c, B_POS1),
+                         ptr(c, B_VEL1),   mesh_view(c),     c->nv};
+  wf_status st = launch(c, fn, &wfc_xpbd_predict, c->n_update, &pa, sizeof pa);
+  if (st != WF_OK) return st;
+  if (c->buf[B_LAMBDA])
+    TRY(wf_memset(c->buf[B_LAMBDA], 0, 0, (size_t)c->constraints * 4, c->stream),
+        "clearing the multipliers");
+  return WF_OK;
+}
+
+wf_status wfc_enqueue_colour(wf_cloth *c, const char *fn, uint32_t colour) {
+  return xpbd_colour(c, fn, colour);
+}
+
+wf_status wfc_enqueue_finalize(wf_cloth *c, const char *fn) { return substep_end(c, fn, 1); }
+
+wf_status wfc_enqueue_frame_end(wf_cloth *c, const char *fn, int substeps) {
+  if (c->desc.integrator == WF_CLOTH_SPRINGS && (substeps & 1)) {
+    wf_status st = springs_back_to_half0(c, fn);
+    if (st != WF_OK) return st;
+  }
+  return touch_all(c, fn);
+}
+
+wf_status wfc_touch(wf_cloth *c, const char *fn) { return touch_all(c, fn); }
+
+uint32_t wfc_colours(const wf_cloth *c) { return c->colours; }
+
+wf_buffer *wfc_buffer(const wf_cloth *c, int which) {
+  static const int map[] = {B_POS0, B_VEL0, B_POS1, B_VEL1};
+  return c->buf[map[which]];
+}
+
+wf_status wfc_flags_get(wf_cloth *c, const char *fn, uint32_t *bad, uint32_t *first_bad) {
+  wfc_flags f;
+  TRY(wf_stream_synchronize(c->stream), "waiting for the solver");
+  TRY(wf_download(&f, c->buf[B_FLAGS], 0, sizeof f), "reading the solver's flags");
+  *bad = f.flags;
+  *first_bad = f.first_bad;
+  return WF_OK;
 }

@@ -67,6 +67,8 @@ WFC_LOOP(self_cpu, wfc_self_args, wfc_self_elem)
 WFC_LOOP(couple_cloth_cpu, wfc_couple_cloth_args, wfc_couple_cloth_elem)
 WFC_LOOP(couple_particles_cpu, wfc_couple_particle_args, wfc_couple_particle_elem)
 WFC_LOOP(apply_cpu, wfc_apply_args, wfc_apply_elem)
+WFC_LOOP(halo_pack_cpu, wfc_halo_args, wfc_halo_pack_elem)
+WFC_LOOP(halo_unpack_cpu, wfc_halo_args, wfc_halo_unpack_elem)
 #undef WFC_LOOP
 
 const wf_kernel wfc_grid_q = {"cloth_grid_q", q_cpu, WFC_CUDA(wfc_grid_q_cuda)};
@@ -78,3 +80,6 @@ const wf_kernel wfc_couple_cloth = {"cloth_couple_cloth", couple_cloth_cpu,
 const wf_kernel wfc_couple_particles = {"cloth_couple_particles", couple_particles_cpu,
                                         WFC_CUDA(wfc_couple_particles_cuda)};
 const wf_kernel wfc_apply = {"cloth_apply", apply_cpu, WFC_CUDA(wfc_apply_cuda)};
+const wf_kernel wfc_halo_pack = {"cloth_halo_pack", halo_pack_cpu, WFC_CUDA(wfc_halo_pack_cuda)};
+const wf_kernel wfc_halo_unpack = {"cloth_halo_unpack", halo_unpack_cpu,
+                                   WFC_CUDA(wfc_halo_unpack_cuda)};

@@ -54,6 +54,8 @@ WFC_KERNEL(self_kernel, wfc_self_args, wfc_self_elem)
 WFC_KERNEL(couple_cloth_kernel, wfc_couple_cloth_args, wfc_couple_cloth_elem)
 WFC_KERNEL(couple_particles_kernel, wfc_couple_particle_args, wfc_couple_particle_elem)
 WFC_KERNEL(apply_kernel, wfc_apply_args, wfc_apply_elem)
+WFC_KERNEL(halo_pack_kernel, wfc_halo_args, wfc_halo_pack_elem)
+WFC_KERNEL(halo_unpack_kernel, wfc_halo_args, wfc_halo_unpack_elem)
 #undef WFC_KERNEL
 
 } // namespace
@@ -68,6 +70,8 @@ WFC_WRAPPER(wfc_self_collide_cuda, self_kernel, wfc_self_args)
 WFC_WRAPPER(wfc_couple_cloth_cuda, couple_cloth_kernel, wfc_couple_cloth_args)
 WFC_WRAPPER(wfc_couple_particles_cuda, couple_particles_kernel, wfc_couple_particle_args)
 WFC_WRAPPER(wfc_apply_cuda, apply_kernel, wfc_apply_args)
+WFC_WRAPPER(wfc_halo_pack_cuda, halo_pack_kernel, wfc_halo_args)
+WFC_WRAPPER(wfc_halo_unpack_cuda, halo_unpack_kernel, wfc_halo_args)
 #undef WFC_WRAPPER
 
 extern "C" void wfc_spring_step_cuda(const void *args, size_t n, void *stream) {

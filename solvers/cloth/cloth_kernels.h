@@ -20,6 +20,8 @@ extern const wf_kernel wfc_self_collide;     /* n = vertices: self-collision cor
 extern const wf_kernel wfc_couple_cloth;     /* n = vertices: corrections from particles */
 extern const wf_kernel wfc_couple_particles; /* n = particles: impulses from the cloth */
 extern const wf_kernel wfc_apply;            /* n = vertices: apply the corrections */
+extern const wf_kernel wfc_halo_pack;        /* n = ghosts: gathers owned vertices to send */
+extern const wf_kernel wfc_halo_unpack;      /* n = ghosts: scatters received ones into ghosts */
 
 #ifdef WEFT_HAVE_CUDA
 void wfc_spring_step_cuda(const void *args, size_t n, void *stream);
@@ -32,6 +34,8 @@ void wfc_self_collide_cuda(const void *args, size_t n, void *stream);
 void wfc_couple_cloth_cuda(const void *args, size_t n, void *stream);
 void wfc_couple_particles_cuda(const void *args, size_t n, void *stream);
 void wfc_apply_cuda(const void *args, size_t n, void *stream);
+void wfc_halo_pack_cuda(const void *args, size_t n, void *stream);
+void wfc_halo_unpack_cuda(const void *args, size_t n, void *stream);
 #endif
 
 #ifdef __cplusplus

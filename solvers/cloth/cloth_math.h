@@ -181,6 +181,14 @@ typedef struct wfc_apply_args { /* per vertex: pred += delta (XPBD), or vel += d
   wfp_f4 *vel;  /* springs (pred NULL) */
 } wfc_apply_args;
 
+/* The split solver's halo (split.c): pack, per element j, dst0[j] = src0[idx[j]] (and dst1[j] =
+ * src1[idx[j]] when src1 is not NULL); unpack, dst0[idx[j]] = src0[j] (and dst1 likewise). */
+typedef struct wfc_halo_args {
+  const uint32_t *idx;
+  const wfp_f4 *src0, *src1;
+  wfp_f4 *dst0, *dst1;
+} wfc_halo_args;
+
 /* ---- small vector helpers ---------------------------------------------------------------------
  */
 
@@ -649,6 +657,21 @@ WF_HD static inline void wfc_apply_elem(const wfc_apply_args *a, uint32_t i) {
     v.x += d.x / dt, v.y += d.y / dt, v.z += d.z / dt;
     a->vel[i] = v;
   }
+}
+
+/* ---- the split solver's halo -----------------------------------------------------------------
+ */
+
+WF_HD static inline void wfc_halo_pack_elem(const wfc_halo_args *a, uint32_t j) {
+  uint32_t i = a->idx[j];
+  a->dst0[j] = a->src0[i];
+  if (a->src1) a->dst1[j] = a->src1[i];
+}
+
+WF_HD static inline void wfc_halo_unpack_elem(const wfc_halo_args *a, uint32_t j) {
+  uint32_t i = a->idx[j];
+  a->dst0[i] = a->src0[j];
+  if (a->src1) a->dst1[i] = a->src1[j];
 }
 
 #endif

@@ -1,0 +1,1087 @@
+/* One cloth over several devices (wf_cloth_split_* in weft/cloth.h).
+ *
+ * At creation the whole mesh is built once on the host (topology, masses, springs or coloured
+ * XPBD constraints, exactly as one wf_cloth builds them) and its vertex graph is cut into n parts
+ * by METIS (k-way, fixed seed). Partition p is an ordinary wf_cloth made from local topology
+ * (cloth_internal.h): the vertices it owns, then its ghosts, each group in ascending global
+ * order; the springs, constraints and triangles that touch an owned vertex, in global order,
+ * re-indexed. Its per-vertex kernels update the owned vertices only.
+ *
+ * Why the result does not depend on the split:
+ *  - Mass-spring: a vertex's substep reads its springs' other ends and its triangles' corners
+ *    (aerodynamics) from the substep's input state and writes only itself. Those vertices are
+ *    local (owned or ghost), its CSR list and triangle list are the global ones in the global
+ *    order, and after every substep each ghost is overwritten with its owner's output (the halo
+ *    exchange). So it computes on the same bits in the same order as in one solver.
+ *  - XPBD: predict and finalize are per vertex, as above. The constraint passes run colour by
+ *    colour, in the global colour order, each constraint writing only its own vertices. Every
+ *    partition projects every constraint that touches one of its owned vertices — a constraint
+ *    across a boundary is projected by both sides, on the same bits, with the same result —
+ *    and after each pass the ghosts are refreshed from their owners, which projected every
+ *    constraint on them. By induction over the passes every owned and ghost value equals the
+ *    single solver's. A pass needs to refresh only the ghosts it left stale: those touched by a
+ *    constraint of its colour that the partition does not project (a ghost touched by one it
+ *    projects got the owner's bits already; one the colour does not touch did not change).
+ *    The pass after the last colour needs no exchange (finalize reads owned vertices only, and
+ *    the next predict's exchange overwrites every ghost); the end of the substep exchanges
+ *    positions and velocities (the constraints' damping and the aerodynamics read the ghosts'
+ *    state). Multipliers belong to a constraint and are computed alike.
+ *  - Pins (inverse mass 0, in pos.w) are written in every partition holding the vertex, and
+ *    travel with the exchanged state anyway. Colliders, material and parameters are given to
+ *    every partition; each reads them from its own device block.
+ *
+ * The halo exchange, for every ordered pair (q -> p) with ghosts: a pack kernel on q's stream
+ * gathers the owned vertices p needs into a send buffer; q's copy stream, once that and p's
+ * previous work are done, copies it into p's receive buffer (peer copy between GPUs; the GPU
+ * layer stages it through pinned host memory where peers are unreachable, with one warning); p's
+ * stream waits for the copy and scatters it into its ghost slots. A partition's next pack waits
+ * for its copy stream, so a send buffer is never overwritten while it is read.
+ *
+ * A frame of all partitions is captured once into one graph on partition 0's stream (the others
+ * fork from it and join back) and launched with one call. Nothing changes the counts after
+ * creation, so the graph is never recaptured.
+ */
+#include <math.h>
+#include <metis.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cloth_internal.h"
+#include "cloth_kernels.h"
+#include "gpu_internal.h"
+
+#define MAXP 16
+#define NONE UINT32_MAX
+
+typedef struct link {
+  int from, to;
+  uint32_t n;         /* ghosts of the link (slot 0) */
+  uint32_t *off;      /* slot s: index list entries [off[s], off[s + 1]) */
+  wf_buffer *src_idx; /* on from's device: from-local indices of the vertices to send, by slot */
+  wf_buffer *send;    /* on from's device: n of the first array, then n of the second */
+  wf_buffer *recv;    /* on to's device: the same */
+  wf_buffer *dst_idx; /* on to's device: to-local ghost slots */
+} link;
+
+typedef struct part {
+  wf_cloth *c;
+  wf_device *dev;
+  wf_stream *copy; /* halo copies out of this partition */
+  uint32_t n_local, n_owned;
+  uint32_t *gid; /* local -> global vertex id */
+} part;
+
+struct wf_cloth_split {
+  char name[64];
+  wf_cloth_desc desc; /* desc.name points at name */
+  int np;
+  part parts[MAXP];
+  link *links;
+  int n_links;
+  int n_slots; /* index lists per link: every ghost, then (XPBD) one per colour */
+  uint32_t nv;
+  uint32_t grid[2];
+  float (*rest)[3];   /* rest positions, global order */
+  int8_t *owner;      /* per global vertex */
+  uint32_t *ghost_in; /* per global vertex: bit p when partition p holds it as a ghost */
+  uint32_t *lid;      /* [p * nv + g]: local index of g in partition p, or NONE */
+  uint8_t *pinned;    /* per global vertex */
+  wf_graph *graph;
+  wf_cloth_split_info info;
+};
+
+static wf_status oom(const char *fn, const char *name) {
+  return wf__error(WF_ERR_OUT_OF_MEMORY, fn, "cloth '%s' (split): out of host memory", name);
+}
+
+/* A GPU-layer call failed: keep its message (copied: wf__error rewrites the same text). */
+static wf_status fail_gpu(wf_status st, const char *fn, const wf_cloth_split *cs,
+                          const char *what) {
+  char why[768];
+  snprintf(why, sizeof why, "%s", wf_last_error());
+  return wf__error(st, fn, "cloth '%s' (split): %s: %s", cs->name, what, why);
+}
+
+#define TRY(call, what)                                                                            \
+  do {                                                                                             \
+    wf_status st_ = (call);                                                                        \
+    if (st_ != WF_OK) return fail_gpu(st_, fn, cs, what);                                          \
+  } while (0)
+
+static wf_stream *stream_of(const wf_cloth_split *cs, int p) {
+  return wf_cloth_stream(cs->parts[p].c);
+}
+
+wf_cloth_split_desc wf_cloth_split_desc_default(void) {
+  return (wf_cloth_split_desc){.seed = 1, .imbalance = 0.03f};
+}
+
+void wf_cloth_split_destroy(wf_cloth_split *cs) {
+  if (!cs) return;
+  for (int p = 0; p < cs->np; p++)
+    if (cs->parts[p].c) wf_stream_synchronize(stream_of(cs, p));
+  for (int p = 0; p < cs->np; p++)
+    if (cs->parts[p].copy) wf_stream_synchronize(cs->parts[p].copy);
+  if (cs->graph) wf_graph_destroy(cs->graph);
+  for (int l = 0; l < cs->n_links; l++) {
+    link *k = &cs->links[l];
+    wf_stream *sf = stream_of(cs, k->from), *sto = stream_of(cs, k->to);
+    if (k->src_idx) wf_buffer_destroy(k->src_idx, sf);
+    if (k->send) wf_buffer_destroy(k->send, sf);
+    if (k->recv) wf_buffer_destroy(k->recv, sto);
+    if (k->dst_idx) wf_buffer_destroy(k->dst_idx, sto);
+    free(k->off);
+  }
+  free(cs->links);
+  for (int p = 0; p < cs->np; p++) {
+    part *pt = &cs->parts[p];
+    if (pt->copy) wf_stream_destroy(pt->copy);
+    wf_cloth_destroy(pt->c);
+    free(pt->gid);
+  }
+  free(cs->rest), free(cs->owner), free(cs->ghost_in), free(cs->lid), free(cs->pinned);
+  free(cs);
+}
+
+/* ---- partitioning ---------------------------------------------------------------------------- */
+
+/* The pairs of vertices that read each other: springs (mass-spring) or constraints (XPBD), and
+ * the corners of every triangle. Deduplicated CSR for METIS. */
+static wf_status vertex_graph(const char *fn, const wf_cloth_split *cs, const wfc_topology *t,
+                              const wfc_springs *sp, const wfc_constraints *cons, idx_t **xadj_out,
+                              idx_t **adj_out) {
+  uint32_t nv = t->nv;
+  size_t pairs = (size_t)t->nt * 6;
+  if (sp) pairs += (size_t)sp->count * 2;
+  if (cons) pairs += (size_t)cons->count * 12;
+  idx_t *xadj = calloc((size_t)nv + 1, sizeof *xadj);
+  idx_t *adj = malloc((pairs ? pairs : 1) * sizeof *adj);
+  idx_t *fill = malloc(((size_t)nv + 1) * sizeof *fill);
+  if (!xadj || !adj || !fill) {
+    free(xadj), free(adj), free(fill);
+    return oom(fn, cs->name);
+  }
+  /* two passes over the same pairs: count, then fill */
+  for (int pass = 0; pass < 2; pass++) {
+#define PAIR(a, b)                                                                                 \
+  do {                                                                                             \
+    if ((a) != (b)) {                                                                              \
+      if (pass == 0)                                                                               \
+        xadj[(a) + 1]++, xadj[(b) + 1]++;                                                          \
+      else                                                                                         \
+        adj[fill[a]++] = (idx_t)(b), adj[fill[b]++] = (idx_t)(a);                                  \
+    }                                                                                              \
+  } while (0)
+    for (uint32_t k = 0; k < t->nt; k++) {
+      const uint32_t *q = t->tris + 3 * (size_t)k;
+      PAIR(q[0], q[1]);
+      PAIR(q[1], q[2]);
+      PAIR(q[2], q[0]);
+    }
+    if (sp)
+      for (uint32_t i = 0; i < nv; i++)
+        for (uint32_t k = sp->adj_start[i]; k < sp->adj_start[i + 1]; k++) {
+          uint32_t j = sp->adj[k].other_kind & WFC_LINK_INDEX_MASK;
+          if (i < j) PAIR(i, j);
+        }
+    if (cons)
+      for (uint32_t k = 0; k < cons->count; k++) {
+        const wfc_constraint *c = &cons->cons[k];
+        int m = c->kind == WFC_BEND ? 4 : 2;
+        for (int a = 0; a < m; a++)
+          for (int b = a + 1; b < m; b++)
+            PAIR(c->v[a], c->v[b]);
+      }
+#undef PAIR
+    if (pass == 0) {
+      for (uint32_t i = 0; i < nv; i++)
+        xadj[i + 1] += xadj[i];
+      memcpy(fill, xadj, ((size_t)nv + 1) * sizeof *fill);
+    }
+  }
+  /* sort each row and drop repeats, compacting in place */
+  idx_t out = 0;
+  for (uint32_t i = 0; i < nv; i++) {
+    idx_t b = xadj[i], e = xadj[i + 1];
+    for (idx_t x = b + 1; x < e; x++) /* insertion sort: rows are short */
+      for (idx_t y = x; y > b && adj[y - 1] > adj[y]; y--) {
+        idx_t tmp = adj[y];
+        adj[y] = adj[y - 1], adj[y - 1] = tmp;
+      }
+    xadj[i] = out;
+    for (idx_t x = b; x < e; x++)
+      if (x == b || adj[x] != adj[x - 1]) adj[out++] = adj[x];
+  }
+  xadj[nv] = out;
+  free(fill);
+  *xadj_out = xadj, *adj_out = adj;
+  return WF_OK;
+}
+
+/* owner[g] for every vertex: METIS k-way on the vertex graph (every vertex in part 0 for n 1). */
+static wf_status cut(const char *fn, wf_cloth_split *cs, const wf_cloth_split_desc *sd,
+                     const wfc_topology *t, const wfc_springs *sp, const wfc_constraints *cons) {
+  uint32_t nv = t->nv;
+  if (cs->np == 1) {
+    memset(cs->owner, 0, nv);
+    return WF_OK;
+  }
+  idx_t *xadj = NULL, *adj = NULL;
+  wf_status st = vertex_graph(fn, cs, t, sp, cons, &xadj, &adj);
+  if (st != WF_OK) return st;
+  idx_t *where = malloc((size_t)nv * sizeof *where);
+  if (!where) {
+    free(xadj), free(adj);
+    return oom(fn, cs->name);
+  }
+  idx_t n = (idx_t)nv, ncon = 1, nparts = cs->np, objval = 0;
+  idx_t options[METIS_NOPTIONS];
+  METIS_SetDefaultOptions(options);
+  options[METIS_OPTION_SEED] = sd->seed;
+  options[METIS_OPTION_NUMBERING] = 0;
+  options[METIS_OPTION_UFACTOR] = (idx_t)lroundf(sd->imbalance * 1000.0f);
+  if (options[METIS_OPTION_UFACTOR] < 1) options[METIS_OPTION_UFACTOR] = 1;
+  int r = METIS_PartGraphKway(&n, &ncon, xadj, adj, NULL, NULL, NULL, &nparts, NULL, NULL, options,
+                              &objval, where);
+  free(xadj), free(adj);
+  if (r != METIS_OK) {
+    free(where);
+    return wf__error(WF_ERR_BACKEND, fn,
+                     "cloth '%s' (split): METIS_PartGraphKway failed (%d) cutting %u vertices "
+                     "into %d parts",
+                     cs->name, r, nv, cs->np);
+  }
+  uint32_t count[MAXP] = {0};
+  for (uint32_t i = 0; i < nv; i++) {
+    cs->owner[i] = (int8_t)where[i];
+    count[where[i]]++;
+  }
+  free(where);
+  for (int p = 0; p < cs->np; p++)
+    if (!count[p])
+      return wf__error(WF_ERR_INVALID, fn,
+                       "cloth '%s' (split): METIS left partition %d with no vertex: %u vertices "
+                       "are too few for %d partitions",
+                       cs->name, p, nv, cs->np);
+  return WF_OK;
+}
+
+/* ---- building the partitions ----------------------------------------------------------------- */
+
+/* Marks in `in` (one byte per global vertex) every vertex partition p needs: its owned ones and
+ * everything they read. Returns the number marked. */
+static uint32_t mark_members(const wf_cloth_split *cs, int p, const wfc_topology *t,
+                             const wfc_springs *sp, const wfc_constraints *cons, uint8_t *in) {
+  uint32_t nv = t->nv;
+  memset(in, 0, nv);
+  for (uint32_t g = 0; g < nv; g++) {
+    if (cs->owner[g] != p) continue;
+    in[g] = 1;
+    for (uint32_t k = t->vt_start[g]; k < t->vt_start[g + 1]; k++) {
+      const uint32_t *q = t->tris + 3 * (size_t)t->vt_list[k];
+      in[q[0]] = in[q[1]] = in[q[2]] = 1;
+    }
+    if (sp)
+      for (uint32_t k = sp->adj_start[g]; k < sp->adj_start[g + 1]; k++)
+        in[sp->adj[k].other_kind & WFC_LINK_INDEX_MASK] = 1;
+  }
+  if (cons)
+    for (uint32_t k = 0; k < cons->count; k++) {
+      const wfc_constraint *c = &cons->cons[k];
+      int m = c->kind == WFC_BEND ? 4 : 2, mine = 0;
+      for (int a = 0; a < m; a++)
+        mine |= cs->owner[c->v[a]] == p;
+      if (mine)
+        for (int a = 0; a < m; a++)
+          in[c->v[a]] = 1;
+    }
+  uint32_t n = 0;
+  for (uint32_t g = 0; g < nv; g++)
+    n += in[g];
+  return n;
+}
+
+/* Whether constraint c touches a vertex partition p owns. */
+static bool cons_mine(const wf_cloth_split *cs, int p, const wfc_constraint *c) {
+  int m = c->kind == WFC_BEND ? 4 : 2;
+  for (int a = 0; a < m; a++)
+    if (cs->owner[c->v[a]] == p) return true;
+  return false;
+}
+
+/* Partition p's local topology, masses, springs or constraints, and its cloth. */
+static wf_status build_part(const char *fn, wf_cloth_split *cs, int p, const wfc_topology *t,
+                            const float *inv_mass, const wfc_springs *sp,
+                            const wfc_constraints *cons, uint8_t *in, uint32_t *ltri) {
+  part *pt = &cs->parts[p];
+  uint32_t nv = t->nv, *lid = cs->lid + (size_t)p * nv;
+  uint32_t m = mark_members(cs, p, t, sp, cons, in);
+  pt->gid = malloc((size_t)m * sizeof *pt->gid);
+  if (!pt->gid) return oom(fn, cs->name);
+  uint32_t n = 0;
+  for (int ghosts = 0; ghosts < 2; ghosts++) /* owned first, then ghosts; each in global order */
+    for (uint32_t g = 0; g < nv; g++)
+      if (in[g] && (cs->owner[g] == p) != ghosts) {
+        lid[g] = n;
+        pt->gid[n++] = g;
+        if (ghosts) cs->ghost_in[g] |= 1u << p;
+      }
+  pt->n_local = m;
+  pt->n_owned = 0;
+  while (pt->n_owned < m && cs->owner[pt->gid[pt->n_owned]] == p)
+    pt->n_owned++;
+
+  wfc_topology lt;
+  memset(&lt, 0, sizeof lt);
+  wfc_springs ls = {0};
+  wfc_constraints lc = {0};
+  float *lmass = malloc((size_t)m * sizeof *lmass);
+  lt.nv = m;
+  lt.x = malloc((size_t)m * sizeof *lt.x);
+  lt.vt_start = calloc((size_t)m + 1, sizeof *lt.vt_start);
+  wf_status st = WF_OK;
+  if (!lmass || !lt.x || !lt.vt_start) {
+    st = oom(fn, cs->name);
+    goto done;
+  }
+  for (uint32_t i = 0; i < m; i++) {
+    memcpy(lt.x[i], t->x[pt->gid[i]], sizeof lt.x[i]);
+    lmass[i] = inv_mass[pt->gid[i]];
+  }
+  /* triangles with an owned corner, in global order; owned vertices list theirs in global order */
+  uint32_t nt = 0;
+  for (uint32_t k = 0; k < t->nt; k++) {
+    const uint32_t *q = t->tris + 3 * (size_t)k;
+    bool mine = cs->owner[q[0]] == p || cs->owner[q[1]] == p || cs->owner[q[2]] == p;
+    ltri[k] = mine ? nt++ : NONE;
+  }
+  lt.nt = nt;
+  lt.tris = malloc(((size_t)nt * 3 + 1) * sizeof *lt.tris);
+  size_t nvt = 0;
+  /* the cloth uploads 3 entries a triangle (ghosts list none, so the tail stays zero) */
+  lt.vt_list = calloc((size_t)nt * 3 + 1, sizeof *lt.vt_list);
+  if (!lt.tris || !lt.vt_list) {
+    st = oom(fn, cs->name);
+    goto done;
+  }
+  for (uint32_t k = 0; k < t->nt; k++)
+    if (ltri[k] != NONE)
+      for (int c = 0; c < 3; c++)
+        lt.tris[3 * (size_t)ltri[k] + c] = lid[t->tris[3 * (size_t)k + c]];
+  nvt = 0;
+  for (uint32_t i = 0; i < m; i++) {
+    uint32_t g = pt->gid[i];
+    if (i < pt->n_owned)
+      for (uint32_t k = t->vt_start[g]; k < t->vt_start[g + 1]; k++)
+        lt.vt_list[nvt++] = ltri[t->vt_list[k]];
+    lt.vt_start[i + 1] = (uint32_t)nvt;
+  }
+
+  if (sp) { /* each owned vertex's CSR list, re-indexed; ghosts have none */
+    size_t links = 0;
+    for (uint32_t i = 0; i < pt->n_owned; i++)
+      links += sp->adj_start[pt->gid[i] + 1] - sp->adj_start[pt->gid[i]];
+    ls.count = (uint32_t)((links + 1) / 2);
+    ls.adj_start = calloc((size_t)m + 1, sizeof *ls.adj_start);
+    ls.adj = calloc((size_t)ls.count * 2 + 1, sizeof *ls.adj);
+    if (!ls.adj_start || !ls.adj) {
+      st = oom(fn, cs->name);
+      goto done;
+    }
+    links = 0;
+    for (uint32_t i = 0; i < m; i++) {
+      uint32_t g = pt->gid[i];
+      if (i < pt->n_owned)
+        for (uint32_t k = sp->adj_start[g]; k < sp->adj_start[g + 1]; k++) {
+          wfc_link l = sp->adj[k];
+          uint32_t j = lid[l.other_kind & WFC_LINK_INDEX_MASK];
+          ls.adj[links++] = (wfc_link){j | (l.other_kind & ~WFC_LINK_INDEX_MASK), l.rest};
+        }
+      ls.adj_start[i + 1] = (uint32_t)links;
+    }
+  }
+  if (cons) { /* the constraints touching an owned vertex, by global colour, in global order */
+    lc.colours = cons->colours;
+    lc.colour_start = calloc((size_t)cons->colours + 1, sizeof *lc.colour_start);
+    lc.cons = malloc(((size_t)cons->count + 1) * sizeof *lc.cons);
+    if (!lc.colour_start || !lc.cons) {
+      st = oom(fn, cs->name);
+      goto done;
+    }
+    uint32_t k = 0;
+    for (uint32_t q = 0; q < cons->colours; q++) {
+      for (uint32_t s = cons->colour_start[q]; s < cons->colour_start[q + 1]; s++) {
+        wfc_constraint c = cons->cons[s];
+        if (!cons_mine(cs, p, &c)) continue;
+        int mv = c.kind == WFC_BEND ? 4 : 2;
+        for (int a = 0; a < mv; a++)
+          c.v[a] = lid[c.v[a]];
+        lc.cons[k++] = c;
+      }
+      lc.colour_start[q + 1] = k;
+    }
+    lc.count = k;
+  }
+
+  {
+    wf_cloth_desc d = cs->desc;
+    d.stream = NULL;
+    wfc_local local = {pt->n_owned, lmass, sp ? &ls : NULL, cons ? &lc : NULL};
+    st = wfc_cloth_create_local(fn, pt->dev, &d, &lt, &local, &pt->c); /* takes lt */
+  }
+done:
+  wfc_topology_free(&lt);
+  wfc_springs_free(&ls);
+  wfc_constraints_free(&lc);
+  free(lmass);
+  return st;
+}
+
+/* The ghosts of partition p that a colour's pass leaves stale: those touched by a constraint of
+ * the colour that p does not project (its owner does). Ghosts touched by one that p projects
+ * get the owner's bits anyway; ghosts no constraint of the colour touches keep them. As CSR by
+ * colour (global ids): list[start[q] .. start[q + 1]). Each vertex is in a colour at most once. */
+static wf_status stale_ghosts(const char *fn, const wf_cloth_split *cs, int p,
+                              const wfc_constraints *cons, uint32_t **start_out,
+                              uint32_t **list_out) {
+  uint32_t colours = cons->colours, *lid = cs->lid + (size_t)p * cs->nv;
+  uint32_t *start = calloc((size_t)colours + 1, sizeof *start);
+  uint32_t *list = NULL;
+  if (!start) return oom(fn, cs->name);
+  for (int pass = 0; pass < 2; pass++) {
+    uint32_t n = 0;
+    for (uint32_t q = 0; q < colours; q++) {
+      if (pass == 1) start[q] = n;
+      for (uint32_t k = cons->colour_start[q]; k < cons->colour_start[q + 1]; k++) {
+        const wfc_constraint *c = &cons->cons[k];
+        if (cons_mine(cs, p, c)) continue;
+        int m = c->kind == WFC_BEND ? 4 : 2;
+        for (int a = 0; a < m; a++)
+          if (lid[c->v[a]] != NONE && cs->owner[c->v[a]] != p) {
+            if (pass == 1) list[n] = c->v[a];
+            n++;
+          }
+      }
+    }
+    if (pass == 0) {
+      list = malloc(((size_t)n + 1) * sizeof *list);
+      if (!list) {
+        free(start);
+        return oom(fn, cs->name);
+      }
+    } else {
+      start[colours] = n;
+    }
+  }
+  *start_out = start, *list_out = list;
+  return WF_OK;
+}
+
+/* The halo links (q -> p for every ghost of p owned by q) and their index lists: slot 0 every
+ * ghost of the link, slot 1 + c (XPBD) the ghosts the pass of colour c leaves stale. */
+static wf_status build_links(const char *fn, wf_cloth_split *cs, const wfc_constraints *cons) {
+  int np = cs->np;
+  uint32_t colours = cons ? cons->colours : 0;
+  cs->n_slots = 1 + colours;
+  uint32_t count[MAXP][MAXP] = {{0}};
+  for (int p = 0; p < np; p++) {
+    part *pt = &cs->parts[p];
+    for (uint32_t i = pt->n_owned; i < pt->n_local; i++)
+      count[cs->owner[pt->gid[i]]][p]++;
+  }
+  int n = 0;
+  for (int q = 0; q < np; q++)
+    for (int p = 0; p < np; p++)
+      n += count[q][p] > 0;
+  cs->links = calloc((size_t)(n ? n : 1), sizeof *cs->links);
+  if (!cs->links) return oom(fn, cs->name);
+  wf_status st = WF_OK;
+  for (int p = 0; p < np && st == WF_OK; p++) { /* links into p, by sender */
+    part *pt = &cs->parts[p];
+    uint32_t *cstart = NULL, *clist = NULL;
+    if (cons && (st = stale_ghosts(fn, cs, p, cons, &cstart, &clist)) != WF_OK) break;
+    size_t cap = (size_t)pt->n_local + (cons ? cstart[colours] : 0) + 1;
+    uint32_t *src = malloc(cap * 4), *dst = malloc(cap * 4);
+    if (!src || !dst) st = oom(fn, cs->name);
+    for (int q = 0; q < np && st == WF_OK; q++) {
+      if (!count[q][p]) continue;
+      link *k = &cs->links[cs->n_links++];
+      k->from = q, k->to = p;
+      k->off = calloc((size_t)cs->n_slots + 1, sizeof *k->off);
+      if (!k->off) {
+        st = oom(fn, cs->name);
+        break;
+      }
+      const uint32_t *lq = cs->lid + (size_t)q * cs->nv, *lp = cs->lid + (size_t)p * cs->nv;
+      uint32_t m = 0;
+      for (uint32_t i = pt->n_owned; i < pt->n_local; i++) {
+        uint32_t g = pt->gid[i];
+        if (cs->owner[g] != q) continue;
+        src[m] = lq[g], dst[m++] = i;
+      }
+      k->n = m;
+      for (uint32_t c = 0; c < colours; c++) {
+        k->off[1 + c] = m;
+        for (uint32_t e = cstart[c]; e < cstart[c + 1]; e++)
+          if (cs->owner[clist[e]] == q) src[m] = lq[clist[e]], dst[m++] = lp[clist[e]];
+      }
+      k->off[cs->n_slots] = m;
+      wf_stream *sq = stream_of(cs, q), *sp_ = stream_of(cs, p);
+      wf_device *dq = cs->parts[q].dev, *dp = pt->dev;
+      size_t bytes = (size_t)k->n * 32;
+      if ((st = wf_buffer_create(dq, (size_t)m * 4, 0, sq, &k->src_idx)) != WF_OK ||
+          (st = wf_buffer_create(dq, bytes, WF_BUFFER_ZERO, sq, &k->send)) != WF_OK ||
+          (st = wf_buffer_create(dp, bytes, WF_BUFFER_ZERO, sp_, &k->recv)) != WF_OK ||
+          (st = wf_buffer_create(dp, (size_t)m * 4, 0, sp_, &k->dst_idx)) != WF_OK) {
+        st = fail_gpu(st, fn, cs, "allocating halo buffers");
+        break;
+      }
+      if ((st = wf_upload(k->src_idx, 0, src, (size_t)m * 4, sq)) != WF_OK ||
+          (st = wf_upload(k->dst_idx, 0, dst, (size_t)m * 4, sp_)) != WF_OK)
+        st = fail_gpu(st, fn, cs, "uploading halo lists");
+    }
+    free(src), free(dst), free(cstart), free(clist);
+  }
+  return st;
+}
+
+/* Elements of slot `slot` of link k. */
+static uint32_t slot_count(const link *k, int slot) { return k->off[slot + 1] - k->off[slot]; }
+
+/* Exchanges per frame and the bytes they move. */
+static void fill_info(wf_cloth_split *cs) {
+  wf_cloth_split_info *in = &cs->info;
+  in->partitions = cs->np;
+  in->vertices = cs->nv;
+  in->links = (uint32_t)cs->n_links;
+  for (int p = 0; p < cs->np; p++) {
+    in->owned[p] = cs->parts[p].n_owned;
+    in->ghosts[p] = cs->parts[p].n_local - cs->parts[p].n_owned;
+  }
+  /* one substep's exchanges, as enqueue_frame makes them */
+  uint64_t count = 0, bytes = 0;
+#define ADD(slot, item)                                                                            \
+  do {                                                                                             \
+    uint64_t n_ = 0;                                                                               \
+    for (int l = 0; l < cs->n_links; l++)                                                          \
+      n_ += slot_count(&cs->links[l], (slot));                                                     \
+    count += n_ > 0, bytes += n_ * (item);                                                         \
+  } while (0)
+  if (cs->desc.integrator == WF_CLOTH_SPRINGS) {
+    ADD(0, 32);
+  } else {
+    uint32_t colours = wfc_colours(cs->parts[0].c);
+    ADD(0, 16);
+    for (int it = 0; it < cs->desc.iterations; it++)
+      for (uint32_t q = 0; q < colours; q++)
+        if (!(it == cs->desc.iterations - 1 && q == colours - 1)) ADD(1 + (int)q, 16);
+    ADD(0, 32);
+  }
+#undef ADD
+  in->exchanges_per_frame = (uint32_t)(count * (uint64_t)cs->desc.substeps);
+  in->halo_bytes_per_frame = bytes * (uint64_t)cs->desc.substeps;
+}
+
+static wf_status create(const char *fn, wf_device *const *devices, int n,
+                        const wf_cloth_split_desc *split, const wf_cloth_desc *desc,
+                        const wf_cloth_grid *grid, const wf_cloth_mesh_desc *mesh,
+                        wf_cloth_split **out) {
+  if (!out) return wf__error(WF_ERR_INVALID, fn, "out is NULL");
+  *out = NULL;
+  if (!devices || !desc || (!grid && !mesh))
+    return wf__error(WF_ERR_INVALID, fn, "devices, desc or %s is NULL", grid ? "grid" : "mesh");
+  const char *name = desc->name ? desc->name : "cloth";
+  wf_cloth_split_desc sd = split ? *split : wf_cloth_split_desc_default();
+  if (n < 1 || n > MAXP)
+    return wf__error(WF_ERR_INVALID, fn, "cloth '%s' (split): %d devices; 1 to %d are supported",
+                     name, n, MAXP);
+  for (int i = 0; i < n; i++) {
+    if (!devices[i])
+      return wf__error(WF_ERR_INVALID, fn, "cloth '%s' (split): device %d is NULL", name, i);
+    if (wf_device_is_cuda(devices[i]) != wf_device_is_cuda(devices[0]))
+      return wf__error(WF_ERR_INVALID, fn,
+                       "cloth '%s' (split): devices '%s' and '%s' are of different kinds (CUDA "
+                       "and CPU): one frame graph cannot span both",
+                       name, wf_device_name(devices[0]), wf_device_name(devices[i]));
+  }
+  if (desc->self_collision)
+    return wf__error(WF_ERR_UNSUPPORTED, fn,
+                     "cloth '%s' (split): self_collision is not supported across devices (its "
+                     "vertex grid spans the whole cloth): run it on one device",
+                     name);
+  if (!(sd.imbalance > 0.0f) || !isfinite(sd.imbalance))
+    return wf__error(WF_ERR_INVALID, fn, "cloth '%s' (split): imbalance %g must be > 0", name,
+                     (double)sd.imbalance);
+
+  /* the whole cloth, built and checked as one wf_cloth builds it */
+  wf_status st = wfc_check_desc(fn, desc, name);
+  if (st != WF_OK) return st;
+  wfc_topology t;
+  st = grid ? wfc_grid_build(fn, name, grid, &t) : wfc_mesh_build(fn, name, mesh, &t);
+  if (st != WF_OK) return st;
+  wfc_springs sp = {0};
+  wfc_constraints cons = {0};
+  float *inv_mass = NULL;
+  uint8_t *in = NULL;
+  uint32_t *ltri = NULL;
+  wf_cloth_split *cs = calloc(1, sizeof *cs);
+  if (!cs) {
+    wfc_topology_free(&t);
+    return oom(fn, name);
+  }
+  snprintf(cs->name, sizeof cs->name, "%s", name);
+  cs->desc = *desc;
+  cs->desc.name = cs->name;
+  cs->desc.stream = NULL;
+  cs->np = n;
+  if ((st = wfc_topology_finish(fn, name, &t)) != WF_OK) goto done;
+  cs->nv = t.nv;
+  cs->grid[0] = t.grid[0], cs->grid[1] = t.grid[1];
+  inv_mass = malloc((size_t)t.nv * sizeof *inv_mass);
+  in = malloc(t.nv);
+  ltri = malloc(((size_t)t.nt + 1) * sizeof *ltri);
+  cs->rest = malloc((size_t)t.nv * sizeof *cs->rest);
+  cs->owner = malloc(t.nv);
+  cs->ghost_in = calloc(t.nv, sizeof *cs->ghost_in);
+  cs->lid = malloc((size_t)n * t.nv * sizeof *cs->lid);
+  cs->pinned = calloc(t.nv, 1);
+  if (!inv_mass || !in || !ltri || !cs->rest || !cs->owner || !cs->ghost_in || !cs->lid ||
+      !cs->pinned) {
+    st = oom(fn, name);
+    goto done;
+  }
+  memcpy(cs->rest, t.x, (size_t)t.nv * sizeof *cs->rest);
+  memset(cs->lid, 0xff, (size_t)n * t.nv * sizeof *cs->lid);
+  bool springs = desc->integrator == WF_CLOTH_SPRINGS;
+  if ((st = wfc_inverse_masses(fn, name, &t, &desc->material, inv_mass)) != WF_OK) goto done;
+  st = springs ? wfc_springs_build(fn, name, &t, &sp) : wfc_constraints_build(fn, name, &t, &cons);
+  if (st != WF_OK) goto done;
+  if ((st = cut(fn, cs, &sd, &t, springs ? &sp : NULL, springs ? NULL : &cons)) != WF_OK) goto done;
+  cs->info.peer = true;
+  for (int p = 0; p < n && st == WF_OK; p++) {
+    part *pt = &cs->parts[p];
+    pt->dev = devices[p];
+    st =
+        build_part(fn, cs, p, &t, inv_mass, springs ? &sp : NULL, springs ? NULL : &cons, in, ltri);
+    if (st == WF_OK && (st = wf_stream_create(pt->dev, 0, &pt->copy)) != WF_OK)
+      st = fail_gpu(st, fn, cs, "creating a copy stream");
+    for (int q = 0; q < p; q++)
+      if (devices[q] != devices[p] && (!wf_device_can_access_peer(devices[p], devices[q]) ||
+                                       !wf_device_can_access_peer(devices[q], devices[p])))
+        cs->info.peer = false;
+  }
+  if (st == WF_OK) st = build_links(fn, cs, springs ? NULL : &cons);
+  for (int p = 0; p < n && st == WF_OK; p++)
+    if ((st = wf_stream_synchronize(stream_of(cs, p))) != WF_OK)
+      st = fail_gpu(st, fn, cs, "uploading the partitions");
+  if (st == WF_OK) fill_info(cs);
+done:
+  wfc_topology_free(&t);
+  wfc_springs_free(&sp);
+  wfc_constraints_free(&cons);
+  free(inv_mass), free(in), free(ltri);
+  if (st != WF_OK) {
+    wf_cloth_split_destroy(cs);
+    return st;
+  }
+  *out = cs;
+  return WF_OK;
+}
+
+wf_status wf_cloth_split_create_grid(wf_device *const *devices, int n,
+                                     const wf_cloth_split_desc *split, const wf_cloth_desc *desc,
+                                     const wf_cloth_grid *grid, wf_cloth_split **out) {
+  static const char fn[] = "wf_cloth_split_create_grid";
+  if (!grid) {
+    if (out) *out = NULL;
+    return wf__error(WF_ERR_INVALID, fn, "grid is NULL");
+  }
+  return create(fn, devices, n, split, desc, grid, NULL, out);
+}
+
+wf_status wf_cloth_split_create_mesh(wf_device *const *devices, int n,
+                                     const wf_cloth_split_desc *split, const wf_cloth_desc *desc,
+                                     const wf_cloth_mesh_desc *mesh, wf_cloth_split **out) {
+  static const char fn[] = "wf_cloth_split_create_mesh";
+  if (!mesh) {
+    if (out) *out = NULL;
+    return wf__error(WF_ERR_INVALID, fn, "mesh is NULL");
+  }
+  return create(fn, devices, n, split, desc, NULL, mesh, out);
+}
+
+/* ---- pins, colliders, material, parameters -------------------------------------------------- */
+
+/* Pins (collider == NONE) or attaches global vertex v in every partition that holds it. */
+static wf_status pin_global(wf_cloth_split *cs, uint32_t v, uint32_t collider) {
+  for (int p = 0; p < cs->np; p++) {
+    uint32_t l = cs->lid[(size_t)p * cs->nv + v];
+    if (l == NONE) continue;
+    wf_status st = collider == NONE ? wf_cloth_pin(cs->parts[p].c, l)
+                                    : wf_cloth_attach(cs->parts[p].c, l, collider);
+    if (st != WF_OK) return st;
+  }
+  if (!cs->pinned[v]) cs->pinned[v] = 1, cs->info.pinned++;
+  return WF_OK;
+}
+
+static wf_status check_vertex(const wf_cloth_split *cs, const char *fn, uint32_t v) {
+  if (v < cs->nv) return WF_OK;
+  return wf__error(WF_ERR_INVALID, fn,
+                   "cloth '%s' (split): vertex %u is out of range (%u vertices)", cs->name, v,
+                   cs->nv);
+}
+
+wf_status wf_cloth_split_pin(wf_cloth_split *cs, uint32_t vertex) {
+  static const char fn[] = "wf_cloth_split_pin";
+  if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
+  wf_status st = check_vertex(cs, fn, vertex);
+  return st != WF_OK ? st : pin_global(cs, vertex, NONE);
+}
+
+wf_status wf_cloth_split_attach(wf_cloth_split *cs, uint32_t vertex, uint32_t collider) {
+  static const char fn[] = "wf_cloth_split_attach";
+  if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
+  wf_status st = check_vertex(cs, fn, vertex);
+  if (st != WF_OK) return st;
+  if (collider == NONE)
+    return wf__error(WF_ERR_INVALID, fn, "cloth '%s' (split): collider %u does not exist", cs->name,
+                     collider);
+  return pin_global(cs, vertex, collider);
+}
+
+wf_status wf_cloth_split_pin_named(wf_cloth_split *cs, const char *where, uint32_t *count) {
+  static const char fn[] = "wf_cloth_split_pin_named";
+  if (!cs || !where) return wf__error(WF_ERR_INVALID, fn, "cloth or name is NULL");
+  uint32_t r[4], n = 0;
+  wf_status st = wfc_pin_named_range(fn, cs->name, cs->grid, where, r);
+  for (uint32_t j = r[2]; st == WF_OK && j <= r[3]; j++)
+    for (uint32_t i = r[0]; st == WF_OK && i <= r[1]; i++, n++)
+      st = pin_global(cs, j * cs->grid[0] + i, NONE);
+  if (st == WF_OK && count) *count = n;
+  return st;
+}
+
+wf_status wf_cloth_split_pin_region(wf_cloth_split *cs, const float lo[3], const float hi[3],
+                                    uint32_t *count) {
+  static const char fn[] = "wf_cloth_split_pin_region";
+  if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
+  if (!lo || !hi || !isfinite(lo[0]) || !isfinite(lo[1]) || !isfinite(lo[2]) || !isfinite(hi[0]) ||
+      !isfinite(hi[1]) || !isfinite(hi[2]))
+    return wf__error(WF_ERR_INVALID, fn, "cloth '%s' (split): region bounds are NULL or not finite",
+                     cs->name);
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < cs->nv; i++) {
+    const float *x = cs->rest[i];
+    if (x[0] < lo[0] || x[1] < lo[1] || x[2] < lo[2] || x[0] > hi[0] || x[1] > hi[1] ||
+        x[2] > hi[2])
+      continue;
+    wf_status st = pin_global(cs, i, NONE);
+    if (st != WF_OK) return st;
+    n++;
+  }
+  if (count) *count = n;
+  if (!n)
+    return wf__error(WF_ERR_INVALID, fn,
+                     "cloth '%s' (split): the region [%g %g %g] - [%g %g %g] holds no vertex",
+                     cs->name, (double)lo[0], (double)lo[1], (double)lo[2], (double)hi[0],
+                     (double)hi[1], (double)hi[2]);
+  return WF_OK;
+}
+
+/* Partition 0 goes first: a bad argument is refused there, before any partition changed. */
+wf_status wf_cloth_split_add_collider(wf_cloth_split *cs, const wf_collider_desc *desc,
+                                      uint32_t *index) {
+  static const char fn[] = "wf_cloth_split_add_collider";
+  if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
+  for (int p = 0; p < cs->np; p++) {
+    wf_status st = wf_cloth_add_collider(cs->parts[p].c, desc, index);
+    if (st != WF_OK) return st;
+  }
+  return WF_OK;
+}
+
+wf_status wf_cloth_split_set_material(wf_cloth_split *cs, const wf_cloth_material *m) {
+  static const char fn[] = "wf_cloth_split_set_material";
+  if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
+  for (int p = 0; p < cs->np; p++) {
+    wf_status st = wf_cloth_set_material(cs->parts[p].c, m);
+    if (st != WF_OK) return st;
+  }
+  return WF_OK;
+}
+
+wf_cloth_params wf_cloth_split_params_get(const wf_cloth_split *cs) {
+  return cs ? wf_cloth_params_get(cs->parts[0].c) : (wf_cloth_params){0};
+}
+
+wf_status wf_cloth_split_params_set(wf_cloth_split *cs, const wf_cloth_params *prm) {
+  static const char fn[] = "wf_cloth_split_params_set";
+  if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
+  for (int p = 0; p < cs->np; p++) {
+    wf_status st = wf_cloth_params_set(cs->parts[p].c, prm);
+    if (st != WF_OK) return st;
+  }
+  return WF_OK;
+}
+
+/* ---- the frame ------------------------------------------------------------------------------- */
+
+/* Overwrites the ghosts of index list `slot` (0: all) with their owners' values of buffer a
+ * (and b unless it is -1). Links with nothing in the slot take no part. */
+static wf_status exchange(wf_cloth_split *cs, const char *fn, int slot, int a, int b) {
+  wf_stream *s[MAXP];
+  for (int p = 0; p < cs->np; p++)
+    s[p] = stream_of(cs, p);
+  /* a partition's packs wait for its previous copies (the send buffers are reused) */
+  bool sends[MAXP] = {false};
+  for (int l = 0; l < cs->n_links; l++)
+    if (slot_count(&cs->links[l], slot)) sends[cs->links[l].from] = true;
+  for (int p = 0; p < cs->np; p++)
+    if (sends[p]) TRY(wf_stream_wait_stream(s[p], cs->parts[p].copy), "ordering the packs");
+  size_t item = b < 0 ? 16 : 32;
+  for (int l = 0; l < cs->n_links; l++) {
+    link *k = &cs->links[l];
+    uint32_t n = slot_count(k, slot);
+    if (!n) continue;
+    wf_cloth *c = cs->parts[k->from].c;
+    wfp_f4 *send = wf_buffer_ptr(k->send);
+    wfc_halo_args pa = {
+        (const uint32_t *)wf_buffer_ptr(k->src_idx) + k->off[slot], wf_buffer_ptr(wfc_buffer(c, a)),
+        b < 0 ? NULL : wf_buffer_ptr(wfc_buffer(c, b)), send, b < 0 ? NULL : send + n};
+    TRY(wf_launch(&wfc_halo_pack, n, &pa, sizeof pa, s[k->from]), "launching a halo pack");
+  }
+  /* every copy waits for its pack and for the receiver's previous work */
+  for (int l = 0; l < cs->n_links; l++) {
+    link *k = &cs->links[l];
+    uint32_t n = slot_count(k, slot);
+    if (!n) continue;
+    wf_stream *cp = cs->parts[k->from].copy;
+    TRY(wf_stream_wait_stream(cp, s[k->from]), "ordering a halo copy");
+    TRY(wf_stream_wait_stream(cp, s[k->to]), "ordering a halo copy");
+    TRY(wf_copy(k->recv, 0, k->send, 0, (size_t)n * item, cp), "copying a halo");
+  }
+  for (int l = 0; l < cs->n_links; l++) {
+    link *k = &cs->links[l];
+    uint32_t n = slot_count(k, slot);
+    if (!n) continue;
+    wf_cloth *c = cs->parts[k->to].c;
+    TRY(wf_stream_wait_stream(s[k->to], cs->parts[k->from].copy), "waiting for a halo copy");
+    wfp_f4 *recv = wf_buffer_ptr(k->recv);
+    wfc_halo_args ua = {(const uint32_t *)wf_buffer_ptr(k->dst_idx) + k->off[slot], recv,
+                        b < 0 ? NULL : recv + n, wf_buffer_ptr(wfc_buffer(c, a)),
+                        b < 0 ? NULL : wf_buffer_ptr(wfc_buffer(c, b))};
+    TRY(wf_launch(&wfc_halo_unpack, n, &ua, sizeof ua, s[k->to]), "launching a halo unpack");
+  }
+  return WF_OK;
+}
+
+static wf_status touch_links(wf_cloth_split *cs, const char *fn) {
+  for (int l = 0; l < cs->n_links; l++) {
+    link *k = &cs->links[l];
+    wf_stream *sf = stream_of(cs, k->from), *sto = stream_of(cs, k->to);
+    TRY(wf_buffer_touch(k->src_idx, sf), "ordering halo buffers");
+    TRY(wf_buffer_touch(k->send, sf), "ordering halo buffers");
+    TRY(wf_buffer_touch(k->recv, sto), "ordering halo buffers");
+    TRY(wf_buffer_touch(k->dst_idx, sto), "ordering halo buffers");
+  }
+  return WF_OK;
+}
+
+/* Every partition's frame, stage by stage, with the exchanges between the stages. */
+static wf_status enqueue_frame(wf_cloth_split *cs, const char *fn) {
+  wf_status st = WF_OK;
+  int np = cs->np, substeps = cs->desc.substeps;
+  if (cs->desc.integrator == WF_CLOTH_SPRINGS) {
+    for (int k = 0; k < substeps && st == WF_OK; k++) {
+      int in = k & 1; /* state half in -> out */
+      for (int p = 0; p < np && st == WF_OK; p++)
+        st = wfc_enqueue_springs(cs->parts[p].c, fn, in);
+      if (st == WF_OK)
+        st = in ? exchange(cs, fn, 0, WFC_BUF_POS0, WFC_BUF_VEL0)
+                : exchange(cs, fn, 0, WFC_BUF_POS1, WFC_BUF_VEL1);
+    }
+  } else {
+    uint32_t colours = wfc_colours(cs->parts[0].c);
+    int iterations = cs->desc.iterations;
+    for (int k = 0; k < substeps && st == WF_OK; k++) {
+      for (int p = 0; p < np && st == WF_OK; p++)
+        st = wfc_enqueue_predict(cs->parts[p].c, fn);
+      if (st == WF_OK) st = exchange(cs, fn, 0, WFC_BUF_POS1, -1);
+      for (int it = 0; it < iterations && st == WF_OK; it++)
+        for (uint32_t q = 0; q < colours && st == WF_OK; q++) {
+          for (int p = 0; p < np && st == WF_OK; p++)
+            st = wfc_enqueue_colour(cs->parts[p].c, fn, q);
+          /* the ghosts the pass left stale; none after the last pass: finalize reads owned
+           * vertices only, and the next predict's exchange refreshes every ghost */
+          bool last = it == iterations - 1 && q == colours - 1;
+          if (st == WF_OK && !last) st = exchange(cs, fn, 1 + (int)q, WFC_BUF_POS1, -1);
+        }
+      for (int p = 0; p < np && st == WF_OK; p++)
+        st = wfc_enqueue_finalize(cs->parts[p].c, fn);
+      if (st == WF_OK) st = exchange(cs, fn, 0, WFC_BUF_POS0, WFC_BUF_VEL0);
+    }
+  }
+  for (int p = 0; p < np && st == WF_OK; p++)
+    st = wfc_enqueue_frame_end(cs->parts[p].c, fn, substeps);
+  return st == WF_OK ? touch_links(cs, fn) : st;
+}
+
+/* Forks every partition's stream and copy stream from s0 (or, outside a capture, orders them
+ * after it), or joins them back into s0. */
+static wf_status fork_join(wf_cloth_split *cs, const char *fn, bool join) {
+  wf_stream *s0 = stream_of(cs, 0);
+  for (int p = 0; p < cs->np; p++) {
+    wf_stream *s = stream_of(cs, p);
+    if (p > 0)
+      TRY(join ? wf_stream_wait_stream(s0, s) : wf_stream_wait_stream(s, s0), "ordering a frame");
+    if (cs->n_links)
+      TRY(join ? wf_stream_wait_stream(s0, cs->parts[p].copy)
+               : wf_stream_wait_stream(cs->parts[p].copy, s0),
+          "ordering a frame");
+  }
+  return WF_OK;
+}
+
+/* The frame of every partition, captured on partition 0's stream. */
+static wf_status capture(wf_cloth_split *cs, const char *fn) {
+  wf_stream *s0 = stream_of(cs, 0);
+  TRY(wf_capture_begin(s0), "beginning the frame capture");
+  wf_status st = fork_join(cs, fn, false);
+  if (st == WF_OK) st = enqueue_frame(cs, fn);
+  if (st == WF_OK) st = fork_join(cs, fn, true);
+  wf_graph *g = NULL;
+  wf_status st2 = wf_capture_end(s0, &g);
+  if (st != WF_OK) {
+    if (g) wf_graph_destroy(g);
+    return st;
+  }
+  if (st2 != WF_OK) return fail_gpu(st2, fn, cs, "ending the frame capture");
+  cs->graph = g;
+  return WF_OK;
+}
+
+wf_status wf_cloth_split_step_frames(wf_cloth_split *cs, int frames) {
+  static const char fn[] = "wf_cloth_split_step_frames";
+  if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
+  if (frames < 0)
+    return wf__error(WF_ERR_INVALID, fn, "cloth '%s' (split): frames %d must be >= 0", cs->name,
+                     frames);
+  if (frames == 0) return WF_OK;
+  wf_stream *s0 = stream_of(cs, 0);
+  /* the frames come after what was enqueued on every partition (pins, colliders, parameters) */
+  for (int p = 1; p < cs->np; p++)
+    TRY(wf_stream_wait_stream(s0, stream_of(cs, p)), "ordering the frames");
+  wf_status st;
+  if (cs->desc.no_graph) {
+    for (int f = 0; f < frames; f++) {
+      if ((st = fork_join(cs, fn, false)) != WF_OK) return st;
+      if ((st = enqueue_frame(cs, fn)) != WF_OK) return st;
+      if ((st = fork_join(cs, fn, true)) != WF_OK) return st;
+    }
+  } else {
+    if (!cs->graph && (st = capture(cs, fn)) != WF_OK) return st;
+    for (int f = 0; f < frames; f++)
+      TRY(wf_graph_launch(cs->graph, s0), "launching a frame");
+  }
+  for (int p = 0; p < cs->np; p++) {
+    if (p > 0) TRY(wf_stream_wait_stream(stream_of(cs, p), s0), "ordering after the frames");
+    if ((st = wfc_touch(cs->parts[p].c, fn)) != WF_OK) return st;
+  }
+  return WF_OK;
+}
+
+/* ---- reading and writing the state ----------------------------------------------------------- */
+
+wf_status wf_cloth_split_download(wf_cloth_split *cs, float (*pos)[4], float (*vel)[4]) {
+  static const char fn[] = "wf_cloth_split_download";
+  if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
+  uint32_t most = 1;
+  for (int p = 0; p < cs->np; p++)
+    most = cs->parts[p].n_local > most ? cs->parts[p].n_local : most;
+  float(*buf)[4] = malloc((size_t)most * 16);
+  if (!buf) return oom(fn, cs->name);
+  wf_status st = WF_OK;
+  uint32_t bad_g = NONE;
+  for (int p = 0; p < cs->np && st == WF_OK; p++) {
+    part *pt = &cs->parts[p];
+    uint32_t bad = 0, first = NONE;
+    if ((st = wfc_flags_get(pt->c, fn, &bad, &first)) != WF_OK) break;
+    if (bad && first < pt->n_local && pt->gid[first] < bad_g) bad_g = pt->gid[first];
+    for (int w = 0; w < 2 && st == WF_OK; w++) {
+      float(*dst)[4] = w ? vel : pos;
+      if (!dst) continue;
+      st = wf_download(buf, wfc_buffer(pt->c, w ? WFC_BUF_VEL0 : WFC_BUF_POS0), 0,
+                       (size_t)pt->n_local * 16);
+      if (st != WF_OK) {
+        st = fail_gpu(st, fn, cs, "downloading the state");
+        break;
+      }
+      for (uint32_t i = 0; i < pt->n_owned; i++)
+        memcpy(dst[pt->gid[i]], buf[i], 16);
+    }
+  }
+  free(buf);
+  if (st != WF_OK) return st;
+  if (bad_g != NONE) {
+    uint64_t k = 0;
+    wf_cloth_time(cs->parts[0].c, NULL, &k);
+    return wf__error(WF_ERR_INVALID, fn,
+                     "cloth '%s' (split): vertex %u became NaN/inf by substep %llu: the time step "
+                     "is too large for the stiffness (more substeps, or softer springs / XPBD)",
+                     cs->name, bad_g, (unsigned long long)k);
+  }
+  return WF_OK;
+}
+
+wf_status wf_cloth_split_set_state(wf_cloth_split *cs, const float (*pos)[4], const float (*vel)[4],
+                                   double time, uint64_t substeps) {
+  static const char fn[] = "wf_cloth_split_set_state";
+  if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
+  if (!pos || !vel)
+    return wf__error(WF_ERR_INVALID, fn, "cloth '%s' (split): pos or vel is NULL", cs->name);
+  uint32_t most = 1;
+  for (int p = 0; p < cs->np; p++)
+    most = cs->parts[p].n_local > most ? cs->parts[p].n_local : most;
+  float(*lp)[4] = malloc((size_t)most * 16), (*lv)[4] = malloc((size_t)most * 16);
+  wf_status st = lp && lv ? WF_OK : oom(fn, cs->name);
+  for (int p = 0; p < cs->np && st == WF_OK; p++) {
+    part *pt = &cs->parts[p];
+    for (uint32_t i = 0; i < pt->n_local; i++) {
+      memcpy(lp[i], pos[pt->gid[i]], 16);
+      memcpy(lv[i], vel[pt->gid[i]], 16);
+    }
+    st = wf_cloth_set_state(pt->c, (const float(*)[4])lp, (const float(*)[4])lv, time, substeps);
+  }
+  free(lp), free(lv);
+  return st;
+}
+
+wf_status wf_cloth_split_time(wf_cloth_split *cs, double *seconds, uint64_t *substeps) {
+  if (!cs) return wf__error(WF_ERR_INVALID, "wf_cloth_split_time", "cloth is NULL");
+  return wf_cloth_time(cs->parts[0].c, seconds, substeps);
+}
+
+uint32_t wf_cloth_split_count(const wf_cloth_split *cs) { return cs ? cs->nv : 0; }
+
+wf_status wf_cloth_split_info_get(const wf_cloth_split *cs, wf_cloth_split_info *out) {
+  if (!cs || !out) return wf__error(WF_ERR_INVALID, "wf_cloth_split_info_get", "NULL argument");
+  *out = cs->info;
+  return WF_OK;
+}
+
+wf_status wf_cloth_split_vertex(const wf_cloth_split *cs, uint32_t vertex, int *owner,
+                                uint32_t *ghost_in) {
+  static const char fn[] = "wf_cloth_split_vertex";
+  if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
+  wf_status st = check_vertex(cs, fn, vertex);
+  if (st != WF_OK) return st;
+  if (owner) *owner = cs->owner[vertex];
+  if (ghost_in) *ghost_in = cs->ghost_in[vertex];
+  return WF_OK;
+}
+
+wf_cloth *wf_cloth_split_partition(const wf_cloth_split *cs, int i) {
+  return cs && i >= 0 && i < cs->np ? cs->parts[i].c : NULL;
+}
