@@ -178,7 +178,9 @@ WF_API wf_status wf_world_load_checkpoint(wf_world *w, const char *path);
  * the consumer. The solvers' next frame waits for the copy of the previous one (it would
  * overwrite what is read), never for the consumer. push and begin_frame are called on the thread
  * that steps the world; latest, release and timing may be called from another thread. The world
- * must outlive the readback. */
+ * must outlive the readback. On a world split over several devices the particles are copied from
+ * the world's copy of their state on the first device (uploaded after each frame), so the
+ * timings of the particles' stream cover that upload, not the partitions' work. */
 
 typedef struct wf_world_readback wf_world_readback;
 
