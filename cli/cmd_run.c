@@ -4,6 +4,10 @@
  * collection each, and stats.csv; checkpoints every `outputs.checkpoint_every` frames and after
  * the last one (checkpoint_<frame>.wfck). Every file goes through weft/io.h (atomic writes).
  *
+ * On several devices (--device cpu:0,cpu:1, or the scene's list) the runtime is restarted with the
+ * CPU devices the list names before the world is made, and the devices' shares are printed at the
+ * end.
+ *
  * Invariants: the output directory is created and checked before any simulation; frame numbers
  * in file names are zero-padded to 6 digits; --resume continues from a checkpoint's frame with
  * the rows and collection entries of the earlier frames kept, and gives bitwise the state of an
@@ -29,8 +33,9 @@
 
 void wf_cmd_run_usage(FILE *f) {
   fputs(
-      "usage: weft run SCENE [--frames N] [--out DIR] [--device D] [--set key.path=value ...]\n"
-      "                [--every N] [--resume CHECKPOINT] [--render] [--quiet]\n"
+      "usage: weft run SCENE [--frames N] [--out DIR] [--device D[,D...]]\n"
+      "                [--set key.path=value ...] [--every N] [--resume CHECKPOINT] [--render]\n"
+      "                [--quiet]\n"
       "\n"
       "Runs a scene headless and writes its outputs (the scene's `outputs`: PLY, VTK .vtp/.pvd,\n"
       "stats.csv, checkpoints) into the output directory.\n"

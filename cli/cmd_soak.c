@@ -28,7 +28,7 @@
 
 void wf_cmd_soak_usage(FILE *f) {
   fputs(
-      "usage: weft soak SCENE [--substeps N] [--device D] [--set key.path=value ...]\n"
+      "usage: weft soak SCENE [--substeps N] [--device D[,D...]] [--set key.path=value ...]\n"
       "                 [--reports N] [--host-tolerance MIB] [--device-tolerance MIB]\n"
       "\n"
       "Runs a scene for N substeps (whole frames of simulation.substeps) and reports host\n"

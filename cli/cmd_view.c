@@ -41,7 +41,7 @@
 
 void wf_cmd_view_usage(FILE *f) {
   fputs(
-      "usage: weft view SCENE [--device D] [--set key.path=value ...] [--paced | --ahead]\n"
+      "usage: weft view SCENE [--device D[,D...]] [--set key.path=value ...] [--paced | --ahead]\n"
       "                 [--size WxH] [--frames N] [--bench] [--screenshot PATH]\n"
       "\n"
       "Runs a scene and shows it live in a window. The simulation runs on its own thread and\n"
