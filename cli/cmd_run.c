@@ -1,8 +1,9 @@
 /* `weft run SCENE`: a headless simulation. Loads the scene (with --set overrides), creates the
- * world on one device, steps the frames and writes, every `outputs.every` frames, the formats the
- * scene asks for: PLY per object (<name>_<frame>.ply), VTP per object with one <name>.pvd
- * collection each, and stats.csv; checkpoints every `outputs.checkpoint_every` frames and after
- * the last one (checkpoint_<frame>.wfck). Every file goes through weft/io.h (atomic writes).
+ * world (on one device or several), steps the frames and writes, every `outputs.every` frames, the
+ * formats the scene asks for: PLY per object (<name>_<frame>.ply), VTP per object with one
+ * <name>.pvd collection each, and stats.csv; checkpoints every `outputs.checkpoint_every` frames
+ * and after the last one (checkpoint_<frame>.wfck). Every file goes through weft/io.h (atomic
+ * writes).
  *
  * On several devices (--device cpu:0,cpu:1, or the scene's list) the runtime is restarted with the
  * CPU devices the list names before the world is made, and the devices' shares are printed at the
