@@ -49,4 +49,20 @@ int wf_cli_scene_args_done(const wf_cli_scene_args *sa);
 /* Prints the last failed scene load's messages (wf_scene_errors) to stderr, one per line. */
 void wf_cli_print_scene_errors(const char *path);
 
+/* CPU devices a world needs for a --device list ("cpu:0,cpu:2" needs 3) or, without one, for the
+ * scene's simulation.devices (sc may be NULL): at least 1, at most 16. */
+struct wf_scene;
+struct wf_init_desc;
+int wf_cli_cpu_devices_needed(const char *device, const struct wf_scene *sc);
+/* Restarts the runtime, started with *init and holding nothing yet, with the CPU devices the
+ * world will need (wf_cli_cpu_devices_needed) when that is more than one, so that `--device
+ * cpu:0,cpu:1` and scenes listing CPU devices find them. Returns wf_init's status (0 when nothing
+ * was needed). */
+int wf_cli_runtime_for_devices(struct wf_init_desc *init, const char *device,
+                               const struct wf_scene *sc);
+/* "cpu:0" for a world on one device; "cpu:0 + cpu:1 (particles split over 2 devices, cloths on
+ * cpu:0)" for one on several. */
+struct wf_world;
+void wf_cli_world_devices(const struct wf_world *w, char *out, size_t n);
+
 #endif

@@ -8,6 +8,8 @@
 
 #include "cli.h"
 #include "weft/gpu.h"
+#include "weft/scene.h"
+#include "weft/world.h"
 
 double wf_cli_now_s(void) {
   struct timespec t;
@@ -64,4 +66,58 @@ int wf_cli_scene_args_done(const wf_cli_scene_args *sa) {
   fprintf(stderr, "%s: no scene file given\n\n", sa->cmd);
   sa->usage(stderr);
   return WF_EXIT_USAGE;
+}
+
+/* CPU devices one device name needs: "cpu" 1, "cpu:N" N + 1, anything else 0. */
+static int cpu_needed(const char *name, size_t len) {
+  if (len == 3 && strncmp(name, "cpu", 3) == 0) return 1;
+  if (len < 5 || strncmp(name, "cpu:", 4) != 0) return 0;
+  int n = 0;
+  for (size_t i = 4; i < len; i++) {
+    if (name[i] < '0' || name[i] > '9' || n > 1000) return 0;
+    n = 10 * n + (name[i] - '0');
+  }
+  return n + 1;
+}
+
+int wf_cli_cpu_devices_needed(const char *device, const struct wf_scene *sc) {
+  int most = 1;
+  if (device) {
+    for (const char *p = device;;) {
+      size_t len = strcspn(p, ",");
+      int n = cpu_needed(p, len);
+      most = n > most ? n : most;
+      if (!p[len]) break;
+      p += len + 1;
+    }
+  } else if (sc) {
+    for (int i = 0; i < sc->simulation.device_count; i++) {
+      const char *d = sc->simulation.devices[i];
+      int n = cpu_needed(d, strlen(d));
+      most = n > most ? n : most;
+    }
+  }
+  return most > 16 ? 16 : most; /* a device beyond the runtime's limit is reported by name later */
+}
+
+int wf_cli_runtime_for_devices(struct wf_init_desc *init, const char *device,
+                               const struct wf_scene *sc) {
+  int n = wf_cli_cpu_devices_needed(device, sc);
+  int have = init->cpu_devices > 0 ? init->cpu_devices : 1;
+  if (n <= have) return WF_OK;
+  wf_shutdown();
+  init->cpu_devices = n;
+  return wf_init(init);
+}
+
+void wf_cli_world_devices(const struct wf_world *w, char *out, size_t n) {
+  size_t at = 0;
+  int count = wf_world_device_count(w);
+  out[0] = '\0';
+  for (int i = 0; i < count && at < n; i++)
+    at += (size_t)snprintf(out + at, n - at, "%s%s", i ? " + " : "",
+                           wf_device_name(wf_world_device_at(w, i)));
+  if (count > 1 && at < n)
+    snprintf(out + at, n - at, " (particles split over %d devices, cloths on %s)", count,
+             wf_device_name(wf_world_device(w)));
 }

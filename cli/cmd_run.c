@@ -1,8 +1,13 @@
 /* `weft run SCENE`: a headless simulation. Loads the scene (with --set overrides), creates the
- * world on one device, steps the frames and writes, every `outputs.every` frames, the formats the
- * scene asks for: PLY per object (<name>_<frame>.ply), VTP per object with one <name>.pvd
- * collection each, and stats.csv; checkpoints every `outputs.checkpoint_every` frames and after
- * the last one (checkpoint_<frame>.wfck). Every file goes through weft/io.h (atomic writes).
+ * world (on one device or several), steps the frames and writes, every `outputs.every` frames, the
+ * formats the scene asks for: PLY per object (<name>_<frame>.ply), VTP per object with one
+ * <name>.pvd collection each, and stats.csv; checkpoints every `outputs.checkpoint_every` frames
+ * and after the last one (checkpoint_<frame>.wfck). Every file goes through weft/io.h (atomic
+ * writes).
+ *
+ * On several devices (--device cpu:0,cpu:1, or the scene's list) the runtime is restarted with the
+ * CPU devices the list names before the world is made, and the devices' shares are printed at the
+ * end.
  *
  * Invariants: the output directory is created and checked before any simulation; frame numbers
  * in file names are zero-padded to 6 digits; --resume continues from a checkpoint's frame with
@@ -29,8 +34,9 @@
 
 void wf_cmd_run_usage(FILE *f) {
   fputs(
-      "usage: weft run SCENE [--frames N] [--out DIR] [--device D] [--set key.path=value ...]\n"
-      "                [--every N] [--resume CHECKPOINT] [--render] [--quiet]\n"
+      "usage: weft run SCENE [--frames N] [--out DIR] [--device D[,D...]]\n"
+      "                [--set key.path=value ...] [--every N] [--resume CHECKPOINT] [--render]\n"
+      "                [--quiet]\n"
       "\n"
       "Runs a scene headless and writes its outputs (the scene's `outputs`: PLY, VTK .vtp/.pvd,\n"
       "stats.csv, checkpoints) into the output directory.\n"
@@ -38,7 +44,8 @@ void wf_cmd_run_usage(FILE *f) {
       "options:\n"
       "  --frames N          frames to simulate in all (default: simulation.frames)\n"
       "  --out DIR           output directory (default: outputs.dir), created if needed\n"
-      "  --device D          cpu, cpu:N, cuda, cuda:N or auto (default: simulation.devices)\n"
+      "  --device D[,D...]   cpu, cpu:N, cuda, cuda:N, auto or all (default: simulation.devices);\n"
+      "                      several (cuda:0,cuda:1 or all): the particles are split over them\n"
       "  --set key.path=V    override a scene value, e.g. --set simulation.substeps=16\n"
       "                      (repeatable; V is JSON, or a string when it is not)\n"
       "  --every N           write outputs every N frames (default: outputs.every)\n"
@@ -297,6 +304,18 @@ static void progress_show(progress *p, int64_t frame, bool done) {
           (long long)frame, (long long)p->total, (long long)pct, (double)frame * p->dt, fps, eta);
 }
 
+/* Which device ran what, after a run on several devices. */
+static void show_placement(wf_world *w) {
+  for (int i = 0; i < wf_world_device_count(w); i++) {
+    wf_world_placement p;
+    if (wf_world_placement_get(w, i, &p) != WF_OK) return;
+    fprintf(stderr,
+            "weft run:   %-8s %u particles (+%u ghosts), %d cloths (%llu vertices), %.1f MiB\n",
+            wf_device_name(p.device), p.particles, p.ghosts, p.cloths,
+            (unsigned long long)p.vertices, (double)p.device_bytes / (1024.0 * 1024.0));
+  }
+}
+
 /* ---- the command ---------------------------------------------------------------------------- */
 
 static int fail_runtime(const char *what) {
@@ -356,6 +375,10 @@ int wf_cmd_run(int argc, char **argv) {
     wf_shutdown();
     return WF_EXIT_USAGE;
   }
+  if (wf_cli_runtime_for_devices(&init, device, sc) < 0) {
+    wf_scene_destroy(sc);
+    return fail_runtime("starting the runtime with the CPU devices the scene lists");
+  }
   char dir[PATH_MAX_LEN];
   snprintf(dir, sizeof dir, "%s", out_dir ? out_dir : sc->outputs.dir);
   size_t dl = strlen(dir);
@@ -408,9 +431,12 @@ int wf_cmd_run(int argc, char **argv) {
     rc = fail_runtime("opening the outputs");
     goto done;
   }
-  if (!quiet)
-    fprintf(stderr, "weft run: %s on %s, frames %lld..%lld, output to %s/\n", scene_path,
-            wf_device_name(wf_world_device(w)), (long long)start, (long long)total, dir);
+  if (!quiet) {
+    char devs[512];
+    wf_cli_world_devices(w, devs, sizeof devs);
+    fprintf(stderr, "weft run: %s on %s, frames %lld..%lld, output to %s/\n", scene_path, devs,
+            (long long)start, (long long)total, dir);
+  }
   wf_run_guard_install(); /* SIGINT/SIGTERM: finish the frame, checkpoint, exit 130/143 */
   progress pr = {quiet,
                  isatty(2) != 0,
@@ -455,6 +481,7 @@ int wf_cmd_run(int argc, char **argv) {
   if (start >= total && !quiet)
     fprintf(stderr, "weft run: nothing to do: the world is at frame %lld of %lld\n",
             (long long)start, (long long)total);
+  if (!quiet && wf_world_device_count(w) > 1) show_placement(w);
 done:
   if (o.w || o.pvd) {
     wf_status cs = outputs_close(&o);

@@ -27,27 +27,29 @@
 #define MIB (1024.0 * 1024.0)
 
 void wf_cmd_soak_usage(FILE *f) {
-  fputs("usage: weft soak SCENE [--substeps N] [--device D] [--set key.path=value ...]\n"
-        "                 [--reports N] [--host-tolerance MIB] [--device-tolerance MIB]\n"
-        "\n"
-        "Runs a scene for N substeps (whole frames of simulation.substeps) and reports host\n"
-        "memory (RSS and peak) and device memory (held by weft, free) at the start, N times\n"
-        "along the way and at the end. Fails when, after the warm-up (the first 10% of the\n"
-        "frames), host RSS grew by more than the host tolerance, weft's device memory changed,\n"
-        "or a CUDA device's free memory shrank by more than the device tolerance.\n"
-        "\n"
-        "options:\n"
-        "  --substeps N            substeps in all (default 1000000)\n"
-        "  --device D              cpu, cpu:N, cuda, cuda:N or auto (default: simulation.devices)\n"
-        "  --set key.path=V        override a scene value (repeatable), as for `weft run`\n"
-        "  --reports N             periodic reports (default 10)\n"
-        "  --host-tolerance MIB    allowed RSS growth after warm-up (default 8)\n"
-        "  --device-tolerance MIB  allowed loss of free device memory after warm-up (default 64)\n"
-        "  -h, --help              show this help\n"
-        "\n"
-        "Exit status: 0 memory flat, 1 memory grew or a runtime failure (an unhealthy frame),\n"
-        "2 bad usage or invalid scene, 130/143 interrupted by SIGINT/SIGTERM.\n",
-        f);
+  fputs(
+      "usage: weft soak SCENE [--substeps N] [--device D[,D...]] [--set key.path=value ...]\n"
+      "                 [--reports N] [--host-tolerance MIB] [--device-tolerance MIB]\n"
+      "\n"
+      "Runs a scene for N substeps (whole frames of simulation.substeps) and reports host\n"
+      "memory (RSS and peak) and device memory (held by weft, free) at the start, N times\n"
+      "along the way and at the end. Fails when, after the warm-up (the first 10% of the\n"
+      "frames), host RSS grew by more than the host tolerance, weft's device memory changed,\n"
+      "or a CUDA device's free memory shrank by more than the device tolerance.\n"
+      "\n"
+      "options:\n"
+      "  --substeps N            substeps in all (default 1000000)\n"
+      "  --device D[,D...]       cpu, cpu:N, cuda, cuda:N, auto or all (default:\n"
+      "                          simulation.devices); several: the particles are split over them\n"
+      "  --set key.path=V        override a scene value (repeatable), as for `weft run`\n"
+      "  --reports N             periodic reports (default 10)\n"
+      "  --host-tolerance MIB    allowed RSS growth after warm-up (default 8)\n"
+      "  --device-tolerance MIB  allowed loss of free device memory after warm-up (default 64)\n"
+      "  -h, --help              show this help\n"
+      "\n"
+      "Exit status: 0 memory flat, 1 memory grew or a runtime failure (an unhealthy frame),\n"
+      "2 bad usage or invalid scene, 130/143 interrupted by SIGINT/SIGTERM.\n",
+      f);
 }
 
 typedef struct mem_sample {
@@ -144,6 +146,11 @@ int wf_cmd_soak(int argc, char **argv) {
     wf_cli_print_scene_errors(scene_path);
     wf_shutdown();
     return WF_EXIT_USAGE;
+  }
+  if (wf_cli_runtime_for_devices(&init, device, sc) < 0) {
+    fprintf(stderr, "weft soak: starting the runtime: %s\n", wf_last_error());
+    wf_scene_destroy(sc);
+    return WF_EXIT_FAILURE;
   }
   long long per_frame = sc->simulation.substeps;
   long long frames = (long long)((substeps + (double)per_frame - 1) / (double)per_frame);

@@ -40,32 +40,34 @@
 #include "weft/weft.h"
 
 void wf_cmd_view_usage(FILE *f) {
-  fputs("usage: weft view SCENE [--device D] [--set key.path=value ...] [--paced | --ahead]\n"
-        "                 [--size WxH] [--frames N] [--bench] [--screenshot PATH]\n"
-        "\n"
-        "Runs a scene and shows it live in a window. The simulation runs on its own thread and\n"
-        "never waits for the display: the window draws the newest finished frame.\n"
-        "\n"
-        "options:\n"
-        "  --device D          cpu, cpu:N, cuda, cuda:N or auto (default: simulation.devices)\n"
-        "  --set key.path=V    override a scene value (repeatable), as for `weft run`\n"
-        "  --paced             simulated time follows real time (x the speed keys; default)\n"
-        "  --ahead             simulate as fast as possible, several frames per displayed one\n"
-        "  --size WxH          window (or headless picture) size in pixels (default 1280x800)\n"
-        "  --frames N          stop the simulation after frame N (default: never; --bench: 300)\n"
-        "  --bench             run N frames ahead of the display and print simulation, render and\n"
-        "                      displayed frame times with device event timings; without a display\n"
-        "                      it renders headless (EGL) and says so\n"
-        "  --screenshot PATH   run --frames N frames, save the window's picture of frame N as a\n"
-        "                      PNG and exit\n"
-        "  -h, --help          show this help\n"
-        "\n"
-        "keys: left drag orbit, right/middle drag pan, wheel zoom, space pause, . or N step,\n"
-        "R reset, + / - speed, W wireframe, C colour by object / speed, P screenshot, V vsync,\n"
-        "H help, Esc quit. See viewer/README.md.\n"
-        "\n"
-        "Exit status: 0 ok, 1 runtime failure (also: no display), 2 bad usage or invalid scene.\n",
-        f);
+  fputs(
+      "usage: weft view SCENE [--device D[,D...]] [--set key.path=value ...] [--paced | --ahead]\n"
+      "                 [--size WxH] [--frames N] [--bench] [--screenshot PATH]\n"
+      "\n"
+      "Runs a scene and shows it live in a window. The simulation runs on its own thread and\n"
+      "never waits for the display: the window draws the newest finished frame.\n"
+      "\n"
+      "options:\n"
+      "  --device D[,D...]   cpu, cpu:N, cuda, cuda:N, auto or all (default: simulation.devices);\n"
+      "                      several: the particles are split over them\n"
+      "  --set key.path=V    override a scene value (repeatable), as for `weft run`\n"
+      "  --paced             simulated time follows real time (x the speed keys; default)\n"
+      "  --ahead             simulate as fast as possible, several frames per displayed one\n"
+      "  --size WxH          window (or headless picture) size in pixels (default 1280x800)\n"
+      "  --frames N          stop the simulation after frame N (default: never; --bench: 300)\n"
+      "  --bench             run N frames ahead of the display and print simulation, render and\n"
+      "                      displayed frame times with device event timings; without a display\n"
+      "                      it renders headless (EGL) and says so\n"
+      "  --screenshot PATH   run --frames N frames, save the window's picture of frame N as a\n"
+      "                      PNG and exit\n"
+      "  -h, --help          show this help\n"
+      "\n"
+      "keys: left drag orbit, right/middle drag pan, wheel zoom, space pause, . or N step,\n"
+      "R reset, + / - speed, W wireframe, C colour by object / speed, P screenshot, V vsync,\n"
+      "H help, Esc quit. See viewer/README.md.\n"
+      "\n"
+      "Exit status: 0 ok, 1 runtime failure (also: no display), 2 bad usage or invalid scene.\n",
+      f);
 }
 
 #ifndef WEFT_HAVE_VIEWER
@@ -531,6 +533,11 @@ int wf_cmd_view(int argc, char **argv) {
     wf_shutdown();
     return WF_EXIT_USAGE;
   }
+  if (wf_cli_runtime_for_devices(&init, device, sc) < 0) {
+    fprintf(stderr, "weft view: starting the runtime: %s\n", wf_last_error());
+    wf_scene_destroy(sc);
+    return WF_EXIT_FAILURE;
+  }
   view_app a = {.target = frames, .paced = !ahead && !bench, .speed = 1.0};
   pthread_mutex_init(&a.lock, NULL);
   pthread_cond_init(&a.cond, NULL);
@@ -574,8 +581,18 @@ int wf_cmd_view(int argc, char **argv) {
     return WF_EXIT_FAILURE;
   }
   wf_device_info info;
-  if (wf_device_info_get(wf_world_device(a.w), &info) == WF_OK)
-    snprintf(a.devices, sizeof a.devices, "%s %s", info.name, info.product);
+  if (wf_device_info_get(wf_world_device(a.w), &info) == WF_OK) {
+    if (wf_world_device_count(a.w) > 1) {
+      /* the list, then the product as far as it fits */
+      wf_cli_world_devices(a.w, a.devices, sizeof a.devices);
+      size_t at = strlen(a.devices);
+      if (at + 3 < sizeof a.devices)
+        snprintf(a.devices + at, sizeof a.devices - at, ", %.*s", (int)(sizeof a.devices - at - 3),
+                 info.product);
+    } else {
+      snprintf(a.devices, sizeof a.devices, "%s %s", info.name, info.product);
+    }
+  }
 
   pthread_t sim;
   if (pthread_create(&sim, NULL, sim_main, &a) != 0) {

@@ -95,11 +95,11 @@ static wf_status fail_gpu(wf_status st, const char *what) {
 static int first_cloth(const wf_world *w) { return w->n_objects - w->n_cloths; }
 
 static wf_stream *solver_stream(wf_world *w, int solver) {
-  return solver < 0 ? wf_particles_stream(w->ps) : wf_cloth_stream(w->cloths[solver]);
+  return solver < 0 ? wfw_particles_stream(w) : wf_cloth_stream(w->cloths[solver]);
 }
 
 static wf_status solver_buffers(wf_world *w, int solver, wf_buffer **b) {
-  wf_status st = solver < 0 ? wf_particles_state_buffers(w->ps, &b[0], &b[1], &b[2])
+  wf_status st = solver < 0 ? wfw_particles_buffers(w, &b[0], &b[1], &b[2])
                             : wf_cloth_state_buffers(w->cloths[solver], &b[0], &b[1], &b[2]);
   return st != WF_OK ? fail_gpu(st, "looking up a solver's state") : WF_OK;
 }
@@ -108,7 +108,7 @@ static wf_status solver_buffers(wf_world *w, int solver, wf_buffer **b) {
  * health stream (after it: the next frame must not overwrite what is being read). */
 static wf_status join_solvers(wf_world *w, bool health_waits) {
   wfw_health *h = w->health;
-  for (int s = w->ps ? -1 : 0; s < w->n_cloths; s++) {
+  for (int s = wfw_has_particles(w) ? -1 : 0; s < w->n_cloths; s++) {
     wf_stream *ss = solver_stream(w, s);
     wf_status st =
         health_waits ? wf_stream_wait_stream(h->stream, ss) : wf_stream_wait_stream(ss, h->stream);
@@ -220,7 +220,7 @@ wf_status wfw_health_create(wf_world *w, const wf_scene *sc) {
   }
   free(cols);
   /* the snapshot: one buffer per solver buffer, sized like the state it keeps */
-  if (st == WF_OK && w->ps) {
+  if (st == WF_OK && wfw_has_particles(w)) {
     size_t bytes = (size_t)w->n_particles * 16;
     for (int k = 0; k < 2 && st == WF_OK; k++)
       st = add_src(h, w->dev, -1, k, bytes);
@@ -475,7 +475,7 @@ wf_status wf_world_save_last_good(wf_world *w, const char *path, int64_t *frame)
 
 /* Rewrites an out-of-memory failure of wf_world_create so that it names the objects that take
  * the memory and the scene keys that size them. */
-wf_status wfw_oom_advice(const wf_scene *sc, const char *device) {
+wf_status wfw_oom_advice(const wf_scene *sc, const char *device, bool split) {
   char inner[900];
   snprintf(inner, sizeof inner, "%s", wf_last_error());
   uint64_t particles = 0, big_n = 0, big_v = 0;
@@ -511,8 +511,16 @@ wf_status wfw_oom_advice(const wf_scene *sc, const char *device) {
                              sc->cloths[bigc].is_mesh ? "mesh (a coarser OBJ)" : "grid.resolution");
     if (at >= sizeof advice) at = sizeof advice - 1;
   }
+  if (split)
+    return wf__error(WF_ERR_OUT_OF_MEMORY, NULL,
+                     "wf_world_create: the scene does not fit in the memory of %s: %s. To fit: %s "
+                     "(or list more devices in simulation.devices / --device: the particles are "
+                     "split over all of them, but every cloth, the health check's snapshot and a "
+                     "copy of the particle state stay on the first)",
+                     device, inner, at ? advice : "lower the scene's particle and vertex counts");
   return wf__error(WF_ERR_OUT_OF_MEMORY, NULL,
                    "wf_world_create: the scene does not fit in the memory of %s: %s. To fit: %s "
-                   "(or run on a device with more memory: --device / simulation.devices)",
+                   "(or run on a device with more memory, or split the particles over several: "
+                   "--device / simulation.devices)",
                    device, inner, at ? advice : "lower the scene's particle and vertex counts");
 }

@@ -1,9 +1,15 @@
-/* The world: a wf_scene mapped onto one particle solver and one cloth solver per cloth, on one
- * device, stepped together frame by frame, with statistics and checkpoints (weft/world.h).
+/* The world: a wf_scene mapped onto one particle solver and one cloth solver per cloth, stepped
+ * together frame by frame, with statistics and checkpoints (weft/world.h). On several devices the
+ * particle solver is a wf_particles_split over all of them, and the cloths stay on the first.
  *
  * Invariants
  *  - Objects are the emitters (ranges of the single particle solver, in scene order) followed by
- *    the cloths. The particle solver exists only when the scene has emitters.
+ *    the cloths. The particle solver (w->ps on one device, w->sp on several; never both) exists
+ *    only when the scene has emitters.
+ *  - devices[0] == dev holds the cloths, the health check and the readback ring. With w->sp, the
+ *    host copies ppos/pvel and the mirror on dev hold the particles after every frame and every
+ *    restore (mirror_refresh, mirror_upload): the rest of the world reads the particles of a split
+ *    world through the mirror as it reads a one-device solver's buffers (wfw_particles_*).
  *  - Every solver gets the same fps, substeps, gravity, damping and colliders (scene order), so
  *    collider indices of cloth attachments are scene indices.
  *  - w->frame counts frames enqueued. Host copies of the state (cache) are refreshed on demand
@@ -44,36 +50,85 @@ static wf_status auto_device(wf_device **out) {
   return wf_device_get("cpu:0", out);
 }
 
-static wf_status pick_device(const wf_scene *sc, const char *override, wf_device **out) {
-  const char *name = override;
-  if (!name) {
-    if (sc->simulation.device_count == 0) return auto_device(out);
-    name = sc->simulation.devices[0];
-    if (sc->simulation.device_count > 1)
-      wf__log(WF_LOG_WARN,
-              "world: simulation.devices lists %d devices; splitting a scene over several devices "
-              "is not implemented yet: running on '%s' only",
-              sc->simulation.device_count, name);
-  }
-  if (strcmp(name, "auto") == 0) return auto_device(out);
-  if (strcmp(name, "all") == 0) {
+/* Appends one name's devices to w->devices: "auto" one, "all" every CUDA device (else every CPU
+ * device the runtime has), any other name the device it names. `where` says where the name came
+ * from, for messages. */
+static wf_status add_devices(wf_world *w, const char *name, const char *where) {
+  wf_device *found[WFW_MAX_DEVICES];
+  int n = 0;
+  wf_status st = WF_OK;
+  if (strcmp(name, "auto") == 0) {
+    st = auto_device(&found[n++]);
+  } else if (strcmp(name, "all") == 0) {
     int cuda = 0;
     for (int i = 0; i < wf_device_count(); i++)
       cuda += wf_device_is_cuda(wf_device_at(i));
-    if (cuda > 1)
-      wf__log(WF_LOG_WARN,
-              "world: devices 'all' means %d CUDA devices; splitting a scene over several devices "
-              "is not implemented yet: running on cuda:0 only",
-              cuda);
-    return auto_device(out);
+    for (int i = 0; i < wf_device_count() && n < WFW_MAX_DEVICES; i++)
+      if (wf_device_is_cuda(wf_device_at(i)) == (cuda > 0)) found[n++] = wf_device_at(i);
+    if (n == 0) st = auto_device(&found[n++]);
+  } else {
+    st = wf_device_get(name, &found[n++]);
   }
-  wf_status st = wf_device_get(name, out);
   if (st != WF_OK) {
     char inner[900];
     snprintf(inner, sizeof inner, "%s", wf_last_error());
-    return wf__error(st, NULL, "simulation.devices: device '%s' is not available: %s", name, inner);
+    return wf__error(st, NULL, "%s: device '%s' is not available: %s", where, name, inner);
+  }
+  for (int i = 0; i < n; i++) {
+    if (w->n_devices == WFW_MAX_DEVICES)
+      return wf__error(WF_ERR_INVALID, NULL,
+                       "%s: more than %d devices: a world's particles are split over at most %d",
+                       where, WFW_MAX_DEVICES, WFW_MAX_DEVICES);
+    w->devices[w->n_devices++] = found[i];
   }
   return WF_OK;
+}
+
+/* The world's devices: the override (a name, "auto", "all" or a comma-separated list of names),
+ * else the scene's simulation.devices, else "auto". */
+static wf_status pick_devices(wf_world *w, const wf_scene *sc, const char *override) {
+  w->n_devices = 0;
+  wf_status st = WF_OK;
+  const char *where = "simulation.devices";
+  if (override) {
+    where = "the device list given instead of simulation.devices";
+    for (const char *p = override; st == WF_OK;) {
+      size_t len = strcspn(p, ",");
+      char name[64];
+      if (len == 0 || len >= sizeof name)
+        return wf__error(WF_ERR_INVALID, NULL,
+                         "%s: '%s': expected device names separated by commas (cpu, cpu:N, cuda, "
+                         "cuda:N, auto or all)",
+                         where, override);
+      memcpy(name, p, len);
+      name[len] = '\0';
+      st = add_devices(w, name, where);
+      if (!p[len]) break;
+      p += len + 1;
+    }
+  } else if (sc->simulation.device_count == 0) {
+    st = add_devices(w, "auto", where);
+  } else {
+    for (int i = 0; i < sc->simulation.device_count && st == WF_OK; i++)
+      st = add_devices(w, sc->simulation.devices[i], where);
+  }
+  if (st != WF_OK) return st;
+  for (int i = 1; i < w->n_devices; i++)
+    if (wf_device_is_cuda(w->devices[i]) != wf_device_is_cuda(w->devices[0]))
+      return wf__error(WF_ERR_INVALID, NULL,
+                       "%s: '%s' and '%s' are of different kinds (CPU and CUDA): the devices a "
+                       "scene is split over must be all CUDA or all CPU",
+                       where, wf_device_name(w->devices[0]), wf_device_name(w->devices[i]));
+  w->dev = w->devices[0];
+  return WF_OK;
+}
+
+/* "cpu:0 + cpu:1": the world's devices, for messages. */
+static void device_list(const wf_world *w, char *out, size_t n) {
+  size_t at = 0;
+  out[0] = '\0';
+  for (int i = 0; i < w->n_devices && at < n; i++)
+    at += (size_t)snprintf(out + at, n - at, "%s%s", i ? " + " : "", wf_device_name(w->devices[i]));
 }
 
 /* ---- mapping the scene onto solver descriptions -------------------------------------------- */
@@ -280,13 +335,34 @@ static wf_status create_mesh_cloth(wf_device *dev, const wf_cloth_desc *d, const
   return st;
 }
 
+/* ---- cloths: where they run ------------------------------------------------------------------
+ * Every cloth is whole on the world's first device, also when the particles are split over
+ * several. cloth_device, cloth_step and cloth_download are the places that place, step and read
+ * a cloth, so splitting a cloth over the devices (wf_cloth_split) changes these (and gives the
+ * cloth a mirror like the split particles', for the health check and the readback). */
+
+static int cloth_device_index(const wf_world *w, int i) {
+  (void)w, (void)i;
+  return 0;
+}
+
+static wf_device *cloth_device(const wf_world *w, int i) {
+  return w->devices[cloth_device_index(w, i)];
+}
+
+static wf_status cloth_step(wf_world *w, int i) { return wf_cloth_step_frames(w->cloths[i], 1); }
+
+static wf_status cloth_download(wf_world *w, int i) {
+  return wf_cloth_download(w->cloths[i], w->cpos[i], w->cvel[i]);
+}
+
 static wf_status create_cloth(wf_world *w, const wf_scene *sc, int i) {
   const wf_scene_cloth *c = &sc->cloths[i];
   wf_cloth_desc d = cloth_desc_of(w, sc, c);
   wf_cloth *cl = NULL;
   wf_status st;
   if (c->is_mesh) {
-    st = create_mesh_cloth(w->dev, &d, c, &cl);
+    st = create_mesh_cloth(cloth_device(w, i), &d, c, &cl);
   } else {
     wf_cloth_grid g = wf_cloth_grid_default();
     g.size[0] = (float)c->size[0], g.size[1] = (float)c->size[1];
@@ -296,7 +372,7 @@ static wf_status create_cloth(wf_world *w, const wf_scene *sc, int i) {
     rotation_matrix(c->rotation, r);
     for (int k = 0; k < 3; k++)
       g.u_axis[k] = (float)r[k][0], g.v_axis[k] = (float)r[k][1];
-    st = wf_cloth_create_grid(w->dev, &d, &g, &cl);
+    st = wf_cloth_create_grid(cloth_device(w, i), &d, &g, &cl);
   }
   if (st != WF_OK) return fail_object(st, "cloths", i, c->name);
   w->cloths[i] = cl;
@@ -314,6 +390,97 @@ static wf_status create_cloth(wf_world *w, const wf_scene *sc, int i) {
   return WF_OK;
 }
 
+/* ---- the particle side: one solver, or one split over the world's devices ------------------- */
+
+bool wfw_has_particles(const wf_world *w) { return w->ps || w->sp; }
+
+wf_stream *wfw_particles_stream(const wf_world *w) {
+  return w->sp ? w->mirror.stream : wf_particles_stream(w->ps);
+}
+
+wf_status wfw_particles_buffers(wf_world *w, wf_buffer **pos, wf_buffer **vel, wf_buffer **clock) {
+  if (!w->sp) return wf_particles_state_buffers(w->ps, pos, vel, clock);
+  if (pos) *pos = w->mirror.pos;
+  if (vel) *vel = w->mirror.vel;
+  if (clock) *clock = w->mirror.clock;
+  return WF_OK;
+}
+
+wf_status wfw_particles_copy_state(wf_world *w, wf_buffer *pos, size_t pos_off, wf_buffer *vel,
+                                   size_t vel_off, wf_stream *s) {
+  if (!w->sp) return wf_particles_copy_state(w->ps, pos, pos_off, vel, vel_off, s);
+  size_t bytes = (size_t)w->n_particles * 16;
+  wf_status st = WF_OK;
+  if (pos && bytes) st = wf_copy(pos, pos_off, w->mirror.pos, 0, bytes, s);
+  if (st == WF_OK && vel && bytes) st = wf_copy(vel, vel_off, w->mirror.vel, 0, bytes, s);
+  /* the next frame's upload must not overwrite the mirror while it is read */
+  if (st == WF_OK) st = wf_stream_wait_stream(w->mirror.stream, s);
+  return st;
+}
+
+static wf_status p_set_material(wf_world *w, uint32_t i, const wf_particle_material *m) {
+  return w->sp ? wf_particles_split_set_material(w->sp, i, m)
+               : wf_particles_set_material(w->ps, i, m);
+}
+static wf_status p_add_material(wf_world *w, const wf_particle_material *m) {
+  return w->sp ? wf_particles_split_add_material(w->sp, m, NULL)
+               : wf_particles_add_material(w->ps, m, NULL);
+}
+static wf_status p_add_collider(wf_world *w, const wf_collider_desc *c) {
+  return w->sp ? wf_particles_split_add_collider(w->sp, c, NULL)
+               : wf_particles_add_collider(w->ps, c, NULL);
+}
+static wf_status p_emit(wf_world *w, const wf_particles_emitter *e, uint32_t *first,
+                        uint32_t *count) {
+  return w->sp ? wf_particles_split_emit(w->sp, e, first, count)
+               : wf_particles_emit(w->ps, e, first, count);
+}
+
+/* The mirror of a split world (buffers on w->dev; the host copies must exist). */
+static wf_status mirror_create(wf_world *w) {
+  wfw_mirror *m = &w->mirror;
+  size_t bytes = (size_t)(w->n_particles ? w->n_particles : 1) * 16;
+  wf_status st = wf_stream_create(w->dev, 0, &m->stream);
+  if (st == WF_OK) st = wf_buffer_create(w->dev, bytes, WF_BUFFER_ZERO, m->stream, &m->pos);
+  if (st == WF_OK) st = wf_buffer_create(w->dev, bytes, WF_BUFFER_ZERO, m->stream, &m->vel);
+  if (st == WF_OK)
+    st = wf_buffer_create(w->dev, sizeof(wfw_clock), WF_BUFFER_ZERO, m->stream, &m->clock);
+  return st;
+}
+
+static void mirror_destroy(wf_world *w) {
+  wfw_mirror *m = &w->mirror;
+  if (!m->stream) return;
+  wf_stream_synchronize(m->stream);
+  if (m->pos) wf_buffer_destroy(m->pos, m->stream);
+  if (m->vel) wf_buffer_destroy(m->vel, m->stream);
+  if (m->clock) wf_buffer_destroy(m->clock, m->stream);
+  wf_stream_destroy(m->stream);
+  memset(m, 0, sizeof *m);
+}
+
+/* Uploads the host copies of the particles (w->ppos, w->pvel) and the clock to the mirror. The
+ * mirror's stream has waited for the health check and the readback copies of the previous frame
+ * (they make it wait, as they make a solver's stream wait). */
+static wf_status mirror_upload(wf_world *w, double time, uint64_t substeps) {
+  wfw_mirror *m = &w->mirror;
+  size_t bytes = (size_t)w->n_particles * 16;
+  wfw_clock c = {time, substeps};
+  wf_status st = WF_OK;
+  if (bytes) st = wf_upload(m->pos, 0, w->ppos, bytes, m->stream);
+  if (st == WF_OK && bytes) st = wf_upload(m->vel, 0, w->pvel, bytes, m->stream);
+  if (st == WF_OK) st = wf_upload(m->clock, 0, &c, sizeof c, m->stream);
+  return st;
+}
+
+/* A split world's particles after a frame or a restore: the host copies, then the mirror. */
+static wf_status mirror_refresh(wf_world *w) {
+  double t = 0.0;
+  uint64_t k = 0;
+  wf_status st = wf_particles_split_state_get(w->sp, w->ppos, w->pvel, &t, &k);
+  return st == WF_OK ? mirror_upload(w, t, k) : st;
+}
+
 static wf_status create_particles(wf_world *w, const wf_scene *sc) {
   uint64_t estimate = 0;
   for (int i = 0; i < sc->emitter_count; i++)
@@ -328,26 +495,32 @@ static wf_status create_particles(wf_world *w, const wf_scene *sc) {
   d.contact_model =
       sc->simulation.contact_model == WF_SCENE_CONTACT_XPBD ? WF_CONTACT_XPBD : WF_CONTACT_DEM;
   d.stream = w->stream;
-  wf_status st = wf_particles_create(w->dev, &d, &w->ps);
+  wf_status st;
+  if (w->n_devices > 1) {
+    wf_particles_split_desc sd = wf_particles_split_desc_default();
+    sd.solver = d;
+    st = wf_particles_split_create(w->devices, w->n_devices, &sd, &w->sp);
+  } else {
+    st = wf_particles_create(w->dev, &d, &w->ps);
+  }
   if (st != WF_OK) return st;
   for (int i = 0; i < sc->material_count && st == WF_OK; i++) {
     wf_particle_material m = material_of(&sc->materials[i]);
-    st = i == 0 ? wf_particles_set_material(w->ps, 0, &m)
-                : wf_particles_add_material(w->ps, &m, NULL);
+    st = i == 0 ? p_set_material(w, 0, &m) : p_add_material(w, &m);
     if (st != WF_OK) return fail_object(st, "materials", i, sc->materials[i].name);
   }
   for (int i = 0; i < sc->collider_count; i++) {
     wf_collider_desc cd = collider_of(&sc->colliders[i]);
-    st = wf_particles_add_collider(w->ps, &cd, NULL);
+    st = p_add_collider(w, &cd);
     if (st != WF_OK) return fail_object(st, "colliders", i, sc->colliders[i].name);
   }
   for (int i = 0; i < sc->emitter_count; i++) {
     wf_particles_emitter e = emitter_of(&sc->emitters[i]);
     wfw_object *o = &w->objects[i];
-    st = wf_particles_emit(w->ps, &e, &o->first, &o->count);
+    st = p_emit(w, &e, &o->first, &o->count);
     if (st != WF_OK) return fail_object(st, "particles", i, sc->emitters[i].name);
   }
-  w->n_particles = wf_particles_count(w->ps);
+  w->n_particles = w->sp ? wf_particles_split_count(w->sp) : wf_particles_count(w->ps);
   return WF_OK;
 }
 
@@ -379,15 +552,23 @@ wf_status wf_world_create(const wf_scene *sc, const wf_world_desc *desc, wf_worl
   wf_status st = WF_OK;
   if (!w->objects || !w->cloths || !w->cpos || !w->cvel || !w->scene_json)
     st = wf__error(WF_ERR_OUT_OF_MEMORY, "wf_world_create", "out of host memory");
-  if (st == WF_OK) st = pick_device(sc, dd.device, &w->dev);
+  if (st == WF_OK) st = pick_devices(w, sc, dd.device);
+  char devices[WFW_MAX_DEVICES * 12 + 16] = "the device";
+  if (st == WF_OK) device_list(w, devices, sizeof devices);
+  bool coupled = sc->simulation.coupling && sc->emitter_count > 0 && sc->cloth_count > 0;
+  if (st == WF_OK && coupled && w->n_devices > 1)
+    st = wf__error(WF_ERR_INVALID, NULL,
+                   "simulation.coupling: cloths and particles cannot be coupled on several "
+                   "devices (simulation.devices: %s): the particles are split over them and every "
+                   "cloth stays on %s. Set simulation.coupling to false, or run on one device",
+                   devices, wf_device_name(w->dev));
   for (int i = 0; i < sc->emitter_count && st == WF_OK; i++) {
     snprintf(w->objects[i].name, sizeof w->objects[i].name, "%s", sc->emitters[i].name);
     w->objects[i].kind = WF_WORLD_PARTICLES;
     w->objects[i].cloth = -1;
   }
   /* cloths and particles coupled: one stream, whose particle frames step the cloths too */
-  if (st == WF_OK && sc->simulation.coupling && sc->emitter_count > 0 && sc->cloth_count > 0)
-    st = wf_stream_create(w->dev, 0, &w->stream);
+  if (st == WF_OK && coupled) st = wf_stream_create(w->dev, 0, &w->stream);
   if (st == WF_OK && sc->emitter_count > 0) st = create_particles(w, sc);
   for (int i = 0; i < sc->cloth_count && st == WF_OK; i++) {
     st = create_cloth(w, sc, i);
@@ -413,15 +594,20 @@ wf_status wf_world_create(const wf_scene *sc, const wf_world_desc *desc, wf_worl
     if (!w->cpos[i] || !w->cvel[i])
       st = wf__error(WF_ERR_OUT_OF_MEMORY, "wf_world_create", "out of host memory");
   }
+  if (st == WF_OK && w->sp) st = mirror_create(w);
+  if (st == WF_OK && w->sp) st = mirror_refresh(w);
   if (st == WF_OK) st = wfw_health_create(w, sc);
   if (st != WF_OK) {
-    wf_device *dev = w->dev;
+    wf_device *devs[WFW_MAX_DEVICES];
+    int n_devs = w->n_devices;
+    memcpy(devs, w->devices, sizeof devs);
     char msg[2048];
-    if (st == WF_ERR_OUT_OF_MEMORY) wfw_oom_advice(sc, dev ? wf_device_name(dev) : "the device");
+    if (st == WF_ERR_OUT_OF_MEMORY) wfw_oom_advice(sc, devices, n_devs > 1);
     snprintf(msg, sizeof msg, "%s", wf_last_error());
     wf_world_destroy(w);
     /* give what the failed creation took back to the driver too, not only to weft's pool */
-    if (dev) wf_device_trim(dev);
+    for (int i = 0; i < n_devs; i++)
+      wf_device_trim(devs[i]);
     return wf__error(st, NULL, "%s", msg);
   }
   *out = w;
@@ -432,6 +618,8 @@ void wf_world_destroy(wf_world *w) {
   if (!w) return;
   wfw_health_destroy(w);
   wf_particles_destroy(w->ps);
+  wf_particles_split_destroy(w->sp);
+  mirror_destroy(w);
   for (int i = 0; i < w->n_cloths; i++) {
     if (w->cloths) wf_cloth_destroy(w->cloths[i]);
     if (w->cpos) free(w->cpos[i]);
@@ -476,8 +664,13 @@ wf_status wf_world_step(wf_world *w, int frames) {
     }
     if (w->ps && (st = wf_particles_step_frames(w->ps, 1)) != WF_OK)
       return fail_object(st, "particles", 0, "particles");
+    /* split: the step waits for the frame before it (the repartition gathers it), so gathering
+       this one now for the mirror costs one frame of overlap, not a second download */
+    if (w->sp && ((st = wf_particles_split_step_frames(w->sp, 1)) != WF_OK ||
+                  (st = mirror_refresh(w)) != WF_OK))
+      return fail_object(st, "particles", 0, "particles");
     for (int i = 0; i < w->n_cloths && !w->stream; i++) { /* coupled: stepped by the particles */
-      if ((st = wf_cloth_step_frames(w->cloths[i], 1)) != WF_OK)
+      if ((st = cloth_step(w, i)) != WF_OK)
         return fail_object(st, "cloths", i, w->objects[w->n_objects - w->n_cloths + i].name);
     }
     w->frame++;
@@ -492,9 +685,11 @@ static wf_status refresh(wf_world *w) {
   wf_status st;
   if (w->ps && (st = wf_particles_download(w->ps, w->ppos, w->pvel)) != WF_OK)
     return fail_object(st, "particles", 0, "particles");
+  if (w->sp && (st = wf_particles_split_state_get(w->sp, w->ppos, w->pvel, NULL, NULL)) != WF_OK)
+    return fail_object(st, "particles", 0, "particles");
   int first = w->n_objects - w->n_cloths;
   for (int i = 0; i < w->n_cloths; i++)
-    if ((st = wf_cloth_download(w->cloths[i], w->cpos[i], w->cvel[i])) != WF_OK)
+    if ((st = cloth_download(w, i)) != WF_OK)
       return fail_object(st, "cloths", i, w->objects[first + i].name);
   w->cache_frame = w->frame;
   return WF_OK;
@@ -544,6 +739,43 @@ int64_t wf_world_frame(const wf_world *w) { return w ? w->frame : 0; }
 int wf_world_frames(const wf_world *w) { return w ? w->frames : 0; }
 double wf_world_frame_dt(const wf_world *w) { return w ? 1.0 / w->fps : 0.0; }
 wf_device *wf_world_device(const wf_world *w) { return w ? w->dev : NULL; }
+int wf_world_device_count(const wf_world *w) { return w ? w->n_devices : 0; }
+
+wf_device *wf_world_device_at(const wf_world *w, int i) {
+  return w && i >= 0 && i < w->n_devices ? w->devices[i] : NULL;
+}
+
+wf_status wf_world_placement_get(const wf_world *w, int i, wf_world_placement *out) {
+  if (!w || !out) return wf__error(WF_ERR_INVALID, "wf_world_placement_get", "NULL argument");
+  if (i < 0 || i >= w->n_devices)
+    return wf__error(WF_ERR_INVALID, "wf_world_placement_get",
+                     "device %d out of range (%d devices)", i, w->n_devices);
+  memset(out, 0, sizeof *out);
+  out->device = w->devices[i];
+  out->split = w->sp != NULL;
+  if (w->sp) {
+    wf_particles_split_info info;
+    wf_status st = wf_particles_split_info_get(w->sp, &info);
+    if (st != WF_OK) return st;
+    uint64_t owned = 0;
+    for (int p = 0; p < w->n_devices; p++)
+      owned += info.owned[p];
+    /* before the first frame the system sits in partition 0, undistributed */
+    out->particles = owned ? info.owned[i] : (i == 0 ? w->n_particles : 0);
+    out->ghosts = owned ? info.ghosts[i] : 0;
+    out->device_bytes = wf_particles_device_bytes(wf_particles_split_partition(w->sp, i));
+  } else if (w->ps && i == 0) {
+    out->particles = w->n_particles;
+    out->device_bytes = wf_particles_device_bytes(w->ps);
+  }
+  int first = w->n_objects - w->n_cloths;
+  for (int c = 0; c < w->n_cloths; c++)
+    if (cloth_device_index(w, c) == i) {
+      out->cloths++;
+      out->vertices += w->objects[first + c].count;
+    }
+  return WF_OK;
+}
 int wf_world_object_count(const wf_world *w) { return w ? w->n_objects : 0; }
 
 wf_status wf_world_object_get(const wf_world *w, int index, wf_world_object *out) {
@@ -595,6 +827,7 @@ wf_status wf_world_save(wf_world *w, const char *path) {
     st = wf_particles_stats_get(w->ps, &ps);
     pclock = (wfw_clock){ps.time, ps.substeps};
   }
+  if (w->sp) st = wf_particles_split_state_get(w->sp, NULL, NULL, &pclock.time, &pclock.substeps);
   for (int i = 0; i < w->n_cloths && st == WF_OK; i++)
     st = wf_cloth_time(w->cloths[i], &cclock[i].time, &cclock[i].substeps);
   if (st == WF_OK) st = wfw_save_state(w, path, w->frame, &pclock, cclock);
@@ -613,7 +846,7 @@ wf_status wfw_save_state(wf_world *w, const char *path, int64_t frame, const wfw
   memcpy(&meta[META_FPS], &w->fps, sizeof(double));
   st = wf_ckpt_writer_add(ck, "meta", meta, sizeof meta);
   if (st == WF_OK) st = wf_ckpt_writer_add(ck, "scene", w->scene_json, strlen(w->scene_json));
-  if (st == WF_OK && w->ps) {
+  if (st == WF_OK && wfw_has_particles(w)) {
     wfw_clock c = *pclock;
     size_t bytes = (size_t)w->n_particles * 16;
     if (st == WF_OK) st = wf_ckpt_writer_add(ck, "particles/pos", w->ppos, bytes);
@@ -678,7 +911,7 @@ wf_status wf_world_load_checkpoint(wf_world *w, const char *path) {
                      "%s: the checkpoint was run at %g fps x %llu substeps, this world at %g x %d",
                      path, fps, (unsigned long long)meta[META_SUBSTEPS], w->fps, w->substeps);
   }
-  if (st == WF_OK && w->ps) {
+  if (st == WF_OK && wfw_has_particles(w)) {
     const void *pos, *vel, *clk;
     size_t bytes = (size_t)w->n_particles * 16;
     wfw_clock c;
@@ -689,8 +922,14 @@ wf_status wf_world_load_checkpoint(wf_world *w, const char *path) {
       /* copies: the sections are 8-byte aligned, the solver reads float[4] rows */
       memcpy(w->ppos, pos, bytes);
       memcpy(w->pvel, vel, bytes);
-      st = wf_particles_set_state(w->ps, (const float(*)[4])w->ppos, (const float(*)[4])w->pvel,
-                                  c.time, c.substeps);
+      if (w->sp) {
+        st = wf_particles_split_set_state(w->sp, (const float(*)[4])w->ppos,
+                                          (const float(*)[4])w->pvel, c.time, c.substeps);
+        if (st == WF_OK) st = mirror_upload(w, c.time, c.substeps);
+      } else {
+        st = wf_particles_set_state(w->ps, (const float(*)[4])w->ppos, (const float(*)[4])w->pvel,
+                                    c.time, c.substeps);
+      }
       if (st != WF_OK) st = fail_object(st, "particles", 0, "particles");
     }
   }

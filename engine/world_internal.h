@@ -4,6 +4,8 @@
 #ifndef WEFT_ENGINE_WORLD_INTERNAL_H
 #define WEFT_ENGINE_WORLD_INTERNAL_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "weft/cloth.h"
@@ -12,6 +14,7 @@
 
 #define WFW_PI           3.14159265358979323846
 #define WFW_CKPT_VERSION 1u
+#define WFW_MAX_DEVICES  16 /* devices a world's particles can be split over */
 
 typedef struct wfw_object {
   char name[WF_SCENE_NAME_MAX];
@@ -20,16 +23,30 @@ typedef struct wfw_object {
   int cloth;             /* index into w->cloths, or -1 */
 } wfw_object;
 
+/* A split world's particle state on the world's first device, uploaded after every frame from the
+ * host copy the split solver gathers anyway (its repartition reads every partition): the health
+ * check, its last-good snapshot and the readback ring read it as they read a one-device solver's
+ * buffers, with `stream` standing for the solver's stream. */
+typedef struct wfw_mirror {
+  wf_stream *stream;
+  wf_buffer *pos, *vel; /* n_particles rows of 16 bytes, global-id order */
+  wf_buffer *clock;     /* wfw_clock: simulated seconds, substeps */
+} wfw_mirror;
+
 struct wf_world {
-  wf_device *dev;
+  wf_device *dev; /* the first of devices[]: cloths, health check, readback, particle mirror */
+  int n_devices;
+  wf_device *devices[WFW_MAX_DEVICES];
   double fps;
   int substeps, frames;
   double gravity[3];
   double wind[3], gust_amplitude, gust_frequency;
   double max_speed;
   int64_t frame;
-  wf_particles *ps;
-  wf_stream *stream; /* shared by the particles and the cloths coupled to them, or NULL */
+  wf_particles *ps;       /* the particles on one device, or NULL */
+  wf_particles_split *sp; /* or the particles split over devices[0..n_devices), or NULL */
+  wfw_mirror mirror;      /* sp only */
+  wf_stream *stream;      /* shared by the particles and the cloths coupled to them, or NULL */
   uint32_t n_particles;
   int n_cloths;
   wf_cloth **cloths;
@@ -42,6 +59,19 @@ struct wf_world {
   float (**cpos)[4], (**cvel)[4];
   struct wfw_health *health; /* engine/health.c: per-frame device checks, last-good snapshot */
 };
+
+/* ---- the particle side, whichever solver holds it (engine/world.c) ------------------------- */
+
+/* True when the world has particles (a solver on one device or a split one). */
+bool wfw_has_particles(const wf_world *w);
+/* The stream the particle state is written on: the one-device solver's, or the mirror's. */
+wf_stream *wfw_particles_stream(const wf_world *w);
+/* The device buffers holding the particle state in global-id order (as
+ * wf_particles_state_buffers): the solver's, or the mirror's. */
+wf_status wfw_particles_buffers(wf_world *w, wf_buffer **pos, wf_buffer **vel, wf_buffer **clock);
+/* As wf_particles_copy_state, from the solver or the mirror. */
+wf_status wfw_particles_copy_state(wf_world *w, wf_buffer *pos, size_t pos_off, wf_buffer *vel,
+                                   size_t vel_off, wf_stream *s);
 
 /* ---- health (engine/health.c) -------------------------------------------------------------- */
 
@@ -72,9 +102,10 @@ wf_status wfw_health_after_restore(wf_world *w);
  * (pclock for the particle solver, cclock[i] for cloth i) (engine/world.c). */
 wf_status wfw_save_state(wf_world *w, const char *path, int64_t frame, const wfw_clock *pclock,
                          const wfw_clock *cclock);
-/* Rewrites the out-of-memory error of a world creation for scene sc on `device`: what was asked
- * and what is free (the allocator's words), the objects that take the memory and the scene keys
- * that size them. Returns WF_ERR_OUT_OF_MEMORY. */
-wf_status wfw_oom_advice(const wf_scene *sc, const char *device);
+/* Rewrites the out-of-memory error of a world creation for scene sc on `device` (one name, or the
+ * list of a split world: split is true): what was asked and what is free (the allocator's words),
+ * the objects that take the memory and the scene keys that size them. Returns
+ * WF_ERR_OUT_OF_MEMORY. */
+wf_status wfw_oom_advice(const wf_scene *sc, const char *device, bool split);
 
 #endif

@@ -174,7 +174,7 @@ wf_status wf_world_readback_create(wf_world *w, const wf_world_readback_desc *de
     rb->bytes += (size_t)info.vertices * 16;
   }
   if (rb->bytes == 0) rb->bytes = 16; /* a world without points still has slots */
-  if (st == WF_OK && w->ps) rb->streams[rb->n_streams++] = wf_particles_stream(w->ps);
+  if (st == WF_OK && wfw_has_particles(w)) rb->streams[rb->n_streams++] = wfw_particles_stream(w);
   for (int i = 0; i < w->n_cloths && st == WF_OK; i++) {
     wf_stream *s = wf_cloth_stream(w->cloths[i]);
     bool seen = false;
@@ -242,9 +242,9 @@ static wf_status enqueue_copies(wf_world_readback *rb, slot *s) {
   for (int i = 0; i < rb->n_streams && st == WF_OK; i++)
     st = wf_stream_wait_event(rb->copy, s->end[i]);
   if (st == WF_OK) st = wf_event_record(s->copy_start, rb->copy);
-  if (st == WF_OK && w->ps)
-    st = wf_particles_copy_state(w->ps, s->buf, 0, rb->velocities ? s->buf : NULL, rb->vel_off,
-                                 rb->copy);
+  if (st == WF_OK && wfw_has_particles(w))
+    st = wfw_particles_copy_state(w, s->buf, 0, rb->velocities ? s->buf : NULL, rb->vel_off,
+                                  rb->copy);
   for (int i = 0; i < w->n_cloths && st == WF_OK; i++)
     st = wf_cloth_copy_positions_on(w->cloths[i], s->buf, rb->cloth_off[i], rb->copy);
   if (st == WF_OK) st = wf_event_record(s->copy_end, rb->copy);

@@ -349,6 +349,23 @@ WF_API wf_status wf_particles_split_info_get(const wf_particles_split *sp,
 /** Partition i's solver (0 <= i < partitions), e.g. for its device memory; not to be stepped. */
 WF_API wf_particles *wf_particles_split_partition(const wf_particles_split *sp, int i);
 
+/** As wf_particles_set_material, for every partition. No recapture. */
+WF_API wf_status wf_particles_split_set_material(wf_particles_split *sp, uint32_t index,
+                                                 const wf_particle_material *m);
+/** Waits and copies the state in global-id order and the clock (simulated seconds and substeps,
+ *  as wf_particles_stats_get reports them). Unlike download, it does not report the device flags:
+ *  a non-finite state is copied as it is, for a check that names the particle (weft/world.h's
+ *  health check). Any output may be NULL. */
+WF_API wf_status wf_particles_split_state_get(wf_particles_split *sp, float (*pos)[4],
+                                              float (*vel)[4], double *time, uint64_t *substeps);
+/** As wf_particles_set_state: replaces the state of all particles and the clock of every
+ *  partition, clearing the error flags; the next frame distributes the system again. With the
+ *  state and clock of a run after frame F (wf_particles_split_state_get), the frames that follow
+ *  are bitwise those of the original run (checkpoint restore). Waits for every partition. */
+WF_API wf_status wf_particles_split_set_state(wf_particles_split *sp, const float (*pos)[4],
+                                              const float (*vel)[4], double time,
+                                              uint64_t substeps);
+
 #ifdef __cplusplus
 }
 #endif

@@ -21,9 +21,16 @@
  * (row 0 at the bottom): vertex-index pins are converted; downloads are in the solver's order.
  *
  * Devices: "cpu" -> cpu:0, "cuda"/"cuda:N", "auto" (or the scene's default) -> cuda:0 when one is
- * usable, else cpu:0. A list of several devices (or "all" with several GPUs) uses the first and
- * logs a warning (WF_LOG_WARN through wf_init's callback): splitting a scene over devices is not
- * implemented yet.
+ * usable, else cpu:0, "all" -> every CUDA device (with none, every CPU device wf_init made). A
+ * world on several devices (a list in simulation.devices, "all" with several, or a comma list in
+ * wf_world_desc.device) splits its particles over them (wf_particles_split, weft/particles.h):
+ * the state after N frames is bitwise that of one device of the same kind. Every cloth stays
+ * whole on the first device, which also holds the health check, the readback ring and a copy of
+ * the particle state (uploaded after every frame, for those two). A split frame waits for the
+ * frame before it (the split solver repartitions on the host between frames), so wf_world_step
+ * returns when the last frame is enqueued, the others done. Cloths coupled to particles
+ * (simulation.coupling) need one device: a coupled scene on several fails to create, naming
+ * simulation.coupling and simulation.devices. wf_world_placement_get says which device runs what.
  *
  * Checkpoints hold everything needed to continue bitwise identically: the frame number, the
  * particle state and clock, and each cloth's state and clock, plus the scene's canonical JSON for
@@ -51,7 +58,8 @@ typedef struct wf_world wf_world;
 
 /** Overrides of the scene. Start from wf_world_desc_default(). */
 typedef struct wf_world_desc {
-  const char *device; /* NULL: the scene's simulation.devices; else a device name or "auto" */
+  const char *device; /* NULL: the scene's simulation.devices; else a device name, "auto", "all"
+                         or names separated by commas ("cpu:0,cpu:1": particles split over them) */
   int frames;         /* > 0: replaces simulation.frames (wf_world_frames); 0: the scene's */
 } wf_world_desc;
 
@@ -110,8 +118,28 @@ WF_API int64_t wf_world_frame(const wf_world *w);
 WF_API int wf_world_frames(const wf_world *w);
 /** Simulated seconds per frame (1 / fps). */
 WF_API double wf_world_frame_dt(const wf_world *w);
-/** The device the world runs on. */
+/** The device the world runs on: the first of its devices (the cloths, the health check and the
+ *  readback ring are there). */
 WF_API wf_device *wf_world_device(const wf_world *w);
+/** Number of devices the world runs on: 1, or the devices its particles are split over. */
+WF_API int wf_world_device_count(const wf_world *w);
+/** Device i of the world, 0 <= i < wf_world_device_count (0: wf_world_device); else NULL. */
+WF_API wf_device *wf_world_device_at(const wf_world *w, int i);
+
+/** What one device of the world runs (wf_world_placement_get). */
+typedef struct wf_world_placement {
+  wf_device *device;
+  bool split;          /* the world's particles are split over its devices */
+  uint32_t particles;  /* split: particles this device owns, as of the last repartition (all on
+                          device 0 before the first frame); else every particle on device 0 */
+  uint32_t ghosts;     /* split: copies of neighbouring devices' particles it holds; else 0 */
+  int cloths;          /* cloths on this device */
+  uint64_t vertices;   /* their vertices */
+  size_t device_bytes; /* device memory of the particle solver (or partition) on it, bytes */
+} wf_world_placement;
+
+/** Fills *out with what device i of the world runs. WF_ERR_INVALID when i is out of range. */
+WF_API wf_status wf_world_placement_get(const wf_world *w, int i, wf_world_placement *out);
 
 /** Number of objects (emitters, then cloths). */
 WF_API int wf_world_object_count(const wf_world *w);
@@ -150,7 +178,9 @@ WF_API wf_status wf_world_load_checkpoint(wf_world *w, const char *path);
  * the consumer. The solvers' next frame waits for the copy of the previous one (it would
  * overwrite what is read), never for the consumer. push and begin_frame are called on the thread
  * that steps the world; latest, release and timing may be called from another thread. The world
- * must outlive the readback. */
+ * must outlive the readback. On a world split over several devices the particles are copied from
+ * the world's copy of their state on the first device (uploaded after each frame), so the
+ * timings of the particles' stream cover that upload, not the partitions' work. */
 
 typedef struct wf_world_readback wf_world_readback;
 

@@ -1359,3 +1359,65 @@ wf_status wf_particles_split_info_get(const wf_particles_split *sp, wf_particles
   *out = sp->info;
   return WF_OK;
 }
+
+/* ---- for the world: materials, the state with its clock, restore ------------------------------
+ * Added for engine/world.c (a scene on several devices). They use only settle, undistribute,
+ * clock_get and the partitions' own solvers, so they hold whatever the repartition does. */
+
+wf_status wf_particles_split_set_material(wf_particles_split *sp, uint32_t index,
+                                          const wf_particle_material *m) {
+  if (!sp) return fail(WF_ERR_INVALID, "particles (split): solver is NULL");
+  for (int p = 0; p < sp->np; p++) {
+    wf_status st = wf_particles_set_material(sp->parts[p].ps, index, m);
+    if (st != WF_OK) return st;
+  }
+  return WF_OK;
+}
+
+/* A repartition that is due is done here rather than at the next frame: it gathers the state this
+ * call must gather anyway, and a settle alone would reset frames_since, so that a caller reading
+ * the state after every frame would never repartition again. After a settle the master copy is
+ * the current state, so the snapshot's clock must become the current clock too (a rerun starts
+ * from both). */
+wf_status wf_particles_split_state_get(wf_particles_split *sp, float (*pos)[4], float (*vel)[4],
+                                       double *time, uint64_t *substeps) {
+  if (!sp) return fail(WF_ERR_INVALID, "particles (split): solver is NULL");
+  bool due = sp->distributed && sp->np > 1 && sp->frames_since >= sp->desc.repartition_frames;
+  bool settles = sp->distributed && sp->frames_since > 0;
+  wf_status st = due ? repartition(sp) : settle(sp);
+  if (st == WF_OK && !due && settles) st = clock_get(sp, &sp->snap_time, &sp->snap_substeps);
+  if (st != WF_OK) return st;
+  if (pos && sp->count) memcpy(pos, sp->pos, (size_t)sp->count * 16);
+  if (vel && sp->count) memcpy(vel, sp->vel, (size_t)sp->count * 16);
+  double t = 0.0;
+  uint64_t k = 0;
+  if ((time || substeps) && (st = clock_get(sp, &t, &k)) != WF_OK) return st;
+  if (time) *time = t;
+  if (substeps) *substeps = k;
+  return WF_OK;
+}
+
+/* The whole system goes back into partition 0 (global-id order, as after adding particles), takes
+ * the given state there, and every partition takes the clock (kinematic colliders move with it);
+ * the next frame distributes it again. The result does not depend on the partitioning, so the
+ * frames that follow are bitwise those that followed the saved state. */
+wf_status wf_particles_split_set_state(wf_particles_split *sp, const float (*pos)[4],
+                                       const float (*vel)[4], double time, uint64_t substeps) {
+  if (!sp) return fail(WF_ERR_INVALID, "particles (split): solver is NULL");
+  if (!pos || !vel)
+    return fail(WF_ERR_INVALID, "particles '%s' (split): set_state: pos or vel is NULL", sp->name);
+  wf_status st = undistribute(sp);
+  if (st != WF_OK) return st;
+  static const float none[1][4] = {{0.0f, 0.0f, 0.0f, 0.0f}};
+  for (int p = 0; p < sp->np && st == WF_OK; p++)
+    st = p == 0 ? wf_particles_set_state(sp->parts[0].ps, pos, vel, time, substeps)
+                : wf_particles_set_state(sp->parts[p].ps, none, none, time, substeps);
+  if (st != WF_OK) return st;
+  if (sp->count) {
+    memcpy(sp->pos, pos, (size_t)sp->count * 16);
+    memcpy(sp->vel, vel, (size_t)sp->count * 16);
+  }
+  sp->snap_time = time;
+  sp->snap_substeps = substeps;
+  return WF_OK;
+}

@@ -1,7 +1,8 @@
 /* `weft run` and `weft validate` end to end: the program named by $WEFT_CLI runs on small scenes
  * written to a temporary directory; the files it writes are parsed back (PLY header counts, CSV
  * header and rows, the .pvd's frames), exit codes and messages are checked, and a run of 6 frames
- * is compared byte for byte with a run of 3 frames resumed for 3 more. CPU only.
+ * is compared byte for byte with a run of 3 frames resumed for 3 more, and runs on several CPU
+ * devices (--device cpu:0,cpu:1, a scene listing three) with a run on cpu:0. CPU only.
  */
 #include "harness.h"
 
@@ -208,6 +209,86 @@ TEST(resume_is_bitwise) {
   free(pvd);
 }
 
+/* CSV text without its last column (ms_per_frame: wall time, different in every run). */
+static char *csv_without_timing(const char *path) {
+  char *t = th_read_file(path, NULL);
+  if (!t) return NULL;
+  char *out = malloc(strlen(t) + 1), *o = out;
+  for (char *line = t; *line;) {
+    char *nl = strchr(line, '\n');
+    size_t len = nl ? (size_t)(nl - line) : strlen(line);
+    char *comma = NULL;
+    for (size_t i = 0; i < len; i++)
+      if (line[i] == ',') comma = line + i;
+    size_t keep = comma ? (size_t)(comma - line) : len;
+    memcpy(o, line, keep), o += keep;
+    *o++ = '\n';
+    line = nl ? nl + 1 : line + len;
+  }
+  *o = '\0';
+  free(t);
+  return out;
+}
+
+/* `--device cpu:0,cpu:1` splits the particles over two CPU devices (the runtime is started with
+ * them), and a scene listing three CPU devices runs on three: every PLY, VTP and checkpoint is
+ * byte for byte that of a run on cpu:0 (but the checkpoint of the scene changed by --set, which
+ * holds the changed scene), and stats.csv too but for the timing column. */
+TEST(split_run_equals_one_device) {
+  static const char *const variants[][2] = {
+      {"--device cpu:0,cpu:1", "cpu:0 + cpu:1"},
+      {"--set 'simulation.devices=[\"cpu:0\",\"cpu:1\",\"cpu:2\"]'", "cpu:0 + cpu:1 + cpu:2"}};
+  char scene[600], one[600], many[600], args[2048], pa[700], pb[700];
+  snprintf(scene, sizeof scene, "%s/split.json", tmp);
+  snprintf(one, sizeof one, "%s/one", tmp);
+  /* the small scene without coupling: coupled cloths need one device */
+  char text[sizeof scene_text + 64];
+  const char *dev = strstr(scene_text, "\"devices\": \"cpu\"");
+  REQUIRE(dev);
+  snprintf(text, sizeof text, "%.*s\"coupling\": false%s", (int)(dev - scene_text), scene_text,
+           dev + strlen("\"devices\": \"cpu\""));
+  REQUIRE(th_write_file(scene, text));
+  snprintf(args, sizeof args, "run '%s' --frames 6 --out '%s' --quiet --device cpu:0", scene, one);
+  REQUIRE(run(args) == 0);
+  for (int v = 0; v < 2; v++) {
+    snprintf(many, sizeof many, "%s/many%d", tmp, v);
+    snprintf(args, sizeof args, "run '%s' --frames 6 --out '%s' %s", scene, many, variants[v][0]);
+    int rc = run(args);
+    char *err = err_text();
+    if (rc != 0) TH_FAIL("%s: exit %d: %s", variants[v][0], rc, err);
+    if (!strstr(err, variants[v][1]) || !strstr(err, "particles split over"))
+      TH_FAIL("%s: stderr does not say where it ran: %s", variants[v][0], err);
+    free(err);
+    if (rc != 0) continue;
+    const char *files[] = {"grains_000001.ply",     "grains_000006.ply", "sheet_000006.ply",
+                           "grains_000006.vtp",     "sheet_000003.vtp",  "grains.pvd",
+                           "checkpoint_000006.wfck"};
+    /* the checkpoint holds the scene's text, which the --set changes */
+    for (int i = 0; i < (v == 0 ? 7 : 6); i++) {
+      snprintf(pa, sizeof pa, "%s/%s", one, files[i]);
+      snprintf(pb, sizeof pb, "%s/%s", many, files[i]);
+      if (!same_file(pa, pb))
+        TH_FAIL("%s: %s differs from the run on cpu:0", variants[v][0], files[i]);
+    }
+    snprintf(pa, sizeof pa, "%s/stats.csv", one);
+    snprintf(pb, sizeof pb, "%s/stats.csv", many);
+    char *ca = csv_without_timing(pa), *cb = csv_without_timing(pb);
+    CHECK(ca && cb && count_of(ca, "\n") == 7 && strcmp(ca, cb) == 0);
+    free(ca), free(cb);
+  }
+  /* not vacuous: the grains moved */
+  snprintf(pa, sizeof pa, "%s/grains_000001.ply", one);
+  snprintf(pb, sizeof pb, "%s/grains_000006.ply", one);
+  CHECK(!same_file(pa, pb));
+  /* a device that is not there is named, exit 1 before anything runs */
+  snprintf(args, sizeof args, "run '%s' --frames 2 --out '%s/bad' --quiet --device cpu:0,cuda:5",
+           scene, tmp);
+  CHECK(run(args) != 0);
+  char *err = err_text();
+  CHECK(strstr(err, "'cuda:5'") != NULL);
+  free(err);
+}
+
 int main(int argc, char **argv) {
   cli = getenv("WEFT_CLI");
   if (!cli || !*cli) {
@@ -222,7 +303,8 @@ int main(int argc, char **argv) {
   }
   static const th_test tests[] = {TH_TEST(run_writes_outputs),
                                   TH_TEST(validate_reports_line_and_column),
-                                  TH_TEST(unwritable_out_fails_first), TH_TEST(resume_is_bitwise)};
+                                  TH_TEST(unwritable_out_fails_first), TH_TEST(resume_is_bitwise),
+                                  TH_TEST(split_run_equals_one_device)};
   int rc = th_main(argc, argv, tests, TH_COUNT(tests));
   char cmd[700];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);

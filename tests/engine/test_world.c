@@ -230,7 +230,8 @@ TEST(checkpoint_resume_is_bitwise) {
   remove(path);
 }
 
-/* Errors name the object; a device list uses the first device. */
+/* Errors name the object; a device list splits the particles and keeps the cloth on the first
+ * device, which coupling (the default) cannot do: that is refused naming both keys. */
 TEST(errors_name_the_object) {
   wf_scene *sc;
   const char *sets[] = {"simulation.devices=cuda:7"};
@@ -239,10 +240,15 @@ TEST(errors_name_the_object) {
   CHECK_ERROR(wf_world_create(sc, NULL, &w), WF_ERR_DEVICE, "cuda:7");
   CHECK(w == NULL);
   wf_scene_destroy(sc);
-  const char *two[] = {"simulation.devices=[\"cpu:0\", \"cpu:1\"]"};
+  const char *two[] = {"simulation.devices=[\"cpu:0\", \"cpu:1\"]", "simulation.coupling=false"};
   CHECK_OK(parse_with(free_fall, two, 1, &sc));
+  CHECK_ERROR(wf_world_create(sc, NULL, &w), WF_ERR_INVALID, "simulation.coupling",
+              "simulation.devices");
+  wf_scene_destroy(sc);
+  CHECK_OK(parse_with(free_fall, two, 2, &sc));
   CHECK_OK(wf_world_create(sc, NULL, &w));
   CHECK(strcmp(wf_device_name(wf_world_device(w)), "cpu:0") == 0);
+  CHECK_EQ_INT(wf_world_device_count(w), 2);
   wf_world_destroy(w);
   wf_scene_destroy(sc);
   /* an XPBD cloth with more than 64 colliders: the cloth solver's limit, named */
