@@ -1360,9 +1360,7 @@ wf_status wf_particles_split_info_get(const wf_particles_split *sp, wf_particles
   return WF_OK;
 }
 
-/* ---- for the world: materials, the state with its clock, restore ------------------------------
- * Added for engine/world.c (a scene on several devices). They use only settle, undistribute,
- * clock_get and the partitions' own solvers, so they hold whatever the repartition does. */
+/* ---- for the world: materials, the state with its clock, restore ---------------------------- */
 
 wf_status wf_particles_split_set_material(wf_particles_split *sp, uint32_t index,
                                           const wf_particle_material *m) {
@@ -1374,18 +1372,12 @@ wf_status wf_particles_split_set_material(wf_particles_split *sp, uint32_t index
   return WF_OK;
 }
 
-/* A repartition that is due is done here rather than at the next frame: it gathers the state this
- * call must gather anyway, and a settle alone would reset frames_since, so that a caller reading
- * the state after every frame would never repartition again. After a settle the master copy is
- * the current state, so the snapshot's clock must become the current clock too (a rerun starts
- * from both). */
+/* The state of the partitions (after a rerun if a particle outran the skin) and the clock; the
+ * snapshot a rerun starts from stays that of the last repartition. */
 wf_status wf_particles_split_state_get(wf_particles_split *sp, float (*pos)[4], float (*vel)[4],
                                        double *time, uint64_t *substeps) {
   if (!sp) return fail(WF_ERR_INVALID, "particles (split): solver is NULL");
-  bool due = sp->distributed && sp->np > 1 && sp->frames_since >= sp->desc.repartition_frames;
-  bool settles = sp->distributed && sp->frames_since > 0;
-  wf_status st = due ? repartition(sp) : settle(sp);
-  if (st == WF_OK && !due && settles) st = clock_get(sp, &sp->snap_time, &sp->snap_substeps);
+  wf_status st = settle(sp);
   if (st != WF_OK) return st;
   if (pos && sp->count) memcpy(pos, sp->pos, (size_t)sp->count * 16);
   if (vel && sp->count) memcpy(vel, sp->vel, (size_t)sp->count * 16);

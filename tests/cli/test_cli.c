@@ -817,10 +817,10 @@ TEST(bench_scaling) {
       char mode[16], speedup[16], peer[8];
       int devices = 0;
       unsigned long long n = 0, reruns = 0;
-      double t = 0, eff = 0, rate = 0, mb = 0, repart = 0;
-      int got = sscanf(row, "%15s %d %llu %lf %15s %lf %lf %lf %lf %llu %7s", mode, &devices, &n,
-                       &t, speedup, &eff, &rate, &mb, &repart, &reruns, peer);
-      if (got != 11) {
+      double t = 0, eff = 0, rate = 0, mb = 0, repart = 0, capture = 0;
+      int got = sscanf(row, "%15s %d %llu %lf %15s %lf %lf %lf %lf %lf %llu %7s", mode, &devices,
+                       &n, &t, speedup, &eff, &rate, &mb, &repart, &capture, &reruns, peer);
+      if (got != 12) {
         TH_FAIL("%s row for %d devices: %d fields read: %.160s", modes[m], k, got, row);
         continue;
       }
@@ -828,6 +828,7 @@ TEST(bench_scaling) {
       CHECK(t > 0 && isfinite(t));
       CHECK_NEAR(rate, (double)n * 64 / (t * 1e-3), 1e-3 * rate);
       CHECK(repart >= 0);
+      CHECK(capture >= 0 && capture < t);
       ms[m][k] = t, halo[m][k] = mb;
       double ratio = ms[m][1] / t;
       if (m == 0) {
