@@ -2,8 +2,9 @@
  *
  * Each device holds a partition: an ordinary wf_particles whose particles are the ones it owns
  * (those in its slab of space along the split axis) and ghosts (everyone else's particles within
- * w = contact range + skin of the slab), all in ascending global-id order. The host keeps a
- * master copy of the state only at repartitions.
+ * w = contact range + skin of the slab), all in ascending global-id order. The host holds a copy
+ * of the whole state only when it distributes the system (after particles are added) and when
+ * the caller reads the state; repartitions run on the devices (device_repartition).
  *
  * Why the result does not depend on the split: a particle's substep reads only particles within
  * the contact range (the cell size, the largest diameter), visits them in an order fixed by
@@ -30,8 +31,16 @@
  *
  * A frame — every partition's begin, K substeps each followed by the exchange, end — is captured
  * once into one graph on partition 0's stream (the other streams fork from it and join back) and
- * launched with one call. A repartition changes the partitions' particle counts, so it drops the
- * graph and the next frame recaptures it.
+ * launched with one call. A repartition changes the partitions' particle counts, so the next
+ * frame captures the graph again; the GPU layer updates the executable graph in place where its
+ * shape did not change (wf_capture_end_update).
+ *
+ * A repartition, between frames: the host waits for the frame, reads the drift flags (a rerun
+ * first if one is raised) and each partition's counts from a classify kernel (which partitions
+ * will hold each owned particle under the new slabs); that is its only wait. The rest is queued:
+ * packs of what every partition sends every other (CUB select + gather), copies to the receivers,
+ * a CUB radix sort by global id there into the new arrays, anchors, tags and the snapshot a rerun
+ * restores, and the halo lists selected from the tags on both sides of each pair.
  */
 #include <math.h>
 #include <stdio.h>
