@@ -19,6 +19,13 @@ static void atomic_min_u32(uint32_t *p, uint32_t v) {
   }
 }
 
+static void atomic_max_u32(uint32_t *p, uint32_t v) {
+  uint32_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
+  while (v > cur &&
+         !__atomic_compare_exchange_n(p, &cur, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
+}
+
 static void atomic_min_i32(int32_t *p, int32_t v) {
   int32_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
   while (v < cur &&
@@ -167,10 +174,7 @@ static void classify_cpu(const void *args, size_t begin, size_t end) {
     if (cnt[k]) __atomic_fetch_add(&a->counts[k], cnt[k], __ATOMIC_RELAXED);
   uint32_t bits;
   memcpy(&bits, &vmax, 4);
-  uint32_t *mx = &a->counts[np * np], cur = __atomic_load_n(mx, __ATOMIC_RELAXED);
-  while (bits > cur &&
-         !__atomic_compare_exchange_n(mx, &cur, bits, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-  }
+  atomic_max_u32(&a->counts[np * np], bits);
 }
 
 static void select_cpu(const void *args, size_t begin, size_t end) {
