@@ -60,6 +60,12 @@ int wf_cli_cpu_devices_needed(const char *device, const struct wf_scene *sc);
  * was needed). */
 int wf_cli_runtime_for_devices(struct wf_init_desc *init, const char *device,
                                const struct wf_scene *sc);
+/* Starts the runtime with *init, loads sa's scene with its --set overrides into *sc and restarts
+ * the runtime with the CPU devices the world will need (wf_cli_runtime_for_devices). Returns
+ * WF_EXIT_OK, or the exit code after printing why (prefixed by sa->cmd); on failure nothing is
+ * left to free or shut down. */
+int wf_cli_start_scene(struct wf_init_desc *init, const wf_cli_scene_args *sa, const char *device,
+                       struct wf_scene **sc);
 /* "cpu:0" for a world on one device; "cpu:0 + cpu:1 (particles split over 2 devices, cloths on
  * cpu:0)" for one on several. */
 struct wf_world;

@@ -110,6 +110,29 @@ int wf_cli_runtime_for_devices(struct wf_init_desc *init, const char *device,
   return wf_init(init);
 }
 
+int wf_cli_start_scene(struct wf_init_desc *init, const wf_cli_scene_args *sa, const char *device,
+                       struct wf_scene **sc) {
+  *sc = NULL;
+  if (wf_init(init) < 0) {
+    fprintf(stderr, "%s: starting the runtime: %s\n", sa->cmd, wf_last_error());
+    return WF_EXIT_FAILURE;
+  }
+  wf_scene_overrides ov = {sa->sets, sa->n_sets};
+  if (wf_scene_load(sa->path, &ov, sc) != WF_OK) {
+    wf_cli_print_scene_errors(sa->path);
+    wf_shutdown();
+    return WF_EXIT_USAGE;
+  }
+  if (wf_cli_runtime_for_devices(init, device, *sc) < 0) {
+    fprintf(stderr, "%s: starting the runtime with the CPU devices the scene lists: %s\n", sa->cmd,
+            wf_last_error());
+    wf_scene_destroy(*sc);
+    *sc = NULL;
+    return WF_EXIT_FAILURE;
+  }
+  return WF_EXIT_OK;
+}
+
 void wf_cli_world_devices(const struct wf_world *w, char *out, size_t n) {
   size_t at = 0;
   int count = wf_world_device_count(w);

@@ -365,20 +365,10 @@ int wf_cmd_run(int argc, char **argv) {
   wf_init_desc init = {0};
   init.log_level = WF_LOG_WARN;
   init.log = wf_cli_log;
-  wf_status st = wf_init(&init);
-  if (st < 0) return fail_runtime("starting the runtime");
-
-  wf_scene_overrides ov = {sa.sets, sa.n_sets};
   wf_scene *sc = NULL;
-  if (wf_scene_load(scene_path, &ov, &sc) != WF_OK) {
-    wf_cli_print_scene_errors(scene_path);
-    wf_shutdown();
-    return WF_EXIT_USAGE;
-  }
-  if (wf_cli_runtime_for_devices(&init, device, sc) < 0) {
-    wf_scene_destroy(sc);
-    return fail_runtime("starting the runtime with the CPU devices the scene lists");
-  }
+  int started = wf_cli_start_scene(&init, &sa, device, &sc);
+  if (started != WF_EXIT_OK) return started;
+  wf_status st = WF_OK;
   char dir[PATH_MAX_LEN];
   snprintf(dir, sizeof dir, "%s", out_dir ? out_dir : sc->outputs.dir);
   size_t dl = strlen(dir);

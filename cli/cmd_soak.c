@@ -136,22 +136,9 @@ int wf_cmd_soak(int argc, char **argv) {
   wf_init_desc init = {0};
   init.log_level = WF_LOG_WARN;
   init.log = wf_cli_log;
-  if (wf_init(&init) < 0) {
-    fprintf(stderr, "weft soak: starting the runtime: %s\n", wf_last_error());
-    return WF_EXIT_FAILURE;
-  }
-  wf_scene_overrides ov = {sa.sets, sa.n_sets};
   wf_scene *sc = NULL;
-  if (wf_scene_load(scene_path, &ov, &sc) != WF_OK) {
-    wf_cli_print_scene_errors(scene_path);
-    wf_shutdown();
-    return WF_EXIT_USAGE;
-  }
-  if (wf_cli_runtime_for_devices(&init, device, sc) < 0) {
-    fprintf(stderr, "weft soak: starting the runtime: %s\n", wf_last_error());
-    wf_scene_destroy(sc);
-    return WF_EXIT_FAILURE;
-  }
+  int started = wf_cli_start_scene(&init, &sa, device, &sc);
+  if (started != WF_EXIT_OK) return started;
   long long per_frame = sc->simulation.substeps;
   long long frames = (long long)((substeps + (double)per_frame - 1) / (double)per_frame);
   if (frames > 1000000000LL) frames = 1000000000LL;

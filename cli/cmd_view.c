@@ -522,22 +522,9 @@ int wf_cmd_view(int argc, char **argv) {
 
   wf_init_desc init = {
       .log_level = WF_LOG_WARN, .log = wf_cli_log, .log_user = (void *)"weft view"};
-  if (wf_init(&init) < 0) {
-    fprintf(stderr, "weft view: starting the runtime: %s\n", wf_last_error());
-    return WF_EXIT_FAILURE;
-  }
-  wf_scene_overrides ov = {sa.sets, sa.n_sets};
   wf_scene *sc = NULL;
-  if (wf_scene_load(scene_path, &ov, &sc) != WF_OK) {
-    wf_cli_print_scene_errors(scene_path);
-    wf_shutdown();
-    return WF_EXIT_USAGE;
-  }
-  if (wf_cli_runtime_for_devices(&init, device, sc) < 0) {
-    fprintf(stderr, "weft view: starting the runtime: %s\n", wf_last_error());
-    wf_scene_destroy(sc);
-    return WF_EXIT_FAILURE;
-  }
+  int start = wf_cli_start_scene(&init, &sa, device, &sc);
+  if (start != WF_EXIT_OK) return start;
   view_app a = {.target = frames, .paced = !ahead && !bench, .speed = 1.0};
   pthread_mutex_init(&a.lock, NULL);
   pthread_cond_init(&a.cond, NULL);

@@ -469,8 +469,8 @@ TEST(errors) {
   tiny.resolution[0] = 2, tiny.resolution[1] = 1;
   wf_cloth_desc chain = d;
   chain.material.particle_mass = 0.1f; /* no triangles: no mass from the density */
-  CHECK_ERROR(wf_cloth_split_create_grid(devs, 4, NULL, &chain, &tiny, &cs), WF_ERR_INVALID, "sheet",
-              "too few");
+  CHECK_ERROR(wf_cloth_split_create_grid(devs, 4, NULL, &chain, &tiny, &cs), WF_ERR_INVALID,
+              "sheet", "too few");
   CHECK(cs == NULL);
 
   pick_devices(2, devs);
