@@ -28,11 +28,7 @@ void wfc_grid_params_init(wfc_grid_params *g, float cell, uint32_t table, int *b
 }
 
 size_t wfc_grid_sort_temp_bytes(wf_device *dev, uint32_t n, int bits) {
-#ifdef WEFT_HAVE_CUDA
-  if (wf_device_is_cuda(dev)) return wfp_sort_temp_bytes_cuda(n, bits);
-#endif
-  (void)dev, (void)n, (void)bits;
-  return 0;
+  return wfp_sort_temp_bytes(dev, n, bits);
 }
 
 wf_status wfc_grid_sort(wf_stream *s, uint32_t *keys, uint32_t *vals, uint32_t *keys_out,

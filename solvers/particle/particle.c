@@ -217,13 +217,9 @@ static wf_status alloc_sized(wf_particles *ps, uint32_t capacity, wf_buffer **bu
                            [B_CELLS] = (size_t)T * 4,
                            [B_CELL_END] = (size_t)T * 4,
                            [B_TEMP] = 0};
-#ifdef WEFT_HAVE_CUDA
-  if (wf_device_is_cuda(ps->dev)) {
-    bytes[B_TEMP] = wfp_sort_temp_bytes_cuda(capacity, nb);
-    if (!bytes[B_TEMP])
-      return fail(WF_ERR_BACKEND, "particles '%s': cannot size CUB's sort storage", ps->name);
-  }
-#endif
+  bytes[B_TEMP] = wfp_sort_temp_bytes(ps->dev, capacity, nb);
+  if (wf_device_is_cuda(ps->dev) && !bytes[B_TEMP])
+    return fail(WF_ERR_BACKEND, "particles '%s': cannot size CUB's sort storage", ps->name);
   for (int b = 0; b < B_SIZED; b++) {
     buf[b] = NULL;
     if (!bytes[b]) continue;

@@ -202,6 +202,22 @@ static void migrate_cpu(const void *args, size_t begin, size_t end) {
     wfp_migrate_elem(args, (uint32_t)j);
 }
 
+size_t wfp_sort_temp_bytes(wf_device *dev, uint32_t n, int bits) {
+#ifdef WEFT_HAVE_CUDA
+  if (wf_device_is_cuda(dev)) return wfp_sort_temp_bytes_cuda(n, bits);
+#endif
+  (void)dev, (void)n, (void)bits;
+  return 0;
+}
+
+size_t wfp_select_temp_bytes(wf_device *dev, uint32_t n) {
+#ifdef WEFT_HAVE_CUDA
+  if (wf_device_is_cuda(dev)) return wfp_select_temp_bytes_cuda(n);
+#endif
+  (void)dev, (void)n;
+  return 0;
+}
+
 const wf_kernel wfp_keys = {"particle_keys", keys_cpu, WFP_CUDA(wfp_keys_cuda)};
 const wf_kernel wfp_sort = {"particle_sort", sort_cpu, WFP_CUDA(wfp_sort_cuda)};
 const wf_kernel wfp_cells = {"particle_cells", cells_cpu, WFP_CUDA(wfp_cells_cuda)};

@@ -28,6 +28,10 @@ extern const wf_kernel wfp_migrate_pack;  /* n = particles sent */
 extern const wf_kernel wfp_migrate_keys;  /* n = particles received */
 extern const wf_kernel wfp_migrate;       /* n = particles received: the new local arrays */
 
+/* CUB temporary storage on dev for sorting n pairs with `bits` key bits, and for selecting among
+ * n indices (wfp_sort, wfp_select); 0 on CPU devices, and 0 on a CUDA device means failure. */
+size_t wfp_sort_temp_bytes(wf_device *dev, uint32_t n, int bits);
+size_t wfp_select_temp_bytes(wf_device *dev, uint32_t n);
 #ifdef WEFT_HAVE_CUDA
 void wfp_keys_cuda(const void *args, size_t n, void *stream);
 void wfp_sort_cuda(const void *args, size_t n, void *stream);

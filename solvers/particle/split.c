@@ -52,7 +52,7 @@
 #include "particle_internal.h"
 #include "particle_kernels.h"
 
-#define MAXP 16
+#define MAXP WFP_SPLIT_MAXP
 
 /* How far (a share of the skin) a particle may move along the axis between repartitions: half
  * the skin, less a margin for XPBD's predicted positions (they reach h·v beyond the state). */
@@ -778,28 +778,11 @@ static int key_bits(uint32_t n) {
   return b;
 }
 
-/* Temporary storage of the CUB select and sort for n elements (0 on CPU devices). */
-static size_t select_temp(const part *pt, uint32_t n) {
-#ifdef WEFT_HAVE_CUDA
-  if (wf_device_is_cuda(pt->dev)) return wfp_select_temp_bytes_cuda(n);
-#endif
-  (void)pt, (void)n;
-  return 0;
-}
-
-static size_t sort_temp(const part *pt, uint32_t n, int bits) {
-#ifdef WEFT_HAVE_CUDA
-  if (wf_device_is_cuda(pt->dev)) return wfp_sort_temp_bytes_cuda(n, bits);
-#endif
-  (void)pt, (void)n, (void)bits;
-  return 0;
-}
-
 /* out[0..) = the indices i < n of partition pt with tag[i] & bit, on its stream. */
 static wf_status select_tagged(wf_particles_split *sp, part *pt, uint32_t n, uint32_t bit,
                                dbuf *out) {
   wf_stream *s = wf_particles_stream(pt->ps);
-  size_t tb = (select_temp(pt, n) + 15) / 16 * 16; /* the count after it, aligned */
+  size_t tb = (wfp_select_temp_bytes(pt->dev, n) + 15) / 16 * 16; /* the count after it, aligned */
   wf_status st;
   if ((st = dbuf_reserve(sp, &pt->select_temp, pt->dev, s, tb + 16)) != WF_OK) return st;
   uint32_t *count = (uint32_t *)((char *)wf_buffer_ptr(pt->select_temp.b) + tb);
@@ -958,7 +941,7 @@ static wf_status device_repartition(wf_particles_split *sp) {
       }
       if (lo[sp->axis] > hi[sp->axis]) lo[sp->axis] = hi[sp->axis] = glo[sp->axis];
     }
-    size_t mm = m ? m : 1, tb = sort_temp(pt, m, bits);
+    size_t mm = m ? m : 1, tb = wfp_sort_temp_bytes(pt->dev, m, bits);
     if ((st = wfp_particles_resize(pt->ps, m, sp->rmax, lo, hi)) != WF_OK ||
         (st = dbuf_reserve(sp, &pt->keys, pt->dev, s, mm * 4)) != WF_OK ||
         (st = dbuf_reserve(sp, &pt->vals, pt->dev, s, mm * 4)) != WF_OK ||
