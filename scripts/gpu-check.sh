@@ -19,7 +19,11 @@
 #   WEFT_SANITIZE_TOOLS       default "memcheck racecheck initcheck synccheck"
 #   WEFT_SANITIZE_FILTER      a ctest -R regex choosing the gpu test programs (default all)
 #   WEFT_SANITIZE_TIMEOUT     seconds for each sanitizer run (default 600)
-#   WEFT_SANITIZE_JOBS        sanitizer runs at once (default 8)
+#   WEFT_SANITIZE_JOBS        sanitizer runs at once (default 8 per GPU)
+#   WEFT_SANITIZE_GPUS        GPUs the runs are spread over, round robin, each run seeing one
+#                             (CUDA_VISIBLE_DEVICES; default: every GPU nvidia-smi lists)
+#   WEFT_RACECHECK_LAUNCHES   launches racecheck checks per run (default 800: every kernel of a
+#                             test case's first frame; racecheck is the slowest tool by far)
 #   WEFT_SCENE_FRAMES         frames of each scene run (default 2)
 #   WEFT_RACECHECK_ALL        1: racecheck instruments every kernel. By default it checks only the
 #                             kernels that use shared memory (found with cuobjdump in libweft),
@@ -70,13 +74,17 @@ limit=()
 
 # Runs one command under one tool; prints one line, and the log's tail on failure.
 sanitize_one() {
-  local tool=$1 c=$2 log rc summary name
+  local tool=$1 gpu=$2 c=$3 log rc summary name
+  export CUDA_VISIBLE_DEVICES=$gpu
   eval "set -- $c"
   name="$(basename "$1") ${*:2}"
   [ "$(basename "$1")" = weft ] && name="weft run $(basename "$3")"
   log=$(mktemp)
   local extra=()
-  [ "$tool" = racecheck ] && read -r -a extra <<<"${racecheck_filter:-}"
+  if [ "$tool" = racecheck ]; then
+    read -r -a extra <<<"${racecheck_filter:-}"
+    [ "${WEFT_SANITIZE_LAUNCHES:-4000}" != 0 ] && limit=(--launch-count "${WEFT_RACECHECK_LAUNCHES:-800}")
+  fi
   # CUDA API errors are not reported: the error-path tests provoke them on purpose (an unjoined
   # capture, an allocation larger than the GPU) and every test checks each call's status itself.
   timeout "${WEFT_SANITIZE_TIMEOUT:-600}" compute-sanitizer --tool "$tool" --error-exitcode 99 \
@@ -84,8 +92,8 @@ sanitize_one() {
   rc=$?
   summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | tail -1)
   if [ $rc -ne 0 ] && [ $rc -ne 77 ]; then
-    printf 'compute-sanitizer %s %s: FAILED (rc %d) %s\n%s\n' "$tool" "$name" $rc "$summary" \
-      "$(tail -40 "$log")"
+    printf 'compute-sanitizer %s %s (GPU %s): FAILED (rc %d) %s\n%s\n' "$tool" "$name" "$gpu" \
+      $rc "$summary" "$(tail -40 "$log")"
     rm -f "$log"
     return 1
   fi
@@ -107,10 +115,16 @@ export racecheck_filter
 export limit_str="${limit[*]}"
 
 read -r -a tools <<<"${WEFT_SANITIZE_TOOLS:-memcheck racecheck initcheck synccheck}"
-echo "sanitizer runs: ${#cmds[@]} commands x ${#tools[@]} tools, ${WEFT_SANITIZE_JOBS:-8} at once"
+gpus=${WEFT_SANITIZE_GPUS:-$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')}
+[ "${gpus:-0}" -ge 1 ] 2>/dev/null || gpus=1
+jobs=${WEFT_SANITIZE_JOBS:-$((8 * gpus))}
+echo "sanitizer runs: ${#cmds[@]} commands x ${#tools[@]} tools, $jobs at once on $gpus GPU(s)"
 for tool in "${tools[@]}"; do
-  printf '%s\0' "${cmds[@]}" |
-    xargs -0 -n1 -P "${WEFT_SANITIZE_JOBS:-8}" bash -c \
-      'limit=($limit_str); sanitize_one "$0" "$1"' "$tool" || fail=1
+  i=0
+  for c in "${cmds[@]}"; do
+    printf '%s\0%s\0' $((i % gpus)) "$c"
+    i=$((i + 1))
+  done | xargs -0 -n2 -P "$jobs" bash -c \
+    'limit=($limit_str); sanitize_one "$0" "$1" "$2"' "$tool" || fail=1
 done
 exit $fail
