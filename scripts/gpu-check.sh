@@ -55,6 +55,13 @@ while read -r prog; do
   done < <("$prog" --list)
 done < <(cd "$dir" && ctest -L gpu -R "${WEFT_SANITIZE_FILTER:-.}" -N -V |
   sed -n 's/^[0-9]*: Test command: \(.*\) "--device" "cuda".*/\1/p' | tr -d '"' | sort -u)
+# The out-of-memory tests run after the others, one at a time (other runs on their GPU would
+# change its free memory between their measuring it and asking for more than it).
+alone=()
+for i in "${!cmds[@]}"; do
+  case "${cmds[$i]}" in *test_oom*) alone+=("${cmds[$i]}"); unset 'cmds[i]' ;; esac
+done
+cmds=("${cmds[@]}")
 # Short runs of every bundled scene on the GPU, outputs into a scratch directory.
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
@@ -80,15 +87,15 @@ sanitize_one() {
   name="$(basename "$1") ${*:2}"
   [ "$(basename "$1")" = weft ] && name="weft run $(basename "$3")"
   log=$(mktemp)
-  local extra=()
+  local extra=() lim=("${limit[@]}")
   if [ "$tool" = racecheck ]; then
     read -r -a extra <<<"${racecheck_filter:-}"
-    [ "${WEFT_SANITIZE_LAUNCHES:-4000}" != 0 ] && limit=(--launch-count "${WEFT_RACECHECK_LAUNCHES:-800}")
+    [ ${#lim[@]} -gt 0 ] && lim=(--launch-count "${WEFT_RACECHECK_LAUNCHES:-800}")
   fi
   # CUDA API errors are not reported: the error-path tests provoke them on purpose (an unjoined
   # capture, an allocation larger than the GPU) and every test checks each call's status itself.
   timeout "${WEFT_SANITIZE_TIMEOUT:-600}" compute-sanitizer --tool "$tool" --error-exitcode 99 \
-    --report-api-errors no "${limit[@]}" "${extra[@]}" "$@" >"$log" 2>&1
+    --report-api-errors no "${lim[@]}" "${extra[@]}" "$@" >"$log" 2>&1
   rc=$?
   summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | tail -1)
   if [ $rc -ne 0 ] && [ $rc -ne 77 ]; then
@@ -126,5 +133,9 @@ for tool in "${tools[@]}"; do
     i=$((i + 1))
   done | xargs -0 -n2 -P "$jobs" bash -c \
     'limit=($limit_str); sanitize_one "$0" "$1" "$2"' "$tool" || fail=1
+  # The out-of-memory tests size their scenes from the GPU's free memory: alone on their GPU.
+  for c in "${alone[@]}"; do
+    sanitize_one "$tool" 0 "$c" || fail=1
+  done
 done
 exit $fail
