@@ -2,7 +2,7 @@
  * single-device cloth (cloth.c), beyond the public API. Internal to libweft (no WF_API).
  *
  * A partition is an ordinary wf_cloth made from explicit local topology: its vertices are the
- * ones it owns (first, in ascending global order) and then its ghosts (ascending global order);
+ * ones it owns (first; split.c orders them) and then its ghosts (ascending global order);
  * its springs, XPBD constraints and triangles are the global ones, in global order, re-indexed
  * to local vertices. The per-vertex kernels (springs, XPBD predict and finalize) update only the
  * owned vertices [0, n_update); ghosts change only through XPBD constraint projections and the

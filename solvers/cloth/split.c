@@ -3,9 +3,10 @@
  * At creation the whole mesh is built once on the host (topology, masses, springs or coloured
  * XPBD constraints, exactly as one wf_cloth builds them) and its vertex graph is cut into n parts
  * by METIS (k-way, fixed seed). Partition p is an ordinary wf_cloth made from local topology
- * (cloth_internal.h): the vertices it owns, then its ghosts, each group in ascending global
- * order; the springs, constraints and triangles that touch an owned vertex, in global order,
- * re-indexed. Its per-vertex kernels update the owned vertices only.
+ * (cloth_internal.h): the vertices it owns (those other partitions read first: see Overlap),
+ * then its ghosts, each group in ascending global order; the springs, constraints and triangles
+ * that touch an owned vertex, in global order, re-indexed. Its per-vertex kernels update the owned
+ * vertices only.
  *
  * Why the result does not depend on the split:
  *  - Mass-spring: a vertex's substep reads its springs' other ends and its triangles' corners
@@ -32,10 +33,24 @@
  *
  * The halo exchange, for every ordered pair (q -> p) with ghosts: a pack kernel on q's stream
  * gathers the owned vertices p needs into a send buffer; q's copy stream, once that and p's
- * previous work are done, copies it into p's receive buffer (peer copy between GPUs; the GPU
- * layer stages it through pinned host memory where peers are unreachable, with one warning); p's
- * stream waits for the copy and scatters it into its ghost slots. A partition's next pack waits
- * for its copy stream, so a send buffer is never overwritten while it is read.
+ * previous unpacks are done, copies it into p's receive buffer (peer copy between GPUs; the GPU
+ * layer stages it through pinned host memory where peers are unreachable, with one warning) and
+ * records the link's event; p's stream waits for that event and scatters the buffer into its
+ * ghost slots. A partition's next pack waits for its copy stream, so a send buffer is never
+ * overwritten while it is read.
+ *
+ * Overlap. A partition's owned vertices are numbered send set first: those some other partition
+ * holds as ghosts, then the interior (each group in global order; the numbering changes nothing
+ * in the math, which gathers in global order). The per-vertex stages (a mass-spring substep,
+ * XPBD's predict and finalize) run as two launches: the send set; then the packs and copies start,
+ * and the interior runs on the partition's stream while the copies move on its copy stream; the
+ * unpacks wait for the copies. A vertex reads ghosts only from the stage's input half, which the
+ * exchange does not write, so which launch computes a vertex does not change its bits. The XPBD
+ * colour passes' exchanges do not overlap (each pass needs the previous one's ghosts).
+ *
+ * Measurement (wf_cloth_split_overlap_measure): enqueue_frame can leave the copies out (mode
+ * FRAME_NO_COPY: every wait and event stays, so the frame's shape is the same) or enqueue only
+ * the copies with their waits (FRAME_COPIES); each kind is captured into a graph of its own.
  *
  * A frame of all partitions is captured once into one graph on partition 0's stream (the others
  * fork from it and join back) and launched with one call. Nothing changes the counts after
