@@ -1203,10 +1203,10 @@ wf_status wfc_enqueue_clear_multipliers(wf_cloth *c, const char *fn) {
 
 wf_status wfc_enqueue_finalize_range(wf_cloth *c, const char *fn, uint32_t begin, uint32_t end) {
   if (end <= begin) return WF_OK;
-  wfc_finalize_range_args r = {
-      {ptr(c, B_PARAMS), ptr(c, B_COLLIDERS), ptr(c, B_CLOCK1), ptr(c, B_CLOCK0), ptr(c, B_FLAGS),
-       ptr(c, B_POS0), ptr(c, B_VEL0), ptr(c, B_POS1), ptr(c, B_VEL1), c->nv},
-      begin};
+  wfc_finalize_range_args r = {{ptr(c, B_PARAMS), ptr(c, B_COLLIDERS), ptr(c, B_CLOCK1),
+                                ptr(c, B_CLOCK0), ptr(c, B_FLAGS), ptr(c, B_POS0), ptr(c, B_VEL0),
+                                ptr(c, B_POS1), ptr(c, B_VEL1), c->nv},
+                               begin};
   return launch(c, fn, &wfc_xpbd_finalize_range, end - begin, &r, sizeof r);
 }
 
