@@ -57,6 +57,8 @@ typedef struct sb_opts {
   uint64_t particles, per_device; /* 0: the defaults */
   int frames;
   bool quick;
+  bool no_particles, no_cloth;      /* --only cloth / --only particles */
+  uint64_t cloth, cloth_per_device; /* grid sides (strong; weak per device); 0: the defaults */
 } sb_opts;
 
 typedef struct sb_ctx {
@@ -244,6 +246,203 @@ static int run_mode(sb_ctx *c, int mode) {
   return 0;
 }
 
+/* ---- cloth ---------------------------------------------------------------------------------
+ *
+ * The split cloth (wf_cloth_split, weft/cloth.h) with `weft bench cloth`'s classic settings:
+ * mass-spring, spacing 0.1 m, particle mass 0.1 kg, stretch, shear and bend springs of stiffness
+ * 1000 N/m and damping 10 N·s/m, the two top corners pinned, 16 substeps a frame at 60 frames/s.
+ *   strong scaling: an N x N grid on k devices (N = --cloth, default 4096);
+ *   weak scaling:   N x N vertices per device (N = --cloth-per-device, default 2048): the grid
+ *                   (a N) x (b N) for k = a b, a >= b, b the largest divisor of k <= sqrt(k)
+ *                   (1: N x N, 2: 2N x N, 4: 2N x 2N).
+ * Frames are timed as the particles' are (host clock around step + sync, median, after two
+ * warm-up frames). Then wf_cloth_split_overlap_measure times `--frames` frames of each kind
+ * (ordinary, without the halo copies, the copies alone) and gives the fraction of the copies'
+ * time hidden behind compute; it puts the state back after. */
+
+#define CLOTH_SUBSTEPS 16
+
+typedef struct sb_cloth_result {
+  double ms;                 /* median ms/frame */
+  wf_cloth_split_overlap ov; /* the overlap measurement */
+  bool peer;                 /* every pair of devices has peer access */
+  uint32_t owned_min, owned_max;
+} sb_cloth_result;
+
+/* The weak-scaling grid of k devices: (a n) x (b n). */
+static void cloth_weak_grid(uint64_t n, int k, uint64_t grid[2]) {
+  int b = 1;
+  for (int d = 1; d * d <= k; d++)
+    if (k % d == 0) b = d;
+  grid[0] = n * (uint64_t)(k / b), grid[1] = n * (uint64_t)b;
+}
+
+static void cloth_grid_of(const sb_ctx *c, int mode, int k, uint64_t grid[2]) {
+  if (mode == MODE_STRONG)
+    grid[0] = grid[1] = c->o.cloth;
+  else
+    cloth_weak_grid(c->o.cloth_per_device, k, grid);
+}
+
+static void cloth_bench_name(char *buf, size_t size, int mode, const uint64_t grid[2], int k) {
+  snprintf(buf, size, "scaling_%s_c%llux%llu_gpus%d", mode_names[mode], (unsigned long long)grid[0],
+           (unsigned long long)grid[1], k);
+}
+
+/* Builds the grid split over the first k devices and times it. 0 or 1. */
+static int cloth_measure(sb_ctx *c, int k, const uint64_t grid[2], sb_cloth_result *res) {
+  int rc = 1;
+  wf_cloth_split *cs = NULL;
+  double *ms = calloc((size_t)c->o.frames, sizeof *ms);
+  if (!ms) {
+    fprintf(stderr, "weft bench scaling: out of host memory\n");
+    return 1;
+  }
+  memset(res, 0, sizeof *res);
+  wf_cloth_desc d = wf_cloth_desc_default();
+  d.name = "scaling";
+  d.integrator = WF_CLOTH_SPRINGS;
+  d.substeps = CLOTH_SUBSTEPS;
+  d.frame_dt = 1.0f / 60.0f;
+  d.material.particle_mass = 0.1f;
+  d.material.stretch_stiffness = d.material.shear_stiffness = d.material.bend_stiffness = 1000.0f;
+  d.material.damping = 10.0f;
+  wf_cloth_grid g = wf_cloth_grid_default();
+  g.resolution[0] = (int)grid[0], g.resolution[1] = (int)grid[1];
+  g.size[0] = 0.1f * (float)(grid[0] - 1), g.size[1] = 0.1f * (float)(grid[1] - 1);
+  g.center[1] = 0.0f;
+  CHECK(wf_cloth_split_create_grid(c->devs, k, NULL, &d, &g, &cs));
+  CHECK(wf_cloth_split_pin_named(cs, "top-left", NULL));
+  CHECK(wf_cloth_split_pin_named(cs, "top-right", NULL));
+  CHECK(wf_cloth_split_step_frames(cs, 2)); /* capture, warm-up */
+  CHECK(sync_devices(c, k));
+  for (int f = 0; f < c->o.frames; f++) {
+    double t0 = bench_now_s();
+    CHECK(wf_cloth_split_step_frames(cs, 1));
+    CHECK(sync_devices(c, k));
+    ms[f] = (bench_now_s() - t0) * 1e3;
+  }
+  /* refuses a state that is not finite (the cloth blew up), naming the vertex */
+  CHECK(wf_cloth_split_overlap_measure(cs, c->o.frames, &res->ov));
+  wf_cloth_split_info info;
+  CHECK(wf_cloth_split_info_get(cs, &info));
+  res->ms = bench_median(ms, c->o.frames);
+  res->peer = info.peer;
+  res->owned_min = UINT32_MAX;
+  for (int p = 0; p < info.partitions && p < MAX_DEVICES; p++) {
+    if (info.owned[p] < res->owned_min) res->owned_min = info.owned[p];
+    if (info.owned[p] > res->owned_max) res->owned_max = info.owned[p];
+  }
+  rc = 0;
+done:
+  wf_cloth_split_destroy(cs);
+  free(ms);
+  return rc;
+}
+
+/* One mode of the cloth over every device count. 0 or 1. */
+static int cloth_run_mode(sb_ctx *c, int mode) {
+  double t1 = 0.0;
+  for (int i = 0; i < c->o.n_counts; i++) {
+    int k = c->o.counts[i];
+    if (k > c->n_devs) {
+      fprintf(c->out, "cloth %-6s %7d   skipped: only %d %s device%s\n", mode_names[mode], k,
+              c->n_devs, c->o.kind, c->n_devs == 1 ? "" : "s");
+      fflush(c->out);
+      continue;
+    }
+    uint64_t grid[2];
+    cloth_grid_of(c, mode, k, grid);
+    sb_cloth_result r;
+    if (cloth_measure(c, k, grid, &r)) return 1;
+    if (k == 1) t1 = r.ms;
+    double ratio = t1 > 0.0 && r.ms > 0.0 ? t1 / r.ms : 0.0;
+    double eff = mode == MODE_STRONG ? ratio / k : ratio;
+    double nv = (double)grid[0] * (double)grid[1];
+    double rate = r.ms > 0.0 ? nv * CLOTH_SUBSTEPS / (r.ms * 1e-3) : 0.0;
+    char speedup[16], size[32], hidden[16];
+    if (mode == MODE_STRONG)
+      snprintf(speedup, sizeof speedup, "%.3f", ratio);
+    else
+      snprintf(speedup, sizeof speedup, "-");
+    snprintf(size, sizeof size, "%llux%llu", (unsigned long long)grid[0],
+             (unsigned long long)grid[1]);
+    if (k == 1)
+      snprintf(hidden, sizeof hidden, "-");
+    else
+      snprintf(hidden, sizeof hidden, "%.3f", r.ov.hidden_fraction);
+    fprintf(c->out, "cloth %-6s %7d %12s %10.3f %8s %10.3f %13.3e %13.3f %12.3f %10.3f %7s %5s\n",
+            mode_names[mode], k, size, r.ms, speedup, eff, rate,
+            (double)r.ov.halo_bytes_per_frame * 1e-6, r.ov.frame_no_halo_ms, r.ov.halo_ms, hidden,
+            k == 1   ? "-"
+            : r.peer ? "yes"
+                     : "no");
+    if (k > 1 && r.owned_max > 0 && r.owned_min * 2 < r.owned_max)
+      fprintf(c->out, "cloth %-6s %7d   note: partitions own %u to %u vertices\n", mode_names[mode],
+              k, r.owned_min, r.owned_max);
+    fflush(c->out);
+    char bench[48];
+    cloth_bench_name(bench, sizeof bench, mode, grid, k);
+    add_row(c, bench, "ms_per_frame", r.ms, "ms");
+    if (mode == MODE_STRONG) add_row(c, bench, "speedup", ratio, "1");
+    add_row(c, bench, "efficiency", eff, "1");
+    add_row(c, bench, "vertex_substeps_per_s", rate, "1/s");
+    add_row(c, bench, "halo_bytes_per_frame", (double)r.ov.halo_bytes_per_frame, "B");
+    add_row(c, bench, "overlap_frame_ms", r.ov.frame_ms, "ms");
+    add_row(c, bench, "no_halo_ms_per_frame", r.ov.frame_no_halo_ms, "ms");
+    add_row(c, bench, "halo_ms_per_frame", r.ov.halo_ms, "ms");
+    if (k > 1) add_row(c, bench, "halo_hidden_fraction", r.ov.hidden_fraction, "1");
+  }
+  return 0;
+}
+
+/* The cloth's sizes (defaults by device kind) and a check that its CSV names fit. 0, or 2 after
+ * saying why. */
+static int cloth_prepare(sb_ctx *c, bool cuda) {
+  if (!c->o.cloth) c->o.cloth = cuda ? (c->o.quick ? 512 : 4096) : (c->o.quick ? 48 : 128);
+  if (!c->o.cloth_per_device)
+    c->o.cloth_per_device = cuda ? (c->o.quick ? 256 : 2048) : (c->o.quick ? 24 : 64);
+  for (int mode = MODE_STRONG; mode <= MODE_WEAK; mode++)
+    for (int i = 0; i < c->o.n_counts; i++) {
+      uint64_t grid[2];
+      cloth_grid_of(c, mode, c->o.counts[i], grid);
+      char name[64];
+      cloth_bench_name(name, sizeof name, mode, grid, c->o.counts[i]);
+      if (grid[0] * grid[1] > ((uint64_t)1 << 30) || grid[0] > INT32_MAX || grid[1] > INT32_MAX) {
+        fprintf(stderr, "weft bench scaling: a %llux%llu cloth is more than 2^30 vertices\n",
+                (unsigned long long)grid[0], (unsigned long long)grid[1]);
+        return 2;
+      }
+      if (strlen(name) >= sizeof((bench_row *)0)->benchmark) {
+        fprintf(stderr,
+                "weft bench scaling: the CSV name '%s' is too long (at most %zu characters)\n",
+                name, sizeof((bench_row *)0)->benchmark - 1);
+        return 2;
+      }
+    }
+  return 0;
+}
+
+/* The cloth's part of the benchmark: its table, both modes. 0 or 1. */
+static int cloth_run(sb_ctx *c, bool cuda) {
+  if (!cuda && c->o.no_particles)
+    fprintf(c->out, "\nnote: CPU devices share this machine's cores: these figures exercise the "
+                    "split solver, they do not measure scaling\n");
+  fprintf(c->out,
+          "\ncloth: the split cloth, mass-spring, spacing 0.1, mass 0.1, stiffness 1000, damping "
+          "10, top corners pinned, %d substeps/frame;\nmedian of %d frames after 2 warm-up "
+          "frames, host clock around step + sync; the overlap from "
+          "wf_cloth_split_overlap_measure\n(%d frames of each kind: ordinary, no halo copies, "
+          "the halo copies alone); hidden = 1 - (ms/frame - no-halo ms) / halo ms\n",
+          CLOTH_SUBSTEPS, c->o.frames, c->o.frames);
+  fprintf(c->out, "\n%-5s %-6s %7s %12s %10s %8s %10s %13s %13s %12s %10s %7s %5s\n", "", "mode",
+          "devices", "grid", "ms/frame", "speed-up", "efficiency", "v-substeps/s", "halo MB/frame",
+          "no-halo ms", "halo ms", "hidden", "peer");
+  for (int mode = MODE_STRONG; mode <= MODE_WEAK; mode++)
+    if (cloth_run_mode(c, mode)) return 1;
+  return 0;
+}
+
 void wf_bench_scaling_usage(FILE *f) {
   fputs("usage: weft bench scaling [--device cuda|cpu] [--gpus K,K,...] [--particles N]\n"
         "                          [--per-device N] [--frames F] [--csv FILE] [--machine NAME]\n"
@@ -259,6 +458,13 @@ void wf_bench_scaling_usage(FILE *f) {
         "repartition ms per frame, frames run again (skin too thin) and whether the devices\n"
         "have peer access. The one-device baseline is always measured.\n"
         "\n"
+        "Then the split cloth (weft bench cloth's classic mass-spring setup: spacing 0.1,\n"
+        "mass 0.1, stiffness 1000, damping 10, top corners pinned, 16 substeps per frame):\n"
+        "strong scaling of an N x N grid, weak scaling with N x N vertices per device; besides\n"
+        "the same columns, a frame without the halo copies (no-halo ms), the halo copies of a\n"
+        "frame alone (halo ms) and the fraction of the copies' time hidden behind compute\n"
+        "(wf_cloth_split_overlap_measure). CSV benchmark scaling_<mode>_c<NU>x<NR>_gpus<K>.\n"
+        "\n"
         "options:\n"
         "  --device KIND     cuda or cpu (default: cuda if usable, else cpu; cpu uses the\n"
         "                    devices cpu:0..3, which share this machine's cores)\n"
@@ -272,6 +478,13 @@ void wf_bench_scaling_usage(FILE *f) {
         "  --csv FILE        append results as machine,date,benchmark,metric,value,unit rows\n"
         "                    (benchmark scaling_<strong|weak>_p<N>_gpus<K>)\n"
         "  --machine NAME    machine name for the CSV (default: hostname and device product)\n"
+        "  --only WHAT       particles or cloth (default: both)\n"
+        "  --cloth N         cloth strong scaling: an N x N grid (default 4096 on CUDA, 128 on\n"
+        "                    CPU; --quick: 512 / 48)\n"
+        "  --cloth-per-device N\n"
+        "                    cloth weak scaling: N x N vertices per device; K devices run an\n"
+        "                    (aN) x (bN) grid, K = ab, a >= b (default 2048 on CUDA, 64 on CPU;\n"
+        "                    --quick: 256 / 24)\n"
         "  --quick           small and short (for CI)\n"
         "  -h, --help        show this help\n",
         f);
@@ -329,9 +542,30 @@ static void normalize_counts(sb_opts *o) {
     if (i == 0 || tmp[i] != tmp[i - 1]) o->counts[o->n_counts++] = tmp[i];
 }
 
+/* The cloth's options: --only, --cloth, --cloth-per-device. 0, or 2 after saying why. */
+static int cloth_parse(const char *opt, const char *val, sb_opts *o) {
+  if (!strcmp(opt, "--only")) {
+    o->no_particles = !strcmp(val, "cloth");
+    o->no_cloth = !strcmp(val, "particles");
+    if (o->no_particles || o->no_cloth) return 0;
+    fprintf(stderr, "weft bench scaling: --only '%s' must be particles or cloth\n", val);
+    return 2;
+  }
+  uint64_t *dst = !strcmp(opt, "--cloth") ? &o->cloth : &o->cloth_per_device;
+  char *end;
+  unsigned long long n = strtoull(val, &end, 10);
+  if (end == val || *end || val[0] == '-' || n < 2 || n > 32768) {
+    fprintf(stderr, "weft bench scaling: %s '%s' must be a grid side in [2, 32768]\n", opt, val);
+    return 2;
+  }
+  *dst = n;
+  return 0;
+}
+
 static bool takes_value(const char *opt) {
-  static const char *const with_value[] = {"--device", "--gpus", "--particles", "--per-device",
-                                           "--frames", "--csv",  "--machine"};
+  static const char *const with_value[] = {
+      "--device", "--gpus",    "--particles", "--per-device", "--frames",
+      "--csv",    "--machine", "--only",      "--cloth",      "--cloth-per-device"};
   for (size_t i = 0; i < sizeof with_value / sizeof *with_value; i++)
     if (!strcmp(opt, with_value[i])) return true;
   return false;
@@ -374,6 +608,8 @@ static int parse(int argc, char **argv, sb_opts *o, FILE *out) {
       o->machine = argv[++i];
     } else if (!strcmp(a, "--frames")) {
       if (bench_parse_frames("scaling", argv[++i], &o->frames)) return 2;
+    } else if (cloth_parse(a, argv[++i], o)) {
+      return 2;
     }
   }
   normalize_counts(o);
@@ -440,6 +676,10 @@ int wf_bench_scaling(int argc, char **argv, FILE *out) {
   if (!c->o.per_device)
     c->o.per_device = cuda ? (c->o.quick ? 262144 : 16777216) : (c->o.quick ? 4096 : 16384);
   if (!c->o.frames) c->o.frames = c->o.quick ? 3 : 10;
+  if (!c->o.no_cloth && cloth_prepare(c, cuda)) {
+    wf_shutdown();
+    return 2;
+  }
   char machine[512];
   if (c->o.machine)
     snprintf(machine, sizeof machine, "%s", c->o.machine);
@@ -454,6 +694,7 @@ int wf_bench_scaling(int argc, char **argv, FILE *out) {
     CHECK(wf_device_info_get(c->devs[i], &info));
     fprintf(out, "%s %s (%s)", i ? "," : "", wf_device_name(c->devs[i]), info.product);
   }
+  if (c->o.no_particles) goto cloth;
   fprintf(out,
           "\ncolumn, DEM, %d substeps/frame; median of %d frames after 2 warm-up frames, "
           "host clock around step + sync\n",
@@ -468,6 +709,8 @@ int wf_bench_scaling(int argc, char **argv, FILE *out) {
     if (run_mode(c, mode)) goto done;
   fprintf(out, "\nhalo time hidden behind compute: not measured (this version of the split solver "
                "does not overlap interior work with the halo copies)\n");
+cloth:
+  if (!c->o.no_cloth && cloth_run(c, cuda)) goto done;
   if (c->o.csv && bench_csv_append(c->o.csv, machine, c->rows, c->n_rows, out)) goto done;
   rc = 0;
 done:

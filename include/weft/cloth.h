@@ -281,6 +281,12 @@ WF_API const uint32_t *wf_cloth_triangles(const wf_cloth *c, uint32_t *count);
  *  after N frames is bitwise that of one wf_cloth on the same backend, for any number of
  *  partitions.
  *
+ *  The copies overlap interior work. A partition numbers its owned vertices so that those other
+ *  partitions read (its send set) come first. In a mass-spring substep, and in XPBD's prediction
+ *  and finalize, it computes the send set, packs it and starts the copies on its copy stream, then
+ *  computes the rest of its vertices while they move; only the unpack of the ghosts waits for the
+ *  copies into it (events). The XPBD colour passes' exchanges do not overlap.
+ *
  *  A frame of all partitions (their substeps and the exchanges between them) is captured into one
  *  graph on partition 0's stream, forking to the others and joining back, and launched with one
  *  call (desc.cloth.no_graph: enqueued stage by stage instead). All devices must be of one kind;
@@ -306,6 +312,18 @@ typedef struct wf_cloth_split_info {
   uint32_t pinned;               /* pinned vertices */
   bool peer;                     /* every pair of distinct devices has direct (peer) access */
 } wf_cloth_split_info;
+
+/** How well the halo copies hide behind interior work (wf_cloth_split_overlap_measure). Times
+ *  are medians of per-frame wall times on the host's clock, each frame followed by a wait. */
+typedef struct wf_cloth_split_overlap {
+  double frame_ms;         /* an ordinary frame */
+  double frame_no_halo_ms; /* the same frame with the halo copies left out (wrong results) */
+  double halo_ms;          /* the halo copies of one frame alone, on the same copy streams */
+  /* 1 - (frame_ms - frame_no_halo_ms) / halo_ms, clamped to [0, 1]: the part of the copies' time
+   * that does not lengthen the frame. 1 when there is no halo (one partition). */
+  double hidden_fraction;
+  uint64_t halo_bytes_per_frame; /* as wf_cloth_split_info.halo_bytes_per_frame */
+} wf_cloth_split_overlap;
 
 /** Defaults: seed 1, imbalance 0.03. */
 WF_API wf_cloth_split_desc wf_cloth_split_desc_default(void);
@@ -344,6 +362,15 @@ WF_API wf_cloth_params wf_cloth_split_params_get(const wf_cloth_split *cs);
 WF_API wf_status wf_cloth_split_params_set(wf_cloth_split *cs, const wf_cloth_params *p);
 /** Enqueues `frames` frames of every partition; returns without waiting. */
 WF_API wf_status wf_cloth_split_step_frames(wf_cloth_split *cs, int frames);
+/** Measures the overlap of the halo copies with interior work (fills *out). Saves the state,
+ *  runs one warm-up and then `frames` (>= 1) timed frames of each of three kinds, interleaved:
+ *  ordinary frames, frames with the halo copies left out, and the halo copies of a frame alone
+ *  (the last two captured into graphs of their own, destroyed after); then puts the state and
+ *  the clock back (wf_cloth_split_set_state), so the frames that follow are bitwise those
+ *  without the call. The frame graph is kept. Waits for every partition; takes about
+ *  3 (frames + 1) frame times. Fails on a non-finite state (as download). */
+WF_API wf_status wf_cloth_split_overlap_measure(wf_cloth_split *cs, int frames,
+                                                wf_cloth_split_overlap *out);
 /** Number of vertices of the whole cloth. */
 WF_API uint32_t wf_cloth_split_count(const wf_cloth_split *cs);
 /** Waits and copies the state in global vertex order (as wf_cloth_download); either may be NULL.

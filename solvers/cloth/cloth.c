@@ -1171,6 +1171,45 @@ wf_status wfc_enqueue_frame_end(wf_cloth *c, const char *fn, int substeps) {
   return touch_all(c, fn);
 }
 
+/* The split's overlap: the per-vertex kernels over owned vertices [begin, end) only. Over [0,
+ * n_update) in pieces they compute what wfc_enqueue_springs / _predict / _finalize compute (the
+ * clock is written by vertex 0's element, in whichever piece holds it). */
+wf_status wfc_enqueue_springs_range(wf_cloth *c, const char *fn, int in, uint32_t begin,
+                                    uint32_t end) {
+  if (end <= begin) return WF_OK;
+  int pi = in ? B_POS1 : B_POS0, vi = in ? B_VEL1 : B_VEL0, ci = in ? B_CLOCK1 : B_CLOCK0;
+  int po = in ? B_POS0 : B_POS1, vo = in ? B_VEL0 : B_VEL1, co = in ? B_CLOCK0 : B_CLOCK1;
+  wfc_spring_range_args r = {{ptr(c, B_PARAMS), ptr(c, B_COLLIDERS), ptr(c, ci), ptr(c, co),
+                              ptr(c, B_FLAGS), ptr(c, pi), ptr(c, vi), ptr(c, po), ptr(c, vo),
+                              ptr(c, B_ADJ_START), ptr(c, B_ADJ), mesh_view(c), c->nv},
+                             begin};
+  return launch(c, fn, &wfc_spring_range, end - begin, &r, sizeof r);
+}
+
+wf_status wfc_enqueue_predict_range(wf_cloth *c, const char *fn, uint32_t begin, uint32_t end) {
+  if (end <= begin) return WF_OK;
+  wfc_predict_range_args r = {{ptr(c, B_PARAMS), ptr(c, B_CLOCK0), ptr(c, B_CLOCK1), ptr(c, B_POS0),
+                               ptr(c, B_VEL0), ptr(c, B_POS1), ptr(c, B_VEL1), mesh_view(c), c->nv},
+                              begin};
+  return launch(c, fn, &wfc_xpbd_predict_range, end - begin, &r, sizeof r);
+}
+
+wf_status wfc_enqueue_clear_multipliers(wf_cloth *c, const char *fn) {
+  if (c->buf[B_LAMBDA])
+    TRY(wf_memset(c->buf[B_LAMBDA], 0, 0, (size_t)c->constraints * 4, c->stream),
+        "clearing the multipliers");
+  return WF_OK;
+}
+
+wf_status wfc_enqueue_finalize_range(wf_cloth *c, const char *fn, uint32_t begin, uint32_t end) {
+  if (end <= begin) return WF_OK;
+  wfc_finalize_range_args r = {{ptr(c, B_PARAMS), ptr(c, B_COLLIDERS), ptr(c, B_CLOCK1),
+                                ptr(c, B_CLOCK0), ptr(c, B_FLAGS), ptr(c, B_POS0), ptr(c, B_VEL0),
+                                ptr(c, B_POS1), ptr(c, B_VEL1), c->nv},
+                               begin};
+  return launch(c, fn, &wfc_xpbd_finalize_range, end - begin, &r, sizeof r);
+}
+
 wf_status wfc_touch(wf_cloth *c, const char *fn) { return touch_all(c, fn); }
 
 uint32_t wfc_colours(const wf_cloth *c) { return c->colours; }

@@ -2,7 +2,7 @@
  * single-device cloth (cloth.c), beyond the public API. Internal to libweft (no WF_API).
  *
  * A partition is an ordinary wf_cloth made from explicit local topology: its vertices are the
- * ones it owns (first, in ascending global order) and then its ghosts (ascending global order);
+ * ones it owns (first; split.c orders them) and then its ghosts (ascending global order);
  * its springs, XPBD constraints and triangles are the global ones, in global order, re-indexed
  * to local vertices. The per-vertex kernels (springs, XPBD predict and finalize) update only the
  * owned vertices [0, n_update); ghosts change only through XPBD constraint projections and the
@@ -51,6 +51,15 @@ wf_status wfc_enqueue_predict(wf_cloth *c, const char *fn);
 wf_status wfc_enqueue_colour(wf_cloth *c, const char *fn, uint32_t colour);
 wf_status wfc_enqueue_finalize(wf_cloth *c, const char *fn);
 wf_status wfc_enqueue_frame_end(wf_cloth *c, const char *fn, int substeps);
+/* The same stages over owned vertices [begin, end) only (split.c's overlap: the vertices other
+ * partitions read first, then the rest). Pieces covering [0, n_update) compute what the whole
+ * stage computes, bit for bit; the predict piece does not clear the multipliers:
+ * clear_multipliers does (before the first colour pass). */
+wf_status wfc_enqueue_springs_range(wf_cloth *c, const char *fn, int in, uint32_t begin,
+                                    uint32_t end);
+wf_status wfc_enqueue_predict_range(wf_cloth *c, const char *fn, uint32_t begin, uint32_t end);
+wf_status wfc_enqueue_clear_multipliers(wf_cloth *c, const char *fn);
+wf_status wfc_enqueue_finalize_range(wf_cloth *c, const char *fn, uint32_t begin, uint32_t end);
 /* Marks every buffer as used on the cloth's stream (after frames launched by someone else). */
 wf_status wfc_touch(wf_cloth *c, const char *fn);
 

@@ -83,3 +83,36 @@ const wf_kernel wfc_apply = {"cloth_apply", apply_cpu, WFC_CUDA(wfc_apply_cuda)}
 const wf_kernel wfc_halo_pack = {"cloth_halo_pack", halo_pack_cpu, WFC_CUDA(wfc_halo_pack_cuda)};
 const wf_kernel wfc_halo_unpack = {"cloth_halo_unpack", halo_unpack_cpu,
                                    WFC_CUDA(wfc_halo_unpack_cuda)};
+
+/* The per-vertex kernels over a range [begin, begin + n): element j is vertex begin + j, and the
+ * flags name that vertex. */
+static void spring_range_cpu(const void *args, size_t begin, size_t end) {
+  const wfc_spring_range_args *r = args;
+  for (size_t j = begin; j < end; j++) {
+    uint32_t i = r->begin + (uint32_t)j;
+    uint32_t fl = wfc_spring_elem(&r->a, i);
+    if (fl) raise_flags(r->a.flags, fl, i);
+  }
+}
+
+static void predict_range_cpu(const void *args, size_t begin, size_t end) {
+  const wfc_predict_range_args *r = args;
+  for (size_t j = begin; j < end; j++)
+    wfc_predict_elem(&r->a, r->begin + (uint32_t)j);
+}
+
+static void finalize_range_cpu(const void *args, size_t begin, size_t end) {
+  const wfc_finalize_range_args *r = args;
+  for (size_t j = begin; j < end; j++) {
+    uint32_t i = r->begin + (uint32_t)j;
+    uint32_t fl = wfc_finalize_elem(&r->a, i);
+    if (fl) raise_flags(r->a.flags, fl, i);
+  }
+}
+
+const wf_kernel wfc_spring_range = {"cloth_spring_range", spring_range_cpu,
+                                    WFC_CUDA(wfc_spring_range_cuda)};
+const wf_kernel wfc_xpbd_predict_range = {"cloth_xpbd_predict_range", predict_range_cpu,
+                                          WFC_CUDA(wfc_xpbd_predict_range_cuda)};
+const wf_kernel wfc_xpbd_finalize_range = {"cloth_xpbd_finalize_range", finalize_range_cpu,
+                                           WFC_CUDA(wfc_xpbd_finalize_range_cuda)};

@@ -42,6 +42,28 @@ __global__ void finalize_kernel(wfc_finalize_args a, size_t n) {
   if (fl) raise_flags(a.flags, fl, (uint32_t)i);
 }
 
+/* The per-vertex kernels over a range [begin, begin + n) (split.c's overlap). */
+__global__ void spring_range_kernel(wfc_spring_range_args r, size_t n) {
+  size_t j = index();
+  if (j >= n) return;
+  uint32_t i = r.begin + (uint32_t)j;
+  uint32_t fl = wfc_spring_elem(&r.a, i);
+  if (fl) raise_flags(r.a.flags, fl, i);
+}
+
+__global__ void predict_range_kernel(wfc_predict_range_args r, size_t n) {
+  size_t j = index();
+  if (j < n) wfc_predict_elem(&r.a, r.begin + (uint32_t)j);
+}
+
+__global__ void finalize_range_kernel(wfc_finalize_range_args r, size_t n) {
+  size_t j = index();
+  if (j >= n) return;
+  uint32_t i = r.begin + (uint32_t)j;
+  uint32_t fl = wfc_finalize_elem(&r.a, i);
+  if (fl) raise_flags(r.a.flags, fl, i);
+}
+
 /* Kernels whose elements write only their own slot. */
 #define WFC_KERNEL(name, args_t, elem)                                                             \
   __global__ void name(args_t a, size_t n) {                                                       \
@@ -72,6 +94,9 @@ WFC_WRAPPER(wfc_couple_particles_cuda, couple_particles_kernel, wfc_couple_parti
 WFC_WRAPPER(wfc_apply_cuda, apply_kernel, wfc_apply_args)
 WFC_WRAPPER(wfc_halo_pack_cuda, halo_pack_kernel, wfc_halo_args)
 WFC_WRAPPER(wfc_halo_unpack_cuda, halo_unpack_kernel, wfc_halo_args)
+WFC_WRAPPER(wfc_spring_range_cuda, spring_range_kernel, wfc_spring_range_args)
+WFC_WRAPPER(wfc_xpbd_predict_range_cuda, predict_range_kernel, wfc_predict_range_args)
+WFC_WRAPPER(wfc_xpbd_finalize_range_cuda, finalize_range_kernel, wfc_finalize_range_args)
 #undef WFC_WRAPPER
 
 extern "C" void wfc_spring_step_cuda(const void *args, size_t n, void *stream) {

@@ -189,6 +189,24 @@ typedef struct wfc_halo_args {
   wfp_f4 *dst0, *dst1;
 } wfc_halo_args;
 
+/* The split solver's overlap (split.c): a per-vertex kernel over the vertices [begin, begin + n)
+ * of a partition only (element j works on vertex begin + j), so that the vertices other partitions
+ * read can be computed and sent before the rest. The math per vertex is the full kernel's. */
+typedef struct wfc_spring_range_args {
+  wfc_spring_args a;
+  uint32_t begin;
+} wfc_spring_range_args;
+
+typedef struct wfc_predict_range_args {
+  wfc_predict_args a;
+  uint32_t begin;
+} wfc_predict_range_args;
+
+typedef struct wfc_finalize_range_args {
+  wfc_finalize_args a;
+  uint32_t begin;
+} wfc_finalize_range_args;
+
 /* ---- small vector helpers ---------------------------------------------------------------------
  */
 

@@ -3,9 +3,10 @@
  * At creation the whole mesh is built once on the host (topology, masses, springs or coloured
  * XPBD constraints, exactly as one wf_cloth builds them) and its vertex graph is cut into n parts
  * by METIS (k-way, fixed seed). Partition p is an ordinary wf_cloth made from local topology
- * (cloth_internal.h): the vertices it owns, then its ghosts, each group in ascending global
- * order; the springs, constraints and triangles that touch an owned vertex, in global order,
- * re-indexed. Its per-vertex kernels update the owned vertices only.
+ * (cloth_internal.h): the vertices it owns (those other partitions read first: see Overlap),
+ * then its ghosts, each group in ascending global order; the springs, constraints and triangles
+ * that touch an owned vertex, in global order, re-indexed. Its per-vertex kernels update the owned
+ * vertices only.
  *
  * Why the result does not depend on the split:
  *  - Mass-spring: a vertex's substep reads its springs' other ends and its triangles' corners
@@ -32,10 +33,24 @@
  *
  * The halo exchange, for every ordered pair (q -> p) with ghosts: a pack kernel on q's stream
  * gathers the owned vertices p needs into a send buffer; q's copy stream, once that and p's
- * previous work are done, copies it into p's receive buffer (peer copy between GPUs; the GPU
- * layer stages it through pinned host memory where peers are unreachable, with one warning); p's
- * stream waits for the copy and scatters it into its ghost slots. A partition's next pack waits
- * for its copy stream, so a send buffer is never overwritten while it is read.
+ * previous unpacks are done, copies it into p's receive buffer (peer copy between GPUs; the GPU
+ * layer stages it through pinned host memory where peers are unreachable, with one warning) and
+ * records the link's event; p's stream waits for that event and scatters the buffer into its
+ * ghost slots. A partition's next pack waits for its copy stream, so a send buffer is never
+ * overwritten while it is read.
+ *
+ * Overlap. A partition's owned vertices are numbered send set first: those some other partition
+ * holds as ghosts, then the interior (each group in global order; the numbering changes nothing
+ * in the math, which gathers in global order). The per-vertex stages (a mass-spring substep,
+ * XPBD's predict and finalize) run as two launches: the send set; then the packs and copies start,
+ * and the interior runs on the partition's stream while the copies move on its copy stream; the
+ * unpacks wait for the copies. A vertex reads ghosts only from the stage's input half, which the
+ * exchange does not write, so which launch computes a vertex does not change its bits. The XPBD
+ * colour passes' exchanges do not overlap (each pass needs the previous one's ghosts).
+ *
+ * Measurement (wf_cloth_split_overlap_measure): enqueue_frame can leave the copies out (mode
+ * FRAME_NO_COPY: every wait and event stays, so the frame's shape is the same) or enqueue only
+ * the copies with their waits (FRAME_COPIES); each kind is captured into a graph of its own.
  *
  * A frame of all partitions is captured once into one graph on partition 0's stream (the others
  * fork from it and join back) and launched with one call. Nothing changes the counts after
@@ -46,6 +61,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cloth_internal.h"
 #include "cloth_kernels.h"
@@ -62,6 +78,7 @@ typedef struct link {
   wf_buffer *send;    /* on from's device: n of the first array, then n of the second */
   wf_buffer *recv;    /* on to's device: the same */
   wf_buffer *dst_idx; /* on to's device: to-local ghost slots */
+  wf_event *copied;   /* on from's device: recorded on from's copy stream after each copy */
 } link;
 
 typedef struct part {
@@ -69,7 +86,8 @@ typedef struct part {
   wf_device *dev;
   wf_stream *copy; /* halo copies out of this partition */
   uint32_t n_local, n_owned;
-  uint32_t *gid; /* local -> global vertex id */
+  uint32_t n_send; /* owned vertices [0, n_send) are ghosts elsewhere (the send set) */
+  uint32_t *gid;   /* local -> global vertex id */
 } part;
 
 struct wf_cloth_split {
@@ -88,8 +106,13 @@ struct wf_cloth_split {
   uint32_t *lid;      /* [p * nv + g]: local index of g in partition p, or NONE */
   uint8_t *pinned;    /* per global vertex */
   wf_graph *graph;
+  int mode; /* what enqueue_frame enqueues: FRAME_* */
   wf_cloth_split_info info;
 };
+
+/* What enqueue_frame enqueues: the frame (FULL); the frame without the halo copies (NO_COPY: the
+ * ghosts go stale, for timing only); the halo copies of a frame alone (COPIES). */
+enum { FRAME_FULL, FRAME_NO_COPY, FRAME_COPIES };
 
 static wf_status oom(const char *fn, const char *name) {
   return wf__error(WF_ERR_OUT_OF_MEMORY, fn, "cloth '%s' (split): out of host memory", name);
@@ -131,6 +154,7 @@ void wf_cloth_split_destroy(wf_cloth_split *cs) {
     if (k->send) wf_buffer_destroy(k->send, sf);
     if (k->recv) wf_buffer_destroy(k->recv, sto);
     if (k->dst_idx) wf_buffer_destroy(k->dst_idx, sto);
+    wf_event_destroy(k->copied);
     free(k->off);
   }
   free(cs->links);
@@ -302,6 +326,16 @@ static uint32_t mark_members(const wf_cloth_split *cs, int p, const wfc_topology
   return n;
 }
 
+/* ghost_in for every vertex: each partition's members that it does not own. */
+static void mark_ghosts(wf_cloth_split *cs, const wfc_topology *t, const wfc_springs *sp,
+                        const wfc_constraints *cons, uint8_t *in) {
+  for (int p = 0; p < cs->np; p++) {
+    mark_members(cs, p, t, sp, cons, in);
+    for (uint32_t g = 0; g < t->nv; g++)
+      if (in[g] && cs->owner[g] != p) cs->ghost_in[g] |= 1u << p;
+  }
+}
+
 /* Whether constraint c touches a vertex partition p owns. */
 static bool cons_mine(const wf_cloth_split *cs, int p, const wfc_constraint *c) {
   int m = c->kind == WFC_BEND ? 4 : 2;
@@ -319,18 +353,21 @@ static wf_status build_part(const char *fn, wf_cloth_split *cs, int p, const wfc
   uint32_t m = mark_members(cs, p, t, sp, cons, in);
   pt->gid = malloc((size_t)m * sizeof *pt->gid);
   if (!pt->gid) return oom(fn, cs->name);
+  /* owned vertices first: the send set (ghosts elsewhere; mark_ghosts ran for every partition),
+   * then the interior; then the ghosts. Each group in global order. */
   uint32_t n = 0;
-  for (int ghosts = 0; ghosts < 2; ghosts++) /* owned first, then ghosts; each in global order */
-    for (uint32_t g = 0; g < nv; g++)
-      if (in[g] && (cs->owner[g] == p) != ghosts) {
-        lid[g] = n;
-        pt->gid[n++] = g;
-        if (ghosts) cs->ghost_in[g] |= 1u << p;
-      }
+  for (int group = 0; group < 3; group++) {
+    for (uint32_t g = 0; g < nv; g++) {
+      if (!in[g]) continue;
+      int gr = cs->owner[g] != p ? 2 : cs->ghost_in[g] ? 0 : 1;
+      if (gr != group) continue;
+      lid[g] = n;
+      pt->gid[n++] = g;
+    }
+    if (group == 0) pt->n_send = n;
+    if (group == 1) pt->n_owned = n;
+  }
   pt->n_local = m;
-  pt->n_owned = 0;
-  while (pt->n_owned < m && cs->owner[pt->gid[pt->n_owned]] == p)
-    pt->n_owned++;
 
   wfc_topology lt;
   memset(&lt, 0, sizeof lt);
@@ -540,6 +577,8 @@ static wf_status build_links(const char *fn, wf_cloth_split *cs, const wfc_const
       if ((st = wf_upload(k->src_idx, 0, src, (size_t)m * 4, sq)) != WF_OK ||
           (st = wf_upload(k->dst_idx, 0, dst, (size_t)m * 4, sp_)) != WF_OK)
         st = fail_gpu(st, fn, cs, "uploading halo lists");
+      else if ((st = wf_event_create(dq, 0, &k->copied)) != WF_OK)
+        st = fail_gpu(st, fn, cs, "creating a halo event");
     }
     free(src), free(dst), free(cstart), free(clist);
   }
@@ -659,6 +698,7 @@ static wf_status create(const char *fn, wf_device *const *devices, int n,
   if (st != WF_OK) goto done;
   if ((st = cut(fn, cs, &sd, &t, springs ? &sp : NULL, springs ? NULL : &cons)) != WF_OK) goto done;
   cs->info.peer = true;
+  mark_ghosts(cs, &t, springs ? &sp : NULL, springs ? NULL : &cons, in);
   for (int p = 0; p < n && st == WF_OK; p++) {
     part *pt = &cs->parts[p];
     pt->dev = devices[p];
@@ -828,20 +868,38 @@ wf_status wf_cloth_split_params_set(wf_cloth_split *cs, const wf_cloth_params *p
 
 /* ---- the frame ------------------------------------------------------------------------------- */
 
-/* Overwrites the ghosts of index list `slot` (0: all) with their owners' values of buffer a
- * (and b unless it is -1). Links with nothing in the slot take no part. */
-static wf_status exchange(wf_cloth_split *cs, const char *fn, int slot, int a, int b) {
-  wf_stream *s[MAXP];
-  for (int p = 0; p < cs->np; p++)
-    s[p] = stream_of(cs, p);
-  /* a partition's packs wait for its previous copies (the send buffers are reused) */
+static bool kernels_on(const wf_cloth_split *cs) { return cs->mode != FRAME_COPIES; }
+static bool copies_on(const wf_cloth_split *cs) { return cs->mode != FRAME_NO_COPY; }
+
+/* An exchange of index list `slot` (0: every ghost) overwrites the ghosts with their owners'
+ * values of buffer a (and b unless it is -1), in three parts; links with nothing in the slot take
+ * no part.
+ *
+ * halo_ready: each copy will wait for its receiver's work so far, whose unpacks of the previous
+ * exchange read the receive buffer. Called before the senders' work of this exchange is enqueued,
+ * so that the copy does not wait for more. */
+static wf_status halo_ready(wf_cloth_split *cs, const char *fn, int slot) {
+  for (int l = 0; l < cs->n_links; l++) {
+    link *k = &cs->links[l];
+    if (slot_count(k, slot))
+      TRY(wf_stream_wait_stream(cs->parts[k->from].copy, stream_of(cs, k->to)),
+          "ordering a halo copy");
+  }
+  return WF_OK;
+}
+
+/* halo_send: the packs on the senders' streams (after their copies of the previous exchange: the
+ * send buffers are reused), then each copy on its sender's copy stream, after its pack; the copy
+ * records the link's event. The sender's later work does not wait for the copy. */
+static wf_status halo_send(wf_cloth_split *cs, const char *fn, int slot, int a, int b) {
   bool sends[MAXP] = {false};
   for (int l = 0; l < cs->n_links; l++)
     if (slot_count(&cs->links[l], slot)) sends[cs->links[l].from] = true;
   for (int p = 0; p < cs->np; p++)
-    if (sends[p]) TRY(wf_stream_wait_stream(s[p], cs->parts[p].copy), "ordering the packs");
+    if (sends[p])
+      TRY(wf_stream_wait_stream(stream_of(cs, p), cs->parts[p].copy), "ordering the packs");
   size_t item = b < 0 ? 16 : 32;
-  for (int l = 0; l < cs->n_links; l++) {
+  for (int l = 0; l < cs->n_links && kernels_on(cs); l++) {
     link *k = &cs->links[l];
     uint32_t n = slot_count(k, slot);
     if (!n) continue;
@@ -850,31 +908,78 @@ static wf_status exchange(wf_cloth_split *cs, const char *fn, int slot, int a, i
     wfc_halo_args pa = {
         (const uint32_t *)wf_buffer_ptr(k->src_idx) + k->off[slot], wf_buffer_ptr(wfc_buffer(c, a)),
         b < 0 ? NULL : wf_buffer_ptr(wfc_buffer(c, b)), send, b < 0 ? NULL : send + n};
-    TRY(wf_launch(&wfc_halo_pack, n, &pa, sizeof pa, s[k->from]), "launching a halo pack");
+    TRY(wf_launch(&wfc_halo_pack, n, &pa, sizeof pa, stream_of(cs, k->from)),
+        "launching a halo pack");
   }
-  /* every copy waits for its pack and for the receiver's previous work */
   for (int l = 0; l < cs->n_links; l++) {
     link *k = &cs->links[l];
     uint32_t n = slot_count(k, slot);
     if (!n) continue;
     wf_stream *cp = cs->parts[k->from].copy;
-    TRY(wf_stream_wait_stream(cp, s[k->from]), "ordering a halo copy");
-    TRY(wf_stream_wait_stream(cp, s[k->to]), "ordering a halo copy");
-    TRY(wf_copy(k->recv, 0, k->send, 0, (size_t)n * item, cp), "copying a halo");
+    TRY(wf_stream_wait_stream(cp, stream_of(cs, k->from)), "ordering a halo copy");
+    if (copies_on(cs)) TRY(wf_copy(k->recv, 0, k->send, 0, (size_t)n * item, cp), "copying a halo");
+    TRY(wf_event_record(k->copied, cp), "recording a halo copy");
   }
+  return WF_OK;
+}
+
+/* halo_recv: each receiver waits for its links' copies (not for its senders' other copies) and
+ * scatters them into its ghost slots. */
+static wf_status halo_recv(wf_cloth_split *cs, const char *fn, int slot, int a, int b) {
   for (int l = 0; l < cs->n_links; l++) {
     link *k = &cs->links[l];
     uint32_t n = slot_count(k, slot);
     if (!n) continue;
     wf_cloth *c = cs->parts[k->to].c;
-    TRY(wf_stream_wait_stream(s[k->to], cs->parts[k->from].copy), "waiting for a halo copy");
+    TRY(wf_stream_wait_event(stream_of(cs, k->to), k->copied), "waiting for a halo copy");
+    if (!kernels_on(cs)) continue;
     wfp_f4 *recv = wf_buffer_ptr(k->recv);
     wfc_halo_args ua = {(const uint32_t *)wf_buffer_ptr(k->dst_idx) + k->off[slot], recv,
                         b < 0 ? NULL : recv + n, wf_buffer_ptr(wfc_buffer(c, a)),
                         b < 0 ? NULL : wf_buffer_ptr(wfc_buffer(c, b))};
-    TRY(wf_launch(&wfc_halo_unpack, n, &ua, sizeof ua, s[k->to]), "launching a halo unpack");
+    TRY(wf_launch(&wfc_halo_unpack, n, &ua, sizeof ua, stream_of(cs, k->to)),
+        "launching a halo unpack");
   }
   return WF_OK;
+}
+
+/* An exchange with nothing to overlap (the XPBD colour passes). */
+static wf_status exchange(wf_cloth_split *cs, const char *fn, int slot, int a, int b) {
+  wf_status st = halo_ready(cs, fn, slot);
+  if (st == WF_OK) st = halo_send(cs, fn, slot, a, b);
+  return st == WF_OK ? halo_recv(cs, fn, slot, a, b) : st;
+}
+
+/* The per-vertex stages whose exchange overlaps the interior. */
+enum { STAGE_SPRINGS, STAGE_PREDICT, STAGE_FINALIZE };
+
+/* Stage `stage` of partition p over its owned vertices [begin, end) (springs: half in -> out). */
+static wf_status stage_range(wf_cloth_split *cs, const char *fn, int p, int stage, int in,
+                             uint32_t begin, uint32_t end) {
+  if (!kernels_on(cs)) return WF_OK;
+  wf_cloth *c = cs->parts[p].c;
+  switch (stage) {
+  case STAGE_SPRINGS: return wfc_enqueue_springs_range(c, fn, in, begin, end);
+  case STAGE_PREDICT: return wfc_enqueue_predict_range(c, fn, begin, end);
+  default: return wfc_enqueue_finalize_range(c, fn, begin, end);
+  }
+}
+
+/* A per-vertex stage of every partition, then the exchange of every ghost (buffers a, b). The
+ * overlap: each partition first computes its send set (owned [0, n_send)), packs it and starts
+ * the copies; then computes its interior [n_send, n_owned) while they move; then waits for the
+ * copies into it and unpacks. Every vertex is computed once, by the same math from the same
+ * inputs (ghosts are read only from the stage's input, which this exchange does not write), so
+ * the result does not depend on which launch computed it. */
+static wf_status stage_exchanged(wf_cloth_split *cs, const char *fn, int stage, int in, int a,
+                                 int b) {
+  wf_status st = halo_ready(cs, fn, 0);
+  for (int p = 0; p < cs->np && st == WF_OK; p++)
+    st = stage_range(cs, fn, p, stage, in, 0, cs->parts[p].n_send);
+  if (st == WF_OK) st = halo_send(cs, fn, 0, a, b);
+  for (int p = 0; p < cs->np && st == WF_OK; p++)
+    st = stage_range(cs, fn, p, stage, in, cs->parts[p].n_send, cs->parts[p].n_owned);
+  return st == WF_OK ? halo_recv(cs, fn, 0, a, b) : st;
 }
 
 static wf_status touch_links(wf_cloth_split *cs, const char *fn) {
@@ -889,41 +994,37 @@ static wf_status touch_links(wf_cloth_split *cs, const char *fn) {
   return WF_OK;
 }
 
-/* Every partition's frame, stage by stage, with the exchanges between the stages. */
+/* Every partition's frame, stage by stage, with the exchanges between the stages (cs->mode says
+ * what is left out). */
 static wf_status enqueue_frame(wf_cloth_split *cs, const char *fn) {
   wf_status st = WF_OK;
   int np = cs->np, substeps = cs->desc.substeps;
   if (cs->desc.integrator == WF_CLOTH_SPRINGS) {
     for (int k = 0; k < substeps && st == WF_OK; k++) {
       int in = k & 1; /* state half in -> out */
-      for (int p = 0; p < np && st == WF_OK; p++)
-        st = wfc_enqueue_springs(cs->parts[p].c, fn, in);
-      if (st == WF_OK)
-        st = in ? exchange(cs, fn, 0, WFC_BUF_POS0, WFC_BUF_VEL0)
-                : exchange(cs, fn, 0, WFC_BUF_POS1, WFC_BUF_VEL1);
+      st = in ? stage_exchanged(cs, fn, STAGE_SPRINGS, in, WFC_BUF_POS0, WFC_BUF_VEL0)
+              : stage_exchanged(cs, fn, STAGE_SPRINGS, in, WFC_BUF_POS1, WFC_BUF_VEL1);
     }
   } else {
     uint32_t colours = wfc_colours(cs->parts[0].c);
     int iterations = cs->desc.iterations;
     for (int k = 0; k < substeps && st == WF_OK; k++) {
-      for (int p = 0; p < np && st == WF_OK; p++)
-        st = wfc_enqueue_predict(cs->parts[p].c, fn);
-      if (st == WF_OK) st = exchange(cs, fn, 0, WFC_BUF_POS1, -1);
+      st = stage_exchanged(cs, fn, STAGE_PREDICT, 1, WFC_BUF_POS1, -1);
+      for (int p = 0; p < np && st == WF_OK && kernels_on(cs); p++)
+        st = wfc_enqueue_clear_multipliers(cs->parts[p].c, fn);
       for (int it = 0; it < iterations && st == WF_OK; it++)
         for (uint32_t q = 0; q < colours && st == WF_OK; q++) {
-          for (int p = 0; p < np && st == WF_OK; p++)
+          for (int p = 0; p < np && st == WF_OK && kernels_on(cs); p++)
             st = wfc_enqueue_colour(cs->parts[p].c, fn, q);
           /* the ghosts the pass left stale; none after the last pass: finalize reads owned
            * vertices only, and the next predict's exchange refreshes every ghost */
           bool last = it == iterations - 1 && q == colours - 1;
           if (st == WF_OK && !last) st = exchange(cs, fn, 1 + (int)q, WFC_BUF_POS1, -1);
         }
-      for (int p = 0; p < np && st == WF_OK; p++)
-        st = wfc_enqueue_finalize(cs->parts[p].c, fn);
-      if (st == WF_OK) st = exchange(cs, fn, 0, WFC_BUF_POS0, WFC_BUF_VEL0);
+      if (st == WF_OK) st = stage_exchanged(cs, fn, STAGE_FINALIZE, 1, WFC_BUF_POS0, WFC_BUF_VEL0);
     }
   }
-  for (int p = 0; p < np && st == WF_OK; p++)
+  for (int p = 0; p < np && st == WF_OK && kernels_on(cs); p++)
     st = wfc_enqueue_frame_end(cs->parts[p].c, fn, substeps);
   return st == WF_OK ? touch_links(cs, fn) : st;
 }
@@ -992,7 +1093,162 @@ wf_status wf_cloth_split_step_frames(wf_cloth_split *cs, int frames) {
   return WF_OK;
 }
 
+/* ---- measuring the overlap ------------------------------------------------------------------- */
+
+static double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* A frame of mode `mode` (its graph g, or stage by stage without one), and a wait for it; the
+ * host's clock around both, in ms. */
+static wf_status timed_frame(wf_cloth_split *cs, const char *fn, int mode, wf_graph *g,
+                             double *ms) {
+  wf_stream *s0 = stream_of(cs, 0);
+  double t0 = now_ms();
+  wf_status st = WF_OK;
+  cs->mode = mode;
+  if (g) {
+    TRY(wf_graph_launch(g, s0), "launching a frame");
+  } else {
+    st = fork_join(cs, fn, false);
+    if (st == WF_OK) st = enqueue_frame(cs, fn);
+    if (st == WF_OK) st = fork_join(cs, fn, true);
+  }
+  cs->mode = FRAME_FULL;
+  if (st != WF_OK) return st;
+  TRY(wf_stream_synchronize(s0), "waiting for a frame");
+  *ms = now_ms() - t0;
+  return WF_OK;
+}
+
+/* The frame graph of mode `mode` (cs->graph for FRAME_FULL, captured here if need be; the others
+ * captured into *g, which the caller destroys); NULL without graphs (desc.no_graph). */
+static wf_status mode_graph(wf_cloth_split *cs, const char *fn, int mode, wf_graph **g) {
+  *g = NULL;
+  if (cs->desc.no_graph) return WF_OK;
+  if (mode == FRAME_FULL) {
+    if (!cs->graph) {
+      wf_status st = capture(cs, fn);
+      if (st != WF_OK) return st;
+    }
+    *g = cs->graph;
+    return WF_OK;
+  }
+  wf_graph *keep = cs->graph;
+  cs->graph = NULL;
+  cs->mode = mode;
+  wf_status st = capture(cs, fn);
+  cs->mode = FRAME_FULL;
+  *g = cs->graph;
+  cs->graph = keep;
+  return st;
+}
+
+/* The three kinds of frame, interleaved frame by frame (so a drift of the clocks hits all
+ * three alike), after one warm-up frame each; medians into out. The state is not restored. */
+static wf_status measure_frames(wf_cloth_split *cs, const char *fn, int frames,
+                                wf_cloth_split_overlap *out) {
+  int kinds = cs->n_links ? 3 : 1; /* no halo: nothing to leave out, nothing to copy */
+  wf_graph *g[3] = {NULL, NULL, NULL};
+  double *ms = malloc((size_t)frames * 3 * sizeof *ms);
+  if (!ms) return oom(fn, cs->name);
+  wf_status st = WF_OK;
+  for (int m = 0; m < kinds && st == WF_OK; m++)
+    st = mode_graph(cs, fn, m, &g[m]);
+  for (int f = -1; f < frames && st == WF_OK; f++)
+    for (int m = 0; m < kinds && st == WF_OK; m++) {
+      double t = 0.0;
+      st = timed_frame(cs, fn, m, g[m], &t);
+      if (f >= 0) ms[m * frames + f] = t;
+    }
+  if (st == WF_OK) {
+    out->frame_ms = median(ms, frames);
+    out->frame_no_halo_ms = kinds > 1 ? median(ms + frames, frames) : out->frame_ms;
+    out->halo_ms = kinds > 1 ? median(ms + 2 * frames, frames) : 0.0;
+  }
+  for (int m = 1; m < 3; m++) /* g[0] is cs->graph */
+    if (g[m]) wf_graph_destroy(g[m]);
+  free(ms);
+  return st;
+}
+
+wf_status wf_cloth_split_overlap_measure(wf_cloth_split *cs, int frames,
+                                         wf_cloth_split_overlap *out) {
+  static const char fn[] = "wf_cloth_split_overlap_measure";
+  if (!cs || !out) return wf__error(WF_ERR_INVALID, fn, "cloth or out is NULL");
+  memset(out, 0, sizeof *out);
+  if (frames < 1)
+    return wf__error(WF_ERR_INVALID, fn, "cloth '%s' (split): frames %d must be >= 1", cs->name,
+                     frames);
+  float(*pos)[4] = malloc((size_t)cs->nv * 16), (*vel)[4] = malloc((size_t)cs->nv * 16);
+  double time = 0.0;
+  uint64_t substeps = 0;
+  wf_status st = pos && vel ? WF_OK : oom(fn, cs->name);
+  /* the state to give back; a non-finite one is refused (download's error says where) */
+  if (st == WF_OK) st = wf_cloth_split_download(cs, pos, vel);
+  if (st == WF_OK) st = wf_cloth_split_time(cs, &time, &substeps);
+  /* the frames come after what was enqueued on every partition (as in step_frames) */
+  for (int p = 1; p < cs->np && st == WF_OK; p++)
+    if ((st = wf_stream_wait_stream(stream_of(cs, 0), stream_of(cs, p))) != WF_OK)
+      st = fail_gpu(st, fn, cs, "ordering the frames");
+  bool ran = false;
+  if (st == WF_OK) {
+    ran = true;
+    st = measure_frames(cs, fn, frames, out);
+  }
+  if (ran) { /* give the state back even after a failure (its own error comes first) */
+    wf_status st2 = WF_OK;
+    for (int p = 0; p < cs->np && st2 == WF_OK; p++) {
+      if (p > 0 && (st2 = wf_stream_wait_stream(stream_of(cs, p), stream_of(cs, 0))) != WF_OK)
+        st2 = fail_gpu(st2, fn, cs, "ordering after the frames");
+      if (st2 == WF_OK) st2 = wfc_touch(cs->parts[p].c, fn);
+    }
+    if (st2 == WF_OK)
+      st2 = wf_cloth_split_set_state(cs, (const float(*)[4])pos, (const float(*)[4])vel, time,
+                                     substeps);
+    if (st == WF_OK) st = st2;
+  }
+  free(pos), free(vel);
+  if (st != WF_OK) return st;
+  out->halo_bytes_per_frame = cs->info.halo_bytes_per_frame;
+  double exposed = out->frame_ms - out->frame_no_halo_ms;
+  double h = out->halo_ms > 0.0 ? 1.0 - exposed / out->halo_ms : 1.0;
+  out->hidden_fraction = h < 0.0 ? 0.0 : h > 1.0 ? 1.0 : h;
+  return WF_OK;
+}
+
 /* ---- reading and writing the state ----------------------------------------------------------- */
+
+static bool finite4(const float *v) { return isfinite(v[0]) && isfinite(v[1]) && isfinite(v[2]); }
+
+/* Lowers *bad_g to the smallest global id of partition p's owned vertices with a non-finite state.
+ * The device flags name the smallest local index `first`, and the local order is not the global
+ * one (the send set comes first), so the state is searched too. buf holds n_local entries. */
+static wf_status first_bad(wf_cloth_split *cs, const char *fn, int p, float (*buf)[4],
+                           uint32_t first, uint32_t *bad_g) {
+  part *pt = &cs->parts[p];
+  if (first < pt->n_local && pt->gid[first] < *bad_g) *bad_g = pt->gid[first];
+  for (int w = 0; w < 2; w++) {
+    TRY(wf_download(buf, wfc_buffer(pt->c, w ? WFC_BUF_VEL0 : WFC_BUF_POS0), 0,
+                    (size_t)pt->n_local * 16),
+        "downloading the state");
+    for (uint32_t i = 0; i < pt->n_owned; i++)
+      if (!finite4(buf[i]) && pt->gid[i] < *bad_g) *bad_g = pt->gid[i];
+  }
+  return WF_OK;
+}
 
 wf_status wf_cloth_split_download(wf_cloth_split *cs, float (*pos)[4], float (*vel)[4]) {
   static const char fn[] = "wf_cloth_split_download";
@@ -1008,7 +1264,7 @@ wf_status wf_cloth_split_download(wf_cloth_split *cs, float (*pos)[4], float (*v
     part *pt = &cs->parts[p];
     uint32_t bad = 0, first = NONE;
     if ((st = wfc_flags_get(pt->c, fn, &bad, &first)) != WF_OK) break;
-    if (bad && first < pt->n_local && pt->gid[first] < bad_g) bad_g = pt->gid[first];
+    if (bad && (st = first_bad(cs, fn, p, buf, first, &bad_g)) != WF_OK) break;
     for (int w = 0; w < 2 && st == WF_OK; w++) {
       float(*dst)[4] = w ? vel : pos;
       if (!dst) continue;

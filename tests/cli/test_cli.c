@@ -875,6 +875,105 @@ TEST(bench_scaling) {
   CHECK_EQ_INT(CLI(dir, "bench", "scaling", "--device", "cuda:1"), 2);
 }
 
+/* `weft bench scaling --device cpu --quick --only cloth` (the split cloth on cpu:0..3): exit 0;
+ * no particle table; a strong row (48x48) and a weak row (24x24 per device: 24x24, 48x24, 48x48)
+ * for 1, 2 and 4 devices; speed-up, efficiency and vertex-substeps/s recomputed from the printed
+ * ms/frame (tolerances as for the particles); no halo on one device ("-" for the hidden
+ * fraction), some on more and more on four than on two, with a hidden fraction in [0, 1]; CSV
+ * rows under the documented names. Bad --only and --cloth values are usage errors. */
+TEST(bench_scaling_cloth) {
+  char dir[600], csv_path[700];
+  test_dir(dir, sizeof dir, "bench_scaling_cloth");
+  snprintf(csv_path, sizeof csv_path, "%s/scaling.csv", dir);
+  int rc = cli_wait(cli_spawn(dir, (const char *const[]){"bench", "scaling", "--device", "cpu",
+                                                         "--quick", "--only", "cloth", "--csv",
+                                                         csv_path, "--machine", "ci", NULL}),
+                    600);
+  if (rc != 0) {
+    char *err = output_of(dir, "stderr.txt");
+    TH_FAIL("weft bench scaling --only cloth: exit %d: %s", rc, err);
+    free(err);
+    return;
+  }
+  char *out = output_of(dir, "stdout.txt");
+  REQUIRE(out);
+  CHECK(!strstr(out, "column, DEM"));
+  static const char *const modes[2] = {"strong", "weak"};
+  static const char *const grids[2][5] = {{"", "48x48", "48x48", "", "48x48"},
+                                          {"", "24x24", "48x24", "", "48x48"}};
+  double ms[2][5] = {{0}}, halo[2][5] = {{0}};
+  for (int m = 0; m < 2; m++)
+    for (int k = 1; k <= 4; k *= 2) {
+      char head[32];
+      snprintf(head, sizeof head, "\ncloth %s ", modes[m]);
+      const char *row = NULL;
+      for (const char *p = strstr(out, head); p && !row; p = strstr(p + 1, head)) {
+        int dk = 0;
+        if (sscanf(p + strlen(head), "%d", &dk) == 1 && dk == k) row = p + 1;
+      }
+      if (!row) {
+        TH_FAIL("no cloth %s row for %d devices in:\n%s", modes[m], k, out);
+        continue;
+      }
+      char solver[16], mode[16], grid[32], speedup[16], hidden[16], peer[8];
+      int devices = 0;
+      double t = 0, eff = 0, rate = 0, mb = 0, no_halo = 0, halo_ms = 0;
+      int got =
+          sscanf(row, "%15s %15s %d %31s %lf %15s %lf %lf %lf %lf %lf %15s %7s", solver, mode,
+                 &devices, grid, &t, speedup, &eff, &rate, &mb, &no_halo, &halo_ms, hidden, peer);
+      if (got != 13) {
+        TH_FAIL("cloth %s row for %d devices: %d fields read: %.160s", modes[m], k, got, row);
+        continue;
+      }
+      CHECK(strcmp(grid, grids[m][k]) == 0);
+      int nu = 0, nr = 0;
+      CHECK(sscanf(grid, "%dx%d", &nu, &nr) == 2);
+      CHECK(t > 0 && isfinite(t) && no_halo > 0 && halo_ms >= 0);
+      CHECK_NEAR(rate, (double)nu * nr * 16 / (t * 1e-3), 1e-3 * rate);
+      ms[m][k] = t, halo[m][k] = mb;
+      double ratio = ms[m][1] / t;
+      if (m == 0) {
+        CHECK_NEAR(atof(speedup), ratio, 0.002);
+        CHECK_NEAR(eff, ratio / k, 0.002);
+      } else {
+        CHECK(strcmp(speedup, "-") == 0);
+        CHECK_NEAR(eff, ratio, 0.002);
+      }
+      if (k == 1) {
+        CHECK(mb == 0 && halo_ms == 0);
+        CHECK(strcmp(hidden, "-") == 0 && strcmp(peer, "-") == 0);
+      } else {
+        double h = atof(hidden);
+        CHECK(mb > 0 && halo_ms > 0);
+        CHECK(h >= 0.0 && h <= 1.0);
+        CHECK(strcmp(peer, "yes") == 0);
+      }
+    }
+  CHECK(halo[0][4] > halo[0][2]);
+  CHECK(halo[1][4] > halo[1][2]);
+  free(out);
+  char *rows = th_read_file(csv_path, NULL);
+  REQUIRE(rows);
+  for (int m = 0; m < 2; m++)
+    for (int k = 1; k <= 4; k *= 2) {
+      char key[96];
+      snprintf(key, sizeof key, ",scaling_%s_c%s_gpus%d,ms_per_frame,", modes[m], grids[m][k], k);
+      const char *p = strstr(rows, key);
+      if (!p) {
+        TH_FAIL("no '%s' row in %s", key, csv_path);
+        continue;
+      }
+      CHECK_NEAR(atof(p + strlen(key)), ms[m][k], 1e-5 * ms[m][k] + 1e-3);
+    }
+  CHECK(strstr(rows, ",scaling_strong_c48x48_gpus4,halo_hidden_fraction,"));
+  CHECK(strstr(rows, ",scaling_weak_c48x24_gpus2,halo_bytes_per_frame,"));
+  CHECK(!strstr(rows, "_p8192_"));
+  free(rows);
+  CHECK_EQ_INT(CLI(dir, "bench", "scaling", "--only", "fluid"), 2);
+  CHECK_EQ_INT(CLI(dir, "bench", "scaling", "--cloth", "1"), 2);
+  CHECK_EQ_INT(CLI(dir, "bench", "scaling", "--cloth-per-device", "x"), 2);
+}
+
 int main(int argc, char **argv) {
   cli = getenv("WEFT_CLI");
   if (!cli || !*cli) {
@@ -892,11 +991,12 @@ int main(int argc, char **argv) {
     perror("mkdtemp");
     return 1;
   }
-  static const th_test tests[] = {TH_TEST(help_everywhere),   TH_TEST(run_outputs),
-                                  TH_TEST(validate_errors),   TH_TEST(resume_equal),
-                                  TH_TEST(unwritable_out),    TH_TEST(readonly_out),
-                                  TH_TEST(batch_failing_job), TH_TEST(batch_rejects_bad_input),
-                                  TH_TEST(batch_interrupt),   TH_TEST(bench_scaling)};
+  static const th_test tests[] = {TH_TEST(help_everywhere),    TH_TEST(run_outputs),
+                                  TH_TEST(validate_errors),    TH_TEST(resume_equal),
+                                  TH_TEST(unwritable_out),     TH_TEST(readonly_out),
+                                  TH_TEST(batch_failing_job),  TH_TEST(batch_rejects_bad_input),
+                                  TH_TEST(batch_interrupt),    TH_TEST(bench_scaling),
+                                  TH_TEST(bench_scaling_cloth)};
   int rc = th_main(argc, argv, tests, TH_COUNT(tests));
   char cmd[1200];
   snprintf(cmd, sizeof cmd, "chmod -R u+w '%s' 2>/dev/null; rm -rf '%s'", tmp, tmp);

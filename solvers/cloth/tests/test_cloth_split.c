@@ -429,6 +429,95 @@ TEST(partitions_and_info) {
   sys_free(&s);
 }
 
+/* Ghost copies over all partitions, counted from wf_cloth_split_vertex (not from the info). */
+static uint64_t ghost_copies(const wf_cloth_split *cs) {
+  uint64_t n = 0;
+  for (uint32_t v = 0; v < wf_cloth_split_count(cs); v++) {
+    uint32_t in = 0;
+    if (wf_cloth_split_vertex(cs, v, NULL, &in) != WF_OK) return 0;
+    for (; in; in &= in - 1)
+      n++;
+  }
+  return n;
+}
+
+/* wf_cloth_split_overlap_measure: sane numbers, and the state, the clock and the frames after it
+ * bitwise those of a run without it (memcmp; the clock compared exactly). */
+static void overlap_measure(int integrator, bool no_graph, int n) {
+  opts o = {integrator, no_graph, false, false, 0};
+  sys s, ref;
+  memset(&ref, 0, sizeof ref);
+  if (build(&o, n, &s) != WF_OK || build(&o, n, &ref) != WF_OK) {
+    TH_FAIL("build: %s", wf_last_error());
+    sys_free(&s), sys_free(&ref);
+    return;
+  }
+  uint32_t nv = sys_count(&s);
+  float *before = NULL, *after = NULL, *got = NULL, *want = NULL;
+  CHECK_OK(sys_step(&s, 2));
+  CHECK_OK(sys_step(&ref, 2));
+  before = sys_state(&s);
+  double t0 = 0.0, t1 = 0.0;
+  uint64_t k0 = 0, k1 = 0;
+  CHECK_OK(wf_cloth_split_time(s.cs, &t0, &k0));
+  wf_cloth_split_overlap ov;
+  memset(&ov, 0xff, sizeof ov);
+  CHECK_OK(wf_cloth_split_overlap_measure(s.cs, 3, &ov));
+  after = sys_state(&s);
+  if (before && after) same(before, after, nv, "state after the measurement");
+  CHECK_OK(wf_cloth_split_time(s.cs, &t1, &k1));
+  CHECK(t1 == t0);
+  CHECK_EQ_INT(k1, k0);
+  /* the frames after it: the same bits as those of a split that was not measured */
+  CHECK_OK(sys_step(&s, 3));
+  CHECK_OK(sys_step(&ref, 3));
+  got = sys_state(&s), want = sys_state(&ref);
+  if (got && want) same(want, got, nv, "3 frames after the measurement");
+  /* the numbers: times finite and positive, the fraction in [0, 1], the bytes counted */
+  CHECK(ov.frame_ms > 0.0 && isfinite(ov.frame_ms));
+  CHECK(ov.frame_no_halo_ms > 0.0 && isfinite(ov.frame_no_halo_ms));
+  CHECK(ov.hidden_fraction >= 0.0 && ov.hidden_fraction <= 1.0);
+  wf_cloth_split_info info;
+  CHECK_OK(wf_cloth_split_info_get(s.cs, &info));
+  CHECK_EQ_INT(ov.halo_bytes_per_frame, info.halo_bytes_per_frame);
+  if (n == 1) {
+    CHECK(ov.halo_ms == 0.0 && ov.hidden_fraction == 1.0 && ov.halo_bytes_per_frame == 0);
+    CHECK(ov.frame_no_halo_ms == ov.frame_ms);
+  } else {
+    CHECK(ov.halo_ms > 0.0 && isfinite(ov.halo_ms));
+    double h = 1.0 - (ov.frame_ms - ov.frame_no_halo_ms) / ov.halo_ms;
+    CHECK_NEAR(ov.hidden_fraction, h < 0.0 ? 0.0 : h > 1.0 ? 1.0 : h, 1e-12);
+    /* mass-spring: every ghost gets its owner's position and velocity (32 bytes) per substep */
+    if (integrator == WF_CLOTH_SPRINGS)
+      CHECK_EQ_INT(ov.halo_bytes_per_frame,
+                   ghost_copies(s.cs) * 32 * (uint64_t)base_desc(&o).substeps);
+  }
+  free(before), free(after), free(got), free(want);
+  sys_free(&s), sys_free(&ref);
+}
+
+TEST(springs_overlap_measure) {
+  overlap_measure(WF_CLOTH_SPRINGS, false, 3);
+  overlap_measure(WF_CLOTH_SPRINGS, false, 1);
+}
+TEST(springs_overlap_measure_uncaptured) { overlap_measure(WF_CLOTH_SPRINGS, true, 2); }
+TEST(xpbd_overlap_measure) { overlap_measure(WF_CLOTH_XPBD, false, 4); }
+
+TEST(overlap_measure_errors) {
+  wf_device *devs[2];
+  pick_devices(2, devs);
+  wf_cloth_desc d = wf_cloth_desc_default();
+  d.name = "sheet";
+  wf_cloth_grid g = wf_cloth_grid_default();
+  wf_cloth_split *cs = NULL;
+  wf_cloth_split_overlap ov;
+  CHECK_OK(wf_cloth_split_create_grid(devs, 2, NULL, &d, &g, &cs));
+  CHECK_ERROR(wf_cloth_split_overlap_measure(cs, 0, &ov), WF_ERR_INVALID, "sheet", "frames 0");
+  CHECK_ERROR(wf_cloth_split_overlap_measure(cs, 1, NULL), WF_ERR_INVALID, "NULL");
+  CHECK_ERROR(wf_cloth_split_overlap_measure(NULL, 1, &ov), WF_ERR_INVALID, "NULL");
+  wf_cloth_split_destroy(cs);
+}
+
 TEST(errors) {
   wf_device *devs[17];
   pick_devices(4, devs);
@@ -522,6 +611,10 @@ int main(int argc, char **argv) {
       TH_TEST(springs_set_state),
       TH_TEST(xpbd_set_state),
       TH_TEST(partitions_and_info),
+      TH_TEST(springs_overlap_measure),
+      TH_TEST(springs_overlap_measure_uncaptured),
+      TH_TEST(xpbd_overlap_measure),
+      TH_TEST(overlap_measure_errors),
       TH_TEST(errors),
   };
   return th_main(argc, argv, tests, TH_COUNT(tests));
