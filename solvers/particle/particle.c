@@ -855,14 +855,15 @@ static wf_status substep_contacts(wf_particles *ps, wf_event **marks) {
 
 /* The contacts of the particles whose class (cls, per local particle) is `want`; `count`: about
  * how many there are (it sizes the blocks' chunks on CUDA devices; 0: nothing to do). */
-static wf_status substep_contacts_class(wf_particles *ps, const uint8_t *cls, uint32_t want,
+static wf_status substep_contacts_class(wf_particles *ps, const wfp_class_set *set, uint32_t want,
                                         uint32_t count) {
   uint32_t n = ps->count;
   if (n == 0 || count == 0) return WF_OK;
   /* chunks of about a block's worth of matching slots, at most 32 blocks' worth of slots */
   uint32_t per = n / count;
   per = per < 1 ? 1 : per > 32 ? 32 : per;
-  wfp_collide_class_args ca = {collide_args(ps), cls, want, 256u * per};
+  wfp_collide_class_args ca = {collide_args(ps), set->cls,  want,       256u * per,
+                               set->anchor,      set->flag, set->limit, set->axis};
   const wf_kernel *collide =
       ps->params.model == WFP_XPBD ? &wfp_contacts_xpbd_class : &wfp_contacts_dem_class;
   return launch(ps, collide, n, &ca, sizeof ca);
@@ -1202,9 +1203,9 @@ wf_status wfp_substep_enqueue(wf_particles *ps) { return enqueue_substep(ps, NUL
 
 wf_status wfp_substep_enqueue_grid(wf_particles *ps) { return substep_grid(ps, NULL); }
 
-wf_status wfp_substep_enqueue_contacts(wf_particles *ps, const uint8_t *cls, uint32_t want,
+wf_status wfp_substep_enqueue_contacts(wf_particles *ps, const wfp_class_set *set, uint32_t want,
                                        uint32_t count) {
-  return substep_contacts_class(ps, cls, want, count);
+  return substep_contacts_class(ps, set, want, count);
 }
 
 wf_status wfp_substep_enqueue_advance(wf_particles *ps) { return substep_advance(ps); }

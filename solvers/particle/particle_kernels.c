@@ -131,6 +131,7 @@ static void collide_dem_class_cpu(const void *args, size_t begin, size_t end) {
     if (!wfp_class_match(a, (uint32_t)s)) continue;
     uint32_t fl = wfp_collide_dem(&a->c, (uint32_t)s);
     if (fl) raise_flags(a->c.clock, fl, a->c.vals[s]);
+    if (wfp_class_drifted(a, (uint32_t)s)) __atomic_store_n(a->flag, 1u, __ATOMIC_RELAXED);
   }
 }
 
@@ -140,6 +141,7 @@ static void collide_xpbd_class_cpu(const void *args, size_t begin, size_t end) {
     if (!wfp_class_match(a, (uint32_t)s)) continue;
     uint32_t fl = wfp_collide_xpbd(&a->c, (uint32_t)s);
     if (fl) raise_flags(a->c.clock, fl, a->c.vals[s]);
+    if (wfp_class_drifted(a, (uint32_t)s)) __atomic_store_n(a->flag, 1u, __ATOMIC_RELAXED);
   }
 }
 

@@ -118,6 +118,7 @@ __global__ void __launch_bounds__(kBlock) collide_class_kernel(wfp_collide_class
     if (s != 0xffffffffu) {
       uint32_t fl = Xpbd ? wfp_collide_xpbd(&a.c, s) : wfp_collide_dem(&a.c, s);
       if (fl) raise_flags(a.c.clock, fl, a.c.vals[s]);
+      if (wfp_class_drifted(&a, s)) *a.flag = 1u; /* every such thread stores the same 1 */
     }
   }
 }

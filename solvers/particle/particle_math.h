@@ -169,10 +169,25 @@ typedef struct wfp_collide_class_args {
   const uint8_t *cls; /* per local particle */
   uint32_t want;
   uint32_t chunk;
+  /* the split's drift check (wfp_drift_args) of every computed particle, when flag is set */
+  const float *anchor;
+  uint32_t *flag;
+  float limit;
+  int axis;
 } wfp_collide_class_args;
 
 WF_HD static inline int wfp_class_match(const wfp_collide_class_args *a, uint32_t s) {
   return a->cls[a->c.vals[s]] == a->want;
+}
+
+/* After slot s was computed: 1 when its particle moved further than the limit along the axis
+ * from its anchor (as wfp_drift_elem). */
+WF_HD static inline int wfp_class_drifted(const wfp_collide_class_args *a, uint32_t s) {
+  if (!a->flag) return 0;
+  uint32_t i = a->c.vals[s];
+  wfp_f4 x = a->c.pos[i];
+  float d = (a->axis == 0 ? x.x : a->axis == 1 ? x.y : x.z) - a->anchor[i];
+  return d > a->limit || d < -a->limit;
 }
 
 /* The split solver's halo (split.c): pack, per element j, dst[j] = src[idx[j]]; unpack,

@@ -1110,7 +1110,8 @@ static bool sends_any(const wf_particles_split *sp, int p) {
 /* One substep of every partition with its halo exchange, overlapped:
  *   s_p: grid; [wait for its own previous packs]; contacts of the send class
  *   c_p: [after the receivers' previous unpacks] packs of what p sends; copies to the receivers
- *   s_p: contacts of the interior class (while c_p packs and copies), clock, drift check
+ *   s_p: contacts of the interior class (while c_p packs and copies), clock
+ * (the drift check rides along with both contacts kernels)
  *   s_p: [after each sender's copy stream] unpacks into the ghost slots.
  * Ghosts are not computed: the unpack overwrites them, and nothing reads them in between (the
  * contacts read the sorted copies the grid made; the drift check skips them). The next substep's
@@ -1138,11 +1139,14 @@ static wf_status enqueue_substep_split(wf_particles_split *sp, bool first) {
     part *pt = &sp->parts[p];
     wf_particles *ps = pt->ps;
     if ((st = wfp_substep_enqueue_grid(ps)) != WF_OK) return st;
-    uint8_t *cls = pt->cls.b ? wf_buffer_ptr(pt->cls.b) : NULL;
+    /* the drift check rides along with the contacts (no ghost needs one: their owner checks) */
+    wfp_class_set set = {pt->cls.b ? wf_buffer_ptr(pt->cls.b) : NULL,
+                         pt->anchor.b ? wf_buffer_ptr(pt->anchor.b) : NULL, wf_buffer_ptr(pt->flag),
+                         WFP_DRIFT_SHARE * sp->skin, sp->axis};
     if (out[p] && pt->n_local) {
       if (!first) TRY(wf_stream_wait_event(s[p], pt->packed), "ordering after the halo packs");
       uint32_t n_send = pt->n_send ? pt->n_send : 1;
-      if ((st = wfp_substep_enqueue_contacts(ps, cls, WFP_CLASS_SEND, n_send)) != WF_OK) return st;
+      if ((st = wfp_substep_enqueue_contacts(ps, &set, WFP_CLASS_SEND, n_send)) != WF_OK) return st;
       /* what p sends, on its copy stream, while its interior is computed */
       wf_stream *c = pt->copy;
       TRY(wf_stream_wait_stream(c, s[p]), "ordering the halo packs");
@@ -1165,16 +1169,10 @@ static wf_status enqueue_substep_split(wf_particles_split *sp, bool first) {
     }
     /* the rest of p's own particles (n_send may overcount: the count only sizes the chunks) */
     uint32_t interior = out[p] ? pt->n_owned - pt->n_send : pt->n_owned;
-    if (pt->n_owned && (st = wfp_substep_enqueue_contacts(ps, cls, WFP_CLASS_INTERIOR,
+    if (pt->n_owned && (st = wfp_substep_enqueue_contacts(ps, &set, WFP_CLASS_INTERIOR,
                                                           interior ? interior : 1)) != WF_OK)
       return st;
     if ((st = wfp_substep_enqueue_advance(ps)) != WF_OK) return st;
-    if (!pt->n_local) continue;
-    wf_buffer *pos;
-    TRY(wf_particles_state_buffers(ps, &pos, NULL, NULL), "reading the state buffers");
-    wfp_drift_args da = {wf_buffer_ptr(pos), wf_buffer_ptr(pt->anchor.b), wf_buffer_ptr(pt->flag),
-                         WFP_DRIFT_SHARE * sp->skin, sp->axis};
-    TRY(wf_launch(&wfp_drift, pt->n_local, &da, sizeof da, s[p]), "launching the drift check");
   }
   /* the ghosts of every partition, once their copies have landed */
   bool joined[MAXP][MAXP] = {{false}};

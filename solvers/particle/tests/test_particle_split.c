@@ -197,10 +197,12 @@ TEST(column_bitwise_1_2_3_4_partitions) {
   CHECK_EQ_INT(owned, 864);
   CHECK(info.halo_bytes_per_frame > 0);
   CHECK(info.repartitions >= 40);
-  printf("  4 partitions: owned %u %u %u %u, ghosts %u %u %u %u, halo %llu B/frame, skin %.3f m\n",
+  printf("  4 partitions: owned %u %u %u %u, ghosts %u %u %u %u, halo %llu B/frame, skin %.3f m, "
+         "%llu graph nodes\n",
          info.owned[0], info.owned[1], info.owned[2], info.owned[3], info.ghosts[0], info.ghosts[1],
          info.ghosts[2], info.ghosts[3], (unsigned long long)info.halo_bytes_per_frame,
-         (double)info.skin);
+         (double)info.skin, (unsigned long long)info.graph_nodes);
+  CHECK(info.graph_nodes > 0);
 }
 
 TEST(column_xpbd_bitwise) {
