@@ -15,21 +15,24 @@
  * is local, and each ghost holds its owner's state of the same substep. The first holds while no
  * particle moves further than skin/2 along the axis from where it was at the repartition (then a
  * particle within range of an owned one was within range + skin of the slab at the repartition:
- * a ghost). A kernel after every substep checks that and raises a per-partition flag; at the
+ * a ghost). Every substep's contacts check that and raise a per-partition flag; at the
  * next repartition (or download) a raised flag sends the system back to the state of the last
  * repartition, which is rerun with twice the skin. The second holds because after every substep
- * each ghost is overwritten with its owner's state (the halo exchange). Ghosts are integrated by
- * their partition like any other particle — with missing neighbours, so wrongly — and that work
- * is thrown away by the exchange; it costs little and keeps the single-device kernels unchanged.
+ * each ghost is overwritten with its owner's state (the halo exchange). Ghosts are never
+ * computed: the contacts run per class of particle (WFP_CLASS_*, fixed at the repartition), and
+ * only owned particles have one that is computed.
  *
- * The halo exchange, for every ordered pair (q -> p) of partitions with ghosts: a pack kernel on
- * q's stream gathers the owned particles p needs (src indices, global-id order) into a send
- * buffer; q's copy stream, once that and p's substep are done, copies it into p's receive buffer
- * (a peer copy between GPUs; staged through the host by the GPU layer where peer access is
- * missing); p's stream waits for the copy and scatters it into the ghost slots. A partition's
- * next pack waits for its copy stream, so a send buffer is never overwritten while read.
+ * The halo exchange overlaps computation. In every substep a partition q computes first the
+ * contacts of its send class (the owned particles some other partition holds as ghosts: the
+ * union of its links' src lists), then its copy stream packs them for every link (src indices,
+ * global-id order) and copies each pack into the receiver p's buffer (a peer copy between GPUs;
+ * staged through the host by the GPU layer where peer access is missing), while q's stream
+ * computes the contacts of its interior class. p's stream then waits for the copy and scatters it
+ * into its ghost slots, before p's next substep reads them. The orderings that make this safe are
+ * listed at enqueue_substep_split. wf_particles_split_overlap_measure times frames with and
+ * without the copies, and the copies alone, to tell how much of the copies' time is hidden.
  *
- * A frame — every partition's begin, K substeps each followed by the exchange, end — is captured
+ * A frame — every partition's begin, K substeps with their exchanges, end — is captured
  * once into one graph on partition 0's stream (the other streams fork from it and join back) and
  * launched with one call. A repartition changes the partitions' particle counts, so the next
  * frame captures the graph again; the GPU layer updates the executable graph in place where its
