@@ -141,6 +141,7 @@ void wf_cli_world_devices(const struct wf_world *w, char *out, size_t n) {
     at += (size_t)snprintf(out + at, n - at, "%s%s", i ? " + " : "",
                            wf_device_name(wf_world_device_at(w, i)));
   if (count > 1 && at < n)
-    snprintf(out + at, n - at, " (particles split over %d devices, cloths on %s)", count,
+    snprintf(out + at, n - at,
+             " (particles split over %d devices, cloths too; self-colliding cloths on %s)", count,
              wf_device_name(wf_world_device(w)));
 }

@@ -309,10 +309,14 @@ static void show_placement(wf_world *w) {
   for (int i = 0; i < wf_world_device_count(w); i++) {
     wf_world_placement p;
     if (wf_world_placement_get(w, i, &p) != WF_OK) return;
+    char whole[48] = "";
+    if (p.whole_cloths) snprintf(whole, sizeof whole, ", %d whole", p.whole_cloths);
     fprintf(stderr,
-            "weft run:   %-8s %u particles (+%u ghosts), %d cloths (%llu vertices), %.1f MiB\n",
+            "weft run:   %-8s %u particles (+%u ghosts), %d cloths (%llu vertices +%llu ghosts%s), "
+            "%.1f MiB\n",
             wf_device_name(p.device), p.particles, p.ghosts, p.cloths,
-            (unsigned long long)p.vertices, (double)p.device_bytes / (1024.0 * 1024.0));
+            (unsigned long long)p.vertices, (unsigned long long)p.cloth_ghosts, whole,
+            (double)(p.device_bytes + p.cloth_bytes) / (1024.0 * 1024.0));
   }
 }
 

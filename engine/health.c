@@ -95,12 +95,12 @@ static wf_status fail_gpu(wf_status st, const char *what) {
 static int first_cloth(const wf_world *w) { return w->n_objects - w->n_cloths; }
 
 static wf_stream *solver_stream(wf_world *w, int solver) {
-  return solver < 0 ? wfw_particles_stream(w) : wf_cloth_stream(w->cloths[solver]);
+  return solver < 0 ? wfw_particles_stream(w) : wfw_cloth_stream(w, solver);
 }
 
 static wf_status solver_buffers(wf_world *w, int solver, wf_buffer **b) {
   wf_status st = solver < 0 ? wfw_particles_buffers(w, &b[0], &b[1], &b[2])
-                            : wf_cloth_state_buffers(w->cloths[solver], &b[0], &b[1], &b[2]);
+                            : wfw_cloth_buffers(w, solver, &b[0], &b[1], &b[2]);
   return st != WF_OK ? fail_gpu(st, "looking up a solver's state") : WF_OK;
 }
 
@@ -514,9 +514,10 @@ wf_status wfw_oom_advice(const wf_scene *sc, const char *device, bool split) {
   if (split)
     return wf__error(WF_ERR_OUT_OF_MEMORY, NULL,
                      "wf_world_create: the scene does not fit in the memory of %s: %s. To fit: %s "
-                     "(or list more devices in simulation.devices / --device: the particles are "
-                     "split over all of them, but every cloth, the health check's snapshot and a "
-                     "copy of the particle state stay on the first)",
+                     "(or list more devices in simulation.devices / --device: the particles and "
+                     "the cloths are split over all of them, but cloths with self_collision, the "
+                     "health check's snapshot and a copy of the particle and cloth state stay on "
+                     "the first)",
                      device, inner, at ? advice : "lower the scene's particle and vertex counts");
   return wf__error(WF_ERR_OUT_OF_MEMORY, NULL,
                    "wf_world_create: the scene does not fit in the memory of %s: %s. To fit: %s "

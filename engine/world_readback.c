@@ -168,15 +168,13 @@ wf_status wf_world_readback_create(wf_world *w, const wf_world_readback_desc *de
   if (!rb->cloth_off || !rb->streams || !rb->slots)
     st = wf__error(WF_ERR_OUT_OF_MEMORY, fn_create, "out of host memory");
   for (int i = 0; i < w->n_cloths && st == WF_OK; i++) {
-    wf_cloth_info info;
-    st = wf_cloth_info_get(w->cloths[i], &info);
     rb->cloth_off[i] = rb->bytes;
-    rb->bytes += (size_t)info.vertices * 16;
+    rb->bytes += (size_t)w->objects[w->n_objects - w->n_cloths + i].count * 16;
   }
   if (rb->bytes == 0) rb->bytes = 16; /* a world without points still has slots */
   if (st == WF_OK && wfw_has_particles(w)) rb->streams[rb->n_streams++] = wfw_particles_stream(w);
   for (int i = 0; i < w->n_cloths && st == WF_OK; i++) {
-    wf_stream *s = wf_cloth_stream(w->cloths[i]);
+    wf_stream *s = wfw_cloth_stream(w, i);
     bool seen = false;
     for (int k = 0; k < rb->n_streams; k++)
       seen = seen || rb->streams[k] == s;
@@ -246,7 +244,7 @@ static wf_status enqueue_copies(wf_world_readback *rb, slot *s) {
     st = wfw_particles_copy_state(w, s->buf, 0, rb->velocities ? s->buf : NULL, rb->vel_off,
                                   rb->copy);
   for (int i = 0; i < w->n_cloths && st == WF_OK; i++)
-    st = wf_cloth_copy_positions_on(w->cloths[i], s->buf, rb->cloth_off[i], rb->copy);
+    st = wfw_cloth_copy_positions(w, i, s->buf, rb->cloth_off[i], rb->copy);
   if (st == WF_OK) st = wf_event_record(s->copy_end, rb->copy);
   return st;
 }

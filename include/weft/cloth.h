@@ -351,6 +351,11 @@ WF_API wf_status wf_cloth_split_pin_region(wf_cloth_split *cs, const float lo[3]
                                            uint32_t *count);
 /** As wf_cloth_attach (global vertex id). */
 WF_API wf_status wf_cloth_split_attach(wf_cloth_split *cs, uint32_t vertex, uint32_t collider);
+/** As wf_cloth_attach_region: attaches every vertex whose initial position lies in [lo, hi] to
+ *  collider `collider`, in every partition that holds it. */
+WF_API wf_status wf_cloth_split_attach_region(wf_cloth_split *cs, const float lo[3],
+                                              const float hi[3], uint32_t collider,
+                                              uint32_t *count);
 /** As wf_cloth_add_collider, for every partition. */
 WF_API wf_status wf_cloth_split_add_collider(wf_cloth_split *cs, const wf_collider_desc *desc,
                                              uint32_t *index);

@@ -24,9 +24,11 @@
  * usable, else cpu:0, "all" -> every CUDA device (with none, every CPU device wf_init made). A
  * world on several devices (a list in simulation.devices, "all" with several, or a comma list in
  * wf_world_desc.device) splits its particles over them (wf_particles_split, weft/particles.h):
- * the state after N frames is bitwise that of one device of the same kind. Every cloth stays
- * whole on the first device, which also holds the health check, the readback ring and a copy of
- * the particle state (uploaded after every frame, for those two). A split frame waits for the
+ * and every cloth over them too (wf_cloth_split, weft/cloth.h), except a cloth with
+ * self_collision, which cannot be split and stays whole on the first device. The state after N
+ * frames is bitwise that of one device of the same kind. The first device also holds the health
+ * check, the readback ring and a copy of the particle state and of each split cloth's state
+ * (refreshed after every frame, for those two). A split frame waits for the
  * frame before it (the split solver repartitions on the host between frames), so wf_world_step
  * returns when the last frame is enqueued, the others done. Cloths coupled to particles
  * (simulation.coupling) need one device: a coupled scene on several fails to create, naming
@@ -129,13 +131,18 @@ WF_API wf_device *wf_world_device_at(const wf_world *w, int i);
 /** What one device of the world runs (wf_world_placement_get). */
 typedef struct wf_world_placement {
   wf_device *device;
-  bool split;          /* the world's particles are split over its devices */
-  uint32_t particles;  /* split: particles this device owns, as of the last repartition (all on
-                          device 0 before the first frame); else every particle on device 0 */
-  uint32_t ghosts;     /* split: copies of neighbouring devices' particles it holds; else 0 */
-  int cloths;          /* cloths on this device */
-  uint64_t vertices;   /* their vertices */
-  size_t device_bytes; /* device memory of the particle solver (or partition) on it, bytes */
+  bool split;            /* the world's particles are split over its devices */
+  uint32_t particles;    /* split: particles this device owns, as of the last repartition (all on
+                            device 0 before the first frame); else every particle on device 0 */
+  uint32_t ghosts;       /* split: copies of neighbouring devices' particles it holds; else 0 */
+  int cloths;            /* cloths with vertices on this device: split ones that own vertices
+                            here, and on device 0 the cloths kept whole */
+  uint64_t vertices;     /* cloth vertices this device owns (all of a whole cloth's) */
+  size_t device_bytes;   /* device memory of the particle solver (or partition) on it, bytes */
+  int whole_cloths;      /* of `cloths`, those kept whole here (device 0 only): on several devices,
+                            a cloth with self_collision, which cannot be split */
+  uint64_t cloth_ghosts; /* split cloths: ghost vertices (copies of other devices') held here */
+  size_t cloth_bytes;    /* device memory of the cloths (or cloth partitions) on it, bytes */
 } wf_world_placement;
 
 /** Fills *out with what device i of the world runs. WF_ERR_INVALID when i is out of range. */

@@ -2,12 +2,17 @@
  * written to a temporary directory; the files it writes are parsed back (PLY header counts, CSV
  * header and rows, the .pvd's frames), exit codes and messages are checked, and a run of 6 frames
  * is compared byte for byte with a run of 3 frames resumed for 3 more, and runs on several CPU
- * devices (--device cpu:0,cpu:1, a scene listing three) with a run on cpu:0. CPU only.
+ * devices (--device cpu:0,cpu:1, a scene listing three; scenes/split_mixed.json with split cloths
+ * on three) with a run on cpu:0. CPU only.
  */
 #include "harness.h"
 
 #include <sys/stat.h>
 #include <sys/wait.h>
+
+#ifndef WEFT_SOURCE_DIR
+#define WEFT_SOURCE_DIR "."
+#endif
 
 static char tmp[512];
 static const char *cli;
@@ -289,6 +294,41 @@ TEST(split_run_equals_one_device) {
   free(err);
 }
 
+/* The bundled mixed scene (particles and two split cloths) on three CPU devices writes the same
+ * PLY, VTK, PNG and checkpoint files as on cpu:0, and says where its objects ran. */
+TEST(split_mixed_scene_equals_one_device) {
+  static const char *const devs[] = {"cpu:0", "cpu:0,cpu:1,cpu:2"};
+  char out[2][600], args[2048], pa[700], pb[700];
+  for (int k = 0; k < 2; k++) {
+    snprintf(out[k], sizeof out[k], "%s/mixed%d", tmp, k);
+    snprintf(args, sizeof args,
+             "run '%s/scenes/split_mixed.json' --frames 4 --out '%s' --device %s --render "
+             "--set outputs.every=2 --set 'outputs.formats=[\"ply\",\"vtk\",\"csv\",\"png\","
+             "\"checkpoint\"]' --set render.width=96 --set render.height=64",
+             WEFT_SOURCE_DIR, out[k], devs[k]);
+    int rc = run(args);
+    char *err = err_text();
+    if (rc != 0) TH_FAIL("%s: exit %d: %s", devs[k], rc, err);
+    if (k == 1 &&
+        (!strstr(err, "cloths too") || !strstr(err, "cpu:2    ") || !strstr(err, "2 cloths (")))
+      TH_FAIL("stderr does not say where the objects ran: %s", err);
+    free(err);
+    REQUIRE(rc == 0);
+  }
+  const char *files[] = {"sand_000002.ply",  "sheet_000002.ply",        "flag_000004.ply",
+                         "sheet_000004.vtp", "flag_000004.vtp",         "sheet.pvd",
+                         "sand_000004.vtp",  "render/frame_000004.png", "checkpoint_000004.wfck"};
+  for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+    snprintf(pa, sizeof pa, "%s/%s", out[0], files[i]);
+    snprintf(pb, sizeof pb, "%s/%s", out[1], files[i]);
+    if (!same_file(pa, pb)) TH_FAIL("%s differs from the run on cpu:0 (or is missing)", files[i]);
+  }
+  /* not vacuous: the sheet moved */
+  snprintf(pa, sizeof pa, "%s/sheet_000002.ply", out[0]);
+  snprintf(pb, sizeof pb, "%s/sheet_000004.ply", out[0]);
+  CHECK(!same_file(pa, pb));
+}
+
 int main(int argc, char **argv) {
   cli = getenv("WEFT_CLI");
   if (!cli || !*cli) {
@@ -301,10 +341,10 @@ int main(int argc, char **argv) {
     perror("mkdtemp");
     return 1;
   }
-  static const th_test tests[] = {TH_TEST(run_writes_outputs),
-                                  TH_TEST(validate_reports_line_and_column),
-                                  TH_TEST(unwritable_out_fails_first), TH_TEST(resume_is_bitwise),
-                                  TH_TEST(split_run_equals_one_device)};
+  static const th_test tests[] = {
+      TH_TEST(run_writes_outputs),          TH_TEST(validate_reports_line_and_column),
+      TH_TEST(unwritable_out_fails_first),  TH_TEST(resume_is_bitwise),
+      TH_TEST(split_run_equals_one_device), TH_TEST(split_mixed_scene_equals_one_device)};
   int rc = th_main(argc, argv, tests, TH_COUNT(tests));
   char cmd[700];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);

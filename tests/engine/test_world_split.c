@@ -1,5 +1,5 @@
-/* A world on several devices (weft/world.h: a device list splits the particles over the devices,
- * the cloths stay on the first): through the world API the state after N frames is bitwise that
+/* A world on several devices (weft/world.h: a device list splits the particles and the cloths
+ * over the devices): through the world API the state after N frames is bitwise that
  * of the same scene on cpu:0, for 2, 3 and 4 partitions; with particles and a cloth; across a
  * checkpoint saved on 3 devices and resumed on 3 or on 1; the health watchdog names the same
  * particle, frame and value as on one device, and the last-good checkpoints are the same bytes;
@@ -143,9 +143,10 @@ static void compare_with(const char *text, const char *const *sets, int n_sets, 
     /* the same numbers summed in the same order */
     CHECK(memcmp(&st.kinetic_energy, &ref_stats->kinetic_energy, sizeof(double)) == 0);
     CHECK(memcmp(st.momentum, ref_stats->momentum, sizeof st.momentum) == 0);
-    /* every device owns particles, the ghosts exist, the counts add up, the cloths are on 0 */
-    uint64_t owned = 0, ghosts = 0;
-    int cloths = 0;
+    /* every device owns particles, the ghosts exist, the counts add up; every cloth is split:
+       each device owns some of its vertices and holds ghosts, none is whole */
+    uint64_t owned = 0, ghosts = 0, vertices = 0;
+    int n_cloths = wf_world_object_count(w) - 2;
     for (int i = 0; i < n_devices; i++) {
       wf_world_placement p;
       CHECK_OK(wf_world_placement_get(w, i, &p));
@@ -153,12 +154,14 @@ static void compare_with(const char *text, const char *const *sets, int n_sets, 
       CHECK(p.particles > 0);
       CHECK(p.device_bytes > 0);
       owned += p.particles, ghosts += p.ghosts;
-      cloths += p.cloths;
-      if (i > 0) CHECK_EQ_INT(p.cloths, 0);
+      vertices += p.vertices;
+      CHECK_EQ_INT(p.cloths, n_cloths);
+      CHECK_EQ_INT(p.whole_cloths, 0);
+      CHECK(n_cloths == 0 || (p.cloth_ghosts > 0 && p.cloth_bytes > 0));
     }
     CHECK_EQ_INT(owned, st.particle_count);
     CHECK(ghosts > 0);
-    CHECK_EQ_INT(cloths, wf_world_object_count(w) - 2);
+    CHECK_EQ_INT(vertices, st.vertex_count);
     wf_world_placement p;
     CHECK_STATUS(wf_world_placement_get(w, n_devices, &p), WF_ERR_INVALID);
   }
