@@ -158,13 +158,13 @@ enum {
 /** Facts about a created cloth. */
 typedef struct wf_cloth_info {
   uint32_t vertices, triangles;
-  uint32_t springs;     /* mass-spring: springs of all kinds (0 for XPBD) */
-  uint32_t constraints; /* XPBD: distance + bending constraints (0 for mass-spring) */
-  uint32_t colours;     /* XPBD: colours of the constraint graph */
-  uint32_t pinned;      /* vertices with inverse mass 0 */
-  uint32_t grid[2];     /* resolution of a grid cloth; 0 x 0 for meshes */
-  size_t device_bytes;  /* device memory held by the solver */
-  size_t graph_nodes;   /* nodes of the captured frame (0 before the first frame or no_graph) */
+  uint32_t springs;      /* mass-spring: springs of all kinds (0 for XPBD) */
+  uint32_t constraints;  /* XPBD: distance + bending constraints (0 for mass-spring) */
+  uint32_t colours;      /* XPBD: colours of the constraint graph */
+  uint32_t pinned;       /* vertices with inverse mass 0 */
+  uint32_t grid[2];      /* resolution of a grid cloth; 0 x 0 for meshes */
+  size_t device_bytes;   /* device memory held by the solver */
+  size_t graph_nodes;    /* nodes of the captured frame (0 before the first frame or no_graph) */
   uint32_t frame_kernel; /* WF_CLOTH_FRAME_*: how wf_cloth_step_frames runs a frame */
   uint32_t resident_max; /* mass-spring: the most vertices a resident frame takes on this device
                             (the CPU backend: a fixed 4096); 0 for XPBD */

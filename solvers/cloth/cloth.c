@@ -101,12 +101,12 @@ struct wf_cloth {
   uint32_t n_pinned;
   wf_buffer *buf[B_COUNT];
   wf_graph *graph;
-  uint32_t table;   /* cells of the vertex grid's box (0: no grid buffers yet) */
-  int bits;         /* key bits of the vertex grid */
-  wf_particles *ps; /* coupled particle solver, or NULL */
-  float ps_radius;  /* its largest particle radius when coupled (the grid's cell) */
-  int sub_in_frame; /* coupled springs: substeps recorded since the frame began */
-  bool fast_off;    /* WEFT_CLOTH_FAST=0: no one-launch frames (cloth_fast.h) */
+  uint32_t table;      /* cells of the vertex grid's box (0: no grid buffers yet) */
+  int bits;            /* key bits of the vertex grid */
+  wf_particles *ps;    /* coupled particle solver, or NULL */
+  float ps_radius;     /* its largest particle radius when coupled (the grid's cell) */
+  int sub_in_frame;    /* coupled springs: substeps recorded since the frame began */
+  bool fast_off;       /* WEFT_CLOTH_FAST=0: no one-launch frames (cloth_fast.h) */
   wfc_frame_plan plan; /* springs: how a one-launch frame spreads over the device */
   uint32_t barrier;    /* WFC_BARRIER_* of resident frames (WEFT_CLOTH_BARRIER=grid) */
   uint32_t reach;      /* largest |i - j| over the vertices j that vertex i reads */
@@ -495,9 +495,8 @@ static wf_status create_common(const char *fn, wf_device *dev, const wf_cloth_de
   };
   for (int b = 0; b < B_COUNT && st == WF_OK; b++) {
     if (b >= B_Q && b <= B_TEMP) continue; /* the vertex grid's: grid_alloc, when needed */
-    if (!spec[b].bytes &&
-        (b == B_ADJ_START || b == B_ADJ || b == B_CONS || b == B_LAMBDA || b == B_GRID_REST ||
-         b == B_SYNC))
+    if (!spec[b].bytes && (b == B_ADJ_START || b == B_ADJ || b == B_CONS || b == B_LAMBDA ||
+                           b == B_GRID_REST || b == B_SYNC))
       continue; /* not used by this integrator */
     st = make_buffer(c, fn, b, spec[b].bytes, spec[b].data);
   }
@@ -1212,8 +1211,8 @@ wf_status wf_cloth_info_get(const wf_cloth *c, wf_cloth_info *out) {
   out->graph_nodes = c->graph ? wf_graph_node_count(c->graph) : 0;
   bool springs = c->desc.integrator == WF_CLOTH_SPRINGS;
   out->frame_kernel = !springs || grid_on(c) || c->fast_off ? WF_CLOTH_FRAME_PER_SUBSTEP
-                      : c->plan.mode == WFC_FRAME_RESIDENT ? WF_CLOTH_FRAME_RESIDENT
-                                                           : WF_CLOTH_FRAME_STRIDE;
+                      : c->plan.mode == WFC_FRAME_RESIDENT  ? WF_CLOTH_FRAME_RESIDENT
+                                                            : WF_CLOTH_FRAME_STRIDE;
   out->resident_max = springs && !c->fast_off ? c->plan.resident_max : 0;
   out->frame_readback_direct = readback_direct(c) != NULL;
   return WF_OK;

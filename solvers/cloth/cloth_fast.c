@@ -39,8 +39,8 @@ static void spring_frame_cpu(const void *args, size_t begin, size_t end) {
         wfp_f4 x4 = h->pos_in[i], v4 = h->vel_in[i];
         float rl[WFC_GRID_LINKS];
         if (a->rest6) wfc_grid_rest12(a->rest6, a->nu, a->nr, (uint32_t)i, rl);
-        fl = wfc_spring_vertex(p, h->colliders, h, a->rest6 ? rl : NULL, a->nu, a->nr,
-                               (uint32_t)i, time, &x4, &v4);
+        fl = wfc_spring_vertex(p, h->colliders, h, a->rest6 ? rl : NULL, a->nu, a->nr, (uint32_t)i,
+                               time, &x4, &v4);
         h->pos_out[i] = x4;
         h->vel_out[i] = v4;
       } else {

@@ -51,7 +51,8 @@ namespace {
 
 constexpr int kBlock = 256;
 
-__global__ void __launch_bounds__(kBlock) spring_frame_kernel(wfc_frame_args a, size_t n) {
+__global__ void __launch_bounds__(kBlock)
+    spring_frame_kernel(const __grid_constant__ wfc_frame_args a, size_t n) {
   cg::grid_group g = cg::this_grid();
   for (uint32_t s = 0; s < a.substeps; s++) {
     bool last = s + 1 == a.substeps;
@@ -78,7 +79,8 @@ __device__ __forceinline__ void store_release(unsigned *p, unsigned v) {
   asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
 
-__global__ void __launch_bounds__(kBlock) spring_resident_kernel(wfc_frame_args a, uint32_t n) {
+__global__ void __launch_bounds__(kBlock)
+    spring_resident_kernel(const __grid_constant__ wfc_frame_args a, uint32_t n) {
   __shared__ unsigned base_s;
   const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
   const bool mine = i < n;
@@ -105,11 +107,13 @@ __global__ void __launch_bounds__(kBlock) spring_resident_kernel(wfc_frame_args 
   __syncthreads();
   const unsigned base = base_s;
   for (uint32_t s = 0; s < a.substeps; s++) {
-    const wfc_spring_args *h = &a.half[s & 1u];
+    const wfc_spring_args *h = (s & 1u) ? &a.half[1] : &a.half[0];
     const bool last = s + 1 == a.substeps;
     if (mine) {
-      uint32_t fl = wfc_spring_vertex(&p, h->colliders, h, a.rest6 ? rl : NULL, a.nu, a.nr, i,
-                                      time, &x4, &v4);
+      /* two calls, so that each inlines with rl known: the rest lengths stay in registers */
+      uint32_t fl =
+          a.rest6 ? wfc_spring_vertex(&p, h->colliders, h, rl, a.nu, a.nr, i, time, &x4, &v4)
+                  : wfc_spring_vertex(&p, h->colliders, h, NULL, a.nu, a.nr, i, time, &x4, &v4);
       h->pos_out[i] = x4;
       h->vel_out[i] = v4;
       if (last && a.host_pos) a.host_pos[i] = x4;

@@ -66,8 +66,8 @@ typedef struct wfc_frame_args {
   uint32_t substeps;
   wfc_frame_plan plan;
   uint32_t barrier; /* WFC_BARRIER_* (resident) */
-  uint32_t reach;   /* largest |i - j| over the vertices j that vertex i reads (springs, triangles) */
-  uint32_t *sync;   /* resident: one counter a block (substeps it has published; zero at first) */
+  uint32_t reach; /* largest |i - j| over the vertices j that vertex i reads (springs, triangles) */
+  uint32_t *sync; /* resident: one counter a block (substeps it has published; zero at first) */
   wfp_f4 *host_pos; /* NULL, or where the last substep also writes the positions (pinned host) */
 } wfc_frame_args;
 

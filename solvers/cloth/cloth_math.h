@@ -336,7 +336,11 @@ WF_HD static inline void wfc_link_force(const wfc_params *p, const wfp_f4 *pos, 
   if (!(len > 0.0f)) return;
   wfc_v3 dir = wfc_scale(d, 1.0f / len);
   float rel = wfc_dot(wfc_sub(wfc_xyz(vel[j]), v), dir);
-  float fs = p->spring_k[kind] * (len - rest) + p->spring_c * rel;
+  /* a select, not an index: the parameters can then stay in registers (the one-launch frame) */
+  float k = kind == WFC_STRETCH ? p->spring_k[WFC_STRETCH]
+            : kind == WFC_SHEAR ? p->spring_k[WFC_SHEAR]
+                                : p->spring_k[WFC_BEND];
+  float fs = k * (len - rest) + p->spring_c * rel;
   *f = wfc_add(*f, wfc_scale(dir, fs));
 }
 

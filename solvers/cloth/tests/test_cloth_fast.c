@@ -192,8 +192,7 @@ TEST(resident_boundary_bitwise) {
   g_nu = max % 256 == 0 && max >= 256 * 4 ? 256 : 16;
   REQUIRE(max % (uint32_t)g_nu == 0);
   g_nr = (int)(max / (uint32_t)g_nu);
-  printf("  resident_max %u: %dx%d resident, %dx%d grid-stride\n", max, g_nu, g_nr, g_nu,
-         g_nr + 1);
+  printf("  resident_max %u: %dx%d resident, %dx%d grid-stride\n", max, g_nu, g_nr, g_nu, g_nr + 1);
   compare_mode("largest resident grid", build_classic, 2, NULL, WF_CLOTH_FRAME_RESIDENT);
   g_nr++;
   compare_mode("one row above", build_classic, 2, NULL, WF_CLOTH_FRAME_STRIDE);

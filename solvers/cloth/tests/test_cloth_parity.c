@@ -185,9 +185,8 @@ TEST(one_launch_frames_cpu_cuda_bitwise) {
 }
 
 int main(int argc, char **argv) {
-  static const th_test tests[] = {TH_TEST(cpu_cuda_bitwise),
-                                  TH_TEST(self_collision_cpu_cuda_bitwise),
-                                  TH_TEST(coupled_cpu_cuda_bitwise),
-                                  TH_TEST(one_launch_frames_cpu_cuda_bitwise)};
+  static const th_test tests[] = {
+      TH_TEST(cpu_cuda_bitwise), TH_TEST(self_collision_cpu_cuda_bitwise),
+      TH_TEST(coupled_cpu_cuda_bitwise), TH_TEST(one_launch_frames_cpu_cuda_bitwise)};
   return th_main(argc, argv, tests, TH_COUNT(tests));
 }
