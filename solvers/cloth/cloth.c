@@ -35,6 +35,9 @@
  *    recapture. Nothing changes the counts after creation, so the graph is never dropped.
  *  - Pins and attachments write the pinned vertex's inverse mass (pos.w = 0) and velocity in half
  *    0, ordered on the solver's stream after the frames already enqueued.
+ *  - A per-frame readback (wf_cloth_set_frame_readback) is baked into the captured frame: the
+ *    one-launch frame writes the positions into the pinned buffer itself, any other frame ends
+ *    with a copy of half 0 into it. Changing it drops the graph.
  *  - Each kernel writes disjoint data per element (vertex, or constraint of one colour) and reads
  *    the clock of its input half; one element writes the clock of its output. Results are bitwise
  *    reproducible and equal on both backends.

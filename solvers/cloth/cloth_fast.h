@@ -9,6 +9,22 @@
  * `substeps` separate launches. It replaces 16 kernel nodes (and their launch gaps) by one, which
  * is what small cloths pay for.
  *
+ * Two modes (wfc_frame_plan, chosen at creation): RESIDENT when every vertex can have a thread of
+ * its own with all blocks resident at once (n <= resident_max: SMs x blocks a SM x 256 by the
+ * kernel's occupancy; small cloths spread one block per SM, as few threads a block as that
+ * takes): each thread keeps its vertex's state, rest lengths, the parameters and the clock in
+ * registers for the whole frame and reads only its neighbours' state per substep, with a barrier
+ * among neighbouring blocks only (cloth_fast.cu says why it is correct). STRIDE otherwise: a
+ * grid-stride loop per substep and grid.sync(). Both call wfc_spring_vertex (cloth_math.h), the
+ * per-vertex function of the per-substep kernel, on the same values. The CPU backend runs both
+ * modes as loops (RESIDENT up to WFC_CPU_RESIDENT_MAX, so tests reach both and the boundary).
+ * WEFT_CLOTH_FAST=1 forces STRIDE, WEFT_CLOTH_BARRIER=grid makes RESIDENT use grid.sync(), and
+ * WEFT_CLOTH_BLOCK=N sets its threads a block (tuning knobs, read at creation).
+ *
+ * Per-frame readback (wf_cloth_set_frame_readback): with host_pos set, the last substep also
+ * writes each vertex's position there (pinned host memory, mapped by unified addressing on CUDA),
+ * so the frame needs no copy after it.
+ *
  * Grid cloths. A grid's springs follow from the vertex's row and column: stretch to the 4
  * neighbours, shear to the 4 diagonals, bend to the vertices two apart. The CSR adjacency
  * (8 B per incident spring, ~100 B a vertex every substep) is replaced by six rest lengths per
