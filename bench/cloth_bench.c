@@ -7,6 +7,19 @@
  *   first row pinned, gravity -9.81 m/s², 60 frames/s with 16 substeps a frame, and every frame
  *   all positions copied to a pinned host buffer (asynchronous copy, wait at the frame's end).
  *
+ * Two readbacks for the mass-spring integrator: "springs" enqueues wf_cloth_copy_positions after
+ * each frame (a copy node after the frame); "springs-rb" registers the pinned buffer once with
+ * wf_cloth_set_frame_readback, and the one-launch frame writes the positions from its last
+ * substep straight into it. Both wait for the stream every frame, so both measure the frame up to
+ * the positions being in host memory. The "kernel" column says how the frame ran (resident: a
+ * thread per vertex holding its state in registers; stride: a grid-stride loop; substep: one
+ * launch per substep).
+ *
+ * --profile separates, per size, the fixed per-frame cost from the per-substep cost of the
+ * mass-spring frame: the median of a bare stream synchronize, of copy + synchronize, of frames of
+ * S = 1, 2, 4, 8, 16 substeps (the substep dt kept at 1/960 s) without readback, fitted by least
+ * squares as fixed + S x per-substep, and the 16-substep frame with each readback.
+ *
  * Reported per run: ms/frame (median of the measured frames after a warm-up, host wall time from
  * the frame's launch to the end of its readback), vertex-substeps per second, the bytes a substep
  * moves by this model, and that traffic as a fraction of the device memory bandwidth measured
@@ -38,18 +51,20 @@
 typedef struct cloth_opts {
   const char *device, *csv, *machine, *sizes;
   int frames;
-  bool quick;
+  bool quick, profile;
 } cloth_opts;
 
 void wf_bench_cloth_usage(FILE *f) {
   fputs("usage: weft bench cloth [--device NAME] [--sizes N,N,...] [--frames N] [--csv FILE]\n"
-        "                        [--machine NAME] [--quick]\n"
+        "                        [--machine NAME] [--quick] [--profile]\n"
         "\n"
         "The classic cloth benchmark: N x N grid cloths (spacing 0.1 m, mass 0.1 kg, springs of\n"
         "stiffness 1000 and damping 10, two corners pinned, 60 frames/s, 16 substeps a frame,\n"
         "positions read back every frame), with the mass-spring and XPBD integrators. Prints\n"
         "ms/frame, vertex-substeps/s, modelled bytes per substep and the fraction of the measured\n"
-        "device memory bandwidth.\n"
+        "device memory bandwidth. Mass-spring runs twice: springs (wf_cloth_copy_positions after\n"
+        "each frame) and springs-rb (wf_cloth_set_frame_readback: the frame kernel writes the\n"
+        "positions into the pinned buffer itself).\n"
         "\n"
         "options:\n"
         "  --device NAME   cpu, cpu:N, cuda, cuda:N (default: cuda:0 when usable, else cpu:0)\n"
@@ -59,6 +74,8 @@ void wf_bench_cloth_usage(FILE *f) {
         "  --csv FILE      append results as machine,date,benchmark,metric,value,unit rows\n"
         "  --machine NAME  machine name for the CSV (default: hostname and device product)\n"
         "  --quick         sizes up to 256 on a GPU (64 on a CPU) and 10 frames (for CI)\n"
+        "  --profile       also split the mass-spring frame into fixed and per-substep cost:\n"
+        "                  synchronize alone, copy + synchronize, frames of 1..16 substeps\n"
         "  -h, --help      show this help\n",
         f);
 }
@@ -73,6 +90,10 @@ static int parse_args(int argc, char **argv, cloth_opts *o) {
     }
     if (strcmp(a, "--quick") == 0) {
       o->quick = true;
+      continue;
+    }
+    if (strcmp(a, "--profile") == 0) {
+      o->profile = true;
       continue;
     }
     static const char *const names[] = {"--device", "--csv", "--machine", "--sizes", "--frames"};
@@ -147,16 +168,27 @@ static double model_bytes(int integrator, double N, const wf_cloth_info *info) {
   return nv * 48.0 + distance * (24.0 + 2 * 48.0) + bend * (24.0 + 4 * 48.0) + nv * 64.0;
 }
 
-static int run_one(wf_device *dev, wf_device *host, int N, int integrator, int frames,
-                   run_result *r) {
-  int rc = 1;
+/* Readback of a measured frame. */
+enum { RB_NONE, RB_COPY, RB_FRAME };
+
+typedef struct run_cfg {
+  int N, integrator, substeps, frames, readback;
+  bool step; /* false: no frame, only the readback and the wait */
+} run_cfg;
+
+/* Median ms of cfg->frames measured frames after 5 warm-up frames: [step a frame] [read back]
+ * wait for the stream. Fills *info and *kernel (the frame kernel's name). */
+static int run_cfg_ms(wf_device *dev, wf_device *host, const run_cfg *cfg, double *out,
+                      wf_cloth_info *info) {
+  int rc = 1, N = cfg->N, frames = cfg->frames;
   wf_cloth *c = NULL;
   wf_buffer *pinned = NULL;
   double *ms = malloc((size_t)frames * sizeof *ms);
   wf_cloth_desc d = wf_cloth_desc_default();
   d.name = "bench";
-  d.integrator = integrator;
-  d.substeps = 16;
+  d.integrator = cfg->integrator;
+  d.substeps = cfg->substeps;
+  d.frame_dt = (float)cfg->substeps / 960.0f; /* 1/60 s at 16 substeps; dt is always 1/960 s */
   d.iterations = 1;
   d.material.particle_mass = 0.1f;
   d.material.stretch_stiffness = d.material.shear_stiffness = d.material.bend_stiffness = 1000.0f;
@@ -167,49 +199,64 @@ static int run_one(wf_device *dev, wf_device *host, int N, int integrator, int f
   g.resolution[0] = g.resolution[1] = N;
   g.size[0] = g.size[1] = 0.1f * (float)(N - 1);
   g.center[1] = 0.0f;
-  wf_cloth_info info;
   wf_status st = ms ? wf_cloth_create_grid(dev, &d, &g, &c) : WF_ERR_OUT_OF_MEMORY;
   if (st == WF_OK) st = wf_cloth_pin_named(c, "top-left", NULL);
   if (st == WF_OK) st = wf_cloth_pin_named(c, "top-right", NULL);
-  if (st == WF_OK) st = wf_cloth_info_get(c, &info);
   if (st == WF_OK) st = wf_buffer_create(host, (size_t)N * N * 16, WF_BUFFER_PINNED, NULL, &pinned);
+  if (st == WF_OK && cfg->readback == RB_FRAME) st = wf_cloth_set_frame_readback(c, pinned, 0);
   /* warm-up: capture, first launches, caches */
-  for (int f = 0; f < 5 && st == WF_OK; f++) {
-    st = wf_cloth_step_frames(c, 1);
-    if (st == WF_OK) st = wf_cloth_copy_positions(c, pinned, 0);
-    if (st == WF_OK) st = wf_stream_synchronize(wf_cloth_stream(c));
-  }
-  for (int f = 0; f < frames && st == WF_OK; f++) {
+  for (int f = 0; f < 5 + frames && st == WF_OK; f++) {
     double t0 = bench_now_s();
-    st = wf_cloth_step_frames(c, 1);
-    if (st == WF_OK) st = wf_cloth_copy_positions(c, pinned, 0);
+    if (cfg->step) st = wf_cloth_step_frames(c, 1);
+    if (st == WF_OK && cfg->readback == RB_COPY) st = wf_cloth_copy_positions(c, pinned, 0);
     if (st == WF_OK) st = wf_stream_synchronize(wf_cloth_stream(c));
-    ms[f] = (bench_now_s() - t0) * 1e3;
+    if (f >= 5) ms[f - 5] = (bench_now_s() - t0) * 1e3;
   }
   if (st == WF_OK) st = wf_cloth_check(c);
+  if (st == WF_OK) st = wf_cloth_info_get(c, info);
   if (st != WF_OK) {
-    fprintf(stderr, "weft bench cloth: %dx%d %s: %s: %s\n", N, N, integrator ? "xpbd" : "springs",
-            wf_status_str(st), wf_last_error());
+    fprintf(stderr, "weft bench cloth: %dx%d %s: %s: %s\n", N, N,
+            cfg->integrator ? "xpbd" : "springs", wf_status_str(st), wf_last_error());
     goto done;
   }
-  /* the readback must hold the cloth: a pinned corner where it started, the rest finite */
+  /* the readback must hold the cloth: finite */
   const float *p = wf_buffer_ptr(pinned);
-  for (size_t i = 0; i < (size_t)N * N; i++)
+  for (size_t i = 0; cfg->readback != RB_NONE && i < (size_t)N * N; i++)
     if (!(p[4 * i + 1] == p[4 * i + 1])) {
       fprintf(stderr, "weft bench cloth: readback holds NaN at vertex %zu\n", i);
       goto done;
     }
-  r->ms = bench_median(ms, frames);
-  r->vss = (double)N * N * d.substeps / (r->ms * 1e-3);
-  r->bytes = model_bytes(integrator, N, &info);
-  r->gbs = r->bytes * d.substeps / (r->ms * 1e-3) * 1e-9;
+  *out = bench_median(ms, frames);
   rc = 0;
 done:
+  if (c) wf_cloth_set_frame_readback(c, NULL, 0);
   if (pinned) wf_buffer_destroy(pinned, NULL);
   wf_cloth_destroy(c);
   free(ms);
   return rc;
 }
+
+static const char *kernel_name(const wf_cloth_info *info) {
+  switch (info->frame_kernel) {
+  case WF_CLOTH_FRAME_RESIDENT: return "resident";
+  case WF_CLOTH_FRAME_STRIDE: return "stride";
+  default: return "substep";
+  }
+}
+
+static int run_one(wf_device *dev, wf_device *host, int N, int integrator, int readback, int frames,
+                   run_result *r, wf_cloth_info *info) {
+  run_cfg cfg = {N, integrator, 16, frames, readback, true};
+  if (run_cfg_ms(dev, host, &cfg, &r->ms, info)) return 1;
+  r->vss = (double)N * N * 16 / (r->ms * 1e-3);
+  r->bytes = model_bytes(integrator, N, info);
+  r->gbs = r->bytes * 16 / (r->ms * 1e-3) * 1e-9;
+  return 0;
+}
+
+/* --profile for one size (see the file comment). */
+static int profile_one(wf_device *dev, wf_device *host, int N, int frames, bench_row *rows,
+                       int *n_rows);
 
 static void add_row(bench_row *rows, int *n, const char *metric, double value, const char *unit) {
   if (*n >= MAX_ROWS) return;
@@ -268,20 +315,29 @@ int wf_bench_cloth(int argc, char **argv) {
   printf("16 substeps a frame, %d measured frames after 5 warm-up; positions read back every "
          "frame\n\n",
          frames);
-  printf("%-8s %-10s %10s %12s %16s %14s %10s %8s\n", "integr.", "size", "vertices", "ms/frame",
-         "vertex-substep/s", "MB/substep", "GB/s", "of bw");
+  printf("%-10s %-10s %10s %9s %12s %16s %14s %10s %8s\n", "variant", "size", "vertices", "kernel",
+         "ms/frame", "vertex-substep/s", "MB/substep", "GB/s", "of bw");
   add_row(rows, &n_rows, "device_bandwidth", bw, "GB/s");
-  for (int integrator = 0; integrator < 2; integrator++)
+  static const struct {
+    const char *name, *metric;
+    int integrator, readback;
+  } variants[] = {{"springs", "springs", WF_CLOTH_SPRINGS, RB_COPY},
+                  {"springs-rb", "springs_rb", WF_CLOTH_SPRINGS, RB_FRAME},
+                  {"xpbd", "xpbd", WF_CLOTH_XPBD, RB_COPY}};
+  for (int v = 0; v < 3; v++)
     for (int k = 0; k < n_sizes; k++) {
       run_result r;
-      if (run_one(dev, host, sizes[k], integrator, frames, &r)) goto fail;
-      const char *iname = integrator ? "xpbd" : "springs";
-      char sz[32], metric[64];
+      wf_cloth_info ci;
+      if (run_one(dev, host, sizes[k], variants[v].integrator, variants[v].readback, frames, &r,
+                  &ci))
+        goto fail;
+      char sz[24], metric[64];
       snprintf(sz, sizeof sz, "%dx%d", sizes[k], sizes[k]);
-      printf("%-8s %-10s %10d %12.4f %16.4g %14.3f %10.1f %7.1f%%\n", iname, sz,
-             sizes[k] * sizes[k], r.ms, r.vss, r.bytes * 1e-6, r.gbs,
+      printf("%-10s %-10s %10d %9s %12.4f %16.4g %14.3f %10.1f %7.1f%%\n", variants[v].name, sz,
+             sizes[k] * sizes[k], kernel_name(&ci), r.ms, r.vss, r.bytes * 1e-6, r.gbs,
              bw > 0 ? 100.0 * r.gbs / bw : 0.0);
       fflush(stdout);
+      const char *iname = variants[v].metric;
       snprintf(metric, sizeof metric, "%s_%s_ms_per_frame", iname, sz);
       add_row(rows, &n_rows, metric, r.ms, "ms");
       snprintf(metric, sizeof metric, "%s_%s_vertex_substeps_per_s", iname, sz);
@@ -291,10 +347,60 @@ int wf_bench_cloth(int argc, char **argv) {
       snprintf(metric, sizeof metric, "%s_%s_bandwidth_fraction", iname, sz);
       add_row(rows, &n_rows, metric, bw > 0 ? r.gbs / bw : 0.0, "1");
     }
+  if (o.profile) {
+    printf(
+        "\nprofile, mass-spring (us; median of %d frames): frame(S) = fixed + S x substep, fitted "
+        "over S = 1, 2, 4, 8, 16\n",
+        frames);
+    printf("%-10s %9s %9s %11s %9s %9s %10s %10s %10s\n", "size", "kernel", "sync", "copy+sync",
+           "fixed", "substep", "S=16", "S=16+copy", "S=16+rb");
+    for (int k = 0; k < n_sizes; k++)
+      if (profile_one(dev, host, sizes[k], frames, rows, &n_rows)) goto fail;
+  }
   if (o.csv && bench_csv_append(o.csv, machine, rows, n_rows, stdout)) goto fail;
   rc = 0;
 fail:
   fflush(stdout);
   wf_shutdown();
   return rc;
+}
+
+static int profile_one(wf_device *dev, wf_device *host, int N, int frames, bench_row *rows,
+                       int *n_rows) {
+  static const int S[] = {1, 2, 4, 8, 16};
+  double t[5], sync_ms, copy_ms, copy16, rb16;
+  wf_cloth_info ci;
+  run_cfg cfg = {N, WF_CLOTH_SPRINGS, 16, frames, RB_NONE, false};
+  if (run_cfg_ms(dev, host, &cfg, &sync_ms, &ci)) return 1;
+  cfg.readback = RB_COPY;
+  if (run_cfg_ms(dev, host, &cfg, &copy_ms, &ci)) return 1;
+  cfg.step = true;
+  if (run_cfg_ms(dev, host, &cfg, &copy16, &ci)) return 1;
+  cfg.readback = RB_FRAME;
+  if (run_cfg_ms(dev, host, &cfg, &rb16, &ci)) return 1;
+  cfg.readback = RB_NONE;
+  for (int k = 0; k < 5; k++) {
+    cfg.substeps = S[k];
+    if (run_cfg_ms(dev, host, &cfg, &t[k], &ci)) return 1;
+  }
+  /* least squares t = a + b S */
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (int k = 0; k < 5; k++)
+    sx += S[k], sy += t[k], sxx += (double)S[k] * S[k], sxy += S[k] * t[k];
+  double b = (5 * sxy - sx * sy) / (5 * sxx - sx * sx), a = (sy - b * sx) / 5;
+  char sz[24], metric[64];
+  snprintf(sz, sizeof sz, "%dx%d", N, N);
+  printf("%-10s %9s %9.1f %11.1f %9.1f %9.2f %10.1f %10.1f %10.1f\n", sz, kernel_name(&ci),
+         sync_ms * 1e3, copy_ms * 1e3, a * 1e3, b * 1e3, t[4] * 1e3, copy16 * 1e3, rb16 * 1e3);
+  fflush(stdout);
+  const struct {
+    const char *what;
+    double ms;
+  } out[] = {{"sync", sync_ms},   {"copy_sync", copy_ms},     {"frame_fixed", a},    {"substep", b},
+             {"frame_s16", t[4]}, {"frame_s16_copy", copy16}, {"frame_s16_rb", rb16}};
+  for (size_t k = 0; k < sizeof out / sizeof out[0]; k++) {
+    snprintf(metric, sizeof metric, "springs_%s_profile_%s_us", sz, out[k].what);
+    add_row(rows, n_rows, metric, out[k].ms * 1e3, "us");
+  }
+  return 0;
 }

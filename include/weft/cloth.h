@@ -147,16 +147,28 @@ typedef struct wf_cloth_params {
   float damping;     /* global velocity damping, 1/s */
 } wf_cloth_params;
 
+/** How a frame of a cloth runs (wf_cloth_info.frame_kernel). */
+enum {
+  WF_CLOTH_FRAME_PER_SUBSTEP = 0, /* kernels per substep (XPBD, self-collision, coupling) */
+  WF_CLOTH_FRAME_STRIDE = 1,      /* mass-spring: one launch a frame, grid-stride over vertices */
+  WF_CLOTH_FRAME_RESIDENT = 2     /* mass-spring: one launch a frame, a thread per vertex holding
+                                     its state in registers (vertices <= resident_max) */
+};
+
 /** Facts about a created cloth. */
 typedef struct wf_cloth_info {
   uint32_t vertices, triangles;
-  uint32_t springs;     /* mass-spring: springs of all kinds (0 for XPBD) */
-  uint32_t constraints; /* XPBD: distance + bending constraints (0 for mass-spring) */
-  uint32_t colours;     /* XPBD: colours of the constraint graph */
-  uint32_t pinned;      /* vertices with inverse mass 0 */
-  uint32_t grid[2];     /* resolution of a grid cloth; 0 x 0 for meshes */
-  size_t device_bytes;  /* device memory held by the solver */
-  size_t graph_nodes;   /* nodes of the captured frame (0 before the first frame or no_graph) */
+  uint32_t springs;      /* mass-spring: springs of all kinds (0 for XPBD) */
+  uint32_t constraints;  /* XPBD: distance + bending constraints (0 for mass-spring) */
+  uint32_t colours;      /* XPBD: colours of the constraint graph */
+  uint32_t pinned;       /* vertices with inverse mass 0 */
+  uint32_t grid[2];      /* resolution of a grid cloth; 0 x 0 for meshes */
+  size_t device_bytes;   /* device memory held by the solver */
+  size_t graph_nodes;    /* nodes of the captured frame (0 before the first frame or no_graph) */
+  uint32_t frame_kernel; /* WF_CLOTH_FRAME_*: how wf_cloth_step_frames runs a frame */
+  uint32_t resident_max; /* mass-spring: the most vertices a resident frame takes on this device
+                            (the CPU backend: a fixed 4096); 0 for XPBD */
+  uint32_t frame_readback_direct; /* 1: the frame kernel writes the per-frame readback itself */
 } wf_cloth_info;
 
 /** The default material (the defaults in wf_cloth_material's field comments). */
@@ -244,6 +256,17 @@ WF_API wf_status wf_cloth_copy_positions(wf_cloth *c, wf_buffer *dst, size_t off
  *  solver's later work waits for the copy. A stream of its own keeps the copy off the solver's
  *  stream (weft/world.h's readback ring). */
 WF_API wf_status wf_cloth_copy_positions_on(wf_cloth *c, wf_buffer *dst, size_t off, wf_stream *s);
+/** Reads the positions back every frame: from the next wf_cloth_step_frames on, every frame
+ *  ends with the positions (vertices x 16 bytes, as wf_cloth_copy_positions writes them) in dst
+ *  at byte offset off, on the solver's stream, as if wf_cloth_copy_positions followed each frame.
+ *  Wait for the stream (wf_stream_synchronize(wf_cloth_stream(c))) before reading; the next frame
+ *  writes dst again. A host dst of a cloth on a CUDA device must be WF_BUFFER_PINNED; then the
+ *  one-launch mass-spring frames write the positions from their last substep straight into it
+ *  (mapped pinned memory; wf_cloth_info.frame_readback_direct), so no copy follows the frame;
+ *  other frames copy. dst must live until it is replaced. NULL stops the readback. Waits for
+ *  the solver, and the captured frame is captured again at the next frame. Frames of a coupled
+ *  cloth (stepped by wf_particles_step_frames) do not read back. */
+WF_API wf_status wf_cloth_set_frame_readback(wf_cloth *c, wf_buffer *dst, size_t off);
 /** Waits for the solver and reports its device flags (non-finite state), as download does. */
 WF_API wf_status wf_cloth_check(wf_cloth *c);
 /** Simulated seconds and substeps so far (waits for the solver). */

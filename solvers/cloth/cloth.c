@@ -35,6 +35,9 @@
  *    recapture. Nothing changes the counts after creation, so the graph is never dropped.
  *  - Pins and attachments write the pinned vertex's inverse mass (pos.w = 0) and velocity in half
  *    0, ordered on the solver's stream after the frames already enqueued.
+ *  - A per-frame readback (wf_cloth_set_frame_readback) is baked into the captured frame: the
+ *    one-launch frame writes the positions into the pinned buffer itself, any other frame ends
+ *    with a copy of half 0 into it. Changing it drops the graph.
  *  - Each kernel writes disjoint data per element (vertex, or constraint of one colour) and reads
  *    the clock of its input half; one element writes the clock of its output. Results are bitwise
  *    reproducible and equal on both backends.
@@ -83,6 +86,7 @@ enum {
   B_CEND,
   B_TEMP,
   B_GRID_REST, /* springs on a grid: rest lengths per vertex (cloth_fast.h) */
+  B_SYNC,      /* springs, resident one-launch frames: a barrier counter per block */
   B_COUNT
 };
 
@@ -100,12 +104,17 @@ struct wf_cloth {
   uint32_t n_pinned;
   wf_buffer *buf[B_COUNT];
   wf_graph *graph;
-  uint32_t table;   /* cells of the vertex grid's box (0: no grid buffers yet) */
-  int bits;         /* key bits of the vertex grid */
-  wf_particles *ps; /* coupled particle solver, or NULL */
-  float ps_radius;  /* its largest particle radius when coupled (the grid's cell) */
-  int sub_in_frame; /* coupled springs: substeps recorded since the frame began */
-  bool fast_off;    /* WEFT_CLOTH_FAST=0: no one-launch frames (cloth_fast.h) */
+  uint32_t table;      /* cells of the vertex grid's box (0: no grid buffers yet) */
+  int bits;            /* key bits of the vertex grid */
+  wf_particles *ps;    /* coupled particle solver, or NULL */
+  float ps_radius;     /* its largest particle radius when coupled (the grid's cell) */
+  int sub_in_frame;    /* coupled springs: substeps recorded since the frame began */
+  bool fast_off;       /* WEFT_CLOTH_FAST=0: no one-launch frames (cloth_fast.h) */
+  wfc_frame_plan plan; /* springs: how a one-launch frame spreads over the device */
+  uint32_t barrier;    /* WFC_BARRIER_* of resident frames (WEFT_CLOTH_BARRIER=grid) */
+  uint32_t reach;      /* largest |i - j| over the vertices j that vertex i reads */
+  wf_buffer *rb;       /* per-frame readback destination (wf_cloth_set_frame_readback), or NULL */
+  size_t rb_off;
   wfc_params params;
   wfp_collider colliders[WFC_MAX_COLLIDERS];
 };
@@ -347,6 +356,30 @@ static wf_status grid_alloc(wf_cloth *c, const char *fn) {
   return WF_OK;
 }
 
+/* The one-launch frame's plan (cloth_fast.h) and the reach of a vertex's reads: its springs and
+ * (aerodynamics) the vertices of its triangles. stride_only: WEFT_CLOTH_FAST=1. */
+static void frame_plan(wf_cloth *c, const wfc_springs *sp, bool stride_only) {
+  uint32_t reach = 0;
+  for (uint32_t a = 0; a < c->nv; a++)
+    for (uint32_t k = sp->adj_start[a]; k < sp->adj_start[a + 1]; k++) {
+      uint32_t b = sp->adj[k].other_kind & WFC_LINK_INDEX_MASK, d = b > a ? b - a : a - b;
+      if (d > reach) reach = d;
+    }
+  for (uint32_t t = 0; t < c->nt; t++) {
+    const uint32_t *v = c->topo.tris + 3 * (size_t)t;
+    uint32_t lo = v[0], hi = v[0];
+    for (int k = 1; k < 3; k++)
+      lo = v[k] < lo ? v[k] : lo, hi = v[k] > hi ? v[k] : hi;
+    if (hi - lo > reach) reach = hi - lo;
+  }
+  c->reach = reach;
+  const char *blk = getenv("WEFT_CLOTH_BLOCK");
+  long block = blk ? strtol(blk, NULL, 10) : 0;
+  wfc_spring_frame_plan(c->dev->is_cuda ? c->dev->ordinal : -1, c->nv,
+                        block > 0 && block <= 1024 ? (uint32_t)block : 0, &c->plan);
+  if (stride_only) c->plan.mode = WFC_FRAME_STRIDE;
+}
+
 /* Everything after the topology: topology lists, masses, buffers, uploads. Takes the topology.
  * With `local` (a split partition: cloth_internal.h) the topology lists are already built and
  * the masses, springs and constraints are given. */
@@ -409,6 +442,11 @@ static wf_status create_common(const char *fn, wf_device *dev, const wf_cloth_de
       st = wf__error(WF_ERR_OUT_OF_MEMORY, fn, "cloth '%s': out of host memory", name);
     const char *fast = getenv("WEFT_CLOTH_FAST");
     c->fast_off = fast && !strcmp(fast, "0");
+    if (desc->integrator == WF_CLOTH_SPRINGS && st == WF_OK) {
+      frame_plan(c, &sp, fast && !strcmp(fast, "1"));
+      const char *bar = getenv("WEFT_CLOTH_BARRIER");
+      c->barrier = bar && !strcmp(bar, "grid") ? WFC_BARRIER_GRID : WFC_BARRIER_NEIGHBOURS;
+    }
     if (desc->integrator != WF_CLOTH_SPRINGS) st = wfc_constraints_build(fn, name, &c->topo, &cons);
     if (st != WF_OK) goto done;
     c->springs = sp.count;
@@ -456,11 +494,12 @@ static wf_status create_common(const char *fn, wf_device *dev, const wf_cloth_de
       [B_CONS] = {(size_t)cons.count * sizeof(wfc_constraint), cons.cons},
       [B_LAMBDA] = {lambda ? (size_t)cons.count * 4 : 0, NULL},
       [B_GRID_REST] = {grid_rest ? nv * WFC_R_COUNT * sizeof(float) : 0, grid_rest},
+      [B_SYNC] = {c->plan.mode == WFC_FRAME_RESIDENT ? (size_t)c->plan.blocks * 4 : 0, NULL},
   };
   for (int b = 0; b < B_COUNT && st == WF_OK; b++) {
     if (b >= B_Q && b <= B_TEMP) continue; /* the vertex grid's: grid_alloc, when needed */
-    if (!spec[b].bytes &&
-        (b == B_ADJ_START || b == B_ADJ || b == B_CONS || b == B_LAMBDA || b == B_GRID_REST))
+    if (!spec[b].bytes && (b == B_ADJ_START || b == B_ADJ || b == B_CONS || b == B_LAMBDA ||
+                           b == B_GRID_REST || b == B_SYNC))
       continue; /* not used by this integrator */
     st = make_buffer(c, fn, b, spec[b].bytes, spec[b].data);
   }
@@ -852,11 +891,13 @@ static wf_status springs_back_to_half0(wf_cloth *c, const char *fn) {
 static wf_status touch_all(wf_cloth *c, const char *fn) {
   for (int b = 0; b < B_COUNT; b++)
     if (c->buf[b]) TRY(wf_buffer_touch(c->buf[b], c->stream), "ordering buffers");
+  if (c->rb) TRY(wf_buffer_touch(c->rb, c->stream), "ordering the readback buffer");
   return WF_OK;
 }
 
-/* Springs without self-collision or coupling: the whole batch in one launch (cloth_fast.h). */
-static wf_status springs_frame(wf_cloth *c, const char *fn, int n) {
+/* Springs without self-collision or coupling: the whole batch in one launch (cloth_fast.h);
+ * host_pos: where the last substep also writes the positions, or NULL. */
+static wf_status springs_frame(wf_cloth *c, const char *fn, int n, wfp_f4 *host_pos) {
   wfc_frame_args fa;
   memset(&fa, 0, sizeof fa);
   for (int in = 0; in < 2; in++) {
@@ -870,14 +911,42 @@ static wf_status springs_frame(wf_cloth *c, const char *fn, int n) {
   fa.rest6 = c->buf[B_GRID_REST] ? ptr(c, B_GRID_REST) : NULL;
   fa.nu = c->topo.grid[0], fa.nr = c->topo.grid[1];
   fa.substeps = (uint32_t)n;
+  fa.plan = c->plan;
+  fa.barrier = c->barrier;
+  fa.reach = c->reach;
+  fa.sync = c->buf[B_SYNC] ? ptr(c, B_SYNC) : NULL;
+  fa.host_pos = host_pos;
   return launch(c, fn, &wfc_spring_frame, c->nv, &fa, sizeof fa);
 }
 
-static wf_status enqueue_substeps(wf_cloth *c, const char *fn, int n) {
+static bool one_launch(const wf_cloth *c) {
+  return c->desc.integrator == WF_CLOTH_SPRINGS && !grid_on(c) && !c->fast_off;
+}
+
+/* The readback buffer's memory when the frame kernel can write the positions into it itself:
+ * host memory the device reaches (the CPU backend's, or pinned memory from a CUDA device:
+ * unified addressing maps it), 16-byte aligned. NULL: copy after the frame instead. */
+static wfp_f4 *readback_direct(const wf_cloth *c) {
+  if (!c->rb || !one_launch(c) || (c->rb_off & 15u)) return NULL;
+  if (wf_device_is_cuda(wf_buffer_device(c->rb))) return NULL; /* device memory: copy */
+  if (wf_device_is_cuda(c->dev) && !(wf_buffer_flags(c->rb) & WF_BUFFER_PINNED)) return NULL;
+  return (wfp_f4 *)(void *)((char *)wf_buffer_ptr(c->rb) + c->rb_off);
+}
+
+/* n substeps; frame: they are a frame of wf_cloth_step_frames (it ends with the readback). */
+static wf_status enqueue_substeps_rb(wf_cloth *c, const char *fn, int n, bool frame) {
   bool springs = c->desc.integrator == WF_CLOTH_SPRINGS;
   wf_status st = WF_OK;
-  if (springs && !grid_on(c) && !c->fast_off && n > 0) {
-    st = springs_frame(c, fn, n);
+  wfp_f4 *direct = frame ? readback_direct(c) : NULL;
+  if (frame && c->rb && !direct) { /* the general path: copy after the frame */
+    st = enqueue_substeps_rb(c, fn, n, false);
+    if (st == WF_OK)
+      TRY(wf_copy(c->rb, c->rb_off, c->buf[B_POS0], 0, (size_t)c->nv * sizeof(wfp_f4), c->stream),
+          "copying positions to the readback buffer");
+    return st;
+  }
+  if (one_launch(c) && n > 0) {
+    st = springs_frame(c, fn, n, direct);
     if (st == WF_OK && (n & 1)) st = springs_back_to_half0(c, fn);
     return st != WF_OK ? st : touch_all(c, fn);
   }
@@ -887,9 +956,13 @@ static wf_status enqueue_substeps(wf_cloth *c, const char *fn, int n) {
   return st != WF_OK ? st : touch_all(c, fn);
 }
 
+static wf_status enqueue_substeps(wf_cloth *c, const char *fn, int n) {
+  return enqueue_substeps_rb(c, fn, n, false);
+}
+
 static wf_status capture_frame(wf_cloth *c, const char *fn) {
   TRY(wf_capture_begin(c->stream), "beginning the frame capture");
-  wf_status st = enqueue_substeps(c, fn, c->desc.substeps);
+  wf_status st = enqueue_substeps_rb(c, fn, c->desc.substeps, true);
   wf_graph *g = NULL;
   wf_status st2 = wf_capture_end(c->stream, &g);
   if (st != WF_OK) {
@@ -985,7 +1058,14 @@ wf_status wf_cloth_step_frames(wf_cloth *c, int frames) {
     return wf__error(WF_ERR_INVALID, fn, "cloth '%s': frames %d must be >= 0", c->name, frames);
   if (c->ps) return coupled_error(c, fn);
   if (frames == 0) return WF_OK;
-  if (c->desc.no_graph) return enqueue_substeps(c, fn, frames * c->desc.substeps);
+  if (c->desc.no_graph && !c->rb) return enqueue_substeps(c, fn, frames * c->desc.substeps);
+  if (c->desc.no_graph) {
+    for (int f = 0; f < frames; f++) {
+      wf_status st = enqueue_substeps_rb(c, fn, c->desc.substeps, true);
+      if (st != WF_OK) return st;
+    }
+    return WF_OK;
+  }
   if (!c->graph) {
     wf_status st = capture_frame(c, fn);
     if (st != WF_OK) return st;
@@ -1080,6 +1160,34 @@ wf_status wf_cloth_copy_positions_on(wf_cloth *c, wf_buffer *dst, size_t off, wf
   return WF_OK;
 }
 
+wf_status wf_cloth_set_frame_readback(wf_cloth *c, wf_buffer *dst, size_t off) {
+  static const char fn[] = "wf_cloth_set_frame_readback";
+  if (!c) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
+  if (dst) {
+    size_t bytes = (size_t)c->nv * sizeof(wfp_f4), size = wf_buffer_size(dst);
+    if (off > size || size - off < bytes)
+      return wf__error(WF_ERR_INVALID, fn,
+                       "cloth '%s': destination holds %zu bytes after offset %zu, positions "
+                       "need %zu",
+                       c->name, off > size ? 0 : size - off, off, bytes);
+    wf_device *d = wf_buffer_device(dst);
+    if (wf_device_is_cuda(c->dev) && !wf_device_is_cuda(d) &&
+        !(wf_buffer_flags(dst) & WF_BUFFER_PINNED))
+      return wf__error(WF_ERR_INVALID, fn,
+                       "cloth '%s' runs on %s: a host destination must be a WF_BUFFER_PINNED "
+                       "buffer (a copy into pageable memory would block every frame)",
+                       c->name, wf_device_name(c->dev));
+  }
+  if (c->rb == dst && c->rb_off == off) return WF_OK;
+  /* the captured frame bakes in the destination: wait for it, drop it, capture again */
+  TRY(wf_stream_synchronize(c->stream), "waiting for the solver");
+  if (c->graph) wf_graph_destroy(c->graph);
+  c->graph = NULL;
+  c->rb = dst;
+  c->rb_off = dst ? off : 0;
+  return WF_OK;
+}
+
 wf_status wf_cloth_time(wf_cloth *c, double *seconds, uint64_t *substeps) {
   static const char fn[] = "wf_cloth_time";
   if (!c) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
@@ -1104,6 +1212,12 @@ wf_status wf_cloth_info_get(const wf_cloth *c, wf_cloth_info *out) {
   for (int b = 0; b < B_COUNT; b++)
     if (c->buf[b]) out->device_bytes += wf_buffer_size(c->buf[b]);
   out->graph_nodes = c->graph ? wf_graph_node_count(c->graph) : 0;
+  bool springs = c->desc.integrator == WF_CLOTH_SPRINGS;
+  out->frame_kernel = !springs || grid_on(c) || c->fast_off ? WF_CLOTH_FRAME_PER_SUBSTEP
+                      : c->plan.mode == WFC_FRAME_RESIDENT  ? WF_CLOTH_FRAME_RESIDENT
+                                                            : WF_CLOTH_FRAME_STRIDE;
+  out->resident_max = springs && !c->fast_off ? c->plan.resident_max : 0;
+  out->frame_readback_direct = readback_direct(c) != NULL;
   return WF_OK;
 }
 

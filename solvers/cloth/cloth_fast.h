@@ -9,6 +9,22 @@
  * `substeps` separate launches. It replaces 16 kernel nodes (and their launch gaps) by one, which
  * is what small cloths pay for.
  *
+ * Two modes (wfc_frame_plan, chosen at creation): RESIDENT when every vertex can have a thread of
+ * its own with all blocks resident at once (n <= resident_max: SMs x blocks a SM x 256 by the
+ * kernel's occupancy; small cloths spread one block per SM, as few threads a block as that
+ * takes): each thread keeps its vertex's state, rest lengths, the parameters and the clock in
+ * registers for the whole frame and reads only its neighbours' state per substep, with a barrier
+ * among neighbouring blocks only (cloth_fast.cu says why it is correct). STRIDE otherwise: a
+ * grid-stride loop per substep and grid.sync(). Both call wfc_spring_vertex (cloth_math.h), the
+ * per-vertex function of the per-substep kernel, on the same values. The CPU backend runs both
+ * modes as loops (RESIDENT up to WFC_CPU_RESIDENT_MAX, so tests reach both and the boundary).
+ * WEFT_CLOTH_FAST=1 forces STRIDE, WEFT_CLOTH_BARRIER=grid makes RESIDENT use grid.sync(), and
+ * WEFT_CLOTH_BLOCK=N sets its threads a block (tuning knobs, read at creation).
+ *
+ * Per-frame readback (wf_cloth_set_frame_readback): with host_pos set, the last substep also
+ * writes each vertex's position there (pinned host memory, mapped by unified addressing on CUDA),
+ * so the frame needs no copy after it.
+ *
  * Grid cloths. A grid's springs follow from the vertex's row and column: stretch to the 4
  * neighbours, shear to the 4 diagonals, bend to the vertices two apart. The CSR adjacency
  * (8 B per incident spring, ~100 B a vertex every substep) is replaced by six rest lengths per
@@ -40,11 +56,35 @@ enum {
   WFC_R_COUNT = 6
 };
 
+/* How a one-launch frame spreads over the device (wfc_spring_frame_plan). */
+enum {
+  WFC_FRAME_STRIDE = 0,   /* grid-stride loop over the vertices per substep, grid-wide barrier */
+  WFC_FRAME_RESIDENT = 1, /* one vertex a thread, its state in registers for the whole frame */
+};
+
+/* Barriers of the resident frame. */
+enum {
+  WFC_BARRIER_NEIGHBOURS = 0, /* each block waits for the blocks whose vertices it reads */
+  WFC_BARRIER_GRID = 1,       /* cooperative groups' grid.sync() (WEFT_CLOTH_BARRIER=grid) */
+};
+
+typedef struct wfc_frame_plan {
+  uint32_t mode;         /* WFC_FRAME_* */
+  uint32_t block;        /* threads a block (resident: one vertex each) */
+  uint32_t blocks;       /* resident: blocks of the launch (all resident at once) */
+  uint32_t resident_max; /* the most vertices the resident frame takes on this device */
+} wfc_frame_plan;
+
 typedef struct wfc_frame_args {
   wfc_spring_args half[2]; /* [0]: half 0 -> 1, [1]: half 1 -> 0 */
   const float *rest6;      /* grid: WFC_R_COUNT per vertex; NULL: the CSR adjacency */
   uint32_t nu, nr;         /* grid columns and rows */
   uint32_t substeps;
+  wfc_frame_plan plan;
+  uint32_t barrier; /* WFC_BARRIER_* (resident) */
+  uint32_t reach; /* largest |i - j| over the vertices j that vertex i reads (springs, triangles) */
+  uint32_t *sync; /* resident: one counter a block (substeps it has published; zero at first) */
+  wfp_f4 *host_pos; /* NULL, or where the last substep also writes the positions (pinned host) */
 } wfc_frame_args;
 
 /* One vertex of one substep on whichever path the frame uses. */
@@ -56,6 +96,13 @@ WF_HD static inline uint32_t wfc_frame_elem(const wfc_frame_args *a, uint32_t s,
 /* n = vertices: args->substeps mass-spring substeps from half 0 (see above). */
 extern const wf_kernel wfc_spring_frame;
 
+/* The plan of a one-launch frame over n vertices on a CUDA device (ordinal >= 0; its occupancy)
+ * or on the CPU backend (ordinal < 0: resident up to WFC_CPU_RESIDENT_MAX vertices, a limit that
+ * exists so that the tests reach both modes and their boundary cheaply; on the CPU both modes
+ * run the same loop). `block` > 0 asks for that many threads a block (WEFT_CLOTH_BLOCK). */
+void wfc_spring_frame_plan(int ordinal, uint32_t n, uint32_t block, wfc_frame_plan *out);
+#define WFC_CPU_RESIDENT_MAX 4096u
+
 /* The grid rest table (WFC_R_COUNT floats per vertex, 0 where a spring does not exist) from a
  * grid topology's CSR springs; malloc'd into *out. WF_ERR_INVALID when t is not a grid or the
  * springs are not the grid's (then use the CSR path). */
@@ -63,6 +110,7 @@ wf_status wfc_grid_rest_build(const wfc_topology *t, const wfc_springs *sp, floa
 
 #ifdef WEFT_HAVE_CUDA
 void wfc_spring_frame_cuda(const void *args, size_t n, void *stream);
+void wfc_spring_frame_plan_cuda(int ordinal, uint32_t n, uint32_t block, wfc_frame_plan *out);
 #endif
 
 #ifdef __cplusplus

@@ -354,60 +354,99 @@ WF_HD static inline void wfc_link_force(const wfc_params *p, const wfp_f4 *pos, 
   if (!(len > 0.0f)) return;
   wfc_v3 dir = wfc_scale(d, 1.0f / len);
   float rel = wfc_dot(wfc_sub(wfc_xyz(vel[j]), v), dir);
-  float fs = p->spring_k[kind] * (len - rest) + p->spring_c * rel;
+  /* a select, not an index: the parameters can then stay in registers (the one-launch frame) */
+  float k = kind == WFC_STRETCH ? p->spring_k[WFC_STRETCH]
+            : kind == WFC_SHEAR ? p->spring_k[WFC_SHEAR]
+                                : p->spring_k[WFC_BEND];
+  float fs = k * (len - rest) + p->spring_c * rel;
   *f = wfc_add(*f, wfc_scale(dir, fs));
 }
 
-/* The spring forces on vertex i = row * nu + col of a grid cloth, from the rest lengths r of the
- * springs each vertex starts (cloth_fast.h), in the order of the vertex's CSR list. */
-WF_HD static inline void wfc_grid_gather(const wfc_spring_args *a, const float *r, uint32_t nu,
-                                         uint32_t nr, uint32_t i, wfc_v3 x, wfc_v3 v, wfc_v3 *fo) {
-  const wfc_params *p = a->params;
+/* Springs a grid vertex has at most: stretch to 4 neighbours, shear to 4 diagonals, bend to 4
+ * vertices two apart. */
+#define WFC_GRID_LINKS 12
+
+/* The rest lengths of the springs of vertex i = row * nu + col of a grid cloth, from the table r
+ * of the springs each vertex starts (cloth_fast.h), in the order wfc_grid_gather12 visits them;
+ * 0 for springs the vertex does not have. The one-launch frame keeps them in registers. */
+WF_HD static inline void wfc_grid_rest12(const float *r, uint32_t nu, uint32_t nr, uint32_t i,
+                                         float rl[WFC_GRID_LINKS]) {
   uint32_t col = i % nu, row = i / nu;
-  const wfp_f4 *P = a->pos_in, *V = a->vel_in;
+  for (int k = 0; k < WFC_GRID_LINKS; k++)
+    rl[k] = 0.0f;
+  if (row >= 2) rl[0] = r[(i - 2 * nu) * 6 + 5];
+  if (row >= 1 && col >= 1) rl[1] = r[(i - nu - 1) * 6 + 2];
+  if (row >= 1) {
+    rl[2] = r[(i - nu) * 6 + 1];
+    if (col + 1 < nu) rl[3] = r[(i - nu) * 6 + 3];
+  }
+  if (col >= 2) rl[4] = r[(i - 2) * 6 + 4];
+  if (col >= 1) {
+    rl[5] = r[(i - 1) * 6 + 0];
+    if (row + 1 < nr) rl[6] = r[(i - 1) * 6 + 3];
+  }
+  rl[7] = r[i * 6 + 0];
+  rl[8] = r[i * 6 + 1];
+  rl[9] = r[i * 6 + 2];
+  rl[10] = r[i * 6 + 4];
+  rl[11] = r[i * 6 + 5];
+}
+
+/* The spring forces on vertex i = row * nu + col of a grid cloth (position x, velocity v), from
+ * its rest lengths rl (wfc_grid_rest12) and the neighbours' positions P and velocities V, added to
+ * *fo in the order of the vertex's CSR list (springs started by earlier vertices, then by this
+ * one: the order cloth_mesh.c lists them). */
+WF_HD static inline void wfc_grid_gather12(const wfc_params *p, const wfp_f4 *P, const wfp_f4 *V,
+                                           uint32_t nu, uint32_t nr, uint32_t i, wfc_v3 x, wfc_v3 v,
+                                           const float rl[WFC_GRID_LINKS], wfc_v3 *fo) {
+  uint32_t col = i % nu, row = i / nu;
   wfc_v3 f = *fo;
   const int S = WFC_STRETCH, H = WFC_SHEAR, B = WFC_BEND;
-  /* springs started by earlier vertices, then by this one (the CSR order) */
-  if (row >= 2) wfc_link_force(p, P, V, x, v, i - 2 * nu, B, r[(i - 2 * nu) * 6 + 5], &f);
-  if (row >= 1 && col >= 1)
-    wfc_link_force(p, P, V, x, v, i - nu - 1, H, r[(i - nu - 1) * 6 + 2], &f);
+  if (row >= 2) wfc_link_force(p, P, V, x, v, i - 2 * nu, B, rl[0], &f);
+  if (row >= 1 && col >= 1) wfc_link_force(p, P, V, x, v, i - nu - 1, H, rl[1], &f);
   if (row >= 1) {
-    wfc_link_force(p, P, V, x, v, i - nu, S, r[(i - nu) * 6 + 1], &f);
-    if (col + 1 < nu) wfc_link_force(p, P, V, x, v, i - nu + 1, H, r[(i - nu) * 6 + 3], &f);
+    wfc_link_force(p, P, V, x, v, i - nu, S, rl[2], &f);
+    if (col + 1 < nu) wfc_link_force(p, P, V, x, v, i - nu + 1, H, rl[3], &f);
   }
-  if (col >= 2) wfc_link_force(p, P, V, x, v, i - 2, B, r[(i - 2) * 6 + 4], &f);
+  if (col >= 2) wfc_link_force(p, P, V, x, v, i - 2, B, rl[4], &f);
   if (col >= 1) {
-    wfc_link_force(p, P, V, x, v, i - 1, S, r[(i - 1) * 6 + 0], &f);
-    if (row + 1 < nr) wfc_link_force(p, P, V, x, v, i + nu - 1, H, r[(i - 1) * 6 + 3], &f);
+    wfc_link_force(p, P, V, x, v, i - 1, S, rl[5], &f);
+    if (row + 1 < nr) wfc_link_force(p, P, V, x, v, i + nu - 1, H, rl[6], &f);
   }
-  if (col + 1 < nu) wfc_link_force(p, P, V, x, v, i + 1, S, r[i * 6 + 0], &f);
-  if (row + 1 < nr) wfc_link_force(p, P, V, x, v, i + nu, S, r[i * 6 + 1], &f);
-  if (col + 1 < nu && row + 1 < nr) wfc_link_force(p, P, V, x, v, i + nu + 1, H, r[i * 6 + 2], &f);
-  if (col + 2 < nu) wfc_link_force(p, P, V, x, v, i + 2, B, r[i * 6 + 4], &f);
-  if (row + 2 < nr) wfc_link_force(p, P, V, x, v, i + 2 * nu, B, r[i * 6 + 5], &f);
+  if (col + 1 < nu) wfc_link_force(p, P, V, x, v, i + 1, S, rl[7], &f);
+  if (row + 1 < nr) wfc_link_force(p, P, V, x, v, i + nu, S, rl[8], &f);
+  if (col + 1 < nu && row + 1 < nr) wfc_link_force(p, P, V, x, v, i + nu + 1, H, rl[9], &f);
+  if (col + 2 < nu) wfc_link_force(p, P, V, x, v, i + 2, B, rl[10], &f);
+  if (row + 2 < nr) wfc_link_force(p, P, V, x, v, i + 2 * nu, B, rl[11], &f);
   *fo = f;
 }
 
-/* One mass-spring substep of vertex i: gather spring forces (CSR order, or a grid's: grid_rest) and
- * aerodynamics, semi-implicit Euler, colliders at the end time; writes the output half. Returns
- * flags. */
-WF_HD static inline uint32_t wfc_spring_elem_on(const wfc_spring_args *a, const float *grid_rest,
-                                                uint32_t nu, uint32_t nr, uint32_t i) {
-  const wfc_params *p = a->params;
-  wfp_f4 x4 = a->pos_in[i], v4 = a->vel_in[i];
-  wfc_v3 x = wfc_xyz(x4), v = wfc_xyz(v4);
-  float w = x4.w, dt = p->dt;
-  float t_end = (float)(a->clock_in->time + (double)dt);
-  if (i == 0) {
-    wfc_clock c = *a->clock_in;
-    c.time += (double)dt;
-    c.substeps++;
-    *a->clock_out = c;
-  }
+/* The same from the rest table r (cloth_fast.h). */
+WF_HD static inline void wfc_grid_gather(const wfc_spring_args *a, const float *r, uint32_t nu,
+                                         uint32_t nr, uint32_t i, wfc_v3 x, wfc_v3 v, wfc_v3 *fo) {
+  float rl[WFC_GRID_LINKS];
+  wfc_grid_rest12(r, nu, nr, i, rl);
+  wfc_grid_gather12(a->params, a->pos_in, a->vel_in, nu, nr, i, x, v, rl, fo);
+}
+
+/* One mass-spring substep of vertex i from its own state, passed in: position + inverse mass
+ * *x4, velocity *v4, the clock's time at the start of the substep, the parameters p, and (grid
+ * cloths) its rest lengths rl (wfc_grid_rest12; NULL: the CSR springs of a). Only the
+ * neighbours' state is read from memory (a's input half). Gathers the spring forces (CSR or grid
+ * order) and aerodynamics, integrates (semi-implicit Euler), applies the colliders at the end
+ * time, and returns the new state in *x4, *v4 and the flags. The one-launch frame keeps these
+ * inputs in registers across substeps; the per-substep kernel loads them from memory. */
+WF_HD static inline uint32_t wfc_spring_vertex(const wfc_params *p, const wfp_collider *colliders,
+                                               const wfc_spring_args *a, const float *rl,
+                                               uint32_t nu, uint32_t nr, uint32_t i, double time,
+                                               wfp_f4 *x4, wfp_f4 *v4) {
+  wfc_v3 x = wfc_xyz(*x4), v = wfc_xyz(*v4);
+  float w = x4->w, dt = p->dt;
+  float t_end = (float)(time + (double)dt);
   if (w > 0.0f) {
     wfc_v3 f = wfc_v(0.0f, 0.0f, 0.0f);
-    if (grid_rest) {
-      wfc_grid_gather(a, grid_rest, nu, nr, i, x, v, &f);
+    if (rl) {
+      wfc_grid_gather12(p, a->pos_in, a->vel_in, nu, nr, i, x, v, rl, &f);
     } else {
       for (uint32_t k = a->adj_start[i]; k < a->adj_start[i + 1]; k++) {
         wfc_link l = a->adj[k];
@@ -419,14 +458,36 @@ WF_HD static inline uint32_t wfc_spring_elem_on(const wfc_spring_args *a, const 
     wfc_v3 acc = wfc_add(wfc_xyz(p->gravity), wfc_scale(f, w));
     v = wfc_scale(wfc_add(v, wfc_scale(acc, dt)), p->damp);
     x = wfc_add(x, wfc_scale(v, dt));
-    wfc_collide(p, a->colliders, t_end, &x, &v);
+    wfc_collide(p, colliders, t_end, &x, &v);
   } else {
     x = wfc_add(x, wfc_scale(v, dt)); /* pinned: moves with its (attachment's) velocity */
   }
   wfp_f4 xo = {x.x, x.y, x.z, w}, vo = {v.x, v.y, v.z, 0.0f};
-  a->pos_out[i] = xo;
-  a->vel_out[i] = vo;
+  *x4 = xo;
+  *v4 = vo;
   return wfc_finite3(x) && wfc_finite3(v) ? 0u : WFC_FLAG_NONFINITE;
+}
+
+/* One mass-spring substep of vertex i: its state and the clock from a's input half, the spring
+ * forces over the CSR springs, or a grid's (grid_rest: the rest table); writes the output half.
+ * Returns flags. */
+WF_HD static inline uint32_t wfc_spring_elem_on(const wfc_spring_args *a, const float *grid_rest,
+                                                uint32_t nu, uint32_t nr, uint32_t i) {
+  wfp_f4 x4 = a->pos_in[i], v4 = a->vel_in[i];
+  double time = a->clock_in->time;
+  if (i == 0) {
+    wfc_clock c = *a->clock_in;
+    c.time += (double)a->params->dt;
+    c.substeps++;
+    *a->clock_out = c;
+  }
+  float rl[WFC_GRID_LINKS];
+  if (grid_rest) wfc_grid_rest12(grid_rest, nu, nr, i, rl);
+  uint32_t fl = wfc_spring_vertex(a->params, a->colliders, a, grid_rest ? rl : NULL, nu, nr, i,
+                                  time, &x4, &v4);
+  a->pos_out[i] = x4;
+  a->vel_out[i] = v4;
+  return fl;
 }
 
 /* One mass-spring substep of vertex i over its CSR springs. */

@@ -4,7 +4,15 @@
  * is set. Checked on a busy grid (wind with drag and lift, four colliders, an attachment, pins;
  * not square, so rows and columns cannot be swapped unnoticed), on a rotated grid with an odd
  * number of substeps per frame, and on an OBJ mesh (the one-launch frame over CSR springs).
- * Tolerance: none (bitwise). */
+ *
+ * The one-launch frame has two modes (wf_cloth_info.frame_kernel): RESIDENT (a thread per
+ * vertex, its state in registers; up to resident_max vertices) and STRIDE (above it, or with
+ * WEFT_CLOTH_FAST=1). The small scenes run RESIDENT; the bench's setup at 32 x 32 runs all three
+ * paths; the boundary cases build the largest grid that runs RESIDENT (resident_max vertices:
+ * 4096 on the CPU backend, the device's occupancy on CUDA) and the next one up (one more row:
+ * STRIDE), each bitwise against the general path. The per-frame readback
+ * (wf_cloth_set_frame_readback) must hold, after every frame, bitwise the positions the frame
+ * left, on every path, with even and odd substeps. Tolerance: none (bitwise). */
 #define _POSIX_C_SOURCE 200809L /* before any system header: harness.h needs POSIX */
 
 #include "cloth_scenes.h"
@@ -46,6 +54,84 @@ static wf_status build_mesh(wf_cloth **out) {
   return wf_cloth_add_collider(*out, &s, NULL);
 }
 
+/* The bench's setup (bench/cloth_bench.c): an nu x nr grid, spacing 0.1, mass 0.1, springs of
+ * stiffness 1000 and damping 10, the first row's corners pinned, 16 substeps; with wind, drag
+ * and a sphere below so that aerodynamics and colliders run too. */
+static int g_nu = 32, g_nr = 32, g_substeps = 16;
+static wf_status build_classic(wf_cloth **out) {
+  wf_cloth_desc d = wf_cloth_desc_default();
+  d.name = "classic";
+  d.substeps = g_substeps;
+  d.wind[0] = 1.0f;
+  d.material.drag = 0.5f;
+  d.material.particle_mass = 0.1f;
+  d.material.stretch_stiffness = d.material.shear_stiffness = d.material.bend_stiffness = 1000.0f;
+  d.material.damping = 10.0f;
+  wf_cloth_grid g = wf_cloth_grid_default();
+  g.resolution[0] = g_nu, g.resolution[1] = g_nr;
+  g.size[0] = 0.1f * (float)(g_nu - 1), g.size[1] = 0.1f * (float)(g_nr - 1);
+  g.center[1] = 0.0f;
+  wf_status st = wf_cloth_create_grid(th_dev0, &d, &g, out);
+  if (st == WF_OK) st = wf_cloth_pin_named(*out, "top-left", NULL);
+  if (st == WF_OK) st = wf_cloth_pin_named(*out, "top-right", NULL);
+  wf_collider_desc s = scene_sphere(0.0f, -0.3f, 0.0f, 0.25f);
+  if (st == WF_OK) st = wf_cloth_add_collider(*out, &s, NULL);
+  return st;
+}
+
+/* Builds a cloth with WEFT_CLOTH_FAST set to `fast` (NULL: unset). */
+static wf_status build_with(builder build, const char *fast, wf_cloth **out) {
+  if (fast)
+    setenv("WEFT_CLOTH_FAST", fast, 1);
+  else
+    unsetenv("WEFT_CLOTH_FAST");
+  wf_status st = build(out);
+  unsetenv("WEFT_CLOTH_FAST");
+  return st;
+}
+
+static uint32_t frame_kernel(wf_cloth *c) {
+  wf_cloth_info i;
+  return wf_cloth_info_get(c, &i) == WF_OK ? i.frame_kernel : 99u;
+}
+
+/* Runs `frames` frames of the cloth built with the fast path in mode `fast` (NULL: automatic,
+ * "1": the grid-stride frame) and with it off; the states must be bitwise equal, and must have
+ * moved; the fast cloth's frame must be the kernel `want`. */
+static void compare_mode(const char *what, builder build, int frames, const char *mode,
+                         uint32_t want) {
+  wf_cloth *fast_c = NULL, *slow = NULL;
+  CHECK_OK(build_with(build, mode, &fast_c));
+  CHECK_OK(build_with(build, "0", &slow));
+  REQUIRE(fast_c && slow);
+  CHECK_EQ_INT(frame_kernel(fast_c), want);
+  CHECK_EQ_INT(frame_kernel(slow), WF_CLOTH_FRAME_PER_SUBSTEP);
+  wf_cloth *fast = fast_c;
+  uint32_t n = 0, n2 = 0;
+  float *s0 = scene_state(fast, &n);
+  CHECK_OK(wf_cloth_step_frames(fast, frames));
+  CHECK_OK(wf_cloth_step_frames(slow, frames));
+  float *a = scene_state(fast, &n), *b = scene_state(slow, &n2);
+  REQUIRE(s0 && a && b);
+  CHECK_EQ_INT(n, n2);
+  long d = scene_first_diff(a, b, (size_t)n * 8);
+  if (d >= 0)
+    TH_FAIL("%s: fast and general paths differ at float %ld (vertex %ld): %.9g vs %.9g", what, d,
+            (d % ((long)n * 4)) / 4, a[d], b[d]);
+  CHECK(scene_first_diff(s0, a, (size_t)n * 4) >= 0); /* it moved */
+  double ta = 0.0, tb = 1.0;
+  uint64_t ka = 0, kb = 1;
+  CHECK_OK(wf_cloth_time(fast, &ta, &ka));
+  CHECK_OK(wf_cloth_time(slow, &tb, &kb));
+  CHECK(memcmp(&ta, &tb, sizeof ta) == 0 && ka == kb); /* the clock, bitwise */
+  wf_cloth_info ia, ib;
+  CHECK_OK(wf_cloth_info_get(fast, &ia));
+  CHECK_OK(wf_cloth_info_get(slow, &ib));
+  CHECK(ia.graph_nodes < ib.graph_nodes); /* one launch instead of one per substep */
+  free(s0), free(a), free(b);
+  wf_cloth_destroy(fast), wf_cloth_destroy(slow);
+}
+
 /* Runs `frames` frames of the cloth built with the fast path on and with it off; the states
  * must be bitwise equal, and must have moved. */
 static void compare(const char *what, builder build, int frames) {
@@ -76,12 +162,100 @@ static void compare(const char *what, builder build, int frames) {
   wf_cloth_destroy(fast), wf_cloth_destroy(slow);
 }
 
-TEST(busy_grid_bitwise) { compare("busy grid", build_busy, 25); }
+TEST(busy_grid_bitwise) {
+  compare("busy grid", build_busy, 25);
+  compare_mode("busy grid, resident", build_busy, 25, NULL, WF_CLOTH_FRAME_RESIDENT);
+  compare_mode("busy grid, stride", build_busy, 25, "1", WF_CLOTH_FRAME_STRIDE);
+}
+
+/* The bench's setup at 32 x 32, 16 and 15 substeps, all three paths. */
+TEST(classic_32_all_paths_bitwise) {
+  g_nu = 32, g_nr = 32;
+  for (g_substeps = 16; g_substeps >= 15; g_substeps--) {
+    compare_mode("classic 32x32, resident", build_classic, 6, NULL, WF_CLOTH_FRAME_RESIDENT);
+    compare_mode("classic 32x32, stride", build_classic, 6, "1", WF_CLOTH_FRAME_STRIDE);
+  }
+  g_substeps = 16;
+}
+
+/* The largest grid of `nu` columns that runs resident, and one row more (grid-stride). */
+TEST(resident_boundary_bitwise) {
+  g_nu = 4, g_nr = 4, g_substeps = 16;
+  wf_cloth *probe = NULL;
+  CHECK_OK(build_classic(&probe));
+  REQUIRE(probe);
+  wf_cloth_info info;
+  CHECK_OK(wf_cloth_info_get(probe, &info));
+  wf_cloth_destroy(probe);
+  uint32_t max = info.resident_max;
+  REQUIRE(max >= 64);
+  g_nu = max % 256 == 0 && max >= 256 * 4 ? 256 : 16;
+  REQUIRE(max % (uint32_t)g_nu == 0);
+  g_nr = (int)(max / (uint32_t)g_nu);
+  printf("  resident_max %u: %dx%d resident, %dx%d grid-stride\n", max, g_nu, g_nr, g_nu, g_nr + 1);
+  compare_mode("largest resident grid", build_classic, 2, NULL, WF_CLOTH_FRAME_RESIDENT);
+  g_nr++;
+  compare_mode("one row above", build_classic, 2, NULL, WF_CLOTH_FRAME_STRIDE);
+  g_nu = 32, g_nr = 32;
+}
+
+/* After every frame the readback buffer holds bitwise the positions the frame left. */
+static void readback_case(const char *what, const char *mode, int substeps, uint32_t direct) {
+  g_nu = 12, g_nr = 9, g_substeps = substeps;
+  wf_cloth *c = NULL;
+  CHECK_OK(build_with(build_classic, mode, &c));
+  REQUIRE(c);
+  wf_cloth_info info;
+  CHECK_OK(wf_cloth_info_get(c, &info));
+  size_t bytes = (size_t)info.vertices * 16, off = 32;
+  wf_buffer *rb = NULL, *small = NULL;
+  CHECK_OK(wf_buffer_create(th_host, off + bytes, WF_BUFFER_PINNED, NULL, &rb));
+  CHECK_OK(wf_buffer_create(th_host, bytes - 16, WF_BUFFER_PINNED, NULL, &small));
+  REQUIRE(rb && small);
+  CHECK_ERROR(wf_cloth_set_frame_readback(c, small, 0), WF_ERR_INVALID, "positions need");
+  CHECK_OK(wf_cloth_set_frame_readback(c, rb, off));
+  CHECK_OK(wf_cloth_info_get(c, &info));
+  CHECK_EQ_INT(info.frame_readback_direct, direct);
+  float *pos = malloc(bytes);
+  REQUIRE(pos);
+  memset(wf_buffer_ptr(rb), 0xff, off + bytes);
+  for (int f = 0; f < 4; f++) {
+    CHECK_OK(wf_cloth_step_frames(c, f == 3 ? 3 : 1));
+    CHECK_OK(wf_stream_synchronize(wf_cloth_stream(c)));
+    CHECK_OK(wf_cloth_download(c, (float(*)[4])pos, NULL));
+    const float *got = (const float *)((const char *)wf_buffer_ptr(rb) + off);
+    long d = scene_first_diff(pos, got, (size_t)info.vertices * 4);
+    if (d >= 0)
+      TH_FAIL("%s, frame %d: readback differs at float %ld: %.9g vs %.9g", what, f, d, got[d],
+              pos[d]);
+  }
+  /* NULL stops it: the buffer keeps the last frame */
+  CHECK_OK(wf_cloth_set_frame_readback(c, NULL, 0));
+  CHECK_OK(wf_cloth_step_frames(c, 1));
+  CHECK_OK(wf_cloth_check(c));
+  const float *got = (const float *)((const char *)wf_buffer_ptr(rb) + off);
+  CHECK(scene_first_diff(pos, got, (size_t)info.vertices * 4) < 0);
+  free(pos);
+  wf_buffer_destroy(rb, NULL), wf_buffer_destroy(small, NULL);
+  wf_cloth_destroy(c);
+  g_nu = 32, g_nr = 32, g_substeps = 16;
+}
+
+TEST(frame_readback_every_path) {
+  for (int sub = 16; sub >= 15; sub--) {
+    readback_case("resident", NULL, sub, 1);
+    readback_case("stride", "1", sub, 1);
+    readback_case("per substep", "0", sub, 0);
+  }
+}
 TEST(rotated_grid_odd_substeps_bitwise) { compare("rotated grid", build_rotated, 20); }
 TEST(mesh_one_launch_bitwise) { compare("OBJ mesh", build_mesh, 20); }
 
 int main(int argc, char **argv) {
   static const th_test tests[] = {TH_TEST(busy_grid_bitwise),
+                                  TH_TEST(classic_32_all_paths_bitwise),
+                                  TH_TEST(resident_boundary_bitwise),
+                                  TH_TEST(frame_readback_every_path),
                                   TH_TEST(rotated_grid_odd_substeps_bitwise),
                                   TH_TEST(mesh_one_launch_bitwise)};
   return th_main(argc, argv, tests, TH_COUNT(tests));

@@ -3,7 +3,11 @@
  * cuda:0, give bitwise-identical states for both integrators (both backends are built without
  * FMA contraction and the math uses only correctly rounded operations; every vertex and particle
  * gathers its contacts in the grids' fixed order). Registered with `--device cuda`, so it exits
- * 77 (skipped) without a CUDA device. Tolerance: none. */
+ * 77 (skipped) without a CUDA device. The mass-spring one-launch frame is compared too at the
+ * sizes where CUDA runs it resident (a thread per vertex, state in registers): the bench's setup
+ * at 64 x 64, at the largest resident grid of the device and one row above (grid-stride), with
+ * the positions the CUDA frame wrote straight into pinned host memory (per-frame readback)
+ * compared as well. Tolerance: none. */
 #define _POSIX_C_SOURCE 200809L /* before any system header: harness.h needs POSIX */
 
 #include "cloth_scenes.h"
@@ -107,9 +111,82 @@ TEST(coupled_cpu_cuda_bitwise) {
   }
 }
 
+/* The bench's setup (bench/cloth_bench.c) on an nu x nr grid, with wind, drag and a sphere. */
+static wf_status classic(wf_device *dev, int nu, int nr, wf_cloth **out) {
+  wf_cloth_desc d = wf_cloth_desc_default();
+  d.name = "classic";
+  d.wind[0] = 1.0f;
+  d.material.drag = 0.5f;
+  d.material.particle_mass = 0.1f;
+  d.material.stretch_stiffness = d.material.shear_stiffness = d.material.bend_stiffness = 1000.0f;
+  d.material.damping = 10.0f;
+  wf_cloth_grid g = wf_cloth_grid_default();
+  g.resolution[0] = nu, g.resolution[1] = nr;
+  g.size[0] = 0.1f * (float)(nu - 1), g.size[1] = 0.1f * (float)(nr - 1);
+  g.center[1] = 0.0f;
+  wf_status st = wf_cloth_create_grid(dev, &d, &g, out);
+  if (st == WF_OK) st = wf_cloth_pin_named(*out, "top-left", NULL);
+  if (st == WF_OK) st = wf_cloth_pin_named(*out, "top-right", NULL);
+  wf_collider_desc s = scene_sphere(0.0f, -0.3f, 0.0f, 0.25f);
+  if (st == WF_OK) st = wf_cloth_add_collider(*out, &s, NULL);
+  return st;
+}
+
+/* frames of the classic grid on cpu:0 and cuda:0, the CUDA one reading back every frame into
+ * pinned memory; state and readback compared bitwise; want: the CUDA frame kernel. */
+static void classic_case(int nu, int nr, int frames, uint32_t want) {
+  float *s[2] = {NULL, NULL};
+  uint32_t n[2] = {0, 0};
+  wf_device *devs[2] = {th_host, th_dev0};
+  wf_buffer *rb = NULL;
+  char what[96];
+  snprintf(what, sizeof what, "classic %dx%d springs", nu, nr);
+  for (int k = 0; k < 2; k++) {
+    wf_cloth *c = NULL;
+    wf_status st = classic(devs[k], nu, nr, &c);
+    if (st == WF_OK && k == 1) {
+      wf_cloth_info info;
+      st = wf_cloth_info_get(c, &info);
+      if (st == WF_OK) CHECK_EQ_INT(info.frame_kernel, want);
+      if (st == WF_OK)
+        st = wf_buffer_create(th_host, (size_t)nu * nr * 16, WF_BUFFER_PINNED, NULL, &rb);
+      if (st == WF_OK) st = wf_cloth_set_frame_readback(c, rb, 0);
+      if (st == WF_OK) st = wf_cloth_info_get(c, &info);
+      if (st == WF_OK) CHECK_EQ_INT(info.frame_readback_direct, 1);
+    }
+    if (st == WF_OK) st = wf_cloth_step_frames(c, frames);
+    if (st == WF_OK) s[k] = scene_state(c, &n[k]);
+    if (!s[k]) TH_FAIL("%s: %s", wf_device_name(devs[k]), wf_last_error());
+    wf_cloth_destroy(c);
+  }
+  if (s[0] && s[1] && n[0] == n[1]) {
+    compare(what, s[0], s[1], (size_t)n[0] * 8);
+    if (rb) compare("  its per-frame readback", s[0], wf_buffer_ptr(rb), (size_t)n[0] * 4);
+  }
+  if (rb) wf_buffer_destroy(rb, NULL);
+  free(s[0]), free(s[1]);
+}
+
+TEST(one_launch_frames_cpu_cuda_bitwise) {
+  CUDA_ONLY("compares cpu:0 with cuda:0");
+  classic_case(64, 64, 10, WF_CLOTH_FRAME_RESIDENT);
+  wf_cloth *probe = NULL;
+  wf_cloth_info info;
+  CHECK_OK(classic(th_dev0, 4, 4, &probe));
+  REQUIRE(probe);
+  CHECK_OK(wf_cloth_info_get(probe, &info));
+  wf_cloth_destroy(probe);
+  uint32_t max = info.resident_max;
+  REQUIRE(max >= 256 && max % 256 == 0);
+  printf("  cuda resident_max %u: 256x%u resident, 256x%u grid-stride\n", max, max / 256,
+         max / 256 + 1);
+  classic_case(256, (int)(max / 256), 2, WF_CLOTH_FRAME_RESIDENT);
+  classic_case(256, (int)(max / 256) + 1, 2, WF_CLOTH_FRAME_STRIDE);
+}
+
 int main(int argc, char **argv) {
-  static const th_test tests[] = {TH_TEST(cpu_cuda_bitwise),
-                                  TH_TEST(self_collision_cpu_cuda_bitwise),
-                                  TH_TEST(coupled_cpu_cuda_bitwise)};
+  static const th_test tests[] = {
+      TH_TEST(cpu_cuda_bitwise), TH_TEST(self_collision_cpu_cuda_bitwise),
+      TH_TEST(coupled_cpu_cuda_bitwise), TH_TEST(one_launch_frames_cpu_cuda_bitwise)};
   return th_main(argc, argv, tests, TH_COUNT(tests));
 }
