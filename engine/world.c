@@ -447,7 +447,7 @@ static wf_status cloth_mirror_create(wf_world *w, int i) {
   uint32_t nv = info.vertices;
   size_t bytes = (size_t)nv * 16;
   /* row k of the stage: the partitions' owned vertices one partition after the other, each
-     partition's in ascending global order (its local order) */
+     partition's in its local order (the vertices others need first, then the interior) */
   uint32_t *gid = malloc((size_t)nv * sizeof *gid + 4);
   uint32_t start[WFW_MAX_DEVICES + 1] = {0};
   if (!gid) return wf__error(WF_ERR_OUT_OF_MEMORY, NULL, "out of host memory");
@@ -455,8 +455,13 @@ static wf_status cloth_mirror_create(wf_world *w, int i) {
     start[p + 1] = start[p] + info.owned[p];
   for (uint32_t v = 0; v < nv && st == WF_OK; v++) {
     int owner = -1;
+    uint32_t local = UINT32_MAX;
     st = wf_cloth_split_vertex(sc->cs, v, &owner, NULL);
-    if (st == WF_OK) gid[start[owner]++] = v;
+    if (st == WF_OK) st = wf_cloth_split_local(sc->cs, owner, v, &local);
+    if (st == WF_OK && local >= info.owned[owner])
+      st =
+          wf__error(WF_ERR_INVALID, NULL, "cloth vertex %u: local index %u is not owned", v, local);
+    if (st == WF_OK) gid[start[owner] + local] = v;
   }
   if (st == WF_OK) st = wf_stream_create(w->dev, 0, &m->stream);
   if (st == WF_OK) st = wf_buffer_create(w->dev, bytes, WF_BUFFER_ZERO, m->stream, &m->pos);

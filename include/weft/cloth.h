@@ -420,6 +420,11 @@ WF_API wf_status wf_cloth_split_vertex(const wf_cloth_split *cs, uint32_t vertex
 /** Partition i's cloth (0 <= i < partitions; local vertex order: owned, then ghosts), e.g. for
  *  its device memory; not to be stepped, pinned or coupled on its own. NULL when out of range. */
 WF_API wf_cloth *wf_cloth_split_partition(const wf_cloth_split *cs, int i);
+/** Where partition p keeps global vertex `vertex`: its local index (owned vertices first, the
+ *  ones other partitions need before the interior; then ghosts), or UINT32_MAX when p does not
+ *  hold it. WF_ERR_INVALID for a vertex or partition out of range. */
+WF_API wf_status wf_cloth_split_local(const wf_cloth_split *cs, int p, uint32_t vertex,
+                                      uint32_t *local);
 
 #ifdef __cplusplus
 }

@@ -1342,6 +1342,18 @@ wf_cloth *wf_cloth_split_partition(const wf_cloth_split *cs, int i) {
   return cs && i >= 0 && i < cs->np ? cs->parts[i].c : NULL;
 }
 
+wf_status wf_cloth_split_local(const wf_cloth_split *cs, int p, uint32_t vertex, uint32_t *local) {
+  static const char fn[] = "wf_cloth_split_local";
+  if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
+  wf_status st = check_vertex(cs, fn, vertex);
+  if (st != WF_OK) return st;
+  if (p < 0 || p >= cs->np)
+    return wf__error(WF_ERR_INVALID, fn, "cloth '%s' (split): partition %d out of range [0, %d)",
+                     cs->name, p, cs->np);
+  if (local) *local = cs->lid[(size_t)p * cs->nv + vertex];
+  return WF_OK;
+}
+
 /* ---- additions for the world (engine/world.c) ------------------------------------------------ */
 
 wf_status wf_cloth_split_attach_region(wf_cloth_split *cs, const float lo[3], const float hi[3],
