@@ -310,7 +310,6 @@ typedef struct wf_particles_split_info {
   bool peer;                      /* every pair of distinct devices has direct (peer) access */
   uint64_t captures;              /* frame graphs captured (after every repartition) */
   double capture_ms;              /* host time capturing them (and updating or instantiating) */
-  uint64_t graph_nodes;           /* work items (kernels, copies, memsets) in the frame graph */
 } wf_particles_split_info;
 
 /** Defaults: wf_particles_desc_default(), automatic skin, imbalance 0.1, a repartition every
@@ -366,28 +365,6 @@ WF_API wf_status wf_particles_split_state_get(wf_particles_split *sp, float (*po
 WF_API wf_status wf_particles_split_set_state(wf_particles_split *sp, const float (*pos)[4],
                                               const float (*vel)[4], double time,
                                               uint64_t substeps);
-
-/** What wf_particles_split_overlap_measure found. Times are wall-clock milliseconds per frame,
- *  with the host waiting for each frame; repartitions are not included (the frames run on one
- *  partitioning). */
-typedef struct wf_particles_split_overlap {
-  double frame_ms;               /* an ordinary frame, halo copies overlapping the interior */
-  double frame_no_halo_ms;       /* the same frame without the halo copies (wrong results) */
-  double halo_ms;                /* the halo copies of one frame alone, on the same streams */
-  double hidden_fraction;        /* 1 - (frame_ms - frame_no_halo_ms) / halo_ms, in [0, 1];
-                                    1 when there is no halo (one partition) */
-  uint64_t halo_bytes_per_frame; /* as wf_particles_split_info's, for the measured frames */
-} wf_particles_split_overlap;
-
-/** Measures how much of the halo exchange the frame hides behind computation: repartitions once,
- *  then times `frames` (>= 1) ordinary frames, the same frames without the halo copies, and the
- *  copies of one frame alone (`frames` times each; one frame of each first, untimed, to capture
- *  its graph). Leaves the system's state and clock as they were (bitwise: the frames that follow
- *  are those that would have followed without the call; the next frame distributes the system
- *  again, as after wf_particles_split_set_state) and the info counters as they were. Takes about
- *  3 (frames + 1) frames of time and waits for every partition. */
-WF_API wf_status wf_particles_split_overlap_measure(wf_particles_split *sp, int frames,
-                                                    wf_particles_split_overlap *out);
 
 #ifdef __cplusplus
 }

@@ -793,20 +793,19 @@ static wf_status run_hooks(wf_particles *ps, int event) {
   return WF_OK;
 }
 
-/* One substep, enqueued on the solver's stream (captured or not: the same calls), in three
- * pieces: the grid (keys, sort, cells, sorted copies), the contacts with the integration, and the
- * clock. The split solver calls the pieces itself, with the contacts of one class of particles at
- * a time (substep_contacts_class). With `marks`, an event is recorded after each stage (the
- * profile; never while capturing). */
-#define MARK(i)                                                                                    \
-  if (marks) TRY(wf_event_record(marks[i], ps->stream), "recording a profile event")
-
-static wf_status substep_grid(wf_particles *ps, wf_event **marks) {
+/* One substep, enqueued on the solver's stream (captured or not: the same calls). With `marks`,
+ * an event is recorded after each stage (the profile; never while capturing). */
+static wf_status enqueue_substep(wf_particles *ps, wf_event **marks) {
   uint32_t n = ps->count;
-  if (n == 0) return run_hooks(ps, WFP_HOOK_GRID); /* coupled solvers still take their substep */
+  if (n == 0) { /* coupled solvers still take their substep */
+    wf_status hs = run_hooks(ps, WFP_HOOK_GRID);
+    return hs != WF_OK ? hs : run_hooks(ps, WFP_HOOK_SUBSTEP);
+  }
   wfp_params *params = ptr(ps, B_PARAMS);
   wfp_clock *clock = ptr(ps, B_CLOCK);
   wf_status st;
+#define MARK(i)                                                                                    \
+  if (marks) TRY(wf_event_record(marks[i], ps->stream), "recording a profile event")
   MARK(0);
   wfp_keys_args ka = {params, ptr(ps, B_POS), ptr(ps, B_KEYS), ptr(ps, B_VALS), clock};
   if ((st = launch(ps, &wfp_keys, n, &ka, sizeof ka)) != WF_OK) return st;
@@ -831,58 +830,27 @@ static wf_status substep_grid(wf_particles *ps, wf_event **marks) {
   if ((st = launch(ps, &wfp_reorder, n, &ra, sizeof ra)) != WF_OK) return st;
   if ((st = run_hooks(ps, WFP_HOOK_GRID)) != WF_OK) return st;
   MARK(4);
-  return WF_OK;
-}
-
-static wfp_collide_args collide_args(wf_particles *ps) {
-  return (wfp_collide_args){
-      ptr(ps, B_PARAMS),   ptr(ps, B_MATS),  ptr(ps, B_COLLIDERS), ptr(ps, B_CLOCK),
-      ptr(ps, B_SPOS),     ptr(ps, B_SVEL),  ptr(ps, B_SMAT),      ptr(ps, B_KEYS_OUT),
-      ptr(ps, B_VALS_OUT), ptr(ps, B_CELLS), ptr(ps, B_CELL_END),  ptr(ps, B_POS),
-      ptr(ps, B_VEL),      ps->count};
-}
-
-static wf_status substep_contacts(wf_particles *ps, wf_event **marks) {
-  uint32_t n = ps->count;
-  if (n == 0) return WF_OK;
-  wfp_collide_args ca = collide_args(ps);
+  wfp_collide_args ca = {params,
+                         ptr(ps, B_MATS),
+                         ptr(ps, B_COLLIDERS),
+                         clock,
+                         ptr(ps, B_SPOS),
+                         ptr(ps, B_SVEL),
+                         ptr(ps, B_SMAT),
+                         ptr(ps, B_KEYS_OUT),
+                         ptr(ps, B_VALS_OUT),
+                         ptr(ps, B_CELLS),
+                         ptr(ps, B_CELL_END),
+                         ptr(ps, B_POS),
+                         ptr(ps, B_VEL),
+                         n};
   const wf_kernel *collide = ps->params.model == WFP_XPBD ? &wfp_contacts_xpbd : &wfp_contacts_dem;
-  wf_status st = launch(ps, collide, n, &ca, sizeof ca);
-  if (st != WF_OK) return st;
+  if ((st = launch(ps, collide, n, &ca, sizeof ca)) != WF_OK) return st;
   MARK(5);
-  return WF_OK;
-}
-
-/* The contacts of the particles whose class (cls, per local particle) is `want`; `count`: about
- * how many there are (it sizes the blocks' chunks on CUDA devices; 0: nothing to do). */
-static wf_status substep_contacts_class(wf_particles *ps, const wfp_class_set *set, uint32_t want,
-                                        uint32_t count) {
-  uint32_t n = ps->count;
-  if (n == 0 || count == 0) return WF_OK;
-  /* chunks of about a block's worth of matching slots, at most 32 blocks' worth of slots */
-  uint32_t per = n / count;
-  per = per < 1 ? 1 : per > 32 ? 32 : per;
-  wfp_collide_class_args ca = {collide_args(ps), set->cls,  want,       256u * per,
-                               set->anchor,      set->flag, set->limit, set->axis};
-  const wf_kernel *collide =
-      ps->params.model == WFP_XPBD ? &wfp_contacts_xpbd_class : &wfp_contacts_dem_class;
-  return launch(ps, collide, n, &ca, sizeof ca);
-}
-
-static wf_status substep_advance(wf_particles *ps) {
-  if (ps->count == 0) return run_hooks(ps, WFP_HOOK_SUBSTEP);
-  wfp_frame_args aa = {ptr(ps, B_PARAMS), ptr(ps, B_CLOCK)};
-  wf_status st = launch(ps, &wfp_advance, 1, &aa, sizeof aa);
-  if (st != WF_OK) return st;
-  return run_hooks(ps, WFP_HOOK_SUBSTEP);
-}
 #undef MARK
-
-static wf_status enqueue_substep(wf_particles *ps, wf_event **marks) {
-  wf_status st = substep_grid(ps, marks);
-  if (st == WF_OK) st = substep_contacts(ps, marks);
-  if (st == WF_OK) st = substep_advance(ps);
-  return st;
+  wfp_frame_args aa = {params, clock};
+  if ((st = launch(ps, &wfp_advance, 1, &aa, sizeof aa)) != WF_OK) return st;
+  return run_hooks(ps, WFP_HOOK_SUBSTEP);
 }
 
 /* Kernels are opaque to the GPU layer: mark every buffer as used on the solver's stream, so that
@@ -1200,15 +1168,6 @@ wf_status wfp_frame_enqueue_begin(wf_particles *ps) {
 }
 
 wf_status wfp_substep_enqueue(wf_particles *ps) { return enqueue_substep(ps, NULL); }
-
-wf_status wfp_substep_enqueue_grid(wf_particles *ps) { return substep_grid(ps, NULL); }
-
-wf_status wfp_substep_enqueue_contacts(wf_particles *ps, const wfp_class_set *set, uint32_t want,
-                                       uint32_t count) {
-  return substep_contacts_class(ps, set, want, count);
-}
-
-wf_status wfp_substep_enqueue_advance(wf_particles *ps) { return substep_advance(ps); }
 
 wf_status wfp_frame_enqueue_end(wf_particles *ps) {
   wf_status st = run_hooks(ps, WFP_HOOK_FRAME);

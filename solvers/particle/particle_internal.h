@@ -21,25 +21,6 @@
 wf_status wfp_frame_enqueue_begin(wf_particles *ps);
 wf_status wfp_substep_enqueue(wf_particles *ps);
 wf_status wfp_frame_enqueue_end(wf_particles *ps);
-/* wfp_substep_enqueue in pieces, for the split solver's partitions: the grid (keys, sort, cells,
- * sorted copies), then the contacts and integration of the particles whose class (set->cls[i]
- * for local particle i, WFP_CLASS_*; a device array) is `want` (call once per class to compute;
- * count: about how many there are, only for sizing the work; 0 launches nothing), then the
- * clock. The math and the neighbour order are those of wfp_substep_enqueue; particles of no
- * computed class keep their state. With set->flag, the contacts also raise *flag when a computed
- * particle ends further than set->limit along set->axis from set->anchor[i] (the split's drift
- * check, done here to save a kernel a substep). */
-typedef struct wfp_class_set {
-  const uint8_t *cls;
-  const float *anchor;
-  uint32_t *flag;
-  float limit;
-  int axis;
-} wfp_class_set;
-wf_status wfp_substep_enqueue_grid(wf_particles *ps);
-wf_status wfp_substep_enqueue_contacts(wf_particles *ps, const wfp_class_set *set, uint32_t want,
-                                       uint32_t count);
-wf_status wfp_substep_enqueue_advance(wf_particles *ps);
 /* After the caller launched frames that include this solver's work: orders later users of its
  * buffers after them and remembers the frame for the box refit. */
 wf_status wfp_frames_launched(wf_particles *ps);

@@ -125,26 +125,6 @@ static void collide_xpbd_cpu(const void *args, size_t begin, size_t end) {
   }
 }
 
-static void collide_dem_class_cpu(const void *args, size_t begin, size_t end) {
-  const wfp_collide_class_args *a = args;
-  for (size_t s = begin; s < end; s++) {
-    if (!wfp_class_match(a, (uint32_t)s)) continue;
-    uint32_t fl = wfp_collide_dem(&a->c, (uint32_t)s);
-    if (fl) raise_flags(a->c.clock, fl, a->c.vals[s]);
-    if (wfp_class_drifted(a, (uint32_t)s)) __atomic_store_n(a->flag, 1u, __ATOMIC_RELAXED);
-  }
-}
-
-static void collide_xpbd_class_cpu(const void *args, size_t begin, size_t end) {
-  const wfp_collide_class_args *a = args;
-  for (size_t s = begin; s < end; s++) {
-    if (!wfp_class_match(a, (uint32_t)s)) continue;
-    uint32_t fl = wfp_collide_xpbd(&a->c, (uint32_t)s);
-    if (fl) raise_flags(a->c.clock, fl, a->c.vals[s]);
-    if (wfp_class_drifted(a, (uint32_t)s)) __atomic_store_n(a->flag, 1u, __ATOMIC_RELAXED);
-  }
-}
-
 static void advance_cpu(const void *args, size_t begin, size_t end) {
   const wfp_frame_args *a = args;
   if (begin > 0 || end == 0) return;
@@ -246,10 +226,6 @@ const wf_kernel wfp_contacts_dem = {"particle_collide_dem", collide_dem_cpu,
                                     WFP_CUDA(wfp_collide_dem_cuda)};
 const wf_kernel wfp_contacts_xpbd = {"particle_collide_xpbd", collide_xpbd_cpu,
                                      WFP_CUDA(wfp_collide_xpbd_cuda)};
-const wf_kernel wfp_contacts_dem_class = {"particle_collide_dem_class", collide_dem_class_cpu,
-                                          WFP_CUDA(wfp_collide_dem_class_cuda)};
-const wf_kernel wfp_contacts_xpbd_class = {"particle_collide_xpbd_class", collide_xpbd_class_cpu,
-                                           WFP_CUDA(wfp_collide_xpbd_class_cuda)};
 const wf_kernel wfp_advance = {"particle_advance", advance_cpu, WFP_CUDA(wfp_advance_cuda)};
 const wf_kernel wfp_frame_begin = {"particle_frame_begin", frame_begin_cpu,
                                    WFP_CUDA(wfp_frame_begin_cuda)};

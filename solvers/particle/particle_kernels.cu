@@ -78,54 +78,6 @@ __global__ void __launch_bounds__(kBlock) collide_xpbd_kernel(wfp_collide_args a
   if (fl) raise_flags(a.clock, fl, a.vals[s]);
 }
 
-/* Contacts of one class (wfp_collide_class_args). Each block walks its chunk of slots 256 at a
- * time, appends the matching ones to a queue in shared memory (one atomic per warp), and computes
- * a full block's worth whenever the queue holds one, then the rest. Which thread computes which
- * particle does not change a result: each particle writes only itself. Four blocks a
- * multiprocessor, as the plain kernels get: without the minimum, ptxas gave DEM 48 registers and
- * spills (nvcc 13, sm_90); with it DEM takes 60 registers and XPBD 64 (8 bytes spilled). */
-template <bool Xpbd>
-__global__ void __launch_bounds__(kBlock, 4)
-    collide_class_kernel(wfp_collide_class_args a, size_t n) {
-  __shared__ uint32_t queue[2 * kBlock];
-  __shared__ uint32_t count;
-  size_t next = (size_t)blockIdx.x * a.chunk;
-  size_t end = next + a.chunk < n ? next + a.chunk : n;
-  if (threadIdx.x == 0) count = 0;
-  __syncthreads();
-  unsigned lane = threadIdx.x & 31u;
-  for (;;) {
-    /* fill the queue up to a block's worth (or the end of the chunk) */
-    for (;;) {
-      uint32_t c = count;
-      __syncthreads(); /* every thread has read count before it changes */
-      if (c >= kBlock || next >= end) break;
-      size_t s = next + threadIdx.x;
-      bool take = s < end && wfp_class_match(&a, (uint32_t)s);
-      unsigned ballot = __ballot_sync(0xffffffffu, take);
-      uint32_t base = 0;
-      if (lane == 0 && ballot) base = atomicAdd(&count, (uint32_t)__popc(ballot));
-      base = __shfl_sync(0xffffffffu, base, 0);
-      if (take) queue[base + (uint32_t)__popc(ballot & ((1u << lane) - 1u))] = (uint32_t)s;
-      next += kBlock;
-      __syncthreads();
-    }
-    uint32_t c = count;
-    if (c == 0) break; /* uniform: every thread read the same count */
-    uint32_t batch = c < kBlock ? c : kBlock;
-    uint32_t s = threadIdx.x < batch ? queue[threadIdx.x] : 0xffffffffu;
-    __syncthreads();
-    if (threadIdx.x < c - batch) queue[threadIdx.x] = queue[batch + threadIdx.x];
-    if (threadIdx.x == 0) count = c - batch;
-    __syncthreads();
-    if (s != 0xffffffffu) {
-      uint32_t fl = Xpbd ? wfp_collide_xpbd(&a.c, s) : wfp_collide_dem(&a.c, s);
-      if (fl) raise_flags(a.c.clock, fl, a.c.vals[s]);
-      if (wfp_class_drifted(&a, s)) *a.flag = 1u; /* every such thread stores the same 1 */
-    }
-  }
-}
-
 __global__ void advance_kernel(wfp_frame_args a) {
   a.clock->time += (double)a.params->dt;
   a.clock->substeps++;
@@ -224,21 +176,6 @@ extern "C" void wfp_collide_dem_cuda(const void *args, size_t n, void *stream) {
 extern "C" void wfp_collide_xpbd_cuda(const void *args, size_t n, void *stream) {
   collide_xpbd_kernel<<<grid_for(n), kBlock, 0, (cudaStream_t)stream>>>(
       *(const wfp_collide_args *)args, n);
-}
-
-static unsigned class_grid(const wfp_collide_class_args *a, size_t n) {
-  size_t chunk = a->chunk >= kBlock ? a->chunk : kBlock;
-  return (unsigned)((n + chunk - 1) / chunk);
-}
-
-extern "C" void wfp_collide_dem_class_cuda(const void *args, size_t n, void *stream) {
-  const wfp_collide_class_args *a = (const wfp_collide_class_args *)args;
-  collide_class_kernel<false><<<class_grid(a, n), kBlock, 0, (cudaStream_t)stream>>>(*a, n);
-}
-
-extern "C" void wfp_collide_xpbd_class_cuda(const void *args, size_t n, void *stream) {
-  const wfp_collide_class_args *a = (const wfp_collide_class_args *)args;
-  collide_class_kernel<true><<<class_grid(a, n), kBlock, 0, (cudaStream_t)stream>>>(*a, n);
 }
 
 extern "C" void wfp_advance_cuda(const void *args, size_t n, void *stream) {

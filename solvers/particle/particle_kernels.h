@@ -15,20 +15,18 @@ extern const wf_kernel wfp_keys;    /* n = count: cell keys and identity values 
 extern const wf_kernel wfp_sort;    /* n = 1: stable sort of (key, local index) pairs by key */
 extern const wf_kernel wfp_cells;   /* n = count: cell start table (after a WFP_EMPTY memset) */
 extern const wf_kernel wfp_reorder; /* n = count: sorted copies of the particle data */
-extern const wf_kernel wfp_contacts_dem;       /* n = count: DEM contacts, colliders, integration */
-extern const wf_kernel wfp_contacts_xpbd;      /* n = count: the same with XPBD contacts */
-extern const wf_kernel wfp_contacts_dem_class; /* n = count: wfp_contacts_dem of one class */
-extern const wf_kernel wfp_contacts_xpbd_class; /* n = count: wfp_contacts_xpbd of one class */
-extern const wf_kernel wfp_advance;             /* n = 1: clock */
-extern const wf_kernel wfp_frame_begin;         /* n = 1: resets the frame's extent */
-extern const wf_kernel wfp_halo_pack;           /* n = ghosts: gathers owned particles to send */
-extern const wf_kernel wfp_halo_unpack;         /* n = ghosts: scatters received ones into ghosts */
-extern const wf_kernel wfp_drift;               /* n = local particles: the split's drift check */
-extern const wf_kernel wfp_classify;            /* n = local particles: where each one goes */
-extern const wf_kernel wfp_select;              /* n = 1: indices whose tag has a bit */
-extern const wf_kernel wfp_migrate_pack;        /* n = particles sent */
-extern const wf_kernel wfp_migrate_keys;        /* n = particles received */
-extern const wf_kernel wfp_migrate;             /* n = particles received: the new local arrays */
+extern const wf_kernel wfp_contacts_dem;  /* n = count: DEM contacts, colliders, integration */
+extern const wf_kernel wfp_contacts_xpbd; /* n = count: the same with XPBD contacts */
+extern const wf_kernel wfp_advance;       /* n = 1: clock */
+extern const wf_kernel wfp_frame_begin;   /* n = 1: resets the frame's extent */
+extern const wf_kernel wfp_halo_pack;     /* n = ghosts: gathers owned particles to send */
+extern const wf_kernel wfp_halo_unpack;   /* n = ghosts: scatters received ones into ghosts */
+extern const wf_kernel wfp_drift;         /* n = local particles: the split's drift check */
+extern const wf_kernel wfp_classify;      /* n = local particles: where each one goes */
+extern const wf_kernel wfp_select;        /* n = 1: indices whose tag has a bit */
+extern const wf_kernel wfp_migrate_pack;  /* n = particles sent */
+extern const wf_kernel wfp_migrate_keys;  /* n = particles received */
+extern const wf_kernel wfp_migrate;       /* n = particles received: the new local arrays */
 
 /* CUB temporary storage on dev for sorting n pairs with `bits` key bits, and for selecting among
  * n indices (wfp_sort, wfp_select); 0 on CPU devices, and 0 on a CUDA device means failure. */
@@ -41,8 +39,6 @@ void wfp_cells_cuda(const void *args, size_t n, void *stream);
 void wfp_reorder_cuda(const void *args, size_t n, void *stream);
 void wfp_collide_dem_cuda(const void *args, size_t n, void *stream);
 void wfp_collide_xpbd_cuda(const void *args, size_t n, void *stream);
-void wfp_collide_dem_class_cuda(const void *args, size_t n, void *stream);
-void wfp_collide_xpbd_class_cuda(const void *args, size_t n, void *stream);
 void wfp_advance_cuda(const void *args, size_t n, void *stream);
 void wfp_frame_begin_cuda(const void *args, size_t n, void *stream);
 void wfp_halo_pack_cuda(const void *args, size_t n, void *stream);

@@ -154,42 +154,6 @@ typedef struct wfp_collide_args { /* per slot s: contacts, colliders, integratio
   uint32_t n;
 } wfp_collide_args;
 
-/* The split solver's classes of a partition's particles (split.c), fixed between repartitions:
- * owned particles no other partition holds (interior), owned ones other partitions hold as
- * ghosts (send: computed first, so their halo copies overlap the interior's contacts) and
- * ghosts (never computed: the halo exchange overwrites them). */
-enum { WFP_CLASS_INTERIOR = 0, WFP_CLASS_SEND = 1, WFP_CLASS_GHOST = 2 };
-
-/* Contacts of one class only: per sorted slot s, the particle vals[s] when cls[vals[s]] == want,
- * with exactly the math of wfp_collide_args (wfp_collide_dem / wfp_collide_xpbd). CUDA: each
- * block first gathers the matching slots among its `chunk` slots (a multiple of 256), so sparse
- * classes do not leave most threads of a block idle. */
-typedef struct wfp_collide_class_args {
-  wfp_collide_args c;
-  const uint8_t *cls; /* per local particle */
-  uint32_t want;
-  uint32_t chunk;
-  /* the split's drift check (wfp_drift_args) of every computed particle, when flag is set */
-  const float *anchor;
-  uint32_t *flag;
-  float limit;
-  int axis;
-} wfp_collide_class_args;
-
-WF_HD static inline int wfp_class_match(const wfp_collide_class_args *a, uint32_t s) {
-  return a->cls[a->c.vals[s]] == a->want;
-}
-
-/* After slot s was computed: 1 when its particle moved further than the limit along the axis
- * from its anchor (as wfp_drift_elem). */
-WF_HD static inline int wfp_class_drifted(const wfp_collide_class_args *a, uint32_t s) {
-  if (!a->flag) return 0;
-  uint32_t i = a->c.vals[s];
-  wfp_f4 x = a->c.pos[i];
-  float d = (a->axis == 0 ? x.x : a->axis == 1 ? x.y : x.z) - a->anchor[i];
-  return d > a->limit || d < -a->limit;
-}
-
 /* The split solver's halo (split.c): pack, per element j, dst[j] = src[idx[j]]; unpack,
  * dst[idx[j]] = src[j]; positions and velocities alike. */
 typedef struct wfp_halo_args {
@@ -261,7 +225,7 @@ typedef struct wfp_migrate_keys_args {
 /* Per slot j of partition `self` after a repartition: the received particle order[j] (sorted by
  * global id) into the partition's arrays and its snapshot; anchor = the axis coordinate for an
  * owned particle, NaN for a ghost; tag = for an owned particle the other partitions that hold
- * it, for a ghost bit 16 + its owner; cls = its class (WFP_CLASS_*). */
+ * it, for a ghost bit 16 + its owner. */
 typedef struct wfp_migrate_args {
   wfp_slabs slabs;
   int32_t self;
@@ -274,7 +238,6 @@ typedef struct wfp_migrate_args {
   uint16_t *mat;
   float *anchor;
   uint32_t *tag;
-  uint8_t *cls; /* WFP_CLASS_* */
 } wfp_migrate_args;
 
 typedef struct wfp_frame_args { /* one element: begin = reset the extent; end = time += dt ... */
@@ -801,14 +764,11 @@ WF_HD static inline void wfp_migrate_elem(const wfp_migrate_args *a, uint32_t j)
   float c = wfp_axis(x, a->slabs.axis);
   int o = wfp_slab_owner(&a->slabs, c);
   if (o == a->self) {
-    uint32_t others = wfp_slab_mask(&a->slabs, c, o) & ~(1u << o);
     a->anchor[j] = c;
-    a->tag[j] = others;
-    a->cls[j] = others ? (uint8_t)WFP_CLASS_SEND : (uint8_t)WFP_CLASS_INTERIOR;
+    a->tag[j] = wfp_slab_mask(&a->slabs, c, o) & ~(1u << o);
   } else {
     a->anchor[j] = NAN;
     a->tag[j] = 1u << (16 + o);
-    a->cls[j] = (uint8_t)WFP_CLASS_GHOST;
   }
 }
 

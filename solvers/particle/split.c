@@ -15,24 +15,21 @@
  * is local, and each ghost holds its owner's state of the same substep. The first holds while no
  * particle moves further than skin/2 along the axis from where it was at the repartition (then a
  * particle within range of an owned one was within range + skin of the slab at the repartition:
- * a ghost). Every substep's contacts check that and raise a per-partition flag; at the
+ * a ghost). A kernel after every substep checks that and raises a per-partition flag; at the
  * next repartition (or download) a raised flag sends the system back to the state of the last
  * repartition, which is rerun with twice the skin. The second holds because after every substep
- * each ghost is overwritten with its owner's state (the halo exchange). Ghosts are never
- * computed: the contacts run per class of particle (WFP_CLASS_*, fixed at the repartition), and
- * only owned particles have one that is computed.
+ * each ghost is overwritten with its owner's state (the halo exchange). Ghosts are integrated by
+ * their partition like any other particle — with missing neighbours, so wrongly — and that work
+ * is thrown away by the exchange; it costs little and keeps the single-device kernels unchanged.
  *
- * The halo exchange overlaps computation. In every substep a partition q computes first the
- * contacts of its send class (the owned particles some other partition holds as ghosts: the
- * union of its links' src lists), then its copy stream packs them for every link (src indices,
- * global-id order) and copies each pack into the receiver p's buffer (a peer copy between GPUs;
- * staged through the host by the GPU layer where peer access is missing), while q's stream
- * computes the contacts of its interior class. p's stream then waits for the copy and scatters it
- * into its ghost slots, before p's next substep reads them. The orderings that make this safe are
- * listed at enqueue_substep_split. wf_particles_split_overlap_measure times frames with and
- * without the copies, and the copies alone, to tell how much of the copies' time is hidden.
+ * The halo exchange, for every ordered pair (q -> p) of partitions with ghosts: a pack kernel on
+ * q's stream gathers the owned particles p needs (src indices, global-id order) into a send
+ * buffer; q's copy stream, once that and p's substep are done, copies it into p's receive buffer
+ * (a peer copy between GPUs; staged through the host by the GPU layer where peer access is
+ * missing); p's stream waits for the copy and scatters it into the ghost slots. A partition's
+ * next pack waits for its copy stream, so a send buffer is never overwritten while read.
  *
- * A frame — every partition's begin, K substeps with their exchanges, end — is captured
+ * A frame — every partition's begin, K substeps each followed by the exchange, end — is captured
  * once into one graph on partition 0's stream (the other streams fork from it and join back) and
  * launched with one call. A repartition changes the partitions' particle counts, so the next
  * frame captures the graph again; the GPU layer updates the executable graph in place where its
@@ -103,13 +100,10 @@ typedef struct part {
   wf_device *dev;
   wf_stream *copy; /* halo copies out of this partition */
   uint32_t n_local, n_owned;
-  float lo, hi;     /* slab along the axis */
-  dbuf anchor;      /* on the device: the axis coordinate of every owned particle at the
-                     * repartition; NaN for a ghost */
-  dbuf cls;         /* on the device: the class of every particle (WFP_CLASS_*) */
-  uint32_t n_send;  /* about how many owned particles other partitions hold (the links' sum) */
-  wf_event *packed; /* recorded on the copy stream after the partition's halo packs */
-  wf_buffer *flag;  /* on the device: set when a particle moved more than skin/2 */
+  float lo, hi;    /* slab along the axis */
+  dbuf anchor;     /* on the device: the axis coordinate of every owned particle at the
+                    * repartition; NaN for a ghost */
+  wf_buffer *flag; /* on the device: set when a particle moved more than skin/2 */
   /* the repartition on the device (see device_repartition) */
   dbuf tag, counts, snap_pos, snap_vel;
   dbuf in_pos, in_vel, in_gid, in_mat; /* received particles, by sender */
@@ -143,7 +137,6 @@ struct wf_particles_split {
   float vmax;        /* the largest speed at the last repartition */
   wf_graph *graph;
   bool graph_stale; /* the partitions changed since the graph was captured */
-  bool no_copies;   /* wf_particles_split_overlap_measure: frames without the halo copies */
   wf_particles_split_info info;
 };
 
@@ -202,10 +195,9 @@ void wf_particles_split_destroy(wf_particles_split *sp) {
   for (int p = 0; p < sp->np; p++) {
     part *pt = &sp->parts[p];
     wf_stream *s = pt->ps ? wf_particles_stream(pt->ps) : NULL;
-    dbuf *own[] = {&pt->anchor,   &pt->cls,      &pt->tag,       &pt->counts,
-                   &pt->snap_pos, &pt->snap_vel, &pt->in_pos,    &pt->in_vel,
-                   &pt->in_gid,   &pt->in_mat,   &pt->keys,      &pt->vals,
-                   &pt->keys_out, &pt->vals_out, &pt->sort_temp, &pt->select_temp};
+    dbuf *own[] = {&pt->anchor, &pt->tag,      &pt->counts,   &pt->snap_pos,  &pt->snap_vel,
+                   &pt->in_pos, &pt->in_vel,   &pt->in_gid,   &pt->in_mat,    &pt->keys,
+                   &pt->vals,   &pt->keys_out, &pt->vals_out, &pt->sort_temp, &pt->select_temp};
     for (size_t b = 0; b < sizeof own / sizeof own[0]; b++)
       dbuf_free(own[b], s);
     for (int d = 0; d < MAXP; d++) {
@@ -214,7 +206,6 @@ void wf_particles_split_destroy(wf_particles_split *sp) {
       dbuf_free(&o->gid, s), dbuf_free(&o->mat, s);
     }
     if (pt->flag) wf_buffer_destroy(pt->flag, s);
-    if (pt->packed) wf_event_destroy(pt->packed);
     if (pt->copy) wf_stream_destroy(pt->copy);
     wf_particles_destroy(pt->ps);
   }
@@ -286,8 +277,6 @@ wf_status wf_particles_split_create(wf_device *const *devices, int n,
       fail_gpu(sp->name, st, "creating a copy stream");
     if (st == WF_OK && (st = wf_buffer_create(pt->dev, 4, WF_BUFFER_ZERO, s, &pt->flag)) != WF_OK)
       fail_gpu(sp->name, st, "allocating a flag");
-    if (st == WF_OK && (st = wf_event_create(pt->dev, 0, &pt->packed)) != WF_OK)
-      fail_gpu(sp->name, st, "creating an event");
     for (int q = 0; q < p && st == WF_OK; q++)
       if (devices[q] != devices[p] && (!wf_device_can_access_peer(devices[p], devices[q]) ||
                                        !wf_device_can_access_peer(devices[q], devices[p])))
@@ -492,13 +481,6 @@ static wf_status add_link(wf_particles_split *sp, int q, int p, uint32_t n, link
 
 /* After a repartition: the info block, a fresh graph at the next frame. */
 static void partitioned(wf_particles_split *sp, uint64_t halo) {
-  for (int p = 0; p < sp->np; p++)
-    sp->parts[p].n_send = 0;
-  for (int l = 0; l < sp->n_links; l++) {
-    part *from = &sp->parts[sp->links[l].from];
-    uint64_t n = (uint64_t)from->n_send + sp->links[l].n;
-    from->n_send = n > from->n_owned ? from->n_owned : (uint32_t)n;
-  }
   for (int p = 0; p < sp->np; p++) {
     sp->info.owned[p] = sp->parts[p].n_owned;
     sp->info.ghosts[p] = sp->parts[p].n_local - sp->parts[p].n_owned;
@@ -565,10 +547,9 @@ static wf_status distribute(wf_particles_split *sp) {
   grow_list members[MAXP] = {{0}};
   grow_list ghost_src[MAXP][MAXP] = {{{0}}};       /* [from][to]: global ids of the ghosts */
   uint32_t *loc = malloc((size_t)(n ? n : 1) * 4); /* local index in the owner */
-  uint8_t *sent = calloc(n ? n : 1, 1);            /* another partition holds it */
-  wf_status st = loc && sent ? WF_OK
-                             : fail(WF_ERR_OUT_OF_MEMORY,
-                                    "particles '%s' (split): out of host memory", sp->name);
+  wf_status st =
+      loc ? WF_OK
+          : fail(WF_ERR_OUT_OF_MEMORY, "particles '%s' (split): out of host memory", sp->name);
   uint32_t owned_count[MAXP] = {0};
   for (uint32_t i = 0; i < n && st == WF_OK; i++) {
     float x = axis_of(sp->pos[i], sp->axis);
@@ -576,14 +557,10 @@ static wf_status distribute(wf_particles_split *sp) {
     loc[i] = (uint32_t)members[q].n;
     owned_count[q]++;
     bool ok = list_push(&members[q], i);
-    for (int p = q - 1; ok && p >= 0 && x < sp->parts[p].hi + w; p--) {
+    for (int p = q - 1; ok && p >= 0 && x < sp->parts[p].hi + w; p--)
       ok = list_push(&members[p], i | 0x80000000u) && list_push(&ghost_src[q][p], i);
-      sent[i] = 1;
-    }
-    for (int p = q + 1; ok && p < np && x >= sp->parts[p].lo - w; p++) {
+    for (int p = q + 1; ok && p < np && x >= sp->parts[p].lo - w; p++)
       ok = list_push(&members[p], i | 0x80000000u) && list_push(&ghost_src[q][p], i);
-      sent[i] = 1;
-    }
     if (!ok)
       st = fail(WF_ERR_OUT_OF_MEMORY, "particles '%s' (split): out of host memory", sp->name);
   }
@@ -602,8 +579,7 @@ static wf_status distribute(wf_particles_split *sp) {
   if (st == WF_OK && (!lp || !lv || !lm || !la || !idx))
     st = fail(WF_ERR_OUT_OF_MEMORY, "particles '%s' (split): out of host memory", sp->name);
   uint32_t *gid = st == WF_OK ? malloc(most * 4) : NULL;
-  uint8_t *lc = st == WF_OK ? malloc(most) : NULL;
-  if (st == WF_OK && (!gid || !lc))
+  if (st == WF_OK && !gid)
     st = fail(WF_ERR_OUT_OF_MEMORY, "particles '%s' (split): out of host memory", sp->name);
   sp->n_links = 0;
   uint64_t halo = 0;
@@ -618,7 +594,6 @@ static wf_status distribute(wf_particles_split *sp) {
       lp[j] = sp->pos[g], lv[j] = sp->vel[g], lm[j] = sp->mat[g];
       /* ghosts get no anchor (NaN never compares as moved): their owner checks them */
       la[j] = owned ? axis_of(sp->pos[g], sp->axis) : NAN;
-      lc[j] = !owned ? WFP_CLASS_GHOST : sent[g] ? WFP_CLASS_SEND : WFP_CLASS_INTERIOR;
     }
     pt->n_local = (uint32_t)m;
     pt->n_owned = owned_count[p];
@@ -627,9 +602,6 @@ static wf_status distribute(wf_particles_split *sp) {
     if (st == WF_OK) st = dbuf_reserve(sp, &pt->anchor, pt->dev, s, (m ? m : 1) * 4);
     if (st == WF_OK && m && (st = wf_upload(pt->anchor.b, 0, la, m * 4, s)) != WF_OK)
       fail_gpu(sp->name, st, "uploading anchors");
-    if (st == WF_OK) st = dbuf_reserve(sp, &pt->cls, pt->dev, s, m ? m : 1);
-    if (st == WF_OK && m && (st = wf_upload(pt->cls.b, 0, lc, m, s)) != WF_OK)
-      fail_gpu(sp->name, st, "uploading classes");
     /* the snapshot a rerun starts from */
     if (st == WF_OK) st = dbuf_reserve(sp, &pt->snap_pos, pt->dev, s, (m ? m : 1) * 16);
     if (st == WF_OK) st = dbuf_reserve(sp, &pt->snap_vel, pt->dev, s, (m ? m : 1) * 16);
@@ -661,7 +633,6 @@ static wf_status distribute(wf_particles_split *sp) {
       free(ghost_src[q][p].a);
   }
   free(loc), free(slot_of), free(lp), free(lv), free(lm), free(la), free(idx), free(gid);
-  free(sent), free(lc);
   if (st != WF_OK) return st;
   for (int p = 0; p < np; p++)
     TRY(wf_stream_synchronize(wf_particles_stream(sp->parts[p].ps)), "uploading halo lists");
@@ -978,7 +949,6 @@ static wf_status device_repartition(wf_particles_split *sp) {
         (st = dbuf_reserve(sp, &pt->vals_out, pt->dev, s, mm * 4)) != WF_OK ||
         (st = dbuf_reserve(sp, &pt->sort_temp, pt->dev, s, tb)) != WF_OK ||
         (st = dbuf_reserve(sp, &pt->anchor, pt->dev, s, mm * 4)) != WF_OK ||
-        (st = dbuf_reserve(sp, &pt->cls, pt->dev, s, mm)) != WF_OK ||
         (st = dbuf_reserve(sp, &pt->tag, pt->dev, s, mm * 4)) != WF_OK ||
         (st = dbuf_reserve(sp, &pt->snap_pos, pt->dev, s, mm * 16)) != WF_OK ||
         (st = dbuf_reserve(sp, &pt->snap_vel, pt->dev, s, mm * 16)) != WF_OK)
@@ -1011,8 +981,7 @@ static wf_status device_repartition(wf_particles_split *sp) {
                            a.gid,
                            a.mat,
                            wf_buffer_ptr(pt->anchor.b),
-                           wf_buffer_ptr(pt->tag.b),
-                           wf_buffer_ptr(pt->cls.b)};
+                           wf_buffer_ptr(pt->tag.b)};
     if ((st = wf_launch(&wfp_migrate_keys, m, &ka, sizeof ka, s)) != WF_OK ||
         (st = wf_launch(&wfp_sort, 1, &sa, sizeof sa, s)) != WF_OK ||
         (st = wf_launch(&wfp_migrate, m, &ma, sizeof ma, s)) != WF_OK)
@@ -1103,88 +1072,46 @@ static wf_status repartition(wf_particles_split *sp) {
 
 /* ---- the frame ------------------------------------------------------------------------------ */
 
-/* Whether partition p sends to any other (has outgoing links). */
-static bool sends_any(const wf_particles_split *sp, int p) {
-  for (int l = 0; l < sp->n_links; l++)
-    if (sp->links[l].from == p) return true;
-  return false;
-}
-
-/* One substep of every partition with its halo exchange, overlapped:
- *   s_p: grid; [wait for its own previous packs]; contacts of the send class
- *   c_p: [after the receivers' previous unpacks] packs of what p sends; copies to the receivers
- *   s_p: contacts of the interior class (while c_p packs and copies), clock
- * (the drift check rides along with both contacts kernels)
- *   s_p: [after each sender's copy stream] unpacks into the ghost slots.
- * Ghosts are not computed: the unpack overwrites them, and nothing reads them in between (the
- * contacts read the sorted copies the grid made; the drift check skips them). The next substep's
- * grid (keys reads every position, ghosts included) comes after the unpacks on s_p. The packs
- * read the send class's positions, which only that class's contacts write: the next ones wait for
- * `packed`. A copy overwrites the receive buffer the receiver's previous unpack read: the copy
- * stream waits for the receiver's stream as it was at the start of the substep. With no_copies
- * (the overlap measurement) everything but the copies is enqueued. */
-static wf_status enqueue_substep_split(wf_particles_split *sp, bool first) {
-  int np = sp->np;
+static wf_status halo_exchange(wf_particles_split *sp) {
   wf_stream *s[MAXP];
-  bool out[MAXP];
-  for (int p = 0; p < np; p++)
-    s[p] = wf_particles_stream(sp->parts[p].ps), out[p] = sends_any(sp, p);
-  /* receive buffers: after the receivers' previous unpacks (each pair once) */
-  bool waited[MAXP][MAXP] = {{false}};
-  for (int l = 0; l < sp->n_links; l++) {
-    link *k = &sp->links[l];
-    if (waited[k->from][k->to]) continue;
-    waited[k->from][k->to] = true;
-    TRY(wf_stream_wait_stream(sp->parts[k->from].copy, s[k->to]), "ordering a halo copy");
-  }
-  wf_status st;
-  for (int p = 0; p < np; p++) {
+  for (int p = 0; p < sp->np; p++)
+    s[p] = wf_particles_stream(sp->parts[p].ps);
+  /* drift check of every partition after its substep */
+  for (int p = 0; p < sp->np; p++) {
     part *pt = &sp->parts[p];
-    wf_particles *ps = pt->ps;
-    if ((st = wfp_substep_enqueue_grid(ps)) != WF_OK) return st;
-    /* the drift check rides along with the contacts (no ghost needs one: their owner checks) */
-    wfp_class_set set = {pt->cls.b ? wf_buffer_ptr(pt->cls.b) : NULL,
-                         pt->anchor.b ? wf_buffer_ptr(pt->anchor.b) : NULL, wf_buffer_ptr(pt->flag),
+    if (!pt->n_local) continue;
+    wf_buffer *pos;
+    TRY(wf_particles_state_buffers(pt->ps, &pos, NULL, NULL), "reading the state buffers");
+    wfp_drift_args da = {wf_buffer_ptr(pos), wf_buffer_ptr(pt->anchor.b), wf_buffer_ptr(pt->flag),
                          WFP_DRIFT_SHARE * sp->skin, sp->axis};
-    if (out[p] && pt->n_local) {
-      if (!first) TRY(wf_stream_wait_event(s[p], pt->packed), "ordering after the halo packs");
-      uint32_t n_send = pt->n_send ? pt->n_send : 1;
-      if ((st = wfp_substep_enqueue_contacts(ps, &set, WFP_CLASS_SEND, n_send)) != WF_OK) return st;
-      /* what p sends, on its copy stream, while its interior is computed */
-      wf_stream *c = pt->copy;
-      TRY(wf_stream_wait_stream(c, s[p]), "ordering the halo packs");
-      wf_buffer *pos, *vel;
-      TRY(wf_particles_state_buffers(ps, &pos, &vel, NULL), "reading the state buffers");
-      for (int l = 0; l < sp->n_links; l++) {
-        link *k = &sp->links[l];
-        if (k->from != p) continue;
-        wfp_f4 *send = wf_buffer_ptr(k->send.b);
-        wfp_halo_args pa = {wf_buffer_ptr(k->src_idx.b), wf_buffer_ptr(pos), wf_buffer_ptr(vel),
-                            send, send + k->n};
-        TRY(wf_launch(&wfp_halo_pack, k->n, &pa, sizeof pa, c), "launching a halo pack");
-      }
-      TRY(wf_event_record(pt->packed, c), "recording the halo packs");
-      for (int l = 0; l < sp->n_links && !sp->no_copies; l++) {
-        link *k = &sp->links[l];
-        if (k->from != p) continue;
-        TRY(wf_copy(k->recv.b, 0, k->send.b, 0, (size_t)k->n * 32, c), "copying a halo");
-      }
-    }
-    /* the rest of p's own particles (n_send may overcount: the count only sizes the chunks) */
-    uint32_t interior = out[p] ? pt->n_owned - pt->n_send : pt->n_owned;
-    if (pt->n_owned && (st = wfp_substep_enqueue_contacts(ps, &set, WFP_CLASS_INTERIOR,
-                                                          interior ? interior : 1)) != WF_OK)
-      return st;
-    if ((st = wfp_substep_enqueue_advance(ps)) != WF_OK) return st;
+    TRY(wf_launch(&wfp_drift, pt->n_local, &da, sizeof da, s[p]), "launching the drift check");
   }
-  /* the ghosts of every partition, once their copies have landed */
-  bool joined[MAXP][MAXP] = {{false}};
+  /* a partition's packs wait for its previous copies (the send buffers are reused) */
+  bool sends[MAXP] = {false};
+  for (int l = 0; l < sp->n_links; l++)
+    sends[sp->links[l].from] = true;
+  for (int p = 0; p < sp->np; p++)
+    if (sends[p]) TRY(wf_stream_wait_stream(s[p], sp->parts[p].copy), "ordering the packs");
   for (int l = 0; l < sp->n_links; l++) {
     link *k = &sp->links[l];
-    if (!joined[k->to][k->from]) {
-      joined[k->to][k->from] = true;
-      TRY(wf_stream_wait_stream(s[k->to], sp->parts[k->from].copy), "waiting for a halo copy");
-    }
+    wf_buffer *pos, *vel;
+    TRY(wf_particles_state_buffers(sp->parts[k->from].ps, &pos, &vel, NULL), "state buffers");
+    wfp_f4 *send = wf_buffer_ptr(k->send.b);
+    wfp_halo_args pa = {wf_buffer_ptr(k->src_idx.b), wf_buffer_ptr(pos), wf_buffer_ptr(vel), send,
+                        send + k->n};
+    TRY(wf_launch(&wfp_halo_pack, k->n, &pa, sizeof pa, s[k->from]), "launching a halo pack");
+  }
+  /* every copy waits for its pack and for the receiver's substep */
+  for (int l = 0; l < sp->n_links; l++) {
+    link *k = &sp->links[l];
+    wf_stream *c = sp->parts[k->from].copy;
+    TRY(wf_stream_wait_stream(c, s[k->from]), "ordering a halo copy");
+    TRY(wf_stream_wait_stream(c, s[k->to]), "ordering a halo copy");
+    TRY(wf_copy(k->recv.b, 0, k->send.b, 0, (size_t)k->n * 32, c), "copying a halo");
+  }
+  for (int l = 0; l < sp->n_links; l++) {
+    link *k = &sp->links[l];
+    TRY(wf_stream_wait_stream(s[k->to], sp->parts[k->from].copy), "waiting for a halo copy");
     wf_buffer *pos, *vel;
     TRY(wf_particles_state_buffers(sp->parts[k->to].ps, &pos, &vel, NULL), "state buffers");
     wfp_f4 *recv = wf_buffer_ptr(k->recv.b);
@@ -1198,39 +1125,30 @@ static wf_status enqueue_substep_split(wf_particles_split *sp, bool first) {
 static wf_status touch_links(wf_particles_split *sp) {
   for (int l = 0; l < sp->n_links; l++) {
     link *k = &sp->links[l];
-    wf_stream *c = sp->parts[k->from].copy;
+    wf_stream *sf = wf_particles_stream(sp->parts[k->from].ps);
     wf_stream *sto = wf_particles_stream(sp->parts[k->to].ps);
-    TRY(wf_buffer_touch(k->src_idx.b, c), "ordering halo buffers");
-    TRY(wf_buffer_touch(k->send.b, c), "ordering halo buffers");
+    TRY(wf_buffer_touch(k->src_idx.b, sf), "ordering halo buffers");
+    TRY(wf_buffer_touch(k->send.b, sf), "ordering halo buffers");
     TRY(wf_buffer_touch(k->recv.b, sto), "ordering halo buffers");
     TRY(wf_buffer_touch(k->dst_idx.b, sto), "ordering halo buffers");
   }
   for (int p = 0; p < sp->np; p++) {
     wf_stream *s = wf_particles_stream(sp->parts[p].ps);
     if (sp->parts[p].anchor.b) TRY(wf_buffer_touch(sp->parts[p].anchor.b, s), "ordering");
-    if (sp->parts[p].cls.b) TRY(wf_buffer_touch(sp->parts[p].cls.b, s), "ordering");
     TRY(wf_buffer_touch(sp->parts[p].flag, s), "ordering");
   }
   return WF_OK;
 }
 
-/* A frame of every partition. One partition (no ghosts, no halo) takes the single-device
- * substeps; several take the overlapped ones. At the end each partition's stream waits for its
- * copy stream, so the next frame's first contacts never overtake this frame's last packs. */
 static wf_status enqueue_frame(wf_particles_split *sp) {
   wf_status st;
   for (int p = 0; p < sp->np; p++)
     if ((st = wfp_frame_enqueue_begin(sp->parts[p].ps)) != WF_OK) return st;
   for (int k = 0; k < sp->desc.solver.substeps; k++) {
-    if (sp->np == 1) {
-      if ((st = wfp_substep_enqueue(sp->parts[0].ps)) != WF_OK) return st;
-    } else if ((st = enqueue_substep_split(sp, k == 0)) != WF_OK) {
-      return st;
-    }
+    for (int p = 0; p < sp->np; p++)
+      if ((st = wfp_substep_enqueue(sp->parts[p].ps)) != WF_OK) return st;
+    if (sp->np > 1 && (st = halo_exchange(sp)) != WF_OK) return st;
   }
-  for (int p = 0; p < sp->np && sp->np > 1; p++)
-    TRY(wf_stream_wait_stream(wf_particles_stream(sp->parts[p].ps), sp->parts[p].copy),
-        "joining the copy stream");
   for (int p = 0; p < sp->np; p++)
     if ((st = wfp_frame_enqueue_end(sp->parts[p].ps)) != WF_OK) return st;
   return touch_links(sp);
@@ -1264,7 +1182,6 @@ static wf_status capture(wf_particles_split *sp) {
   }
   TRY(wf_capture_end_update(s0, &sp->graph), "ending the frame capture");
   sp->graph_stale = false;
-  sp->info.graph_nodes = wf_graph_node_count(sp->graph);
   sp->info.captures++;
   sp->info.capture_ms += now_ms() - t0;
   return WF_OK;
@@ -1320,16 +1237,13 @@ wf_status wf_particles_split_step_frames(wf_particles_split *sp, int frames) {
 
 /* New particles go to partition 0, which then holds the whole system in global-id order (its
  * local index = global id) until the next frame distributes it. */
-static wf_status undistribute_now(wf_particles_split *sp);
-
 static wf_status undistribute(wf_particles_split *sp) {
   if (!sp->distributed) return WF_OK;
   wf_status st = settle(sp);
-  return st == WF_OK ? undistribute_now(sp) : st;
-}
-
-/* The master copy (sp->pos/vel/mat) into partition 0, the others emptied. */
-static wf_status undistribute_now(wf_particles_split *sp) {
+  if (st != WF_OK) return st;
+  double t;
+  uint64_t k;
+  if ((st = clock_get(sp, &t, &k)) != WF_OK) return st;
   uint32_t n = sp->count;
   uint32_t *gid = malloc((size_t)(n ? n : 1) * 4);
   if (!gid)
@@ -1337,7 +1251,7 @@ static wf_status undistribute_now(wf_particles_split *sp) {
   for (uint32_t i = 0; i < n; i++)
     gid[i] = i;
   /* partition 0 must accept larger particles again: its cell size follows the desc */
-  wf_status st = wfp_cell_size_set(sp->parts[0].ps, sp->desc.solver.cell_size);
+  st = wfp_cell_size_set(sp->parts[0].ps, sp->desc.solver.cell_size);
   sp->cell = 0.0f;
   for (int p = 1; p < sp->np && st == WF_OK; p++) {
     sp->parts[p].n_local = sp->parts[p].n_owned = 0;
@@ -1351,6 +1265,7 @@ static wf_status undistribute_now(wf_particles_split *sp) {
   sp->distributed = false;
   sp->frames_since = 0;
   drop_graph(sp);
+  (void)t, (void)k;
   return WF_OK;
 }
 
@@ -1488,136 +1403,5 @@ wf_status wf_particles_split_set_state(wf_particles_split *sp, const float (*pos
   }
   sp->snap_time = time;
   sp->snap_substeps = substeps;
-  return WF_OK;
-}
-
-/* ---- measuring the overlap ------------------------------------------------------------------ */
-
-/* Waits for every stream of the split. */
-static wf_status wait_all(wf_particles_split *sp) {
-  for (int p = 0; p < sp->np; p++) {
-    TRY(wf_stream_synchronize(wf_particles_stream(sp->parts[p].ps)), "waiting for a partition");
-    TRY(wf_stream_synchronize(sp->parts[p].copy), "waiting for a copy stream");
-  }
-  return WF_OK;
-}
-
-/* Milliseconds per frame over `frames` frames on the current partitioning (no repartition), each
- * waited for; one untimed frame first (it captures the graph). */
-static wf_status time_frames(wf_particles_split *sp, int frames, double *ms) {
-  wf_status st = launch_frames(sp, 1);
-  if (st == WF_OK) st = wait_all(sp);
-  double t0 = now_ms();
-  for (int f = 0; f < frames && st == WF_OK; f++)
-    if ((st = launch_frames(sp, 1)) == WF_OK) st = wait_all(sp);
-  *ms = (now_ms() - t0) / frames;
-  return st;
-}
-
-/* The halo copies of one frame (every substep's, in the frame's order on each copy stream),
- * forked from and joined back into partition 0's stream. */
-static wf_status enqueue_copies(wf_particles_split *sp) {
-  wf_stream *s0 = wf_particles_stream(sp->parts[0].ps);
-  for (int p = 0; p < sp->np; p++)
-    TRY(wf_stream_wait_stream(sp->parts[p].copy, s0), "ordering the halo copies");
-  for (int k = 0; k < sp->desc.solver.substeps; k++)
-    for (int l = 0; l < sp->n_links; l++) {
-      link *q = &sp->links[l];
-      TRY(wf_copy(q->recv.b, 0, q->send.b, 0, (size_t)q->n * 32, sp->parts[q->from].copy),
-          "copying a halo");
-    }
-  for (int p = 0; p < sp->np; p++)
-    TRY(wf_stream_wait_stream(s0, sp->parts[p].copy), "joining the halo copies");
-  return WF_OK;
-}
-
-/* Milliseconds per frame of the halo copies alone (captured into a graph unless the desc says
- * no_graph), `frames` times after an untimed one. */
-static wf_status time_copies(wf_particles_split *sp, int frames, double *ms) {
-  wf_stream *s0 = wf_particles_stream(sp->parts[0].ps);
-  wf_graph *g = NULL;
-  wf_status st = WF_OK;
-  if (!sp->desc.solver.no_graph) {
-    TRY(wf_capture_begin(s0), "beginning the halo capture");
-    st = enqueue_copies(sp);
-    wf_graph *gg = NULL;
-    wf_status st2 = wf_capture_end(s0, &gg);
-    if (st != WF_OK) {
-      wf_graph_destroy(gg);
-      return st;
-    }
-    if (st2 != WF_OK) return fail_gpu(sp->name, st2, "ending the halo capture");
-    g = gg;
-  }
-  for (int f = -1; f < frames && st == WF_OK; f++) {
-    if (f == 0) *ms = now_ms();
-    if (g && (st = wf_graph_launch(g, s0)) != WF_OK) fail_gpu(sp->name, st, "launching copies");
-    if (!g) st = enqueue_copies(sp);
-    if (st == WF_OK) st = wait_all(sp);
-  }
-  *ms = (now_ms() - *ms) / frames;
-  wf_graph_destroy(g);
-  return st;
-}
-
-wf_status wf_particles_split_overlap_measure(wf_particles_split *sp, int frames,
-                                             wf_particles_split_overlap *out) {
-  if (!sp || !out) return fail(WF_ERR_INVALID, "particles (split): NULL argument");
-  if (frames < 1)
-    return fail(WF_ERR_INVALID, "particles '%s' (split): overlap_measure: frames %d must be >= 1",
-                sp->name, frames);
-  memset(out, 0, sizeof *out);
-  uint32_t n = sp->count;
-  /* the state as it is, and what the call must not change */
-  wfp_f4 *pos = malloc((size_t)(n ? n : 1) * 16), *vel = malloc((size_t)(n ? n : 1) * 16);
-  if (!pos || !vel) {
-    free(pos), free(vel);
-    return fail(WF_ERR_OUT_OF_MEMORY, "particles '%s' (split): out of host memory", sp->name);
-  }
-  double time = 0.0;
-  uint64_t substeps = 0;
-  wf_particles_split_info info = sp->info;
-  float cuts[MAXP], skin_factor = sp->skin_factor, vmax = sp->vmax;
-  memcpy(cuts, sp->cuts, sizeof cuts);
-  int axis = sp->axis;
-  bool have_cuts = sp->have_cuts;
-  wf_status st =
-      wf_particles_split_state_get(sp, (float(*)[4])pos, (float(*)[4])vel, &time, &substeps);
-  if (st == WF_OK) info = sp->info; /* a rerun there belongs to the caller's frames */
-  /* one partitioning for all three measurements */
-  if (st == WF_OK && (!sp->distributed || sp->np > 1)) st = repartition(sp);
-  if (st == WF_OK) out->halo_bytes_per_frame = sp->info.halo_bytes_per_frame;
-  if (st == WF_OK) st = time_frames(sp, frames, &out->frame_ms);
-  if (st == WF_OK) {
-    sp->no_copies = true;
-    drop_graph(sp);
-    st = time_frames(sp, frames, &out->frame_no_halo_ms);
-    sp->no_copies = false;
-    drop_graph(sp);
-  }
-  if (st == WF_OK && sp->n_links) st = time_copies(sp, frames, &out->halo_ms);
-  /* back to the saved state: the partitions' state (wrong after the frames without copies) is
-   * dropped, not checked */
-  if (st == WF_OK) st = wait_all(sp);
-  if (st == WF_OK && n) {
-    memcpy(sp->pos, pos, (size_t)n * 16);
-    memcpy(sp->vel, vel, (size_t)n * 16);
-  }
-  if (st == WF_OK) st = undistribute_now(sp);
-  if (st == WF_OK)
-    st = wf_particles_split_set_state(sp, (const float(*)[4])pos, (const float(*)[4])vel, time,
-                                      substeps);
-  free(pos), free(vel);
-  sp->info = info;
-  memcpy(sp->cuts, cuts, sizeof cuts);
-  sp->axis = axis, sp->have_cuts = have_cuts;
-  sp->skin_factor = skin_factor, sp->vmax = vmax;
-  if (st != WF_OK) return st;
-  if (out->halo_ms > 0.0) {
-    double h = 1.0 - (out->frame_ms - out->frame_no_halo_ms) / out->halo_ms;
-    out->hidden_fraction = h < 0.0 ? 0.0 : h > 1.0 ? 1.0 : h;
-  } else {
-    out->hidden_fraction = 1.0;
-  }
   return WF_OK;
 }

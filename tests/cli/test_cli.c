@@ -848,8 +848,7 @@ TEST(bench_scaling) {
     }
   CHECK(halo[0][4] > halo[0][2]);
   CHECK(halo[1][4] > halo[1][2]);
-  CHECK(strstr(out, "overlap lines: wf_particles_split_overlap_measure"));
-  CHECK(strstr(out, "halo time hidden"));
+  CHECK(strstr(out, "halo time hidden behind compute: not measured"));
   free(out);
   char *rows = th_read_file(csv_path, NULL);
   REQUIRE(rows);
@@ -869,15 +868,6 @@ TEST(bench_scaling) {
   CHECK(strstr(rows, ",scaling_strong_p8192_gpus4,speedup,"));
   CHECK(strstr(rows, ",scaling_weak_p16384_gpus4,efficiency,"));
   CHECK(strstr(rows, ",scaling_strong_p8192_gpus2,halo_bytes_per_frame,"));
-  for (int m = 0; m < 2; m++) /* the overlap at every device count > 1, a fraction */
-    for (int k = 2; k <= 4; k *= 2) {
-      char key[96];
-      snprintf(key, sizeof key, ",scaling_%s_p%d_gpus%d,halo_hidden_fraction,", modes[m],
-               m == 0 ? 8192 : 4096 * k, k);
-      const char *p = strstr(rows, key);
-      CHECK(p != NULL);
-      if (p) CHECK(atof(p + strlen(key)) >= 0.0 && atof(p + strlen(key)) <= 1.0);
-    }
   CHECK(strstr(rows, ",scaling_weak_p8192_gpus2,repartition_ms_per_frame,"));
   free(rows);
   CHECK_EQ_INT(CLI(dir, "bench", "scaling", "--gpus", "0"), 2);
