@@ -85,15 +85,13 @@ static void spring_frame_cpu(const void *args, size_t begin, size_t end) {
         }
         wfp_f4 x4 = h->pos_in[i], v4 = h->vel_in[i];
         wfc_v3 f = wfc_v(0.0f, 0.0f, 0.0f);
-        if (x4.w > 0.0f)
-          f = lanes_force(p, h, L, P, V, li, (uint32_t)i, wfc_xyz(x4), wfc_xyz(v4));
+        if (x4.w > 0.0f) f = lanes_force(p, h, L, P, V, li, (uint32_t)i, wfc_xyz(x4), wfc_xyz(v4));
         fl = wfc_spring_finish(p, h->colliders, h, (uint32_t)i, time, f, &x4, &v4);
         h->pos_out[i] = x4;
         h->vel_out[i] = v4;
       } else if (resident) {
         wfp_f4 x4 = h->pos_in[i], v4 = h->vel_in[i];
-        fl = wfc_spring_vertex(p, h->colliders, h, NULL, a->nu, a->nr, (uint32_t)i, time, &x4,
-                               &v4);
+        fl = wfc_spring_vertex(p, h->colliders, h, NULL, a->nu, a->nr, (uint32_t)i, time, &x4, &v4);
         h->pos_out[i] = x4;
         h->vel_out[i] = v4;
       } else {

@@ -21,6 +21,14 @@
  * WEFT_CLOTH_FAST=1 forces STRIDE, WEFT_CLOTH_BARRIER=grid makes RESIDENT use grid.sync(), and
  * WEFT_CLOTH_BLOCK=N sets its threads a block (tuning knobs, read at creation).
  *
+ * RESIDENT grid cloths (cloth_fast.cu: spring_grid_kernel) spread a vertex over L = 1, 2 or 4
+ * threads (the most that stay resident; WEFT_CLOTH_LANES caps it), each lane summing a fixed
+ * share of the springs, combined by shuffles in the canonical order of cloth_math.h (four
+ * partial sums over list positions mod 4, (s0 + s1) + (s2 + s3)), which every path uses, so the
+ * results stay bitwise equal whatever L. They may stage their block's neighbourhood
+ * [first - reach, last + reach] in shared memory once a substep (WEFT_CLOTH_SMEM=0|1; automatic:
+ * with 1 lane). The CPU backend emulates both (lanes: resident up to 4096 threads).
+ *
  * Per-frame readback (wf_cloth_set_frame_readback): with host_pos set, the last substep also
  * writes each vertex's position there (pinned host memory, mapped by unified addressing on CUDA),
  * so the frame needs no copy after it.
@@ -30,9 +38,9 @@
  * (8 B per incident spring, ~100 B a vertex every substep) is replaced by six rest lengths per
  * vertex for the springs it starts (+x, +y, the diagonal (a, a+nu+1), the diagonal (a+1, a+nu),
  * +2x, +2y), 24 B. `wfc_grid_gather` (cloth_math.h) visits a vertex's springs in exactly the order
- * of its CSR list (the order cloth_mesh.c lists the springs: by starting vertex, then in the order
- * above) with the same rest lengths (copied from that list), so it too is bitwise equal to
- * `wfc_spring_elem`.
+ * (and sums them in the shape) of its CSR list (the order cloth_mesh.c lists the springs: by
+ * starting vertex, then in the order above) with the same rest lengths (copied from that list), so
+ * it too is bitwise equal to `wfc_spring_elem`.
  */
 #ifndef WEFT_CLOTH_FAST_H
 #define WEFT_CLOTH_FAST_H
@@ -74,8 +82,8 @@ typedef struct wfc_frame_plan {
   uint32_t blocks;       /* resident: blocks of the launch (all resident at once) */
   uint32_t resident_max; /* the most vertices the resident frame takes on this device (lanes 1) */
   uint32_t lanes;        /* resident grid cloths: threads a vertex (1, 2 or 4); otherwise 1 */
-  uint32_t smem;         /* resident grid cloths: 1 = the neighbourhood is staged in shared memory */
-  uint32_t span;         /* smem: vertices a block stages at most (block / lanes + 2 reach, <= n) */
+  uint32_t smem; /* resident grid cloths: 1 = the neighbourhood is staged in shared memory */
+  uint32_t span; /* smem: vertices a block stages at most (block / lanes + 2 reach, <= n) */
 } wfc_frame_plan;
 
 /* What the caller asks of a plan (wfc_spring_frame_plan). */
