@@ -11,9 +11,9 @@
  * each frame (a copy node after the frame); "springs-rb" registers the pinned buffer once with
  * wf_cloth_set_frame_readback, and the one-launch frame writes the positions from its last
  * substep straight into it. Both wait for the stream every frame, so both measure the frame up to
- * the positions being in host memory. The "kernel" column says how the frame ran (resident: a
- * thread per vertex holding its state in registers; stride: a grid-stride loop; substep: one
- * launch per substep).
+ * the positions being in host memory. The "kernel" column says how the frame ran (res/L<n>: a
+ * resident frame, n threads a vertex holding its state in registers, "/sm": neighbours staged in
+ * shared memory; stride: a grid-stride loop; substep: one launch per substep).
  *
  * --profile separates, per size, the fixed per-frame cost from the per-substep cost of the
  * mass-spring frame: the median of a bare stream synchronize, of copy + synchronize, of frames of
@@ -236,9 +236,14 @@ done:
   return rc;
 }
 
+/* "res/L<lanes>[/sm]" (resident: threads a vertex, neighbours staged in shared memory),
+ * "stride" or "substep". Returns a static buffer (the bench is single-threaded). */
 static const char *kernel_name(const wf_cloth_info *info) {
+  static char buf[32];
   switch (info->frame_kernel) {
-  case WF_CLOTH_FRAME_RESIDENT: return "resident";
+  case WF_CLOTH_FRAME_RESIDENT:
+    snprintf(buf, sizeof buf, "res/L%u%s", info->frame_lanes, info->frame_smem ? "/sm" : "");
+    return buf;
   case WF_CLOTH_FRAME_STRIDE: return "stride";
   default: return "substep";
   }

@@ -169,6 +169,9 @@ typedef struct wf_cloth_info {
   uint32_t resident_max; /* mass-spring: the most vertices a resident frame takes on this device
                             (the CPU backend: a fixed 4096); 0 for XPBD */
   uint32_t frame_readback_direct; /* 1: the frame kernel writes the per-frame readback itself */
+  uint32_t frame_lanes; /* resident frames: threads a vertex (1, 2, 4; WEFT_CLOTH_LANES); else 1 */
+  uint32_t
+      frame_smem; /* resident frames: 1 = neighbours staged in shared memory (WEFT_CLOTH_SMEM) */
 } wf_cloth_info;
 
 /** The default material (the defaults in wf_cloth_material's field comments). */

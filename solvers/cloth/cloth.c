@@ -357,8 +357,10 @@ static wf_status grid_alloc(wf_cloth *c, const char *fn) {
 }
 
 /* The one-launch frame's plan (cloth_fast.h) and the reach of a vertex's reads: its springs and
- * (aerodynamics) the vertices of its triangles. stride_only: WEFT_CLOTH_FAST=1. */
-static void frame_plan(wf_cloth *c, const wfc_springs *sp, bool stride_only) {
+ * (aerodynamics) the vertices of its triangles. grid: a grid cloth (lanes, staging);
+ * stride_only: WEFT_CLOTH_FAST=1. Knobs read here: WEFT_CLOTH_BLOCK=N, WEFT_CLOTH_LANES=1|2|4,
+ * WEFT_CLOTH_SMEM=0|1 (cloth_fast.h). */
+static void frame_plan(wf_cloth *c, const wfc_springs *sp, bool grid, bool stride_only) {
   uint32_t reach = 0;
   for (uint32_t a = 0; a < c->nv; a++)
     for (uint32_t k = sp->adj_start[a]; k < sp->adj_start[a + 1]; k++) {
@@ -375,8 +377,15 @@ static void frame_plan(wf_cloth *c, const wfc_springs *sp, bool stride_only) {
   c->reach = reach;
   const char *blk = getenv("WEFT_CLOTH_BLOCK");
   long block = blk ? strtol(blk, NULL, 10) : 0;
-  wfc_spring_frame_plan(c->dev->is_cuda ? c->dev->ordinal : -1, c->nv,
-                        block > 0 && block <= 1024 ? (uint32_t)block : 0, &c->plan);
+  const char *ln = getenv("WEFT_CLOTH_LANES"), *sm = getenv("WEFT_CLOTH_SMEM");
+  long lanes = ln ? strtol(ln, NULL, 10) : 0;
+  wfc_frame_want want = {block > 0 && block <= 1024 ? (uint32_t)block : 0,
+                         lanes == 1 || lanes == 2 || lanes == 4 ? (uint32_t)lanes : 0,
+                         sm && !strcmp(sm, "0")   ? 0u
+                         : sm && !strcmp(sm, "1") ? 1u
+                                                  : 2u,
+                         reach, grid};
+  wfc_spring_frame_plan(c->dev->is_cuda ? c->dev->ordinal : -1, c->nv, &want, &c->plan);
   if (stride_only) c->plan.mode = WFC_FRAME_STRIDE;
 }
 
@@ -443,7 +452,7 @@ static wf_status create_common(const char *fn, wf_device *dev, const wf_cloth_de
     const char *fast = getenv("WEFT_CLOTH_FAST");
     c->fast_off = fast && !strcmp(fast, "0");
     if (desc->integrator == WF_CLOTH_SPRINGS && st == WF_OK) {
-      frame_plan(c, &sp, fast && !strcmp(fast, "1"));
+      frame_plan(c, &sp, grid_rest != NULL, fast && !strcmp(fast, "1"));
       const char *bar = getenv("WEFT_CLOTH_BARRIER");
       c->barrier = bar && !strcmp(bar, "grid") ? WFC_BARRIER_GRID : WFC_BARRIER_NEIGHBOURS;
     }
@@ -1218,6 +1227,9 @@ wf_status wf_cloth_info_get(const wf_cloth *c, wf_cloth_info *out) {
                                                             : WF_CLOTH_FRAME_STRIDE;
   out->resident_max = springs && !c->fast_off ? c->plan.resident_max : 0;
   out->frame_readback_direct = readback_direct(c) != NULL;
+  bool res = out->frame_kernel == WF_CLOTH_FRAME_RESIDENT;
+  out->frame_lanes = res ? c->plan.lanes : 1;
+  out->frame_smem = res ? c->plan.smem : 0;
   return WF_OK;
 }
 

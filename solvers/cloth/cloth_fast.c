@@ -20,27 +20,78 @@ static void flag_vertex(wfc_flags *f, uint32_t fl, uint32_t i) {
   }
 }
 
+/* The spring force of vertex i as a resident grid frame computes it with `lanes` threads a
+ * vertex: each lane's springs (wfc_lane_springs) and partial sums (wfc_lane_gather), reading the
+ * neighbours from P, V at li + offset, put together as s_{l + lanes q} = lane l's acc[q] and
+ * summed in the canonical shape (on the device: the shuffles of cloth_fast.cu). */
+static wfc_v3 lanes_force(const wfc_params *p, const wfc_spring_args *h, uint32_t lanes,
+                          const wfp_f4 *P, const wfp_f4 *V, uint32_t li, uint32_t i, wfc_v3 x,
+                          wfc_v3 v) {
+  wfc_v3 s[4];
+  for (int q = 0; q < 4; q++)
+    s[q] = wfc_v(0.0f, 0.0f, 0.0f);
+  for (uint32_t l = 0; l < lanes; l++) {
+    int32_t d[WFC_GRID_LINKS];
+    float rest[WFC_GRID_LINKS], k[WFC_GRID_LINKS];
+    wfc_v3 acc[4];
+    for (int q = 0; q < 4; q++)
+      acc[q] = wfc_v(0.0f, 0.0f, 0.0f);
+    uint32_t nl = wfc_lane_springs(p, h, i, l, lanes, d, rest, k);
+    wfc_lane_gather(p->spring_c, P, V, li, x, v, lanes, nl, d, rest, k, acc);
+    for (uint32_t q = 0; q < 4 / lanes; q++)
+      s[l + lanes * q] = acc[q];
+  }
+  return wfc_tree4(s[0], s[1], s[2], s[3]);
+}
+
 /* The CPU backend runs a launch as one call over all elements, so the substeps are ordered.
  * Resident mode runs what a CUDA thread of the resident frame runs, vertex by vertex: its own
  * state comes from the input half (on the device it is in registers, and equal: it is what the
- * thread wrote there), its rest lengths from wfc_grid_rest12, the clock from a local double that
- * advances by dt each substep (the clock the per-substep path stores and reloads). */
+ * thread wrote there), the clock from a local double that advances by dt each substep (the clock
+ * the per-substep path stores and reloads). Grid cloths go block by block (block / lanes
+ * vertices), with the lanes emulated (lanes_force) and, with staging, the block's neighbourhood
+ * copied first into a buffer the gather reads (as the shared memory on the device). */
 static void spring_frame_cpu(const void *args, size_t begin, size_t end) {
   const wfc_frame_args *a = args;
   double time = a->half[0].clock_in->time;
   uint64_t subs = a->half[0].clock_in->substeps;
+  const bool resident = a->plan.mode == WFC_FRAME_RESIDENT;
+  const bool lanes = resident && a->rest6;
+  const uint32_t L = lanes ? a->plan.lanes : 1, vpb = lanes ? a->plan.block / L : 1;
+  const uint32_t n = a->half[0].n;
+  wfp_f4 *stage = lanes && a->plan.smem ? malloc((size_t)a->plan.span * 2 * sizeof *stage) : NULL;
   for (uint32_t s = 0; s < a->substeps; s++) {
     const wfc_spring_args *h = &a->half[s & 1u];
+    const wfc_params *p = h->params;
     bool last = s + 1 == a->substeps;
+    uint32_t lo_v = 0, hi_v = 0; /* the staged vertices of the current block */
     for (size_t i = begin; i < end; i++) {
       uint32_t fl;
-      if (a->plan.mode == WFC_FRAME_RESIDENT) {
-        const wfc_params *p = h->params;
+      if (lanes) {
+        const wfp_f4 *P = h->pos_in, *V = h->vel_in;
+        uint32_t li = (uint32_t)i;
+        uint32_t first = (uint32_t)i / vpb * vpb;
+        if (stage) {
+          if (i == begin || (uint32_t)i == first) { /* a new block: stage its neighbourhood */
+            lo_v = first > a->reach ? first - a->reach : 0;
+            uint64_t hv = (uint64_t)first + vpb - 1 + a->reach;
+            hi_v = hv > n - 1 ? n - 1 : (uint32_t)hv;
+            for (uint32_t t = 0; t <= hi_v - lo_v; t++) {
+              stage[t] = h->pos_in[lo_v + t];
+              stage[a->plan.span + t] = h->vel_in[lo_v + t];
+            }
+          }
+          P = stage, V = stage + a->plan.span, li = (uint32_t)i - lo_v;
+        }
         wfp_f4 x4 = h->pos_in[i], v4 = h->vel_in[i];
-        float rl[WFC_GRID_LINKS];
-        if (a->rest6) wfc_grid_rest12(a->rest6, a->nu, a->nr, (uint32_t)i, rl);
-        fl = wfc_spring_vertex(p, h->colliders, h, a->rest6 ? rl : NULL, a->nu, a->nr, (uint32_t)i,
-                               time, &x4, &v4);
+        wfc_v3 f = wfc_v(0.0f, 0.0f, 0.0f);
+        if (x4.w > 0.0f) f = lanes_force(p, h, L, P, V, li, (uint32_t)i, wfc_xyz(x4), wfc_xyz(v4));
+        fl = wfc_spring_finish(p, h->colliders, h, (uint32_t)i, time, f, &x4, &v4);
+        h->pos_out[i] = x4;
+        h->vel_out[i] = v4;
+      } else if (resident) {
+        wfp_f4 x4 = h->pos_in[i], v4 = h->vel_in[i];
+        fl = wfc_spring_vertex(p, h->colliders, h, NULL, a->nu, a->nr, (uint32_t)i, time, &x4, &v4);
         h->pos_out[i] = x4;
         h->vel_out[i] = v4;
       } else {
@@ -49,32 +100,47 @@ static void spring_frame_cpu(const void *args, size_t begin, size_t end) {
       if (last && a->host_pos) a->host_pos[i] = h->pos_out[i];
       if (fl) flag_vertex(h->flags, fl, (uint32_t)i);
     }
-    time += (double)h->params->dt;
+    time += (double)p->dt;
     subs++;
-    if (a->plan.mode == WFC_FRAME_RESIDENT && begin == 0 && end > 0) {
+    if (resident && begin == 0 && end > 0) {
       wfc_clock c = {time, subs};
       *h->clock_out = c;
     }
   }
+  free(stage);
 }
 
 const wf_kernel wfc_spring_frame = {"cloth_spring_frame", spring_frame_cpu,
                                     WFC_FAST_CUDA(wfc_spring_frame_cuda)};
 
-void wfc_spring_frame_plan(int ordinal, uint32_t n, uint32_t block, wfc_frame_plan *out) {
+void wfc_spring_frame_plan(int ordinal, uint32_t n, const wfc_frame_want *want,
+                           wfc_frame_plan *out) {
 #ifdef WEFT_HAVE_CUDA
   if (ordinal >= 0) {
-    wfc_spring_frame_plan_cuda(ordinal, n, block, out);
+    wfc_spring_frame_plan_cuda(ordinal, n, want, out);
     return;
   }
 #else
   (void)ordinal;
 #endif
-  uint32_t b = block ? block : 256;
-  out->block = b;
-  out->blocks = (uint32_t)(((uint64_t)n + b - 1) / b);
+  uint32_t b = want->block ? want->block : 256;
   out->resident_max = WFC_CPU_RESIDENT_MAX;
   out->mode = n <= WFC_CPU_RESIDENT_MAX ? WFC_FRAME_RESIDENT : WFC_FRAME_STRIDE;
+  out->lanes = 1, out->smem = 0, out->span = 0;
+  if (out->mode == WFC_FRAME_RESIDENT && want->grid) {
+    uint32_t L = want->lanes ? want->lanes : 4;
+    while (L > 1 && (uint64_t)L * n > WFC_CPU_RESIDENT_MAX)
+      L /= 2;
+    out->lanes = L;
+    b = b < 32 ? 32 : b / 32 * 32; /* as on the device: whole warps, a multiple of the lanes */
+    uint64_t span = (uint64_t)b / L + 2 * (uint64_t)want->reach;
+    out->span = (uint32_t)(span < n ? span : n);
+    out->smem = want->smem == 2 ? L == 1 : want->smem == 1;
+    if (out->smem && (uint64_t)out->span * 2 * sizeof(wfp_f4) > WFC_SMEM_MAX) out->smem = 0;
+    if (!out->smem) out->span = 0;
+  }
+  out->block = b;
+  out->blocks = (uint32_t)(((uint64_t)n * out->lanes + b - 1) / b);
 }
 
 /* Which slot of vertex a's row holds the spring (a, b) of `kind`, or -1. */

@@ -21,6 +21,14 @@
  * WEFT_CLOTH_FAST=1 forces STRIDE, WEFT_CLOTH_BARRIER=grid makes RESIDENT use grid.sync(), and
  * WEFT_CLOTH_BLOCK=N sets its threads a block (tuning knobs, read at creation).
  *
+ * RESIDENT grid cloths (cloth_fast.cu: spring_grid_kernel) spread a vertex over L = 1, 2 or 4
+ * threads (the most that stay resident; WEFT_CLOTH_LANES caps it), each lane summing a fixed
+ * share of the springs, combined by shuffles in the canonical order of cloth_math.h (four
+ * partial sums over list positions mod 4, (s0 + s1) + (s2 + s3)), which every path uses, so the
+ * results stay bitwise equal whatever L. They may stage their block's neighbourhood
+ * [first - reach, last + reach] in shared memory once a substep (WEFT_CLOTH_SMEM=0|1; automatic:
+ * with 1 lane). The CPU backend emulates both (lanes: resident up to 4096 threads).
+ *
  * Per-frame readback (wf_cloth_set_frame_readback): with host_pos set, the last substep also
  * writes each vertex's position there (pinned host memory, mapped by unified addressing on CUDA),
  * so the frame needs no copy after it.
@@ -30,9 +38,9 @@
  * (8 B per incident spring, ~100 B a vertex every substep) is replaced by six rest lengths per
  * vertex for the springs it starts (+x, +y, the diagonal (a, a+nu+1), the diagonal (a+1, a+nu),
  * +2x, +2y), 24 B. `wfc_grid_gather` (cloth_math.h) visits a vertex's springs in exactly the order
- * of its CSR list (the order cloth_mesh.c lists the springs: by starting vertex, then in the order
- * above) with the same rest lengths (copied from that list), so it too is bitwise equal to
- * `wfc_spring_elem`.
+ * (and sums them in the shape) of its CSR list (the order cloth_mesh.c lists the springs: by
+ * starting vertex, then in the order above) with the same rest lengths (copied from that list), so
+ * it too is bitwise equal to `wfc_spring_elem`.
  */
 #ifndef WEFT_CLOTH_FAST_H
 #define WEFT_CLOTH_FAST_H
@@ -70,10 +78,22 @@ enum {
 
 typedef struct wfc_frame_plan {
   uint32_t mode;         /* WFC_FRAME_* */
-  uint32_t block;        /* threads a block (resident: one vertex each) */
+  uint32_t block;        /* threads a block (resident: `lanes` threads a vertex) */
   uint32_t blocks;       /* resident: blocks of the launch (all resident at once) */
-  uint32_t resident_max; /* the most vertices the resident frame takes on this device */
+  uint32_t resident_max; /* the most vertices the resident frame takes on this device (lanes 1) */
+  uint32_t lanes;        /* resident grid cloths: threads a vertex (1, 2 or 4); otherwise 1 */
+  uint32_t smem; /* resident grid cloths: 1 = the neighbourhood is staged in shared memory */
+  uint32_t span; /* smem: vertices a block stages at most (block / lanes + 2 reach, <= n) */
 } wfc_frame_plan;
+
+/* What the caller asks of a plan (wfc_spring_frame_plan). */
+typedef struct wfc_frame_want {
+  uint32_t block; /* threads a block; 0: automatic (WEFT_CLOTH_BLOCK) */
+  uint32_t lanes; /* 1, 2, 4: at most this many threads a vertex; 0: automatic (WEFT_CLOTH_LANES) */
+  uint32_t smem;  /* 0: off, 1: on where it fits, 2: automatic (WEFT_CLOTH_SMEM) */
+  uint32_t reach; /* largest |i - j| over the vertices j that vertex i reads */
+  uint32_t grid;  /* 1: a grid cloth (the lanes and staging apply); 0: CSR springs of a mesh */
+} wfc_frame_want;
 
 typedef struct wfc_frame_args {
   wfc_spring_args half[2]; /* [0]: half 0 -> 1, [1]: half 1 -> 0 */
@@ -97,11 +117,17 @@ WF_HD static inline uint32_t wfc_frame_elem(const wfc_frame_args *a, uint32_t s,
 extern const wf_kernel wfc_spring_frame;
 
 /* The plan of a one-launch frame over n vertices on a CUDA device (ordinal >= 0; its occupancy)
- * or on the CPU backend (ordinal < 0: resident up to WFC_CPU_RESIDENT_MAX vertices, a limit that
- * exists so that the tests reach both modes and their boundary cheaply; on the CPU both modes
- * run the same loop). `block` > 0 asks for that many threads a block (WEFT_CLOTH_BLOCK). */
-void wfc_spring_frame_plan(int ordinal, uint32_t n, uint32_t block, wfc_frame_plan *out);
+ * or on the CPU backend (ordinal < 0: resident up to WFC_CPU_RESIDENT_MAX threads, a limit that
+ * exists so that the tests reach both modes and their boundary cheaply; on the CPU the resident
+ * mode emulates the lanes and the staging, vertex by vertex). Resident when the n vertices fit
+ * with one thread each (n <= resident_max); a grid cloth then gets the most lanes (4, 2, 1; at
+ * most want->lanes) whose lanes x n threads are still resident, and the staging (automatic: with
+ * 1 lane, where the cloth is bandwidth-bound rather than latency-bound) where it fits. */
+void wfc_spring_frame_plan(int ordinal, uint32_t n, const wfc_frame_want *want,
+                           wfc_frame_plan *out);
 #define WFC_CPU_RESIDENT_MAX 4096u
+/* Shared memory a block may stage (the default limit of a launch, no opt-in). */
+#define WFC_SMEM_MAX (48u * 1024u)
 
 /* The grid rest table (WFC_R_COUNT floats per vertex, 0 where a spring does not exist) from a
  * grid topology's CSR springs; malloc'd into *out. WF_ERR_INVALID when t is not a grid or the
@@ -110,7 +136,8 @@ wf_status wfc_grid_rest_build(const wfc_topology *t, const wfc_springs *sp, floa
 
 #ifdef WEFT_HAVE_CUDA
 void wfc_spring_frame_cuda(const void *args, size_t n, void *stream);
-void wfc_spring_frame_plan_cuda(int ordinal, uint32_t n, uint32_t block, wfc_frame_plan *out);
+void wfc_spring_frame_plan_cuda(int ordinal, uint32_t n, const wfc_frame_want *want,
+                                wfc_frame_plan *out);
 #endif
 
 #ifdef __cplusplus

@@ -345,21 +345,78 @@ WF_HD static inline void wfc_collide(const wfc_params *p, const wfp_collider *cs
 /* ---- per-element kernels ----------------------------------------------------------------------
  */
 
-/* Spring force on the vertex at x (velocity v) from vertex j (kind, rest length), added to f. */
+/* The stiffness of a spring of `kind`: a select, not an index, so that the parameters can stay
+ * in registers (the one-launch frame). */
+WF_HD static inline float wfc_spring_stiffness(const wfc_params *p, uint32_t kind) {
+  return kind == WFC_STRETCH ? p->spring_k[WFC_STRETCH]
+         : kind == WFC_SHEAR ? p->spring_k[WFC_SHEAR]
+                             : p->spring_k[WFC_BEND];
+}
+
+/* The force of one spring (stiffness k, damping c, rest length) on the vertex at x (velocity v)
+ * from the vertex at pj (velocity vj), in *t; 0 (and *t untouched) when the two coincide: such a
+ * spring adds nothing, it is skipped. */
+WF_HD static inline int wfc_link_term(float k, float c, float rest, wfc_v3 x, wfc_v3 v, wfp_f4 pj,
+                                      wfp_f4 vj, wfc_v3 *t) {
+  wfc_v3 d = wfc_sub(wfc_xyz(pj), x);
+  float len = wfc_len(d);
+  if (!(len > 0.0f)) return 0;
+  wfc_v3 dir = wfc_scale(d, 1.0f / len);
+  float rel = wfc_dot(wfc_sub(wfc_xyz(vj), v), dir);
+  float fs = k * (len - rest) + c * rel;
+  *t = wfc_scale(dir, fs);
+  return 1;
+}
+
+/* Spring force on the vertex at x (velocity v) from vertex j (kind, rest length), added to s. */
 WF_HD static inline void wfc_link_force(const wfc_params *p, const wfp_f4 *pos, const wfp_f4 *vel,
                                         wfc_v3 x, wfc_v3 v, uint32_t j, uint32_t kind, float rest,
-                                        wfc_v3 *f) {
-  wfc_v3 d = wfc_sub(wfc_xyz(pos[j]), x);
-  float len = wfc_len(d);
-  if (!(len > 0.0f)) return;
-  wfc_v3 dir = wfc_scale(d, 1.0f / len);
-  float rel = wfc_dot(wfc_sub(wfc_xyz(vel[j]), v), dir);
-  /* a select, not an index: the parameters can then stay in registers (the one-launch frame) */
-  float k = kind == WFC_STRETCH ? p->spring_k[WFC_STRETCH]
-            : kind == WFC_SHEAR ? p->spring_k[WFC_SHEAR]
-                                : p->spring_k[WFC_BEND];
-  float fs = k * (len - rest) + p->spring_c * rel;
-  *f = wfc_add(*f, wfc_scale(dir, fs));
+                                        wfc_v3 *s) {
+  wfc_v3 t;
+  if (wfc_link_term(wfc_spring_stiffness(p, kind), p->spring_c, rest, x, v, pos[j], vel[j], &t))
+    *s = wfc_add(*s, t);
+}
+
+/* THE ORDER OF A VERTEX'S SPRING FORCES (every path, CPU and CUDA, whatever its threads a vertex).
+ * The springs of vertex i are its CSR list (cloth_mesh.c; a grid's in the order of
+ * wfc_grid_gather12). Four partial sums: s_q, q = 0..3, adds the springs at list positions
+ * q, q + 4, q + 8, ... in that order, starting from +0; the force is (s0 + s1) + (s2 + s3). A
+ * spring whose ends coincide adds nothing (wfc_link_term). This is the shape a vertex spread
+ * over 4 threads computes (thread q: s_q; two butterfly shuffles), over 2 (thread q: s_q and
+ * s_{q+2}) or over 1; float addition being commutative, both partners of a shuffle get the same
+ * sum. */
+WF_HD static inline wfc_v3 wfc_tree4(wfc_v3 s0, wfc_v3 s1, wfc_v3 s2, wfc_v3 s3) {
+  return wfc_add(wfc_add(s0, s1), wfc_add(s2, s3));
+}
+
+/* s[q] += t for a q known only at run time (without indexing, so s stays in registers). */
+WF_HD static inline void wfc_acc4(wfc_v3 *s0, wfc_v3 *s1, wfc_v3 *s2, wfc_v3 *s3, uint32_t q,
+                                  wfc_v3 t) {
+  if (q == 0)
+    *s0 = wfc_add(*s0, t);
+  else if (q == 1)
+    *s1 = wfc_add(*s1, t);
+  else if (q == 2)
+    *s2 = wfc_add(*s2, t);
+  else
+    *s3 = wfc_add(*s3, t);
+}
+
+/* The spring force on vertex i over its CSR springs, in the order above. */
+WF_HD static inline wfc_v3 wfc_csr_force(const wfc_params *p, const wfc_spring_args *a, uint32_t i,
+                                         wfc_v3 x, wfc_v3 v) {
+  wfc_v3 s[4];
+  for (int q = 0; q < 4; q++)
+    s[q] = wfc_v(0.0f, 0.0f, 0.0f);
+  uint32_t b = a->adj_start[i], e = a->adj_start[i + 1];
+  for (uint32_t k = b; k < e; k += 4)
+    for (uint32_t q = 0; q < 4; q++)
+      if (k + q < e) {
+        wfc_link l = a->adj[k + q];
+        wfc_link_force(p, a->pos_in, a->vel_in, x, v, l.other_kind & WFC_LINK_INDEX_MASK,
+                       l.other_kind >> 30, l.rest, &s[q]);
+      }
+  return wfc_tree4(s[0], s[1], s[2], s[3]);
 }
 
 /* Springs a grid vertex has at most: stretch to 4 neighbours, shear to 4 diagonals, bend to 4
@@ -368,7 +425,7 @@ WF_HD static inline void wfc_link_force(const wfc_params *p, const wfp_f4 *pos, 
 
 /* The rest lengths of the springs of vertex i = row * nu + col of a grid cloth, from the table r
  * of the springs each vertex starts (cloth_fast.h), in the order wfc_grid_gather12 visits them;
- * 0 for springs the vertex does not have. The one-launch frame keeps them in registers. */
+ * 0 for springs the vertex does not have. */
 WF_HD static inline void wfc_grid_rest12(const float *r, uint32_t nu, uint32_t nr, uint32_t i,
                                          float rl[WFC_GRID_LINKS]) {
   uint32_t col = i % nu, row = i / nu;
@@ -392,33 +449,45 @@ WF_HD static inline void wfc_grid_rest12(const float *r, uint32_t nu, uint32_t n
   rl[11] = r[i * 6 + 5];
 }
 
-/* The spring forces on vertex i = row * nu + col of a grid cloth (position x, velocity v), from
- * its rest lengths rl (wfc_grid_rest12) and the neighbours' positions P and velocities V, added to
- * *fo in the order of the vertex's CSR list (springs started by earlier vertices, then by this
- * one: the order cloth_mesh.c lists them). */
+/* One slot of wfc_grid_gather12: if the spring exists, it is at list position *pos. */
+WF_HD static inline void wfc_grid_slot(const wfc_params *p, const wfp_f4 *P, const wfp_f4 *V,
+                                       int exists, uint32_t j, uint32_t kind, float rest, wfc_v3 x,
+                                       wfc_v3 v, uint32_t *pos, wfc_v3 *s) {
+  if (!exists) return;
+  wfc_v3 t;
+  if (wfc_link_term(wfc_spring_stiffness(p, kind), p->spring_c, rest, x, v, P[j], V[j], &t))
+    wfc_acc4(&s[0], &s[1], &s[2], &s[3], *pos & 3u, t);
+  (*pos)++;
+}
+
+/* The spring force on vertex i = row * nu + col of a grid cloth (position x, velocity v), from
+ * its rest lengths rl (wfc_grid_rest12) and the neighbours' positions P and velocities V, in *fo.
+ * The slots are visited in the order of the vertex's CSR list (springs started by earlier
+ * vertices, then by this one: the order cloth_mesh.c lists them), a missing spring takes no list
+ * position, and the sum has the shape above, so it equals wfc_csr_force bitwise. */
 WF_HD static inline void wfc_grid_gather12(const wfc_params *p, const wfp_f4 *P, const wfp_f4 *V,
                                            uint32_t nu, uint32_t nr, uint32_t i, wfc_v3 x, wfc_v3 v,
                                            const float rl[WFC_GRID_LINKS], wfc_v3 *fo) {
-  uint32_t col = i % nu, row = i / nu;
-  wfc_v3 f = *fo;
-  const int S = WFC_STRETCH, H = WFC_SHEAR, B = WFC_BEND;
-  if (row >= 2) wfc_link_force(p, P, V, x, v, i - 2 * nu, B, rl[0], &f);
-  if (row >= 1 && col >= 1) wfc_link_force(p, P, V, x, v, i - nu - 1, H, rl[1], &f);
-  if (row >= 1) {
-    wfc_link_force(p, P, V, x, v, i - nu, S, rl[2], &f);
-    if (col + 1 < nu) wfc_link_force(p, P, V, x, v, i - nu + 1, H, rl[3], &f);
-  }
-  if (col >= 2) wfc_link_force(p, P, V, x, v, i - 2, B, rl[4], &f);
-  if (col >= 1) {
-    wfc_link_force(p, P, V, x, v, i - 1, S, rl[5], &f);
-    if (row + 1 < nr) wfc_link_force(p, P, V, x, v, i + nu - 1, H, rl[6], &f);
-  }
-  if (col + 1 < nu) wfc_link_force(p, P, V, x, v, i + 1, S, rl[7], &f);
-  if (row + 1 < nr) wfc_link_force(p, P, V, x, v, i + nu, S, rl[8], &f);
-  if (col + 1 < nu && row + 1 < nr) wfc_link_force(p, P, V, x, v, i + nu + 1, H, rl[9], &f);
-  if (col + 2 < nu) wfc_link_force(p, P, V, x, v, i + 2, B, rl[10], &f);
-  if (row + 2 < nr) wfc_link_force(p, P, V, x, v, i + 2 * nu, B, rl[11], &f);
-  *fo = f;
+  uint32_t col = i % nu, row = i / nu, q = 0;
+  wfc_v3 s[4];
+  for (int k = 0; k < 4; k++)
+    s[k] = wfc_v(0.0f, 0.0f, 0.0f);
+  const uint32_t S = WFC_STRETCH, H = WFC_SHEAR, B = WFC_BEND;
+  int up1 = row >= 1, up2 = row >= 2, lf1 = col >= 1, lf2 = col >= 2;
+  int dn1 = row + 1 < nr, dn2 = row + 2 < nr, rt1 = col + 1 < nu, rt2 = col + 2 < nu;
+  wfc_grid_slot(p, P, V, up2, i - 2 * nu, B, rl[0], x, v, &q, s);
+  wfc_grid_slot(p, P, V, up1 && lf1, i - nu - 1, H, rl[1], x, v, &q, s);
+  wfc_grid_slot(p, P, V, up1, i - nu, S, rl[2], x, v, &q, s);
+  wfc_grid_slot(p, P, V, up1 && rt1, i - nu + 1, H, rl[3], x, v, &q, s);
+  wfc_grid_slot(p, P, V, lf2, i - 2, B, rl[4], x, v, &q, s);
+  wfc_grid_slot(p, P, V, lf1, i - 1, S, rl[5], x, v, &q, s);
+  wfc_grid_slot(p, P, V, lf1 && dn1, i + nu - 1, H, rl[6], x, v, &q, s);
+  wfc_grid_slot(p, P, V, rt1, i + 1, S, rl[7], x, v, &q, s);
+  wfc_grid_slot(p, P, V, dn1, i + nu, S, rl[8], x, v, &q, s);
+  wfc_grid_slot(p, P, V, rt1 && dn1, i + nu + 1, H, rl[9], x, v, &q, s);
+  wfc_grid_slot(p, P, V, rt2, i + 2, B, rl[10], x, v, &q, s);
+  wfc_grid_slot(p, P, V, dn2, i + 2 * nu, B, rl[11], x, v, &q, s);
+  *fo = wfc_tree4(s[0], s[1], s[2], s[3]);
 }
 
 /* The same from the rest table r (cloth_fast.h). */
@@ -429,31 +498,56 @@ WF_HD static inline void wfc_grid_gather(const wfc_spring_args *a, const float *
   wfc_grid_gather12(a->params, a->pos_in, a->vel_in, nu, nr, i, x, v, rl, fo);
 }
 
-/* One mass-spring substep of vertex i from its own state, passed in: position + inverse mass
- * *x4, velocity *v4, the clock's time at the start of the substep, the parameters p, and (grid
- * cloths) its rest lengths rl (wfc_grid_rest12; NULL: the CSR springs of a). Only the
- * neighbours' state is read from memory (a's input half). Gathers the spring forces (CSR or grid
- * order) and aerodynamics, integrates (semi-implicit Euler), applies the colliders at the end
- * time, and returns the new state in *x4, *v4 and the flags. The one-launch frame keeps these
- * inputs in registers across substeps; the per-substep kernel loads them from memory. */
-WF_HD static inline uint32_t wfc_spring_vertex(const wfc_params *p, const wfp_collider *colliders,
-                                               const wfc_spring_args *a, const float *rl,
-                                               uint32_t nu, uint32_t nr, uint32_t i, double time,
-                                               wfp_f4 *x4, wfp_f4 *v4) {
+/* Vertex lanes (the resident grid frame, cloth_fast.h): a vertex spread over L = 1, 2 or 4
+ * threads. Lane l takes the springs at list positions l, l + L, l + 2L, ... (j = 0, 1, ...:
+ * position l + L j), at most WFC_GRID_LINKS / L of them, and adds the one of index j into its
+ * partial sum acc[j % (4 / L)]: that is s_{(l + L j) % 4} of the order above, since
+ * (l + L j) % 4 = l + L (j % (4 / L)). wfc_lane_springs reads lane l's springs from the CSR list
+ * (once a frame): neighbour offsets d (j - i), rest lengths, stiffnesses; returns how many
+ * exist. wfc_lane_gather adds their forces, reading the neighbours at P[li + d], V[li + d] (li:
+ * the vertex's index in P, V: i, or i minus the first staged vertex). The list must have at most
+ * WFC_GRID_LINKS springs (grid cloths). */
+WF_HD static inline uint32_t wfc_lane_springs(const wfc_params *p, const wfc_spring_args *a,
+                                              uint32_t i, uint32_t lane, uint32_t lanes, int32_t *d,
+                                              float *rest, float *k) {
+  uint32_t b = a->adj_start[i], cnt = a->adj_start[i + 1] - b, nl = 0;
+  for (uint32_t j = 0; j < WFC_GRID_LINKS / lanes; j++) {
+    uint32_t pos = lane + lanes * j;
+    d[j] = 0, rest[j] = 0.0f, k[j] = 0.0f;
+    if (pos < cnt && pos < WFC_GRID_LINKS) {
+      wfc_link l = a->adj[b + pos];
+      d[j] = (int32_t)((l.other_kind & WFC_LINK_INDEX_MASK) - i);
+      rest[j] = l.rest;
+      k[j] = wfc_spring_stiffness(p, l.other_kind >> 30);
+      nl = j + 1;
+    }
+  }
+  return nl;
+}
+
+WF_HD static inline void wfc_lane_gather(float spring_c, const wfp_f4 *P, const wfp_f4 *V,
+                                         uint32_t li, wfc_v3 x, wfc_v3 v, uint32_t lanes,
+                                         uint32_t nl, const int32_t *d, const float *rest,
+                                         const float *k, wfc_v3 *acc) {
+  const uint32_t np = 4 / lanes;
+  for (uint32_t j = 0; j < WFC_GRID_LINKS / lanes; j++) {
+    wfc_v3 t;
+    uint32_t jj = (uint32_t)((int32_t)li + d[j]);
+    if (j < nl && wfc_link_term(k[j], spring_c, rest[j], x, v, P[jj], V[jj], &t))
+      acc[j % np] = wfc_add(acc[j % np], t);
+  }
+}
+
+/* The end of a mass-spring substep of vertex i, given its spring force f (in the order above):
+ * aerodynamics, semi-implicit Euler, the colliders at the end time. Own state in *x4, *v4 (in and
+ * out), the clock's time at the start of the substep; returns the flags. */
+WF_HD static inline uint32_t wfc_spring_finish(const wfc_params *p, const wfp_collider *colliders,
+                                               const wfc_spring_args *a, uint32_t i, double time,
+                                               wfc_v3 f, wfp_f4 *x4, wfp_f4 *v4) {
   wfc_v3 x = wfc_xyz(*x4), v = wfc_xyz(*v4);
   float w = x4->w, dt = p->dt;
   float t_end = (float)(time + (double)dt);
   if (w > 0.0f) {
-    wfc_v3 f = wfc_v(0.0f, 0.0f, 0.0f);
-    if (rl) {
-      wfc_grid_gather12(p, a->pos_in, a->vel_in, nu, nr, i, x, v, rl, &f);
-    } else {
-      for (uint32_t k = a->adj_start[i]; k < a->adj_start[i + 1]; k++) {
-        wfc_link l = a->adj[k];
-        wfc_link_force(p, a->pos_in, a->vel_in, x, v, l.other_kind & WFC_LINK_INDEX_MASK,
-                       l.other_kind >> 30, l.rest, &f);
-      }
-    }
     if (p->aero) f = wfc_add(f, wfc_aero(p, &a->mesh, a->pos_in, a->vel_in, i));
     wfc_v3 acc = wfc_add(wfc_xyz(p->gravity), wfc_scale(f, w));
     v = wfc_scale(wfc_add(v, wfc_scale(acc, dt)), p->damp);
@@ -466,6 +560,27 @@ WF_HD static inline uint32_t wfc_spring_vertex(const wfc_params *p, const wfp_co
   *x4 = xo;
   *v4 = vo;
   return wfc_finite3(x) && wfc_finite3(v) ? 0u : WFC_FLAG_NONFINITE;
+}
+
+/* One mass-spring substep of vertex i from its own state, passed in: position + inverse mass
+ * *x4, velocity *v4, the clock's time at the start of the substep, the parameters p, and (grid
+ * cloths) its rest lengths rl (wfc_grid_rest12; NULL: the CSR springs of a). Only the
+ * neighbours' state is read from memory (a's input half). Gathers the spring forces (CSR or grid,
+ * the same order and sum) and finishes (wfc_spring_finish). The one-launch frame keeps these
+ * inputs in registers across substeps; the per-substep kernel loads them from memory. */
+WF_HD static inline uint32_t wfc_spring_vertex(const wfc_params *p, const wfp_collider *colliders,
+                                               const wfc_spring_args *a, const float *rl,
+                                               uint32_t nu, uint32_t nr, uint32_t i, double time,
+                                               wfp_f4 *x4, wfp_f4 *v4) {
+  wfc_v3 x = wfc_xyz(*x4), v = wfc_xyz(*v4);
+  wfc_v3 f = wfc_v(0.0f, 0.0f, 0.0f);
+  if (x4->w > 0.0f) {
+    if (rl)
+      wfc_grid_gather12(p, a->pos_in, a->vel_in, nu, nr, i, x, v, rl, &f);
+    else
+      f = wfc_csr_force(p, a, i, x, v);
+  }
+  return wfc_spring_finish(p, colliders, a, i, time, f, x4, v4);
 }
 
 /* One mass-spring substep of vertex i: its state and the clock from a's input half, the spring

@@ -248,6 +248,49 @@ TEST(frame_readback_every_path) {
     readback_case("per substep", "0", sub, 0);
   }
 }
+/* The resident grid frame's variants (cloth_fast.h): 1, 2 and 4 threads a vertex, with and
+ * without the neighbourhood staged in shared memory, and small blocks (WEFT_CLOTH_BLOCK=32: a
+ * block of 8 vertices at 4 lanes, so the staging and the barrier span many blocks), each bitwise
+ * against the per-substep path, on the bench's setup (32 x 32) and the busy grid (not square,
+ * colliders, wind). The knobs must give the asked variant (wf_cloth_info). The automatic choice:
+ * 4 lanes at 32 x 32 (4 x 1024 threads fit the CPU backend's 4096), 1 lane staged at 48 x 48. */
+static void variant(const char *what, builder build, int frames, const char *lanes,
+                    const char *smem, const char *block, uint32_t want_l, uint32_t want_s) {
+  setenv("WEFT_CLOTH_LANES", lanes, 1);
+  setenv("WEFT_CLOTH_SMEM", smem, 1);
+  if (block) setenv("WEFT_CLOTH_BLOCK", block, 1);
+  wf_cloth *probe = NULL;
+  CHECK_OK(build(&probe));
+  REQUIRE(probe);
+  wf_cloth_info info;
+  CHECK_OK(wf_cloth_info_get(probe, &info));
+  wf_cloth_destroy(probe);
+  if (info.frame_lanes != want_l || info.frame_smem != want_s)
+    TH_FAIL("%s (lanes %s, smem %s): got %u lanes, smem %u, want %u, %u", what, lanes, smem,
+            info.frame_lanes, info.frame_smem, want_l, want_s);
+  compare_mode(what, build, frames, NULL, WF_CLOTH_FRAME_RESIDENT);
+  unsetenv("WEFT_CLOTH_LANES"), unsetenv("WEFT_CLOTH_SMEM"), unsetenv("WEFT_CLOTH_BLOCK");
+}
+
+TEST(lanes_and_staging_bitwise) {
+  static const char *const ls[] = {"1", "2", "4"};
+  static const char *const ss[] = {"0", "1"};
+  g_nu = 32, g_nr = 32, g_substeps = 16;
+  for (int l = 0; l < 3; l++)
+    for (int s = 0; s < 2; s++) {
+      uint32_t L = (uint32_t)atoi(ls[l]), S = (uint32_t)atoi(ss[s]);
+      variant("classic 32x32", build_classic, 3, ls[l], ss[s], NULL, L, S);
+      variant("classic 32x32, blocks of 32", build_classic, 3, ls[l], ss[s], "32", L, S);
+      variant("busy grid", build_busy, 10, ls[l], ss[s], NULL, L, S);
+    }
+  /* automatic */
+  variant("classic 32x32, automatic", build_classic, 3, "0", "2", NULL, 4, 0);
+  g_nu = 48, g_nr = 48;
+  variant("classic 48x48, automatic", build_classic, 2, "0", "2", NULL, 1, 1);
+  variant("classic 48x48, 4 lanes asked", build_classic, 2, "4", "0", NULL, 1, 0);
+  g_nu = 32, g_nr = 32;
+}
+
 TEST(rotated_grid_odd_substeps_bitwise) { compare("rotated grid", build_rotated, 20); }
 TEST(mesh_one_launch_bitwise) { compare("OBJ mesh", build_mesh, 20); }
 
@@ -257,6 +300,7 @@ int main(int argc, char **argv) {
                                   TH_TEST(resident_boundary_bitwise),
                                   TH_TEST(frame_readback_every_path),
                                   TH_TEST(rotated_grid_odd_substeps_bitwise),
-                                  TH_TEST(mesh_one_launch_bitwise)};
+                                  TH_TEST(mesh_one_launch_bitwise),
+                                  TH_TEST(lanes_and_staging_bitwise)};
   return th_main(argc, argv, tests, TH_COUNT(tests));
 }
