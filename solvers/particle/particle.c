@@ -1199,6 +1199,8 @@ wfp_arrays wfp_particles_arrays(wf_particles *ps) {
   return (wfp_arrays){ptr(ps, B_POS), ptr(ps, B_VEL), ptr(ps, B_GID), ptr(ps, B_MAT)};
 }
 
+wf_status wfp_particles_touch(wf_particles *ps) { return touch_all(ps); }
+
 wf_status wfp_particles_resize(wf_particles *ps, uint32_t n, float max_radius, const int32_t lo[3],
                                const int32_t hi[3]) {
   drop_graph(ps);

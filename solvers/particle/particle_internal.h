@@ -37,6 +37,10 @@ typedef struct wfp_arrays {
   uint16_t *mat;
 } wfp_arrays;
 wfp_arrays wfp_particles_arrays(wf_particles *ps);
+/* Records that work the caller queued on the solver's stream (kernels on wfp_particles_arrays)
+ * uses every buffer of the solver: a later free or copy ordered on another stream (a graph's
+ * release, a copy out to another device) then waits for that work. */
+wf_status wfp_particles_touch(wf_particles *ps);
 
 /* Makes the solver hold n particles whose data the caller then writes on the solver's stream
  * (wfp_particles_arrays), without waiting: grows the buffers in stream order when needed

@@ -724,6 +724,7 @@ static wf_status classify_all(wf_particles_split *sp, const wfp_slabs *sl, uint3
                             wf_buffer_ptr(pt->tag.b),
                             wf_buffer_ptr(pt->counts.b)};
     TRY(wf_launch(&wfp_classify, pt->n_local, &ca, sizeof ca, s), "launching the classification");
+    TRY(wfp_particles_touch(pt->ps), "ordering the particle arrays");
     TRY(wf_buffer_touch(pt->counts.b, s), "ordering the counts");
   }
   for (int p = 0; p < np; p++)
@@ -886,6 +887,9 @@ static wf_status device_repartition(wf_particles_split *sp) {
       for (int b = 0; b < 4 && st == WF_OK; b++)
         if ((st = wf_buffer_touch(bufs[b]->b, s)) != WF_OK) fail_gpu(sp->name, st, "ordering");
     }
+    /* the packs read the arrays a resize or a released graph may free on another stream */
+    if (st == WF_OK && (st = wfp_particles_touch(pt->ps)) != WF_OK)
+      fail_gpu(sp->name, st, "ordering the particle arrays");
   }
   /* send: every receiver gets its senders' particles one after the other, by sender */
   for (int d = 0; d < np && st == WF_OK; d++) {
@@ -986,6 +990,8 @@ static wf_status device_repartition(wf_particles_split *sp) {
         (st = wf_launch(&wfp_sort, 1, &sa, sizeof sa, s)) != WF_OK ||
         (st = wf_launch(&wfp_migrate, m, &ma, sizeof ma, s)) != WF_OK)
       fail_gpu(sp->name, st, "launching the migration");
+    if (st == WF_OK && (st = wfp_particles_touch(pt->ps)) != WF_OK)
+      fail_gpu(sp->name, st, "ordering the particle arrays");
   }
   /* the halo lists: r -> d carries the particles r owns that d holds as ghosts */
   sp->n_links = 0;
