@@ -253,7 +253,8 @@ TEST(frame_readback_every_path) {
  * block of 8 vertices at 4 lanes, so the staging and the barrier span many blocks), each bitwise
  * against the per-substep path, on the bench's setup (32 x 32) and the busy grid (not square,
  * colliders, wind). The knobs must give the asked variant (wf_cloth_info). The automatic choice:
- * 4 lanes at 32 x 32 (4 x 1024 threads fit the CPU backend's 4096), 1 lane staged at 48 x 48. */
+ * 4 lanes at 32 x 32 (4 x 1024 threads fit the CPU backend's 4096), 1 lane staged at 48 x 48
+ * on the CPU backend; a GPU's choice at 48 x 48 depends on its size (want_l 0: not checked). */
 static void variant(const char *what, builder build, int frames, const char *lanes,
                     const char *smem, const char *block, uint32_t want_l, uint32_t want_s) {
   setenv("WEFT_CLOTH_LANES", lanes, 1);
@@ -265,7 +266,7 @@ static void variant(const char *what, builder build, int frames, const char *lan
   wf_cloth_info info;
   CHECK_OK(wf_cloth_info_get(probe, &info));
   wf_cloth_destroy(probe);
-  if (info.frame_lanes != want_l || info.frame_smem != want_s)
+  if (want_l && (info.frame_lanes != want_l || info.frame_smem != want_s))
     TH_FAIL("%s (lanes %s, smem %s): got %u lanes, smem %u, want %u, %u", what, lanes, smem,
             info.frame_lanes, info.frame_smem, want_l, want_s);
   compare_mode(what, build, frames, NULL, WF_CLOTH_FRAME_RESIDENT);
@@ -286,8 +287,9 @@ TEST(lanes_and_staging_bitwise) {
   /* automatic */
   variant("classic 32x32, automatic", build_classic, 3, "0", "2", NULL, 4, 0);
   g_nu = 48, g_nr = 48;
-  variant("classic 48x48, automatic", build_classic, 2, "0", "2", NULL, 1, 1);
-  variant("classic 48x48, 4 lanes asked", build_classic, 2, "4", "0", NULL, 1, 0);
+  bool cpu = !wf_device_is_cuda(th_dev0);
+  variant("classic 48x48, automatic", build_classic, 2, "0", "2", NULL, cpu ? 1 : 0, 1);
+  variant("classic 48x48, 4 lanes asked", build_classic, 2, "4", "0", NULL, cpu ? 1 : 0, 0);
   g_nu = 32, g_nr = 32;
 }
 
