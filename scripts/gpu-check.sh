@@ -82,7 +82,7 @@ limit=()
 # Runs one command under one tool; prints one line, and the log's tail on failure.
 sanitize_one() {
   local tool=$1 gpu=$2 c=$3 log rc summary name
-  export CUDA_VISIBLE_DEVICES=$gpu
+  export CUDA_VISIBLE_DEVICES=$gpu WEFT_SANITIZER_TOOL=$tool
   eval "set -- $c"
   name="$(basename "$1") ${*:2}"
   [ "$(basename "$1")" = weft ] && name="weft run $(basename "$3")"

@@ -45,7 +45,11 @@ static void expect_oom(const char *json, const char *key1, const char *key2) {
   CHECK_OK(wf_device_trim(th_dev0));
   size_t held1 = 0, free1 = free_of(th_dev0, &held1);
   CHECK_EQ_INT(held1, held0);
-  if (th_is_cuda()) {
+  /* the driver's free memory too, except under a memory-tracking tool that allocates device
+   * memory of its own for what the program allocated (gpu-check.sh names it: initcheck keeps
+   * shadow memory for the failed world's buffers); weft's own count above is checked always */
+  const char *tool = getenv("WEFT_SANITIZER_TOOL");
+  if (th_is_cuda() && !(tool && !strcmp(tool, "initcheck"))) {
     double mib = 1024.0 * 1024.0;
     CHECK_NEAR((double)free1 / mib, (double)free0 / mib, 64.0);
   }
