@@ -20,8 +20,10 @@
  * which is part of what a frame costs; the median is reported. The halo traffic, the repartition
  * time and the reruns (frames run again because the skin was too thin) come from
  * wf_particles_split_info, the last two as differences over the timed frames. How much of the
- * halo copies' time is hidden behind interior work is not measured: this version of the solver
- * does not overlap them, and the benchmark says so instead of printing a number.
+ * particle halo copies' time is hidden behind interior work is not measured: this version of the
+ * particle split does not overlap them, and the benchmark says so instead of printing a number.
+ * The split cloth (wf_cloth_split) does overlap them; its table (cloth_run, --only cloth) prints
+ * wf_cloth_split_overlap_measure's frame without copies, copies alone and hidden fraction.
  *
  * Device counts beyond what exists are skipped with a line saying so. On CPU devices all
  * partitions share the host's cores, so the CPU figures exercise the code path (CI runs
@@ -446,7 +448,8 @@ static int cloth_run(sb_ctx *c, bool cuda) {
 void wf_bench_scaling_usage(FILE *f) {
   fputs("usage: weft bench scaling [--device cuda|cpu] [--gpus K,K,...] [--particles N]\n"
         "                          [--per-device N] [--frames F] [--csv FILE] [--machine NAME]\n"
-        "                          [--quick]\n"
+        "                          [--only particles|cloth] [--cloth SIDE]\n"
+        "                          [--cloth-per-device SIDE] [--quick]\n"
         "\n"
         "The particle benchmark's column (radius 0.1, spacing 0.2, jitter 0.01, DEM stiffness\n"
         "8000, damping 2, friction 1, 64 substeps per frame at 60 frames/s, the plane y = 0)\n"
