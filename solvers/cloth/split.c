@@ -803,9 +803,9 @@ wf_status wf_cloth_split_pin_named(wf_cloth_split *cs, const char *where, uint32
   return st;
 }
 
-wf_status wf_cloth_split_pin_region(wf_cloth_split *cs, const float lo[3], const float hi[3],
-                                    uint32_t *count) {
-  static const char fn[] = "wf_cloth_split_pin_region";
+/* Pins (collider NONE) or attaches every vertex whose rest position lies in [lo, hi]. */
+static wf_status pin_region(wf_cloth_split *cs, const char *fn, const float lo[3],
+                            const float hi[3], uint32_t collider, uint32_t *count) {
   if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
   if (!lo || !hi || !isfinite(lo[0]) || !isfinite(lo[1]) || !isfinite(lo[2]) || !isfinite(hi[0]) ||
       !isfinite(hi[1]) || !isfinite(hi[2]))
@@ -817,7 +817,7 @@ wf_status wf_cloth_split_pin_region(wf_cloth_split *cs, const float lo[3], const
     if (x[0] < lo[0] || x[1] < lo[1] || x[2] < lo[2] || x[0] > hi[0] || x[1] > hi[1] ||
         x[2] > hi[2])
       continue;
-    wf_status st = pin_global(cs, i, NONE);
+    wf_status st = pin_global(cs, i, collider);
     if (st != WF_OK) return st;
     n++;
   }
@@ -828,6 +828,11 @@ wf_status wf_cloth_split_pin_region(wf_cloth_split *cs, const float lo[3], const
                      cs->name, (double)lo[0], (double)lo[1], (double)lo[2], (double)hi[0],
                      (double)hi[1], (double)hi[2]);
   return WF_OK;
+}
+
+wf_status wf_cloth_split_pin_region(wf_cloth_split *cs, const float lo[3], const float hi[3],
+                                    uint32_t *count) {
+  return pin_region(cs, "wf_cloth_split_pin_region", lo, hi, NONE, count);
 }
 
 /* Partition 0 goes first: a bad argument is refused there, before any partition changed. */
@@ -1359,29 +1364,8 @@ wf_status wf_cloth_split_local(const wf_cloth_split *cs, int p, uint32_t vertex,
 wf_status wf_cloth_split_attach_region(wf_cloth_split *cs, const float lo[3], const float hi[3],
                                        uint32_t collider, uint32_t *count) {
   static const char fn[] = "wf_cloth_split_attach_region";
-  if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
-  if (!lo || !hi || !isfinite(lo[0]) || !isfinite(lo[1]) || !isfinite(lo[2]) || !isfinite(hi[0]) ||
-      !isfinite(hi[1]) || !isfinite(hi[2]))
-    return wf__error(WF_ERR_INVALID, fn, "cloth '%s' (split): region bounds are NULL or not finite",
-                     cs->name);
-  if (collider == NONE)
+  if (cs && collider == NONE)
     return wf__error(WF_ERR_INVALID, fn, "cloth '%s' (split): collider %u does not exist", cs->name,
                      collider);
-  uint32_t n = 0;
-  for (uint32_t i = 0; i < cs->nv; i++) {
-    const float *x = cs->rest[i];
-    if (x[0] < lo[0] || x[1] < lo[1] || x[2] < lo[2] || x[0] > hi[0] || x[1] > hi[1] ||
-        x[2] > hi[2])
-      continue;
-    wf_status st = pin_global(cs, i, collider);
-    if (st != WF_OK) return st;
-    n++;
-  }
-  if (count) *count = n;
-  if (!n)
-    return wf__error(WF_ERR_INVALID, fn,
-                     "cloth '%s' (split): the region [%g %g %g] - [%g %g %g] holds no vertex",
-                     cs->name, (double)lo[0], (double)lo[1], (double)lo[2], (double)hi[0],
-                     (double)hi[1], (double)hi[2]);
-  return WF_OK;
+  return pin_region(cs, fn, lo, hi, collider, count);
 }
