@@ -29,7 +29,7 @@ scripts/examples.sh # install into a temporary prefix; build and run examples/ a
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 run_suite "AddressSanitizer + UndefinedBehaviorSanitizer" build-asan -DWEFT_CUDA=OFF \
   -DCMAKE_BUILD_TYPE=Debug -DWEFT_SANITIZE=address,undefined
-export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
+export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/scripts/tsan.supp"
 run_suite "ThreadSanitizer" build-tsan -DWEFT_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DWEFT_SANITIZE=thread
 echo "== fuzzing (${WEFT_FUZZ_SECONDS:-60} s per target)"
