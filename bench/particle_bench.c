@@ -15,11 +15,11 @@
  *
  * Traffic model per particle and substep (each array read or written once from DRAM; neighbour
  * reads are assumed to hit the cache, which the x-contiguous cell order makes likely):
- *   keys 24 (pos 16 in, key + index 8 out), sort 4 + 16 per 8-bit pass (a histogram pass, then
- *   key + value in and out), cells 4 + 12 T/N (keys in; start table cleared; start and end
- *   written), reorder 72 (index 4, pos 16, vel 16, material 2 in; 34 out), contacts 74 + 4 T/N
- *   (sorted pos, vel, material, index, cell start and end in; pos and vel out); T = table
- *   entries. */
+ *   counts cleared 4 T/N; keys 32 (pos 16 in, key + arrival 8 out, the count's atomic 8); scan
+ *   8 T/N (counts in, starts out); scatter 16 (key, arrival, start in; slot out); place 88
+ *   (slot, key, two starts, pos 16, vel 16, material 2 in; index 4, pos, vel, material out);
+ *   contacts 70 + 4 T/N (sorted pos, vel, material, index, cell starts in; pos and vel out);
+ *   T = table entries. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "particle_bench.h"
@@ -74,12 +74,8 @@ static wf_status build_column(wf_particles *ps, uint64_t n) {
 
 static double bytes_per_particle_substep(const wf_particles *ps, uint64_t n) {
   uint64_t table = wf_particles_capacity(ps) > 64 ? wf_particles_capacity(ps) : 64;
-  int bits = 6;
-  while (bits < 32 && (1ull << bits) < table)
-    bits++;
-  int passes = (bits + 7) / 8;
   double t = (double)table / (double)n;
-  return 24.0 + 4.0 + 16.0 * passes + 4.0 + 12.0 * t + 72.0 + 78.0 - 4.0 + 4.0 * t;
+  return 4.0 * t + 32.0 + 8.0 * t + 16.0 + 88.0 + 70.0 + 4.0 * t;
 }
 
 static int run_size(pb_ctx *c, uint64_t n) {
@@ -143,14 +139,14 @@ static int run_size(pb_ctx *c, uint64_t n) {
   if (c->o.profile) {
     wf_particles_profile_result pr;
     CHECK(wf_particles_profile(ps, 16, &pr));
-    static const char *names[WF_PSTAGE_COUNT] = {"keys", "sort", "cells", "reorder", "contacts"};
+    static const char *names[WF_PSTAGE_COUNT] = {"keys", "scan", "scatter", "place", "contacts"};
     fprintf(c->out, "             profile (16 uncaptured substeps, per substep): ");
     for (int k = 0; k < WF_PSTAGE_COUNT; k++)
       fprintf(c->out, "%s %.3f ms (%.0f%%)  ", names[k], pr.stage_ms[k],
               100.0 * pr.stage_ms[k] / pr.substep_ms);
     fprintf(c->out, "\n");
-    double grid = pr.stage_ms[WF_PSTAGE_KEYS] + pr.stage_ms[WF_PSTAGE_SORT] +
-                  pr.stage_ms[WF_PSTAGE_CELLS] + pr.stage_ms[WF_PSTAGE_REORDER];
+    double grid = pr.stage_ms[WF_PSTAGE_KEYS] + pr.stage_ms[WF_PSTAGE_SCAN] +
+                  pr.stage_ms[WF_PSTAGE_SCATTER] + pr.stage_ms[WF_PSTAGE_PLACE];
     snprintf(metric, sizeof metric, "n%llu_grid_fraction_of_substep", (unsigned long long)n);
     add_row(c, "particles", metric, grid / pr.substep_ms, "1");
   }

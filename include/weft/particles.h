@@ -138,10 +138,10 @@ typedef struct wf_collider_desc {
 
 /** Stages of a substep, for wf_particles_profile. */
 enum {
-  WF_PSTAGE_KEYS,     /* cell keys and extent */
-  WF_PSTAGE_SORT,     /* radix sort by key */
-  WF_PSTAGE_CELLS,    /* cell-start table */
-  WF_PSTAGE_REORDER,  /* sorted copies */
+  WF_PSTAGE_KEYS,     /* cell keys, counts per cell and extent */
+  WF_PSTAGE_SCAN,     /* the cell start table: an exclusive sum of the counts */
+  WF_PSTAGE_SCATTER,  /* particles into their cells' ranges */
+  WF_PSTAGE_PLACE,    /* each cell in global-id order, and the sorted copies */
   WF_PSTAGE_CONTACTS, /* contacts, colliders, integration */
   WF_PSTAGE_COUNT
 };

@@ -40,7 +40,7 @@ extern "C" {
  */
 
 /* The particle solver's state during a substep, as the coupling kernels read and write it.
- * The field names cell_start / cell_end are those WFP_FOR_NEIGHBOURS reads. */
+ * cell_start is the solver's dense start table (WFP_FOR_NEIGHBOURS_DENSE); cell_end is unused. */
 typedef struct wfc_pgrid {
   const wfp_params *params; /* the device parameter block: dt, gravity, damping, cell, box */
   const uint32_t *cell_start, *cell_end;
@@ -69,7 +69,7 @@ WF_HD static inline float wfc_pgrid_dt(const wfc_pgrid *g) { return g->params->d
     int32_t c_[3] = {wfp_cell_coord((x), gp_->inv_cell, &bad_),                                    \
                      wfp_cell_coord((y), gp_->inv_cell, &bad_),                                    \
                      wfp_cell_coord((z), gp_->inv_cell, &bad_)};                                   \
-    WFP_FOR_NEIGHBOURS((g), gp_, WFP_EMPTY, c_, VISIT)                                             \
+    WFP_FOR_NEIGHBOURS_DENSE((g), gp_, WFP_EMPTY, c_, VISIT)                                       \
   }
 
 /* ---- device side: the same grid over cloth vertices ------------------------------------------

@@ -12,15 +12,19 @@
  * Device memory per particle (capacity C; cell table T = max(64, C) entries):
  *     state      pos 16 + vel 16 + gid 4 + material 2                =  38 B
  *     sorted     spos 16 + svel 16 + smat 2                          =  34 B
- *     sort       keys 4 + vals 4 + keys_out 4 + vals_out 4           =  16 B
- *     grid       cell_start + cell_end 2 · 4                         =   8 B
+ *     ordering   keys 4 + arrival 4 + arrival order 4 + sorted index 4 = 16 B
+ *     grid       cell start + cell count 2 · 4 (T + 1 entries)       =   8 B
  *                                                                     ------
  *                                                                      96 B
- * (the end table saves every neighbour candidate a key load: the row loop runs over a known
- * range).
  * plus a fixed part (parameter block, 256 materials, 64 colliders, clock: ~16 KiB) and, on CUDA
- * devices, CUB's temporary storage for the DoubleBuffer sort (histograms and tile state only:
- * the alternate buffers are keys_out/vals_out above). wf_particles_device_bytes() reports it all.
+ * devices, CUB's temporary storage for the scan. wf_particles_device_bytes() reports it all.
+ *
+ * The grid is built by counting, every substep (enqueue_substep): keys with integer-atomic
+ * counts per cell, an exclusive scan into a dense start table (every cell, empty or not, and one
+ * past the last: a row of three cells is two loads), each particle scattered into its cell's
+ * range, then ordered within the cell by local index. That is the order of a stable sort by key
+ * (which this replaced: CUB's radix sort took three passes over 22-bit keys for 2M particles),
+ * and the order the contacts sum in, so results do not depend on the atomics' order.
  *
  * The grid's box (wfp_params.dims) is refitted between frames without waiting: each frame ends
  * with a copy of the clock (which holds the frame's extent in cells) into pinned memory and an
@@ -81,7 +85,7 @@ enum {
   B_KEYS_OUT,
   B_VALS_OUT,
   B_CELLS,
-  B_CELL_END,
+  B_COUNTS,
   B_TEMP,
   B_SIZED, /* the count of capacity-sized buffers */
   B_PARAMS = B_SIZED,
@@ -214,12 +218,12 @@ static wf_status alloc_sized(wf_particles *ps, uint32_t capacity, wf_buffer **bu
                            [B_VALS] = C * 4,
                            [B_KEYS_OUT] = C * 4,
                            [B_VALS_OUT] = C * 4,
-                           [B_CELLS] = (size_t)T * 4,
-                           [B_CELL_END] = (size_t)T * 4,
+                           [B_CELLS] = ((size_t)T + 1) * 4,
+                           [B_COUNTS] = ((size_t)T + 1) * 4,
                            [B_TEMP] = 0};
-  bytes[B_TEMP] = wfp_sort_temp_bytes(ps->dev, capacity, nb);
+  bytes[B_TEMP] = wfp_scan_temp_bytes(ps->dev, T + 1);
   if (wf_device_is_cuda(ps->dev) && !bytes[B_TEMP])
-    return fail(WF_ERR_BACKEND, "particles '%s': cannot size CUB's sort storage", ps->name);
+    return fail(WF_ERR_BACKEND, "particles '%s': cannot size CUB's scan storage", ps->name);
   for (int b = 0; b < B_SIZED; b++) {
     buf[b] = NULL;
     if (!bytes[b]) continue;
@@ -807,27 +811,26 @@ static wf_status enqueue_substep(wf_particles *ps, wf_event **marks) {
 #define MARK(i)                                                                                    \
   if (marks) TRY(wf_event_record(marks[i], ps->stream), "recording a profile event")
   MARK(0);
-  wfp_keys_args ka = {params, ptr(ps, B_POS), ptr(ps, B_KEYS), ptr(ps, B_VALS), clock};
+  /* the grid by counting (particle_math.h, wfp_scan_args): keys and counts per cell, the start
+   * table, arrival order, then each cell in local-index order with the sorted copies */
+  TRY(wf_memset(ps->buf[B_COUNTS], 0, 0, ((size_t)ps->table + 1) * 4, ps->stream),
+      "clearing the cell counts");
+  wfp_keys_args ka = {params,          ptr(ps, B_POS),    ptr(ps, B_KEYS),
+                      ptr(ps, B_VALS), ptr(ps, B_COUNTS), clock};
   if ((st = launch(ps, &wfp_keys, n, &ka, sizeof ka)) != WF_OK) return st;
   MARK(1);
-  wfp_sort_args sa = {ptr(ps, B_KEYS),
-                      ptr(ps, B_VALS),
-                      ptr(ps, B_KEYS_OUT),
-                      ptr(ps, B_VALS_OUT),
-                      n,
-                      ps->bits,
+  wfp_scan_args sa = {ptr(ps, B_COUNTS), ptr(ps, B_CELLS), ps->table + 1,
                       ps->buf[B_TEMP] ? ptr(ps, B_TEMP) : NULL,
                       ps->buf[B_TEMP] ? wf_buffer_size(ps->buf[B_TEMP]) : 0};
-  if ((st = launch(ps, &wfp_sort, 1, &sa, sizeof sa)) != WF_OK) return st;
+  if ((st = launch(ps, &wfp_scan, 1, &sa, sizeof sa)) != WF_OK) return st;
   MARK(2);
-  TRY(wf_memset(ps->buf[B_CELLS], 0xff, 0, (size_t)ps->table * 4, ps->stream),
-      "clearing the cell table");
-  wfp_cells_args ba = {ptr(ps, B_KEYS_OUT), ptr(ps, B_CELLS), ptr(ps, B_CELL_END), n};
-  if ((st = launch(ps, &wfp_cells, n, &ba, sizeof ba)) != WF_OK) return st;
+  wfp_scatter_args ba = {ptr(ps, B_KEYS), ptr(ps, B_VALS), ptr(ps, B_CELLS), ptr(ps, B_KEYS_OUT)};
+  if ((st = launch(ps, &wfp_scatter, n, &ba, sizeof ba)) != WF_OK) return st;
   MARK(3);
-  wfp_reorder_args ra = {ptr(ps, B_VALS_OUT), ptr(ps, B_POS),  ptr(ps, B_VEL), ptr(ps, B_MAT),
-                         ptr(ps, B_SPOS),     ptr(ps, B_SVEL), ptr(ps, B_SMAT)};
-  if ((st = launch(ps, &wfp_reorder, n, &ra, sizeof ra)) != WF_OK) return st;
+  wfp_place_args ra = {ptr(ps, B_KEYS_OUT), ptr(ps, B_KEYS), ptr(ps, B_CELLS), ptr(ps, B_VALS_OUT),
+                       ptr(ps, B_POS),      ptr(ps, B_VEL),  ptr(ps, B_MAT),   ptr(ps, B_SPOS),
+                       ptr(ps, B_SVEL),     ptr(ps, B_SMAT)};
+  if ((st = launch(ps, &wfp_place, n, &ra, sizeof ra)) != WF_OK) return st;
   if ((st = run_hooks(ps, WFP_HOOK_GRID)) != WF_OK) return st;
   MARK(4);
   wfp_collide_args ca = {params,
@@ -840,7 +843,7 @@ static wf_status enqueue_substep(wf_particles *ps, wf_event **marks) {
                          ptr(ps, B_KEYS_OUT),
                          ptr(ps, B_VALS_OUT),
                          ptr(ps, B_CELLS),
-                         ptr(ps, B_CELL_END),
+                         NULL, /* the dense table needs no end table */
                          ptr(ps, B_POS),
                          ptr(ps, B_VEL),
                          n};
@@ -1131,7 +1134,7 @@ wf_status wfp_view_get(wf_particles *ps, wfp_view *out) {
   out->frame_dt = ps->desc.frame_dt;
   out->substeps = ps->desc.substeps;
   out->max_radius = ps->max_radius;
-  out->grid = (wfc_pgrid){ptr(ps, B_PARAMS), ptr(ps, B_CELLS), ptr(ps, B_CELL_END),
+  out->grid = (wfc_pgrid){ptr(ps, B_PARAMS), ptr(ps, B_CELLS), NULL,
                           ptr(ps, B_SPOS),   ptr(ps, B_SVEL),  ps->count};
   return WF_OK;
 }

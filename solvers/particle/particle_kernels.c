@@ -51,7 +51,8 @@ static void keys_cpu(const void *args, size_t begin, size_t end) {
   for (size_t i = begin; i < end; i++) {
     int32_t c[3];
     uint32_t fl = wfp_key_elem(a->params, a->pos[i], &a->keys[i], c);
-    a->vals[i] = (uint32_t)i;
+    a->vals[i] =
+        a->count ? __atomic_fetch_add(&a->count[a->keys[i]], 1u, __ATOMIC_RELAXED) : (uint32_t)i;
     if (fl) raise_flags(a->clock, fl, (uint32_t)i);
     for (int k = 0; k < 3; k++) {
       lo[k] = c[k] < lo[k] ? c[k] : lo[k];
@@ -93,6 +94,28 @@ static void sort_cpu(const void *args, size_t begin, size_t end) {
   }
 }
 
+/* One element does the whole scan (n == 1). */
+static void scan_cpu(const void *args, size_t begin, size_t end) {
+  const wfp_scan_args *a = args;
+  if (begin > 0 || end == 0) return;
+  uint32_t sum = 0;
+  for (uint32_t k = 0; k < a->n; k++) {
+    uint32_t c = a->in[k];
+    a->out[k] = sum;
+    sum += c;
+  }
+}
+
+static void scatter_cpu(const void *args, size_t begin, size_t end) {
+  for (size_t i = begin; i < end; i++)
+    wfp_scatter_elem(args, (uint32_t)i);
+}
+
+static void place_cpu(const void *args, size_t begin, size_t end) {
+  for (size_t s = begin; s < end; s++)
+    wfp_place_elem(args, (uint32_t)s);
+}
+
 static void cells_cpu(const void *args, size_t begin, size_t end) {
   const wfp_cells_args *a = args;
   for (size_t s = begin; s < end; s++)
@@ -111,16 +134,18 @@ static void reorder_cpu(const void *args, size_t begin, size_t end) {
 
 static void collide_dem_cpu(const void *args, size_t begin, size_t end) {
   const wfp_collide_args *a = args;
+  uint32_t list[WFP_CONTACT_LIST] = {0};
   for (size_t s = begin; s < end; s++) {
-    uint32_t fl = wfp_collide_dem(a, (uint32_t)s);
+    uint32_t fl = wfp_collide_dem(a, (uint32_t)s, list, 1u);
     if (fl) raise_flags(a->clock, fl, a->vals[s]);
   }
 }
 
 static void collide_xpbd_cpu(const void *args, size_t begin, size_t end) {
   const wfp_collide_args *a = args;
+  uint32_t list[WFP_CONTACT_LIST] = {0};
   for (size_t s = begin; s < end; s++) {
-    uint32_t fl = wfp_collide_xpbd(a, (uint32_t)s);
+    uint32_t fl = wfp_collide_xpbd(a, (uint32_t)s, list, 1u);
     if (fl) raise_flags(a->clock, fl, a->vals[s]);
   }
 }
@@ -222,6 +247,9 @@ const wf_kernel wfp_keys = {"particle_keys", keys_cpu, WFP_CUDA(wfp_keys_cuda)};
 const wf_kernel wfp_sort = {"particle_sort", sort_cpu, WFP_CUDA(wfp_sort_cuda)};
 const wf_kernel wfp_cells = {"particle_cells", cells_cpu, WFP_CUDA(wfp_cells_cuda)};
 const wf_kernel wfp_reorder = {"particle_reorder", reorder_cpu, WFP_CUDA(wfp_reorder_cuda)};
+const wf_kernel wfp_scan = {"particle_scan", scan_cpu, WFP_CUDA(wfp_scan_cuda)};
+const wf_kernel wfp_scatter = {"particle_scatter", scatter_cpu, WFP_CUDA(wfp_scatter_cuda)};
+const wf_kernel wfp_place = {"particle_place", place_cpu, WFP_CUDA(wfp_place_cuda)};
 const wf_kernel wfp_contacts_dem = {"particle_collide_dem", collide_dem_cpu,
                                     WFP_CUDA(wfp_collide_dem_cuda)};
 const wf_kernel wfp_contacts_xpbd = {"particle_collide_xpbd", collide_xpbd_cpu,
@@ -240,3 +268,11 @@ const wf_kernel wfp_migrate_pack = {"particle_migrate_pack", migrate_pack_cpu,
 const wf_kernel wfp_migrate_keys = {"particle_migrate_keys", migrate_keys_cpu,
                                     WFP_CUDA(wfp_migrate_keys_cuda)};
 const wf_kernel wfp_migrate = {"particle_migrate", migrate_cpu, WFP_CUDA(wfp_migrate_cuda)};
+
+size_t wfp_scan_temp_bytes(wf_device *dev, uint32_t n) {
+#ifdef WEFT_HAVE_CUDA
+  if (wf_device_is_cuda(dev)) return wfp_scan_temp_bytes_cuda(n);
+#endif
+  (void)dev, (void)n;
+  return 0;
+}

@@ -11,10 +11,13 @@
 extern "C" {
 #endif
 
-extern const wf_kernel wfp_keys;    /* n = count: cell keys and identity values */
+extern const wf_kernel wfp_keys;    /* n = count: cell keys, identity values or cell counts */
 extern const wf_kernel wfp_sort;    /* n = 1: stable sort of (key, local index) pairs by key */
 extern const wf_kernel wfp_cells;   /* n = count: cell start table (after a WFP_EMPTY memset) */
 extern const wf_kernel wfp_reorder; /* n = count: sorted copies of the particle data */
+extern const wf_kernel wfp_scan;    /* n = 1: exclusive sum (the counting sort's start table) */
+extern const wf_kernel wfp_scatter; /* n = count: particles to their cells, arrival order */
+extern const wf_kernel wfp_place;   /* n = count: cells in local-index order; sorted copies */
 extern const wf_kernel wfp_contacts_dem;  /* n = count: DEM contacts, colliders, integration */
 extern const wf_kernel wfp_contacts_xpbd; /* n = count: the same with XPBD contacts */
 extern const wf_kernel wfp_advance;       /* n = 1: clock */
@@ -32,11 +35,19 @@ extern const wf_kernel wfp_migrate;       /* n = particles received: the new loc
  * n indices (wfp_sort, wfp_select); 0 on CPU devices, and 0 on a CUDA device means failure. */
 size_t wfp_sort_temp_bytes(wf_device *dev, uint32_t n, int bits);
 size_t wfp_select_temp_bytes(wf_device *dev, uint32_t n);
+/* CUB temporary storage on dev for the exclusive sum of n entries (wfp_scan); 0 on CPU devices,
+ * and 0 on a CUDA device means failure. */
+size_t wfp_scan_temp_bytes(wf_device *dev, uint32_t n);
 #ifdef WEFT_HAVE_CUDA
 void wfp_keys_cuda(const void *args, size_t n, void *stream);
 void wfp_sort_cuda(const void *args, size_t n, void *stream);
 void wfp_cells_cuda(const void *args, size_t n, void *stream);
 void wfp_reorder_cuda(const void *args, size_t n, void *stream);
+void wfp_scan_cuda(const void *args, size_t n, void *stream);
+void wfp_scatter_cuda(const void *args, size_t n, void *stream);
+void wfp_place_cuda(const void *args, size_t n, void *stream);
+/* CUB temporary storage for the exclusive sum of n entries (0 on failure). */
+size_t wfp_scan_temp_bytes_cuda(uint32_t n);
 void wfp_collide_dem_cuda(const void *args, size_t n, void *stream);
 void wfp_collide_xpbd_cuda(const void *args, size_t n, void *stream);
 void wfp_advance_cuda(const void *args, size_t n, void *stream);

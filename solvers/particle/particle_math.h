@@ -40,6 +40,14 @@ enum { WFP_DEM = 0, WFP_XPBD = 1 };
 /* Sentinel of an empty cell in the cell-start table. */
 #define WFP_EMPTY 0xffffffffu
 
+/* Full unrolling of a loop with a constant trip count on CUDA devices (registers for its arrays).
+ */
+#if defined(__CUDA_ARCH__)
+#define WFP_UNROLL _Pragma("unroll")
+#else
+#define WFP_UNROLL
+#endif
+
 /* xyz + w: position (w = radius) or velocity (w = inverse mass; 0 = kinematic). */
 typedef struct wfp_f4 {
   WFP_ALIGN16 float x;
@@ -111,10 +119,12 @@ typedef struct wfp_clock {
 /* ---- kernel argument structs ------------------------------------------------------------------
  */
 
-typedef struct wfp_keys_args { /* per particle i: key = cell key of pos[i], val = i; extent */
+typedef struct wfp_keys_args { /* per particle i: key = cell key of pos[i]; extent; counting */
   const wfp_params *params;
   const wfp_f4 *pos;
-  uint32_t *keys, *vals;
+  uint32_t *keys;
+  uint32_t *vals;  /* with count: the particle's arrival in its cell (any order); else i */
+  uint32_t *count; /* NULL, or particles per cell (zeroed before), by integer atomics */
   wfp_clock *clock;
 } wfp_keys_args;
 
@@ -141,6 +151,33 @@ typedef struct wfp_reorder_args { /* per slot s: sorted copies of particle vals[
   wfp_f4 *spos, *svel;
   uint16_t *smat;
 } wfp_reorder_args;
+
+/* The counting sort of the particle solver's grid (particle.c): keys with counts per cell
+ * (wfp_keys_args.count), an exclusive scan of the counts into the dense start table, a scatter
+ * of each particle to its cell's range in arrival order, and the placement, which orders each
+ * cell's particles by local index (the order of a stable sort by key) and writes the sorted
+ * copies. Cells hold a few particles, so the placement's rank count is short. */
+typedef struct wfp_scan_args { /* one element: out[k] = in[0] + ... + in[k - 1], k < n */
+  const uint32_t *in;
+  uint32_t *out;
+  uint32_t n;
+  void *temp; /* CUDA: CUB temporary storage */
+  size_t temp_bytes;
+} wfp_scan_args;
+
+typedef struct wfp_scatter_args { /* per particle i: tmp[start[keys[i]] + arrival[i]] = i */
+  const uint32_t *keys, *arrival, *start;
+  uint32_t *tmp;
+} wfp_scatter_args;
+
+typedef struct wfp_place_args { /* per slot s: the particle tmp[s], ranked in its cell */
+  const uint32_t *tmp, *keys, *start;
+  uint32_t *vals; /* sorted slot -> local index */
+  const wfp_f4 *pos, *vel;
+  const uint16_t *mat;
+  wfp_f4 *spos, *svel;
+  uint16_t *smat;
+} wfp_place_args;
 
 typedef struct wfp_collide_args { /* per slot s: contacts, colliders, integration; writes vals[s] */
   const wfp_params *params;
@@ -266,6 +303,14 @@ WF_HD static inline uint32_t wfp_wrap(int32_t i, int32_t d) {
   return (uint32_t)(r < 0 ? r + d : r);
 }
 
+/* wfp_wrap of i - 1, i and i + 1 (d >= 1): one division, then compares. */
+WF_HD static inline void wfp_wrap3(int32_t i, int32_t d, uint32_t *w) {
+  uint32_t m = wfp_wrap(i, d), last = (uint32_t)d - 1u;
+  w[0] = m == 0u ? last : m - 1u;
+  w[1] = m;
+  w[2] = m == last ? 0u : m + 1u;
+}
+
 /* Key of cell (ix, iy, iz) in the grid's periodic box. */
 WF_HD static inline uint32_t wfp_key(const wfp_params *p, int32_t ix, int32_t iy, int32_t iz) {
   return wfp_wrap(ix, p->dims[0]) +
@@ -291,6 +336,24 @@ WF_HD static inline void wfp_cells_elem(const wfp_cells_args *a, uint32_t s) {
   uint32_t k = a->keys[s];
   if (s == 0 || a->keys[s - 1] != k) a->cell_start[k] = s;
   if (s + 1 == a->n || a->keys[s + 1] != k) a->cell_end[k] = s + 1;
+}
+
+/* The particle's slot in its cell's range, in arrival order. */
+WF_HD static inline void wfp_scatter_elem(const wfp_scatter_args *a, uint32_t i) {
+  a->tmp[a->start[a->keys[i]] + a->arrival[i]] = i;
+}
+
+/* Slot s of the arrival order holds particle i: it goes to its cell's start plus the number of
+ * the cell's particles with a smaller local index. */
+WF_HD static inline void wfp_place_elem(const wfp_place_args *a, uint32_t s) {
+  uint32_t i = a->tmp[s], k = a->keys[i];
+  uint32_t b = a->start[k], e = a->start[k + 1u], d = b;
+  for (uint32_t j = b; j < e; j++)
+    d += a->tmp[j] < i;
+  a->vals[d] = i;
+  a->spos[d] = a->pos[i];
+  a->svel[d] = a->vel[i];
+  a->smat[d] = a->mat[i];
 }
 
 WF_HD static inline float wfp_dot3(float ax, float ay, float az, float bx, float by, float bz) {
@@ -554,45 +617,115 @@ WF_HD static inline int wfp_xpbd_collider(const wfp_params *p, const wfp_collide
 
 /* Visits the particles of the 27 cells around cell c in the fixed order: rows (dz, dy) slowest,
  * cells x-1, x, x+1 within a row, slots (global-id order) within a cell. A row whose three keys
- * are consecutive is one contiguous slot range of the sorted arrays. VISIT(t) is called for each
- * slot t other than s. */
+ * are consecutive is one contiguous slot range of the sorted arrays; when no row wraps around the
+ * box in x (the common case) the table entries of all nine rows are loaded first, independently
+ * (each cell's start and end at once: an empty cell's end is never used), so their latencies
+ * overlap instead of adding up row after row. VISIT(t) is called for each slot t other than s.
+ * The neighbours' wrapped coordinates come from the cell's own by a compare (one integer
+ * division an axis, not three). */
 #define WFP_FOR_NEIGHBOURS(a, p, s, c, VISIT)                                                      \
   {                                                                                                \
-    uint32_t x_[3] = {wfp_wrap(c[0] - 1, p->dims[0]), wfp_wrap(c[0], p->dims[0]),                  \
-                      wfp_wrap(c[0] + 1, p->dims[0])};                                             \
-    for (int dz_ = -1; dz_ <= 1; dz_++) {                                                          \
-      uint32_t z_ = wfp_wrap(c[2] + dz_, p->dims[2]);                                              \
-      for (int dy_ = -1; dy_ <= 1; dy_++) {                                                        \
-        uint32_t base_ =                                                                           \
-            (uint32_t)p->dims[0] * (wfp_wrap(c[1] + dy_, p->dims[1]) + (uint32_t)p->dims[1] * z_); \
-        if (x_[2] == x_[0] + 2u) { /* one range: first start to last end of the three cells */     \
-          uint32_t s0_ = wfp_ld32(&a->cell_start[base_ + x_[0]]);                                  \
-          uint32_t s1_ = wfp_ld32(&a->cell_start[base_ + x_[1]]);                                  \
-          uint32_t s2_ = wfp_ld32(&a->cell_start[base_ + x_[2]]);                                  \
-          uint32_t t_ = s0_ != WFP_EMPTY ? s0_ : s1_ != WFP_EMPTY ? s1_ : s2_;                     \
+    uint32_t x_[3], y_[3], z_[3];                                                                  \
+    wfp_wrap3(c[0], p->dims[0], x_);                                                               \
+    wfp_wrap3(c[1], p->dims[1], y_);                                                               \
+    wfp_wrap3(c[2], p->dims[2], z_);                                                               \
+    const uint32_t d0_ = (uint32_t)p->dims[0], d1_ = (uint32_t)p->dims[1];                         \
+    if (x_[2] == x_[0] + 2u) {                                                                     \
+      uint32_t lo_[9], hi_[9];                                                                     \
+      WFP_UNROLL                                                                                   \
+      for (int r_ = 0; r_ < 9; r_++) {                                                             \
+        uint32_t b_ = d0_ * (y_[r_ % 3] + d1_ * z_[r_ / 3]) + x_[0];                               \
+        uint32_t s0_ = wfp_ld32(&a->cell_start[b_]), s1_ = wfp_ld32(&a->cell_start[b_ + 1u]),      \
+                 s2_ = wfp_ld32(&a->cell_start[b_ + 2u]);                                          \
+        uint32_t e0_ = wfp_ld32(&a->cell_end[b_]), e1_ = wfp_ld32(&a->cell_end[b_ + 1u]),          \
+                 e2_ = wfp_ld32(&a->cell_end[b_ + 2u]);                                            \
+        lo_[r_] = s0_ != WFP_EMPTY ? s0_ : s1_ != WFP_EMPTY ? s1_ : s2_;                           \
+        hi_[r_] = s2_ != WFP_EMPTY ? e2_ : s1_ != WFP_EMPTY ? e1_ : s0_ != WFP_EMPTY ? e0_ : 0u;   \
+      }                                                                                            \
+      WFP_UNROLL                                                                                   \
+      for (int r_ = 0; r_ < 9; r_++)                                                               \
+        for (uint32_t t_ = lo_[r_]; t_ < hi_[r_]; t_++)                                            \
+          if (t_ != s) VISIT(t_);                                                                  \
+    } else { /* the rows wrap around the box: three cells a row */                                 \
+      for (int r_ = 0; r_ < 9; r_++) {                                                             \
+        uint32_t b_ = d0_ * (y_[r_ % 3] + d1_ * z_[r_ / 3]);                                       \
+        for (int q_ = 0; q_ < 3; q_++) {                                                           \
+          uint32_t k_ = b_ + x_[q_];                                                               \
+          uint32_t t_ = wfp_ld32(&a->cell_start[k_]);                                              \
           if (t_ == WFP_EMPTY) continue;                                                           \
-          uint32_t e_ = wfp_ld32(&a->cell_end[base_ + (s2_ != WFP_EMPTY   ? x_[2]                  \
-                                                       : s1_ != WFP_EMPTY ? x_[1]                  \
-                                                                          : x_[0])]);              \
+          uint32_t e_ = wfp_ld32(&a->cell_end[k_]);                                                \
           for (; t_ < e_; t_++)                                                                    \
             if (t_ != s) VISIT(t_);                                                                \
-        } else { /* the row wraps around the box: three cells */                                   \
-          for (int q_ = 0; q_ < 3; q_++) {                                                         \
-            uint32_t k_ = base_ + x_[q_];                                                          \
-            uint32_t t_ = wfp_ld32(&a->cell_start[k_]);                                            \
-            if (t_ == WFP_EMPTY) continue;                                                         \
-            uint32_t e_ = wfp_ld32(&a->cell_end[k_]);                                              \
-            for (; t_ < e_; t_++)                                                                  \
-              if (t_ != s) VISIT(t_);                                                              \
-          }                                                                                        \
         }                                                                                          \
       }                                                                                            \
     }                                                                                              \
   }
 
-/* DEM: gather pair forces, add collider forces in collider order, integrate (semi-implicit
- * Euler) and write the particle back at its local index. Returns flags. */
-WF_HD static inline uint32_t wfp_collide_dem(const wfp_collide_args *a, uint32_t s) {
+/* WFP_FOR_NEIGHBOURS over a dense start table (the particle solver's grid, built by counting):
+ * cell_start[k] is the first slot of key k or later, for every key of the box and one past it,
+ * so a row's range is two loads and an empty cell needs no test. Same order as above. */
+#define WFP_FOR_NEIGHBOURS_DENSE(a, p, s, c, VISIT)                                                \
+  {                                                                                                \
+    uint32_t x_[3], y_[3], z_[3];                                                                  \
+    wfp_wrap3(c[0], p->dims[0], x_);                                                               \
+    wfp_wrap3(c[1], p->dims[1], y_);                                                               \
+    wfp_wrap3(c[2], p->dims[2], z_);                                                               \
+    const uint32_t d0_ = (uint32_t)p->dims[0], d1_ = (uint32_t)p->dims[1];                         \
+    if (x_[2] == x_[0] + 2u) {                                                                     \
+      uint32_t lo_[9], hi_[9];                                                                     \
+      WFP_UNROLL                                                                                   \
+      for (int r_ = 0; r_ < 9; r_++) {                                                             \
+        uint32_t b_ = d0_ * (y_[r_ % 3] + d1_ * z_[r_ / 3]) + x_[0];                               \
+        lo_[r_] = wfp_ld32(&a->cell_start[b_]);                                                    \
+        hi_[r_] = wfp_ld32(&a->cell_start[b_ + 3u]);                                               \
+      }                                                                                            \
+      WFP_UNROLL                                                                                   \
+      for (int r_ = 0; r_ < 9; r_++)                                                               \
+        for (uint32_t t_ = lo_[r_]; t_ < hi_[r_]; t_++)                                            \
+          if (t_ != s) VISIT(t_);                                                                  \
+    } else { /* the rows wrap around the box: three cells a row */                                 \
+      for (int r_ = 0; r_ < 9; r_++) {                                                             \
+        uint32_t b_ = d0_ * (y_[r_ % 3] + d1_ * z_[r_ / 3]);                                       \
+        for (int q_ = 0; q_ < 3; q_++) {                                                           \
+          uint32_t k_ = b_ + x_[q_];                                                               \
+          uint32_t e_ = wfp_ld32(&a->cell_start[k_ + 1u]);                                         \
+          for (uint32_t t_ = wfp_ld32(&a->cell_start[k_]); t_ < e_; t_++)                          \
+            if (t_ != s) VISIT(t_);                                                                \
+        }                                                                                          \
+      }                                                                                            \
+    }                                                                                              \
+  }
+
+/* A particle's contacts are gathered in two passes: the cell scan lists the slots it touches
+ * (cheap: a position load and a distance), then the forces are computed from the list in the
+ * same order. On a GPU this keeps a warp's lanes together: the expensive force math runs once
+ * per listed contact instead of once per candidate that any lane of the warp touches. A list
+ * holds WFP_CONTACT_LIST contacts; a particle with more scans again for the next ones (rare:
+ * equal spheres touch at most 12), so the forces are always summed in scan order and the result
+ * does not depend on the list's length. The list lives in shared memory on CUDA (stride: the
+ * block's size), on the stack on the CPU (stride 1). */
+#define WFP_CONTACT_LIST 16
+
+/* The scan of the contact list: VISIT lists touching slot t when it is among the chunk's. */
+#define WFP_LIST_CONTACT(t)                                                                        \
+  {                                                                                                \
+    if (seen_ >= skip_ && seen_ - skip_ < WFP_CONTACT_LIST) list[(seen_ - skip_) * stride] = (t);  \
+    seen_++;                                                                                       \
+  }
+
+/* Whether the particle at pi touches pj (the test of wfp_pair). */
+WF_HD static inline int wfp_touches(wfp_f4 pi, wfp_f4 pj) {
+  float dx = pi.x - pj.x, dy = pi.y - pj.y, dz = pi.z - pj.z;
+  float d2 = wfp_dot3(dx, dy, dz, dx, dy, dz);
+  float R = pi.w + pj.w;
+  return d2 < R * R && d2 != 0.0f;
+}
+
+/* DEM: gather pair forces (through the contact list, see above), add collider forces in
+ * collider order, integrate (semi-implicit Euler) and write the particle back at its local
+ * index. list: WFP_CONTACT_LIST entries `stride` apart. Returns flags. */
+WF_HD static inline uint32_t wfp_collide_dem(const wfp_collide_args *a, uint32_t s, uint32_t *list,
+                                             uint32_t stride) {
   const wfp_params *p = a->params;
   wfp_f4 x = a->spos[s], v = a->svel[s];
   const wfp_material *m = &a->mats[a->smat[s]];
@@ -600,9 +733,17 @@ WF_HD static inline uint32_t wfp_collide_dem(const wfp_collide_args *a, uint32_t
   int bad = 0;
   int32_t c[3] = {wfp_cell_coord(x.x, p->inv_cell, &bad), wfp_cell_coord(x.y, p->inv_cell, &bad),
                   wfp_cell_coord(x.z, p->inv_cell, &bad)};
-#define WFP_DEM_VISIT(t) wfp_pair(x, v, m, a->spos, a->svel, a->smat, a->mats, t, f)
-  WFP_FOR_NEIGHBOURS(a, p, s, c, WFP_DEM_VISIT)
+  for (uint32_t skip_ = 0;; skip_ += WFP_CONTACT_LIST) {
+    uint32_t seen_ = 0;
+#define WFP_DEM_VISIT(t)                                                                           \
+  if (wfp_touches(x, wfp_ld4(&a->spos[t]))) WFP_LIST_CONTACT(t)
+    WFP_FOR_NEIGHBOURS_DENSE(a, p, s, c, WFP_DEM_VISIT)
 #undef WFP_DEM_VISIT
+    uint32_t nc = seen_ - skip_ < WFP_CONTACT_LIST ? seen_ - skip_ : WFP_CONTACT_LIST;
+    for (uint32_t l = 0; l < nc; l++)
+      wfp_pair(x, v, m, a->spos, a->svel, a->smat, a->mats, list[l * stride], f);
+    if (seen_ - skip_ <= WFP_CONTACT_LIST) break;
+  }
   float time = (float)a->clock->time;
   for (uint32_t k = 0; k < p->n_colliders; k++)
     wfp_collider_force(&a->colliders[k], time, x, v, m, f);
@@ -624,8 +765,9 @@ WF_HD static inline uint32_t wfp_collide_dem(const wfp_collide_args *a, uint32_t
   return flags;
 }
 
-/* XPBD (see above). Returns flags. */
-WF_HD static inline uint32_t wfp_collide_xpbd(const wfp_collide_args *a, uint32_t s) {
+/* XPBD (see above), with the contact list of DEM. Returns flags. */
+WF_HD static inline uint32_t wfp_collide_xpbd(const wfp_collide_args *a, uint32_t s, uint32_t *list,
+                                              uint32_t stride) {
   const wfp_params *p = a->params;
   wfp_f4 x = a->spos[s], v = a->svel[s];
   float w = v.w, h = p->dt;
@@ -640,11 +782,21 @@ WF_HD static inline uint32_t wfp_collide_xpbd(const wfp_collide_args *a, uint32_
     int bad = 0;
     int32_t c[3] = {wfp_cell_coord(x.x, p->inv_cell, &bad), wfp_cell_coord(x.y, p->inv_cell, &bad),
                     wfp_cell_coord(x.z, p->inv_cell, &bad)};
+    for (uint32_t skip_ = 0;; skip_ += WFP_CONTACT_LIST) {
+      uint32_t seen_ = 0;
 #define WFP_XPBD_VISIT(t)                                                                          \
-  contacts += wfp_xpbd_pair(p, x, q, w, m, wfp_ld4(&a->spos[t]), wfp_ld4(&a->svel[t]),             \
-                            &a->mats[wfp_ld16(&a->smat[t])], dx)
-    WFP_FOR_NEIGHBOURS(a, p, s, c, WFP_XPBD_VISIT)
+  if (wfp_touches(q, wfp_predict(p, wfp_ld4(&a->spos[t]), wfp_ld4(&a->svel[t]))))                  \
+  WFP_LIST_CONTACT(t)
+      WFP_FOR_NEIGHBOURS_DENSE(a, p, s, c, WFP_XPBD_VISIT)
 #undef WFP_XPBD_VISIT
+      uint32_t nc = seen_ - skip_ < WFP_CONTACT_LIST ? seen_ - skip_ : WFP_CONTACT_LIST;
+      for (uint32_t l = 0; l < nc; l++) {
+        uint32_t u = list[l * stride];
+        contacts += wfp_xpbd_pair(p, x, q, w, m, wfp_ld4(&a->spos[u]), wfp_ld4(&a->svel[u]),
+                                  &a->mats[wfp_ld16(&a->smat[u])], dx);
+      }
+      if (seen_ - skip_ <= WFP_CONTACT_LIST) break;
+    }
     if (contacts > 0) {
       float sc = p->relaxation / (float)contacts;
       q.x += dx[0] * sc, q.y += dx[1] * sc, q.z += dx[2] * sc;
