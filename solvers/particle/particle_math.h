@@ -615,6 +615,15 @@ WF_HD static inline int wfp_xpbd_collider(const wfp_params *p, const wfp_collide
 /* ---- one particle's substep ---------------------------------------------------------------------
  */
 
+/* The wrapped coordinates x_, y_, z_ of cell c's neighbours along each axis (index 0: c - 1) and
+ * the box's first two dimensions d0_, d1_: the start of the neighbour walks below. */
+#define WFP_NEIGHBOUR_AXES(p, c)                                                                   \
+  uint32_t x_[3], y_[3], z_[3];                                                                    \
+  wfp_wrap3(c[0], p->dims[0], x_);                                                                 \
+  wfp_wrap3(c[1], p->dims[1], y_);                                                                 \
+  wfp_wrap3(c[2], p->dims[2], z_);                                                                 \
+  const uint32_t d0_ = (uint32_t)p->dims[0], d1_ = (uint32_t)p->dims[1];
+
 /* Visits the particles of the 27 cells around cell c in the fixed order: rows (dz, dy) slowest,
  * cells x-1, x, x+1 within a row, slots (global-id order) within a cell. A row whose three keys
  * are consecutive is one contiguous slot range of the sorted arrays; when no row wraps around the
@@ -625,11 +634,7 @@ WF_HD static inline int wfp_xpbd_collider(const wfp_params *p, const wfp_collide
  * division an axis, not three). */
 #define WFP_FOR_NEIGHBOURS(a, p, s, c, VISIT)                                                      \
   {                                                                                                \
-    uint32_t x_[3], y_[3], z_[3];                                                                  \
-    wfp_wrap3(c[0], p->dims[0], x_);                                                               \
-    wfp_wrap3(c[1], p->dims[1], y_);                                                               \
-    wfp_wrap3(c[2], p->dims[2], z_);                                                               \
-    const uint32_t d0_ = (uint32_t)p->dims[0], d1_ = (uint32_t)p->dims[1];                         \
+    WFP_NEIGHBOUR_AXES(p, c)                                                                       \
     if (x_[2] == x_[0] + 2u) {                                                                     \
       uint32_t lo_[9], hi_[9];                                                                     \
       WFP_UNROLL                                                                                   \
@@ -666,11 +671,7 @@ WF_HD static inline int wfp_xpbd_collider(const wfp_params *p, const wfp_collide
  * so a row's range is two loads and an empty cell needs no test. Same order as above. */
 #define WFP_FOR_NEIGHBOURS_DENSE(a, p, s, c, VISIT)                                                \
   {                                                                                                \
-    uint32_t x_[3], y_[3], z_[3];                                                                  \
-    wfp_wrap3(c[0], p->dims[0], x_);                                                               \
-    wfp_wrap3(c[1], p->dims[1], y_);                                                               \
-    wfp_wrap3(c[2], p->dims[2], z_);                                                               \
-    const uint32_t d0_ = (uint32_t)p->dims[0], d1_ = (uint32_t)p->dims[1];                         \
+    WFP_NEIGHBOUR_AXES(p, c)                                                                       \
     if (x_[2] == x_[0] + 2u) {                                                                     \
       uint32_t lo_[9], hi_[9];                                                                     \
       WFP_UNROLL                                                                                   \
