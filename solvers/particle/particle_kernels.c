@@ -122,16 +122,6 @@ static void cells_cpu(const void *args, size_t begin, size_t end) {
     wfp_cells_elem(a, (uint32_t)s);
 }
 
-static void reorder_cpu(const void *args, size_t begin, size_t end) {
-  const wfp_reorder_args *a = args;
-  for (size_t s = begin; s < end; s++) {
-    uint32_t i = a->vals[s];
-    a->spos[s] = a->pos[i];
-    a->svel[s] = a->vel[i];
-    a->smat[s] = a->mat[i];
-  }
-}
-
 static void collide_dem_cpu(const void *args, size_t begin, size_t end) {
   const wfp_collide_args *a = args;
   uint32_t list[WFP_CONTACT_LIST] = {0};
@@ -246,7 +236,6 @@ size_t wfp_select_temp_bytes(wf_device *dev, uint32_t n) {
 const wf_kernel wfp_keys = {"particle_keys", keys_cpu, WFP_CUDA(wfp_keys_cuda)};
 const wf_kernel wfp_sort = {"particle_sort", sort_cpu, WFP_CUDA(wfp_sort_cuda)};
 const wf_kernel wfp_cells = {"particle_cells", cells_cpu, WFP_CUDA(wfp_cells_cuda)};
-const wf_kernel wfp_reorder = {"particle_reorder", reorder_cpu, WFP_CUDA(wfp_reorder_cuda)};
 const wf_kernel wfp_scan = {"particle_scan", scan_cpu, WFP_CUDA(wfp_scan_cuda)};
 const wf_kernel wfp_scatter = {"particle_scatter", scatter_cpu, WFP_CUDA(wfp_scatter_cuda)};
 const wf_kernel wfp_place = {"particle_place", place_cpu, WFP_CUDA(wfp_place_cuda)};

@@ -55,15 +55,6 @@ __global__ void cells_kernel(wfp_cells_args a, size_t n) {
   if (s < n) wfp_cells_elem(&a, (uint32_t)s);
 }
 
-__global__ void reorder_kernel(wfp_reorder_args a, size_t n) {
-  size_t s = index();
-  if (s >= n) return;
-  uint32_t i = a.vals[s];
-  a.spos[s] = a.pos[i];
-  a.svel[s] = a.vel[i];
-  a.smat[s] = a.mat[i];
-}
-
 __global__ void scatter_kernel(wfp_scatter_args a, size_t n) {
   size_t i = index();
   if (i < n) wfp_scatter_elem(&a, (uint32_t)i);
@@ -192,11 +183,6 @@ extern "C" void wfp_keys_cuda(const void *args, size_t n, void *stream) {
 
 extern "C" void wfp_cells_cuda(const void *args, size_t n, void *stream) {
   cells_kernel<<<grid_for(n), kBlock, 0, (cudaStream_t)stream>>>(*(const wfp_cells_args *)args, n);
-}
-
-extern "C" void wfp_reorder_cuda(const void *args, size_t n, void *stream) {
-  reorder_kernel<<<grid_for(n), kBlock, 0, (cudaStream_t)stream>>>(*(const wfp_reorder_args *)args,
-                                                                   n);
 }
 
 #define WFP_LAUNCH_COLLIDE(kernel)                                                                 \

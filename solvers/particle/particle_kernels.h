@@ -14,7 +14,6 @@ extern "C" {
 extern const wf_kernel wfp_keys;    /* n = count: cell keys, identity values or cell counts */
 extern const wf_kernel wfp_sort;    /* n = 1: stable sort of (key, local index) pairs by key */
 extern const wf_kernel wfp_cells;   /* n = count: cell start table (after a WFP_EMPTY memset) */
-extern const wf_kernel wfp_reorder; /* n = count: sorted copies of the particle data */
 extern const wf_kernel wfp_scan;    /* n = 1: exclusive sum (the counting sort's start table) */
 extern const wf_kernel wfp_scatter; /* n = count: particles to their cells, arrival order */
 extern const wf_kernel wfp_place;   /* n = count: cells in local-index order; sorted copies */
@@ -42,7 +41,6 @@ size_t wfp_scan_temp_bytes(wf_device *dev, uint32_t n);
 void wfp_keys_cuda(const void *args, size_t n, void *stream);
 void wfp_sort_cuda(const void *args, size_t n, void *stream);
 void wfp_cells_cuda(const void *args, size_t n, void *stream);
-void wfp_reorder_cuda(const void *args, size_t n, void *stream);
 void wfp_scan_cuda(const void *args, size_t n, void *stream);
 void wfp_scatter_cuda(const void *args, size_t n, void *stream);
 void wfp_place_cuda(const void *args, size_t n, void *stream);

@@ -144,14 +144,6 @@ typedef struct wfp_cells_args { /* per slot s: where a cell begins and ends in t
   uint32_t n;
 } wfp_cells_args;
 
-typedef struct wfp_reorder_args { /* per slot s: sorted copies of particle vals[s] */
-  const uint32_t *vals;
-  const wfp_f4 *pos, *vel;
-  const uint16_t *mat;
-  wfp_f4 *spos, *svel;
-  uint16_t *smat;
-} wfp_reorder_args;
-
 /* The counting sort of the particle solver's grid (particle.c): keys with counts per cell
  * (wfp_keys_args.count), an exclusive scan of the counts into the dense start table, a scatter
  * of each particle to its cell's range in arrival order, and the placement, which orders each
