@@ -17,6 +17,9 @@
 #include "weft/scene.h"
 #include "weft/world.h"
 
+#define WORLD_SCENE_NAME "split.json"
+#include "world_split_util.h"
+
 #ifndef WEFT_SOURCE_DIR
 #define WEFT_SOURCE_DIR "."
 #endif
@@ -57,68 +60,6 @@ static const char mixed_text[] =
     "   \"velocity\": [0, 0, 1.5]}],"
     " \"cloths\": [{\"name\": \"flag\", \"grid\": {\"size\": [0.4, 0.3], \"resolution\": [8, 6]},"
     "  \"center\": [0, 0.8, 0.5], \"pins\": [\"left\"]}]}";
-
-static wf_status make_world(const char *text, const char *const *sets, int n_sets,
-                            const char *device, wf_world **out) {
-  wf_scene_overrides ov = {sets, n_sets};
-  wf_scene *sc = NULL;
-  wf_status st =
-      wf_scene_parse(text, strlen(text), "split.json", WEFT_SOURCE_DIR "/scenes", &ov, &sc);
-  if (st != WF_OK) {
-    TH_FAIL("scene: %s", wf_scene_errors());
-    return st;
-  }
-  wf_world_desc d = wf_world_desc_default();
-  d.device = device;
-  st = wf_world_create(sc, &d, out);
-  wf_scene_destroy(sc);
-  if (st != WF_OK) TH_FAIL("wf_world_create(%s): %s", device ? device : "scene", wf_last_error());
-  return st;
-}
-
-/* Every object's positions then velocities, one after the other; *bytes receives the size. */
-static float *world_state(wf_world *w, size_t *bytes) {
-  size_t n = 0;
-  for (int i = 0; i < wf_world_object_count(w); i++) {
-    wf_world_object o;
-    if (wf_world_object_get(w, i, &o) != WF_OK) return NULL;
-    n += o.point_count;
-  }
-  float *s = malloc(n * 32 + 32), *at = s;
-  for (int i = 0; s && i < wf_world_object_count(w); i++) {
-    wf_world_object o;
-    wf_world_object_get(w, i, &o);
-    if (wf_world_object_download(w, i, (float(*)[4])at, (float(*)[4])(at + 4 * o.point_count)) !=
-        WF_OK) {
-      TH_FAIL("download of object %d: %s", i, wf_last_error());
-      free(s);
-      return NULL;
-    }
-    at += 8 * o.point_count;
-  }
-  *bytes = n * 32;
-  return s;
-}
-
-static bool same_state(const float *a, const float *b, size_t bytes, const char *what) {
-  if (memcmp(a, b, bytes) == 0) return true;
-  for (size_t i = 0; i < bytes / 4; i++)
-    if (memcmp(&a[i], &b[i], 4) != 0) {
-      TH_FAIL("%s: first difference at float %zu: %.9g vs %.9g", what, i, a[i], b[i]);
-      break;
-    }
-  return false;
-}
-
-/* Steps frames in two calls (several frames per call and one at a time both occur). */
-static wf_status step(wf_world *w, int frames) {
-  wf_status st = wf_world_step(w, frames / 2);
-  for (int f = frames / 2; f < frames && st == WF_OK; f++)
-    st = wf_world_step(w, 1);
-  if (st == WF_OK) st = wf_world_check(w);
-  if (st != WF_OK) TH_FAIL("stepping: %s", wf_last_error());
-  return st;
-}
 
 /* Runs text on `device` (NULL: the scene's devices, with sets) for 12 frames and compares with
  * ref; checks the world's devices and what each runs. */
