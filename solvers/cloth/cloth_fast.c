@@ -31,13 +31,13 @@ static wfc_v3 lanes_force(const wfc_params *p, const wfc_spring_args *h, uint32_
   for (int q = 0; q < 4; q++)
     s[q] = wfc_v(0.0f, 0.0f, 0.0f);
   for (uint32_t l = 0; l < lanes; l++) {
-    int32_t d[WFC_GRID_LINKS];
-    float rest[WFC_GRID_LINKS], k[WFC_GRID_LINKS];
+    int32_t dk[WFC_GRID_LINKS];
+    float rest[WFC_GRID_LINKS];
     wfc_v3 acc[4];
     for (int q = 0; q < 4; q++)
       acc[q] = wfc_v(0.0f, 0.0f, 0.0f);
-    uint32_t nl = wfc_lane_springs(p, h, i, l, lanes, d, rest, k);
-    wfc_lane_gather(p->spring_c, P, V, li, x, v, lanes, nl, d, rest, k, acc);
+    uint32_t nl = wfc_lane_springs(h, i, l, lanes, dk, rest);
+    wfc_lane_gather(p, P, V, li, x, v, lanes, nl, dk, rest, acc);
     for (uint32_t q = 0; q < 4 / lanes; q++)
       s[l + lanes * q] = acc[q];
   }

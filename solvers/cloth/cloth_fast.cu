@@ -18,11 +18,13 @@
  * [b B - reach, (b + 1) B - 1 + reach] matter to it, and the relation is symmetric (b' reads
  * b's vertices iff b reads b''s, since |i - j| <= reach is symmetric). Each block has a counter
  * in global memory: the substeps it has finished. After substep s a block runs __syncthreads()
- * (its threads' stores happen before) and thread 0 runs __threadfence() and a release store of
+ * (its threads' stores happen before) and thread 0 runs a release store (st.release.gpu) of
  * base + s + 1; before substep s + 1 the block's threads acquire-load (ld.acquire.gpu) the
- * counters of its neighbour blocks until each reaches base + s + 1, then __syncthreads(). This
- * is the pattern of cooperative groups' grid.sync (bar.sync, fence, flag; flag, acquire,
- * bar.sync), restricted to the blocks that share data:
+ * counters of its neighbour blocks until each reaches base + s + 1, then __syncthreads(). The
+ * release is cumulative in the PTX memory model: the block's stores precede it through the
+ * bar.sync, so a block that acquires the counter sees them; no separate fence is needed (one
+ * cost ~5% of a substep). This is the pattern of cooperative groups' grid.sync (bar.sync,
+ * release; acquire, bar.sync), restricted to the blocks that share data:
  *  - read after write: substep s + 1 reads half (s + 1) % 2, written in substep s by the
  *    neighbours, whose counters say they finished it;
  *  - write after read: substep s + 1 writes half s % 2, read in substep s by the neighbours
@@ -84,10 +86,7 @@ __device__ __forceinline__ void store_release(unsigned *p, unsigned v) {
 __device__ __forceinline__ void neighbour_barrier(const wfc_frame_args &a, unsigned want,
                                                   uint32_t lo_b, uint32_t hi_b) {
   __syncthreads();
-  if (threadIdx.x == 0) {
-    __threadfence();
-    store_release(&a.sync[blockIdx.x], want);
-  }
+  if (threadIdx.x == 0) store_release(&a.sync[blockIdx.x], want);
   for (uint32_t b = lo_b + threadIdx.x; b <= hi_b; b += blockDim.x)
     if (b != blockIdx.x)
       while ((int)(load_acquire(&a.sync[b]) - want) < 0) {
@@ -201,16 +200,16 @@ __global__ void __launch_bounds__(kBlock)
   const unsigned mask = L == 1 ? 1u : (((1u << L) - 1u) << ((threadIdx.x & 31u) & ~(L - 1u)));
   const wfc_params p = *a.half[0].params;
   wfp_f4 x4 = {0.0f, 0.0f, 0.0f, 0.0f}, v4 = x4;
-  int32_t d[NJ];
-  float rest[NJ], k[NJ];
+  int32_t dk[NJ];
+  float rest[NJ];
   uint32_t nl = 0;
 #pragma unroll
   for (int j = 0; j < NJ; j++)
-    d[j] = 0, rest[j] = 0.0f, k[j] = 0.0f;
+    dk[j] = 0, rest[j] = 0.0f;
   if (mine) {
     x4 = a.half[0].pos_in[i];
     v4 = a.half[0].vel_in[i];
-    nl = wfc_lane_springs(&p, &a.half[0], i, lane, L, d, rest, k);
+    nl = wfc_lane_springs(&a.half[0], i, lane, L, dk, rest);
   }
   double time = a.half[0].clock_in->time;
   unsigned long long subs = a.half[0].clock_in->substeps;
@@ -243,7 +242,7 @@ __global__ void __launch_bounds__(kBlock)
 #pragma unroll
         for (int q = 0; q < 4; q++)
           acc[q] = wfc_v(0.0f, 0.0f, 0.0f);
-        wfc_lane_gather(p.spring_c, P, V, li, wfc_xyz(x4), wfc_xyz(v4), L, nl, d, rest, k, acc);
+        wfc_lane_gather(&p, P, V, li, wfc_xyz(x4), wfc_xyz(v4), L, nl, dk, rest, acc);
         (void)NP;
         f = lanes_combine<L>(acc, mask);
       }

@@ -498,42 +498,50 @@ WF_HD static inline void wfc_grid_gather(const wfc_spring_args *a, const float *
   wfc_grid_gather12(a->params, a->pos_in, a->vel_in, nu, nr, i, x, v, rl, fo);
 }
 
+/* A lane's spring: the neighbour's offset j - i and the spring's kind (WFC_STRETCH, WFC_SHEAR,
+ * WFC_BEND) in one word, offset * 4 + kind, so that a lane keeps two registers a spring (this and
+ * the rest length) and picks the stiffness by kind from the parameters. */
+WF_HD static inline int32_t wfc_lane_pack(int32_t offset, uint32_t kind) {
+  return offset * 4 + (int32_t)kind;
+}
+WF_HD static inline int32_t wfc_lane_offset(int32_t dk) { return (dk - (dk & 3)) / 4; }
+
 /* Vertex lanes (the resident grid frame, cloth_fast.h): a vertex spread over L = 1, 2 or 4
  * threads. Lane l takes the springs at list positions l, l + L, l + 2L, ... (j = 0, 1, ...:
  * position l + L j), at most WFC_GRID_LINKS / L of them, and adds the one of index j into its
  * partial sum acc[j % (4 / L)]: that is s_{(l + L j) % 4} of the order above, since
  * (l + L j) % 4 = l + L (j % (4 / L)). wfc_lane_springs reads lane l's springs from the CSR list
- * (once a frame): neighbour offsets d (j - i), rest lengths, stiffnesses; returns how many
+ * (once a frame): neighbour offsets and kinds (wfc_lane_pack), rest lengths; returns how many
  * exist. wfc_lane_gather adds their forces, reading the neighbours at P[li + d], V[li + d] (li:
  * the vertex's index in P, V: i, or i minus the first staged vertex). The list must have at most
  * WFC_GRID_LINKS springs (grid cloths). */
-WF_HD static inline uint32_t wfc_lane_springs(const wfc_params *p, const wfc_spring_args *a,
-                                              uint32_t i, uint32_t lane, uint32_t lanes, int32_t *d,
-                                              float *rest, float *k) {
+WF_HD static inline uint32_t wfc_lane_springs(const wfc_spring_args *a, uint32_t i, uint32_t lane,
+                                              uint32_t lanes, int32_t *dk, float *rest) {
   uint32_t b = a->adj_start[i], cnt = a->adj_start[i + 1] - b, nl = 0;
   for (uint32_t j = 0; j < WFC_GRID_LINKS / lanes; j++) {
     uint32_t pos = lane + lanes * j;
-    d[j] = 0, rest[j] = 0.0f, k[j] = 0.0f;
+    dk[j] = 0, rest[j] = 0.0f;
     if (pos < cnt && pos < WFC_GRID_LINKS) {
       wfc_link l = a->adj[b + pos];
-      d[j] = (int32_t)((l.other_kind & WFC_LINK_INDEX_MASK) - i);
+      dk[j] = wfc_lane_pack((int32_t)((l.other_kind & WFC_LINK_INDEX_MASK) - i), l.other_kind >> 30);
       rest[j] = l.rest;
-      k[j] = wfc_spring_stiffness(p, l.other_kind >> 30);
       nl = j + 1;
     }
   }
   return nl;
 }
 
-WF_HD static inline void wfc_lane_gather(float spring_c, const wfp_f4 *P, const wfp_f4 *V,
+WF_HD static inline void wfc_lane_gather(const wfc_params *p, const wfp_f4 *P, const wfp_f4 *V,
                                          uint32_t li, wfc_v3 x, wfc_v3 v, uint32_t lanes,
-                                         uint32_t nl, const int32_t *d, const float *rest,
-                                         const float *k, wfc_v3 *acc) {
+                                         uint32_t nl, const int32_t *dk, const float *rest,
+                                         wfc_v3 *acc) {
   const uint32_t np = 4 / lanes;
   for (uint32_t j = 0; j < WFC_GRID_LINKS / lanes; j++) {
     wfc_v3 t;
-    uint32_t jj = (uint32_t)((int32_t)li + d[j]);
-    if (j < nl && wfc_link_term(k[j], spring_c, rest[j], x, v, P[jj], V[jj], &t))
+    uint32_t kind = (uint32_t)dk[j] & 3u;
+    uint32_t jj = (uint32_t)((int32_t)li + wfc_lane_offset(dk[j]));
+    if (j < nl && wfc_link_term(wfc_spring_stiffness(p, kind), p->spring_c, rest[j], x, v, P[jj],
+                                V[jj], &t))
       acc[j % np] = wfc_add(acc[j % np], t);
   }
 }
