@@ -523,7 +523,8 @@ WF_HD static inline uint32_t wfc_lane_springs(const wfc_spring_args *a, uint32_t
     dk[j] = 0, rest[j] = 0.0f;
     if (pos < cnt && pos < WFC_GRID_LINKS) {
       wfc_link l = a->adj[b + pos];
-      dk[j] = wfc_lane_pack((int32_t)((l.other_kind & WFC_LINK_INDEX_MASK) - i), l.other_kind >> 30);
+      dk[j] =
+          wfc_lane_pack((int32_t)((l.other_kind & WFC_LINK_INDEX_MASK) - i), l.other_kind >> 30);
       rest[j] = l.rest;
       nl = j + 1;
     }
@@ -540,8 +541,8 @@ WF_HD static inline void wfc_lane_gather(const wfc_params *p, const wfp_f4 *P, c
     wfc_v3 t;
     uint32_t kind = (uint32_t)dk[j] & 3u;
     uint32_t jj = (uint32_t)((int32_t)li + wfc_lane_offset(dk[j]));
-    if (j < nl && wfc_link_term(wfc_spring_stiffness(p, kind), p->spring_c, rest[j], x, v, P[jj],
-                                V[jj], &t))
+    if (j < nl &&
+        wfc_link_term(wfc_spring_stiffness(p, kind), p->spring_c, rest[j], x, v, P[jj], V[jj], &t))
       acc[j % np] = wfc_add(acc[j % np], t);
   }
 }

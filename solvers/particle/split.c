@@ -54,6 +54,11 @@
 
 #define MAXP WFP_SPLIT_MAXP
 
+/* What enqueue_frame enqueues: the frame; the frame without the halo copies (every wait and
+ * event stays, so the frame's shape is the same; the ghosts go stale); only the halo copies with
+ * their waits. The last two exist for wf_particles_split_overlap_measure. */
+enum { FRAME_FULL = 0, FRAME_NO_COPY = 1, FRAME_COPIES = 2 };
+
 /* How far (a share of the skin) a particle may move along the axis between repartitions: half
  * the skin, less a margin for XPBD's predicted positions (they reach h·v beyond the state). */
 #define WFP_DRIFT_SHARE 0.4f
@@ -137,6 +142,7 @@ struct wf_particles_split {
   float vmax;        /* the largest speed at the last repartition */
   wf_graph *graph;
   bool graph_stale; /* the partitions changed since the graph was captured */
+  int mode;         /* FRAME_*: what enqueue_frame enqueues (the overlap measure) */
   wf_particles_split_info info;
 };
 
@@ -1080,10 +1086,11 @@ static wf_status repartition(wf_particles_split *sp) {
 
 static wf_status halo_exchange(wf_particles_split *sp) {
   wf_stream *s[MAXP];
+  const bool work = sp->mode != FRAME_COPIES;
   for (int p = 0; p < sp->np; p++)
     s[p] = wf_particles_stream(sp->parts[p].ps);
   /* drift check of every partition after its substep */
-  for (int p = 0; p < sp->np; p++) {
+  for (int p = 0; p < sp->np && work; p++) {
     part *pt = &sp->parts[p];
     if (!pt->n_local) continue;
     wf_buffer *pos;
@@ -1098,7 +1105,7 @@ static wf_status halo_exchange(wf_particles_split *sp) {
     sends[sp->links[l].from] = true;
   for (int p = 0; p < sp->np; p++)
     if (sends[p]) TRY(wf_stream_wait_stream(s[p], sp->parts[p].copy), "ordering the packs");
-  for (int l = 0; l < sp->n_links; l++) {
+  for (int l = 0; l < sp->n_links && work; l++) {
     link *k = &sp->links[l];
     wf_buffer *pos, *vel;
     TRY(wf_particles_state_buffers(sp->parts[k->from].ps, &pos, &vel, NULL), "state buffers");
@@ -1113,11 +1120,13 @@ static wf_status halo_exchange(wf_particles_split *sp) {
     wf_stream *c = sp->parts[k->from].copy;
     TRY(wf_stream_wait_stream(c, s[k->from]), "ordering a halo copy");
     TRY(wf_stream_wait_stream(c, s[k->to]), "ordering a halo copy");
-    TRY(wf_copy(k->recv.b, 0, k->send.b, 0, (size_t)k->n * 32, c), "copying a halo");
+    if (sp->mode != FRAME_NO_COPY)
+      TRY(wf_copy(k->recv.b, 0, k->send.b, 0, (size_t)k->n * 32, c), "copying a halo");
   }
   for (int l = 0; l < sp->n_links; l++) {
     link *k = &sp->links[l];
     TRY(wf_stream_wait_stream(s[k->to], sp->parts[k->from].copy), "waiting for a halo copy");
+    if (!work) continue;
     wf_buffer *pos, *vel;
     TRY(wf_particles_state_buffers(sp->parts[k->to].ps, &pos, &vel, NULL), "state buffers");
     wfp_f4 *recv = wf_buffer_ptr(k->recv.b);
@@ -1148,26 +1157,29 @@ static wf_status touch_links(wf_particles_split *sp) {
 
 static wf_status enqueue_frame(wf_particles_split *sp) {
   wf_status st;
-  for (int p = 0; p < sp->np; p++)
+  const bool work = sp->mode != FRAME_COPIES;
+  for (int p = 0; p < sp->np && work; p++)
     if ((st = wfp_frame_enqueue_begin(sp->parts[p].ps)) != WF_OK) return st;
   for (int k = 0; k < sp->desc.solver.substeps; k++) {
-    for (int p = 0; p < sp->np; p++)
+    for (int p = 0; p < sp->np && work; p++)
       if ((st = wfp_substep_enqueue(sp->parts[p].ps)) != WF_OK) return st;
     if (sp->np > 1 && (st = halo_exchange(sp)) != WF_OK) return st;
   }
-  for (int p = 0; p < sp->np; p++)
+  for (int p = 0; p < sp->np && work; p++)
     if ((st = wfp_frame_enqueue_end(sp->parts[p].ps)) != WF_OK) return st;
   return touch_links(sp);
 }
 
 /* The frame of every partition, captured on partition 0's stream: the others fork from it and
- * join back at the end. A graph from before a repartition is updated in place where it can be
- * (the same nodes with other counts and addresses), which costs far less than a new one. */
-static wf_status capture(wf_particles_split *sp) {
+ * join back at the end. The FRAME_FULL graph replaces sp->graph, updated in place where it can be
+ * (the same nodes with other counts and addresses), which costs far less than a new one; the
+ * other kinds go to a new graph in *g. */
+static wf_status capture_mode(wf_particles_split *sp, int mode, wf_graph **g) {
   double t0 = now_ms();
   wf_stream *s0 = wf_particles_stream(sp->parts[0].ps);
   /* the graph replaced must have finished (after a repartition every frame has) */
-  if (sp->graph && sp->frames_since > 0) TRY(wf_stream_synchronize(s0), "waiting for a frame");
+  if (mode == FRAME_FULL && sp->graph && sp->frames_since > 0)
+    TRY(wf_stream_synchronize(s0), "waiting for a frame");
   TRY(wf_capture_begin(s0), "beginning the frame capture");
   wf_status st = WF_OK;
   for (int p = 0; p < sp->np && st == WF_OK; p++) {
@@ -1175,16 +1187,22 @@ static wf_status capture(wf_particles_split *sp) {
     if (p > 0) st = wf_stream_wait_stream(s, s0);
     if (st == WF_OK && sp->np > 1) st = wf_stream_wait_stream(sp->parts[p].copy, s0);
   }
+  sp->mode = mode;
   if (st == WF_OK) st = enqueue_frame(sp);
+  sp->mode = FRAME_FULL;
   for (int p = 0; p < sp->np && st == WF_OK; p++) {
     wf_stream *s = wf_particles_stream(sp->parts[p].ps);
     if (p > 0) st = wf_stream_wait_stream(s0, s);
     if (st == WF_OK && sp->np > 1) st = wf_stream_wait_stream(s0, sp->parts[p].copy);
   }
   if (st != WF_OK) {
-    wf_graph *g = NULL;
-    if (wf_capture_end(s0, &g) == WF_OK) wf_graph_destroy(g);
+    wf_graph *dropped = NULL;
+    if (wf_capture_end(s0, &dropped) == WF_OK) wf_graph_destroy(dropped);
     return st;
+  }
+  if (mode != FRAME_FULL) {
+    TRY(wf_capture_end(s0, g), "ending the frame capture");
+    return WF_OK;
   }
   TRY(wf_capture_end_update(s0, &sp->graph), "ending the frame capture");
   sp->graph_stale = false;
@@ -1193,8 +1211,11 @@ static wf_status capture(wf_particles_split *sp) {
   return WF_OK;
 }
 
-static wf_status launch_frames(wf_particles_split *sp, int frames) {
-  if (frames <= 0) return WF_OK;
+static wf_status capture(wf_particles_split *sp) { return capture_mode(sp, FRAME_FULL, NULL); }
+
+/* `frames` frames of kind `mode` after whatever is queued on every stream: with graphs, g's
+ * (NULL: the frame graph, captured first if the partitions changed), else stage by stage. */
+static wf_status run_frames(wf_particles_split *sp, int frames, int mode, wf_graph *g) {
   wf_stream *s0 = wf_particles_stream(sp->parts[0].ps);
   wf_status st;
   /* after whatever the repartition queued on the other streams */
@@ -1206,22 +1227,31 @@ static wf_status launch_frames(wf_particles_split *sp, int frames) {
     for (int f = 0; f < frames; f++) {
       for (int p = 0; p < sp->np; p++) /* the frames of all partitions start together */
         TRY(wf_stream_wait_stream(wf_particles_stream(sp->parts[p].ps), s0), "ordering");
-      if ((st = enqueue_frame(sp)) != WF_OK) return st;
+      sp->mode = mode;
+      st = enqueue_frame(sp);
+      sp->mode = FRAME_FULL;
+      if (st != WF_OK) return st;
       for (int p = 1; p < sp->np; p++)
         TRY(wf_stream_wait_stream(s0, wf_particles_stream(sp->parts[p].ps)), "ordering");
     }
   } else {
-    if ((!sp->graph || sp->graph_stale) && (st = capture(sp)) != WF_OK) return st;
+    if (!g && (!sp->graph || sp->graph_stale) && (st = capture(sp)) != WF_OK) return st;
     for (int f = 0; f < frames; f++)
-      TRY(wf_graph_launch(sp->graph, s0), "launching a frame");
+      TRY(wf_graph_launch(g ? g : sp->graph, s0), "launching a frame");
   }
   for (int p = 0; p < sp->np; p++) {
     wf_stream *s = wf_particles_stream(sp->parts[p].ps);
     if (p > 0) TRY(wf_stream_wait_stream(s, s0), "ordering after the frame");
     if ((st = wfp_frames_launched(sp->parts[p].ps)) != WF_OK) return st;
   }
-  sp->frames_since += frames;
   return WF_OK;
+}
+
+static wf_status launch_frames(wf_particles_split *sp, int frames) {
+  if (frames <= 0) return WF_OK;
+  wf_status st = run_frames(sp, frames, FRAME_FULL, NULL);
+  if (st == WF_OK) sp->frames_since += frames;
+  return st;
 }
 
 wf_status wf_particles_split_step_frames(wf_particles_split *sp, int frames) {
@@ -1236,6 +1266,98 @@ wf_status wf_particles_split_step_frames(wf_particles_split *sp, int frames) {
     if (st == WF_OK) st = launch_frames(sp, 1);
   }
   return st;
+}
+
+/* ---- how well the halo copies hide -------------------------------------------------------- */
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* The three kinds of frame, interleaved frame by frame (a drift of the clocks hits all three
+ * alike), after one warm-up frame each, each timed by the host's clock around the frame and a
+ * wait for it; medians into out. The state is not given back. */
+static wf_status measure_frames(wf_particles_split *sp, int frames,
+                                wf_particles_split_overlap *out) {
+  int kinds = sp->n_links ? 3 : 1; /* no halo: nothing to leave out, nothing to copy */
+  wf_graph *g[3] = {NULL, NULL, NULL};
+  double *ms = malloc((size_t)frames * 3 * sizeof *ms);
+  if (!ms)
+    return fail(WF_ERR_OUT_OF_MEMORY, "particles '%s' (split): out of host memory", sp->name);
+  wf_status st = WF_OK;
+  if (!sp->desc.solver.no_graph) {
+    if (!sp->graph || sp->graph_stale) st = capture(sp);
+    for (int m = 1; m < kinds && st == WF_OK; m++)
+      st = capture_mode(sp, m, &g[m]);
+  }
+  wf_stream *s0 = wf_particles_stream(sp->parts[0].ps);
+  for (int f = -1; f < frames && st == WF_OK; f++)
+    for (int m = 0; m < kinds && st == WF_OK; m++) {
+      double t0 = now_ms();
+      st = run_frames(sp, 1, m, m ? g[m] : NULL);
+      if (st == WF_OK && (st = wf_stream_synchronize(s0)) != WF_OK)
+        st = fail_gpu(sp->name, st, "waiting for a frame");
+      if (f >= 0) ms[m * frames + f] = now_ms() - t0;
+    }
+  if (st == WF_OK) {
+    out->frame_ms = median(ms, frames);
+    out->frame_no_halo_ms = kinds > 1 ? median(ms + frames, frames) : out->frame_ms;
+    out->halo_ms = kinds > 1 ? median(ms + 2 * frames, frames) : 0.0;
+  }
+  for (int m = 1; m < 3; m++)
+    if (g[m]) wf_graph_destroy(g[m]);
+  free(ms);
+  return st;
+}
+
+wf_status wf_particles_split_overlap_measure(wf_particles_split *sp, int frames,
+                                             wf_particles_split_overlap *out) {
+  if (!sp || !out) return fail(WF_ERR_INVALID, "particles (split): overlap measure: NULL argument");
+  memset(out, 0, sizeof *out);
+  if (frames < 1)
+    return fail(WF_ERR_INVALID, "particles '%s' (split): overlap measure: frames %d must be >= 1",
+                sp->name, frames);
+  wf_status st = WF_OK;
+  float(*pos)[4] = NULL, (*vel)[4] = NULL;
+  double time = 0.0;
+  uint64_t substeps = 0;
+  if (sp->np > 1) {
+    /* start at a repartition: its snapshot is the state to give back (restore) */
+    if (!sp->distributed || sp->frames_since > 0) st = repartition(sp);
+  } else { /* one partition is never repartitioned: keep a copy of the state */
+    size_t bytes = (size_t)(sp->count ? sp->count : 1) * 16;
+    pos = malloc(bytes), vel = malloc(bytes);
+    if (!pos || !vel)
+      st = fail(WF_ERR_OUT_OF_MEMORY, "particles '%s' (split): out of host memory", sp->name);
+    if (st == WF_OK) st = wf_particles_split_state_get(sp, pos, vel, &time, &substeps);
+    if (st == WF_OK && !sp->distributed) st = repartition(sp);
+  }
+  bool ran = st == WF_OK;
+  if (ran) st = measure_frames(sp, frames, out);
+  if (ran) { /* give the state back even after a failure (its own error comes first) */
+    wf_status st2 = WF_OK;
+    for (int p = 0; p < sp->np && st2 == WF_OK; p++)
+      if ((st2 = wf_stream_synchronize(wf_particles_stream(sp->parts[p].ps))) != WF_OK)
+        st2 = fail_gpu(sp->name, st2, "waiting for the measured frames");
+    if (st2 == WF_OK)
+      st2 = sp->np > 1 ? restore(sp)
+                       : wf_particles_split_set_state(sp, (const float(*)[4])pos,
+                                                      (const float(*)[4])vel, time, substeps);
+    if (st == WF_OK) st = st2;
+  }
+  free(pos), free(vel);
+  if (st != WF_OK) return st;
+  out->halo_bytes_per_frame = sp->info.halo_bytes_per_frame;
+  double exposed = out->frame_ms - out->frame_no_halo_ms;
+  double h = out->halo_ms > 0.0 ? 1.0 - exposed / out->halo_ms : 1.0;
+  out->hidden_fraction = h < 0.0 ? 0.0 : h > 1.0 ? 1.0 : h;
+  return WF_OK;
 }
 
 /* ---- building the system --------------------------------------------------------------------

@@ -814,13 +814,14 @@ TEST(bench_scaling) {
         TH_FAIL("no %s row for %d devices in:\n%s", modes[m], k, out);
         continue;
       }
-      char mode[16], speedup[16], peer[8];
+      char mode[16], speedup[16], peer[8], no_halo[16], halo_ms[16], hidden[16];
       int devices = 0;
       unsigned long long n = 0, reruns = 0;
       double t = 0, eff = 0, rate = 0, mb = 0, repart = 0, capture = 0;
-      int got = sscanf(row, "%15s %d %llu %lf %15s %lf %lf %lf %lf %lf %llu %7s", mode, &devices,
-                       &n, &t, speedup, &eff, &rate, &mb, &repart, &capture, &reruns, peer);
-      if (got != 12) {
+      int got = sscanf(row, "%15s %d %llu %lf %15s %lf %lf %lf %lf %lf %llu %15s %15s %15s %7s",
+                       mode, &devices, &n, &t, speedup, &eff, &rate, &mb, &repart, &capture,
+                       &reruns, no_halo, halo_ms, hidden, peer);
+      if (got != 15) {
         TH_FAIL("%s row for %d devices: %d fields read: %.160s", modes[m], k, got, row);
         continue;
       }
@@ -841,14 +842,20 @@ TEST(bench_scaling) {
       if (k == 1) {
         CHECK(mb == 0);
         CHECK(strcmp(peer, "-") == 0);
+        CHECK(!strcmp(no_halo, "-") && !strcmp(halo_ms, "-") && !strcmp(hidden, "-"));
       } else {
         CHECK(mb > 0);
         CHECK(strcmp(peer, "yes") == 0); /* CPU devices share the host's memory */
+        /* the overlap measure: a frame without copies, the copies alone, a fraction */
+        double nh = atof(no_halo), hm = atof(halo_ms), hf = atof(hidden);
+        CHECK(nh > 0 && isfinite(nh));
+        CHECK(hm > 0 && isfinite(hm));
+        CHECK(hf >= 0 && hf <= 1);
       }
     }
   CHECK(halo[0][4] > halo[0][2]);
   CHECK(halo[1][4] > halo[1][2]);
-  CHECK(strstr(out, "halo time hidden behind compute: not measured"));
+  CHECK(strstr(out, "hidden = 1 - (ms/frame - no-halo ms) / halo ms"));
   free(out);
   char *rows = th_read_file(csv_path, NULL);
   REQUIRE(rows);
@@ -869,6 +876,8 @@ TEST(bench_scaling) {
   CHECK(strstr(rows, ",scaling_weak_p16384_gpus4,efficiency,"));
   CHECK(strstr(rows, ",scaling_strong_p8192_gpus2,halo_bytes_per_frame,"));
   CHECK(strstr(rows, ",scaling_weak_p8192_gpus2,repartition_ms_per_frame,"));
+  CHECK(strstr(rows, ",scaling_strong_p8192_gpus4,halo_hidden_fraction,"));
+  CHECK(!strstr(rows, ",scaling_strong_p8192_gpus1,halo_hidden_fraction,"));
   free(rows);
   CHECK_EQ_INT(CLI(dir, "bench", "scaling", "--gpus", "0"), 2);
   CHECK_EQ_INT(CLI(dir, "bench", "scaling", "--gpus", "1,17"), 2);

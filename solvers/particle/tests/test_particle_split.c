@@ -319,6 +319,64 @@ TEST(add_after_stepping_bitwise) {
   sys_free(&sp);
 }
 
+/* The overlap measure in the middle of a run: it reports sane times and gives the state back, so
+ * the frames after it are bitwise those of the single solver (captured and uncaptured frames, 1
+ * and 3 partitions). */
+TEST(overlap_measure_gives_the_state_back) {
+  for (int ng = 0; ng < 2; ng++) {
+    scene_opts o = {.model = WF_CONTACT_DEM, .no_graph = ng == 1, .imbalance = -1};
+    sys ref;
+    if (build(&o, NULL, 0, &ref) != WF_OK) {
+      TH_FAIL("reference: %s", wf_last_error());
+      sys_free(&ref);
+      return;
+    }
+    CHECK_OK(sys_step(&ref, 12));
+    float *want = sys_state(&ref);
+    uint32_t n = sys_count(&ref);
+    sys_free(&ref);
+    if (!want) return;
+    int counts[] = {1, 3};
+    for (int c = 0; c < 2; c++) {
+      wf_device *devs[4];
+      pick_devices(counts[c], devs);
+      sys s;
+      wf_particles_split_overlap ov;
+      memset(&ov, 0xff, sizeof ov);
+      wf_status st = build(&o, devs, counts[c], &s);
+      if (st == WF_OK) st = sys_step(&s, 5);
+      if (st == WF_OK) st = wf_particles_split_overlap_measure(s.sp, 2, &ov);
+      if (st == WF_OK) st = sys_step(&s, 7);
+      if (st != WF_OK) {
+        TH_FAIL("%d partitions%s: %s", counts[c], ng ? " (no graph)" : "", wf_last_error());
+        sys_free(&s);
+        continue;
+      }
+      CHECK(ov.frame_ms > 0.0 && ov.frame_no_halo_ms > 0.0);
+      CHECK(ov.hidden_fraction >= 0.0 && ov.hidden_fraction <= 1.0);
+      if (counts[c] == 1) {
+        CHECK(ov.halo_ms == 0.0 && ov.hidden_fraction == 1.0 && ov.halo_bytes_per_frame == 0);
+      } else {
+        CHECK(ov.halo_ms > 0.0 && ov.halo_bytes_per_frame > 0);
+      }
+      printf("  %d partitions%s: frame %.3f ms, without copies %.3f ms, copies %.3f ms, hidden "
+             "%.2f\n",
+             counts[c], ng ? " (no graph)" : "", ov.frame_ms, ov.frame_no_halo_ms, ov.halo_ms,
+             ov.hidden_fraction);
+      float *got = sys_state(&s);
+      char what[80];
+      snprintf(what, sizeof what, "%d partitions, measured after frame 5, vs one solver",
+               counts[c]);
+      if (got) same(want, got, n, what);
+      free(got);
+      CHECK_ERROR(wf_particles_split_overlap_measure(s.sp, 0, &ov), WF_ERR_INVALID, "frames 0");
+      CHECK_ERROR(wf_particles_split_overlap_measure(s.sp, 1, NULL), WF_ERR_INVALID, "NULL");
+      sys_free(&s);
+    }
+    free(want);
+  }
+}
+
 TEST(bad_arguments) {
   wf_particles_split_desc d = wf_particles_split_desc_default();
   wf_particles_split *sp = NULL;
@@ -359,6 +417,7 @@ int main(int argc, char **argv) {
       TH_TEST(partition_becomes_empty),
       TH_TEST(thin_skin_reruns_bitwise),
       TH_TEST(add_after_stepping_bitwise),
+      TH_TEST(overlap_measure_gives_the_state_back),
       TH_TEST(bad_arguments),
   };
   return th_main(argc, argv, tests, sizeof tests / sizeof tests[0]);
