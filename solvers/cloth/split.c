@@ -66,6 +66,7 @@
 #include "cloth_internal.h"
 #include "cloth_kernels.h"
 #include "gpu_internal.h"
+#include "solvers/split_measure.h"
 
 #define MAXP 16
 #define NONE UINT32_MAX
@@ -1106,16 +1107,6 @@ static double now_ms(void) {
   return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* A frame of mode `mode` (its graph g, or stage by stage without one), and a wait for it; the
  * host's clock around both, in ms. */
 static wf_status timed_frame(wf_cloth_split *cs, const char *fn, int mode, wf_graph *g,
@@ -1179,9 +1170,9 @@ static wf_status measure_frames(wf_cloth_split *cs, const char *fn, int frames,
       if (f >= 0) ms[m * frames + f] = t;
     }
   if (st == WF_OK) {
-    out->frame_ms = median(ms, frames);
-    out->frame_no_halo_ms = kinds > 1 ? median(ms + frames, frames) : out->frame_ms;
-    out->halo_ms = kinds > 1 ? median(ms + 2 * frames, frames) : 0.0;
+    out->frame_ms = wf__split_median(ms, frames);
+    out->frame_no_halo_ms = kinds > 1 ? wf__split_median(ms + frames, frames) : out->frame_ms;
+    out->halo_ms = kinds > 1 ? wf__split_median(ms + 2 * frames, frames) : 0.0;
   }
   for (int m = 1; m < 3; m++) /* g[0] is cs->graph */
     if (g[m]) wf_graph_destroy(g[m]);
@@ -1228,9 +1219,8 @@ wf_status wf_cloth_split_overlap_measure(wf_cloth_split *cs, int frames,
   free(pos), free(vel);
   if (st != WF_OK) return st;
   out->halo_bytes_per_frame = cs->info.halo_bytes_per_frame;
-  double exposed = out->frame_ms - out->frame_no_halo_ms;
-  double h = out->halo_ms > 0.0 ? 1.0 - exposed / out->halo_ms : 1.0;
-  out->hidden_fraction = h < 0.0 ? 0.0 : h > 1.0 ? 1.0 : h;
+  out->hidden_fraction =
+      wf__split_hidden_fraction(out->frame_ms, out->frame_no_halo_ms, out->halo_ms);
   return WF_OK;
 }
 

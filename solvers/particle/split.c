@@ -51,6 +51,7 @@
 #include "gpu_internal.h"
 #include "particle_internal.h"
 #include "particle_kernels.h"
+#include "solvers/split_measure.h"
 
 #define MAXP WFP_SPLIT_MAXP
 
@@ -1270,16 +1271,6 @@ wf_status wf_particles_split_step_frames(wf_particles_split *sp, int frames) {
 
 /* ---- how well the halo copies hide -------------------------------------------------------- */
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* The three kinds of frame, interleaved frame by frame (a drift of the clocks hits all three
  * alike), after one warm-up frame each, each timed by the host's clock around the frame and a
  * wait for it; medians into out. With more than one partition every frame starts from the
@@ -1314,9 +1305,9 @@ static wf_status measure_frames(wf_particles_split *sp, int frames,
       if (f >= 0) ms[m * frames + f] = now_ms() - t0;
     }
   if (st == WF_OK) {
-    out->frame_ms = median(ms, frames);
-    out->frame_no_halo_ms = kinds > 1 ? median(ms + frames, frames) : out->frame_ms;
-    out->halo_ms = kinds > 1 ? median(ms + 2 * frames, frames) : 0.0;
+    out->frame_ms = wf__split_median(ms, frames);
+    out->frame_no_halo_ms = kinds > 1 ? wf__split_median(ms + frames, frames) : out->frame_ms;
+    out->halo_ms = kinds > 1 ? wf__split_median(ms + 2 * frames, frames) : 0.0;
   }
   for (int m = 1; m < 3; m++)
     if (g[m]) wf_graph_destroy(g[m]);
@@ -1362,9 +1353,8 @@ wf_status wf_particles_split_overlap_measure(wf_particles_split *sp, int frames,
   free(pos), free(vel);
   if (st != WF_OK) return st;
   out->halo_bytes_per_frame = sp->info.halo_bytes_per_frame;
-  double exposed = out->frame_ms - out->frame_no_halo_ms;
-  double h = out->halo_ms > 0.0 ? 1.0 - exposed / out->halo_ms : 1.0;
-  out->hidden_fraction = h < 0.0 ? 0.0 : h > 1.0 ? 1.0 : h;
+  out->hidden_fraction =
+      wf__split_hidden_fraction(out->frame_ms, out->frame_no_halo_ms, out->halo_ms);
   return WF_OK;
 }
 
