@@ -94,6 +94,26 @@ __device__ __forceinline__ void neighbour_barrier(const wfc_frame_args &a, unsig
   __syncthreads();
 }
 
+/* The end of substep s of a resident frame, after the block's writes: the clock's writer thread
+ * publishes the clock (time after the substep, substeps so far); unless it was the last substep,
+ * the barrier (grid-wide or among neighbour blocks) before the next one. */
+__device__ __forceinline__ void substep_end(const wfc_frame_args &a, const wfc_spring_args *h,
+                                            bool writer, double time, unsigned long long subs,
+                                            bool last, bool grid_barrier, unsigned want,
+                                            uint32_t lo_b, uint32_t hi_b) {
+  if (writer) {
+    wfc_clock c;
+    c.time = time;
+    c.substeps = subs;
+    *h->clock_out = c;
+  }
+  if (last) return;
+  if (grid_barrier)
+    cg::this_grid().sync();
+  else
+    neighbour_barrier(a, want, lo_b, hi_b);
+}
+
 __global__ void __launch_bounds__(kBlock)
     spring_resident_kernel(const __grid_constant__ wfc_frame_args a, uint32_t n) {
   __shared__ unsigned base_s;
@@ -139,18 +159,7 @@ __global__ void __launch_bounds__(kBlock)
     }
     time += (double)p.dt;
     subs++;
-    if (i == 0) {
-      wfc_clock c;
-      c.time = time;
-      c.substeps = subs;
-      *h->clock_out = c;
-    }
-    if (last) break;
-    if (grid_barrier) {
-      cg::this_grid().sync();
-      continue;
-    }
-    neighbour_barrier(a, base + s + 1, lo_b, hi_b);
+    substep_end(a, h, i == 0, time, subs, last, grid_barrier, base + s + 1, lo_b, hi_b);
   }
 }
 
@@ -259,18 +268,8 @@ __global__ void __launch_bounds__(kBlock)
     }
     time += (double)p.dt;
     subs++;
-    if (blockIdx.x == 0 && threadIdx.x == 0) {
-      wfc_clock c;
-      c.time = time;
-      c.substeps = subs;
-      *h->clock_out = c;
-    }
-    if (last) break;
-    if (grid_barrier) {
-      cg::this_grid().sync();
-      continue;
-    }
-    neighbour_barrier(a, base + s + 1, lo_b, hi_b);
+    substep_end(a, h, blockIdx.x == 0 && threadIdx.x == 0, time, subs, last, grid_barrier,
+                base + s + 1, lo_b, hi_b);
   }
 }
 
