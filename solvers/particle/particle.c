@@ -103,6 +103,8 @@ struct wf_particles {
   bool own_stream;
   wf_particles_desc desc;
   uint32_t capacity, count, table;
+  uint32_t launch;     /* 0, or the size the substep's kernels are launched over (wfp_live) */
+  uint32_t generation; /* counts the times the buffers were replaced (grow) */
   int bits;
   wf_buffer *buf[B_COUNT];
   wf_graph *graph;
@@ -168,6 +170,7 @@ double wf_particles_zeta_for_restitution(double e) {
  */
 
 static wf_status upload_params(wf_particles *ps) {
+  ps->params.count = ps->count;
   TRY(wf_upload(ps->buf[B_PARAMS], 0, &ps->params, sizeof ps->params, ps->stream),
       "uploading the parameter block");
   return WF_OK;
@@ -458,6 +461,7 @@ static wf_status grow(wf_particles *ps, uint64_t need) {
   wf_status st = alloc_sized(ps, (uint32_t)cap, nb, &table, &bits);
   if (st != WF_OK) return st;
   drop_graph(ps);
+  ps->generation++;
   size_t n = ps->count;
   size_t elem[] = {[B_POS] = 16, [B_VEL] = 16, [B_GID] = 4, [B_MAT] = 2};
   for (int b = B_POS; b <= B_MAT && st == WF_OK && n; b++)
@@ -815,6 +819,8 @@ static wf_status enqueue_substep(wf_particles *ps, wf_event **marks) {
    * table, arrival order, then each cell in local-index order with the sorted copies */
   TRY(wf_memset(ps->buf[B_COUNTS], 0, 0, ((size_t)ps->table + 1) * 4, ps->stream),
       "clearing the cell counts");
+  n = ps->launch > n ? ps->launch : n; /* the kernels read the count on the device */
+  const uint32_t *live = &params->count;
   wfp_keys_args ka = {params,          ptr(ps, B_POS),    ptr(ps, B_KEYS),
                       ptr(ps, B_VALS), ptr(ps, B_COUNTS), clock};
   if ((st = launch(ps, &wfp_keys, n, &ka, sizeof ka)) != WF_OK) return st;
@@ -824,12 +830,21 @@ static wf_status enqueue_substep(wf_particles *ps, wf_event **marks) {
                       ps->buf[B_TEMP] ? wf_buffer_size(ps->buf[B_TEMP]) : 0};
   if ((st = launch(ps, &wfp_scan, 1, &sa, sizeof sa)) != WF_OK) return st;
   MARK(2);
-  wfp_scatter_args ba = {ptr(ps, B_KEYS), ptr(ps, B_VALS), ptr(ps, B_CELLS), ptr(ps, B_KEYS_OUT)};
+  wfp_scatter_args ba = {ptr(ps, B_KEYS), ptr(ps, B_VALS), ptr(ps, B_CELLS), ptr(ps, B_KEYS_OUT),
+                         live};
   if ((st = launch(ps, &wfp_scatter, n, &ba, sizeof ba)) != WF_OK) return st;
   MARK(3);
-  wfp_place_args ra = {ptr(ps, B_KEYS_OUT), ptr(ps, B_KEYS), ptr(ps, B_CELLS), ptr(ps, B_VALS_OUT),
-                       ptr(ps, B_POS),      ptr(ps, B_VEL),  ptr(ps, B_MAT),   ptr(ps, B_SPOS),
-                       ptr(ps, B_SVEL),     ptr(ps, B_SMAT)};
+  wfp_place_args ra = {ptr(ps, B_KEYS_OUT),
+                       ptr(ps, B_KEYS),
+                       ptr(ps, B_CELLS),
+                       ptr(ps, B_VALS_OUT),
+                       ptr(ps, B_POS),
+                       ptr(ps, B_VEL),
+                       ptr(ps, B_MAT),
+                       ptr(ps, B_SPOS),
+                       ptr(ps, B_SVEL),
+                       ptr(ps, B_SMAT),
+                       live};
   if ((st = launch(ps, &wfp_place, n, &ra, sizeof ra)) != WF_OK) return st;
   if ((st = run_hooks(ps, WFP_HOOK_GRID)) != WF_OK) return st;
   MARK(4);
@@ -845,8 +860,7 @@ static wf_status enqueue_substep(wf_particles *ps, wf_event **marks) {
                          ptr(ps, B_CELLS),
                          NULL, /* the dense table needs no end table */
                          ptr(ps, B_POS),
-                         ptr(ps, B_VEL),
-                         n};
+                         ptr(ps, B_VEL)};
   const wf_kernel *collide = ps->params.model == WFP_XPBD ? &wfp_contacts_xpbd : &wfp_contacts_dem;
   if ((st = launch(ps, collide, n, &ca, sizeof ca)) != WF_OK) return st;
   MARK(5);
@@ -1199,10 +1213,19 @@ wf_status wfp_particles_get(wf_particles *ps, wfp_f4 *pos, wfp_f4 *vel, uint16_t
 }
 
 wfp_arrays wfp_particles_arrays(wf_particles *ps) {
-  return (wfp_arrays){ptr(ps, B_POS), ptr(ps, B_VEL), ptr(ps, B_GID), ptr(ps, B_MAT)};
+  const wfp_params *params = ptr(ps, B_PARAMS);
+  return (wfp_arrays){ptr(ps, B_POS), ptr(ps, B_VEL), ptr(ps, B_GID), ptr(ps, B_MAT),
+                      &params->count};
 }
 
 wf_status wfp_particles_touch(wf_particles *ps) { return touch_all(ps); }
+
+void wfp_particles_set_launch(wf_particles *ps, uint32_t launch) {
+  if (ps->launch != launch) drop_graph(ps);
+  ps->launch = launch;
+}
+
+uint32_t wfp_particles_generation(const wf_particles *ps) { return ps->generation; }
 
 wf_status wfp_particles_resize(wf_particles *ps, uint32_t n, float max_radius, const int32_t lo[3],
                                const int32_t hi[3]) {

@@ -35,12 +35,21 @@ typedef struct wfp_arrays {
   wfp_f4 *pos, *vel;
   uint32_t *gid;
   uint16_t *mat;
+  const uint32_t *count; /* on the device: the particles in use (wfp_live) */
 } wfp_arrays;
 wfp_arrays wfp_particles_arrays(wf_particles *ps);
 /* Records that work the caller queued on the solver's stream (kernels on wfp_particles_arrays)
  * uses every buffer of the solver: a later free or copy ordered on another stream (a graph's
  * release, a copy out to another device) then waits for that work. */
 wf_status wfp_particles_touch(wf_particles *ps);
+/* The size the substep's per-particle kernels are launched over: at least the count (0: the
+ * count). They read the count on the device, so a frame captured with a launch size stays valid
+ * while the count changes up to it (see wfp_live); the solver's own captured frame is dropped
+ * when the size changes. */
+void wfp_particles_set_launch(wf_particles *ps, uint32_t launch);
+/* Changes whenever the solver's buffers are replaced (they grew): a frame captured before then
+ * points at freed memory. */
+uint32_t wfp_particles_generation(const wf_particles *ps);
 
 /* Makes the solver hold n particles whose data the caller then writes on the solver's stream
  * (wfp_particles_arrays), without waiting: grows the buffers in stream order when needed

@@ -48,6 +48,7 @@ static void raise_flags(wfp_clock *c, uint32_t flags, uint32_t index) {
 static void keys_cpu(const void *args, size_t begin, size_t end) {
   const wfp_keys_args *a = args;
   int32_t lo[3] = {INT32_MAX, INT32_MAX, INT32_MAX}, hi[3] = {INT32_MIN, INT32_MIN, INT32_MIN};
+  end = wfp_live(&a->params->count, end);
   for (size_t i = begin; i < end; i++) {
     int32_t c[3];
     uint32_t fl = wfp_key_elem(a->params, a->pos[i], &a->keys[i], c);
@@ -107,11 +108,13 @@ static void scan_cpu(const void *args, size_t begin, size_t end) {
 }
 
 static void scatter_cpu(const void *args, size_t begin, size_t end) {
+  end = wfp_live(((const wfp_scatter_args *)args)->live, end);
   for (size_t i = begin; i < end; i++)
     wfp_scatter_elem(args, (uint32_t)i);
 }
 
 static void place_cpu(const void *args, size_t begin, size_t end) {
+  end = wfp_live(((const wfp_place_args *)args)->live, end);
   for (size_t s = begin; s < end; s++)
     wfp_place_elem(args, (uint32_t)s);
 }
@@ -125,6 +128,7 @@ static void cells_cpu(const void *args, size_t begin, size_t end) {
 static void collide_dem_cpu(const void *args, size_t begin, size_t end) {
   const wfp_collide_args *a = args;
   uint32_t list[WFP_CONTACT_LIST] = {0};
+  end = wfp_live(&a->params->count, end);
   for (size_t s = begin; s < end; s++) {
     uint32_t fl = wfp_collide_dem(a, (uint32_t)s, list, 1u);
     if (fl) raise_flags(a->clock, fl, a->vals[s]);
@@ -134,6 +138,7 @@ static void collide_dem_cpu(const void *args, size_t begin, size_t end) {
 static void collide_xpbd_cpu(const void *args, size_t begin, size_t end) {
   const wfp_collide_args *a = args;
   uint32_t list[WFP_CONTACT_LIST] = {0};
+  end = wfp_live(&a->params->count, end);
   for (size_t s = begin; s < end; s++) {
     uint32_t fl = wfp_collide_xpbd(a, (uint32_t)s, list, 1u);
     if (fl) raise_flags(a->clock, fl, a->vals[s]);
@@ -155,19 +160,22 @@ static void frame_begin_cpu(const void *args, size_t begin, size_t end) {
 }
 
 static void halo_pack_cpu(const void *args, size_t begin, size_t end) {
+  end = wfp_live(((const wfp_halo_args *)args)->live, end);
   for (size_t j = begin; j < end; j++)
     wfp_halo_pack_elem(args, (uint32_t)j);
 }
 
 static void halo_unpack_cpu(const void *args, size_t begin, size_t end) {
+  end = wfp_live(((const wfp_halo_args *)args)->live, end);
   for (size_t j = begin; j < end; j++)
     wfp_halo_unpack_elem(args, (uint32_t)j);
 }
 
 static void drift_cpu(const void *args, size_t begin, size_t end) {
   const wfp_drift_args *a = args;
+  end = wfp_live(a->live, end);
   for (size_t i = begin; i < end; i++)
-    if (wfp_drift_elem(a, (uint32_t)i)) __atomic_store_n(a->flag, 1u, __ATOMIC_RELAXED);
+    if (wfp_drift_elem(a, (uint32_t)i)) __atomic_store_n(&a->ctl->flag, 1u, __ATOMIC_RELAXED);
 }
 
 /* Counts per (owner, holder) and the largest speed, merged once per call. */

@@ -33,7 +33,7 @@ __global__ void keys_kernel(wfp_keys_args a, size_t n) {
   __syncthreads();
   size_t i = index();
   int32_t c[3] = {INT32_MAX, INT32_MAX, INT32_MAX}, d[3] = {INT32_MIN, INT32_MIN, INT32_MIN};
-  if (i < n) {
+  if (i < wfp_live(&a.params->count, n)) {
     uint32_t fl = wfp_key_elem(a.params, a.pos[i], &a.keys[i], c);
     a.vals[i] = a.count ? atomicAdd(&a.count[a.keys[i]], 1u) : (uint32_t)i;
     if (fl) raise_flags(a.clock, fl, (uint32_t)i);
@@ -57,12 +57,12 @@ __global__ void cells_kernel(wfp_cells_args a, size_t n) {
 
 __global__ void scatter_kernel(wfp_scatter_args a, size_t n) {
   size_t i = index();
-  if (i < n) wfp_scatter_elem(&a, (uint32_t)i);
+  if (i < wfp_live(a.live, n)) wfp_scatter_elem(&a, (uint32_t)i);
 }
 
 __global__ void place_kernel(wfp_place_args a, size_t n) {
   size_t s = index();
-  if (s < n) wfp_place_elem(&a, (uint32_t)s);
+  if (s < wfp_live(a.live, n)) wfp_place_elem(&a, (uint32_t)s);
 }
 
 /* One kernel per contact model (chosen on the host, fixed for a solver): each is compiled with
@@ -73,7 +73,7 @@ template <int MINB>
 __global__ void __launch_bounds__(kBlock, MINB) collide_dem_kernel(wfp_collide_args a, size_t n) {
   __shared__ uint32_t list[WFP_CONTACT_LIST * kBlock]; /* a thread's entries kBlock apart */
   size_t s = index();
-  if (s >= n) return;
+  if (s >= wfp_live(&a.params->count, n)) return;
   uint32_t fl = wfp_collide_dem(&a, (uint32_t)s, list + threadIdx.x, kBlock);
   if (fl) raise_flags(a.clock, fl, a.vals[s]);
 }
@@ -82,7 +82,7 @@ template <int MINB>
 __global__ void __launch_bounds__(kBlock, MINB) collide_xpbd_kernel(wfp_collide_args a, size_t n) {
   __shared__ uint32_t list[WFP_CONTACT_LIST * kBlock];
   size_t s = index();
-  if (s >= n) return;
+  if (s >= wfp_live(&a.params->count, n)) return;
   uint32_t fl = wfp_collide_xpbd(&a, (uint32_t)s, list + threadIdx.x, kBlock);
   if (fl) raise_flags(a.clock, fl, a.vals[s]);
 }
@@ -112,18 +112,18 @@ __global__ void frame_begin_kernel(wfp_frame_args a) {
 
 __global__ void halo_pack_kernel(wfp_halo_args a, size_t n) {
   size_t j = index();
-  if (j < n) wfp_halo_pack_elem(&a, (uint32_t)j);
+  if (j < wfp_live(a.live, n)) wfp_halo_pack_elem(&a, (uint32_t)j);
 }
 
 __global__ void halo_unpack_kernel(wfp_halo_args a, size_t n) {
   size_t j = index();
-  if (j < n) wfp_halo_unpack_elem(&a, (uint32_t)j);
+  if (j < wfp_live(a.live, n)) wfp_halo_unpack_elem(&a, (uint32_t)j);
 }
 
 /* Every thread that sees a moved particle stores the same 1: no atomic needed. */
 __global__ void drift_kernel(wfp_drift_args a, size_t n) {
   size_t i = index();
-  if (i < n && wfp_drift_elem(&a, (uint32_t)i)) *a.flag = 1u;
+  if (i < wfp_live(a.live, n) && wfp_drift_elem(&a, (uint32_t)i)) a.ctl->flag = 1u;
 }
 
 /* Counts per (owner, holder) in shared memory (integer atomics), merged into the global counts

@@ -100,7 +100,7 @@ typedef struct wfp_params {
   float cell;      /* grid cell size h (>= the largest particle diameter) */
   float inv_cell;  /* 1 / h */
   int32_t dims[3]; /* the box, cells per axis (product <= the cell table) */
-  uint32_t pad0;
+  uint32_t count;  /* particles in use: the kernels' launches may cover more (see wfp_live) */
   uint32_t n_colliders;
   uint32_t model;   /* WFP_DEM or WFP_XPBD */
   float relaxation; /* XPBD: Jacobi averaging factor omega */
@@ -115,6 +115,14 @@ typedef struct wfp_clock {
   uint32_t first_bad; /* smallest local index with a non-finite state, or UINT32_MAX */
   int32_t lo[3], hi[3];
 } wfp_clock;
+
+/* How many of the n elements a launch covers are in use: a frame captured into a graph launches
+ * its kernels over a size fixed at the capture (at least the count, with some slack) and reads
+ * the count on the device (live: NULL means all n), so the graph stays valid while counts move
+ * within the slack (the split solver's repartitions). */
+WF_HD static inline size_t wfp_live(const uint32_t *live, size_t n) {
+  return live && *live < n ? *live : n;
+}
 
 /* ---- kernel argument structs ------------------------------------------------------------------
  */
@@ -160,6 +168,7 @@ typedef struct wfp_scan_args { /* one element: out[k] = in[0] + ... + in[k - 1],
 typedef struct wfp_scatter_args { /* per particle i: tmp[start[keys[i]] + arrival[i]] = i */
   const uint32_t *keys, *arrival, *start;
   uint32_t *tmp;
+  const uint32_t *live; /* the particles in use (wfp_live) */
 } wfp_scatter_args;
 
 typedef struct wfp_place_args { /* per slot s: the particle tmp[s], ranked in its cell */
@@ -169,6 +178,7 @@ typedef struct wfp_place_args { /* per slot s: the particle tmp[s], ranked in it
   const uint16_t *mat;
   wfp_f4 *spos, *svel;
   uint16_t *smat;
+  const uint32_t *live; /* the particles in use (wfp_live) */
 } wfp_place_args;
 
 typedef struct wfp_collide_args { /* per slot s: contacts, colliders, integration; writes vals[s] */
@@ -179,8 +189,7 @@ typedef struct wfp_collide_args { /* per slot s: contacts, colliders, integratio
   const wfp_f4 *spos, *svel;
   const uint16_t *smat;
   const uint32_t *keys, *vals, *cell_start, *cell_end;
-  wfp_f4 *pos, *vel;
-  uint32_t n;
+  wfp_f4 *pos, *vel; /* slots s < params->count (wfp_live) */
 } wfp_collide_args;
 
 /* The split solver's halo (split.c): pack, per element j, dst[j] = src[idx[j]]; unpack,
@@ -189,16 +198,23 @@ typedef struct wfp_halo_args {
   const uint32_t *idx;
   const wfp_f4 *src_pos, *src_vel;
   wfp_f4 *dst_pos, *dst_vel;
+  const uint32_t *live; /* the ghosts in use (wfp_live) */
 } wfp_halo_args;
 
-/* The split solver's drift check: per particle i, sets *flag when the axis coordinate of pos[i]
- * is further than limit from anchor[i] (a NaN anchor: never). */
+/* The split solver's drift check: per particle i, sets ctl->flag when the axis coordinate of
+ * pos[i] is further than ctl->limit from anchor[i] (a NaN anchor: never). The limit and the axis
+ * live on the device with the flag, so a captured frame follows the repartitions. */
+typedef struct wfp_drift_ctl {
+  uint32_t flag;
+  float limit;
+  int32_t axis;
+  uint32_t pad;
+} wfp_drift_ctl;
 typedef struct wfp_drift_args {
   const wfp_f4 *pos;
   const float *anchor;
-  uint32_t *flag;
-  float limit;
-  int axis;
+  wfp_drift_ctl *ctl;
+  const uint32_t *live; /* the particles in use (wfp_live) */
 } wfp_drift_args;
 
 /* The split solver's repartition on the devices (split.c). Slabs along `axis`: partition p owns
@@ -847,8 +863,10 @@ WF_HD static inline void wfp_halo_unpack_elem(const wfp_halo_args *a, uint32_t j
 /* 1 when particle i moved further than the limit along the axis. */
 WF_HD static inline int wfp_drift_elem(const wfp_drift_args *a, uint32_t i) {
   wfp_f4 x = a->pos[i];
-  float d = (a->axis == 0 ? x.x : a->axis == 1 ? x.y : x.z) - a->anchor[i];
-  return d > a->limit || d < -a->limit;
+  int axis = a->ctl->axis;
+  float limit = a->ctl->limit;
+  float d = (axis == 0 ? x.x : axis == 1 ? x.y : x.z) - a->anchor[i];
+  return d > limit || d < -limit;
 }
 
 /* ---- the split solver's repartition ---------------------------------------------------------- */

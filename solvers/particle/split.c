@@ -31,9 +31,16 @@
  *
  * A frame — every partition's begin, K substeps each followed by the exchange, end — is captured
  * once into one graph on partition 0's stream (the other streams fork from it and join back) and
- * launched with one call. A repartition changes the partitions' particle counts, so the next
- * frame captures the graph again; the GPU layer updates the executable graph in place where its
- * shape did not change (wf_capture_end_update).
+ * launched with one call. A repartition changes the partitions' particle and ghost counts, but
+ * the frame does not bake them in: its kernels and copies cover launch sizes with some slack
+ * (launch_for), and read the counts on the device (a partition's from its parameter block, a
+ * link's from the head of its index lists, written by the selection that makes them), as they
+ * read the drift limit and axis (wfp_drift_ctl). So the graph is captured again only when a
+ * count outgrows its launch size (or shrinks far below it), a buffer is replaced or the links
+ * change (graph_key), not at every repartition: recording and updating a graph of a few thousand
+ * nodes took 4 to 14 ms of host time a frame at 4 GPUs, while the GPUs waited. When it is
+ * captured again, the GPU layer updates the executable graph in place where its shape did not
+ * change (wf_capture_end_update).
  *
  * A repartition, between frames: the host waits for the frame, reads the drift flags (a rerun
  * first if one is raised) and each partition's counts from a classify kernel (which partitions
@@ -54,6 +61,8 @@
 #include "solvers/split_measure.h"
 
 #define MAXP WFP_SPLIT_MAXP
+/* words of a graph key: per partition 4, per link 6 (at most MAXP * (MAXP - 1) links), and 2 */
+#define GRAPH_KEY_MAX (MAXP * 4 + MAXP * (MAXP - 1) * 6 + 2)
 
 /* What enqueue_frame enqueues: the frame; the frame without the halo copies (every wait and
  * event stays, so the frame's shape is the same; the ghosts go stale); only the halo copies with
@@ -89,10 +98,11 @@ typedef struct dbuf {
 typedef struct link {
   int from, to;
   uint32_t n;
-  dbuf src_idx; /* on from's device: from-local indices, global-id order */
-  dbuf send;    /* on from's device: n positions, then n velocities */
-  dbuf recv;    /* on to's device: the same */
-  dbuf dst_idx; /* on to's device: to-local ghost slots */
+  uint32_t launch; /* >= n: what the frame's packs, copy and unpacks cover (see launch_for) */
+  dbuf src_idx;    /* on from's device: n, then n from-local indices in global-id order */
+  dbuf send;       /* on from's device: launch positions, then launch velocities */
+  dbuf recv;       /* on to's device: the same */
+  dbuf dst_idx;    /* on to's device: n, then the n to-local ghost slots */
 } link;
 
 /* What partition q sends partition d at a repartition, on q's device: the indices of the
@@ -106,10 +116,12 @@ typedef struct part {
   wf_device *dev;
   wf_stream *copy; /* halo copies out of this partition */
   uint32_t n_local, n_owned;
+  uint32_t launch; /* the solver's launch size (wfp_particles_set_launch), see launch_for */
   float lo, hi;    /* slab along the axis */
   dbuf anchor;     /* on the device: the axis coordinate of every owned particle at the
                     * repartition; NaN for a ghost */
-  wf_buffer *flag; /* on the device: set when a particle moved more than skin/2 */
+  wf_buffer *flag; /* on the device, a wfp_drift_ctl: the flag set when a particle moved more
+                    * than skin/2, the limit and the axis */
   /* the repartition on the device (see device_repartition) */
   dbuf tag, counts, snap_pos, snap_vel;
   dbuf in_pos, in_vel, in_gid, in_mat; /* received particles, by sender */
@@ -142,8 +154,11 @@ struct wf_particles_split {
   float rmax;        /* the largest radius */
   float vmax;        /* the largest speed at the last repartition */
   wf_graph *graph;
-  bool graph_stale; /* the partitions changed since the graph was captured */
-  int mode;         /* FRAME_*: what enqueue_frame enqueues (the overlap measure) */
+  bool graph_stale; /* something the frame reads changed since the graph was captured */
+  /* what the graph was captured with (graph_key): launch sizes, buffers, links */
+  uint64_t key[GRAPH_KEY_MAX];
+  size_t key_n;
+  int mode; /* FRAME_*: what enqueue_frame enqueues (the overlap measure) */
   wf_particles_split_info info;
 };
 
@@ -173,6 +188,58 @@ static void dbuf_free(dbuf *d, wf_stream *s) {
 
 /* The frame graph no longer matches the partitions: the next frame captures it again. */
 static void drop_graph(wf_particles_split *sp) { sp->graph_stale = true; }
+
+/* The size a frame's kernels (and a link's copy) cover for n elements, given the size in use:
+ * kept while it holds n and wastes at most about a quarter, so the captured frame survives the
+ * small changes of counts from one repartition to the next (its kernels read the counts on the
+ * device, wfp_live); else n and a sixteenth. 0 for none: an empty partition or link has no
+ * kernels in the frame. */
+static uint32_t launch_for(uint32_t n, uint32_t cur) {
+  if (!n) return 0;
+  if (cur >= n && cur - n <= n / 4 + 1024) return cur;
+  uint64_t l = (uint64_t)n + n / 16 + 256;
+  return l > UINT32_MAX ? UINT32_MAX : (uint32_t)l;
+}
+
+/* Clears a partition's drift flag and sets the limit and the axis its frames check (they are
+ * read on the device, so the captured frame follows the repartitions). */
+static wf_status drift_arm(wf_particles_split *sp, part *pt) {
+  wfp_drift_ctl c = {0u, WFP_DRIFT_SHARE * sp->skin, sp->axis, 0u};
+  TRY(wf_upload(pt->flag, 0, &c, sizeof c, wf_particles_stream(pt->ps)), "arming the drift check");
+  return WF_OK;
+}
+
+/* Everything a captured frame holds that a repartition may change: the partitions' launch sizes
+ * and buffers, the links with their launch sizes and buffers. The frame is captured again when
+ * this changes (run_frames), not at every repartition. */
+static size_t graph_key(const wf_particles_split *sp, uint64_t *key) {
+  size_t n = 0;
+  key[n++] = (uint64_t)sp->np;
+  key[n++] = (uint64_t)sp->n_links;
+  for (int p = 0; p < sp->np; p++) {
+    const part *pt = &sp->parts[p];
+    key[n++] = pt->launch;
+    key[n++] = wfp_particles_generation(pt->ps);
+    key[n++] = (uint64_t)(uintptr_t)pt->anchor.b;
+    key[n++] = (uint64_t)(uintptr_t)pt->flag;
+  }
+  for (int l = 0; l < sp->n_links; l++) {
+    const link *k = &sp->links[l];
+    key[n++] = (uint64_t)k->from << 32 | (uint32_t)k->to;
+    key[n++] = k->launch;
+    key[n++] = (uint64_t)(uintptr_t)k->src_idx.b;
+    key[n++] = (uint64_t)(uintptr_t)k->send.b;
+    key[n++] = (uint64_t)(uintptr_t)k->recv.b;
+    key[n++] = (uint64_t)(uintptr_t)k->dst_idx.b;
+  }
+  return n;
+}
+
+static bool graph_matches(const wf_particles_split *sp) {
+  uint64_t key[GRAPH_KEY_MAX];
+  size_t n = graph_key(sp, key);
+  return n == sp->key_n && !memcmp(key, sp->key, n * sizeof key[0]);
+}
 
 wf_particles_split_desc wf_particles_split_desc_default(void) {
   return (wf_particles_split_desc){.solver = wf_particles_desc_default(),
@@ -282,7 +349,8 @@ wf_status wf_particles_split_create(wf_device *const *devices, int n,
     wf_stream *s = pt->ps ? wf_particles_stream(pt->ps) : NULL;
     if (st == WF_OK && (st = wf_stream_create(pt->dev, 0, &pt->copy)) != WF_OK)
       fail_gpu(sp->name, st, "creating a copy stream");
-    if (st == WF_OK && (st = wf_buffer_create(pt->dev, 4, WF_BUFFER_ZERO, s, &pt->flag)) != WF_OK)
+    if (st == WF_OK && (st = wf_buffer_create(pt->dev, sizeof(wfp_drift_ctl), WF_BUFFER_ZERO, s,
+                                              &pt->flag)) != WF_OK)
       fail_gpu(sp->name, st, "allocating a flag");
     for (int q = 0; q < p && st == WF_OK; q++)
       if (devices[q] != devices[p] && (!wf_device_can_access_peer(devices[p], devices[q]) ||
@@ -472,15 +540,18 @@ static wf_status add_link(wf_particles_split *sp, int q, int p, uint32_t n, link
     dbuf_free(&k->src_idx, sf), dbuf_free(&k->send, sf);
     dbuf_free(&k->recv, sto), dbuf_free(&k->dst_idx, sto);
   }
+  if (k->from != q || k->to != p) k->launch = 0;
   k->from = q, k->to = p, k->n = n;
+  k->launch = launch_for(n, k->launch);
   sp->n_links++;
   part *from = &sp->parts[q], *to = &sp->parts[p];
   wf_stream *sq = wf_particles_stream(from->ps), *s = wf_particles_stream(to->ps);
+  size_t m = k->launch;
   wf_status st;
-  if ((st = dbuf_reserve(sp, &k->src_idx, from->dev, sq, (size_t)n * 4)) != WF_OK ||
-      (st = dbuf_reserve(sp, &k->send, from->dev, sq, (size_t)n * 32)) != WF_OK ||
-      (st = dbuf_reserve(sp, &k->recv, to->dev, s, (size_t)n * 32)) != WF_OK ||
-      (st = dbuf_reserve(sp, &k->dst_idx, to->dev, s, (size_t)n * 4)) != WF_OK)
+  if ((st = dbuf_reserve(sp, &k->src_idx, from->dev, sq, (m + 1) * 4)) != WF_OK ||
+      (st = dbuf_reserve(sp, &k->send, from->dev, sq, m * 32)) != WF_OK ||
+      (st = dbuf_reserve(sp, &k->recv, to->dev, s, m * 32)) != WF_OK ||
+      (st = dbuf_reserve(sp, &k->dst_idx, to->dev, s, (m + 1) * 4)) != WF_OK)
     return st;
   *out = k;
   return WF_OK;
@@ -499,7 +570,11 @@ static void partitioned(wf_particles_split *sp, uint64_t halo) {
   sp->info.halo_bytes_per_frame = halo * (uint64_t)sp->desc.solver.substeps;
   sp->distributed = true;
   sp->frames_since = 0;
-  drop_graph(sp);
+  for (int p = 0; p < sp->np; p++) {
+    part *pt = &sp->parts[p];
+    pt->launch = launch_for(pt->n_local, pt->launch);
+    wfp_particles_set_launch(pt->ps, pt->launch);
+  }
 }
 
 /* Distributes the master state (sp->pos/vel/mat, global-id order) over the partitions: owners by
@@ -582,7 +657,7 @@ static wf_status distribute(wf_particles_split *sp) {
   wfp_f4 *lv = st == WF_OK ? malloc(most * sizeof *lv) : NULL;
   uint16_t *lm = st == WF_OK ? malloc(most * sizeof *lm) : NULL;
   float *la = st == WF_OK ? malloc(most * sizeof *la) : NULL;
-  uint32_t *idx = st == WF_OK ? malloc(most * 4) : NULL;
+  uint32_t *idx = st == WF_OK ? malloc((most + 1) * 4) : NULL;
   if (st == WF_OK && (!lp || !lv || !lm || !la || !idx))
     st = fail(WF_ERR_OUT_OF_MEMORY, "particles '%s' (split): out of host memory", sp->name);
   uint32_t *gid = st == WF_OK ? malloc(most * 4) : NULL;
@@ -615,8 +690,7 @@ static wf_status distribute(wf_particles_split *sp) {
     if (st == WF_OK && m && (st = wf_upload(pt->snap_pos.b, 0, lp, m * 16, s)) == WF_OK)
       st = wf_upload(pt->snap_vel.b, 0, lv, m * 16, s);
     if (st != WF_OK) break;
-    if (st == WF_OK && (st = wf_memset(pt->flag, 0, 0, 4, s)) != WF_OK)
-      fail_gpu(sp->name, st, "clearing the drift flag");
+    if (st == WF_OK) st = drift_arm(sp, pt);
     /* the links into p */
     for (int q = 0; q < np && st == WF_OK; q++) {
       grow_list *gs = &ghost_src[q][p];
@@ -625,12 +699,13 @@ static wf_status distribute(wf_particles_split *sp) {
       size_t c = gs->n;
       if ((st = add_link(sp, q, p, (uint32_t)c, &k)) != WF_OK) break;
       wf_stream *sq = wf_particles_stream(sp->parts[q].ps);
+      idx[0] = (uint32_t)c; /* the count first (see link) */
       for (size_t j = 0; j < c; j++)
-        idx[j] = loc[gs->a[j]];
-      if ((st = wf_upload(k->src_idx.b, 0, idx, c * 4, sq)) != WF_OK) break;
+        idx[1 + j] = loc[gs->a[j]];
+      if ((st = wf_upload(k->src_idx.b, 0, idx, (c + 1) * 4, sq)) != WF_OK) break;
       for (size_t j = 0; j < c; j++)
-        idx[j] = slot_of[gs->a[j]];
-      if ((st = wf_upload(k->dst_idx.b, 0, idx, c * 4, s)) != WF_OK) break;
+        idx[1 + j] = slot_of[gs->a[j]];
+      if ((st = wf_upload(k->dst_idx.b, 0, idx, (c + 1) * 4, s)) != WF_OK) break;
       halo += (uint64_t)c * 32;
     }
   }
@@ -674,7 +749,7 @@ static wf_status restore(wf_particles_split *sp) {
     if (m) TRY(wf_copy(vel, 0, pt->snap_vel.b, 0, m * 16, s), "restoring the snapshot");
     wf_status st = wfp_clock_set(pt->ps, sp->snap_time, sp->snap_substeps);
     if (st != WF_OK) return st;
-    TRY(wf_memset(pt->flag, 0, 0, 4, s), "clearing the drift flag");
+    if ((st = drift_arm(sp, pt)) != WF_OK) return st;
   }
   sp->frames_since = 0;
   return WF_OK;
@@ -786,18 +861,20 @@ static int key_bits(uint32_t n) {
   return b;
 }
 
-/* out[0..) = the indices i < n of partition pt with tag[i] & bit, on its stream. */
+/* The indices i < n of partition pt with tag[i] & bit, on its stream: at out[0..), or with
+ * `counted` their count at out[0] and the indices from out[1] (a link's lists). */
 static wf_status select_tagged(wf_particles_split *sp, part *pt, uint32_t n, uint32_t bit,
-                               dbuf *out) {
+                               dbuf *out, bool counted) {
   wf_stream *s = wf_particles_stream(pt->ps);
   size_t tb = (wfp_select_temp_bytes(pt->dev, n) + 15) / 16 * 16; /* the count after it, aligned */
   wf_status st;
   if ((st = dbuf_reserve(sp, &pt->select_temp, pt->dev, s, tb + 16)) != WF_OK) return st;
   uint32_t *count = (uint32_t *)((char *)wf_buffer_ptr(pt->select_temp.b) + tb);
+  uint32_t *idx = wf_buffer_ptr(out->b);
   wfp_select_args a = {wf_buffer_ptr(pt->tag.b),
                        bit,
-                       wf_buffer_ptr(out->b),
-                       count,
+                       counted ? idx + 1 : idx,
+                       counted ? idx : count,
                        n,
                        tb ? wf_buffer_ptr(pt->select_temp.b) : NULL,
                        tb};
@@ -875,7 +952,7 @@ static wf_status device_repartition(wf_particles_split *sp) {
           (st = dbuf_reserve(sp, &o->vel, pt->dev, s, (size_t)n * 16)) != WF_OK ||
           (st = dbuf_reserve(sp, &o->gid, pt->dev, s, (size_t)n * 4)) != WF_OK ||
           (st = dbuf_reserve(sp, &o->mat, pt->dev, s, (size_t)n * 2)) != WF_OK ||
-          (st = select_tagged(sp, pt, pt->n_local, 1u << d, &o->idx)) != WF_OK)
+          (st = select_tagged(sp, pt, pt->n_local, 1u << d, &o->idx, false)) != WF_OK)
         break;
       wfp_migrate_pack_args pa = {wf_buffer_ptr(o->idx.b),
                                   a.pos,
@@ -1012,19 +1089,15 @@ static wf_status device_repartition(wf_particles_split *sp) {
       if (!n) continue;
       link *k = NULL;
       if ((st = add_link(sp, r, d, n, &k)) != WF_OK ||
-          (st = select_tagged(sp, &sp->parts[r], sp->parts[r].n_local, 1u << d, &k->src_idx)) !=
-              WF_OK ||
-          (st = select_tagged(sp, &sp->parts[d], sp->parts[d].n_local, 1u << (16 + r),
-                              &k->dst_idx)) != WF_OK)
+          (st = select_tagged(sp, &sp->parts[r], sp->parts[r].n_local, 1u << d, &k->src_idx,
+                              true)) != WF_OK ||
+          (st = select_tagged(sp, &sp->parts[d], sp->parts[d].n_local, 1u << (16 + r), &k->dst_idx,
+                              true)) != WF_OK)
         break;
       halo += (uint64_t)n * 32;
     }
-  for (int p = 0; p < np && st == WF_OK; p++) {
-    part *pt = &sp->parts[p];
-    wf_stream *s = wf_particles_stream(pt->ps);
-    if ((st = wf_memset(pt->flag, 0, 0, 4, s)) != WF_OK)
-      fail_gpu(sp->name, st, "clearing the drift flag");
-  }
+  for (int p = 0; p < np && st == WF_OK; p++)
+    st = drift_arm(sp, &sp->parts[p]);
   free(cnt);
   if (st == WF_OK) partitioned(sp, halo);
   return st;
@@ -1093,12 +1166,12 @@ static wf_status halo_exchange(wf_particles_split *sp) {
   /* drift check of every partition after its substep */
   for (int p = 0; p < sp->np && work; p++) {
     part *pt = &sp->parts[p];
-    if (!pt->n_local) continue;
+    if (!pt->launch) continue;
     wf_buffer *pos;
     TRY(wf_particles_state_buffers(pt->ps, &pos, NULL, NULL), "reading the state buffers");
     wfp_drift_args da = {wf_buffer_ptr(pos), wf_buffer_ptr(pt->anchor.b), wf_buffer_ptr(pt->flag),
-                         WFP_DRIFT_SHARE * sp->skin, sp->axis};
-    TRY(wf_launch(&wfp_drift, pt->n_local, &da, sizeof da, s[p]), "launching the drift check");
+                         wfp_particles_arrays(pt->ps).count};
+    TRY(wf_launch(&wfp_drift, pt->launch, &da, sizeof da, s[p]), "launching the drift check");
   }
   /* a partition's packs wait for its previous copies (the send buffers are reused) */
   bool sends[MAXP] = {false};
@@ -1111,9 +1184,10 @@ static wf_status halo_exchange(wf_particles_split *sp) {
     wf_buffer *pos, *vel;
     TRY(wf_particles_state_buffers(sp->parts[k->from].ps, &pos, &vel, NULL), "state buffers");
     wfp_f4 *send = wf_buffer_ptr(k->send.b);
-    wfp_halo_args pa = {wf_buffer_ptr(k->src_idx.b), wf_buffer_ptr(pos), wf_buffer_ptr(vel), send,
-                        send + k->n};
-    TRY(wf_launch(&wfp_halo_pack, k->n, &pa, sizeof pa, s[k->from]), "launching a halo pack");
+    const uint32_t *idx = wf_buffer_ptr(k->src_idx.b);
+    wfp_halo_args pa = {idx + 1, wf_buffer_ptr(pos), wf_buffer_ptr(vel),
+                        send,    send + k->launch,   idx};
+    TRY(wf_launch(&wfp_halo_pack, k->launch, &pa, sizeof pa, s[k->from]), "launching a halo pack");
   }
   /* every copy waits for its pack and for the receiver's substep */
   for (int l = 0; l < sp->n_links; l++) {
@@ -1122,7 +1196,7 @@ static wf_status halo_exchange(wf_particles_split *sp) {
     TRY(wf_stream_wait_stream(c, s[k->from]), "ordering a halo copy");
     TRY(wf_stream_wait_stream(c, s[k->to]), "ordering a halo copy");
     if (sp->mode != FRAME_NO_COPY)
-      TRY(wf_copy(k->recv.b, 0, k->send.b, 0, (size_t)k->n * 32, c), "copying a halo");
+      TRY(wf_copy(k->recv.b, 0, k->send.b, 0, (size_t)k->launch * 32, c), "copying a halo");
   }
   for (int l = 0; l < sp->n_links; l++) {
     link *k = &sp->links[l];
@@ -1131,9 +1205,11 @@ static wf_status halo_exchange(wf_particles_split *sp) {
     wf_buffer *pos, *vel;
     TRY(wf_particles_state_buffers(sp->parts[k->to].ps, &pos, &vel, NULL), "state buffers");
     wfp_f4 *recv = wf_buffer_ptr(k->recv.b);
-    wfp_halo_args ua = {wf_buffer_ptr(k->dst_idx.b), recv, recv + k->n, wf_buffer_ptr(pos),
-                        wf_buffer_ptr(vel)};
-    TRY(wf_launch(&wfp_halo_unpack, k->n, &ua, sizeof ua, s[k->to]), "launching a halo unpack");
+    const uint32_t *idx = wf_buffer_ptr(k->dst_idx.b);
+    wfp_halo_args ua = {idx + 1, recv, recv + k->launch, wf_buffer_ptr(pos), wf_buffer_ptr(vel),
+                        idx};
+    TRY(wf_launch(&wfp_halo_unpack, k->launch, &ua, sizeof ua, s[k->to]),
+        "launching a halo unpack");
   }
   return WF_OK;
 }
@@ -1207,6 +1283,7 @@ static wf_status capture_mode(wf_particles_split *sp, int mode, wf_graph **g) {
   }
   TRY(wf_capture_end_update(s0, &sp->graph), "ending the frame capture");
   sp->graph_stale = false;
+  sp->key_n = graph_key(sp, sp->key);
   sp->info.captures++;
   sp->info.capture_ms += now_ms() - t0;
   return WF_OK;
@@ -1236,7 +1313,8 @@ static wf_status run_frames(wf_particles_split *sp, int frames, int mode, wf_gra
         TRY(wf_stream_wait_stream(s0, wf_particles_stream(sp->parts[p].ps)), "ordering");
     }
   } else {
-    if (!g && (!sp->graph || sp->graph_stale) && (st = capture(sp)) != WF_OK) return st;
+    if (!g && (!sp->graph || sp->graph_stale || !graph_matches(sp)) && (st = capture(sp)) != WF_OK)
+      return st;
     for (int f = 0; f < frames; f++)
       TRY(wf_graph_launch(g ? g : sp->graph, s0), "launching a frame");
   }
@@ -1286,7 +1364,7 @@ static wf_status measure_frames(wf_particles_split *sp, int frames,
     return fail(WF_ERR_OUT_OF_MEMORY, "particles '%s' (split): out of host memory", sp->name);
   wf_status st = WF_OK;
   if (!sp->desc.solver.no_graph) {
-    if (!sp->graph || sp->graph_stale) st = capture(sp);
+    if (!sp->graph || sp->graph_stale || !graph_matches(sp)) st = capture(sp);
     for (int m = 1; m < kinds && st == WF_OK; m++)
       st = capture_mode(sp, m, &g[m]);
   }

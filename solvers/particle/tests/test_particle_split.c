@@ -222,6 +222,45 @@ TEST(repartition_every_third_frame_bitwise) {
   CHECK(info.captures * 2 <= 30); /* replayed between repartitions */
 }
 
+/* The frame graph outlives the repartitions: once the column has settled, a repartition every
+ * frame still moves particles and ghosts between the partitions (counts change by a few), but
+ * the frames replay the graph captured before (its kernels cover launch sizes with slack and
+ * read the counts on the device) instead of capturing it again. Bitwise the single solver's. */
+TEST(settled_column_keeps_its_frame_graph) {
+  scene_opts o = {.model = WF_CONTACT_DEM, .imbalance = -1};
+  const int settle = 90, more = 30;
+  sys ref;
+  if (build(&o, NULL, 0, &ref) != WF_OK) {
+    TH_FAIL("reference: %s", wf_last_error());
+    sys_free(&ref);
+    return;
+  }
+  CHECK_OK(sys_step(&ref, settle + more));
+  float *want = sys_state(&ref);
+  uint32_t n = sys_count(&ref);
+  sys_free(&ref);
+  wf_device *devs[4];
+  pick_devices(3, devs);
+  sys s;
+  wf_particles_split_info a, b;
+  memset(&a, 0, sizeof a), memset(&b, 0, sizeof b);
+  wf_status st = build(&o, devs, 3, &s);
+  if (st == WF_OK) st = sys_step(&s, settle);
+  if (st == WF_OK) st = wf_particles_split_info_get(s.sp, &a);
+  if (st == WF_OK) st = sys_step(&s, more);
+  if (st == WF_OK) st = wf_particles_split_info_get(s.sp, &b);
+  if (st != WF_OK) TH_FAIL("split: %s", wf_last_error());
+  float *got = st == WF_OK ? sys_state(&s) : NULL;
+  if (got && want) same(want, got, n, "3 partitions vs one solver");
+  printf("  frames %d..%d: repartitions %llu, captures %llu (before: %llu captures)\n", settle,
+         settle + more, (unsigned long long)(b.repartitions - a.repartitions),
+         (unsigned long long)(b.captures - a.captures), (unsigned long long)a.captures);
+  CHECK(b.repartitions - a.repartitions >= (uint64_t)more);
+  CHECK(b.captures - a.captures <= 2);
+  free(got), free(want);
+  sys_free(&s);
+}
+
 TEST(uncaptured_frames_bitwise) {
   scene_opts o = {.model = WF_CONTACT_DEM, .no_graph = true, .imbalance = -1};
   int counts[] = {3};
@@ -413,6 +452,7 @@ int main(int argc, char **argv) {
       TH_TEST(column_xpbd_bitwise),
       TH_TEST(uncaptured_frames_bitwise),
       TH_TEST(repartition_every_third_frame_bitwise),
+      TH_TEST(settled_column_keeps_its_frame_graph),
       TH_TEST(migration_both_directions),
       TH_TEST(partition_becomes_empty),
       TH_TEST(thin_skin_reruns_bitwise),
