@@ -103,8 +103,10 @@ struct wf_particles {
   bool own_stream;
   wf_particles_desc desc;
   uint32_t capacity, count, table;
-  uint32_t launch;     /* 0, or the size the substep's kernels are launched over (wfp_live) */
-  uint32_t generation; /* counts the times the buffers were replaced (grow) */
+  uint32_t launch;           /* 0, or the size the substep's kernels are launched over (wfp_live) */
+  uint32_t generation;       /* counts the times the buffers were replaced (grow) */
+  const float *drift_anchor; /* the split's drift check (wfp_particles_set_drift), or NULL */
+  wfp_drift_ctl *drift_ctl;
   int bits;
   wf_buffer *buf[B_COUNT];
   wf_graph *graph;
@@ -860,7 +862,9 @@ static wf_status enqueue_substep(wf_particles *ps, wf_event **marks) {
                          ptr(ps, B_CELLS),
                          NULL, /* the dense table needs no end table */
                          ptr(ps, B_POS),
-                         ptr(ps, B_VEL)};
+                         ptr(ps, B_VEL),
+                         ps->drift_anchor,
+                         ps->drift_ctl};
   const wf_kernel *collide = ps->params.model == WFP_XPBD ? &wfp_contacts_xpbd : &wfp_contacts_dem;
   if ((st = launch(ps, collide, n, &ca, sizeof ca)) != WF_OK) return st;
   MARK(5);
@@ -1227,12 +1231,18 @@ void wfp_particles_set_launch(wf_particles *ps, uint32_t launch) {
 
 uint32_t wfp_particles_generation(const wf_particles *ps) { return ps->generation; }
 
+void wfp_particles_set_drift(wf_particles *ps, const float *anchor, wfp_drift_ctl *ctl) {
+  if (ps->drift_anchor != anchor || ps->drift_ctl != ctl) drop_graph(ps);
+  ps->drift_anchor = anchor, ps->drift_ctl = anchor ? ctl : NULL;
+}
+
 wf_status wfp_particles_resize(wf_particles *ps, uint32_t n, float max_radius, const int32_t lo[3],
                                const int32_t hi[3]) {
   drop_graph(ps);
   ps->count = 0; /* the caller rewrites every particle: nothing to copy if the buffers grow */
   wf_status st;
-  if (n > ps->capacity && (st = grow(ps, n)) != WF_OK) return st;
+  uint32_t want = n > ps->launch ? n : ps->launch; /* room for the launch size too */
+  if (want > ps->capacity && (st = grow(ps, want)) != WF_OK) return st;
   ps->count = n;
   ps->frame_pending = false;
   ps->max_radius = fmaxf(ps->max_radius, max_radius);
@@ -1261,7 +1271,8 @@ wf_status wfp_particles_replace(wf_particles *ps, uint32_t n, const wfp_f4 *pos,
   drop_graph(ps);
   ps->count = 0; /* nothing to copy if the buffers grow */
   wf_status st;
-  if (n > ps->capacity && (st = grow(ps, n)) != WF_OK) return st;
+  uint32_t want = n > ps->launch ? n : ps->launch; /* room for the launch size too */
+  if (want > ps->capacity && (st = grow(ps, want)) != WF_OK) return st;
   if (n) {
     TRY(wf_upload(ps->buf[B_POS], 0, pos, (size_t)n * 16, ps->stream), "uploading positions");
     TRY(wf_upload(ps->buf[B_VEL], 0, vel, (size_t)n * 16, ps->stream), "uploading velocities");

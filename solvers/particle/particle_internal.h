@@ -50,6 +50,9 @@ void wfp_particles_set_launch(wf_particles *ps, uint32_t launch);
 /* Changes whenever the solver's buffers are replaced (they grew): a frame captured before then
  * points at freed memory. */
 uint32_t wfp_particles_generation(const wf_particles *ps);
+/* The split solver's drift check in the solver's contact kernels (wfp_drift_ctl): anchors per
+ * local particle and the control block, on the solver's device; NULL: none. */
+void wfp_particles_set_drift(wf_particles *ps, const float *anchor, wfp_drift_ctl *ctl);
 
 /* Makes the solver hold n particles whose data the caller then writes on the solver's stream
  * (wfp_particles_arrays), without waiting: grows the buffers in stream order when needed

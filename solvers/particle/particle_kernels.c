@@ -45,6 +45,12 @@ static void raise_flags(wfp_clock *c, uint32_t flags, uint32_t index) {
   atomic_min_u32(&c->first_bad, index);
 }
 
+/* A contact kernel's flags: the drift check's to the split's flag, the rest to the clock. */
+static void raise_contact_flags(const wfp_collide_args *a, uint32_t flags, uint32_t index) {
+  if (flags & WFP_FLAG_DRIFT) __atomic_store_n(&a->drift->flag, 1u, __ATOMIC_RELAXED);
+  if (flags & ~WFP_FLAG_DRIFT) raise_flags(a->clock, flags & ~WFP_FLAG_DRIFT, index);
+}
+
 static void keys_cpu(const void *args, size_t begin, size_t end) {
   const wfp_keys_args *a = args;
   int32_t lo[3] = {INT32_MAX, INT32_MAX, INT32_MAX}, hi[3] = {INT32_MIN, INT32_MIN, INT32_MIN};
@@ -131,7 +137,7 @@ static void collide_dem_cpu(const void *args, size_t begin, size_t end) {
   end = wfp_live(&a->params->count, end);
   for (size_t s = begin; s < end; s++) {
     uint32_t fl = wfp_collide_dem(a, (uint32_t)s, list, 1u);
-    if (fl) raise_flags(a->clock, fl, a->vals[s]);
+    if (fl) raise_contact_flags(a, fl, a->vals[s]);
   }
 }
 
@@ -141,7 +147,7 @@ static void collide_xpbd_cpu(const void *args, size_t begin, size_t end) {
   end = wfp_live(&a->params->count, end);
   for (size_t s = begin; s < end; s++) {
     uint32_t fl = wfp_collide_xpbd(a, (uint32_t)s, list, 1u);
-    if (fl) raise_flags(a->clock, fl, a->vals[s]);
+    if (fl) raise_contact_flags(a, fl, a->vals[s]);
   }
 }
 
@@ -169,13 +175,6 @@ static void halo_unpack_cpu(const void *args, size_t begin, size_t end) {
   end = wfp_live(((const wfp_halo_args *)args)->live, end);
   for (size_t j = begin; j < end; j++)
     wfp_halo_unpack_elem(args, (uint32_t)j);
-}
-
-static void drift_cpu(const void *args, size_t begin, size_t end) {
-  const wfp_drift_args *a = args;
-  end = wfp_live(a->live, end);
-  for (size_t i = begin; i < end; i++)
-    if (wfp_drift_elem(a, (uint32_t)i)) __atomic_store_n(&a->ctl->flag, 1u, __ATOMIC_RELAXED);
 }
 
 /* Counts per (owner, holder) and the largest speed, merged once per call. */
@@ -257,7 +256,6 @@ const wf_kernel wfp_frame_begin = {"particle_frame_begin", frame_begin_cpu,
 const wf_kernel wfp_halo_pack = {"particle_halo_pack", halo_pack_cpu, WFP_CUDA(wfp_halo_pack_cuda)};
 const wf_kernel wfp_halo_unpack = {"particle_halo_unpack", halo_unpack_cpu,
                                    WFP_CUDA(wfp_halo_unpack_cuda)};
-const wf_kernel wfp_drift = {"particle_drift", drift_cpu, WFP_CUDA(wfp_drift_cuda)};
 const wf_kernel wfp_classify = {"particle_classify", classify_cpu, WFP_CUDA(wfp_classify_cuda)};
 const wf_kernel wfp_select = {"particle_select", select_cpu, WFP_CUDA(wfp_select_cuda)};
 const wf_kernel wfp_migrate_pack = {"particle_migrate_pack", migrate_pack_cpu,

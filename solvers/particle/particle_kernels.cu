@@ -25,6 +25,13 @@ __device__ void raise_flags(wfp_clock *c, uint32_t flags, uint32_t i) {
   atomicMin(&c->first_bad, i);
 }
 
+/* A contact kernel's flags: the drift check's to the split's flag (every thread that sees one
+ * stores the same 1), the rest to the clock. */
+__device__ void raise_flags(const wfp_collide_args &a, uint32_t flags, uint32_t i) {
+  if (flags & WFP_FLAG_DRIFT) a.drift->flag = 1u;
+  if (flags & ~WFP_FLAG_DRIFT) raise_flags(a.clock, flags & ~WFP_FLAG_DRIFT, i);
+}
+
 /* Keys, plus the extent of the cells: reduced per warp (__reduce_*_sync), then per block in
  * shared memory, then one global integer atomic per block and axis. */
 __global__ void keys_kernel(wfp_keys_args a, size_t n) {
@@ -75,7 +82,7 @@ __global__ void __launch_bounds__(kBlock, MINB) collide_dem_kernel(wfp_collide_a
   size_t s = index();
   if (s >= wfp_live(&a.params->count, n)) return;
   uint32_t fl = wfp_collide_dem(&a, (uint32_t)s, list + threadIdx.x, kBlock);
-  if (fl) raise_flags(a.clock, fl, a.vals[s]);
+  if (fl) raise_flags(a, fl, a.vals[s]);
 }
 
 template <int MINB>
@@ -84,7 +91,7 @@ __global__ void __launch_bounds__(kBlock, MINB) collide_xpbd_kernel(wfp_collide_
   size_t s = index();
   if (s >= wfp_live(&a.params->count, n)) return;
   uint32_t fl = wfp_collide_xpbd(&a, (uint32_t)s, list + threadIdx.x, kBlock);
-  if (fl) raise_flags(a.clock, fl, a.vals[s]);
+  if (fl) raise_flags(a, fl, a.vals[s]);
 }
 
 /* WEFT_PARTICLE_MINBLOCKS (0, 4 to 8; default 6), read once. 6 blocks of 256 caps the contact
@@ -118,12 +125,6 @@ __global__ void halo_pack_kernel(wfp_halo_args a, size_t n) {
 __global__ void halo_unpack_kernel(wfp_halo_args a, size_t n) {
   size_t j = index();
   if (j < wfp_live(a.live, n)) wfp_halo_unpack_elem(&a, (uint32_t)j);
-}
-
-/* Every thread that sees a moved particle stores the same 1: no atomic needed. */
-__global__ void drift_kernel(wfp_drift_args a, size_t n) {
-  size_t i = index();
-  if (i < wfp_live(a.live, n) && wfp_drift_elem(&a, (uint32_t)i)) a.ctl->flag = 1u;
 }
 
 /* Counts per (owner, holder) in shared memory (integer atomics), merged into the global counts
@@ -271,10 +272,6 @@ extern "C" void wfp_halo_pack_cuda(const void *args, size_t n, void *stream) {
 extern "C" void wfp_halo_unpack_cuda(const void *args, size_t n, void *stream) {
   halo_unpack_kernel<<<grid_for(n), kBlock, 0, (cudaStream_t)stream>>>(*(const wfp_halo_args *)args,
                                                                        n);
-}
-
-extern "C" void wfp_drift_cuda(const void *args, size_t n, void *stream) {
-  drift_kernel<<<grid_for(n), kBlock, 0, (cudaStream_t)stream>>>(*(const wfp_drift_args *)args, n);
 }
 
 extern "C" void wfp_classify_cuda(const void *args, size_t n, void *stream) {

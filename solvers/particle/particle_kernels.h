@@ -23,7 +23,6 @@ extern const wf_kernel wfp_advance;       /* n = 1: clock */
 extern const wf_kernel wfp_frame_begin;   /* n = 1: resets the frame's extent */
 extern const wf_kernel wfp_halo_pack;     /* n = ghosts: gathers owned particles to send */
 extern const wf_kernel wfp_halo_unpack;   /* n = ghosts: scatters received ones into ghosts */
-extern const wf_kernel wfp_drift;         /* n = local particles: the split's drift check */
 extern const wf_kernel wfp_classify;      /* n = local particles: where each one goes */
 extern const wf_kernel wfp_select;        /* n = 1: indices whose tag has a bit */
 extern const wf_kernel wfp_migrate_pack;  /* n = particles sent */
@@ -52,7 +51,6 @@ void wfp_advance_cuda(const void *args, size_t n, void *stream);
 void wfp_frame_begin_cuda(const void *args, size_t n, void *stream);
 void wfp_halo_pack_cuda(const void *args, size_t n, void *stream);
 void wfp_halo_unpack_cuda(const void *args, size_t n, void *stream);
-void wfp_drift_cuda(const void *args, size_t n, void *stream);
 void wfp_classify_cuda(const void *args, size_t n, void *stream);
 void wfp_select_cuda(const void *args, size_t n, void *stream);
 void wfp_migrate_pack_cuda(const void *args, size_t n, void *stream);

@@ -33,6 +33,9 @@
 #define WFP_FLAG_NONFINITE 1u /* a position or velocity became NaN/inf */
 #define WFP_FLAG_CELL_RANGE                                                                        \
   2u /* a position is beyond the grid's integer cell range (|x/h| > 2^30) */
+/* Returned by the contact math only, never stored in the clock: the split's drift check
+ * tripped for the particle (wfp_drift_flag); the kernel raises wfp_drift_ctl.flag. */
+#define WFP_FLAG_DRIFT 0x80000000u
 
 /* Contact models (wfp_params.model). */
 enum { WFP_DEM = 0, WFP_XPBD = 1 };
@@ -181,6 +184,17 @@ typedef struct wfp_place_args { /* per slot s: the particle tmp[s], ranked in it
   const uint32_t *live; /* the particles in use (wfp_live) */
 } wfp_place_args;
 
+/* The split solver's drift check, on the device: the flag a kernel sets when a particle moved
+ * further than limit along the axis from its anchor (the repartition's coordinate; NaN for a
+ * ghost: never). The limit and the axis live there too, so a captured frame follows the
+ * repartitions. The contact kernels check every particle they integrate (wfp_drift_flag). */
+typedef struct wfp_drift_ctl {
+  uint32_t flag;
+  float limit;
+  int32_t axis;
+  uint32_t pad;
+} wfp_drift_ctl;
+
 typedef struct wfp_collide_args { /* per slot s: contacts, colliders, integration; writes vals[s] */
   const wfp_params *params;
   const wfp_material *mats;
@@ -189,7 +203,9 @@ typedef struct wfp_collide_args { /* per slot s: contacts, colliders, integratio
   const wfp_f4 *spos, *svel;
   const uint16_t *smat;
   const uint32_t *keys, *vals, *cell_start, *cell_end;
-  wfp_f4 *pos, *vel; /* slots s < params->count (wfp_live) */
+  wfp_f4 *pos, *vel;   /* slots s < params->count (wfp_live) */
+  const float *anchor; /* NULL, or the split's drift check (wfp_drift_ctl): the anchors */
+  wfp_drift_ctl *drift;
 } wfp_collide_args;
 
 /* The split solver's halo (split.c): pack, per element j, dst[j] = src[idx[j]]; unpack,
@@ -200,22 +216,6 @@ typedef struct wfp_halo_args {
   wfp_f4 *dst_pos, *dst_vel;
   const uint32_t *live; /* the ghosts in use (wfp_live) */
 } wfp_halo_args;
-
-/* The split solver's drift check: per particle i, sets ctl->flag when the axis coordinate of
- * pos[i] is further than ctl->limit from anchor[i] (a NaN anchor: never). The limit and the axis
- * live on the device with the flag, so a captured frame follows the repartitions. */
-typedef struct wfp_drift_ctl {
-  uint32_t flag;
-  float limit;
-  int32_t axis;
-  uint32_t pad;
-} wfp_drift_ctl;
-typedef struct wfp_drift_args {
-  const wfp_f4 *pos;
-  const float *anchor;
-  wfp_drift_ctl *ctl;
-  const uint32_t *live; /* the particles in use (wfp_live) */
-} wfp_drift_args;
 
 /* The split solver's repartition on the devices (split.c). Slabs along `axis`: partition p owns
  * [cuts[p-1], cuts[p]) (unbounded at the ends) and holds as ghosts the particles within w of its
@@ -730,6 +730,15 @@ WF_HD static inline int wfp_touches(wfp_f4 pi, wfp_f4 pj) {
   return d2 < R * R && d2 != 0.0f;
 }
 
+/* The split's drift check of particle i at its new position x: WFP_FLAG_DRIFT when it is further
+ * than the limit from its anchor along the axis (a NaN anchor, a ghost: never); 0 without it. */
+WF_HD static inline uint32_t wfp_drift_flag(const wfp_collide_args *a, uint32_t i, wfp_f4 x) {
+  if (!a->anchor) return 0u;
+  int axis = a->drift->axis;
+  float limit = a->drift->limit;
+  float d = (axis == 0 ? x.x : axis == 1 ? x.y : x.z) - a->anchor[i];
+  return d > limit || d < -limit ? WFP_FLAG_DRIFT : 0u;
+}
 /* DEM: gather pair forces (through the contact list, see above), add collider forces in
  * collider order, integrate (semi-implicit Euler) and write the particle back at its local
  * index. list: WFP_CONTACT_LIST entries `stride` apart. Returns flags. */
@@ -771,7 +780,7 @@ WF_HD static inline uint32_t wfp_collide_dem(const wfp_collide_args *a, uint32_t
   uint32_t i = a->vals[s];
   a->pos[i] = x;
   a->vel[i] = v;
-  return flags;
+  return flags | wfp_drift_flag(a, i, x);
 }
 
 /* XPBD (see above), with the contact list of DEM. Returns flags. */
@@ -843,10 +852,10 @@ WF_HD static inline uint32_t wfp_collide_xpbd(const wfp_collide_args *a, uint32_
   a->vel[i] = v;
   int ok = wfp_finite(x.x) && wfp_finite(x.y) && wfp_finite(x.z) && wfp_finite(v.x) &&
            wfp_finite(v.y) && wfp_finite(v.z);
-  return ok ? 0u : WFP_FLAG_NONFINITE;
+  return (ok ? 0u : WFP_FLAG_NONFINITE) | wfp_drift_flag(a, i, x);
 }
 
-/* ---- the split solver's halo and drift check ------------------------------------------------ */
+/* ---- the split solver's halo ----------------------------------------------------------------- */
 
 WF_HD static inline void wfp_halo_pack_elem(const wfp_halo_args *a, uint32_t j) {
   uint32_t i = a->idx[j];
@@ -858,15 +867,6 @@ WF_HD static inline void wfp_halo_unpack_elem(const wfp_halo_args *a, uint32_t j
   uint32_t i = a->idx[j];
   a->dst_pos[i] = a->src_pos[j];
   a->dst_vel[i] = a->src_vel[j];
-}
-
-/* 1 when particle i moved further than the limit along the axis. */
-WF_HD static inline int wfp_drift_elem(const wfp_drift_args *a, uint32_t i) {
-  wfp_f4 x = a->pos[i];
-  int axis = a->ctl->axis;
-  float limit = a->ctl->limit;
-  float d = (axis == 0 ? x.x : axis == 1 ? x.y : x.z) - a->anchor[i];
-  return d > limit || d < -limit;
 }
 
 /* ---- the split solver's repartition ---------------------------------------------------------- */

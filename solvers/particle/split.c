@@ -15,8 +15,9 @@
  * is local, and each ghost holds its owner's state of the same substep. The first holds while no
  * particle moves further than skin/2 along the axis from where it was at the repartition (then a
  * particle within range of an owned one was within range + skin of the slab at the repartition:
- * a ghost). A kernel after every substep checks that and raises a per-partition flag; at the
- * next repartition (or download) a raised flag sends the system back to the state of the last
+ * a ghost). The contact kernel checks that for every particle it integrates (wfp_drift_flag;
+ * a separate pass read every particle once more per substep) and raises a per-partition flag; at
+ * the next repartition (or download) a raised flag sends the system back to the state of the last
  * repartition, which is rerun with twice the skin. The second holds because after every substep
  * each ghost is overwritten with its owner's state (the halo exchange). Ghosts are integrated by
  * their partition like any other particle — with missing neighbours, so wrongly — and that work
@@ -190,15 +191,23 @@ static void dbuf_free(dbuf *d, wf_stream *s) {
 static void drop_graph(wf_particles_split *sp) { sp->graph_stale = true; }
 
 /* The size a frame's kernels (and a link's copy) cover for n elements, given the size in use:
- * kept while it holds n and wastes at most about a quarter, so the captured frame survives the
- * small changes of counts from one repartition to the next (its kernels read the counts on the
- * device, wfp_live); else n and a sixteenth. 0 for none: an empty partition or link has no
- * kernels in the frame. */
-static uint32_t launch_for(uint32_t n, uint32_t cur) {
+ * kept while it holds n and wastes at most twice the slack, so the captured frame survives the
+ * changes of counts from one repartition to the next (its kernels read the counts on the device,
+ * wfp_live); else n plus the slack, n >> shift and 1024. 0 for none: an empty partition or link
+ * has no kernels in the frame. Partitions take a sixteenth (shift 4; their counts move little,
+ * and a thread past the count only exits); links a quarter (shift 2): their ghost counts grow
+ * with the skin, and so with the speed, while a scene falls. */
+static uint32_t launch_for(uint32_t n, uint32_t cur, unsigned shift) {
   if (!n) return 0;
-  if (cur >= n && cur - n <= n / 4 + 1024) return cur;
-  uint64_t l = (uint64_t)n + n / 16 + 256;
-  return l > UINT32_MAX ? UINT32_MAX : (uint32_t)l;
+  uint64_t slack = ((uint64_t)n >> shift) + 1024;
+  if (cur >= n && cur - n <= 2 * slack) return cur;
+  return n + slack > UINT32_MAX ? UINT32_MAX : (uint32_t)(n + slack);
+}
+
+/* A partition about to hold m particles: its launch size, which its buffers make room for. */
+static void set_launch(part *pt, uint32_t m) {
+  pt->launch = launch_for(m, pt->launch, 4);
+  wfp_particles_set_launch(pt->ps, pt->launch);
 }
 
 /* Clears a partition's drift flag and sets the limit and the axis its frames check (they are
@@ -542,7 +551,7 @@ static wf_status add_link(wf_particles_split *sp, int q, int p, uint32_t n, link
   }
   if (k->from != q || k->to != p) k->launch = 0;
   k->from = q, k->to = p, k->n = n;
-  k->launch = launch_for(n, k->launch);
+  k->launch = launch_for(n, k->launch, 2);
   sp->n_links++;
   part *from = &sp->parts[q], *to = &sp->parts[p];
   wf_stream *sq = wf_particles_stream(from->ps), *s = wf_particles_stream(to->ps);
@@ -570,11 +579,11 @@ static void partitioned(wf_particles_split *sp, uint64_t halo) {
   sp->info.halo_bytes_per_frame = halo * (uint64_t)sp->desc.solver.substeps;
   sp->distributed = true;
   sp->frames_since = 0;
-  for (int p = 0; p < sp->np; p++) {
-    part *pt = &sp->parts[p];
-    pt->launch = launch_for(pt->n_local, pt->launch);
-    wfp_particles_set_launch(pt->ps, pt->launch);
-  }
+  /* the contact kernels check the drift (wfp_drift_ctl); one partition has no boundaries */
+  for (int p = 0; p < sp->np; p++)
+    wfp_particles_set_drift(sp->parts[p].ps,
+                            sp->np > 1 ? wf_buffer_ptr(sp->parts[p].anchor.b) : NULL,
+                            wf_buffer_ptr(sp->parts[p].flag));
 }
 
 /* Distributes the master state (sp->pos/vel/mat, global-id order) over the partitions: owners by
@@ -680,13 +689,15 @@ static wf_status distribute(wf_particles_split *sp) {
     pt->n_local = (uint32_t)m;
     pt->n_owned = owned_count[p];
     wf_stream *s = wf_particles_stream(pt->ps);
+    set_launch(pt, (uint32_t)m);
+    size_t mm = pt->launch > m ? pt->launch : m ? m : 1; /* room for the launch size */
     st = wfp_particles_replace(pt->ps, (uint32_t)m, lp, lv, lm, gid);
-    if (st == WF_OK) st = dbuf_reserve(sp, &pt->anchor, pt->dev, s, (m ? m : 1) * 4);
+    if (st == WF_OK) st = dbuf_reserve(sp, &pt->anchor, pt->dev, s, mm * 4);
     if (st == WF_OK && m && (st = wf_upload(pt->anchor.b, 0, la, m * 4, s)) != WF_OK)
       fail_gpu(sp->name, st, "uploading anchors");
     /* the snapshot a rerun starts from */
-    if (st == WF_OK) st = dbuf_reserve(sp, &pt->snap_pos, pt->dev, s, (m ? m : 1) * 16);
-    if (st == WF_OK) st = dbuf_reserve(sp, &pt->snap_vel, pt->dev, s, (m ? m : 1) * 16);
+    if (st == WF_OK) st = dbuf_reserve(sp, &pt->snap_pos, pt->dev, s, mm * 16);
+    if (st == WF_OK) st = dbuf_reserve(sp, &pt->snap_vel, pt->dev, s, mm * 16);
     if (st == WF_OK && m && (st = wf_upload(pt->snap_pos.b, 0, lp, m * 16, s)) == WF_OK)
       st = wf_upload(pt->snap_vel.b, 0, lv, m * 16, s);
     if (st != WF_OK) break;
@@ -1029,7 +1040,9 @@ static wf_status device_repartition(wf_particles_split *sp) {
       }
       if (lo[sp->axis] > hi[sp->axis]) lo[sp->axis] = hi[sp->axis] = glo[sp->axis];
     }
-    size_t mm = m ? m : 1, tb = wfp_sort_temp_bytes(pt->dev, m, bits);
+    set_launch(pt, m);
+    size_t mm = pt->launch > m ? pt->launch : m ? m : 1; /* room for the launch size */
+    size_t tb = wfp_sort_temp_bytes(pt->dev, m, bits);
     if ((st = wfp_particles_resize(pt->ps, m, sp->rmax, lo, hi)) != WF_OK ||
         (st = dbuf_reserve(sp, &pt->keys, pt->dev, s, mm * 4)) != WF_OK ||
         (st = dbuf_reserve(sp, &pt->vals, pt->dev, s, mm * 4)) != WF_OK ||
@@ -1163,16 +1176,7 @@ static wf_status halo_exchange(wf_particles_split *sp) {
   const bool work = sp->mode != FRAME_COPIES;
   for (int p = 0; p < sp->np; p++)
     s[p] = wf_particles_stream(sp->parts[p].ps);
-  /* drift check of every partition after its substep */
-  for (int p = 0; p < sp->np && work; p++) {
-    part *pt = &sp->parts[p];
-    if (!pt->launch) continue;
-    wf_buffer *pos;
-    TRY(wf_particles_state_buffers(pt->ps, &pos, NULL, NULL), "reading the state buffers");
-    wfp_drift_args da = {wf_buffer_ptr(pos), wf_buffer_ptr(pt->anchor.b), wf_buffer_ptr(pt->flag),
-                         wfp_particles_arrays(pt->ps).count};
-    TRY(wf_launch(&wfp_drift, pt->launch, &da, sizeof da, s[p]), "launching the drift check");
-  }
+  /* (the drift check runs in the partitions' contact kernels, wfp_particles_set_drift) */
   /* a partition's packs wait for its previous copies (the send buffers are reused) */
   bool sends[MAXP] = {false};
   for (int l = 0; l < sp->n_links; l++)
