@@ -355,19 +355,23 @@ typedef struct wf_particles_split_overlap {
   double frame_ms;         /* an ordinary frame */
   double frame_no_halo_ms; /* the same frame with the halo copies left out (wrong results) */
   double halo_ms;          /* the halo copies of one frame alone, on the same copy streams */
-  /* 1 - (frame_ms - frame_no_halo_ms) / halo_ms, clamped to [0, 1]: the part of the copies' time
-   * that does not lengthen the frame. 1 when there is no halo (one partition). */
+  /* the frame's compute: the longest partition's sum of its substeps' times, from device events
+   * around them in ordinary frames (launched stage by stage); the frame with no halo exchange */
+  double compute_ms;
+  /* 1 - (frame_ms - compute_ms) / halo_ms, clamped to [0, 1]: the part of the copies' time that
+   * does not lengthen the frame beyond its compute. 1 when there is no halo (one partition). */
   double hidden_fraction;
   uint64_t halo_bytes_per_frame; /* as wf_particles_split_info.halo_bytes_per_frame */
 } wf_particles_split_overlap;
 
 /** Measures the overlap of the halo copies with the substeps (fills *out). Repartitions first
  *  (unless a repartition is what came last), runs one warm-up and then `frames` (>= 1) timed
- *  frames of each of three kinds, interleaved: ordinary frames, frames with the halo copies left
- *  out, and the halo copies of a frame alone (the last two captured into graphs of their own,
- *  destroyed after); then puts the state and the clock of the repartition back, so the frames
- *  that follow are bitwise those without the call. Waits for every partition; takes about
- *  3 (frames + 1) frame times. */
+ *  frames of each of four kinds, interleaved: ordinary frames, frames with the halo copies left
+ *  out, the halo copies of a frame alone (the two captured into graphs of their own, destroyed
+ *  after), and ordinary frames launched stage by stage with timing events around every
+ *  partition's substeps (compute_ms); then puts the state and the clock of the repartition back,
+ *  so the frames that follow are bitwise those without the call. Waits for every partition;
+ *  takes about 4 (frames + 1) frame times. */
 WF_API wf_status wf_particles_split_overlap_measure(wf_particles_split *sp, int frames,
                                                     wf_particles_split_overlap *out);
 

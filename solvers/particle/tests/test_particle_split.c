@@ -391,17 +391,20 @@ TEST(overlap_measure_gives_the_state_back) {
         sys_free(&s);
         continue;
       }
-      CHECK(ov.frame_ms > 0.0 && ov.frame_no_halo_ms > 0.0);
+      CHECK(ov.frame_ms > 0.0 && ov.frame_no_halo_ms > 0.0 && ov.compute_ms > 0.0);
       CHECK(ov.hidden_fraction >= 0.0 && ov.hidden_fraction <= 1.0);
       if (counts[c] == 1) {
         CHECK(ov.halo_ms == 0.0 && ov.hidden_fraction == 1.0 && ov.halo_bytes_per_frame == 0);
+        CHECK(ov.compute_ms == ov.frame_ms);
       } else {
         CHECK(ov.halo_ms > 0.0 && ov.halo_bytes_per_frame > 0);
+        double h = 1.0 - (ov.frame_ms - ov.compute_ms) / ov.halo_ms;
+        CHECK_NEAR(ov.hidden_fraction, h < 0.0 ? 0.0 : h > 1.0 ? 1.0 : h, 1e-12);
       }
-      printf("  %d partitions%s: frame %.3f ms, without copies %.3f ms, copies %.3f ms, hidden "
-             "%.2f\n",
-             counts[c], ng ? " (no graph)" : "", ov.frame_ms, ov.frame_no_halo_ms, ov.halo_ms,
-             ov.hidden_fraction);
+      printf("  %d partitions%s: frame %.3f ms, without copies %.3f ms, compute %.3f ms, copies "
+             "%.3f ms, hidden %.2f\n",
+             counts[c], ng ? " (no graph)" : "", ov.frame_ms, ov.frame_no_halo_ms, ov.compute_ms,
+             ov.halo_ms, ov.hidden_fraction);
       float *got = sys_state(&s);
       char what[80];
       snprintf(what, sizeof what, "%d partitions, measured after frame 5, vs one solver",
