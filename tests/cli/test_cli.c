@@ -829,7 +829,8 @@ TEST(bench_scaling) {
       }
       CHECK_EQ_INT(n, m == 0 ? 8192 : 4096 * k);
       CHECK(t > 0 && isfinite(t));
-      CHECK_NEAR(rate, (double)n * 64 / (t * 1e-3), 1e-3 * rate);
+      /* printed to 4 digits, from a time printed to 0.001 ms */
+      CHECK_NEAR(rate, (double)n * 64 / (t * 1e-3), (6e-4 + 6e-4 / t) * rate);
       CHECK(repart >= 0);
       CHECK(capture >= 0 && capture < t);
       ms[m][k] = t, halo[m][k] = mb;
@@ -951,7 +952,8 @@ TEST(bench_scaling_cloth) {
       int nu = 0, nr = 0;
       CHECK(sscanf(grid, "%dx%d", &nu, &nr) == 2);
       CHECK(t > 0 && isfinite(t) && no_halo > 0 && halo_ms >= 0);
-      CHECK_NEAR(rate, (double)nu * nr * 16 / (t * 1e-3), 1e-3 * rate);
+      /* printed to 4 digits, from a time printed to 0.001 ms (a small cloth takes < 1 ms) */
+      CHECK_NEAR(rate, (double)nu * nr * 16 / (t * 1e-3), (6e-4 + 6e-4 / t) * rate);
       ms[m][k] = t, halo[m][k] = mb;
       double ratio = ms[m][1] / t;
       if (m == 0) {
