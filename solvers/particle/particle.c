@@ -1217,9 +1217,7 @@ wf_status wfp_particles_get(wf_particles *ps, wfp_f4 *pos, wfp_f4 *vel, uint16_t
 }
 
 wfp_arrays wfp_particles_arrays(wf_particles *ps) {
-  const wfp_params *params = ptr(ps, B_PARAMS);
-  return (wfp_arrays){ptr(ps, B_POS), ptr(ps, B_VEL), ptr(ps, B_GID), ptr(ps, B_MAT),
-                      &params->count};
+  return (wfp_arrays){ptr(ps, B_POS), ptr(ps, B_VEL), ptr(ps, B_GID), ptr(ps, B_MAT)};
 }
 
 wf_status wfp_particles_touch(wf_particles *ps) { return touch_all(ps); }

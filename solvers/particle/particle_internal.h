@@ -35,7 +35,6 @@ typedef struct wfp_arrays {
   wfp_f4 *pos, *vel;
   uint32_t *gid;
   uint16_t *mat;
-  const uint32_t *count; /* on the device: the particles in use (wfp_live) */
 } wfp_arrays;
 wfp_arrays wfp_particles_arrays(wf_particles *ps);
 /* Records that work the caller queued on the solver's stream (kernels on wfp_particles_arrays)

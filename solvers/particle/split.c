@@ -205,10 +205,12 @@ static uint32_t launch_for(uint32_t n, uint32_t cur, unsigned shift) {
   return n + slack > UINT32_MAX ? UINT32_MAX : (uint32_t)(n + slack);
 }
 
-/* A partition about to hold m particles: its launch size, which its buffers make room for. */
-static void set_launch(part *pt, uint32_t m) {
+/* A partition about to hold m particles: sets its launch size; returns the elements (at least
+ * 1) its per-particle buffers make room for, the launch size or m. */
+static size_t set_launch(part *pt, uint32_t m) {
   pt->launch = launch_for(m, pt->launch, 4);
   wfp_particles_set_launch(pt->ps, pt->launch);
+  return pt->launch > m ? pt->launch : m ? m : 1;
 }
 
 /* Clears a partition's drift flag and sets the limit and the axis its frames check (they are
@@ -690,8 +692,7 @@ static wf_status distribute(wf_particles_split *sp) {
     pt->n_local = (uint32_t)m;
     pt->n_owned = owned_count[p];
     wf_stream *s = wf_particles_stream(pt->ps);
-    set_launch(pt, (uint32_t)m);
-    size_t mm = pt->launch > m ? pt->launch : m ? m : 1; /* room for the launch size */
+    size_t mm = set_launch(pt, (uint32_t)m);
     st = wfp_particles_replace(pt->ps, (uint32_t)m, lp, lv, lm, gid);
     if (st == WF_OK) st = dbuf_reserve(sp, &pt->anchor, pt->dev, s, mm * 4);
     if (st == WF_OK && m && (st = wf_upload(pt->anchor.b, 0, la, m * 4, s)) != WF_OK)
@@ -1041,8 +1042,7 @@ static wf_status device_repartition(wf_particles_split *sp) {
       }
       if (lo[sp->axis] > hi[sp->axis]) lo[sp->axis] = hi[sp->axis] = glo[sp->axis];
     }
-    set_launch(pt, m);
-    size_t mm = pt->launch > m ? pt->launch : m ? m : 1; /* room for the launch size */
+    size_t mm = set_launch(pt, m);
     size_t tb = wfp_sort_temp_bytes(pt->dev, m, bits);
     if ((st = wfp_particles_resize(pt->ps, m, sp->rmax, lo, hi)) != WF_OK ||
         (st = dbuf_reserve(sp, &pt->keys, pt->dev, s, mm * 4)) != WF_OK ||
