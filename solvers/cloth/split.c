@@ -31,22 +31,30 @@
  *    travel with the exchanged state anyway. Colliders, material and parameters are given to
  *    every partition; each reads them from its own device block.
  *
- * The halo exchange, for every ordered pair (q -> p) with ghosts: a pack kernel on q's stream
- * gathers the owned vertices p needs into a send buffer; q's copy stream, once that and p's
- * previous unpacks are done, copies it into p's receive buffer (peer copy between GPUs; the GPU
- * layer stages it through pinned host memory where peers are unreachable, with one warning) and
- * records the link's event; p's stream waits for that event and scatters the buffer into its
- * ghost slots. A partition's next pack waits for its copy stream, so a send buffer is never
- * overwritten while it is read.
+ * Numbering. A partition's owned vertices come first: the send set (those some other partition
+ * holds as ghosts), grouped by the set of partitions that hold them, then the interior; then its
+ * ghosts, by owner, each owner's in that owner's numbering. So a link's ghosts are one range of
+ * the receiver's arrays, and its sources a few runs of the sender's send set. The numbering
+ * changes nothing in the math, which gathers in global order.
  *
- * Overlap. A partition's owned vertices are numbered send set first: those some other partition
- * holds as ghosts, then the interior (each group in global order; the numbering changes nothing
- * in the math, which gathers in global order). The per-vertex stages (a mass-spring substep,
- * XPBD's predict and finalize) run as two launches: the send set; then the packs and copies start,
- * and the interior runs on the partition's stream while the copies move on its copy stream; the
- * unpacks wait for the copies. A vertex reads ghosts only from the stage's input half, which the
- * exchange does not write, so which launch computes a vertex does not change its bits. The XPBD
- * colour passes' exchanges do not overlap (each pass needs the previous one's ghosts).
+ * The halo exchange of every ghost, for every ordered pair (q -> p) with ghosts: once q has
+ * computed its send set and p is done with its previous substep (which read the ghost slots
+ * about to be written), q's copy stream copies the link's runs of each exchanged state buffer
+ * straight from q's send set into p's ghost range of the same buffer (peer copies between GPUs;
+ * the GPU layer stages them through pinned host memory where peers are unreachable, with one
+ * warning) and records the link's event, which p's stream waits for. There is no pack or unpack
+ * kernel. A partition's next stage waits for its copy stream, so a run is never overwritten
+ * while it is read.
+ *
+ * Overlap. The per-vertex stages (a mass-spring substep, XPBD's predict and finalize) run as two
+ * launches: the send set; then the copies start, and the interior runs on the partition's stream
+ * while they move on its copy stream. A vertex reads ghosts only from the stage's input half,
+ * which the exchange does not write, so which launch computes a vertex does not change its bits.
+ *
+ * The XPBD colour passes' exchanges (the ghosts a pass left stale, scattered through the ghost
+ * range) go through index lists: a pack kernel on q's stream gathers them into a send buffer,
+ * q's copy stream copies it into p's receive buffer, and an unpack kernel on p's stream scatters
+ * it. They do not overlap (each pass needs the previous one's ghosts).
  *
  * Measurement (wf_cloth_split_overlap_measure): enqueue_frame can leave the copies out (mode
  * FRAME_NO_COPY: every wait and event stays, so the frame's shape is the same) or enqueue only
@@ -73,13 +81,18 @@
 
 typedef struct link {
   int from, to;
-  uint32_t n;         /* ghosts of the link (slot 0) */
-  uint32_t *off;      /* slot s: index list entries [off[s], off[s + 1]) */
-  wf_buffer *src_idx; /* on from's device: from-local indices of the vertices to send, by slot */
-  wf_buffer *send;    /* on from's device: n of the first array, then n of the second */
-  wf_buffer *recv;    /* on to's device: the same */
-  wf_buffer *dst_idx; /* on to's device: to-local ghost slots */
-  wf_event *copied;   /* on from's device: recorded on from's copy stream after each copy */
+  uint32_t n;     /* ghosts of the link (slot 0) */
+  uint32_t first; /* to-local index of the first of them: they are to's ghosts [first, first + n) */
+  uint32_t n_runs;
+  uint32_t *runs;       /* n_runs x {from-local start, offset into the ghosts, count}: the link's
+                           vertices as runs of consecutive vertices of from's send set */
+  wf_buffer *ghost[4];  /* views of to's state buffers (WFC_BUF_*) over [first, first + n) */
+  uint32_t *off;        /* slot s: index list entries [off[s], off[s + 1]) */
+  wf_buffer *src_idx;   /* XPBD colour slots, on from's device: from-local indices to send */
+  wf_buffer *send;      /* on from's device: n of the first array, then n of the second */
+  wf_buffer *recv;      /* on to's device: the same */
+  wf_buffer *dst_idx;   /* on to's device: to-local ghost slots */
+  wf_event *copied;     /* on from's device: recorded on from's copy stream after each copy */
 } link;
 
 typedef struct part {
@@ -87,8 +100,10 @@ typedef struct part {
   wf_device *dev;
   wf_stream *copy; /* halo copies out of this partition */
   uint32_t n_local, n_owned;
-  uint32_t n_send; /* owned vertices [0, n_send) are ghosts elsewhere (the send set) */
-  uint32_t *gid;   /* local -> global vertex id */
+  uint32_t n_send;   /* owned vertices [0, n_send) are ghosts elsewhere (the send set) */
+  uint32_t *gid;     /* local -> global vertex id */
+  uint32_t *send_gid; /* the send set's global ids (gid's first n_send, known before gid) */
+  wf_buffer *sent[4]; /* views of the state buffers (WFC_BUF_*) over the send set */
 } part;
 
 struct wf_cloth_split {
@@ -151,6 +166,9 @@ void wf_cloth_split_destroy(wf_cloth_split *cs) {
   for (int l = 0; l < cs->n_links; l++) {
     link *k = &cs->links[l];
     wf_stream *sf = stream_of(cs, k->from), *sto = stream_of(cs, k->to);
+    for (int w = 0; w < 4; w++)
+      if (k->ghost[w]) wf_buffer_destroy(k->ghost[w], sto);
+    free(k->runs);
     if (k->src_idx) wf_buffer_destroy(k->src_idx, sf);
     if (k->send) wf_buffer_destroy(k->send, sf);
     if (k->recv) wf_buffer_destroy(k->recv, sto);
@@ -161,9 +179,11 @@ void wf_cloth_split_destroy(wf_cloth_split *cs) {
   free(cs->links);
   for (int p = 0; p < cs->np; p++) {
     part *pt = &cs->parts[p];
+    for (int w = 0; w < 4; w++)
+      if (pt->sent[w]) wf_buffer_destroy(pt->sent[w], stream_of(cs, p));
     if (pt->copy) wf_stream_destroy(pt->copy);
     wf_cloth_destroy(pt->c);
-    free(pt->gid);
+    free(pt->gid), free(pt->send_gid);
   }
   free(cs->rest), free(cs->owner), free(cs->ghost_in), free(cs->lid), free(cs->pinned);
   free(cs);
@@ -345,6 +365,54 @@ static bool cons_mine(const wf_cloth_split *cs, int p, const wfc_constraint *c) 
   return false;
 }
 
+/* The position of mask m in the binary reflected Gray code (its inverse). */
+static uint32_t gray_rank(uint32_t m) {
+  m ^= m >> 1, m ^= m >> 2, m ^= m >> 4, m ^= m >> 8, m ^= m >> 16;
+  return m;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* Every partition's owned vertices, numbered (lid, n_send, n_owned, send_gid): the send set
+ * first, then the interior. The send set is grouped by the set of partitions that hold the
+ * vertex as a ghost, the groups in Gray-code order of that set (neighbouring groups differ in
+ * one partition, so each receiver's vertices come in few runs); the interior and each group in
+ * global order. The numbering changes nothing in the math, which gathers in global order. */
+static wf_status number_owned(const char *fn, wf_cloth_split *cs) {
+  uint32_t nv = cs->nv;
+  for (int p = 0; p < cs->np; p++) {
+    part *pt = &cs->parts[p];
+    uint32_t *lid = cs->lid + (size_t)p * nv, ns = 0, n;
+    for (uint32_t g = 0; g < nv; g++)
+      ns += cs->owner[g] == p && cs->ghost_in[g];
+    uint64_t *key = malloc(((size_t)ns + 1) * sizeof *key);
+    pt->send_gid = malloc(((size_t)ns + 1) * sizeof *pt->send_gid);
+    if (!key || !pt->send_gid) {
+      free(key);
+      return oom(fn, cs->name);
+    }
+    ns = 0;
+    for (uint32_t g = 0; g < nv; g++)
+      if (cs->owner[g] == p && cs->ghost_in[g])
+        key[ns++] = (uint64_t)gray_rank(cs->ghost_in[g]) << 32 | g;
+    qsort(key, ns, sizeof *key, cmp_u64);
+    for (uint32_t i = 0; i < ns; i++) {
+      uint32_t g = (uint32_t)key[i];
+      lid[g] = i;
+      pt->send_gid[i] = g;
+    }
+    free(key);
+    n = ns;
+    for (uint32_t g = 0; g < nv; g++)
+      if (cs->owner[g] == p && !cs->ghost_in[g]) lid[g] = n++;
+    pt->n_send = ns, pt->n_owned = n;
+  }
+  return WF_OK;
+}
+
 /* Partition p's local topology, masses, springs or constraints, and its cloth. */
 static wf_status build_part(const char *fn, wf_cloth_split *cs, int p, const wfc_topology *t,
                             const float *inv_mass, const wfc_springs *sp,
@@ -353,21 +421,30 @@ static wf_status build_part(const char *fn, wf_cloth_split *cs, int p, const wfc
   uint32_t nv = t->nv, *lid = cs->lid + (size_t)p * nv;
   uint32_t m = mark_members(cs, p, t, sp, cons, in);
   pt->gid = malloc((size_t)m * sizeof *pt->gid);
-  if (!pt->gid) return oom(fn, cs->name);
-  /* owned vertices first: the send set (ghosts elsewhere; mark_ghosts ran for every partition),
-   * then the interior; then the ghosts. Each group in global order. */
-  uint32_t n = 0;
-  for (int group = 0; group < 3; group++) {
-    for (uint32_t g = 0; g < nv; g++) {
-      if (!in[g]) continue;
-      int gr = cs->owner[g] != p ? 2 : cs->ghost_in[g] ? 0 : 1;
-      if (gr != group) continue;
-      lid[g] = n;
-      pt->gid[n++] = g;
-    }
-    if (group == 0) pt->n_send = n;
-    if (group == 1) pt->n_owned = n;
+  uint64_t *key = malloc(((size_t)(m - pt->n_owned) + 1) * sizeof *key);
+  if (!pt->gid || !key) {
+    free(key);
+    return oom(fn, cs->name);
   }
+  /* the owned vertices as number_owned put them; then the ghosts, by owner, each owner's in its
+   * own numbering: a link's ghosts are one range, in the order of its sender's send set */
+  uint32_t ng = 0;
+  for (uint32_t g = 0; g < nv; g++) {
+    if (!in[g]) continue;
+    int q = cs->owner[g];
+    if (q == p)
+      pt->gid[lid[g]] = g;
+    else
+      key[ng++] = (uint64_t)q << 32 | cs->lid[(size_t)q * nv + g];
+  }
+  qsort(key, ng, sizeof *key, cmp_u64);
+  for (uint32_t i = 0; i < ng; i++) {
+    int q = (int)(key[i] >> 32);
+    uint32_t g = cs->parts[q].send_gid[(uint32_t)key[i]];
+    lid[g] = pt->n_owned + i;
+    pt->gid[pt->n_owned + i] = g;
+  }
+  free(key);
   pt->n_local = m;
 
   wfc_topology lt;
@@ -516,6 +593,20 @@ static wf_status stale_ghosts(const char *fn, const wf_cloth_split *cs, int p,
   return WF_OK;
 }
 
+/* A view of partition p's state buffer w (WFC_BUF_*) over vertices [first, first + n), or NULL
+ * where the cloth has no such buffer. Copies into and out of it are ordered by its own last
+ * user, not the whole buffer's: the kernels are ordered by the frame's waits. */
+static wf_status state_view(wf_cloth_split *cs, const char *fn, int p, int w, uint32_t first,
+                            uint32_t n, wf_buffer **out) {
+  wf_buffer *b = wfc_buffer(cs->parts[p].c, w);
+  *out = NULL;
+  if (!b) return WF_OK;
+  TRY(wf_buffer_wrap(cs->parts[p].dev, (char *)wf_buffer_ptr(b) + (size_t)first * 16,
+                     (size_t)n * 16, out),
+      "making a view of the state");
+  return WF_OK;
+}
+
 /* The halo links (q -> p for every ghost of p owned by q) and their index lists: slot 0 every
  * ghost of the link, slot 1 + c (XPBD) the ghosts the pass of colour c leaves stale. */
 static wf_status build_links(const char *fn, wf_cloth_split *cs, const wfc_constraints *cons) {
@@ -558,7 +649,20 @@ static wf_status build_links(const char *fn, wf_cloth_split *cs, const wfc_const
         if (cs->owner[g] != q) continue;
         src[m] = lq[g], dst[m++] = i;
       }
-      k->n = m;
+      k->n = m, k->first = dst[0]; /* build_part put them in one range, by q's numbering */
+      k->runs = malloc((size_t)m * 3 * sizeof *k->runs);
+      if (!k->runs) {
+        st = oom(fn, cs->name);
+        break;
+      }
+      for (uint32_t i = 0; i < m; i++) {
+        if (i && src[i] == src[i - 1] + 1) {
+          k->runs[3 * k->n_runs - 1]++;
+          continue;
+        }
+        uint32_t *r = k->runs + 3 * k->n_runs++;
+        r[0] = src[i], r[1] = i, r[2] = 1;
+      }
       for (uint32_t c = 0; c < colours; c++) {
         k->off[1 + c] = m;
         for (uint32_t e = cstart[c]; e < cstart[c + 1]; e++)
@@ -567,6 +671,14 @@ static wf_status build_links(const char *fn, wf_cloth_split *cs, const wfc_const
       k->off[cs->n_slots] = m;
       wf_stream *sq = stream_of(cs, q), *sp_ = stream_of(cs, p);
       wf_device *dq = cs->parts[q].dev, *dp = pt->dev;
+      for (int w = 0; w < 4 && st == WF_OK; w++)
+        st = state_view(cs, fn, p, w, k->first, k->n, &k->ghost[w]);
+      if (st != WF_OK) break;
+      if ((st = wf_event_create(dq, 0, &k->copied)) != WF_OK) {
+        st = fail_gpu(st, fn, cs, "creating a halo event");
+        break;
+      }
+      if (m == k->n) continue; /* no colour slot: every exchange copies straight into the ghosts */
       size_t bytes = (size_t)k->n * 32;
       if ((st = wf_buffer_create(dq, (size_t)m * 4, 0, sq, &k->src_idx)) != WF_OK ||
           (st = wf_buffer_create(dq, bytes, WF_BUFFER_ZERO, sq, &k->send)) != WF_OK ||
@@ -578,11 +690,12 @@ static wf_status build_links(const char *fn, wf_cloth_split *cs, const wfc_const
       if ((st = wf_upload(k->src_idx, 0, src, (size_t)m * 4, sq)) != WF_OK ||
           (st = wf_upload(k->dst_idx, 0, dst, (size_t)m * 4, sp_)) != WF_OK)
         st = fail_gpu(st, fn, cs, "uploading halo lists");
-      else if ((st = wf_event_create(dq, 0, &k->copied)) != WF_OK)
-        st = fail_gpu(st, fn, cs, "creating a halo event");
     }
     free(src), free(dst), free(cstart), free(clist);
   }
+  for (int p = 0; p < np && st == WF_OK; p++)
+    for (int w = 0; w < 4 && st == WF_OK && cs->parts[p].n_send; w++)
+      st = state_view(cs, fn, p, w, 0, cs->parts[p].n_send, &cs->parts[p].sent[w]);
   return st;
 }
 
@@ -700,6 +813,7 @@ static wf_status create(const char *fn, wf_device *const *devices, int n,
   if ((st = cut(fn, cs, &sd, &t, springs ? &sp : NULL, springs ? NULL : &cons)) != WF_OK) goto done;
   cs->info.peer = true;
   mark_ghosts(cs, &t, springs ? &sp : NULL, springs ? NULL : &cons, in);
+  if ((st = number_owned(fn, cs)) != WF_OK) goto done;
   for (int p = 0; p < n && st == WF_OK; p++) {
     part *pt = &cs->parts[p];
     pt->dev = devices[p];
@@ -971,27 +1085,76 @@ static wf_status stage_range(wf_cloth_split *cs, const char *fn, int p, int stag
   }
 }
 
+/* The exchange of every ghost (slot 0) of buffers a and b (unless -1), after the senders' work
+ * so far: each link's runs copied from its sender's send set straight into its receiver's ghost
+ * range of the same buffer, on the sender's copy stream, which records the link's event. */
+static wf_status ghosts_send(wf_cloth_split *cs, const char *fn, int a, int b) {
+  bool sends[MAXP] = {false};
+  for (int l = 0; l < cs->n_links; l++)
+    sends[cs->links[l].from] = true;
+  for (int p = 0; p < cs->np; p++)
+    if (sends[p])
+      TRY(wf_stream_wait_stream(cs->parts[p].copy, stream_of(cs, p)), "ordering a halo copy");
+  for (int l = 0; l < cs->n_links; l++) {
+    link *k = &cs->links[l];
+    const part *from = &cs->parts[k->from];
+    for (uint32_t r = 0; r < k->n_runs && copies_on(cs); r++) {
+      const uint32_t *run = k->runs + 3 * r;
+      for (int h = 0; h < 2; h++) {
+        int w = h ? b : a;
+        if (w >= 0)
+          TRY(wf_copy(k->ghost[w], (size_t)run[1] * 16, from->sent[w], (size_t)run[0] * 16,
+                      (size_t)run[2] * 16, from->copy),
+              "copying a halo");
+      }
+    }
+    TRY(wf_event_record(k->copied, from->copy), "recording a halo copy");
+  }
+  return WF_OK;
+}
+
+/* Every sender's stream waits for its copy stream: the copies out of its send set so far are
+ * done. */
+static wf_status senders_wait(wf_cloth_split *cs, const char *fn) {
+  bool sends[MAXP] = {false};
+  for (int l = 0; l < cs->n_links; l++)
+    sends[cs->links[l].from] = true;
+  for (int p = 0; p < cs->np; p++)
+    if (sends[p])
+      TRY(wf_stream_wait_stream(stream_of(cs, p), cs->parts[p].copy), "ordering a stage");
+  return WF_OK;
+}
+
 /* A per-vertex stage of every partition, then the exchange of every ghost (buffers a, b). The
- * overlap: each partition first computes its send set (owned [0, n_send)), packs it and starts
- * the copies; then computes its interior [n_send, n_owned) while they move; then waits for the
- * copies into it and unpacks. Every vertex is computed once, by the same math from the same
- * inputs (ghosts are read only from the stage's input, which this exchange does not write), so
- * the result does not depend on which launch computed it. */
+ * overlap: each partition first computes its send set (owned [0, n_send)) and starts the copies
+ * out of it; then computes its interior [n_send, n_owned) while they move; then waits for the
+ * copies into it. Every vertex is computed once, by the same math from the same inputs (ghosts
+ * are read only from the stage's input, which this exchange does not write), so the result does
+ * not depend on which launch computed it.
+ *
+ * Before the stage a sender waits for its copy stream: the copies of the exchange before last
+ * read the half of the state this stage writes. It waits before halo_ready ties the copy streams
+ * to the receivers, so that a stage waits for its own device only. */
 static wf_status stage_exchanged(wf_cloth_split *cs, const char *fn, int stage, int in, int a,
                                  int b) {
-  wf_status st = halo_ready(cs, fn, 0);
+  wf_status st = senders_wait(cs, fn);
+  if (st == WF_OK) st = halo_ready(cs, fn, 0);
   for (int p = 0; p < cs->np && st == WF_OK; p++)
     st = stage_range(cs, fn, p, stage, in, 0, cs->parts[p].n_send);
-  if (st == WF_OK) st = halo_send(cs, fn, 0, a, b);
+  if (st == WF_OK) st = ghosts_send(cs, fn, a, b);
   for (int p = 0; p < cs->np && st == WF_OK; p++)
     st = stage_range(cs, fn, p, stage, in, cs->parts[p].n_send, cs->parts[p].n_owned);
-  return st == WF_OK ? halo_recv(cs, fn, 0, a, b) : st;
+  for (int l = 0; l < cs->n_links && st == WF_OK; l++)
+    if ((st = wf_stream_wait_event(stream_of(cs, cs->links[l].to), cs->links[l].copied)) != WF_OK)
+      st = fail_gpu(st, fn, cs, "waiting for a halo copy");
+  return st;
 }
 
 static wf_status touch_links(wf_cloth_split *cs, const char *fn) {
   for (int l = 0; l < cs->n_links; l++) {
     link *k = &cs->links[l];
     wf_stream *sf = stream_of(cs, k->from), *sto = stream_of(cs, k->to);
+    if (!k->src_idx) continue; /* no colour slot */
     TRY(wf_buffer_touch(k->src_idx, sf), "ordering halo buffers");
     TRY(wf_buffer_touch(k->send, sf), "ordering halo buffers");
     TRY(wf_buffer_touch(k->recv, sto), "ordering halo buffers");
@@ -1016,6 +1179,8 @@ static wf_status enqueue_frame(wf_cloth_split *cs, const char *fn) {
     int iterations = cs->desc.iterations;
     for (int k = 0; k < substeps && st == WF_OK; k++) {
       st = stage_exchanged(cs, fn, STAGE_PREDICT, 1, WFC_BUF_POS1, -1);
+      /* the colour passes move the predicted positions the copies read */
+      if (st == WF_OK) st = senders_wait(cs, fn);
       for (int p = 0; p < np && st == WF_OK && kernels_on(cs); p++)
         st = wfc_enqueue_clear_multipliers(cs->parts[p].c, fn);
       for (int it = 0; it < iterations && st == WF_OK; it++)
