@@ -345,8 +345,12 @@ typedef struct wf_cloth_split_overlap {
   double frame_ms;         /* an ordinary frame */
   double frame_no_halo_ms; /* the same frame with the halo copies left out (wrong results) */
   double halo_ms;          /* the halo copies of one frame alone, on the same copy streams */
-  /* 1 - (frame_ms - frame_no_halo_ms) / halo_ms, clamped to [0, 1]: the part of the copies' time
-   * that does not lengthen the frame. 1 when there is no halo (one partition). */
+  /* the frame's compute: the longest partition's sum of its kernels' times, from device events
+   * around each stretch of them in ordinary frames (launched stage by stage); the frame with no
+   * halo exchange */
+  double compute_ms;
+  /* 1 - (frame_ms - compute_ms) / halo_ms, clamped to [0, 1]: the part of the copies' time that
+   * does not lengthen the frame beyond its compute. 1 when there is no halo (one partition). */
   double hidden_fraction;
   uint64_t halo_bytes_per_frame; /* as wf_cloth_split_info.halo_bytes_per_frame */
 } wf_cloth_split_overlap;
@@ -394,12 +398,13 @@ WF_API wf_status wf_cloth_split_params_set(wf_cloth_split *cs, const wf_cloth_pa
 /** Enqueues `frames` frames of every partition; returns without waiting. */
 WF_API wf_status wf_cloth_split_step_frames(wf_cloth_split *cs, int frames);
 /** Measures the overlap of the halo copies with interior work (fills *out). Saves the state,
- *  runs one warm-up and then `frames` (>= 1) timed frames of each of three kinds, interleaved:
- *  ordinary frames, frames with the halo copies left out, and the halo copies of a frame alone
- *  (the last two captured into graphs of their own, destroyed after); then puts the state and
- *  the clock back (wf_cloth_split_set_state), so the frames that follow are bitwise those
- *  without the call. The frame graph is kept. Waits for every partition; takes about
- *  3 (frames + 1) frame times. Fails on a non-finite state (as download). */
+ *  runs one warm-up and then `frames` (>= 1) timed frames of each of four kinds, interleaved:
+ *  ordinary frames, frames with the halo copies left out, the halo copies of a frame alone (the
+ *  two captured into graphs of their own, destroyed after), and ordinary frames launched stage
+ *  by stage with timing events around every partition's kernels (compute_ms); then puts the
+ *  state and the clock back (wf_cloth_split_set_state), so the frames that follow are bitwise
+ *  those without the call. The frame graph is kept. Waits for every partition; takes about
+ *  4 (frames + 1) frame times. Fails on a non-finite state (as download). */
 WF_API wf_status wf_cloth_split_overlap_measure(wf_cloth_split *cs, int frames,
                                                 wf_cloth_split_overlap *out);
 /** Number of vertices of the whole cloth. */

@@ -58,7 +58,9 @@
  *
  * Measurement (wf_cloth_split_overlap_measure): enqueue_frame can leave the copies out (mode
  * FRAME_NO_COPY: every wait and event stays, so the frame's shape is the same) or enqueue only
- * the copies with their waits (FRAME_COPIES); each kind is captured into a graph of its own.
+ * the copies with their waits (FRAME_COPIES); each kind is captured into a graph of its own. It
+ * can also record timing events around each stretch of a partition's kernels (cs->marks), which
+ * time the frame's compute.
  *
  * A frame of all partitions is captured once into one graph on partition 0's stream (the others
  * fork from it and join back) and launched with one call. Nothing changes the counts after
@@ -84,15 +86,15 @@ typedef struct link {
   uint32_t n;     /* ghosts of the link (slot 0) */
   uint32_t first; /* to-local index of the first of them: they are to's ghosts [first, first + n) */
   uint32_t n_runs;
-  uint32_t *runs;       /* n_runs x {from-local start, offset into the ghosts, count}: the link's
-                           vertices as runs of consecutive vertices of from's send set */
-  wf_buffer *ghost[4];  /* views of to's state buffers (WFC_BUF_*) over [first, first + n) */
-  uint32_t *off;        /* slot s: index list entries [off[s], off[s + 1]) */
-  wf_buffer *src_idx;   /* XPBD colour slots, on from's device: from-local indices to send */
-  wf_buffer *send;      /* on from's device: n of the first array, then n of the second */
-  wf_buffer *recv;      /* on to's device: the same */
-  wf_buffer *dst_idx;   /* on to's device: to-local ghost slots */
-  wf_event *copied;     /* on from's device: recorded on from's copy stream after each copy */
+  uint32_t *runs;      /* n_runs x {from-local start, offset into the ghosts, count}: the link's
+                          vertices as runs of consecutive vertices of from's send set */
+  wf_buffer *ghost[4]; /* views of to's state buffers (WFC_BUF_*) over [first, first + n) */
+  uint32_t *off;       /* slot s: index list entries [off[s], off[s + 1]) */
+  wf_buffer *src_idx;  /* XPBD colour slots, on from's device: from-local indices to send */
+  wf_buffer *send;     /* on from's device: n of the first array, then n of the second */
+  wf_buffer *recv;     /* on to's device: the same */
+  wf_buffer *dst_idx;  /* on to's device: to-local ghost slots */
+  wf_event *copied;    /* on from's device: recorded on from's copy stream after each copy */
 } link;
 
 typedef struct part {
@@ -100,8 +102,8 @@ typedef struct part {
   wf_device *dev;
   wf_stream *copy; /* halo copies out of this partition */
   uint32_t n_local, n_owned;
-  uint32_t n_send;   /* owned vertices [0, n_send) are ghosts elsewhere (the send set) */
-  uint32_t *gid;     /* local -> global vertex id */
+  uint32_t n_send;    /* owned vertices [0, n_send) are ghosts elsewhere (the send set) */
+  uint32_t *gid;      /* local -> global vertex id */
   uint32_t *send_gid; /* the send set's global ids (gid's first n_send, known before gid) */
   wf_buffer *sent[4]; /* views of the state buffers (WFC_BUF_*) over the send set */
 } part;
@@ -123,6 +125,10 @@ struct wf_cloth_split {
   uint8_t *pinned;    /* per global vertex */
   wf_graph *graph;
   int mode; /* what enqueue_frame enqueues: FRAME_* */
+  /* the measure's compute marks: NULL, or per partition mark_cap pairs of timing events around
+   * its kernels (start, end), mark_n[p] of them recorded in the frame */
+  wf_event **marks;
+  uint32_t mark_cap, mark_n[MAXP];
   wf_cloth_split_info info;
 };
 
@@ -991,6 +997,16 @@ wf_status wf_cloth_split_params_set(wf_cloth_split *cs, const wf_cloth_params *p
 static bool kernels_on(const wf_cloth_split *cs) { return cs->mode != FRAME_COPIES; }
 static bool copies_on(const wf_cloth_split *cs) { return cs->mode != FRAME_NO_COPY; }
 
+/* In the measure's compute frames: the start (end false) or the end of a stretch of partition
+ * p's kernels, on its stream, which waits for nothing in between. */
+static wf_status mark(wf_cloth_split *cs, const char *fn, int p, bool end) {
+  if (!cs->marks || cs->mark_n[p] >= cs->mark_cap) return WF_OK;
+  size_t i = (size_t)p * cs->mark_cap + cs->mark_n[p];
+  TRY(wf_event_record(cs->marks[2 * i + end], stream_of(cs, p)), "recording a compute mark");
+  cs->mark_n[p] += end;
+  return WF_OK;
+}
+
 /* An exchange of index list `slot` (0: every ghost) overwrites the ghosts with their owners'
  * values of buffer a (and b unless it is -1), in three parts; links with nothing in the slot take
  * no part.
@@ -1140,10 +1156,13 @@ static wf_status stage_exchanged(wf_cloth_split *cs, const char *fn, int stage, 
   wf_status st = senders_wait(cs, fn);
   if (st == WF_OK) st = halo_ready(cs, fn, 0);
   for (int p = 0; p < cs->np && st == WF_OK; p++)
-    st = stage_range(cs, fn, p, stage, in, 0, cs->parts[p].n_send);
+    if ((st = mark(cs, fn, p, false)) == WF_OK)
+      st = stage_range(cs, fn, p, stage, in, 0, cs->parts[p].n_send);
   if (st == WF_OK) st = ghosts_send(cs, fn, a, b);
   for (int p = 0; p < cs->np && st == WF_OK; p++)
-    st = stage_range(cs, fn, p, stage, in, cs->parts[p].n_send, cs->parts[p].n_owned);
+    if ((st = stage_range(cs, fn, p, stage, in, cs->parts[p].n_send, cs->parts[p].n_owned)) ==
+        WF_OK)
+      st = mark(cs, fn, p, true);
   for (int l = 0; l < cs->n_links && st == WF_OK; l++)
     if ((st = wf_stream_wait_event(stream_of(cs, cs->links[l].to), cs->links[l].copied)) != WF_OK)
       st = fail_gpu(st, fn, cs, "waiting for a halo copy");
@@ -1186,7 +1205,9 @@ static wf_status enqueue_frame(wf_cloth_split *cs, const char *fn) {
       for (int it = 0; it < iterations && st == WF_OK; it++)
         for (uint32_t q = 0; q < colours && st == WF_OK; q++) {
           for (int p = 0; p < np && st == WF_OK && kernels_on(cs); p++)
-            st = wfc_enqueue_colour(cs->parts[p].c, fn, q);
+            if ((st = mark(cs, fn, p, false)) == WF_OK &&
+                (st = wfc_enqueue_colour(cs->parts[p].c, fn, q)) == WF_OK)
+              st = mark(cs, fn, p, true);
           /* the ghosts the pass left stale; none after the last pass: finalize reads owned
            * vertices only, and the next predict's exchange refreshes every ghost */
           bool last = it == iterations - 1 && q == colours - 1;
@@ -1317,30 +1338,77 @@ static wf_status mode_graph(wf_cloth_split *cs, const char *fn, int mode, wf_gra
   return st;
 }
 
-/* The three kinds of frame, interleaved frame by frame (so a drift of the clocks hits all
- * three alike), after one warm-up frame each; medians into out. The state is not restored. */
+/* The longest partition's compute in the frame just run with the marks (waited for): the sum of
+ * its stretches of kernels between their events. */
+static wf_status compute_of(wf_cloth_split *cs, const char *fn, double *ms) {
+  *ms = 0.0;
+  for (int p = 0; p < cs->np; p++) {
+    double sum = 0.0;
+    for (uint32_t i = 0; i < cs->mark_n[p]; i++) {
+      wf_event **mk = cs->marks + 2 * ((size_t)p * cs->mark_cap + i);
+      float t = 0.0f;
+      TRY(wf_event_elapsed_ms(mk[0], mk[1], &t), "timing a partition's kernels");
+      sum += t;
+    }
+    *ms = sum > *ms ? sum : *ms;
+  }
+  return WF_OK;
+}
+
+/* The kinds of frame, interleaved frame by frame (so a drift of the clocks hits all alike),
+ * after one warm-up frame each; medians into out. Ordinary frames, frames without the halo
+ * copies and the copies alone are timed by the host's clock around the frame and a wait. The
+ * fourth kind is an ordinary frame launched stage by stage with events around every stretch of
+ * a partition's kernels (a stage's send set and interior; an XPBD colour pass): the longest
+ * partition's sum of them is the frame's compute, what it would take with no halo exchange at
+ * all. The frame without copies is no such measure: its waits and events stay, and its stale
+ * ghosts change the work. The state is not restored. */
 static wf_status measure_frames(wf_cloth_split *cs, const char *fn, int frames,
                                 wf_cloth_split_overlap *out) {
-  int kinds = cs->n_links ? 3 : 1; /* no halo: nothing to leave out, nothing to copy */
+  int kinds = cs->n_links ? 4 : 1; /* no halo: nothing to leave out, copy or compare */
+  uint32_t per_substep = cs->desc.integrator == WF_CLOTH_SPRINGS
+                             ? 1
+                             : 2 + (uint32_t)cs->desc.iterations * wfc_colours(cs->parts[0].c);
+  uint32_t cap = per_substep * (uint32_t)cs->desc.substeps;
+  size_t n_marks = kinds > 3 ? 2 * (size_t)cs->np * cap : 0;
   wf_graph *g[3] = {NULL, NULL, NULL};
-  double *ms = malloc((size_t)frames * 3 * sizeof *ms);
-  if (!ms) return oom(fn, cs->name);
+  double *ms = malloc((size_t)frames * 4 * sizeof *ms);
+  wf_event **marks = n_marks ? calloc(n_marks, sizeof *marks) : NULL;
+  if (!ms || (n_marks && !marks)) {
+    free(ms), free(marks);
+    return oom(fn, cs->name);
+  }
   wf_status st = WF_OK;
-  for (int m = 0; m < kinds && st == WF_OK; m++)
+  for (size_t e = 0; e < n_marks && st == WF_OK; e++)
+    if ((st = wf_event_create(cs->parts[e / (2 * cap)].dev, WF_EVENT_TIMING, &marks[e])) != WF_OK)
+      st = fail_gpu(st, fn, cs, "creating timing events");
+  for (int m = 0; m < kinds && m < 3 && st == WF_OK; m++)
     st = mode_graph(cs, fn, m, &g[m]);
   for (int f = -1; f < frames && st == WF_OK; f++)
     for (int m = 0; m < kinds && st == WF_OK; m++) {
       double t = 0.0;
-      st = timed_frame(cs, fn, m, g[m], &t);
+      if (m < 3) {
+        st = timed_frame(cs, fn, m, g[m], &t);
+      } else {
+        cs->marks = marks, cs->mark_cap = cap;
+        memset(cs->mark_n, 0, sizeof cs->mark_n);
+        st = timed_frame(cs, fn, FRAME_FULL, NULL, &t);
+        if (st == WF_OK) st = compute_of(cs, fn, &t);
+        cs->marks = NULL;
+      }
       if (f >= 0) ms[m * frames + f] = t;
     }
   if (st == WF_OK) {
     out->frame_ms = wf__split_median(ms, frames);
     out->frame_no_halo_ms = kinds > 1 ? wf__split_median(ms + frames, frames) : out->frame_ms;
     out->halo_ms = kinds > 1 ? wf__split_median(ms + 2 * frames, frames) : 0.0;
+    out->compute_ms = kinds > 1 ? wf__split_median(ms + 3 * frames, frames) : out->frame_ms;
   }
   for (int m = 1; m < 3; m++) /* g[0] is cs->graph */
     if (g[m]) wf_graph_destroy(g[m]);
+  for (size_t e = 0; e < n_marks; e++)
+    if (marks[e]) wf_event_destroy(marks[e]);
+  free(marks);
   free(ms);
   return st;
 }
@@ -1384,8 +1452,7 @@ wf_status wf_cloth_split_overlap_measure(wf_cloth_split *cs, int frames,
   free(pos), free(vel);
   if (st != WF_OK) return st;
   out->halo_bytes_per_frame = cs->info.halo_bytes_per_frame;
-  out->hidden_fraction =
-      wf__split_hidden_fraction(out->frame_ms, out->frame_no_halo_ms, out->halo_ms);
+  out->hidden_fraction = wf__split_hidden_fraction(out->frame_ms, out->compute_ms, out->halo_ms);
   return WF_OK;
 }
 

@@ -482,10 +482,11 @@ static void overlap_measure(int integrator, bool no_graph, int n) {
   CHECK_EQ_INT(ov.halo_bytes_per_frame, info.halo_bytes_per_frame);
   if (n == 1) {
     CHECK(ov.halo_ms == 0.0 && ov.hidden_fraction == 1.0 && ov.halo_bytes_per_frame == 0);
-    CHECK(ov.frame_no_halo_ms == ov.frame_ms);
+    CHECK(ov.frame_no_halo_ms == ov.frame_ms && ov.compute_ms == ov.frame_ms);
   } else {
     CHECK(ov.halo_ms > 0.0 && isfinite(ov.halo_ms));
-    double h = 1.0 - (ov.frame_ms - ov.frame_no_halo_ms) / ov.halo_ms;
+    CHECK(ov.compute_ms > 0.0 && isfinite(ov.compute_ms));
+    double h = 1.0 - (ov.frame_ms - ov.compute_ms) / ov.halo_ms;
     CHECK_NEAR(ov.hidden_fraction, h < 0.0 ? 0.0 : h > 1.0 ? 1.0 : h, 1e-12);
     /* mass-spring: every ghost gets its owner's position and velocity (32 bytes) per substep */
     if (integrator == WF_CLOTH_SPRINGS)
