@@ -289,7 +289,7 @@ typedef struct wf_particles_split_desc {
   wf_particles_desc solver; /* every partition's settings (solver.stream and capacity ignored) */
   float skin;               /* halo width beyond the contact range, m; 0: from the fastest
                                particle (3 x the distance it covers in a frame under gravity) */
-  float imbalance;          /* re-balance the slabs when max/mean count - 1 exceeds this; 0.1 */
+  float imbalance;          /* re-balance the slabs when max/mean count - 1 exceeds this; 0.01 */
   int repartition_frames;   /* frames between repartitions; default 1 (each one recaptures the frame
                                graph) */
 } wf_particles_split_desc;
@@ -312,7 +312,7 @@ typedef struct wf_particles_split_info {
   double capture_ms;              /* host time capturing them (and updating or instantiating) */
 } wf_particles_split_info;
 
-/** Defaults: wf_particles_desc_default(), automatic skin, imbalance 0.1, a repartition every
+/** Defaults: wf_particles_desc_default(), automatic skin, imbalance 0.01, a repartition every
  *  frame. */
 WF_API wf_particles_split_desc wf_particles_split_desc_default(void);
 /** Creates a split solver with one partition on each of the n (1..16) devices. */

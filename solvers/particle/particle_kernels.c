@@ -177,23 +177,28 @@ static void halo_unpack_cpu(const void *args, size_t begin, size_t end) {
     wfp_halo_unpack_elem(args, (uint32_t)j);
 }
 
-/* Counts per (owner, holder) and the largest speed, merged once per call. */
+/* Counts per (owner, holder), the histogram and the largest speed, merged once per call. */
 static void classify_cpu(const void *args, size_t begin, size_t end) {
   const wfp_classify_args *a = args;
   int np = a->slabs.np;
   uint32_t cnt[WFP_SPLIT_MAXP * WFP_SPLIT_MAXP] = {0};
+  uint32_t hist[WFP_HIST_BINS];
+  if (a->hist) memset(hist, 0, sizeof hist);
   float vmax = 0.0f;
   for (size_t i = begin; i < end; i++) {
-    float sp = 0.0f;
-    int o = wfp_classify_elem(a, (uint32_t)i, &sp);
+    float sp = 0.0f, c = 0.0f;
+    int o = wfp_classify_elem(a, (uint32_t)i, &sp, &c);
     if (o < 0) continue;
     vmax = sp > vmax ? sp : vmax;
     uint32_t m = a->tag[i];
     for (int d = 0; d < np; d++)
       if (m & (1u << d)) cnt[o * np + d]++;
+    if (a->hist) hist[wfp_hist_bin(a, c)]++;
   }
   for (int k = 0; k < np * np; k++)
     if (cnt[k]) __atomic_fetch_add(&a->counts[k], cnt[k], __ATOMIC_RELAXED);
+  for (int k = 0; a->hist && k < WFP_HIST_BINS; k++)
+    if (hist[k]) __atomic_fetch_add(&a->hist[k], hist[k], __ATOMIC_RELAXED);
   uint32_t bits;
   memcpy(&bits, &vmax, 4);
   atomic_max_u32(&a->counts[np * np], bits);

@@ -138,14 +138,21 @@ __global__ void classify_kernel(wfp_classify_args a, size_t n) {
   if (threadIdx.x == 0) vmax = 0;
   __syncthreads();
   size_t i = index();
-  float sp = 0.0f;
+  float sp = 0.0f, c = 0.0f;
+  int o = -1;
   if (i < n) {
-    int o = wfp_classify_elem(&a, (uint32_t)i, &sp);
+    o = wfp_classify_elem(&a, (uint32_t)i, &sp, &c);
     if (o >= 0) {
       uint32_t m = a.tag[i];
       for (int d = 0; d < np; d++)
         if (m & (1u << d)) atomicAdd(&cnt[o * np + d], 1u);
     }
+  }
+  if (a.hist) { /* neighbours in memory are neighbours in space: one add per bin and warp */
+    uint32_t bin = o >= 0 ? wfp_hist_bin(&a, c) : 0xffffffffu;
+    uint32_t same = __match_any_sync(0xffffffffu, bin);
+    if (o >= 0 && (threadIdx.x & 31) == (unsigned)(__ffs(same) - 1))
+      atomicAdd(&a.hist[bin], (uint32_t)__popc(same));
   }
   uint32_t bits = __reduce_max_sync(0xffffffffu, __float_as_uint(sp));
   if ((threadIdx.x & 31) == 0) atomicMax(&vmax, bits);

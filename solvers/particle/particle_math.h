@@ -230,13 +230,18 @@ typedef struct wfp_slabs {
 /* Per particle i of a partition: owned ones (anchor not NaN) get in tag[i] the mask of the
  * partitions that will hold them, and are counted in counts[o * np + d] (o: new owner, d: a
  * partition holding it); ghosts get tag 0. counts[np * np] keeps the largest speed (float bits;
- * speeds are >= 0, so their bits order as integers). */
+ * speeds are >= 0, so their bits order as integers). With hist, the owned particles are also
+ * counted by their coordinate c along the slab axis in WFP_HIST_BINS bins (wfp_hist_bin), from
+ * which the host cuts balanced slabs without reading the particles. */
+#define WFP_HIST_BINS 4096
 typedef struct wfp_classify_args {
   wfp_slabs slabs;
   const wfp_f4 *pos, *vel;
   const float *anchor;
   uint32_t *tag;
   uint32_t *counts;
+  uint32_t *hist;            /* NULL, or WFP_HIST_BINS counts */
+  float hist_lo, hist_scale; /* bin floor((c - hist_lo) * hist_scale), clamped to the ends */
 } wfp_classify_args;
 
 /* One element: out[0..k) = the indices i < n with tag[i] & bit, ascending; *count = k. */
@@ -892,9 +897,17 @@ WF_HD static inline uint32_t wfp_slab_mask(const wfp_slabs *s, float x, int o) {
   return m;
 }
 
+/* The histogram bin of coordinate c (wfp_classify_args.hist); NaN goes to bin 0. */
+WF_HD static inline uint32_t wfp_hist_bin(const wfp_classify_args *a, float c) {
+  float b = (c - a->hist_lo) * a->hist_scale;
+  if (!(b >= 1.0f)) return 0u;
+  return b >= (float)(WFP_HIST_BINS - 1) ? WFP_HIST_BINS - 1u : (uint32_t)b;
+}
+
 /* Classifies particle i; returns its owner (and the mask in tag[i]), or -1 for a ghost. The
- * speed goes to *speed. */
-WF_HD static inline int wfp_classify_elem(const wfp_classify_args *a, uint32_t i, float *speed) {
+ * speed goes to *speed, the coordinate along the slab axis to *coord. */
+WF_HD static inline int wfp_classify_elem(const wfp_classify_args *a, uint32_t i, float *speed,
+                                          float *coord) {
   float an = a->anchor[i];
   if (an != an) {
     a->tag[i] = 0u;
@@ -902,6 +915,7 @@ WF_HD static inline int wfp_classify_elem(const wfp_classify_args *a, uint32_t i
   }
   wfp_f4 x = a->pos[i], v = a->vel[i];
   float c = wfp_axis(x, a->slabs.axis);
+  *coord = c;
   int o = wfp_slab_owner(&a->slabs, c);
   a->tag[i] = wfp_slab_mask(&a->slabs, c, o);
   float s = sqrtf(v.x * v.x + v.y * v.y + v.z * v.z);

@@ -256,7 +256,7 @@ static bool graph_matches(const wf_particles_split *sp) {
 wf_particles_split_desc wf_particles_split_desc_default(void) {
   return (wf_particles_split_desc){.solver = wf_particles_desc_default(),
                                    .skin = 0.0f,
-                                   .imbalance = 0.1f,
+                                   .imbalance = 0.01f,
                                    .repartition_frames = 1};
 }
 
@@ -794,12 +794,15 @@ static bool extent_union(const wf_particles_split *sp, int32_t lo[3], int32_t hi
   return any;
 }
 
-static size_t counts_len(int np) { return (size_t)np * (size_t)np + 1; }
+static size_t counts_len(int np) { return (size_t)np * (size_t)np + 1 + WFP_HIST_BINS; }
 
 /* Classifies every partition's owned particles for the slabs `sl` (tags on the devices) and
  * returns the counts: counts[q * counts_len + o * np + d] = particles q owns now that o will own
- * and d will hold; counts[q * counts_len + np * np] = the largest speed in q (float bits). */
-static wf_status classify_all(wf_particles_split *sp, const wfp_slabs *sl, uint32_t *counts) {
+ * and d will hold; counts[q * counts_len + np * np] = the largest speed in q (float bits); from
+ * counts[q * counts_len + np * np + 1], with `hist`, q's owned particles in WFP_HIST_BINS bins of
+ * their coordinate along the slab axis (from hist_lo, hist_scale bins per metre; else zeros). */
+static wf_status classify_all(wf_particles_split *sp, const wfp_slabs *sl, uint32_t *counts,
+                              bool hist, float hist_lo, float hist_scale) {
   int np = sp->np;
   size_t len = counts_len(np);
   for (int p = 0; p < np; p++) {
@@ -812,12 +815,16 @@ static wf_status classify_all(wf_particles_split *sp, const wfp_slabs *sl, uint3
     TRY(wf_memset(pt->counts.b, 0, 0, len * 4, s), "clearing the counts");
     if (!pt->n_local) continue;
     wfp_arrays a = wfp_particles_arrays(pt->ps);
+    uint32_t *cb = wf_buffer_ptr(pt->counts.b);
     wfp_classify_args ca = {*sl,
                             a.pos,
                             a.vel,
                             wf_buffer_ptr(pt->anchor.b),
                             wf_buffer_ptr(pt->tag.b),
-                            wf_buffer_ptr(pt->counts.b)};
+                            cb,
+                            hist ? cb + (size_t)np * np + 1 : NULL,
+                            hist_lo,
+                            hist_scale};
     TRY(wf_launch(&wfp_classify, pt->n_local, &ca, sizeof ca, s), "launching the classification");
     TRY(wfp_particles_touch(pt->ps), "ordering the particle arrays");
     TRY(wf_buffer_touch(pt->counts.b, s), "ordering the counts");
@@ -828,10 +835,57 @@ static wf_status classify_all(wf_particles_split *sp, const wfp_slabs *sl, uint3
   return WF_OK;
 }
 
+/* The classification's histogram range along the slab axis: the last frame's extent (cells,
+ * inclusive), WFP_HIST_BINS bins over it. False when there is none. */
+static bool hist_range(const wf_particles_split *sp, float *lo, float *scale) {
+  int32_t clo[3], chi[3];
+  if (!extent_union(sp, clo, chi) || !(sp->cell > 0.0f)) return false;
+  int a = sp->axis;
+  *lo = (float)clo[a] * sp->cell;
+  *scale = (float)WFP_HIST_BINS / ((float)((int64_t)chi[a] - clo[a] + 1) * sp->cell);
+  return isfinite(*lo) && isfinite(*scale) && *scale > 0.0f;
+}
+
+/* New slab boundaries along the current axis at the count quantiles of the classification's
+ * histograms (cnt as classify_all returns it), interpolated within a bin as if its particles
+ * were spread evenly. False (nothing changed) when the histograms are empty. */
+static bool cut_at_histogram(wf_particles_split *sp, const uint32_t *cnt, float lo, float scale) {
+  int np = sp->np;
+  size_t len = counts_len(np);
+  uint64_t *h = malloc(WFP_HIST_BINS * sizeof *h), total = 0;
+  if (!h) return false; /* the other way needs far more memory */
+  for (int b = 0; b < WFP_HIST_BINS; b++) {
+    h[b] = 0;
+    for (int q = 0; q < np; q++)
+      h[b] += cnt[(size_t)q * len + (size_t)np * np + 1 + (size_t)b];
+    total += h[b];
+  }
+  if (!total) {
+    free(h);
+    return false;
+  }
+  uint64_t cum = 0; /* the particles in bins [0, b) */
+  int b = 0;
+  for (int p = 1; p < np; p++) {
+    double t = (double)total * p / np;
+    while (b < WFP_HIST_BINS - 1 && (double)(cum + h[b]) < t)
+      cum += h[b++];
+    double f = h[b] ? (t - (double)cum) / (double)h[b] : 0.0;
+    f = f < 0.0 ? 0.0 : f > 1.0 ? 1.0 : f;
+    sp->cuts[p - 1] = lo + (float)(((double)b + f) / scale);
+  }
+  free(h);
+  sp->have_cuts = true;
+  sp->info.rebalances++;
+  return true;
+}
+
 /* New slab boundaries from the devices: the longest axis of the last frame's extent (the current
- * one unless another is a quarter longer), cut at the quantiles of the owned particles'
- * coordinates (their anchors when the axis stays). */
-static wf_status rebalance_device(wf_particles_split *sp) {
+ * one unless another is a quarter longer). On the current axis, from the classification's
+ * histograms (cnt; NULL: none), which costs no download; else cut at the quantiles of the owned
+ * particles' coordinates (their anchors when the axis stays), read from the devices. */
+static wf_status rebalance_device(wf_particles_split *sp, const uint32_t *cnt, float hist_lo,
+                                  float hist_scale) {
   int32_t lo[3], hi[3];
   int axis = sp->axis;
   if (extent_union(sp, lo, hi)) { /* a new axis only when clearly longer: it costs a download */
@@ -839,6 +893,7 @@ static wf_status rebalance_device(wf_particles_split *sp) {
     for (int k = 0; k < 3; k++)
       if (4 * ((int64_t)hi[k] - lo[k] + 1) > 5 * len) axis = k, len = (int64_t)hi[k] - lo[k] + 1;
   }
+  if (axis == sp->axis && cnt && cut_at_histogram(sp, cnt, hist_lo, hist_scale)) return WF_OK;
   size_t total = 0, most = 1;
   for (int p = 0; p < sp->np; p++) {
     total += sp->parts[p].n_owned;
@@ -911,9 +966,12 @@ static wf_status device_repartition(wf_particles_split *sp) {
   sp->skin = skin_for(sp, sp->vmax);
   wf_status st = WF_OK;
   uint32_t owned[MAXP];
+  float hist_lo = 0.0f, hist_scale = 0.0f;
+  bool hist = hist_range(sp, &hist_lo, &hist_scale);
   for (bool rebalanced = false;;) {
     wfp_slabs sl = slabs_of(sp);
-    if ((st = classify_all(sp, &sl, cnt)) != WF_OK) break;
+    /* the histograms only where they may be used: not after a rebalance */
+    if ((st = classify_all(sp, &sl, cnt, hist && !rebalanced, hist_lo, hist_scale)) != WF_OK) break;
     uint32_t most = 0;
     for (int o = 0; o < np; o++) {
       owned[o] = 0;
@@ -923,7 +981,7 @@ static wf_status device_repartition(wf_particles_split *sp) {
     }
     double mean = (double)sp->count / np;
     if (rebalanced || !sp->count || (double)most / mean - 1.0 <= sp->desc.imbalance) break;
-    if ((st = rebalance_device(sp)) != WF_OK) break;
+    if ((st = rebalance_device(sp, hist ? cnt : NULL, hist_lo, hist_scale)) != WF_OK) break;
     rebalanced = true;
   }
   if (st != WF_OK) {
