@@ -61,6 +61,7 @@ typedef struct sb_opts {
   bool quick;
   bool no_particles, no_cloth;      /* --only cloth / --only particles */
   uint64_t cloth, cloth_per_device; /* grid sides (strong; weak per device); 0: the defaults */
+  bool balance_count;               /* --balance count (default: time) */
 } sb_opts;
 
 typedef struct sb_ctx {
@@ -135,6 +136,7 @@ static int measure(sb_ctx *c, int k, uint64_t n, sb_result *res) {
   d.solver.substeps = SUBSTEPS;
   d.solver.frame_dt = 1.0f / 60.0f;
   d.solver.contact_model = WF_CONTACT_DEM;
+  d.balance = c->o.balance_count ? WF_BALANCE_COUNT : WF_BALANCE_TIME;
   CHECK(wf_particles_split_create(c->devs, k, &d, &sp));
   wf_particle_material m = wf_particle_material_default();
   m.stiffness = 8000.0f, m.damping = 2.0f, m.friction = 1.0f, m.restitution = 0.0f;
@@ -515,6 +517,9 @@ void wf_bench_scaling_usage(FILE *f) {
         "                    (benchmark scaling_<strong|weak>_p<N>_gpus<K>)\n"
         "  --machine NAME    machine name for the CSV (default: hostname and device product)\n"
         "  --only WHAT       particles or cloth (default: both)\n"
+        "  --balance HOW     the particle slabs: time (default: equal compute, each partition's\n"
+        "                    particles weighted by its measured time per particle) or count\n"
+        "                    (equal particle counts)\n"
         "  --cloth N         cloth strong scaling: an N x N grid (default 4096 on CUDA, 128 on\n"
         "                    CPU; --quick: 512 / 48)\n"
         "  --cloth-per-device N\n"
@@ -600,8 +605,8 @@ static int cloth_parse(const char *opt, const char *val, sb_opts *o) {
 
 static bool takes_value(const char *opt) {
   static const char *const with_value[] = {
-      "--device", "--gpus",    "--particles", "--per-device", "--frames",
-      "--csv",    "--machine", "--only",      "--cloth",      "--cloth-per-device"};
+      "--device",  "--gpus", "--particles", "--per-device",       "--frames", "--csv",
+      "--machine", "--only", "--cloth",     "--cloth-per-device", "--balance"};
   for (size_t i = 0; i < sizeof with_value / sizeof *with_value; i++)
     if (!strcmp(opt, with_value[i])) return true;
   return false;
@@ -634,6 +639,13 @@ static int parse(int argc, char **argv, sb_opts *o, FILE *out) {
       }
     } else if (!strcmp(a, "--gpus")) {
       if (parse_gpus(argv[++i], o)) return 2;
+    } else if (!strcmp(a, "--balance")) {
+      const char *b = argv[++i];
+      o->balance_count = !strcmp(b, "count");
+      if (!o->balance_count && strcmp(b, "time")) {
+        fprintf(stderr, "weft bench scaling: --balance '%s' must be time or count\n", b);
+        return 2;
+      }
     } else if (!strcmp(a, "--particles")) {
       if (parse_count(a, argv[++i], &o->particles)) return 2;
     } else if (!strcmp(a, "--per-device")) {
@@ -733,8 +745,10 @@ int wf_bench_scaling(int argc, char **argv, FILE *out) {
   if (c->o.no_particles) goto cloth;
   fprintf(out,
           "\ncolumn, DEM, %d substeps/frame; median of %d frames after 2 warm-up frames, "
-          "host clock around step + sync\n",
-          SUBSTEPS, c->o.frames);
+          "host clock around step + sync;\nslabs balanced by %s\n",
+          SUBSTEPS, c->o.frames,
+          c->o.balance_count ? "particle count (--balance count)"
+                             : "compute time (WF_BALANCE_TIME; --balance count for counts)");
   if (!cuda)
     fprintf(out, "note: CPU devices share this machine's cores: these figures exercise the split "
                  "solver, they do not measure scaling\n");

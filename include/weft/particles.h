@@ -285,11 +285,24 @@ WF_API uint32_t wf_particles_capacity(const wf_particles *ps);
 typedef struct wf_particles_split wf_particles_split;
 
 /** Settings of a split solver. Start from wf_particles_split_desc_default(). */
+/** How the split solver balances its slabs (wf_particles_split_desc.balance). */
+typedef enum wf_split_balance {
+  /* equal particle counts: rebalanced when max/mean count - 1 exceeds the imbalance */
+  WF_BALANCE_COUNT = 0,
+  /* equal compute time: each partition's substeps are timed on its device in every frame, and
+   * the slabs are rebalanced when max/mean time - 1 exceeds the imbalance, with each
+   * partition's particles weighted by its time per particle (for work that differs across the
+   * scene, e.g. a deep pile's compressed bottom); counts until a frame was timed */
+  WF_BALANCE_TIME = 1
+} wf_split_balance;
+
 typedef struct wf_particles_split_desc {
   wf_particles_desc solver; /* every partition's settings (solver.stream and capacity ignored) */
   float skin;               /* halo width beyond the contact range, m; 0: from the fastest
                                particle (3 x the distance it covers in a frame under gravity) */
-  float imbalance;          /* re-balance the slabs when max/mean count - 1 exceeds this; 0.01 */
+  float imbalance;          /* re-balance the slabs when max/mean count (or time) - 1 exceeds
+                               this; 0.01 */
+  wf_split_balance balance; /* WF_BALANCE_COUNT (default) or WF_BALANCE_TIME */
   int repartition_frames;   /* frames between repartitions; default 1 (each one recaptures the frame
                                graph) */
 } wf_particles_split_desc;
@@ -310,6 +323,9 @@ typedef struct wf_particles_split_info {
   bool peer;                      /* every pair of distinct devices has direct (peer) access */
   uint64_t captures;              /* frame graphs captured (after every repartition) */
   double capture_ms;              /* host time capturing them (and updating or instantiating) */
+  /* WF_BALANCE_TIME: each partition's substeps in the last frame before the last repartition,
+   * ms on its device's clock (the halo waits left out); 0 where not measured */
+  double compute_ms[16];
 } wf_particles_split_info;
 
 /** Defaults: wf_particles_desc_default(), automatic skin, imbalance 0.01, a repartition every

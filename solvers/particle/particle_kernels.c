@@ -3,6 +3,7 @@
  * CUB's DeviceRadixSort produces on CUDA devices. Flags and the extent are merged with integer
  * atomics, so the loops stay correct if the backend ever splits a launch over threads. */
 #include <string.h>
+#include <time.h>
 
 #include "particle_kernels.h"
 
@@ -177,6 +178,13 @@ static void halo_unpack_cpu(const void *args, size_t begin, size_t end) {
     wfp_halo_unpack_elem(args, (uint32_t)j);
 }
 
+static void stamp_cpu(const void *args, size_t begin, size_t end) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  if (begin < end)
+    *((const wfp_stamp_args *)args)->at = (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
 /* Counts per (owner, holder), the histogram and the largest speed, merged once per call. */
 static void classify_cpu(const void *args, size_t begin, size_t end) {
   const wfp_classify_args *a = args;
@@ -258,6 +266,7 @@ const wf_kernel wfp_contacts_xpbd = {"particle_collide_xpbd", collide_xpbd_cpu,
 const wf_kernel wfp_advance = {"particle_advance", advance_cpu, WFP_CUDA(wfp_advance_cuda)};
 const wf_kernel wfp_frame_begin = {"particle_frame_begin", frame_begin_cpu,
                                    WFP_CUDA(wfp_frame_begin_cuda)};
+const wf_kernel wfp_stamp = {"particle_stamp", stamp_cpu, WFP_CUDA(wfp_stamp_cuda)};
 const wf_kernel wfp_halo_pack = {"particle_halo_pack", halo_pack_cpu, WFP_CUDA(wfp_halo_pack_cuda)};
 const wf_kernel wfp_halo_unpack = {"particle_halo_unpack", halo_unpack_cpu,
                                    WFP_CUDA(wfp_halo_unpack_cuda)};

@@ -162,6 +162,12 @@ __global__ void classify_kernel(wfp_classify_args a, size_t n) {
   if (threadIdx.x == 0 && vmax) atomicMax(&a.counts[np * np], vmax);
 }
 
+__global__ void stamp_kernel(wfp_stamp_args a) {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  *a.at = t;
+}
+
 struct HasBit {
   const uint32_t *tag;
   uint32_t bit;
@@ -269,6 +275,10 @@ extern "C" size_t wfp_sort_temp_bytes_cuda(uint32_t n, int bits) {
   if (cub::DeviceRadixSort::SortPairs(nullptr, bytes, keys, vals, (int)n, 0, bits) != cudaSuccess)
     return 0;
   return bytes;
+}
+
+extern "C" void wfp_stamp_cuda(const void *args, size_t n, void *stream) {
+  if (n) stamp_kernel<<<1, 1, 0, (cudaStream_t)stream>>>(*(const wfp_stamp_args *)args);
 }
 
 extern "C" void wfp_halo_pack_cuda(const void *args, size_t n, void *stream) {

@@ -21,6 +21,7 @@ extern const wf_kernel wfp_contacts_dem;  /* n = count: DEM contacts, colliders,
 extern const wf_kernel wfp_contacts_xpbd; /* n = count: the same with XPBD contacts */
 extern const wf_kernel wfp_advance;       /* n = 1: clock */
 extern const wf_kernel wfp_frame_begin;   /* n = 1: resets the frame's extent */
+extern const wf_kernel wfp_stamp;         /* n = 1: the device's clock (ns) to *at */
 extern const wf_kernel wfp_halo_pack;     /* n = ghosts: gathers owned particles to send */
 extern const wf_kernel wfp_halo_unpack;   /* n = ghosts: scatters received ones into ghosts */
 extern const wf_kernel wfp_classify;      /* n = local particles: where each one goes */
@@ -52,6 +53,7 @@ void wfp_frame_begin_cuda(const void *args, size_t n, void *stream);
 void wfp_halo_pack_cuda(const void *args, size_t n, void *stream);
 void wfp_halo_unpack_cuda(const void *args, size_t n, void *stream);
 void wfp_classify_cuda(const void *args, size_t n, void *stream);
+void wfp_stamp_cuda(const void *args, size_t n, void *stream);
 void wfp_select_cuda(const void *args, size_t n, void *stream);
 void wfp_migrate_pack_cuda(const void *args, size_t n, void *stream);
 void wfp_migrate_keys_cuda(const void *args, size_t n, void *stream);

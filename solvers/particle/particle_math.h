@@ -897,6 +897,12 @@ WF_HD static inline uint32_t wfp_slab_mask(const wfp_slabs *s, float x, int o) {
   return m;
 }
 
+/* The split solver's time stamps (balance by time): one thread writes the device's clock, in ns,
+ * to *at. */
+typedef struct wfp_stamp_args {
+  uint64_t *at;
+} wfp_stamp_args;
+
 /* The histogram bin of coordinate c (wfp_classify_args.hist); NaN goes to bin 0. */
 WF_HD static inline uint32_t wfp_hist_bin(const wfp_classify_args *a, float c) {
   float b = (c - a->hist_lo) * a->hist_scale;

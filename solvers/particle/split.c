@@ -125,6 +125,7 @@ typedef struct part {
                     * than skin/2, the limit and the axis */
   /* the repartition on the device (see device_repartition) */
   dbuf tag, counts, snap_pos, snap_vel;
+  dbuf stamps; /* WF_BALANCE_TIME: the device clock (ns) before and after each substep */
   dbuf in_pos, in_vel, in_gid, in_mat; /* received particles, by sender */
   dbuf keys, vals, keys_out, vals_out, sort_temp, select_temp;
   outbox out[MAXP];
@@ -234,6 +235,7 @@ static size_t graph_key(const wf_particles_split *sp, uint64_t *key) {
     key[n++] = wfp_particles_generation(pt->ps);
     key[n++] = (uint64_t)(uintptr_t)pt->anchor.b;
     key[n++] = (uint64_t)(uintptr_t)pt->flag;
+    key[n++] = (uint64_t)(uintptr_t)pt->stamps.b;
   }
   for (int l = 0; l < sp->n_links; l++) {
     const link *k = &sp->links[l];
@@ -281,9 +283,10 @@ void wf_particles_split_destroy(wf_particles_split *sp) {
   for (int p = 0; p < sp->np; p++) {
     part *pt = &sp->parts[p];
     wf_stream *s = pt->ps ? wf_particles_stream(pt->ps) : NULL;
-    dbuf *own[] = {&pt->anchor, &pt->tag,      &pt->counts,   &pt->snap_pos,  &pt->snap_vel,
-                   &pt->in_pos, &pt->in_vel,   &pt->in_gid,   &pt->in_mat,    &pt->keys,
-                   &pt->vals,   &pt->keys_out, &pt->vals_out, &pt->sort_temp, &pt->select_temp};
+    dbuf *own[] = {&pt->anchor,   &pt->tag,       &pt->counts,      &pt->snap_pos,
+                   &pt->snap_vel, &pt->in_pos,    &pt->in_vel,      &pt->in_gid,
+                   &pt->in_mat,   &pt->keys,      &pt->vals,        &pt->keys_out,
+                   &pt->vals_out, &pt->sort_temp, &pt->select_temp, &pt->stamps};
     for (size_t b = 0; b < sizeof own / sizeof own[0]; b++)
       dbuf_free(own[b], s);
     for (int d = 0; d < MAXP; d++) {
@@ -338,6 +341,11 @@ wf_status wf_particles_split_create(wf_device *const *devices, int n,
   if (!(desc->imbalance >= 0.0f) || !isfinite(desc->imbalance))
     return fail(WF_ERR_INVALID, "particles '%s' (split): imbalance %g must be >= 0", name,
                 (double)desc->imbalance);
+  if (desc->balance != WF_BALANCE_COUNT && desc->balance != WF_BALANCE_TIME)
+    return fail(WF_ERR_INVALID,
+                "particles '%s' (split): balance %d is neither WF_BALANCE_COUNT (0) nor "
+                "WF_BALANCE_TIME (1)",
+                name, (int)desc->balance);
   if (desc->repartition_frames < 1)
     return fail(WF_ERR_INVALID, "particles '%s' (split): repartition_frames %d must be >= 1", name,
                 desc->repartition_frames);
@@ -846,31 +854,33 @@ static bool hist_range(const wf_particles_split *sp, float *lo, float *scale) {
   return isfinite(*lo) && isfinite(*scale) && *scale > 0.0f;
 }
 
-/* New slab boundaries along the current axis at the count quantiles of the classification's
- * histograms (cnt as classify_all returns it), interpolated within a bin as if its particles
- * were spread evenly. False (nothing changed) when the histograms are empty. */
-static bool cut_at_histogram(wf_particles_split *sp, const uint32_t *cnt, float lo, float scale) {
+/* New slab boundaries along the current axis at the quantiles of the classification's
+ * histograms (cnt as classify_all returns it), partition q's particles weighing cost[q] each
+ * (NULL: 1), interpolated within a bin as if its weight were spread evenly. False (nothing
+ * changed) when the histograms are empty. */
+static bool cut_at_histogram(wf_particles_split *sp, const uint32_t *cnt, const double *cost,
+                             float lo, float scale) {
   int np = sp->np;
   size_t len = counts_len(np);
-  uint64_t *h = malloc(WFP_HIST_BINS * sizeof *h), total = 0;
+  double *h = malloc(WFP_HIST_BINS * sizeof *h), total = 0.0;
   if (!h) return false; /* the other way needs far more memory */
   for (int b = 0; b < WFP_HIST_BINS; b++) {
-    h[b] = 0;
+    h[b] = 0.0;
     for (int q = 0; q < np; q++)
-      h[b] += cnt[(size_t)q * len + (size_t)np * np + 1 + (size_t)b];
+      h[b] += (cost ? cost[q] : 1.0) * cnt[(size_t)q * len + (size_t)np * np + 1 + (size_t)b];
     total += h[b];
   }
-  if (!total) {
+  if (!(total > 0.0)) {
     free(h);
     return false;
   }
-  uint64_t cum = 0; /* the particles in bins [0, b) */
+  double cum = 0.0; /* the weight in bins [0, b) */
   int b = 0;
   for (int p = 1; p < np; p++) {
-    double t = (double)total * p / np;
-    while (b < WFP_HIST_BINS - 1 && (double)(cum + h[b]) < t)
+    double t = total * p / np;
+    while (b < WFP_HIST_BINS - 1 && cum + h[b] < t)
       cum += h[b++];
-    double f = h[b] ? (t - (double)cum) / (double)h[b] : 0.0;
+    double f = h[b] > 0.0 ? (t - cum) / h[b] : 0.0;
     f = f < 0.0 ? 0.0 : f > 1.0 ? 1.0 : f;
     sp->cuts[p - 1] = lo + (float)(((double)b + f) / scale);
   }
@@ -884,8 +894,8 @@ static bool cut_at_histogram(wf_particles_split *sp, const uint32_t *cnt, float 
  * one unless another is a quarter longer). On the current axis, from the classification's
  * histograms (cnt; NULL: none), which costs no download; else cut at the quantiles of the owned
  * particles' coordinates (their anchors when the axis stays), read from the devices. */
-static wf_status rebalance_device(wf_particles_split *sp, const uint32_t *cnt, float hist_lo,
-                                  float hist_scale) {
+static wf_status rebalance_device(wf_particles_split *sp, const uint32_t *cnt, const double *cost,
+                                  float hist_lo, float hist_scale) {
   int32_t lo[3], hi[3];
   int axis = sp->axis;
   if (extent_union(sp, lo, hi)) { /* a new axis only when clearly longer: it costs a download */
@@ -893,7 +903,7 @@ static wf_status rebalance_device(wf_particles_split *sp, const uint32_t *cnt, f
     for (int k = 0; k < 3; k++)
       if (4 * ((int64_t)hi[k] - lo[k] + 1) > 5 * len) axis = k, len = (int64_t)hi[k] - lo[k] + 1;
   }
-  if (axis == sp->axis && cnt && cut_at_histogram(sp, cnt, hist_lo, hist_scale)) return WF_OK;
+  if (axis == sp->axis && cnt && cut_at_histogram(sp, cnt, cost, hist_lo, hist_scale)) return WF_OK;
   size_t total = 0, most = 1;
   for (int p = 0; p < sp->np; p++) {
     total += sp->parts[p].n_owned;
@@ -920,6 +930,51 @@ static wf_status rebalance_device(wf_particles_split *sp, const uint32_t *cnt, f
   if (st == WF_OK) cut_at_quantiles(sp, axis, c, k);
   free(c), free(la), free(lp);
   return st;
+}
+
+/* Whether the frames time every partition's substeps (WF_BALANCE_TIME, more than one). */
+static bool stamping(const wf_particles_split *sp) {
+  return sp->desc.balance == WF_BALANCE_TIME && sp->np > 1;
+}
+
+/* WF_BALANCE_TIME, after the frames were waited for: each partition's compute in the last frame
+ * (the sum of its substeps between the stamps, into info.compute_ms) and its time per owned
+ * particle (cost). *timed false when no frame was timed since the last repartition or a time is
+ * not usable. */
+static wf_status frame_costs(wf_particles_split *sp, double *cost, bool *timed) {
+  int K = sp->desc.solver.substeps;
+  *timed = false;
+  if (sp->frames_since <= 0) return WF_OK;
+  uint64_t *t = malloc(2 * (size_t)K * sizeof *t);
+  if (!t) return fail(WF_ERR_OUT_OF_MEMORY, "particles '%s' (split): out of host memory", sp->name);
+  bool ok = true;
+  double sum = 0.0;
+  uint64_t owned = 0;
+  for (int p = 0; p < sp->np; p++) {
+    part *pt = &sp->parts[p];
+    wf_status st =
+        pt->stamps.b ? wf_download(t, pt->stamps.b, 0, 2 * (size_t)K * 8) : WF_ERR_INVALID;
+    if (st != WF_OK) {
+      free(t);
+      if (!pt->stamps.b) return WF_OK;
+      return fail_gpu(sp->name, st, "reading the time stamps");
+    }
+    double ns = 0.0;
+    for (int k = 0; k < K; k++) {
+      if (t[2 * k + 1] < t[2 * k] || !t[2 * k]) ok = false;
+      ns += (double)(t[2 * k + 1] - t[2 * k]);
+    }
+    sp->info.compute_ms[p] = ok ? ns * 1e-6 : 0.0;
+    sum += sp->info.compute_ms[p], owned += pt->n_owned;
+  }
+  free(t);
+  if (!ok || !(sum > 0.0) || !owned) return WF_OK;
+  /* an empty partition's particles would cost what the average one does */
+  for (int p = 0; p < sp->np; p++)
+    cost[p] =
+        sp->parts[p].n_owned ? sp->info.compute_ms[p] / sp->parts[p].n_owned : sum / (double)owned;
+  *timed = true;
+  return WF_OK;
 }
 
 static int key_bits(uint32_t n) {
@@ -966,6 +1021,8 @@ static wf_status device_repartition(wf_particles_split *sp) {
   sp->skin = skin_for(sp, sp->vmax);
   wf_status st = WF_OK;
   uint32_t owned[MAXP];
+  double cost[MAXP];
+  bool timed = false;
   float hist_lo = 0.0f, hist_scale = 0.0f;
   bool hist = hist_range(sp, &hist_lo, &hist_scale);
   for (bool rebalanced = false;;) {
@@ -980,8 +1037,20 @@ static wf_status device_repartition(wf_particles_split *sp) {
       most = owned[o] > most ? owned[o] : most;
     }
     double mean = (double)sp->count / np;
-    if (rebalanced || !sp->count || (double)most / mean - 1.0 <= sp->desc.imbalance) break;
-    if ((st = rebalance_device(sp, hist ? cnt : NULL, hist_lo, hist_scale)) != WF_OK) break;
+    /* balance by time: the partitions' compute in the last frame, read once the classification
+     * (after the frame) was waited for */
+    if (!rebalanced && stamping(sp) && (st = frame_costs(sp, cost, &timed)) != WF_OK) break;
+    double over = (double)most / mean - 1.0;
+    if (timed) {
+      double tmax = 0.0, tsum = 0.0;
+      for (int p = 0; p < np; p++)
+        tmax = fmax(tmax, sp->info.compute_ms[p]), tsum += sp->info.compute_ms[p];
+      over = tmax * np / tsum - 1.0;
+    }
+    if (rebalanced || !sp->count || over <= sp->desc.imbalance) break;
+    if ((st = rebalance_device(sp, hist ? cnt : NULL, timed ? cost : NULL, hist_lo, hist_scale)) !=
+        WF_OK)
+      break;
     rebalanced = true;
   }
   if (st != WF_OK) {
@@ -1295,6 +1364,17 @@ static wf_status touch_links(wf_particles_split *sp) {
   return WF_OK;
 }
 
+/* Stamp i of partition p's frame (2k before substep k, 2k + 1 after it), on its stream. */
+static wf_status stamp(wf_particles_split *sp, int p, int i) {
+  if (!stamping(sp)) return WF_OK;
+  part *pt = &sp->parts[p];
+  wf_stream *s = wf_particles_stream(pt->ps);
+  wfp_stamp_args a = {(uint64_t *)wf_buffer_ptr(pt->stamps.b) + i};
+  TRY(wf_launch(&wfp_stamp, 1, &a, sizeof a, s), "launching a time stamp");
+  TRY(wf_buffer_touch(pt->stamps.b, s), "ordering the time stamps");
+  return WF_OK;
+}
+
 static wf_status enqueue_frame(wf_particles_split *sp) {
   wf_status st;
   const bool work = sp->mode != FRAME_COPIES;
@@ -1306,7 +1386,9 @@ static wf_status enqueue_frame(wf_particles_split *sp) {
       wf_stream *s = wf_particles_stream(sp->parts[p].ps);
       wf_event **mk = sp->marks ? sp->marks + 2 * ((size_t)p * K + k) : NULL;
       if (mk) TRY(wf_event_record(mk[0], s), "recording a substep's start");
+      if ((st = stamp(sp, p, 2 * k)) != WF_OK) return st;
       if ((st = wfp_substep_enqueue(sp->parts[p].ps)) != WF_OK) return st;
+      if ((st = stamp(sp, p, 2 * k + 1)) != WF_OK) return st;
       if (mk) TRY(wf_event_record(mk[1], s), "recording a substep's end");
     }
     if (sp->np > 1 && (st = halo_exchange(sp)) != WF_OK) return st;
@@ -1365,6 +1447,12 @@ static wf_status capture(wf_particles_split *sp) { return capture_mode(sp, FRAME
 static wf_status run_frames(wf_particles_split *sp, int frames, int mode, wf_graph *g) {
   wf_stream *s0 = wf_particles_stream(sp->parts[0].ps);
   wf_status st;
+  for (int p = 0; p < sp->np && stamping(sp); p++) { /* once: the graph holds the address */
+    part *pt = &sp->parts[p];
+    size_t bytes = 2 * (size_t)sp->desc.solver.substeps * 8;
+    if ((st = dbuf_reserve(sp, &pt->stamps, pt->dev, wf_particles_stream(pt->ps), bytes)) != WF_OK)
+      return st;
+  }
   /* after whatever the repartition queued on the other streams */
   for (int p = 0; p < sp->np; p++) {
     if (p > 0) TRY(wf_stream_wait_stream(s0, wf_particles_stream(sp->parts[p].ps)), "ordering");

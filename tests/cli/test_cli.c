@@ -869,6 +869,7 @@ TEST(bench_scaling) {
   CHECK(halo[0][4] > halo[0][2]);
   CHECK(halo[1][4] > halo[1][2]);
   CHECK(strstr(out, "hidden = 1 - (ov ms - compute ms) / halo ms"));
+  CHECK(strstr(out, "slabs balanced by compute time (WF_BALANCE_TIME"));
   free(out);
   char *rows = th_read_file(csv_path, NULL);
   REQUIRE(rows);
@@ -1004,6 +1005,7 @@ TEST(bench_scaling_cloth) {
   free(rows);
   CHECK_EQ_INT(CLI(dir, "bench", "scaling", "--only", "fluid"), 2);
   CHECK_EQ_INT(CLI(dir, "bench", "scaling", "--cloth", "1"), 2);
+  CHECK_EQ_INT(CLI(dir, "bench", "scaling", "--balance", "even"), 2);
   CHECK_EQ_INT(CLI(dir, "bench", "scaling", "--cloth-per-device", "x"), 2);
 }
 

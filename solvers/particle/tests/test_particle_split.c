@@ -23,6 +23,7 @@ typedef struct scene_opts {
   float imbalance; /* split only: < 0: the default */
   int kind;        /* 0 column, 1 two blocks colliding along x, 2 high drop */
   int repartition; /* split only: frames between repartitions (0: every frame) */
+  int balance;     /* split only: wf_split_balance */
 } scene_opts;
 
 static wf_particles_desc base_desc(const scene_opts *o) {
@@ -51,6 +52,7 @@ static wf_status build(const scene_opts *o, wf_device **devs, int n, sys *s) {
     sd.skin = o->skin;
     sd.repartition_frames = o->repartition > 0 ? o->repartition : 1;
     if (o->imbalance >= 0.0f) sd.imbalance = o->imbalance;
+    sd.balance = (wf_split_balance)o->balance;
     st = wf_particles_split_create(devs, n, &sd, &s->sp);
   } else {
     st = wf_particles_create(th_dev0, &d, &s->ps);
@@ -291,6 +293,25 @@ TEST(rebalance_keeps_slabs_even) {
   sys_free(&s);
 }
 
+/* Balance by time (WF_BALANCE_TIME): every frame times each partition's substeps on its device
+ * and the slabs follow the time per particle. The column stays bitwise the single solver's for
+ * 2 and 4 partitions, each partition's compute of the last frame is reported (> 0), and the
+ * slabs were moved after the first distribution. */
+TEST(balance_by_time_bitwise) {
+  scene_opts o = {.model = WF_CONTACT_DEM, .imbalance = -1, .balance = WF_BALANCE_TIME};
+  int counts[] = {2, 4};
+  wf_particles_split_info info;
+  memset(&info, 0, sizeof info);
+  compare_runs(&o, 30, counts, 2, &info);
+  printf("  4 partitions: compute %.3f %.3f %.3f %.3f ms, owned %u %u %u %u, rebalances %llu\n",
+         info.compute_ms[0], info.compute_ms[1], info.compute_ms[2], info.compute_ms[3],
+         info.owned[0], info.owned[1], info.owned[2], info.owned[3],
+         (unsigned long long)info.rebalances);
+  for (int p = 0; p < 4; p++)
+    CHECK(info.compute_ms[p] > 0.0 && isfinite(info.compute_ms[p]));
+  CHECK(info.rebalances >= 2);
+}
+
 TEST(uncaptured_frames_bitwise) {
   scene_opts o = {.model = WF_CONTACT_DEM, .no_graph = true, .imbalance = -1};
   int counts[] = {3};
@@ -461,6 +482,9 @@ TEST(bad_arguments) {
   d = wf_particles_split_desc_default();
   d.repartition_frames = 0;
   CHECK_ERROR(wf_particles_split_create(devs, 1, &d, &sp), WF_ERR_INVALID, "repartition_frames");
+  d = wf_particles_split_desc_default();
+  d.balance = (wf_split_balance)7;
+  CHECK_ERROR(wf_particles_split_create(devs, 1, &d, &sp), WF_ERR_INVALID, "balance 7");
   CHECK(sp == NULL);
   if (th_is_cuda()) {
     devs[1] = th_host;
@@ -484,6 +508,7 @@ int main(int argc, char **argv) {
       TH_TEST(column_bitwise_1_2_3_4_partitions),
       TH_TEST(column_xpbd_bitwise),
       TH_TEST(rebalance_keeps_slabs_even),
+      TH_TEST(balance_by_time_bitwise),
       TH_TEST(uncaptured_frames_bitwise),
       TH_TEST(repartition_every_third_frame_bitwise),
       TH_TEST(settled_column_keeps_its_frame_graph),
