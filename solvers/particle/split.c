@@ -197,8 +197,9 @@ static void drop_graph(wf_particles_split *sp) { sp->graph_stale = true; }
  * changes of counts from one repartition to the next (its kernels read the counts on the device,
  * wfp_live); else n plus the slack, n >> shift and 1024. 0 for none: an empty partition or link
  * has no kernels in the frame. Partitions take a sixteenth (shift 4; their counts move little,
- * and a thread past the count only exits); links a quarter (shift 2): their ghost counts grow
- * with the skin, and so with the speed, while a scene falls. */
+ * and a thread past the count only exits), an eighth when balanced by time (shift 3: the slabs
+ * follow the work, which moves while a pile settles); links a quarter (shift 2): their ghost
+ * counts grow with the skin, and so with the speed, while a scene falls. */
 static uint32_t launch_for(uint32_t n, uint32_t cur, unsigned shift) {
   if (!n) return 0;
   uint64_t slack = ((uint64_t)n >> shift) + 1024;
@@ -208,8 +209,8 @@ static uint32_t launch_for(uint32_t n, uint32_t cur, unsigned shift) {
 
 /* A partition about to hold m particles: sets its launch size; returns the elements (at least
  * 1) its per-particle buffers make room for, the launch size or m. */
-static size_t set_launch(part *pt, uint32_t m) {
-  pt->launch = launch_for(m, pt->launch, 4);
+static size_t set_launch(const wf_particles_split *sp, part *pt, uint32_t m) {
+  pt->launch = launch_for(m, pt->launch, sp->desc.balance == WF_BALANCE_TIME ? 3 : 4);
   wfp_particles_set_launch(pt->ps, pt->launch);
   return pt->launch > m ? pt->launch : m ? m : 1;
 }
@@ -700,7 +701,7 @@ static wf_status distribute(wf_particles_split *sp) {
     pt->n_local = (uint32_t)m;
     pt->n_owned = owned_count[p];
     wf_stream *s = wf_particles_stream(pt->ps);
-    size_t mm = set_launch(pt, (uint32_t)m);
+    size_t mm = set_launch(sp, pt, (uint32_t)m);
     st = wfp_particles_replace(pt->ps, (uint32_t)m, lp, lv, lm, gid);
     if (st == WF_OK) st = dbuf_reserve(sp, &pt->anchor, pt->dev, s, mm * 4);
     if (st == WF_OK && m && (st = wf_upload(pt->anchor.b, 0, la, m * 4, s)) != WF_OK)
@@ -969,10 +970,14 @@ static wf_status frame_costs(wf_particles_split *sp, double *cost, bool *timed) 
   }
   free(t);
   if (!ok || !(sum > 0.0) || !owned) return WF_OK;
-  /* an empty partition's particles would cost what the average one does */
-  for (int p = 0; p < sp->np; p++)
-    cost[p] =
-        sp->parts[p].n_owned ? sp->info.compute_ms[p] / sp->parts[p].n_owned : sum / (double)owned;
+  /* an empty partition's particles would cost what the average one does; each cost goes half
+   * way from the average, so that a change of work over the frames (a pile settling) or the
+   * clock's noise moves the slabs without overshooting */
+  double mean = sum / (double)owned;
+  for (int p = 0; p < sp->np; p++) {
+    double c = sp->parts[p].n_owned ? sp->info.compute_ms[p] / sp->parts[p].n_owned : mean;
+    cost[p] = 0.5 * (c + mean);
+  }
   *timed = true;
   return WF_OK;
 }
@@ -1169,7 +1174,7 @@ static wf_status device_repartition(wf_particles_split *sp) {
       }
       if (lo[sp->axis] > hi[sp->axis]) lo[sp->axis] = hi[sp->axis] = glo[sp->axis];
     }
-    size_t mm = set_launch(pt, m);
+    size_t mm = set_launch(sp, pt, m);
     size_t tb = wfp_sort_temp_bytes(pt->dev, m, bits);
     if ((st = wfp_particles_resize(pt->ps, m, sp->rmax, lo, hi)) != WF_OK ||
         (st = dbuf_reserve(sp, &pt->keys, pt->dev, s, mm * 4)) != WF_OK ||
