@@ -970,14 +970,10 @@ static wf_status frame_costs(wf_particles_split *sp, double *cost, bool *timed) 
   }
   free(t);
   if (!ok || !(sum > 0.0) || !owned) return WF_OK;
-  /* an empty partition's particles would cost what the average one does; each cost goes half
-   * way from the average, so that a change of work over the frames (a pile settling) or the
-   * clock's noise moves the slabs without overshooting */
+  /* an empty partition's particles would cost what the average one does */
   double mean = sum / (double)owned;
-  for (int p = 0; p < sp->np; p++) {
-    double c = sp->parts[p].n_owned ? sp->info.compute_ms[p] / sp->parts[p].n_owned : mean;
-    cost[p] = 0.5 * (c + mean);
-  }
+  for (int p = 0; p < sp->np; p++)
+    cost[p] = sp->parts[p].n_owned ? sp->info.compute_ms[p] / sp->parts[p].n_owned : mean;
   *timed = true;
   return WF_OK;
 }

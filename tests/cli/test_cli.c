@@ -869,7 +869,7 @@ TEST(bench_scaling) {
   CHECK(halo[0][4] > halo[0][2]);
   CHECK(halo[1][4] > halo[1][2]);
   CHECK(strstr(out, "hidden = 1 - (ov ms - compute ms) / halo ms"));
-  CHECK(strstr(out, "slabs balanced by compute time (WF_BALANCE_TIME"));
+  CHECK(strstr(out, "slabs balanced by compute time (WF_BALANCE_TIME, imbalance 0.03"));
   free(out);
   char *rows = th_read_file(csv_path, NULL);
   REQUIRE(rows);
