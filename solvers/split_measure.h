@@ -1,9 +1,12 @@
 /* What the split solvers' overlap measures share (wf_particles_split_overlap_measure,
- * wf_cloth_split_overlap_measure): the median of the per-frame times and the hidden fraction. */
+ * wf_cloth_split_overlap_measure): the timing events of the compute frames, the longest
+ * partition's compute from them, the medians of the per-frame times and the hidden fraction. */
 #ifndef WEFT_SPLIT_MEASURE_H
 #define WEFT_SPLIT_MEASURE_H
 
 #include <stdlib.h>
+
+#include "weft/gpu.h"
 
 static inline int wf__split_cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -14,6 +17,52 @@ static inline int wf__split_cmp_double(const void *a, const void *b) {
 static inline double wf__split_median(double *v, int n) {
   qsort(v, (size_t)n, sizeof *v, wf__split_cmp_double);
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* n timing events, per_part of them (2 a timed stretch) on each device devs[i / per_part]; NULL
+ * entries where creating one failed (its status is returned). */
+static inline wf_status wf__split_events_create(wf_device *const *devs, size_t per_part, size_t n,
+                                                wf_event **ev) {
+  for (size_t e = 0; e < n; e++) {
+    wf_status st = wf_event_create(devs[e / per_part], WF_EVENT_TIMING, &ev[e]);
+    if (st != WF_OK) return st;
+  }
+  return WF_OK;
+}
+
+static inline void wf__split_events_destroy(wf_event **ev, size_t n) {
+  for (size_t e = 0; ev && e < n; e++)
+    if (ev[e]) wf_event_destroy(ev[e]);
+}
+
+/* The longest partition's compute of a frame that was waited for: partition p recorded pairs[p]
+ * stretches (start, end) at ev[2 (p * stride + i)], i < pairs[p]; the largest sum over p, ms. */
+static inline wf_status wf__split_longest(wf_event **ev, int np, size_t stride,
+                                          const uint32_t *pairs, double *ms) {
+  *ms = 0.0;
+  for (int p = 0; p < np; p++) {
+    double sum = 0.0;
+    for (uint32_t i = 0; i < pairs[p]; i++) {
+      wf_event **mk = ev + 2 * ((size_t)p * stride + i);
+      float t = 0.0f;
+      wf_status st = wf_event_elapsed_ms(mk[0], mk[1], &t);
+      if (st != WF_OK) return st;
+      sum += t;
+    }
+    *ms = sum > *ms ? sum : *ms;
+  }
+  return WF_OK;
+}
+
+/* The medians of the measure's kinds of frame, ms[kind * frames + f] (sorts ms): an ordinary
+ * frame, one without the copies, the copies alone, the compute; with one kind (no halo) the
+ * ordinary frame stands for the others and the copies take 0. */
+static inline void wf__split_medians(double *ms, int frames, int kinds, double *frame,
+                                     double *no_halo, double *halo, double *compute) {
+  *frame = wf__split_median(ms, frames);
+  *no_halo = kinds > 1 ? wf__split_median(ms + frames, frames) : *frame;
+  *halo = kinds > 1 ? wf__split_median(ms + 2 * frames, frames) : 0.0;
+  *compute = kinds > 1 ? wf__split_median(ms + 3 * frames, frames) : *frame;
 }
 
 /* The part of the halo copies' time (halo_ms, alone) that does not lengthen the frame (frame_ms,

@@ -1105,11 +1105,8 @@ static wf_status stage_range(wf_cloth_split *cs, const char *fn, int p, int stag
  * so far: each link's runs copied from its sender's send set straight into its receiver's ghost
  * range of the same buffer, on the sender's copy stream, which records the link's event. */
 static wf_status ghosts_send(wf_cloth_split *cs, const char *fn, int a, int b) {
-  bool sends[MAXP] = {false};
-  for (int l = 0; l < cs->n_links; l++)
-    sends[cs->links[l].from] = true;
   for (int p = 0; p < cs->np; p++)
-    if (sends[p])
+    if (cs->parts[p].n_send) /* a link starts here */
       TRY(wf_stream_wait_stream(cs->parts[p].copy, stream_of(cs, p)), "ordering a halo copy");
   for (int l = 0; l < cs->n_links; l++) {
     link *k = &cs->links[l];
@@ -1132,11 +1129,8 @@ static wf_status ghosts_send(wf_cloth_split *cs, const char *fn, int a, int b) {
 /* Every sender's stream waits for its copy stream: the copies out of its send set so far are
  * done. */
 static wf_status senders_wait(wf_cloth_split *cs, const char *fn) {
-  bool sends[MAXP] = {false};
-  for (int l = 0; l < cs->n_links; l++)
-    sends[cs->links[l].from] = true;
   for (int p = 0; p < cs->np; p++)
-    if (sends[p])
+    if (cs->parts[p].n_send) /* a link starts here */
       TRY(wf_stream_wait_stream(stream_of(cs, p), cs->parts[p].copy), "ordering a stage");
   return WF_OK;
 }
@@ -1338,23 +1332,6 @@ static wf_status mode_graph(wf_cloth_split *cs, const char *fn, int mode, wf_gra
   return st;
 }
 
-/* The longest partition's compute in the frame just run with the marks (waited for): the sum of
- * its stretches of kernels between their events. */
-static wf_status compute_of(wf_cloth_split *cs, const char *fn, double *ms) {
-  *ms = 0.0;
-  for (int p = 0; p < cs->np; p++) {
-    double sum = 0.0;
-    for (uint32_t i = 0; i < cs->mark_n[p]; i++) {
-      wf_event **mk = cs->marks + 2 * ((size_t)p * cs->mark_cap + i);
-      float t = 0.0f;
-      TRY(wf_event_elapsed_ms(mk[0], mk[1], &t), "timing a partition's kernels");
-      sum += t;
-    }
-    *ms = sum > *ms ? sum : *ms;
-  }
-  return WF_OK;
-}
-
 /* The kinds of frame, interleaved frame by frame (so a drift of the clocks hits all alike),
  * after one warm-up frame each; medians into out. Ordinary frames, frames without the halo
  * copies and the copies alone are timed by the host's clock around the frame and a wait. The
@@ -1379,9 +1356,11 @@ static wf_status measure_frames(wf_cloth_split *cs, const char *fn, int frames,
     return oom(fn, cs->name);
   }
   wf_status st = WF_OK;
-  for (size_t e = 0; e < n_marks && st == WF_OK; e++)
-    if ((st = wf_event_create(cs->parts[e / (2 * cap)].dev, WF_EVENT_TIMING, &marks[e])) != WF_OK)
-      st = fail_gpu(st, fn, cs, "creating timing events");
+  wf_device *devs[MAXP];
+  for (int p = 0; p < cs->np; p++)
+    devs[p] = cs->parts[p].dev;
+  if (n_marks && (st = wf__split_events_create(devs, 2 * cap, n_marks, marks)) != WF_OK)
+    st = fail_gpu(st, fn, cs, "creating timing events");
   for (int m = 0; m < kinds && m < 3 && st == WF_OK; m++)
     st = mode_graph(cs, fn, m, &g[m]);
   for (int f = -1; f < frames && st == WF_OK; f++)
@@ -1393,21 +1372,18 @@ static wf_status measure_frames(wf_cloth_split *cs, const char *fn, int frames,
         cs->marks = marks, cs->mark_cap = cap;
         memset(cs->mark_n, 0, sizeof cs->mark_n);
         st = timed_frame(cs, fn, FRAME_FULL, NULL, &t);
-        if (st == WF_OK) st = compute_of(cs, fn, &t);
+        if (st == WF_OK && (st = wf__split_longest(marks, cs->np, cap, cs->mark_n, &t)) != WF_OK)
+          st = fail_gpu(st, fn, cs, "timing a partition's kernels");
         cs->marks = NULL;
       }
       if (f >= 0) ms[m * frames + f] = t;
     }
-  if (st == WF_OK) {
-    out->frame_ms = wf__split_median(ms, frames);
-    out->frame_no_halo_ms = kinds > 1 ? wf__split_median(ms + frames, frames) : out->frame_ms;
-    out->halo_ms = kinds > 1 ? wf__split_median(ms + 2 * frames, frames) : 0.0;
-    out->compute_ms = kinds > 1 ? wf__split_median(ms + 3 * frames, frames) : out->frame_ms;
-  }
+  if (st == WF_OK)
+    wf__split_medians(ms, frames, kinds, &out->frame_ms, &out->frame_no_halo_ms, &out->halo_ms,
+                      &out->compute_ms);
   for (int m = 1; m < 3; m++) /* g[0] is cs->graph */
     if (g[m]) wf_graph_destroy(g[m]);
-  for (size_t e = 0; e < n_marks; e++)
-    if (marks[e]) wf_event_destroy(marks[e]);
+  wf__split_events_destroy(marks, n_marks);
   free(marks);
   free(ms);
   return st;

@@ -807,9 +807,10 @@ static size_t counts_len(int np) { return (size_t)np * (size_t)np + 1 + WFP_HIST
 
 /* Classifies every partition's owned particles for the slabs `sl` (tags on the devices) and
  * returns the counts: counts[q * counts_len + o * np + d] = particles q owns now that o will own
- * and d will hold; counts[q * counts_len + np * np] = the largest speed in q (float bits); from
- * counts[q * counts_len + np * np + 1], with `hist`, q's owned particles in WFP_HIST_BINS bins of
- * their coordinate along the slab axis (from hist_lo, hist_scale bins per metre; else zeros). */
+ * and d will hold; counts[q * counts_len + np * np] = the largest speed in q (float bits). With
+ * `hist` the devices also count q's owned particles in WFP_HIST_BINS bins of their coordinate
+ * along the slab axis (from hist_lo, hist_scale bins per metre; else zeros), which
+ * read_histograms puts from counts[q * counts_len + np * np + 1]. */
 static wf_status classify_all(wf_particles_split *sp, const wfp_slabs *sl, uint32_t *counts,
                               bool hist, float hist_lo, float hist_scale) {
   int np = sp->np;
@@ -838,8 +839,10 @@ static wf_status classify_all(wf_particles_split *sp, const wfp_slabs *sl, uint3
     TRY(wfp_particles_touch(pt->ps), "ordering the particle arrays");
     TRY(wf_buffer_touch(pt->counts.b, s), "ordering the counts");
   }
+  /* the histograms stay on the devices until a rebalance reads them (read_histograms) */
+  size_t head = (size_t)np * np + 1;
   for (int p = 0; p < np; p++)
-    TRY(wf_download(counts + (size_t)p * len, sp->parts[p].counts.b, 0, len * 4),
+    TRY(wf_download(counts + (size_t)p * len, sp->parts[p].counts.b, 0, head * 4),
         "reading the counts");
   return WF_OK;
 }
@@ -859,6 +862,17 @@ static bool hist_range(const wf_particles_split *sp, float *lo, float *scale) {
  * histograms (cnt as classify_all returns it), partition q's particles weighing cost[q] each
  * (NULL: 1), interpolated within a bin as if its weight were spread evenly. False (nothing
  * changed) when the histograms are empty. */
+/* Completes cnt (as classify_all returned it, the frames waited for) with every partition's
+ * histogram. */
+static wf_status read_histograms(wf_particles_split *sp, uint32_t *cnt) {
+  size_t len = counts_len(sp->np), head = (size_t)sp->np * sp->np + 1;
+  for (int p = 0; p < sp->np; p++)
+    TRY(wf_download(cnt + (size_t)p * len + head, sp->parts[p].counts.b, head * 4,
+                    (size_t)WFP_HIST_BINS * 4),
+        "reading the histograms");
+  return WF_OK;
+}
+
 static bool cut_at_histogram(wf_particles_split *sp, const uint32_t *cnt, const double *cost,
                              float lo, float scale) {
   int np = sp->np;
@@ -893,9 +907,9 @@ static bool cut_at_histogram(wf_particles_split *sp, const uint32_t *cnt, const 
 
 /* New slab boundaries from the devices: the longest axis of the last frame's extent (the current
  * one unless another is a quarter longer). On the current axis, from the classification's
- * histograms (cnt; NULL: none), which costs no download; else cut at the quantiles of the owned
- * particles' coordinates (their anchors when the axis stays), read from the devices. */
-static wf_status rebalance_device(wf_particles_split *sp, const uint32_t *cnt, const double *cost,
+ * histograms (cnt; NULL: none), a download of 16 KB per partition; else cut at the quantiles of the
+ * owned particles' coordinates (their anchors when the axis stays), read from the devices. */
+static wf_status rebalance_device(wf_particles_split *sp, uint32_t *cnt, const double *cost,
                                   float hist_lo, float hist_scale) {
   int32_t lo[3], hi[3];
   int axis = sp->axis;
@@ -904,7 +918,11 @@ static wf_status rebalance_device(wf_particles_split *sp, const uint32_t *cnt, c
     for (int k = 0; k < 3; k++)
       if (4 * ((int64_t)hi[k] - lo[k] + 1) > 5 * len) axis = k, len = (int64_t)hi[k] - lo[k] + 1;
   }
-  if (axis == sp->axis && cnt && cut_at_histogram(sp, cnt, cost, hist_lo, hist_scale)) return WF_OK;
+  if (axis == sp->axis && cnt) {
+    wf_status st = read_histograms(sp, cnt);
+    if (st != WF_OK) return st;
+    if (cut_at_histogram(sp, cnt, cost, hist_lo, hist_scale)) return WF_OK;
+  }
   size_t total = 0, most = 1;
   for (int p = 0; p < sp->np; p++) {
     total += sp->parts[p].n_owned;
@@ -1507,24 +1525,6 @@ wf_status wf_particles_split_step_frames(wf_particles_split *sp, int frames) {
 
 /* ---- how well the halo copies hide -------------------------------------------------------- */
 
-/* The longest partition's compute in the frame just run with these marks (waited for): the sum
- * of its substeps' times between their events. */
-static wf_status compute_of(wf_particles_split *sp, wf_event **marks, double *ms) {
-  const int K = sp->desc.solver.substeps;
-  *ms = 0.0;
-  for (int p = 0; p < sp->np; p++) {
-    double sum = 0.0;
-    for (int k = 0; k < K; k++) {
-      wf_event **mk = marks + 2 * ((size_t)p * K + k);
-      float t = 0.0f;
-      TRY(wf_event_elapsed_ms(mk[0], mk[1], &t), "timing a substep");
-      sum += t;
-    }
-    *ms = sum > *ms ? sum : *ms;
-  }
-  return WF_OK;
-}
-
 /* The kinds of frame, interleaved frame by frame (a drift of the clocks hits all alike), after
  * one warm-up frame each, each timed by the host's clock around the frame and a wait for it;
  * medians into out. With more than one partition every frame starts from the snapshot of the
@@ -1546,11 +1546,13 @@ static wf_status measure_frames(wf_particles_split *sp, int frames,
       ms && (kinds < 4 || marks)
           ? WF_OK
           : fail(WF_ERR_OUT_OF_MEMORY, "particles '%s' (split): out of host memory", sp->name);
-  for (size_t e = 0; marks && e < n_marks && st == WF_OK; e++) {
-    part *pt = &sp->parts[e / (2 * (size_t)sp->desc.solver.substeps)];
-    if ((st = wf_event_create(pt->dev, WF_EVENT_TIMING, &marks[e])) != WF_OK)
-      st = fail_gpu(sp->name, st, "creating timing events");
-  }
+  wf_device *devs[MAXP];
+  uint32_t pairs[MAXP]; /* every partition times each of its substeps */
+  for (int p = 0; p < sp->np; p++)
+    devs[p] = sp->parts[p].dev, pairs[p] = (uint32_t)sp->desc.solver.substeps;
+  if (marks && st == WF_OK &&
+      (st = wf__split_events_create(devs, n_marks / (size_t)sp->np, n_marks, marks)) != WF_OK)
+    st = fail_gpu(sp->name, st, "creating timing events");
   if (!sp->desc.solver.no_graph && st == WF_OK) {
     if (!sp->graph || sp->graph_stale || !graph_matches(sp)) st = capture(sp);
     for (int m = 1; m < kinds && m < 3 && st == WF_OK; m++)
@@ -1571,19 +1573,17 @@ static wf_status measure_frames(wf_particles_split *sp, int frames,
       if (st == WF_OK && (st = wf_stream_synchronize(s0)) != WF_OK)
         st = fail_gpu(sp->name, st, "waiting for a frame");
       double t = now_ms() - t0;
-      if (st == WF_OK && m == 3) st = compute_of(sp, marks, &t);
+      if (st == WF_OK && m == 3 &&
+          (st = wf__split_longest(marks, sp->np, pairs[0], pairs, &t)) != WF_OK)
+        st = fail_gpu(sp->name, st, "timing a substep");
       if (f >= 0) ms[m * frames + f] = t;
     }
-  if (st == WF_OK) {
-    out->frame_ms = wf__split_median(ms, frames);
-    out->frame_no_halo_ms = kinds > 1 ? wf__split_median(ms + frames, frames) : out->frame_ms;
-    out->halo_ms = kinds > 1 ? wf__split_median(ms + 2 * frames, frames) : 0.0;
-    out->compute_ms = kinds > 1 ? wf__split_median(ms + 3 * frames, frames) : out->frame_ms;
-  }
+  if (st == WF_OK)
+    wf__split_medians(ms, frames, kinds, &out->frame_ms, &out->frame_no_halo_ms, &out->halo_ms,
+                      &out->compute_ms);
   for (int m = 1; m < 3; m++)
     if (g[m]) wf_graph_destroy(g[m]);
-  for (size_t e = 0; marks && e < n_marks; e++)
-    if (marks[e]) wf_event_destroy(marks[e]);
+  wf__split_events_destroy(marks, n_marks);
   free(marks);
   free(ms);
   return st;
