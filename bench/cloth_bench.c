@@ -236,13 +236,18 @@ done:
   return rc;
 }
 
-/* "res/L<lanes>[/sm]" (resident: threads a vertex, neighbours staged in shared memory),
- * "stride" or "substep". Returns a static buffer (the bench is single-threaded). */
+/* "tile<W>x<H>/L<lanes>" (resident in tiles of W x H, lanes a boundary vertex), "res/L<lanes>[/sm]"
+ * (resident: threads a vertex, neighbours staged in shared memory), "stride" or "substep". Returns
+ * a static buffer (the bench is single-threaded). */
 static const char *kernel_name(const wf_cloth_info *info) {
   static char buf[32];
   switch (info->frame_kernel) {
   case WF_CLOTH_FRAME_RESIDENT:
-    snprintf(buf, sizeof buf, "res/L%u%s", info->frame_lanes, info->frame_smem ? "/sm" : "");
+    if (info->frame_tile[0])
+      snprintf(buf, sizeof buf, "tile%ux%u/L%u", info->frame_tile[0], info->frame_tile[1],
+               info->frame_lanes);
+    else
+      snprintf(buf, sizeof buf, "res/L%u%s", info->frame_lanes, info->frame_smem ? "/sm" : "");
     return buf;
   case WF_CLOTH_FRAME_STRIDE: return "stride";
   default: return "substep";

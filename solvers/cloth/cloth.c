@@ -359,7 +359,7 @@ static wf_status grid_alloc(wf_cloth *c, const char *fn) {
 /* The one-launch frame's plan (cloth_fast.h) and the reach of a vertex's reads: its springs and
  * (aerodynamics) the vertices of its triangles. grid: a grid cloth (lanes, staging);
  * stride_only: WEFT_CLOTH_FAST=1. Knobs read here: WEFT_CLOTH_BLOCK=N, WEFT_CLOTH_LANES=1|2|4,
- * WEFT_CLOTH_SMEM=0|1 (cloth_fast.h). */
+ * WEFT_CLOTH_SMEM=0|1, WEFT_CLOTH_TILE=0|WxH (cloth_fast.h). */
 static void frame_plan(wf_cloth *c, const wfc_springs *sp, bool grid, bool stride_only) {
   uint32_t reach = 0;
   for (uint32_t a = 0; a < c->nv; a++)
@@ -384,7 +384,20 @@ static void frame_plan(wf_cloth *c, const wfc_springs *sp, bool grid, bool strid
                          sm && !strcmp(sm, "0")   ? 0u
                          : sm && !strcmp(sm, "1") ? 1u
                                                   : 2u,
-                         reach, grid};
+                         reach,
+                         grid,
+                         1u,
+                         0u,
+                         0u,
+                         c->topo.grid[0],
+                         c->topo.grid[1]};
+  /* WEFT_CLOTH_TILE: 0 = no tiles, WxH = tiles of W columns x H rows, else automatic */
+  const char *tl = getenv("WEFT_CLOTH_TILE");
+  unsigned tw = 0, th = 0;
+  if (tl && !strcmp(tl, "0"))
+    want.tile = 0;
+  else if (tl && sscanf(tl, "%ux%u", &tw, &th) == 2)
+    want.tile = 2, want.tile_w = tw, want.tile_h = th;
   wfc_spring_frame_plan(c->dev->is_cuda ? c->dev->ordinal : -1, c->nv, &want, &c->plan);
   if (stride_only) c->plan.mode = WFC_FRAME_STRIDE;
 }
@@ -1230,6 +1243,8 @@ wf_status wf_cloth_info_get(const wf_cloth *c, wf_cloth_info *out) {
   bool res = out->frame_kernel == WF_CLOTH_FRAME_RESIDENT;
   out->frame_lanes = res ? c->plan.lanes : 1;
   out->frame_smem = res ? c->plan.smem : 0;
+  out->frame_tile[0] = res ? c->plan.tile_w : 0;
+  out->frame_tile[1] = res ? c->plan.tile_h : 0;
   return WF_OK;
 }
 

@@ -273,6 +273,226 @@ __global__ void __launch_bounds__(kBlock)
   }
 }
 
+/* The tiled frame of a grid cloth (cloth_fast.h: TILED). Block b owns the tile (tx, ty) =
+ * (b % tiles_x, b / tiles_x): columns [c0, c0 + w), rows [r0, r0 + h). Shared memory holds two
+ * copies (substep parity) of the positions and velocities of the tile and the ring of width
+ * WFC_TILE_REACH around it, SW = tile_w + 4 wide. The tile's cells are ranked once: the
+ * boundary vertices (within the reach of a side with a neighbour tile: the only ones the
+ * neighbours read), then the interior ones, each in row-major order. Substep s (state s in copy
+ * s % 2):
+ *  1. BOUNDARY: kLanesB threads a boundary vertex (more than the interior's, so that this, which
+ *     the neighbours wait for, is short) compute it; lane 0 writes it to the other copy and to the
+ * output half;
+ *  2. __syncthreads(), then thread 0 publishes s + 1 (st.release.gpu: the boundary's stores
+ *     precede it through the barrier, as in neighbour_barrier);
+ *  3. INTERIOR: kLanesI threads an interior vertex compute it (it reads only the tile's own
+ *     state in shared memory and, with aerodynamics, the tile's own vertices in the input
+ *     half), while the warps left over (at least one) wait for the up to 8 neighbour tiles to
+ *     publish s + 1 (ld.acquire.gpu, then a named barrier among those warps) and copy the
+ *     neighbours' boundaries (the ring) from the output half into the other copy: the
+ *     barrier's round trips overlap the interior's arithmetic instead of following it;
+ *  4. __syncthreads().
+ * A vertex's own state comes from the shared copy (what its thread wrote there), the lanes sum
+ * in the canonical shape (lanes_combine), so the math is that of every other path. The
+ * neighbours read only a tile's boundary (in 3, and in their aerodynamics of 1: triangles reach
+ * 1), all written before its release; a tile writes an output half again two substeps later,
+ * after its neighbours published the substep in between, which they do after their ring copy
+ * and their boundary's reads of that half: no block gets more than one substep ahead of a
+ * neighbour, as with the other resident kernels. The ring is read with ld.global.cg (L2). */
+constexpr int kTileBlock = (int)WFC_TILE_MAX_THREADS; /* the most threads a tile's block has */
+
+__device__ __forceinline__ void named_sync(unsigned id, unsigned threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
+__device__ __forceinline__ wfp_f4 load_cg(const wfp_f4 *p) {
+  float4 v = __ldcg(reinterpret_cast<const float4 *>(p));
+  wfp_f4 r = {v.x, v.y, v.z, v.w};
+  return r;
+}
+
+/* A vertex of the tile as one of its L lanes sees it: global index, index in the staged box,
+ * its springs (offsets in the box). */
+template <int L> struct tile_vertex {
+  uint32_t i, li, nl, lane;
+  bool on;
+  int32_t dk[WFC_GRID_LINKS / L];
+  float rest[WFC_GRID_LINKS / L];
+};
+
+template <int L>
+__device__ __forceinline__ void tile_vertex_init(tile_vertex<L> &t, const wfc_frame_args &a,
+                                                 bool on, uint32_t cell, uint32_t lane, uint32_t c0,
+                                                 uint32_t r0, uint32_t w, uint32_t SW) {
+  constexpr int NJ = WFC_GRID_LINKS / L;
+  const uint32_t mc = c0 + cell % w, mr = r0 + cell / w;
+  t.on = on, t.lane = lane, t.nl = 0;
+  t.i = mr * a.nu + mc;
+  t.li = (cell / w + WFC_TILE_REACH) * SW + cell % w + WFC_TILE_REACH;
+#pragma unroll
+  for (int j = 0; j < NJ; j++)
+    t.dk[j] = 0, t.rest[j] = 0.0f;
+  if (!on) return;
+  t.nl = wfc_lane_springs(&a.half[0], t.i, lane, L, t.dk, t.rest);
+#pragma unroll
+  for (int j = 0; j < NJ; j++) { /* offsets in the grid -> in the staged box */
+    uint32_t jv = (uint32_t)((int32_t)t.i + wfc_lane_offset(t.dk[j]));
+    int32_t dr = (int32_t)(jv / a.nu) - (int32_t)mr, dc = (int32_t)(jv % a.nu) - (int32_t)mc;
+    if ((uint32_t)j < t.nl) t.dk[j] = wfc_lane_pack(dr * (int32_t)SW + dc, (uint32_t)t.dk[j] & 3u);
+  }
+}
+
+/* Substep s of vertex t (all its lanes): from the shared copy P, V into NP, NV and the output
+ * half. */
+template <int L>
+__device__ __forceinline__ void tile_vertex_step(const tile_vertex<L> &t, const wfc_frame_args &a,
+                                                 const wfc_params &p, const wfc_spring_args *hf,
+                                                 const wfp_f4 *P, const wfp_f4 *V, wfp_f4 *NP,
+                                                 wfp_f4 *NV, double time, bool last) {
+  const unsigned mask = L == 1 ? 1u : (((1u << L) - 1u) << ((threadIdx.x & 31u) & ~(L - 1u)));
+  wfp_f4 x4 = P[t.li], v4 = V[t.li];
+  wfc_v3 f = wfc_v(0.0f, 0.0f, 0.0f);
+  if (x4.w > 0.0f) {
+    wfc_v3 acc[4];
+#pragma unroll
+    for (int q = 0; q < 4; q++)
+      acc[q] = wfc_v(0.0f, 0.0f, 0.0f);
+    wfc_lane_gather(&p, P, V, t.li, wfc_xyz(x4), wfc_xyz(v4), L, t.nl, t.dk, t.rest, acc);
+    f = lanes_combine<L>(acc, mask);
+  }
+  uint32_t fl = wfc_spring_finish(&p, hf->colliders, hf, t.i, time, f, &x4, &v4);
+  if (t.lane == 0) {
+    NP[t.li] = x4;
+    NV[t.li] = v4;
+    hf->pos_out[t.i] = x4;
+    hf->vel_out[t.i] = v4;
+    if (last && a.host_pos) a.host_pos[t.i] = x4;
+    if (fl) {
+      atomicOr(&hf->flags->flags, fl);
+      atomicMin(&hf->flags->first_bad, t.i);
+    }
+  }
+}
+
+template <int kLanesB, int kLanesI>
+__global__ void __launch_bounds__(kTileBlock, 1)
+    spring_tile_kernel(const __grid_constant__ wfc_frame_args a, uint32_t n) {
+  extern __shared__ wfp_f4 stage[];
+  __shared__ uint16_t order[kTileBlock];
+  __shared__ uint32_t warp_b[kTileBlock / 32], warp_i[kTileBlock / 32];
+  __shared__ unsigned base_s;
+  constexpr int R = (int)WFC_TILE_REACH;
+  const uint32_t nu = a.nu, nr = a.nr, TW = a.plan.tile_w, TH = a.plan.tile_h;
+  const uint32_t SW = TW + 2 * R, SA = SW * (TH + 2 * R);
+  const uint32_t tiles_x = (nu + TW - 1) / TW, tiles_y = (nr + TH - 1) / TH;
+  const uint32_t tx = blockIdx.x % tiles_x, ty = blockIdx.x / tiles_x;
+  const uint32_t c0 = tx * TW, r0 = ty * TH;
+  const uint32_t w = min(TW, nu - c0), h = min(TH, nr - r0);
+  const bool has_l = tx > 0, has_r = tx + 1 < tiles_x, has_u = ty > 0, has_d = ty + 1 < tiles_y;
+  /* rank the tile's cells (w h <= blockDim.x, see tile_plan): boundary first, then interior */
+  const uint32_t lane = threadIdx.x & 31u, wid = threadIdx.x >> 5;
+  {
+    const uint32_t k = threadIdx.x;
+    const bool valid = k < w * h;
+    const uint32_t lc = valid ? k % w : 0, lr = valid ? k / w : 0;
+    const bool bnd = valid && ((has_l && lc < (uint32_t)R) || (has_r && lc + R >= w) ||
+                               (has_u && lr < (uint32_t)R) || (has_d && lr + R >= h));
+    const unsigned bb = __ballot_sync(~0u, bnd), ib = __ballot_sync(~0u, valid && !bnd);
+    if (lane == 0) warp_b[wid] = (uint32_t)__popc(bb), warp_i[wid] = (uint32_t)__popc(ib);
+    if (threadIdx.x == 0) base_s = a.sync[blockIdx.x];
+    __syncthreads();
+    uint32_t nb = 0, bb_before = 0, ib_before = 0;
+    for (uint32_t q = 0; q < blockDim.x / 32; q++) {
+      if (q < wid) bb_before += warp_b[q], ib_before += warp_i[q];
+      nb += warp_b[q];
+    }
+    const unsigned below = (1u << lane) - 1u;
+    if (bnd) order[bb_before + (uint32_t)__popc(bb & below)] = (uint16_t)k;
+    if (valid && !bnd) order[nb + ib_before + (uint32_t)__popc(ib & below)] = (uint16_t)k;
+    __syncthreads();
+  }
+  uint32_t nb = 0, ni = 0;
+  for (uint32_t q = 0; q < blockDim.x / 32; q++)
+    nb += warp_b[q], ni += warp_i[q];
+  /* roles: boundary vertex t / kLanesB, interior vertex t / kLanesI, or the exchange */
+  const uint32_t vb = threadIdx.x / kLanesB, vi = threadIdx.x / kLanesI;
+  tile_vertex<kLanesB> bv;
+  tile_vertex<kLanesI> iv;
+  tile_vertex_init<kLanesB>(bv, a, vb < nb, vb < nb ? order[vb] : 0u, threadIdx.x % kLanesB, c0, r0,
+                            w, SW);
+  tile_vertex_init<kLanesI>(iv, a, vi < ni, vi < ni ? order[nb + vi] : 0u, threadIdx.x % kLanesI,
+                            c0, r0, w, SW);
+  const uint32_t x_first = (ni * kLanesI + 31u) / 32u * 32u; /* the exchange's threads */
+  const bool exchange = threadIdx.x >= x_first;
+  const uint32_t x_threads = blockDim.x - x_first, xt = threadIdx.x - x_first;
+  const wfc_params p = *a.half[0].params;
+  /* the box of state 0: tile and ring */
+  for (uint32_t t = threadIdx.x; t < SA; t += blockDim.x) {
+    int32_t gr = (int32_t)r0 + (int32_t)(t / SW) - R, gc = (int32_t)c0 + (int32_t)(t % SW) - R;
+    if (gr >= 0 && gr < (int32_t)nr && gc >= 0 && gc < (int32_t)nu) {
+      size_t g = (size_t)gr * nu + (size_t)gc;
+      stage[t] = a.half[0].pos_in[g];
+      stage[SA + t] = a.half[0].vel_in[g];
+    }
+  }
+  /* the ring: 2 rows above and below (w + 4 wide), 2 columns left and right (h high) */
+  const uint32_t rw = w + 2 * R, ring = 2 * R * rw + 2 * R * h;
+  double time = a.half[0].clock_in->time;
+  unsigned long long subs = a.half[0].clock_in->substeps;
+  const unsigned base = base_s;
+  __syncthreads();
+  for (uint32_t s = 0; s < a.substeps; s++) {
+    const wfc_spring_args *hf = (s & 1u) ? &a.half[1] : &a.half[0];
+    const bool last = s + 1 == a.substeps;
+    const wfp_f4 *P = stage + (size_t)(s & 1u) * 2 * SA, *V = P + SA;
+    wfp_f4 *NP = stage + (size_t)((s + 1) & 1u) * 2 * SA, *NV = NP + SA;
+    if (bv.on) tile_vertex_step<kLanesB>(bv, a, p, hf, P, V, NP, NV, time, last);
+    __syncthreads(); /* the boundary's stores, then its release */
+    if (threadIdx.x == 0 && !last) store_release(&a.sync[blockIdx.x], base + s + 1);
+    if (iv.on) tile_vertex_step<kLanesI>(iv, a, p, hf, P, V, NP, NV, time, last);
+    if (!last && exchange) {
+      if (xt < 9u && xt != 4u) { /* the neighbour tile (dx, dy) */
+        int32_t ntx = (int32_t)tx + (int32_t)(xt % 3u) - 1;
+        int32_t nty = (int32_t)ty + (int32_t)(xt / 3u) - 1;
+        if (ntx >= 0 && ntx < (int32_t)tiles_x && nty >= 0 && nty < (int32_t)tiles_y) {
+          const unsigned *c = &a.sync[(uint32_t)nty * tiles_x + (uint32_t)ntx];
+          while ((int)(load_acquire(c) - (base + s + 1)) < 0) {
+          }
+        }
+      }
+      named_sync(1, x_threads);
+      for (uint32_t t = xt; t < ring; t += x_threads) {
+        int32_t gr, gc;
+        if (t < 2 * R * rw) { /* above, below */
+          uint32_t row = t / rw;
+          gr = row < (uint32_t)R ? (int32_t)r0 - R + (int32_t)row : (int32_t)(r0 + h + row - R);
+          gc = (int32_t)c0 - R + (int32_t)(t % rw);
+        } else { /* left, right */
+          uint32_t u = t - 2 * R * rw, col = u % (2 * R);
+          gr = (int32_t)(r0 + u / (2 * R));
+          gc = col < (uint32_t)R ? (int32_t)c0 - R + (int32_t)col : (int32_t)(c0 + w + col - R);
+        }
+        if (gr >= 0 && gr < (int32_t)nr && gc >= 0 && gc < (int32_t)nu) {
+          size_t g = (size_t)gr * nu + (size_t)gc;
+          uint32_t sl = (uint32_t)(gr - (int32_t)r0 + R) * SW + (uint32_t)(gc - (int32_t)c0 + R);
+          NP[sl] = load_cg(hf->pos_out + g);
+          NV[sl] = load_cg(hf->vel_out + g);
+        }
+      }
+    }
+    time += (double)p.dt;
+    subs++;
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+      wfc_clock c;
+      c.time = time;
+      c.substeps = subs;
+      *hf->clock_out = c;
+    }
+    if (!last) __syncthreads();
+  }
+  (void)n;
+}
+
 /* The grid kernel of (lanes, smem). */
 typedef void (*grid_kernel_fn)(wfc_frame_args, uint32_t);
 grid_kernel_fn grid_kernel(uint32_t lanes, uint32_t smem) {
@@ -296,6 +516,67 @@ static uint32_t spread_block(uint32_t asked, uint64_t threads, int sms) {
   return b / 32 * 32;
 }
 
+/* Shared memory of the tiled kernel: two copies of positions and velocities of the box. */
+static size_t tile_smem(uint32_t tw, uint32_t th) {
+  return (size_t)4 * (tw + 2 * WFC_TILE_REACH) * (th + 2 * WFC_TILE_REACH) * sizeof(wfp_f4);
+}
+
+/* Boundary and interior vertices of the tile (tx, ty) of tw x th tiles over nu x nr (the
+ * kernel's classification). */
+static void tile_counts(uint32_t nu, uint32_t nr, uint32_t tw, uint32_t th, uint32_t tx,
+                        uint32_t ty, uint32_t *nb, uint32_t *ni) {
+  const uint32_t R = WFC_TILE_REACH, tiles_x = (nu + tw - 1) / tw, tiles_y = (nr + th - 1) / th;
+  uint32_t w = nu - tx * tw < tw ? nu - tx * tw : tw, h = nr - ty * th < th ? nr - ty * th : th;
+  uint32_t l = tx > 0 ? R : 0, r = tx + 1 < tiles_x ? R : 0;
+  uint32_t u = ty > 0 ? R : 0, d = ty + 1 < tiles_y ? R : 0;
+  uint32_t iw = w > l + r ? w - l - r : 0, ih = h > u + d ? h - u - d : 0;
+  *ni = iw * ih;
+  *nb = w * h - *ni;
+}
+
+/* The tiled kernel: 2 threads a boundary vertex, 1 an interior one, blocks of at most 512
+ * threads (128 registers). 4 and 2 (blocks of 1024 threads at 64 registers, which spill) took
+ * 5.4 us a substep at 256 x 256 on an H200, 2 and 1 4.5 us, the 1D blocks of 1 lane 5.2 us. */
+constexpr uint32_t kTileLanesB = 2, kTileLanesI = 1;
+#define TILE_KERNEL spring_tile_kernel<kTileLanesB, kTileLanesI>
+
+/* The tiled plan (tw x th tiles) of an nu x nr grid cloth, if its blocks are all resident: a
+ * block has kTileLanesB threads a boundary vertex and kTileLanesI an interior vertex plus at
+ * least a warp for the exchange, in the tile with the most of each (and at least one a cell,
+ * for the ranking). */
+static bool tile_plan(uint32_t n, const wfc_frame_want *want, uint32_t tw, uint32_t th, int sms,
+                      wfc_frame_plan *out) {
+  if (!want->grid || want->nu < 1 || want->nr < 1 || (uint64_t)want->nu * want->nr != n)
+    return false;
+  if (tw < WFC_TILE_REACH || th < WFC_TILE_REACH || (uint64_t)tw * th > kTileBlock) return false;
+  size_t bytes = tile_smem(tw, th);
+  if (bytes > WFC_SMEM_MAX) return false;
+  const uint32_t tiles_x = (want->nu + tw - 1) / tw, tiles_y = (want->nr + th - 1) / th;
+  uint64_t threads = (uint64_t)tw * th;
+  /* the tile kinds: first, middle and last of each direction */
+  const uint32_t xs[3] = {0, tiles_x / 2, tiles_x - 1}, ys[3] = {0, tiles_y / 2, tiles_y - 1};
+  for (int a = 0; a < 3; a++)
+    for (int b = 0; b < 3; b++) {
+      uint32_t nb = 0, ni = 0;
+      tile_counts(want->nu, want->nr, tw, th, xs[a], ys[b], &nb, &ni);
+      uint64_t need_b = (uint64_t)nb * kTileLanesB;
+      uint64_t need_i = ((uint64_t)ni * kTileLanesI + 31) / 32 * 32 + 32;
+      threads = need_b > threads ? need_b : threads;
+      threads = need_i > threads ? need_i : threads;
+    }
+  uint32_t block = (uint32_t)((threads + 31) / 32 * 32);
+  if (block > (uint32_t)kTileBlock) return false;
+  uint64_t tiles = (uint64_t)tiles_x * tiles_y;
+  int fit = 0;
+  cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, TILE_KERNEL, (int)block, bytes);
+  if (tiles > (uint64_t)sms * (uint64_t)fit) return false;
+  out->mode = WFC_FRAME_RESIDENT;
+  out->lanes = kTileLanesB, out->smem = 1, out->span = 0;
+  out->block = block, out->blocks = (uint32_t)tiles;
+  out->tile_w = tw, out->tile_h = th;
+  return true;
+}
+
 extern "C" void wfc_spring_frame_plan_cuda(int ordinal, uint32_t n, const wfc_frame_want *want,
                                            wfc_frame_plan *out) {
   int old = 0, sms = 0, per_sm = 0;
@@ -311,7 +592,7 @@ extern "C" void wfc_spring_frame_plan_cuda(int ordinal, uint32_t n, const wfc_fr
   uint64_t most = (uint64_t)sms * (uint64_t)(per_sm > 0 ? per_sm : 0) * kBlock;
   out->resident_max = most > 0xffffffffu ? 0xffffffffu : (uint32_t)most;
   out->mode = WFC_FRAME_STRIDE;
-  out->lanes = 1, out->smem = 0, out->span = 0;
+  out->lanes = 1, out->smem = 0, out->span = 0, out->tile_w = out->tile_h = 0;
   out->block = spread_block(want->block, n, sms);
   out->blocks = (uint32_t)(((uint64_t)n + out->block - 1) / out->block);
   if (n == 0) goto done;
@@ -321,8 +602,10 @@ extern "C" void wfc_spring_frame_plan_cuda(int ordinal, uint32_t n, const wfc_fr
     if ((uint64_t)out->blocks <= (uint64_t)sms * (uint64_t)fit) out->mode = WFC_FRAME_RESIDENT;
     goto done;
   }
-  /* grid cloths: the most lanes that stay resident; staging where asked (automatic: 1 lane) and
-   * it fits, else without */
+  /* grid cloths: tiles where asked (WEFT_CLOTH_TILE=WxH) */
+  if (want->tile == 2 && tile_plan(n, want, want->tile_w, want->tile_h, sms, out)) goto done;
+  /* the most lanes that stay resident; staging where asked (automatic: 1 lane) and it fits, else
+   * without */
   for (uint32_t L = want->lanes ? want->lanes : 4; L >= 1; L /= 2) {
     uint32_t b = spread_block(want->block, (uint64_t)n * L, sms);
     uint32_t vpb = b / L;
@@ -336,6 +619,11 @@ extern "C" void wfc_spring_frame_plan_cuda(int ordinal, uint32_t n, const wfc_fr
       cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, grid_kernel(L, (uint32_t)sm), (int)b,
                                                     sm ? bytes : 0);
       if ((uint64_t)blocks <= (uint64_t)sms * (uint64_t)fit) {
+        /* automatic tiles (no lanes or staging asked) where one lane a vertex is all that
+         * stays resident */
+        if (L == 1 && want->tile == 1 && !want->lanes && want->smem == 2 &&
+            tile_plan(n, want, WFC_TILE_AUTO_W, WFC_TILE_AUTO_H, sms, out))
+          goto done;
         out->mode = WFC_FRAME_RESIDENT;
         out->lanes = L, out->smem = (uint32_t)sm, out->span = sm ? (uint32_t)span : 0;
         out->block = b, out->blocks = blocks;
@@ -343,6 +631,10 @@ extern "C" void wfc_spring_frame_plan_cuda(int ordinal, uint32_t n, const wfc_fr
       }
     }
   }
+  /* too large for a thread a vertex in 1D blocks: tiles may still fit */
+  if (want->tile == 1 && !want->lanes && want->smem == 2 &&
+      tile_plan(n, want, WFC_TILE_AUTO_W, WFC_TILE_AUTO_H, sms, out))
+    goto done;
 done:
   cudaGetLastError();
   cudaSetDevice(old);
@@ -360,7 +652,10 @@ extern "C" void wfc_spring_frame_cuda(const void *args, size_t n, void *stream) 
   if (fa->plan.mode == WFC_FRAME_RESIDENT) {
     cfg.gridDim = dim3(fa->plan.blocks);
     cfg.blockDim = dim3(fa->plan.block);
-    if (fa->rest6) {
+    if (fa->rest6 && fa->plan.tile_w) {
+      cfg.dynamicSmemBytes = tile_smem(fa->plan.tile_w, fa->plan.tile_h);
+      cudaLaunchKernelEx(&cfg, TILE_KERNEL, *fa, (uint32_t)n);
+    } else if (fa->rest6) {
       cfg.dynamicSmemBytes = fa->plan.smem ? (size_t)fa->plan.span * 2 * sizeof(wfp_f4) : 0;
       cudaLaunchKernelEx(&cfg, grid_kernel(fa->plan.lanes, fa->plan.smem), *fa, (uint32_t)n);
     } else {

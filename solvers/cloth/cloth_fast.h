@@ -29,6 +29,21 @@
  * [first - reach, last + reach] in shared memory once a substep (WEFT_CLOTH_SMEM=0|1; automatic:
  * with 1 lane). The CPU backend emulates both (lanes: resident up to 4096 threads).
  *
+ * TILED grid cloths (cloth_fast.cu: spring_tile_kernel; plan.tile_w x plan.tile_h > 0): a block
+ * owns a tile of columns x rows (32 x 16 by default, one block a SM at 256 x 256) and keeps the
+ * tile and the two rows and columns around it (what its vertices read: bend springs reach 2) in
+ * shared memory, two copies by substep parity. Each substep computes the tile's BOUNDARY
+ * vertices first (within 2 of a side that has a neighbour tile: the only ones the neighbours
+ * read; 2 threads a vertex, so that this is short), publishes them (the neighbour barrier's
+ * counter), then computes the INTERIOR (a thread a vertex) while the block's remaining warps
+ * wait for the neighbours' boundaries and copy them in: the barrier's round trips overlap the
+ * interior's arithmetic instead of following it. Same per-vertex math (wfc_lane_gather,
+ * lanes_combine, wfc_spring_finish) on the same values as every other path, so bitwise equal.
+ * Chosen automatically where 1 lane a vertex is all that stays resident and the tiles do
+ * (32 x 16: 256 x 256 on a GPU of 128 SMs or more), unless lanes or staging are asked for.
+ * WEFT_CLOTH_TILE=0 turns it off, =WxH asks for W x H tiles. The CPU backend has no tiled plan (it
+ * never needs one: it runs the same loop whatever the plan).
+ *
  * Per-frame readback (wf_cloth_set_frame_readback): with host_pos set, the last substep also
  * writes each vertex's position there (pinned host memory, mapped by unified addressing on CUDA),
  * so the frame needs no copy after it.
@@ -84,6 +99,7 @@ typedef struct wfc_frame_plan {
   uint32_t lanes;        /* resident grid cloths: threads a vertex (1, 2 or 4); otherwise 1 */
   uint32_t smem; /* resident grid cloths: 1 = the neighbourhood is staged in shared memory */
   uint32_t span; /* smem: vertices a block stages at most (block / lanes + 2 reach, <= n) */
+  uint32_t tile_w, tile_h; /* tiled grid frame: a block's tile of columns x rows; 0: not tiled */
 } wfc_frame_plan;
 
 /* What the caller asks of a plan (wfc_spring_frame_plan). */
@@ -93,6 +109,9 @@ typedef struct wfc_frame_want {
   uint32_t smem;  /* 0: off, 1: on where it fits, 2: automatic (WEFT_CLOTH_SMEM) */
   uint32_t reach; /* largest |i - j| over the vertices j that vertex i reads */
   uint32_t grid;  /* 1: a grid cloth (the lanes and staging apply); 0: CSR springs of a mesh */
+  uint32_t tile;  /* grid cloths: 0: no tiles, 1: automatic, 2: tiles of tile_w x tile_h */
+  uint32_t tile_w, tile_h; /* tile 2: the tile asked for (each >= WFC_TILE_REACH) */
+  uint32_t nu, nr;         /* grid cloths: columns and rows */
 } wfc_frame_want;
 
 typedef struct wfc_frame_args {
@@ -126,6 +145,12 @@ extern const wf_kernel wfc_spring_frame;
 void wfc_spring_frame_plan(int ordinal, uint32_t n, const wfc_frame_want *want,
                            wfc_frame_plan *out);
 #define WFC_CPU_RESIDENT_MAX 4096u
+/* The tiled grid frame: how far (rows, columns) a vertex reads (bend springs), the most threads
+ * a tile's block has, and the tile the automatic choice tries first. */
+#define WFC_TILE_REACH       2u
+#define WFC_TILE_MAX_THREADS 512u
+#define WFC_TILE_AUTO_W      32u
+#define WFC_TILE_AUTO_H      16u
 /* Shared memory a block may stage (the default limit of a launch, no opt-in). */
 #define WFC_SMEM_MAX (48u * 1024u)
 

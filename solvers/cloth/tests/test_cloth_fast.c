@@ -293,6 +293,55 @@ TEST(lanes_and_staging_bitwise) {
   g_nu = 32, g_nr = 32;
 }
 
+/* The tiled resident frame (cloth_fast.h: TILED; CUDA devices): tiles asked with
+ * WEFT_CLOTH_TILE=WxH, each bitwise against the per-substep path: small tiles so that one cloth
+ * has many of them, tiles that do not divide the grid (a last column or row of tiles 1 or 2
+ * wide), 2 x 2 tiles (every vertex on a boundary), a tile as wide as the grid (no neighbours
+ * left and right); the bench's setup, the busy grid (colliders, wind with drag and lift, not
+ * square) and the rotated grid (31 substeps: an odd count). And the automatic choice at 256 x
+ * 256 on a GPU of at least 128 SMs: 32 x 16 tiles. The CPU backend has no tiled plan: it
+ * reports none. */
+static void tiled(const char *what, builder build, int frames, const char *tile, uint32_t tw,
+                  uint32_t th) {
+  const bool cuda = wf_device_is_cuda(th_dev0);
+  setenv("WEFT_CLOTH_TILE", tile, 1);
+  wf_cloth *probe = NULL;
+  CHECK_OK(build(&probe));
+  REQUIRE(probe);
+  wf_cloth_info info;
+  CHECK_OK(wf_cloth_info_get(probe, &info));
+  wf_cloth_destroy(probe);
+  if (info.frame_tile[0] != (cuda ? tw : 0) || info.frame_tile[1] != (cuda ? th : 0))
+    TH_FAIL("%s (WEFT_CLOTH_TILE=%s): tiles %ux%u, want %ux%u", what, tile, info.frame_tile[0],
+            info.frame_tile[1], cuda ? tw : 0, cuda ? th : 0);
+  compare_mode(what, build, frames, NULL, WF_CLOTH_FRAME_RESIDENT);
+  unsetenv("WEFT_CLOTH_TILE");
+}
+
+TEST(tiles_bitwise) {
+  static const struct {
+    const char *tile;
+    uint32_t w, h;
+  } ts[] = {{"8x4", 8, 4}, {"5x3", 5, 3}, {"7x6", 7, 6}, {"2x2", 2, 2}, {"32x8", 32, 8}};
+  g_nu = 32, g_nr = 32, g_substeps = 16;
+  for (size_t k = 0; k < sizeof ts / sizeof ts[0]; k++) {
+    tiled("classic 32x32", build_classic, 3, ts[k].tile, ts[k].w, ts[k].h);
+    tiled("busy grid", build_busy, 10, ts[k].tile, ts[k].w, ts[k].h);
+  }
+  tiled("rotated grid", build_rotated, 4, "4x4", 4, 4);
+  tiled("rotated grid", build_rotated, 4, "3x5", 3, 5);
+  g_substeps = 15;
+  tiled("classic 32x32, 15 substeps", build_classic, 3, "8x8", 8, 8);
+  g_substeps = 16;
+  wf_device_info di;
+  CHECK_OK(wf_device_info_get(th_dev0, &di));
+  if (di.is_cuda && di.multiprocessors >= 128) { /* 8 x 16 tiles of 32 x 16, one a SM */
+    g_nu = 256, g_nr = 256;
+    tiled("classic 256x256, automatic", build_classic, 2, "1", 32, 16);
+  }
+  g_nu = 32, g_nr = 32;
+}
+
 TEST(rotated_grid_odd_substeps_bitwise) { compare("rotated grid", build_rotated, 20); }
 TEST(mesh_one_launch_bitwise) { compare("OBJ mesh", build_mesh, 20); }
 
@@ -303,6 +352,7 @@ int main(int argc, char **argv) {
                                   TH_TEST(frame_readback_every_path),
                                   TH_TEST(rotated_grid_odd_substeps_bitwise),
                                   TH_TEST(mesh_one_launch_bitwise),
-                                  TH_TEST(lanes_and_staging_bitwise)};
+                                  TH_TEST(lanes_and_staging_bitwise),
+                                  TH_TEST(tiles_bitwise)};
   return th_main(argc, argv, tests, TH_COUNT(tests));
 }
