@@ -218,11 +218,12 @@ static void foreign_wait_fn(void *p) {
 
 static wf_status wait_foreign(wf_stream *s, wf_event *e, bool owned) {
   if (wf__stream_capturing(s)) {
+    const char *other = e->dev->name; /* the device outlives the event */
     if (owned) wf__event_free(e);
     return wf__error(WF_ERR_CAPTURE, "wf_stream_wait_event",
                      "a captured %s stream cannot wait on work of %s (another backend); order it "
                      "before wf_capture_begin",
-                     s->dev->name, e->dev->name);
+                     s->dev->name, other);
   }
   foreign_wait *w = malloc(sizeof *w);
   if (!w) {
