@@ -761,8 +761,8 @@ int wf_bench_scaling(int argc, char **argv, FILE *out) {
           "halo overlap (more than one device; wf_particles_split_overlap_measure, medians of %d\n"
           "frames of each kind, each from the same repartition, no repartition or capture timed):\n"
           "ov ms = an ordinary frame, no-halo ms = the frame without the halo copies, compute ms\n"
-          "= the longest partition's substeps (device events), halo ms = the copies of a frame\n"
-          "alone; hidden = 1 - (ov ms - compute ms) / halo ms\n",
+          "= the critical path through the partitions' substeps (device events), halo ms = the\n"
+          "copies of a frame alone; hidden = 1 - (ov ms - compute ms) / halo ms\n",
           c->o.frames);
   fprintf(out, "\n%-6s %7s %12s %10s %8s %10s %13s %13s %12s %12s %6s %9s %10s %10s %9s %7s %5s\n",
           "mode", "devices", "particles", "ms/frame", "speed-up", "efficiency", "p-substeps/s",

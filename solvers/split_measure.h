@@ -1,9 +1,11 @@
 /* What the split solvers' overlap measures share (wf_particles_split_overlap_measure,
- * wf_cloth_split_overlap_measure): the timing events of the compute frames, the longest
- * partition's compute from them, the medians of the per-frame times and the hidden fraction. */
+ * wf_cloth_split_overlap_measure): the timing events of the compute frames, the compute from
+ * them (the longest partition's, or the critical path through the substeps), the medians of the
+ * per-frame times and the hidden fraction. */
 #ifndef WEFT_SPLIT_MEASURE_H
 #define WEFT_SPLIT_MEASURE_H
 
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "weft/gpu.h"
@@ -36,7 +38,9 @@ static inline void wf__split_events_destroy(wf_event **ev, size_t n) {
 }
 
 /* The longest partition's compute of a frame that was waited for: partition p recorded pairs[p]
- * stretches (start, end) at ev[2 (p * stride + i)], i < pairs[p]; the largest sum over p, ms. */
+ * stretches (start, end) at ev[2 (p * stride + i)], i < pairs[p]; the largest sum over p, ms.
+ * (The cloth's: its stretches are stages and colour passes, not one per substep; the particles
+ * take the critical path, wf__split_critical.) */
 static inline wf_status wf__split_longest(wf_event **ev, int np, size_t stride,
                                           const uint32_t *pairs, double *ms) {
   *ms = 0.0;
@@ -51,6 +55,52 @@ static inline wf_status wf__split_longest(wf_event **ev, int np, size_t stride,
     }
     *ms = sum > *ms ? sum : *ms;
   }
+  return WF_OK;
+}
+
+/* The compute of a frame whose partitions wait for each other at every substep: the longest path
+ * through the substeps. Partition p's substep k + 1 reads the ghosts its neighbours wrote at their
+ * substep k, so it cannot start before they are done; with jitter between the partitions (one
+ * slow in this substep, another in the next) no frame is as short as the longest partition's
+ * sum, and against that sum the partitions' waits for each other would count as copy time the
+ * frame did not hide. The longest path is the frame a halo exchange that costs nothing would give.
+ * t[p * steps + k]: the time (ms) of partition p's substep k; adj[q * np + p] nonzero where p takes
+ * ghosts from q (a link q -> p). t is replaced by the longest path that ends with each substep,
+ *   L[p][k] = t[p][k] + max(L[p][k - 1], max over q -> p of L[q][k - 1]),
+ * and the largest L[p][steps - 1] is returned. One partition, or none linked: its sum. A pure
+ * function, so it can be checked against known times. */
+static inline double wf__split_critical_path(double *t, int np, int steps, const uint8_t *adj) {
+  for (int k = 1; k < steps; k++)
+    for (int p = 0; p < np; p++) {
+      /* row k - 1 holds L already, row k still the times: p's L[k] reads no other row k */
+      double before = t[(size_t)p * (size_t)steps + (size_t)(k - 1)];
+      for (int q = 0; q < np; q++) {
+        double lq = t[(size_t)q * (size_t)steps + (size_t)(k - 1)];
+        if (adj[q * np + p] && lq > before) before = lq;
+      }
+      t[(size_t)p * (size_t)steps + (size_t)k] += before;
+    }
+  double ms = 0.0;
+  for (int p = 0; p < np && steps > 0; p++) {
+    double l = t[(size_t)p * (size_t)steps + (size_t)(steps - 1)];
+    ms = l > ms ? l : ms;
+  }
+  return ms;
+}
+
+/* The critical path (wf__split_critical_path) of a frame that was waited for: partition p timed
+ * its substep k between ev[2 (p * steps + k)] and the event after it; t: room for np * steps
+ * times. */
+static inline wf_status wf__split_critical(wf_event **ev, int np, int steps, const uint8_t *adj,
+                                           double *t, double *ms) {
+  *ms = 0.0;
+  for (size_t i = 0; i < (size_t)np * (size_t)steps; i++) {
+    float e = 0.0f;
+    wf_status st = wf_event_elapsed_ms(ev[2 * i], ev[2 * i + 1], &e);
+    if (st != WF_OK) return st;
+    t[i] = e;
+  }
+  *ms = wf__split_critical_path(t, np, steps, adj);
   return WF_OK;
 }
 

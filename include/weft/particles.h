@@ -371,8 +371,11 @@ typedef struct wf_particles_split_overlap {
   double frame_ms;         /* an ordinary frame */
   double frame_no_halo_ms; /* the same frame with the halo copies left out (wrong results) */
   double halo_ms;          /* the halo copies of one frame alone, on the same copy streams */
-  /* the frame's compute: the longest partition's sum of its substeps' times, from device events
-   * around them in ordinary frames (launched stage by stage); the frame with no halo exchange */
+  /* the frame's compute: the longest path through the substeps' times, from device events around
+   * them in ordinary frames (launched stage by stage), where a partition's substep follows its
+   * own substep before and those of the partitions it takes ghosts from (with jitter between
+   * the partitions, longer than the longest partition's sum); the frame with a halo exchange
+   * that costs nothing */
   double compute_ms;
   /* 1 - (frame_ms - compute_ms) / halo_ms, clamped to [0, 1]: the part of the copies' time that
    * does not lengthen the frame beyond its compute. 1 when there is no halo (one partition). */
@@ -385,9 +388,9 @@ typedef struct wf_particles_split_overlap {
  *  frames of each of four kinds, interleaved: ordinary frames, frames with the halo copies left
  *  out, the halo copies of a frame alone (the two captured into graphs of their own, destroyed
  *  after), and ordinary frames launched stage by stage with timing events around every
- *  partition's substeps (compute_ms); then puts the state and the clock of the repartition back,
- *  so the frames that follow are bitwise those without the call. Waits for every partition;
- *  takes about 4 (frames + 1) frame times. */
+ *  partition's substeps (compute_ms: their critical path); then puts the state and the clock of
+ *  the repartition back, so the frames that follow are bitwise those without the call. Waits for
+ *  every partition; takes about 4 (frames + 1) frame times. */
 WF_API wf_status wf_particles_split_overlap_measure(wf_particles_split *sp, int frames,
                                                     wf_particles_split_overlap *out);
 

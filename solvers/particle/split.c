@@ -25,10 +25,16 @@
  *
  * The halo exchange, for every ordered pair (q -> p) of partitions with ghosts: a pack kernel on
  * q's stream gathers the owned particles p needs (src indices, global-id order) into a send
- * buffer; q's copy stream, once that and p's substep are done, copies it into p's receive buffer
- * (a peer copy between GPUs; staged through the host by the GPU layer where peer access is
- * missing); p's stream waits for the copy and scatters it into the ghost slots. A partition's
- * next pack waits for its copy stream, so a send buffer is never overwritten while read.
+ * buffer; q's copy stream, once that is done and p has read its receive buffer for the last time
+ * (an event p records after its unpack of the exchange before, or at the frame's start, before
+ * its substep 0), copies it into p's receive buffer (a peer copy between GPUs; staged through
+ * the host by the GPU layer where peer access is missing); p's stream waits for the copy and
+ * scatters it into the ghost slots. Only that unpack reads the receive buffer, so the copy does
+ * not wait for p's substep: it runs while p computes, off the frame's critical path. A
+ * partition's next pack waits for its copy stream, so a send buffer is never overwritten while
+ * read. Captured, the events are edges between the frame's streams, and the launches of the
+ * frame graph run one after another on partition 0's stream, so a frame's first copy still comes
+ * after the unpacks of the frame before.
  *
  * A frame — every partition's begin, K substeps each followed by the exchange, end — is captured
  * once into one graph on partition 0's stream (the other streams fork from it and join back) and
@@ -116,6 +122,11 @@ typedef struct part {
   wf_particles *ps;
   wf_device *dev;
   wf_stream *copy; /* halo copies out of this partition */
+  /* per sender q, on this device: recorded on this partition's stream at a frame's start and
+   * after each unpack of the link q -> this, the last read of its receive buffer; the next copy
+   * into that buffer waits for it. Created with the first such link, kept until the end, so a
+   * captured frame never holds a replaced one. */
+  wf_event *recv_free[MAXP];
   uint32_t n_local, n_owned;
   uint32_t launch; /* the solver's launch size (wfp_particles_set_launch), see launch_for */
   float lo, hi;    /* slab along the axis */
@@ -225,7 +236,8 @@ static wf_status drift_arm(wf_particles_split *sp, part *pt) {
 
 /* Everything a captured frame holds that a repartition may change: the partitions' launch sizes
  * and buffers, the links with their launch sizes and buffers. The frame is captured again when
- * this changes (run_frames), not at every repartition. */
+ * this changes (run_frames), not at every repartition. (The halo events, part.recv_free, are
+ * one per pair of partitions and never replaced: the links' ends name them.) */
 static size_t graph_key(const wf_particles_split *sp, uint64_t *key) {
   size_t n = 0;
   key[n++] = (uint64_t)sp->np;
@@ -296,6 +308,8 @@ void wf_particles_split_destroy(wf_particles_split *sp) {
       dbuf_free(&o->gid, s), dbuf_free(&o->mat, s);
     }
     if (pt->flag) wf_buffer_destroy(pt->flag, s);
+    for (int q = 0; q < MAXP; q++)
+      wf_event_destroy(pt->recv_free[q]);
     if (pt->copy) wf_stream_destroy(pt->copy);
     wf_particles_destroy(pt->ps);
   }
@@ -569,6 +583,7 @@ static wf_status add_link(wf_particles_split *sp, int q, int p, uint32_t n, link
   wf_stream *sq = wf_particles_stream(from->ps), *s = wf_particles_stream(to->ps);
   size_t m = k->launch;
   wf_status st;
+  if (!to->recv_free[q]) TRY(wf_event_create(to->dev, 0, &to->recv_free[q]), "creating an event");
   if ((st = dbuf_reserve(sp, &k->src_idx, from->dev, sq, (m + 1) * 4)) != WF_OK ||
       (st = dbuf_reserve(sp, &k->send, from->dev, sq, m * 32)) != WF_OK ||
       (st = dbuf_reserve(sp, &k->recv, to->dev, s, m * 32)) != WF_OK ||
@@ -1340,27 +1355,49 @@ static wf_status halo_exchange(wf_particles_split *sp) {
                         send,    send + k->launch,   idx};
     TRY(wf_launch(&wfp_halo_pack, k->launch, &pa, sizeof pa, s[k->from]), "launching a halo pack");
   }
-  /* every copy waits for its pack and for the receiver's substep */
+  /* every copy waits for its pack and for the receiver's last read of the receive buffer (its
+   * unpack of the exchange before, or the frame's start), not for the receiver's substep: the
+   * copy runs while the receiver computes */
   for (int l = 0; l < sp->n_links; l++) {
     link *k = &sp->links[l];
     wf_stream *c = sp->parts[k->from].copy;
     TRY(wf_stream_wait_stream(c, s[k->from]), "ordering a halo copy");
-    TRY(wf_stream_wait_stream(c, s[k->to]), "ordering a halo copy");
+    TRY(wf_stream_wait_event(c, sp->parts[k->to].recv_free[k->from]), "ordering a halo copy");
     if (sp->mode != FRAME_NO_COPY)
       TRY(wf_copy(k->recv.b, 0, k->send.b, 0, (size_t)k->launch * 32, c), "copying a halo");
   }
   for (int l = 0; l < sp->n_links; l++) {
     link *k = &sp->links[l];
     TRY(wf_stream_wait_stream(s[k->to], sp->parts[k->from].copy), "waiting for a halo copy");
-    if (!work) continue;
-    wf_buffer *pos, *vel;
-    TRY(wf_particles_state_buffers(sp->parts[k->to].ps, &pos, &vel, NULL), "state buffers");
-    wfp_f4 *recv = wf_buffer_ptr(k->recv.b);
-    const uint32_t *idx = wf_buffer_ptr(k->dst_idx.b);
-    wfp_halo_args ua = {idx + 1, recv, recv + k->launch, wf_buffer_ptr(pos), wf_buffer_ptr(vel),
-                        idx};
-    TRY(wf_launch(&wfp_halo_unpack, k->launch, &ua, sizeof ua, s[k->to]),
-        "launching a halo unpack");
+    if (work) {
+      wf_buffer *pos, *vel;
+      TRY(wf_particles_state_buffers(sp->parts[k->to].ps, &pos, &vel, NULL), "state buffers");
+      wfp_f4 *recv = wf_buffer_ptr(k->recv.b);
+      const uint32_t *idx = wf_buffer_ptr(k->dst_idx.b);
+      wfp_halo_args ua = {idx + 1, recv, recv + k->launch, wf_buffer_ptr(pos), wf_buffer_ptr(vel),
+                          idx};
+      TRY(wf_launch(&wfp_halo_unpack, k->launch, &ua, sizeof ua, s[k->to]),
+          "launching a halo unpack");
+    }
+    /* (a frame of copies alone has no unpack: the receiver is done with the buffer once it
+     * waited for the copy) */
+    TRY(wf_event_record(sp->parts[k->to].recv_free[k->from], s[k->to]), "ordering a halo copy");
+  }
+  return WF_OK;
+}
+
+/* Before a frame's first substep: the first copy into each receive buffer waits for everything
+ * queued on the receiver's stream so far (the unpacks of the frame before among it), recorded in
+ * its event. Its copy stream also becomes the buffer's last user (wf_buffer_touch, which orders
+ * the same), so the copy's own ordering (wf_copy waits for its buffers' last users) does not make
+ * it wait for the receiver's substep 0 after all when frames are launched stage by stage. */
+static wf_status halo_frame_start(wf_particles_split *sp) {
+  for (int l = 0; l < sp->n_links; l++) {
+    link *k = &sp->links[l];
+    TRY(wf_event_record(sp->parts[k->to].recv_free[k->from],
+                        wf_particles_stream(sp->parts[k->to].ps)),
+        "ordering a halo copy");
+    TRY(wf_buffer_touch(k->recv.b, sp->parts[k->from].copy), "ordering a halo copy");
   }
   return WF_OK;
 }
@@ -1399,6 +1436,7 @@ static wf_status enqueue_frame(wf_particles_split *sp) {
   const bool work = sp->mode != FRAME_COPIES;
   for (int p = 0; p < sp->np && work; p++)
     if ((st = wfp_frame_enqueue_begin(sp->parts[p].ps)) != WF_OK) return st;
+  if (sp->np > 1 && (st = halo_frame_start(sp)) != WF_OK) return st;
   const int K = sp->desc.solver.substeps;
   for (int k = 0; k < K; k++) {
     for (int p = 0; p < sp->np && work; p++) {
@@ -1531,10 +1569,11 @@ wf_status wf_particles_split_step_frames(wf_particles_split *sp, int frames) {
  * repartition (restore, not timed): a frame without the copies runs on ghosts that stop moving,
  * and particles pile up against them frame after frame, which would make that kind of frame
  * slower than an ordinary one. The fourth kind is an ordinary frame launched stage by stage with
- * events around every partition's substeps: the longest partition's sum of them is the frame's
- * compute, what it would take with no halo exchange at all (the frame without copies is no
- * such measure: its stale ghosts change the contacts, and its packs, waits and unpacks stay).
- * The state is not given back. */
+ * events around every partition's substeps: the longest path through them, each substep after
+ * the substep before of its partition and of those it takes ghosts from (wf__split_critical), is
+ * the frame's compute, what it would take with a halo exchange that costs nothing (the frame
+ * without copies is no such measure: its stale ghosts change the contacts, and its packs, waits
+ * and unpacks stay). The state is not given back. */
 static wf_status measure_frames(wf_particles_split *sp, int frames,
                                 wf_particles_split_overlap *out) {
   int kinds = sp->n_links ? 4 : 1; /* no halo: nothing to leave out, copy or compare */
@@ -1542,14 +1581,17 @@ static wf_status measure_frames(wf_particles_split *sp, int frames,
   wf_graph *g[3] = {NULL, NULL, NULL};
   double *ms = malloc((size_t)frames * 4 * sizeof *ms);
   wf_event **marks = kinds > 3 ? calloc(n_marks, sizeof *marks) : NULL;
+  double *times = kinds > 3 ? malloc(n_marks / 2 * sizeof *times) : NULL; /* one per substep */
   wf_status st =
-      ms && (kinds < 4 || marks)
+      ms && (kinds < 4 || (marks && times))
           ? WF_OK
           : fail(WF_ERR_OUT_OF_MEMORY, "particles '%s' (split): out of host memory", sp->name);
   wf_device *devs[MAXP];
-  uint32_t pairs[MAXP]; /* every partition times each of its substeps */
   for (int p = 0; p < sp->np; p++)
-    devs[p] = sp->parts[p].dev, pairs[p] = (uint32_t)sp->desc.solver.substeps;
+    devs[p] = sp->parts[p].dev;
+  uint8_t adj[MAXP * MAXP] = {0}; /* adj[q * np + p]: p takes ghosts from q */
+  for (int l = 0; l < sp->n_links; l++)
+    adj[sp->links[l].from * sp->np + sp->links[l].to] = 1;
   if (marks && st == WF_OK &&
       (st = wf__split_events_create(devs, n_marks / (size_t)sp->np, n_marks, marks)) != WF_OK)
     st = fail_gpu(sp->name, st, "creating timing events");
@@ -1574,7 +1616,8 @@ static wf_status measure_frames(wf_particles_split *sp, int frames,
         st = fail_gpu(sp->name, st, "waiting for a frame");
       double t = now_ms() - t0;
       if (st == WF_OK && m == 3 &&
-          (st = wf__split_longest(marks, sp->np, pairs[0], pairs, &t)) != WF_OK)
+          (st = wf__split_critical(marks, sp->np, sp->desc.solver.substeps, adj, times, &t)) !=
+              WF_OK)
         st = fail_gpu(sp->name, st, "timing a substep");
       if (f >= 0) ms[m * frames + f] = t;
     }
@@ -1585,6 +1628,7 @@ static wf_status measure_frames(wf_particles_split *sp, int frames,
     if (g[m]) wf_graph_destroy(g[m]);
   wf__split_events_destroy(marks, n_marks);
   free(marks);
+  free(times);
   free(ms);
   return st;
 }
