@@ -188,6 +188,22 @@ template <int L> __device__ __forceinline__ wfc_v3 lanes_combine(const wfc_v3 *a
   }
 }
 
+/* The spring force of a vertex at x4, v4 (its lanes' springs dk, rest: nl of them), reading
+ * the neighbours from P, V at li + offset, summed over its L lanes (mask) in the canonical shape;
+ * 0 for a pinned vertex. */
+template <int L>
+__device__ __forceinline__ wfc_v3 lanes_force(const wfc_params &p, const wfp_f4 *P, const wfp_f4 *V,
+                                              uint32_t li, wfp_f4 x4, wfp_f4 v4, uint32_t nl,
+                                              const int32_t *dk, const float *rest, unsigned mask) {
+  if (!(x4.w > 0.0f)) return wfc_v(0.0f, 0.0f, 0.0f);
+  wfc_v3 acc[4];
+#pragma unroll
+  for (int q = 0; q < 4; q++)
+    acc[q] = wfc_v(0.0f, 0.0f, 0.0f);
+  wfc_lane_gather(&p, P, V, li, wfc_xyz(x4), wfc_xyz(v4), L, nl, dk, rest, acc);
+  return lanes_combine<L>(acc, mask);
+}
+
 /* The resident frame of a grid cloth: L threads a vertex (a block of B threads owns the
  * B / L vertices [first, first + B / L)), lane l holding in registers the springs at list
  * positions l, l + L, ... (wfc_lane_springs, from the CSR list once a frame). SMEM: after the
@@ -245,16 +261,8 @@ __global__ void __launch_bounds__(kBlock)
       P = stage, V = stage + span, li = i - lo_v;
     }
     if (mine) {
-      wfc_v3 f = wfc_v(0.0f, 0.0f, 0.0f);
-      if (x4.w > 0.0f) {
-        wfc_v3 acc[4];
-#pragma unroll
-        for (int q = 0; q < 4; q++)
-          acc[q] = wfc_v(0.0f, 0.0f, 0.0f);
-        wfc_lane_gather(&p, P, V, li, wfc_xyz(x4), wfc_xyz(v4), L, nl, dk, rest, acc);
-        (void)NP;
-        f = lanes_combine<L>(acc, mask);
-      }
+      (void)NP;
+      wfc_v3 f = lanes_force<L>(p, P, V, li, x4, v4, nl, dk, rest, mask);
       uint32_t fl = wfc_spring_finish(&p, h->colliders, h, i, time, f, &x4, &v4);
       if (lane == 0) {
         h->pos_out[i] = x4;
@@ -351,15 +359,7 @@ __device__ __forceinline__ void tile_vertex_step(const tile_vertex<L> &t, const 
                                                  wfp_f4 *NV, double time, bool last) {
   const unsigned mask = L == 1 ? 1u : (((1u << L) - 1u) << ((threadIdx.x & 31u) & ~(L - 1u)));
   wfp_f4 x4 = P[t.li], v4 = V[t.li];
-  wfc_v3 f = wfc_v(0.0f, 0.0f, 0.0f);
-  if (x4.w > 0.0f) {
-    wfc_v3 acc[4];
-#pragma unroll
-    for (int q = 0; q < 4; q++)
-      acc[q] = wfc_v(0.0f, 0.0f, 0.0f);
-    wfc_lane_gather(&p, P, V, t.li, wfc_xyz(x4), wfc_xyz(v4), L, t.nl, t.dk, t.rest, acc);
-    f = lanes_combine<L>(acc, mask);
-  }
+  wfc_v3 f = lanes_force<L>(p, P, V, t.li, x4, v4, t.nl, t.dk, t.rest, mask);
   uint32_t fl = wfc_spring_finish(&p, hf->colliders, hf, t.i, time, f, &x4, &v4);
   if (t.lane == 0) {
     NP[t.li] = x4;

@@ -90,6 +90,17 @@ static wf_status build_with(builder build, const char *fast, wf_cloth **out) {
   return st;
 }
 
+/* The facts of a cloth `build` makes (built and destroyed here); false if that failed. */
+static bool probe_info(builder build, wf_cloth_info *info) {
+  wf_cloth *probe = NULL;
+  memset(info, 0, sizeof *info);
+  wf_status st = build(&probe);
+  if (st == WF_OK && probe) st = wf_cloth_info_get(probe, info);
+  if (st != WF_OK || !probe) TH_FAIL("building a probe cloth: %s", wf_last_error());
+  wf_cloth_destroy(probe);
+  return st == WF_OK && probe;
+}
+
 static uint32_t frame_kernel(wf_cloth *c) {
   wf_cloth_info i;
   return wf_cloth_info_get(c, &i) == WF_OK ? i.frame_kernel : 99u;
@@ -181,12 +192,8 @@ TEST(classic_32_all_paths_bitwise) {
 /* The largest grid of `nu` columns that runs resident, and one row more (grid-stride). */
 TEST(resident_boundary_bitwise) {
   g_nu = 4, g_nr = 4, g_substeps = 16;
-  wf_cloth *probe = NULL;
-  CHECK_OK(build_classic(&probe));
-  REQUIRE(probe);
   wf_cloth_info info;
-  CHECK_OK(wf_cloth_info_get(probe, &info));
-  wf_cloth_destroy(probe);
+  REQUIRE(probe_info(build_classic, &info));
   uint32_t max = info.resident_max;
   REQUIRE(max >= 64);
   g_nu = max % 256 == 0 && max >= 256 * 4 ? 256 : 16;
@@ -260,12 +267,8 @@ static void variant(const char *what, builder build, int frames, const char *lan
   setenv("WEFT_CLOTH_LANES", lanes, 1);
   setenv("WEFT_CLOTH_SMEM", smem, 1);
   if (block) setenv("WEFT_CLOTH_BLOCK", block, 1);
-  wf_cloth *probe = NULL;
-  CHECK_OK(build(&probe));
-  REQUIRE(probe);
   wf_cloth_info info;
-  CHECK_OK(wf_cloth_info_get(probe, &info));
-  wf_cloth_destroy(probe);
+  REQUIRE(probe_info(build, &info));
   if (want_l && (info.frame_lanes != want_l || info.frame_smem != want_s))
     TH_FAIL("%s (lanes %s, smem %s): got %u lanes, smem %u, want %u, %u", what, lanes, smem,
             info.frame_lanes, info.frame_smem, want_l, want_s);
@@ -305,12 +308,8 @@ static void tiled(const char *what, builder build, int frames, const char *tile,
                   uint32_t th) {
   const bool cuda = wf_device_is_cuda(th_dev0);
   setenv("WEFT_CLOTH_TILE", tile, 1);
-  wf_cloth *probe = NULL;
-  CHECK_OK(build(&probe));
-  REQUIRE(probe);
   wf_cloth_info info;
-  CHECK_OK(wf_cloth_info_get(probe, &info));
-  wf_cloth_destroy(probe);
+  REQUIRE(probe_info(build, &info));
   if (info.frame_tile[0] != (cuda ? tw : 0) || info.frame_tile[1] != (cuda ? th : 0))
     TH_FAIL("%s (WEFT_CLOTH_TILE=%s): tiles %ux%u, want %ux%u", what, tile, info.frame_tile[0],
             info.frame_tile[1], cuda ? tw : 0, cuda ? th : 0);
