@@ -97,16 +97,20 @@ __device__ __forceinline__ void neighbour_barrier(const wfc_frame_args &a, unsig
 /* The end of substep s of a resident frame, after the block's writes: the clock's writer thread
  * publishes the clock (time after the substep, substeps so far); unless it was the last substep,
  * the barrier (grid-wide or among neighbour blocks) before the next one. */
+__device__ __forceinline__ void publish_clock(const wfc_spring_args *h, bool writer, double time,
+                                              unsigned long long subs) {
+  if (!writer) return;
+  wfc_clock c;
+  c.time = time;
+  c.substeps = subs;
+  *h->clock_out = c;
+}
+
 __device__ __forceinline__ void substep_end(const wfc_frame_args &a, const wfc_spring_args *h,
                                             bool writer, double time, unsigned long long subs,
                                             bool last, bool grid_barrier, unsigned want,
                                             uint32_t lo_b, uint32_t hi_b) {
-  if (writer) {
-    wfc_clock c;
-    c.time = time;
-    c.substeps = subs;
-    *h->clock_out = c;
-  }
+  publish_clock(h, writer, time, subs);
   if (last) return;
   if (grid_barrier)
     cg::this_grid().sync();
@@ -391,6 +395,7 @@ __global__ void __launch_bounds__(kTileBlock, 1)
   const bool has_l = tx > 0, has_r = tx + 1 < tiles_x, has_u = ty > 0, has_d = ty + 1 < tiles_y;
   /* rank the tile's cells (w h <= blockDim.x, see tile_plan): boundary first, then interior */
   const uint32_t lane = threadIdx.x & 31u, wid = threadIdx.x >> 5;
+  uint32_t nb = 0, ni = 0; /* the tile's boundary and interior vertices */
   {
     const uint32_t k = threadIdx.x;
     const bool valid = k < w * h;
@@ -401,19 +406,16 @@ __global__ void __launch_bounds__(kTileBlock, 1)
     if (lane == 0) warp_b[wid] = (uint32_t)__popc(bb), warp_i[wid] = (uint32_t)__popc(ib);
     if (threadIdx.x == 0) base_s = a.sync[blockIdx.x];
     __syncthreads();
-    uint32_t nb = 0, bb_before = 0, ib_before = 0;
+    uint32_t bb_before = 0, ib_before = 0;
     for (uint32_t q = 0; q < blockDim.x / 32; q++) {
       if (q < wid) bb_before += warp_b[q], ib_before += warp_i[q];
-      nb += warp_b[q];
+      nb += warp_b[q], ni += warp_i[q];
     }
     const unsigned below = (1u << lane) - 1u;
     if (bnd) order[bb_before + (uint32_t)__popc(bb & below)] = (uint16_t)k;
     if (valid && !bnd) order[nb + ib_before + (uint32_t)__popc(ib & below)] = (uint16_t)k;
     __syncthreads();
   }
-  uint32_t nb = 0, ni = 0;
-  for (uint32_t q = 0; q < blockDim.x / 32; q++)
-    nb += warp_b[q], ni += warp_i[q];
   /* roles: boundary vertex t / kLanesB, interior vertex t / kLanesI, or the exchange */
   const uint32_t vb = threadIdx.x / kLanesB, vi = threadIdx.x / kLanesI;
   tile_vertex<kLanesB> bv;
@@ -482,12 +484,7 @@ __global__ void __launch_bounds__(kTileBlock, 1)
     }
     time += (double)p.dt;
     subs++;
-    if (blockIdx.x == 0 && threadIdx.x == 0) {
-      wfc_clock c;
-      c.time = time;
-      c.substeps = subs;
-      *hf->clock_out = c;
-    }
+    publish_clock(hf, blockIdx.x == 0 && threadIdx.x == 0, time, subs);
     if (!last) __syncthreads();
   }
   (void)n;
