@@ -1,7 +1,7 @@
 /* What the split solvers' overlap measures share (wf_particles_split_overlap_measure,
- * wf_cloth_split_overlap_measure): the timing events of the compute frames, the compute from
- * them (the longest partition's, or the critical path through the substeps), the medians of the
- * per-frame times and the hidden fraction. */
+ * wf_cloth_split_overlap_measure): the timing events of the cloth's compute frames and the
+ * longest partition's compute from them, the particles' compute (the critical path through the
+ * substeps' times), the medians of the per-frame times and the hidden fraction. */
 #ifndef WEFT_SPLIT_MEASURE_H
 #define WEFT_SPLIT_MEASURE_H
 
@@ -40,7 +40,7 @@ static inline void wf__split_events_destroy(wf_event **ev, size_t n) {
 /* The longest partition's compute of a frame that was waited for: partition p recorded pairs[p]
  * stretches (start, end) at ev[2 (p * stride + i)], i < pairs[p]; the largest sum over p, ms.
  * (The cloth's: its stretches are stages and colour passes, not one per substep; the particles
- * take the critical path, wf__split_critical.) */
+ * take the critical path, wf__split_critical_path.) */
 static inline wf_status wf__split_longest(wf_event **ev, int np, size_t stride,
                                           const uint32_t *pairs, double *ms) {
   *ms = 0.0;
@@ -86,22 +86,6 @@ static inline double wf__split_critical_path(double *t, int np, int steps, const
     ms = l > ms ? l : ms;
   }
   return ms;
-}
-
-/* The critical path (wf__split_critical_path) of a frame that was waited for: partition p timed
- * its substep k between ev[2 (p * steps + k)] and the event after it; t: room for np * steps
- * times. */
-static inline wf_status wf__split_critical(wf_event **ev, int np, int steps, const uint8_t *adj,
-                                           double *t, double *ms) {
-  *ms = 0.0;
-  for (size_t i = 0; i < (size_t)np * (size_t)steps; i++) {
-    float e = 0.0f;
-    wf_status st = wf_event_elapsed_ms(ev[2 * i], ev[2 * i + 1], &e);
-    if (st != WF_OK) return st;
-    t[i] = e;
-  }
-  *ms = wf__split_critical_path(t, np, steps, adj);
-  return WF_OK;
 }
 
 /* The medians of the measure's kinds of frame, ms[kind * frames + f] (sorts ms): an ordinary

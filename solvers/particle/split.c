@@ -73,8 +73,9 @@
 
 /* What enqueue_frame enqueues: the frame; the frame without the halo copies (every wait and
  * event stays, so the frame's shape is the same; the ghosts go stale); only the halo copies with
- * their waits. The last two exist for wf_particles_split_overlap_measure. */
-enum { FRAME_FULL = 0, FRAME_NO_COPY = 1, FRAME_COPIES = 2 };
+ * their waits; the frame with time stamps around every partition's substeps (as with
+ * WF_BALANCE_TIME). The last three exist for wf_particles_split_overlap_measure. */
+enum { FRAME_FULL = 0, FRAME_NO_COPY = 1, FRAME_COPIES = 2, FRAME_STAMPED = 3 };
 
 /* How far (a share of the skin) a particle may move along the axis between repartitions: half
  * the skin, less a margin for XPBD's predicted positions (they reach h·v beyond the state). */
@@ -136,7 +137,7 @@ typedef struct part {
                     * than skin/2, the limit and the axis */
   /* the repartition on the device (see device_repartition) */
   dbuf tag, counts, snap_pos, snap_vel;
-  dbuf stamps; /* WF_BALANCE_TIME: the device clock (ns) before and after each substep */
+  dbuf stamps; /* the device clock (ns) before and after each substep (stamping) */
   dbuf in_pos, in_vel, in_gid, in_mat; /* received particles, by sender */
   dbuf keys, vals, keys_out, vals_out, sort_temp, select_temp;
   outbox out[MAXP];
@@ -171,8 +172,7 @@ struct wf_particles_split {
   /* what the graph was captured with (graph_key): launch sizes, buffers, links */
   uint64_t key[GRAPH_KEY_MAX];
   size_t key_n;
-  int mode;         /* FRAME_*: what enqueue_frame enqueues (the overlap measure) */
-  wf_event **marks; /* NULL, or 2 per partition and substep around its substep (the measure) */
+  int mode; /* FRAME_*: what enqueue_frame enqueues (the overlap measure) */
   wf_particles_split_info info;
 };
 
@@ -966,9 +966,48 @@ static wf_status rebalance_device(wf_particles_split *sp, uint32_t *cnt, const d
   return st;
 }
 
-/* Whether the frames time every partition's substeps (WF_BALANCE_TIME, more than one). */
+/* Whether the frame being enqueued times every partition's substeps (more than one, and
+ * WF_BALANCE_TIME or the measure's FRAME_STAMPED). */
 static bool stamping(const wf_particles_split *sp) {
-  return sp->desc.balance == WF_BALANCE_TIME && sp->np > 1;
+  return sp->np > 1 && (sp->desc.balance == WF_BALANCE_TIME || sp->mode == FRAME_STAMPED);
+}
+
+/* Room for every partition's stamps (once: a captured frame holds the address). */
+static wf_status stamps_reserve(wf_particles_split *sp) {
+  for (int p = 0; p < sp->np; p++) {
+    part *pt = &sp->parts[p];
+    size_t bytes = 2 * (size_t)sp->desc.solver.substeps * 8;
+    wf_status st = dbuf_reserve(sp, &pt->stamps, pt->dev, wf_particles_stream(pt->ps), bytes);
+    if (st != WF_OK) return st;
+  }
+  return WF_OK;
+}
+
+/* The stamped frame that was waited for: t[p * substeps + k] = partition p's substep k, ms (the
+ * stamps of one device's clock, so no clocks are compared). */
+static wf_status stamped_times(wf_particles_split *sp, double *t) {
+  const int K = sp->desc.solver.substeps;
+  uint64_t *ns = malloc(2 * (size_t)K * sizeof *ns);
+  if (!ns)
+    return fail(WF_ERR_OUT_OF_MEMORY, "particles '%s' (split): out of host memory", sp->name);
+  wf_status st = WF_OK;
+  for (int p = 0; p < sp->np && st == WF_OK; p++) {
+    if ((st = wf_download(ns, sp->parts[p].stamps.b, 0, 2 * (size_t)K * 8)) != WF_OK) {
+      st = fail_gpu(sp->name, st, "reading the time stamps");
+      break;
+    }
+    for (int k = 0; k < K && st == WF_OK; k++) {
+      if (!ns[2 * k] || ns[2 * k + 1] < ns[2 * k])
+        st = fail(WF_ERR_BACKEND,
+                  "particles '%s' (split): partition %d (%s): substep %d's time stamps are "
+                  "missing or run backwards",
+                  sp->name, p, wf_device_name(sp->parts[p].dev), k);
+      else
+        t[(size_t)p * (size_t)K + (size_t)k] = (double)(ns[2 * k + 1] - ns[2 * k]) * 1e-6;
+    }
+  }
+  free(ns);
+  return st;
 }
 
 /* WF_BALANCE_TIME, after the frames were waited for: each partition's compute in the last frame
@@ -1440,13 +1479,9 @@ static wf_status enqueue_frame(wf_particles_split *sp) {
   const int K = sp->desc.solver.substeps;
   for (int k = 0; k < K; k++) {
     for (int p = 0; p < sp->np && work; p++) {
-      wf_stream *s = wf_particles_stream(sp->parts[p].ps);
-      wf_event **mk = sp->marks ? sp->marks + 2 * ((size_t)p * K + k) : NULL;
-      if (mk) TRY(wf_event_record(mk[0], s), "recording a substep's start");
       if ((st = stamp(sp, p, 2 * k)) != WF_OK) return st;
       if ((st = wfp_substep_enqueue(sp->parts[p].ps)) != WF_OK) return st;
       if ((st = stamp(sp, p, 2 * k + 1)) != WF_OK) return st;
-      if (mk) TRY(wf_event_record(mk[1], s), "recording a substep's end");
     }
     if (sp->np > 1 && (st = halo_exchange(sp)) != WF_OK) return st;
   }
@@ -1504,18 +1539,13 @@ static wf_status capture(wf_particles_split *sp) { return capture_mode(sp, FRAME
 static wf_status run_frames(wf_particles_split *sp, int frames, int mode, wf_graph *g) {
   wf_stream *s0 = wf_particles_stream(sp->parts[0].ps);
   wf_status st;
-  for (int p = 0; p < sp->np && stamping(sp); p++) { /* once: the graph holds the address */
-    part *pt = &sp->parts[p];
-    size_t bytes = 2 * (size_t)sp->desc.solver.substeps * 8;
-    if ((st = dbuf_reserve(sp, &pt->stamps, pt->dev, wf_particles_stream(pt->ps), bytes)) != WF_OK)
-      return st;
-  }
+  if (stamping(sp) && (st = stamps_reserve(sp)) != WF_OK) return st;
   /* after whatever the repartition queued on the other streams */
   for (int p = 0; p < sp->np; p++) {
     if (p > 0) TRY(wf_stream_wait_stream(s0, wf_particles_stream(sp->parts[p].ps)), "ordering");
     if (sp->np > 1) TRY(wf_stream_wait_stream(s0, sp->parts[p].copy), "ordering");
   }
-  if (sp->desc.solver.no_graph || sp->marks) { /* the measure's events go on the streams */
+  if (sp->desc.solver.no_graph) {
     for (int f = 0; f < frames; f++) {
       for (int p = 0; p < sp->np; p++) /* the frames of all partitions start together */
         TRY(wf_stream_wait_stream(wf_particles_stream(sp->parts[p].ps), s0), "ordering");
@@ -1568,38 +1598,32 @@ wf_status wf_particles_split_step_frames(wf_particles_split *sp, int frames) {
  * medians into out. With more than one partition every frame starts from the snapshot of the
  * repartition (restore, not timed): a frame without the copies runs on ghosts that stop moving,
  * and particles pile up against them frame after frame, which would make that kind of frame
- * slower than an ordinary one. The fourth kind is an ordinary frame launched stage by stage with
- * events around every partition's substeps: the longest path through them, each substep after
- * the substep before of its partition and of those it takes ghosts from (wf__split_critical), is
- * the frame's compute, what it would take with a halo exchange that costs nothing (the frame
- * without copies is no such measure: its stale ghosts change the contacts, and its packs, waits
- * and unpacks stay). The state is not given back. */
+ * slower than an ordinary one. The ordinary frame carries time stamps around every partition's
+ * substeps (FRAME_STAMPED, its own graph), and its compute is the longest path through them,
+ * each substep after the substep before of its partition and of those it takes ghosts from
+ * (wf__split_critical_path): what the same frame would take with a halo exchange that costs
+ * nothing. Frame and compute come from the same frames, so what the frame takes beyond its
+ * compute (the waits for copies, the packs and unpacks, the stamps) is what the halo exchange
+ * adds to it. (The frame without copies is no such measure: its stale ghosts change the
+ * contacts, and its packs, waits and unpacks stay.) The state is not given back. */
 static wf_status measure_frames(wf_particles_split *sp, int frames,
                                 wf_particles_split_overlap *out) {
-  int kinds = sp->n_links ? 4 : 1; /* no halo: nothing to leave out, copy or compare */
-  const size_t n_marks = 2 * (size_t)sp->np * (size_t)sp->desc.solver.substeps;
+  const int kinds = sp->n_links ? 3 : 1; /* no halo: nothing to leave out, copy or compare */
+  const int K = sp->desc.solver.substeps;
+  const int first = kinds > 1 ? FRAME_STAMPED : FRAME_FULL; /* the ordinary frame's kind */
   wf_graph *g[3] = {NULL, NULL, NULL};
-  double *ms = malloc((size_t)frames * 4 * sizeof *ms);
-  wf_event **marks = kinds > 3 ? calloc(n_marks, sizeof *marks) : NULL;
-  double *times = kinds > 3 ? malloc(n_marks / 2 * sizeof *times) : NULL; /* one per substep */
+  double *ms = malloc((size_t)frames * 4 * sizeof *ms); /* the kinds', then the compute */
+  double *times = kinds > 1 ? malloc((size_t)sp->np * (size_t)K * sizeof *times) : NULL;
   wf_status st =
-      ms && (kinds < 4 || (marks && times))
+      ms && (kinds < 2 || times)
           ? WF_OK
           : fail(WF_ERR_OUT_OF_MEMORY, "particles '%s' (split): out of host memory", sp->name);
-  wf_device *devs[MAXP];
-  for (int p = 0; p < sp->np; p++)
-    devs[p] = sp->parts[p].dev;
   uint8_t adj[MAXP * MAXP] = {0}; /* adj[q * np + p]: p takes ghosts from q */
   for (int l = 0; l < sp->n_links; l++)
     adj[sp->links[l].from * sp->np + sp->links[l].to] = 1;
-  if (marks && st == WF_OK &&
-      (st = wf__split_events_create(devs, n_marks / (size_t)sp->np, n_marks, marks)) != WF_OK)
-    st = fail_gpu(sp->name, st, "creating timing events");
-  if (!sp->desc.solver.no_graph && st == WF_OK) {
-    if (!sp->graph || sp->graph_stale || !graph_matches(sp)) st = capture(sp);
-    for (int m = 1; m < kinds && m < 3 && st == WF_OK; m++)
-      st = capture_mode(sp, m, &g[m]);
-  }
+  if (kinds > 1 && st == WF_OK) st = stamps_reserve(sp);
+  for (int m = 0; m < kinds && kinds > 1 && !sp->desc.solver.no_graph && st == WF_OK; m++)
+    st = capture_mode(sp, m ? m : first, &g[m]);
   wf_stream *s0 = wf_particles_stream(sp->parts[0].ps);
   for (int f = -1; f < frames && st == WF_OK; f++)
     for (int m = 0; m < kinds && st == WF_OK; m++) {
@@ -1609,25 +1633,20 @@ static wf_status measure_frames(wf_particles_split *sp, int frames,
             st = fail_gpu(sp->name, st, "restoring the snapshot");
       if (st != WF_OK) break;
       double t0 = now_ms();
-      sp->marks = m == 3 ? marks : NULL;
-      st = run_frames(sp, 1, m == 3 ? FRAME_FULL : m, m == 1 || m == 2 ? g[m] : NULL);
-      sp->marks = NULL;
+      st = run_frames(sp, 1, m ? m : first, g[m]);
       if (st == WF_OK && (st = wf_stream_synchronize(s0)) != WF_OK)
         st = fail_gpu(sp->name, st, "waiting for a frame");
       double t = now_ms() - t0;
-      if (st == WF_OK && m == 3 &&
-          (st = wf__split_critical(marks, sp->np, sp->desc.solver.substeps, adj, times, &t)) !=
-              WF_OK)
-        st = fail_gpu(sp->name, st, "timing a substep");
-      if (f >= 0) ms[m * frames + f] = t;
+      if (f < 0 || st != WF_OK) continue;
+      ms[m * frames + f] = t;
+      if (m == 0 && kinds > 1 && (st = stamped_times(sp, times)) == WF_OK)
+        ms[3 * frames + f] = wf__split_critical_path(times, sp->np, K, adj);
     }
   if (st == WF_OK)
-    wf__split_medians(ms, frames, kinds, &out->frame_ms, &out->frame_no_halo_ms, &out->halo_ms,
-                      &out->compute_ms);
-  for (int m = 1; m < 3; m++)
+    wf__split_medians(ms, frames, kinds > 1 ? 4 : 1, &out->frame_ms, &out->frame_no_halo_ms,
+                      &out->halo_ms, &out->compute_ms);
+  for (int m = 0; m < 3; m++)
     if (g[m]) wf_graph_destroy(g[m]);
-  wf__split_events_destroy(marks, n_marks);
-  free(marks);
   free(times);
   free(ms);
   return st;
