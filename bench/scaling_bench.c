@@ -760,9 +760,9 @@ int wf_bench_scaling(int argc, char **argv, FILE *out) {
   fprintf(out,
           "halo overlap (more than one device; wf_particles_split_overlap_measure, medians of %d\n"
           "frames of each kind, each from the same repartition, no repartition or capture timed):\n"
-          "ov ms = an ordinary frame with device time stamps around each partition's substeps,\n"
-          "no-halo ms = the frame without the halo copies, compute ms = the critical path through\n"
-          "the same frames' stamped substeps, halo ms = the copies of a frame alone;\n"
+          "ov ms = an ordinary frame, no-halo ms = the frame without the halo copies, compute ms\n"
+          "= the critical path through the partitions' substeps (device time stamps around them\n"
+          "in ordinary frames), halo ms = the copies of a frame alone;\n"
           "hidden = 1 - (ov ms - compute ms) / halo ms\n",
           c->o.frames);
   fprintf(out, "\n%-6s %7s %12s %10s %8s %10s %13s %13s %12s %12s %6s %9s %10s %10s %9s %7s %5s\n",

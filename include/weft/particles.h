@@ -368,32 +368,30 @@ WF_API wf_particles *wf_particles_split_partition(const wf_particles_split *sp, 
 /** How well the halo copies hide behind the substeps (wf_particles_split_overlap_measure). Times
  *  are medians of per-frame wall times on the host's clock, each frame followed by a wait. */
 typedef struct wf_particles_split_overlap {
-  /* an ordinary frame, with a time stamp on the device's clock before and after every
-   * partition's substeps (a one-thread kernel each, 2 x substeps a partition) */
-  double frame_ms;
+  double frame_ms;         /* an ordinary frame */
   double frame_no_halo_ms; /* the same frame with the halo copies left out (wrong results) */
   double halo_ms;          /* the halo copies of one frame alone, on the same copy streams */
-  /* the same frames' compute: the longest path through the stamped substep times, where a
-   * partition's substep follows its own substep before and those of the partitions it takes
-   * ghosts from (with jitter between the partitions, longer than the longest partition's sum);
-   * the frame with a halo exchange that costs nothing. Never more than frame_ms: both come from
-   * the same frames */
+  /* the frame's compute: the longest path through the substeps' times, from device time stamps
+   * around them in ordinary frames that carry the stamps (one-thread kernels, 2 a substep and
+   * partition), where a partition's substep follows its own substep before and those of the
+   * partitions it takes ghosts from (with jitter between the partitions, longer than the longest
+   * partition's sum); the frame with a halo exchange that costs nothing */
   double compute_ms;
   /* 1 - (frame_ms - compute_ms) / halo_ms, clamped to [0, 1]: the part of the copies' time that
-   * does not lengthen the frame beyond its compute (the packs, unpacks and stamps count as not
-   * hidden). 1 when there is no halo (one partition). */
+   * does not lengthen the frame beyond its compute (the packs and unpacks count as not hidden).
+   * 1 when there is no halo (one partition). */
   double hidden_fraction;
   uint64_t halo_bytes_per_frame; /* as wf_particles_split_info.halo_bytes_per_frame */
 } wf_particles_split_overlap;
 
 /** Measures the overlap of the halo copies with the substeps (fills *out). Repartitions first
  *  (unless a repartition is what came last), runs one warm-up and then `frames` (>= 1) timed
- *  frames of each of three kinds, interleaved, each captured into a graph of its own (destroyed
- *  after): ordinary frames with time stamps around every partition's substeps (frame_ms, and
- *  compute_ms from their stamps), frames with the halo copies left out, and the halo copies of a
- *  frame alone; then puts the state and the clock of the repartition back, so the frames that
- *  follow are bitwise those without the call. Waits for every partition; takes about
- *  3 (frames + 1) frame times. */
+ *  frames of each of four kinds, interleaved: ordinary frames, frames with the halo copies left
+ *  out, the halo copies of a frame alone and ordinary frames with time stamps around every
+ *  partition's substeps (compute_ms: their critical path), the last three captured into graphs
+ *  of their own (destroyed after); then puts the state and the clock of the repartition back, so
+ *  the frames that follow are bitwise those without the call. Waits for every partition; takes
+ *  about 4 (frames + 1) frame times. */
 WF_API wf_status wf_particles_split_overlap_measure(wf_particles_split *sp, int frames,
                                                     wf_particles_split_overlap *out);
 

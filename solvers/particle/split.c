@@ -71,10 +71,11 @@
 /* words of a graph key: per partition 4, per link 6 (at most MAXP * (MAXP - 1) links), and 2 */
 #define GRAPH_KEY_MAX (MAXP * 4 + MAXP * (MAXP - 1) * 6 + 2)
 
-/* What enqueue_frame enqueues: the frame; the frame without the halo copies (every wait and
- * event stays, so the frame's shape is the same; the ghosts go stale); only the halo copies with
- * their waits; the frame with time stamps around every partition's substeps (as with
- * WF_BALANCE_TIME). The last three exist for wf_particles_split_overlap_measure. */
+/* What enqueue_frame enqueues (run_frames' mode = FRAME_*, the measure's kind of frame): the
+ * frame; the frame without the halo copies (every wait and event stays, so the frame's shape is
+ * the same; the ghosts go stale); only the halo copies with their waits; the frame with time
+ * stamps around every partition's substeps (as with WF_BALANCE_TIME). The last three exist for
+ * wf_particles_split_overlap_measure. */
 enum { FRAME_FULL = 0, FRAME_NO_COPY = 1, FRAME_COPIES = 2, FRAME_STAMPED = 3 };
 
 /* How far (a share of the skin) a particle may move along the axis between repartitions: half
@@ -1594,25 +1595,25 @@ wf_status wf_particles_split_step_frames(wf_particles_split *sp, int frames) {
 /* ---- how well the halo copies hide -------------------------------------------------------- */
 
 /* The kinds of frame, interleaved frame by frame (a drift of the clocks hits all alike), after
- * one warm-up frame each, each timed by the host's clock around the frame and a wait for it;
- * medians into out. With more than one partition every frame starts from the snapshot of the
- * repartition (restore, not timed): a frame without the copies runs on ghosts that stop moving,
- * and particles pile up against them frame after frame, which would make that kind of frame
- * slower than an ordinary one. The ordinary frame carries time stamps around every partition's
- * substeps (FRAME_STAMPED, its own graph), and its compute is the longest path through them,
- * each substep after the substep before of its partition and of those it takes ghosts from
- * (wf__split_critical_path): what the same frame would take with a halo exchange that costs
- * nothing. Frame and compute come from the same frames, so what the frame takes beyond its
- * compute (the waits for copies, the packs and unpacks, the stamps) is what the halo exchange
- * adds to it. (The frame without copies is no such measure: its stale ghosts change the
- * contacts, and its packs, waits and unpacks stay.) The state is not given back. */
+ * one warm-up frame each, each a graph (or, with no_graph, stage by stage) timed by the host's
+ * clock around the frame and a wait for it; medians into out. With more than one partition every
+ * frame starts from the snapshot of the repartition (restore, not timed): a frame without the
+ * copies runs on ghosts that stop moving, and particles pile up against them frame after frame,
+ * which would make that kind of frame slower than an ordinary one. The fourth kind is the
+ * ordinary frame with time stamps around every partition's substeps (FRAME_STAMPED): the longest
+ * path through them, each substep after the substep before of its partition and of those it
+ * takes ghosts from (wf__split_critical_path), is the frame's compute, what the ordinary frame
+ * would take with a halo exchange that costs nothing. It is the same graph as the ordinary frame
+ * but for the stamps (one-thread kernels between the substeps, which would count as copy time
+ * not hidden if the ordinary frame carried them). (The frame without copies is no such measure:
+ * its stale ghosts change the contacts, and its packs, waits and unpacks stay.) The state is not
+ * given back. */
 static wf_status measure_frames(wf_particles_split *sp, int frames,
                                 wf_particles_split_overlap *out) {
-  const int kinds = sp->n_links ? 3 : 1; /* no halo: nothing to leave out, copy or compare */
+  const int kinds = sp->n_links ? 4 : 1; /* no halo: nothing to leave out, copy or compare */
   const int K = sp->desc.solver.substeps;
-  const int first = kinds > 1 ? FRAME_STAMPED : FRAME_FULL; /* the ordinary frame's kind */
-  wf_graph *g[3] = {NULL, NULL, NULL};
-  double *ms = malloc((size_t)frames * 4 * sizeof *ms); /* the kinds', then the compute */
+  wf_graph *g[4] = {NULL, NULL, NULL, NULL};            /* the ordinary frame's is sp->graph */
+  double *ms = malloc((size_t)frames * 4 * sizeof *ms); /* the stamped kind's: the compute */
   double *times = kinds > 1 ? malloc((size_t)sp->np * (size_t)K * sizeof *times) : NULL;
   wf_status st =
       ms && (kinds < 2 || times)
@@ -1622,8 +1623,11 @@ static wf_status measure_frames(wf_particles_split *sp, int frames,
   for (int l = 0; l < sp->n_links; l++)
     adj[sp->links[l].from * sp->np + sp->links[l].to] = 1;
   if (kinds > 1 && st == WF_OK) st = stamps_reserve(sp);
-  for (int m = 0; m < kinds && kinds > 1 && !sp->desc.solver.no_graph && st == WF_OK; m++)
-    st = capture_mode(sp, m ? m : first, &g[m]);
+  if (!sp->desc.solver.no_graph && st == WF_OK) {
+    if (!sp->graph || sp->graph_stale || !graph_matches(sp)) st = capture(sp);
+    for (int m = 1; m < kinds && st == WF_OK; m++)
+      st = capture_mode(sp, m, &g[m]);
+  }
   wf_stream *s0 = wf_particles_stream(sp->parts[0].ps);
   for (int f = -1; f < frames && st == WF_OK; f++)
     for (int m = 0; m < kinds && st == WF_OK; m++) {
@@ -1633,19 +1637,20 @@ static wf_status measure_frames(wf_particles_split *sp, int frames,
             st = fail_gpu(sp->name, st, "restoring the snapshot");
       if (st != WF_OK) break;
       double t0 = now_ms();
-      st = run_frames(sp, 1, m ? m : first, g[m]);
+      st = run_frames(sp, 1, m, g[m]);
       if (st == WF_OK && (st = wf_stream_synchronize(s0)) != WF_OK)
         st = fail_gpu(sp->name, st, "waiting for a frame");
       double t = now_ms() - t0;
       if (f < 0 || st != WF_OK) continue;
-      ms[m * frames + f] = t;
-      if (m == 0 && kinds > 1 && (st = stamped_times(sp, times)) == WF_OK)
+      if (m < 3)
+        ms[m * frames + f] = t;
+      else if ((st = stamped_times(sp, times)) == WF_OK)
         ms[3 * frames + f] = wf__split_critical_path(times, sp->np, K, adj);
     }
   if (st == WF_OK)
-    wf__split_medians(ms, frames, kinds > 1 ? 4 : 1, &out->frame_ms, &out->frame_no_halo_ms,
-                      &out->halo_ms, &out->compute_ms);
-  for (int m = 0; m < 3; m++)
+    wf__split_medians(ms, frames, kinds, &out->frame_ms, &out->frame_no_halo_ms, &out->halo_ms,
+                      &out->compute_ms);
+  for (int m = 1; m < 4; m++)
     if (g[m]) wf_graph_destroy(g[m]);
   free(times);
   free(ms);

@@ -451,9 +451,10 @@ TEST(overlap_measure_gives_the_state_back) {
         CHECK(ov.compute_ms == ov.frame_ms);
       } else {
         CHECK(ov.halo_ms > 0.0 && ov.halo_bytes_per_frame > 0);
-        /* the compute comes from the frames' own stamps: a path through them is no longer than
-         * the frame (1 us for the two clocks' readings) */
-        CHECK(ov.compute_ms <= ov.frame_ms + 1e-3);
+        /* the compute comes from graph frames of the same work: beyond noise, it cannot be longer
+         * than the frame (stage-by-stage frames, an earlier measure, came out 1-1.5% longer on
+         * GPUs) */
+        CHECK(ov.compute_ms <= 1.05 * ov.frame_ms);
         double h = 1.0 - (ov.frame_ms - ov.compute_ms) / ov.halo_ms;
         CHECK_NEAR(ov.hidden_fraction, h < 0.0 ? 0.0 : h > 1.0 ? 1.0 : h, 1e-12);
       }
