@@ -60,29 +60,32 @@ static inline wf_status wf__split_longest(wf_event **ev, int np, size_t stride,
 
 /* The compute of a frame whose partitions wait for each other at every substep: the longest path
  * through the substeps. Partition p's substep k + 1 reads the ghosts its neighbours wrote at their
- * substep k, so it cannot start before they are done; with jitter between the partitions (one
- * slow in this substep, another in the next) no frame is as short as the longest partition's
- * sum, and against that sum the partitions' waits for each other would count as copy time the
- * frame did not hide. The longest path is the frame a halo exchange that costs nothing would give.
- * t[p * steps + k]: the time (ms) of partition p's substep k; adj[q * np + p] nonzero where p takes
- * ghosts from q (a link q -> p). t is replaced by the longest path that ends with each substep,
- *   L[p][k] = t[p][k] + max(L[p][k - 1], max over q -> p of L[q][k - 1]),
- * and the largest L[p][steps - 1] is returned. One partition, or none linked: its sum. A pure
- * function, so it can be checked against known times. */
-static inline double wf__split_critical_path(double *t, int np, int steps, const uint8_t *adj) {
-  for (int k = 1; k < steps; k++)
+ * substep k, so the part of it that needs them cannot start before they are done; with jitter
+ * between the partitions (one slow in this substep, another in the next) no frame is as short as
+ * the longest partition's sum, and against that sum the partitions' waits for each other would
+ * count as copy time the frame did not hide. The longest path is the frame a halo exchange that
+ * costs nothing would give. Partition p's substep k takes before[i] (NULL: 0) without the ghosts,
+ * then after[i] with them, i = p * steps + k; adj[q * np + p] nonzero where p takes ghosts from q
+ * (a link q -> p). after is replaced by the longest path that ends with each substep,
+ *   L[p][k] = after[p][k] + max(L[p][k - 1] + before[p][k], max over q -> p of L[q][k - 1]),
+ * (L[.][-1] = 0) and the largest L[p][steps - 1] is returned. One partition, or none linked: its
+ * sum. A pure function, so it can be checked against known times. */
+static inline double wf__split_critical_path(const double *before, double *after, int np, int steps,
+                                             const uint8_t *adj) {
+  for (int k = 0; k < steps; k++)
     for (int p = 0; p < np; p++) {
       /* row k - 1 holds L already, row k still the times: p's L[k] reads no other row k */
-      double before = t[(size_t)p * (size_t)steps + (size_t)(k - 1)];
-      for (int q = 0; q < np; q++) {
-        double lq = t[(size_t)q * (size_t)steps + (size_t)(k - 1)];
-        if (adj[q * np + p] && lq > before) before = lq;
+      size_t i = (size_t)p * (size_t)steps + (size_t)k;
+      double ready = (k ? after[i - 1] : 0.0) + (before ? before[i] : 0.0);
+      for (int q = 0; q < np && k; q++) {
+        double lq = after[(size_t)q * (size_t)steps + (size_t)(k - 1)];
+        if (adj[q * np + p] && lq > ready) ready = lq;
       }
-      t[(size_t)p * (size_t)steps + (size_t)k] += before;
+      after[i] += ready;
     }
   double ms = 0.0;
   for (int p = 0; p < np && steps > 0; p++) {
-    double l = t[(size_t)p * (size_t)steps + (size_t)(steps - 1)];
+    double l = after[(size_t)p * (size_t)steps + (size_t)(steps - 1)];
     ms = l > ms ? l : ms;
   }
   return ms;

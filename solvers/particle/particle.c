@@ -805,7 +805,37 @@ static wf_status run_hooks(wf_particles *ps, int event) {
 
 /* One substep, enqueued on the solver's stream (captured or not: the same calls). With `marks`,
  * an event is recorded after each stage (the profile; never while capturing). */
-static wf_status enqueue_substep(wf_particles *ps, wf_event **marks) {
+/* The key arguments of the substep's grid (skip NULL). */
+static wfp_keys_args keys_args(wf_particles *ps) {
+  return (wfp_keys_args){ptr(ps, B_PARAMS),
+                         ptr(ps, B_POS),
+                         ptr(ps, B_KEYS),
+                         ptr(ps, B_VALS),
+                         ptr(ps, B_COUNTS),
+                         ptr(ps, B_CLOCK),
+                         NULL};
+}
+
+#define MARK(i)                                                                                    \
+  if (marks) TRY(wf_event_record(marks[i], ps->stream), "recording a profile event")
+
+/* A substep's first part: the grid by counting (particle_math.h, wfp_scan_args) up to the keys
+ * and counts per cell, of every particle but those whose skip is NaN (skip NULL: all). */
+static wf_status substep_keys(wf_particles *ps, wf_event **marks, const float *skip) {
+  uint32_t n = ps->count;
+  if (n == 0) return WF_OK; /* (substep_rest runs the coupled solvers' hooks) */
+  MARK(0);
+  TRY(wf_memset(ps->buf[B_COUNTS], 0, 0, ((size_t)ps->table + 1) * 4, ps->stream),
+      "clearing the cell counts");
+  n = ps->launch > n ? ps->launch : n; /* the kernels read the count on the device */
+  wfp_keys_args ka = keys_args(ps);
+  ka.skip = skip;
+  return launch(ps, &wfp_keys, n, &ka, sizeof ka);
+}
+
+/* The rest: the start table, arrival order, then each cell in local-index order with the
+ * sorted copies; contacts, colliders and integration; the clock. */
+static wf_status substep_rest(wf_particles *ps, wf_event **marks) {
   uint32_t n = ps->count;
   if (n == 0) { /* coupled solvers still take their substep */
     wf_status hs = run_hooks(ps, WFP_HOOK_GRID);
@@ -814,18 +844,8 @@ static wf_status enqueue_substep(wf_particles *ps, wf_event **marks) {
   wfp_params *params = ptr(ps, B_PARAMS);
   wfp_clock *clock = ptr(ps, B_CLOCK);
   wf_status st;
-#define MARK(i)                                                                                    \
-  if (marks) TRY(wf_event_record(marks[i], ps->stream), "recording a profile event")
-  MARK(0);
-  /* the grid by counting (particle_math.h, wfp_scan_args): keys and counts per cell, the start
-   * table, arrival order, then each cell in local-index order with the sorted copies */
-  TRY(wf_memset(ps->buf[B_COUNTS], 0, 0, ((size_t)ps->table + 1) * 4, ps->stream),
-      "clearing the cell counts");
-  n = ps->launch > n ? ps->launch : n; /* the kernels read the count on the device */
+  n = ps->launch > n ? ps->launch : n;
   const uint32_t *live = &params->count;
-  wfp_keys_args ka = {params,          ptr(ps, B_POS),    ptr(ps, B_KEYS),
-                      ptr(ps, B_VALS), ptr(ps, B_COUNTS), clock};
-  if ((st = launch(ps, &wfp_keys, n, &ka, sizeof ka)) != WF_OK) return st;
   MARK(1);
   wfp_scan_args sa = {ptr(ps, B_COUNTS), ptr(ps, B_CELLS), ps->table + 1,
                       ps->buf[B_TEMP] ? ptr(ps, B_TEMP) : NULL,
@@ -868,11 +888,16 @@ static wf_status enqueue_substep(wf_particles *ps, wf_event **marks) {
   const wf_kernel *collide = ps->params.model == WFP_XPBD ? &wfp_contacts_xpbd : &wfp_contacts_dem;
   if ((st = launch(ps, collide, n, &ca, sizeof ca)) != WF_OK) return st;
   MARK(5);
-#undef MARK
   wfp_frame_args aa = {params, clock};
   if ((st = launch(ps, &wfp_advance, 1, &aa, sizeof aa)) != WF_OK) return st;
   return run_hooks(ps, WFP_HOOK_SUBSTEP);
 }
+
+static wf_status enqueue_substep(wf_particles *ps, wf_event **marks) {
+  wf_status st = substep_keys(ps, marks, NULL);
+  return st != WF_OK ? st : substep_rest(ps, marks);
+}
+#undef MARK
 
 /* Kernels are opaque to the GPU layer: mark every buffer as used on the solver's stream, so that
  * downloads and frees on other streams wait for the substeps (and a graph keeps them alive). */
@@ -1189,6 +1214,14 @@ wf_status wfp_frame_enqueue_begin(wf_particles *ps) {
 }
 
 wf_status wfp_substep_enqueue(wf_particles *ps) { return enqueue_substep(ps, NULL); }
+
+wf_status wfp_substep_enqueue_keys(wf_particles *ps, const float *skip) {
+  return substep_keys(ps, NULL, skip);
+}
+
+wf_status wfp_substep_enqueue_rest(wf_particles *ps) { return substep_rest(ps, NULL); }
+
+wfp_keys_args wfp_particles_keys_args(wf_particles *ps) { return keys_args(ps); }
 
 wf_status wfp_frame_enqueue_end(wf_particles *ps) {
   wf_status st = run_hooks(ps, WFP_HOOK_FRAME);

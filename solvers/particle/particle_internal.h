@@ -20,6 +20,13 @@
  * captures, or not. */
 wf_status wfp_frame_enqueue_begin(wf_particles *ps);
 wf_status wfp_substep_enqueue(wf_particles *ps);
+/* The substep in two parts (the split solver's ghosts arrive between them): the cell counts
+ * cleared and the keys of the particles whose skip is not NaN (skip NULL: all), then the rest;
+ * together, wfp_substep_enqueue when every particle got its key in between (the ghosts by
+ * wfp_halo_unpack_keys with wfp_particles_keys_args). */
+wf_status wfp_substep_enqueue_keys(wf_particles *ps, const float *skip);
+wf_status wfp_substep_enqueue_rest(wf_particles *ps);
+wfp_keys_args wfp_particles_keys_args(wf_particles *ps);
 wf_status wfp_frame_enqueue_end(wf_particles *ps);
 /* After the caller launched frames that include this solver's work: orders later users of its
  * buffers after them and remembers the frame for the box refit. */

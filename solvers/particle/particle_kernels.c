@@ -2,6 +2,7 @@
  * wf_kernel objects. The CPU sort is an LSD radix sort (8-bit digits, stable), the same ordering
  * CUB's DeviceRadixSort produces on CUDA devices. Flags and the extent are merged with integer
  * atomics, so the loops stay correct if the backend ever splits a launch over threads. */
+#include <math.h>
 #include <string.h>
 #include <time.h>
 
@@ -52,25 +53,32 @@ static void raise_contact_flags(const wfp_collide_args *a, uint32_t flags, uint3
   if (flags & ~WFP_FLAG_DRIFT) raise_flags(a->clock, flags & ~WFP_FLAG_DRIFT, index);
 }
 
+/* Particle i's key, value or count, flags, and its cell into the extent lo..hi. */
+static void key_one(const wfp_keys_args *a, uint32_t i, int32_t lo[3], int32_t hi[3]) {
+  int32_t c[3];
+  uint32_t fl = wfp_key_elem(a->params, a->pos[i], &a->keys[i], c);
+  a->vals[i] = a->count ? __atomic_fetch_add(&a->count[a->keys[i]], 1u, __ATOMIC_RELAXED) : i;
+  if (fl) raise_flags(a->clock, fl, i);
+  for (int k = 0; k < 3; k++) {
+    lo[k] = c[k] < lo[k] ? c[k] : lo[k];
+    hi[k] = c[k] > hi[k] ? c[k] : hi[k];
+  }
+}
+
+static void extent_merge(const wfp_keys_args *a, const int32_t lo[3], const int32_t hi[3]) {
+  for (int k = 0; k < 3 && lo[k] != INT32_MAX; k++) {
+    atomic_min_i32(&a->clock->lo[k], lo[k]);
+    atomic_max_i32(&a->clock->hi[k], hi[k]);
+  }
+}
+
 static void keys_cpu(const void *args, size_t begin, size_t end) {
   const wfp_keys_args *a = args;
   int32_t lo[3] = {INT32_MAX, INT32_MAX, INT32_MAX}, hi[3] = {INT32_MIN, INT32_MIN, INT32_MIN};
   end = wfp_live(&a->params->count, end);
-  for (size_t i = begin; i < end; i++) {
-    int32_t c[3];
-    uint32_t fl = wfp_key_elem(a->params, a->pos[i], &a->keys[i], c);
-    a->vals[i] =
-        a->count ? __atomic_fetch_add(&a->count[a->keys[i]], 1u, __ATOMIC_RELAXED) : (uint32_t)i;
-    if (fl) raise_flags(a->clock, fl, (uint32_t)i);
-    for (int k = 0; k < 3; k++) {
-      lo[k] = c[k] < lo[k] ? c[k] : lo[k];
-      hi[k] = c[k] > hi[k] ? c[k] : hi[k];
-    }
-  }
-  for (int k = 0; k < 3 && begin < end; k++) {
-    atomic_min_i32(&a->clock->lo[k], lo[k]);
-    atomic_max_i32(&a->clock->hi[k], hi[k]);
-  }
+  for (size_t i = begin; i < end; i++)
+    if (!a->skip || !isnan(a->skip[i])) key_one(a, (uint32_t)i, lo, hi);
+  extent_merge(a, lo, hi);
 }
 
 /* One element does the whole sort (n == 1): a serial LSD radix sort ping-ponging between the
@@ -178,6 +186,17 @@ static void halo_unpack_cpu(const void *args, size_t begin, size_t end) {
     wfp_halo_unpack_elem(args, (uint32_t)j);
 }
 
+static void halo_unpack_keys_cpu(const void *args, size_t begin, size_t end) {
+  const wfp_halo_keys_args *a = args;
+  int32_t lo[3] = {INT32_MAX, INT32_MAX, INT32_MAX}, hi[3] = {INT32_MIN, INT32_MIN, INT32_MIN};
+  end = wfp_live(a->unpack.live, end);
+  for (size_t j = begin; j < end; j++) {
+    wfp_halo_unpack_elem(&a->unpack, (uint32_t)j);
+    key_one(&a->keys, a->unpack.idx[j], lo, hi);
+  }
+  extent_merge(&a->keys, lo, hi);
+}
+
 static void stamp_cpu(const void *args, size_t begin, size_t end) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
@@ -270,6 +289,8 @@ const wf_kernel wfp_stamp = {"particle_stamp", stamp_cpu, WFP_CUDA(wfp_stamp_cud
 const wf_kernel wfp_halo_pack = {"particle_halo_pack", halo_pack_cpu, WFP_CUDA(wfp_halo_pack_cuda)};
 const wf_kernel wfp_halo_unpack = {"particle_halo_unpack", halo_unpack_cpu,
                                    WFP_CUDA(wfp_halo_unpack_cuda)};
+const wf_kernel wfp_halo_unpack_keys = {"particle_halo_unpack_keys", halo_unpack_keys_cpu,
+                                        WFP_CUDA(wfp_halo_unpack_keys_cuda)};
 const wf_kernel wfp_classify = {"particle_classify", classify_cpu, WFP_CUDA(wfp_classify_cuda)};
 const wf_kernel wfp_select = {"particle_select", select_cpu, WFP_CUDA(wfp_select_cuda)};
 const wf_kernel wfp_migrate_pack = {"particle_migrate_pack", migrate_pack_cpu,

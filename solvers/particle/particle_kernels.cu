@@ -32,18 +32,18 @@ __device__ void raise_flags(const wfp_collide_args &a, uint32_t flags, uint32_t 
   if (flags & ~WFP_FLAG_DRIFT) raise_flags(a.clock, flags & ~WFP_FLAG_DRIFT, i);
 }
 
-/* Keys, plus the extent of the cells: reduced per warp (__reduce_*_sync), then per block in
- * shared memory, then one global integer atomic per block and axis. */
-__global__ void keys_kernel(wfp_keys_args a, size_t n) {
+/* The key of particle i where `live` (every thread of the block calls it), plus the extent of
+ * the cells: reduced per warp (__reduce_*_sync), then per block in shared memory, then one
+ * global integer atomic per block and axis. */
+__device__ void keys_block(const wfp_keys_args &a, bool live, uint32_t i) {
   __shared__ int32_t lo[3], hi[3];
   if (threadIdx.x < 3) lo[threadIdx.x] = INT32_MAX, hi[threadIdx.x] = INT32_MIN;
   __syncthreads();
-  size_t i = index();
   int32_t c[3] = {INT32_MAX, INT32_MAX, INT32_MAX}, d[3] = {INT32_MIN, INT32_MIN, INT32_MIN};
-  if (i < wfp_live(&a.params->count, n)) {
+  if (live) {
     uint32_t fl = wfp_key_elem(a.params, a.pos[i], &a.keys[i], c);
     a.vals[i] = a.count ? atomicAdd(&a.count[a.keys[i]], 1u) : (uint32_t)i;
-    if (fl) raise_flags(a.clock, fl, (uint32_t)i);
+    if (fl) raise_flags(a.clock, fl, i);
     d[0] = c[0], d[1] = c[1], d[2] = c[2];
   }
   for (int k = 0; k < 3; k++) {
@@ -55,6 +55,18 @@ __global__ void keys_kernel(wfp_keys_args a, size_t n) {
     atomicMin(&a.clock->lo[threadIdx.x], lo[threadIdx.x]);
     atomicMax(&a.clock->hi[threadIdx.x], hi[threadIdx.x]);
   }
+}
+
+__global__ void keys_kernel(wfp_keys_args a, size_t n) {
+  size_t i = index();
+  keys_block(a, i < wfp_live(&a.params->count, n) && !(a.skip && isnan(a.skip[i])), (uint32_t)i);
+}
+
+__global__ void halo_unpack_keys_kernel(wfp_halo_keys_args a, size_t n) {
+  size_t j = index();
+  bool live = j < wfp_live(a.unpack.live, n);
+  if (live) wfp_halo_unpack_elem(&a.unpack, (uint32_t)j);
+  keys_block(a.keys, live, live ? a.unpack.idx[j] : 0u);
 }
 
 __global__ void cells_kernel(wfp_cells_args a, size_t n) {
@@ -284,6 +296,11 @@ extern "C" void wfp_stamp_cuda(const void *args, size_t n, void *stream) {
 extern "C" void wfp_halo_pack_cuda(const void *args, size_t n, void *stream) {
   halo_pack_kernel<<<grid_for(n), kBlock, 0, (cudaStream_t)stream>>>(*(const wfp_halo_args *)args,
                                                                      n);
+}
+
+extern "C" void wfp_halo_unpack_keys_cuda(const void *args, size_t n, void *stream) {
+  halo_unpack_keys_kernel<<<grid_for(n), kBlock, 0, (cudaStream_t)stream>>>(
+      *(const wfp_halo_keys_args *)args, n);
 }
 
 extern "C" void wfp_halo_unpack_cuda(const void *args, size_t n, void *stream) {

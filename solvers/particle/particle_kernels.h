@@ -17,18 +17,19 @@ extern const wf_kernel wfp_cells;   /* n = count: cell start table (after a WFP_
 extern const wf_kernel wfp_scan;    /* n = 1: exclusive sum (the counting sort's start table) */
 extern const wf_kernel wfp_scatter; /* n = count: particles to their cells, arrival order */
 extern const wf_kernel wfp_place;   /* n = count: cells in local-index order; sorted copies */
-extern const wf_kernel wfp_contacts_dem;  /* n = count: DEM contacts, colliders, integration */
-extern const wf_kernel wfp_contacts_xpbd; /* n = count: the same with XPBD contacts */
-extern const wf_kernel wfp_advance;       /* n = 1: clock */
-extern const wf_kernel wfp_frame_begin;   /* n = 1: resets the frame's extent */
-extern const wf_kernel wfp_stamp;         /* n = 1: the device's clock (ns) to *at */
-extern const wf_kernel wfp_halo_pack;     /* n = ghosts: gathers owned particles to send */
-extern const wf_kernel wfp_halo_unpack;   /* n = ghosts: scatters received ones into ghosts */
-extern const wf_kernel wfp_classify;      /* n = local particles: where each one goes */
-extern const wf_kernel wfp_select;        /* n = 1: indices whose tag has a bit */
-extern const wf_kernel wfp_migrate_pack;  /* n = particles sent */
-extern const wf_kernel wfp_migrate_keys;  /* n = particles received */
-extern const wf_kernel wfp_migrate;       /* n = particles received: the new local arrays */
+extern const wf_kernel wfp_contacts_dem;     /* n = count: DEM contacts, colliders, integration */
+extern const wf_kernel wfp_contacts_xpbd;    /* n = count: the same with XPBD contacts */
+extern const wf_kernel wfp_advance;          /* n = 1: clock */
+extern const wf_kernel wfp_frame_begin;      /* n = 1: resets the frame's extent */
+extern const wf_kernel wfp_stamp;            /* n = 1: the device's clock (ns) to *at */
+extern const wf_kernel wfp_halo_pack;        /* n = ghosts: gathers owned particles to send */
+extern const wf_kernel wfp_halo_unpack;      /* n = ghosts: scatters received ones into ghosts */
+extern const wf_kernel wfp_halo_unpack_keys; /* n = ghosts: the unpack, then the ghosts' keys */
+extern const wf_kernel wfp_classify;         /* n = local particles: where each one goes */
+extern const wf_kernel wfp_select;           /* n = 1: indices whose tag has a bit */
+extern const wf_kernel wfp_migrate_pack;     /* n = particles sent */
+extern const wf_kernel wfp_migrate_keys;     /* n = particles received */
+extern const wf_kernel wfp_migrate;          /* n = particles received: the new local arrays */
 
 /* CUB temporary storage on dev for sorting n pairs with `bits` key bits, and for selecting among
  * n indices (wfp_sort, wfp_select); 0 on CPU devices, and 0 on a CUDA device means failure. */
@@ -51,6 +52,7 @@ void wfp_collide_xpbd_cuda(const void *args, size_t n, void *stream);
 void wfp_advance_cuda(const void *args, size_t n, void *stream);
 void wfp_frame_begin_cuda(const void *args, size_t n, void *stream);
 void wfp_halo_pack_cuda(const void *args, size_t n, void *stream);
+void wfp_halo_unpack_keys_cuda(const void *args, size_t n, void *stream);
 void wfp_halo_unpack_cuda(const void *args, size_t n, void *stream);
 void wfp_classify_cuda(const void *args, size_t n, void *stream);
 void wfp_stamp_cuda(const void *args, size_t n, void *stream);

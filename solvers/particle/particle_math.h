@@ -137,6 +137,9 @@ typedef struct wfp_keys_args { /* per particle i: key = cell key of pos[i]; exte
   uint32_t *vals;  /* with count: the particle's arrival in its cell (any order); else i */
   uint32_t *count; /* NULL, or particles per cell (zeroed before), by integer atomics */
   wfp_clock *clock;
+  /* NULL, or: the particles i whose skip[i] is NaN get no key here (the split solver's ghosts,
+   * keyed when they arrive: wfp_halo_keys_args) */
+  const float *skip;
 } wfp_keys_args;
 
 typedef struct wfp_sort_args { /* one element: sorts (keys, vals) by key, stable; result in *_out */
@@ -216,6 +219,14 @@ typedef struct wfp_halo_args {
   wfp_f4 *dst_pos, *dst_vel;
   const uint32_t *live; /* the ghosts in use (wfp_live) */
 } wfp_halo_args;
+
+/* The unpack, then each unpacked ghost's key and count as wfp_keys_args would give it (the keys
+ * of the rest were taken with skip): the counting sort ranks each cell by local index, so the
+ * two passes give the grid one pass would. */
+typedef struct wfp_halo_keys_args {
+  wfp_halo_args unpack;
+  wfp_keys_args keys;
+} wfp_halo_keys_args;
 
 /* The split solver's repartition on the devices (split.c). Slabs along `axis`: partition p owns
  * [cuts[p-1], cuts[p]) (unbounded at the ends) and holds as ghosts the particles within w of its

@@ -977,71 +977,82 @@ static bool stamping(const wf_particles_split *sp) {
 static wf_status stamps_reserve(wf_particles_split *sp) {
   for (int p = 0; p < sp->np; p++) {
     part *pt = &sp->parts[p];
-    size_t bytes = 2 * (size_t)sp->desc.solver.substeps * 8;
+    size_t bytes = 4 * (size_t)sp->desc.solver.substeps * 8;
     wf_status st = dbuf_reserve(sp, &pt->stamps, pt->dev, wf_particles_stream(pt->ps), bytes);
     if (st != WF_OK) return st;
   }
   return WF_OK;
 }
 
-/* The stamped frame that was waited for: t[p * substeps + k] = partition p's substep k, ms (the
- * stamps of one device's clock, so no clocks are compared). */
-static wf_status stamped_times(wf_particles_split *sp, double *t) {
+/* One partition's K substeps from its 4 K stamps (stamp): before[k], the substep's part before
+ * its ghosts come in (its own particles' keys), and after[k], the rest (ms); false when a stamp
+ * is missing or the stamps run backwards. */
+static bool substep_times(const uint64_t *ns, int K, double *before, double *after) {
+  for (int k = 0; k < K; k++) {
+    const uint64_t *q = ns + 4 * (size_t)k;
+    if (!q[0] || q[1] < q[0] || q[2] < q[1] || q[3] < q[2]) return false;
+    before[k] = (double)(q[1] - q[0]) * 1e-6, after[k] = (double)(q[3] - q[2]) * 1e-6;
+  }
+  return true;
+}
+
+/* The stamped frame that was waited for: partition p's substep k in before and after
+ * [p * substeps + k] (substep_times; the stamps of one device's clock, so no clocks are
+ * compared). */
+static wf_status stamped_times(wf_particles_split *sp, double *before, double *after) {
   const int K = sp->desc.solver.substeps;
-  uint64_t *ns = malloc(2 * (size_t)K * sizeof *ns);
+  uint64_t *ns = malloc(4 * (size_t)K * sizeof *ns);
   if (!ns)
     return fail(WF_ERR_OUT_OF_MEMORY, "particles '%s' (split): out of host memory", sp->name);
   wf_status st = WF_OK;
   for (int p = 0; p < sp->np && st == WF_OK; p++) {
-    if ((st = wf_download(ns, sp->parts[p].stamps.b, 0, 2 * (size_t)K * 8)) != WF_OK) {
+    size_t at = (size_t)p * (size_t)K;
+    if ((st = wf_download(ns, sp->parts[p].stamps.b, 0, 4 * (size_t)K * 8)) != WF_OK)
       st = fail_gpu(sp->name, st, "reading the time stamps");
-      break;
-    }
-    for (int k = 0; k < K && st == WF_OK; k++) {
-      if (!ns[2 * k] || ns[2 * k + 1] < ns[2 * k])
-        st = fail(WF_ERR_BACKEND,
-                  "particles '%s' (split): partition %d (%s): substep %d's time stamps are "
-                  "missing or run backwards",
-                  sp->name, p, wf_device_name(sp->parts[p].dev), k);
-      else
-        t[(size_t)p * (size_t)K + (size_t)k] = (double)(ns[2 * k + 1] - ns[2 * k]) * 1e-6;
-    }
+    else if (!substep_times(ns, K, before + at, after + at))
+      st = fail(WF_ERR_BACKEND,
+                "particles '%s' (split): partition %d (%s): the substeps' time stamps are missing "
+                "or run backwards",
+                sp->name, p, wf_device_name(sp->parts[p].dev));
   }
   free(ns);
   return st;
 }
 
 /* WF_BALANCE_TIME, after the frames were waited for: each partition's compute in the last frame
- * (the sum of its substeps between the stamps, into info.compute_ms) and its time per owned
- * particle (cost). *timed false when no frame was timed since the last repartition or a time is
- * not usable. */
+ * (the sum of its substeps between the stamps, less the waits for ghosts, into info.compute_ms)
+ * and its time per owned particle (cost). *timed false when no frame was timed since the last
+ * repartition or a time is not usable. */
 static wf_status frame_costs(wf_particles_split *sp, double *cost, bool *timed) {
   int K = sp->desc.solver.substeps;
   *timed = false;
   if (sp->frames_since <= 0) return WF_OK;
-  uint64_t *t = malloc(2 * (size_t)K * sizeof *t);
-  if (!t) return fail(WF_ERR_OUT_OF_MEMORY, "particles '%s' (split): out of host memory", sp->name);
+  uint64_t *t = malloc(4 * (size_t)K * sizeof *t);
+  double *dt = malloc(2 * (size_t)K * sizeof *dt);
+  if (!t || !dt) {
+    free(t), free(dt);
+    return fail(WF_ERR_OUT_OF_MEMORY, "particles '%s' (split): out of host memory", sp->name);
+  }
   bool ok = true;
   double sum = 0.0;
   uint64_t owned = 0;
   for (int p = 0; p < sp->np; p++) {
     part *pt = &sp->parts[p];
     wf_status st =
-        pt->stamps.b ? wf_download(t, pt->stamps.b, 0, 2 * (size_t)K * 8) : WF_ERR_INVALID;
+        pt->stamps.b ? wf_download(t, pt->stamps.b, 0, 4 * (size_t)K * 8) : WF_ERR_INVALID;
     if (st != WF_OK) {
-      free(t);
+      free(t), free(dt);
       if (!pt->stamps.b) return WF_OK;
       return fail_gpu(sp->name, st, "reading the time stamps");
     }
-    double ns = 0.0;
-    for (int k = 0; k < K; k++) {
-      if (t[2 * k + 1] < t[2 * k] || !t[2 * k]) ok = false;
-      ns += (double)(t[2 * k + 1] - t[2 * k]);
-    }
-    sp->info.compute_ms[p] = ok ? ns * 1e-6 : 0.0;
+    double ms = 0.0;
+    if (!substep_times(t, K, dt, dt + K)) ok = false;
+    for (int k = 0; k < 2 * K && ok; k++)
+      ms += dt[k];
+    sp->info.compute_ms[p] = ok ? ms : 0.0;
     sum += sp->info.compute_ms[p], owned += pt->n_owned;
   }
-  free(t);
+  free(t), free(dt);
   if (!ok || !(sum > 0.0) || !owned) return WF_OK;
   /* an empty partition's particles would cost what the average one does */
   double mean = sum / (double)owned;
@@ -1373,7 +1384,11 @@ static wf_status repartition(wf_particles_split *sp) {
 
 /* ---- the frame ------------------------------------------------------------------------------ */
 
-static wf_status halo_exchange(wf_particles_split *sp) {
+/* The sending half of a halo exchange, after every partition's substep: the packs, then the
+ * copies. Every copy waits for its pack and for the receiver's last read of the receive buffer
+ * (its unpack of the exchange before, or the frame's start), not for the receiver's substep: the
+ * copy runs while the receiver computes. */
+static wf_status halo_send(wf_particles_split *sp) {
   wf_stream *s[MAXP];
   const bool work = sp->mode != FRAME_COPIES;
   for (int p = 0; p < sp->np; p++)
@@ -1395,9 +1410,6 @@ static wf_status halo_exchange(wf_particles_split *sp) {
                         send,    send + k->launch,   idx};
     TRY(wf_launch(&wfp_halo_pack, k->launch, &pa, sizeof pa, s[k->from]), "launching a halo pack");
   }
-  /* every copy waits for its pack and for the receiver's last read of the receive buffer (its
-   * unpack of the exchange before, or the frame's start), not for the receiver's substep: the
-   * copy runs while the receiver computes */
   for (int l = 0; l < sp->n_links; l++) {
     link *k = &sp->links[l];
     wf_stream *c = sp->parts[k->from].copy;
@@ -1406,22 +1418,35 @@ static wf_status halo_exchange(wf_particles_split *sp) {
     if (sp->mode != FRAME_NO_COPY)
       TRY(wf_copy(k->recv.b, 0, k->send.b, 0, (size_t)k->launch * 32, c), "copying a halo");
   }
+  return WF_OK;
+}
+
+/* The receiving half for partition `to`: waits for the copies into it and unpacks them (with
+ * `keys`, inside a substep after the other particles' keys: the ghosts' keys too). */
+static wf_status halo_receive(wf_particles_split *sp, int to, bool keys) {
+  wf_stream *s = wf_particles_stream(sp->parts[to].ps);
   for (int l = 0; l < sp->n_links; l++) {
     link *k = &sp->links[l];
-    TRY(wf_stream_wait_stream(s[k->to], sp->parts[k->from].copy), "waiting for a halo copy");
-    if (work) {
+    if (k->to != to) continue;
+    TRY(wf_stream_wait_stream(s, sp->parts[k->from].copy), "waiting for a halo copy");
+    if (sp->mode != FRAME_COPIES) {
       wf_buffer *pos, *vel;
-      TRY(wf_particles_state_buffers(sp->parts[k->to].ps, &pos, &vel, NULL), "state buffers");
+      TRY(wf_particles_state_buffers(sp->parts[to].ps, &pos, &vel, NULL), "state buffers");
       wfp_f4 *recv = wf_buffer_ptr(k->recv.b);
       const uint32_t *idx = wf_buffer_ptr(k->dst_idx.b);
-      wfp_halo_args ua = {idx + 1, recv, recv + k->launch, wf_buffer_ptr(pos), wf_buffer_ptr(vel),
-                          idx};
-      TRY(wf_launch(&wfp_halo_unpack, k->launch, &ua, sizeof ua, s[k->to]),
-          "launching a halo unpack");
+      wfp_halo_keys_args ua = {
+          {idx + 1, recv, recv + k->launch, wf_buffer_ptr(pos), wf_buffer_ptr(vel), idx},
+          wfp_particles_keys_args(sp->parts[to].ps)};
+      if (keys)
+        TRY(wf_launch(&wfp_halo_unpack_keys, k->launch, &ua, sizeof ua, s),
+            "launching a halo unpack");
+      else
+        TRY(wf_launch(&wfp_halo_unpack, k->launch, &ua.unpack, sizeof ua.unpack, s),
+            "launching a halo unpack");
     }
     /* (a frame of copies alone has no unpack: the receiver is done with the buffer once it
      * waited for the copy) */
-    TRY(wf_event_record(sp->parts[k->to].recv_free[k->from], s[k->to]), "ordering a halo copy");
+    TRY(wf_event_record(sp->parts[to].recv_free[k->from], s), "ordering a halo copy");
   }
   return WF_OK;
 }
@@ -1460,7 +1485,9 @@ static wf_status touch_links(wf_particles_split *sp) {
   return WF_OK;
 }
 
-/* Stamp i of partition p's frame (2k before substep k, 2k + 1 after it), on its stream. */
+/* Stamp i of partition p's frame, on its stream: 4k before substep k, 4k + 1 after its keys of
+ * the particles it owns, 4k + 2 when the ghosts of the substep before are in (unpacked and keyed),
+ * 4k + 3 after the substep. */
 static wf_status stamp(wf_particles_split *sp, int p, int i) {
   if (!stamping(sp)) return WF_OK;
   part *pt = &sp->parts[p];
@@ -1471,6 +1498,12 @@ static wf_status stamp(wf_particles_split *sp, int p, int i) {
   return WF_OK;
 }
 
+/* K substeps of every partition. The halo exchange after a substep is sent right after it; from
+ * the second substep on, a partition first keys the particles it owns (wfp_substep_enqueue_keys,
+ * skipping the ghosts: their anchors are NaN), and only then waits for its ghosts, unpacks and
+ * keys them (wfp_halo_unpack_keys) and runs the rest of its substep, so the copies run while it
+ * keys. The exchange after the last substep is unpacked at the frame's end: a frame ends, as it
+ * starts, with its ghosts in place. */
 static wf_status enqueue_frame(wf_particles_split *sp) {
   wf_status st;
   const bool work = sp->mode != FRAME_COPIES;
@@ -1480,11 +1513,21 @@ static wf_status enqueue_frame(wf_particles_split *sp) {
   const int K = sp->desc.solver.substeps;
   for (int k = 0; k < K; k++) {
     for (int p = 0; p < sp->np && work; p++) {
-      if ((st = stamp(sp, p, 2 * k)) != WF_OK) return st;
-      if ((st = wfp_substep_enqueue(sp->parts[p].ps)) != WF_OK) return st;
-      if ((st = stamp(sp, p, 2 * k + 1)) != WF_OK) return st;
+      wf_particles *ps = sp->parts[p].ps;
+      const bool ghosts = k > 0 && sp->np > 1; /* the exchange after substep k - 1 comes in */
+      const float *skip = ghosts ? wf_buffer_ptr(sp->parts[p].anchor.b) : NULL;
+      if ((st = stamp(sp, p, 4 * k)) != WF_OK) return st;
+      if ((st = wfp_substep_enqueue_keys(ps, skip)) != WF_OK) return st;
+      if ((st = stamp(sp, p, 4 * k + 1)) != WF_OK) return st;
+      if (ghosts && (st = halo_receive(sp, p, true)) != WF_OK) return st;
+      if ((st = stamp(sp, p, 4 * k + 2)) != WF_OK) return st;
+      if ((st = wfp_substep_enqueue_rest(ps)) != WF_OK) return st;
+      if ((st = stamp(sp, p, 4 * k + 3)) != WF_OK) return st;
     }
-    if (sp->np > 1 && (st = halo_exchange(sp)) != WF_OK) return st;
+    if (sp->np < 2) continue;
+    if ((st = halo_send(sp)) != WF_OK) return st;
+    for (int p = 0; p < sp->np && (!work || k == K - 1); p++)
+      if ((st = halo_receive(sp, p, false)) != WF_OK) return st;
   }
   for (int p = 0; p < sp->np && work; p++)
     if ((st = wfp_frame_enqueue_end(sp->parts[p].ps)) != WF_OK) return st;
@@ -1614,7 +1657,8 @@ static wf_status measure_frames(wf_particles_split *sp, int frames,
   const int K = sp->desc.solver.substeps;
   wf_graph *g[4] = {NULL, NULL, NULL, NULL};            /* the ordinary frame's is sp->graph */
   double *ms = malloc((size_t)frames * 4 * sizeof *ms); /* the stamped kind's: the compute */
-  double *times = kinds > 1 ? malloc((size_t)sp->np * (size_t)K * sizeof *times) : NULL;
+  /* per partition and substep: before its ghosts come in, then after */
+  double *times = kinds > 1 ? malloc(2 * (size_t)sp->np * (size_t)K * sizeof *times) : NULL;
   wf_status st =
       ms && (kinds < 2 || times)
           ? WF_OK
@@ -1644,8 +1688,9 @@ static wf_status measure_frames(wf_particles_split *sp, int frames,
       if (f < 0 || st != WF_OK) continue;
       if (m < 3)
         ms[m * frames + f] = t;
-      else if ((st = stamped_times(sp, times)) == WF_OK)
-        ms[3 * frames + f] = wf__split_critical_path(times, sp->np, K, adj);
+      else if ((st = stamped_times(sp, times, times + (size_t)sp->np * (size_t)K)) == WF_OK)
+        ms[3 * frames + f] =
+            wf__split_critical_path(times, times + (size_t)sp->np * (size_t)K, sp->np, K, adj);
     }
   if (st == WF_OK)
     wf__split_medians(ms, frames, kinds, &out->frame_ms, &out->frame_no_halo_ms, &out->halo_ms,

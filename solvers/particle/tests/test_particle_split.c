@@ -485,19 +485,30 @@ TEST(critical_path_of_substeps) {
   /* one partition: its sum */
   double one[4] = {1, 2, 3, 4};
   uint8_t adj1[1] = {0};
-  CHECK(wf__split_critical_path(one, 1, 4, adj1) == 10.0);
+  CHECK(wf__split_critical_path(NULL, one, 1, 4, adj1) == 10.0);
   /* two partitions with opposite jitter, each summing to 8 */
   const double jitter[8] = {3, 1, 3, 1, 1, 3, 1, 3};
   double t[8];
   uint8_t none[4] = {0}, both[4] = {0, 1, 1, 0}, right[4] = {0, 1, 0, 0};
   memcpy(t, jitter, sizeof t);
-  CHECK(wf__split_critical_path(t, 2, 4, none) == 8.0); /* unlinked: the longest sum */
+  CHECK(wf__split_critical_path(NULL, t, 2, 4, none) == 8.0); /* unlinked: the longest sum */
   memcpy(t, jitter, sizeof t);
   /* linked both ways: 3, max(3, 1) + 3, max(4, 6) + 3, max(9, 7) + 3 */
-  CHECK(wf__split_critical_path(t, 2, 4, both) == 12.0);
+  CHECK(wf__split_critical_path(NULL, t, 2, 4, both) == 12.0);
   CHECK(t[3] == 10.0 && t[7] == 12.0); /* the longest path to each last substep */
   memcpy(t, jitter, sizeof t);
-  CHECK(wf__split_critical_path(t, 2, 4, right) == 10.0); /* 1 waits for 0, 0 for nobody */
+  CHECK(wf__split_critical_path(NULL, t, 2, 4, right) == 10.0); /* 1 waits for 0, 0 for nobody */
+  /* a part of each substep before the ghosts are needed (the own particles' keys) overlaps the
+   * wait for them: p0 takes 1 + 3, p1 0 + 1; then p0 waits for nobody (4 + 2 + 1), p1 for its own
+   * 1 + 5 against p0's 4 (6 + 3). Counted after the ghosts instead, the same times give 12. */
+  const double pre[4] = {1, 2, 0, 5}, post[4] = {3, 1, 1, 3};
+  double a2[4];
+  memcpy(a2, post, sizeof a2);
+  CHECK(wf__split_critical_path(pre, a2, 2, 2, both) == 9.0);
+  CHECK(a2[0] == 4.0 && a2[1] == 7.0 && a2[2] == 1.0 && a2[3] == 9.0);
+  for (int i = 0; i < 4; i++)
+    a2[i] = pre[i] + post[i];
+  CHECK(wf__split_critical_path(NULL, a2, 2, 2, both) == 12.0);
   /* random times on 4 partitions in a chain (the slabs): at least the longest sum, at most the
    * sum of each substep's slowest partition */
   uint8_t chain[16] = {0};
@@ -523,7 +534,7 @@ TEST(critical_path_of_substeps) {
         m = r[p * K + k] > m ? r[p * K + k] : m;
       slowest += m;
     }
-    double c = wf__split_critical_path(r, NP, K, chain);
+    double c = wf__split_critical_path(NULL, r, NP, K, chain);
     CHECK(c >= longest && c <= slowest);
   }
 }
