@@ -372,13 +372,15 @@ typedef struct wf_particles_split_overlap {
   double frame_no_halo_ms; /* the same frame with the halo copies left out (wrong results) */
   double halo_ms;          /* the halo copies of one frame alone, on the same copy streams */
   /* the frame's compute: the longest path through the substeps' times, from device time stamps
-   * around them in ordinary frames that carry the stamps (one-thread kernels, 2 a substep and
-   * partition), where a partition's substep follows its own substep before and those of the
-   * partitions it takes ghosts from (with jitter between the partitions, longer than the longest
-   * partition's sum); the frame with a halo exchange that costs nothing */
+   * in ordinary frames that carry them (one-thread kernels, 4 a substep and partition). A
+   * substep's time is its partition's own work, the halo's packs and unpacks included, less its
+   * wait for the copies; the part before that wait (the keys of the particles it owns) follows
+   * its own substep before, the rest also the substeps (and packs) of the partitions it takes
+   * ghosts from. With jitter between the partitions it is longer than the longest partition's
+   * sum. The frame with halo copies that cost nothing */
   double compute_ms;
   /* 1 - (frame_ms - compute_ms) / halo_ms, clamped to [0, 1]: the part of the copies' time that
-   * does not lengthen the frame beyond its compute (the packs and unpacks count as not hidden).
+   * does not lengthen the frame beyond its compute.
    * 1 when there is no halo (one partition). */
   double hidden_fraction;
   uint64_t halo_bytes_per_frame; /* as wf_particles_split_info.halo_bytes_per_frame */

@@ -985,8 +985,8 @@ static wf_status stamps_reserve(wf_particles_split *sp) {
 }
 
 /* One partition's K substeps from its 4 K stamps (stamp): before[k], the substep's part before
- * its ghosts come in (its own particles' keys), and after[k], the rest (ms); false when a stamp
- * is missing or the stamps run backwards. */
+ * its ghosts come in (its own particles' keys), and after[k], the rest with the unpacks and
+ * packs (ms); false when a stamp is missing or the stamps run backwards. */
 static bool substep_times(const uint64_t *ns, int K, double *before, double *after) {
   for (int k = 0; k < K; k++) {
     const uint64_t *q = ns + 4 * (size_t)k;
@@ -1384,36 +1384,38 @@ static wf_status repartition(wf_particles_split *sp) {
 
 /* ---- the frame ------------------------------------------------------------------------------ */
 
-/* The sending half of a halo exchange, after every partition's substep: the packs, then the
- * copies. Every copy waits for its pack and for the receiver's last read of the receive buffer
- * (its unpack of the exchange before, or the frame's start), not for the receiver's substep: the
- * copy runs while the receiver computes. */
-static wf_status halo_send(wf_particles_split *sp) {
-  wf_stream *s[MAXP];
-  const bool work = sp->mode != FRAME_COPIES;
-  for (int p = 0; p < sp->np; p++)
-    s[p] = wf_particles_stream(sp->parts[p].ps);
-  /* (the drift check runs in the partitions' contact kernels, wfp_particles_set_drift) */
-  /* a partition's packs wait for its previous copies (the send buffers are reused) */
-  bool sends[MAXP] = {false};
+/* Partition p's packs of a halo exchange, after its substep: they wait for its copies before
+ * (the send buffers are reused). */
+static wf_status halo_pack(wf_particles_split *sp, int p) {
+  wf_stream *s = wf_particles_stream(sp->parts[p].ps);
+  bool sends = false;
   for (int l = 0; l < sp->n_links; l++)
-    sends[sp->links[l].from] = true;
-  for (int p = 0; p < sp->np; p++)
-    if (sends[p]) TRY(wf_stream_wait_stream(s[p], sp->parts[p].copy), "ordering the packs");
-  for (int l = 0; l < sp->n_links && work; l++) {
+    sends |= sp->links[l].from == p;
+  if (sends) TRY(wf_stream_wait_stream(s, sp->parts[p].copy), "ordering the packs");
+  /* (the drift check runs in the partitions' contact kernels, wfp_particles_set_drift) */
+  for (int l = 0; l < sp->n_links && sp->mode != FRAME_COPIES; l++) {
     link *k = &sp->links[l];
+    if (k->from != p) continue;
     wf_buffer *pos, *vel;
-    TRY(wf_particles_state_buffers(sp->parts[k->from].ps, &pos, &vel, NULL), "state buffers");
+    TRY(wf_particles_state_buffers(sp->parts[p].ps, &pos, &vel, NULL), "state buffers");
     wfp_f4 *send = wf_buffer_ptr(k->send.b);
     const uint32_t *idx = wf_buffer_ptr(k->src_idx.b);
     wfp_halo_args pa = {idx + 1, wf_buffer_ptr(pos), wf_buffer_ptr(vel),
                         send,    send + k->launch,   idx};
-    TRY(wf_launch(&wfp_halo_pack, k->launch, &pa, sizeof pa, s[k->from]), "launching a halo pack");
+    TRY(wf_launch(&wfp_halo_pack, k->launch, &pa, sizeof pa, s), "launching a halo pack");
   }
+  return WF_OK;
+}
+
+/* The copies of a halo exchange, after every partition's packs. Every copy waits for its pack and
+ * for the receiver's last read of the receive buffer (its unpack of the exchange before, or the
+ * frame's start), not for the receiver's substep: the copy runs while the receiver computes. */
+static wf_status halo_copy(wf_particles_split *sp) {
   for (int l = 0; l < sp->n_links; l++) {
     link *k = &sp->links[l];
     wf_stream *c = sp->parts[k->from].copy;
-    TRY(wf_stream_wait_stream(c, s[k->from]), "ordering a halo copy");
+    TRY(wf_stream_wait_stream(c, wf_particles_stream(sp->parts[k->from].ps)),
+        "ordering a halo copy");
     TRY(wf_stream_wait_event(c, sp->parts[k->to].recv_free[k->from]), "ordering a halo copy");
     if (sp->mode != FRAME_NO_COPY)
       TRY(wf_copy(k->recv.b, 0, k->send.b, 0, (size_t)k->launch * 32, c), "copying a halo");
@@ -1421,14 +1423,22 @@ static wf_status halo_send(wf_particles_split *sp) {
   return WF_OK;
 }
 
-/* The receiving half for partition `to`: waits for the copies into it and unpacks them (with
- * `keys`, inside a substep after the other particles' keys: the ghosts' keys too). */
-static wf_status halo_receive(wf_particles_split *sp, int to, bool keys) {
+/* Partition `to` waits for the copies into it. */
+static wf_status halo_wait(wf_particles_split *sp, int to) {
+  wf_stream *s = wf_particles_stream(sp->parts[to].ps);
+  for (int l = 0; l < sp->n_links; l++)
+    if (sp->links[l].to == to)
+      TRY(wf_stream_wait_stream(s, sp->parts[sp->links[l].from].copy), "waiting for a halo copy");
+  return WF_OK;
+}
+
+/* ... and unpacks them (with `keys`, inside a substep after the other particles' keys: the
+ * ghosts' keys too). */
+static wf_status halo_unpack(wf_particles_split *sp, int to, bool keys) {
   wf_stream *s = wf_particles_stream(sp->parts[to].ps);
   for (int l = 0; l < sp->n_links; l++) {
     link *k = &sp->links[l];
     if (k->to != to) continue;
-    TRY(wf_stream_wait_stream(s, sp->parts[k->from].copy), "waiting for a halo copy");
     if (sp->mode != FRAME_COPIES) {
       wf_buffer *pos, *vel;
       TRY(wf_particles_state_buffers(sp->parts[to].ps, &pos, &vel, NULL), "state buffers");
@@ -1486,8 +1496,10 @@ static wf_status touch_links(wf_particles_split *sp) {
 }
 
 /* Stamp i of partition p's frame, on its stream: 4k before substep k, 4k + 1 after its keys of
- * the particles it owns, 4k + 2 when the ghosts of the substep before are in (unpacked and keyed),
- * 4k + 3 after the substep. */
+ * the particles it owns, 4k + 2 when the ghosts of the substep before have come in (before their
+ * unpack), 4k + 3 after the substep and its packs. So a substep's times hold all of the
+ * partition's own work, the halo's packs and unpacks too, and leave out its wait for the copies
+ * (the overlap measure's compute; WF_BALANCE_TIME's cost). */
 static wf_status stamp(wf_particles_split *sp, int p, int i) {
   if (!stamping(sp)) return WF_OK;
   part *pt = &sp->parts[p];
@@ -1498,36 +1510,40 @@ static wf_status stamp(wf_particles_split *sp, int p, int i) {
   return WF_OK;
 }
 
-/* K substeps of every partition. The halo exchange after a substep is sent right after it; from
- * the second substep on, a partition first keys the particles it owns (wfp_substep_enqueue_keys,
- * skipping the ghosts: their anchors are NaN), and only then waits for its ghosts, unpacks and
- * keys them (wfp_halo_unpack_keys) and runs the rest of its substep, so the copies run while it
- * keys. The exchange after the last substep is unpacked at the frame's end: a frame ends, as it
- * starts, with its ghosts in place. */
+/* K substeps of every partition. A partition packs its halo right after its substep, and the
+ * copies follow; from the second substep on, a partition first keys the particles it owns
+ * (wfp_substep_enqueue_keys, skipping the ghosts: their anchors are NaN), and only then waits for
+ * its ghosts, unpacks and keys them (wfp_halo_unpack_keys) and runs the rest of its substep, so
+ * the copies run while it keys. The exchange after the last substep is unpacked at the frame's
+ * end: a frame ends, as it starts, with its ghosts in place. */
 static wf_status enqueue_frame(wf_particles_split *sp) {
   wf_status st;
-  const bool work = sp->mode != FRAME_COPIES;
+  const bool work = sp->mode != FRAME_COPIES, split = sp->np > 1;
   for (int p = 0; p < sp->np && work; p++)
     if ((st = wfp_frame_enqueue_begin(sp->parts[p].ps)) != WF_OK) return st;
-  if (sp->np > 1 && (st = halo_frame_start(sp)) != WF_OK) return st;
+  if (split && (st = halo_frame_start(sp)) != WF_OK) return st;
   const int K = sp->desc.solver.substeps;
   for (int k = 0; k < K; k++) {
     for (int p = 0; p < sp->np && work; p++) {
       wf_particles *ps = sp->parts[p].ps;
-      const bool ghosts = k > 0 && sp->np > 1; /* the exchange after substep k - 1 comes in */
+      const bool ghosts = k > 0 && split; /* the exchange after substep k - 1 comes in */
       const float *skip = ghosts ? wf_buffer_ptr(sp->parts[p].anchor.b) : NULL;
       if ((st = stamp(sp, p, 4 * k)) != WF_OK) return st;
       if ((st = wfp_substep_enqueue_keys(ps, skip)) != WF_OK) return st;
       if ((st = stamp(sp, p, 4 * k + 1)) != WF_OK) return st;
-      if (ghosts && (st = halo_receive(sp, p, true)) != WF_OK) return st;
+      if (ghosts && (st = halo_wait(sp, p)) != WF_OK) return st;
       if ((st = stamp(sp, p, 4 * k + 2)) != WF_OK) return st;
+      if (ghosts && (st = halo_unpack(sp, p, true)) != WF_OK) return st;
       if ((st = wfp_substep_enqueue_rest(ps)) != WF_OK) return st;
+      if (split && (st = halo_pack(sp, p)) != WF_OK) return st;
       if ((st = stamp(sp, p, 4 * k + 3)) != WF_OK) return st;
     }
-    if (sp->np < 2) continue;
-    if ((st = halo_send(sp)) != WF_OK) return st;
+    if (!split) continue;
+    for (int p = 0; p < sp->np && !work; p++) /* (their waits) */
+      if ((st = halo_pack(sp, p)) != WF_OK) return st;
+    if ((st = halo_copy(sp)) != WF_OK) return st;
     for (int p = 0; p < sp->np && (!work || k == K - 1); p++)
-      if ((st = halo_receive(sp, p, false)) != WF_OK) return st;
+      if ((st = halo_wait(sp, p)) != WF_OK || (st = halo_unpack(sp, p, false)) != WF_OK) return st;
   }
   for (int p = 0; p < sp->np && work; p++)
     if ((st = wfp_frame_enqueue_end(sp->parts[p].ps)) != WF_OK) return st;
@@ -1643,14 +1659,15 @@ wf_status wf_particles_split_step_frames(wf_particles_split *sp, int frames) {
  * frame starts from the snapshot of the repartition (restore, not timed): a frame without the
  * copies runs on ghosts that stop moving, and particles pile up against them frame after frame,
  * which would make that kind of frame slower than an ordinary one. The fourth kind is the
- * ordinary frame with time stamps around every partition's substeps (FRAME_STAMPED): the longest
- * path through them, each substep after the substep before of its partition and of those it
- * takes ghosts from (wf__split_critical_path), is the frame's compute, what the ordinary frame
- * would take with a halo exchange that costs nothing. It is the same graph as the ordinary frame
- * but for the stamps (one-thread kernels between the substeps, which would count as copy time
- * not hidden if the ordinary frame carried them). (The frame without copies is no such measure:
- * its stale ghosts change the contacts, and its packs, waits and unpacks stay.) The state is not
- * given back. */
+ * ordinary frame with time stamps in every partition's substeps (FRAME_STAMPED, stamp): the
+ * longest path through them, each substep (its packs and unpacks included, its wait for the
+ * copies not) after the substep before of its partition and, but for its keys of the particles
+ * it owns, of those it takes ghosts from (wf__split_critical_path), is the frame's compute, what
+ * the ordinary frame would take with halo copies that cost nothing. It is the same graph as the
+ * ordinary frame but for the stamps (one-thread kernels between the substeps, which would count as
+ * copy time not hidden if the ordinary frame carried them). (The frame without copies is no such
+ * measure: its stale ghosts change the contacts, and its packs, waits and unpacks stay.) The state
+ * is not given back. */
 static wf_status measure_frames(wf_particles_split *sp, int frames,
                                 wf_particles_split_overlap *out) {
   const int kinds = sp->n_links ? 4 : 1; /* no halo: nothing to leave out, copy or compare */
