@@ -209,9 +209,11 @@ static void drop_graph(wf_particles_split *sp) { sp->graph_stale = true; }
  * changes of counts from one repartition to the next (its kernels read the counts on the device,
  * wfp_live); else n plus the slack, n >> shift and 1024. 0 for none: an empty partition or link
  * has no kernels in the frame. Partitions take a sixteenth (shift 4; their counts move little,
- * and a thread past the count only exits), an eighth when balanced by time (shift 3: the slabs
- * follow the work, which moves while a pile settles); links a quarter (shift 2): their ghost
- * counts grow with the skin, and so with the speed, while a scene falls. */
+ * and a thread past the count only exits), links a quarter (shift 2): their ghost counts grow
+ * with the skin, and so with the speed, while a scene falls. Balanced by time, the slabs follow
+ * the measured work, which moves while a pile settles and with the clocks' noise: partitions take
+ * a quarter and links a half (shifts 2 and 1; with less, 4 H200s captured the frame again in
+ * most frames of a settling 16M-particle column, some 6 ms of host time each). */
 static uint32_t launch_for(uint32_t n, uint32_t cur, unsigned shift) {
   if (!n) return 0;
   uint64_t slack = ((uint64_t)n >> shift) + 1024;
@@ -222,7 +224,7 @@ static uint32_t launch_for(uint32_t n, uint32_t cur, unsigned shift) {
 /* A partition about to hold m particles: sets its launch size; returns the elements (at least
  * 1) its per-particle buffers make room for, the launch size or m. */
 static size_t set_launch(const wf_particles_split *sp, part *pt, uint32_t m) {
-  pt->launch = launch_for(m, pt->launch, sp->desc.balance == WF_BALANCE_TIME ? 3 : 4);
+  pt->launch = launch_for(m, pt->launch, sp->desc.balance == WF_BALANCE_TIME ? 2 : 4);
   wfp_particles_set_launch(pt->ps, pt->launch);
   return pt->launch > m ? pt->launch : m ? m : 1;
 }
@@ -578,7 +580,7 @@ static wf_status add_link(wf_particles_split *sp, int q, int p, uint32_t n, link
   }
   if (k->from != q || k->to != p) k->launch = 0;
   k->from = q, k->to = p, k->n = n;
-  k->launch = launch_for(n, k->launch, 2);
+  k->launch = launch_for(n, k->launch, sp->desc.balance == WF_BALANCE_TIME ? 1 : 2);
   sp->n_links++;
   part *from = &sp->parts[q], *to = &sp->parts[p];
   wf_stream *sq = wf_particles_stream(from->ps), *s = wf_particles_stream(to->ps);
