@@ -803,8 +803,6 @@ static wf_status run_hooks(wf_particles *ps, int event) {
   return WF_OK;
 }
 
-/* One substep, enqueued on the solver's stream (captured or not: the same calls). With `marks`,
- * an event is recorded after each stage (the profile; never while capturing). */
 /* The key arguments of the substep's grid (skip NULL). */
 static wfp_keys_args keys_args(wf_particles *ps) {
   return (wfp_keys_args){ptr(ps, B_PARAMS),
@@ -893,6 +891,8 @@ static wf_status substep_rest(wf_particles *ps, wf_event **marks) {
   return run_hooks(ps, WFP_HOOK_SUBSTEP);
 }
 
+/* One substep, enqueued on the solver's stream (captured or not: the same calls). With `marks`,
+ * an event is recorded after each stage (the profile; never while capturing). */
 static wf_status enqueue_substep(wf_particles *ps, wf_event **marks) {
   wf_status st = substep_keys(ps, marks, NULL);
   return st != WF_OK ? st : substep_rest(ps, marks);

@@ -1000,22 +1000,24 @@ static bool substep_times(const uint64_t *ns, int K, double *before, double *aft
 
 /* The stamped frame that was waited for: partition p's substep k in before and after
  * [p * substeps + k] (substep_times; the stamps of one device's clock, so no clocks are
- * compared). */
-static wf_status stamped_times(wf_particles_split *sp, double *before, double *after) {
+ * compared). *ok false when a partition has no stamps or they are not usable; the status is
+ * that of the downloads. */
+static wf_status stamped_times(wf_particles_split *sp, double *before, double *after, bool *ok) {
   const int K = sp->desc.solver.substeps;
+  *ok = true;
   uint64_t *ns = malloc(4 * (size_t)K * sizeof *ns);
   if (!ns)
     return fail(WF_ERR_OUT_OF_MEMORY, "particles '%s' (split): out of host memory", sp->name);
   wf_status st = WF_OK;
-  for (int p = 0; p < sp->np && st == WF_OK; p++) {
+  for (int p = 0; p < sp->np && *ok; p++) {
     size_t at = (size_t)p * (size_t)K;
-    if ((st = wf_download(ns, sp->parts[p].stamps.b, 0, 4 * (size_t)K * 8)) != WF_OK)
+    if (!sp->parts[p].stamps.b)
+      *ok = false;
+    else if ((st = wf_download(ns, sp->parts[p].stamps.b, 0, 4 * (size_t)K * 8)) != WF_OK) {
       st = fail_gpu(sp->name, st, "reading the time stamps");
-    else if (!substep_times(ns, K, before + at, after + at))
-      st = fail(WF_ERR_BACKEND,
-                "particles '%s' (split): partition %d (%s): the substeps' time stamps are missing "
-                "or run backwards",
-                sp->name, p, wf_device_name(sp->parts[p].dev));
+      break;
+    } else
+      *ok = substep_times(ns, K, before + at, after + at);
   }
   free(ns);
   return st;
@@ -1026,36 +1028,25 @@ static wf_status stamped_times(wf_particles_split *sp, double *before, double *a
  * and its time per owned particle (cost). *timed false when no frame was timed since the last
  * repartition or a time is not usable. */
 static wf_status frame_costs(wf_particles_split *sp, double *cost, bool *timed) {
-  int K = sp->desc.solver.substeps;
+  const size_t K = (size_t)sp->desc.solver.substeps, n = (size_t)sp->np * K;
   *timed = false;
   if (sp->frames_since <= 0) return WF_OK;
-  uint64_t *t = malloc(4 * (size_t)K * sizeof *t);
-  double *dt = malloc(2 * (size_t)K * sizeof *dt);
-  if (!t || !dt) {
-    free(t), free(dt);
+  double *dt = malloc(2 * n * sizeof *dt); /* before, then after */
+  if (!dt)
     return fail(WF_ERR_OUT_OF_MEMORY, "particles '%s' (split): out of host memory", sp->name);
-  }
-  bool ok = true;
+  bool ok = false;
+  wf_status st = stamped_times(sp, dt, dt + n, &ok);
   double sum = 0.0;
   uint64_t owned = 0;
-  for (int p = 0; p < sp->np; p++) {
-    part *pt = &sp->parts[p];
-    wf_status st =
-        pt->stamps.b ? wf_download(t, pt->stamps.b, 0, 4 * (size_t)K * 8) : WF_ERR_INVALID;
-    if (st != WF_OK) {
-      free(t), free(dt);
-      if (!pt->stamps.b) return WF_OK;
-      return fail_gpu(sp->name, st, "reading the time stamps");
-    }
+  for (int p = 0; p < sp->np && ok; p++) {
     double ms = 0.0;
-    if (!substep_times(t, K, dt, dt + K)) ok = false;
-    for (int k = 0; k < 2 * K && ok; k++)
-      ms += dt[k];
-    sp->info.compute_ms[p] = ok ? ms : 0.0;
-    sum += sp->info.compute_ms[p], owned += pt->n_owned;
+    for (size_t k = 0; k < K; k++)
+      ms += dt[p * K + k] + dt[n + p * K + k];
+    sp->info.compute_ms[p] = ms;
+    sum += ms, owned += sp->parts[p].n_owned;
   }
-  free(t), free(dt);
-  if (!ok || !(sum > 0.0) || !owned) return WF_OK;
+  free(dt);
+  if (st != WF_OK || !ok || !(sum > 0.0) || !owned) return st;
   /* an empty partition's particles would cost what the average one does */
   double mean = sum / (double)owned;
   for (int p = 0; p < sp->np; p++)
@@ -1666,8 +1657,8 @@ wf_status wf_particles_split_step_frames(wf_particles_split *sp, int frames) {
  * copies not) after the substep before of its partition and, but for its keys of the particles
  * it owns, of those it takes ghosts from (wf__split_critical_path), is the frame's compute, what
  * the ordinary frame would take with halo copies that cost nothing. It is the same graph as the
- * ordinary frame but for the stamps (one-thread kernels between the substeps, which would count as
- * copy time not hidden if the ordinary frame carried them). (The frame without copies is no such
+ * ordinary frame but for the stamps (one-thread kernels in the substeps, which would count as copy
+ * time not hidden if the ordinary frame carried them). (The frame without copies is no such
  * measure: its stale ghosts change the contacts, and its packs, waits and unpacks stay.) The state
  * is not given back. */
 static wf_status measure_frames(wf_particles_split *sp, int frames,
@@ -1707,9 +1698,16 @@ static wf_status measure_frames(wf_particles_split *sp, int frames,
       if (f < 0 || st != WF_OK) continue;
       if (m < 3)
         ms[m * frames + f] = t;
-      else if ((st = stamped_times(sp, times, times + (size_t)sp->np * (size_t)K)) == WF_OK)
-        ms[3 * frames + f] =
-            wf__split_critical_path(times, times + (size_t)sp->np * (size_t)K, sp->np, K, adj);
+      else {
+        double *after = times + (size_t)sp->np * (size_t)K;
+        bool ok = false;
+        if ((st = stamped_times(sp, times, after, &ok)) == WF_OK && !ok)
+          st = fail(WF_ERR_BACKEND,
+                    "particles '%s' (split): a partition's substep time stamps are missing or "
+                    "run backwards",
+                    sp->name);
+        if (st == WF_OK) ms[3 * frames + f] = wf__split_critical_path(times, after, sp->np, K, adj);
+      }
     }
   if (st == WF_OK)
     wf__split_medians(ms, frames, kinds, &out->frame_ms, &out->frame_no_halo_ms, &out->halo_ms,
