@@ -68,8 +68,8 @@
 #include "solvers/split_measure.h"
 
 #define MAXP WFP_SPLIT_MAXP
-/* words of a graph key: per partition 4, per link 6 (at most MAXP * (MAXP - 1) links), and 2 */
-#define GRAPH_KEY_MAX (MAXP * 4 + MAXP * (MAXP - 1) * 6 + 2)
+/* words of a graph key: per partition 5, per link 6 (at most MAXP * (MAXP - 1) links), and 2 */
+#define GRAPH_KEY_MAX (MAXP * 5 + MAXP * (MAXP - 1) * 6 + 2)
 
 /* What enqueue_frame enqueues (run_frames' mode = FRAME_*, the measure's kind of frame): the
  * frame; the frame without the halo copies (every wait and event stays, so the frame's shape is
@@ -205,26 +205,32 @@ static void dbuf_free(dbuf *d, wf_stream *s) {
 static void drop_graph(wf_particles_split *sp) { sp->graph_stale = true; }
 
 /* The size a frame's kernels (and a link's copy) cover for n elements, given the size in use:
- * kept while it holds n and wastes at most twice the slack, so the captured frame survives the
- * changes of counts from one repartition to the next (its kernels read the counts on the device,
- * wfp_live); else n plus the slack, n >> shift and 1024. 0 for none: an empty partition or link
- * has no kernels in the frame. Partitions take a sixteenth (shift 4; their counts move little,
- * and a thread past the count only exits), links a quarter (shift 2): their ghost counts grow
- * with the skin, and so with the speed, while a scene falls. Balanced by time, the slabs follow
- * the measured work, which moves while a pile settles and with the clocks' noise: partitions take
- * a quarter and links a half (shifts 2 and 1; with less, 4 H200s captured the frame again in
- * most frames of a settling 16M-particle column, some 6 ms of host time each). */
-static uint32_t launch_for(uint32_t n, uint32_t cur, unsigned shift) {
+ * kept while it holds n and wastes at most `keep` times the slack, so the captured frame survives
+ * the changes of counts from one repartition to the next (its kernels read the counts on the
+ * device, wfp_live); else n plus the slack, n >> shift and 1024. 0 for none: an empty partition
+ * or link has no kernels in the frame.
+ *
+ * Partitions take a sixteenth (shift 4; their counts move little, and a thread past the count
+ * only exits); balanced by time, the slabs follow the measured work, which moves while a pile
+ * settles and with the clocks' noise, and partitions take a quarter (shift 2). Both keep 2.
+ * Links take as much again and keep 4 (from 2n + 1024 down to about 2n / 5): a link's ghosts are
+ * the sender's particles within reach of the boundary, and where the particles lie in layers (a
+ * lattice, a settling pile) that is one layer or two as the boundary moves by less than a
+ * particle. With a half and 2, 4 H200s captured the frame again in most frames of a settling
+ * 16M-particle column, 4 to 6 ms of host time each; with as much again and 2, still in one frame
+ * of ten where a count fell from two layers to one. A link's copy covers its launch size, so the
+ * slack costs copy time, which the frame hides. */
+static uint32_t launch_for(uint32_t n, uint32_t cur, unsigned shift, unsigned keep) {
   if (!n) return 0;
   uint64_t slack = ((uint64_t)n >> shift) + 1024;
-  if (cur >= n && cur - n <= 2 * slack) return cur;
+  if (cur >= n && cur - n <= keep * slack) return cur;
   return n + slack > UINT32_MAX ? UINT32_MAX : (uint32_t)(n + slack);
 }
 
 /* A partition about to hold m particles: sets its launch size; returns the elements (at least
  * 1) its per-particle buffers make room for, the launch size or m. */
 static size_t set_launch(const wf_particles_split *sp, part *pt, uint32_t m) {
-  pt->launch = launch_for(m, pt->launch, sp->desc.balance == WF_BALANCE_TIME ? 2 : 4);
+  pt->launch = launch_for(m, pt->launch, sp->desc.balance == WF_BALANCE_TIME ? 2 : 4, 2);
   wfp_particles_set_launch(pt->ps, pt->launch);
   return pt->launch > m ? pt->launch : m ? m : 1;
 }
@@ -580,7 +586,7 @@ static wf_status add_link(wf_particles_split *sp, int q, int p, uint32_t n, link
   }
   if (k->from != q || k->to != p) k->launch = 0;
   k->from = q, k->to = p, k->n = n;
-  k->launch = launch_for(n, k->launch, sp->desc.balance == WF_BALANCE_TIME ? 1 : 2);
+  k->launch = launch_for(n, k->launch, 0, 4);
   sp->n_links++;
   part *from = &sp->parts[q], *to = &sp->parts[p];
   wf_stream *sq = wf_particles_stream(from->ps), *s = wf_particles_stream(to->ps);
