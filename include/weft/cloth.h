@@ -172,8 +172,10 @@ typedef struct wf_cloth_info {
   uint32_t frame_lanes; /* resident frames: threads a vertex (1, 2, 4; WEFT_CLOTH_LANES); else 1 */
   uint32_t
       frame_smem; /* resident frames: 1 = neighbours staged in shared memory (WEFT_CLOTH_SMEM) */
-  uint32_t frame_tile[2]; /* resident grid frames in tiles: columns x rows a block (CUDA;
-                             WEFT_CLOTH_TILE); 0 x 0: not tiled */
+  uint32_t frame_tile[2];    /* resident grid frames in tiles: columns x rows a block (CUDA;
+                                WEFT_CLOTH_TILE); 0 x 0: not tiled */
+  uint32_t frame_tile_steps; /* tiled frames: substeps between the tiles' exchanges, 1 or 2
+                                (WEFT_CLOTH_TILE_STEPS); 0: not tiled */
 } wf_cloth_info;
 
 /** The default material (the defaults in wf_cloth_material's field comments). */

@@ -359,7 +359,7 @@ static wf_status grid_alloc(wf_cloth *c, const char *fn) {
 /* The one-launch frame's plan (cloth_fast.h) and the reach of a vertex's reads: its springs and
  * (aerodynamics) the vertices of its triangles. grid: a grid cloth (lanes, staging);
  * stride_only: WEFT_CLOTH_FAST=1. Knobs read here: WEFT_CLOTH_BLOCK=N, WEFT_CLOTH_LANES=1|2|4,
- * WEFT_CLOTH_SMEM=0|1, WEFT_CLOTH_TILE=0|WxH (cloth_fast.h). */
+ * WEFT_CLOTH_SMEM=0|1, WEFT_CLOTH_TILE=0|WxH, WEFT_CLOTH_TILE_STEPS=1|2 (cloth_fast.h). */
 static void frame_plan(wf_cloth *c, const wfc_springs *sp, bool grid, bool stride_only) {
   uint32_t reach = 0;
   for (uint32_t a = 0; a < c->nv; a++)
@@ -390,7 +390,8 @@ static void frame_plan(wf_cloth *c, const wfc_springs *sp, bool grid, bool strid
                          0u,
                          0u,
                          c->topo.grid[0],
-                         c->topo.grid[1]};
+                         c->topo.grid[1],
+                         0u};
   /* WEFT_CLOTH_TILE: 0 = no tiles, WxH = tiles of W columns x H rows, else automatic */
   const char *tl = getenv("WEFT_CLOTH_TILE");
   unsigned tw = 0, th = 0;
@@ -398,6 +399,9 @@ static void frame_plan(wf_cloth *c, const wfc_springs *sp, bool grid, bool strid
     want.tile = 0;
   else if (tl && sscanf(tl, "%ux%u", &tw, &th) == 2)
     want.tile = 2, want.tile_w = tw, want.tile_h = th;
+  /* WEFT_CLOTH_TILE_STEPS: 1 or 2 substeps between the tiles' exchanges, else automatic */
+  const char *ts = getenv("WEFT_CLOTH_TILE_STEPS");
+  if (ts && (!strcmp(ts, "1") || !strcmp(ts, "2"))) want.steps = (uint32_t)(ts[0] - '0');
   wfc_spring_frame_plan(c->dev->is_cuda ? c->dev->ordinal : -1, c->nv, &want, &c->plan);
   if (stride_only) c->plan.mode = WFC_FRAME_STRIDE;
 }
@@ -1245,6 +1249,7 @@ wf_status wf_cloth_info_get(const wf_cloth *c, wf_cloth_info *out) {
   out->frame_smem = res ? c->plan.smem : 0;
   out->frame_tile[0] = res ? c->plan.tile_w : 0;
   out->frame_tile[1] = res ? c->plan.tile_h : 0;
+  out->frame_tile_steps = res ? c->plan.tile_steps : 0;
   return WF_OK;
 }
 

@@ -127,6 +127,7 @@ void wfc_spring_frame_plan(int ordinal, uint32_t n, const wfc_frame_want *want,
   out->resident_max = WFC_CPU_RESIDENT_MAX;
   out->mode = n <= WFC_CPU_RESIDENT_MAX ? WFC_FRAME_RESIDENT : WFC_FRAME_STRIDE;
   out->lanes = 1, out->smem = 0, out->span = 0, out->tile_w = out->tile_h = 0;
+  out->tile_steps = 0;
   if (out->mode == WFC_FRAME_RESIDENT && want->grid) {
     uint32_t L = want->lanes ? want->lanes : 4;
     while (L > 1 && (uint64_t)L * n > WFC_CPU_RESIDENT_MAX)

@@ -332,15 +332,16 @@ template <int L> struct tile_vertex {
   float rest[WFC_GRID_LINKS / L];
 };
 
+/* Vertex (mr, mc) of the grid, at li in a staged box SW wide, as its lane `lane` of L sees it
+ * (on: a vertex of the cloth this thread computes). */
 template <int L>
-__device__ __forceinline__ void tile_vertex_init(tile_vertex<L> &t, const wfc_frame_args &a,
-                                                 bool on, uint32_t cell, uint32_t lane, uint32_t c0,
-                                                 uint32_t r0, uint32_t w, uint32_t SW) {
+__device__ __forceinline__ void box_vertex_init(tile_vertex<L> &t, const wfc_frame_args &a, bool on,
+                                                uint32_t mr, uint32_t mc, uint32_t li,
+                                                uint32_t lane, uint32_t SW) {
   constexpr int NJ = WFC_GRID_LINKS / L;
-  const uint32_t mc = c0 + cell % w, mr = r0 + cell / w;
   t.on = on, t.lane = lane, t.nl = 0;
-  t.i = mr * a.nu + mc;
-  t.li = (cell / w + WFC_TILE_REACH) * SW + cell % w + WFC_TILE_REACH;
+  t.i = on ? mr * a.nu + mc : 0;
+  t.li = on ? li : 0;
 #pragma unroll
   for (int j = 0; j < NJ; j++)
     t.dk[j] = 0, t.rest[j] = 0.0f;
@@ -352,6 +353,15 @@ __device__ __forceinline__ void tile_vertex_init(tile_vertex<L> &t, const wfc_fr
     int32_t dr = (int32_t)(jv / a.nu) - (int32_t)mr, dc = (int32_t)(jv % a.nu) - (int32_t)mc;
     if ((uint32_t)j < t.nl) t.dk[j] = wfc_lane_pack(dr * (int32_t)SW + dc, (uint32_t)t.dk[j] & 3u);
   }
+}
+
+/* Cell `cell` (row-major in the w-wide tile at c0, r0) of a box with a ring of WFC_TILE_REACH. */
+template <int L>
+__device__ __forceinline__ void tile_vertex_init(tile_vertex<L> &t, const wfc_frame_args &a,
+                                                 bool on, uint32_t cell, uint32_t lane, uint32_t c0,
+                                                 uint32_t r0, uint32_t w, uint32_t SW) {
+  box_vertex_init<L>(t, a, on, r0 + cell / w, c0 + cell % w,
+                     (cell / w + WFC_TILE_REACH) * SW + cell % w + WFC_TILE_REACH, lane, SW);
 }
 
 /* Substep s of vertex t (all its lanes): from the shared copy P, V into NP, NV and the output
@@ -490,6 +500,168 @@ __global__ void __launch_bounds__(kTileBlock, 1)
   (void)n;
 }
 
+/* The tiled frame in stages of two substeps (cloth_fast.h: tile_steps 2). Block b owns the tile
+ * (tx, ty) as in spring_tile_kernel, but stages a ring of 2 WFC_TILE_REACH (RK) around it, two
+ * copies by parity, and its threads own a vertex each: the tile's cells first (row-major), then
+ * the ring of WFC_TILE_REACH around the tile (the cells of the neighbour tiles that the tile's
+ * second substep reads). A stage of two substeps from state s (in the box, ring included):
+ *  1. every thread computes its vertex (tile and ring of R) from the box into the other copy:
+ *     state s + 1 wherever the tile's next substep reads it, the ring's vertices as their own
+ *     tiles compute them (the same function of the same values: bitwise the same);
+ *  2. the tile's threads compute state s + 2 of the tile from that copy, into the first copy and
+ *     the global buffer of the stage;
+ *  3. unless it was the last stage, the exchange: __syncthreads(), thread 0 publishes the stage
+ *     (st.release.gpu, as in neighbour_barrier), threads wait for every tile the box overlaps
+ *     (ld.acquire.gpu; the 8 neighbours for tiles of at least RK a side), __syncthreads(), and the
+ *     block copies the box's ring (RK wide) from the global buffer (ld.global.cg) at state s + 2.
+ * So a tile meets its neighbours once every two substeps instead of every substep, for the cost
+ * of computing a ring of R around the tile once more (720 vertices instead of 512 at 32 x 16).
+ * Stage e writes global buffer (e + 1) % 2 (buffer 0: half 0's input, buffer 1: half 0's output):
+ * a tile writes a buffer again two stages later, after every tile that reads it published the
+ * stage in between, which it does after its ring copy of that buffer; and the first stage writes
+ * buffer 1, which no tile reads at the start. The stages are as many as make the last one write
+ * the buffer the frame's state belongs in (substeps % 2): a few stages of one substep first
+ * (phase 2 only) where the count of substeps needs it (odd counts, or an odd count of pairs), and
+ * only stages of one substep with aerodynamics, which read the input half in global memory at
+ * every substep. Only a tile's own vertices write the global buffers, flags and the readback.
+ * The clock is published once, at the last substep, by block 0's thread 0. */
+constexpr int kTile2Block = (int)WFC_TILE2_MAX_THREADS;
+
+__global__ void __launch_bounds__(kTile2Block, 1)
+    spring_tile2_kernel(const __grid_constant__ wfc_frame_args a, uint32_t n) {
+  extern __shared__ wfp_f4 stage[];
+  __shared__ unsigned base_s;
+  constexpr int R = (int)WFC_TILE_REACH, RK = 2 * R;
+  const uint32_t nu = a.nu, nr = a.nr, TW = a.plan.tile_w, TH = a.plan.tile_h;
+  const uint32_t SW = TW + 2 * RK, SA = SW * (TH + 2 * RK);
+  const uint32_t tiles_x = (nu + TW - 1) / TW;
+  const uint32_t tx = blockIdx.x % tiles_x, ty = blockIdx.x / tiles_x;
+  const uint32_t c0 = tx * TW, r0 = ty * TH;
+  const uint32_t w = min(TW, nu - c0), h = min(TH, nr - r0);
+  /* this thread's vertex: a tile cell, or a cell of the ring of R (in the cloth) */
+  const uint32_t t = threadIdx.x, wh = w * h, rw = w + 2 * R;
+  const bool own = t < wh;
+  int32_t lr = 0, lc = 0;
+  bool on = own;
+  if (own) {
+    lr = (int32_t)(t / w), lc = (int32_t)(t % w);
+  } else if (t - wh < 2 * R * rw + 2 * R * h) {
+    const uint32_t q = t - wh;
+    if (q < 2 * R * rw) { /* above, below */
+      const uint32_t row = q / rw;
+      lr = row < (uint32_t)R ? (int32_t)row - R : (int32_t)(h + row - R);
+      lc = (int32_t)(q % rw) - R;
+    } else { /* left, right */
+      const uint32_t u = q - 2 * R * rw, col = u % (2 * R);
+      lr = (int32_t)(u / (2 * R));
+      lc = col < (uint32_t)R ? (int32_t)col - R : (int32_t)(w + col - R);
+    }
+    const int32_t gr = (int32_t)r0 + lr, gc = (int32_t)c0 + lc;
+    on = gr >= 0 && gr < (int32_t)nr && gc >= 0 && gc < (int32_t)nu;
+  }
+  tile_vertex<1> v;
+  box_vertex_init<1>(v, a, on, (uint32_t)((int32_t)r0 + lr), (uint32_t)((int32_t)c0 + lc),
+                     (uint32_t)(lr + RK) * SW + (uint32_t)(lc + RK), 0u, SW);
+  if (t == 0) base_s = a.sync[blockIdx.x];
+  const wfc_params p = *a.half[0].params;
+  /* the box of state 0 into copy 0 */
+  for (uint32_t q = t; q < SA; q += blockDim.x) {
+    int32_t gr = (int32_t)r0 + (int32_t)(q / SW) - RK, gc = (int32_t)c0 + (int32_t)(q % SW) - RK;
+    if (gr >= 0 && gr < (int32_t)nr && gc >= 0 && gc < (int32_t)nu) {
+      size_t g = (size_t)gr * nu + (size_t)gc;
+      stage[q] = a.half[0].pos_in[g];
+      stage[SA + q] = a.half[0].vel_in[g];
+    }
+  }
+  /* the tiles the box overlaps (they read this tile's box as it reads theirs) */
+  const uint32_t bx_lo = c0 >= (uint32_t)RK ? (c0 - RK) / TW : 0;
+  const uint32_t bx_hi = min(nu - 1, c0 + w - 1 + RK) / TW;
+  const uint32_t by_lo = r0 >= (uint32_t)RK ? (r0 - RK) / TH : 0;
+  const uint32_t by_hi = min(nr - 1, r0 + h - 1 + RK) / TH;
+  const uint32_t nbx = bx_hi - bx_lo + 1, nwait = nbx * (by_hi - by_lo + 1);
+  /* the ring of the box: RK rows above and below (w + 2 RK wide), RK columns each side */
+  const uint32_t rkw = w + 2 * RK, ring = 2 * RK * rkw + 2 * RK * h;
+  /* stages: `ones` of one substep, then stages of two (see above) */
+  const uint32_t S = a.substeps;
+  uint32_t nst = S, ones = S;
+  if (!p.aero) {
+    nst = (S + 1) / 2;
+    if ((nst & 1u) != (S & 1u)) nst++;
+    ones = 2 * nst - S;
+  }
+  double time = a.half[0].clock_in->time;
+  unsigned long long subs = a.half[0].clock_in->substeps;
+  const unsigned base = base_s;
+  __syncthreads();
+  uint32_t s = 0, cur = 0; /* the substep, the copy holding its state */
+  for (uint32_t e = 0; e < nst; e++) {
+    const uint32_t k = e < ones ? 1u : 2u;
+    /* the stage's global buffer (see above): 0 is half 0's input, 1 its output */
+    wfp_f4 *const oP = (e & 1u) ? a.half[1].pos_out : a.half[0].pos_out;
+    wfp_f4 *const oV = (e & 1u) ? a.half[1].vel_out : a.half[0].vel_out;
+    for (uint32_t j = 0; j < k; j++, s++) {
+      const wfc_spring_args *hf = (s & 1u) ? &a.half[1] : &a.half[0];
+      const bool end = j + 1 == k, last = s + 1 == S;
+      const wfp_f4 *P = stage + (size_t)cur * 2 * SA, *V = P + SA;
+      wfp_f4 *NP = stage + (size_t)(cur ^ 1u) * 2 * SA, *NV = NP + SA;
+      if (v.on && (own || !end)) {
+        wfp_f4 x4 = P[v.li], v4 = V[v.li];
+        wfc_v3 f = lanes_force<1>(p, P, V, v.li, x4, v4, v.nl, v.dk, v.rest, 1u);
+        uint32_t fl = wfc_spring_finish(&p, hf->colliders, hf, v.i, time, f, &x4, &v4);
+        NP[v.li] = x4;
+        NV[v.li] = v4;
+        if (own) {
+          if (end) {
+            oP[v.i] = x4;
+            oV[v.i] = v4;
+          }
+          if (last && a.host_pos) a.host_pos[v.i] = x4;
+          if (fl) {
+            atomicOr(&hf->flags->flags, fl);
+            atomicMin(&hf->flags->first_bad, v.i);
+          }
+        }
+      }
+      time += (double)p.dt;
+      subs++;
+      if (last) publish_clock(hf, blockIdx.x == 0 && t == 0, time, subs);
+      cur ^= 1u;
+      __syncthreads();
+    }
+    if (e + 1 == nst) break;
+    /* the exchange: publish the stage, wait for the tiles around, copy their part of the ring */
+    if (t == 0) store_release(&a.sync[blockIdx.x], base + e + 1);
+    for (uint32_t q = t; q < nwait; q += blockDim.x) {
+      const uint32_t b = (by_lo + q / nbx) * tiles_x + bx_lo + q % nbx;
+      if (b != blockIdx.x)
+        while ((int)(load_acquire(&a.sync[b]) - (base + e + 1)) < 0) {
+        }
+    }
+    __syncthreads();
+    wfp_f4 *NP = stage + (size_t)cur * 2 * SA, *NV = NP + SA;
+    for (uint32_t q = t; q < ring; q += blockDim.x) {
+      int32_t gr, gc;
+      if (q < 2 * RK * rkw) { /* above, below */
+        uint32_t row = q / rkw;
+        gr = row < (uint32_t)RK ? (int32_t)r0 - RK + (int32_t)row : (int32_t)(r0 + h + row - RK);
+        gc = (int32_t)c0 - RK + (int32_t)(q % rkw);
+      } else { /* left, right */
+        uint32_t u = q - 2 * RK * rkw, col = u % (2 * RK);
+        gr = (int32_t)(r0 + u / (2 * RK));
+        gc = col < (uint32_t)RK ? (int32_t)c0 - RK + (int32_t)col : (int32_t)(c0 + w + col - RK);
+      }
+      if (gr >= 0 && gr < (int32_t)nr && gc >= 0 && gc < (int32_t)nu) {
+        size_t g = (size_t)gr * nu + (size_t)gc;
+        uint32_t sl = (uint32_t)(gr - (int32_t)r0 + RK) * SW + (uint32_t)(gc - (int32_t)c0 + RK);
+        NP[sl] = load_cg(oP + g);
+        NV[sl] = load_cg(oV + g);
+      }
+    }
+    __syncthreads();
+  }
+  (void)n;
+}
+
 /* The grid kernel of (lanes, smem). */
 typedef void (*grid_kernel_fn)(wfc_frame_args, uint32_t);
 grid_kernel_fn grid_kernel(uint32_t lanes, uint32_t smem) {
@@ -513,9 +685,11 @@ static uint32_t spread_block(uint32_t asked, uint64_t threads, int sms) {
   return b / 32 * 32;
 }
 
-/* Shared memory of the tiled kernel: two copies of positions and velocities of the box. */
-static size_t tile_smem(uint32_t tw, uint32_t th) {
-  return (size_t)4 * (tw + 2 * WFC_TILE_REACH) * (th + 2 * WFC_TILE_REACH) * sizeof(wfp_f4);
+/* Shared memory of the tiled kernels: two copies of positions and velocities of the box (the tile
+ * and a ring of WFC_TILE_REACH a substep of a stage). */
+static size_t tile_smem(uint32_t tw, uint32_t th, uint32_t steps) {
+  const uint32_t rk = WFC_TILE_REACH * steps;
+  return (size_t)4 * (tw + 2 * rk) * (th + 2 * rk) * sizeof(wfp_f4);
 }
 
 /* Boundary and interior vertices of the tile (tx, ty) of tw x th tiles over nu x nr (the
@@ -537,17 +711,18 @@ static void tile_counts(uint32_t nu, uint32_t nr, uint32_t tw, uint32_t th, uint
 constexpr uint32_t kTileLanesB = 2, kTileLanesI = 1;
 #define TILE_KERNEL spring_tile_kernel<kTileLanesB, kTileLanesI>
 
-/* The tiled plan (tw x th tiles) of an nu x nr grid cloth, if its blocks are all resident: a
- * block has kTileLanesB threads a boundary vertex and kTileLanesI an interior vertex plus at
- * least a warp for the exchange, in the tile with the most of each (and at least one a cell,
- * for the ranking). */
-static bool tile_plan(uint32_t n, const wfc_frame_want *want, uint32_t tw, uint32_t th, int sms,
-                      wfc_frame_plan *out) {
+/* The tiled plan (tw x th tiles) of an nu x nr grid cloth in stages of `steps` substeps, if its
+ * blocks are all resident. Stages of 1 (spring_tile_kernel): a block has kTileLanesB threads a
+ * boundary vertex and kTileLanesI an interior vertex plus at least a warp for the exchange, in
+ * the tile with the most of each (and at least one a cell, for the ranking). Stages of 2
+ * (spring_tile2_kernel): a thread for each cell of the tile and of the ring of WFC_TILE_REACH
+ * around it, and shared memory beyond the default 48 KiB where the device allows it. */
+static bool tile_plan(uint32_t n, const wfc_frame_want *want, uint32_t tw, uint32_t th,
+                      uint32_t steps, int ordinal, int sms, wfc_frame_plan *out) {
   if (!want->grid || want->nu < 1 || want->nr < 1 || (uint64_t)want->nu * want->nr != n)
     return false;
   if (tw < WFC_TILE_REACH || th < WFC_TILE_REACH || (uint64_t)tw * th > kTileBlock) return false;
-  size_t bytes = tile_smem(tw, th);
-  if (bytes > WFC_SMEM_MAX) return false;
+  size_t bytes = tile_smem(tw, th, steps);
   const uint32_t tiles_x = (want->nu + tw - 1) / tw, tiles_y = (want->nr + th - 1) / th;
   uint64_t threads = (uint64_t)tw * th;
   /* the tile kinds: first, middle and last of each direction */
@@ -556,22 +731,49 @@ static bool tile_plan(uint32_t n, const wfc_frame_want *want, uint32_t tw, uint3
     for (int b = 0; b < 3; b++) {
       uint32_t nb = 0, ni = 0;
       tile_counts(want->nu, want->nr, tw, th, xs[a], ys[b], &nb, &ni);
+      if (steps == 2) { /* the tile and its ring */
+        const uint32_t w = nb + ni, R = WFC_TILE_REACH;
+        const uint32_t cw = want->nu - xs[a] * tw < tw ? want->nu - xs[a] * tw : tw;
+        const uint64_t need = (uint64_t)w + 2 * R * (cw + 2 * R) + 2 * R * (w / cw);
+        threads = need > threads ? need : threads;
+        continue;
+      }
       uint64_t need_b = (uint64_t)nb * kTileLanesB;
       uint64_t need_i = ((uint64_t)ni * kTileLanesI + 31) / 32 * 32 + 32;
       threads = need_b > threads ? need_b : threads;
       threads = need_i > threads ? need_i : threads;
     }
   uint32_t block = (uint32_t)((threads + 31) / 32 * 32);
-  if (block > (uint32_t)kTileBlock) return false;
+  if (block > (uint32_t)(steps == 2 ? kTile2Block : kTileBlock)) return false;
   uint64_t tiles = (uint64_t)tiles_x * tiles_y;
   int fit = 0;
-  cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, TILE_KERNEL, (int)block, bytes);
+  if (steps == 2) {
+    int optin = 0;
+    cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, ordinal);
+    if (bytes > (size_t)(optin > 0 ? optin : 0)) return false;
+    if (bytes > WFC_SMEM_MAX &&
+        cudaFuncSetAttribute(spring_tile2_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             (int)bytes) != cudaSuccess)
+      return false;
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, spring_tile2_kernel, (int)block, bytes);
+  } else {
+    if (bytes > WFC_SMEM_MAX) return false;
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, TILE_KERNEL, (int)block, bytes);
+  }
   if (tiles > (uint64_t)sms * (uint64_t)fit) return false;
   out->mode = WFC_FRAME_RESIDENT;
-  out->lanes = kTileLanesB, out->smem = 1, out->span = 0;
+  out->lanes = steps == 2 ? 1 : kTileLanesB, out->smem = 1, out->span = 0;
   out->block = block, out->blocks = (uint32_t)tiles;
-  out->tile_w = tw, out->tile_h = th;
+  out->tile_w = tw, out->tile_h = th, out->tile_steps = steps;
   return true;
+}
+
+/* tile_plan in stages of two substeps where asked or automatic (want->steps 0) and it fits,
+ * else of one unless two were asked. */
+static bool tile_plan_any(uint32_t n, const wfc_frame_want *want, uint32_t tw, uint32_t th,
+                          int ordinal, int sms, wfc_frame_plan *out) {
+  if (want->steps != 1 && tile_plan(n, want, tw, th, 2, ordinal, sms, out)) return true;
+  return want->steps != 2 && tile_plan(n, want, tw, th, 1, ordinal, sms, out);
 }
 
 extern "C" void wfc_spring_frame_plan_cuda(int ordinal, uint32_t n, const wfc_frame_want *want,
@@ -590,6 +792,7 @@ extern "C" void wfc_spring_frame_plan_cuda(int ordinal, uint32_t n, const wfc_fr
   out->resident_max = most > 0xffffffffu ? 0xffffffffu : (uint32_t)most;
   out->mode = WFC_FRAME_STRIDE;
   out->lanes = 1, out->smem = 0, out->span = 0, out->tile_w = out->tile_h = 0;
+  out->tile_steps = 0;
   out->block = spread_block(want->block, n, sms);
   out->blocks = (uint32_t)(((uint64_t)n + out->block - 1) / out->block);
   if (n == 0) goto done;
@@ -600,7 +803,8 @@ extern "C" void wfc_spring_frame_plan_cuda(int ordinal, uint32_t n, const wfc_fr
     goto done;
   }
   /* grid cloths: tiles where asked (WEFT_CLOTH_TILE=WxH) */
-  if (want->tile == 2 && tile_plan(n, want, want->tile_w, want->tile_h, sms, out)) goto done;
+  if (want->tile == 2 && tile_plan_any(n, want, want->tile_w, want->tile_h, ordinal, sms, out))
+    goto done;
   /* the most lanes that stay resident; staging where asked (automatic: 1 lane) and it fits, else
    * without */
   for (uint32_t L = want->lanes ? want->lanes : 4; L >= 1; L /= 2) {
@@ -619,7 +823,7 @@ extern "C" void wfc_spring_frame_plan_cuda(int ordinal, uint32_t n, const wfc_fr
         /* automatic tiles (no lanes or staging asked) where one lane a vertex is all that
          * stays resident */
         if (L == 1 && want->tile == 1 && !want->lanes && want->smem == 2 &&
-            tile_plan(n, want, WFC_TILE_AUTO_W, WFC_TILE_AUTO_H, sms, out))
+            tile_plan_any(n, want, WFC_TILE_AUTO_W, WFC_TILE_AUTO_H, ordinal, sms, out))
           goto done;
         out->mode = WFC_FRAME_RESIDENT;
         out->lanes = L, out->smem = (uint32_t)sm, out->span = sm ? (uint32_t)span : 0;
@@ -630,7 +834,7 @@ extern "C" void wfc_spring_frame_plan_cuda(int ordinal, uint32_t n, const wfc_fr
   }
   /* too large for a thread a vertex in 1D blocks: tiles may still fit */
   if (want->tile == 1 && !want->lanes && want->smem == 2 &&
-      tile_plan(n, want, WFC_TILE_AUTO_W, WFC_TILE_AUTO_H, sms, out))
+      tile_plan_any(n, want, WFC_TILE_AUTO_W, WFC_TILE_AUTO_H, ordinal, sms, out))
     goto done;
 done:
   cudaGetLastError();
@@ -650,8 +854,11 @@ extern "C" void wfc_spring_frame_cuda(const void *args, size_t n, void *stream) 
     cfg.gridDim = dim3(fa->plan.blocks);
     cfg.blockDim = dim3(fa->plan.block);
     if (fa->rest6 && fa->plan.tile_w) {
-      cfg.dynamicSmemBytes = tile_smem(fa->plan.tile_w, fa->plan.tile_h);
-      cudaLaunchKernelEx(&cfg, TILE_KERNEL, *fa, (uint32_t)n);
+      cfg.dynamicSmemBytes = tile_smem(fa->plan.tile_w, fa->plan.tile_h, fa->plan.tile_steps);
+      if (fa->plan.tile_steps == 2)
+        cudaLaunchKernelEx(&cfg, spring_tile2_kernel, *fa, (uint32_t)n);
+      else
+        cudaLaunchKernelEx(&cfg, TILE_KERNEL, *fa, (uint32_t)n);
     } else if (fa->rest6) {
       cfg.dynamicSmemBytes = fa->plan.smem ? (size_t)fa->plan.span * 2 * sizeof(wfp_f4) : 0;
       cudaLaunchKernelEx(&cfg, grid_kernel(fa->plan.lanes, fa->plan.smem), *fa, (uint32_t)n);

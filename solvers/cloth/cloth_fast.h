@@ -39,10 +39,17 @@
  * wait for the neighbours' boundaries and copy them in: the barrier's round trips overlap the
  * interior's arithmetic instead of following it. Same per-vertex math (wfc_lane_gather,
  * lanes_combine, wfc_spring_finish) on the same values as every other path, so bitwise equal.
- * Chosen automatically where 1 lane a vertex is all that stays resident and the tiles do
- * (32 x 16: 256 x 256 on a GPU of 128 SMs or more), unless lanes or staging are asked for.
- * WEFT_CLOTH_TILE=0 turns it off, =WxH asks for W x H tiles. The CPU backend has no tiled plan (it
- * never needs one: it runs the same loop whatever the plan).
+ * That is a stage of one substep (plan.tile_steps 1). In stages of two (tile_steps 2,
+ * cloth_fast.cu: spring_tile2_kernel) a block stages a ring of 4 around its tile and has a
+ * thread for each vertex of the tile and of the ring of 2 around it: it computes the first
+ * substep on the tile and that ring (the ring's vertices as their own tiles do), the second on
+ * the tile, and only then meets its neighbours and copies the ring of 4 in: one exchange every
+ * two substeps, for 720 vertices computed instead of 512 a substep pair at 32 x 16. Stages of
+ * two where they fit (shared memory beyond 48 KiB, 736 threads a block), else of one;
+ * WEFT_CLOTH_TILE_STEPS=1|2 asks for either. Chosen automatically where 1 lane a vertex is all
+ * that stays resident and the tiles do (32 x 16: 256 x 256 on a GPU of 128 SMs or more), unless
+ * lanes or staging are asked for. WEFT_CLOTH_TILE=0 turns it off, =WxH asks for W x H tiles. The
+ * CPU backend has no tiled plan (it never needs one: it runs the same loop whatever the plan).
  *
  * Per-frame readback (wf_cloth_set_frame_readback): with host_pos set, the last substep also
  * writes each vertex's position there (pinned host memory, mapped by unified addressing on CUDA),
@@ -100,6 +107,7 @@ typedef struct wfc_frame_plan {
   uint32_t smem; /* resident grid cloths: 1 = the neighbourhood is staged in shared memory */
   uint32_t span; /* smem: vertices a block stages at most (block / lanes + 2 reach, <= n) */
   uint32_t tile_w, tile_h; /* tiled grid frame: a block's tile of columns x rows; 0: not tiled */
+  uint32_t tile_steps;     /* tiled: substeps a stage, between exchanges (1 or 2); else 0 */
 } wfc_frame_plan;
 
 /* What the caller asks of a plan (wfc_spring_frame_plan). */
@@ -112,6 +120,7 @@ typedef struct wfc_frame_want {
   uint32_t tile;  /* grid cloths: 0: no tiles, 1: automatic, 2: tiles of tile_w x tile_h */
   uint32_t tile_w, tile_h; /* tile 2: the tile asked for (each >= WFC_TILE_REACH) */
   uint32_t nu, nr;         /* grid cloths: columns and rows */
+  uint32_t steps;          /* tiles: substeps a stage, 1 or 2; 0: automatic (2 where it fits) */
 } wfc_frame_want;
 
 typedef struct wfc_frame_args {
@@ -147,10 +156,11 @@ void wfc_spring_frame_plan(int ordinal, uint32_t n, const wfc_frame_want *want,
 #define WFC_CPU_RESIDENT_MAX 4096u
 /* The tiled grid frame: how far (rows, columns) a vertex reads (bend springs), the most threads
  * a tile's block has, and the tile the automatic choice tries first. */
-#define WFC_TILE_REACH       2u
-#define WFC_TILE_MAX_THREADS 512u
-#define WFC_TILE_AUTO_W      32u
-#define WFC_TILE_AUTO_H      16u
+#define WFC_TILE_REACH        2u
+#define WFC_TILE_MAX_THREADS  512u
+#define WFC_TILE2_MAX_THREADS 736u /* stages of two substeps: the tile and its ring of reach */
+#define WFC_TILE_AUTO_W       32u
+#define WFC_TILE_AUTO_H       16u
 /* Shared memory a block may stage (the default limit of a launch, no opt-in). */
 #define WFC_SMEM_MAX (48u * 1024u)
 

@@ -297,24 +297,32 @@ TEST(lanes_and_staging_bitwise) {
 }
 
 /* The tiled resident frame (cloth_fast.h: TILED; CUDA devices): tiles asked with
- * WEFT_CLOTH_TILE=WxH, each bitwise against the per-substep path: small tiles so that one cloth
- * has many of them, tiles that do not divide the grid (a last column or row of tiles 1 or 2
- * wide), 2 x 2 tiles (every vertex on a boundary), a tile as wide as the grid (no neighbours
- * left and right); the bench's setup, the busy grid (colliders, wind with drag and lift, not
- * square) and the rotated grid (31 substeps: an odd count). And the automatic choice at 256 x
- * 256 on a GPU of at least 128 SMs: 32 x 16 tiles. The CPU backend has no tiled plan: it
- * reports none. */
+ * WEFT_CLOTH_TILE=WxH, in stages of one substep and of two (WEFT_CLOTH_TILE_STEPS), each bitwise
+ * against the per-substep path: small tiles so that one cloth has many of them, tiles that do
+ * not divide the grid (a last column or row of tiles 1 or 2 wide), 2 x 2 tiles (every vertex on
+ * a boundary; in stages of two, a tile's box reaches the tiles two away), a tile as wide as the
+ * grid (no neighbours left and right); the bench's setup, the busy grid (colliders, wind with
+ * drag and lift, not square: stages of two run one substep a stage with aerodynamics) and the
+ * rotated grid (31 substeps: an odd count, so stages of one come first); 15 and 14 substeps (7
+ * pairs: an odd count of stages of two). And the automatic choice at 256 x 256 on a GPU of at
+ * least 128 SMs: 32 x 16 tiles in stages of two. The CPU backend has no tiled plan: it reports
+ * none. */
 static void tiled(const char *what, builder build, int frames, const char *tile, uint32_t tw,
-                  uint32_t th) {
+                  uint32_t th, const char *steps) {
   const bool cuda = wf_device_is_cuda(th_dev0);
   setenv("WEFT_CLOTH_TILE", tile, 1);
+  if (steps) setenv("WEFT_CLOTH_TILE_STEPS", steps, 1);
+  uint32_t want_steps = cuda ? (steps ? (uint32_t)atoi(steps) : 2u) : 0u;
   wf_cloth_info info;
   REQUIRE(probe_info(build, &info));
-  if (info.frame_tile[0] != (cuda ? tw : 0) || info.frame_tile[1] != (cuda ? th : 0))
-    TH_FAIL("%s (WEFT_CLOTH_TILE=%s): tiles %ux%u, want %ux%u", what, tile, info.frame_tile[0],
-            info.frame_tile[1], cuda ? tw : 0, cuda ? th : 0);
+  if (info.frame_tile[0] != (cuda ? tw : 0) || info.frame_tile[1] != (cuda ? th : 0) ||
+      info.frame_tile_steps != want_steps)
+    TH_FAIL("%s (WEFT_CLOTH_TILE=%s, steps %s): tiles %ux%u in stages of %u, want %ux%u in %u",
+            what, tile, steps ? steps : "auto", info.frame_tile[0], info.frame_tile[1],
+            info.frame_tile_steps, cuda ? tw : 0, cuda ? th : 0, want_steps);
   compare_mode(what, build, frames, NULL, WF_CLOTH_FRAME_RESIDENT);
   unsetenv("WEFT_CLOTH_TILE");
+  unsetenv("WEFT_CLOTH_TILE_STEPS");
 }
 
 TEST(tiles_bitwise) {
@@ -322,21 +330,27 @@ TEST(tiles_bitwise) {
     const char *tile;
     uint32_t w, h;
   } ts[] = {{"8x4", 8, 4}, {"5x3", 5, 3}, {"7x6", 7, 6}, {"2x2", 2, 2}, {"32x8", 32, 8}};
-  g_nu = 32, g_nr = 32, g_substeps = 16;
-  for (size_t k = 0; k < sizeof ts / sizeof ts[0]; k++) {
-    tiled("classic 32x32", build_classic, 3, ts[k].tile, ts[k].w, ts[k].h);
-    tiled("busy grid", build_busy, 10, ts[k].tile, ts[k].w, ts[k].h);
+  static const char *const steps[] = {"1", "2"};
+  for (int q = 0; q < 2; q++) {
+    const char *st = steps[q];
+    g_nu = 32, g_nr = 32, g_substeps = 16;
+    for (size_t k = 0; k < sizeof ts / sizeof ts[0]; k++) {
+      tiled("classic 32x32", build_classic, 3, ts[k].tile, ts[k].w, ts[k].h, st);
+      tiled("busy grid", build_busy, 10, ts[k].tile, ts[k].w, ts[k].h, st);
+    }
+    tiled("rotated grid", build_rotated, 4, "4x4", 4, 4, st);
+    tiled("rotated grid", build_rotated, 4, "3x5", 3, 5, st);
+    g_substeps = 15;
+    tiled("classic 32x32, 15 substeps", build_classic, 3, "8x8", 8, 8, st);
+    g_substeps = 14;
+    tiled("classic 32x32, 14 substeps", build_classic, 3, "8x4", 8, 4, st);
+    g_substeps = 16;
   }
-  tiled("rotated grid", build_rotated, 4, "4x4", 4, 4);
-  tiled("rotated grid", build_rotated, 4, "3x5", 3, 5);
-  g_substeps = 15;
-  tiled("classic 32x32, 15 substeps", build_classic, 3, "8x8", 8, 8);
-  g_substeps = 16;
   wf_device_info di;
   CHECK_OK(wf_device_info_get(th_dev0, &di));
   if (di.is_cuda && di.multiprocessors >= 128) { /* 8 x 16 tiles of 32 x 16, one a SM */
     g_nu = 256, g_nr = 256;
-    tiled("classic 256x256, automatic", build_classic, 2, "1", 32, 16);
+    tiled("classic 256x256, automatic", build_classic, 2, "1", 32, 16, NULL);
   }
   g_nu = 32, g_nr = 32;
 }
