@@ -323,6 +323,44 @@ __device__ __forceinline__ wfp_f4 load_cg(const wfp_f4 *p) {
   return r;
 }
 
+/* Cell q of the ring `width` wide around the w x h tile at row r0, column c0: `width` rows above
+ * and below (w + 2 width wide), then `width` columns left and right (h high); its grid row and
+ * column (outside the cloth where the tile is at its edge). */
+__device__ __forceinline__ void ring_cell(uint32_t q, uint32_t width, uint32_t r0, uint32_t c0,
+                                          uint32_t w, uint32_t h, int32_t *gr, int32_t *gc) {
+  const uint32_t rw = w + 2 * width;
+  if (q < 2 * width * rw) { /* above, below */
+    const uint32_t row = q / rw;
+    *gr = row < width ? (int32_t)(r0 + row) - (int32_t)width : (int32_t)(r0 + h + row - width);
+    *gc = (int32_t)(c0 + q % rw) - (int32_t)width;
+  } else { /* left, right */
+    const uint32_t u = q - 2 * width * rw, col = u % (2 * width);
+    *gr = (int32_t)(r0 + u / (2 * width));
+    *gc = col < width ? (int32_t)(c0 + col) - (int32_t)width : (int32_t)(c0 + w + col - width);
+  }
+}
+
+/* Copies the positions and velocities of the ring `width` wide around the tile from P, V (the
+ * grid, read through L2) into NP, NV (a staged box SW wide with a ring of `width`); threads
+ * first, first + stride, ... */
+__device__ __forceinline__ void ring_copy(uint32_t first, uint32_t stride, uint32_t width,
+                                          uint32_t r0, uint32_t c0, uint32_t w, uint32_t h,
+                                          uint32_t nu, uint32_t nr, uint32_t SW, const wfp_f4 *P,
+                                          const wfp_f4 *V, wfp_f4 *NP, wfp_f4 *NV) {
+  const uint32_t ring = 2 * width * (w + 2 * width) + 2 * width * h;
+  for (uint32_t q = first; q < ring; q += stride) {
+    int32_t gr, gc;
+    ring_cell(q, width, r0, c0, w, h, &gr, &gc);
+    if (gr >= 0 && gr < (int32_t)nr && gc >= 0 && gc < (int32_t)nu) {
+      const size_t g = (size_t)gr * nu + (size_t)gc;
+      const uint32_t sl = (uint32_t)(gr - (int32_t)r0 + (int32_t)width) * SW +
+                          (uint32_t)(gc - (int32_t)c0 + (int32_t)width);
+      NP[sl] = load_cg(P + g);
+      NV[sl] = load_cg(V + g);
+    }
+  }
+}
+
 /* A vertex of the tile as one of its L lanes sees it: global index, index in the staged box,
  * its springs (offsets in the box). */
 template <int L> struct tile_vertex {
@@ -447,8 +485,6 @@ __global__ void __launch_bounds__(kTileBlock, 1)
       stage[SA + t] = a.half[0].vel_in[g];
     }
   }
-  /* the ring: 2 rows above and below (w + 4 wide), 2 columns left and right (h high) */
-  const uint32_t rw = w + 2 * R, ring = 2 * R * rw + 2 * R * h;
   double time = a.half[0].clock_in->time;
   unsigned long long subs = a.half[0].clock_in->substeps;
   const unsigned base = base_s;
@@ -473,24 +509,7 @@ __global__ void __launch_bounds__(kTileBlock, 1)
         }
       }
       named_sync(1, x_threads);
-      for (uint32_t t = xt; t < ring; t += x_threads) {
-        int32_t gr, gc;
-        if (t < 2 * R * rw) { /* above, below */
-          uint32_t row = t / rw;
-          gr = row < (uint32_t)R ? (int32_t)r0 - R + (int32_t)row : (int32_t)(r0 + h + row - R);
-          gc = (int32_t)c0 - R + (int32_t)(t % rw);
-        } else { /* left, right */
-          uint32_t u = t - 2 * R * rw, col = u % (2 * R);
-          gr = (int32_t)(r0 + u / (2 * R));
-          gc = col < (uint32_t)R ? (int32_t)c0 - R + (int32_t)col : (int32_t)(c0 + w + col - R);
-        }
-        if (gr >= 0 && gr < (int32_t)nr && gc >= 0 && gc < (int32_t)nu) {
-          size_t g = (size_t)gr * nu + (size_t)gc;
-          uint32_t sl = (uint32_t)(gr - (int32_t)r0 + R) * SW + (uint32_t)(gc - (int32_t)c0 + R);
-          NP[sl] = load_cg(hf->pos_out + g);
-          NV[sl] = load_cg(hf->vel_out + g);
-        }
-      }
+      ring_copy(xt, x_threads, R, r0, c0, w, h, nu, nr, SW, hf->pos_out, hf->vel_out, NP, NV);
     }
     time += (double)p.dt;
     subs++;
@@ -546,17 +565,9 @@ __global__ void __launch_bounds__(kTile2Block, 1)
   if (own) {
     lr = (int32_t)(t / w), lc = (int32_t)(t % w);
   } else if (t - wh < 2 * R * rw + 2 * R * h) {
-    const uint32_t q = t - wh;
-    if (q < 2 * R * rw) { /* above, below */
-      const uint32_t row = q / rw;
-      lr = row < (uint32_t)R ? (int32_t)row - R : (int32_t)(h + row - R);
-      lc = (int32_t)(q % rw) - R;
-    } else { /* left, right */
-      const uint32_t u = q - 2 * R * rw, col = u % (2 * R);
-      lr = (int32_t)(u / (2 * R));
-      lc = col < (uint32_t)R ? (int32_t)col - R : (int32_t)(w + col - R);
-    }
-    const int32_t gr = (int32_t)r0 + lr, gc = (int32_t)c0 + lc;
+    int32_t gr, gc;
+    ring_cell(t - wh, R, r0, c0, w, h, &gr, &gc);
+    lr = gr - (int32_t)r0, lc = gc - (int32_t)c0;
     on = gr >= 0 && gr < (int32_t)nr && gc >= 0 && gc < (int32_t)nu;
   }
   tile_vertex<1> v;
@@ -579,8 +590,6 @@ __global__ void __launch_bounds__(kTile2Block, 1)
   const uint32_t by_lo = r0 >= (uint32_t)RK ? (r0 - RK) / TH : 0;
   const uint32_t by_hi = min(nr - 1, r0 + h - 1 + RK) / TH;
   const uint32_t nbx = bx_hi - bx_lo + 1, nwait = nbx * (by_hi - by_lo + 1);
-  /* the ring of the box: RK rows above and below (w + 2 RK wide), RK columns each side */
-  const uint32_t rkw = w + 2 * RK, ring = 2 * RK * rkw + 2 * RK * h;
   /* stages: `ones` of one substep, then stages of two (see above) */
   const uint32_t S = a.substeps;
   uint32_t nst = S, ones = S;
@@ -639,24 +648,7 @@ __global__ void __launch_bounds__(kTile2Block, 1)
     }
     __syncthreads();
     wfp_f4 *NP = stage + (size_t)cur * 2 * SA, *NV = NP + SA;
-    for (uint32_t q = t; q < ring; q += blockDim.x) {
-      int32_t gr, gc;
-      if (q < 2 * RK * rkw) { /* above, below */
-        uint32_t row = q / rkw;
-        gr = row < (uint32_t)RK ? (int32_t)r0 - RK + (int32_t)row : (int32_t)(r0 + h + row - RK);
-        gc = (int32_t)c0 - RK + (int32_t)(q % rkw);
-      } else { /* left, right */
-        uint32_t u = q - 2 * RK * rkw, col = u % (2 * RK);
-        gr = (int32_t)(r0 + u / (2 * RK));
-        gc = col < (uint32_t)RK ? (int32_t)c0 - RK + (int32_t)col : (int32_t)(c0 + w + col - RK);
-      }
-      if (gr >= 0 && gr < (int32_t)nr && gc >= 0 && gc < (int32_t)nu) {
-        size_t g = (size_t)gr * nu + (size_t)gc;
-        uint32_t sl = (uint32_t)(gr - (int32_t)r0 + RK) * SW + (uint32_t)(gc - (int32_t)c0 + RK);
-        NP[sl] = load_cg(oP + g);
-        NV[sl] = load_cg(oV + g);
-      }
-    }
+    ring_copy(t, blockDim.x, RK, r0, c0, w, h, nu, nr, SW, oP, oV, NP, NV);
     __syncthreads();
   }
   (void)n;
