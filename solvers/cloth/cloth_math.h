@@ -4,13 +4,14 @@
  * struct per kernel, and the per-element functions (WF_HD static inline) that the CPU loops in
  * cloth_kernels.c and the __global__ kernels in cloth_kernels.cu both call.
  *
- * Determinism: only +, -, *, /, sqrtf, fabsf, fminf/fmaxf (correctly rounded or exact in IEEE
- * single precision on both compilers; the dihedral angle uses wfc_atan2, a polynomial made of
- * those, not the libm/CUDA atan2f, which differ). With FMA contraction off (-ffp-contract=off,
- * -fmad=false) the CPU and CUDA backends compute bit-identical states. Every vertex gathers its
- * springs and triangles in a fixed (CSR) order and writes only itself; every XPBD constraint of a
- * colour writes only its own vertices, which no other constraint of the colour touches. No
- * floating-point atomics anywhere.
+ * Determinism: only +, -, *, /, fmaf, sqrtf, fabsf, fminf/fmaxf (correctly rounded or exact in
+ * IEEE single precision on both compilers; the dihedral angle uses wfc_atan2, a polynomial made of
+ * those, not the libm/CUDA atan2f, which differ; the springs' wfc_rsqrt adds integer operations
+ * on the bits). With FMA contraction off (-ffp-contract=off, -fmad=false; a fused multiply-add is
+ * written out as fmaf where one is meant) the CPU and CUDA backends compute bit-identical states.
+ * Every vertex gathers its springs and triangles in a fixed (CSR) order and writes only itself;
+ * every XPBD constraint of a colour writes only its own vertices, which no other constraint of
+ * the colour touches. No floating-point atomics anywhere.
  *
  * State layout: pos[i] = xyz + inverse mass (0: pinned/kinematic), vel[i] = xyz + 0. The clock
  * (time, substep count) lives beside the state it belongs to, so a kernel reads the clock of its
@@ -22,6 +23,7 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "coupling.h" /* the particle solver's grid and state, for self-collision and coupling */
 #include "solvers/particle/particle_math.h" /* wfp_f4, wfp_collider, wfp_collider_sdf */
@@ -231,6 +233,35 @@ WF_HD static inline wfc_v3 wfc_cross(wfc_v3 a, wfc_v3 b) {
   return wfc_v(a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x);
 }
 WF_HD static inline float wfc_len(wfc_v3 a) { return sqrtf(wfc_dot(a, a)); }
+
+/* 1/sqrt(x) for x >= WFC_RSQRT_MIN, from integer operations on the bits and IEEE *, fmaf only:
+ * the same bits on both backends, and no branch (a correctly rounded sqrtf and division each
+ * carry a slow-path branch on the GPU, which keeps the compiler from overlapping a vertex's
+ * springs). The guess halves the exponent (magic constant 0x5f375a86, relative error below
+ * 3.5 %); three Newton steps y <- y (3/2 - (x/2) y^2) take that to 1.8e-3, 4.6e-6, then to float
+ * rounding (test_cloth_physics checks 4 ulp over 2^24 arguments). (x/2 y) y rather than x/2 (y y):
+ * y^2 would go subnormal for x near FLT_MAX. */
+#define WFC_RSQRT_MIN 1e-30f
+WF_HD static inline float wfc_rsqrt(float x) {
+  uint32_t b;
+#if defined(__CUDA_ARCH__)
+  b = __float_as_uint(x);
+#else
+  memcpy(&b, &x, sizeof b);
+#endif
+  b = 0x5f375a86u - (b >> 1);
+  float y;
+#if defined(__CUDA_ARCH__)
+  y = __uint_as_float(b);
+#else
+  memcpy(&y, &b, sizeof y);
+#endif
+  float hx = 0.5f * x;
+  y = y * fmaf(-(hx * y), y, 1.5f);
+  y = y * fmaf(-(hx * y), y, 1.5f);
+  y = y * fmaf(-(hx * y), y, 1.5f);
+  return y;
+}
 WF_HD static inline int wfc_finite(float v) { return v == v && v - v == 0.0f; }
 WF_HD static inline int wfc_finite3(wfc_v3 a) {
   return wfc_finite(a.x) && wfc_finite(a.y) && wfc_finite(a.z);
@@ -353,35 +384,46 @@ WF_HD static inline float wfc_spring_stiffness(const wfc_params *p, uint32_t kin
                              : p->spring_k[WFC_BEND];
 }
 
-/* The force of one spring (stiffness k, damping c, rest length) on the vertex at x (velocity v)
- * from the vertex at pj (velocity vj), in *t; 0 (and *t untouched) when the two coincide: such a
- * spring adds nothing, it is skipped. */
-WF_HD static inline int wfc_link_term(float k, float c, float rest, wfc_v3 x, wfc_v3 v, wfp_f4 pj,
-                                      wfp_f4 vj, wfc_v3 *t) {
-  wfc_v3 d = wfc_sub(wfc_xyz(pj), x);
-  float len = wfc_len(d);
-  if (!(len > 0.0f)) return 0;
-  wfc_v3 dir = wfc_scale(d, 1.0f / len);
-  float rel = wfc_dot(wfc_sub(wfc_xyz(vj), v), dir);
-  float fs = k * (len - rest) + c * rel;
-  *t = wfc_scale(dir, fs);
-  return 1;
+/* s + d g, each component one fused multiply-add (fmaf: exactly rounded on both backends). */
+WF_HD static inline wfc_v3 wfc_fma3(wfc_v3 d, float g, wfc_v3 s) {
+  return wfc_v(fmaf(d.x, g, s.x), fmaf(d.y, g, s.y), fmaf(d.z, g, s.z));
+}
+
+/* One spring (stiffness k, damping c, rest length) on the vertex at x (velocity v) from the
+ * vertex at pj (velocity vj): its force is g d with d = pj - x (in *d) and the returned g,
+ *   g = (k (|d| - rest) + c (vj - v).d / |d|) / |d|,
+ * computed without a branch (1/|d| from wfc_rsqrt, the dot products and sums fused): the GPU can
+ * overlap a vertex's springs. g is 0 when `on` is 0 (an empty slot) or the ends coincide (closer
+ * than 1e-15): such a spring adds nothing. Callers add g d with wfc_fma3, to a sum that starts
+ * at +0, so a spring that adds nothing (d finite, g = 0) leaves the sum's bits as they are:
+ * skipping it and adding it are the same. */
+WF_HD static inline float wfc_link_scale(float k, float c, float rest, wfc_v3 x, wfc_v3 v,
+                                         wfp_f4 pj, wfp_f4 vj, int on, wfc_v3 *d) {
+  wfc_v3 e = wfc_sub(wfc_xyz(pj), x), dv = wfc_sub(wfc_xyz(vj), v);
+  float d2 = fmaf(e.x, e.x, fmaf(e.y, e.y, e.z * e.z));
+  float inv = wfc_rsqrt(d2);
+  float len = d2 * inv;
+  float rel = fmaf(e.x, dv.x, fmaf(e.y, dv.y, e.z * dv.z)) * inv;
+  float g = fmaf(k, len - rest, c * rel) * inv;
+  *d = e;
+  return on && d2 >= WFC_RSQRT_MIN ? g : 0.0f;
 }
 
 /* Spring force on the vertex at x (velocity v) from vertex j (kind, rest length), added to s. */
 WF_HD static inline void wfc_link_force(const wfc_params *p, const wfp_f4 *pos, const wfp_f4 *vel,
                                         wfc_v3 x, wfc_v3 v, uint32_t j, uint32_t kind, float rest,
                                         wfc_v3 *s) {
-  wfc_v3 t;
-  if (wfc_link_term(wfc_spring_stiffness(p, kind), p->spring_c, rest, x, v, pos[j], vel[j], &t))
-    *s = wfc_add(*s, t);
+  wfc_v3 d;
+  float g =
+      wfc_link_scale(wfc_spring_stiffness(p, kind), p->spring_c, rest, x, v, pos[j], vel[j], 1, &d);
+  *s = wfc_fma3(d, g, *s);
 }
 
 /* THE ORDER OF A VERTEX'S SPRING FORCES (every path, CPU and CUDA, whatever its threads a vertex).
  * The springs of vertex i are its CSR list (cloth_mesh.c; a grid's in the order of
  * wfc_grid_gather12). Four partial sums: s_q, q = 0..3, adds the springs at list positions
  * q, q + 4, q + 8, ... in that order, starting from +0; the force is (s0 + s1) + (s2 + s3). A
- * spring whose ends coincide adds nothing (wfc_link_term). This is the shape a vertex spread
+ * spring whose ends coincide adds nothing (wfc_link_scale). This is the shape a vertex spread
  * over 4 threads computes (thread q: s_q; two butterfly shuffles), over 2 (thread q: s_q and
  * s_{q+2}) or over 1; float addition being commutative, both partners of a shuffle get the same
  * sum. */
@@ -389,17 +431,18 @@ WF_HD static inline wfc_v3 wfc_tree4(wfc_v3 s0, wfc_v3 s1, wfc_v3 s2, wfc_v3 s3)
   return wfc_add(wfc_add(s0, s1), wfc_add(s2, s3));
 }
 
-/* s[q] += t for a q known only at run time (without indexing, so s stays in registers). */
+/* s[q] += d g (wfc_fma3) for a q known only at run time (without indexing, so s stays in
+ * registers). */
 WF_HD static inline void wfc_acc4(wfc_v3 *s0, wfc_v3 *s1, wfc_v3 *s2, wfc_v3 *s3, uint32_t q,
-                                  wfc_v3 t) {
+                                  wfc_v3 d, float g) {
   if (q == 0)
-    *s0 = wfc_add(*s0, t);
+    *s0 = wfc_fma3(d, g, *s0);
   else if (q == 1)
-    *s1 = wfc_add(*s1, t);
+    *s1 = wfc_fma3(d, g, *s1);
   else if (q == 2)
-    *s2 = wfc_add(*s2, t);
+    *s2 = wfc_fma3(d, g, *s2);
   else
-    *s3 = wfc_add(*s3, t);
+    *s3 = wfc_fma3(d, g, *s3);
 }
 
 /* The spring force on vertex i over its CSR springs, in the order above. */
@@ -454,9 +497,10 @@ WF_HD static inline void wfc_grid_slot(const wfc_params *p, const wfp_f4 *P, con
                                        int exists, uint32_t j, uint32_t kind, float rest, wfc_v3 x,
                                        wfc_v3 v, uint32_t *pos, wfc_v3 *s) {
   if (!exists) return;
-  wfc_v3 t;
-  if (wfc_link_term(wfc_spring_stiffness(p, kind), p->spring_c, rest, x, v, P[j], V[j], &t))
-    wfc_acc4(&s[0], &s[1], &s[2], &s[3], *pos & 3u, t);
+  wfc_v3 d;
+  float g =
+      wfc_link_scale(wfc_spring_stiffness(p, kind), p->spring_c, rest, x, v, P[j], V[j], 1, &d);
+  wfc_acc4(&s[0], &s[1], &s[2], &s[3], *pos & 3u, d, g);
   (*pos)++;
 }
 
@@ -538,12 +582,12 @@ WF_HD static inline void wfc_lane_gather(const wfc_params *p, const wfp_f4 *P, c
                                          wfc_v3 *acc) {
   const uint32_t np = 4 / lanes;
   for (uint32_t j = 0; j < WFC_GRID_LINKS / lanes; j++) {
-    wfc_v3 t;
+    wfc_v3 d;
     uint32_t kind = (uint32_t)dk[j] & 3u;
-    uint32_t jj = (uint32_t)((int32_t)li + wfc_lane_offset(dk[j]));
-    if (j < nl &&
-        wfc_link_term(wfc_spring_stiffness(p, kind), p->spring_c, rest[j], x, v, P[jj], V[jj], &t))
-      acc[j % np] = wfc_add(acc[j % np], t);
+    uint32_t jj = (uint32_t)((int32_t)li + wfc_lane_offset(dk[j])); /* li itself if j >= nl */
+    float g = wfc_link_scale(wfc_spring_stiffness(p, kind), p->spring_c, rest[j], x, v, P[jj],
+                             V[jj], j < nl, &d);
+    acc[j % np] = wfc_fma3(d, g, acc[j % np]);
   }
 }
 

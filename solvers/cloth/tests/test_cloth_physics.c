@@ -5,11 +5,15 @@
  *  - XPBD stiffness does not depend on the iteration count at a fixed total work;
  *  - cloth draped on a sphere (both integrators) stays outside sphere + thickness, with no NaN;
  *  - a free-falling sheet follows semi-implicit Euler's x0 + v0 t + ½ g t² + ½ g h t with both
- *    integrators (the XPBD velocity must not be rebuilt from rounded positions). */
+ *    integrators (the XPBD velocity must not be rebuilt from rounded positions);
+ *  - the springs' branch-free 1/sqrt (wfc_rsqrt) is within 4 ulp of the exact value. */
 #define _POSIX_C_SOURCE 200809L /* before any system header: harness.h needs POSIX */
+
+#include <float.h>
 
 #include "cloth_scenes.h"
 #include "harness.h"
+#include "solvers/cloth/cloth_math.h"
 
 #define G 9.81
 
@@ -282,6 +286,33 @@ static void free_fall(int integrator) {
 TEST(free_fall_springs) { free_fall(WF_CLOTH_SPRINGS); }
 TEST(free_fall_xpbd) { free_fall(WF_CLOTH_XPBD); }
 
+/* wfc_rsqrt against 1/sqrt in double over 2^24 arguments spread over every binade from
+ * WFC_RSQRT_MIN to FLT_MAX (a stride through the bit patterns), and the length x rsqrt(x) the
+ * springs use against sqrtf: both within 4 ulp (of the float result). */
+TEST(rsqrt_within_4_ulp) {
+  float lo_f = WFC_RSQRT_MIN, hi_f = FLT_MAX;
+  uint32_t lo, hi;
+  memcpy(&lo, &lo_f, 4), memcpy(&hi, &hi_f, 4);
+  const uint32_t stride = (hi - lo) >> 24 | 1u;
+  double worst = 0.0, worst_len = 0.0;
+  float at = 0.0f;
+  for (uint32_t b = lo; b <= hi - stride; b += stride) {
+    float x;
+    memcpy(&x, &b, 4);
+    float y = wfc_rsqrt(x);
+    double exact = 1.0 / sqrt((double)x), ulp = nextafterf((float)exact, INFINITY) - (float)exact;
+    double e = fabs((double)y - exact) / ulp;
+    if (e > worst) worst = e, at = x;
+    float l = x * y, s = sqrtf(x);
+    double el = fabs((double)l - (double)s) / (double)(nextafterf(s, INFINITY) - s);
+    if (el > worst_len) worst_len = el;
+  }
+  printf("  rsqrt: worst %.2f ulp (at %g); x rsqrt(x) against sqrtf: worst %.2f ulp\n", worst,
+         (double)at, worst_len);
+  CHECK(worst <= 4.0);
+  CHECK(worst_len <= 4.0);
+}
+
 int main(int argc, char **argv) {
   static const th_test tests[] = {TH_TEST(spring_chain_static_extension),
                                   TH_TEST(xpbd_pendulum_period_and_energy),
@@ -289,6 +320,7 @@ int main(int argc, char **argv) {
                                   TH_TEST(drape_on_sphere_springs),
                                   TH_TEST(drape_on_sphere_xpbd),
                                   TH_TEST(free_fall_springs),
-                                  TH_TEST(free_fall_xpbd)};
+                                  TH_TEST(free_fall_xpbd),
+                                  TH_TEST(rsqrt_within_4_ulp)};
   return th_main(argc, argv, tests, TH_COUNT(tests));
 }
