@@ -7,13 +7,15 @@
  *   first row pinned, gravity -9.81 m/s², 60 frames/s with 16 substeps a frame, and every frame
  *   all positions copied to a pinned host buffer (asynchronous copy, wait at the frame's end).
  *
- * Two readbacks for the mass-spring integrator: "springs" enqueues wf_cloth_copy_positions after
- * each frame (a copy node after the frame); "springs-rb" registers the pinned buffer once with
- * wf_cloth_set_frame_readback, and the one-launch frame writes the positions from its last
- * substep straight into it. Both wait for the stream every frame, so both measure the frame up to
- * the positions being in host memory. The "kernel" column says how the frame ran (res/L<n>: a
- * resident frame, n threads a vertex holding its state in registers, "/sm": neighbours staged in
- * shared memory; stride: a grid-stride loop; substep: one launch per substep).
+ * Three readbacks for the mass-spring integrator: "springs" enqueues wf_cloth_copy_positions
+ * after each frame (a copy node after the frame); "springs-rb" registers the pinned buffer once
+ * with wf_cloth_set_frame_readback, and the one-launch frame writes the positions (xyz + inverse
+ * mass, 16 bytes a vertex) from its last substep straight into it; "springs-xyz" does the same
+ * with wf_cloth_set_frame_readback_as(WF_CLOTH_XYZ): x, y, z packed, 12 bytes a vertex, as the
+ * positions of the classic benchmark are read back. All wait for the stream every frame, so all
+ * measure the frame up to the positions being in host memory. The "kernel" column says how the
+ * frame ran (res/L<n>: a resident frame, n threads a vertex holding its state in registers, "/sm":
+ * neighbours staged in shared memory; stride: a grid-stride loop; substep: one launch per substep).
  *
  * --profile separates, per size, the fixed per-frame cost from the per-substep cost of the
  * mass-spring frame: the median of a bare stream synchronize, of copy + synchronize, of frames of
@@ -63,8 +65,9 @@ void wf_bench_cloth_usage(FILE *f) {
         "positions read back every frame), with the mass-spring and XPBD integrators. Prints\n"
         "ms/frame, vertex-substeps/s, modelled bytes per substep and the fraction of the measured\n"
         "device memory bandwidth. Mass-spring runs twice: springs (wf_cloth_copy_positions after\n"
-        "each frame) and springs-rb (wf_cloth_set_frame_readback: the frame kernel writes the\n"
-        "positions into the pinned buffer itself).\n"
+        "each frame), springs-rb (wf_cloth_set_frame_readback: the frame kernel writes the\n"
+        "positions, 16 bytes a vertex, into the pinned buffer itself) and springs-xyz (the same\n"
+        "as packed x, y, z: 12 bytes a vertex).\n"
         "\n"
         "options:\n"
         "  --device NAME   cpu, cpu:N, cuda, cuda:N (default: cuda:0 when usable, else cpu:0)\n"
@@ -169,7 +172,7 @@ static double model_bytes(int integrator, double N, const wf_cloth_info *info) {
 }
 
 /* Readback of a measured frame. */
-enum { RB_NONE, RB_COPY, RB_FRAME };
+enum { RB_NONE, RB_COPY, RB_FRAME, RB_FRAME_XYZ };
 
 typedef struct run_cfg {
   int N, integrator, substeps, frames, readback;
@@ -204,6 +207,8 @@ static int run_cfg_ms(wf_device *dev, wf_device *host, const run_cfg *cfg, doubl
   if (st == WF_OK) st = wf_cloth_pin_named(c, "top-right", NULL);
   if (st == WF_OK) st = wf_buffer_create(host, (size_t)N * N * 16, WF_BUFFER_PINNED, NULL, &pinned);
   if (st == WF_OK && cfg->readback == RB_FRAME) st = wf_cloth_set_frame_readback(c, pinned, 0);
+  if (st == WF_OK && cfg->readback == RB_FRAME_XYZ)
+    st = wf_cloth_set_frame_readback_as(c, pinned, 0, WF_CLOTH_XYZ);
   /* warm-up: capture, first launches, caches */
   for (int f = 0; f < 5 + frames && st == WF_OK; f++) {
     double t0 = bench_now_s();
@@ -221,8 +226,9 @@ static int run_cfg_ms(wf_device *dev, wf_device *host, const run_cfg *cfg, doubl
   }
   /* the readback must hold the cloth: finite */
   const float *p = wf_buffer_ptr(pinned);
+  const size_t stride = cfg->readback == RB_FRAME_XYZ ? 3 : 4;
   for (size_t i = 0; cfg->readback != RB_NONE && i < (size_t)N * N; i++)
-    if (!(p[4 * i + 1] == p[4 * i + 1])) {
+    if (!(p[stride * i + 1] == p[stride * i + 1])) {
       fprintf(stderr, "weft bench cloth: readback holds NaN at vertex %zu\n", i);
       goto done;
     }
@@ -325,7 +331,7 @@ int wf_bench_cloth(int argc, char **argv) {
   printf("16 substeps a frame, %d measured frames after 5 warm-up; positions read back every "
          "frame\n\n",
          frames);
-  printf("%-10s %-10s %10s %9s %12s %16s %14s %10s %8s\n", "variant", "size", "vertices", "kernel",
+  printf("%-11s %-10s %10s %9s %12s %16s %14s %10s %8s\n", "variant", "size", "vertices", "kernel",
          "ms/frame", "vertex-substep/s", "MB/substep", "GB/s", "of bw");
   add_row(rows, &n_rows, "device_bandwidth", bw, "GB/s");
   static const struct {
@@ -333,8 +339,9 @@ int wf_bench_cloth(int argc, char **argv) {
     int integrator, readback;
   } variants[] = {{"springs", "springs", WF_CLOTH_SPRINGS, RB_COPY},
                   {"springs-rb", "springs_rb", WF_CLOTH_SPRINGS, RB_FRAME},
+                  {"springs-xyz", "springs_xyz", WF_CLOTH_SPRINGS, RB_FRAME_XYZ},
                   {"xpbd", "xpbd", WF_CLOTH_XPBD, RB_COPY}};
-  for (int v = 0; v < 3; v++)
+  for (int v = 0; v < 4; v++)
     for (int k = 0; k < n_sizes; k++) {
       run_result r;
       wf_cloth_info ci;
@@ -343,7 +350,7 @@ int wf_bench_cloth(int argc, char **argv) {
         goto fail;
       char sz[24], metric[64];
       snprintf(sz, sizeof sz, "%dx%d", sizes[k], sizes[k]);
-      printf("%-10s %-10s %10d %9s %12.4f %16.4g %14.3f %10.1f %7.1f%%\n", variants[v].name, sz,
+      printf("%-11s %-10s %10d %9s %12.4f %16.4g %14.3f %10.1f %7.1f%%\n", variants[v].name, sz,
              sizes[k] * sizes[k], kernel_name(&ci), r.ms, r.vss, r.bytes * 1e-6, r.gbs,
              bw > 0 ? 100.0 * r.gbs / bw : 0.0);
       fflush(stdout);
@@ -362,8 +369,8 @@ int wf_bench_cloth(int argc, char **argv) {
         "\nprofile, mass-spring (us; median of %d frames): frame(S) = fixed + S x substep, fitted "
         "over S = 1, 2, 4, 8, 16\n",
         frames);
-    printf("%-10s %9s %9s %11s %9s %9s %10s %10s %10s\n", "size", "kernel", "sync", "copy+sync",
-           "fixed", "substep", "S=16", "S=16+copy", "S=16+rb");
+    printf("%-10s %9s %9s %11s %9s %9s %10s %10s %10s %10s\n", "size", "kernel", "sync",
+           "copy+sync", "fixed", "substep", "S=16", "S=16+copy", "S=16+rb", "S=16+xyz");
     for (int k = 0; k < n_sizes; k++)
       if (profile_one(dev, host, sizes[k], frames, rows, &n_rows)) goto fail;
   }
@@ -378,7 +385,7 @@ fail:
 static int profile_one(wf_device *dev, wf_device *host, int N, int frames, bench_row *rows,
                        int *n_rows) {
   static const int S[] = {1, 2, 4, 8, 16};
-  double t[5], sync_ms, copy_ms, copy16, rb16;
+  double t[5], sync_ms, copy_ms, copy16, rb16, xyz16;
   wf_cloth_info ci;
   run_cfg cfg = {N, WF_CLOTH_SPRINGS, 16, frames, RB_NONE, false};
   if (run_cfg_ms(dev, host, &cfg, &sync_ms, &ci)) return 1;
@@ -388,6 +395,8 @@ static int profile_one(wf_device *dev, wf_device *host, int N, int frames, bench
   if (run_cfg_ms(dev, host, &cfg, &copy16, &ci)) return 1;
   cfg.readback = RB_FRAME;
   if (run_cfg_ms(dev, host, &cfg, &rb16, &ci)) return 1;
+  cfg.readback = RB_FRAME_XYZ;
+  if (run_cfg_ms(dev, host, &cfg, &xyz16, &ci)) return 1;
   cfg.readback = RB_NONE;
   for (int k = 0; k < 5; k++) {
     cfg.substeps = S[k];
@@ -400,14 +409,16 @@ static int profile_one(wf_device *dev, wf_device *host, int N, int frames, bench
   double b = (5 * sxy - sx * sy) / (5 * sxx - sx * sx), a = (sy - b * sx) / 5;
   char sz[24], metric[64];
   snprintf(sz, sizeof sz, "%dx%d", N, N);
-  printf("%-10s %9s %9.1f %11.1f %9.1f %9.2f %10.1f %10.1f %10.1f\n", sz, kernel_name(&ci),
-         sync_ms * 1e3, copy_ms * 1e3, a * 1e3, b * 1e3, t[4] * 1e3, copy16 * 1e3, rb16 * 1e3);
+  printf("%-10s %9s %9.1f %11.1f %9.1f %9.2f %10.1f %10.1f %10.1f %10.1f\n", sz, kernel_name(&ci),
+         sync_ms * 1e3, copy_ms * 1e3, a * 1e3, b * 1e3, t[4] * 1e3, copy16 * 1e3, rb16 * 1e3,
+         xyz16 * 1e3);
   fflush(stdout);
   const struct {
     const char *what;
     double ms;
-  } out[] = {{"sync", sync_ms},   {"copy_sync", copy_ms},     {"frame_fixed", a},    {"substep", b},
-             {"frame_s16", t[4]}, {"frame_s16_copy", copy16}, {"frame_s16_rb", rb16}};
+  } out[] = {{"sync", sync_ms},      {"copy_sync", copy_ms},  {"frame_fixed", a},
+             {"substep", b},         {"frame_s16", t[4]},     {"frame_s16_copy", copy16},
+             {"frame_s16_rb", rb16}, {"frame_s16_xyz", xyz16}};
   for (size_t k = 0; k < sizeof out / sizeof out[0]; k++) {
     snprintf(metric, sizeof metric, "springs_%s_profile_%s_us", sz, out[k].what);
     add_row(rows, n_rows, metric, out[k].ms * 1e3, "us");

@@ -26,9 +26,9 @@ wf_status wf__buffer_use(wf_buffer *b, wf_stream *s) {
     if (first && st == WF_OK) st = wf__capture_add_buffer(c, b);
     return st;
   }
-  if (s->dev->be->stream_is_capturing(s)) return WF_OK; /* the host program's own capture */
   wf_stream *last = b->last;
-  if (last == s) return WF_OK;
+  if (last == s) return WF_OK; /* before asking the driver: a frame touches every buffer */
+  if (s->dev->be->stream_is_capturing(s)) return WF_OK; /* the host program's own capture */
   if (last) {
     wf_status st = wf__stream_after(s, last);
     if (st != WF_OK) return st;

@@ -274,6 +274,18 @@ WF_API wf_status wf_cloth_copy_positions_on(wf_cloth *c, wf_buffer *dst, size_t 
  *  the solver, and the captured frame is captured again at the next frame. Frames of a coupled
  *  cloth (stepped by wf_particles_step_frames) do not read back. */
 WF_API wf_status wf_cloth_set_frame_readback(wf_cloth *c, wf_buffer *dst, size_t off);
+/** The layout of positions in a per-frame readback (wf_cloth_set_frame_readback_as). */
+typedef enum wf_cloth_layout {
+  WF_CLOTH_XYZW = 0, /**< 16 bytes a vertex: x, y, z and the inverse mass (wf_cloth_download's) */
+  WF_CLOTH_XYZ = 1   /**< 12 bytes a vertex: x, y, z, packed (float[3] a vertex, a vertex buffer) */
+} wf_cloth_layout;
+/** wf_cloth_set_frame_readback in the given layout. WF_CLOTH_XYZW is wf_cloth_set_frame_readback;
+ *  WF_CLOTH_XYZ writes vertices x 12 bytes (3/4 of the bytes over the bus), at an offset that is a
+ *  multiple of 4, into memory the solver's device writes itself: host memory (WF_BUFFER_PINNED for
+ *  a cloth on a CUDA device) or a buffer on the cloth's own device. Frames that do not write it
+ *  from their last substep pack the positions into dst with a kernel after the frame. */
+WF_API wf_status wf_cloth_set_frame_readback_as(wf_cloth *c, wf_buffer *dst, size_t off,
+                                                wf_cloth_layout layout);
 /** Waits for the solver and reports its device flags (non-finite state), as download does. */
 WF_API wf_status wf_cloth_check(wf_cloth *c);
 /** Simulated seconds and substeps so far (waits for the solver). */

@@ -115,6 +115,7 @@ struct wf_cloth {
   uint32_t reach;      /* largest |i - j| over the vertices j that vertex i reads */
   wf_buffer *rb;       /* per-frame readback destination (wf_cloth_set_frame_readback), or NULL */
   size_t rb_off;
+  wf_cloth_layout rb_layout; /* WF_CLOTH_XYZW or packed WF_CLOTH_XYZ */
   wfc_params params;
   wfp_collider colliders[WFC_MAX_COLLIDERS];
 };
@@ -923,7 +924,7 @@ static wf_status touch_all(wf_cloth *c, const char *fn) {
 
 /* Springs without self-collision or coupling: the whole batch in one launch (cloth_fast.h);
  * host_pos: where the last substep also writes the positions, or NULL. */
-static wf_status springs_frame(wf_cloth *c, const char *fn, int n, wfp_f4 *host_pos) {
+static wf_status springs_frame(wf_cloth *c, const char *fn, int n, void *host_pos) {
   wfc_frame_args fa;
   memset(&fa, 0, sizeof fa);
   for (int in = 0; in < 2; in++) {
@@ -942,6 +943,7 @@ static wf_status springs_frame(wf_cloth *c, const char *fn, int n, wfp_f4 *host_
   fa.reach = c->reach;
   fa.sync = c->buf[B_SYNC] ? ptr(c, B_SYNC) : NULL;
   fa.host_pos = host_pos;
+  fa.host_xyz = c->rb_layout == WF_CLOTH_XYZ;
   return launch(c, fn, &wfc_spring_frame, c->nv, &fa, sizeof fa);
 }
 
@@ -951,25 +953,39 @@ static bool one_launch(const wf_cloth *c) {
 
 /* The readback buffer's memory when the frame kernel can write the positions into it itself:
  * host memory the device reaches (the CPU backend's, or pinned memory from a CUDA device:
- * unified addressing maps it), 16-byte aligned. NULL: copy after the frame instead. */
-static wfp_f4 *readback_direct(const wf_cloth *c) {
-  if (!c->rb || !one_launch(c) || (c->rb_off & 15u)) return NULL;
+ * unified addressing maps it), 16-byte aligned for xyzw. NULL: copy (xyzw) or pack (xyz) after
+ * the frame instead. */
+static void *readback_direct(const wf_cloth *c) {
+  if (!c->rb || !one_launch(c)) return NULL;
+  if (c->rb_layout == WF_CLOTH_XYZW && (c->rb_off & 15u)) return NULL;
   if (wf_device_is_cuda(wf_buffer_device(c->rb))) return NULL; /* device memory: copy */
   if (wf_device_is_cuda(c->dev) && !(wf_buffer_flags(c->rb) & WF_BUFFER_PINNED)) return NULL;
-  return (wfp_f4 *)(void *)((char *)wf_buffer_ptr(c->rb) + c->rb_off);
+  return (char *)wf_buffer_ptr(c->rb) + c->rb_off;
+}
+
+/* The readback after a frame that did not write it itself: a copy (xyzw) or the pack kernel
+ * (xyz, into memory the device writes: wf_cloth_set_frame_readback_as checked it). */
+static wf_status readback_after(wf_cloth *c, const char *fn) {
+  if (c->rb_layout == WF_CLOTH_XYZ) {
+    wfc_xyz_args xa = {ptr(c, B_POS0), (float *)(void *)((char *)wf_buffer_ptr(c->rb) + c->rb_off)};
+    wf_status st = launch(c, fn, &wfc_pack_xyz, c->nv, &xa, sizeof xa);
+    if (st != WF_OK) return st;
+    TRY(wf_buffer_touch(c->rb, c->stream), "ordering the readback buffer");
+    return WF_OK;
+  }
+  TRY(wf_copy(c->rb, c->rb_off, c->buf[B_POS0], 0, (size_t)c->nv * sizeof(wfp_f4), c->stream),
+      "copying positions to the readback buffer");
+  return WF_OK;
 }
 
 /* n substeps; frame: they are a frame of wf_cloth_step_frames (it ends with the readback). */
 static wf_status enqueue_substeps_rb(wf_cloth *c, const char *fn, int n, bool frame) {
   bool springs = c->desc.integrator == WF_CLOTH_SPRINGS;
   wf_status st = WF_OK;
-  wfp_f4 *direct = frame ? readback_direct(c) : NULL;
-  if (frame && c->rb && !direct) { /* the general path: copy after the frame */
+  void *direct = frame ? readback_direct(c) : NULL;
+  if (frame && c->rb && !direct) { /* the general path: copy or pack after the frame */
     st = enqueue_substeps_rb(c, fn, n, false);
-    if (st == WF_OK)
-      TRY(wf_copy(c->rb, c->rb_off, c->buf[B_POS0], 0, (size_t)c->nv * sizeof(wfp_f4), c->stream),
-          "copying positions to the readback buffer");
-    return st;
+    return st != WF_OK ? st : readback_after(c, fn);
   }
   if (one_launch(c) && n > 0) {
     st = springs_frame(c, fn, n, direct);
@@ -1186,11 +1202,17 @@ wf_status wf_cloth_copy_positions_on(wf_cloth *c, wf_buffer *dst, size_t off, wf
   return WF_OK;
 }
 
-wf_status wf_cloth_set_frame_readback(wf_cloth *c, wf_buffer *dst, size_t off) {
-  static const char fn[] = "wf_cloth_set_frame_readback";
+static wf_status set_readback(wf_cloth *c, wf_buffer *dst, size_t off, wf_cloth_layout layout,
+                              const char *fn) {
   if (!c) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
+  if (layout != WF_CLOTH_XYZW && layout != WF_CLOTH_XYZ)
+    return wf__error(WF_ERR_INVALID, fn,
+                     "cloth '%s': layout %d is neither WF_CLOTH_XYZW (0) nor WF_CLOTH_XYZ (1)",
+                     c->name, (int)layout);
+  if (!dst) layout = WF_CLOTH_XYZW;
   if (dst) {
-    size_t bytes = (size_t)c->nv * sizeof(wfp_f4), size = wf_buffer_size(dst);
+    const bool xyz = layout == WF_CLOTH_XYZ;
+    size_t bytes = (size_t)c->nv * (xyz ? 12 : sizeof(wfp_f4)), size = wf_buffer_size(dst);
     if (off > size || size - off < bytes)
       return wf__error(WF_ERR_INVALID, fn,
                        "cloth '%s': destination holds %zu bytes after offset %zu, positions "
@@ -1203,15 +1225,35 @@ wf_status wf_cloth_set_frame_readback(wf_cloth *c, wf_buffer *dst, size_t off) {
                        "cloth '%s' runs on %s: a host destination must be a WF_BUFFER_PINNED "
                        "buffer (a copy into pageable memory would block every frame)",
                        c->name, wf_device_name(c->dev));
+    if (xyz && wf_device_is_cuda(d) && d != c->dev)
+      return wf__error(WF_ERR_INVALID, fn,
+                       "cloth '%s' runs on %s: a WF_CLOTH_XYZ destination on %s cannot be "
+                       "written by it (use host memory or a buffer on %s)",
+                       c->name, wf_device_name(c->dev), wf_device_name(d), wf_device_name(c->dev));
+    if (xyz && (off & 3u))
+      return wf__error(WF_ERR_INVALID, fn,
+                       "cloth '%s': offset %zu of a WF_CLOTH_XYZ destination is not a multiple "
+                       "of 4 (it holds floats)",
+                       c->name, off);
   }
-  if (c->rb == dst && c->rb_off == off) return WF_OK;
+  if (c->rb == dst && c->rb_off == off && c->rb_layout == layout) return WF_OK;
   /* the captured frame bakes in the destination: wait for it, drop it, capture again */
   TRY(wf_stream_synchronize(c->stream), "waiting for the solver");
   if (c->graph) wf_graph_destroy(c->graph);
   c->graph = NULL;
   c->rb = dst;
   c->rb_off = dst ? off : 0;
+  c->rb_layout = layout;
   return WF_OK;
+}
+
+wf_status wf_cloth_set_frame_readback(wf_cloth *c, wf_buffer *dst, size_t off) {
+  return set_readback(c, dst, off, WF_CLOTH_XYZW, "wf_cloth_set_frame_readback");
+}
+
+wf_status wf_cloth_set_frame_readback_as(wf_cloth *c, wf_buffer *dst, size_t off,
+                                         wf_cloth_layout layout) {
+  return set_readback(c, dst, off, layout, "wf_cloth_set_frame_readback_as");
 }
 
 wf_status wf_cloth_time(wf_cloth *c, double *seconds, uint64_t *substeps) {

@@ -97,7 +97,7 @@ static void spring_frame_cpu(const void *args, size_t begin, size_t end) {
       } else {
         fl = wfc_frame_elem(a, s, (uint32_t)i);
       }
-      if (last && a->host_pos) a->host_pos[i] = h->pos_out[i];
+      if (last && a->host_pos) wfc_frame_put(a, i, h->pos_out[i]);
       if (fl) flag_vertex(h->flags, fl, (uint32_t)i);
     }
     time += (double)p->dt;

@@ -60,7 +60,7 @@ __global__ void __launch_bounds__(kBlock)
     bool last = s + 1 == a.substeps;
     for (size_t i = g.thread_rank(); i < n; i += g.size()) {
       uint32_t fl = wfc_frame_elem(&a, s, (uint32_t)i);
-      if (last && a.host_pos) a.host_pos[i] = a.half[s & 1u].pos_out[i];
+      if (last && a.host_pos) wfc_frame_put(&a, i, a.half[s & 1u].pos_out[i]);
       if (fl) {
         wfc_flags *f = a.half[s & 1u].flags;
         atomicOr(&f->flags, fl);
@@ -155,7 +155,7 @@ __global__ void __launch_bounds__(kBlock)
                   : wfc_spring_vertex(&p, h->colliders, h, NULL, a.nu, a.nr, i, time, &x4, &v4);
       h->pos_out[i] = x4;
       h->vel_out[i] = v4;
-      if (last && a.host_pos) a.host_pos[i] = x4;
+      if (last && a.host_pos) wfc_frame_put(&a, i, x4);
       if (fl) {
         atomicOr(&h->flags->flags, fl);
         atomicMin(&h->flags->first_bad, i);
@@ -271,7 +271,7 @@ __global__ void __launch_bounds__(kBlock)
       if (lane == 0) {
         h->pos_out[i] = x4;
         h->vel_out[i] = v4;
-        if (last && a.host_pos) a.host_pos[i] = x4;
+        if (last && a.host_pos) wfc_frame_put(&a, i, x4);
         if (fl) {
           atomicOr(&h->flags->flags, fl);
           atomicMin(&h->flags->first_bad, i);
@@ -418,7 +418,7 @@ __device__ __forceinline__ void tile_vertex_step(const tile_vertex<L> &t, const 
     NV[t.li] = v4;
     hf->pos_out[t.i] = x4;
     hf->vel_out[t.i] = v4;
-    if (last && a.host_pos) a.host_pos[t.i] = x4;
+    if (last && a.host_pos) wfc_frame_put(&a, t.i, x4);
     if (fl) {
       atomicOr(&hf->flags->flags, fl);
       atomicMin(&hf->flags->first_bad, t.i);
@@ -624,7 +624,7 @@ __global__ void __launch_bounds__(kTile2Block, 1)
             oP[v.i] = x4;
             oV[v.i] = v4;
           }
-          if (last && a.host_pos) a.host_pos[v.i] = x4;
+          if (last && a.host_pos) wfc_frame_put(&a, v.i, x4);
           if (fl) {
             atomicOr(&hf->flags->flags, fl);
             atomicMin(&hf->flags->first_bad, v.i);

@@ -53,7 +53,7 @@
  *
  * Per-frame readback (wf_cloth_set_frame_readback): with host_pos set, the last substep also
  * writes each vertex's position there (pinned host memory, mapped by unified addressing on CUDA),
- * so the frame needs no copy after it.
+ * as xyzw or packed xyz (host_xyz; wfc_frame_put), so the frame needs no copy after it.
  *
  * Grid cloths. A grid's springs follow from the vertex's row and column: stretch to the 4
  * neighbours, shear to the 4 diagonals, bend to the vertices two apart. The CSR adjacency
@@ -132,8 +132,17 @@ typedef struct wfc_frame_args {
   uint32_t barrier; /* WFC_BARRIER_* (resident) */
   uint32_t reach; /* largest |i - j| over the vertices j that vertex i reads (springs, triangles) */
   uint32_t *sync; /* resident: one counter a block (substeps it has published; zero at first) */
-  wfp_f4 *host_pos; /* NULL, or where the last substep also writes the positions (pinned host) */
+  void *host_pos; /* NULL, or where the last substep also writes the positions (host memory) */
+  uint32_t host_xyz; /* 0: host_pos holds xyzw (16 bytes a vertex), 1: packed xyz (12 bytes) */
 } wfc_frame_args;
+
+/* The readback of vertex i's position x (the last substep; host_pos is set). */
+WF_HD static inline void wfc_frame_put(const wfc_frame_args *a, uint32_t i, wfp_f4 x) {
+  if (a->host_xyz)
+    wfc_put_xyz((float *)a->host_pos, i, x);
+  else
+    ((wfp_f4 *)a->host_pos)[i] = x;
+}
 
 /* One vertex of one substep on whichever path the frame uses. */
 WF_HD static inline uint32_t wfc_frame_elem(const wfc_frame_args *a, uint32_t s, uint32_t i) {

@@ -69,6 +69,7 @@ WFC_LOOP(couple_particles_cpu, wfc_couple_particle_args, wfc_couple_particle_ele
 WFC_LOOP(apply_cpu, wfc_apply_args, wfc_apply_elem)
 WFC_LOOP(halo_pack_cpu, wfc_halo_args, wfc_halo_pack_elem)
 WFC_LOOP(halo_unpack_cpu, wfc_halo_args, wfc_halo_unpack_elem)
+WFC_LOOP(pack_xyz_cpu, wfc_xyz_args, wfc_xyz_elem)
 #undef WFC_LOOP
 
 const wf_kernel wfc_grid_q = {"cloth_grid_q", q_cpu, WFC_CUDA(wfc_grid_q_cuda)};
@@ -83,6 +84,7 @@ const wf_kernel wfc_apply = {"cloth_apply", apply_cpu, WFC_CUDA(wfc_apply_cuda)}
 const wf_kernel wfc_halo_pack = {"cloth_halo_pack", halo_pack_cpu, WFC_CUDA(wfc_halo_pack_cuda)};
 const wf_kernel wfc_halo_unpack = {"cloth_halo_unpack", halo_unpack_cpu,
                                    WFC_CUDA(wfc_halo_unpack_cuda)};
+const wf_kernel wfc_pack_xyz = {"cloth_pack_xyz", pack_xyz_cpu, WFC_CUDA(wfc_pack_xyz_cuda)};
 
 /* The per-vertex kernels over a range [begin, begin + n): element j is vertex begin + j, and the
  * flags name that vertex. */

@@ -78,6 +78,7 @@ WFC_KERNEL(couple_particles_kernel, wfc_couple_particle_args, wfc_couple_particl
 WFC_KERNEL(apply_kernel, wfc_apply_args, wfc_apply_elem)
 WFC_KERNEL(halo_pack_kernel, wfc_halo_args, wfc_halo_pack_elem)
 WFC_KERNEL(halo_unpack_kernel, wfc_halo_args, wfc_halo_unpack_elem)
+WFC_KERNEL(pack_xyz_kernel, wfc_xyz_args, wfc_xyz_elem)
 #undef WFC_KERNEL
 
 } // namespace
@@ -94,6 +95,7 @@ WFC_WRAPPER(wfc_couple_particles_cuda, couple_particles_kernel, wfc_couple_parti
 WFC_WRAPPER(wfc_apply_cuda, apply_kernel, wfc_apply_args)
 WFC_WRAPPER(wfc_halo_pack_cuda, halo_pack_kernel, wfc_halo_args)
 WFC_WRAPPER(wfc_halo_unpack_cuda, halo_unpack_kernel, wfc_halo_args)
+WFC_WRAPPER(wfc_pack_xyz_cuda, pack_xyz_kernel, wfc_xyz_args)
 WFC_WRAPPER(wfc_spring_range_cuda, spring_range_kernel, wfc_spring_range_args)
 WFC_WRAPPER(wfc_xpbd_predict_range_cuda, predict_range_kernel, wfc_predict_range_args)
 WFC_WRAPPER(wfc_xpbd_finalize_range_cuda, finalize_range_kernel, wfc_finalize_range_args)

@@ -22,6 +22,7 @@ extern const wf_kernel wfc_couple_particles; /* n = particles: impulses from the
 extern const wf_kernel wfc_apply;            /* n = vertices: apply the corrections */
 extern const wf_kernel wfc_halo_pack;        /* n = ghosts: gathers owned vertices to send */
 extern const wf_kernel wfc_halo_unpack;      /* n = ghosts: scatters received ones into ghosts */
+extern const wf_kernel wfc_pack_xyz;         /* n = vertices: positions as packed xyz */
 /* n = vertices of a range [begin, begin + n) (split.c's overlap): the kernels above, on a range */
 extern const wf_kernel wfc_spring_range;
 extern const wf_kernel wfc_xpbd_predict_range;
@@ -40,6 +41,7 @@ void wfc_couple_particles_cuda(const void *args, size_t n, void *stream);
 void wfc_apply_cuda(const void *args, size_t n, void *stream);
 void wfc_halo_pack_cuda(const void *args, size_t n, void *stream);
 void wfc_halo_unpack_cuda(const void *args, size_t n, void *stream);
+void wfc_pack_xyz_cuda(const void *args, size_t n, void *stream);
 void wfc_spring_range_cuda(const void *args, size_t n, void *stream);
 void wfc_xpbd_predict_range_cuda(const void *args, size_t n, void *stream);
 void wfc_xpbd_finalize_range_cuda(const void *args, size_t n, void *stream);

@@ -191,6 +191,12 @@ typedef struct wfc_halo_args {
   wfp_f4 *dst0, *dst1;
 } wfc_halo_args;
 
+/* The per-frame readback in the xyz layout (WF_CLOTH_XYZ): dst[3 i + k] = src[i] component k. */
+typedef struct wfc_xyz_args {
+  const wfp_f4 *src;
+  float *dst;
+} wfc_xyz_args;
+
 /* The split solver's overlap (split.c): a per-vertex kernel over the vertices [begin, begin + n)
  * of a partition only (element j works on vertex begin + j), so that the vertices other partitions
  * read can be computed and sent before the rest. The math per vertex is the full kernel's. */
@@ -913,6 +919,17 @@ WF_HD static inline void wfc_halo_pack_elem(const wfc_halo_args *a, uint32_t j) 
   uint32_t i = a->idx[j];
   a->dst0[j] = a->src0[i];
   if (a->src1) a->dst1[j] = a->src1[i];
+}
+
+/* Vertex i's position as 3 packed floats at dst + 3 i (WF_CLOTH_XYZ). */
+WF_HD static inline void wfc_put_xyz(float *dst, uint32_t i, wfp_f4 x) {
+  dst[3 * (size_t)i] = x.x;
+  dst[3 * (size_t)i + 1] = x.y;
+  dst[3 * (size_t)i + 2] = x.z;
+}
+
+WF_HD static inline void wfc_xyz_elem(const wfc_xyz_args *a, uint32_t i) {
+  wfc_put_xyz(a->dst, i, a->src[i]);
 }
 
 WF_HD static inline void wfc_halo_unpack_elem(const wfc_halo_args *a, uint32_t j) {

@@ -208,54 +208,73 @@ TEST(resident_boundary_bitwise) {
   g_nu = 32, g_nr = 32;
 }
 
-/* After every frame the readback buffer holds bitwise the positions the frame left. */
-static void readback_case(const char *what, const char *mode, int substeps, uint32_t direct) {
+/* After every frame the readback buffer holds bitwise the positions the frame left, in the
+ * layout asked (xyzw at offset 32, packed xyz at offset 36: 4-byte aligned only), and nothing
+ * around them changes. dev: where the buffer lives (NULL: pinned host memory). */
+static void readback_case(const char *what, const char *mode, int substeps, uint32_t direct,
+                          wf_cloth_layout layout, wf_device *dev) {
   g_nu = 12, g_nr = 9, g_substeps = substeps;
   wf_cloth *c = NULL;
   CHECK_OK(build_with(build_classic, mode, &c));
   REQUIRE(c);
   wf_cloth_info info;
   CHECK_OK(wf_cloth_info_get(c, &info));
-  size_t bytes = (size_t)info.vertices * 16, off = 32;
+  const bool xyz = layout == WF_CLOTH_XYZ;
+  const size_t k = xyz ? 3 : 4, nv = info.vertices, bytes = nv * 4 * k, off = xyz ? 36 : 32;
+  const size_t total = off + bytes + 16;
   wf_buffer *rb = NULL, *small = NULL;
-  CHECK_OK(wf_buffer_create(th_host, off + bytes, WF_BUFFER_PINNED, NULL, &rb));
-  CHECK_OK(wf_buffer_create(th_host, bytes - 16, WF_BUFFER_PINNED, NULL, &small));
+  CHECK_OK(wf_buffer_create(dev ? dev : th_host, total, dev ? 0 : WF_BUFFER_PINNED, NULL, &rb));
+  CHECK_OK(wf_buffer_create(th_host, bytes - 4, WF_BUFFER_PINNED, NULL, &small));
   REQUIRE(rb && small);
-  CHECK_ERROR(wf_cloth_set_frame_readback(c, small, 0), WF_ERR_INVALID, "positions need");
-  CHECK_OK(wf_cloth_set_frame_readback(c, rb, off));
+  CHECK_ERROR(wf_cloth_set_frame_readback_as(c, small, 0, layout), WF_ERR_INVALID,
+              "positions need");
+  if (xyz) /* floats; xyzw at any offset is copied */
+    CHECK_ERROR(wf_cloth_set_frame_readback_as(c, rb, 2, layout), WF_ERR_INVALID, "offset 2");
+  CHECK_ERROR(wf_cloth_set_frame_readback_as(c, rb, off, (wf_cloth_layout)7), WF_ERR_INVALID,
+              "layout 7");
+  CHECK_OK(wf_cloth_set_frame_readback_as(c, rb, off, layout));
   CHECK_OK(wf_cloth_info_get(c, &info));
   CHECK_EQ_INT(info.frame_readback_direct, direct);
-  float *pos = malloc(bytes);
-  REQUIRE(pos);
-  memset(wf_buffer_ptr(rb), 0xff, off + bytes);
-  for (int f = 0; f < 4; f++) {
+  float *pos = malloc(nv * 16);
+  unsigned char *all = malloc(total), *ff = malloc(total);
+  REQUIRE(pos && all && ff);
+  memset(ff, 0xff, total);
+  CHECK_OK(wf_upload(rb, 0, ff, total, NULL));
+  for (int f = 0; f < 5; f++) {
+    if (f == 4) CHECK_OK(wf_cloth_set_frame_readback_as(c, NULL, 0, layout)); /* stops it */
     CHECK_OK(wf_cloth_step_frames(c, f == 3 ? 3 : 1));
     CHECK_OK(wf_stream_synchronize(wf_cloth_stream(c)));
-    CHECK_OK(wf_cloth_download(c, (float(*)[4])pos, NULL));
-    const float *got = (const float *)((const char *)wf_buffer_ptr(rb) + off);
-    long d = scene_first_diff(pos, got, (size_t)info.vertices * 4);
-    if (d >= 0)
-      TH_FAIL("%s, frame %d: readback differs at float %ld: %.9g vs %.9g", what, f, d, got[d],
-              pos[d]);
+    if (f < 4) CHECK_OK(wf_cloth_download(c, (float(*)[4])pos, NULL));
+    CHECK_OK(wf_download(all, rb, 0, total));
+    const float *got = (const float *)(void *)(all + off);
+    for (size_t i = 0; i < nv * k; i++)
+      if (memcmp(&got[i], &pos[i / k * 4 + i % k], 4) != 0) {
+        TH_FAIL("%s, frame %d: readback differs at float %zu: %.9g vs %.9g", what, f, i,
+                (double)got[i], (double)pos[i / k * 4 + i % k]);
+        break;
+      }
+    CHECK(memcmp(all, ff, off) == 0 && memcmp(all + off + bytes, ff, 16) == 0); /* around it */
   }
-  /* NULL stops it: the buffer keeps the last frame */
-  CHECK_OK(wf_cloth_set_frame_readback(c, NULL, 0));
-  CHECK_OK(wf_cloth_step_frames(c, 1));
-  CHECK_OK(wf_cloth_check(c));
-  const float *got = (const float *)((const char *)wf_buffer_ptr(rb) + off);
-  CHECK(scene_first_diff(pos, got, (size_t)info.vertices * 4) < 0);
-  free(pos);
+  free(pos), free(all), free(ff);
   wf_buffer_destroy(rb, NULL), wf_buffer_destroy(small, NULL);
   wf_cloth_destroy(c);
   g_nu = 32, g_nr = 32, g_substeps = 16;
 }
 
+/* Every path in both layouts: the one-launch frames (resident, grid-stride) write pinned host
+ * memory from their last substep; the per-substep path copies (xyzw) or packs (xyz) after the
+ * frame, as every path does into a buffer on the device. 15 substeps: the frame ends in the
+ * other half and is copied back. */
 TEST(frame_readback_every_path) {
-  for (int sub = 16; sub >= 15; sub--) {
-    readback_case("resident", NULL, sub, 1);
-    readback_case("stride", "1", sub, 1);
-    readback_case("per substep", "0", sub, 0);
-  }
+  for (int sub = 16; sub >= 15; sub--)
+    for (int l = 0; l < 2; l++) {
+      wf_cloth_layout L = l ? WF_CLOTH_XYZ : WF_CLOTH_XYZW;
+      readback_case(l ? "resident, xyz" : "resident", NULL, sub, 1, L, NULL);
+      readback_case(l ? "stride, xyz" : "stride", "1", sub, 1, L, NULL);
+      readback_case(l ? "per substep, xyz" : "per substep", "0", sub, 0, L, NULL);
+      readback_case(l ? "resident, xyz on the device" : "resident, on the device", NULL, sub,
+                    wf_device_is_cuda(th_dev0) ? 0 : 1, L, th_dev0); /* a CPU's is host memory */
+    }
 }
 /* The resident grid frame's variants (cloth_fast.h): 1, 2 and 4 threads a vertex, with and
  * without the neighbourhood staged in shared memory, and small blocks (WEFT_CLOTH_BLOCK=32: a
