@@ -590,6 +590,10 @@ __global__ void __launch_bounds__(kTile2Block, 1)
   const uint32_t by_lo = r0 >= (uint32_t)RK ? (r0 - RK) / TH : 0;
   const uint32_t by_hi = min(nr - 1, r0 + h - 1 + RK) / TH;
   const uint32_t nbx = bx_hi - bx_lo + 1, nwait = nbx * (by_hi - by_lo + 1);
+  /* a packed xyz readback goes out in rows of float4 after the last substep (below) where they
+   * are 16-byte aligned: 4 | nu and 4 | TW (so 4 | c0 and 4 | w) and an aligned destination */
+  const bool rows_xyz = a.host_pos && a.host_xyz && ((uintptr_t)a.host_pos & 15u) == 0 &&
+                        (nu & 3u) == 0 && (TW & 3u) == 0;
   /* stages: `ones` of one substep, then stages of two (see above) */
   const uint32_t S = a.substeps;
   uint32_t nst = S, ones = S;
@@ -624,7 +628,7 @@ __global__ void __launch_bounds__(kTile2Block, 1)
             oP[v.i] = x4;
             oV[v.i] = v4;
           }
-          if (last && a.host_pos) wfc_frame_put(&a, v.i, x4);
+          if (last && a.host_pos && !rows_xyz) wfc_frame_put(&a, v.i, x4);
           if (fl) {
             atomicOr(&hf->flags->flags, fl);
             atomicMin(&hf->flags->first_bad, v.i);
@@ -650,6 +654,22 @@ __global__ void __launch_bounds__(kTile2Block, 1)
     wfp_f4 *NP = stage + (size_t)cur * 2 * SA, *NV = NP + SA;
     ring_copy(t, blockDim.x, RK, r0, c0, w, h, nu, nr, SW, oP, oV, NP, NV);
     __syncthreads();
+  }
+  if (rows_xyz) { /* the tile's final positions (copy cur) as packed xyz, 16 bytes a store */
+    const wfp_f4 *P = stage + (size_t)cur * 2 * SA;
+    const uint32_t q4 = 3u * w / 4u; /* float4s a row */
+    for (uint32_t q = t; q < q4 * h; q += blockDim.x) {
+      const uint32_t r = q / q4, k = q % q4;
+      float f[4];
+#pragma unroll
+      for (uint32_t m = 0; m < 4; m++) {
+        const uint32_t fl = 4u * k + m, comp = fl % 3u;
+        const wfp_f4 x = P[(r + RK) * SW + fl / 3u + RK];
+        f[m] = comp == 0 ? x.x : comp == 1 ? x.y : x.z;
+      }
+      float *row = (float *)a.host_pos + 3 * ((size_t)(r0 + r) * nu + c0);
+      reinterpret_cast<float4 *>(row)[k] = make_float4(f[0], f[1], f[2], f[3]);
+    }
   }
   (void)n;
 }

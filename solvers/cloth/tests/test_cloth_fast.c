@@ -209,18 +209,20 @@ TEST(resident_boundary_bitwise) {
 }
 
 /* After every frame the readback buffer holds bitwise the positions the frame left, in the
- * layout asked (xyzw at offset 32, packed xyz at offset 36: 4-byte aligned only), and nothing
- * around them changes. dev: where the buffer lives (NULL: pinned host memory). */
-static void readback_case(const char *what, const char *mode, int substeps, uint32_t direct,
-                          wf_cloth_layout layout, wf_device *dev) {
+ * layout asked, at byte offset off, and nothing around them changes. dev: where the buffer lives
+ * (NULL: pinned host memory); tile: WEFT_CLOTH_TILE (NULL: the automatic plan). */
+static void readback_case(const char *what, const char *mode, const char *tile, int substeps,
+                          uint32_t direct, wf_cloth_layout layout, wf_device *dev, size_t off) {
   g_nu = 12, g_nr = 9, g_substeps = substeps;
   wf_cloth *c = NULL;
+  if (tile) setenv("WEFT_CLOTH_TILE", tile, 1);
   CHECK_OK(build_with(build_classic, mode, &c));
+  unsetenv("WEFT_CLOTH_TILE");
   REQUIRE(c);
   wf_cloth_info info;
   CHECK_OK(wf_cloth_info_get(c, &info));
   const bool xyz = layout == WF_CLOTH_XYZ;
-  const size_t k = xyz ? 3 : 4, nv = info.vertices, bytes = nv * 4 * k, off = xyz ? 36 : 32;
+  const size_t k = xyz ? 3 : 4, nv = info.vertices, bytes = nv * 4 * k;
   const size_t total = off + bytes + 16;
   wf_buffer *rb = NULL, *small = NULL;
   CHECK_OK(wf_buffer_create(dev ? dev : th_host, total, dev ? 0 : WF_BUFFER_PINNED, NULL, &rb));
@@ -261,20 +263,29 @@ static void readback_case(const char *what, const char *mode, int substeps, uint
   g_nu = 32, g_nr = 32, g_substeps = 16;
 }
 
-/* Every path in both layouts: the one-launch frames (resident, grid-stride) write pinned host
- * memory from their last substep; the per-substep path copies (xyzw) or packs (xyz) after the
- * frame, as every path does into a buffer on the device. 15 substeps: the frame ends in the
+/* Every path in both layouts (xyzw at offset 32; packed xyz at offset 36, 4-byte aligned only):
+ * the one-launch frames (resident, grid-stride, tiled on a GPU) write pinned host memory from
+ * their last substep; the per-substep path copies (xyzw) or packs (xyz) after the frame, as every
+ * path does into a buffer on the device. The tiled frame in stages of two writes packed xyz in
+ * rows of 16-byte stores where the rows and the destination allow it: 8 x 4 tiles of the 12-wide
+ * grid at offset 48 (and not at 36; nor with 5 x 3 tiles). 15 substeps: the frame ends in the
  * other half and is copied back. */
 TEST(frame_readback_every_path) {
+  const uint32_t dev_direct = wf_device_is_cuda(th_dev0) ? 0 : 1; /* a CPU's is host memory */
   for (int sub = 16; sub >= 15; sub--)
     for (int l = 0; l < 2; l++) {
       wf_cloth_layout L = l ? WF_CLOTH_XYZ : WF_CLOTH_XYZW;
-      readback_case(l ? "resident, xyz" : "resident", NULL, sub, 1, L, NULL);
-      readback_case(l ? "stride, xyz" : "stride", "1", sub, 1, L, NULL);
-      readback_case(l ? "per substep, xyz" : "per substep", "0", sub, 0, L, NULL);
-      readback_case(l ? "resident, xyz on the device" : "resident, on the device", NULL, sub,
-                    wf_device_is_cuda(th_dev0) ? 0 : 1, L, th_dev0); /* a CPU's is host memory */
+      size_t off = l ? 36 : 32;
+      readback_case(l ? "resident, xyz" : "resident", NULL, NULL, sub, 1, L, NULL, off);
+      readback_case(l ? "stride, xyz" : "stride", "1", NULL, sub, 1, L, NULL, off);
+      readback_case(l ? "per substep, xyz" : "per substep", "0", NULL, sub, 0, L, NULL, off);
+      readback_case(l ? "resident, xyz on the device" : "resident, on the device", NULL, NULL, sub,
+                    dev_direct, L, th_dev0, off);
+      readback_case(l ? "8x4 tiles, xyz" : "8x4 tiles", NULL, "8x4", sub, 1, L, NULL, off);
+      readback_case(l ? "5x3 tiles, xyz" : "5x3 tiles", NULL, "5x3", sub, 1, L, NULL, off);
     }
+  readback_case("8x4 tiles, xyz rows", NULL, "8x4", 16, 1, WF_CLOTH_XYZ, NULL, 48);
+  readback_case("8x4 tiles, xyz rows, 15 substeps", NULL, "8x4", 15, 1, WF_CLOTH_XYZ, NULL, 48);
 }
 /* The resident grid frame's variants (cloth_fast.h): 1, 2 and 4 threads a vertex, with and
  * without the neighbourhood staged in shared memory, and small blocks (WEFT_CLOTH_BLOCK=32: a
