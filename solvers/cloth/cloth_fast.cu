@@ -195,6 +195,56 @@ template <int L> __device__ __forceinline__ wfc_v3 lanes_combine(const wfc_v3 *a
 /* The spring force of a vertex at x4, v4 (its lanes' springs dk, rest: nl of them), reading
  * the neighbours from P, V at li + offset, summed over its L lanes (mask) in the canonical shape;
  * 0 for a pinned vertex. */
+/* PACKED XYZ READBACK (WF_CLOTH_XYZ) in 16-byte stores: 4-byte stores of 12-byte vertices to
+ * host memory cost more bus time than the 16-byte xyzw ones, so the kernels that can write 16
+ * aligned bytes at a time do. rows_xyz_ok: the destination is 16-byte aligned (a run of packed
+ * vertices starting at a multiple of 4 then starts on a float4). */
+__device__ __forceinline__ bool rows_xyz_ok(const wfc_frame_args &a) {
+  return a.host_pos && a.host_xyz && ((uintptr_t)a.host_pos & 15u) == 0;
+}
+
+/* A tile's rows of packed xyz from the box P (SW wide, the tile at column and row `ring` of it):
+ * row r holds vertices (r0 + r) nu + c0 + [0, w), 3 w / 4 float4s (4 | w and 4 | nu c0 + ...,
+ * see the callers). The block's threads share the stores. */
+__device__ __forceinline__ void tile_rows_xyz(const wfc_frame_args &a, const wfp_f4 *P, uint32_t SW,
+                                              uint32_t ring, uint32_t r0, uint32_t c0, uint32_t w,
+                                              uint32_t h) {
+  const uint32_t q4 = 3u * w / 4u; /* float4s a row */
+  for (uint32_t q = threadIdx.x; q < q4 * h; q += blockDim.x) {
+    const uint32_t r = q / q4, k = q % q4;
+    float f[4];
+#pragma unroll
+    for (uint32_t m = 0; m < 4; m++) {
+      const uint32_t fl = 4u * k + m, comp = fl % 3u;
+      const wfp_f4 x = P[(r + ring) * SW + fl / 3u + ring];
+      f[m] = comp == 0 ? x.x : comp == 1 ? x.y : x.z;
+    }
+    float *row = (float *)a.host_pos + 3 * ((size_t)(r0 + r) * a.nu + c0);
+    reinterpret_cast<float4 *>(row)[k] = make_float4(f[0], f[1], f[2], f[3]);
+  }
+}
+
+/* A warp's 32 / L consecutive vertices from vertex `first` (4 | first), lane v L holding vertex
+ * first + v in x4, as 3 (32 / L) / 4 float4s of packed xyz, one a lane (shuffles; the whole warp
+ * calls it). */
+template <int L>
+__device__ __forceinline__ void warp_xyz(const wfc_frame_args &a, uint32_t first, wfp_f4 x4) {
+  constexpr uint32_t vw = 32u / L, nq = 3u * vw / 4u;
+  const uint32_t wl = threadIdx.x & 31u;
+  float f[4];
+#pragma unroll
+  for (uint32_t m = 0; m < 4; m++) {
+    const uint32_t fl = 4u * wl + m, v = fl / 3u, comp = fl % 3u;
+    const int src = (int)((v < vw ? v : 0u) * L);
+    const float cx = __shfl_sync(~0u, x4.x, src), cy = __shfl_sync(~0u, x4.y, src),
+                cz = __shfl_sync(~0u, x4.z, src);
+    f[m] = comp == 0 ? cx : comp == 1 ? cy : cz;
+  }
+  if (wl < nq)
+    reinterpret_cast<float4 *>((float *)a.host_pos + 3 * (size_t)first)[wl] =
+        make_float4(f[0], f[1], f[2], f[3]);
+}
+
 template <int L>
 __device__ __forceinline__ wfc_v3 lanes_force(const wfc_params &p, const wfp_f4 *P, const wfp_f4 *V,
                                               uint32_t li, wfp_f4 x4, wfp_f4 v4, uint32_t nl,
@@ -248,6 +298,10 @@ __global__ void __launch_bounds__(kBlock)
   const uint32_t lo_b = lo_v / vpb, hi_b = hi_v / vpb;
   const uint32_t span = a.plan.span;
   const bool grid_barrier = a.barrier == WFC_BARRIER_GRID;
+  /* packed xyz by warps (warp_xyz) where the warp's vertices all exist; 4 | the first of them,
+   * as blocks are whole warps and L <= 4 */
+  const uint32_t w_first = first + (threadIdx.x & ~31u) / L;
+  const bool by_warp = rows_xyz_ok(a) && w_first + 32u / L <= n;
   if (threadIdx.x == 0) base_s = a.sync[blockIdx.x];
   __syncthreads();
   const unsigned base = base_s;
@@ -271,7 +325,7 @@ __global__ void __launch_bounds__(kBlock)
       if (lane == 0) {
         h->pos_out[i] = x4;
         h->vel_out[i] = v4;
-        if (last && a.host_pos) wfc_frame_put(&a, i, x4);
+        if (last && a.host_pos && !by_warp) wfc_frame_put(&a, i, x4);
         if (fl) {
           atomicOr(&h->flags->flags, fl);
           atomicMin(&h->flags->first_bad, i);
@@ -283,6 +337,7 @@ __global__ void __launch_bounds__(kBlock)
     substep_end(a, h, blockIdx.x == 0 && threadIdx.x == 0, time, subs, last, grid_barrier,
                 base + s + 1, lo_b, hi_b);
   }
+  if (by_warp) warp_xyz<L>(a, w_first, x4);
 }
 
 /* The tiled frame of a grid cloth (cloth_fast.h: TILED). Block b owns the tile (tx, ty) =
@@ -441,6 +496,8 @@ __global__ void __launch_bounds__(kTileBlock, 1)
   const uint32_t c0 = tx * TW, r0 = ty * TH;
   const uint32_t w = min(TW, nu - c0), h = min(TH, nr - r0);
   const bool has_l = tx > 0, has_r = tx + 1 < tiles_x, has_u = ty > 0, has_d = ty + 1 < tiles_y;
+  /* packed xyz readback in rows (tile_rows_xyz), as in spring_tile2_kernel */
+  const bool rows_xyz = rows_xyz_ok(a) && (nu & 3u) == 0 && (TW & 3u) == 0;
   /* rank the tile's cells (w h <= blockDim.x, see tile_plan): boundary first, then interior */
   const uint32_t lane = threadIdx.x & 31u, wid = threadIdx.x >> 5;
   uint32_t nb = 0, ni = 0; /* the tile's boundary and interior vertices */
@@ -494,10 +551,10 @@ __global__ void __launch_bounds__(kTileBlock, 1)
     const bool last = s + 1 == a.substeps;
     const wfp_f4 *P = stage + (size_t)(s & 1u) * 2 * SA, *V = P + SA;
     wfp_f4 *NP = stage + (size_t)((s + 1) & 1u) * 2 * SA, *NV = NP + SA;
-    if (bv.on) tile_vertex_step<kLanesB>(bv, a, p, hf, P, V, NP, NV, time, last);
+    if (bv.on) tile_vertex_step<kLanesB>(bv, a, p, hf, P, V, NP, NV, time, last && !rows_xyz);
     __syncthreads(); /* the boundary's stores, then its release */
     if (threadIdx.x == 0 && !last) store_release(&a.sync[blockIdx.x], base + s + 1);
-    if (iv.on) tile_vertex_step<kLanesI>(iv, a, p, hf, P, V, NP, NV, time, last);
+    if (iv.on) tile_vertex_step<kLanesI>(iv, a, p, hf, P, V, NP, NV, time, last && !rows_xyz);
     if (!last && exchange) {
       if (xt < 9u && xt != 4u) { /* the neighbour tile (dx, dy) */
         int32_t ntx = (int32_t)tx + (int32_t)(xt % 3u) - 1;
@@ -515,6 +572,10 @@ __global__ void __launch_bounds__(kTileBlock, 1)
     subs++;
     publish_clock(hf, blockIdx.x == 0 && threadIdx.x == 0, time, subs);
     if (!last) __syncthreads();
+  }
+  if (rows_xyz) { /* the last substep's state, in copy substeps % 2 */
+    __syncthreads();
+    tile_rows_xyz(a, stage + (size_t)(a.substeps & 1u) * 2 * SA, SW, R, r0, c0, w, h);
   }
   (void)n;
 }
@@ -590,10 +651,9 @@ __global__ void __launch_bounds__(kTile2Block, 1)
   const uint32_t by_lo = r0 >= (uint32_t)RK ? (r0 - RK) / TH : 0;
   const uint32_t by_hi = min(nr - 1, r0 + h - 1 + RK) / TH;
   const uint32_t nbx = bx_hi - bx_lo + 1, nwait = nbx * (by_hi - by_lo + 1);
-  /* a packed xyz readback goes out in rows of float4 after the last substep (below) where they
-   * are 16-byte aligned: 4 | nu and 4 | TW (so 4 | c0 and 4 | w) and an aligned destination */
-  const bool rows_xyz = a.host_pos && a.host_xyz && ((uintptr_t)a.host_pos & 15u) == 0 &&
-                        (nu & 3u) == 0 && (TW & 3u) == 0;
+  /* a packed xyz readback goes out in rows of float4 after the last substep (tile_rows_xyz)
+   * where 4 | nu and 4 | TW (so 4 | c0 and 4 | w) */
+  const bool rows_xyz = rows_xyz_ok(a) && (nu & 3u) == 0 && (TW & 3u) == 0;
   /* stages: `ones` of one substep, then stages of two (see above) */
   const uint32_t S = a.substeps;
   uint32_t nst = S, ones = S;
@@ -604,9 +664,9 @@ __global__ void __launch_bounds__(kTile2Block, 1)
   }
   double time = a.half[0].clock_in->time;
   unsigned long long subs = a.half[0].clock_in->substeps;
-  const unsigned base = base_s;
   __syncthreads();
-  uint32_t s = 0, cur = 0; /* the substep, the copy holding its state */
+  const unsigned base = base_s; /* after the barrier: thread 0 wrote it */
+  uint32_t s = 0, cur = 0;      /* the substep, the copy holding its state */
   for (uint32_t e = 0; e < nst; e++) {
     const uint32_t k = e < ones ? 1u : 2u;
     /* the stage's global buffer (see above): 0 is half 0's input, 1 its output */
@@ -655,22 +715,7 @@ __global__ void __launch_bounds__(kTile2Block, 1)
     ring_copy(t, blockDim.x, RK, r0, c0, w, h, nu, nr, SW, oP, oV, NP, NV);
     __syncthreads();
   }
-  if (rows_xyz) { /* the tile's final positions (copy cur) as packed xyz, 16 bytes a store */
-    const wfp_f4 *P = stage + (size_t)cur * 2 * SA;
-    const uint32_t q4 = 3u * w / 4u; /* float4s a row */
-    for (uint32_t q = t; q < q4 * h; q += blockDim.x) {
-      const uint32_t r = q / q4, k = q % q4;
-      float f[4];
-#pragma unroll
-      for (uint32_t m = 0; m < 4; m++) {
-        const uint32_t fl = 4u * k + m, comp = fl % 3u;
-        const wfp_f4 x = P[(r + RK) * SW + fl / 3u + RK];
-        f[m] = comp == 0 ? x.x : comp == 1 ? x.y : x.z;
-      }
-      float *row = (float *)a.host_pos + 3 * ((size_t)(r0 + r) * nu + c0);
-      reinterpret_cast<float4 *>(row)[k] = make_float4(f[0], f[1], f[2], f[3]);
-    }
-  }
+  if (rows_xyz) tile_rows_xyz(a, stage + (size_t)cur * 2 * SA, SW, RK, r0, c0, w, h);
   (void)n;
 }
 

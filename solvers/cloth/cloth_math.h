@@ -250,18 +250,10 @@ WF_HD static inline float wfc_len(wfc_v3 a) { return sqrtf(wfc_dot(a, a)); }
 #define WFC_RSQRT_MIN 1e-30f
 WF_HD static inline float wfc_rsqrt(float x) {
   uint32_t b;
-#if defined(__CUDA_ARCH__)
-  b = __float_as_uint(x);
-#else
-  memcpy(&b, &x, sizeof b);
-#endif
-  b = 0x5f375a86u - (b >> 1);
   float y;
-#if defined(__CUDA_ARCH__)
-  y = __uint_as_float(b);
-#else
+  memcpy(&b, &x, sizeof b); /* a register move on both compilers */
+  b = 0x5f375a86u - (b >> 1);
   memcpy(&y, &b, sizeof y);
-#endif
   float hx = 0.5f * x;
   y = y * fmaf(-(hx * y), y, 1.5f);
   y = y * fmaf(-(hx * y), y, 1.5f);

@@ -266,10 +266,11 @@ static void readback_case(const char *what, const char *mode, const char *tile, 
 /* Every path in both layouts (xyzw at offset 32; packed xyz at offset 36, 4-byte aligned only):
  * the one-launch frames (resident, grid-stride, tiled on a GPU) write pinned host memory from
  * their last substep; the per-substep path copies (xyzw) or packs (xyz) after the frame, as every
- * path does into a buffer on the device. The tiled frame in stages of two writes packed xyz in
- * rows of 16-byte stores where the rows and the destination allow it: 8 x 4 tiles of the 12-wide
- * grid at offset 48 (and not at 36; nor with 5 x 3 tiles). 15 substeps: the frame ends in the
- * other half and is copied back. */
+ * path does into a buffer on the device. At a 16-byte aligned offset (48) the GPU kernels write
+ * packed xyz 16 bytes a store: the tiled frames (stages of two and of one) in rows where the tile
+ * width allows it (8 x 4 tiles of the 12-wide grid, not 5 x 3), the resident frame by warps whose
+ * vertices all exist (not the last, partial one); at offset 36, none of them. 15 substeps: the
+ * frame ends in the other half and is copied back. */
 TEST(frame_readback_every_path) {
   const uint32_t dev_direct = wf_device_is_cuda(th_dev0) ? 0 : 1; /* a CPU's is host memory */
   for (int sub = 16; sub >= 15; sub--)
@@ -284,8 +285,16 @@ TEST(frame_readback_every_path) {
       readback_case(l ? "8x4 tiles, xyz" : "8x4 tiles", NULL, "8x4", sub, 1, L, NULL, off);
       readback_case(l ? "5x3 tiles, xyz" : "5x3 tiles", NULL, "5x3", sub, 1, L, NULL, off);
     }
-  readback_case("8x4 tiles, xyz rows", NULL, "8x4", 16, 1, WF_CLOTH_XYZ, NULL, 48);
-  readback_case("8x4 tiles, xyz rows, 15 substeps", NULL, "8x4", 15, 1, WF_CLOTH_XYZ, NULL, 48);
+  for (int sub = 16; sub >= 15; sub--) {
+    readback_case("8x4 tiles, xyz rows", NULL, "8x4", sub, 1, WF_CLOTH_XYZ, NULL, 48);
+    readback_case("5x3 tiles, xyz at 48", NULL, "5x3", sub, 1, WF_CLOTH_XYZ, NULL, 48);
+    readback_case("resident, xyz by warps", NULL, NULL, sub, 1, WF_CLOTH_XYZ, NULL, 48);
+    readback_case("stride, xyz at 48", "1", NULL, sub, 1, WF_CLOTH_XYZ, NULL, 48);
+    setenv("WEFT_CLOTH_TILE_STEPS", "1", 1);
+    readback_case("8x4 tiles in stages of one, xyz rows", NULL, "8x4", sub, 1, WF_CLOTH_XYZ, NULL,
+                  48);
+    unsetenv("WEFT_CLOTH_TILE_STEPS");
+  }
 }
 /* The resident grid frame's variants (cloth_fast.h): 1, 2 and 4 threads a vertex, with and
  * without the neighbourhood staged in shared memory, and small blocks (WEFT_CLOTH_BLOCK=32: a
