@@ -192,9 +192,6 @@ template <int L> __device__ __forceinline__ wfc_v3 lanes_combine(const wfc_v3 *a
   }
 }
 
-/* The spring force of a vertex at x4, v4 (its lanes' springs dk, rest: nl of them), reading
- * the neighbours from P, V at li + offset, summed over its L lanes (mask) in the canonical shape;
- * 0 for a pinned vertex. */
 /* PACKED XYZ READBACK (WF_CLOTH_XYZ) in 16-byte stores: 4-byte stores of 12-byte vertices to
  * host memory cost more bus time than the 16-byte xyzw ones, so the kernels that can write 16
  * aligned bytes at a time do. rows_xyz_ok: the destination is 16-byte aligned (a run of packed
@@ -245,6 +242,9 @@ __device__ __forceinline__ void warp_xyz(const wfc_frame_args &a, uint32_t first
         make_float4(f[0], f[1], f[2], f[3]);
 }
 
+/* The spring force of a vertex at x4, v4 (its lanes' springs dk, rest: nl of them), reading
+ * the neighbours from P, V at li + offset, summed over its L lanes (mask) in the canonical shape;
+ * 0 for a pinned vertex. */
 template <int L>
 __device__ __forceinline__ wfc_v3 lanes_force(const wfc_params &p, const wfp_f4 *P, const wfp_f4 *V,
                                               uint32_t li, wfp_f4 x4, wfp_f4 v4, uint32_t nl,
