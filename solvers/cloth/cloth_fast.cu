@@ -200,6 +200,12 @@ __device__ __forceinline__ bool rows_xyz_ok(const wfc_frame_args &a) {
   return a.host_pos && a.host_xyz && ((uintptr_t)a.host_pos & 15u) == 0;
 }
 
+/* The tiled kernels' rows (tile_rows_xyz) start on a float4 where 4 | nu and 4 | TW (so 4 | c0
+ * and 4 | w). */
+__device__ __forceinline__ bool tile_rows_ok(const wfc_frame_args &a) {
+  return rows_xyz_ok(a) && (a.nu & 3u) == 0 && (a.plan.tile_w & 3u) == 0;
+}
+
 /* A tile's rows of packed xyz from the box P (SW wide, the tile at column and row `ring` of it):
  * row r holds vertices (r0 + r) nu + c0 + [0, w), 3 w / 4 float4s (4 | w and 4 | nu c0 + ...,
  * see the callers). The block's threads share the stores. */
@@ -378,6 +384,11 @@ __device__ __forceinline__ wfp_f4 load_cg(const wfp_f4 *p) {
   return r;
 }
 
+/* The cells of the ring `width` wide around a w x h tile (ring_cell numbers them). */
+__host__ __device__ __forceinline__ uint32_t ring_cells(uint32_t width, uint32_t w, uint32_t h) {
+  return 2 * width * (w + 2 * width) + 2 * width * h;
+}
+
 /* Cell q of the ring `width` wide around the w x h tile at row r0, column c0: `width` rows above
  * and below (w + 2 width wide), then `width` columns left and right (h high); its grid row and
  * column (outside the cloth where the tile is at its edge). */
@@ -402,8 +413,7 @@ __device__ __forceinline__ void ring_copy(uint32_t first, uint32_t stride, uint3
                                           uint32_t r0, uint32_t c0, uint32_t w, uint32_t h,
                                           uint32_t nu, uint32_t nr, uint32_t SW, const wfp_f4 *P,
                                           const wfp_f4 *V, wfp_f4 *NP, wfp_f4 *NV) {
-  const uint32_t ring = 2 * width * (w + 2 * width) + 2 * width * h;
-  for (uint32_t q = first; q < ring; q += stride) {
+  for (uint32_t q = first; q < ring_cells(width, w, h); q += stride) {
     int32_t gr, gc;
     ring_cell(q, width, r0, c0, w, h, &gr, &gc);
     if (gr >= 0 && gr < (int32_t)nr && gc >= 0 && gc < (int32_t)nu) {
@@ -412,6 +422,21 @@ __device__ __forceinline__ void ring_copy(uint32_t first, uint32_t stride, uint3
                           (uint32_t)(gc - (int32_t)c0 + (int32_t)width);
       NP[sl] = load_cg(P + g);
       NV[sl] = load_cg(V + g);
+    }
+  }
+}
+
+/* Loads the box of the frame's first state (positions, velocities: the tile at r0, c0 and a ring
+ * `ring` wide, SW x SA / SW, clipped to the cloth) into copy 0 of the stage; all threads. */
+__device__ __forceinline__ void box_load(const wfc_frame_args &a, uint32_t ring, uint32_t r0,
+                                         uint32_t c0, uint32_t SW, uint32_t SA, wfp_f4 *stage) {
+  for (uint32_t q = threadIdx.x; q < SA; q += blockDim.x) {
+    const int32_t gr = (int32_t)(r0 + q / SW) - (int32_t)ring;
+    const int32_t gc = (int32_t)(c0 + q % SW) - (int32_t)ring;
+    if (gr >= 0 && gr < (int32_t)a.nr && gc >= 0 && gc < (int32_t)a.nu) {
+      const size_t g = (size_t)gr * a.nu + (size_t)gc;
+      stage[q] = a.half[0].pos_in[g];
+      stage[SA + q] = a.half[0].vel_in[g];
     }
   }
 }
@@ -496,8 +521,7 @@ __global__ void __launch_bounds__(kTileBlock, 1)
   const uint32_t c0 = tx * TW, r0 = ty * TH;
   const uint32_t w = min(TW, nu - c0), h = min(TH, nr - r0);
   const bool has_l = tx > 0, has_r = tx + 1 < tiles_x, has_u = ty > 0, has_d = ty + 1 < tiles_y;
-  /* packed xyz readback in rows (tile_rows_xyz), as in spring_tile2_kernel */
-  const bool rows_xyz = rows_xyz_ok(a) && (nu & 3u) == 0 && (TW & 3u) == 0;
+  const bool rows_xyz = tile_rows_ok(a); /* packed xyz readback in rows (tile_rows_xyz) */
   /* rank the tile's cells (w h <= blockDim.x, see tile_plan): boundary first, then interior */
   const uint32_t lane = threadIdx.x & 31u, wid = threadIdx.x >> 5;
   uint32_t nb = 0, ni = 0; /* the tile's boundary and interior vertices */
@@ -533,15 +557,7 @@ __global__ void __launch_bounds__(kTileBlock, 1)
   const bool exchange = threadIdx.x >= x_first;
   const uint32_t x_threads = blockDim.x - x_first, xt = threadIdx.x - x_first;
   const wfc_params p = *a.half[0].params;
-  /* the box of state 0: tile and ring */
-  for (uint32_t t = threadIdx.x; t < SA; t += blockDim.x) {
-    int32_t gr = (int32_t)r0 + (int32_t)(t / SW) - R, gc = (int32_t)c0 + (int32_t)(t % SW) - R;
-    if (gr >= 0 && gr < (int32_t)nr && gc >= 0 && gc < (int32_t)nu) {
-      size_t g = (size_t)gr * nu + (size_t)gc;
-      stage[t] = a.half[0].pos_in[g];
-      stage[SA + t] = a.half[0].vel_in[g];
-    }
-  }
+  box_load(a, R, r0, c0, SW, SA, stage); /* the box of state 0: tile and ring */
   double time = a.half[0].clock_in->time;
   unsigned long long subs = a.half[0].clock_in->substeps;
   const unsigned base = base_s;
@@ -619,13 +635,13 @@ __global__ void __launch_bounds__(kTile2Block, 1)
   const uint32_t c0 = tx * TW, r0 = ty * TH;
   const uint32_t w = min(TW, nu - c0), h = min(TH, nr - r0);
   /* this thread's vertex: a tile cell, or a cell of the ring of R (in the cloth) */
-  const uint32_t t = threadIdx.x, wh = w * h, rw = w + 2 * R;
+  const uint32_t t = threadIdx.x, wh = w * h;
   const bool own = t < wh;
   int32_t lr = 0, lc = 0;
   bool on = own;
   if (own) {
     lr = (int32_t)(t / w), lc = (int32_t)(t % w);
-  } else if (t - wh < 2 * R * rw + 2 * R * h) {
+  } else if (t - wh < ring_cells(R, w, h)) {
     int32_t gr, gc;
     ring_cell(t - wh, R, r0, c0, w, h, &gr, &gc);
     lr = gr - (int32_t)r0, lc = gc - (int32_t)c0;
@@ -636,24 +652,14 @@ __global__ void __launch_bounds__(kTile2Block, 1)
                      (uint32_t)(lr + RK) * SW + (uint32_t)(lc + RK), 0u, SW);
   if (t == 0) base_s = a.sync[blockIdx.x];
   const wfc_params p = *a.half[0].params;
-  /* the box of state 0 into copy 0 */
-  for (uint32_t q = t; q < SA; q += blockDim.x) {
-    int32_t gr = (int32_t)r0 + (int32_t)(q / SW) - RK, gc = (int32_t)c0 + (int32_t)(q % SW) - RK;
-    if (gr >= 0 && gr < (int32_t)nr && gc >= 0 && gc < (int32_t)nu) {
-      size_t g = (size_t)gr * nu + (size_t)gc;
-      stage[q] = a.half[0].pos_in[g];
-      stage[SA + q] = a.half[0].vel_in[g];
-    }
-  }
+  box_load(a, RK, r0, c0, SW, SA, stage); /* the box of state 0 into copy 0 */
   /* the tiles the box overlaps (they read this tile's box as it reads theirs) */
   const uint32_t bx_lo = c0 >= (uint32_t)RK ? (c0 - RK) / TW : 0;
   const uint32_t bx_hi = min(nu - 1, c0 + w - 1 + RK) / TW;
   const uint32_t by_lo = r0 >= (uint32_t)RK ? (r0 - RK) / TH : 0;
   const uint32_t by_hi = min(nr - 1, r0 + h - 1 + RK) / TH;
   const uint32_t nbx = bx_hi - bx_lo + 1, nwait = nbx * (by_hi - by_lo + 1);
-  /* a packed xyz readback goes out in rows of float4 after the last substep (tile_rows_xyz)
-   * where 4 | nu and 4 | TW (so 4 | c0 and 4 | w) */
-  const bool rows_xyz = rows_xyz_ok(a) && (nu & 3u) == 0 && (TW & 3u) == 0;
+  const bool rows_xyz = tile_rows_ok(a); /* packed xyz readback in rows (tile_rows_xyz) */
   /* stages: `ones` of one substep, then stages of two (see above) */
   const uint32_t S = a.substeps;
   uint32_t nst = S, ones = S;
@@ -791,7 +797,7 @@ static bool tile_plan(uint32_t n, const wfc_frame_want *want, uint32_t tw, uint3
       if (steps == 2) { /* the tile and its ring */
         const uint32_t w = nb + ni, R = WFC_TILE_REACH;
         const uint32_t cw = want->nu - xs[a] * tw < tw ? want->nu - xs[a] * tw : tw;
-        const uint64_t need = (uint64_t)w + 2 * R * (cw + 2 * R) + 2 * R * (w / cw);
+        const uint64_t need = (uint64_t)w + ring_cells(R, cw, w / cw);
         threads = need > threads ? need : threads;
         continue;
       }
