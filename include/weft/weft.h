@@ -77,6 +77,7 @@
 #include "weft/gpu.h"
 #include "weft/io.h"
 #include "weft/particles.h"
+#include "weft/partition.h"
 #include "weft/scene.h"
 #include "weft/version.h"
 #include "weft/world.h"
