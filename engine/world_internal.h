@@ -87,13 +87,13 @@ wf_status wfw_particles_copy_state(wf_world *w, wf_buffer *pos, size_t pos_off, 
 
 /* ---- a cloth, whole or split (engine/world.c) ---------------------------------------------- */
 
-/* The stream cloth i's state is written on: the whole cloth's, or its mirror's. */
+/* The stream cloth i's state is written on: a one-device cloth's, or its mirror's. */
 wf_stream *wfw_cloth_stream(const wf_world *w, int i);
-/* Cloth i's device state in global vertex order (as wf_cloth_state_buffers): the whole cloth's
+/* Cloth i's device state in global vertex order (as partition 0's wf_cloth_partition_view): a one-device cloth's
  * buffers, or the mirror's. */
 wf_status wfw_cloth_buffers(wf_world *w, int i, wf_buffer **pos, wf_buffer **vel,
                             wf_buffer **clock);
-/* As wf_cloth_copy_positions_on, from the whole cloth or the mirror. */
+/* wf_cloth_copy_positions_on (gathered on the device for several partitions). */
 wf_status wfw_cloth_copy_positions(wf_world *w, int i, wf_buffer *dst, size_t off, wf_stream *s);
 
 /* ---- health (engine/health.c) -------------------------------------------------------------- */
