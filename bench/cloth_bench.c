@@ -202,7 +202,8 @@ static int run_cfg_ms(wf_device *dev, wf_device *host, const run_cfg *cfg, doubl
   g.resolution[0] = g.resolution[1] = N;
   g.size[0] = g.size[1] = 0.1f * (float)(N - 1);
   g.center[1] = 0.0f;
-  wf_status st = ms ? wf_cloth_create_grid(dev, &d, &g, &c) : WF_ERR_OUT_OF_MEMORY;
+  d.devices[0] = dev;
+  wf_status st = ms ? wf_cloth_create_grid(&d, &g, &c) : WF_ERR_OUT_OF_MEMORY;
   if (st == WF_OK) st = wf_cloth_pin_named(c, "top-left", NULL);
   if (st == WF_OK) st = wf_cloth_pin_named(c, "top-right", NULL);
   if (st == WF_OK) st = wf_buffer_create(host, (size_t)N * N * 16, WF_BUFFER_PINNED, NULL, &pinned);

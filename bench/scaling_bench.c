@@ -23,7 +23,7 @@
  * frames, wf_particles_split_overlap_measure times (with --frames frames of each kind) a frame
  * without the halo copies and the copies of a frame alone: the hidden fraction is the part of the
  * copies' time that does not lengthen the frame. The split cloth's table (cloth_run, --only
- * cloth) prints the same from wf_cloth_split_overlap_measure.
+ * cloth) prints the same from wf_cloth_overlap_measure.
  *
  * Device counts beyond what exists are skipped with a line saying so. On CPU devices all
  * partitions share the host's cores, so the CPU figures exercise the code path (CI runs
@@ -275,7 +275,7 @@ static int run_mode(sb_ctx *c, int mode) {
 
 /* ---- cloth ---------------------------------------------------------------------------------
  *
- * The split cloth (wf_cloth_split, weft/cloth.h) with `weft bench cloth`'s classic settings:
+ * The split cloth (wf_cloth, weft/cloth.h) with `weft bench cloth`'s classic settings:
  * mass-spring, spacing 0.1 m, particle mass 0.1 kg, stretch, shear and bend springs of stiffness
  * 1000 N/m and damping 10 N·s/m, the two top corners pinned, 16 substeps a frame at 60 frames/s.
  *   strong scaling: an N x N grid on k devices (N = --cloth, default 4096);
@@ -283,7 +283,7 @@ static int run_mode(sb_ctx *c, int mode) {
  *                   (a N) x (b N) for k = a b, a >= b, b the largest divisor of k <= sqrt(k)
  *                   (1: N x N, 2: 2N x N, 4: 2N x 2N).
  * Frames are timed as the particles' are (host clock around step + sync, median, after two
- * warm-up frames). Then wf_cloth_split_overlap_measure times `--frames` frames of each kind
+ * warm-up frames). Then wf_cloth_overlap_measure times `--frames` frames of each kind
  * (ordinary, without the halo copies, the copies alone) and gives the fraction of the copies'
  * time hidden behind compute; it puts the state back after. */
 
@@ -291,7 +291,7 @@ static int run_mode(sb_ctx *c, int mode) {
 
 typedef struct sb_cloth_result {
   double ms;                 /* median ms/frame */
-  wf_cloth_split_overlap ov; /* the overlap measurement */
+  wf_overlap ov; /* the overlap measurement */
   bool peer;                 /* every pair of devices has peer access */
   uint32_t owned_min, owned_max;
 } sb_cloth_result;
@@ -319,7 +319,7 @@ static void cloth_bench_name(char *buf, size_t size, int mode, const uint64_t gr
 /* Builds the grid split over the first k devices and times it. 0 or 1. */
 static int cloth_measure(sb_ctx *c, int k, const uint64_t grid[2], sb_cloth_result *res) {
   int rc = 1;
-  wf_cloth_split *cs = NULL;
+  wf_cloth *cs = NULL;
   double *ms = calloc((size_t)c->o.frames, sizeof *ms);
   if (!ms) {
     fprintf(stderr, "weft bench scaling: out of host memory\n");
@@ -338,31 +338,34 @@ static int cloth_measure(sb_ctx *c, int k, const uint64_t grid[2], sb_cloth_resu
   g.resolution[0] = (int)grid[0], g.resolution[1] = (int)grid[1];
   g.size[0] = 0.1f * (float)(grid[0] - 1), g.size[1] = 0.1f * (float)(grid[1] - 1);
   g.center[1] = 0.0f;
-  CHECK(wf_cloth_split_create_grid(c->devs, k, NULL, &d, &g, &cs));
-  CHECK(wf_cloth_split_pin_named(cs, "top-left", NULL));
-  CHECK(wf_cloth_split_pin_named(cs, "top-right", NULL));
-  CHECK(wf_cloth_split_step_frames(cs, 2)); /* capture, warm-up */
+  d.device_count = k;
+  for (int i = 0; i < k; i++)
+    d.devices[i] = c->devs[i];
+  CHECK(wf_cloth_create_grid(&d, &g, &cs));
+  CHECK(wf_cloth_pin_named(cs, "top-left", NULL));
+  CHECK(wf_cloth_pin_named(cs, "top-right", NULL));
+  CHECK(wf_cloth_step_frames(cs, 2)); /* capture, warm-up */
   CHECK(sync_devices(c, k));
   for (int f = 0; f < c->o.frames; f++) {
     double t0 = bench_now_s();
-    CHECK(wf_cloth_split_step_frames(cs, 1));
+    CHECK(wf_cloth_step_frames(cs, 1));
     CHECK(sync_devices(c, k));
     ms[f] = (bench_now_s() - t0) * 1e3;
   }
   /* refuses a state that is not finite (the cloth blew up), naming the vertex */
-  CHECK(wf_cloth_split_overlap_measure(cs, c->o.frames, &res->ov));
-  wf_cloth_split_info info;
-  CHECK(wf_cloth_split_info_get(cs, &info));
+  CHECK(wf_cloth_overlap_measure(cs, c->o.frames, &res->ov));
+  wf_cloth_info info;
+  CHECK(wf_cloth_info_get(cs, &info));
   res->ms = bench_median(ms, c->o.frames);
   res->peer = info.peer;
   res->owned_min = UINT32_MAX;
-  for (int p = 0; p < info.partitions && p < MAX_DEVICES; p++) {
+  for (int p = 0; p < (int)info.partitions && p < MAX_DEVICES; p++) {
     if (info.owned[p] < res->owned_min) res->owned_min = info.owned[p];
     if (info.owned[p] > res->owned_max) res->owned_max = info.owned[p];
   }
   rc = 0;
 done:
-  wf_cloth_split_destroy(cs);
+  wf_cloth_destroy(cs);
   free(ms);
   return rc;
 }
@@ -467,7 +470,7 @@ static int cloth_run(sb_ctx *c, bool cuda) {
           "\ncloth: the split cloth, mass-spring, spacing 0.1, mass 0.1, stiffness 1000, damping "
           "10, top corners pinned, %d substeps/frame;\nmedian of %d frames after 2 warm-up "
           "frames, host clock around step + sync;\nhalo overlap (more than one device; "
-          "wf_cloth_split_overlap_measure, medians of %d frames of each kind):\nov ms = an "
+          "wf_cloth_overlap_measure, medians of %d frames of each kind):\nov ms = an "
           "ordinary frame, no-halo ms = the frame without the halo copies, compute ms = the "
           "longest\npartition's kernels (device events), halo ms = the copies of a frame alone; "
           "hidden = 1 - (ov ms - compute ms) / halo ms\n",
@@ -504,7 +507,7 @@ void wf_bench_scaling_usage(FILE *f) {
         "the same columns: an ordinary frame (ov ms), a frame without the halo copies\n"
         "(no-halo ms), the longest partition's kernels timed by device events (compute ms),\n"
         "the halo copies of a frame alone (halo ms) and the fraction of the copies' time hidden\n"
-        "behind compute (wf_cloth_split_overlap_measure). CSV benchmark\n"
+        "behind compute (wf_cloth_overlap_measure). CSV benchmark\n"
         "scaling_<mode>_c<NU>x<NR>_gpus<K>.\n"
         "\n"
         "options:\n"

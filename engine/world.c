@@ -1,7 +1,7 @@
 /* The world: a wf_scene mapped onto one particle solver and one cloth solver per cloth, stepped
  * together frame by frame, with statistics and checkpoints (weft/world.h). On several devices the
- * particle solver is a wf_particles_split over all of them, and so is every cloth (a
- * wf_cloth_split) but those with self-collision, which stay whole on the first device.
+ * particle solver is a wf_particles_split over all of them, and every cloth is one wf_cloth over
+ * all of them but those with self-collision, which stay on the first device.
  *
  * Invariants
  *  - Objects are the emitters (ranges of the single particle solver, in scene order) followed by
@@ -11,9 +11,10 @@
  *    w->sp, the host copies ppos/pvel and the mirror on dev hold the particles after every frame
  *    and every restore (mirror_refresh, mirror_upload): the rest of the world reads the particles
  *    of a split world through the mirror as it reads a one-device solver's buffers
- *    (wfw_particles_*). Likewise a split cloth i (w->scloth[i].cs, w->cloths[i] NULL) has a
- *    mirror on dev, gathered on the devices after every frame and restore (cloth_mirror_refresh),
- *    read through wfw_cloth_*; its host copies come from wf_cloth_split_download.
+ *    (wfw_particles_*). A cloth over several devices (w->cloths[i], whatever its partitions) has
+ *    a mirror on dev for the health check, gathered on the devices from its partition views after
+ *    every frame and restore (cloth_mirror_refresh); readback gathers through
+ *    wf_cloth_copy_positions_on.
  *  - Every solver gets the same fps, substeps, gravity, damping and colliders (scene order), so
  *    collider indices of cloth attachments are scene indices.
  *  - w->frame counts frames enqueued. Host copies of the state (cache) are refreshed on demand
@@ -30,7 +31,6 @@
 #include <string.h>
 
 #include "gpu_internal.h"
-#include "solvers/cloth/cloth_mesh.h"
 #include "weft/cloth.h"
 #include "weft/io.h"
 #include "weft/particles.h"
@@ -264,21 +264,8 @@ static uint32_t grid_vertex(const wf_scene_cloth *c, uint32_t v) {
   return (ny - 1 - row) * nx + col;
 }
 
-/* A cloth being set up: a whole solver or a split one (exactly one is set). */
-typedef struct cloth_ref {
-  wf_cloth *one;
-  wf_cloth_split *split;
-} cloth_ref;
-
-static wf_status ref_pin(cloth_ref r, uint32_t v) {
-  return r.one ? wf_cloth_pin(r.one, v) : wf_cloth_split_pin(r.split, v);
-}
-static wf_status ref_attach(cloth_ref r, uint32_t v, uint32_t collider) {
-  return r.one ? wf_cloth_attach(r.one, v, collider) : wf_cloth_split_attach(r.split, v, collider);
-}
-
 /* Attaches the vertices of a named part of a grid cloth (solver numbering) to a collider. */
-static wf_status attach_named(cloth_ref cl, const wf_scene_cloth *c, wf_scene_pin_name name,
+static wf_status attach_named(wf_cloth *cl, const wf_scene_cloth *c, wf_scene_pin_name name,
                               uint32_t collider) {
   uint32_t nu = (uint32_t)c->resolution[0], nv = (uint32_t)c->resolution[1];
   uint32_t i0 = 0, i1 = nu - 1, j0 = 0, j1 = nv - 1; /* rows j: 0 = top */
@@ -294,98 +281,91 @@ static wf_status attach_named(cloth_ref cl, const wf_scene_cloth *c, wf_scene_pi
   }
   for (uint32_t j = j0; j <= j1; j++)
     for (uint32_t i = i0; i <= i1; i++) {
-      wf_status st = ref_attach(cl, j * nu + i, collider);
+      wf_status st = wf_cloth_attach(cl, j * nu + i, collider);
       if (st != WF_OK) return st;
     }
   return WF_OK;
 }
 
-static wf_status apply_pin(cloth_ref cl, const wf_scene_cloth *c, const wf_scene_pin *p,
+static wf_status apply_pin(wf_cloth *cl, const wf_scene_cloth *c, const wf_scene_pin *p,
                            bool attach, uint32_t collider) {
   float lo[3], hi[3];
   switch (p->kind) {
   case WF_SCENE_PIN_VERTEX:
-    return attach ? ref_attach(cl, grid_vertex(c, p->vertex), collider)
-                  : ref_pin(cl, grid_vertex(c, p->vertex));
+    return attach ? wf_cloth_attach(cl, grid_vertex(c, p->vertex), collider)
+                  : wf_cloth_pin(cl, grid_vertex(c, p->vertex));
   case WF_SCENE_PIN_NAMED:
     if (attach) {
       if (c->is_mesh)
         return wf__error(WF_ERR_INVALID, NULL, "named pins need a grid cloth (this one is a mesh)");
       return attach_named(cl, c, p->name, collider);
     }
-    return cl.one ? wf_cloth_pin_named(cl.one, pin_names[p->name], NULL)
-                  : wf_cloth_split_pin_named(cl.split, pin_names[p->name], NULL);
+    return wf_cloth_pin_named(cl, pin_names[p->name], NULL);
   case WF_SCENE_PIN_REGION:
     f3(lo, p->min);
     f3(hi, p->max);
-    if (cl.one)
-      return attach ? wf_cloth_attach_region(cl.one, lo, hi, collider, NULL)
-                    : wf_cloth_pin_region(cl.one, lo, hi, NULL);
-    return attach ? wf_cloth_split_attach_region(cl.split, lo, hi, collider, NULL)
-                  : wf_cloth_split_pin_region(cl.split, lo, hi, NULL);
+    return attach ? wf_cloth_attach_region(cl, lo, hi, collider, NULL)
+                  : wf_cloth_pin_region(cl, lo, hi, NULL);
   }
   return wf__error(WF_ERR_INVALID, NULL, "unknown pin kind %d", (int)p->kind);
 }
 
-/* The topology of a scene cloth as the solver builds it: a grid from the scene's size,
- * resolution, center and rotation (*g filled), or the OBJ rotated and translated (*x filled:
- * the vertices to create the solver from, to free). */
-static wf_status cloth_topology(const wf_scene_cloth *c, wfc_topology *t, wf_cloth_grid *g,
-                                float (**x)[3]) {
+/* A scene grid cloth as the solver's grid: size, resolution, center, rotation. */
+static wf_cloth_grid grid_of(const wf_scene_cloth *c) {
   double r[3][3];
   rotation_matrix(c->rotation, r);
-  *x = NULL;
-  if (!c->is_mesh) {
-    *g = wf_cloth_grid_default();
-    g->size[0] = (float)c->size[0], g->size[1] = (float)c->size[1];
-    g->resolution[0] = c->resolution[0], g->resolution[1] = c->resolution[1];
-    f3(g->center, c->center);
-    for (int k = 0; k < 3; k++)
-      g->u_axis[k] = (float)r[k][0], g->v_axis[k] = (float)r[k][1];
-    return wfc_grid_build("wf_world_create", c->name, g, t);
-  }
+  wf_cloth_grid g = wf_cloth_grid_default();
+  g.size[0] = (float)c->size[0], g.size[1] = (float)c->size[1];
+  g.resolution[0] = c->resolution[0], g.resolution[1] = c->resolution[1];
+  f3(g.center, c->center);
+  for (int k = 0; k < 3; k++)
+    g.u_axis[k] = (float)r[k][0], g.v_axis[k] = (float)r[k][1];
+  return g;
+}
+
+/* A scene mesh cloth as the solver's mesh: the OBJ rotated, then moved to the center. */
+static wf_cloth_mesh_desc mesh_of(const wf_scene_cloth *c) {
   wf_cloth_mesh_desc md = wf_cloth_mesh_desc_default();
   md.path = c->mesh_path;
-  wf_status st = wfc_mesh_build("wf_world_create", c->name, &md, t);
-  if (st != WF_OK) return st;
-  *x = malloc((size_t)t->nv * sizeof **x + 1);
-  if (!*x) {
-    wfc_topology_free(t);
-    return wf__error(WF_ERR_OUT_OF_MEMORY, NULL, "out of host memory");
-  }
-  for (uint32_t i = 0; i < t->nv; i++)
-    for (int k = 0; k < 3; k++)
-      (*x)[i][k] = (float)(r[k][0] * t->x[i][0] + r[k][1] * t->x[i][1] + r[k][2] * t->x[i][2] +
-                           c->center[k]);
-  return WF_OK;
+  rotation_matrix(c->rotation, md.rotation);
+  f3(md.translate, c->center);
+  return md;
 }
 
 /* ---- cloths: where they run ------------------------------------------------------------------
- * On one device every cloth is a wf_cloth there. On several, every cloth is a wf_cloth_split over
- * all of them (w->scloth[i].cs), except a cloth with self-collision, which cannot be split and
- * stays whole on the first device. cloth_split_wanted decides, cloth_step, cloth_download and
- * cloth_set_state step, read and restore either kind, and a split cloth's mirror on the first
- * device (cloth_mirror_refresh, after every frame and restore) is what the health check and the
- * readback ring read (wfw_cloth_*). */
+ * Every cloth is one wf_cloth: over all the world's devices, except a cloth with self-collision,
+ * which needs one device and runs on the first (cloth_devices decides). A cloth over several
+ * devices has a mirror on the first device (cloth_mirror_refresh, after every frame and restore,
+ * gathered on the devices from its partition views) that the health check reads (wfw_cloth_*);
+ * readback gathers through wf_cloth_copy_positions_on. */
 
-static bool cloth_split_wanted(const wf_world *w, const wf_scene_cloth *c) {
-  return w->n_devices > 1 && !c->self_collision;
+static int cloth_devices(const wf_world *w, const wf_scene_cloth *c) {
+  return c->self_collision ? 1 : w->n_devices;
 }
 
-static bool cloth_is_split(const wf_world *w, int i) { return w->scloth[i].cs != NULL; }
+static bool cloth_is_split(const wf_world *w, int i) {
+  return wf_cloth_partition_count(w->cloths[i]) > 1;
+}
 
 static const char *cloth_name(const wf_world *w, int i) {
   return w->objects[w->n_objects - w->n_cloths + i].name;
 }
 
 wf_stream *wfw_cloth_stream(const wf_world *w, int i) {
-  return cloth_is_split(w, i) ? w->scloth[i].mirror.stream : wf_cloth_stream(w->cloths[i]);
+  return cloth_is_split(w, i) ? w->cmirror[i].mirror.stream : wf_cloth_stream(w->cloths[i]);
 }
 
 wf_status wfw_cloth_buffers(wf_world *w, int i, wf_buffer **pos, wf_buffer **vel,
                             wf_buffer **clock) {
-  if (!cloth_is_split(w, i)) return wf_cloth_state_buffers(w->cloths[i], pos, vel, clock);
-  const wfw_mirror *m = &w->scloth[i].mirror;
+  const wfw_mirror *m = &w->cmirror[i].mirror;
+  if (!cloth_is_split(w, i)) {
+    wf_partition_view v;
+    wf_status st = wf_cloth_partition_view(w->cloths[i], 0, &v);
+    if (pos) *pos = v.pos;
+    if (vel) *vel = v.vel;
+    if (clock) *clock = v.clock;
+    return st;
+  }
   if (pos) *pos = m->pos;
   if (vel) *vel = m->vel;
   if (clock) *clock = m->clock;
@@ -393,42 +373,35 @@ wf_status wfw_cloth_buffers(wf_world *w, int i, wf_buffer **pos, wf_buffer **vel
 }
 
 wf_status wfw_cloth_copy_positions(wf_world *w, int i, wf_buffer *dst, size_t off, wf_stream *s) {
-  if (!cloth_is_split(w, i)) return wf_cloth_copy_positions_on(w->cloths[i], dst, off, s);
-  wfw_mirror *m = &w->scloth[i].mirror;
-  size_t bytes = (size_t)wf_cloth_split_count(w->scloth[i].cs) * 16;
-  wf_status st = wf_stream_wait_stream(s, m->stream);
-  if (st == WF_OK) st = wf_copy(dst, off, m->pos, 0, bytes, s);
-  /* the next frame's gather must not overwrite the mirror while it is read */
-  if (st == WF_OK) st = wf_stream_wait_stream(m->stream, s);
-  return st;
+  return wf_cloth_copy_positions_on(w->cloths[i], dst, off, s);
 }
 
-/* Enqueues the gather of split cloth i's state (owned rows of every partition, and partition
- * 0's clock) into its mirror, on the mirror's stream after the partitions' work; the partitions'
- * next work waits for the copies out of their buffers. */
+/* Enqueues the gather of cloth i's partitions (owned rows and their global ids, from the
+ * partition views, and partition 0's clock) into its mirror, on the mirror's stream after the
+ * partitions' work; the partitions' next work waits for the copies out of their buffers. */
 static wf_status cloth_mirror_refresh(wf_world *w, int i) {
-  wfw_split_cloth *sc = &w->scloth[i];
-  wfw_mirror *m = &sc->mirror;
-  wf_cloth_split_info info;
-  wf_status st = wf_cloth_split_info_get(sc->cs, &info);
-  uint32_t nv = info.vertices;
-  size_t at = 0;
-  for (int p = 0; p < info.partitions && st == WF_OK; p++)
-    st = wf_stream_wait_stream(m->stream, wf_cloth_stream(wf_cloth_split_partition(sc->cs, p)));
-  for (int p = 0; p < info.partitions && st == WF_OK; p++) {
-    wf_buffer *pos, *vel, *clock;
-    size_t bytes = (size_t)info.owned[p] * 16;
-    st = wf_cloth_state_buffers(wf_cloth_split_partition(sc->cs, p), &pos, &vel, &clock);
-    if (st == WF_OK && bytes) st = wf_copy(sc->stage, at, pos, 0, bytes, m->stream);
-    if (st == WF_OK && bytes)
-      st = wf_copy(sc->stage, (size_t)nv * 16 + at, vel, 0, bytes, m->stream);
-    if (st == WF_OK && p == 0) st = wf_copy(m->clock, 0, clock, 0, sizeof(wfw_clock), m->stream);
-    at += bytes;
+  wfw_cloth_mirror *cm = &w->cmirror[i];
+  wfw_mirror *m = &cm->mirror;
+  int np = wf_cloth_partition_count(w->cloths[i]);
+  uint32_t nv = wf_cloth_count(w->cloths[i]);
+  wf_partition_view v[WF_MAX_DEVICES];
+  wf_status st = WF_OK;
+  for (int p = 0; p < np && st == WF_OK; p++)
+    if ((st = wf_cloth_partition_view(w->cloths[i], p, &v[p])) == WF_OK)
+      st = wf_stream_wait_stream(m->stream, v[p].stream);
+  size_t at = 0, id_at = 0;
+  for (int p = 0; p < np && st == WF_OK; p++) {
+    size_t bytes = (size_t)v[p].rows * 16;
+    if (bytes) st = wf_copy(cm->stage, at, v[p].pos, 0, bytes, m->stream);
+    if (st == WF_OK && bytes) st = wf_copy(cm->stage, (size_t)nv * 16 + at, v[p].vel, 0, bytes, m->stream);
+    if (st == WF_OK && bytes) st = wf_copy(cm->gid, id_at, v[p].ids, 0, (size_t)v[p].rows * 4, m->stream);
+    if (st == WF_OK && p == 0) st = wf_copy(m->clock, 0, v[p].clock, 0, sizeof(wfw_clock), m->stream);
+    at += bytes, id_at += (size_t)v[p].rows * 4;
   }
-  for (int p = 0; p < info.partitions && st == WF_OK; p++)
-    st = wf_stream_wait_stream(wf_cloth_stream(wf_cloth_split_partition(sc->cs, p)), m->stream);
+  for (int p = 0; p < np && st == WF_OK; p++)
+    st = wf_stream_wait_stream(v[p].stream, m->stream);
   if (st == WF_OK) {
-    wfw_scatter_args a = {wf_buffer_ptr(sc->stage), wf_buffer_ptr(sc->gid), wf_buffer_ptr(m->pos),
+    wfw_scatter_args a = {wf_buffer_ptr(cm->stage), wf_buffer_ptr(cm->gid), wf_buffer_ptr(m->pos),
                           wf_buffer_ptr(m->vel), nv};
     st = wf_launch(&wfw_scatter_kernel, nv, &a, sizeof a, m->stream);
   }
@@ -437,146 +410,97 @@ static wf_status cloth_mirror_refresh(wf_world *w, int i) {
   return st;
 }
 
-/* The mirror of split cloth i on the first device: its stream, buffers and row map. */
+/* The mirror of cloth i (over several devices) on the first device: its stream and buffers. */
 static wf_status cloth_mirror_create(wf_world *w, int i) {
-  wfw_split_cloth *sc = &w->scloth[i];
-  wfw_mirror *m = &sc->mirror;
-  wf_cloth_split_info info;
-  wf_status st = wf_cloth_split_info_get(sc->cs, &info);
-  if (st != WF_OK) return st;
-  uint32_t nv = info.vertices;
-  size_t bytes = (size_t)nv * 16;
-  /* row k of the stage: the partitions' owned vertices one partition after the other, each
-     partition's in its local order (the vertices others need first, then the interior) */
-  uint32_t *gid = malloc((size_t)nv * sizeof *gid + 4);
-  uint32_t start[WFW_MAX_DEVICES + 1] = {0};
-  if (!gid) return wf__error(WF_ERR_OUT_OF_MEMORY, NULL, "out of host memory");
-  for (int p = 0; p < info.partitions; p++)
-    start[p + 1] = start[p] + info.owned[p];
-  for (uint32_t v = 0; v < nv && st == WF_OK; v++) {
-    int owner = -1;
-    uint32_t local = UINT32_MAX;
-    st = wf_cloth_split_vertex(sc->cs, v, &owner, NULL);
-    if (st == WF_OK) st = wf_cloth_split_local(sc->cs, owner, v, &local);
-    if (st == WF_OK && local >= info.owned[owner])
-      st =
-          wf__error(WF_ERR_INVALID, NULL, "cloth vertex %u: local index %u is not owned", v, local);
-    if (st == WF_OK) gid[start[owner] + local] = v;
-  }
-  if (st == WF_OK) st = wf_stream_create(w->dev, 0, &m->stream);
+  wfw_cloth_mirror *cm = &w->cmirror[i];
+  wfw_mirror *m = &cm->mirror;
+  size_t nv = wf_cloth_count(w->cloths[i]), bytes = nv * 16;
+  wf_status st = wf_stream_create(w->dev, 0, &m->stream);
   if (st == WF_OK) st = wf_buffer_create(w->dev, bytes, WF_BUFFER_ZERO, m->stream, &m->pos);
   if (st == WF_OK) st = wf_buffer_create(w->dev, bytes, WF_BUFFER_ZERO, m->stream, &m->vel);
   if (st == WF_OK)
     st = wf_buffer_create(w->dev, sizeof(wfw_clock), WF_BUFFER_ZERO, m->stream, &m->clock);
-  if (st == WF_OK) st = wf_buffer_create(w->dev, 2 * bytes, 0, m->stream, &sc->stage);
-  if (st == WF_OK) st = wf_buffer_create(w->dev, (size_t)nv * sizeof *gid, 0, m->stream, &sc->gid);
-  if (st == WF_OK) st = wf_upload(sc->gid, 0, gid, (size_t)nv * sizeof *gid, m->stream);
-  free(gid);
+  if (st == WF_OK) st = wf_buffer_create(w->dev, 2 * bytes, 0, m->stream, &cm->stage);
+  if (st == WF_OK) st = wf_buffer_create(w->dev, nv * 4 + 4, 0, m->stream, &cm->gid);
   return st;
 }
 
-static void cloth_mirror_destroy(wfw_split_cloth *sc) {
-  wfw_mirror *m = &sc->mirror;
+static void cloth_mirror_destroy(wfw_cloth_mirror *cm) {
+  wfw_mirror *m = &cm->mirror;
   if (!m->stream) return;
   wf_stream_synchronize(m->stream);
-  wf_buffer *b[] = {m->pos, m->vel, m->clock, sc->stage, sc->gid};
+  wf_buffer *b[] = {m->pos, m->vel, m->clock, cm->stage, cm->gid};
   for (size_t k = 0; k < sizeof b / sizeof *b; k++)
     if (b[k]) wf_buffer_destroy(b[k], m->stream);
   wf_stream_destroy(m->stream);
   memset(m, 0, sizeof *m);
-  sc->stage = sc->gid = NULL;
+  cm->stage = cm->gid = NULL;
 }
 
-/* Enqueues one frame of cloth i (and, split, the gather into its mirror). */
+/* Enqueues one frame of cloth i (and, over several devices, the gather into its mirror). */
 static wf_status cloth_step(wf_world *w, int i) {
-  if (!cloth_is_split(w, i)) return wf_cloth_step_frames(w->cloths[i], 1);
-  wf_status st = wf_cloth_split_step_frames(w->scloth[i].cs, 1);
-  return st == WF_OK ? cloth_mirror_refresh(w, i) : st;
+  wf_status st = wf_cloth_step_frames(w->cloths[i], 1);
+  return st == WF_OK && cloth_is_split(w, i) ? cloth_mirror_refresh(w, i) : st;
 }
 
 /* Waits and copies cloth i's state into the host copies. */
 static wf_status cloth_download(wf_world *w, int i) {
-  if (!cloth_is_split(w, i)) return wf_cloth_download(w->cloths[i], w->cpos[i], w->cvel[i]);
-  return wf_cloth_split_download(w->scloth[i].cs, w->cpos[i], w->cvel[i]);
+  return wf_cloth_download(w->cloths[i], w->cpos[i], w->cvel[i]);
 }
 
-/* Replaces cloth i's state with the host copies (and, split, gathers it into the mirror). */
+/* Replaces cloth i's state with the host copies (and refreshes its mirror). */
 static wf_status cloth_set_state(wf_world *w, int i, double time, uint64_t substeps) {
   const float(*pos)[4] = (const float(*)[4])w->cpos[i], (*vel)[4] = (const float(*)[4])w->cvel[i];
-  if (!cloth_is_split(w, i)) return wf_cloth_set_state(w->cloths[i], pos, vel, time, substeps);
-  wf_status st = wf_cloth_split_set_state(w->scloth[i].cs, pos, vel, time, substeps);
-  return st == WF_OK ? cloth_mirror_refresh(w, i) : st;
+  wf_status st = wf_cloth_set_state(w->cloths[i], pos, vel, time, substeps);
+  return st == WF_OK && cloth_is_split(w, i) ? cloth_mirror_refresh(w, i) : st;
 }
 
 static wf_status cloth_time(wf_world *w, int i, wfw_clock *c) {
-  return cloth_is_split(w, i) ? wf_cloth_split_time(w->scloth[i].cs, &c->time, &c->substeps)
-                              : wf_cloth_time(w->cloths[i], &c->time, &c->substeps);
+  return wf_cloth_time(w->cloths[i], &c->time, &c->substeps);
 }
 
 static wf_cloth_params cloth_params_get(const wf_world *w, int i) {
-  return cloth_is_split(w, i) ? wf_cloth_split_params_get(w->scloth[i].cs)
-                              : wf_cloth_params_get(w->cloths[i]);
+  return wf_cloth_params_get(w->cloths[i]);
 }
 
 static wf_status cloth_params_set(wf_world *w, int i, const wf_cloth_params *p) {
-  return cloth_is_split(w, i) ? wf_cloth_split_params_set(w->scloth[i].cs, p)
-                              : wf_cloth_params_set(w->cloths[i], p);
+  return wf_cloth_params_set(w->cloths[i], p);
 }
 
-static uint32_t cloth_vertices(const wf_world *w, int i) {
-  if (cloth_is_split(w, i)) return wf_cloth_split_count(w->scloth[i].cs);
-  wf_cloth_info info;
-  return wf_cloth_info_get(w->cloths[i], &info) == WF_OK ? info.vertices : 0;
+static uint32_t cloth_vertices(const wf_world *w, int i) { return wf_cloth_count(w->cloths[i]); }
+
+/* The solver of scene cloth i over its devices (the first cloth_devices of the world's). */
+static wf_status cloth_solver(wf_world *w, const wf_scene *sc, int i) {
+  const wf_scene_cloth *c = &sc->cloths[i];
+  wf_cloth_desc d = cloth_desc_of(w, sc, c);
+  d.device_count = cloth_devices(w, c);
+  for (int k = 0; k < d.device_count; k++)
+    d.devices[k] = w->devices[k];
+  if (!c->is_mesh) {
+    wf_cloth_grid g = grid_of(c);
+    return wf_cloth_create_grid(&d, &g, &w->cloths[i]);
+  }
+  wf_cloth_mesh_desc md = mesh_of(c);
+  return wf_cloth_create_mesh(&d, &md, &w->cloths[i]);
 }
 
 static wf_status create_cloth(wf_world *w, const wf_scene *sc, int i) {
   const wf_scene_cloth *c = &sc->cloths[i];
-  wf_cloth_desc d = cloth_desc_of(w, sc, c);
-  wfc_topology t;
-  wf_cloth_grid g;
-  float(*x)[3] = NULL;
-  wf_status st = cloth_topology(c, &t, &g, &x);
+  wf_status st = cloth_solver(w, sc, i);
   if (st != WF_OK) return fail_object(st, "cloths", i, c->name);
-  wf_cloth_mesh_desc md = wf_cloth_mesh_desc_default();
-  md.vertices = (const float(*)[3])x;
-  md.vertex_count = t.nv;
-  md.triangles = (const uint32_t(*)[3])t.tris;
-  md.triangle_count = t.nt;
-  cloth_ref cl = {NULL, NULL};
-  if (cloth_split_wanted(w, c)) {
-    wfw_split_cloth *s = &w->scloth[i];
-    /* the whole cloth's triangles, for wf_world_object_get (the partitions hold local ones) */
-    s->nt = t.nt;
-    s->tris = malloc((size_t)t.nt * 3 * sizeof *s->tris + 4);
-    if (!s->tris)
-      st = wf__error(WF_ERR_OUT_OF_MEMORY, NULL, "out of host memory");
-    else
-      memcpy(s->tris, t.tris, (size_t)t.nt * 3 * sizeof *s->tris);
-    if (st == WF_OK)
-      st = c->is_mesh ? wf_cloth_split_create_mesh(w->devices, w->n_devices, NULL, &d, &md, &s->cs)
-                      : wf_cloth_split_create_grid(w->devices, w->n_devices, NULL, &d, &g, &s->cs);
-    cl.split = s->cs;
-  } else {
-    st = c->is_mesh ? wf_cloth_create_mesh(w->dev, &d, &md, &w->cloths[i])
-                    : wf_cloth_create_grid(w->dev, &d, &g, &w->cloths[i]);
-    cl.one = w->cloths[i];
-  }
-  free(x);
-  wfc_topology_free(&t);
-  if (st != WF_OK) return fail_object(st, "cloths", i, c->name);
+  wf_cloth *cl = w->cloths[i];
   for (int k = 0; k < sc->collider_count && st == WF_OK; k++) {
     wf_collider_desc cd = collider_of(&sc->colliders[k]);
-    st = cl.one ? wf_cloth_add_collider(cl.one, &cd, NULL)
-                : wf_cloth_split_add_collider(cl.split, &cd, NULL);
+    st = wf_cloth_add_collider(cl, &cd, NULL);
   }
   for (int p = 0; p < c->pin_count && st == WF_OK; p++)
     st = apply_pin(cl, c, &c->pins[p], false, 0);
   for (int a = 0; a < c->attachment_count && st == WF_OK; a++)
     for (int p = 0; p < c->attachments[a].pin_count && st == WF_OK; p++)
       st = apply_pin(cl, c, &c->attachments[a].pins[p], true, c->attachments[a].collider);
-  if (st == WF_OK && cl.one && w->stream && w->ps) st = wf_cloth_couple(cl.one, w->ps); /* 2-way */
-  if (st == WF_OK && cl.split) st = cloth_mirror_create(w, i);
-  if (st == WF_OK && cl.split) st = cloth_mirror_refresh(w, i); /* the pinned initial state */
+  if (st == WF_OK && w->stream && w->ps) st = wf_cloth_couple(cl, w->ps); /* 2-way */
+  if (st == WF_OK && cloth_is_split(w, i)) st = cloth_mirror_create(w, i);
+  if (st == WF_OK && cloth_is_split(w, i)) st = cloth_mirror_refresh(w, i); /* pinned state */
   if (st != WF_OK) return fail_object(st, "cloths", i, c->name);
   return WF_OK;
 }
@@ -737,12 +661,12 @@ wf_status wf_world_create(const wf_scene *sc, const wf_world_desc *desc, wf_worl
   w->n_objects = sc->emitter_count + sc->cloth_count;
   w->objects = calloc((size_t)w->n_objects + 1, sizeof *w->objects);
   w->cloths = calloc((size_t)w->n_cloths + 1, sizeof *w->cloths);
-  w->scloth = calloc((size_t)w->n_cloths + 1, sizeof *w->scloth);
+  w->cmirror = calloc((size_t)w->n_cloths + 1, sizeof *w->cmirror);
   w->cpos = calloc((size_t)w->n_cloths + 1, sizeof *w->cpos);
   w->cvel = calloc((size_t)w->n_cloths + 1, sizeof *w->cvel);
   w->scene_json = wf_scene_to_json(sc);
   wf_status st = WF_OK;
-  if (!w->objects || !w->cloths || !w->scloth || !w->cpos || !w->cvel || !w->scene_json)
+  if (!w->objects || !w->cloths || !w->cmirror || !w->cpos || !w->cvel || !w->scene_json)
     st = wf__error(WF_ERR_OUT_OF_MEMORY, "wf_world_create", "out of host memory");
   if (st == WF_OK) st = pick_devices(w, sc, dd.device);
   char devices[WFW_MAX_DEVICES * 12 + 16] = "the device";
@@ -811,16 +735,12 @@ void wf_world_destroy(wf_world *w) {
   wf_particles_split_destroy(w->sp);
   mirror_destroy(w);
   for (int i = 0; i < w->n_cloths; i++) {
+    if (w->cmirror) cloth_mirror_destroy(&w->cmirror[i]); /* first: it reads the partitions */
     if (w->cloths) wf_cloth_destroy(w->cloths[i]);
-    if (w->scloth) { /* the mirror first: its gather reads the partitions */
-      cloth_mirror_destroy(&w->scloth[i]);
-      wf_cloth_split_destroy(w->scloth[i].cs);
-      free(w->scloth[i].tris);
-    }
     if (w->cpos) free(w->cpos[i]);
     if (w->cvel) free(w->cvel[i]);
   }
-  free(w->cloths), free(w->scloth), free(w->cpos), free(w->cvel);
+  free(w->cloths), free(w->cmirror), free(w->cpos), free(w->cvel);
   if (w->stream) wf_stream_destroy(w->stream); /* after the solvers that ran on it */
   free(w->ppos), free(w->pvel);
   free(w->objects);
@@ -962,27 +882,16 @@ wf_status wf_world_placement_get(const wf_world *w, int i, wf_world_placement *o
     out->particles = w->n_particles;
     out->device_bytes = wf_particles_device_bytes(w->ps);
   }
-  int first = w->n_objects - w->n_cloths;
   for (int c = 0; c < w->n_cloths; c++) {
-    if (cloth_is_split(w, c)) {
-      wf_cloth_split_info info;
-      wf_cloth_info ci;
-      wf_status st = wf_cloth_split_info_get(w->scloth[c].cs, &info);
-      if (st == WF_OK) st = wf_cloth_info_get(wf_cloth_split_partition(w->scloth[c].cs, i), &ci);
-      if (st != WF_OK) return st;
-      out->cloths += info.owned[i] > 0;
-      out->vertices += info.owned[i];
-      out->cloth_ghosts += info.ghosts[i];
-      out->cloth_bytes += ci.device_bytes;
-    } else if (i == 0) { /* whole: on the first device */
-      wf_cloth_info ci;
-      wf_status st = wf_cloth_info_get(w->cloths[c], &ci);
-      if (st != WF_OK) return st;
-      out->cloths++;
-      out->whole_cloths++;
-      out->vertices += w->objects[first + c].count;
-      out->cloth_bytes += ci.device_bytes;
-    }
+    wf_cloth_info ci;
+    wf_status st = wf_cloth_info_get(w->cloths[c], &ci);
+    if (st != WF_OK) return st;
+    if ((int)ci.partitions <= i) continue; /* a one-device cloth is on the first device */
+    out->cloths += ci.owned[i] > 0;
+    out->whole_cloths += ci.partitions == 1;
+    out->vertices += ci.owned[i];
+    out->cloth_ghosts += ci.ghosts[i];
+    out->cloth_bytes += ci.partition_bytes[i];
   }
   return WF_OK;
 }
@@ -999,10 +908,7 @@ wf_status wf_world_object_get(const wf_world *w, int index, wf_world_object *out
   out->kind = o->kind;
   out->point_count = o->count;
   out->first = o->first;
-  if (o->kind == WF_WORLD_CLOTH && cloth_is_split(w, o->cloth)) {
-    out->triangles = w->scloth[o->cloth].tris;
-    out->triangle_count = w->scloth[o->cloth].nt;
-  } else if (o->kind == WF_WORLD_CLOTH) {
+  if (o->kind == WF_WORLD_CLOTH) {
     out->triangles = wf_cloth_triangles(w->cloths[o->cloth], &out->triangle_count);
   }
   return WF_OK;

@@ -33,18 +33,16 @@ typedef struct wfw_mirror {
   wf_buffer *clock;     /* wfw_clock: simulated seconds, substeps */
 } wfw_mirror;
 
-/* A cloth split over the world's devices (wf_cloth_split). Its state is gathered after every
- * frame and every restore into a mirror on the world's first device, in global vertex order, on
- * the device (the partitions' owned rows are copied into `stage`, then a scatter kernel puts each
- * row at its global index): the health check and the readback ring read it as they read a whole
- * cloth's buffers, with the mirror's stream standing for the cloth's stream. */
-typedef struct wfw_split_cloth {
-  wf_cloth_split *cs; /* NULL: the cloth is whole, w->cloths[i] */
-  wfw_mirror mirror;  /* vertices rows of 16 bytes, global order; clock as a cloth's */
-  wf_buffer *stage;   /* on the first device: owned rows of partition 0, 1, ...; pos, then vel */
-  wf_buffer *gid;     /* on the first device: stage row -> global vertex id */
-  uint32_t *tris, nt; /* the whole cloth's triangles, as a whole wf_cloth has them */
-} wfw_split_cloth;
+/* The mirror of a cloth over several devices: its state gathered after every frame and every
+ * restore onto the world's first device, in global vertex order, on the devices (each partition
+ * view's owned rows and global ids are copied into `stage` and `gid`, then a scatter kernel puts
+ * each row at its global index): the health check reads it as it reads a one-device cloth's
+ * buffers, with the mirror's stream standing for the cloth's stream. */
+typedef struct wfw_cloth_mirror {
+  wfw_mirror mirror; /* vertices rows of 16 bytes, global order; clock as a cloth's */
+  wf_buffer *stage;  /* on the first device: owned rows of partition 0, 1, ...; pos, then vel */
+  wf_buffer *gid;    /* on the first device: stage row -> global vertex id */
+} wfw_cloth_mirror;
 
 struct wf_world {
   wf_device *dev; /* the first of devices[]: health check, readback, the mirrors, whole cloths */
@@ -62,8 +60,8 @@ struct wf_world {
   wf_stream *stream;      /* shared by the particles and the cloths coupled to them, or NULL */
   uint32_t n_particles;
   int n_cloths;
-  wf_cloth **cloths;       /* per cloth: the solver of a whole cloth, NULL for a split one */
-  wfw_split_cloth *scloth; /* per cloth: .cs set when the cloth is split over devices[] */
+  wf_cloth **cloths;          /* per cloth: its solver, over one device or several */
+  wfw_cloth_mirror *cmirror; /* per cloth: the mirror of one over several devices */
   int n_objects;
   wfw_object *objects;
   char *scene_json;
@@ -89,13 +87,13 @@ wf_status wfw_particles_copy_state(wf_world *w, wf_buffer *pos, size_t pos_off, 
 
 /* ---- a cloth, whole or split (engine/world.c) ---------------------------------------------- */
 
-/* The stream cloth i's state is written on: the whole cloth's, or its mirror's. */
+/* The stream cloth i's state is written on: a one-device cloth's, or its mirror's. */
 wf_stream *wfw_cloth_stream(const wf_world *w, int i);
-/* Cloth i's device state in global vertex order (as wf_cloth_state_buffers): the whole cloth's
+/* Cloth i's device state in global vertex order (as partition 0's wf_cloth_partition_view): a one-device cloth's
  * buffers, or the mirror's. */
 wf_status wfw_cloth_buffers(wf_world *w, int i, wf_buffer **pos, wf_buffer **vel,
                             wf_buffer **clock);
-/* As wf_cloth_copy_positions_on, from the whole cloth or the mirror. */
+/* wf_cloth_copy_positions_on (gathered on the device for several partitions). */
 wf_status wfw_cloth_copy_positions(wf_world *w, int i, wf_buffer *dst, size_t off, wf_stream *s);
 
 /* ---- health (engine/health.c) -------------------------------------------------------------- */

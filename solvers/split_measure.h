@@ -1,5 +1,5 @@
 /* What the split solvers' overlap measures share (wf_particles_split_overlap_measure,
- * wf_cloth_split_overlap_measure): the timing events of the cloth's compute frames and the
+ * wf_cloth_overlap_measure): the timing events of the cloth's compute frames and the
  * longest partition's compute from them, the particles' compute (the critical path through the
  * substeps' times), the medians of the per-frame times and the hidden fraction. */
 #ifndef WEFT_SPLIT_MEASURE_H

@@ -69,7 +69,8 @@ static int sim_create(wf_device *dev, sim *s) {
   grid.size[0] = grid.size[1] = 1.0f;
   grid.resolution[0] = grid.resolution[1] = GRID;
   grid.center[0] = 0.0f, grid.center[1] = 1.0f, grid.center[2] = 0.0f;
-  if (!ok(wf_cloth_create_grid(dev, &cd, &grid, &s->cloth), "wf_cloth_create_grid")) goto fail;
+  cd.devices[0] = dev;
+  if (!ok(wf_cloth_create_grid(&cd, &grid, &s->cloth), "wf_cloth_create_grid")) goto fail;
   if (!ok(wf_cloth_pin_named(s->cloth, "top-left", NULL), "pinning top-left")) goto fail;
   if (!ok(wf_cloth_pin_named(s->cloth, "top-right", NULL), "pinning top-right")) goto fail;
   if (!ok(wf_cloth_add_collider(s->cloth, &ball, NULL), "wf_cloth_add_collider")) goto fail;

@@ -65,7 +65,8 @@ static int run_create(wf_device *dev, wf_stream *ws, cudaStream_t native, run *r
   d.material.drag = 1.0f;
   wf_cloth_grid g = wf_cloth_grid_default(); /* 1 m x 1 m, 16 x 16 vertices, flat */
   r->substeps = d.substeps;
-  if (!weft_ok(wf_cloth_create_grid(dev, &d, &g, &r->cloth), "wf_cloth_create_grid") ||
+  d.devices[0] = dev;
+  if (!weft_ok(wf_cloth_create_grid(&d, &g, &r->cloth), "wf_cloth_create_grid") ||
       !weft_ok(wf_cloth_pin_named(r->cloth, "top", NULL), "wf_cloth_pin_named"))
     return 0;
   wf_cloth_info info;

@@ -7,8 +7,9 @@
  *     d.integrator = WF_CLOTH_SPRINGS;                    // or WF_CLOTH_XPBD
  *     d.material.particle_mass = 0.1f;                    // or material.density (kg/m²)
  *     wf_cloth_grid g = wf_cloth_grid_default();          // 1 m x 1 m, 16 x 16 vertices
- *     wf_cloth *c;
- *     if (wf_cloth_create_grid(dev, &d, &g, &c) != WF_OK) puts(wf_last_error());
+ *     wf_cloth *c;                                         // d.devices / device_count: 0 =
+ *     if (wf_cloth_create_grid(&d, &g, &c) != WF_OK)      // the default device; several: split
+ *       puts(wf_last_error());
  *     wf_cloth_pin_named(c, "top-left", NULL);            // or by index, region, collider
  *     wf_cloth_pin_named(c, "top-right", NULL);
  *     wf_cloth_add_collider(c, &sphere, NULL);            // a wf_collider_desc
@@ -63,13 +64,35 @@
 
 #include "weft/export.h"
 #include "weft/gpu.h"
+#include "weft/partition.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/** A cloth solver: one mesh (grid or triangles) on one device, running on its own stream or on
- *  wf_cloth_desc.stream. Created by wf_cloth_create_grid / wf_cloth_create_mesh. */
+/** A cloth solver: one mesh (grid or triangles) over one or more devices (wf_cloth_desc.devices),
+ *  one partition per device. Created by wf_cloth_create_grid / wf_cloth_create_mesh.
+ *
+ *  One device: one partition holding the whole cloth, running on its own stream or on
+ *  wf_cloth_desc.stream, with no halo: the fastest frame kernels, per-frame readback,
+ *  self-collision and coupling with particles.
+ *
+ *  Several devices: the mesh's vertex graph is cut into one part per device by METIS (k-way, fixed
+ *  seed: the same parts every run). A partition holds the vertices it owns and ghosts: copies of
+ *  the other partitions' vertices that its owned vertices read (their springs' or constraints'
+ *  other ends, their triangles' corners). After every stage that changes vertices another
+ *  partition reads (mass-spring: every substep; XPBD: the prediction, every colour pass but the
+ *  last, the end of the substep) each ghost is overwritten with its owner's value (the halo
+ *  exchange: peer copies between GPUs, staged through pinned host memory where peers are not
+ *  reachable). An XPBD constraint across a boundary is projected by both sides from the same
+ *  bits, in its colour's pass. So the state after N frames is bitwise that of one device on the
+ *  same backend, for any number of partitions. The copies overlap interior work: a partition
+ *  computes the vertices others read first, starts their copies, then computes the rest. A frame
+ *  of all partitions is one graph on partition 0's stream, forking to the others and joining
+ *  back (desc.no_graph: stage by stage). All devices must be of one kind; a device may appear more
+ *  than once; desc.stream is ignored (every partition has a stream of its own). Self-collision,
+ *  coupling, per-frame readback and wf_cloth_step_substeps need one device (WF_ERR_UNSUPPORTED
+ *  names the cloth). Vertex ids are always the whole cloth's. */
 typedef struct wf_cloth wf_cloth;
 /* A collider, declared in weft/particles.h (plane, sphere, box, capsule with name, type,
  * normal/offset, center, radius, half_extents, p0/p1, velocity, friction). */
@@ -112,7 +135,14 @@ typedef struct wf_cloth_desc {
   wf_cloth_material material; /* default wf_cloth_material_default() */
   bool no_graph;              /* enqueue substeps one by one instead of replaying a graph */
   bool self_collision;        /* vertices keep material.thickness apart; default false */
-  wf_stream *stream;          /* stream to run on (not owned); NULL: the solver makes one */
+  wf_stream *stream;          /* one device: stream to run on (not owned); NULL: the solver makes
+                                 one. Several: ignored */
+  /* the devices, one partition each (device_count 0 or devices[0] NULL: wf_device_default()) */
+  wf_device *devices[WF_MAX_DEVICES];
+  int device_count;
+  int seed;        /* several devices: METIS random seed; 0: 1 */
+  float imbalance; /* several devices: METIS load imbalance allowed (max part / mean - 1);
+                      0: 0.03 */
 } wf_cloth_desc;
 
 /** A rectangular grid of vertices. Start from wf_cloth_grid_default(). */
@@ -134,8 +164,9 @@ typedef struct wf_cloth_mesh_desc {
   uint32_t vertex_count;
   const uint32_t (*triangles)[3]; /* path NULL: triangle_count triangles, 0-based */
   uint32_t triangle_count;
-  float scale;        /* applied first; default 1 */
-  float translate[3]; /* then added; default 0 */
+  float scale;            /* applied first; default 1 */
+  double rotation[3][3];  /* then x' = rotation x (rows); all zero (the default): none */
+  float translate[3];     /* then added; default 0 */
 } wf_cloth_mesh_desc;
 
 /** Parameters that can change between frames without recapture. */
@@ -176,6 +207,16 @@ typedef struct wf_cloth_info {
                                 WEFT_CLOTH_TILE); 0 x 0: not tiled */
   uint32_t frame_tile_steps; /* tiled frames: substeps between the tiles' exchanges, 1 or 2
                                 (WEFT_CLOTH_TILE_STEPS); 0: not tiled */
+  /* the partitioning (the frame_* fields above are partition 0's; device_bytes and graph_nodes
+   * are summed over the partitions) */
+  uint32_t partitions;                 /* one per device */
+  uint32_t owned[WF_MAX_DEVICES];      /* vertices each partition owns */
+  uint32_t ghosts[WF_MAX_DEVICES];     /* ghost copies each partition holds */
+  size_t partition_bytes[WF_MAX_DEVICES]; /* device memory each partition holds */
+  uint32_t links;                      /* ordered pairs of partitions with ghosts to send */
+  uint32_t exchanges_per_frame;        /* halo exchanges per frame */
+  uint64_t halo_bytes_per_frame;       /* bytes the halo copies move per frame, all partitions */
+  bool peer; /* every pair of distinct devices has direct (peer) access (true for one) */
 } wf_cloth_info;
 
 /** The default material (the defaults in wf_cloth_material's field comments). */
@@ -187,13 +228,15 @@ WF_API wf_cloth_grid wf_cloth_grid_default(void);
 /** The default mesh description: no file, no arrays, scale 1, no translation. */
 WF_API wf_cloth_mesh_desc wf_cloth_mesh_desc_default(void);
 
-/** Creates a grid cloth on dev. */
-WF_API wf_status wf_cloth_create_grid(wf_device *dev, const wf_cloth_desc *desc,
-                                      const wf_cloth_grid *grid, wf_cloth **out);
-/** Creates a cloth from a triangle mesh. Fails on an empty mesh, a degenerate triangle, or an
- *  edge shared by more than two triangles (non-manifold), naming the file and line. */
-WF_API wf_status wf_cloth_create_mesh(wf_device *dev, const wf_cloth_desc *desc,
-                                      const wf_cloth_mesh_desc *mesh, wf_cloth **out);
+/** Creates a grid cloth over desc->devices. Fails when a partition would own no vertex (too few
+ *  vertices for the devices), or on self_collision with several devices (WF_ERR_UNSUPPORTED). */
+WF_API wf_status wf_cloth_create_grid(const wf_cloth_desc *desc, const wf_cloth_grid *grid,
+                                      wf_cloth **out);
+/** Creates a cloth from a triangle mesh over desc->devices. Fails on an empty mesh, a degenerate
+ *  triangle, or an edge shared by more than two triangles (non-manifold), naming the file and
+ *  line. */
+WF_API wf_status wf_cloth_create_mesh(const wf_cloth_desc *desc, const wf_cloth_mesh_desc *mesh,
+                                      wf_cloth **out);
 /** Waits for the solver's work and frees everything. NULL is ignored. */
 WF_API void wf_cloth_destroy(wf_cloth *c);
 
@@ -294,161 +337,26 @@ WF_API wf_status wf_cloth_time(wf_cloth *c, double *seconds, uint64_t *substeps)
 WF_API wf_status wf_cloth_info_get(const wf_cloth *c, wf_cloth_info *out);
 /** The stream the solver runs on. */
 WF_API wf_stream *wf_cloth_stream(const wf_cloth *c);
-/** The cloth's device state between frames, for engine code that reads it with its own kernels
- *  (weft/world.h's health check): pos and vel (vertices x 16 bytes, as wf_cloth_download returns
- *  them) and the clock (simulated seconds as a double, then the substep count as a uint64). Such
- *  work must wait for the solver's stream, and the stream must wait for it before the next
- *  frame. Any output pointer may be NULL. */
-WF_API wf_status wf_cloth_state_buffers(wf_cloth *c, wf_buffer **pos, wf_buffer **vel,
-                                        wf_buffer **clock);
 /** Triangles (0-based vertex indices, 3 per triangle) of the cloth; NULL if it has none. */
 WF_API const uint32_t *wf_cloth_triangles(const wf_cloth *c, uint32_t *count);
 
-/* ---- one cloth over several devices ----------------------------------------------------------
- */
-
-/** A cloth split over several devices: one partition per device. The mesh's vertex graph is cut
- *  into n parts by METIS (k-way, fixed seed: the same parts every run). A partition is a wf_cloth
- *  holding the vertices it owns and ghosts: copies of the other partitions' vertices that its
- *  owned vertices read (their springs' or constraints' other ends, their triangles' corners). Its
- *  springs, constraints and triangles are the whole cloth's, in the whole cloth's order.
- *
- *  After every stage that changes vertices another partition reads (mass-spring: every substep;
- *  XPBD: the prediction, every colour pass but the last (only the ghosts the pass changed
- *  elsewhere), the end of the substep)
- *  each ghost is overwritten with its owner's value (the halo exchange: a pack kernel, a copy on
- *  the owner's copy stream, peer-to-peer between GPUs or staged through pinned host memory where
- *  peers are not reachable, an unpack kernel). An XPBD constraint with vertices in two partitions
- *  is projected by both, from the same bits, in its colour's pass: the global order. So the state
- *  after N frames is bitwise that of one wf_cloth on the same backend, for any number of
- *  partitions.
- *
- *  The copies overlap interior work. A partition numbers its owned vertices so that those other
- *  partitions read (its send set) come first. In a mass-spring substep, and in XPBD's prediction
- *  and finalize, it computes the send set, packs it and starts the copies on its copy stream, then
- *  computes the rest of its vertices while they move; only the unpack of the ghosts waits for the
- *  copies into it (events). The XPBD colour passes' exchanges do not overlap.
- *
- *  A frame of all partitions (their substeps and the exchanges between them) is captured into one
- *  graph on partition 0's stream, forking to the others and joining back, and launched with one
- *  call (desc.cloth.no_graph: enqueued stage by stage instead). All devices must be of one kind;
- *  a device may appear more than once. Self-collision and coupling with particles are not
- *  supported across a split (WF_ERR_UNSUPPORTED). Vertex ids are the whole cloth's. */
-typedef struct wf_cloth_split wf_cloth_split;
-
-/** Settings of a split cloth. Start from wf_cloth_split_desc_default(). */
-typedef struct wf_cloth_split_desc {
-  int seed;        /* METIS random seed; default 1 */
-  float imbalance; /* METIS load imbalance allowed (max part / mean - 1); default 0.03 */
-} wf_cloth_split_desc;
-
-/** What a split cloth looks like (wf_cloth_split_info_get). */
-typedef struct wf_cloth_split_info {
-  int partitions;
-  uint32_t vertices;
-  uint32_t owned[16];            /* vertices each partition owns */
-  uint32_t ghosts[16];           /* ghost copies each partition holds */
-  uint32_t links;                /* ordered pairs of partitions with ghosts to send */
-  uint32_t exchanges_per_frame;  /* halo exchanges per frame */
-  uint64_t halo_bytes_per_frame; /* bytes the halo copies move per frame, all partitions */
-  uint32_t pinned;               /* pinned vertices */
-  bool peer;                     /* every pair of distinct devices has direct (peer) access */
-} wf_cloth_split_info;
-
-/** How well the halo copies hide behind interior work (wf_cloth_split_overlap_measure). Times
- *  are medians of per-frame wall times on the host's clock, each frame followed by a wait. */
-typedef struct wf_cloth_split_overlap {
-  double frame_ms;         /* an ordinary frame */
-  double frame_no_halo_ms; /* the same frame with the halo copies left out (wrong results) */
-  double halo_ms;          /* the halo copies of one frame alone, on the same copy streams */
-  /* the frame's compute: the longest partition's sum of its kernels' times, from device events
-   * around each stretch of them in ordinary frames (launched stage by stage); the frame with no
-   * halo exchange */
-  double compute_ms;
-  /* 1 - (frame_ms - compute_ms) / halo_ms, clamped to [0, 1]: the part of the copies' time that
-   * does not lengthen the frame beyond its compute. 1 when there is no halo (one partition). */
-  double hidden_fraction;
-  uint64_t halo_bytes_per_frame; /* as wf_cloth_split_info.halo_bytes_per_frame */
-} wf_cloth_split_overlap;
-
-/** Defaults: seed 1, imbalance 0.03. */
-WF_API wf_cloth_split_desc wf_cloth_split_desc_default(void);
-/** Creates a grid cloth over the n (1..16) devices (as wf_cloth_create_grid). split NULL: the
- *  defaults. desc->stream is ignored: every partition runs on a stream of its own. Fails when a
- *  partition would own no vertex (too few vertices for n), or desc->self_collision is set
- *  (WF_ERR_UNSUPPORTED). */
-WF_API wf_status wf_cloth_split_create_grid(wf_device *const *devices, int n,
-                                            const wf_cloth_split_desc *split,
-                                            const wf_cloth_desc *desc, const wf_cloth_grid *grid,
-                                            wf_cloth_split **out);
-/** Creates a mesh cloth over the n (1..16) devices (as wf_cloth_create_mesh). */
-WF_API wf_status wf_cloth_split_create_mesh(wf_device *const *devices, int n,
-                                            const wf_cloth_split_desc *split,
-                                            const wf_cloth_desc *desc,
-                                            const wf_cloth_mesh_desc *mesh, wf_cloth_split **out);
-/** Waits for every partition and frees everything. NULL is ignored. */
-WF_API void wf_cloth_split_destroy(wf_cloth_split *cs);
-/** As wf_cloth_pin (global vertex id), in every partition that holds the vertex. */
-WF_API wf_status wf_cloth_split_pin(wf_cloth_split *cs, uint32_t vertex);
-/** As wf_cloth_pin_named. */
-WF_API wf_status wf_cloth_split_pin_named(wf_cloth_split *cs, const char *where, uint32_t *count);
-/** As wf_cloth_pin_region. */
-WF_API wf_status wf_cloth_split_pin_region(wf_cloth_split *cs, const float lo[3], const float hi[3],
-                                           uint32_t *count);
-/** As wf_cloth_attach (global vertex id). */
-WF_API wf_status wf_cloth_split_attach(wf_cloth_split *cs, uint32_t vertex, uint32_t collider);
-/** As wf_cloth_attach_region: attaches every vertex whose initial position lies in [lo, hi] to
- *  collider `collider`, in every partition that holds it. */
-WF_API wf_status wf_cloth_split_attach_region(wf_cloth_split *cs, const float lo[3],
-                                              const float hi[3], uint32_t collider,
-                                              uint32_t *count);
-/** As wf_cloth_add_collider, for every partition. */
-WF_API wf_status wf_cloth_split_add_collider(wf_cloth_split *cs, const wf_collider_desc *desc,
-                                             uint32_t *index);
-/** As wf_cloth_set_material, for every partition. */
-WF_API wf_status wf_cloth_split_set_material(wf_cloth_split *cs, const wf_cloth_material *m);
-/** The parameters in effect (as wf_cloth_params_get). */
-WF_API wf_cloth_params wf_cloth_split_params_get(const wf_cloth_split *cs);
-/** As wf_cloth_params_set, for every partition. */
-WF_API wf_status wf_cloth_split_params_set(wf_cloth_split *cs, const wf_cloth_params *p);
-/** Enqueues `frames` frames of every partition; returns without waiting. */
-WF_API wf_status wf_cloth_split_step_frames(wf_cloth_split *cs, int frames);
+/** Number of vertices of the whole cloth. */
+WF_API uint32_t wf_cloth_count(const wf_cloth *c);
+/** Number of partitions (one per device). */
+WF_API int wf_cloth_partition_count(const wf_cloth *c);
+/** Partition i's state on its own device (0 <= i < wf_cloth_partition_count): its owned rows,
+ *  their global ids (ids NULL and first 0 with one partition: row i is vertex i), the stream
+ *  they are written on and the clock. For engine code reading the state with its own kernels
+ *  (weft/world.h's health check). */
+WF_API wf_status wf_cloth_partition_view(const wf_cloth *c, int i, wf_partition_view *out);
 /** Measures the overlap of the halo copies with interior work (fills *out). Saves the state,
  *  runs one warm-up and then `frames` (>= 1) timed frames of each of four kinds, interleaved:
- *  ordinary frames, frames with the halo copies left out, the halo copies of a frame alone (the
- *  two captured into graphs of their own, destroyed after), and ordinary frames launched stage
- *  by stage with timing events around every partition's kernels (compute_ms); then puts the
- *  state and the clock back (wf_cloth_split_set_state), so the frames that follow are bitwise
- *  those without the call. The frame graph is kept. Waits for every partition; takes about
- *  4 (frames + 1) frame times. Fails on a non-finite state (as download). */
-WF_API wf_status wf_cloth_split_overlap_measure(wf_cloth_split *cs, int frames,
-                                                wf_cloth_split_overlap *out);
-/** Number of vertices of the whole cloth. */
-WF_API uint32_t wf_cloth_split_count(const wf_cloth_split *cs);
-/** Waits and copies the state in global vertex order (as wf_cloth_download); either may be NULL.
- *  WF_ERR_INVALID (data still copied) when a vertex became NaN/inf, naming its global id. */
-WF_API wf_status wf_cloth_split_download(wf_cloth_split *cs, float (*pos)[4], float (*vel)[4]);
-/** Replaces the state of every vertex (global order, as download returns it) and the clock, in
- *  every partition (as wf_cloth_set_state: the frames that follow are bitwise those of the
- *  original run). */
-WF_API wf_status wf_cloth_split_set_state(wf_cloth_split *cs, const float (*pos)[4],
-                                          const float (*vel)[4], double time, uint64_t substeps);
-/** Simulated seconds and substeps so far (waits). */
-WF_API wf_status wf_cloth_split_time(wf_cloth_split *cs, double *seconds, uint64_t *substeps);
-/** Fills *out with the partitioning. */
-WF_API wf_status wf_cloth_split_info_get(const wf_cloth_split *cs, wf_cloth_split_info *out);
-/** Where global vertex `vertex` lives: *owner (may be NULL) its partition, *ghost_in (may be
- *  NULL) a bit mask of the partitions holding it as a ghost (bit p: partition p). */
-WF_API wf_status wf_cloth_split_vertex(const wf_cloth_split *cs, uint32_t vertex, int *owner,
-                                       uint32_t *ghost_in);
-/** Partition i's cloth (0 <= i < partitions; local vertex order: owned, then ghosts), e.g. for
- *  its device memory; not to be stepped, pinned or coupled on its own. NULL when out of range. */
-WF_API wf_cloth *wf_cloth_split_partition(const wf_cloth_split *cs, int i);
-/** Where partition p keeps global vertex `vertex`: its local index (owned vertices first, the
- *  ones other partitions need before the interior; then ghosts), or UINT32_MAX when p does not
- *  hold it. WF_ERR_INVALID for a vertex or partition out of range. */
-WF_API wf_status wf_cloth_split_local(const wf_cloth_split *cs, int p, uint32_t vertex,
-                                      uint32_t *local);
+ *  ordinary frames, frames with the halo copies left out, the halo copies of a frame alone, and
+ *  ordinary frames launched stage by stage with timing events around every partition's kernels
+ *  (compute_ms: the longest partition's sum); then puts the state and the clock back
+ *  (wf_cloth_set_state), so the frames that follow are bitwise those without the call. Waits;
+ *  takes about 4 (frames + 1) frame times. One partition: hidden_fraction 1, no halo. */
+WF_API wf_status wf_cloth_overlap_measure(wf_cloth *c, int frames, wf_overlap *out);
 
 #ifdef __cplusplus
 }

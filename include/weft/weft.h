@@ -31,8 +31,9 @@
  *     wf_cloth_desc d = wf_cloth_desc_default();      // defaults first, then what differs
  *     d.integrator = WF_CLOTH_XPBD;
  *     wf_cloth_grid g = wf_cloth_grid_default();      // 1 m x 1 m, 16 x 16 vertices
+ *     d.devices[0] = dev;                             // or several: d.device_count = n
  *     wf_cloth *cloth;
- *     if (wf_cloth_create_grid(dev, &d, &g, &cloth) != WF_OK) {
+ *     if (wf_cloth_create_grid(&d, &g, &cloth) != WF_OK) {
  *       fprintf(stderr, "%s\n", wf_last_error());     // what failed, where, what to do
  *       return 1;
  *     }

@@ -24,7 +24,7 @@
  * usable, else cpu:0, "all" -> every CUDA device (with none, every CPU device wf_init made). A
  * world on several devices (a list in simulation.devices, "all" with several, or a comma list in
  * wf_world_desc.device) splits its particles over them (wf_particles_split, weft/particles.h):
- * and every cloth over them too (wf_cloth_split, weft/cloth.h), except a cloth with
+ * and every cloth over them too (one wf_cloth over several devices, weft/cloth.h), except a cloth with
  * self_collision, which cannot be split and stays whole on the first device. The state after N
  * frames is bitwise that of one device of the same kind. The first device also holds the health
  * check, the readback ring and a copy of the particle state and of each split cloth's state

@@ -1,4 +1,5 @@
-/* The cloth solver: creation (grid and mesh), validation, pins and attachments, colliders, the
+/* One cloth partition (wfc_part, cloth_internal.h): the whole cloth on one device, or one
+ * device's share of a cloth split by split.c. Creation (grid and mesh), validation, pins and attachments, colliders, the
  * parameter block, the substep pipeline and its captured frame, and readback.
  *
  * The substep, all on the solver's stream, nothing waits for the host:
@@ -90,7 +91,7 @@ enum {
   B_COUNT
 };
 
-struct wf_cloth {
+struct wfc_part {
   char name[64];
   wf_device *dev;
   wf_stream *stream;
@@ -120,10 +121,10 @@ struct wf_cloth {
   wfp_collider colliders[WFC_MAX_COLLIDERS];
 };
 
-static void *ptr(const wf_cloth *c, int b) { return wf_buffer_ptr(c->buf[b]); }
+static void *ptr(const wfc_part *c, int b) { return wf_buffer_ptr(c->buf[b]); }
 
 /* A GPU-layer call failed: keep its message (copied: wf__error rewrites the same text). */
-static wf_status fail_gpu(wf_status st, const char *fn, const wf_cloth *c, const char *what) {
+static wf_status fail_gpu(wf_status st, const char *fn, const wfc_part *c, const char *what) {
   char why[768];
   snprintf(why, sizeof why, "%s", wf_last_error());
   return wf__error(st, fn, "cloth '%s': %s: %s", c->name, what, why);
@@ -242,7 +243,7 @@ static wf_cloth_params params_of(const wf_cloth_desc *d) {
 }
 
 /* The device parameter block from the settings and material (host mirror; uploaded by caller). */
-static void params_build(wf_cloth *c) {
+static void params_build(wfc_part *c) {
   const wf_cloth_desc *d = &c->desc;
   const wf_cloth_material *m = &d->material;
   wfc_params *p = &c->params;
@@ -277,7 +278,7 @@ static void params_build(wf_cloth *c) {
   }
 }
 
-static wf_status upload_params(wf_cloth *c, const char *fn) {
+static wf_status upload_params(wfc_part *c, const char *fn) {
   params_build(c);
   TRY(wf_upload(c->buf[B_PARAMS], 0, &c->params, sizeof c->params, c->stream),
       "uploading the parameter block");
@@ -289,7 +290,7 @@ static wf_status upload_params(wf_cloth *c, const char *fn) {
 
 static wf_status couple_hook(void *user, int event);
 
-void wf_cloth_destroy(wf_cloth *c) {
+void wfc_part_destroy(wfc_part *c) {
   if (!c) return;
   if (c->ps) wfp_hook_remove(c->ps, couple_hook, c);
   if (c->stream) wf_stream_synchronize(c->stream);
@@ -318,7 +319,7 @@ static wf_status check_desc(const char *fn, const wf_cloth_desc *d, const char *
   return st != WF_OK ? st : check_material(fn, name, &d->material);
 }
 
-static wf_status make_buffer(wf_cloth *c, const char *fn, int b, size_t bytes, const void *data) {
+static wf_status make_buffer(wfc_part *c, const char *fn, int b, size_t bytes, const void *data) {
   size_t alloc = bytes < 16 ? 16 : bytes;
   TRY(wf_buffer_create(c->dev, alloc, WF_BUFFER_ZERO, c->stream, &c->buf[b]),
       "allocating device buffers");
@@ -327,7 +328,7 @@ static wf_status make_buffer(wf_cloth *c, const char *fn, int b, size_t bytes, c
 }
 
 /* The vertex grid's buffers (self-collision, coupling), once. */
-static wf_status grid_alloc(wf_cloth *c, const char *fn) {
+static wf_status grid_alloc(wfc_part *c, const char *fn) {
   if (c->table) return WF_OK;
   size_t nv = c->nv;
   uint32_t table = c->nv > 64 ? c->nv : 64;
@@ -361,7 +362,7 @@ static wf_status grid_alloc(wf_cloth *c, const char *fn) {
  * (aerodynamics) the vertices of its triangles. grid: a grid cloth (lanes, staging);
  * stride_only: WEFT_CLOTH_FAST=1. Knobs read here: WEFT_CLOTH_BLOCK=N, WEFT_CLOTH_LANES=1|2|4,
  * WEFT_CLOTH_SMEM=0|1, WEFT_CLOTH_TILE=0|WxH, WEFT_CLOTH_TILE_STEPS=1|2 (cloth_fast.h). */
-static void frame_plan(wf_cloth *c, const wfc_springs *sp, bool grid, bool stride_only) {
+static void frame_plan(wfc_part *c, const wfc_springs *sp, bool grid, bool stride_only) {
   uint32_t reach = 0;
   for (uint32_t a = 0; a < c->nv; a++)
     for (uint32_t k = sp->adj_start[a]; k < sp->adj_start[a + 1]; k++) {
@@ -412,13 +413,13 @@ static void frame_plan(wf_cloth *c, const wfc_springs *sp, bool grid, bool strid
  * the masses, springs and constraints are given. */
 static wf_status create_common(const char *fn, wf_device *dev, const wf_cloth_desc *desc,
                                const char *name, wfc_topology *topo, const wfc_local *local,
-                               wf_cloth **out) {
+                               wfc_part **out) {
   wf_status st = local ? WF_OK : wfc_topology_finish(fn, name, topo);
   if (st != WF_OK) {
     wfc_topology_free(topo);
     return st;
   }
-  wf_cloth *c = calloc(1, sizeof *c);
+  wfc_part *c = calloc(1, sizeof *c);
   if (!c) {
     wfc_topology_free(topo);
     return wf__error(WF_ERR_OUT_OF_MEMORY, fn, "cloth '%s': out of host memory", name);
@@ -540,15 +541,15 @@ done:
     wfc_constraints_free(&cons);
   }
   if (st != WF_OK) {
-    wf_cloth_destroy(c);
+    wfc_part_destroy(c);
     return st;
   }
   *out = c;
   return WF_OK;
 }
 
-wf_status wf_cloth_create_grid(wf_device *dev, const wf_cloth_desc *desc, const wf_cloth_grid *grid,
-                               wf_cloth **out) {
+wf_status wfc_part_create_grid(wf_device *dev, const wf_cloth_desc *desc, const wf_cloth_grid *grid,
+                               wfc_part **out) {
   static const char fn[] = "wf_cloth_create_grid";
   if (!out) return wf__error(WF_ERR_INVALID, fn, "out is NULL");
   *out = NULL;
@@ -561,8 +562,8 @@ wf_status wf_cloth_create_grid(wf_device *dev, const wf_cloth_desc *desc, const 
   return st != WF_OK ? st : create_common(fn, dev, desc, name, &t, NULL, out);
 }
 
-wf_status wf_cloth_create_mesh(wf_device *dev, const wf_cloth_desc *desc,
-                               const wf_cloth_mesh_desc *mesh, wf_cloth **out) {
+wf_status wfc_part_create_mesh(wf_device *dev, const wf_cloth_desc *desc,
+                               const wf_cloth_mesh_desc *mesh, wfc_part **out) {
   static const char fn[] = "wf_cloth_create_mesh";
   if (!out) return wf__error(WF_ERR_INVALID, fn, "out is NULL");
   *out = NULL;
@@ -579,7 +580,7 @@ wf_status wf_cloth_create_mesh(wf_device *dev, const wf_cloth_desc *desc,
  */
 
 /* Pins vertex v with velocity vel (the attachment's; zero for a plain pin). */
-static wf_status pin_one(wf_cloth *c, const char *fn, uint32_t v, const float vel[3]) {
+static wf_status pin_one(wfc_part *c, const char *fn, uint32_t v, const float vel[3]) {
   float w = 0.0f;
   wfp_f4 v4 = {vel[0], vel[1], vel[2], 0.0f};
   TRY(wf_upload(c->buf[B_POS0], (size_t)v * sizeof(wfp_f4) + 12, &w, sizeof w, c->stream),
@@ -592,7 +593,7 @@ static wf_status pin_one(wf_cloth *c, const char *fn, uint32_t v, const float ve
 
 static const float zero3[3] = {0.0f, 0.0f, 0.0f};
 
-wf_status wf_cloth_pin(wf_cloth *c, uint32_t vertex) {
+wf_status wfc_part_pin(wfc_part *c, uint32_t vertex) {
   static const char fn[] = "wf_cloth_pin";
   if (!c) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
   if (vertex >= c->nv)
@@ -628,7 +629,7 @@ wf_status wfc_pin_named_range(const char *fn, const char *name, const uint32_t g
                    name, where);
 }
 
-wf_status wf_cloth_pin_named(wf_cloth *c, const char *where, uint32_t *count) {
+wf_status wfc_part_pin_named(wfc_part *c, const char *where, uint32_t *count) {
   static const char fn[] = "wf_cloth_pin_named";
   if (!c || !where) return wf__error(WF_ERR_INVALID, fn, "cloth or name is NULL");
   uint32_t r[4];
@@ -644,7 +645,7 @@ wf_status wf_cloth_pin_named(wf_cloth *c, const char *where, uint32_t *count) {
   return WF_OK;
 }
 
-static wf_status pin_region(wf_cloth *c, const char *fn, const float lo[3], const float hi[3],
+static wf_status pin_region(wfc_part *c, const char *fn, const float lo[3], const float hi[3],
                             const float vel[3], uint32_t *count) {
   if (!lo || !hi || !finite3(lo) || !finite3(hi))
     return wf__error(WF_ERR_INVALID, fn, "cloth '%s': region bounds are NULL or not finite",
@@ -668,13 +669,13 @@ static wf_status pin_region(wf_cloth *c, const char *fn, const float lo[3], cons
   return WF_OK;
 }
 
-wf_status wf_cloth_pin_region(wf_cloth *c, const float lo[3], const float hi[3], uint32_t *count) {
+wf_status wfc_part_pin_region(wfc_part *c, const float lo[3], const float hi[3], uint32_t *count) {
   static const char fn[] = "wf_cloth_pin_region";
   if (!c) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
   return pin_region(c, fn, lo, hi, zero3, count);
 }
 
-static wf_status collider_velocity(const wf_cloth *c, const char *fn, uint32_t collider,
+static wf_status collider_velocity(const wfc_part *c, const char *fn, uint32_t collider,
                                    float vel[3]) {
   if (collider >= c->params.n_colliders)
     return wf__error(WF_ERR_INVALID, fn,
@@ -686,7 +687,7 @@ static wf_status collider_velocity(const wf_cloth *c, const char *fn, uint32_t c
   return WF_OK;
 }
 
-wf_status wf_cloth_attach(wf_cloth *c, uint32_t vertex, uint32_t collider) {
+wf_status wfc_part_attach(wfc_part *c, uint32_t vertex, uint32_t collider) {
   static const char fn[] = "wf_cloth_attach";
   if (!c) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
   if (vertex >= c->nv)
@@ -698,7 +699,7 @@ wf_status wf_cloth_attach(wf_cloth *c, uint32_t vertex, uint32_t collider) {
   return st != WF_OK ? st : pin_one(c, fn, vertex, vel);
 }
 
-wf_status wf_cloth_attach_region(wf_cloth *c, const float lo[3], const float hi[3],
+wf_status wfc_part_attach_region(wfc_part *c, const float lo[3], const float hi[3],
                                  uint32_t collider, uint32_t *count) {
   static const char fn[] = "wf_cloth_attach_region";
   if (!c) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
@@ -710,7 +711,7 @@ wf_status wf_cloth_attach_region(wf_cloth *c, const float lo[3], const float hi[
 /* ---- colliders, material, parameters ----------------------------------------------------------
  */
 
-wf_status wf_cloth_add_collider(wf_cloth *c, const wf_collider_desc *d, uint32_t *index) {
+wf_status wfc_part_add_collider(wfc_part *c, const wf_collider_desc *d, uint32_t *index) {
   static const char fn[] = "wf_cloth_add_collider";
   if (!c || !d) return wf__error(WF_ERR_INVALID, fn, "cloth or collider is NULL");
   uint32_t k = c->params.n_colliders;
@@ -731,7 +732,7 @@ wf_status wf_cloth_add_collider(wf_cloth *c, const wf_collider_desc *d, uint32_t
   return st;
 }
 
-wf_status wf_cloth_set_material(wf_cloth *c, const wf_cloth_material *m) {
+wf_status wfc_part_set_material(wfc_part *c, const wf_cloth_material *m) {
   static const char fn[] = "wf_cloth_set_material";
   if (!c || !m) return wf__error(WF_ERR_INVALID, fn, "cloth or material is NULL");
   wf_status st = check_material(fn, c->name, m);
@@ -742,11 +743,11 @@ wf_status wf_cloth_set_material(wf_cloth *c, const wf_cloth_material *m) {
   return upload_params(c, fn);
 }
 
-wf_cloth_params wf_cloth_params_get(const wf_cloth *c) {
+wf_cloth_params wfc_part_params_get(const wfc_part *c) {
   return c ? params_of(&c->desc) : (wf_cloth_params){0};
 }
 
-wf_status wf_cloth_params_set(wf_cloth *c, const wf_cloth_params *p) {
+wf_status wfc_part_params_set(wfc_part *c, const wf_cloth_params *p) {
   static const char fn[] = "wf_cloth_params_set";
   if (!c || !p) return wf__error(WF_ERR_INVALID, fn, "cloth or params is NULL");
   wf_status st = check_params(fn, c->name, p);
@@ -762,32 +763,32 @@ wf_status wf_cloth_params_set(wf_cloth *c, const wf_cloth_params *p) {
 /* ---- the substep ------------------------------------------------------------------------------
  */
 
-static wf_status launch(wf_cloth *c, const char *fn, const wf_kernel *k, size_t n, const void *args,
+static wf_status launch(wfc_part *c, const char *fn, const wf_kernel *k, size_t n, const void *args,
                         size_t size) {
   wf_status st = wf_launch(k, n, args, size, c->stream);
   if (st != WF_OK) return fail_gpu(st, fn, c, k->name);
   return WF_OK;
 }
 
-static wfc_mesh_view mesh_view(const wf_cloth *c) {
+static wfc_mesh_view mesh_view(const wfc_part *c) {
   return (wfc_mesh_view){ptr(c, B_TRI_START), ptr(c, B_TRI_LIST), ptr(c, B_TRIS)};
 }
 
-static bool grid_on(const wf_cloth *c) { return c->desc.self_collision || c->ps != NULL; }
+static bool grid_on(const wfc_part *c) { return c->desc.self_collision || c->ps != NULL; }
 
 /* The grid points: XPBD's prediction, or the springs' guess (computed here from half `in`). */
-static wfp_f4 *grid_points(wf_cloth *c) {
+static wfp_f4 *grid_points(wfc_part *c) {
   return ptr(c, c->desc.integrator == WF_CLOTH_XPBD ? B_POS1 : B_Q);
 }
 
-static wfc_cgrid cgrid(wf_cloth *c) {
+static wfc_cgrid cgrid(wfc_part *c) {
   const wfc_params *p = ptr(c, B_PARAMS);
   return (wfc_cgrid){&p->grid, ptr(c, B_CSTART), ptr(c, B_CEND), ptr(c, B_VALS_OUT),
                      grid_points(c)};
 }
 
 /* GRID stage: cell keys of the grid points, a stable sort by key, the cell tables. */
-static wf_status stage_grid(wf_cloth *c, const char *fn, int in) {
+static wf_status stage_grid(wfc_part *c, const char *fn, int in) {
   wf_status st;
   if (c->desc.integrator == WF_CLOTH_SPRINGS) {
     wfc_q_args qa = {ptr(c, B_PARAMS), ptr(c, in ? B_POS1 : B_POS0), ptr(c, in ? B_VEL1 : B_VEL0),
@@ -807,7 +808,7 @@ static wf_status stage_grid(wf_cloth *c, const char *fn, int in) {
 }
 
 /* SELF_COLLISION stage: each vertex gathers its vertex-vertex repulsions into delta. */
-static wf_status stage_self_collision(wf_cloth *c, const char *fn) {
+static wf_status stage_self_collision(wfc_part *c, const char *fn) {
   if (!c->desc.self_collision) return WF_OK;
   wfc_self_args a = {ptr(c, B_PARAMS), cgrid(c), ptr(c, B_REST), ptr(c, B_DELTA)};
   return launch(c, fn, &wfc_self_collide, c->nv, &a, sizeof a);
@@ -816,7 +817,7 @@ static wf_status stage_self_collision(wf_cloth *c, const char *fn) {
 /* PARTICLE_COUPLING stage (inside the particle solver's substep, on its stream, after its grid
  * build): the vertices' side into delta, then the particles' side into their sorted velocities.
  * The vertices read the particles' velocities before the particles change them. */
-static wf_status stage_particle_coupling(wf_cloth *c, const char *fn) {
+static wf_status stage_particle_coupling(wfc_part *c, const char *fn) {
   if (!c->ps) return WF_OK;
   wfp_view v;
   wf_status st = wfp_view_get(c->ps, &v);
@@ -840,7 +841,7 @@ static wf_status stage_particle_coupling(wf_cloth *c, const char *fn) {
 }
 
 /* APPLY stage: XPBD pred += delta; springs v += delta / dt (state half `in`). */
-static wf_status stage_apply(wf_cloth *c, const char *fn, int in) {
+static wf_status stage_apply(wfc_part *c, const char *fn, int in) {
   bool xpbd = c->desc.integrator == WF_CLOTH_XPBD;
   wfc_apply_args a = {ptr(c, B_PARAMS), ptr(c, B_DELTA), xpbd ? ptr(c, B_POS1) : NULL,
                       xpbd ? NULL : ptr(c, in ? B_VEL1 : B_VEL0)};
@@ -848,7 +849,7 @@ static wf_status stage_apply(wf_cloth *c, const char *fn, int in) {
 }
 
 /* XPBD: one Gauss-Seidel pass over the constraints of colour q. */
-static wf_status xpbd_colour(wf_cloth *c, const char *fn, uint32_t q) {
+static wf_status xpbd_colour(wfc_part *c, const char *fn, uint32_t q) {
   float *lambda = c->buf[B_LAMBDA] ? ptr(c, B_LAMBDA) : NULL;
   const wfc_constraint *cons = c->buf[B_CONS] ? ptr(c, B_CONS) : NULL;
   uint32_t s0 = c->colour_start[q], n = c->colour_start[q + 1] - s0;
@@ -859,7 +860,7 @@ static wf_status xpbd_colour(wf_cloth *c, const char *fn, uint32_t q) {
 }
 
 /* The first part of a substep: everything up to the corrections (springs: from half `in`). */
-static wf_status substep_begin(wf_cloth *c, const char *fn, int in) {
+static wf_status substep_begin(wfc_part *c, const char *fn, int in) {
   wf_status st;
   if (c->desc.integrator == WF_CLOTH_XPBD) {
     wfc_predict_args pa = {ptr(c, B_PARAMS), ptr(c, B_CLOCK0), ptr(c, B_CLOCK1),
@@ -879,7 +880,7 @@ static wf_status substep_begin(wf_cloth *c, const char *fn, int in) {
 }
 
 /* The rest of a substep: the corrections, then springs (half in -> out) or XPBD's finalize. */
-static wf_status substep_end(wf_cloth *c, const char *fn, int in) {
+static wf_status substep_end(wfc_part *c, const char *fn, int in) {
   wf_status st;
   if (grid_on(c) && (st = stage_apply(c, fn, in)) != WF_OK) return st;
   if (c->desc.integrator == WF_CLOTH_XPBD) {
@@ -898,13 +899,13 @@ static wf_status substep_end(wf_cloth *c, const char *fn, int in) {
 }
 
 /* One substep of an uncoupled cloth (springs: state half `in` -> the other half). */
-static wf_status substep(wf_cloth *c, const char *fn, int in) {
+static wf_status substep(wfc_part *c, const char *fn, int in) {
   wf_status st = substep_begin(c, fn, in);
   return st != WF_OK ? st : substep_end(c, fn, in);
 }
 
 /* Springs: a batch of an odd number of substeps ends in half 1: copy it back to half 0. */
-static wf_status springs_back_to_half0(wf_cloth *c, const char *fn) {
+static wf_status springs_back_to_half0(wfc_part *c, const char *fn) {
   size_t bytes = (size_t)c->nv * sizeof(wfp_f4);
   TRY(wf_copy(c->buf[B_POS0], 0, c->buf[B_POS1], 0, bytes, c->stream), "copying the state");
   TRY(wf_copy(c->buf[B_VEL0], 0, c->buf[B_VEL1], 0, bytes, c->stream), "copying the state");
@@ -915,7 +916,7 @@ static wf_status springs_back_to_half0(wf_cloth *c, const char *fn) {
 
 /* Kernels are opaque to the GPU layer: mark every buffer as used on the solver's stream, so that
  * downloads and frees on other streams wait for the substeps (and a graph keeps them alive). */
-static wf_status touch_all(wf_cloth *c, const char *fn) {
+static wf_status touch_all(wfc_part *c, const char *fn) {
   for (int b = 0; b < B_COUNT; b++)
     if (c->buf[b]) TRY(wf_buffer_touch(c->buf[b], c->stream), "ordering buffers");
   if (c->rb) TRY(wf_buffer_touch(c->rb, c->stream), "ordering the readback buffer");
@@ -924,7 +925,7 @@ static wf_status touch_all(wf_cloth *c, const char *fn) {
 
 /* Springs without self-collision or coupling: the whole batch in one launch (cloth_fast.h);
  * host_pos: where the last substep also writes the positions, or NULL. */
-static wf_status springs_frame(wf_cloth *c, const char *fn, int n, void *host_pos) {
+static wf_status springs_frame(wfc_part *c, const char *fn, int n, void *host_pos) {
   wfc_frame_args fa;
   memset(&fa, 0, sizeof fa);
   for (int in = 0; in < 2; in++) {
@@ -947,7 +948,7 @@ static wf_status springs_frame(wf_cloth *c, const char *fn, int n, void *host_po
   return launch(c, fn, &wfc_spring_frame, c->nv, &fa, sizeof fa);
 }
 
-static bool one_launch(const wf_cloth *c) {
+static bool one_launch(const wfc_part *c) {
   return c->desc.integrator == WF_CLOTH_SPRINGS && !grid_on(c) && !c->fast_off;
 }
 
@@ -955,7 +956,7 @@ static bool one_launch(const wf_cloth *c) {
  * host memory the device reaches (the CPU backend's, or pinned memory from a CUDA device:
  * unified addressing maps it), 16-byte aligned for xyzw. NULL: copy (xyzw) or pack (xyz) after
  * the frame instead. */
-static void *readback_direct(const wf_cloth *c) {
+static void *readback_direct(const wfc_part *c) {
   if (!c->rb || !one_launch(c)) return NULL;
   if (c->rb_layout == WF_CLOTH_XYZW && (c->rb_off & 15u)) return NULL;
   if (wf_device_is_cuda(wf_buffer_device(c->rb))) return NULL; /* device memory: copy */
@@ -965,7 +966,7 @@ static void *readback_direct(const wf_cloth *c) {
 
 /* The readback after a frame that did not write it itself: a copy (xyzw) or the pack kernel
  * (xyz, into memory the device writes: wf_cloth_set_frame_readback_as checked it). */
-static wf_status readback_after(wf_cloth *c, const char *fn) {
+static wf_status readback_after(wfc_part *c, const char *fn) {
   if (c->rb_layout == WF_CLOTH_XYZ) {
     wfc_xyz_args xa = {ptr(c, B_POS0), (float *)(void *)((char *)wf_buffer_ptr(c->rb) + c->rb_off)};
     wf_status st = launch(c, fn, &wfc_pack_xyz, c->nv, &xa, sizeof xa);
@@ -978,8 +979,8 @@ static wf_status readback_after(wf_cloth *c, const char *fn) {
   return WF_OK;
 }
 
-/* n substeps; frame: they are a frame of wf_cloth_step_frames (it ends with the readback). */
-static wf_status enqueue_substeps_rb(wf_cloth *c, const char *fn, int n, bool frame) {
+/* n substeps; frame: they are a frame of wfc_part_step_frames (it ends with the readback). */
+static wf_status enqueue_substeps_rb(wfc_part *c, const char *fn, int n, bool frame) {
   bool springs = c->desc.integrator == WF_CLOTH_SPRINGS;
   wf_status st = WF_OK;
   void *direct = frame ? readback_direct(c) : NULL;
@@ -998,11 +999,11 @@ static wf_status enqueue_substeps_rb(wf_cloth *c, const char *fn, int n, bool fr
   return st != WF_OK ? st : touch_all(c, fn);
 }
 
-static wf_status enqueue_substeps(wf_cloth *c, const char *fn, int n) {
+static wf_status enqueue_substeps(wfc_part *c, const char *fn, int n) {
   return enqueue_substeps_rb(c, fn, n, false);
 }
 
-static wf_status capture_frame(wf_cloth *c, const char *fn) {
+static wf_status capture_frame(wfc_part *c, const char *fn) {
   TRY(wf_capture_begin(c->stream), "beginning the frame capture");
   wf_status st = enqueue_substeps_rb(c, fn, c->desc.substeps, true);
   wf_graph *g = NULL;
@@ -1016,7 +1017,7 @@ static wf_status capture_frame(wf_cloth *c, const char *fn) {
   return WF_OK;
 }
 
-static wf_status coupled_error(const wf_cloth *c, const char *fn) {
+static wf_status coupled_error(const wfc_part *c, const char *fn) {
   wfp_view v;
   const char *ps = wfp_view_get(c->ps, &v) == WF_OK ? v.name : "?";
   return wf__error(WF_ERR_INVALID, fn,
@@ -1032,7 +1033,7 @@ static wf_status coupled_error(const wf_cloth *c, const char *fn) {
  * state half); it is a host counter, used while recording only. */
 static wf_status couple_hook(void *user, int event) {
   static const char fn[] = "wf_particles_step_frames";
-  wf_cloth *c = user;
+  wfc_part *c = user;
   bool springs = c->desc.integrator == WF_CLOTH_SPRINGS;
   int in = springs ? c->sub_in_frame & 1 : 1;
   wf_status st = WF_OK;
@@ -1060,7 +1061,7 @@ static wf_status couple_hook(void *user, int event) {
   return st;
 }
 
-wf_status wf_cloth_couple(wf_cloth *c, wf_particles *ps) {
+wf_status wfc_part_couple(wfc_part *c, wf_particles *ps) {
   static const char fn[] = "wf_cloth_couple";
   if (!c) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
   if (c->ps) { /* uncouple first (also when coupling again, e.g. after adding particles) */
@@ -1093,7 +1094,7 @@ wf_status wf_cloth_couple(wf_cloth *c, wf_particles *ps) {
   return st;
 }
 
-wf_status wf_cloth_step_frames(wf_cloth *c, int frames) {
+wf_status wfc_part_step_frames(wfc_part *c, int frames) {
   static const char fn[] = "wf_cloth_step_frames";
   if (!c) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
   if (frames < 0)
@@ -1117,7 +1118,7 @@ wf_status wf_cloth_step_frames(wf_cloth *c, int frames) {
   return touch_all(c, fn);
 }
 
-wf_status wf_cloth_step_substeps(wf_cloth *c, int n) {
+wf_status wfc_part_step_substeps(wfc_part *c, int n) {
   static const char fn[] = "wf_cloth_step_substeps";
   if (!c) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
   if (n < 0)
@@ -1129,7 +1130,7 @@ wf_status wf_cloth_step_substeps(wf_cloth *c, int n) {
 /* ---- reading back -----------------------------------------------------------------------------
  */
 
-static wf_status flags_status(wf_cloth *c, const char *fn) {
+static wf_status flags_status(wfc_part *c, const char *fn) {
   wfc_flags f;
   wfc_clock k;
   TRY(wf_download(&f, c->buf[B_FLAGS], 0, sizeof f), "reading the solver's flags");
@@ -1141,14 +1142,14 @@ static wf_status flags_status(wf_cloth *c, const char *fn) {
                    c->name, f.first_bad, (unsigned long long)k.substeps);
 }
 
-wf_status wf_cloth_check(wf_cloth *c) {
+wf_status wfc_part_check(wfc_part *c) {
   static const char fn[] = "wf_cloth_check";
   if (!c) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
   TRY(wf_stream_synchronize(c->stream), "waiting for the solver");
   return flags_status(c, fn);
 }
 
-wf_status wf_cloth_download(wf_cloth *c, float (*pos)[4], float (*vel)[4]) {
+wf_status wfc_part_download(wfc_part *c, float (*pos)[4], float (*vel)[4]) {
   static const char fn[] = "wf_cloth_download";
   if (!c) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
   TRY(wf_stream_synchronize(c->stream), "waiting for the solver");
@@ -1160,7 +1161,7 @@ wf_status wf_cloth_download(wf_cloth *c, float (*pos)[4], float (*vel)[4]) {
 
 /* Checkpoint restore: half 0 of the state, both clocks (a substep copies clock_in forward) and
  * the flags; everything else a frame reads was set up at creation or is rebuilt per substep. */
-wf_status wf_cloth_set_state(wf_cloth *c, const float (*pos)[4], const float (*vel)[4], double time,
+wf_status wfc_part_set_state(wfc_part *c, const float (*pos)[4], const float (*vel)[4], double time,
                              uint64_t substeps) {
   static const char fn[] = "wf_cloth_set_state";
   if (!c) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
@@ -1180,14 +1181,10 @@ wf_status wf_cloth_set_state(wf_cloth *c, const float (*pos)[4], const float (*v
   return WF_OK;
 }
 
-wf_status wf_cloth_copy_positions(wf_cloth *c, wf_buffer *dst, size_t off) {
-  return wf_cloth_copy_positions_on(c, dst, off, NULL);
-}
-
 /* On another stream, wf_copy orders s after the solver (the buffer remembers its last user); the
  * solver then waits for s, since its kernels are opaque to that tracking and the next frame must
  * not overwrite the positions while they are read. */
-wf_status wf_cloth_copy_positions_on(wf_cloth *c, wf_buffer *dst, size_t off, wf_stream *s) {
+wf_status wfc_part_copy_positions_on(wfc_part *c, wf_buffer *dst, size_t off, wf_stream *s) {
   static const char fn[] = "wf_cloth_copy_positions";
   if (!c || !dst) return wf__error(WF_ERR_INVALID, fn, "cloth or buffer is NULL");
   if (!s) s = c->stream;
@@ -1202,7 +1199,7 @@ wf_status wf_cloth_copy_positions_on(wf_cloth *c, wf_buffer *dst, size_t off, wf
   return WF_OK;
 }
 
-static wf_status set_readback(wf_cloth *c, wf_buffer *dst, size_t off, wf_cloth_layout layout,
+static wf_status set_readback(wfc_part *c, wf_buffer *dst, size_t off, wf_cloth_layout layout,
                               const char *fn) {
   if (!c) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
   if (layout != WF_CLOTH_XYZW && layout != WF_CLOTH_XYZ)
@@ -1247,16 +1244,12 @@ static wf_status set_readback(wf_cloth *c, wf_buffer *dst, size_t off, wf_cloth_
   return WF_OK;
 }
 
-wf_status wf_cloth_set_frame_readback(wf_cloth *c, wf_buffer *dst, size_t off) {
-  return set_readback(c, dst, off, WF_CLOTH_XYZW, "wf_cloth_set_frame_readback");
-}
-
-wf_status wf_cloth_set_frame_readback_as(wf_cloth *c, wf_buffer *dst, size_t off,
+wf_status wfc_part_set_frame_readback_as(wfc_part *c, wf_buffer *dst, size_t off,
                                          wf_cloth_layout layout) {
   return set_readback(c, dst, off, layout, "wf_cloth_set_frame_readback_as");
 }
 
-wf_status wf_cloth_time(wf_cloth *c, double *seconds, uint64_t *substeps) {
+wf_status wfc_part_time(wfc_part *c, double *seconds, uint64_t *substeps) {
   static const char fn[] = "wf_cloth_time";
   if (!c) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
   wfc_clock k;
@@ -1267,7 +1260,7 @@ wf_status wf_cloth_time(wf_cloth *c, double *seconds, uint64_t *substeps) {
   return WF_OK;
 }
 
-wf_status wf_cloth_info_get(const wf_cloth *c, wf_cloth_info *out) {
+wf_status wfc_part_info_get(const wfc_part *c, wf_cloth_info *out) {
   if (!c || !out) return wf__error(WF_ERR_INVALID, "wf_cloth_info_get", "cloth or out is NULL");
   memset(out, 0, sizeof *out);
   out->vertices = c->nv;
@@ -1295,9 +1288,11 @@ wf_status wf_cloth_info_get(const wf_cloth *c, wf_cloth_info *out) {
   return WF_OK;
 }
 
-wf_stream *wf_cloth_stream(const wf_cloth *c) { return c ? c->stream : NULL; }
+wf_stream *wfc_part_stream(const wfc_part *c) { return c ? c->stream : NULL; }
 
-wf_status wf_cloth_state_buffers(wf_cloth *c, wf_buffer **pos, wf_buffer **vel, wf_buffer **clock) {
+wf_device *wfc_part_device(const wfc_part *c) { return c ? c->dev : NULL; }
+
+wf_status wfc_part_state_buffers(wfc_part *c, wf_buffer **pos, wf_buffer **vel, wf_buffer **clock) {
   if (!c) return wf__error(WF_ERR_INVALID, "wf_cloth_state_buffers", "cloth is NULL");
   if (pos) *pos = c->buf[B_POS0];
   if (vel) *vel = c->buf[B_VEL0];
@@ -1305,7 +1300,7 @@ wf_status wf_cloth_state_buffers(wf_cloth *c, wf_buffer **pos, wf_buffer **vel, 
   return WF_OK;
 }
 
-const uint32_t *wf_cloth_triangles(const wf_cloth *c, uint32_t *count) {
+const uint32_t *wfc_part_triangles(const wfc_part *c, uint32_t *count) {
   if (count) *count = c ? c->nt : 0;
   return c && c->nt ? c->topo.tris : NULL;
 }
@@ -1314,7 +1309,7 @@ const uint32_t *wf_cloth_triangles(const wf_cloth *c, uint32_t *count) {
  */
 
 wf_status wfc_cloth_create_local(const char *fn, wf_device *dev, const wf_cloth_desc *desc,
-                                 wfc_topology *topo, const wfc_local *local, wf_cloth **out) {
+                                 wfc_topology *topo, const wfc_local *local, wfc_part **out) {
   *out = NULL;
   const char *name = desc->name ? desc->name : "cloth";
   wf_status st = check_desc(fn, desc, name);
@@ -1331,9 +1326,9 @@ wf_status wfc_check_desc(const char *fn, const wf_cloth_desc *desc, const char *
   return check_desc(fn, desc, name);
 }
 
-wf_status wfc_enqueue_springs(wf_cloth *c, const char *fn, int in) { return substep(c, fn, in); }
+wf_status wfc_enqueue_springs(wfc_part *c, const char *fn, int in) { return substep(c, fn, in); }
 
-wf_status wfc_enqueue_predict(wf_cloth *c, const char *fn) {
+wf_status wfc_enqueue_predict(wfc_part *c, const char *fn) {
   wfc_predict_args pa = {ptr(c, B_PARAMS), ptr(c, B_CLOCK0), ptr(c, B_CLOCK1),
                          ptr(c, B_POS0),   ptr(c, B_VEL0),   ptr(c, B_POS1),
                          ptr(c, B_VEL1),   mesh_view(c),     c->nv};
@@ -1345,13 +1340,13 @@ wf_status wfc_enqueue_predict(wf_cloth *c, const char *fn) {
   return WF_OK;
 }
 
-wf_status wfc_enqueue_colour(wf_cloth *c, const char *fn, uint32_t colour) {
+wf_status wfc_enqueue_colour(wfc_part *c, const char *fn, uint32_t colour) {
   return xpbd_colour(c, fn, colour);
 }
 
-wf_status wfc_enqueue_finalize(wf_cloth *c, const char *fn) { return substep_end(c, fn, 1); }
+wf_status wfc_enqueue_finalize(wfc_part *c, const char *fn) { return substep_end(c, fn, 1); }
 
-wf_status wfc_enqueue_frame_end(wf_cloth *c, const char *fn, int substeps) {
+wf_status wfc_enqueue_frame_end(wfc_part *c, const char *fn, int substeps) {
   if (c->desc.integrator == WF_CLOTH_SPRINGS && (substeps & 1)) {
     wf_status st = springs_back_to_half0(c, fn);
     if (st != WF_OK) return st;
@@ -1362,7 +1357,7 @@ wf_status wfc_enqueue_frame_end(wf_cloth *c, const char *fn, int substeps) {
 /* The split's overlap: the per-vertex kernels over owned vertices [begin, end) only. Over [0,
  * n_update) in pieces they compute what wfc_enqueue_springs / _predict / _finalize compute (the
  * clock is written by vertex 0's element, in whichever piece holds it). */
-wf_status wfc_enqueue_springs_range(wf_cloth *c, const char *fn, int in, uint32_t begin,
+wf_status wfc_enqueue_springs_range(wfc_part *c, const char *fn, int in, uint32_t begin,
                                     uint32_t end) {
   if (end <= begin) return WF_OK;
   int pi = in ? B_POS1 : B_POS0, vi = in ? B_VEL1 : B_VEL0, ci = in ? B_CLOCK1 : B_CLOCK0;
@@ -1374,7 +1369,7 @@ wf_status wfc_enqueue_springs_range(wf_cloth *c, const char *fn, int in, uint32_
   return launch(c, fn, &wfc_spring_range, end - begin, &r, sizeof r);
 }
 
-wf_status wfc_enqueue_predict_range(wf_cloth *c, const char *fn, uint32_t begin, uint32_t end) {
+wf_status wfc_enqueue_predict_range(wfc_part *c, const char *fn, uint32_t begin, uint32_t end) {
   if (end <= begin) return WF_OK;
   wfc_predict_range_args r = {{ptr(c, B_PARAMS), ptr(c, B_CLOCK0), ptr(c, B_CLOCK1), ptr(c, B_POS0),
                                ptr(c, B_VEL0), ptr(c, B_POS1), ptr(c, B_VEL1), mesh_view(c), c->nv},
@@ -1382,14 +1377,14 @@ wf_status wfc_enqueue_predict_range(wf_cloth *c, const char *fn, uint32_t begin,
   return launch(c, fn, &wfc_xpbd_predict_range, end - begin, &r, sizeof r);
 }
 
-wf_status wfc_enqueue_clear_multipliers(wf_cloth *c, const char *fn) {
+wf_status wfc_enqueue_clear_multipliers(wfc_part *c, const char *fn) {
   if (c->buf[B_LAMBDA])
     TRY(wf_memset(c->buf[B_LAMBDA], 0, 0, (size_t)c->constraints * 4, c->stream),
         "clearing the multipliers");
   return WF_OK;
 }
 
-wf_status wfc_enqueue_finalize_range(wf_cloth *c, const char *fn, uint32_t begin, uint32_t end) {
+wf_status wfc_enqueue_finalize_range(wfc_part *c, const char *fn, uint32_t begin, uint32_t end) {
   if (end <= begin) return WF_OK;
   wfc_finalize_range_args r = {{ptr(c, B_PARAMS), ptr(c, B_COLLIDERS), ptr(c, B_CLOCK1),
                                 ptr(c, B_CLOCK0), ptr(c, B_FLAGS), ptr(c, B_POS0), ptr(c, B_VEL0),
@@ -1398,16 +1393,16 @@ wf_status wfc_enqueue_finalize_range(wf_cloth *c, const char *fn, uint32_t begin
   return launch(c, fn, &wfc_xpbd_finalize_range, end - begin, &r, sizeof r);
 }
 
-wf_status wfc_touch(wf_cloth *c, const char *fn) { return touch_all(c, fn); }
+wf_status wfc_touch(wfc_part *c, const char *fn) { return touch_all(c, fn); }
 
-uint32_t wfc_colours(const wf_cloth *c) { return c->colours; }
+uint32_t wfc_colours(const wfc_part *c) { return c->colours; }
 
-wf_buffer *wfc_buffer(const wf_cloth *c, int which) {
+wf_buffer *wfc_buffer(const wfc_part *c, int which) {
   static const int map[] = {B_POS0, B_VEL0, B_POS1, B_VEL1};
   return c->buf[map[which]];
 }
 
-wf_status wfc_flags_get(wf_cloth *c, const char *fn, uint32_t *bad, uint32_t *first_bad) {
+wf_status wfc_flags_get(wfc_part *c, const char *fn, uint32_t *bad, uint32_t *first_bad) {
   wfc_flags f;
   TRY(wf_stream_synchronize(c->stream), "waiting for the solver");
   TRY(wf_download(&f, c->buf[B_FLAGS], 0, sizeof f), "reading the solver's flags");

@@ -1,7 +1,10 @@
-/* What the split cloth solver (split.c: one cloth solver per device, with halos) needs from a
- * single-device cloth (cloth.c), beyond the public API. Internal to libweft (no WF_API).
+/* A cloth partition (wfc_part, cloth.c): the solver of the vertices one device holds. The public
+ * wf_cloth (split.c) owns one partition per device. With one device its partition is the whole
+ * cloth, built from the grid or mesh as it is given (no halo, the single-device fast path: tiled
+ * frame kernels, per-frame readback); every wf_cloth_* call goes straight to it. Internal to
+ * libweft (no WF_API).
  *
- * A partition is an ordinary wf_cloth made from explicit local topology: its vertices are the
+ * With several devices a partition is made from explicit local topology: its vertices are the
  * ones it owns (first; split.c orders them) and then its ghosts (ascending global order);
  * its springs, XPBD constraints and triangles are the global ones, in global order, re-indexed
  * to local vertices. The per-vertex kernels (springs, XPBD predict and finalize) update only the
@@ -15,6 +18,43 @@
 #include "cloth_math.h"
 #include "cloth_mesh.h"
 #include "weft/cloth.h"
+
+typedef struct wfc_part wfc_part;
+
+/* The single-device solver, as the public wf_cloth_* functions of the same verb describe them
+ * (weft/cloth.h); errors name the public function. */
+wf_status wfc_part_create_grid(wf_device *dev, const wf_cloth_desc *desc, const wf_cloth_grid *grid,
+                               wfc_part **out);
+wf_status wfc_part_create_mesh(wf_device *dev, const wf_cloth_desc *desc,
+                               const wf_cloth_mesh_desc *mesh, wfc_part **out);
+void wfc_part_destroy(wfc_part *c);
+wf_status wfc_part_pin(wfc_part *c, uint32_t vertex);
+wf_status wfc_part_pin_named(wfc_part *c, const char *where, uint32_t *count);
+wf_status wfc_part_pin_region(wfc_part *c, const float lo[3], const float hi[3], uint32_t *count);
+wf_status wfc_part_attach(wfc_part *c, uint32_t vertex, uint32_t collider);
+wf_status wfc_part_attach_region(wfc_part *c, const float lo[3], const float hi[3],
+                                 uint32_t collider, uint32_t *count);
+wf_status wfc_part_add_collider(wfc_part *c, const wf_collider_desc *d, uint32_t *index);
+wf_status wfc_part_set_material(wfc_part *c, const wf_cloth_material *m);
+wf_cloth_params wfc_part_params_get(const wfc_part *c);
+wf_status wfc_part_params_set(wfc_part *c, const wf_cloth_params *p);
+wf_status wfc_part_couple(wfc_part *c, wf_particles *ps);
+wf_status wfc_part_step_frames(wfc_part *c, int frames);
+wf_status wfc_part_step_substeps(wfc_part *c, int n);
+wf_status wfc_part_check(wfc_part *c);
+wf_status wfc_part_download(wfc_part *c, float (*pos)[4], float (*vel)[4]);
+wf_status wfc_part_set_state(wfc_part *c, const float (*pos)[4], const float (*vel)[4], double time,
+                             uint64_t substeps);
+wf_status wfc_part_copy_positions_on(wfc_part *c, wf_buffer *dst, size_t off, wf_stream *s);
+wf_status wfc_part_set_frame_readback_as(wfc_part *c, wf_buffer *dst, size_t off,
+                                         wf_cloth_layout layout);
+wf_status wfc_part_time(wfc_part *c, double *seconds, uint64_t *substeps);
+wf_status wfc_part_info_get(const wfc_part *c, wf_cloth_info *out);
+wf_stream *wfc_part_stream(const wfc_part *c);
+wf_device *wfc_part_device(const wfc_part *c);
+/* The state between frames: pos, vel (vertices x 16 bytes) and the clock; any may be NULL. */
+wf_status wfc_part_state_buffers(wfc_part *c, wf_buffer **pos, wf_buffer **vel, wf_buffer **clock);
+const uint32_t *wfc_part_triangles(const wfc_part *c, uint32_t *count);
 
 /* Explicit local topology. The topology passed beside it (x, tris, vt_start, vt_list, nv, nt;
  * no edges, grid 0 x 0) is taken over by the cloth, as are none of these arrays (copied). */
@@ -33,7 +73,7 @@ wf_status wfc_check_desc(const char *fn, const wf_cloth_desc *desc, const char *
 /* Creates a cloth from local topology (takes *topo, also on failure). desc->self_collision must
  * be false. */
 wf_status wfc_cloth_create_local(const char *fn, wf_device *dev, const wf_cloth_desc *desc,
-                                 wfc_topology *topo, const wfc_local *local, wf_cloth **out);
+                                 wfc_topology *topo, const wfc_local *local, wfc_part **out);
 
 /* The columns [range[0], range[1]] x rows [range[2], range[3]] of a named part of a grid
  * ("top-left", "top", ...; wf_cloth_pin_named); an error naming the cloth for a mesh (grid 0 x 0)
@@ -46,28 +86,39 @@ wf_status wfc_pin_named_range(const char *fn, const char *name, const uint32_t g
  * and colour in order, finalize. Then, after the frame's substeps, frame_end: a mass-spring
  * frame of an odd number of substeps copies half 1 back to half 0; every buffer is marked as used
  * on the cloth's stream. */
-wf_status wfc_enqueue_springs(wf_cloth *c, const char *fn, int in);
-wf_status wfc_enqueue_predict(wf_cloth *c, const char *fn);
-wf_status wfc_enqueue_colour(wf_cloth *c, const char *fn, uint32_t colour);
-wf_status wfc_enqueue_finalize(wf_cloth *c, const char *fn);
-wf_status wfc_enqueue_frame_end(wf_cloth *c, const char *fn, int substeps);
+wf_status wfc_enqueue_springs(wfc_part *c, const char *fn, int in);
+wf_status wfc_enqueue_predict(wfc_part *c, const char *fn);
+wf_status wfc_enqueue_colour(wfc_part *c, const char *fn, uint32_t colour);
+wf_status wfc_enqueue_finalize(wfc_part *c, const char *fn);
+wf_status wfc_enqueue_frame_end(wfc_part *c, const char *fn, int substeps);
 /* The same stages over owned vertices [begin, end) only (split.c's overlap: the vertices other
  * partitions read first, then the rest). Pieces covering [0, n_update) compute what the whole
  * stage computes, bit for bit; the predict piece does not clear the multipliers:
  * clear_multipliers does (before the first colour pass). */
-wf_status wfc_enqueue_springs_range(wf_cloth *c, const char *fn, int in, uint32_t begin,
+wf_status wfc_enqueue_springs_range(wfc_part *c, const char *fn, int in, uint32_t begin,
                                     uint32_t end);
-wf_status wfc_enqueue_predict_range(wf_cloth *c, const char *fn, uint32_t begin, uint32_t end);
-wf_status wfc_enqueue_clear_multipliers(wf_cloth *c, const char *fn);
-wf_status wfc_enqueue_finalize_range(wf_cloth *c, const char *fn, uint32_t begin, uint32_t end);
+wf_status wfc_enqueue_predict_range(wfc_part *c, const char *fn, uint32_t begin, uint32_t end);
+wf_status wfc_enqueue_clear_multipliers(wfc_part *c, const char *fn);
+wf_status wfc_enqueue_finalize_range(wfc_part *c, const char *fn, uint32_t begin, uint32_t end);
 /* Marks every buffer as used on the cloth's stream (after frames launched by someone else). */
-wf_status wfc_touch(wf_cloth *c, const char *fn);
+wf_status wfc_touch(wfc_part *c, const char *fn);
 
 /* XPBD colours (0 for mass-spring); the buffer `which` (WFC_BUF_*). */
-uint32_t wfc_colours(const wf_cloth *c);
-wf_buffer *wfc_buffer(const wf_cloth *c, int which);
+uint32_t wfc_colours(const wfc_part *c);
+wf_buffer *wfc_buffer(const wfc_part *c, int which);
 /* Waits for the cloth and reads its device flags: *bad non-zero when a vertex became NaN/inf,
  * *first_bad its local index. */
-wf_status wfc_flags_get(wf_cloth *c, const char *fn, uint32_t *bad, uint32_t *first_bad);
+wf_status wfc_flags_get(wfc_part *c, const char *fn, uint32_t *bad, uint32_t *first_bad);
+
+/* The public cloth's partitioning (split.c), for tests: where global vertex `vertex` lives
+ * (*owner its partition, *ghost_in a bit mask of the partitions holding it as a ghost), where
+ * partition p keeps it (its local index, UINT32_MAX when p does not hold it), partition p's
+ * solver (not to be stepped, pinned or coupled on its own). One device: owner 0, local = global. */
+#include "weft/export.h"
+/* exported (WF_API) for the multi-device tests only; not in any public header */
+WF_API wf_status wfc_split_vertex(const wf_cloth *c, uint32_t vertex, int *owner,
+                                  uint32_t *ghost_in);
+wf_status wfc_split_local(const wf_cloth *c, int p, uint32_t vertex, uint32_t *local);
+wfc_part *wfc_split_part(const wf_cloth *c, int p);
 
 #endif

@@ -295,9 +295,18 @@ wf_status wfc_mesh_build(const char *fn, const char *name, const wf_cloth_mesh_d
         t->tris[3 * k + c] = m->triangles[k][c];
       }
   }
-  for (uint32_t i = 0; i < t->nv; i++)
+  bool rotate = false;
+  for (int r = 0; r < 9; r++)
+    rotate = rotate || m->rotation[r / 3][r % 3] != 0.0;
+  for (uint32_t i = 0; i < t->nv; i++) {
+    float x[3];
     for (int k = 0; k < 3; k++)
-      t->x[i][k] = t->x[i][k] * m->scale + m->translate[k];
+      x[k] = t->x[i][k] * m->scale;
+    for (int k = 0; k < 3; k++) /* in double, as a scene's rotation is given */
+      t->x[i][k] = rotate ? (float)(m->rotation[k][0] * x[0] + m->rotation[k][1] * x[1] +
+                                    m->rotation[k][2] * x[2] + (double)m->translate[k])
+                          : x[k] + m->translate[k];
+  }
   return WF_OK;
 }
 

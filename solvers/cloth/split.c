@@ -1,8 +1,14 @@
-/* One cloth over several devices (wf_cloth_split_* in weft/cloth.h).
+/* The public cloth solver (wf_cloth, weft/cloth.h): one cloth over 1..N devices, a partition
+ * (wfc_part, cloth.c) per device.
  *
+ * One device: the partition is the whole cloth, made from the grid or mesh as given, and every
+ * call goes straight to it (whole()): no halo, no gather, the single-device fast path unchanged
+ * (tiled frame kernels, per-frame readback), and self-collision and coupling available.
+ *
+ * Several devices:
  * At creation the whole mesh is built once on the host (topology, masses, springs or coloured
- * XPBD constraints, exactly as one wf_cloth builds them) and its vertex graph is cut into n parts
- * by METIS (k-way, fixed seed). Partition p is an ordinary wf_cloth made from local topology
+ * XPBD constraints, exactly as one wfc_part builds them) and its vertex graph is cut into n parts
+ * by METIS (k-way, fixed seed). Partition p is an ordinary wfc_part made from local topology
  * (cloth_internal.h): the vertices it owns (those other partitions read first: see Overlap),
  * then its ghosts, each group in ascending global order; the springs, constraints and triangles
  * that touch an owned vertex, in global order, re-indexed. Its per-vertex kernels update the owned
@@ -56,7 +62,7 @@
  * q's copy stream copies it into p's receive buffer, and an unpack kernel on p's stream scatters
  * it. They do not overlap (each pass needs the previous one's ghosts).
  *
- * Measurement (wf_cloth_split_overlap_measure): enqueue_frame can leave the copies out (mode
+ * Measurement (wf_cloth_overlap_measure): enqueue_frame can leave the copies out (mode
  * FRAME_NO_COPY: every wait and event stays, so the frame's shape is the same) or enqueue only
  * the copies with their waits (FRAME_COPIES); each kind is captured into a graph of its own. It
  * can also record timing events around each stretch of a partition's kernels (cs->marks), which
@@ -97,18 +103,27 @@ typedef struct link {
   wf_event *copied;    /* on from's device: recorded on from's copy stream after each copy */
 } link;
 
+/* The gather of the positions onto one device (wf_cloth_copy_positions_on): every partition's
+ * owned rows, one partition after the other, into stage; a scatter by global id (the halo
+ * unpack kernel) into out, or straight into a destination on that device. */
+typedef struct gather {
+  wf_device *dev;
+  wf_buffer *stage, *gid, *out; /* nv rows; gid: stage row -> global id */
+} gather;
+
 typedef struct part {
-  wf_cloth *c;
+  wfc_part *c;
   wf_device *dev;
   wf_stream *copy; /* halo copies out of this partition */
   uint32_t n_local, n_owned;
   uint32_t n_send;    /* owned vertices [0, n_send) are ghosts elsewhere (the send set) */
   uint32_t *gid;      /* local -> global vertex id */
   uint32_t *send_gid; /* the send set's global ids (gid's first n_send, known before gid) */
+  wf_buffer *ids;     /* on dev: gid's first n_owned (wf_cloth_partition_view) */
   wf_buffer *sent[4]; /* views of the state buffers (WFC_BUF_*) over the send set */
 } part;
 
-struct wf_cloth_split {
+struct wf_cloth {
   char name[64];
   wf_cloth_desc desc; /* desc.name points at name */
   int np;
@@ -116,7 +131,9 @@ struct wf_cloth_split {
   link *links;
   int n_links;
   int n_slots; /* index lists per link: every ghost, then (XPBD) one per colour */
-  uint32_t nv;
+  uint32_t nv, nt;
+  uint32_t *tris;     /* the whole cloth's triangles, 3 each (wf_cloth_triangles) */
+  uint32_t springs, constraints, colours; /* the whole cloth's */
   uint32_t grid[2];
   float (*rest)[3];   /* rest positions, global order */
   int8_t *owner;      /* per global vertex */
@@ -129,7 +146,8 @@ struct wf_cloth_split {
    * its kernels (start, end), mark_n[p] of them recorded in the frame */
   wf_event **marks;
   uint32_t mark_cap, mark_n[MAXP];
-  wf_cloth_split_info info;
+  wf_cloth_info info;
+  gather gather; /* wf_cloth_copy_positions_on's, built at its first call */
 };
 
 /* What enqueue_frame enqueues: the frame (FULL); the frame without the halo copies (NO_COPY: the
@@ -137,15 +155,15 @@ struct wf_cloth_split {
 enum { FRAME_FULL, FRAME_NO_COPY, FRAME_COPIES };
 
 static wf_status oom(const char *fn, const char *name) {
-  return wf__error(WF_ERR_OUT_OF_MEMORY, fn, "cloth '%s' (split): out of host memory", name);
+  return wf__error(WF_ERR_OUT_OF_MEMORY, fn, "cloth '%s': out of host memory", name);
 }
 
 /* A GPU-layer call failed: keep its message (copied: wf__error rewrites the same text). */
-static wf_status fail_gpu(wf_status st, const char *fn, const wf_cloth_split *cs,
+static wf_status fail_gpu(wf_status st, const char *fn, const wf_cloth *cs,
                           const char *what) {
   char why[768];
   snprintf(why, sizeof why, "%s", wf_last_error());
-  return wf__error(st, fn, "cloth '%s' (split): %s: %s", cs->name, what, why);
+  return wf__error(st, fn, "cloth '%s': %s: %s", cs->name, what, why);
 }
 
 #define TRY(call, what)                                                                            \
@@ -154,21 +172,29 @@ static wf_status fail_gpu(wf_status st, const char *fn, const wf_cloth_split *cs
     if (st_ != WF_OK) return fail_gpu(st_, fn, cs, what);                                          \
   } while (0)
 
-static wf_stream *stream_of(const wf_cloth_split *cs, int p) {
-  return wf_cloth_stream(cs->parts[p].c);
+static wf_stream *stream_of(const wf_cloth *cs, int p) {
+  return wfc_part_stream(cs->parts[p].c);
 }
 
-wf_cloth_split_desc wf_cloth_split_desc_default(void) {
-  return (wf_cloth_split_desc){.seed = 1, .imbalance = 0.03f};
+/* The whole cloth's only partition with one device; NULL with several. */
+static wfc_part *whole(const wf_cloth *cs) { return cs->np == 1 ? cs->parts[0].c : NULL; }
+
+static void gather_free(wf_cloth *cs) {
+  gather *g = &cs->gather;
+  wf_buffer *b[] = {g->stage, g->gid, g->out};
+  for (size_t k = 0; k < sizeof b / sizeof *b; k++)
+    if (b[k]) wf_buffer_destroy(b[k], NULL);
+  memset(g, 0, sizeof *g);
 }
 
-void wf_cloth_split_destroy(wf_cloth_split *cs) {
+void wf_cloth_destroy(wf_cloth *cs) {
   if (!cs) return;
   for (int p = 0; p < cs->np; p++)
     if (cs->parts[p].c) wf_stream_synchronize(stream_of(cs, p));
   for (int p = 0; p < cs->np; p++)
     if (cs->parts[p].copy) wf_stream_synchronize(cs->parts[p].copy);
   if (cs->graph) wf_graph_destroy(cs->graph);
+  gather_free(cs);
   for (int l = 0; l < cs->n_links; l++) {
     link *k = &cs->links[l];
     wf_stream *sf = stream_of(cs, k->from), *sto = stream_of(cs, k->to);
@@ -187,10 +213,12 @@ void wf_cloth_split_destroy(wf_cloth_split *cs) {
     part *pt = &cs->parts[p];
     for (int w = 0; w < 4; w++)
       if (pt->sent[w]) wf_buffer_destroy(pt->sent[w], stream_of(cs, p));
+    if (pt->ids) wf_buffer_destroy(pt->ids, stream_of(cs, p));
     if (pt->copy) wf_stream_destroy(pt->copy);
-    wf_cloth_destroy(pt->c);
+    wfc_part_destroy(pt->c);
     free(pt->gid), free(pt->send_gid);
   }
+  free(cs->tris);
   free(cs->rest), free(cs->owner), free(cs->ghost_in), free(cs->lid), free(cs->pinned);
   free(cs);
 }
@@ -199,7 +227,7 @@ void wf_cloth_split_destroy(wf_cloth_split *cs) {
 
 /* The pairs of vertices that read each other: springs (mass-spring) or constraints (XPBD), and
  * the corners of every triangle. Deduplicated CSR for METIS. */
-static wf_status vertex_graph(const char *fn, const wf_cloth_split *cs, const wfc_topology *t,
+static wf_status vertex_graph(const char *fn, const wf_cloth *cs, const wfc_topology *t,
                               const wfc_springs *sp, const wfc_constraints *cons, idx_t **xadj_out,
                               idx_t **adj_out) {
   uint32_t nv = t->nv;
@@ -271,7 +299,7 @@ static wf_status vertex_graph(const char *fn, const wf_cloth_split *cs, const wf
 }
 
 /* owner[g] for every vertex: METIS k-way on the vertex graph (every vertex in part 0 for n 1). */
-static wf_status cut(const char *fn, wf_cloth_split *cs, const wf_cloth_split_desc *sd,
+static wf_status cut(const char *fn, wf_cloth *cs, const wf_cloth_desc *sd,
                      const wfc_topology *t, const wfc_springs *sp, const wfc_constraints *cons) {
   uint32_t nv = t->nv;
   if (cs->np == 1) {
@@ -299,7 +327,7 @@ static wf_status cut(const char *fn, wf_cloth_split *cs, const wf_cloth_split_de
   if (r != METIS_OK) {
     free(where);
     return wf__error(WF_ERR_BACKEND, fn,
-                     "cloth '%s' (split): METIS_PartGraphKway failed (%d) cutting %u vertices "
+                     "cloth '%s': METIS_PartGraphKway failed (%d) cutting %u vertices "
                      "into %d parts",
                      cs->name, r, nv, cs->np);
   }
@@ -312,7 +340,7 @@ static wf_status cut(const char *fn, wf_cloth_split *cs, const wf_cloth_split_de
   for (int p = 0; p < cs->np; p++)
     if (!count[p])
       return wf__error(WF_ERR_INVALID, fn,
-                       "cloth '%s' (split): METIS left partition %d with no vertex: %u vertices "
+                       "cloth '%s': METIS left partition %d with no vertex: %u vertices "
                        "are too few for %d partitions",
                        cs->name, p, nv, cs->np);
   return WF_OK;
@@ -322,7 +350,7 @@ static wf_status cut(const char *fn, wf_cloth_split *cs, const wf_cloth_split_de
 
 /* Marks in `in` (one byte per global vertex) every vertex partition p needs: its owned ones and
  * everything they read. Returns the number marked. */
-static uint32_t mark_members(const wf_cloth_split *cs, int p, const wfc_topology *t,
+static uint32_t mark_members(const wf_cloth *cs, int p, const wfc_topology *t,
                              const wfc_springs *sp, const wfc_constraints *cons, uint8_t *in) {
   uint32_t nv = t->nv;
   memset(in, 0, nv);
@@ -354,7 +382,7 @@ static uint32_t mark_members(const wf_cloth_split *cs, int p, const wfc_topology
 }
 
 /* ghost_in for every vertex: each partition's members that it does not own. */
-static void mark_ghosts(wf_cloth_split *cs, const wfc_topology *t, const wfc_springs *sp,
+static void mark_ghosts(wf_cloth *cs, const wfc_topology *t, const wfc_springs *sp,
                         const wfc_constraints *cons, uint8_t *in) {
   for (int p = 0; p < cs->np; p++) {
     mark_members(cs, p, t, sp, cons, in);
@@ -364,7 +392,7 @@ static void mark_ghosts(wf_cloth_split *cs, const wfc_topology *t, const wfc_spr
 }
 
 /* Whether constraint c touches a vertex partition p owns. */
-static bool cons_mine(const wf_cloth_split *cs, int p, const wfc_constraint *c) {
+static bool cons_mine(const wf_cloth *cs, int p, const wfc_constraint *c) {
   int m = c->kind == WFC_BEND ? 4 : 2;
   for (int a = 0; a < m; a++)
     if (cs->owner[c->v[a]] == p) return true;
@@ -387,7 +415,7 @@ static int cmp_u64(const void *a, const void *b) {
  * vertex as a ghost, the groups in Gray-code order of that set (neighbouring groups differ in
  * one partition, so each receiver's vertices come in few runs); the interior and each group in
  * global order. The numbering changes nothing in the math, which gathers in global order. */
-static wf_status number_owned(const char *fn, wf_cloth_split *cs) {
+static wf_status number_owned(const char *fn, wf_cloth *cs) {
   uint32_t nv = cs->nv;
   for (int p = 0; p < cs->np; p++) {
     part *pt = &cs->parts[p];
@@ -420,7 +448,7 @@ static wf_status number_owned(const char *fn, wf_cloth_split *cs) {
 }
 
 /* Partition p's local topology, masses, springs or constraints, and its cloth. */
-static wf_status build_part(const char *fn, wf_cloth_split *cs, int p, const wfc_topology *t,
+static wf_status build_part(const char *fn, wf_cloth *cs, int p, const wfc_topology *t,
                             const float *inv_mass, const wfc_springs *sp,
                             const wfc_constraints *cons, uint8_t *in, uint32_t *ltri) {
   part *pt = &cs->parts[p];
@@ -563,7 +591,7 @@ done:
  * the colour that p does not project (its owner does). Ghosts touched by one that p projects
  * get the owner's bits anyway; ghosts no constraint of the colour touches keep them. As CSR by
  * colour (global ids): list[start[q] .. start[q + 1]). Each vertex is in a colour at most once. */
-static wf_status stale_ghosts(const char *fn, const wf_cloth_split *cs, int p,
+static wf_status stale_ghosts(const char *fn, const wf_cloth *cs, int p,
                               const wfc_constraints *cons, uint32_t **start_out,
                               uint32_t **list_out) {
   uint32_t colours = cons->colours, *lid = cs->lid + (size_t)p * cs->nv;
@@ -602,7 +630,7 @@ static wf_status stale_ghosts(const char *fn, const wf_cloth_split *cs, int p,
 /* A view of partition p's state buffer w (WFC_BUF_*) over vertices [first, first + n), or NULL
  * where the cloth has no such buffer. Copies into and out of it are ordered by its own last
  * user, not the whole buffer's: the kernels are ordered by the frame's waits. */
-static wf_status state_view(wf_cloth_split *cs, const char *fn, int p, int w, uint32_t first,
+static wf_status state_view(wf_cloth *cs, const char *fn, int p, int w, uint32_t first,
                             uint32_t n, wf_buffer **out) {
   wf_buffer *b = wfc_buffer(cs->parts[p].c, w);
   *out = NULL;
@@ -615,7 +643,7 @@ static wf_status state_view(wf_cloth_split *cs, const char *fn, int p, int w, ui
 
 /* The halo links (q -> p for every ghost of p owned by q) and their index lists: slot 0 every
  * ghost of the link, slot 1 + c (XPBD) the ghosts the pass of colour c leaves stale. */
-static wf_status build_links(const char *fn, wf_cloth_split *cs, const wfc_constraints *cons) {
+static wf_status build_links(const char *fn, wf_cloth *cs, const wfc_constraints *cons) {
   int np = cs->np;
   uint32_t colours = cons ? cons->colours : 0;
   cs->n_slots = 1 + colours;
@@ -708,9 +736,32 @@ static wf_status build_links(const char *fn, wf_cloth_split *cs, const wfc_const
 /* Elements of slot `slot` of link k. */
 static uint32_t slot_count(const link *k, int slot) { return k->off[slot + 1] - k->off[slot]; }
 
+/* The whole cloth's triangles and counts (wf_cloth_triangles, wf_cloth_info_get). */
+static wf_status whole_counts(const char *fn, wf_cloth *cs, const wfc_topology *t,
+                              const wfc_springs *sp, const wfc_constraints *cons) {
+  cs->nt = t->nt;
+  cs->tris = malloc(((size_t)t->nt * 3 + 1) * sizeof *cs->tris);
+  if (!cs->tris) return oom(fn, cs->name);
+  memcpy(cs->tris, t->tris, (size_t)t->nt * 3 * sizeof *cs->tris);
+  cs->springs = sp ? sp->count : 0;
+  cs->constraints = cons ? cons->count : 0;
+  cs->colours = cons ? cons->colours : 0;
+  return WF_OK;
+}
+
+/* Partition p's owned rows' global ids on its device (wf_cloth_partition_view). */
+static wf_status upload_ids(const char *fn, wf_cloth *cs, int p) {
+  part *pt = &cs->parts[p];
+  size_t bytes = (size_t)pt->n_owned * sizeof *pt->gid;
+  TRY(wf_buffer_create(pt->dev, bytes ? bytes : 4, 0, stream_of(cs, p), &pt->ids),
+      "allocating a partition's ids");
+  if (bytes) TRY(wf_upload(pt->ids, 0, pt->gid, bytes, stream_of(cs, p)), "uploading ids");
+  return WF_OK;
+}
+
 /* Exchanges per frame and the bytes they move. */
-static void fill_info(wf_cloth_split *cs) {
-  wf_cloth_split_info *in = &cs->info;
+static void fill_info(wf_cloth *cs) {
+  wf_cloth_info *in = &cs->info;
   in->partitions = cs->np;
   in->vertices = cs->nv;
   in->links = (uint32_t)cs->n_links;
@@ -742,38 +793,98 @@ static void fill_info(wf_cloth_split *cs) {
   in->halo_bytes_per_frame = bytes * (uint64_t)cs->desc.substeps;
 }
 
-static wf_status create(const char *fn, wf_device *const *devices, int n,
-                        const wf_cloth_split_desc *split, const wf_cloth_desc *desc,
-                        const wf_cloth_grid *grid, const wf_cloth_mesh_desc *mesh,
-                        wf_cloth_split **out) {
+/* One device: its partition is the whole cloth, built from the grid or mesh as given (the
+ * single-device solver, desc->stream honoured). */
+static wf_status create_whole(const char *fn, wf_device *dev, const wf_cloth_desc *desc,
+                              const wf_cloth_grid *grid, const wf_cloth_mesh_desc *mesh,
+                              wf_cloth **out) {
+  const char *name = desc->name ? desc->name : "cloth";
+  wf_cloth *cs = calloc(1, sizeof *cs);
+  if (!cs) return oom(fn, name);
+  snprintf(cs->name, sizeof cs->name, "%s", name);
+  cs->desc = *desc;
+  cs->desc.name = cs->name;
+  cs->np = 1;
+  part *pt = &cs->parts[0];
+  pt->dev = dev;
+  wf_status st = grid ? wfc_part_create_grid(dev, desc, grid, &pt->c)
+                      : wfc_part_create_mesh(dev, desc, mesh, &pt->c);
+  if (st != WF_OK) {
+    free(cs);
+    return st;
+  }
+  wf_cloth_info in;
+  wfc_part_info_get(pt->c, &in);
+  cs->nv = pt->n_local = pt->n_owned = in.vertices;
+  cs->grid[0] = in.grid[0], cs->grid[1] = in.grid[1];
+  *out = cs;
+  return WF_OK;
+}
+
+/* The devices desc names (none, or a NULL first one: the default device) into devs; their
+ * number, or 0 after an error. */
+static int devices_of(const char *fn, const wf_cloth_desc *desc, wf_device *devs[MAXP]) {
+  const char *name = desc->name ? desc->name : "cloth";
+  int n = desc->device_count < 1 ? 1 : desc->device_count;
+  if (n > MAXP) {
+    wf__error(WF_ERR_INVALID, fn, "cloth '%s': device_count %d; 1 to %d are supported", name, n,
+              MAXP);
+    return 0;
+  }
+  for (int i = 0; i < n; i++)
+    devs[i] = desc->device_count < 1 ? NULL : desc->devices[i];
+  if (!devs[0]) devs[0] = wf_device_default();
+  if (!devs[0]) {
+    wf__error(WF_ERR_INVALID, fn, "cloth '%s': no default device (wf_init failed?)", name);
+    return 0;
+  }
+  return n;
+}
+
+static wf_status create_split(const char *fn, wf_device *const *devices, int n,
+                              const wf_cloth_desc *desc, const wf_cloth_grid *grid,
+                              const wf_cloth_mesh_desc *mesh, wf_cloth **out);
+
+static wf_status create(const char *fn, const wf_cloth_desc *desc, const wf_cloth_grid *grid,
+                        const wf_cloth_mesh_desc *mesh, wf_cloth **out) {
   if (!out) return wf__error(WF_ERR_INVALID, fn, "out is NULL");
   *out = NULL;
-  if (!devices || !desc || (!grid && !mesh))
-    return wf__error(WF_ERR_INVALID, fn, "devices, desc or %s is NULL", grid ? "grid" : "mesh");
+  if (!desc || (!grid && !mesh))
+    return wf__error(WF_ERR_INVALID, fn, "desc or %s is NULL", grid ? "grid" : "mesh");
+  wf_device *devs[MAXP];
+  int n = devices_of(fn, desc, devs);
+  if (n == 0) return WF_ERR_INVALID;
+  return n == 1 ? create_whole(fn, devs[0], desc, grid, mesh, out)
+                : create_split(fn, devs, n, desc, grid, mesh, out);
+}
+
+/* Several devices: the whole cloth built once on the host, cut by METIS into partitions. */
+static wf_status create_split(const char *fn, wf_device *const *devices, int n,
+                              const wf_cloth_desc *desc, const wf_cloth_grid *grid,
+                              const wf_cloth_mesh_desc *mesh, wf_cloth **out) {
   const char *name = desc->name ? desc->name : "cloth";
-  wf_cloth_split_desc sd = split ? *split : wf_cloth_split_desc_default();
-  if (n < 1 || n > MAXP)
-    return wf__error(WF_ERR_INVALID, fn, "cloth '%s' (split): %d devices; 1 to %d are supported",
-                     name, n, MAXP);
+  wf_cloth_desc sd = *desc;
+  if (sd.seed == 0) sd.seed = 1;
+  if (sd.imbalance == 0.0f) sd.imbalance = 0.03f;
   for (int i = 0; i < n; i++) {
     if (!devices[i])
-      return wf__error(WF_ERR_INVALID, fn, "cloth '%s' (split): device %d is NULL", name, i);
+      return wf__error(WF_ERR_INVALID, fn, "cloth '%s': device %d is NULL", name, i);
     if (wf_device_is_cuda(devices[i]) != wf_device_is_cuda(devices[0]))
       return wf__error(WF_ERR_INVALID, fn,
-                       "cloth '%s' (split): devices '%s' and '%s' are of different kinds (CUDA "
+                       "cloth '%s': devices '%s' and '%s' are of different kinds (CUDA "
                        "and CPU): one frame graph cannot span both",
                        name, wf_device_name(devices[0]), wf_device_name(devices[i]));
   }
   if (desc->self_collision)
     return wf__error(WF_ERR_UNSUPPORTED, fn,
-                     "cloth '%s' (split): self_collision is not supported across devices (its "
+                     "cloth '%s': self_collision is not supported across devices (its "
                      "vertex grid spans the whole cloth): run it on one device",
                      name);
   if (!(sd.imbalance > 0.0f) || !isfinite(sd.imbalance))
-    return wf__error(WF_ERR_INVALID, fn, "cloth '%s' (split): imbalance %g must be > 0", name,
+    return wf__error(WF_ERR_INVALID, fn, "cloth '%s': imbalance %g must be > 0", name,
                      (double)sd.imbalance);
 
-  /* the whole cloth, built and checked as one wf_cloth builds it */
+  /* the whole cloth, built and checked as one wfc_part builds it */
   wf_status st = wfc_check_desc(fn, desc, name);
   if (st != WF_OK) return st;
   wfc_topology t;
@@ -784,7 +895,7 @@ static wf_status create(const char *fn, wf_device *const *devices, int n,
   float *inv_mass = NULL;
   uint8_t *in = NULL;
   uint32_t *ltri = NULL;
-  wf_cloth_split *cs = calloc(1, sizeof *cs);
+  wf_cloth *cs = calloc(1, sizeof *cs);
   if (!cs) {
     wfc_topology_free(&t);
     return oom(fn, name);
@@ -836,6 +947,8 @@ static wf_status create(const char *fn, wf_device *const *devices, int n,
   for (int p = 0; p < n && st == WF_OK; p++)
     if ((st = wf_stream_synchronize(stream_of(cs, p))) != WF_OK)
       st = fail_gpu(st, fn, cs, "uploading the partitions");
+  if (st == WF_OK) st = whole_counts(fn, cs, &t, springs ? &sp : NULL, springs ? NULL : &cons);
+  for (int p = 0; p < n && st == WF_OK; p++) st = upload_ids(fn, cs, p);
   if (st == WF_OK) fill_info(cs);
 done:
   wfc_topology_free(&t);
@@ -843,78 +956,87 @@ done:
   wfc_constraints_free(&cons);
   free(inv_mass), free(in), free(ltri);
   if (st != WF_OK) {
-    wf_cloth_split_destroy(cs);
+    wf_cloth_destroy(cs);
     return st;
   }
   *out = cs;
   return WF_OK;
 }
 
-wf_status wf_cloth_split_create_grid(wf_device *const *devices, int n,
-                                     const wf_cloth_split_desc *split, const wf_cloth_desc *desc,
-                                     const wf_cloth_grid *grid, wf_cloth_split **out) {
-  static const char fn[] = "wf_cloth_split_create_grid";
+wf_status wf_cloth_create_grid(const wf_cloth_desc *desc, const wf_cloth_grid *grid,
+                               wf_cloth **out) {
+  static const char fn[] = "wf_cloth_create_grid";
   if (!grid) {
     if (out) *out = NULL;
     return wf__error(WF_ERR_INVALID, fn, "grid is NULL");
   }
-  return create(fn, devices, n, split, desc, grid, NULL, out);
+  return create(fn, desc, grid, NULL, out);
 }
 
-wf_status wf_cloth_split_create_mesh(wf_device *const *devices, int n,
-                                     const wf_cloth_split_desc *split, const wf_cloth_desc *desc,
-                                     const wf_cloth_mesh_desc *mesh, wf_cloth_split **out) {
-  static const char fn[] = "wf_cloth_split_create_mesh";
+wf_status wf_cloth_create_mesh(const wf_cloth_desc *desc, const wf_cloth_mesh_desc *mesh,
+                               wf_cloth **out) {
+  static const char fn[] = "wf_cloth_create_mesh";
   if (!mesh) {
     if (out) *out = NULL;
     return wf__error(WF_ERR_INVALID, fn, "mesh is NULL");
   }
-  return create(fn, devices, n, split, desc, NULL, mesh, out);
+  return create(fn, desc, NULL, mesh, out);
+}
+
+/* A capability of one device only, asked of a cloth over several. */
+static wf_status one_device_only(const wf_cloth *cs, const char *fn, const char *what) {
+  return wf__error(WF_ERR_UNSUPPORTED, fn,
+                   "cloth '%s' runs over %d devices: %s needs the cloth on one device (create it "
+                   "with desc.device_count 1)",
+                   cs->name, cs->np, what);
 }
 
 /* ---- pins, colliders, material, parameters -------------------------------------------------- */
 
 /* Pins (collider == NONE) or attaches global vertex v in every partition that holds it. */
-static wf_status pin_global(wf_cloth_split *cs, uint32_t v, uint32_t collider) {
+static wf_status pin_global(wf_cloth *cs, uint32_t v, uint32_t collider) {
   for (int p = 0; p < cs->np; p++) {
     uint32_t l = cs->lid[(size_t)p * cs->nv + v];
     if (l == NONE) continue;
-    wf_status st = collider == NONE ? wf_cloth_pin(cs->parts[p].c, l)
-                                    : wf_cloth_attach(cs->parts[p].c, l, collider);
+    wf_status st = collider == NONE ? wfc_part_pin(cs->parts[p].c, l)
+                                    : wfc_part_attach(cs->parts[p].c, l, collider);
     if (st != WF_OK) return st;
   }
   if (!cs->pinned[v]) cs->pinned[v] = 1, cs->info.pinned++;
   return WF_OK;
 }
 
-static wf_status check_vertex(const wf_cloth_split *cs, const char *fn, uint32_t v) {
+static wf_status check_vertex(const wf_cloth *cs, const char *fn, uint32_t v) {
   if (v < cs->nv) return WF_OK;
   return wf__error(WF_ERR_INVALID, fn,
-                   "cloth '%s' (split): vertex %u is out of range (%u vertices)", cs->name, v,
+                   "cloth '%s': vertex %u is out of range (%u vertices)", cs->name, v,
                    cs->nv);
 }
 
-wf_status wf_cloth_split_pin(wf_cloth_split *cs, uint32_t vertex) {
-  static const char fn[] = "wf_cloth_split_pin";
+wf_status wf_cloth_pin(wf_cloth *cs, uint32_t vertex) {
+  static const char fn[] = "wf_cloth_pin";
   if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
+  if (whole(cs)) return wfc_part_pin(whole(cs), vertex);
   wf_status st = check_vertex(cs, fn, vertex);
   return st != WF_OK ? st : pin_global(cs, vertex, NONE);
 }
 
-wf_status wf_cloth_split_attach(wf_cloth_split *cs, uint32_t vertex, uint32_t collider) {
-  static const char fn[] = "wf_cloth_split_attach";
+wf_status wf_cloth_attach(wf_cloth *cs, uint32_t vertex, uint32_t collider) {
+  static const char fn[] = "wf_cloth_attach";
   if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
+  if (whole(cs)) return wfc_part_attach(whole(cs), vertex, collider);
   wf_status st = check_vertex(cs, fn, vertex);
   if (st != WF_OK) return st;
   if (collider == NONE)
-    return wf__error(WF_ERR_INVALID, fn, "cloth '%s' (split): collider %u does not exist", cs->name,
+    return wf__error(WF_ERR_INVALID, fn, "cloth '%s': collider %u does not exist", cs->name,
                      collider);
   return pin_global(cs, vertex, collider);
 }
 
-wf_status wf_cloth_split_pin_named(wf_cloth_split *cs, const char *where, uint32_t *count) {
-  static const char fn[] = "wf_cloth_split_pin_named";
+wf_status wf_cloth_pin_named(wf_cloth *cs, const char *where, uint32_t *count) {
+  static const char fn[] = "wf_cloth_pin_named";
   if (!cs || !where) return wf__error(WF_ERR_INVALID, fn, "cloth or name is NULL");
+  if (whole(cs)) return wfc_part_pin_named(whole(cs), where, count);
   uint32_t r[4], n = 0;
   wf_status st = wfc_pin_named_range(fn, cs->name, cs->grid, where, r);
   for (uint32_t j = r[2]; st == WF_OK && j <= r[3]; j++)
@@ -925,12 +1047,12 @@ wf_status wf_cloth_split_pin_named(wf_cloth_split *cs, const char *where, uint32
 }
 
 /* Pins (collider NONE) or attaches every vertex whose rest position lies in [lo, hi]. */
-static wf_status pin_region(wf_cloth_split *cs, const char *fn, const float lo[3],
+static wf_status pin_region(wf_cloth *cs, const char *fn, const float lo[3],
                             const float hi[3], uint32_t collider, uint32_t *count) {
   if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
   if (!lo || !hi || !isfinite(lo[0]) || !isfinite(lo[1]) || !isfinite(lo[2]) || !isfinite(hi[0]) ||
       !isfinite(hi[1]) || !isfinite(hi[2]))
-    return wf__error(WF_ERR_INVALID, fn, "cloth '%s' (split): region bounds are NULL or not finite",
+    return wf__error(WF_ERR_INVALID, fn, "cloth '%s': region bounds are NULL or not finite",
                      cs->name);
   uint32_t n = 0;
   for (uint32_t i = 0; i < cs->nv; i++) {
@@ -945,48 +1067,49 @@ static wf_status pin_region(wf_cloth_split *cs, const char *fn, const float lo[3
   if (count) *count = n;
   if (!n)
     return wf__error(WF_ERR_INVALID, fn,
-                     "cloth '%s' (split): the region [%g %g %g] - [%g %g %g] holds no vertex",
+                     "cloth '%s': the region [%g %g %g] - [%g %g %g] holds no vertex",
                      cs->name, (double)lo[0], (double)lo[1], (double)lo[2], (double)hi[0],
                      (double)hi[1], (double)hi[2]);
   return WF_OK;
 }
 
-wf_status wf_cloth_split_pin_region(wf_cloth_split *cs, const float lo[3], const float hi[3],
+wf_status wf_cloth_pin_region(wf_cloth *cs, const float lo[3], const float hi[3],
                                     uint32_t *count) {
-  return pin_region(cs, "wf_cloth_split_pin_region", lo, hi, NONE, count);
+  if (cs && whole(cs)) return wfc_part_pin_region(whole(cs), lo, hi, count);
+  return pin_region(cs, "wf_cloth_pin_region", lo, hi, NONE, count);
 }
 
 /* Partition 0 goes first: a bad argument is refused there, before any partition changed. */
-wf_status wf_cloth_split_add_collider(wf_cloth_split *cs, const wf_collider_desc *desc,
+wf_status wf_cloth_add_collider(wf_cloth *cs, const wf_collider_desc *desc,
                                       uint32_t *index) {
-  static const char fn[] = "wf_cloth_split_add_collider";
+  static const char fn[] = "wf_cloth_add_collider";
   if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
   for (int p = 0; p < cs->np; p++) {
-    wf_status st = wf_cloth_add_collider(cs->parts[p].c, desc, index);
+    wf_status st = wfc_part_add_collider(cs->parts[p].c, desc, index);
     if (st != WF_OK) return st;
   }
   return WF_OK;
 }
 
-wf_status wf_cloth_split_set_material(wf_cloth_split *cs, const wf_cloth_material *m) {
-  static const char fn[] = "wf_cloth_split_set_material";
+wf_status wf_cloth_set_material(wf_cloth *cs, const wf_cloth_material *m) {
+  static const char fn[] = "wf_cloth_set_material";
   if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
   for (int p = 0; p < cs->np; p++) {
-    wf_status st = wf_cloth_set_material(cs->parts[p].c, m);
+    wf_status st = wfc_part_set_material(cs->parts[p].c, m);
     if (st != WF_OK) return st;
   }
   return WF_OK;
 }
 
-wf_cloth_params wf_cloth_split_params_get(const wf_cloth_split *cs) {
-  return cs ? wf_cloth_params_get(cs->parts[0].c) : (wf_cloth_params){0};
+wf_cloth_params wf_cloth_params_get(const wf_cloth *cs) {
+  return cs ? wfc_part_params_get(cs->parts[0].c) : (wf_cloth_params){0};
 }
 
-wf_status wf_cloth_split_params_set(wf_cloth_split *cs, const wf_cloth_params *prm) {
-  static const char fn[] = "wf_cloth_split_params_set";
+wf_status wf_cloth_params_set(wf_cloth *cs, const wf_cloth_params *prm) {
+  static const char fn[] = "wf_cloth_params_set";
   if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
   for (int p = 0; p < cs->np; p++) {
-    wf_status st = wf_cloth_params_set(cs->parts[p].c, prm);
+    wf_status st = wfc_part_params_set(cs->parts[p].c, prm);
     if (st != WF_OK) return st;
   }
   return WF_OK;
@@ -994,12 +1117,12 @@ wf_status wf_cloth_split_params_set(wf_cloth_split *cs, const wf_cloth_params *p
 
 /* ---- the frame ------------------------------------------------------------------------------- */
 
-static bool kernels_on(const wf_cloth_split *cs) { return cs->mode != FRAME_COPIES; }
-static bool copies_on(const wf_cloth_split *cs) { return cs->mode != FRAME_NO_COPY; }
+static bool kernels_on(const wf_cloth *cs) { return cs->mode != FRAME_COPIES; }
+static bool copies_on(const wf_cloth *cs) { return cs->mode != FRAME_NO_COPY; }
 
 /* In the measure's compute frames: the start (end false) or the end of a stretch of partition
  * p's kernels, on its stream, which waits for nothing in between. */
-static wf_status mark(wf_cloth_split *cs, const char *fn, int p, bool end) {
+static wf_status mark(wf_cloth *cs, const char *fn, int p, bool end) {
   if (!cs->marks || cs->mark_n[p] >= cs->mark_cap) return WF_OK;
   size_t i = (size_t)p * cs->mark_cap + cs->mark_n[p];
   TRY(wf_event_record(cs->marks[2 * i + end], stream_of(cs, p)), "recording a compute mark");
@@ -1014,7 +1137,7 @@ static wf_status mark(wf_cloth_split *cs, const char *fn, int p, bool end) {
  * halo_ready: each copy will wait for its receiver's work so far, whose unpacks of the previous
  * exchange read the receive buffer. Called before the senders' work of this exchange is enqueued,
  * so that the copy does not wait for more. */
-static wf_status halo_ready(wf_cloth_split *cs, const char *fn, int slot) {
+static wf_status halo_ready(wf_cloth *cs, const char *fn, int slot) {
   for (int l = 0; l < cs->n_links; l++) {
     link *k = &cs->links[l];
     if (slot_count(k, slot))
@@ -1027,7 +1150,7 @@ static wf_status halo_ready(wf_cloth_split *cs, const char *fn, int slot) {
 /* halo_send: the packs on the senders' streams (after their copies of the previous exchange: the
  * send buffers are reused), then each copy on its sender's copy stream, after its pack; the copy
  * records the link's event. The sender's later work does not wait for the copy. */
-static wf_status halo_send(wf_cloth_split *cs, const char *fn, int slot, int a, int b) {
+static wf_status halo_send(wf_cloth *cs, const char *fn, int slot, int a, int b) {
   bool sends[MAXP] = {false};
   for (int l = 0; l < cs->n_links; l++)
     if (slot_count(&cs->links[l], slot)) sends[cs->links[l].from] = true;
@@ -1039,7 +1162,7 @@ static wf_status halo_send(wf_cloth_split *cs, const char *fn, int slot, int a, 
     link *k = &cs->links[l];
     uint32_t n = slot_count(k, slot);
     if (!n) continue;
-    wf_cloth *c = cs->parts[k->from].c;
+    wfc_part *c = cs->parts[k->from].c;
     wfp_f4 *send = wf_buffer_ptr(k->send);
     wfc_halo_args pa = {
         (const uint32_t *)wf_buffer_ptr(k->src_idx) + k->off[slot], wf_buffer_ptr(wfc_buffer(c, a)),
@@ -1061,12 +1184,12 @@ static wf_status halo_send(wf_cloth_split *cs, const char *fn, int slot, int a, 
 
 /* halo_recv: each receiver waits for its links' copies (not for its senders' other copies) and
  * scatters them into its ghost slots. */
-static wf_status halo_recv(wf_cloth_split *cs, const char *fn, int slot, int a, int b) {
+static wf_status halo_recv(wf_cloth *cs, const char *fn, int slot, int a, int b) {
   for (int l = 0; l < cs->n_links; l++) {
     link *k = &cs->links[l];
     uint32_t n = slot_count(k, slot);
     if (!n) continue;
-    wf_cloth *c = cs->parts[k->to].c;
+    wfc_part *c = cs->parts[k->to].c;
     TRY(wf_stream_wait_event(stream_of(cs, k->to), k->copied), "waiting for a halo copy");
     if (!kernels_on(cs)) continue;
     wfp_f4 *recv = wf_buffer_ptr(k->recv);
@@ -1080,7 +1203,7 @@ static wf_status halo_recv(wf_cloth_split *cs, const char *fn, int slot, int a, 
 }
 
 /* An exchange with nothing to overlap (the XPBD colour passes). */
-static wf_status exchange(wf_cloth_split *cs, const char *fn, int slot, int a, int b) {
+static wf_status exchange(wf_cloth *cs, const char *fn, int slot, int a, int b) {
   wf_status st = halo_ready(cs, fn, slot);
   if (st == WF_OK) st = halo_send(cs, fn, slot, a, b);
   return st == WF_OK ? halo_recv(cs, fn, slot, a, b) : st;
@@ -1090,10 +1213,10 @@ static wf_status exchange(wf_cloth_split *cs, const char *fn, int slot, int a, i
 enum { STAGE_SPRINGS, STAGE_PREDICT, STAGE_FINALIZE };
 
 /* Stage `stage` of partition p over its owned vertices [begin, end) (springs: half in -> out). */
-static wf_status stage_range(wf_cloth_split *cs, const char *fn, int p, int stage, int in,
+static wf_status stage_range(wf_cloth *cs, const char *fn, int p, int stage, int in,
                              uint32_t begin, uint32_t end) {
   if (!kernels_on(cs)) return WF_OK;
-  wf_cloth *c = cs->parts[p].c;
+  wfc_part *c = cs->parts[p].c;
   switch (stage) {
   case STAGE_SPRINGS: return wfc_enqueue_springs_range(c, fn, in, begin, end);
   case STAGE_PREDICT: return wfc_enqueue_predict_range(c, fn, begin, end);
@@ -1104,7 +1227,7 @@ static wf_status stage_range(wf_cloth_split *cs, const char *fn, int p, int stag
 /* The exchange of every ghost (slot 0) of buffers a and b (unless -1), after the senders' work
  * so far: each link's runs copied from its sender's send set straight into its receiver's ghost
  * range of the same buffer, on the sender's copy stream, which records the link's event. */
-static wf_status ghosts_send(wf_cloth_split *cs, const char *fn, int a, int b) {
+static wf_status ghosts_send(wf_cloth *cs, const char *fn, int a, int b) {
   for (int p = 0; p < cs->np; p++)
     if (cs->parts[p].n_send) /* a link starts here */
       TRY(wf_stream_wait_stream(cs->parts[p].copy, stream_of(cs, p)), "ordering a halo copy");
@@ -1128,7 +1251,7 @@ static wf_status ghosts_send(wf_cloth_split *cs, const char *fn, int a, int b) {
 
 /* Every sender's stream waits for its copy stream: the copies out of its send set so far are
  * done. */
-static wf_status senders_wait(wf_cloth_split *cs, const char *fn) {
+static wf_status senders_wait(wf_cloth *cs, const char *fn) {
   for (int p = 0; p < cs->np; p++)
     if (cs->parts[p].n_send) /* a link starts here */
       TRY(wf_stream_wait_stream(stream_of(cs, p), cs->parts[p].copy), "ordering a stage");
@@ -1145,7 +1268,7 @@ static wf_status senders_wait(wf_cloth_split *cs, const char *fn) {
  * Before the stage a sender waits for its copy stream: the copies of the exchange before last
  * read the half of the state this stage writes. It waits before halo_ready ties the copy streams
  * to the receivers, so that a stage waits for its own device only. */
-static wf_status stage_exchanged(wf_cloth_split *cs, const char *fn, int stage, int in, int a,
+static wf_status stage_exchanged(wf_cloth *cs, const char *fn, int stage, int in, int a,
                                  int b) {
   wf_status st = senders_wait(cs, fn);
   if (st == WF_OK) st = halo_ready(cs, fn, 0);
@@ -1163,7 +1286,7 @@ static wf_status stage_exchanged(wf_cloth_split *cs, const char *fn, int stage, 
   return st;
 }
 
-static wf_status touch_links(wf_cloth_split *cs, const char *fn) {
+static wf_status touch_links(wf_cloth *cs, const char *fn) {
   for (int l = 0; l < cs->n_links; l++) {
     link *k = &cs->links[l];
     wf_stream *sf = stream_of(cs, k->from), *sto = stream_of(cs, k->to);
@@ -1178,7 +1301,7 @@ static wf_status touch_links(wf_cloth_split *cs, const char *fn) {
 
 /* Every partition's frame, stage by stage, with the exchanges between the stages (cs->mode says
  * what is left out). */
-static wf_status enqueue_frame(wf_cloth_split *cs, const char *fn) {
+static wf_status enqueue_frame(wf_cloth *cs, const char *fn) {
   wf_status st = WF_OK;
   int np = cs->np, substeps = cs->desc.substeps;
   if (cs->desc.integrator == WF_CLOTH_SPRINGS) {
@@ -1217,7 +1340,7 @@ static wf_status enqueue_frame(wf_cloth_split *cs, const char *fn) {
 
 /* Forks every partition's stream and copy stream from s0 (or, outside a capture, orders them
  * after it), or joins them back into s0. */
-static wf_status fork_join(wf_cloth_split *cs, const char *fn, bool join) {
+static wf_status fork_join(wf_cloth *cs, const char *fn, bool join) {
   wf_stream *s0 = stream_of(cs, 0);
   for (int p = 0; p < cs->np; p++) {
     wf_stream *s = stream_of(cs, p);
@@ -1232,7 +1355,7 @@ static wf_status fork_join(wf_cloth_split *cs, const char *fn, bool join) {
 }
 
 /* The frame of every partition, captured on partition 0's stream. */
-static wf_status capture(wf_cloth_split *cs, const char *fn) {
+static wf_status capture(wf_cloth *cs, const char *fn) {
   wf_stream *s0 = stream_of(cs, 0);
   TRY(wf_capture_begin(s0), "beginning the frame capture");
   wf_status st = fork_join(cs, fn, false);
@@ -1249,12 +1372,13 @@ static wf_status capture(wf_cloth_split *cs, const char *fn) {
   return WF_OK;
 }
 
-wf_status wf_cloth_split_step_frames(wf_cloth_split *cs, int frames) {
-  static const char fn[] = "wf_cloth_split_step_frames";
+wf_status wf_cloth_step_frames(wf_cloth *cs, int frames) {
+  static const char fn[] = "wf_cloth_step_frames";
   if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
   if (frames < 0)
-    return wf__error(WF_ERR_INVALID, fn, "cloth '%s' (split): frames %d must be >= 0", cs->name,
+    return wf__error(WF_ERR_INVALID, fn, "cloth '%s': frames %d must be >= 0", cs->name,
                      frames);
+  if (whole(cs)) return wfc_part_step_frames(whole(cs), frames);
   if (frames == 0) return WF_OK;
   wf_stream *s0 = stream_of(cs, 0);
   /* the frames come after what was enqueued on every partition (pins, colliders, parameters) */
@@ -1289,7 +1413,7 @@ static double now_ms(void) {
 
 /* A frame of mode `mode` (its graph g, or stage by stage without one), and a wait for it; the
  * host's clock around both, in ms. */
-static wf_status timed_frame(wf_cloth_split *cs, const char *fn, int mode, wf_graph *g,
+static wf_status timed_frame(wf_cloth *cs, const char *fn, int mode, wf_graph *g,
                              double *ms) {
   wf_stream *s0 = stream_of(cs, 0);
   double t0 = now_ms();
@@ -1311,7 +1435,7 @@ static wf_status timed_frame(wf_cloth_split *cs, const char *fn, int mode, wf_gr
 
 /* The frame graph of mode `mode` (cs->graph for FRAME_FULL, captured here if need be; the others
  * captured into *g, which the caller destroys); NULL without graphs (desc.no_graph). */
-static wf_status mode_graph(wf_cloth_split *cs, const char *fn, int mode, wf_graph **g) {
+static wf_status mode_graph(wf_cloth *cs, const char *fn, int mode, wf_graph **g) {
   *g = NULL;
   if (cs->desc.no_graph) return WF_OK;
   if (mode == FRAME_FULL) {
@@ -1340,8 +1464,8 @@ static wf_status mode_graph(wf_cloth_split *cs, const char *fn, int mode, wf_gra
  * partition's sum of them is the frame's compute, what it would take with no halo exchange at
  * all. The frame without copies is no such measure: its waits and events stay, and its stale
  * ghosts change the work. The state is not restored. */
-static wf_status measure_frames(wf_cloth_split *cs, const char *fn, int frames,
-                                wf_cloth_split_overlap *out) {
+static wf_status measure_frames(wf_cloth *cs, const char *fn, int frames,
+                                wf_overlap *out) {
   int kinds = cs->n_links ? 4 : 1; /* no halo: nothing to leave out, copy or compare */
   uint32_t per_substep = cs->desc.integrator == WF_CLOTH_SPRINGS
                              ? 1
@@ -1389,21 +1513,49 @@ static wf_status measure_frames(wf_cloth_split *cs, const char *fn, int frames,
   return st;
 }
 
-wf_status wf_cloth_split_overlap_measure(wf_cloth_split *cs, int frames,
-                                         wf_cloth_split_overlap *out) {
-  static const char fn[] = "wf_cloth_split_overlap_measure";
+/* One partition: no halo. Ordinary frames timed on the host's clock (each followed by a wait)
+ * stand for all four kinds; the state is put back after. */
+static wf_status measure_whole(wf_cloth *cs, const char *fn, int frames, wf_overlap *out) {
+  wfc_part *c = whole(cs);
+  float(*pos)[4] = malloc((size_t)cs->nv * 16), (*vel)[4] = malloc((size_t)cs->nv * 16);
+  double *ms = malloc((size_t)frames * sizeof *ms), time = 0.0;
+  uint64_t substeps = 0;
+  wf_status st = pos && vel && ms ? WF_OK : oom(fn, cs->name);
+  if (st == WF_OK) st = wfc_part_download(c, pos, vel);
+  if (st == WF_OK) st = wfc_part_time(c, &time, &substeps);
+  for (int f = -1; f < frames && st == WF_OK; f++) {
+    double t0 = now_ms();
+    st = wfc_part_step_frames(c, 1);
+    if (st == WF_OK && (st = wf_stream_synchronize(stream_of(cs, 0))) != WF_OK)
+      st = fail_gpu(st, fn, cs, "waiting for a frame");
+    if (f >= 0) ms[f] = now_ms() - t0;
+  }
+  if (st == WF_OK)
+    st = wfc_part_set_state(c, (const float(*)[4])pos, (const float(*)[4])vel, time, substeps);
+  if (st == WF_OK) {
+    out->frame_ms = out->frame_no_halo_ms = out->compute_ms = wf__split_median(ms, frames);
+    out->hidden_fraction = 1.0;
+  }
+  free(pos), free(vel), free(ms);
+  return st;
+}
+
+wf_status wf_cloth_overlap_measure(wf_cloth *cs, int frames,
+                                         wf_overlap *out) {
+  static const char fn[] = "wf_cloth_overlap_measure";
   if (!cs || !out) return wf__error(WF_ERR_INVALID, fn, "cloth or out is NULL");
   memset(out, 0, sizeof *out);
   if (frames < 1)
-    return wf__error(WF_ERR_INVALID, fn, "cloth '%s' (split): frames %d must be >= 1", cs->name,
+    return wf__error(WF_ERR_INVALID, fn, "cloth '%s': frames %d must be >= 1", cs->name,
                      frames);
+  if (whole(cs)) return measure_whole(cs, fn, frames, out);
   float(*pos)[4] = malloc((size_t)cs->nv * 16), (*vel)[4] = malloc((size_t)cs->nv * 16);
   double time = 0.0;
   uint64_t substeps = 0;
   wf_status st = pos && vel ? WF_OK : oom(fn, cs->name);
   /* the state to give back; a non-finite one is refused (download's error says where) */
-  if (st == WF_OK) st = wf_cloth_split_download(cs, pos, vel);
-  if (st == WF_OK) st = wf_cloth_split_time(cs, &time, &substeps);
+  if (st == WF_OK) st = wf_cloth_download(cs, pos, vel);
+  if (st == WF_OK) st = wf_cloth_time(cs, &time, &substeps);
   /* the frames come after what was enqueued on every partition (as in step_frames) */
   for (int p = 1; p < cs->np && st == WF_OK; p++)
     if ((st = wf_stream_wait_stream(stream_of(cs, 0), stream_of(cs, p))) != WF_OK)
@@ -1421,7 +1573,7 @@ wf_status wf_cloth_split_overlap_measure(wf_cloth_split *cs, int frames,
       if (st2 == WF_OK) st2 = wfc_touch(cs->parts[p].c, fn);
     }
     if (st2 == WF_OK)
-      st2 = wf_cloth_split_set_state(cs, (const float(*)[4])pos, (const float(*)[4])vel, time,
+      st2 = wf_cloth_set_state(cs, (const float(*)[4])pos, (const float(*)[4])vel, time,
                                      substeps);
     if (st == WF_OK) st = st2;
   }
@@ -1439,7 +1591,7 @@ static bool finite4(const float *v) { return isfinite(v[0]) && isfinite(v[1]) &&
 /* Lowers *bad_g to the smallest global id of partition p's owned vertices with a non-finite state.
  * The device flags name the smallest local index `first`, and the local order is not the global
  * one (the send set comes first), so the state is searched too. buf holds n_local entries. */
-static wf_status first_bad(wf_cloth_split *cs, const char *fn, int p, float (*buf)[4],
+static wf_status first_bad(wf_cloth *cs, const char *fn, int p, float (*buf)[4],
                            uint32_t first, uint32_t *bad_g) {
   part *pt = &cs->parts[p];
   if (first < pt->n_local && pt->gid[first] < *bad_g) *bad_g = pt->gid[first];
@@ -1453,9 +1605,10 @@ static wf_status first_bad(wf_cloth_split *cs, const char *fn, int p, float (*bu
   return WF_OK;
 }
 
-wf_status wf_cloth_split_download(wf_cloth_split *cs, float (*pos)[4], float (*vel)[4]) {
-  static const char fn[] = "wf_cloth_split_download";
+wf_status wf_cloth_download(wf_cloth *cs, float (*pos)[4], float (*vel)[4]) {
+  static const char fn[] = "wf_cloth_download";
   if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
+  if (whole(cs)) return wfc_part_download(whole(cs), pos, vel);
   uint32_t most = 1;
   for (int p = 0; p < cs->np; p++)
     most = cs->parts[p].n_local > most ? cs->parts[p].n_local : most;
@@ -1485,21 +1638,22 @@ wf_status wf_cloth_split_download(wf_cloth_split *cs, float (*pos)[4], float (*v
   if (st != WF_OK) return st;
   if (bad_g != NONE) {
     uint64_t k = 0;
-    wf_cloth_time(cs->parts[0].c, NULL, &k);
+    wfc_part_time(cs->parts[0].c, NULL, &k);
     return wf__error(WF_ERR_INVALID, fn,
-                     "cloth '%s' (split): vertex %u became NaN/inf by substep %llu: the time step "
+                     "cloth '%s': vertex %u became NaN/inf by substep %llu: the time step "
                      "is too large for the stiffness (more substeps, or softer springs / XPBD)",
                      cs->name, bad_g, (unsigned long long)k);
   }
   return WF_OK;
 }
 
-wf_status wf_cloth_split_set_state(wf_cloth_split *cs, const float (*pos)[4], const float (*vel)[4],
+wf_status wf_cloth_set_state(wf_cloth *cs, const float (*pos)[4], const float (*vel)[4],
                                    double time, uint64_t substeps) {
-  static const char fn[] = "wf_cloth_split_set_state";
+  static const char fn[] = "wf_cloth_set_state";
   if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
+  if (whole(cs)) return wfc_part_set_state(whole(cs), pos, vel, time, substeps);
   if (!pos || !vel)
-    return wf__error(WF_ERR_INVALID, fn, "cloth '%s' (split): pos or vel is NULL", cs->name);
+    return wf__error(WF_ERR_INVALID, fn, "cloth '%s': pos or vel is NULL", cs->name);
   uint32_t most = 1;
   for (int p = 0; p < cs->np; p++)
     most = cs->parts[p].n_local > most ? cs->parts[p].n_local : most;
@@ -1511,59 +1665,221 @@ wf_status wf_cloth_split_set_state(wf_cloth_split *cs, const float (*pos)[4], co
       memcpy(lp[i], pos[pt->gid[i]], 16);
       memcpy(lv[i], vel[pt->gid[i]], 16);
     }
-    st = wf_cloth_set_state(pt->c, (const float(*)[4])lp, (const float(*)[4])lv, time, substeps);
+    st = wfc_part_set_state(pt->c, (const float(*)[4])lp, (const float(*)[4])lv, time, substeps);
   }
   free(lp), free(lv);
   return st;
 }
 
-wf_status wf_cloth_split_time(wf_cloth_split *cs, double *seconds, uint64_t *substeps) {
-  if (!cs) return wf__error(WF_ERR_INVALID, "wf_cloth_split_time", "cloth is NULL");
-  return wf_cloth_time(cs->parts[0].c, seconds, substeps);
+wf_status wf_cloth_time(wf_cloth *cs, double *seconds, uint64_t *substeps) {
+  if (!cs) return wf__error(WF_ERR_INVALID, "wf_cloth_time", "cloth is NULL");
+  return wfc_part_time(cs->parts[0].c, seconds, substeps);
 }
 
-uint32_t wf_cloth_split_count(const wf_cloth_split *cs) { return cs ? cs->nv : 0; }
-
-wf_status wf_cloth_split_info_get(const wf_cloth_split *cs, wf_cloth_split_info *out) {
-  if (!cs || !out) return wf__error(WF_ERR_INVALID, "wf_cloth_split_info_get", "NULL argument");
+/* The whole cloth's counts over the partitions' device memory and frame facts. */
+static void info_split(const wf_cloth *cs, wf_cloth_info *out) {
+  wf_cloth_info p0;
+  wfc_part_info_get(cs->parts[0].c, &p0);
   *out = cs->info;
-  return WF_OK;
+  out->triangles = cs->nt;
+  out->springs = cs->springs;
+  out->constraints = cs->constraints;
+  out->colours = cs->colours;
+  out->grid[0] = cs->grid[0], out->grid[1] = cs->grid[1];
+  out->frame_kernel = p0.frame_kernel;
+  out->resident_max = p0.resident_max;
+  out->frame_lanes = p0.frame_lanes;
+  out->frame_smem = p0.frame_smem;
+  out->graph_nodes = cs->graph ? wf_graph_node_count(cs->graph) : 0;
+  for (int p = 0; p < cs->np; p++) {
+    wf_cloth_info pi;
+    wfc_part_info_get(cs->parts[p].c, &pi);
+    out->device_bytes += pi.device_bytes;
+    out->partition_bytes[p] = pi.device_bytes;
+  }
 }
 
-wf_status wf_cloth_split_vertex(const wf_cloth_split *cs, uint32_t vertex, int *owner,
-                                uint32_t *ghost_in) {
-  static const char fn[] = "wf_cloth_split_vertex";
+wf_status wf_cloth_info_get(const wf_cloth *cs, wf_cloth_info *out) {
+  if (!cs || !out) return wf__error(WF_ERR_INVALID, "wf_cloth_info_get", "cloth or out is NULL");
+  if (!whole(cs)) {
+    info_split(cs, out);
+    return WF_OK;
+  }
+  wf_status st = wfc_part_info_get(whole(cs), out);
+  out->partitions = 1;
+  out->owned[0] = cs->nv;
+  out->partition_bytes[0] = out->device_bytes;
+  out->peer = true;
+  return st;
+}
+
+/* Where global vertex `vertex` lives (cloth_split.h, for tests). */
+wf_status wfc_split_vertex(const wf_cloth *cs, uint32_t vertex, int *owner, uint32_t *ghost_in) {
+  static const char fn[] = "wfc_split_vertex";
   if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
   wf_status st = check_vertex(cs, fn, vertex);
   if (st != WF_OK) return st;
-  if (owner) *owner = cs->owner[vertex];
-  if (ghost_in) *ghost_in = cs->ghost_in[vertex];
+  if (owner) *owner = whole(cs) ? 0 : cs->owner[vertex];
+  if (ghost_in) *ghost_in = whole(cs) ? 0 : cs->ghost_in[vertex];
   return WF_OK;
 }
 
-wf_cloth *wf_cloth_split_partition(const wf_cloth_split *cs, int i) {
-  return cs && i >= 0 && i < cs->np ? cs->parts[i].c : NULL;
-}
-
-wf_status wf_cloth_split_local(const wf_cloth_split *cs, int p, uint32_t vertex, uint32_t *local) {
-  static const char fn[] = "wf_cloth_split_local";
+/* Where partition p keeps global vertex `vertex` (cloth_split.h, for tests). */
+wf_status wfc_split_local(const wf_cloth *cs, int p, uint32_t vertex, uint32_t *local) {
+  static const char fn[] = "wfc_split_local";
   if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
   wf_status st = check_vertex(cs, fn, vertex);
   if (st != WF_OK) return st;
   if (p < 0 || p >= cs->np)
-    return wf__error(WF_ERR_INVALID, fn, "cloth '%s' (split): partition %d out of range [0, %d)",
+    return wf__error(WF_ERR_INVALID, fn, "cloth '%s': partition %d out of range [0, %d)",
                      cs->name, p, cs->np);
-  if (local) *local = cs->lid[(size_t)p * cs->nv + vertex];
+  if (local) *local = whole(cs) ? vertex : cs->lid[(size_t)p * cs->nv + vertex];
   return WF_OK;
+}
+
+/* Partition p's solver (cloth_split.h, for tests). */
+wfc_part *wfc_split_part(const wf_cloth *cs, int p) {
+  return cs && p >= 0 && p < cs->np ? cs->parts[p].c : NULL;
+}
+
+uint32_t wf_cloth_count(const wf_cloth *cs) { return cs ? cs->nv : 0; }
+
+int wf_cloth_partition_count(const wf_cloth *cs) { return cs ? cs->np : 0; }
+
+wf_status wf_cloth_partition_view(const wf_cloth *cs, int i, wf_partition_view *out) {
+  static const char fn[] = "wf_cloth_partition_view";
+  if (!cs || !out) return wf__error(WF_ERR_INVALID, fn, "cloth or out is NULL");
+  memset(out, 0, sizeof *out);
+  if (i < 0 || i >= cs->np)
+    return wf__error(WF_ERR_INVALID, fn, "cloth '%s': partition %d out of range [0, %d)",
+                     cs->name, i, cs->np);
+  const part *pt = &cs->parts[i];
+  out->device = pt->dev;
+  out->stream = stream_of(cs, i);
+  out->ids = pt->ids;
+  out->rows = pt->n_owned;
+  return wfc_part_state_buffers(pt->c, &out->pos, &out->vel, &out->clock);
+}
+
+/* ---- one device only ------------------------------------------------------------------------ */
+
+wf_status wf_cloth_couple(wf_cloth *cs, wf_particles *ps) {
+  static const char fn[] = "wf_cloth_couple";
+  if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
+  return whole(cs) ? wfc_part_couple(whole(cs), ps) : one_device_only(cs, fn, "coupling");
+}
+
+wf_status wf_cloth_step_substeps(wf_cloth *cs, int n) {
+  static const char fn[] = "wf_cloth_step_substeps";
+  if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
+  return whole(cs) ? wfc_part_step_substeps(whole(cs), n)
+                   : one_device_only(cs, fn, "stepping substeps one by one");
+}
+
+wf_status wf_cloth_set_frame_readback(wf_cloth *cs, wf_buffer *dst, size_t off) {
+  static const char fn[] = "wf_cloth_set_frame_readback";
+  if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
+  return whole(cs) ? wfc_part_set_frame_readback_as(whole(cs), dst, off, WF_CLOTH_XYZW)
+                   : one_device_only(cs, fn, "the per-frame readback (use wf_cloth_copy_positions_on)");
+}
+
+wf_status wf_cloth_set_frame_readback_as(wf_cloth *cs, wf_buffer *dst, size_t off,
+                                         wf_cloth_layout layout) {
+  static const char fn[] = "wf_cloth_set_frame_readback_as";
+  if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
+  return whole(cs) ? wfc_part_set_frame_readback_as(whole(cs), dst, off, layout)
+                   : one_device_only(cs, fn, "the per-frame readback (use wf_cloth_copy_positions_on)");
+}
+
+/* ---- any number of devices ------------------------------------------------------------------ */
+
+wf_status wf_cloth_check(wf_cloth *cs) {
+  if (!cs) return wf__error(WF_ERR_INVALID, "wf_cloth_check", "cloth is NULL");
+  return whole(cs) ? wfc_part_check(whole(cs)) : wf_cloth_download(cs, NULL, NULL);
+}
+
+/* Frames are launched on partition 0's stream and every other partition's joins it. */
+wf_stream *wf_cloth_stream(const wf_cloth *cs) { return cs ? stream_of(cs, 0) : NULL; }
+
+const uint32_t *wf_cloth_triangles(const wf_cloth *cs, uint32_t *count) {
+  if (cs && whole(cs)) return wfc_part_triangles(whole(cs), count);
+  if (count) *count = cs ? cs->nt : 0;
+  return cs && cs->nt ? cs->tris : NULL;
+}
+
+/* The gather's buffers on device d (built again when d changes). */
+static wf_status gather_on(wf_cloth *cs, const char *fn, wf_device *d, wf_stream *s) {
+  gather *g = &cs->gather;
+  if (g->dev == d) return WF_OK;
+  gather_free(cs);
+  size_t rows = (size_t)cs->nv;
+  TRY(wf_buffer_create(d, rows * 16, 0, s, &g->stage), "allocating the gather");
+  TRY(wf_buffer_create(d, rows * 16, 0, s, &g->out), "allocating the gather");
+  TRY(wf_buffer_create(d, rows * 4, 0, s, &g->gid), "allocating the gather");
+  size_t at = 0;
+  for (int p = 0; p < cs->np; p++) {
+    size_t bytes = (size_t)cs->parts[p].n_owned * 4;
+    if (bytes) TRY(wf_upload(g->gid, at, cs->parts[p].gid, bytes, s), "uploading the gather ids");
+    at += bytes;
+  }
+  g->dev = d;
+  return WF_OK;
+}
+
+/* Several partitions: every partition's owned rows copied (peer to peer) onto s's device, one
+ * partition after the other, then scattered by global id (the halo unpack kernel) into dst when
+ * it is on that device, else into the gather's buffer and copied from there. */
+static wf_status copy_split(wf_cloth *cs, const char *fn, wf_buffer *dst, size_t off, wf_stream *s) {
+  wf_device *d = wf_stream_device(s);
+  wf_status st = gather_on(cs, fn, d, s);
+  if (st != WF_OK) return st;
+  gather *g = &cs->gather;
+  size_t at = 0;
+  for (int p = 0; p < cs->np; p++) {
+    size_t bytes = (size_t)cs->parts[p].n_owned * 16;
+    if (s != stream_of(cs, p)) TRY(wf_stream_wait_stream(s, stream_of(cs, p)), "ordering the copy");
+    if (bytes)
+      TRY(wf_copy(g->stage, at, wfc_buffer(cs->parts[p].c, WFC_BUF_POS0), 0, bytes, s),
+          "gathering positions");
+    at += bytes;
+  }
+  bool direct = wf_buffer_device(dst) == d;
+  wf_buffer *to = direct ? dst : g->out;
+  wfc_halo_args a = {wf_buffer_ptr(g->gid), wf_buffer_ptr(g->stage), NULL,
+                     (wfp_f4 *)((char *)wf_buffer_ptr(to) + (direct ? off : 0)), NULL};
+  TRY(wf_launch(&wfc_halo_unpack, cs->nv, &a, sizeof a, s), "scattering positions");
+  TRY(wf_buffer_touch(to, s), "ordering the scatter");
+  if (!direct) TRY(wf_copy(dst, off, g->out, 0, (size_t)cs->nv * 16, s), "copying positions");
+  /* the partitions' next frames must not overwrite their rows while they are read */
+  for (int p = 0; p < cs->np; p++)
+    if (s != stream_of(cs, p)) TRY(wf_stream_wait_stream(stream_of(cs, p), s), "ordering a frame");
+  return WF_OK;
+}
+
+wf_status wf_cloth_copy_positions(wf_cloth *cs, wf_buffer *dst, size_t off) {
+  return wf_cloth_copy_positions_on(cs, dst, off, NULL);
+}
+
+wf_status wf_cloth_copy_positions_on(wf_cloth *cs, wf_buffer *dst, size_t off, wf_stream *s) {
+  static const char fn[] = "wf_cloth_copy_positions";
+  if (!cs || !dst) return wf__error(WF_ERR_INVALID, fn, "cloth or buffer is NULL");
+  if (whole(cs)) return wfc_part_copy_positions_on(whole(cs), dst, off, s);
+  size_t bytes = (size_t)cs->nv * 16, size = wf_buffer_size(dst);
+  if (off > size || size - off < bytes)
+    return wf__error(WF_ERR_INVALID, fn,
+                     "cloth '%s': destination holds %zu bytes after offset %zu, positions need %zu",
+                     cs->name, off > size ? 0 : size - off, off, bytes);
+  return copy_split(cs, fn, dst, off, s ? s : stream_of(cs, 0));
 }
 
 /* ---- additions for the world (engine/world.c) ------------------------------------------------ */
 
-wf_status wf_cloth_split_attach_region(wf_cloth_split *cs, const float lo[3], const float hi[3],
+wf_status wf_cloth_attach_region(wf_cloth *cs, const float lo[3], const float hi[3],
                                        uint32_t collider, uint32_t *count) {
-  static const char fn[] = "wf_cloth_split_attach_region";
+  static const char fn[] = "wf_cloth_attach_region";
+  if (cs && whole(cs)) return wfc_part_attach_region(whole(cs), lo, hi, collider, count);
   if (cs && collider == NONE)
-    return wf__error(WF_ERR_INVALID, fn, "cloth '%s' (split): collider %u does not exist", cs->name,
+    return wf__error(WF_ERR_INVALID, fn, "cloth '%s': collider %u does not exist", cs->name,
                      collider);
   return pin_region(cs, fn, lo, hi, collider, count);
 }

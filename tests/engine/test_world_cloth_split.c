@@ -1,10 +1,10 @@
 /* Cloths split over several devices inside a world (weft/world.h: on several devices every cloth
- * is a wf_cloth_split over all of them, except one with self-collision, which stays whole on the
+ * is a wf_cloth over all of them, except one with self-collision, which stays whole on the
  * first). Through the world API the state after N frames is bitwise (memcmp) that of the same
  * scene on cpu:0, for 1, 2, 3 and 4 partitions: a scene of cloths only (XPBD and mass-spring,
  * pins, a region pin, an attachment to a moving collider, gusty wind), the bundled mixed scene
  * scenes/split_mixed.json, and a cloth whose partition boundary passes through its pinned and
- * attached vertices for 2 and 4 partitions (asserted with wf_cloth_split_vertex, not assumed).
+ * attached vertices for 2 and 4 partitions (asserted with wfc_split_vertex, not assumed).
  * Also: checkpoints of a split cloth saved on 3 devices are the bytes a 1-device run saves and
  * resume bitwise on 1 and on 3; the health check names the same vertex, frame and value; the
  * readback ring delivers what the downloads return; a self-colliding cloth stays whole and says so
@@ -22,6 +22,9 @@
 
 #define WORLD_SCENE_NAME "cloth_split.json"
 #include "world_split_util.h"
+
+/* Where a vertex lives (solvers/cloth/cloth_internal.h; exported for tests). */
+wf_status wfc_split_vertex(const wf_cloth *c, uint32_t vertex, int *owner, uint32_t *ghost_in);
 
 #ifndef WEFT_SOURCE_DIR
 #define WEFT_SOURCE_DIR "."
@@ -145,7 +148,7 @@ TEST(bundled_mixed_scene_is_bitwise) {
 /* Where global vertex v of a res[0] x res[1] grid cloth lives when split over n CPU devices with
  * the world's defaults (the partition depends on the topology, the integrator and the METIS
  * seed only). */
-static wf_cloth_split *probe_split(int n, int integrator, const int res[2]) {
+static wf_cloth *probe_split(int n, int integrator, const int res[2]) {
   static const char *names[] = {"cpu:0", "cpu:1", "cpu:2", "cpu:3"};
   wf_device *devs[4];
   for (int i = 0; i < n; i++)
@@ -154,17 +157,20 @@ static wf_cloth_split *probe_split(int n, int integrator, const int res[2]) {
   d.integrator = integrator;
   wf_cloth_grid g = wf_cloth_grid_default();
   g.resolution[0] = res[0], g.resolution[1] = res[1];
-  wf_cloth_split *cs = NULL;
-  if (wf_cloth_split_create_grid(devs, n, NULL, &d, &g, &cs) != WF_OK)
+  wf_cloth *cs = NULL;
+  d.device_count = n;
+  for (int i = 0; i < n; i++)
+    d.devices[i] = devs[i];
+  if (wf_cloth_create_grid(&d, &g, &cs) != WF_OK)
     TH_FAIL("probe split: %s", wf_last_error());
   return cs;
 }
 
 /* A vertex on the boundary: owned by one partition and a ghost in another. */
-static bool on_boundary(wf_cloth_split *cs, uint32_t v) {
+static bool on_boundary(wf_cloth *cs, uint32_t v) {
   int owner = -1;
   uint32_t ghost_in = 0;
-  if (wf_cloth_split_vertex(cs, v, &owner, &ghost_in) != WF_OK) return false;
+  if (wfc_split_vertex(cs, v, &owner, &ghost_in) != WF_OK) return false;
   return owner >= 0 && ghost_in != 0 && !(ghost_in & (1u << owner));
 }
 
@@ -174,10 +180,10 @@ static bool on_boundary(wf_cloth_split *cs, uint32_t v) {
  * 4 devices and compared bit for bit; the pinned vertices have not moved. */
 TEST(pins_on_the_partition_boundary) {
   const int res[2] = {16, 12};
-  wf_cloth_split *cs2 = probe_split(2, WF_CLOTH_XPBD, res),
+  wf_cloth *cs2 = probe_split(2, WF_CLOTH_XPBD, res),
                  *cs4 = probe_split(4, WF_CLOTH_XPBD, res);
   if (!cs2 || !cs4) {
-    wf_cloth_split_destroy(cs2), wf_cloth_split_destroy(cs4);
+    wf_cloth_destroy(cs2), wf_cloth_destroy(cs4);
     return;
   }
   /* solver ids (row 0 at the top) on both boundaries; pins from the top rows, the attached vertex
@@ -189,10 +195,10 @@ TEST(pins_on_the_partition_boundary) {
     if (on_boundary(cs2, v) && on_boundary(cs4, v) && v != picks[0] && v != picks[1])
       picks[n_picks++] = v;
   REQUIRE(n_picks == 3);
-  wf_cloth_split_info i2, i4;
-  CHECK_OK(wf_cloth_split_info_get(cs2, &i2));
-  CHECK_OK(wf_cloth_split_info_get(cs4, &i4));
-  wf_cloth_split_destroy(cs2), wf_cloth_split_destroy(cs4);
+  wf_cloth_info i2, i4;
+  CHECK_OK(wf_cloth_info_get(cs2, &i2));
+  CHECK_OK(wf_cloth_info_get(cs4, &i4));
+  wf_cloth_destroy(cs2), wf_cloth_destroy(cs4);
   /* the scene numbers grid rows from the bottom */
   uint32_t scene_id[3];
   for (int k = 0; k < 3; k++) {
@@ -226,7 +232,7 @@ TEST(pins_on_the_partition_boundary) {
       CHECK(memcmp(a, b, 12) != 0); /* the attached vertex moved with the hand */
   }
   const char *lists[] = {"cpu:0,cpu:1", "all"};
-  const wf_cloth_split_info *probe[] = {&i2, &i4};
+  const wf_cloth_info *probe[] = {&i2, &i4};
   for (int k = 0; k < 2; k++) {
     wf_world *w = NULL;
     if (make_world(text, NULL, 0, lists[k], &w) != WF_OK) continue;

@@ -32,7 +32,8 @@ static inline wf_status scene_chain(wf_device *dev, int integrator, int n, float
   g.size[0] = 0.0f, g.size[1] = spacing * (float)(n - 1);
   g.center[0] = 0.0f, g.center[1] = 1.0f, g.center[2] = 0.0f;
   g.v_axis[0] = 0.0f, g.v_axis[1] = 1.0f, g.v_axis[2] = 0.0f;
-  wf_status st = wf_cloth_create_grid(dev, &d, &g, out);
+  d.devices[0] = dev;
+  wf_status st = wf_cloth_create_grid(&d, &g, out);
   if (st != WF_OK) return st;
   return wf_cloth_pin_named(*out, "top", NULL);
 }
@@ -78,7 +79,8 @@ static inline wf_status scene_busy(wf_device *dev, int integrator, bool no_graph
   g.resolution[0] = 12, g.resolution[1] = 10;
   g.size[0] = 1.1f, g.size[1] = 0.9f;
   g.center[1] = 0.7f;
-  wf_status st = wf_cloth_create_grid(dev, &d, &g, out);
+  d.devices[0] = dev;
+  wf_status st = wf_cloth_create_grid(&d, &g, out);
   if (st != WF_OK) return st;
   wf_cloth *c = *out;
   wf_collider_desc s = scene_sphere(0.1f, 0.2f, 0.0f, 0.3f), ground = scene_ground(-0.4f);
@@ -183,7 +185,8 @@ static inline wf_status scene_stacked(wf_device *dev, int integrator, bool self,
   md.vertex_count = N * N + M * M;
   md.triangles = (const uint32_t(*)[3])t;
   md.triangle_count = nt;
-  wf_status st = wf_cloth_create_mesh(dev, &d, &md, out);
+  d.devices[0] = dev;
+  wf_status st = wf_cloth_create_mesh(&d, &md, out);
   for (int j = 0; j < N && st == WF_OK; j++)
     for (int i = 0; i < N && st == WF_OK; i++)
       if (i == 0 || j == 0 || i == N - 1 || j == N - 1)
@@ -241,7 +244,8 @@ static inline wf_status scene_coupled(wf_device *dev, int integrator, bool coupl
   }
   st = wf_particles_add(*ps, np, (const float(*)[4])p4, (const float(*)[4])v4, 0, NULL);
   free(p4), free(v4);
-  if (st == WF_OK) st = wf_cloth_create_grid(dev, &d, &gr, c);
+  d.devices[0] = dev;
+  if (st == WF_OK) st = wf_cloth_create_grid(&d, &gr, c);
   if (st == WF_OK && !free_cloth) {
     const char *edges[] = {"top", "bottom", "left", "right"};
     for (int e = 0; e < 4 && st == WF_OK; e++)

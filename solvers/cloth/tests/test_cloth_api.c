@@ -37,7 +37,8 @@ static wf_status create_obj(const char *text, int integrator, wf_cloth **c) {
   d.integrator = integrator;
   wf_cloth_mesh_desc m = wf_cloth_mesh_desc_default();
   m.path = write_obj(text);
-  wf_status st = wf_cloth_create_mesh(th_dev0, &d, &m, c);
+  d.devices[0] = th_dev0;
+  wf_status st = wf_cloth_create_mesh(&d, &m, c);
   remove(m.path);
   return st;
 }
@@ -51,7 +52,8 @@ TEST(grid_topology_counts) {
     wf_cloth_desc d = wf_cloth_desc_default();
     d.integrator = integrator;
     wf_cloth *c;
-    CHECK_OK(wf_cloth_create_grid(th_dev0, &d, &g, &c));
+    d.devices[0] = th_dev0;
+    CHECK_OK(wf_cloth_create_grid(&d, &g, &c));
     wf_cloth_info info;
     CHECK_OK(wf_cloth_info_get(c, &info));
     uint32_t stretch = (nu - 1) * nv + nu * (nv - 1), shear = 2 * (nu - 1) * (nv - 1);
@@ -90,7 +92,8 @@ TEST(obj_asset_loads) {
   m.path = WEFT_ASSETS_DIR "/meshes/sheet_16x16.obj";
   m.translate[1] = 1.0f;
   wf_cloth *c;
-  CHECK_OK(wf_cloth_create_mesh(th_dev0, &d, &m, &c));
+  d.devices[0] = th_dev0;
+  CHECK_OK(wf_cloth_create_mesh(&d, &m, &c));
   wf_cloth_info info;
   CHECK_OK(wf_cloth_info_get(c, &info));
   CHECK_EQ_INT(info.vertices, 256);
@@ -150,20 +153,24 @@ TEST(obj_errors) {
   wf_cloth_desc d = wf_cloth_desc_default();
   wf_cloth_mesh_desc m = wf_cloth_mesh_desc_default();
   m.path = "/nonexistent/shirt.obj";
-  CHECK_ERR(wf_cloth_create_mesh(th_dev0, &d, &m, &c), WF_ERR_IO, "/nonexistent/shirt.obj");
+  d.devices[0] = th_dev0;
+  CHECK_ERR(wf_cloth_create_mesh(&d, &m, &c), WF_ERR_IO, "/nonexistent/shirt.obj");
   /* arrays: a triangle index out of range, and an empty mesh */
   const float v[3][3] = {{0, 0, 0}, {1, 0, 0}, {0, 1, 0}};
   const uint32_t t[1][3] = {{0, 1, 3}};
   m = wf_cloth_mesh_desc_default();
   m.vertices = v, m.vertex_count = 3, m.triangles = t, m.triangle_count = 1;
-  CHECK_ERR(wf_cloth_create_mesh(th_dev0, &d, &m, &c), WF_ERR_INVALID, "triangles[0]", "vertex 3");
+  d.devices[0] = th_dev0;
+  CHECK_ERR(wf_cloth_create_mesh(&d, &m, &c), WF_ERR_INVALID, "triangles[0]", "vertex 3");
   m.triangle_count = 0;
-  CHECK_ERR(wf_cloth_create_mesh(th_dev0, &d, &m, &c), WF_ERR_INVALID, "empty");
+  d.devices[0] = th_dev0;
+  CHECK_ERR(wf_cloth_create_mesh(&d, &m, &c), WF_ERR_INVALID, "empty");
   /* density with a vertex in no triangle: no mass */
   const float v4[4][3] = {{0, 0, 0}, {1, 0, 0}, {0, 1, 0}, {5, 5, 5}};
   const uint32_t t4[1][3] = {{0, 1, 2}};
   m.vertices = v4, m.vertex_count = 4, m.triangles = t4, m.triangle_count = 1;
-  CHECK_ERR(wf_cloth_create_mesh(th_dev0, &d, &m, &c), WF_ERR_INVALID, "vertex 3", "particle_mass");
+  d.devices[0] = th_dev0;
+  CHECK_ERR(wf_cloth_create_mesh(&d, &m, &c), WF_ERR_INVALID, "vertex 3", "particle_mass");
 }
 
 TEST(parameter_errors) {
@@ -172,37 +179,46 @@ TEST(parameter_errors) {
   d.name = "sheet";
   wf_cloth_grid g = wf_cloth_grid_default();
   g.resolution[1] = 0;
-  CHECK_ERR(wf_cloth_create_grid(th_dev0, &d, &g, &c), WF_ERR_INVALID, "sheet",
+  d.devices[0] = th_dev0;
+  CHECK_ERR(wf_cloth_create_grid(&d, &g, &c), WF_ERR_INVALID, "sheet",
             "grid.resolution[1]", "zero resolution");
   g = wf_cloth_grid_default();
   g.v_axis[0] = 1.0f, g.v_axis[2] = 0.0f;
-  CHECK_ERR(wf_cloth_create_grid(th_dev0, &d, &g, &c), WF_ERR_INVALID, "sheet", "parallel");
+  d.devices[0] = th_dev0;
+  CHECK_ERR(wf_cloth_create_grid(&d, &g, &c), WF_ERR_INVALID, "sheet", "parallel");
   g = wf_cloth_grid_default();
   d.material.stretch_stiffness = -3.0f;
-  CHECK_ERR(wf_cloth_create_grid(th_dev0, &d, &g, &c), WF_ERR_INVALID, "sheet",
+  d.devices[0] = th_dev0;
+  CHECK_ERR(wf_cloth_create_grid(&d, &g, &c), WF_ERR_INVALID, "sheet",
             "material.stretch_stiffness", "-3");
   d = wf_cloth_desc_default();
   d.name = "sheet";
   d.material.bend_compliance = -1.0f;
-  CHECK_ERR(wf_cloth_create_grid(th_dev0, &d, &g, &c), WF_ERR_INVALID, "material.bend_compliance");
+  d.devices[0] = th_dev0;
+  CHECK_ERR(wf_cloth_create_grid(&d, &g, &c), WF_ERR_INVALID, "material.bend_compliance");
   d = wf_cloth_desc_default();
   d.name = "sheet";
   d.substeps = 0;
-  CHECK_ERR(wf_cloth_create_grid(th_dev0, &d, &g, &c), WF_ERR_INVALID, "sheet", "substeps");
+  d.devices[0] = th_dev0;
+  CHECK_ERR(wf_cloth_create_grid(&d, &g, &c), WF_ERR_INVALID, "sheet", "substeps");
   d.substeps = 4;
   d.frame_dt = 0.0f;
-  CHECK_ERR(wf_cloth_create_grid(th_dev0, &d, &g, &c), WF_ERR_INVALID, "frame_dt");
+  d.devices[0] = th_dev0;
+  CHECK_ERR(wf_cloth_create_grid(&d, &g, &c), WF_ERR_INVALID, "frame_dt");
   d = wf_cloth_desc_default();
   d.name = "sheet";
   d.material.density = 0.0f;
-  CHECK_ERR(wf_cloth_create_grid(th_dev0, &d, &g, &c), WF_ERR_INVALID, "density", "particle_mass");
+  d.devices[0] = th_dev0;
+  CHECK_ERR(wf_cloth_create_grid(&d, &g, &c), WF_ERR_INVALID, "density", "particle_mass");
   d.integrator = 7;
-  CHECK_ERR(wf_cloth_create_grid(th_dev0, &d, &g, &c), WF_ERR_INVALID, "integrator");
+  d.devices[0] = th_dev0;
+  CHECK_ERR(wf_cloth_create_grid(&d, &g, &c), WF_ERR_INVALID, "integrator");
   CHECK(c == NULL);
 
   d = wf_cloth_desc_default();
   d.name = "sheet";
-  CHECK_OK(wf_cloth_create_grid(th_dev0, &d, &g, &c));
+  d.devices[0] = th_dev0;
+  CHECK_OK(wf_cloth_create_grid(&d, &g, &c));
   CHECK_ERR(wf_cloth_pin(c, 256), WF_ERR_INVALID, "sheet", "vertex 256", "out of range");
   CHECK_ERR(wf_cloth_pin_named(c, "middle", NULL), WF_ERR_INVALID, "sheet", "middle", "top-left");
   float lo[3] = {5, 5, 5}, hi[3] = {6, 6, 6};
@@ -228,7 +244,8 @@ TEST(params_change_without_recapture) {
   wf_cloth_grid g = wf_cloth_grid_default();
   g.resolution[0] = g.resolution[1] = 4;
   wf_cloth *c;
-  CHECK_OK(wf_cloth_create_grid(th_dev0, &d, &g, &c));
+  d.devices[0] = th_dev0;
+  CHECK_OK(wf_cloth_create_grid(&d, &g, &c));
   CHECK_OK(wf_cloth_step_frames(c, 2));
   wf_cloth_info before, after;
   CHECK_OK(wf_cloth_info_get(c, &before));

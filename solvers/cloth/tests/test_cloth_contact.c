@@ -267,7 +267,8 @@ TEST(couple_errors) {
   wf_cloth_desc d = wf_cloth_desc_default();
   wf_cloth_grid g = wf_cloth_grid_default();
   wf_cloth *other; /* its own stream */
-  CHECK_OK(wf_cloth_create_grid(th_dev0, &d, &g, &other));
+  d.devices[0] = th_dev0;
+  CHECK_OK(wf_cloth_create_grid(&d, &g, &other));
   wf_status st = wf_cloth_couple(other, ps);
   CHECK(st == WF_ERR_INVALID && strstr(wf_last_error(), "same desc.stream"));
   wf_cloth_destroy(other);

@@ -22,7 +22,8 @@ static void pins_hold(int integrator) {
   g.resolution[0] = g.resolution[1] = 8;
   g.v_axis[1] = 1.0f, g.v_axis[2] = 0.0f;
   wf_cloth *c;
-  CHECK_OK(wf_cloth_create_grid(th_dev0, &d, &g, &c));
+  d.devices[0] = th_dev0;
+  CHECK_OK(wf_cloth_create_grid(&d, &g, &c));
   uint32_t n1 = 0, n2 = 0, nr = 0;
   CHECK_OK(wf_cloth_pin_named(c, "top-left", &n1));
   CHECK_OK(wf_cloth_pin_named(c, "top-right", &n2));
@@ -70,7 +71,8 @@ TEST(attachment_moves_with_collider) {
     g.resolution[0] = g.resolution[1] = 6;
     g.v_axis[1] = 1.0f, g.v_axis[2] = 0.0f;
     wf_cloth *c;
-    CHECK_OK(wf_cloth_create_grid(th_dev0, &d, &g, &c));
+    d.devices[0] = th_dev0;
+    CHECK_OK(wf_cloth_create_grid(&d, &g, &c));
     wf_collider_desc box;
     memset(&box, 0, sizeof box);
     box.name = "hanger", box.type = WF_COLLIDER_BOX;

@@ -36,7 +36,8 @@ static wf_status build_rotated(wf_cloth **out) {
   g.center[1] = 1.0f;
   g.u_axis[0] = 0.8f, g.u_axis[1] = 0.0f, g.u_axis[2] = 0.6f;
   g.v_axis[0] = 0.0f, g.v_axis[1] = 0.6f, g.v_axis[2] = 0.8f;
-  wf_status st = wf_cloth_create_grid(th_dev0, &d, &g, out);
+  d.devices[0] = th_dev0;
+  wf_status st = wf_cloth_create_grid(&d, &g, out);
   if (st == WF_OK) st = wf_cloth_pin_named(*out, "top", NULL);
   return st;
 }
@@ -50,7 +51,8 @@ static wf_status build_mesh(wf_cloth **out) {
   wf_cloth_mesh_desc m = wf_cloth_mesh_desc_default();
   m.path = WEFT_ASSETS_DIR "/meshes/sheet_16x16.obj";
   m.translate[1] = 1.0f;
-  wf_status st = wf_cloth_create_mesh(th_dev0, &d, &m, out);
+  d.devices[0] = th_dev0;
+  wf_status st = wf_cloth_create_mesh(&d, &m, out);
   if (st != WF_OK) return st;
   wf_collider_desc s = scene_sphere(0.0f, 0.4f, 0.0f, 0.3f);
   return wf_cloth_add_collider(*out, &s, NULL);
@@ -73,7 +75,8 @@ static wf_status build_classic(wf_cloth **out) {
   g.resolution[0] = g_nu, g.resolution[1] = g_nr;
   g.size[0] = 0.1f * (float)(g_nu - 1), g.size[1] = 0.1f * (float)(g_nr - 1);
   g.center[1] = 0.0f;
-  wf_status st = wf_cloth_create_grid(th_dev0, &d, &g, out);
+  d.devices[0] = th_dev0;
+  wf_status st = wf_cloth_create_grid(&d, &g, out);
   if (st == WF_OK) st = wf_cloth_pin_named(*out, "top-left", NULL);
   if (st == WF_OK) st = wf_cloth_pin_named(*out, "top-right", NULL);
   wf_collider_desc s = scene_sphere(0.0f, -0.3f, 0.0f, 0.25f);

@@ -124,7 +124,8 @@ static wf_status classic(wf_device *dev, int nu, int nr, wf_cloth **out) {
   g.resolution[0] = nu, g.resolution[1] = nr;
   g.size[0] = 0.1f * (float)(nu - 1), g.size[1] = 0.1f * (float)(nr - 1);
   g.center[1] = 0.0f;
-  wf_status st = wf_cloth_create_grid(dev, &d, &g, out);
+  d.devices[0] = dev;
+  wf_status st = wf_cloth_create_grid(&d, &g, out);
   if (st == WF_OK) st = wf_cloth_pin_named(*out, "top-left", NULL);
   if (st == WF_OK) st = wf_cloth_pin_named(*out, "top-right", NULL);
   wf_collider_desc s = scene_sphere(0.0f, -0.3f, 0.0f, 0.25f);

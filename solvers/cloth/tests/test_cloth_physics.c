@@ -84,7 +84,8 @@ static int pendulum(int substeps, double theta0, double seconds, pendulum_result
   g.center[1] = (float)(-0.5 * L * cos(theta0));
   g.v_axis[0] = (float)sin(theta0), g.v_axis[1] = (float)cos(theta0), g.v_axis[2] = 0.0f;
   wf_cloth *c;
-  if (wf_cloth_create_grid(th_dev0, &d, &g, &c) != WF_OK ||
+  d.devices[0] = th_dev0;
+  if (wf_cloth_create_grid(&d, &g, &c) != WF_OK ||
       wf_cloth_pin_named(c, "top", NULL) != WF_OK) {
     TH_FAIL("pendulum: %s", wf_last_error());
     return 0;
@@ -199,7 +200,8 @@ static void drape(int integrator) {
   g.resolution[0] = g.resolution[1] = 17;
   g.center[1] = 0.6f;
   wf_cloth *c;
-  CHECK_OK(wf_cloth_create_grid(th_dev0, &d, &g, &c));
+  d.devices[0] = th_dev0;
+  CHECK_OK(wf_cloth_create_grid(&d, &g, &c));
   wf_collider_desc s = scene_sphere(0.0f, 0.0f, 0.0f, R), ground = scene_ground(-0.5f);
   CHECK_OK(wf_cloth_add_collider(c, &s, NULL));
   CHECK_OK(wf_cloth_add_collider(c, &ground, NULL));
@@ -260,7 +262,8 @@ static void free_fall(int integrator) {
   g.resolution[0] = g.resolution[1] = 4;
   g.center[1] = 0.0f;
   wf_cloth *c;
-  CHECK_OK(wf_cloth_create_grid(th_dev0, &d, &g, &c));
+  d.devices[0] = th_dev0;
+  CHECK_OK(wf_cloth_create_grid(&d, &g, &c));
   float p0[16][4], p1[16][4], v1[16][4];
   CHECK_OK(wf_cloth_download(c, p0, NULL));
   CHECK_OK(wf_cloth_step_frames(c, 60));

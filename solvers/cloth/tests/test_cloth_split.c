@@ -1,4 +1,4 @@
-/* One cloth split over several devices (wf_cloth_split): the state after N frames is bitwise the
+/* One cloth split over several devices (wf_cloth): the state after N frames is bitwise the
  * single-device wf_cloth's for 1, 2, 3 and 4 partitions, with mass-spring and XPBD (several
  * iterations, so the multipliers count), on a grid and on an OBJ mesh, with wind (drag and lift),
  * colliders (static and moving, with an attachment), pinned regions, a partition boundary through
@@ -12,11 +12,46 @@
 #include "harness.h"
 #include "weft/cloth.h"
 #include "weft/particles.h"
+/* wfc_split_vertex, wfc_split_local, wfc_split_part: where a vertex lives */
+#include "solvers/cloth/cloth_internal.h"
+
+/* The METIS settings of a cloth over several devices (wf_cloth_desc.seed, .imbalance). */
+typedef struct split_opts {
+  int seed;
+  float imbalance;
+} split_opts;
+
+static split_opts split_opts_default(void) { return (split_opts){1, 0.03f}; }
+
+/* desc over the n devices devs (n may exceed WF_MAX_DEVICES: the solver refuses it). */
+static wf_cloth_desc over(const wf_cloth_desc *d, wf_device *const *devs, int n,
+                          const split_opts *o) {
+  wf_cloth_desc dd = *d;
+  dd.device_count = n;
+  for (int i = 0; i < n && i < WF_MAX_DEVICES; i++)
+    dd.devices[i] = devs[i];
+  if (o) dd.seed = o->seed, dd.imbalance = o->imbalance;
+  return dd;
+}
+
+static wf_status split_create_grid(wf_device *const *devs, int n, const split_opts *o,
+                                   const wf_cloth_desc *d, const wf_cloth_grid *g,
+                                   wf_cloth **out) {
+  wf_cloth_desc dd = over(d, devs, n, o);
+  return wf_cloth_create_grid(&dd, g, out);
+}
+
+static wf_status split_create_mesh(wf_device *const *devs, int n, const split_opts *o,
+                                   const wf_cloth_desc *d, const wf_cloth_mesh_desc *m,
+                                   wf_cloth **out) {
+  wf_cloth_desc dd = over(d, devs, n, o);
+  return wf_cloth_create_mesh(&dd, m, out);
+}
 
 /* A system under test: one cloth or a split one. */
 typedef struct sys {
   wf_cloth *c;
-  wf_cloth_split *cs;
+  wf_cloth *cs;
 } sys;
 
 typedef struct opts {
@@ -54,36 +89,36 @@ static wf_collider_desc collider(int type, const char *name) {
 
 /* The pieces of the scene that need a system: colliders, pins, an attachment. */
 static wf_status sys_add_collider(sys *s, const wf_collider_desc *c, uint32_t *i) {
-  return s->cs ? wf_cloth_split_add_collider(s->cs, c, i) : wf_cloth_add_collider(s->c, c, i);
+  return s->cs ? wf_cloth_add_collider(s->cs, c, i) : wf_cloth_add_collider(s->c, c, i);
 }
 
 static wf_status sys_pin_named(sys *s, const char *where) {
-  return s->cs ? wf_cloth_split_pin_named(s->cs, where, NULL)
+  return s->cs ? wf_cloth_pin_named(s->cs, where, NULL)
                : wf_cloth_pin_named(s->c, where, NULL);
 }
 
 static wf_status sys_pin_region(sys *s, const float lo[3], const float hi[3]) {
-  return s->cs ? wf_cloth_split_pin_region(s->cs, lo, hi, NULL)
+  return s->cs ? wf_cloth_pin_region(s->cs, lo, hi, NULL)
                : wf_cloth_pin_region(s->c, lo, hi, NULL);
 }
 
 static wf_status sys_attach(sys *s, uint32_t v, uint32_t col) {
-  return s->cs ? wf_cloth_split_attach(s->cs, v, col) : wf_cloth_attach(s->c, v, col);
+  return s->cs ? wf_cloth_attach(s->cs, v, col) : wf_cloth_attach(s->c, v, col);
 }
 
 static wf_status sys_step(sys *s, int frames) {
-  return s->cs ? wf_cloth_split_step_frames(s->cs, frames) : wf_cloth_step_frames(s->c, frames);
+  return s->cs ? wf_cloth_step_frames(s->cs, frames) : wf_cloth_step_frames(s->c, frames);
 }
 
 static uint32_t sys_count(const sys *s) {
-  if (s->cs) return wf_cloth_split_count(s->cs);
+  if (s->cs) return wf_cloth_count(s->cs);
   wf_cloth_info in;
   return wf_cloth_info_get(s->c, &in) == WF_OK ? in.vertices : 0;
 }
 
 static void sys_free(sys *s) {
   wf_cloth_destroy(s->c);
-  wf_cloth_split_destroy(s->cs);
+  wf_cloth_destroy(s->cs);
   memset(s, 0, sizeof *s);
 }
 
@@ -115,12 +150,12 @@ static wf_status build(const opts *o, int n, sys *s) {
   if (n) {
     wf_device *devs[4];
     pick_devices(n, devs);
-    wf_cloth_split_desc sd = wf_cloth_split_desc_default();
-    st = o->mesh ? wf_cloth_split_create_mesh(devs, n, &sd, &d, &m, &s->cs)
-                 : wf_cloth_split_create_grid(devs, n, &sd, &d, &g, &s->cs);
+    split_opts sd = split_opts_default();
+    st = o->mesh ? split_create_mesh(devs, n, &sd, &d, &m, &s->cs)
+                 : split_create_grid(devs, n, &sd, &d, &g, &s->cs);
   } else {
-    st = o->mesh ? wf_cloth_create_mesh(th_dev0, &d, &m, &s->c)
-                 : wf_cloth_create_grid(th_dev0, &d, &g, &s->c);
+    d.devices[0] = th_dev0;
+    st = o->mesh ? wf_cloth_create_mesh(&d, &m, &s->c) : wf_cloth_create_grid(&d, &g, &s->c);
   }
   if (st != WF_OK) return st;
   wf_collider_desc sphere = collider(WF_COLLIDER_SPHERE, "sphere");
@@ -160,7 +195,7 @@ static float *sys_state(sys *s) {
   uint32_t n = sys_count(s);
   float *state = malloc((size_t)n * 32 + 32);
   wf_status st =
-      s->cs ? wf_cloth_split_download(s->cs, (float(*)[4])state, (float(*)[4])(state + 4 * n))
+      s->cs ? wf_cloth_download(s->cs, (float(*)[4])state, (float(*)[4])(state + 4 * n))
             : wf_cloth_download(s->c, (float(*)[4])state, (float(*)[4])(state + 4 * n));
   if (st != WF_OK) {
     TH_FAIL("download: %s", wf_last_error());
@@ -212,8 +247,8 @@ static void compare_runs(const opts *o, const char *what) {
       sys_free(&s);
       continue;
     }
-    wf_cloth_split_info info;
-    CHECK_OK(wf_cloth_split_info_get(s.cs, &info));
+    wf_cloth_info info;
+    CHECK_OK(wf_cloth_info_get(s.cs, &info));
     CHECK_EQ_INT(info.partitions, n);
     uint32_t owned = 0;
     for (int p = 0; p < n; p++) {
@@ -286,22 +321,22 @@ static void pinned_boundary(int integrator) {
     for (uint32_t v = 0; v < 12; v++) { /* the top row: vertices 0..11 */
       int owner = -1;
       uint32_t ghost_in = 0;
-      CHECK_OK(wf_cloth_split_vertex(s.cs, v, &owner, &ghost_in));
+      CHECK_OK(wfc_split_vertex(s.cs, v, &owner, &ghost_in));
       pinned_ghosts += ghost_in != 0;
       if (owner >= 0 && owner < 4) pinned_owners[owner] = 1;
     }
     for (uint32_t j = 0; j < 10; j++) { /* the left column */
       int owner = -1;
       uint32_t ghost_in = 0;
-      CHECK_OK(wf_cloth_split_vertex(s.cs, j * 12, &owner, &ghost_in));
+      CHECK_OK(wfc_split_vertex(s.cs, j * 12, &owner, &ghost_in));
       pinned_ghosts += ghost_in != 0;
       if (owner >= 0 && owner < 4) pinned_owners[owner] = 1;
     }
     if (!pinned_ghosts) TH_FAIL("%d partitions: no pinned vertex is a ghost anywhere", n);
     int owners = pinned_owners[0] + pinned_owners[1] + pinned_owners[2] + pinned_owners[3];
     if (owners < 2) TH_FAIL("%d partitions: the pinned edges lie in one partition", n);
-    wf_cloth_split_info info;
-    CHECK_OK(wf_cloth_split_info_get(s.cs, &info));
+    wf_cloth_info info;
+    CHECK_OK(wf_cloth_info_get(s.cs, &info));
     CHECK(info.pinned >= 21); /* the row, the column (one shared), the region, the attachment */
     sys_free(&s);
   }
@@ -321,7 +356,7 @@ static void changes(int integrator) {
     sys_free(&ref), sys_free(&sp);
     return;
   }
-  wf_cloth_params p = wf_cloth_split_params_get(sp.cs);
+  wf_cloth_params p = wf_cloth_params_get(sp.cs);
   wf_cloth_params pr = wf_cloth_params_get(ref.c);
   CHECK(memcmp(&p, &pr, sizeof p) == 0);
   p.wind[0] = -4.0f, p.wind[1] = 1.0f, p.gravity[0] = 0.5f, p.damping = 0.3f;
@@ -332,14 +367,14 @@ static void changes(int integrator) {
   for (int k = 0; k < 2 && st == WF_OK; k++) {
     sys *s = k ? &sp : &ref;
     if ((st = sys_step(s, 3)) != WF_OK) break;
-    st = s->cs ? wf_cloth_split_params_set(s->cs, &p) : wf_cloth_params_set(s->c, &p);
+    st = s->cs ? wf_cloth_params_set(s->cs, &p) : wf_cloth_params_set(s->c, &p);
     if (st == WF_OK) st = sys_step(s, 2);
     if (st == WF_OK)
-      st = s->cs ? wf_cloth_split_set_material(s->cs, &m) : wf_cloth_set_material(s->c, &m);
+      st = s->cs ? wf_cloth_set_material(s->cs, &m) : wf_cloth_set_material(s->c, &m);
     if (st == WF_OK) st = sys_step(s, 2);
   }
   if (st != WF_OK) TH_FAIL("stepping: %s", wf_last_error());
-  CHECK(wf_cloth_split_params_get(sp.cs).wind[0] == -4.0f);
+  CHECK(wf_cloth_params_get(sp.cs).wind[0] == -4.0f);
   float *a = st == WF_OK ? sys_state(&ref) : NULL, *b = st == WF_OK ? sys_state(&sp) : NULL;
   if (a && b) same(a, b, sys_count(&ref), "after parameter and material changes, 3 partitions");
   free(a), free(b);
@@ -370,10 +405,10 @@ static void set_state_round_trip(int integrator) {
   }
   want = sys_state(&ref);
   mid = sys_state(&a);
-  CHECK_OK(wf_cloth_split_time(a.cs, &t, &k));
+  CHECK_OK(wf_cloth_time(a.cs, &t, &k));
   CHECK_EQ_INT(k, 3 * 8);
   if (!want || !mid) goto out;
-  CHECK_OK(wf_cloth_split_set_state(b.cs, (const float(*)[4])mid, (const float(*)[4])(mid + 4 * nv),
+  CHECK_OK(wf_cloth_set_state(b.cs, (const float(*)[4])mid, (const float(*)[4])(mid + 4 * nv),
                                     t, k));
   got = sys_state(&b); /* set_state then download gives back what was set */
   if (got) same(mid, got, nv, "download after set_state");
@@ -381,7 +416,7 @@ static void set_state_round_trip(int integrator) {
   CHECK_OK(sys_step(&b, 3));
   got = sys_state(&b);
   if (got) same(want, got, nv, "3 frames on 2 partitions, restored on 4, 3 more");
-  CHECK_OK(wf_cloth_split_time(b.cs, &t, &k));
+  CHECK_OK(wf_cloth_time(b.cs, &t, &k));
   CHECK_OK(wf_cloth_time(ref.c, &tr, &kr));
   CHECK_EQ_INT(k, kr);
   CHECK(t == tr);
@@ -402,23 +437,23 @@ TEST(partitions_and_info) {
     sys_free(&s);
     return;
   }
-  wf_cloth_split_info info;
-  CHECK_OK(wf_cloth_split_info_get(s.cs, &info));
+  wf_cloth_info info;
+  CHECK_OK(wf_cloth_info_get(s.cs, &info));
   for (int p = 0; p < 3; p++) {
-    wf_cloth *c = wf_cloth_split_partition(s.cs, p);
-    REQUIRE(c != NULL);
-    wf_cloth_info ci;
-    CHECK_OK(wf_cloth_info_get(c, &ci));
-    CHECK_EQ_INT(ci.vertices, info.owned[p] + info.ghosts[p]);
+    wf_partition_view v;
+    CHECK_OK(wf_cloth_partition_view(s.cs, p, &v));
+    CHECK_EQ_INT(v.rows, info.owned[p]);
+    CHECK(v.ids != NULL && v.pos != NULL && v.clock != NULL);
   }
-  CHECK(wf_cloth_split_partition(s.cs, 3) == NULL);
-  CHECK(wf_cloth_split_partition(s.cs, -1) == NULL);
+  wf_partition_view none;
+  CHECK(wf_cloth_partition_view(s.cs, 3, &none) == WF_ERR_INVALID);
+  CHECK(wf_cloth_partition_view(s.cs, -1, &none) == WF_ERR_INVALID);
   /* every vertex has one owner, and a ghost never sits in its owner */
   uint32_t ghosts = 0;
   for (uint32_t v = 0; v < info.vertices; v++) {
     int owner = -1;
     uint32_t in = 0;
-    CHECK_OK(wf_cloth_split_vertex(s.cs, v, &owner, &in));
+    CHECK_OK(wfc_split_vertex(s.cs, v, &owner, &in));
     CHECK(owner >= 0 && owner < 3);
     CHECK(!(in & (1u << owner)));
     for (int p = 0; p < 3; p++)
@@ -429,19 +464,19 @@ TEST(partitions_and_info) {
   sys_free(&s);
 }
 
-/* Ghost copies over all partitions, counted from wf_cloth_split_vertex (not from the info). */
-static uint64_t ghost_copies(const wf_cloth_split *cs) {
+/* Ghost copies over all partitions, counted from wfc_split_vertex (not from the info). */
+static uint64_t ghost_copies(const wf_cloth *cs) {
   uint64_t n = 0;
-  for (uint32_t v = 0; v < wf_cloth_split_count(cs); v++) {
+  for (uint32_t v = 0; v < wf_cloth_count(cs); v++) {
     uint32_t in = 0;
-    if (wf_cloth_split_vertex(cs, v, NULL, &in) != WF_OK) return 0;
+    if (wfc_split_vertex(cs, v, NULL, &in) != WF_OK) return 0;
     for (; in; in &= in - 1)
       n++;
   }
   return n;
 }
 
-/* wf_cloth_split_overlap_measure: sane numbers, and the state, the clock and the frames after it
+/* wf_cloth_overlap_measure: sane numbers, and the state, the clock and the frames after it
  * bitwise those of a run without it (memcmp; the clock compared exactly). */
 static void overlap_measure(int integrator, bool no_graph, int n) {
   opts o = {integrator, no_graph, false, false, 0};
@@ -459,13 +494,13 @@ static void overlap_measure(int integrator, bool no_graph, int n) {
   before = sys_state(&s);
   double t0 = 0.0, t1 = 0.0;
   uint64_t k0 = 0, k1 = 0;
-  CHECK_OK(wf_cloth_split_time(s.cs, &t0, &k0));
-  wf_cloth_split_overlap ov;
+  CHECK_OK(wf_cloth_time(s.cs, &t0, &k0));
+  wf_overlap ov;
   memset(&ov, 0xff, sizeof ov);
-  CHECK_OK(wf_cloth_split_overlap_measure(s.cs, 3, &ov));
+  CHECK_OK(wf_cloth_overlap_measure(s.cs, 3, &ov));
   after = sys_state(&s);
   if (before && after) same(before, after, nv, "state after the measurement");
-  CHECK_OK(wf_cloth_split_time(s.cs, &t1, &k1));
+  CHECK_OK(wf_cloth_time(s.cs, &t1, &k1));
   CHECK(t1 == t0);
   CHECK_EQ_INT(k1, k0);
   /* the frames after it: the same bits as those of a split that was not measured */
@@ -477,8 +512,8 @@ static void overlap_measure(int integrator, bool no_graph, int n) {
   CHECK(ov.frame_ms > 0.0 && isfinite(ov.frame_ms));
   CHECK(ov.frame_no_halo_ms > 0.0 && isfinite(ov.frame_no_halo_ms));
   CHECK(ov.hidden_fraction >= 0.0 && ov.hidden_fraction <= 1.0);
-  wf_cloth_split_info info;
-  CHECK_OK(wf_cloth_split_info_get(s.cs, &info));
+  wf_cloth_info info;
+  CHECK_OK(wf_cloth_info_get(s.cs, &info));
   CHECK_EQ_INT(ov.halo_bytes_per_frame, info.halo_bytes_per_frame);
   if (n == 1) {
     CHECK(ov.halo_ms == 0.0 && ov.hidden_fraction == 1.0 && ov.halo_bytes_per_frame == 0);
@@ -512,13 +547,13 @@ TEST(overlap_measure_errors) {
   wf_cloth_desc d = wf_cloth_desc_default();
   d.name = "sheet";
   wf_cloth_grid g = wf_cloth_grid_default();
-  wf_cloth_split *cs = NULL;
-  wf_cloth_split_overlap ov;
-  CHECK_OK(wf_cloth_split_create_grid(devs, 2, NULL, &d, &g, &cs));
-  CHECK_ERROR(wf_cloth_split_overlap_measure(cs, 0, &ov), WF_ERR_INVALID, "sheet", "frames 0");
-  CHECK_ERROR(wf_cloth_split_overlap_measure(cs, 1, NULL), WF_ERR_INVALID, "NULL");
-  CHECK_ERROR(wf_cloth_split_overlap_measure(NULL, 1, &ov), WF_ERR_INVALID, "NULL");
-  wf_cloth_split_destroy(cs);
+  wf_cloth *cs = NULL;
+  wf_overlap ov;
+  CHECK_OK(split_create_grid(devs, 2, NULL, &d, &g, &cs));
+  CHECK_ERROR(wf_cloth_overlap_measure(cs, 0, &ov), WF_ERR_INVALID, "sheet", "frames 0");
+  CHECK_ERROR(wf_cloth_overlap_measure(cs, 1, NULL), WF_ERR_INVALID, "NULL");
+  CHECK_ERROR(wf_cloth_overlap_measure(NULL, 1, &ov), WF_ERR_INVALID, "NULL");
+  wf_cloth_destroy(cs);
 }
 
 TEST(errors) {
@@ -527,76 +562,73 @@ TEST(errors) {
   wf_cloth_desc d = wf_cloth_desc_default();
   d.name = "sheet";
   wf_cloth_grid g = wf_cloth_grid_default();
-  wf_cloth_split *cs = NULL;
-  CHECK_ERROR(wf_cloth_split_create_grid(devs, 0, NULL, &d, &g, &cs), WF_ERR_INVALID, "sheet",
-              "0 devices");
-  CHECK(cs == NULL);
+  wf_cloth *cs = NULL;
   for (int i = 0; i < 17; i++)
     devs[i] = th_dev0;
-  CHECK_ERROR(wf_cloth_split_create_grid(devs, 17, NULL, &d, &g, &cs), WF_ERR_INVALID, "sheet",
-              "17 devices");
+  CHECK_ERROR(split_create_grid(devs, 17, NULL, &d, &g, &cs), WF_ERR_INVALID, "sheet",
+              "device_count 17");
   wf_device *with_null[2] = {th_dev0, NULL};
-  CHECK_ERROR(wf_cloth_split_create_grid(with_null, 2, NULL, &d, &g, &cs), WF_ERR_INVALID,
+  CHECK_ERROR(split_create_grid(with_null, 2, NULL, &d, &g, &cs), WF_ERR_INVALID,
               "device 1 is NULL");
-  CHECK_ERROR(wf_cloth_split_create_grid(devs, 2, NULL, &d, NULL, &cs), WF_ERR_INVALID, "grid");
-  CHECK_ERROR(wf_cloth_split_create_mesh(devs, 2, NULL, &d, NULL, &cs), WF_ERR_INVALID, "mesh");
-  CHECK_ERROR(wf_cloth_split_create_grid(devs, 2, NULL, &d, &g, NULL), WF_ERR_INVALID, "out");
+  CHECK_ERROR(split_create_grid(devs, 2, NULL, &d, NULL, &cs), WF_ERR_INVALID, "grid");
+  CHECK_ERROR(split_create_mesh(devs, 2, NULL, &d, NULL, &cs), WF_ERR_INVALID, "mesh");
+  CHECK_ERROR(split_create_grid(devs, 2, NULL, &d, &g, NULL), WF_ERR_INVALID, "out");
   wf_cloth_desc self = d;
   self.self_collision = true;
-  CHECK_ERROR(wf_cloth_split_create_grid(devs, 2, NULL, &self, &g, &cs), WF_ERR_UNSUPPORTED,
+  CHECK_ERROR(split_create_grid(devs, 2, NULL, &self, &g, &cs), WF_ERR_UNSUPPORTED,
               "sheet", "self_collision");
   wf_cloth_desc bad = d;
   bad.substeps = 0;
-  CHECK_ERROR(wf_cloth_split_create_grid(devs, 2, NULL, &bad, &g, &cs), WF_ERR_INVALID,
-              "wf_cloth_split_create_grid", "sheet", "substeps");
-  wf_cloth_split_desc sd = wf_cloth_split_desc_default();
+  CHECK_ERROR(split_create_grid(devs, 2, NULL, &bad, &g, &cs), WF_ERR_INVALID,
+              "wf_cloth_create_grid", "sheet", "substeps");
+  split_opts sd = split_opts_default();
   sd.imbalance = -1.0f;
-  CHECK_ERROR(wf_cloth_split_create_grid(devs, 2, &sd, &d, &g, &cs), WF_ERR_INVALID, "imbalance");
+  CHECK_ERROR(split_create_grid(devs, 2, &sd, &d, &g, &cs), WF_ERR_INVALID, "imbalance");
   wf_cloth_mesh_desc m = wf_cloth_mesh_desc_default();
   m.path = WEFT_ASSETS_DIR "/meshes/no_such_file.obj";
-  CHECK_ERROR(wf_cloth_split_create_mesh(devs, 2, NULL, &d, &m, &cs), WF_ERR_IO,
+  CHECK_ERROR(split_create_mesh(devs, 2, NULL, &d, &m, &cs), WF_ERR_IO,
               "no_such_file.obj");
   /* two vertices cannot make four partitions */
   wf_cloth_grid tiny = wf_cloth_grid_default();
   tiny.resolution[0] = 2, tiny.resolution[1] = 1;
   wf_cloth_desc chain = d;
   chain.material.particle_mass = 0.1f; /* no triangles: no mass from the density */
-  CHECK_ERROR(wf_cloth_split_create_grid(devs, 4, NULL, &chain, &tiny, &cs), WF_ERR_INVALID,
+  CHECK_ERROR(split_create_grid(devs, 4, NULL, &chain, &tiny, &cs), WF_ERR_INVALID,
               "sheet", "too few");
   CHECK(cs == NULL);
 
   pick_devices(2, devs);
-  CHECK_OK(wf_cloth_split_create_grid(devs, 2, NULL, &d, &g, &cs));
-  uint32_t nv = wf_cloth_split_count(cs);
+  CHECK_OK(split_create_grid(devs, 2, NULL, &d, &g, &cs));
+  uint32_t nv = wf_cloth_count(cs);
   CHECK_EQ_INT(nv, 256);
-  CHECK_ERROR(wf_cloth_split_pin(cs, nv), WF_ERR_INVALID, "sheet", "256", "out of range");
-  CHECK_ERROR(wf_cloth_split_pin_named(cs, "middle", NULL), WF_ERR_INVALID, "sheet", "middle");
+  CHECK_ERROR(wf_cloth_pin(cs, nv), WF_ERR_INVALID, "sheet", "256", "out of range");
+  CHECK_ERROR(wf_cloth_pin_named(cs, "middle", NULL), WF_ERR_INVALID, "sheet", "middle");
   float lo[3] = {5, 5, 5}, hi[3] = {6, 6, 6};
-  CHECK_ERROR(wf_cloth_split_pin_region(cs, lo, hi, NULL), WF_ERR_INVALID, "holds no vertex");
-  CHECK_ERROR(wf_cloth_split_attach(cs, 0, 3), WF_ERR_INVALID, "collider 3");
-  CHECK_ERROR(wf_cloth_split_step_frames(cs, -1), WF_ERR_INVALID, "sheet", "-1");
-  CHECK_ERROR(wf_cloth_split_vertex(cs, nv, NULL, NULL), WF_ERR_INVALID, "out of range");
+  CHECK_ERROR(wf_cloth_pin_region(cs, lo, hi, NULL), WF_ERR_INVALID, "holds no vertex");
+  CHECK_ERROR(wf_cloth_attach(cs, 0, 3), WF_ERR_INVALID, "collider 3");
+  CHECK_ERROR(wf_cloth_step_frames(cs, -1), WF_ERR_INVALID, "sheet", "-1");
+  CHECK_ERROR(wfc_split_vertex(cs, nv, NULL, NULL), WF_ERR_INVALID, "out of range");
   wf_cloth_material mat = wf_cloth_material_default();
   mat.damping = -1.0f;
-  CHECK_ERROR(wf_cloth_split_set_material(cs, &mat), WF_ERR_INVALID, "sheet", "damping");
-  wf_cloth_params p = wf_cloth_split_params_get(cs);
+  CHECK_ERROR(wf_cloth_set_material(cs, &mat), WF_ERR_INVALID, "sheet", "damping");
+  wf_cloth_params p = wf_cloth_params_get(cs);
   p.frame_dt = 0.0f;
-  CHECK_ERROR(wf_cloth_split_params_set(cs, &p), WF_ERR_INVALID, "sheet", "frame_dt");
-  CHECK_ERROR(wf_cloth_split_set_state(cs, NULL, NULL, 0.0, 0), WF_ERR_INVALID, "pos or vel");
-  wf_cloth_split_destroy(cs);
+  CHECK_ERROR(wf_cloth_params_set(cs, &p), WF_ERR_INVALID, "sheet", "frame_dt");
+  CHECK_ERROR(wf_cloth_set_state(cs, NULL, NULL, 0.0, 0), WF_ERR_INVALID, "pos or vel");
+  wf_cloth_destroy(cs);
 
   /* named pins need a grid */
-  CHECK_OK(wf_cloth_split_create_mesh(
+  CHECK_OK(split_create_mesh(
       devs, 2, NULL, &d,
       &(wf_cloth_mesh_desc){.path = WEFT_ASSETS_DIR "/meshes/sheet_16x16.obj", .scale = 1.0f},
       &cs));
-  CHECK_ERROR(wf_cloth_split_pin_named(cs, "top", NULL), WF_ERR_INVALID, "sheet", "grid");
-  wf_cloth_split_destroy(cs);
+  CHECK_ERROR(wf_cloth_pin_named(cs, "top", NULL), WF_ERR_INVALID, "sheet", "grid");
+  wf_cloth_destroy(cs);
 
-  CHECK_ERROR(wf_cloth_split_step_frames(NULL, 1), WF_ERR_INVALID, "NULL");
-  CHECK_ERROR(wf_cloth_split_download(NULL, NULL, NULL), WF_ERR_INVALID, "NULL");
-  CHECK_EQ_INT(wf_cloth_split_count(NULL), 0);
-  wf_cloth_split_destroy(NULL);
+  CHECK_ERROR(wf_cloth_step_frames(NULL, 1), WF_ERR_INVALID, "NULL");
+  CHECK_ERROR(wf_cloth_download(NULL, NULL, NULL), WF_ERR_INVALID, "NULL");
+  CHECK_EQ_INT(wf_cloth_count(NULL), 0);
+  wf_cloth_destroy(NULL);
 }
 
 int main(int argc, char **argv) {
