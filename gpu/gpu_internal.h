@@ -25,7 +25,7 @@
 
 #include "weft/gpu.h"
 
-#define WF_MAX_DEVICES     32
+#define WF_GPU_MAX_DEVICES 32
 #define WF_MAX_CPU_DEVICES 16
 #define WF_STREAM_STACK    32
 
@@ -48,8 +48,8 @@ struct wf_device {
   wf_stream *stack[WF_STREAM_STACK];
   int depth;
   void *be_data; /* backend private (CUDA: memory pool) */
-  bool peer_enabled[WF_MAX_DEVICES];
-  bool peer_warned[WF_MAX_DEVICES];
+  bool peer_enabled[WF_GPU_MAX_DEVICES];
+  bool peer_warned[WF_GPU_MAX_DEVICES];
 };
 
 struct wf_stream {

@@ -16,7 +16,7 @@ static struct {
   _Atomic bool up;
   wf_init_desc desc;
   bool have_desc;
-  wf_device devices[WF_MAX_DEVICES];
+  wf_device devices[WF_GPU_MAX_DEVICES];
   int count;
   wf_runtime_info info;
   pthread_mutex_t reg_lock;
@@ -86,7 +86,7 @@ static wf_status init_locked(const wf_init_desc *desc) {
   R.info.cuda_compiled = true;
   snprintf(R.info.cuda_architectures, sizeof R.info.cuda_architectures, "%s", WEFT_CUDA_ARCHS);
   if (!R.desc.no_cuda) {
-    int added = wf__cuda_discover(R.devices, R.count, WF_MAX_DEVICES - R.count, &R.info);
+    int added = wf__cuda_discover(R.devices, R.count, WF_GPU_MAX_DEVICES - R.count, &R.info);
     for (int i = R.count; i < R.count + added; i++)
       pthread_mutex_init(&R.devices[i].lock, NULL);
     R.count += added;

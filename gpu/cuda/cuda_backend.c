@@ -17,7 +17,7 @@ typedef struct cuda_dev {
   int prio_least, prio_greatest;
 } cuda_dev;
 
-static cuda_dev cdev[WF_MAX_DEVICES];
+static cuda_dev cdev[WF_GPU_MAX_DEVICES];
 
 static const char *hint(cudaError_t e) {
   switch (e) {
@@ -124,7 +124,7 @@ bool wf__cuda_can_access_peer(const wf_device *a, const wf_device *b) {
 
 /* Peer access lives as long as the CUDA context, across wf_shutdown/wf_init: remember it rather
    than provoke cudaErrorPeerAccessAlreadyEnabled. */
-static bool peer_on[WF_MAX_DEVICES][WF_MAX_DEVICES];
+static bool peer_on[WF_GPU_MAX_DEVICES][WF_GPU_MAX_DEVICES];
 
 static wf_status enable_one(wf_device *a, wf_device *b) {
   use(a);
