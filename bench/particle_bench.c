@@ -92,7 +92,8 @@ static int run_size(pb_ctx *c, uint64_t n) {
   d.contact_model = c->o.model;
   CHECK(wf_stream_create(c->dev, 0, &stream));
   d.stream = stream;
-  CHECK(wf_particles_create(c->dev, &d, &ps));
+  d.devices[0] = c->dev;
+  CHECK(wf_particles_create(&d, &ps));
   wf_particle_material m = wf_particle_material_default();
   m.stiffness = 8000.0f, m.damping = 2.0f, m.friction = 1.0f, m.restitution = 0.0f;
   CHECK(wf_particles_set_material(ps, 0, &m));

@@ -1,8 +1,9 @@
-/* `weft bench scaling`: how the split particle solver (wf_particles_split, weft/particles.h)
+/* `weft bench scaling`: how the particle solver over several devices (wf_particles,
+ * weft/particles.h)
  * scales over the first k devices of one kind (cuda:0..k-1, or cpu:0..k-1 of the four CPU devices
  * the runtime is started with).
  *
- * The scene is `weft bench particles`' column, built with the wf_particles_split_* API: particles
+ * The scene is `weft bench particles`' column, built with the wf_particles_* API: particles
  * of radius 0.1 on a cubic lattice of spacing 0.2 with a seeded jitter of up to 0.01 per axis (the
  * same formula of the global id, so both benchmarks simulate the same particles), a square
  * cross-section and a height of about four widths, falling onto the plane y = 0; DEM contacts with
@@ -11,16 +12,16 @@
  *
  *   strong scaling: a fixed N on k = 1, 2, 4, ... devices; speed-up t1/tk, efficiency t1/(k tk).
  *   weak scaling:   N = per-device count x k on k devices; efficiency t1/tk.
- * The one-device baseline is always measured (added to --gpus when missing): it is the split
- * solver with one partition, so the split's own costs are in t1 too.
+ * The one-device baseline is always measured (added to --gpus when missing): it is the solver
+ * with one partition, which has no halo and no repartition (the split's own costs are not in t1).
  *
  * Timing: after two warm-up frames (capture, first repartition), each of `--frames` frames is
- * timed by the host's clock around wf_particles_split_step_frames(1) and a synchronization of
+ * timed by the host's clock around wf_particles_step_frames(1) and a synchronization of
  * every device in use. Device events alone would miss the host-side repartition between frames,
  * which is part of what a frame costs; the median is reported. The halo traffic, the repartition
  * time and the reruns (frames run again because the skin was too thin) come from
- * wf_particles_split_info, the last two as differences over the timed frames. After the timed
- * frames, wf_particles_split_overlap_measure times (with --frames frames of each kind) a frame
+ * wf_particles_info, the last two as differences over the timed frames. After the timed
+ * frames, wf_particles_overlap_measure times (with --frames frames of each kind) a frame
  * without the halo copies and the copies of a frame alone: the hidden fraction is the part of the
  * copies' time that does not lengthen the frame. The split cloth's table (cloth_run, --only
  * cloth) prints the same from wf_cloth_overlap_measure.
@@ -83,7 +84,7 @@ typedef struct sb_result {
   uint64_t reruns_total;         /* since creation (warm-up included) */
   bool peer;                     /* every pair of devices has peer access */
   uint32_t owned_min, owned_max; /* particles per partition, as of the last repartition */
-  wf_particles_split_overlap ov; /* more than one device: the halo copies' overlap */
+  wf_overlap ov;               /* more than one device: the halo copies' overlap */
 } sb_result;
 
 static void add_row(sb_ctx *c, const char *bench, const char *metric, double v, const char *unit) {
@@ -96,23 +97,23 @@ static void fail_call(const char *what, wf_status st) { bench_fail("scaling", wh
 
 /* The column of `weft bench particles` (bench_column), of material `material`. */
 typedef struct split_target {
-  wf_particles_split *sp;
+  wf_particles *sp;
   uint32_t material;
 } split_target;
 
 static wf_status add_to_split(void *t, uint32_t n, const float (*p)[4], const float (*v)[4]) {
   split_target *s = t;
-  wf_status st = wf_particles_split_add(s->sp, n, p, v, s->material, NULL);
-  if (st != WF_OK) fail_call("adding the column (wf_particles_split_add)", st);
+  wf_status st = wf_particles_add(s->sp, n, p, v, s->material, NULL);
+  if (st != WF_OK) fail_call("adding the column (wf_particles_add)", st);
   return st;
 }
 
-static wf_status build_column(wf_particles_split *sp, uint64_t n, uint32_t material) {
+static wf_status build_column(wf_particles *sp, uint64_t n, uint32_t material) {
   split_target t = {sp, material};
   return bench_column("scaling", n, add_to_split, &t);
 }
 
-/* Waits for every device of the first k: the split solver's work runs on streams of its own. */
+/* Waits for every device of the first k: each partition's work runs on streams of its own. */
 static wf_status sync_devices(sb_ctx *c, int k) {
   for (int i = 0; i < k; i++) {
     wf_status st = wf_device_synchronize(c->devs[i]);
@@ -124,53 +125,56 @@ static wf_status sync_devices(sb_ctx *c, int k) {
 /* Builds the column of n particles split over the first k devices and times it. 0 or 1. */
 static int measure(sb_ctx *c, int k, uint64_t n, sb_result *res) {
   int rc = 1;
-  wf_particles_split *sp = NULL;
+  wf_particles *sp = NULL;
   double *ms = calloc((size_t)c->o.frames, sizeof *ms);
   if (!ms) {
     fprintf(stderr, "weft bench scaling: out of host memory\n");
     return 1;
   }
   memset(res, 0, sizeof *res);
-  wf_particles_split_desc d = wf_particles_split_desc_default();
-  d.solver.name = "column";
-  d.solver.substeps = SUBSTEPS;
-  d.solver.frame_dt = 1.0f / 60.0f;
-  d.solver.contact_model = WF_CONTACT_DEM;
+  wf_particles_desc d = wf_particles_desc_default();
+  d.name = "column";
+  d.substeps = SUBSTEPS;
+  d.frame_dt = 1.0f / 60.0f;
+  d.contact_model = WF_CONTACT_DEM;
   d.balance = c->o.balance_count ? WF_BALANCE_COUNT : WF_BALANCE_TIME;
   /* by time: a looser threshold than for counts, so that the clock's noise and the slow drift
    * of a settling pile do not move the slabs (and so the ghost counts, by a lattice layer, and
    * the frame graph's launch sizes) every frame */
   if (!c->o.balance_count) d.imbalance = 0.03f;
-  CHECK(wf_particles_split_create(c->devs, k, &d, &sp));
+  for (int i = 0; i < k; i++)
+    d.devices[i] = c->devs[i];
+  d.device_count = k;
+  CHECK(wf_particles_create(&d, &sp));
   wf_particle_material m = wf_particle_material_default();
   m.stiffness = 8000.0f, m.damping = 2.0f, m.friction = 1.0f, m.restitution = 0.0f;
   uint32_t material = 0;
-  CHECK(wf_particles_split_add_material(sp, &m, &material));
+  CHECK(wf_particles_add_material(sp, &m, &material));
   wf_collider_desc g = wf_collider_desc_default();
   g.name = "ground";
   g.friction = 1.0f;
-  CHECK(wf_particles_split_add_collider(sp, &g, NULL));
+  CHECK(wf_particles_add_collider(sp, &g, NULL));
   if (build_column(sp, n, material) != WF_OK) goto done;
-  if (wf_particles_split_count(sp) != n) {
+  if (wf_particles_count(sp) != n) {
     fprintf(stderr, "weft bench scaling: the solver holds %u particles, %llu were added\n",
-            wf_particles_split_count(sp), (unsigned long long)n);
+            wf_particles_count(sp), (unsigned long long)n);
     goto done;
   }
-  CHECK(wf_particles_split_step_frames(sp, 2)); /* capture, first repartitions, warm-up */
+  CHECK(wf_particles_step_frames(sp, 2)); /* capture, first repartitions, warm-up */
   CHECK(sync_devices(c, k));
-  wf_particles_split_info i0, i1;
-  CHECK(wf_particles_split_info_get(sp, &i0));
+  wf_particles_info i0, i1;
+  CHECK(wf_particles_info_get(sp, &i0));
   for (int f = 0; f < c->o.frames; f++) {
     double t0 = bench_now_s();
-    CHECK(wf_particles_split_step_frames(sp, 1));
+    CHECK(wf_particles_step_frames(sp, 1));
     CHECK(sync_devices(c, k));
     ms[f] = (bench_now_s() - t0) * 1e3;
   }
-  CHECK(wf_particles_split_info_get(sp, &i1));
-  if (k > 1) CHECK(wf_particles_split_overlap_measure(sp, c->o.frames, &res->ov));
+  CHECK(wf_particles_info_get(sp, &i1));
+  if (k > 1) CHECK(wf_particles_overlap_measure(sp, c->o.frames, &res->ov));
   /* nothing blew up or got lost */
   wf_particles_stats stats;
-  CHECK(wf_particles_split_stats_get(sp, &stats));
+  CHECK(wf_particles_stats_get(sp, &stats));
   if (stats.count != n || !isfinite(stats.kinetic_energy) || !isfinite(stats.max_speed)) {
     fprintf(stderr,
             "weft bench scaling: after the run on %d device(s): %u particles (expected %llu), "
@@ -192,7 +196,7 @@ static int measure(sb_ctx *c, int k, uint64_t n, sb_result *res) {
   }
   rc = 0;
 done:
-  wf_particles_split_destroy(sp);
+  wf_particles_destroy(sp);
   free(ms);
   return rc;
 }
@@ -761,7 +765,7 @@ int wf_bench_scaling(int argc, char **argv, FILE *out) {
     fprintf(out, "note: CPU devices share this machine's cores: these figures exercise the split "
                  "solver, they do not measure scaling\n");
   fprintf(out,
-          "halo overlap (more than one device; wf_particles_split_overlap_measure, medians of %d\n"
+          "halo overlap (more than one device; wf_particles_overlap_measure, medians of %d\n"
           "frames of each kind, each from the same repartition, no repartition or capture timed):\n"
           "ov ms = an ordinary frame, no-halo ms = the frame without the halo copies, compute ms\n"
           "= the critical path through the partitions' substeps (device time stamps around them\n"

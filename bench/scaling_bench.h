@@ -1,4 +1,4 @@
-/* `weft bench scaling`: strong and weak scaling of the split particle solver (wf_particles_split)
+/* `weft bench scaling`: strong and weak scaling of the particle solver (wf_particles)
  * over 1, 2, 4, ... devices of one kind (see scaling_bench.c). */
 #ifndef WEFT_BENCH_SCALING_BENCH_H
 #define WEFT_BENCH_SCALING_BENCH_H

@@ -17,6 +17,12 @@
  * The snapshot holds the bits of the solvers' own buffers, clocks included, so a checkpoint
  * written from it resumes bitwise identically, as any other checkpoint does.
  *
+ * The particles are read partition by partition on the devices (wf_particles_partition_view):
+ * one partition's own buffers directly, as before; several partitions' owned rows gathered by
+ * wf_particles_copy_state (peer copies and a scatter by global id) into buffers of the check's on
+ * the first device, with partition 0's clock, so the checks, the verdict and the snapshot see one
+ * state in global-id order and nothing travels through the host.
+ *
  * Invariants
  *  - Slot f % WF_WORLD_HEALTH_DEPTH holds frame f's records; h->next is the oldest frame whose
  *    record the host has not read. Records are read in frame order, so the first unhealthy frame
@@ -68,6 +74,7 @@ struct wfw_health {
   hslot slots[SLOTS];
   hsrc *src;
   int n_src;
+  wf_buffer *ppos, *pvel, *pclock; /* several partitions: the particles gathered, global order */
   float max_speed2, max_penetration;
   double max_speed, max_pen;
   int64_t next;        /* the oldest frame whose record is not read */
@@ -95,20 +102,46 @@ static wf_status fail_gpu(wf_status st, const char *what) {
 static int first_cloth(const wf_world *w) { return w->n_objects - w->n_cloths; }
 
 static wf_stream *solver_stream(wf_world *w, int solver) {
-  return solver < 0 ? wfw_particles_stream(w) : wfw_cloth_stream(w, solver);
+  return solver < 0 ? wf_particles_stream(w->ps) : wfw_cloth_stream(w, solver);
+}
+
+/* The particle state the check reads: one partition's own buffers (its view), or the gathered
+ * copy of several (gather_particles). */
+static wf_status particle_buffers(wf_world *w, wf_buffer **b) {
+  wfw_health *h = w->health;
+  if (h->ppos) {
+    b[0] = h->ppos, b[1] = h->pvel, b[2] = h->pclock;
+    return WF_OK;
+  }
+  wf_partition_view v;
+  wf_status st = wf_particles_partition_view(w->ps, 0, &v);
+  b[0] = v.pos, b[1] = v.vel, b[2] = v.clock;
+  return st;
 }
 
 static wf_status solver_buffers(wf_world *w, int solver, wf_buffer **b) {
-  wf_status st = solver < 0 ? wfw_particles_buffers(w, &b[0], &b[1], &b[2])
+  wf_status st = solver < 0 ? particle_buffers(w, b)
                             : wfw_cloth_buffers(w, solver, &b[0], &b[1], &b[2]);
   return st != WF_OK ? fail_gpu(st, "looking up a solver's state") : WF_OK;
+}
+
+/* Several partitions: their owned rows gathered on the devices into the check's buffers on the
+ * first device (global-id order), and partition 0's clock (every partition keeps the same). */
+static wf_status gather_particles(wf_world *w) {
+  wfw_health *h = w->health;
+  if (!h->ppos) return WF_OK;
+  wf_partition_view v;
+  TRY(wf_particles_copy_state(w->ps, h->ppos, 0, h->pvel, 0, h->stream), "gathering particles");
+  TRY(wf_particles_partition_view(w->ps, 0, &v), "finding the particle clock");
+  TRY(wf_copy(h->pclock, 0, v.clock, 0, sizeof(wfw_clock), h->stream), "copying the clock");
+  return WF_OK;
 }
 
 /* The health stream waits for every solver (before a check), or every solver waits for the
  * health stream (after it: the next frame must not overwrite what is being read). */
 static wf_status join_solvers(wf_world *w, bool health_waits) {
   wfw_health *h = w->health;
-  for (int s = wfw_has_particles(w) ? -1 : 0; s < w->n_cloths; s++) {
+  for (int s = w->ps ? -1 : 0; s < w->n_cloths; s++) {
     wf_stream *ss = solver_stream(w, s);
     wf_status st =
         health_waits ? wf_stream_wait_stream(h->stream, ss) : wf_stream_wait_stream(ss, h->stream);
@@ -140,7 +173,7 @@ static wf_status snapshot_now(wf_world *w) {
   if (st != WF_OK) return st;
   wfh_gate g = {1u, 0u, w->frame, -1};
   TRY(wf_upload(h->records, h->gate_off, &g, sizeof g, h->stream), "resetting the gate");
-  if ((st = enqueue_commits(w)) != WF_OK) return st;
+  if ((st = gather_particles(w)) != WF_OK || (st = enqueue_commits(w)) != WF_OK) return st;
   h->next = w->frame + 1;
   h->checked = h->last_good = w->frame;
   memset(&h->bad, 0, sizeof h->bad);
@@ -158,6 +191,17 @@ static wf_status add_src(wfw_health *h, wf_device *dev, int solver, int which, s
   if (st != WF_OK) return st; /* the allocator's message says what and how much */
   h->n_src++;
   return WF_OK;
+}
+
+/* The gathered particle state of several partitions, on the first device. */
+static wf_status gather_create(wf_world *w) {
+  wfw_health *h = w->health;
+  size_t bytes = (size_t)(w->n_particles ? w->n_particles : 1) * 16;
+  wf_status st = wf_buffer_create(w->dev, bytes, WF_BUFFER_ZERO, h->stream, &h->ppos);
+  if (st == WF_OK) st = wf_buffer_create(w->dev, bytes, WF_BUFFER_ZERO, h->stream, &h->pvel);
+  if (st == WF_OK)
+    st = wf_buffer_create(w->dev, sizeof(wfw_clock), WF_BUFFER_ZERO, h->stream, &h->pclock);
+  return st;
 }
 
 wf_status wfw_health_create(wf_world *w, const wf_scene *sc) {
@@ -220,7 +264,9 @@ wf_status wfw_health_create(wf_world *w, const wf_scene *sc) {
   }
   free(cols);
   /* the snapshot: one buffer per solver buffer, sized like the state it keeps */
-  if (st == WF_OK && wfw_has_particles(w)) {
+  if (st == WF_OK && w->ps && wf_particles_partition_count(w->ps) > 1)
+    st = gather_create(w);
+  if (st == WF_OK && w->ps) {
     size_t bytes = (size_t)w->n_particles * 16;
     for (int k = 0; k < 2 && st == WF_OK; k++)
       st = add_src(h, w->dev, -1, k, bytes);
@@ -246,6 +292,9 @@ void wfw_health_destroy(wf_world *w) {
   }
   for (int i = 0; i < h->n_src; i++)
     wf_buffer_destroy(h->src[i].snap, h->stream);
+  wf_buffer *gathered[] = {h->ppos, h->pvel, h->pclock};
+  for (int i = 0; i < 3; i++)
+    if (gathered[i]) wf_buffer_destroy(gathered[i], h->stream);
   if (h->records) wf_buffer_destroy(h->records, h->stream);
   if (h->colliders) wf_buffer_destroy(h->colliders, h->stream);
   if (h->stream) wf_stream_destroy(h->stream);
@@ -260,6 +309,7 @@ void wfw_health_destroy(wf_world *w) {
 static wf_status enqueue_check(wf_world *w, hslot *slot) {
   wfw_health *h = w->health;
   wf_status st = join_solvers(w, true);
+  if (st == WF_OK) st = gather_particles(w);
   if (st != WF_OK) return st;
   TRY(wf_memset(h->records, 0xff, 0, h->record_bytes, h->stream), "clearing the records");
   wfh_record *rec = wf_buffer_ptr(h->records);

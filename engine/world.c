@@ -1,20 +1,17 @@
 /* The world: a wf_scene mapped onto one particle solver and one cloth solver per cloth, stepped
  * together frame by frame, with statistics and checkpoints (weft/world.h). On several devices the
- * particle solver is a wf_particles_split over all of them, and every cloth is one wf_cloth over
- * all of them but those with self-collision, which stay on the first device.
+ * particle solver runs over all of them (one partition each), and so does every cloth but those
+ * with self-collision, which stay whole on the first device.
  *
  * Invariants
  *  - Objects are the emitters (ranges of the single particle solver, in scene order) followed by
- *    the cloths. The particle solver (w->ps on one device, w->sp on several; never both) exists
- *    only when the scene has emitters.
- *  - devices[0] == dev holds the whole cloths, the health check and the readback ring. With
- *    w->sp, the host copies ppos/pvel and the mirror on dev hold the particles after every frame
- *    and every restore (mirror_refresh, mirror_upload): the rest of the world reads the particles
- *    of a split world through the mirror as it reads a one-device solver's buffers
- *    (wfw_particles_*). A cloth over several devices (w->cloths[i], whatever its partitions) has
- *    a mirror on dev for the health check, gathered on the devices from its partition views after
- *    every frame and restore (cloth_mirror_refresh); readback gathers through
- *    wf_cloth_copy_positions_on.
+ *    the cloths. The particle solver (w->ps, over every device) exists only when the scene has
+ *    emitters. The rest of the world reads its state on the devices, partition by partition
+ *    (wf_particles_partition_view, wf_particles_copy_state): nothing goes through the host.
+ *  - devices[0] == dev holds the health check and the readback ring. A cloth over several
+ *    devices (w->cloths[i], whatever its partitions) has a mirror on dev for the health check,
+ *    gathered on the devices from its partition views after every frame and restore
+ *    (cloth_mirror_refresh); readback gathers through wf_cloth_copy_positions_on.
  *  - Every solver gets the same fps, substeps, gravity, damping and colliders (scene order), so
  *    collider indices of cloth attachments are scene indices.
  *  - w->frame counts frames enqueued. Host copies of the state (cache) are refreshed on demand
@@ -507,95 +504,6 @@ static wf_status create_cloth(wf_world *w, const wf_scene *sc, int i) {
 
 /* ---- the particle side: one solver, or one split over the world's devices ------------------- */
 
-bool wfw_has_particles(const wf_world *w) { return w->ps || w->sp; }
-
-wf_stream *wfw_particles_stream(const wf_world *w) {
-  return w->sp ? w->mirror.stream : wf_particles_stream(w->ps);
-}
-
-wf_status wfw_particles_buffers(wf_world *w, wf_buffer **pos, wf_buffer **vel, wf_buffer **clock) {
-  if (!w->sp) return wf_particles_state_buffers(w->ps, pos, vel, clock);
-  if (pos) *pos = w->mirror.pos;
-  if (vel) *vel = w->mirror.vel;
-  if (clock) *clock = w->mirror.clock;
-  return WF_OK;
-}
-
-wf_status wfw_particles_copy_state(wf_world *w, wf_buffer *pos, size_t pos_off, wf_buffer *vel,
-                                   size_t vel_off, wf_stream *s) {
-  if (!w->sp) return wf_particles_copy_state(w->ps, pos, pos_off, vel, vel_off, s);
-  size_t bytes = (size_t)w->n_particles * 16;
-  wf_status st = WF_OK;
-  if (pos && bytes) st = wf_copy(pos, pos_off, w->mirror.pos, 0, bytes, s);
-  if (st == WF_OK && vel && bytes) st = wf_copy(vel, vel_off, w->mirror.vel, 0, bytes, s);
-  /* the next frame's upload must not overwrite the mirror while it is read */
-  if (st == WF_OK) st = wf_stream_wait_stream(w->mirror.stream, s);
-  return st;
-}
-
-static wf_status p_set_material(wf_world *w, uint32_t i, const wf_particle_material *m) {
-  return w->sp ? wf_particles_split_set_material(w->sp, i, m)
-               : wf_particles_set_material(w->ps, i, m);
-}
-static wf_status p_add_material(wf_world *w, const wf_particle_material *m) {
-  return w->sp ? wf_particles_split_add_material(w->sp, m, NULL)
-               : wf_particles_add_material(w->ps, m, NULL);
-}
-static wf_status p_add_collider(wf_world *w, const wf_collider_desc *c) {
-  return w->sp ? wf_particles_split_add_collider(w->sp, c, NULL)
-               : wf_particles_add_collider(w->ps, c, NULL);
-}
-static wf_status p_emit(wf_world *w, const wf_particles_emitter *e, uint32_t *first,
-                        uint32_t *count) {
-  return w->sp ? wf_particles_split_emit(w->sp, e, first, count)
-               : wf_particles_emit(w->ps, e, first, count);
-}
-
-/* The mirror of a split world (buffers on w->dev; the host copies must exist). */
-static wf_status mirror_create(wf_world *w) {
-  wfw_mirror *m = &w->mirror;
-  size_t bytes = (size_t)(w->n_particles ? w->n_particles : 1) * 16;
-  wf_status st = wf_stream_create(w->dev, 0, &m->stream);
-  if (st == WF_OK) st = wf_buffer_create(w->dev, bytes, WF_BUFFER_ZERO, m->stream, &m->pos);
-  if (st == WF_OK) st = wf_buffer_create(w->dev, bytes, WF_BUFFER_ZERO, m->stream, &m->vel);
-  if (st == WF_OK)
-    st = wf_buffer_create(w->dev, sizeof(wfw_clock), WF_BUFFER_ZERO, m->stream, &m->clock);
-  return st;
-}
-
-static void mirror_destroy(wf_world *w) {
-  wfw_mirror *m = &w->mirror;
-  if (!m->stream) return;
-  wf_stream_synchronize(m->stream);
-  if (m->pos) wf_buffer_destroy(m->pos, m->stream);
-  if (m->vel) wf_buffer_destroy(m->vel, m->stream);
-  if (m->clock) wf_buffer_destroy(m->clock, m->stream);
-  wf_stream_destroy(m->stream);
-  memset(m, 0, sizeof *m);
-}
-
-/* Uploads the host copies of the particles (w->ppos, w->pvel) and the clock to the mirror. The
- * mirror's stream has waited for the health check and the readback copies of the previous frame
- * (they make it wait, as they make a solver's stream wait). */
-static wf_status mirror_upload(wf_world *w, double time, uint64_t substeps) {
-  wfw_mirror *m = &w->mirror;
-  size_t bytes = (size_t)w->n_particles * 16;
-  wfw_clock c = {time, substeps};
-  wf_status st = WF_OK;
-  if (bytes) st = wf_upload(m->pos, 0, w->ppos, bytes, m->stream);
-  if (st == WF_OK && bytes) st = wf_upload(m->vel, 0, w->pvel, bytes, m->stream);
-  if (st == WF_OK) st = wf_upload(m->clock, 0, &c, sizeof c, m->stream);
-  return st;
-}
-
-/* A split world's particles after a frame or a restore: the host copies, then the mirror. */
-static wf_status mirror_refresh(wf_world *w) {
-  double t = 0.0;
-  uint64_t k = 0;
-  wf_status st = wf_particles_split_state_get(w->sp, w->ppos, w->pvel, &t, &k);
-  return st == WF_OK ? mirror_upload(w, t, k) : st;
-}
-
 static wf_status create_particles(wf_world *w, const wf_scene *sc) {
   uint64_t estimate = 0;
   for (int i = 0; i < sc->emitter_count; i++)
@@ -610,32 +518,29 @@ static wf_status create_particles(wf_world *w, const wf_scene *sc) {
   d.contact_model =
       sc->simulation.contact_model == WF_SCENE_CONTACT_XPBD ? WF_CONTACT_XPBD : WF_CONTACT_DEM;
   d.stream = w->stream;
-  wf_status st;
-  if (w->n_devices > 1) {
-    wf_particles_split_desc sd = wf_particles_split_desc_default();
-    sd.solver = d;
-    st = wf_particles_split_create(w->devices, w->n_devices, &sd, &w->sp);
-  } else {
-    st = wf_particles_create(w->dev, &d, &w->ps);
-  }
+  for (int i = 0; i < w->n_devices; i++)
+    d.devices[i] = w->devices[i];
+  d.device_count = w->n_devices;
+  wf_status st = wf_particles_create(&d, &w->ps);
   if (st != WF_OK) return st;
   for (int i = 0; i < sc->material_count && st == WF_OK; i++) {
     wf_particle_material m = material_of(&sc->materials[i]);
-    st = i == 0 ? p_set_material(w, 0, &m) : p_add_material(w, &m);
+    st = i == 0 ? wf_particles_set_material(w->ps, 0, &m)
+                : wf_particles_add_material(w->ps, &m, NULL);
     if (st != WF_OK) return fail_object(st, "materials", i, sc->materials[i].name);
   }
   for (int i = 0; i < sc->collider_count; i++) {
     wf_collider_desc cd = collider_of(&sc->colliders[i]);
-    st = p_add_collider(w, &cd);
+    st = wf_particles_add_collider(w->ps, &cd, NULL);
     if (st != WF_OK) return fail_object(st, "colliders", i, sc->colliders[i].name);
   }
   for (int i = 0; i < sc->emitter_count; i++) {
     wf_particles_emitter e = emitter_of(&sc->emitters[i]);
     wfw_object *o = &w->objects[i];
-    st = p_emit(w, &e, &o->first, &o->count);
+    st = wf_particles_emit(w->ps, &e, &o->first, &o->count);
     if (st != WF_OK) return fail_object(st, "particles", i, sc->emitters[i].name);
   }
-  w->n_particles = w->sp ? wf_particles_split_count(w->sp) : wf_particles_count(w->ps);
+  w->n_particles = wf_particles_count(w->ps);
   return WF_OK;
 }
 
@@ -708,8 +613,6 @@ wf_status wf_world_create(const wf_scene *sc, const wf_world_desc *desc, wf_worl
     if (!w->cpos[i] || !w->cvel[i])
       st = wf__error(WF_ERR_OUT_OF_MEMORY, "wf_world_create", "out of host memory");
   }
-  if (st == WF_OK && w->sp) st = mirror_create(w);
-  if (st == WF_OK && w->sp) st = mirror_refresh(w);
   if (st == WF_OK) st = wfw_health_create(w, sc);
   if (st != WF_OK) {
     wf_device *devs[WFW_MAX_DEVICES];
@@ -732,8 +635,6 @@ void wf_world_destroy(wf_world *w) {
   if (!w) return;
   wfw_health_destroy(w);
   wf_particles_destroy(w->ps);
-  wf_particles_split_destroy(w->sp);
-  mirror_destroy(w);
   for (int i = 0; i < w->n_cloths; i++) {
     if (w->cmirror) cloth_mirror_destroy(&w->cmirror[i]); /* first: it reads the partitions */
     if (w->cloths) wf_cloth_destroy(w->cloths[i]);
@@ -779,11 +680,6 @@ wf_status wf_world_step(wf_world *w, int frames) {
     }
     if (w->ps && (st = wf_particles_step_frames(w->ps, 1)) != WF_OK)
       return fail_object(st, "particles", 0, "particles");
-    /* split: the step waits for the frame before it (the repartition gathers it), so gathering
-       this one now for the mirror costs one frame of overlap, not a second download */
-    if (w->sp && ((st = wf_particles_split_step_frames(w->sp, 1)) != WF_OK ||
-                  (st = mirror_refresh(w)) != WF_OK))
-      return fail_object(st, "particles", 0, "particles");
     for (int i = 0; i < w->n_cloths && !w->stream; i++) { /* coupled: stepped by the particles */
       if ((st = cloth_step(w, i)) != WF_OK) return fail_object(st, "cloths", i, cloth_name(w, i));
     }
@@ -798,8 +694,6 @@ static wf_status refresh(wf_world *w) {
   if (w->cache_frame == w->frame) return WF_OK;
   wf_status st;
   if (w->ps && (st = wf_particles_download(w->ps, w->ppos, w->pvel)) != WF_OK)
-    return fail_object(st, "particles", 0, "particles");
-  if (w->sp && (st = wf_particles_split_state_get(w->sp, w->ppos, w->pvel, NULL, NULL)) != WF_OK)
     return fail_object(st, "particles", 0, "particles");
   int first = w->n_objects - w->n_cloths;
   for (int i = 0; i < w->n_cloths; i++)
@@ -866,21 +760,14 @@ wf_status wf_world_placement_get(const wf_world *w, int i, wf_world_placement *o
                      "device %d out of range (%d devices)", i, w->n_devices);
   memset(out, 0, sizeof *out);
   out->device = w->devices[i];
-  out->split = w->sp != NULL;
-  if (w->sp) {
-    wf_particles_split_info info;
-    wf_status st = wf_particles_split_info_get(w->sp, &info);
+  out->split = w->ps && wf_particles_partition_count(w->ps) > 1;
+  if (w->ps && i < wf_particles_partition_count(w->ps)) {
+    wf_particles_info info;
+    wf_status st = wf_particles_info_get(w->ps, &info);
     if (st != WF_OK) return st;
-    uint64_t owned = 0;
-    for (int p = 0; p < w->n_devices; p++)
-      owned += info.owned[p];
-    /* before the first frame the system sits in partition 0, undistributed */
-    out->particles = owned ? info.owned[i] : (i == 0 ? w->n_particles : 0);
-    out->ghosts = owned ? info.ghosts[i] : 0;
-    out->device_bytes = wf_particles_device_bytes(wf_particles_split_partition(w->sp, i));
-  } else if (w->ps && i == 0) {
-    out->particles = w->n_particles;
-    out->device_bytes = wf_particles_device_bytes(w->ps);
+    out->particles = info.owned[i]; /* before the first frame: all in partition 0 */
+    out->ghosts = info.ghosts[i];
+    out->device_bytes = info.device_bytes[i];
   }
   for (int c = 0; c < w->n_cloths; c++) {
     wf_cloth_info ci;
@@ -947,7 +834,6 @@ wf_status wf_world_save(wf_world *w, const char *path) {
     st = wf_particles_stats_get(w->ps, &ps);
     pclock = (wfw_clock){ps.time, ps.substeps};
   }
-  if (w->sp) st = wf_particles_split_state_get(w->sp, NULL, NULL, &pclock.time, &pclock.substeps);
   for (int i = 0; i < w->n_cloths && st == WF_OK; i++)
     st = cloth_time(w, i, &cclock[i]);
   if (st == WF_OK) st = wfw_save_state(w, path, w->frame, &pclock, cclock);
@@ -966,7 +852,7 @@ wf_status wfw_save_state(wf_world *w, const char *path, int64_t frame, const wfw
   memcpy(&meta[META_FPS], &w->fps, sizeof(double));
   st = wf_ckpt_writer_add(ck, "meta", meta, sizeof meta);
   if (st == WF_OK) st = wf_ckpt_writer_add(ck, "scene", w->scene_json, strlen(w->scene_json));
-  if (st == WF_OK && wfw_has_particles(w)) {
+  if (st == WF_OK && w->ps) {
     wfw_clock c = *pclock;
     size_t bytes = (size_t)w->n_particles * 16;
     if (st == WF_OK) st = wf_ckpt_writer_add(ck, "particles/pos", w->ppos, bytes);
@@ -1031,7 +917,7 @@ wf_status wf_world_load_checkpoint(wf_world *w, const char *path) {
                      "%s: the checkpoint was run at %g fps x %llu substeps, this world at %g x %d",
                      path, fps, (unsigned long long)meta[META_SUBSTEPS], w->fps, w->substeps);
   }
-  if (st == WF_OK && wfw_has_particles(w)) {
+  if (st == WF_OK && w->ps) {
     const void *pos, *vel, *clk;
     size_t bytes = (size_t)w->n_particles * 16;
     wfw_clock c;
@@ -1042,14 +928,8 @@ wf_status wf_world_load_checkpoint(wf_world *w, const char *path) {
       /* copies: the sections are 8-byte aligned, the solver reads float[4] rows */
       memcpy(w->ppos, pos, bytes);
       memcpy(w->pvel, vel, bytes);
-      if (w->sp) {
-        st = wf_particles_split_set_state(w->sp, (const float(*)[4])w->ppos,
-                                          (const float(*)[4])w->pvel, c.time, c.substeps);
-        if (st == WF_OK) st = mirror_upload(w, c.time, c.substeps);
-      } else {
-        st = wf_particles_set_state(w->ps, (const float(*)[4])w->ppos, (const float(*)[4])w->pvel,
-                                    c.time, c.substeps);
-      }
+      st = wf_particles_set_state(w->ps, (const float(*)[4])w->ppos, (const float(*)[4])w->pvel,
+                                  c.time, c.substeps);
       if (st != WF_OK) st = fail_object(st, "particles", 0, "particles");
     }
   }

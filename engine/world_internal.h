@@ -23,10 +23,8 @@ typedef struct wfw_object {
   int cloth;             /* index into w->cloths, or -1 */
 } wfw_object;
 
-/* A split world's particle state on the world's first device, uploaded after every frame from the
- * host copy the split solver gathers anyway (its repartition reads every partition): the health
- * check, its last-good snapshot and the readback ring read it as they read a one-device solver's
- * buffers, with `stream` standing for the solver's stream. */
+/* A split cloth's state on the world's first device (wfw_split_cloth.mirror), with `stream`
+ * standing for the cloth's stream. */
 typedef struct wfw_mirror {
   wf_stream *stream;
   wf_buffer *pos, *vel; /* n_particles rows of 16 bytes, global-id order */
@@ -54,9 +52,7 @@ struct wf_world {
   double wind[3], gust_amplitude, gust_frequency;
   double max_speed;
   int64_t frame;
-  wf_particles *ps;       /* the particles on one device, or NULL */
-  wf_particles_split *sp; /* or the particles split over devices[0..n_devices), or NULL */
-  wfw_mirror mirror;      /* sp only */
+  wf_particles *ps;       /* the particles over devices[0..n_devices) (a partition each), or NULL */
   wf_stream *stream;      /* shared by the particles and the cloths coupled to them, or NULL */
   uint32_t n_particles;
   int n_cloths;
@@ -71,19 +67,6 @@ struct wf_world {
   float (**cpos)[4], (**cvel)[4];
   struct wfw_health *health; /* engine/health.c: per-frame device checks, last-good snapshot */
 };
-
-/* ---- the particle side, whichever solver holds it (engine/world.c) ------------------------- */
-
-/* True when the world has particles (a solver on one device or a split one). */
-bool wfw_has_particles(const wf_world *w);
-/* The stream the particle state is written on: the one-device solver's, or the mirror's. */
-wf_stream *wfw_particles_stream(const wf_world *w);
-/* The device buffers holding the particle state in global-id order (as
- * wf_particles_state_buffers): the solver's, or the mirror's. */
-wf_status wfw_particles_buffers(wf_world *w, wf_buffer **pos, wf_buffer **vel, wf_buffer **clock);
-/* As wf_particles_copy_state, from the solver or the mirror. */
-wf_status wfw_particles_copy_state(wf_world *w, wf_buffer *pos, size_t pos_off, wf_buffer *vel,
-                                   size_t vel_off, wf_stream *s);
 
 /* ---- a cloth, whole or split (engine/world.c) ---------------------------------------------- */
 

@@ -172,7 +172,7 @@ wf_status wf_world_readback_create(wf_world *w, const wf_world_readback_desc *de
     rb->bytes += (size_t)w->objects[w->n_objects - w->n_cloths + i].count * 16;
   }
   if (rb->bytes == 0) rb->bytes = 16; /* a world without points still has slots */
-  if (st == WF_OK && wfw_has_particles(w)) rb->streams[rb->n_streams++] = wfw_particles_stream(w);
+  if (st == WF_OK && w->ps) rb->streams[rb->n_streams++] = wf_particles_stream(w->ps);
   for (int i = 0; i < w->n_cloths && st == WF_OK; i++) {
     wf_stream *s = wfw_cloth_stream(w, i);
     bool seen = false;
@@ -240,8 +240,8 @@ static wf_status enqueue_copies(wf_world_readback *rb, slot *s) {
   for (int i = 0; i < rb->n_streams && st == WF_OK; i++)
     st = wf_stream_wait_event(rb->copy, s->end[i]);
   if (st == WF_OK) st = wf_event_record(s->copy_start, rb->copy);
-  if (st == WF_OK && wfw_has_particles(w))
-    st = wfw_particles_copy_state(w, s->buf, 0, rb->velocities ? s->buf : NULL, rb->vel_off,
+  if (st == WF_OK && w->ps) /* gathered on the copy stream's device from every partition */
+    st = wf_particles_copy_state(w->ps, s->buf, 0, rb->velocities ? s->buf : NULL, rb->vel_off,
                                   rb->copy);
   for (int i = 0; i < w->n_cloths && st == WF_OK; i++)
     st = wfw_cloth_copy_positions(w, i, s->buf, rb->cloth_off[i], rb->copy);

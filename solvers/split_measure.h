@@ -1,4 +1,4 @@
-/* What the split solvers' overlap measures share (wf_particles_split_overlap_measure,
+/* What the solvers' overlap measures share (wf_particles_overlap_measure,
  * wf_cloth_overlap_measure): the timing events of the cloth's compute frames and the
  * longest partition's compute from them, the particles' compute (the critical path through the
  * substeps' times), the medians of the per-frame times and the hidden fraction. */

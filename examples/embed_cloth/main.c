@@ -78,7 +78,8 @@ static int sim_create(wf_device *dev, sim *s) {
 
   wf_particles_desc pd = wf_particles_desc_default(); /* DEM, 64 substeps per frame */
   pd.name = "sand";
-  if (!ok(wf_particles_create(dev, &pd, &s->sand), "wf_particles_create")) goto fail;
+  pd.devices[0] = dev;
+  if (!ok(wf_particles_create(&pd, &s->sand), "wf_particles_create")) goto fail;
   wf_particles_emitter e = wf_particles_emitter_default();
   e.name = "pile";
   e.center[0] = 0.1f, e.center[1] = 1.3f, e.center[2] = 0.0f;

@@ -1,12 +1,15 @@
-/* weft particle solver: granular matter with DEM or XPBD contacts, on a CPU or CUDA device.
+/* weft particle solver: granular matter with DEM or XPBD contacts, on one or more CPU or CUDA
+ * devices.
  *
- * Use: fill a wf_particles_desc from wf_particles_desc_default(), create the solver on a device,
- * add materials, emitters (or explicit particles) and colliders, then step whole frames.
+ * Use: fill a wf_particles_desc from wf_particles_desc_default(), name the devices (none: the
+ * default device), create the solver, add materials, emitters (or explicit particles) and
+ * colliders, then step whole frames.
  *
  *     wf_particles_desc d = wf_particles_desc_default();
  *     d.capacity = 100000;                                       // optional: grows as needed
+ *     d.devices[0] = dev, d.device_count = 1;                    // optional: more split the work
  *     wf_particles *ps;
- *     wf_particles_create(dev, &d, &ps);
+ *     wf_particles_create(&d, &ps);
  *     wf_particles_emitter e = wf_particles_emitter_default();   // a box of particles
  *     wf_particles_emit(ps, &e, NULL, NULL);
  *     wf_collider_desc ground = wf_collider_desc_default();     // the plane y = 0
@@ -35,6 +38,25 @@
  * gathers its neighbours in a fixed order and writes only itself, so runs are bitwise
  * reproducible, and the CPU and CUDA backends agree bit for bit.
  *
+ * Several devices (wf_particles_desc.devices): the solver owns one partition per device, each a
+ * slab of space along the longest axis of the particles' bounds, balanced by particle count (or
+ * measured time). A partition holds the particles it owns and ghosts: copies of the other
+ * partitions' particles within the contact range plus a skin of its slab, sent to it by
+ * device-to-device (peer) copies after every substep. Ownership, ghosts and slab boundaries are
+ * recomputed between frames (a repartition). Every particle gathers the same neighbours in the
+ * same order as on one device, so the state after N frames is bitwise that of one partition on
+ * the same backend, for any number of partitions; a substep that finds a particle moved further
+ * than half the skin since the last repartition makes the frames since then run again with a
+ * wider skin. A frame of all partitions (substeps and halo copies, each partition with a copy
+ * stream of its own) is one captured graph launched with one call. All devices must be of one
+ * kind (all CUDA or all CPU); a device may appear more than once. One device is one partition
+ * with no halo and no repartition: every call goes straight to it.
+ *
+ * Engine code that reads the state between frames with its own kernels loops over the partitions
+ * (wf_particles_partition_count, wf_particles_partition_view: each partition's owned rows on its
+ * own device, with their global ids; weft/partition.h); wf_particles_copy_state gathers them on
+ * the destination's device.
+ *
  * Errors: functions return a wf_status; on failure wf_last_error() says which object and field
  * were wrong ("emitter 'pile': spacing 0.15 is less than 2 * radius 0.2: particles would
  * overlap"). The solver never prints.
@@ -47,13 +69,15 @@
 
 #include "weft/export.h"
 #include "weft/gpu.h"
+#include "weft/partition.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/** A particle solver: particles, materials and colliders on one device, running on its own
- *  stream or on wf_particles_desc.stream. Created by wf_particles_create. */
+/** A particle solver: particles, materials and colliders over one or more devices (one partition
+ *  each), running on its own streams or, on one device, on wf_particles_desc.stream. Created by
+ *  wf_particles_create. */
 typedef struct wf_particles wf_particles;
 
 /** Contact models. DEM: linear spring-dashpot normal force, Coulomb friction (regularized by a
@@ -61,6 +85,17 @@ typedef struct wf_particles wf_particles;
  *  π sqrt(m/k). XPBD: compliant position constraints (compliance 1/stiffness), static and dynamic
  *  friction, restitution against colliders; stable at large substeps. */
 enum { WF_CONTACT_DEM = 0, WF_CONTACT_XPBD = 1 };
+
+/** How a solver over several devices balances its slabs (wf_particles_desc.balance). */
+typedef enum wf_split_balance {
+  /* equal particle counts: rebalanced when max/mean count - 1 exceeds the imbalance */
+  WF_BALANCE_COUNT = 0,
+  /* equal compute time: each partition's substeps are timed on its device in every frame, and
+   * the slabs are rebalanced when max/mean time - 1 exceeds the imbalance, with each
+   * partition's particles weighted by its time per particle (for work that differs across the
+   * scene, e.g. a deep pile's compressed bottom); counts until a frame was timed */
+  WF_BALANCE_TIME = 1
+} wf_split_balance;
 
 /** Solver settings. Start from wf_particles_desc_default(). */
 typedef struct wf_particles_desc {
@@ -74,7 +109,19 @@ typedef struct wf_particles_desc {
   int contact_model; /* WF_CONTACT_DEM (default) or WF_CONTACT_XPBD */
   float relaxation;  /* XPBD: over-relaxation of the averaged Jacobi step, (0, 2); default 1.5 */
   bool no_graph;     /* enqueue substeps one by one instead of replaying a captured frame */
-  wf_stream *stream; /* stream to run on (not owned); NULL: the solver creates its own */
+  wf_stream *stream; /* one device: stream to run on (not owned); NULL: the solver creates its
+                        own (several devices: every partition has its own) */
+  wf_device *devices[WF_MAX_DEVICES]; /* one partition each; none (or devices[0] NULL): the
+                                         default device (wf_device_default) */
+  int device_count;                   /* 0: one, the default device */
+  /* several devices only (one device has no halo and never repartitions): */
+  float skin;               /* halo width beyond the contact range, m; 0: from the fastest
+                               particle (3 x the distance it covers in a frame under gravity) */
+  float imbalance;          /* re-balance the slabs when max/mean count (or time) - 1 exceeds
+                               this; 0: 0.01 */
+  wf_split_balance balance; /* WF_BALANCE_COUNT (default) or WF_BALANCE_TIME */
+  int repartition_frames;   /* frames between repartitions; 0: 1 (each one may recapture the
+                               frame graph) */
 } wf_particles_desc;
 
 /** Contact material. Start from wf_particle_material_default(). Pair values are the means of the
@@ -181,10 +228,10 @@ WF_API wf_collider_desc wf_collider_desc_default(void);
 /** The dashpot ratio ζ that gives restitution e for a linear spring-dashpot contact. */
 WF_API double wf_particles_zeta_for_restitution(double e);
 
-/** Creates a particle solver with no particles on dev (material 0 holds the defaults). */
-WF_API wf_status wf_particles_create(wf_device *dev, const wf_particles_desc *desc,
-                                     wf_particles **out);
-/** Waits for the solver's work and frees everything. NULL is ignored. */
+/** Creates a particle solver with no particles over desc->devices (1..WF_MAX_DEVICES; none: the
+ *  default device), one partition each (material 0 holds the defaults). */
+WF_API wf_status wf_particles_create(const wf_particles_desc *desc, wf_particles **out);
+/** Waits for every partition's work and frees everything. NULL is ignored. */
 WF_API void wf_particles_destroy(wf_particles *ps);
 
 /** Appends a material; *index (may be NULL) receives its index. Material 0 exists from the start
@@ -209,9 +256,13 @@ WF_API wf_particles_params wf_particles_params_get(const wf_particles *ps);
 /** Changes time step, gravity and damping. No recapture. */
 WF_API wf_status wf_particles_params_set(wf_particles *ps, const wf_particles_params *p);
 
-/** Enqueues `frames` frames (K substeps each); returns without waiting for them. */
+/** Enqueues `frames` frames (K substeps each); returns without waiting for them. Several
+ *  devices: a repartition before each frame as the desc says, which waits for the frames before
+ *  it. */
 WF_API wf_status wf_particles_step_frames(wf_particles *ps, int frames);
-/** Enqueues n substeps without capture (the debugging path). */
+/** Enqueues n substeps without capture (the debugging path). Several devices: they run on the
+ *  first partition's device with the whole system gathered there; the next frame distributes it
+ *  again. */
 WF_API wf_status wf_particles_step_substeps(wf_particles *ps, int n);
 
 /** Number of particles added so far. */
@@ -228,192 +279,80 @@ WF_API wf_status wf_particles_download(wf_particles *ps, float (*pos)[4], float 
  *  this is a readback that does not stall the host (weft/world.h's readback ring uses it). */
 WF_API wf_status wf_particles_copy_state(wf_particles *ps, wf_buffer *pos, size_t pos_off,
                                          wf_buffer *vel, size_t vel_off, wf_stream *s);
-/** The stream the solver runs on. */
+/** The stream the solver's frames are launched on (one device: its stream; several: the first
+ *  partition's, which every frame's other streams join at its end). */
 WF_API wf_stream *wf_particles_stream(const wf_particles *ps);
-/** The solver's device state, for engine code that reads it between frames with its own kernels
- *  (weft/world.h's health check): pos and vel hold wf_particles_capacity() rows of 16 bytes, the
- *  first wf_particles_count() being the particles in global-id order (as download returns them);
- *  clock begins with the simulated seconds (double) and the substep count (uint64). Such work
- *  must wait for the solver's stream, and the stream must wait for it before the next frame.
- *  Adding particles may replace the buffers. Any output pointer may be NULL. */
-WF_API wf_status wf_particles_state_buffers(wf_particles *ps, wf_buffer **pos, wf_buffer **vel,
-                                            wf_buffer **clock);
 /** Replaces the state of all wf_particles_count() particles (pos: xyz + radius, vel: xyz + inverse
  *  mass, as wf_particles_download returns them) and the solver's clock (simulated seconds and
  *  substeps, as wf_particles_stats_get reports them), clearing the error flags. With the state of
  *  a run downloaded after frame F, the frames that follow are bitwise those of the original run
- *  (checkpoint restore). Waits for the solver first. */
+ *  (checkpoint restore), for any number of partitions. Waits for the solver first. */
 WF_API wf_status wf_particles_set_state(wf_particles *ps, const float (*pos)[4],
                                         const float (*vel)[4], double time, uint64_t substeps);
 /** Waits for the solver and reports its device flags, as download does. */
 WF_API wf_status wf_particles_check(wf_particles *ps);
 /** Waits for the solver and computes the statistics of the current state. */
 WF_API wf_status wf_particles_stats_get(wf_particles *ps, wf_particles_stats *out);
-/** Device memory the solver holds, bytes (all buffers: state, sort, grid, sorted copies, tables).
- */
+/** Device memory the solver holds, bytes, all partitions (state, sort, grid, sorted copies,
+ *  tables, halo buffers); per partition in wf_particles_info.device_bytes. */
 WF_API size_t wf_particles_device_bytes(const wf_particles *ps);
 /** Runs `substeps` substeps one by one (not captured) with events between the stages, waits,
  *  and reports the mean device time of each stage. Advances the simulation like
- *  wf_particles_step_substeps. */
+ *  wf_particles_step_substeps. Several devices: profiles the first partition's device with the
+ *  whole system gathered there (as wf_particles_step_substeps). */
 WF_API wf_status wf_particles_profile(wf_particles *ps, int substeps,
                                       wf_particles_profile_result *out);
-/** Particles the device buffers currently have room for. */
+/** Particles the device buffers currently have room for (several devices: all partitions). */
 WF_API uint32_t wf_particles_capacity(const wf_particles *ps);
 
-/* ---- one particle system over several devices ----------------------------------------------- */
-
-/** A particle system split over several devices (weft/particles.h's wf_particles_split_*): one
- *  partition per device, each a slab of space along the longest axis of the particles' bounds,
- *  balanced by particle count. A partition is a wf_particles holding the particles it owns and
- *  ghosts: copies of the other partitions' particles within the contact range plus a skin of its
- *  slab, sent to it by device-to-device (peer) copies after every substep. Ownership, ghosts and
- *  slab boundaries are recomputed between frames (a repartition: particles that crossed a
- *  boundary move to their new owner; the slabs are re-balanced when the largest partition
- *  exceeds the mean count by more than wf_particles_split_desc.imbalance).
- *
- *  The state does not depend on the split: every particle gathers the same neighbours in the same
- *  order as in one wf_particles, so positions and velocities after N frames are bitwise those of
- *  a single-device solver on the same backend, for any number of partitions. Every substep checks
- *  that no particle moved further than half the skin from where it was at the last repartition;
- *  if one did, the frames since then are run again from the repartition with a wider skin, so the
- *  guarantee holds for any motion.
- *
- *  A frame of all partitions (their substeps, the halo copies between them, each on a copy
- *  stream of its own) is captured into one graph and launched with one call. Adding particles
- *  after stepping has begun gathers everything into the first partition until the next frame.
- *  All devices must be of one kind (all CUDA or all CPU); a device may appear more than once. */
-typedef struct wf_particles_split wf_particles_split;
-
-/** Settings of a split solver. Start from wf_particles_split_desc_default(). */
-/** How the split solver balances its slabs (wf_particles_split_desc.balance). */
-typedef enum wf_split_balance {
-  /* equal particle counts: rebalanced when max/mean count - 1 exceeds the imbalance */
-  WF_BALANCE_COUNT = 0,
-  /* equal compute time: each partition's substeps are timed on its device in every frame, and
-   * the slabs are rebalanced when max/mean time - 1 exceeds the imbalance, with each
-   * partition's particles weighted by its time per particle (for work that differs across the
-   * scene, e.g. a deep pile's compressed bottom); counts until a frame was timed */
-  WF_BALANCE_TIME = 1
-} wf_split_balance;
-
-typedef struct wf_particles_split_desc {
-  wf_particles_desc solver; /* every partition's settings (solver.stream and capacity ignored) */
-  float skin;               /* halo width beyond the contact range, m; 0: from the fastest
-                               particle (3 x the distance it covers in a frame under gravity) */
-  float imbalance;          /* re-balance the slabs when max/mean count (or time) - 1 exceeds
-                               this; 0.01 */
-  wf_split_balance balance; /* WF_BALANCE_COUNT (default) or WF_BALANCE_TIME */
-  int repartition_frames;   /* frames between repartitions; default 1 (each one recaptures the frame
-                               graph) */
-} wf_particles_split_desc;
-
-/** What a split solver is doing (wf_particles_split_info_get). */
-typedef struct wf_particles_split_info {
+/** What the solver's partitions are doing (wf_particles_info_get). One partition: it owns every
+ *  particle, holds no ghosts, its slab is unbounded and nothing is ever repartitioned. */
+typedef struct wf_particles_info {
   int partitions;                 /* devices */
   int axis;                       /* the slab axis (0 x, 1 y, 2 z) */
-  float skin;                     /* the skin in use, m */
-  uint32_t owned[16];             /* particles each partition owns */
-  uint32_t ghosts[16];            /* ghost copies each partition holds */
-  float slab_lo[16], slab_hi[16]; /* slab bounds along the axis (+-inf at the ends) */
-  uint64_t halo_bytes_per_frame;  /* bytes the peer copies move per frame, all partitions */
-  uint64_t repartitions;          /* so far */
-  uint64_t rebalances;            /* repartitions that moved the slab boundaries */
-  uint64_t reruns;                /* frames run again because the skin was too thin */
-  double repartition_ms;          /* host time in repartitions (not waiting for frames), total */
-  bool peer;                      /* every pair of distinct devices has direct (peer) access */
-  uint64_t captures;              /* frame graphs captured (after every repartition) */
-  double capture_ms;              /* host time capturing them (and updating or instantiating) */
+  float skin;                     /* the skin in use, m (0: one partition) */
+  uint32_t owned[WF_MAX_DEVICES]; /* particles each partition owns */
+  uint32_t ghosts[WF_MAX_DEVICES]; /* ghost copies each partition holds */
+  float slab_lo[WF_MAX_DEVICES], slab_hi[WF_MAX_DEVICES]; /* slab bounds along the axis (+-inf at
+                                                              the ends) */
+  uint64_t device_bytes[WF_MAX_DEVICES]; /* device memory each partition holds */
+  uint64_t halo_bytes_per_frame;         /* bytes the peer copies move per frame, all partitions */
+  uint64_t repartitions;                 /* so far */
+  uint64_t rebalances;                   /* repartitions that moved the slab boundaries */
+  uint64_t reruns;                       /* frames run again because the skin was too thin */
+  double repartition_ms; /* host time in repartitions (not waiting for frames), total */
+  bool peer;             /* every pair of distinct devices has direct (peer) access */
+  uint64_t captures;     /* frame graphs of all partitions captured (after repartitions) */
+  double capture_ms;     /* host time capturing them (and updating or instantiating) */
   /* WF_BALANCE_TIME: each partition's substeps in the last frame before the last repartition,
    * ms on its device's clock (the halo waits left out); 0 where not measured */
-  double compute_ms[16];
-} wf_particles_split_info;
+  double compute_ms[WF_MAX_DEVICES];
+} wf_particles_info;
 
-/** Defaults: wf_particles_desc_default(), automatic skin, imbalance 0.01, a repartition every
- *  frame. */
-WF_API wf_particles_split_desc wf_particles_split_desc_default(void);
-/** Creates a split solver with one partition on each of the n (1..16) devices. */
-WF_API wf_status wf_particles_split_create(wf_device *const *devices, int n,
-                                           const wf_particles_split_desc *desc,
-                                           wf_particles_split **out);
-/** Waits for every partition and frees everything. NULL is ignored. */
-WF_API void wf_particles_split_destroy(wf_particles_split *sp);
-/** As wf_particles_add_material, for every partition. */
-WF_API wf_status wf_particles_split_add_material(wf_particles_split *sp,
-                                                 const wf_particle_material *m, uint32_t *index);
-/** As wf_particles_emit. */
-WF_API wf_status wf_particles_split_emit(wf_particles_split *sp, const wf_particles_emitter *e,
-                                         uint32_t *first, uint32_t *count);
-/** As wf_particles_add. */
-WF_API wf_status wf_particles_split_add(wf_particles_split *sp, uint32_t n, const float (*pos)[4],
-                                        const float (*vel)[4], uint32_t material, uint32_t *first);
-/** As wf_particles_add_collider, for every partition. */
-WF_API wf_status wf_particles_split_add_collider(wf_particles_split *sp, const wf_collider_desc *c,
-                                                 uint32_t *index);
-/** Runs `frames` frames (a repartition before each, as the desc says). Returns once the last
- *  frame is enqueued; a repartition waits for the frames before it. */
-WF_API wf_status wf_particles_split_step_frames(wf_particles_split *sp, int frames);
-/** Number of particles. */
-WF_API uint32_t wf_particles_split_count(const wf_particles_split *sp);
-/** Waits and copies the state in global-id order (as wf_particles_download); either may be NULL. */
-WF_API wf_status wf_particles_split_download(wf_particles_split *sp, float (*pos)[4],
-                                             float (*vel)[4]);
-/** Waits and reports the statistics of the whole system (as wf_particles_stats_get). */
-WF_API wf_status wf_particles_split_stats_get(wf_particles_split *sp, wf_particles_stats *out);
-/** The partitioning as of the last repartition. */
-WF_API wf_status wf_particles_split_info_get(const wf_particles_split *sp,
-                                             wf_particles_split_info *out);
-/** Partition i's solver (0 <= i < partitions), e.g. for its device memory; not to be stepped. */
-WF_API wf_particles *wf_particles_split_partition(const wf_particles_split *sp, int i);
+/** The partitioning as of the last repartition (before the first frame of several devices, the
+ *  whole system sits in partition 0). */
+WF_API wf_status wf_particles_info_get(const wf_particles *ps, wf_particles_info *out);
+/** Number of partitions (= devices). */
+WF_API int wf_particles_partition_count(const wf_particles *ps);
+/** Partition i's state on its own device, after the frames enqueued so far (weft/partition.h):
+ *  the rows it owns with their global ids (one partition: every particle, ids NULL, first 0, the
+ *  solver's own buffers). Several partitions: enqueues, on the partition's stream, a gather of
+ *  its owned rows (ghosts left out) into buffers of the view's own; valid until the next frame. */
+WF_API wf_status wf_particles_partition_view(wf_particles *ps, int i, wf_partition_view *out);
 
-/** How well the halo copies hide behind the substeps (wf_particles_split_overlap_measure). Times
- *  are medians of per-frame wall times on the host's clock, each frame followed by a wait. */
-typedef struct wf_particles_split_overlap {
-  double frame_ms;         /* an ordinary frame */
-  double frame_no_halo_ms; /* the same frame with the halo copies left out (wrong results) */
-  double halo_ms;          /* the halo copies of one frame alone, on the same copy streams */
-  /* the frame's compute: the longest path through the substeps' times, from device time stamps
-   * in ordinary frames that carry them (one-thread kernels, 4 a substep and partition). A
-   * substep's time is its partition's own work, the halo's packs and unpacks included, less its
-   * wait for the copies; the part before that wait (the keys of the particles it owns) follows
-   * its own substep before, the rest also the substeps (and packs) of the partitions it takes
-   * ghosts from. With jitter between the partitions it is longer than the longest partition's
-   * sum. The frame with halo copies that cost nothing */
-  double compute_ms;
-  /* 1 - (frame_ms - compute_ms) / halo_ms, clamped to [0, 1]: the part of the copies' time that
-   * does not lengthen the frame beyond its compute.
-   * 1 when there is no halo (one partition). */
-  double hidden_fraction;
-  uint64_t halo_bytes_per_frame; /* as wf_particles_split_info.halo_bytes_per_frame */
-} wf_particles_split_overlap;
-
-/** Measures the overlap of the halo copies with the substeps (fills *out). Repartitions first
- *  (unless a repartition is what came last), runs one warm-up and then `frames` (>= 1) timed
- *  frames of each of four kinds, interleaved: ordinary frames, frames with the halo copies left
- *  out, the halo copies of a frame alone and ordinary frames with time stamps around every
- *  partition's substeps (compute_ms: their critical path), the last three captured into graphs
- *  of their own (destroyed after); then puts the state and the clock of the repartition back, so
- *  the frames that follow are bitwise those without the call. Waits for every partition; takes
- *  about 4 (frames + 1) frame times. */
-WF_API wf_status wf_particles_split_overlap_measure(wf_particles_split *sp, int frames,
-                                                    wf_particles_split_overlap *out);
-
-/** As wf_particles_set_material, for every partition. No recapture. */
-WF_API wf_status wf_particles_split_set_material(wf_particles_split *sp, uint32_t index,
-                                                 const wf_particle_material *m);
-/** Waits and copies the state in global-id order and the clock (simulated seconds and substeps,
- *  as wf_particles_stats_get reports them). Unlike download, it does not report the device flags:
- *  a non-finite state is copied as it is, for a check that names the particle (weft/world.h's
- *  health check). Any output may be NULL. */
-WF_API wf_status wf_particles_split_state_get(wf_particles_split *sp, float (*pos)[4],
-                                              float (*vel)[4], double *time, uint64_t *substeps);
-/** As wf_particles_set_state: replaces the state of all particles and the clock of every
- *  partition, clearing the error flags; the next frame distributes the system again. With the
- *  state and clock of a run after frame F (wf_particles_split_state_get), the frames that follow
- *  are bitwise those of the original run (checkpoint restore). Waits for every partition. */
-WF_API wf_status wf_particles_split_set_state(wf_particles_split *sp, const float (*pos)[4],
-                                              const float (*vel)[4], double time,
-                                              uint64_t substeps);
-
+/** Measures the overlap of the halo copies with the substeps (fills *out; weft/partition.h).
+ *  Repartitions first (unless a repartition is what came last), runs one warm-up and then
+ *  `frames` (>= 1) timed frames of each of four kinds, interleaved: ordinary frames, frames with
+ *  the halo copies left out, the halo copies of a frame alone and ordinary frames with time
+ *  stamps around every partition's substeps (compute_ms: the longest path through the
+ *  substeps' times: a substep's time is its partition's own work, the halo's packs and unpacks
+ *  included, less its wait for the copies; the part before that wait follows its own substep
+ *  before, the rest also the substeps of the partitions it takes ghosts from), the last three
+ *  captured into graphs of their own (destroyed after); then puts the state and the clock back,
+ *  so the frames that follow are bitwise those without the call. One partition: no halo, only
+ *  ordinary frames are timed (compute_ms = frame_ms, hidden_fraction 1). Waits for every
+ *  partition; takes about 4 (frames + 1) frame times. */
+WF_API wf_status wf_particles_overlap_measure(wf_particles *ps, int frames, wf_overlap *out);
 #ifdef __cplusplus
 }
 #endif

@@ -15,7 +15,8 @@
  *                      wf_graph (captured work, replayed with one launch), wf_ring (readback
  *                      without waiting), wf_kernel/wf_launch (one kernel for both backends, with
  *                      weft/hd.h).
- *  - weft/particles.h  wf_particles: DEM or XPBD granular particles, emitters, colliders.
+ *  - weft/particles.h  wf_particles: DEM or XPBD granular particles, emitters, colliders, on one
+ *                      device or split over several (one partition each, bitwise the same).
  *  - weft/cloth.h      wf_cloth: mass-spring or XPBD cloth from a grid or a triangle mesh, pins,
  *                      attachments, wind, colliders, coupling with particles.
  *  - weft/scene.h      wf_scene: a JSON scene file, parsed and validated (docs/scenes.md).

@@ -183,8 +183,16 @@ __global__ void stamp_kernel(wfp_stamp_args a) {
 struct HasBit {
   const uint32_t *tag;
   uint32_t bit;
-  __device__ bool operator()(uint32_t i) const { return (tag[i] & bit) != 0u; }
+  const float *anchor;
+  __device__ bool operator()(uint32_t i) const {
+    return anchor ? anchor[i] == anchor[i] : (tag[i] & bit) != 0u;
+  }
 };
+
+__global__ void gid_scatter_kernel(wfp_gid_scatter_args a, size_t n) {
+  size_t k = index();
+  if (k < n) wfp_gid_scatter_elem(&a, (uint32_t)k);
+}
 
 __global__ void migrate_pack_kernel(wfp_migrate_pack_args a, size_t n) {
   size_t j = index();
@@ -318,7 +326,7 @@ extern "C" void wfp_select_cuda(const void *args, size_t n, void *stream) {
   const wfp_select_args *a = (const wfp_select_args *)args;
   size_t bytes = a->temp_bytes;
   thrust::counting_iterator<uint32_t> in(0u);
-  cub::DeviceSelect::If(a->temp, bytes, in, a->out, a->count, (int)a->n, HasBit{a->tag, a->bit},
+  cub::DeviceSelect::If(a->temp, bytes, in, a->out, a->count, (int)a->n, HasBit{a->tag, a->bit, a->anchor},
                         (cudaStream_t)stream);
 }
 
@@ -326,9 +334,15 @@ extern "C" size_t wfp_select_temp_bytes_cuda(uint32_t n) {
   size_t bytes = 0;
   thrust::counting_iterator<uint32_t> in(0u);
   if (cub::DeviceSelect::If(nullptr, bytes, in, (uint32_t *)nullptr, (uint32_t *)nullptr, (int)n,
-                            HasBit{nullptr, 0u}) != cudaSuccess)
+                            HasBit{nullptr, 0u, nullptr}) != cudaSuccess)
     return 0;
   return bytes;
+}
+
+extern "C" void wfp_gid_scatter_cuda(const void *args, size_t n, void *stream) {
+  if (n == 0) return;
+  gid_scatter_kernel<<<grid_for(n), kBlock, 0, (cudaStream_t)stream>>>(
+      *(const wfp_gid_scatter_args *)args, n);
 }
 
 extern "C" void wfp_migrate_pack_cuda(const void *args, size_t n, void *stream) {

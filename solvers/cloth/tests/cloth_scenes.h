@@ -231,7 +231,8 @@ static inline wf_status scene_coupled(wf_device *dev, int integrator, bool coupl
   wf_cloth_grid gr = wf_cloth_grid_default();
   gr.resolution[0] = gr.resolution[1] = 17;
   gr.center[1] = 0.5f;
-  if ((st = wf_particles_create(dev, &pd, ps)) != WF_OK) return st;
+  pd.devices[0] = dev;
+  if ((st = wf_particles_create(&pd, ps)) != WF_OK) return st;
   float(*p4)[4] = malloc(np * 16), (*v4)[4] = malloc(np * 16);
   if (!p4 || !v4) {
     free(p4), free(v4);

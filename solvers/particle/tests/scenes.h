@@ -34,7 +34,8 @@ static inline wf_status scene_pile(wf_device *dev, int n, int layers, bool no_gr
   m.restitution = 0.3f;
   m.friction = 0.5f;
   scene_apply(&d, &m);
-  wf_status st = wf_particles_create(dev, &d, out);
+  d.devices[0] = dev;
+  wf_status st = wf_particles_create(&d, out);
   if (st != WF_OK) return st;
   if ((st = wf_particles_set_material(*out, 0, &m)) != WF_OK) return st;
   wf_particles_emitter e = wf_particles_emitter_default();
@@ -73,7 +74,8 @@ static inline wf_status scene_pyramid(wf_device *dev, int n, float drop, wf_part
   d.name = "pyramid";
   d.capacity = (uint32_t)(n * (n + 1) * (2 * n + 1) / 6);
   d.substeps = 32;
-  wf_status st = wf_particles_create(dev, &d, out);
+  d.devices[0] = dev;
+  wf_status st = wf_particles_create(&d, out);
   if (st != WF_OK) return st;
   wf_particle_material m = wf_particle_material_default();
   m.restitution = 0.3f;
@@ -113,7 +115,8 @@ static inline wf_status scene_colliders(wf_device *dev, bool no_graph, wf_partic
   m.restitution = 0.5f;
   m.cohesion = 0.1f;
   scene_apply(&d, &m);
-  wf_status st = wf_particles_create(dev, &d, out);
+  d.devices[0] = dev;
+  wf_status st = wf_particles_create(&d, out);
   if (st != WF_OK) return st;
   uint32_t mi;
   if ((st = wf_particles_add_material(*out, &m, &mi)) != WF_OK) return st;

@@ -9,7 +9,8 @@ static wf_particles *make(uint32_t capacity) {
   d.name = "sand";
   d.capacity = capacity;
   wf_particles *ps = NULL;
-  if (wf_particles_create(th_dev0, &d, &ps) != WF_OK) TH_FAIL("create: %s", wf_last_error());
+  d.devices[0] = th_dev0;
+  if (wf_particles_create(&d, &ps) != WF_OK) TH_FAIL("create: %s", wf_last_error());
   return ps;
 }
 
@@ -18,18 +19,22 @@ TEST(bad_input_names_the_field) {
   d.name = "sand";
   wf_particles *ps = NULL;
   d.contact_model = 7;
-  CHECK_ERROR(wf_particles_create(th_dev0, &d, &ps), WF_ERR_INVALID, "'sand'", "contact_model");
+  d.devices[0] = th_dev0;
+  CHECK_ERROR(wf_particles_create(&d, &ps), WF_ERR_INVALID, "'sand'", "contact_model");
   CHECK(ps == NULL);
   d.contact_model = WF_CONTACT_XPBD;
   d.relaxation = 0.0f;
-  CHECK_ERROR(wf_particles_create(th_dev0, &d, &ps), WF_ERR_INVALID, "'sand'", "relaxation");
+  d.devices[0] = th_dev0;
+  CHECK_ERROR(wf_particles_create(&d, &ps), WF_ERR_INVALID, "'sand'", "relaxation");
   d.relaxation = 1.0f;
   d.capacity = 10;
   d.substeps = 0;
-  CHECK_ERROR(wf_particles_create(th_dev0, &d, &ps), WF_ERR_INVALID, "'sand'", "substeps");
+  d.devices[0] = th_dev0;
+  CHECK_ERROR(wf_particles_create(&d, &ps), WF_ERR_INVALID, "'sand'", "substeps");
   d.substeps = 4;
   d.gravity[1] = NAN;
-  CHECK_ERROR(wf_particles_create(th_dev0, &d, &ps), WF_ERR_INVALID, "gravity");
+  d.devices[0] = th_dev0;
+  CHECK_ERROR(wf_particles_create(&d, &ps), WF_ERR_INVALID, "gravity");
 
   ps = make(10);
   REQUIRE(ps);

@@ -70,7 +70,8 @@ TEST(params_without_recapture) {
   d.capacity = 1;
   d.substeps = 16;
   wf_particles *ps;
-  CHECK_OK(wf_particles_create(th_dev0, &d, &ps));
+  d.devices[0] = th_dev0;
+  CHECK_OK(wf_particles_create(&d, &ps));
   float p0[1][4] = {{0, 10, 0, 0.05f}}, v0[1][4] = {{0, 0, 0, 1}};
   CHECK_OK(wf_particles_add(ps, 1, p0, v0, 0, NULL));
   CHECK_OK(wf_particles_step_frames(ps, 3));
@@ -97,7 +98,8 @@ TEST(add_after_capture) {
   d.capacity = 2;
   d.substeps = 8;
   wf_particles *ps;
-  CHECK_OK(wf_particles_create(th_dev0, &d, &ps));
+  d.devices[0] = th_dev0;
+  CHECK_OK(wf_particles_create(&d, &ps));
   float p0[1][4] = {{0, 10, 0, 0.05f}}, p1[1][4] = {{5, 10, 0, 0.05f}};
   CHECK_OK(wf_particles_add(ps, 1, p0, NULL, 0, NULL));
   CHECK_OK(wf_particles_step_frames(ps, 2));

@@ -14,7 +14,8 @@ static wf_particles *one_particle(int substeps, float frame_dt, const float g[3]
   d.frame_dt = frame_dt;
   memcpy(d.gravity, g, sizeof d.gravity);
   wf_particles *ps = NULL;
-  if (wf_particles_create(th_dev0, &d, &ps) != WF_OK) return NULL;
+  d.devices[0] = th_dev0;
+  if (wf_particles_create(&d, &ps) != WF_OK) return NULL;
   if (wf_particles_add(ps, 1, (const float(*)[4])p, (const float(*)[4])v, 0, NULL) != WF_OK) {
     wf_particles_destroy(ps);
     return NULL;
@@ -63,7 +64,8 @@ TEST(restitution_zero_gravity) {
   d.capacity = 8;
   d.gravity[1] = 0.0f;
   wf_particles *ps;
-  CHECK_OK(wf_particles_create(th_dev0, &d, &ps));
+  d.devices[0] = th_dev0;
+  CHECK_OK(wf_particles_create(&d, &ps));
   float p0[8][4], v0[8][4];
   for (int i = 0; i < 8; i++) {
     p0[i][0] = (float)i, p0[i][1] = 0.1f + 0.0001f * (float)i, p0[i][2] = 0.0f, p0[i][3] = 0.05f;
@@ -98,7 +100,8 @@ TEST(bounce_restitution) {
   d.substeps = 32;
   d.frame_dt = 32.0f / 15360.0f; /* dt = 1/15360 s; a readback every 2 ms */
   wf_particles *ps;
-  CHECK_OK(wf_particles_create(th_dev0, &d, &ps));
+  d.devices[0] = th_dev0;
+  CHECK_OK(wf_particles_create(&d, &ps));
   float p0[1][4] = {{0.0f, r + h0, 0.0f, r}}, v0[1][4] = {{0.0f, 0.0f, 0.0f, 2.0f}};
   CHECK_OK(wf_particles_add(ps, 1, p0, v0, 0, NULL));
   wf_collider_desc c = wf_collider_desc_default();
@@ -138,7 +141,8 @@ TEST(momentum_zero_gravity) {
   d.substeps = 32;
   d.gravity[1] = 0.0f;
   wf_particles *ps;
-  CHECK_OK(wf_particles_create(th_dev0, &d, &ps));
+  d.devices[0] = th_dev0;
+  CHECK_OK(wf_particles_create(&d, &ps));
   wf_particle_material m = wf_particle_material_default();
   m.restitution = 0.6f;
   m.friction = 0.4f;
@@ -227,7 +231,8 @@ TEST(rest_on_colliders) {
     d.capacity = 1;
     d.substeps = 64;
     wf_particles *ps;
-    CHECK_OK(wf_particles_create(th_dev0, &d, &ps));
+    d.devices[0] = th_dev0;
+    CHECK_OK(wf_particles_create(&d, &ps));
     float p0[1][4] = {{0.0f, cases[k].top + 0.3f, 0.0f, r}}, v0[1][4] = {{0, 0, 0, 1.9f}};
     CHECK_OK(wf_particles_add(ps, 1, p0, v0, 0, NULL));
     wf_collider_desc c = wf_collider_desc_default();
@@ -281,7 +286,8 @@ TEST(no_tunnelling) {
   d.capacity = 1;
   d.substeps = 64;
   wf_particles *ps;
-  CHECK_OK(wf_particles_create(th_dev0, &d, &ps));
+  d.devices[0] = th_dev0;
+  CHECK_OK(wf_particles_create(&d, &ps));
   wf_particle_material m = wf_particle_material_default();
   m.stiffness = 8000.0f;
   m.damping = 2.0f;

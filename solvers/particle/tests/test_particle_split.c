@@ -12,10 +12,9 @@
 
 #include "../../split_measure.h" /* the overlap measure's compute (critical_path_of_substeps) */
 
-/* A system under test: a single solver or a split one. */
+/* A system under test: one solver on th_dev0 (the reference) or over several devices. */
 typedef struct sys {
   wf_particles *ps;
-  wf_particles_split *sp;
 } sys;
 
 typedef struct scene_opts {
@@ -39,34 +38,32 @@ static wf_particles_desc base_desc(const scene_opts *o) {
 }
 
 static wf_status sys_emit(sys *s, const wf_particles_emitter *e) {
-  return s->sp ? wf_particles_split_emit(s->sp, e, NULL, NULL)
-               : wf_particles_emit(s->ps, e, NULL, NULL);
+  return wf_particles_emit(s->ps, e, NULL, NULL);
 }
 
-/* Builds the scene on one device (devs == NULL: a single solver on th_dev0) or split. */
+/* Builds the scene on one device (devs == NULL: th_dev0, the reference) or over devs[0..n). */
 static wf_status build(const scene_opts *o, wf_device **devs, int n, sys *s) {
   memset(s, 0, sizeof *s);
   wf_particles_desc d = base_desc(o);
-  wf_status st;
   if (devs) {
-    wf_particles_split_desc sd = wf_particles_split_desc_default();
-    sd.solver = d;
-    sd.skin = o->skin;
-    sd.repartition_frames = o->repartition > 0 ? o->repartition : 1;
-    if (o->imbalance >= 0.0f) sd.imbalance = o->imbalance;
-    sd.balance = (wf_split_balance)o->balance;
-    st = wf_particles_split_create(devs, n, &sd, &s->sp);
+    for (int i = 0; i < n; i++)
+      d.devices[i] = devs[i];
+    d.device_count = n;
+    d.skin = o->skin;
+    d.repartition_frames = o->repartition > 0 ? o->repartition : 1;
+    if (o->imbalance >= 0.0f) d.imbalance = o->imbalance;
+    d.balance = (wf_split_balance)o->balance;
   } else {
-    st = wf_particles_create(th_dev0, &d, &s->ps);
+    d.devices[0] = th_dev0;
   }
+  wf_status st = wf_particles_create(&d, &s->ps);
   if (st != WF_OK) return st;
   wf_particle_material m = wf_particle_material_default();
   m.stiffness = 1e4f;
   m.restitution = 0.4f;
   m.friction = 0.5f;
   uint32_t mi = 0;
-  st = s->sp ? wf_particles_split_add_material(s->sp, &m, &mi)
-             : wf_particles_add_material(s->ps, &m, &mi);
+  st = wf_particles_add_material(s->ps, &m, &mi);
   if (st != WF_OK) return st;
   wf_particles_emitter e = wf_particles_emitter_default();
   e.radius = 0.05f;
@@ -94,26 +91,22 @@ static wf_status build(const scene_opts *o, wf_device **devs, int n, sys *s) {
   wf_collider_desc g = wf_collider_desc_default();
   g.name = "ground";
   g.restitution = 0.3f;
-  return s->sp ? wf_particles_split_add_collider(s->sp, &g, NULL)
-               : wf_particles_add_collider(s->ps, &g, NULL);
+  return wf_particles_add_collider(s->ps, &g, NULL);
 }
 
 static wf_status sys_step(sys *s, int frames) {
-  return s->sp ? wf_particles_split_step_frames(s->sp, frames)
-               : wf_particles_step_frames(s->ps, frames);
+  return wf_particles_step_frames(s->ps, frames);
 }
 
 static uint32_t sys_count(const sys *s) {
-  return s->sp ? wf_particles_split_count(s->sp) : wf_particles_count(s->ps);
+  return wf_particles_count(s->ps);
 }
 
 /* pos then vel, 32 bytes a particle */
 static float *sys_state(sys *s) {
   uint32_t n = sys_count(s);
   float *state = malloc((size_t)n * 32 + 32);
-  wf_status st =
-      s->sp ? wf_particles_split_download(s->sp, (float(*)[4])state, (float(*)[4])(state + 4 * n))
-            : wf_particles_download(s->ps, (float(*)[4])state, (float(*)[4])(state + 4 * n));
+  wf_status st = wf_particles_download(s->ps, (float(*)[4])state, (float(*)[4])(state + 4 * n));
   if (st != WF_OK) {
     TH_FAIL("download: %s", wf_last_error());
     free(state);
@@ -124,7 +117,6 @@ static float *sys_state(sys *s) {
 
 static void sys_free(sys *s) {
   wf_particles_destroy(s->ps);
-  wf_particles_split_destroy(s->sp);
 }
 
 /* The first n devices of the test's kind; missing ones repeat the first. */
@@ -151,7 +143,7 @@ static bool same(const float *a, const float *b, uint32_t n, const char *what) {
 /* Runs the reference and the split systems for `frames` and compares them bitwise; returns the
  * split's info (of the last partition count) in *info. */
 static void compare_runs(const scene_opts *o, int frames, const int *counts, int n_counts,
-                         wf_particles_split_info *info) {
+                         wf_particles_info *info) {
   sys ref;
   if (build(o, NULL, 0, &ref) != WF_OK) {
     TH_FAIL("reference: %s", wf_last_error());
@@ -179,7 +171,7 @@ static void compare_runs(const scene_opts *o, int frames, const int *counts, int
     snprintf(what, sizeof what, "%d partitions vs one solver", counts[c]);
     CHECK(sys_count(&s) == n);
     if (got) same(want, got, n, what);
-    if (info) wf_particles_split_info_get(s.sp, info);
+    if (info) wf_particles_info_get(s.ps, info);
     free(got);
     sys_free(&s);
   }
@@ -191,7 +183,7 @@ static void compare_runs(const scene_opts *o, int frames, const int *counts, int
 TEST(column_bitwise_1_2_3_4_partitions) {
   scene_opts o = {.model = WF_CONTACT_DEM, .imbalance = -1};
   int counts[] = {1, 2, 3, 4};
-  wf_particles_split_info info;
+  wf_particles_info info;
   compare_runs(&o, 40, counts, 4, &info);
   CHECK_EQ_INT(info.partitions, 4);
   CHECK_EQ_INT(info.axis, 1);
@@ -218,7 +210,7 @@ TEST(column_xpbd_bitwise) {
 TEST(repartition_every_third_frame_bitwise) {
   scene_opts o = {.model = WF_CONTACT_DEM, .imbalance = -1, .repartition = 3};
   int counts[] = {2, 4};
-  wf_particles_split_info info;
+  wf_particles_info info;
   compare_runs(&o, 30, counts, 2, &info);
   CHECK(info.repartitions >= 10 && info.repartitions <= 12);
   printf("  repartitions %llu captures %llu reruns %llu\n", (unsigned long long)info.repartitions,
@@ -246,13 +238,13 @@ TEST(settled_column_keeps_its_frame_graph) {
   wf_device *devs[4];
   pick_devices(3, devs);
   sys s;
-  wf_particles_split_info a, b;
+  wf_particles_info a, b;
   memset(&a, 0, sizeof a), memset(&b, 0, sizeof b);
   wf_status st = build(&o, devs, 3, &s);
   if (st == WF_OK) st = sys_step(&s, settle);
-  if (st == WF_OK) st = wf_particles_split_info_get(s.sp, &a);
+  if (st == WF_OK) st = wf_particles_info_get(s.ps, &a);
   if (st == WF_OK) st = sys_step(&s, more);
-  if (st == WF_OK) st = wf_particles_split_info_get(s.sp, &b);
+  if (st == WF_OK) st = wf_particles_info_get(s.ps, &b);
   if (st != WF_OK) TH_FAIL("split: %s", wf_last_error());
   float *got = st == WF_OK ? sys_state(&s) : NULL;
   if (got && want) same(want, got, n, "3 partitions vs one solver");
@@ -277,11 +269,11 @@ TEST(rebalance_keeps_slabs_even) {
   sys s;
   CHECK_OK(build(&o, devs, 4, &s));
   double worst = 0.0;
-  wf_particles_split_info info;
+  wf_particles_info info;
   memset(&info, 0, sizeof info);
   for (int f = 0; f < 40; f++) {
     CHECK_OK(sys_step(&s, 1));
-    CHECK_OK(wf_particles_split_info_get(s.sp, &info));
+    CHECK_OK(wf_particles_info_get(s.ps, &info));
     uint32_t most = 0, total = 0;
     for (int p = 0; p < 4; p++)
       most = info.owned[p] > most ? info.owned[p] : most, total += info.owned[p];
@@ -302,7 +294,7 @@ TEST(rebalance_keeps_slabs_even) {
 TEST(balance_by_time_bitwise) {
   scene_opts o = {.model = WF_CONTACT_DEM, .imbalance = -1, .balance = WF_BALANCE_TIME};
   int counts[] = {2, 4};
-  wf_particles_split_info info;
+  wf_particles_info info;
   memset(&info, 0, sizeof info);
   compare_runs(&o, 30, counts, 2, &info);
   printf("  4 partitions: compute %.3f %.3f %.3f %.3f ms, owned %u %u %u %u, rebalances %llu\n",
@@ -329,8 +321,8 @@ TEST(migration_both_directions) {
   sys s;
   CHECK_OK(build(&o, devs, 4, &s));
   CHECK_OK(sys_step(&s, 1));
-  wf_particles_split_info info;
-  CHECK_OK(wf_particles_split_info_get(s.sp, &info));
+  wf_particles_info info;
+  CHECK_OK(wf_particles_info_get(s.ps, &info));
   CHECK_EQ_INT(info.axis, 0);
   uint32_t n = sys_count(&s);
   float *a = sys_state(&s);
@@ -359,7 +351,7 @@ TEST(migration_both_directions) {
 TEST(partition_becomes_empty) {
   scene_opts o = {.model = WF_CONTACT_DEM, .kind = 2, .imbalance = 1e9f};
   int counts[] = {4};
-  wf_particles_split_info info;
+  wf_particles_info info;
   compare_runs(&o, 70, counts, 1, &info);
   printf("  owned at the end: %u %u %u %u\n", info.owned[0], info.owned[1], info.owned[2],
          info.owned[3]);
@@ -372,7 +364,7 @@ TEST(partition_becomes_empty) {
 TEST(thin_skin_reruns_bitwise) {
   scene_opts o = {.model = WF_CONTACT_DEM, .skin = 1e-4f, .imbalance = -1};
   int counts[] = {3};
-  wf_particles_split_info info;
+  wf_particles_info info;
   compare_runs(&o, 25, counts, 1, &info);
   printf("  reruns %llu, skin now %.4f m\n", (unsigned long long)info.reruns, (double)info.skin);
   CHECK(info.reruns > 0);
@@ -403,7 +395,7 @@ TEST(add_after_stepping_bitwise) {
   if (a && b) same(a, b, sys_count(&ref), "late emitter, 4 partitions");
   wf_particles_stats s1, s2;
   CHECK_OK(wf_particles_stats_get(ref.ps, &s1));
-  CHECK_OK(wf_particles_split_stats_get(sp.sp, &s2));
+  CHECK_OK(wf_particles_stats_get(sp.ps, &s2));
   CHECK(s1.time == s2.time && s1.substeps == s2.substeps && s1.count == s2.count);
   CHECK(s1.kinetic_energy == s2.kinetic_energy);
   free(a), free(b);
@@ -433,11 +425,11 @@ TEST(overlap_measure_gives_the_state_back) {
       wf_device *devs[4];
       pick_devices(counts[c], devs);
       sys s;
-      wf_particles_split_overlap ov;
+      wf_overlap ov;
       memset(&ov, 0xff, sizeof ov);
       wf_status st = build(&o, devs, counts[c], &s);
       if (st == WF_OK) st = sys_step(&s, 5);
-      if (st == WF_OK) st = wf_particles_split_overlap_measure(s.sp, 2, &ov);
+      if (st == WF_OK) st = wf_particles_overlap_measure(s.ps, 2, &ov);
       if (st == WF_OK) st = sys_step(&s, 7);
       if (st != WF_OK) {
         TH_FAIL("%d partitions%s: %s", counts[c], ng ? " (no graph)" : "", wf_last_error());
@@ -468,8 +460,8 @@ TEST(overlap_measure_gives_the_state_back) {
                counts[c]);
       if (got) same(want, got, n, what);
       free(got);
-      CHECK_ERROR(wf_particles_split_overlap_measure(s.sp, 0, &ov), WF_ERR_INVALID, "frames 0");
-      CHECK_ERROR(wf_particles_split_overlap_measure(s.sp, 1, NULL), WF_ERR_INVALID, "NULL");
+      CHECK_ERROR(wf_particles_overlap_measure(s.ps, 0, &ov), WF_ERR_INVALID, "frames 0");
+      CHECK_ERROR(wf_particles_overlap_measure(s.ps, 1, NULL), WF_ERR_INVALID, "NULL");
       sys_free(&s);
     }
     free(want);
@@ -539,42 +531,110 @@ TEST(critical_path_of_substeps) {
   }
 }
 
+/* A desc over devs[0..n). */
+static wf_particles_desc desc_on(wf_device **devs, int n) {
+  wf_particles_desc d = wf_particles_desc_default();
+  for (int i = 0; i < n && i < WF_MAX_DEVICES; i++)
+    d.devices[i] = devs[i];
+  d.device_count = n;
+  return d;
+}
+
 TEST(bad_arguments) {
-  wf_particles_split_desc d = wf_particles_split_desc_default();
-  wf_particles_split *sp = NULL;
+  wf_particles *sp = NULL;
   wf_device *devs[2] = {th_dev0, NULL};
-  CHECK_ERROR(wf_particles_split_create(devs, 0, &d, &sp), WF_ERR_INVALID, "0 devices");
-  CHECK_ERROR(wf_particles_split_create(devs, 17, &d, &sp), WF_ERR_INVALID, "17 devices");
-  CHECK_ERROR(wf_particles_split_create(devs, 2, &d, &sp), WF_ERR_INVALID, "device 1 is NULL");
+  wf_particles_desc d = desc_on(devs, 1);
+  d.device_count = 17;
+  CHECK_ERROR(wf_particles_create(&d, &sp), WF_ERR_INVALID, "device_count 17");
+  d = desc_on(devs, 2);
+  CHECK_ERROR(wf_particles_create(&d, &sp), WF_ERR_INVALID, "devices[1] is NULL");
+  d = desc_on(devs, 1);
   d.skin = -1.0f;
-  CHECK_ERROR(wf_particles_split_create(devs, 1, &d, &sp), WF_ERR_INVALID, "skin");
-  d = wf_particles_split_desc_default();
-  d.repartition_frames = 0;
-  CHECK_ERROR(wf_particles_split_create(devs, 1, &d, &sp), WF_ERR_INVALID, "repartition_frames");
-  d = wf_particles_split_desc_default();
+  CHECK_ERROR(wf_particles_create(&d, &sp), WF_ERR_INVALID, "skin");
+  d = desc_on(devs, 1);
+  d.repartition_frames = -1;
+  CHECK_ERROR(wf_particles_create(&d, &sp), WF_ERR_INVALID, "repartition_frames");
+  d = desc_on(devs, 1);
   d.balance = (wf_split_balance)7;
-  CHECK_ERROR(wf_particles_split_create(devs, 1, &d, &sp), WF_ERR_INVALID, "balance 7");
+  CHECK_ERROR(wf_particles_create(&d, &sp), WF_ERR_INVALID, "balance 7");
   CHECK(sp == NULL);
   if (th_is_cuda()) {
     devs[1] = th_host;
-    d = wf_particles_split_desc_default();
-    CHECK_ERROR(wf_particles_split_create(devs, 2, &d, &sp), WF_ERR_INVALID, "different kinds");
+    d = desc_on(devs, 2);
+    CHECK_ERROR(wf_particles_create(&d, &sp), WF_ERR_INVALID, "different kinds");
   }
-  d = wf_particles_split_desc_default();
   devs[1] = th_dev0;
-  CHECK_OK(wf_particles_split_create(devs, 2, &d, &sp));
+  d = desc_on(devs, 2);
+  CHECK_OK(wf_particles_create(&d, &sp));
+  CHECK_EQ_INT(wf_particles_partition_count(sp), 2);
+  wf_partition_view v;
+  CHECK_ERROR(wf_particles_partition_view(sp, 2, &v), WF_ERR_INVALID, "partition 2");
   wf_particles_emitter e = wf_particles_emitter_default();
   e.radius = -0.1f;
-  CHECK_ERROR(wf_particles_split_emit(sp, &e, NULL, NULL), WF_ERR_INVALID, "radius");
-  CHECK_EQ_INT(wf_particles_split_count(sp), 0);
-  CHECK_OK(wf_particles_split_step_frames(sp, 2)); /* nothing to simulate: fine */
-  CHECK_ERROR(wf_particles_split_step_frames(sp, -1), WF_ERR_INVALID, "frames -1");
-  wf_particles_split_destroy(sp);
+  CHECK_ERROR(wf_particles_emit(sp, &e, NULL, NULL), WF_ERR_INVALID, "radius");
+  CHECK_EQ_INT(wf_particles_count(sp), 0);
+  CHECK_OK(wf_particles_step_frames(sp, 2)); /* nothing to simulate: fine */
+  CHECK_ERROR(wf_particles_step_frames(sp, -1), WF_ERR_INVALID, "frames -1");
+  wf_particles_destroy(sp);
+}
+
+/* The partition views and the gather on the device (wf_particles_copy_state) of 1 and 3
+ * partitions after some frames: every global id appears once across the views, each view's rows
+ * are its partition's owned particles in global-id order, and the gathered state equals the
+ * download bit for bit. */
+TEST(partition_views_and_device_gather) {
+  scene_opts o = {.model = WF_CONTACT_DEM, .imbalance = -1};
+  int counts[] = {1, 3};
+  for (int c = 0; c < 2; c++) {
+    wf_device *devs[4];
+    pick_devices(counts[c], devs);
+    sys s;
+    wf_status st = build(&o, devs, counts[c], &s);
+    if (st == WF_OK) st = sys_step(&s, 6);
+    if (st != WF_OK) {
+      TH_FAIL("%d partitions: %s", counts[c], wf_last_error());
+      sys_free(&s);
+      continue;
+    }
+    uint32_t n = sys_count(&s);
+    uint8_t *seen = calloc(n, 1);
+    uint32_t rows = 0;
+    for (int p = 0; p < wf_particles_partition_count(s.ps); p++) {
+      wf_partition_view v;
+      CHECK_OK(wf_particles_partition_view(s.ps, p, &v));
+      CHECK_OK(wf_stream_synchronize(v.stream));
+      uint32_t *ids = malloc((size_t)v.rows * 4 + 4);
+      if (v.ids && v.rows) CHECK_OK(wf_download(ids, v.ids, 0, (size_t)v.rows * 4));
+      for (uint32_t k = 0; k < v.rows; k++) {
+        uint32_t g = v.ids ? ids[k] : v.first + k;
+        CHECK(g < n && !seen[g]);
+        if (k > 0 && v.ids) CHECK(ids[k] > ids[k - 1]);
+        if (g < n) seen[g] = 1;
+      }
+      rows += v.rows;
+      free(ids);
+    }
+    CHECK_EQ_INT(rows, n);
+    wf_buffer *dst = NULL;
+    CHECK_OK(wf_buffer_create(th_dev0, (size_t)n * 32, WF_BUFFER_ZERO, NULL, &dst));
+    float *got = malloc((size_t)n * 32), *want = sys_state(&s);
+    CHECK_OK(wf_particles_copy_state(s.ps, dst, 0, dst, (size_t)n * 16, NULL));
+    CHECK_OK(wf_particles_copy_state(s.ps, dst, 0, dst, (size_t)n * 16, wf_particles_stream(s.ps)));
+    CHECK_OK(wf_stream_synchronize(wf_particles_stream(s.ps)));
+    CHECK_OK(wf_download(got, dst, 0, (size_t)n * 32));
+    char what[64];
+    snprintf(what, sizeof what, "%d partitions: gathered vs downloaded", counts[c]);
+    if (want) same(want, got, n, what);
+    free(got), free(want), free(seen);
+    wf_buffer_destroy(dst, NULL);
+    sys_free(&s);
+  }
 }
 
 int main(int argc, char **argv) {
   static const th_test tests[] = {
       TH_TEST(column_bitwise_1_2_3_4_partitions),
+      TH_TEST(partition_views_and_device_gather),
       TH_TEST(column_xpbd_bitwise),
       TH_TEST(rebalance_keeps_slabs_even),
       TH_TEST(balance_by_time_bitwise),

@@ -17,7 +17,8 @@ static wf_particles *make(int substeps, float gravity_y) {
   d.gravity[1] = gravity_y;
   d.contact_model = WF_CONTACT_XPBD;
   wf_particles *ps = NULL;
-  if (wf_particles_create(th_dev0, &d, &ps) != WF_OK) TH_FAIL("create: %s", wf_last_error());
+  d.devices[0] = th_dev0;
+  if (wf_particles_create(&d, &ps) != WF_OK) TH_FAIL("create: %s", wf_last_error());
   return ps;
 }
 

@@ -1,4 +1,6 @@
-/* The particle solver: device buffers, validation, emitters, colliders and the step.
+/* One partition of the particle solver (part.h, wfp_part): device buffers, validation,
+ * emitters, colliders and the step on one device. The public wf_particles (particles.c) owns one
+ * per device; with one device every call goes straight here.
  *
  * Invariants
  *  - Particles live in local order = global-id order (ids are handed out in the order particles
@@ -17,7 +19,7 @@
  *                                                                     ------
  *                                                                      96 B
  * plus a fixed part (parameter block, 256 materials, 64 colliders, clock: ~16 KiB) and, on CUDA
- * devices, CUB's temporary storage for the scan. wf_particles_device_bytes() reports it all.
+ * devices, CUB's temporary storage for the scan. wfp_part_device_bytes() reports it all.
  *
  * The grid is built by counting, every substep (enqueue_substep): keys with integer-atomic
  * counts per cell, an exclusive scan into a dense start table (every cell, empty or not, and one
@@ -31,7 +33,7 @@
  * event; the next step reads it if that event has completed and uploads new dimensions if the
  * particles have outgrown the box. Results do not depend on the box (see wfp_params).
  */
-#include "weft/particles.h"
+#include "part.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -41,6 +43,7 @@
 
 #include "collider.h"
 #include "gpu_internal.h"
+#include "part.h"
 #include "particle_internal.h"
 #include "particle_kernels.h"
 #include "solvers/cloth/coupling.h" /* wfp_view_get, wfp_hook_*: the cloth coupling's access */
@@ -96,7 +99,7 @@ enum {
   B_COUNT
 };
 
-struct wf_particles {
+struct wfp_part {
   char name[64];
   wf_device *dev;
   wf_stream *stream;
@@ -105,7 +108,7 @@ struct wf_particles {
   uint32_t capacity, count, table;
   uint32_t launch;           /* 0, or the size the substep's kernels are launched over (wfp_live) */
   uint32_t generation;       /* counts the times the buffers were replaced (grow) */
-  const float *drift_anchor; /* the split's drift check (wfp_particles_set_drift), or NULL */
+  const float *drift_anchor; /* the split's drift check (wfp_part_set_drift), or NULL */
   wfp_drift_ctl *drift_ctl;
   int bits;
   wf_buffer *buf[B_COUNT];
@@ -126,7 +129,7 @@ struct wf_particles {
   int n_hooks;
 };
 
-static void *ptr(wf_particles *ps, int b) { return wf_buffer_ptr(ps->buf[b]); }
+static void *ptr(wfp_part *ps, int b) { return wf_buffer_ptr(ps->buf[b]); }
 
 wf_particles_desc wf_particles_desc_default(void) {
   return (wf_particles_desc){.name = "particles",
@@ -135,7 +138,9 @@ wf_particles_desc wf_particles_desc_default(void) {
                              .frame_dt = 1.0f / 60.0f,
                              .gravity = {0.0f, -9.81f, 0.0f},
                              .contact_model = WF_CONTACT_DEM,
-                             .relaxation = 1.5f};
+                             .relaxation = 1.5f,
+                             .imbalance = 0.01f,
+                             .repartition_frames = 1};
 }
 
 wf_particle_material wf_particle_material_default(void) {
@@ -171,14 +176,14 @@ double wf_particles_zeta_for_restitution(double e) {
 /* ---- uploads of the host mirrors ---------------------------------------------------------------
  */
 
-static wf_status upload_params(wf_particles *ps) {
+static wf_status upload_params(wfp_part *ps) {
   ps->params.count = ps->count;
   TRY(wf_upload(ps->buf[B_PARAMS], 0, &ps->params, sizeof ps->params, ps->stream),
       "uploading the parameter block");
   return WF_OK;
 }
 
-static void params_from(wf_particles *ps, const wf_particles_params *p) {
+static void params_from(wfp_part *ps, const wf_particles_params *p) {
   float dt = p->frame_dt / (float)ps->desc.substeps;
   ps->params.gravity = (wfp_f4){p->gravity[0], p->gravity[1], p->gravity[2], 0.0f};
   ps->params.dt = dt;
@@ -204,7 +209,7 @@ static wf_status check_params(const char *name, const wf_particles_params *p) {
  */
 
 /* Allocates the capacity-sized buffers for `capacity` particles into buf (NULLs on failure). */
-static wf_status alloc_sized(wf_particles *ps, uint32_t capacity, wf_buffer **buf, uint32_t *table,
+static wf_status alloc_sized(wfp_part *ps, uint32_t capacity, wf_buffer **buf, uint32_t *table,
                              int *bits) {
   /* the cell table has one entry per particle of capacity (the box needs no power of two) */
   uint32_t T = capacity > 64 ? capacity : 64;
@@ -252,7 +257,7 @@ static wf_status alloc_sized(wf_particles *ps, uint32_t capacity, wf_buffer **bu
 /* Fits the grid's periodic box to the cell extent lo..hi (plus one cell of margin each side):
  * at least 4 cells per axis, product at most the table; when the particles spread over more
  * cells than the table holds, the longest axes shrink (distant cells then share keys). */
-static void fit_box(wf_particles *ps, const int32_t *lo, const int32_t *hi) {
+static void fit_box(wfp_part *ps, const int32_t *lo, const int32_t *hi) {
   int64_t d[3];
   for (int k = 0; k < 3; k++) {
     d[k] = (int64_t)hi[k] - lo[k] + 3;
@@ -272,13 +277,13 @@ static void fit_box(wf_particles *ps, const int32_t *lo, const int32_t *hi) {
   ps->have_extent = true;
 }
 
-static bool box_covers(const wf_particles *ps, const int32_t *lo, const int32_t *hi) {
+static bool box_covers(const wfp_part *ps, const int32_t *lo, const int32_t *hi) {
   for (int k = 0; k < 3; k++)
     if ((int64_t)hi[k] - lo[k] + 3 > ps->params.dims[k]) return false;
   return true;
 }
 
-wf_status wf_particles_create(wf_device *dev, const wf_particles_desc *desc, wf_particles **out) {
+wf_status wfp_part_create(wf_device *dev, const wf_particles_desc *desc, wfp_part **out) {
   if (!out) return fail(WF_ERR_INVALID, "particles: out is NULL");
   *out = NULL;
   if (!dev || !desc) return fail(WF_ERR_INVALID, "particles: device or desc is NULL");
@@ -302,7 +307,7 @@ wf_status wf_particles_create(wf_device *dev, const wf_particles_desc *desc, wf_
   wf_status st = check_params(name, &p0);
   if (st != WF_OK) return st;
 
-  wf_particles *ps = calloc(1, sizeof *ps);
+  wfp_part *ps = calloc(1, sizeof *ps);
   if (!ps) return fail(WF_ERR_OUT_OF_MEMORY, "particles '%s': out of host memory", name);
   snprintf(ps->name, sizeof ps->name, "%s", name);
   ps->dev = dev;
@@ -335,7 +340,7 @@ wf_status wf_particles_create(wf_device *dev, const wf_particles_desc *desc, wf_
     if (st != WF_OK) fail_gpu(st, "creating an event");
   }
   if (st != WF_OK) {
-    wf_particles_destroy(ps);
+    wfp_part_destroy(ps);
     return st;
   }
 
@@ -352,16 +357,16 @@ wf_status wf_particles_create(wf_device *dev, const wf_particles_desc *desc, wf_
   st = wf_upload(ps->buf[B_CLOCK], 0, &clock, sizeof clock, ps->stream);
   if (st != WF_OK) fail_gpu(st, "uploading the clock");
   if (st == WF_OK) st = upload_params(ps);
-  if (st == WF_OK) st = wf_particles_add_material(ps, &m, NULL);
+  if (st == WF_OK) st = wfp_part_add_material(ps, &m, NULL);
   if (st != WF_OK) {
-    wf_particles_destroy(ps);
+    wfp_part_destroy(ps);
     return st;
   }
   *out = ps;
   return WF_OK;
 }
 
-void wf_particles_destroy(wf_particles *ps) {
+void wfp_part_destroy(wfp_part *ps) {
   if (!ps) return;
   if (ps->stream) wf_stream_synchronize(ps->stream);
   for (int h = 0; h < ps->n_hooks; h++) /* coupled solvers forget this one */
@@ -374,12 +379,12 @@ void wf_particles_destroy(wf_particles *ps) {
   free(ps);
 }
 
-uint32_t wf_particles_capacity(const wf_particles *ps) { return ps ? ps->capacity : 0; }
+uint32_t wfp_part_capacity(const wfp_part *ps) { return ps ? ps->capacity : 0; }
 
 /* ---- materials ---------------------------------------------------------------------------------
  */
 
-static wf_status material_convert(const wf_particles *ps, uint32_t index,
+static wf_status material_convert(const wfp_part *ps, uint32_t index,
                                   const wf_particle_material *m, wfp_material *out) {
   const char *fields[] = {"stiffness",  "damping",  "restitution",    "friction",
                           "tangential", "cohesion", "static_friction"};
@@ -407,7 +412,7 @@ static wf_status material_convert(const wf_particles *ps, uint32_t index,
   return WF_OK;
 }
 
-wf_status wf_particles_set_material(wf_particles *ps, uint32_t index,
+wf_status wfp_part_set_material(wfp_part *ps, uint32_t index,
                                     const wf_particle_material *m) {
   if (!ps || !m) return fail(WF_ERR_INVALID, "particles: NULL argument");
   if (index >= ps->n_mats)
@@ -421,14 +426,14 @@ wf_status wf_particles_set_material(wf_particles *ps, uint32_t index,
   return WF_OK;
 }
 
-wf_status wf_particles_add_material(wf_particles *ps, const wf_particle_material *m,
+wf_status wfp_part_add_material(wfp_part *ps, const wf_particle_material *m,
                                     uint32_t *index) {
   if (!ps || !m) return fail(WF_ERR_INVALID, "particles: NULL argument");
   if (ps->n_mats >= WFP_MAX_MATERIALS)
     return fail(WF_ERR_INVALID, "particles '%s': at most %d materials", ps->name,
                 WFP_MAX_MATERIALS);
   ps->n_mats++;
-  wf_status st = wf_particles_set_material(ps, ps->n_mats - 1, m);
+  wf_status st = wfp_part_set_material(ps, ps->n_mats - 1, m);
   if (st != WF_OK) {
     ps->n_mats--;
     return st;
@@ -441,7 +446,7 @@ wf_status wf_particles_add_material(wf_particles *ps, const wf_particle_material
  */
 
 /* Adding particles changes the count baked into the captured frame: drop it. */
-static void drop_graph(wf_particles *ps) {
+static void drop_graph(wfp_part *ps) {
   if (!ps->graph) return;
   wf_stream_synchronize(ps->stream);
   wf_graph_destroy(ps->graph);
@@ -450,7 +455,7 @@ static void drop_graph(wf_particles *ps) {
 
 /* Room for `need` particles: every capacity-sized buffer is reallocated (x1.5 at least) and the
  * state copied over, in stream order. */
-static wf_status grow(wf_particles *ps, uint64_t need) {
+static wf_status grow(wfp_part *ps, uint64_t need) {
   if (need > (1u << 30))
     return fail(WF_ERR_INVALID, "particles '%s': %llu particles exceed the limit of 2^30", ps->name,
                 (unsigned long long)need);
@@ -485,7 +490,7 @@ static wf_status grow(wf_particles *ps, uint64_t need) {
 }
 
 /* Validated particles of one batch, already converted. */
-static wf_status append(wf_particles *ps, uint32_t n, const wfp_f4 *pos, const wfp_f4 *vel,
+static wf_status append(wfp_part *ps, uint32_t n, const wfp_f4 *pos, const wfp_f4 *vel,
                         uint16_t material, const char *what) {
   float rmax = ps->max_radius;
   for (uint32_t i = 0; i < n; i++)
@@ -537,7 +542,7 @@ static wf_status append(wf_particles *ps, uint32_t n, const wfp_f4 *pos, const w
   return upload_params(ps);
 }
 
-wf_status wf_particles_add(wf_particles *ps, uint32_t n, const float (*pos)[4],
+wf_status wfp_part_add(wfp_part *ps, uint32_t n, const float (*pos)[4],
                            const float (*vel)[4], uint32_t material, uint32_t *first) {
   if (!ps) return fail(WF_ERR_INVALID, "particles: solver is NULL");
   if (n == 0) return fail(WF_ERR_INVALID, "particles '%s': n is 0 (zero particles)", ps->name);
@@ -572,7 +577,7 @@ wf_status wf_particles_add(wf_particles *ps, uint32_t n, const float (*pos)[4],
       v[i].w = 1.0f;
   }
   uint32_t at = ps->count;
-  wf_status st = append(ps, n, p, v, (uint16_t)material, "wf_particles_add");
+  wf_status st = append(ps, n, p, v, (uint16_t)material, "wfp_part_add");
   free(p), free(v);
   if (st == WF_OK && first) *first = at;
   return st;
@@ -591,7 +596,7 @@ static float unit_jitter(uint64_t *state) { /* uniform in [-1, 1) */
   return (float)((double)(*state >> 40) / (double)(1ull << 23) - 1.0);
 }
 
-wf_status wf_particles_emit(wf_particles *ps, const wf_particles_emitter *e, uint32_t *first,
+wf_status wfp_part_emit(wfp_part *ps, const wf_particles_emitter *e, uint32_t *first,
                             uint32_t *count) {
   if (!ps || !e) return fail(WF_ERR_INVALID, "particles: NULL argument");
   const char *nm = e->name ? e->name : "emitter";
@@ -746,7 +751,7 @@ wf_status wfp_collider_from_desc(const char *func, const char *owner, const wf_c
   return WF_OK;
 }
 
-wf_status wf_particles_add_collider(wf_particles *ps, const wf_collider_desc *c, uint32_t *index) {
+wf_status wfp_part_add_collider(wfp_part *ps, const wf_collider_desc *c, uint32_t *index) {
   if (!ps || !c) return fail(WF_ERR_INVALID, "particles: NULL argument");
   uint32_t k = ps->params.n_colliders;
   if (k >= WFP_MAX_COLLIDERS)
@@ -769,13 +774,13 @@ wf_status wf_particles_add_collider(wf_particles *ps, const wf_collider_desc *c,
 /* ---- parameters --------------------------------------------------------------------------------
  */
 
-wf_particles_params wf_particles_params_get(const wf_particles *ps) {
+wf_particles_params wfp_part_params_get(const wfp_part *ps) {
   return (wf_particles_params){ps->desc.frame_dt,
                                {ps->desc.gravity[0], ps->desc.gravity[1], ps->desc.gravity[2]},
                                ps->desc.damping};
 }
 
-wf_status wf_particles_params_set(wf_particles *ps, const wf_particles_params *p) {
+wf_status wfp_part_params_set(wfp_part *ps, const wf_particles_params *p) {
   if (!ps || !p) return fail(WF_ERR_INVALID, "particles: NULL argument");
   wf_status st = check_params(ps->name, p);
   if (st != WF_OK) return st;
@@ -786,7 +791,7 @@ wf_status wf_particles_params_set(wf_particles *ps, const wf_particles_params *p
 /* ---- the step ----------------------------------------------------------------------------------
  */
 
-static wf_status launch(wf_particles *ps, const wf_kernel *k, size_t n, const void *args,
+static wf_status launch(wfp_part *ps, const wf_kernel *k, size_t n, const void *args,
                         size_t size) {
   wf_status st = wf_launch(k, n, args, size, ps->stream);
   if (st != WF_OK)
@@ -795,7 +800,7 @@ static wf_status launch(wf_particles *ps, const wf_kernel *k, size_t n, const vo
 }
 
 /* Runs the coupled solvers' hooks for one event, in the order they were added. */
-static wf_status run_hooks(wf_particles *ps, int event) {
+static wf_status run_hooks(wfp_part *ps, int event) {
   for (int h = 0; h < ps->n_hooks; h++) {
     wf_status st = ps->hooks[h].fn(ps->hooks[h].user, event);
     if (st != WF_OK) return st;
@@ -804,7 +809,7 @@ static wf_status run_hooks(wf_particles *ps, int event) {
 }
 
 /* The key arguments of the substep's grid (skip NULL). */
-static wfp_keys_args keys_args(wf_particles *ps) {
+static wfp_keys_args keys_args(wfp_part *ps) {
   return (wfp_keys_args){ptr(ps, B_PARAMS),
                          ptr(ps, B_POS),
                          ptr(ps, B_KEYS),
@@ -819,7 +824,7 @@ static wfp_keys_args keys_args(wf_particles *ps) {
 
 /* A substep's first part: the grid by counting (particle_math.h, wfp_scan_args) up to the keys
  * and counts per cell, of every particle but those whose skip is NaN (skip NULL: all). */
-static wf_status substep_keys(wf_particles *ps, wf_event **marks, const float *skip) {
+static wf_status substep_keys(wfp_part *ps, wf_event **marks, const float *skip) {
   uint32_t n = ps->count;
   if (n == 0) return WF_OK; /* (substep_rest runs the coupled solvers' hooks) */
   MARK(0);
@@ -833,7 +838,7 @@ static wf_status substep_keys(wf_particles *ps, wf_event **marks, const float *s
 
 /* The rest: the start table, arrival order, then each cell in local-index order with the
  * sorted copies; contacts, colliders and integration; the clock. */
-static wf_status substep_rest(wf_particles *ps, wf_event **marks) {
+static wf_status substep_rest(wfp_part *ps, wf_event **marks) {
   uint32_t n = ps->count;
   if (n == 0) { /* coupled solvers still take their substep */
     wf_status hs = run_hooks(ps, WFP_HOOK_GRID);
@@ -893,7 +898,7 @@ static wf_status substep_rest(wf_particles *ps, wf_event **marks) {
 
 /* One substep, enqueued on the solver's stream (captured or not: the same calls). With `marks`,
  * an event is recorded after each stage (the profile; never while capturing). */
-static wf_status enqueue_substep(wf_particles *ps, wf_event **marks) {
+static wf_status enqueue_substep(wfp_part *ps, wf_event **marks) {
   wf_status st = substep_keys(ps, marks, NULL);
   return st != WF_OK ? st : substep_rest(ps, marks);
 }
@@ -901,7 +906,7 @@ static wf_status enqueue_substep(wf_particles *ps, wf_event **marks) {
 
 /* Kernels are opaque to the GPU layer: mark every buffer as used on the solver's stream, so that
  * downloads and frees on other streams wait for the substeps (and a graph keeps them alive). */
-static wf_status touch_all(wf_particles *ps) {
+static wf_status touch_all(wfp_part *ps) {
   for (int b = 0; b < B_COUNT; b++)
     if (ps->buf[b] && b != B_MIRROR)
       TRY(wf_buffer_touch(ps->buf[b], ps->stream), "ordering buffers");
@@ -910,7 +915,7 @@ static wf_status touch_all(wf_particles *ps) {
 
 /* A frame's worth of work: reset the extent, n substeps, then publish the clock (time, flags,
  * extent) to the pinned mirror. */
-static wf_status enqueue_frame(wf_particles *ps, int n, wf_event **marks) {
+static wf_status enqueue_frame(wfp_part *ps, int n, wf_event **marks) {
   wfp_frame_args fa = {ptr(ps, B_PARAMS), ptr(ps, B_CLOCK)};
   wf_status st = launch(ps, &wfp_frame_begin, 1, &fa, sizeof fa);
   for (int i = 0; i < n && st == WF_OK; i++)
@@ -924,7 +929,7 @@ static wf_status enqueue_frame(wf_particles *ps, int n, wf_event **marks) {
   return st;
 }
 
-static wf_status capture_frame(wf_particles *ps) {
+static wf_status capture_frame(wfp_part *ps) {
   TRY(wf_capture_begin(ps->stream), "beginning the frame capture");
   wf_status st = enqueue_frame(ps, ps->desc.substeps, NULL);
   wf_graph *g = NULL;
@@ -940,7 +945,7 @@ static wf_status capture_frame(wf_particles *ps) {
 
 /* Between frames, without waiting: if the last frame has finished, refit the grid's box to the
  * extent it saw (when the particles have outgrown the box). */
-static wf_status refit(wf_particles *ps) {
+static wf_status refit(wfp_part *ps) {
   if (!ps->frame_pending) return WF_OK;
   wf_status q = wf_event_query(ps->frame_done);
   if (q == WF_NOT_READY) return WF_OK;
@@ -953,13 +958,13 @@ static wf_status refit(wf_particles *ps) {
   return upload_params(ps);
 }
 
-static wf_status frame_launched(wf_particles *ps) {
+static wf_status frame_launched(wfp_part *ps) {
   TRY(wf_event_record(ps->frame_done, ps->stream), "recording the frame's event");
   ps->frame_pending = true;
   return WF_OK;
 }
 
-wf_status wf_particles_step_frames(wf_particles *ps, int frames) {
+wf_status wfp_part_step_frames(wfp_part *ps, int frames) {
   if (!ps) return fail(WF_ERR_INVALID, "particles: solver is NULL");
   if (frames < 0)
     return fail(WF_ERR_INVALID, "particles '%s': frames %d must be >= 0", ps->name, frames);
@@ -978,7 +983,7 @@ wf_status wf_particles_step_frames(wf_particles *ps, int frames) {
   return st;
 }
 
-wf_status wf_particles_step_substeps(wf_particles *ps, int n) {
+wf_status wfp_part_step_substeps(wfp_part *ps, int n) {
   if (!ps) return fail(WF_ERR_INVALID, "particles: solver is NULL");
   if (n < 0) return fail(WF_ERR_INVALID, "particles '%s': substeps %d must be >= 0", ps->name, n);
   if (n == 0) return WF_OK;
@@ -988,7 +993,7 @@ wf_status wf_particles_step_substeps(wf_particles *ps, int n) {
   return st;
 }
 
-wf_status wf_particles_profile(wf_particles *ps, int substeps, wf_particles_profile_result *out) {
+wf_status wfp_part_profile(wfp_part *ps, int substeps, wf_particles_profile_result *out) {
   if (!ps || !out) return fail(WF_ERR_INVALID, "particles: NULL argument");
   if (substeps <= 0 || substeps > 4096)
     return fail(WF_ERR_INVALID, "particles '%s': profile substeps %d must be in [1, 4096]",
@@ -1024,22 +1029,22 @@ wf_status wf_particles_profile(wf_particles *ps, int substeps, wf_particles_prof
 /* ---- reading back ------------------------------------------------------------------------------
  */
 
-uint32_t wf_particles_count(const wf_particles *ps) { return ps ? ps->count : 0; }
+uint32_t wfp_part_count(const wfp_part *ps) { return ps ? ps->count : 0; }
 
-size_t wf_particles_device_bytes(const wf_particles *ps) {
+size_t wfp_part_device_bytes(const wfp_part *ps) {
   size_t total = 0;
   for (int b = 0; ps && b < B_COUNT; b++)
     if (ps->buf[b]) total += wf_buffer_size(ps->buf[b]);
   return total;
 }
 
-static wf_status read_clock(wf_particles *ps, wfp_clock *c) {
+static wf_status read_clock(wfp_part *ps, wfp_clock *c) {
   TRY(wf_stream_synchronize(ps->stream), "waiting for the solver");
   TRY(wf_download(c, ps->buf[B_CLOCK], 0, sizeof *c), "reading the solver's flags");
   return WF_OK;
 }
 
-static wf_status flags_status(wf_particles *ps, const wfp_clock *c) {
+static wf_status flags_status(wfp_part *ps, const wfp_clock *c) {
   if (!c->flags) return WF_OK;
   uint32_t gid = c->first_bad;
   if (gid < ps->count) wf_download(&gid, ps->buf[B_GID], (size_t)c->first_bad * 4, 4);
@@ -1053,14 +1058,14 @@ static wf_status flags_status(wf_particles *ps, const wfp_clock *c) {
               (unsigned long long)c->substeps);
 }
 
-wf_status wf_particles_check(wf_particles *ps) {
+wf_status wfp_part_check(wfp_part *ps) {
   if (!ps) return fail(WF_ERR_INVALID, "particles: solver is NULL");
   wfp_clock c;
   wf_status st = read_clock(ps, &c);
   return st != WF_OK ? st : flags_status(ps, &c);
 }
 
-wf_status wf_particles_download(wf_particles *ps, float (*pos)[4], float (*vel)[4]) {
+wf_status wfp_part_download(wfp_part *ps, float (*pos)[4], float (*vel)[4]) {
   if (!ps) return fail(WF_ERR_INVALID, "particles: solver is NULL");
   wfp_clock c;
   wf_status st = read_clock(ps, &c);
@@ -1074,7 +1079,7 @@ wf_status wf_particles_download(wf_particles *ps, float (*pos)[4], float (*vel)[
 /* Readback on another stream: wf_copy orders s after the solver's work (the buffers remember
  * their last user); the solver's stream then waits for s, because kernels are opaque to that
  * tracking and the next frame must not overwrite the state while it is being read. */
-wf_status wf_particles_copy_state(wf_particles *ps, wf_buffer *pos, size_t pos_off, wf_buffer *vel,
+wf_status wfp_part_copy_state(wfp_part *ps, wf_buffer *pos, size_t pos_off, wf_buffer *vel,
                                   size_t vel_off, wf_stream *s) {
   if (!ps) return fail(WF_ERR_INVALID, "particles: solver is NULL");
   if (!s) s = ps->stream;
@@ -1096,9 +1101,11 @@ wf_status wf_particles_copy_state(wf_particles *ps, wf_buffer *pos, size_t pos_o
   return WF_OK;
 }
 
-wf_stream *wf_particles_stream(const wf_particles *ps) { return ps ? ps->stream : NULL; }
+wf_stream *wfp_part_stream(const wfp_part *ps) { return ps ? ps->stream : NULL; }
 
-wf_status wf_particles_state_buffers(wf_particles *ps, wf_buffer **pos, wf_buffer **vel,
+wf_device *wfp_part_device(const wfp_part *ps) { return ps ? ps->dev : NULL; }
+
+wf_status wfp_part_state_buffers(wfp_part *ps, wf_buffer **pos, wf_buffer **vel,
                                      wf_buffer **clock) {
   if (!ps) return fail(WF_ERR_INVALID, "particles: solver is NULL");
   if (pos) *pos = ps->buf[B_POS];
@@ -1109,7 +1116,7 @@ wf_status wf_particles_state_buffers(wf_particles *ps, wf_buffer **pos, wf_buffe
 
 /* Checkpoint restore: the state arrays and the clock are everything a frame reads that the
  * solver's creation did not set up; the grid's box is refitted (results do not depend on it). */
-wf_status wf_particles_set_state(wf_particles *ps, const float (*pos)[4], const float (*vel)[4],
+wf_status wfp_part_set_state(wfp_part *ps, const float (*pos)[4], const float (*vel)[4],
                                  double time, uint64_t substeps) {
   if (!ps) return fail(WF_ERR_INVALID, "particles: solver is NULL");
   if (!pos || !vel)
@@ -1140,12 +1147,12 @@ wf_status wf_particles_set_state(wf_particles *ps, const float (*pos)[4], const 
   return st;
 }
 
-wf_status wf_particles_stats_get(wf_particles *ps, wf_particles_stats *out) {
+wf_status wfp_part_stats_get(wfp_part *ps, wf_particles_stats *out) {
   if (!ps || !out) return fail(WF_ERR_INVALID, "particles: NULL argument");
   memset(out, 0, sizeof *out);
   float(*v)[4] = malloc((size_t)ps->count * 16 + 16);
   if (!v) return fail(WF_ERR_OUT_OF_MEMORY, "particles '%s': out of host memory", ps->name);
-  wf_status st = wf_particles_download(ps, NULL, v);
+  wf_status st = wfp_part_download(ps, NULL, v);
   wfp_clock c;
   if (st == WF_OK) st = read_clock(ps, &c);
   if (st == WF_OK) {
@@ -1168,7 +1175,7 @@ wf_status wf_particles_stats_get(wf_particles *ps, wf_particles_stats *out) {
 /* ---- internal access for coupled solvers (solvers/cloth/coupling.h) ---------------------------
  */
 
-wf_status wfp_view_get(wf_particles *ps, wfp_view *out) {
+wf_status wfp_part_view_get(wfp_part *ps, wfp_view *out) {
   if (!ps || !out) return fail(WF_ERR_INVALID, "particles: NULL argument");
   memset(out, 0, sizeof *out);
   out->name = ps->name;
@@ -1182,7 +1189,7 @@ wf_status wfp_view_get(wf_particles *ps, wfp_view *out) {
   return WF_OK;
 }
 
-wf_status wfp_hook_add(wf_particles *ps, wfp_hook_fn fn, void *user) {
+wf_status wfp_part_hook_add(wfp_part *ps, wfp_hook_fn fn, void *user) {
   if (!ps || !fn) return fail(WF_ERR_INVALID, "particles: NULL argument");
   if (ps->n_hooks >= WFP_MAX_HOOKS)
     return fail(WF_ERR_INVALID, "particles '%s': at most %d coupled solvers", ps->name,
@@ -1194,7 +1201,7 @@ wf_status wfp_hook_add(wf_particles *ps, wfp_hook_fn fn, void *user) {
   return WF_OK;
 }
 
-void wfp_hook_remove(wf_particles *ps, wfp_hook_fn fn, void *user) {
+void wfp_part_hook_remove(wfp_part *ps, wfp_hook_fn fn, void *user) {
   if (!ps) return;
   for (int h = 0; h < ps->n_hooks; h++) {
     if (ps->hooks[h].fn != fn || ps->hooks[h].user != user) continue;
@@ -1208,22 +1215,22 @@ void wfp_hook_remove(wf_particles *ps, wfp_hook_fn fn, void *user) {
 /* ---- internal access for the split solver (particle_internal.h) -------------------------------
  */
 
-wf_status wfp_frame_enqueue_begin(wf_particles *ps) {
+wf_status wfp_frame_enqueue_begin(wfp_part *ps) {
   wfp_frame_args fa = {ptr(ps, B_PARAMS), ptr(ps, B_CLOCK)};
   return launch(ps, &wfp_frame_begin, 1, &fa, sizeof fa);
 }
 
-wf_status wfp_substep_enqueue(wf_particles *ps) { return enqueue_substep(ps, NULL); }
+wf_status wfp_substep_enqueue(wfp_part *ps) { return enqueue_substep(ps, NULL); }
 
-wf_status wfp_substep_enqueue_keys(wf_particles *ps, const float *skip) {
+wf_status wfp_substep_enqueue_keys(wfp_part *ps, const float *skip) {
   return substep_keys(ps, NULL, skip);
 }
 
-wf_status wfp_substep_enqueue_rest(wf_particles *ps) { return substep_rest(ps, NULL); }
+wf_status wfp_substep_enqueue_rest(wfp_part *ps) { return substep_rest(ps, NULL); }
 
-wfp_keys_args wfp_particles_keys_args(wf_particles *ps) { return keys_args(ps); }
+wfp_keys_args wfp_part_keys_args(wfp_part *ps) { return keys_args(ps); }
 
-wf_status wfp_frame_enqueue_end(wf_particles *ps) {
+wf_status wfp_frame_enqueue_end(wfp_part *ps) {
   wf_status st = run_hooks(ps, WFP_HOOK_FRAME);
   if (st == WF_OK) st = touch_all(ps);
   if (st == WF_OK) {
@@ -1233,12 +1240,12 @@ wf_status wfp_frame_enqueue_end(wf_particles *ps) {
   return st;
 }
 
-wf_status wfp_frames_launched(wf_particles *ps) {
+wf_status wfp_frames_launched(wfp_part *ps) {
   wf_status st = touch_all(ps);
   return st == WF_OK ? frame_launched(ps) : st;
 }
 
-wf_status wfp_particles_get(wf_particles *ps, wfp_f4 *pos, wfp_f4 *vel, uint16_t *mat,
+wf_status wfp_part_get(wfp_part *ps, wfp_f4 *pos, wfp_f4 *vel, uint16_t *mat,
                             uint32_t *gid) {
   TRY(wf_stream_synchronize(ps->stream), "waiting for the solver");
   size_t n = ps->count;
@@ -1249,25 +1256,25 @@ wf_status wfp_particles_get(wf_particles *ps, wfp_f4 *pos, wfp_f4 *vel, uint16_t
   return WF_OK;
 }
 
-wfp_arrays wfp_particles_arrays(wf_particles *ps) {
+wfp_arrays wfp_part_arrays(wfp_part *ps) {
   return (wfp_arrays){ptr(ps, B_POS), ptr(ps, B_VEL), ptr(ps, B_GID), ptr(ps, B_MAT)};
 }
 
-wf_status wfp_particles_touch(wf_particles *ps) { return touch_all(ps); }
+wf_status wfp_part_touch(wfp_part *ps) { return touch_all(ps); }
 
-void wfp_particles_set_launch(wf_particles *ps, uint32_t launch) {
+void wfp_part_set_launch(wfp_part *ps, uint32_t launch) {
   if (ps->launch != launch) drop_graph(ps);
   ps->launch = launch;
 }
 
-uint32_t wfp_particles_generation(const wf_particles *ps) { return ps->generation; }
+uint32_t wfp_part_generation(const wfp_part *ps) { return ps->generation; }
 
-void wfp_particles_set_drift(wf_particles *ps, const float *anchor, wfp_drift_ctl *ctl) {
+void wfp_part_set_drift(wfp_part *ps, const float *anchor, wfp_drift_ctl *ctl) {
   if (ps->drift_anchor != anchor || ps->drift_ctl != ctl) drop_graph(ps);
   ps->drift_anchor = anchor, ps->drift_ctl = anchor ? ctl : NULL;
 }
 
-wf_status wfp_particles_resize(wf_particles *ps, uint32_t n, float max_radius, const int32_t lo[3],
+wf_status wfp_part_resize(wfp_part *ps, uint32_t n, float max_radius, const int32_t lo[3],
                                const int32_t hi[3]) {
   drop_graph(ps);
   ps->count = 0; /* the caller rewrites every particle: nothing to copy if the buffers grow */
@@ -1281,7 +1288,7 @@ wf_status wfp_particles_resize(wf_particles *ps, uint32_t n, float max_radius, c
   return upload_params(ps);
 }
 
-wf_status wfp_clock_set(wf_particles *ps, double time, uint64_t substeps) {
+wf_status wfp_clock_set(wfp_part *ps, double time, uint64_t substeps) {
   wfp_clock clock = {.time = time, .substeps = substeps, .flags = 0, .first_bad = UINT32_MAX};
   for (int k = 0; k < 3; k++)
     clock.lo[k] = INT32_MAX, clock.hi[k] = INT32_MIN;
@@ -1289,14 +1296,14 @@ wf_status wfp_clock_set(wf_particles *ps, double time, uint64_t substeps) {
   return WF_OK;
 }
 
-bool wfp_extent_get(const wf_particles *ps, int32_t lo[3], int32_t hi[3]) {
+bool wfp_extent_get(const wfp_part *ps, int32_t lo[3], int32_t hi[3]) {
   const wfp_clock *c = wf_buffer_ptr(ps->buf[B_MIRROR]);
   for (int k = 0; k < 3; k++)
     lo[k] = c->lo[k], hi[k] = c->hi[k];
   return ps->count && c->lo[0] <= c->hi[0];
 }
 
-wf_status wfp_particles_replace(wf_particles *ps, uint32_t n, const wfp_f4 *pos, const wfp_f4 *vel,
+wf_status wfp_part_replace(wfp_part *ps, uint32_t n, const wfp_f4 *pos, const wfp_f4 *vel,
                                 const uint16_t *mat, const uint32_t *gid) {
   TRY(wf_stream_synchronize(ps->stream), "waiting for the solver");
   drop_graph(ps);
@@ -1330,7 +1337,7 @@ wf_status wfp_particles_replace(wf_particles *ps, uint32_t n, const wfp_f4 *pos,
   return st;
 }
 
-wf_status wfp_cell_size_set(wf_particles *ps, float cell) {
+wf_status wfp_cell_size_set(wfp_part *ps, float cell) {
   if (cell == 0.0f) { /* automatic again: twice the largest radius */
     TRY(wf_stream_synchronize(ps->stream), "waiting for the solver");
     drop_graph(ps);
@@ -1354,4 +1361,4 @@ wf_status wfp_cell_size_set(wf_particles *ps, float cell) {
   return upload_params(ps);
 }
 
-float wfp_max_radius(const wf_particles *ps) { return ps->max_radius; }
+float wfp_max_radius(const wfp_part *ps) { return ps->max_radius; }

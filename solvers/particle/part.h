@@ -1,0 +1,54 @@
+/* One partition of a particle solver (part.c): the particles, materials, colliders and grid of
+ * one device, with its stream and its captured frame. Internal to libweft (no WF_API): the public
+ * wf_particles (particles.c, weft/particles.h) owns one per device and, with one device, hands
+ * every call straight to it; with several it enqueues their substeps itself, between halo
+ * exchanges (particle_internal.h).
+ *
+ * Each function does what the public one of the same verb did for a one-device solver (see the
+ * field and function comments in weft/particles.h): wfp_part_create takes the device explicitly
+ * and ignores desc->devices and the split settings.
+ */
+#ifndef WEFT_PARTICLE_PART_H
+#define WEFT_PARTICLE_PART_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "weft/particles.h"
+
+typedef struct wfp_part wfp_part;
+
+wf_status wfp_part_create(wf_device *dev, const wf_particles_desc *desc, wfp_part **out);
+void wfp_part_destroy(wfp_part *ps);
+wf_status wfp_part_add_material(wfp_part *ps, const wf_particle_material *m, uint32_t *index);
+wf_status wfp_part_set_material(wfp_part *ps, uint32_t index, const wf_particle_material *m);
+wf_status wfp_part_emit(wfp_part *ps, const wf_particles_emitter *e, uint32_t *first,
+                        uint32_t *count);
+wf_status wfp_part_add(wfp_part *ps, uint32_t n, const float (*pos)[4], const float (*vel)[4],
+                       uint32_t material, uint32_t *first);
+wf_status wfp_part_add_collider(wfp_part *ps, const wf_collider_desc *c, uint32_t *index);
+wf_particles_params wfp_part_params_get(const wfp_part *ps);
+wf_status wfp_part_params_set(wfp_part *ps, const wf_particles_params *p);
+wf_status wfp_part_step_frames(wfp_part *ps, int frames);
+wf_status wfp_part_step_substeps(wfp_part *ps, int n);
+uint32_t wfp_part_count(const wfp_part *ps);
+wf_status wfp_part_download(wfp_part *ps, float (*pos)[4], float (*vel)[4]);
+wf_status wfp_part_copy_state(wfp_part *ps, wf_buffer *pos, size_t pos_off, wf_buffer *vel,
+                              size_t vel_off, wf_stream *s);
+wf_stream *wfp_part_stream(const wfp_part *ps);
+/* The partition's device, and its state buffers: pos and vel hold wfp_part_capacity() rows of
+ * 16 bytes, the first wfp_part_count() being its particles in local order; clock begins with the
+ * simulated seconds (double) and the substep count (uint64). Any output may be NULL. */
+wf_device *wfp_part_device(const wfp_part *ps);
+wf_status wfp_part_state_buffers(wfp_part *ps, wf_buffer **pos, wf_buffer **vel,
+                                 wf_buffer **clock);
+wf_status wfp_part_set_state(wfp_part *ps, const float (*pos)[4], const float (*vel)[4],
+                             double time, uint64_t substeps);
+wf_status wfp_part_check(wfp_part *ps);
+wf_status wfp_part_stats_get(wfp_part *ps, wf_particles_stats *out);
+size_t wfp_part_device_bytes(const wfp_part *ps);
+wf_status wfp_part_profile(wfp_part *ps, int substeps, wf_particles_profile_result *out);
+uint32_t wfp_part_capacity(const wfp_part *ps);
+
+#endif
