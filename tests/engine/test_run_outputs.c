@@ -8,21 +8,13 @@
  */
 #define _XOPEN_SOURCE 700
 #include <dirent.h>
-#include <ftw.h>
 #include <sys/stat.h>
 
 #include "harness.h"
+#include "tmp_root.h"
 #include "weft/outputs.h"
 #include "weft/scene.h"
 #include "weft/world.h"
-
-static char tmp_root[256];
-
-static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
-  (void)sb, (void)flag, (void)ftw;
-  return remove(path);
-}
-static void rm_rf(const char *dir) { nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS); }
 
 static bool exists(const char *dir, const char *file) {
   char p[800];
@@ -55,6 +47,16 @@ static int lines_of(const char *dir, const char *file, char *line2, size_t n) {
   }
   free(text);
   return lines;
+}
+
+/* True when dir/file holds both a and b. */
+static bool file_has(const char *dir, const char *file, const char *a, const char *b) {
+  char p[800];
+  snprintf(p, sizeof p, "%s/%s", dir, file);
+  char *text = th_read_file(p, NULL);
+  bool has = text && strstr(text, a) && strstr(text, b);
+  free(text);
+  return has;
 }
 
 /* The cloth-on-particles scene shrunk to a few dozen particles and a 4 x 4 cloth, 2 frames. */
@@ -121,15 +123,8 @@ TEST(two_frames_in_every_format) {
   char row1[512] = "";
   CHECK_EQ_INT(lines_of(dir, "stats.csv", row1, sizeof row1), 3); /* header + 2 rows */
   CHECK(strncmp(row1, "1,", 2) == 0);
-  char p[800];
-  snprintf(p, sizeof p, "%s/stats.csv", dir);
-  char *csv = th_read_file(p, NULL);
-  CHECK(csv && strncmp(csv, "frame,time,kinetic_energy,", 26) == 0 && strstr(csv, "\n2,"));
-  free(csv);
-  snprintf(p, sizeof p, "%s/blanket.pvd", dir);
-  char *pvd = th_read_file(p, NULL);
-  CHECK(pvd && strstr(pvd, "\"blanket_000001.vtp\"") && strstr(pvd, "\"blanket_000002.vtp\""));
-  free(pvd);
+  CHECK(file_has(dir, "stats.csv", "frame,time,kinetic_energy,potential_energy,", "\n2,"));
+  CHECK(file_has(dir, "blanket.pvd", "\"blanket_000001.vtp\"", "\"blanket_000002.vtp\""));
   wf_world_destroy(w);
 }
 
@@ -137,7 +132,7 @@ TEST(two_frames_in_every_format) {
  * writes frame 2 again: the earlier row 1 is kept as it was, row 2 is the new one (its ms
  * column), the collections list both frames, and the temporary .old copy is gone. */
 TEST(resume_keeps_the_earlier_rows) {
-  char dir[400], first_row[512] = "", row[512] = "", ck[600], p[800];
+  char dir[400], first_row[512] = "", row[512] = "", ck[600];
   snprintf(dir, sizeof dir, "%s/resume", tmp_root);
   wf_world *w = small_world();
   REQUIRE(w);
@@ -165,15 +160,9 @@ TEST(resume_keeps_the_earlier_rows) {
   CHECK_OK(wf_run_outputs_close(o));
   CHECK_EQ_INT(lines_of(dir, "stats.csv", row, sizeof row), 3);
   CHECK(row[0] && strcmp(row, first_row) == 0);
-  snprintf(p, sizeof p, "%s/stats.csv", dir);
-  char *csv = th_read_file(p, NULL);
-  CHECK(csv && strstr(csv, "\n2,") && strstr(csv, ",99\n"));
-  free(csv);
+  CHECK(file_has(dir, "stats.csv", "\n2,", ",99\n"));
   CHECK_EQ_INT(entries_with(dir, ".old"), 0);
-  snprintf(p, sizeof p, "%s/bed.pvd", dir);
-  char *pvd = th_read_file(p, NULL);
-  CHECK(pvd && strstr(pvd, "\"bed_000001.vtp\"") && strstr(pvd, "\"bed_000002.vtp\""));
-  free(pvd);
+  CHECK(file_has(dir, "bed.pvd", "\"bed_000001.vtp\"", "\"bed_000002.vtp\""));
   wf_world_destroy(w);
 }
 
@@ -224,13 +213,7 @@ TEST(names) {
 }
 
 int main(int argc, char **argv) {
-  const char *base = getenv("TMPDIR");
-  snprintf(tmp_root, sizeof tmp_root, "%s/weft_test_run_outputs_XXXXXX",
-           base && *base ? base : "/tmp");
-  if (!mkdtemp(tmp_root)) {
-    perror("mkdtemp");
-    return 1;
-  }
+  if (!tmp_root_make("weft_test_run_outputs")) return 1;
   static const th_test tests[] = {
       TH_TEST(two_frames_in_every_format),
       TH_TEST(resume_keeps_the_earlier_rows),
