@@ -251,6 +251,7 @@ wf_status wf_run_outputs_close(wf_run_outputs *o) {
 const char *wf_run_outputs_dir(const wf_run_outputs *o) { return o ? o->dir : NULL; }
 
 unsigned wf_run_outputs_due(const wf_run_outputs *o, int64_t frame) {
+  if (!o) return 0;
   bool last = frame == (int64_t)wf_world_frames(o->w);
   unsigned due = 0;
   if (frame % o->every == 0 || last) due |= WF_RUN_OUTPUTS_FRAME;

@@ -100,7 +100,7 @@ WF_API wf_status wf_run_outputs_close(wf_run_outputs *o);
 WF_API const char *wf_run_outputs_dir(const wf_run_outputs *o);
 /** What is due after frame `frame` of the run: WF_RUN_OUTPUTS_FRAME every `every` frames and at
  *  the world's last frame (wf_world_frames), WF_RUN_OUTPUTS_CHECKPOINT every checkpoint_every
- *  frames and at the last frame. */
+ *  frames and at the last frame. 0 for a NULL o. */
 WF_API unsigned wf_run_outputs_due(const wf_run_outputs *o, int64_t frame);
 /** Waits for the frame's health check (wf_world_check: an unhealthy frame is never written), then
  *  writes the frame's files in the formats asked for and appends its stats.csv row, with
