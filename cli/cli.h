@@ -30,14 +30,17 @@ bool wf_cli_parse_double(const char *s, double lo, double hi, double *out);
 /* wf_init log callback: "<user or weft>: error|warning: message" on stderr (user: a prefix). */
 void wf_cli_log(int level, const char *message, void *user);
 
-/* A command's scene path and its --set overrides. */
+/* A command's scene path and its --set overrides, and the options run, soak and view share. */
 #define WF_CLI_MAX_SETS 256
 typedef struct wf_cli_scene_args {
   const char *cmd;        /* message prefix, e.g. "weft run" */
-  void (*usage)(FILE *f); /* printed after an unknown option */
+  void (*usage)(FILE *f); /* printed for --help and after an unknown option */
+  bool takes_frames;      /* the command has --frames (wf_cli_common_arg) */
   const char *path;       /* the scene, or NULL */
   const char *sets[WF_CLI_MAX_SETS];
   int n_sets;
+  const char *device; /* --device D[,D...], or NULL: the scene's */
+  long frames;        /* --frames N, or 0: the scene's */
 } wf_cli_scene_args;
 /* For an argument the command's own options did not take: `--set V` (advances *i), an unknown
  * option (error), or the scene path (a second one is an error). Returns WF_EXIT_OK or
@@ -70,5 +73,18 @@ int wf_cli_start_scene(struct wf_init_desc *init, const wf_cli_scene_args *sa, c
  * cpu:0)" for one on several. */
 struct wf_world;
 void wf_cli_world_devices(const struct wf_world *w, char *out, size_t n);
+
+/* Start-up shared by run, soak and view (cli_start.c). */
+/* wf_cli_common_arg's "the argument was taken: go on with the next". */
+enum { WF_CLI_NEXT = -1 };
+/* For an argument the command's own options did not take: -h/--help (the usage on stdout, then
+ * exit 0), --device D, --frames N (when sa->takes_frames), then wf_cli_scene_arg. Returns
+ * WF_CLI_NEXT (with *i advanced past a value), or the exit code after printing why. */
+int wf_cli_common_arg(wf_cli_scene_args *sa, int argc, char **argv, int *i);
+/* wf_cli_start_scene with *init (NULL: warnings and errors to stderr through wf_cli_log), then the
+ * world of the scene on sa->device with sa->frames. Returns WF_EXIT_OK with *sc and *w to destroy
+ * (and the runtime to shut down), or the exit code after printing why, with nothing left. */
+int wf_cli_start_world(const wf_cli_scene_args *sa, struct wf_init_desc *init, struct wf_scene **sc,
+                       struct wf_world **w);
 
 #endif

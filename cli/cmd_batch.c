@@ -32,7 +32,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -128,34 +127,6 @@ static void format_double(double v, char *buf, size_t n) {
     snprintf(buf, n, "%.*g", p, v);
     if (strtod(buf, NULL) == v) return;
   }
-}
-
-/* mkdir -p. On failure errno is set and `failed` holds the component that failed. */
-static int make_dirs(const char *dir, char *failed, size_t n) {
-  char p[PATH_LEN];
-  if (snprintf(p, sizeof p, "%s", dir) >= (int)sizeof p) {
-    errno = ENAMETOOLONG;
-    snprintf(failed, n, "%s", dir);
-    return -1;
-  }
-  for (char *s = p + 1;; s++) {
-    if (*s != '/' && *s != '\0') continue;
-    char c = *s;
-    *s = '\0';
-    if (mkdir(p, 0777) != 0 && errno != EEXIST) {
-      snprintf(failed, n, "%s", p);
-      return -1;
-    }
-    struct stat sb;
-    if (stat(p, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
-      if (errno == 0 || errno == EEXIST || S_ISREG(sb.st_mode)) errno = ENOTDIR;
-      snprintf(failed, n, "%s", p);
-      return -1;
-    }
-    *s = c;
-    if (c == '\0') break;
-  }
-  return 0;
 }
 
 /* 64-bit FNV-1a, to keep shortened directory names distinct. */
@@ -564,10 +535,10 @@ static void job_message(job *j, const char *fmt, ...) {
 }
 
 static bool job_start(batch *b, job *j, int pool) {
-  char failed[PATH_LEN], log[PATH_LEN + 16], frames[32];
+  char log[PATH_LEN + 16], frames[32];
   j->pool = pool;
-  if (make_dirs(j->dir, failed, sizeof failed) != 0) {
-    job_message(j, "cannot create the directory '%s': %s", failed, strerror(errno));
+  if (wf_dir_create(j->dir) != WF_OK) {
+    job_message(j, "%s", wf_last_error());
     j->state = JOB_ERROR;
     return false;
   }
@@ -1100,15 +1071,8 @@ static int batch_main(batch *b, int argc, char **argv, const sigset_t *wait_set)
     return WF_EXIT_FAILURE;
   }
   b->exe[n] = '\0';
-  char failed[PATH_LEN];
-  if (make_dirs(b->out, failed, sizeof failed) != 0) {
-    fprintf(stderr, "weft batch: cannot create the output directory '%s': '%s': %s\n", b->out,
-            failed, strerror(errno));
-    return WF_EXIT_FAILURE;
-  }
-  if (access(b->out, W_OK | X_OK) != 0) {
-    fprintf(stderr, "weft batch: the output directory '%s' is not writable: %s\n", b->out,
-            strerror(errno));
+  if (wf_dir_create(b->out) != WF_OK) {
+    fprintf(stderr, "weft batch: %s\n", wf_last_error());
     return WF_EXIT_FAILURE;
   }
   /* a signal that came during validation stops the batch before the first job */

@@ -96,16 +96,13 @@ static void report(const char *when, long long frame, long long substeps, wf_dev
 }
 
 int wf_cmd_soak(int argc, char **argv) {
-  const char *device = NULL;
   wf_cli_scene_args sa = {.cmd = "weft soak", .usage = wf_cmd_soak_usage};
   double substeps = 1e6, reports = 10, host_tol = 8, dev_tol = 64;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     bool v = i + 1 < argc;
-    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-      wf_cmd_soak_usage(stdout);
-      return WF_EXIT_OK;
-    } else if (strcmp(a, "--substeps") == 0 && v) {
+    int rc;
+    if (strcmp(a, "--substeps") == 0 && v) {
       if (!wf_cli_parse_double(argv[++i], 1, 1e12, &substeps)) {
         fprintf(stderr, "weft soak: --substeps '%s': expected a number >= 1\n", argv[i]);
         return WF_EXIT_USAGE;
@@ -125,36 +122,23 @@ int wf_cmd_soak(int argc, char **argv) {
         fprintf(stderr, "weft soak: --device-tolerance '%s': expected MiB >= 0\n", argv[i]);
         return WF_EXIT_USAGE;
       }
-    } else if (strcmp(a, "--device") == 0 && v) {
-      device = argv[++i];
-    } else if (wf_cli_scene_arg(&sa, argc, argv, &i) != WF_EXIT_OK) {
-      return WF_EXIT_USAGE;
+    } else if ((rc = wf_cli_common_arg(&sa, argc, argv, &i)) != WF_CLI_NEXT) {
+      return rc;
     }
   }
   if (wf_cli_scene_args_done(&sa) != WF_EXIT_OK) return WF_EXIT_USAGE;
-  const char *scene_path = sa.path;
-  wf_init_desc init = {0};
-  init.log_level = WF_LOG_WARN;
-  init.log = wf_cli_log;
   wf_scene *sc = NULL;
-  int started = wf_cli_start_scene(&init, &sa, device, &sc);
+  wf_world *w = NULL;
+  int started = wf_cli_start_world(&sa, NULL, &sc, &w);
   if (started != WF_EXIT_OK) return started;
   long long per_frame = sc->simulation.substeps;
   long long frames = (long long)((substeps + (double)per_frame - 1) / (double)per_frame);
   if (frames > 1000000000LL) frames = 1000000000LL;
-  const char *out_dir = sc->outputs.dir;
+  /* the scene's outputs.dir: where an unhealthy frame's last-good checkpoint goes (run_guard.c) */
   char dir[4096];
-  snprintf(dir, sizeof dir, "%s", out_dir ? out_dir : ".");
-  wf_world_desc wd = wf_world_desc_default();
-  wd.device = device;
-  wf_world *w = NULL;
-  wf_status st = wf_world_create(sc, &wd, &w);
+  snprintf(dir, sizeof dir, "%s", sc->outputs.dir ? sc->outputs.dir : ".");
   wf_scene_destroy(sc);
-  if (st != WF_OK) {
-    fprintf(stderr, "weft soak: creating the world: %s\n", wf_last_error());
-    wf_shutdown();
-    return WF_EXIT_FAILURE;
-  }
+  wf_status st = WF_OK;
   wf_device *dev = wf_world_device(w);
   long long warm = frames / 10 > 2 ? frames / 10 : 2;
   if (warm > frames) warm = frames;
@@ -162,7 +146,7 @@ int wf_cmd_soak(int argc, char **argv) {
   if (every < 1) every = 1;
   printf("weft soak: %s on %s: %lld frames of %lld substeps (%lld substeps), warm-up %lld "
          "frames\n",
-         scene_path, wf_device_name(dev), frames, per_frame, frames * per_frame, warm);
+         sa.path, wf_device_name(dev), frames, per_frame, frames * per_frame, warm);
   mem_sample start = sample(dev), base = start, now = start;
   report("start", 0, 0, dev, &start);
   wf_run_guard_install();

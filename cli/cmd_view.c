@@ -459,40 +459,30 @@ static void app_cleanup(view_app *a) {
 }
 
 int wf_cmd_view(int argc, char **argv) {
-  const char *device = NULL, *shot = NULL;
-  wf_cli_scene_args sa = {.cmd = "weft view", .usage = wf_cmd_view_usage};
+  const char *shot = NULL;
+  wf_cli_scene_args sa = {.cmd = "weft view", .usage = wf_cmd_view_usage, .takes_frames = true};
   int width = 1280, height = 800;
-  long frames = 0;
   bool bench = false, ahead = false, paced = false;
   for (int i = 1; i < argc; i++) {
     const char *o = argv[i];
     bool has_value = i + 1 < argc;
-    if (strcmp(o, "-h") == 0 || strcmp(o, "--help") == 0) {
-      wf_cmd_view_usage(stdout);
-      return WF_EXIT_OK;
-    } else if (strcmp(o, "--bench") == 0) {
+    int rc;
+    if (strcmp(o, "--bench") == 0) {
       bench = true;
     } else if (strcmp(o, "--ahead") == 0) {
       ahead = true;
     } else if (strcmp(o, "--paced") == 0) {
       paced = true;
-    } else if (strcmp(o, "--frames") == 0 && has_value) {
-      if (!wf_cli_parse_long(argv[++i], 1, 1000000000L, &frames)) {
-        fprintf(stderr, "weft view: --frames '%s': expected an integer in [1, 10^9]\n", argv[i]);
-        return WF_EXIT_USAGE;
-      }
     } else if (strcmp(o, "--size") == 0 && has_value) {
       if (!parse_size(argv[++i], &width, &height)) {
         fprintf(stderr, "weft view: --size '%s': expected WxH, e.g. 1280x800 (16..16384 each)\n",
                 argv[i]);
         return WF_EXIT_USAGE;
       }
-    } else if (strcmp(o, "--device") == 0 && has_value) {
-      device = argv[++i];
     } else if (strcmp(o, "--screenshot") == 0 && has_value) {
       shot = argv[++i];
-    } else if (wf_cli_scene_arg(&sa, argc, argv, &i) != WF_EXIT_OK) {
-      return WF_EXIT_USAGE;
+    } else if ((rc = wf_cli_common_arg(&sa, argc, argv, &i)) != WF_CLI_NEXT) {
+      return rc;
     }
   }
   if (wf_cli_scene_args_done(&sa) != WF_EXIT_OK) return WF_EXIT_USAGE;
@@ -505,11 +495,11 @@ int wf_cmd_view(int argc, char **argv) {
     fputs("weft view: --screenshot and --bench exclude each other\n", stderr);
     return WF_EXIT_USAGE;
   }
-  if (shot && frames == 0) {
+  if (shot && sa.frames == 0) {
     fputs("weft view: --screenshot PATH needs --frames N (the frame to take)\n", stderr);
     return WF_EXIT_USAGE;
   }
-  if (bench && frames == 0) frames = 300;
+  if (bench && sa.frames == 0) sa.frames = 300;
   bool display = (getenv("DISPLAY") && *getenv("DISPLAY")) ||
                  (getenv("WAYLAND_DISPLAY") && *getenv("WAYLAND_DISPLAY"));
   if (!display && !bench) {
@@ -523,23 +513,18 @@ int wf_cmd_view(int argc, char **argv) {
   wf_init_desc init = {
       .log_level = WF_LOG_WARN, .log = wf_cli_log, .log_user = (void *)"weft view"};
   wf_scene *sc = NULL;
-  int start = wf_cli_start_scene(&init, &sa, device, &sc);
-  if (start != WF_EXIT_OK) return start;
-  view_app a = {.target = frames, .paced = !ahead && !bench, .speed = 1.0};
+  view_app a = {.target = sa.frames, .paced = !ahead && !bench, .speed = 1.0};
+  int rc = wf_cli_start_world(&sa, &init, &sc, &a.w);
+  if (rc != WF_EXIT_OK) return rc;
   pthread_mutex_init(&a.lock, NULL);
   pthread_cond_init(&a.cond, NULL);
-  wf_world_desc wd = wf_world_desc_default();
-  wd.device = device;
-  int rc = WF_EXIT_OK;
-  const char *what = "creating the world";
-  wf_status st = wf_world_create(sc, &wd, &a.w);
   wf_world_readback_desc rd = wf_world_readback_desc_default();
   /* up to 3 frames in flight (wait_frames(2) before a step, then its push), 2 held by the window
      while it swaps frames, one spare: the ring skips frames only when the window falls behind */
   rd.slots = 6;
   rd.velocities = true;
-  if (st == WF_OK)
-    what = "creating the readback ring", st = wf_world_readback_create(a.w, &rd, &a.rb);
+  const char *what = "creating the readback ring";
+  wf_status st = wf_world_readback_create(a.w, &rd, &a.rb);
   if (st == WF_OK) {
     what = "preparing the pictures";
     st = wf_cli_frames_create(sc, a.w, rd.slots, &a.frames);

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "weft/outputs.h"
 
 static volatile sig_atomic_t received;
 
@@ -41,7 +42,7 @@ static int write_last_good(wf_world *w, const char *dir, const char *cmd) {
   if (wf_world_health_get(w, true, &h) != WF_OK || h.quantity == WF_HEALTH_OK) return -1;
   fprintf(stderr, "\nweft %s: stopped: %s\n", cmd, h.message);
   int64_t good = h.last_good_frame;
-  snprintf(path, sizeof path, "%s/checkpoint_last_good_%06lld.wfck", dir, (long long)good);
+  wf_run_outputs_path(path, sizeof path, dir, WF_RUN_FILE_LAST_GOOD, NULL, good);
   if (wf_world_save_last_good(w, path, &good) != WF_OK) {
     fprintf(stderr, "weft %s: cannot write the last-good checkpoint: %s\n", cmd, wf_last_error());
     return WF_EXIT_FAILURE;
@@ -67,7 +68,7 @@ int wf_run_guard_interrupted(wf_world *w, const char *dir, const char *cmd) {
   if (wf_world_check(w) != WF_OK) return wf_run_guard_failed(w, dir, cmd, "checking the frame");
   char path[4200];
   long long f = (long long)wf_world_frame(w);
-  snprintf(path, sizeof path, "%s/checkpoint_%06lld.wfck", dir, f);
+  wf_run_outputs_path(path, sizeof path, dir, WF_RUN_FILE_CHECKPOINT, NULL, f);
   if (wf_world_save(w, path) != WF_OK) {
     fprintf(stderr, "\nweft %s: interrupted by %s after frame %lld: cannot write %s: %s\n", cmd,
             name, f, path, wf_last_error());

@@ -23,6 +23,8 @@
  *  - weft/world.h      wf_world: a scene on the solvers of one device, stepped as a whole, with
  *                      statistics, checkpoints, a readback ring and per-frame health checks.
  *  - weft/io.h         checkpoints (versioned, checksummed, written atomically), PLY, VTK, CSV.
+ *  - weft/outputs.h    wf_run_outputs: the files a run of a world writes (names, formats, when,
+ *                      checkpoints, stats.csv kept across a resume), as `weft run` writes them.
  * Objects are made from definition structs: take wf_<object>_desc_default() (or _default() of
  * the struct), change what matters, pass it to wf_<object>_create; destroy with _destroy.
  *
@@ -78,6 +80,7 @@
 #include "weft/cloth.h"
 #include "weft/gpu.h"
 #include "weft/io.h"
+#include "weft/outputs.h"
 #include "weft/particles.h"
 #include "weft/partition.h"
 #include "weft/scene.h"

@@ -13,23 +13,15 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdint.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "harness.h"
+#include "tmp_root.h"
 #include "weft/io.h"
 
 /* ---- helpers ------------------------------------------------------------------------------ */
-
-static char tmp_root[256];
-
-static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
-  (void)sb, (void)flag, (void)ftw;
-  return remove(path);
-}
-static void rm_rf(const char *dir) { nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS); }
 
 /* A fresh directory for one test, under the program's temporary root. */
 static void test_dir(char *out, size_t cap, const char *name) {
@@ -1134,12 +1126,7 @@ TEST(csv_append_failure_is_reported) {
 }
 
 int main(int argc, char **argv) {
-  const char *base = getenv("TMPDIR");
-  snprintf(tmp_root, sizeof tmp_root, "%s/weft_test_io_XXXXXX", base && *base ? base : "/tmp");
-  if (!mkdtemp(tmp_root)) {
-    perror("mkdtemp");
-    return 1;
-  }
+  if (!tmp_root_make("weft_test_io")) return 1;
   static const th_test tests[] = {
       TH_TEST(crc32_check_value),
       TH_TEST(ckpt_round_trip_many_sections),

@@ -1,0 +1,127 @@
+/* weft outputs: the files a run of a world writes, named and written as `weft run` writes them,
+ * for any program that steps a world.
+ *
+ * Guide
+ *
+ *     wf_run_outputs_desc d = wf_run_outputs_desc_from_scene(scene);  // dir, formats, every, ...
+ *     d.dir = "out/flag";                                              // or the defaults
+ *     wf_run_outputs *o;
+ *     if (wf_run_outputs_create(world, &d, &o) != WF_OK) puts(wf_last_error());
+ *     for (int64_t f = wf_world_frame(world) + 1; f <= wf_world_frames(world); f++) {
+ *       wf_world_step(world, 1);
+ *       unsigned due = wf_run_outputs_due(o, f);
+ *       if (due & WF_RUN_OUTPUTS_FRAME) wf_run_outputs_write_frame(o, f, ms_per_frame);
+ *       if (due & WF_RUN_OUTPUTS_CHECKPOINT) wf_run_outputs_write_checkpoint(o, f);
+ *     }
+ *     wf_run_outputs_close(o);                                         // flushes stats.csv
+ *
+ * The files, in the output directory (created with its parents, wf_dir_create), frame numbers
+ * zero-padded to 6 digits (wf_run_outputs_path gives every name):
+ *  - <object>_<frame>.ply   WF_SCENE_OUT_PLY: binary PLY; particles as points with radius,
+ *                           velocity and global id, cloths as triangle meshes.
+ *  - <object>_<frame>.vtp   WF_SCENE_OUT_VTK: VTK XML PolyData (binary) with velocity, radius and
+ *    <object>.pvd           id arrays (cloths: velocity), and one ParaView collection per object
+ *                           listing the frames written, at their simulated time.
+ *  - stats.csv              WF_SCENE_OUT_CSV: one row per written frame: frame, time, kinetic and
+ *                           potential energy, momentum x y z, max speed, particle and vertex
+ *                           counts, ms per frame (the caller's measure).
+ *  - checkpoint_<frame>.wfck every checkpoint_every frames and after the last frame, whatever the
+ *                           formats (so a run can always be resumed).
+ *  - checkpoint_last_good_<frame>.wfck  the name for wf_world_save_last_good's state.
+ * Other bits of formats (PNG: drawn by the viewer's renderer) are not written here.
+ *
+ * Resuming: with resume_frame > 0 (the frame of the checkpoint loaded into the world), the rows of
+ * an earlier stats.csv for frames <= resume_frame are kept and each collection lists the earlier
+ * frames' .vtp files that are there; rows and files of later frames are replaced as they are
+ * written again. Every file but stats.csv is written whole through weft/io.h (temporary file and
+ * rename), so a failure never leaves a half-written file under a final name.
+ *
+ * Errors: every call returns a wf_status, and wf_last_error() names the path that failed and the
+ * OS error. Nothing is printed.
+ */
+#ifndef WEFT_OUTPUTS_H
+#define WEFT_OUTPUTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "weft/export.h"
+#include "weft/gpu.h"
+#include "weft/scene.h"
+#include "weft/world.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** The outputs of one run of a world, open for writing (wf_run_outputs_create). */
+typedef struct wf_run_outputs wf_run_outputs;
+
+/** What a run writes. Start from wf_run_outputs_desc_default() or _from_scene(). */
+typedef struct wf_run_outputs_desc {
+  const char *dir;      /* output directory, created with its parents; NULL or "": "out" */
+  unsigned formats;     /* WF_SCENE_OUT_* bits (weft/scene.h); default VTK | CSV */
+  int every;            /* frames between written frames (and after the last); 0: 1 */
+  int checkpoint_every; /* frames between checkpoints; 0: after the last frame only */
+  int64_t resume_frame; /* > 0: the run continues from this frame; earlier rows and collection
+                           entries are kept (see the guide). 0: a fresh run */
+} wf_run_outputs_desc;
+
+/** Bits of wf_run_outputs_due. */
+enum { WF_RUN_OUTPUTS_FRAME = 1u << 0, WF_RUN_OUTPUTS_CHECKPOINT = 1u << 1 };
+
+/** Files of a run, for wf_run_outputs_path. */
+typedef enum wf_run_file {
+  WF_RUN_FILE_PLY = 0,        /* <object>_<frame>.ply */
+  WF_RUN_FILE_VTP = 1,        /* <object>_<frame>.vtp */
+  WF_RUN_FILE_PVD = 2,        /* <object>.pvd (frame unused) */
+  WF_RUN_FILE_CSV = 3,        /* stats.csv (object and frame unused) */
+  WF_RUN_FILE_CHECKPOINT = 4, /* checkpoint_<frame>.wfck (object unused) */
+  WF_RUN_FILE_LAST_GOOD = 5   /* checkpoint_last_good_<frame>.wfck (object unused) */
+} wf_run_file;
+
+/** Default: dir "out", VTK and CSV every frame, a checkpoint after the last frame, fresh run. */
+WF_API wf_run_outputs_desc wf_run_outputs_desc_default(void);
+/** The scene's `outputs` block (dir, formats, every, checkpoint_every); a fresh run. The dir
+ *  points into the scene, which must outlive the desc's use. */
+WF_API wf_run_outputs_desc wf_run_outputs_desc_from_scene(const wf_scene *scene);
+
+/** Creates the output directory (and its parents), checks that it is writable, and opens the
+ *  outputs of w: the .pvd collections and stats.csv (keeping earlier rows and entries when
+ *  resuming). WF_ERR_IO naming the directory, the component that could not be made and the OS
+ *  error; then nothing has been written. w must outlive the outputs. desc may be NULL. */
+WF_API wf_status wf_run_outputs_create(wf_world *w, const wf_run_outputs_desc *desc,
+                                       wf_run_outputs **out);
+/** Closes the collections and stats.csv (flushed and synced) and frees o; reports a failure of
+ *  any of these. NULL is ignored. */
+WF_API wf_status wf_run_outputs_close(wf_run_outputs *o);
+/** The output directory as used in paths (the desc's, without trailing slashes). */
+WF_API const char *wf_run_outputs_dir(const wf_run_outputs *o);
+/** What is due after frame `frame` of the run: WF_RUN_OUTPUTS_FRAME every `every` frames and at
+ *  the world's last frame (wf_world_frames), WF_RUN_OUTPUTS_CHECKPOINT every checkpoint_every
+ *  frames and at the last frame. 0 for a NULL o. */
+WF_API unsigned wf_run_outputs_due(const wf_run_outputs *o, int64_t frame);
+/** Waits for the frame's health check (wf_world_check: an unhealthy frame is never written), then
+ *  writes the frame's files in the formats asked for and appends its stats.csv row, with
+ *  ms_per_frame in the last column. Stops at the first failure, naming its path. */
+WF_API wf_status wf_run_outputs_write_frame(wf_run_outputs *o, int64_t frame, double ms_per_frame);
+/** Checks the frame's health, then writes the world's state as checkpoint_<frame>.wfck. */
+WF_API wf_status wf_run_outputs_write_checkpoint(wf_run_outputs *o, int64_t frame);
+
+/** Writes into buf (n bytes) the path of a run's file in dir (see wf_run_file; object names an
+ *  object of the world, frame a frame). Returns the length of the path, as snprintf: >= n when
+ *  it did not fit (then WF_ERR_INVALID is set). */
+WF_API size_t wf_run_outputs_path(char *buf, size_t n, const char *dir, wf_run_file file,
+                                  const char *object, int64_t frame);
+
+/** Creates the directory `dir` and its missing parents (mkdir -p) and checks that it is a
+ *  writable directory. WF_ERR_IO naming dir, the component that could not be made or is not a
+ *  directory, and the OS error ("Not a directory", "Permission denied"); WF_ERR_INVALID for an
+ *  empty or too long path. */
+WF_API wf_status wf_dir_create(const char *dir);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,226 @@
+/* The outputs of a run (weft/outputs.h): two frames of a shrunk bundled scene (particles and a
+ * cloth) in every format give the files `weft run` writes, under the same names; stats.csv has
+ * its header and one row per frame; a resume from frame 1 keeps the earlier run's row 1 byte for
+ * byte; a directory that cannot be made fails at create, naming the path, with nothing written.
+ *
+ * WEFT_SOURCE_DIR (a compile definition) locates scenes/. Runs on cpu:0 and writes under $TMPDIR
+ * (or /tmp), removing what it made.
+ */
+#define _XOPEN_SOURCE 700
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include "harness.h"
+#include "tmp_root.h"
+#include "weft/outputs.h"
+#include "weft/scene.h"
+#include "weft/world.h"
+
+static bool exists(const char *dir, const char *file) {
+  char p[800];
+  struct stat sb;
+  snprintf(p, sizeof p, "%s/%s", dir, file);
+  return stat(p, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0;
+}
+
+/* Entries of dir whose name contains `part` ("" counts them all). */
+static int entries_with(const char *dir, const char *part) {
+  DIR *d = opendir(dir);
+  int n = 0;
+  for (struct dirent *e; d && (e = readdir(d));)
+    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && strstr(e->d_name, part)) n++;
+  if (d) closedir(d);
+  return n;
+}
+
+/* Lines of a text file, or -1 when it cannot be read; *line2 gets a copy of line 2 (row 1). */
+static int lines_of(const char *dir, const char *file, char *line2, size_t n) {
+  char p[800];
+  snprintf(p, sizeof p, "%s/%s", dir, file);
+  char *text = th_read_file(p, NULL);
+  if (!text) return -1;
+  int lines = 0;
+  for (char *s = text, *nl; *s; s = nl + 1, lines++) {
+    nl = strchr(s, '\n');
+    if (!nl) nl = s + strlen(s) - 1;
+    if (lines == 1 && line2) snprintf(line2, n, "%.*s", (int)(nl - s), s);
+  }
+  free(text);
+  return lines;
+}
+
+/* True when dir/file holds both a and b. */
+static bool file_has(const char *dir, const char *file, const char *a, const char *b) {
+  char p[800];
+  snprintf(p, sizeof p, "%s/%s", dir, file);
+  char *text = th_read_file(p, NULL);
+  bool has = text && strstr(text, a) && strstr(text, b);
+  free(text);
+  return has;
+}
+
+/* The cloth-on-particles scene shrunk to a few dozen particles and a 4 x 4 cloth, 2 frames. */
+static wf_world *small_world(void) {
+  static const char *const sets[] = {"particles[0].half_extents=[0.06,0.04,0.06]",
+                                     "cloths[0].grid.resolution=[4,4]", "simulation.substeps=4",
+                                     "simulation.frames=2"};
+  wf_scene_overrides ov = {sets, 4};
+  wf_scene *sc = NULL;
+  wf_world *w = NULL;
+  if (wf_scene_load(WEFT_SOURCE_DIR "/scenes/cloth_on_particles.json", &ov, &sc) != WF_OK) {
+    TH_FAIL("scene: %s", wf_scene_errors());
+    return NULL;
+  }
+  wf_world_desc wd = wf_world_desc_default();
+  wd.device = "cpu";
+  if (wf_world_create(sc, &wd, &w) != WF_OK) TH_FAIL("world: %s", wf_last_error());
+  wf_scene_destroy(sc);
+  return w;
+}
+
+static wf_run_outputs_desc all_formats(const char *dir) {
+  wf_run_outputs_desc d = wf_run_outputs_desc_default();
+  d.dir = dir;
+  d.formats = WF_SCENE_OUT_PLY | WF_SCENE_OUT_VTK | WF_SCENE_OUT_CSV;
+  d.checkpoint_every = 1;
+  return d;
+}
+
+/* Steps w to its last frame, writing what is due after each frame. */
+static void run_to_end(wf_world *w, wf_run_outputs *o) {
+  for (int64_t f = wf_world_frame(w) + 1; f <= wf_world_frames(w); f++) {
+    CHECK_OK(wf_world_step(w, 1));
+    unsigned due = wf_run_outputs_due(o, f);
+    CHECK(due & WF_RUN_OUTPUTS_FRAME);
+    if (due & WF_RUN_OUTPUTS_FRAME) CHECK_OK(wf_run_outputs_write_frame(o, f, 1.5));
+    if (due & WF_RUN_OUTPUTS_CHECKPOINT) CHECK_OK(wf_run_outputs_write_checkpoint(o, f));
+  }
+}
+
+TEST(two_frames_in_every_format) {
+  char dir[400];
+  snprintf(dir, sizeof dir, "%s/two/frames/", tmp_root); /* made with its parent; '/' dropped */
+  wf_world *w = small_world();
+  REQUIRE(w);
+  wf_run_outputs_desc d = all_formats(dir);
+  d.checkpoint_every = 0; /* a checkpoint after the last frame only */
+  wf_run_outputs *o = NULL;
+  CHECK_OK(wf_run_outputs_create(w, &d, &o));
+  REQUIRE(o);
+  dir[strlen(dir) - 1] = '\0';
+  CHECK(strcmp(wf_run_outputs_dir(o), dir) == 0);
+  CHECK_EQ_INT(wf_run_outputs_due(o, 1), WF_RUN_OUTPUTS_FRAME);
+  CHECK_EQ_INT(wf_run_outputs_due(o, 2), WF_RUN_OUTPUTS_FRAME | WF_RUN_OUTPUTS_CHECKPOINT);
+  run_to_end(w, o);
+  CHECK_OK(wf_run_outputs_close(o));
+  static const char *const files[] = {
+      "bed_000001.ply", "bed_000002.ply", "blanket_000001.ply", "blanket_000002.ply",
+      "bed_000001.vtp", "bed_000002.vtp", "blanket_000001.vtp", "blanket_000002.vtp",
+      "bed.pvd",        "blanket.pvd",    "stats.csv",          "checkpoint_000002.wfck"};
+  for (int i = 0; i < TH_COUNT(files); i++)
+    if (!exists(dir, files[i])) TH_FAIL("%s/%s is missing or empty", dir, files[i]);
+  CHECK_EQ_INT(entries_with(dir, ""), TH_COUNT(files)); /* nothing else: no .tmp., no .old */
+  char row1[512] = "";
+  CHECK_EQ_INT(lines_of(dir, "stats.csv", row1, sizeof row1), 3); /* header + 2 rows */
+  CHECK(strncmp(row1, "1,", 2) == 0);
+  CHECK(file_has(dir, "stats.csv", "frame,time,kinetic_energy,potential_energy,", "\n2,"));
+  CHECK(file_has(dir, "blanket.pvd", "\"blanket_000001.vtp\"", "\"blanket_000002.vtp\""));
+  wf_world_destroy(w);
+}
+
+/* A run of 2 frames, then a run resumed from its frame-1 checkpoint into the same directory that
+ * writes frame 2 again: the earlier row 1 is kept as it was, row 2 is the new one (its ms
+ * column), the collections list both frames, and the temporary .old copy is gone. */
+TEST(resume_keeps_the_earlier_rows) {
+  char dir[400], first_row[512] = "", row[512] = "", ck[600];
+  snprintf(dir, sizeof dir, "%s/resume", tmp_root);
+  wf_world *w = small_world();
+  REQUIRE(w);
+  wf_run_outputs_desc d = all_formats(dir);
+  wf_run_outputs *o = NULL;
+  CHECK_OK(wf_run_outputs_create(w, &d, &o));
+  REQUIRE(o);
+  run_to_end(w, o);
+  CHECK_OK(wf_run_outputs_close(o));
+  wf_world_destroy(w);
+  CHECK(exists(dir, "checkpoint_000001.wfck") && exists(dir, "checkpoint_000002.wfck"));
+  CHECK_EQ_INT(lines_of(dir, "stats.csv", first_row, sizeof first_row), 3);
+
+  w = small_world();
+  REQUIRE(w);
+  CHECK_EQ_INT(wf_run_outputs_path(ck, sizeof ck, dir, WF_RUN_FILE_CHECKPOINT, NULL, 1),
+               strlen(dir) + strlen("/checkpoint_000001.wfck"));
+  CHECK_OK(wf_world_load_checkpoint(w, ck));
+  d.resume_frame = wf_world_frame(w);
+  CHECK_EQ_INT(d.resume_frame, 1);
+  CHECK_OK(wf_run_outputs_create(w, &d, &o));
+  REQUIRE(o);
+  CHECK_OK(wf_world_step(w, 1));
+  CHECK_OK(wf_run_outputs_write_frame(o, 2, 99.0));
+  CHECK_OK(wf_run_outputs_close(o));
+  CHECK_EQ_INT(lines_of(dir, "stats.csv", row, sizeof row), 3);
+  CHECK(row[0] && strcmp(row, first_row) == 0);
+  CHECK(file_has(dir, "stats.csv", "\n2,", ",99\n"));
+  CHECK_EQ_INT(entries_with(dir, ".old"), 0);
+  CHECK(file_has(dir, "bed.pvd", "\"bed_000001.vtp\"", "\"bed_000002.vtp\""));
+  wf_world_destroy(w);
+}
+
+/* An output directory under a plain file: WF_ERR_IO naming both, no handle, the file untouched
+ * and nothing made beside it. */
+TEST(bad_directory_fails_at_create) {
+  char base[400], file[500], dir[600];
+  snprintf(base, sizeof base, "%s/bad", tmp_root);
+  REQUIRE(mkdir(base, 0755) == 0);
+  snprintf(file, sizeof file, "%s/plain_file", base);
+  REQUIRE(th_write_file(file, "not a directory\n"));
+  snprintf(dir, sizeof dir, "%s/sub/out", file);
+  wf_world *w = small_world();
+  REQUIRE(w);
+  wf_run_outputs_desc d = all_formats(dir);
+  wf_run_outputs *o = (wf_run_outputs *)&th_fails;
+  CHECK_STATUS(wf_run_outputs_create(w, &d, &o), WF_ERR_IO);
+  CHECK(o == NULL);
+  CHECK(th_contains(wf_last_error(), dir));
+  CHECK(th_contains(wf_last_error(), file));
+  CHECK(th_contains(wf_last_error(), "Not a directory"));
+  size_t n = 0;
+  char *text = th_read_file(file, &n);
+  CHECK(text && n == 16);
+  free(text);
+  CHECK_EQ_INT(entries_with(base, ""), 1);
+  /* wf_dir_create alone says the same */
+  CHECK_STATUS(wf_dir_create(dir), WF_ERR_IO);
+  CHECK(th_contains(wf_last_error(), file));
+  wf_world_destroy(w);
+}
+
+TEST(names) {
+  char p[64];
+  CHECK_EQ_INT(wf_run_outputs_path(p, sizeof p, "d", WF_RUN_FILE_PLY, "flag", 7), 17);
+  CHECK(strcmp(p, "d/flag_000007.ply") == 0);
+  wf_run_outputs_path(p, sizeof p, "d", WF_RUN_FILE_VTP, "flag", 1234567);
+  CHECK(strcmp(p, "d/flag_1234567.vtp") == 0);
+  wf_run_outputs_path(p, sizeof p, "d", WF_RUN_FILE_PVD, "flag", 3);
+  CHECK(strcmp(p, "d/flag.pvd") == 0);
+  wf_run_outputs_path(p, sizeof p, "d", WF_RUN_FILE_CSV, NULL, 3);
+  CHECK(strcmp(p, "d/stats.csv") == 0);
+  wf_run_outputs_path(p, sizeof p, "d", WF_RUN_FILE_LAST_GOOD, NULL, 41);
+  CHECK(strcmp(p, "d/checkpoint_last_good_000041.wfck") == 0);
+  /* too small a buffer: the length it needs, and an error */
+  CHECK_EQ_INT(wf_run_outputs_path(p, 8, "d", WF_RUN_FILE_CHECKPOINT, NULL, 1), 24);
+  CHECK(th_contains(wf_last_error(), "too long"));
+}
+
+int main(int argc, char **argv) {
+  if (!tmp_root_make("weft_test_run_outputs")) return 1;
+  static const th_test tests[] = {
+      TH_TEST(two_frames_in_every_format),
+      TH_TEST(resume_keeps_the_earlier_rows),
+      TH_TEST(bad_directory_fails_at_create),
+      TH_TEST(names),
+  };
+  int rc = th_main(argc, argv, tests, TH_COUNT(tests));
+  rm_rf(tmp_root);
+  return rc;
+}
