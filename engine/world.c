@@ -29,7 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu_internal.h"
+#include "internal/error.h"
 #include "solvers/cloth/cloth_mesh.h"
 #include "weft/cloth.h"
 #include "weft/io.h"

@@ -23,7 +23,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "internal/error.h" /* wf__error, shared with the other modules */
 #include "weft/gpu.h"
+
+/* Only the GPU layer's own sources (gpu/, marked WEFT_GPU_LAYER by CMake) see its internals; the
+   solvers and the engine use weft/gpu.h and internal/error.h. */
+#ifndef WEFT_GPU_LAYER
+#error "gpu_internal.h is private to gpu/: include weft/gpu.h and internal/error.h instead"
+#endif
 
 #define WF_GPU_MAX_DEVICES 32
 #define WF_MAX_CPU_DEVICES 16
@@ -166,9 +173,6 @@ struct wf_backend {
 
 /* ---- core services (gpu/runtime.c, gpu/error.c) ---- */
 wf_status wf__ensure_init(void);
-/* Sets this thread's error text "func: message" (func NULL: the message alone) and returns st. */
-wf_status wf__error(wf_status st, const char *func, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 void wf__log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 const wf_init_desc *wf__init_desc(void);
 /* captures begun by this thread and not yet ended (CUDA's thread-local capture mode) */

@@ -303,6 +303,7 @@ unknown:;
 
 const char *wf_device_name(const wf_device *d) { return d ? d->name : "(null)"; }
 bool wf_device_is_cuda(const wf_device *d) { return d && d->is_cuda; }
+int wf_device_ordinal(const wf_device *d) { return d ? d->ordinal : -1; }
 
 wf_status wf_device_info_get(wf_device *d, wf_device_info *out) {
   if (!d || !out) return wf__error(WF_ERR_INVALID, "wf_device_info_get", "device or out is NULL");

@@ -102,6 +102,8 @@ WF_API wf_status wf_device_get(const char *name, wf_device **out);
 WF_API wf_device *wf_device_default(void);
 /** "cpu:0", "cuda:1", … */
 WF_API const char *wf_device_name(const wf_device *d);
+/** N of "cpu:N" or "cuda:N" (-1 for NULL): the CUDA device ordinal of a CUDA device. */
+WF_API int wf_device_ordinal(const wf_device *d);
 /** True for a CUDA device, false for a CPU device (or NULL). */
 WF_API bool wf_device_is_cuda(const wf_device *d);
 /** Waits for every stream of the device. */

@@ -40,7 +40,7 @@
 #include <string.h>
 
 #include "collider.h"
-#include "gpu_internal.h"
+#include "internal/error.h"
 #include "particle_internal.h"
 #include "particle_kernels.h"
 #include "solvers/cloth/coupling.h" /* wfp_view_get, wfp_hook_*: the cloth coupling's access */
