@@ -61,7 +61,7 @@ typedef struct cmd {
     } host;
     struct {
       void *ptr;
-      bool cuda_host;
+      bool pinned;
     } fr;
     struct {
       cpu_graph *g;
@@ -150,7 +150,7 @@ static void exec(cmd *c, uint64_t in_graph) {
     if (!(in_graph && c->u.ev.capture == in_graph)) ev_wait(c->u.ev.ev, c->u.ev.target);
     break;
   case C_HOST: c->u.host.fn(c->u.host.user); break;
-  case C_FREE: wf__cpu_free_host(c->u.fr.ptr, c->u.fr.cuda_host); break;
+  case C_FREE: wf__host_free(c->u.fr.ptr, c->u.fr.pinned); break;
   case C_GRAPH:
     for (cmd *g = c->u.gr.g->head; g; g = g->next)
       exec(g, c->u.gr.g->capture_id);
@@ -364,49 +364,6 @@ static wf_status cpu_host_func(wf_stream *s, void (*fn)(void *), void *user) {
 
 /* ---- memory ---- */
 
-/* Pinned memory is not freed on a worker: cudaFreeHost synchronizes the GPU, and a CUDA stream
-   may be waiting (in a host function) for this very worker. The pointer is handed to the host
-   thread, which frees it at its next safe point (wf__pinned_drain). */
-static pthread_mutex_t pinned_lock = PTHREAD_MUTEX_INITIALIZER;
-static void **pinned_list;
-static size_t pinned_n, pinned_cap;
-
-static void pinned_defer(void *p) {
-  pthread_mutex_lock(&pinned_lock);
-  if (pinned_n == pinned_cap) {
-    size_t cap = pinned_cap ? pinned_cap * 2 : 16;
-    void **grown = realloc(pinned_list, cap * sizeof *grown);
-    if (grown) {
-      pinned_list = grown;
-      pinned_cap = cap;
-    }
-  }
-  if (pinned_n < pinned_cap) pinned_list[pinned_n++] = p;
-  pthread_mutex_unlock(&pinned_lock);
-}
-
-void wf__pinned_drain(void) {
-#ifdef WEFT_HAVE_CUDA
-  if (wf__thread_captures() > 0) return;
-  pthread_mutex_lock(&pinned_lock);
-  void **list = pinned_list;
-  size_t n = pinned_n;
-  pinned_list = NULL;
-  pinned_n = pinned_cap = 0;
-  pthread_mutex_unlock(&pinned_lock);
-  for (size_t i = 0; i < n; i++)
-    wf__cuda_host_free(list[i]);
-  free(list);
-#endif
-}
-
-void wf__cpu_free_host(void *p, bool cuda_host) {
-  if (cuda_host)
-    pinned_defer(p);
-  else
-    free(p);
-}
-
 /* WEFT_CPU_MEMORY_LIMIT: a cap on the bytes weft holds on each CPU device (a number, with an
  * optional K, M or G suffix for KiB, MiB, GiB; unset or 0: no cap). It makes the out-of-memory
  * paths reproducible without exhausting the machine, and keeps a run within a budget. */
@@ -424,8 +381,8 @@ static size_t cpu_memory_limit(void) {
 }
 
 static wf_status cpu_alloc(wf_device *d, size_t bytes, unsigned flags, wf_stream *s, void **out,
-                           bool *cuda_host) {
-  *cuda_host = false;
+                           bool *pinned) {
+  *pinned = false;
   void *p = NULL;
   size_t limit = cpu_memory_limit(), held = atomic_load(&d->allocated);
   if (limit && (held > limit || bytes > limit - held))
@@ -435,16 +392,10 @@ static wf_status cpu_alloc(wf_device *d, size_t bytes, unsigned flags, wf_stream
                      d->name, bytes, (double)bytes / (1 << 30), limit, (double)limit / (1 << 30),
                      held, held < limit ? limit - held : 0,
                      (double)(held < limit ? limit - held : 0) / (1 << 30));
-#ifdef WEFT_HAVE_CUDA
-  if (flags & WF_BUFFER_PINNED) {
-    for (int i = 0; i < wf__device_count() && !p; i++)
-      if (wf__device_at(i)->is_cuda) {
-        p = wf__cuda_host_alloc(bytes);
-        *cuda_host = p != NULL;
-        break;
-      }
+  if (flags & WF_BUFFER_PINNED) { /* page-locked where a backend offers it (gpu/pinned.c) */
+    p = wf__pinned_alloc(bytes);
+    *pinned = p != NULL;
   }
-#endif
   size_t rounded = (bytes + 63) & ~(size_t)63;
   if (!p && rounded >= bytes && posix_memalign(&p, 64, rounded) != 0) p = NULL;
   if (!p) {
@@ -463,11 +414,11 @@ static void cpu_free(wf_buffer *b, wf_stream *s) {
   cmd *c = cmd_new(C_FREE);
   if (!c) { /* cannot queue: wait, then free now */
     s->dev->be->stream_synchronize(s);
-    wf__cpu_free_host(b->ptr, b->cuda_host);
+    wf__host_free(b->ptr, b->pinned);
     return;
   }
   c->u.fr.ptr = b->ptr;
-  c->u.fr.cuda_host = b->cuda_host;
+  c->u.fr.pinned = b->pinned;
   submit(s, c); /* the core never frees on a captured stream */
 }
 
