@@ -49,10 +49,14 @@ int wf_cli_scene_args_done(const wf_cli_scene_args *sa);
 /* Prints the last failed scene load's messages (wf_scene_errors) to stderr, one per line. */
 void wf_cli_print_scene_errors(const char *path);
 
+/* Fills the *init fields the environment sets (WEFT_CPU_MEMORY_LIMIT: cpu_memory_limit). Returns
+ * WF_EXIT_OK, or WF_EXIT_USAGE after printing why (prefixed by cmd) for a malformed value. */
+struct wf_init_desc;
+int wf_cli_init_from_env(struct wf_init_desc *init, const char *cmd);
+
 /* CPU devices a world needs for a --device list ("cpu:0,cpu:2" needs 3) or, without one, for the
  * scene's simulation.devices (sc may be NULL): at least 1, at most 16. */
 struct wf_scene;
-struct wf_init_desc;
 int wf_cli_cpu_devices_needed(const char *device, const struct wf_scene *sc);
 /* Restarts the runtime, started with *init and holding nothing yet, with the CPU devices the
  * world will need (wf_cli_cpu_devices_needed) when that is more than one, so that `--device

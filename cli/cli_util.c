@@ -68,6 +68,31 @@ int wf_cli_scene_args_done(const wf_cli_scene_args *sa) {
   return WF_EXIT_USAGE;
 }
 
+/* WEFT_CPU_MEMORY_LIMIT: bytes, with an optional K, M or G suffix (KiB, MiB, GiB); 0 or unset: no
+ * cap. The library reads no environment; this is where the weft command turns it into
+ * wf_init_desc.cpu_memory_limit. */
+int wf_cli_init_from_env(struct wf_init_desc *init, const char *cmd) {
+  const char *e = getenv("WEFT_CPU_MEMORY_LIMIT");
+  if (!e || !*e) return WF_EXIT_OK;
+  char *end;
+  errno = 0;
+  double v = strtod(e, &end);
+  const char *units = "KkMmGg", *u = *end ? strchr(units, *end) : NULL;
+  if (u) {
+    v *= (double)(1ull << (10 * (1 + (u - units) / 2))); /* K 2^10, M 2^20, G 2^30 */
+    end++;
+  }
+  if (errno || end == e || *end || !(v >= 0.0 && v < 1.8e19)) {
+    fprintf(stderr,
+            "%s: WEFT_CPU_MEMORY_LIMIT='%s': expected a number of bytes with an optional K, "
+            "M or G suffix (64M), or 0 for no cap\n",
+            cmd, e);
+    return WF_EXIT_USAGE;
+  }
+  init->cpu_memory_limit = (size_t)v;
+  return WF_EXIT_OK;
+}
+
 /* CPU devices one device name needs: "cpu" 1, "cpu:N" N + 1, anything else 0. */
 static int cpu_needed(const char *name, size_t len) {
   if (len == 3 && strncmp(name, "cpu", 3) == 0) return 1;
@@ -113,6 +138,8 @@ int wf_cli_runtime_for_devices(struct wf_init_desc *init, const char *device,
 int wf_cli_start_scene(struct wf_init_desc *init, const wf_cli_scene_args *sa, const char *device,
                        struct wf_scene **sc) {
   *sc = NULL;
+  int rc = wf_cli_init_from_env(init, sa->cmd);
+  if (rc != WF_EXIT_OK) return rc;
   if (wf_init(init) < 0) {
     fprintf(stderr, "%s: starting the runtime: %s\n", sa->cmd, wf_last_error());
     return WF_EXIT_FAILURE;

@@ -364,20 +364,10 @@ static wf_status cpu_host_func(wf_stream *s, void (*fn)(void *), void *user) {
 
 /* ---- memory ---- */
 
-/* WEFT_CPU_MEMORY_LIMIT: a cap on the bytes weft holds on each CPU device (a number, with an
- * optional K, M or G suffix for KiB, MiB, GiB; unset or 0: no cap). It makes the out-of-memory
- * paths reproducible without exhausting the machine, and keeps a run within a budget. */
+/* wf_init_desc.cpu_memory_limit: a cap on the bytes weft holds on each CPU device (0: none). */
 static size_t cpu_memory_limit(void) {
-  const char *e = getenv("WEFT_CPU_MEMORY_LIMIT");
-  if (!e || !*e) return 0;
-  char *end;
-  double v = strtod(e, &end);
-  double unit = *end == 'K' || *end == 'k'   ? 1024.0
-                : *end == 'M' || *end == 'm' ? 1048576.0
-                : *end == 'G' || *end == 'g' ? 1073741824.0
-                                             : 1.0;
-  v *= unit;
-  return v > 0.0 && v < 1.8e19 ? (size_t)v : 0;
+  const wf_init_desc *d = wf__init_desc();
+  return d ? d->cpu_memory_limit : 0;
 }
 
 static wf_status cpu_alloc(wf_device *d, size_t bytes, unsigned flags, wf_stream *s, void **out,
@@ -387,8 +377,9 @@ static wf_status cpu_alloc(wf_device *d, size_t bytes, unsigned flags, wf_stream
   size_t limit = cpu_memory_limit(), held = atomic_load(&d->allocated);
   if (limit && (held > limit || bytes > limit - held))
     return wf__error(WF_ERR_OUT_OF_MEMORY, "wf_buffer_create",
-                     "%s: cannot allocate %zu bytes (%.2f GiB): WEFT_CPU_MEMORY_LIMIT is %zu bytes "
-                     "(%.2f GiB), weft holds %zu, so %zu bytes (%.2f GiB) are free",
+                     "%s: cannot allocate %zu bytes (%.2f GiB): the CPU memory limit "
+                     "(wf_init_desc.cpu_memory_limit; WEFT_CPU_MEMORY_LIMIT for the weft command) "
+                     "is %zu bytes (%.2f GiB), weft holds %zu, so %zu bytes (%.2f GiB) are free",
                      d->name, bytes, (double)bytes / (1 << 30), limit, (double)limit / (1 << 30),
                      held, held < limit ? limit - held : 0,
                      (double)(held < limit ? limit - held : 0) / (1 << 30));

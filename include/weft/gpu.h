@@ -80,6 +80,11 @@ typedef struct wf_init_desc {
   void *log_user;                                          /* passed to log as `user` */
   bool no_cuda; /* true: do not touch CUDA even if a GPU is present */
   bool no_peer; /* true: never enable peer access; cross-GPU copies are staged through host */
+  /* A cap on the bytes weft holds on each CPU device (buffers, pinned or not); an allocation past
+     it fails with WF_ERR_OUT_OF_MEMORY, and wf_device_info_get reports the cap as total_memory.
+     0: no cap. For reproducible out-of-memory paths and runs within a budget. The library never
+     reads the environment; the weft command sets this from WEFT_CPU_MEMORY_LIMIT. */
+  size_t cpu_memory_limit;
 } wf_init_desc;
 
 /** Starts the runtime. Optional: any other call starts it with defaults. Calling it again after
