@@ -125,14 +125,8 @@ int wf_cli_cpu_devices_needed(const char *device, const struct wf_scene *sc) {
   return most > 16 ? 16 : most; /* a device beyond the runtime's limit is reported by name later */
 }
 
-int wf_cli_runtime_for_devices(struct wf_init_desc *init, const char *device,
-                               const struct wf_scene *sc) {
-  int n = wf_cli_cpu_devices_needed(device, sc);
-  int have = init->cpu_devices > 0 ? init->cpu_devices : 1;
-  if (n <= have) return WF_OK;
-  wf_shutdown();
-  init->cpu_devices = n;
-  return wf_init(init);
+int wf_cli_runtime_for_devices(const char *device, const struct wf_scene *sc) {
+  return wf_cpu_devices_ensure(wf_cli_cpu_devices_needed(device, sc));
 }
 
 int wf_cli_start_scene(struct wf_init_desc *init, const wf_cli_scene_args *sa, const char *device,
@@ -150,11 +144,11 @@ int wf_cli_start_scene(struct wf_init_desc *init, const wf_cli_scene_args *sa, c
     wf_shutdown();
     return WF_EXIT_USAGE;
   }
-  if (wf_cli_runtime_for_devices(init, device, *sc) < 0) {
-    fprintf(stderr, "%s: starting the runtime with the CPU devices the scene lists: %s\n", sa->cmd,
-            wf_last_error());
+  if (wf_cli_runtime_for_devices(device, *sc) < 0) {
+    fprintf(stderr, "%s: adding the CPU devices the scene lists: %s\n", sa->cmd, wf_last_error());
     wf_scene_destroy(*sc);
     *sc = NULL;
+    wf_shutdown();
     return WF_EXIT_FAILURE;
   }
   return WF_EXIT_OK;

@@ -74,7 +74,8 @@ enum { WF_LOG_ERROR = 0, WF_LOG_WARN = 1, WF_LOG_INFO = 2, WF_LOG_DEBUG = 3 };
 
 /** Runtime options. Zero in every field means "default". */
 typedef struct wf_init_desc {
-  int cpu_devices; /* number of CPU devices cpu:0..N-1; 0 means 1 (at most 16) */
+  int cpu_devices; /* CPU devices cpu:0..N-1 to start with; 0 means 1 (at most 16; more can be
+                      added later with wf_cpu_devices_ensure) */
   int log_level;   /* 0 errors … 3 debug: messages above it are not passed to log */
   void (*log)(int level, const char *message, void *user); /* NULL: the library stays silent */
   void *log_user;                                          /* passed to log as `user` */
@@ -96,8 +97,16 @@ WF_API void wf_shutdown(void);
 /** Waits for every stream of every device. */
 WF_API wf_status wf_synchronize(void);
 
-/** Number of devices: the CPU devices first (cpu:0…), then the usable CUDA devices (cuda:0…). */
+/** Number of devices: the CPU devices of wf_init first (cpu:0…), then the usable CUDA devices
+ *  (cuda:0…), then any CPU devices wf_cpu_devices_ensure added later. */
 WF_API int wf_device_count(void);
+/** Makes sure the running runtime has at least `count` CPU devices, cpu:0..count-1 (1 to 16),
+ *  adding the missing ones without a restart (starting the runtime with defaults if it is not up).
+ *  Added devices go at the end of the table: every device index and pointer handed out before
+ *  stays valid, and nothing else changes. They last until wf_shutdown; a later wf_init starts
+ *  again from wf_init_desc.cpu_devices. WF_ERR_INVALID outside 1..16. Safe to call from any
+ *  thread, also while other threads use devices. */
+WF_API wf_status wf_cpu_devices_ensure(int count);
 /** Device at index [0, wf_device_count()), or NULL. */
 WF_API wf_device *wf_device_at(int index);
 /** Looks a device up by name: "cpu", "cpu:1", "cuda", "cuda:1". An unknown name returns
