@@ -52,19 +52,21 @@ int wf_cli_scene_args_done(const wf_cli_scene_args *sa);
 /* Prints the last failed scene load's messages (wf_scene_errors) to stderr, one per line. */
 void wf_cli_print_scene_errors(const char *path);
 
+/* Fills the *init fields the environment sets (WEFT_CPU_MEMORY_LIMIT: cpu_memory_limit). Returns
+ * WF_EXIT_OK, or WF_EXIT_USAGE after printing why (prefixed by cmd) for a malformed value. */
+struct wf_init_desc;
+int wf_cli_init_from_env(struct wf_init_desc *init, const char *cmd);
+
 /* CPU devices a world needs for a --device list ("cpu:0,cpu:2" needs 3) or, without one, for the
  * scene's simulation.devices (sc may be NULL): at least 1, at most 16. */
 struct wf_scene;
-struct wf_init_desc;
 int wf_cli_cpu_devices_needed(const char *device, const struct wf_scene *sc);
-/* Restarts the runtime, started with *init and holding nothing yet, with the CPU devices the
- * world will need (wf_cli_cpu_devices_needed) when that is more than one, so that `--device
- * cpu:0,cpu:1` and scenes listing CPU devices find them. Returns wf_init's status (0 when nothing
- * was needed). */
-int wf_cli_runtime_for_devices(struct wf_init_desc *init, const char *device,
-                               const struct wf_scene *sc);
-/* Starts the runtime with *init, loads sa's scene with its --set overrides into *sc and restarts
- * the runtime with the CPU devices the world will need (wf_cli_runtime_for_devices). Returns
+/* Adds to the running runtime the CPU devices the world will need (wf_cli_cpu_devices_needed),
+ * so that `--device cpu:0,cpu:1` and scenes listing CPU devices find them; no restart, so
+ * everything made so far stays valid. Returns wf_cpu_devices_ensure's status. */
+int wf_cli_runtime_for_devices(const char *device, const struct wf_scene *sc);
+/* Starts the runtime with *init, loads sa's scene with its --set overrides into *sc and adds the
+ * CPU devices the world will need (wf_cli_runtime_for_devices). Returns
  * WF_EXIT_OK, or the exit code after printing why (prefixed by sa->cmd); on failure nothing is
  * left to free or shut down. */
 int wf_cli_start_scene(struct wf_init_desc *init, const wf_cli_scene_args *sa, const char *device,

@@ -68,6 +68,31 @@ int wf_cli_scene_args_done(const wf_cli_scene_args *sa) {
   return WF_EXIT_USAGE;
 }
 
+/* WEFT_CPU_MEMORY_LIMIT: bytes, with an optional K, M or G suffix (KiB, MiB, GiB); 0 or unset: no
+ * cap. The library reads no environment; this is where the weft command turns it into
+ * wf_init_desc.cpu_memory_limit. */
+int wf_cli_init_from_env(struct wf_init_desc *init, const char *cmd) {
+  const char *e = getenv("WEFT_CPU_MEMORY_LIMIT");
+  if (!e || !*e) return WF_EXIT_OK;
+  char *end;
+  errno = 0;
+  double v = strtod(e, &end);
+  const char *units = "KkMmGg", *u = *end ? strchr(units, *end) : NULL;
+  if (u) {
+    v *= (double)(1ull << (10 * (1 + (u - units) / 2))); /* K 2^10, M 2^20, G 2^30 */
+    end++;
+  }
+  if (errno || end == e || *end || !(v >= 0.0 && v < 1.8e19)) {
+    fprintf(stderr,
+            "%s: WEFT_CPU_MEMORY_LIMIT='%s': expected a number of bytes with an optional K, "
+            "M or G suffix (64M), or 0 for no cap\n",
+            cmd, e);
+    return WF_EXIT_USAGE;
+  }
+  init->cpu_memory_limit = (size_t)v;
+  return WF_EXIT_OK;
+}
+
 /* CPU devices one device name needs: "cpu" 1, "cpu:N" N + 1, anything else 0. */
 static int cpu_needed(const char *name, size_t len) {
   if (len == 3 && strncmp(name, "cpu", 3) == 0) return 1;
@@ -100,19 +125,15 @@ int wf_cli_cpu_devices_needed(const char *device, const struct wf_scene *sc) {
   return most > 16 ? 16 : most; /* a device beyond the runtime's limit is reported by name later */
 }
 
-int wf_cli_runtime_for_devices(struct wf_init_desc *init, const char *device,
-                               const struct wf_scene *sc) {
-  int n = wf_cli_cpu_devices_needed(device, sc);
-  int have = init->cpu_devices > 0 ? init->cpu_devices : 1;
-  if (n <= have) return WF_OK;
-  wf_shutdown();
-  init->cpu_devices = n;
-  return wf_init(init);
+int wf_cli_runtime_for_devices(const char *device, const struct wf_scene *sc) {
+  return wf_cpu_devices_ensure(wf_cli_cpu_devices_needed(device, sc));
 }
 
 int wf_cli_start_scene(struct wf_init_desc *init, const wf_cli_scene_args *sa, const char *device,
                        struct wf_scene **sc) {
   *sc = NULL;
+  int rc = wf_cli_init_from_env(init, sa->cmd);
+  if (rc != WF_EXIT_OK) return rc;
   if (wf_init(init) < 0) {
     fprintf(stderr, "%s: starting the runtime: %s\n", sa->cmd, wf_last_error());
     return WF_EXIT_FAILURE;
@@ -123,11 +144,11 @@ int wf_cli_start_scene(struct wf_init_desc *init, const wf_cli_scene_args *sa, c
     wf_shutdown();
     return WF_EXIT_USAGE;
   }
-  if (wf_cli_runtime_for_devices(init, device, *sc) < 0) {
-    fprintf(stderr, "%s: starting the runtime with the CPU devices the scene lists: %s\n", sa->cmd,
-            wf_last_error());
+  if (wf_cli_runtime_for_devices(device, *sc) < 0) {
+    fprintf(stderr, "%s: adding the CPU devices the scene lists: %s\n", sa->cmd, wf_last_error());
     wf_scene_destroy(*sc);
     *sc = NULL;
+    wf_shutdown();
     return WF_EXIT_FAILURE;
   }
   return WF_EXIT_OK;

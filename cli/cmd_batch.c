@@ -442,6 +442,8 @@ static int validate_jobs(batch *b, const char *const *scenes, int n_scenes) {
 /* The devices jobs run on: --device's list, else every CUDA device, else cpu:0. */
 static int make_pool(batch *b, const char *device, long jobs) {
   wf_init_desc init = {0};
+  int env = wf_cli_init_from_env(&init, "weft batch");
+  if (env != WF_EXIT_OK) return env;
   if (wf_init(&init) < 0) {
     fprintf(stderr, "weft batch: starting the runtime: %s\n", wf_last_error());
     return WF_EXIT_FAILURE;

@@ -168,6 +168,8 @@ int wf_cmd_info(int argc, char **argv) {
   wf_init_desc desc = {0};
   desc.log_level = WF_LOG_WARN;
   desc.log = wf_cli_log;
+  int env = wf_cli_init_from_env(&desc, "weft info");
+  if (env != WF_EXIT_OK) return env;
   wf_status st = wf_init(&desc);
   if (st < 0) {
     fprintf(stderr, "weft info: wf_init failed: %s\n  %s\n", wf_status_str(st), wf_last_error());

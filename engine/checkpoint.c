@@ -15,11 +15,12 @@
  *    alone, so _size, _save_memory and _save always agree byte for byte.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu_internal.h"
+#include "internal/error.h"
 #include "weft/io.h"
 
 enum {

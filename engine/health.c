@@ -37,7 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu_internal.h"
+#include "internal/error.h"
 #include "health_kernels.h"
 #include "solvers/particle/collider.h"
 #include "weft/world.h"

@@ -20,7 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "gpu_internal.h"
+#include "internal/error.h"
 #include "weft/io.h"
 #include "weft/outputs.h"
 

@@ -22,7 +22,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "gpu_internal.h"
+#include "internal/error.h"
 #include "scene_internal.h"
 
 static _Thread_local char tls_errors[WF_SCENE_MAX_ERRORS * (WFS_MSG_MAX + 1) + 64];

@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu_internal.h"
+#include "internal/error.h"
 #include "weft/cloth.h"
 #include "weft/io.h"
 #include "weft/particles.h"

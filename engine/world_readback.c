@@ -32,7 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu_internal.h"
+#include "internal/error.h"
 #include "weft/world.h"
 #include "world_internal.h"
 

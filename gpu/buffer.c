@@ -94,7 +94,7 @@ wf_status wf_buffer_create(wf_device *d, size_t bytes, unsigned flags, wf_stream
   b->owned = true;
   atomic_init(&b->refs, 1);
   if (bytes) {
-    st = d->be->alloc(d, bytes, flags, s, &b->ptr, &b->cuda_host);
+    st = d->be->alloc(d, bytes, flags, s, &b->ptr, &b->pinned);
     if (st != WF_OK) {
       free(b);
       return st;
@@ -159,11 +159,10 @@ void wf__peer_prepare(wf_device *a, wf_device *b, bool *staged) {
   if (!a->peer_enabled[b->index]) {
     /* tried once (at start-up); a pair that failed stays staged */
     bool ok = false;
-#ifdef WEFT_HAVE_CUDA
     const wf_init_desc *desc = wf__init_desc();
-    if (!(desc && desc->no_peer) && !a->peer_warned[b->index])
-      ok = wf__cuda_peer_enable(a, b) == WF_OK;
-#endif
+    if (!(desc && desc->no_peer) && !a->peer_warned[b->index] && a->be == b->be &&
+        a->be->peer_enable)
+      ok = a->be->peer_enable(a, b) == WF_OK;
     if (ok) {
       a->peer_enabled[b->index] = b->peer_enabled[a->index] = true;
     } else {
@@ -203,7 +202,7 @@ wf_status wf_peer_access_enable(wf_device *d, wf_device *peer) {
 
 /* ---- copies ---- */
 
-static bool is_pageable(const wf_buffer *b) { return !b->dev->is_cuda && !b->cuda_host; }
+static bool is_pageable(const wf_buffer *b) { return !b->dev->is_cuda && !b->pinned; }
 
 wf_status wf_copy(wf_buffer *dst, size_t dst_off, const wf_buffer *src_c, size_t src_off,
                   size_t bytes, wf_stream *s) {

@@ -23,7 +23,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "internal/error.h" /* wf__error, shared with the other modules */
 #include "weft/gpu.h"
+
+/* Only the GPU layer's own sources (gpu/, marked WEFT_GPU_LAYER by CMake) see its internals; the
+   solvers and the engine use weft/gpu.h and internal/error.h. */
+#ifndef WEFT_GPU_LAYER
+#error "gpu_internal.h is private to gpu/: include weft/gpu.h and internal/error.h instead"
+#endif
 
 #define WF_GPU_MAX_DEVICES 32
 #define WF_MAX_CPU_DEVICES 16
@@ -82,7 +89,7 @@ struct wf_buffer {
   size_t size;
   unsigned flags;
   bool owned;
-  bool cuda_host;      /* host memory from cudaMallocHost */
+  bool pinned;         /* host memory from wf__pinned_alloc (gpu/pinned.c) */
   _Atomic int refs;    /* the user's handle + graphs that captured it */
   wf_stream *last;     /* holds a reference */
   wf_stream *cap_last; /* during a capture; no reference */
@@ -147,7 +154,7 @@ struct wf_backend {
   wf_status (*stream_wait_event)(wf_stream *s, wf_event *e); /* e of the same backend */
   wf_status (*host_func)(wf_stream *s, void (*fn)(void *), void *user);
   wf_status (*alloc)(wf_device *d, size_t bytes, unsigned flags, wf_stream *s, void **out,
-                     bool *cuda_host);
+                     bool *pinned);
   void (*free)(wf_buffer *b, wf_stream *s);
   wf_status (*copy)(const wf_copy_desc *c, wf_stream *s);
   wf_status (*memset)(void *dst, int value, size_t bytes, wf_stream *s);
@@ -162,13 +169,17 @@ struct wf_backend {
   void (*graph_destroy)(wf_graph *g);
   wf_status (*device_info)(wf_device *d, wf_device_info *out);
   wf_status (*trim)(wf_device *d); /* optional: return pooled free memory to the driver */
+  /* optional: direct access between two devices of this backend, both directions (CUDA: peer
+     access and memory-pool access); WF_ERR_UNSUPPORTED where the hardware cannot */
+  wf_status (*peer_enable)(wf_device *a, wf_device *b);
+  /* optional, together: page-locked host memory this backend copies asynchronously (NULL on
+     failure), and its release; used by gpu/pinned.c for WF_BUFFER_PINNED buffers */
+  void *(*host_alloc)(size_t bytes);
+  void (*host_free)(void *p);
 };
 
 /* ---- core services (gpu/runtime.c, gpu/error.c) ---- */
 wf_status wf__ensure_init(void);
-/* Sets this thread's error text "func: message" (func NULL: the message alone) and returns st. */
-wf_status wf__error(wf_status st, const char *func, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 void wf__log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 const wf_init_desc *wf__init_desc(void);
 /* captures begun by this thread and not yet ended (CUDA's thread-local capture mode) */
@@ -219,13 +230,15 @@ extern const wf_backend wf__cpu_backend;
 extern const wf_backend wf__cuda_backend;
 /* probes CUDA; fills devices from *count on; returns the number added */
 int wf__cuda_discover(wf_device *devs, int first_index, int max, wf_runtime_info *info);
-wf_status wf__cuda_peer_enable(wf_device *a, wf_device *b);
-bool wf__cuda_can_access_peer(const wf_device *a, const wf_device *b);
-void *wf__cuda_host_alloc(size_t bytes); /* portable pinned host memory, NULL on failure */
-void wf__cuda_host_free(void *p);
 #endif
-void wf__cpu_free_host(void *p, bool cuda_host);
-/* frees pinned memory released by CPU workers; called by host threads at safe points */
+
+/* ---- pinned host memory (gpu/pinned.c) ---- */
+/* page-locked memory from the first device whose backend offers it; NULL: none does, or failed */
+void *wf__pinned_alloc(size_t bytes);
+/* frees a CPU-device buffer's memory: pinned memory is deferred to wf__pinned_drain, safe on a
+   worker; other memory is freed at once */
+void wf__host_free(void *p, bool pinned);
+/* frees the deferred pinned memory; called by host threads at safe points (not while capturing) */
 void wf__pinned_drain(void);
 
 #endif

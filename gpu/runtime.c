@@ -1,8 +1,15 @@
 /* Runtime start-up, the device table and whole-runtime synchronization.
  *
- * Devices are discovered once at start-up: CPU devices cpu:0..N-1 first, then the CUDA devices this
+ * Devices are discovered at start-up: CPU devices cpu:0..N-1 first, then the CUDA devices this
  * build can run on. A CUDA device the binary was not compiled for is left out of the table and the
- * reason (with the CMake option to change) is kept for wf_device_get and `weft info`. */
+ * reason (with the CMake option to change) is kept for wf_device_get and `weft info`.
+ * wf_cpu_devices_ensure adds CPU devices to a running runtime; they go after the CUDA devices.
+ *
+ * The table only grows while the runtime is up: a device is filled in completely, then published
+ * by raising R.count (an atomic store under R.lock; readers load it without the lock). So the index
+ * and the pointer of every device handed out stay valid until wf_shutdown, whatever is added. The
+ * CUDA devices take at most WF_GPU_MAX_DEVICES - WF_MAX_CPU_DEVICES slots, which leaves a slot for
+ * every CPU device the limit allows. */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +24,9 @@ static struct {
   wf_init_desc desc;
   bool have_desc;
   wf_device devices[WF_GPU_MAX_DEVICES];
-  int count;
+  _Atomic int count; /* published devices: written under lock, after the device is filled */
+  int cpu_count;     /* CPU devices among them (cpu:0..cpu_count-1); under lock */
+  char cpu_product[256];
   wf_runtime_info info;
   pthread_mutex_t reg_lock;
   wf_stream *streams;
@@ -52,6 +61,26 @@ static void cpu_product(char *out, size_t n) {
   fclose(f);
 }
 
+/* Fills the table's next slot as CPU device cpu:ordinal and publishes it. Under R.lock. */
+static void cpu_device_add(int ordinal) {
+  int index = atomic_load(&R.count);
+  wf_device *d = &R.devices[index];
+  memset(d, 0, sizeof *d);
+  long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+  d->index = index;
+  d->ordinal = ordinal;
+  d->is_cuda = false;
+  snprintf(d->name, sizeof d->name, "cpu:%d", ordinal);
+  snprintf(d->product, sizeof d->product, "%s", R.cpu_product);
+  d->be = &wf__cpu_backend;
+  d->multiprocessors = (int)sysconf(_SC_NPROCESSORS_ONLN);
+  d->pci_bus = -1;
+  d->total_memory = (pages > 0 && psize > 0) ? (size_t)pages * (size_t)psize : 0;
+  pthread_mutex_init(&d->lock, NULL);
+  R.cpu_count = ordinal + 1;
+  atomic_store_explicit(&R.count, index + 1, memory_order_release);
+}
+
 static wf_status init_locked(const wf_init_desc *desc) {
   memset(&R.desc, 0, sizeof R.desc);
   if (desc) R.desc = *desc;
@@ -64,32 +93,21 @@ static wf_status init_locked(const wf_init_desc *desc) {
   }
   memset(R.devices, 0, sizeof R.devices);
   memset(&R.info, 0, sizeof R.info);
-  char product[256];
-  cpu_product(product, sizeof product);
-  long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
-  long threads = sysconf(_SC_NPROCESSORS_ONLN);
-  for (int i = 0; i < ncpu; i++) {
-    wf_device *d = &R.devices[i];
-    d->index = i;
-    d->ordinal = i;
-    d->is_cuda = false;
-    snprintf(d->name, sizeof d->name, "cpu:%d", i);
-    snprintf(d->product, sizeof d->product, "%s", product);
-    d->be = &wf__cpu_backend;
-    d->multiprocessors = (int)threads;
-    d->pci_bus = -1;
-    d->total_memory = (pages > 0 && psize > 0) ? (size_t)pages * (size_t)psize : 0;
-    pthread_mutex_init(&d->lock, NULL);
-  }
-  R.count = ncpu;
+  cpu_product(R.cpu_product, sizeof R.cpu_product);
+  atomic_store(&R.count, 0);
+  for (int i = 0; i < ncpu; i++)
+    cpu_device_add(i);
 #ifdef WEFT_HAVE_CUDA
   R.info.cuda_compiled = true;
   snprintf(R.info.cuda_architectures, sizeof R.info.cuda_architectures, "%s", WEFT_CUDA_ARCHS);
   if (!R.desc.no_cuda) {
-    int added = wf__cuda_discover(R.devices, R.count, WF_GPU_MAX_DEVICES - R.count, &R.info);
-    for (int i = R.count; i < R.count + added; i++)
+    /* the CUDA devices leave room for every CPU device wf_cpu_devices_ensure may add */
+    int first = atomic_load(&R.count);
+    int added =
+        wf__cuda_discover(R.devices, first, WF_GPU_MAX_DEVICES - WF_MAX_CPU_DEVICES, &R.info);
+    for (int i = first; i < first + added; i++)
       pthread_mutex_init(&R.devices[i].lock, NULL);
-    R.count += added;
+    atomic_store_explicit(&R.count, first + added, memory_order_release);
     /* peer and memory-pool access between every pair of GPUs, at start-up: enabling it later,
        inside a capture, would invalidate the capture */
     for (int a = 0; a < R.count; a++)
@@ -106,7 +124,27 @@ static wf_status init_locked(const wf_init_desc *desc) {
            "this build has no CUDA backend (configure with -DWEFT_CUDA=ON and nvcc on PATH)");
 #endif
   atomic_store(&R.up, true);
-  wf__log(WF_LOG_INFO, "weft runtime up: %d device(s)", R.count);
+  wf__log(WF_LOG_INFO, "weft runtime up: %d device(s)", atomic_load(&R.count));
+  return WF_OK;
+}
+
+wf_status wf_cpu_devices_ensure(int count) {
+  static const char *fn = "wf_cpu_devices_ensure";
+  wf_status st = wf__ensure_init();
+  if (st != WF_OK) return st;
+  if (count < 1 || count > WF_MAX_CPU_DEVICES)
+    return wf__error(WF_ERR_INVALID, fn, "count = %d; a runtime has 1 to %d CPU devices", count,
+                     WF_MAX_CPU_DEVICES);
+  pthread_mutex_lock(&R.lock);
+  if (!atomic_load(&R.up)) {
+    pthread_mutex_unlock(&R.lock);
+    return wf__error(WF_ERR_INVALID, fn, "the runtime was shut down while devices were added");
+  }
+  int before = R.cpu_count;
+  while (R.cpu_count < count)
+    cpu_device_add(R.cpu_count);
+  pthread_mutex_unlock(&R.lock);
+  if (count > before) wf__log(WF_LOG_INFO, "added CPU devices cpu:%d..cpu:%d", before, count - 1);
   return WF_OK;
 }
 
@@ -157,7 +195,8 @@ void wf_shutdown(void) {
   pthread_mutex_lock(&R.lock);
   for (int i = 0; i < R.count; i++)
     pthread_mutex_destroy(&R.devices[i].lock);
-  R.count = 0;
+  atomic_store(&R.count, 0);
+  R.cpu_count = 0;
   atomic_store(&R.up, false);
   pthread_mutex_unlock(&R.lock);
 }
@@ -295,14 +334,18 @@ unknown:;
   list_devices(list, sizeof list);
   const char *why =
       R.info.cuda_status[0] && strncmp(name, "cuda", 4) == 0 ? R.info.cuda_status : "";
+  const char *more = strncmp(name, "cpu:", 4) == 0 ? " (wf_cpu_devices_ensure adds CPU devices, "
+                                                     "up to cpu:15)"
+                                                   : "";
   return wf__error(WF_ERR_DEVICE, "wf_device_get",
-                   "no device '%s'; the devices here are: %s%s%s. Names are \"cpu\", \"cpu:N\", "
+                   "no device '%s'; the devices here are: %s%s%s%s. Names are \"cpu\", \"cpu:N\", "
                    "\"cuda\", \"cuda:N\"",
-                   name, list, why[0] ? ". CUDA: " : "", why);
+                   name, list, more, why[0] ? ". CUDA: " : "", why);
 }
 
 const char *wf_device_name(const wf_device *d) { return d ? d->name : "(null)"; }
 bool wf_device_is_cuda(const wf_device *d) { return d && d->is_cuda; }
+int wf_device_ordinal(const wf_device *d) { return d ? d->ordinal : -1; }
 
 wf_status wf_device_info_get(wf_device *d, wf_device_info *out) {
   if (!d || !out) return wf__error(WF_ERR_INVALID, "wf_device_info_get", "device or out is NULL");

@@ -214,9 +214,28 @@ static inline int th_resolve(void) {
   return 1;
 }
 
-/* The standard runtime: four CPU devices, so cpu:0/cpu:1 exist for two-device tests. */
+/* The standard runtime: four CPU devices, so cpu:0/cpu:1 exist for two-device tests, and the
+ * CPU memory cap of WEFT_CPU_MEMORY_LIMIT (bytes, K/M/G suffix; ctest sets it for test_oom) as
+ * the weft command reads it: the library itself reads no environment. */
+static inline wf_init_desc th_init_desc(void) {
+  wf_init_desc d = {.cpu_devices = 4};
+  const char *e = getenv("WEFT_CPU_MEMORY_LIMIT");
+  if (e && *e) {
+    char *end;
+    double v = strtod(e, &end);
+    double unit = *end == 'K' || *end == 'k'   ? 1024.0
+                  : *end == 'M' || *end == 'm' ? 1048576.0
+                  : *end == 'G' || *end == 'g' ? 1073741824.0
+                                               : 1.0;
+    v *= unit;
+    d.cpu_memory_limit = v > 0.0 && v < 1.8e19 ? (size_t)v : 0;
+  }
+  return d;
+}
+
 static inline wf_status th_init(void) {
-  wf_status st = wf_init(&(wf_init_desc){.cpu_devices = 4});
+  wf_init_desc desc = th_init_desc();
+  wf_status st = wf_init(&desc);
   return st != WF_OK ? st : (th_resolve() ? WF_OK : WF_ERR_DEVICE);
 }
 
@@ -241,7 +260,8 @@ static inline int th_main(int argc, char **argv, const th_test *tests, int n) {
   unsigned watchdog_s = TH_WATCHDOG_S;
   const char *watchdog_env = getenv("TH_WATCHDOG_S");
   if (watchdog_env) watchdog_s = (unsigned)strtoul(watchdog_env, NULL, 10);
-  wf_status st = wf_init(&(wf_init_desc){.cpu_devices = 4});
+  wf_init_desc desc = th_init_desc();
+  wf_status st = wf_init(&desc);
   if (st == WF_OK && th_is_cuda() && wf_device_get("cuda", &th_dev0) != WF_OK) {
     printf("SKIP: no CUDA device (%s)\n", wf_last_error());
     wf_shutdown();

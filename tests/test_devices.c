@@ -1,6 +1,10 @@
 /* Devices: enumeration order, lookup by name, the default device, device facts, peer access,
- * runtime facts, and wf_init options (cpu_devices, no_cuda). */
-#include "harness.h"
+ * runtime facts, wf_init options (cpu_devices, no_cuda, cpu_memory_limit) and CPU devices added
+ * to a running runtime (wf_cpu_devices_ensure). */
+#include "harness.h" /* first: it sets _POSIX_C_SOURCE */
+
+#include <pthread.h>
+#include <stdatomic.h>
 
 #include "test_kernels.h"
 
@@ -182,6 +186,142 @@ TEST(init_options) {
   CHECK_OK(th_init());
 }
 
+TEST(cpu_memory_limit) {
+  wf_shutdown();
+  const size_t limit = (size_t)1 << 20;
+  CHECK_OK(wf_init(&(wf_init_desc){.cpu_devices = 2, .cpu_memory_limit = limit}));
+  wf_device *cpu = wf_device_at(0);
+  wf_device_info info;
+  CHECK_OK(wf_device_info_get(cpu, &info));
+  CHECK_EQ_INT(info.total_memory, limit); /* the cap is what a CPU device reports as its memory */
+  wf_buffer *half = NULL, *more = NULL;
+  CHECK_OK(wf_buffer_create(cpu, limit / 2, 0, NULL, &half));
+  /* the cap is per device and counts what weft holds: half is held, so limit/2 + 1 does not fit */
+  CHECK_ERROR(wf_buffer_create(cpu, limit / 2 + 1, 0, NULL, &more), WF_ERR_OUT_OF_MEMORY,
+              "cpu_memory_limit", "cpu:0");
+  CHECK(more == NULL);
+  CHECK_OK(wf_buffer_create(wf_device_at(1), limit / 2 + 1, 0, NULL, &more));
+  wf_buffer_destroy(more, NULL);
+  wf_buffer_destroy(half, NULL);
+  wf_shutdown();
+  CHECK_OK(th_init());
+}
+
+/* Reads the device table while the main thread adds devices: every device a reader sees is
+ * complete (its name matches its ordinal) and a pointer never changes once seen. */
+typedef struct table_reader {
+  atomic_bool stop;
+  wf_device *seen[32];
+  atomic_int reads;
+  int bad;
+} table_reader;
+
+/* Waits (up to 10 s) until the reader has gone over the table `more` more times. */
+static void reader_wait(table_reader *r, int more) {
+  int until = atomic_load(&r->reads) + more;
+  for (int i = 0; i < 10000 && atomic_load(&r->reads) < until; i++)
+    th_sleep_ms(1);
+}
+
+static void *read_table(void *arg) {
+  table_reader *r = arg;
+  while (!atomic_load(&r->stop)) {
+    int n = wf_device_count();
+    for (int i = 0; i < n && i < 32; i++) {
+      wf_device *d = wf_device_at(i);
+      char want[16];
+      snprintf(want, sizeof want, "%s:%d", wf_device_is_cuda(d) ? "cuda" : "cpu",
+               wf_device_ordinal(d));
+      if (!d || strcmp(wf_device_name(d), want) != 0 || (r->seen[i] && r->seen[i] != d)) r->bad++;
+      r->seen[i] = d;
+    }
+    wf_device *c = NULL;
+    if (wf_device_get("cpu:3", &c) == WF_OK && strcmp(wf_device_name(c), "cpu:3") != 0) r->bad++;
+    atomic_fetch_add(&r->reads, 1);
+  }
+  return NULL;
+}
+
+TEST(cpu_devices_added_at_runtime) {
+  wf_shutdown();
+  CHECK_OK(wf_init(&(wf_init_desc){.cpu_devices = 1}));
+  int n0 = wf_device_count();
+  wf_device *cpu0 = wf_device_at(0), *last = wf_device_at(n0 - 1), *d3 = NULL;
+  CHECK_ERROR(wf_device_get("cpu:3", &d3), WF_ERR_DEVICE, "no device 'cpu:3'",
+              "wf_cpu_devices_ensure");
+  /* work in flight on cpu:0 (and a stream made before) while devices are added */
+  const size_t n = 1 << 16;
+  wf_stream *s0 = NULL;
+  wf_buffer *b0 = NULL;
+  CHECK_OK(wf_stream_create(cpu0, 0, &s0));
+  CHECK_OK(wf_buffer_create(cpu0, n * sizeof(float), 0, s0, &b0));
+  tk_iota_args iota = {wf_buffer_ptr(b0), 1.0f, 1.0f};
+  CHECK_OK(wf_launch(&tk_iota, n, &iota, sizeof iota, s0));
+
+  table_reader reader = {0};
+  pthread_t t;
+  REQUIRE(pthread_create(&t, NULL, read_table, &reader) == 0);
+  reader_wait(&reader, 1);
+  CHECK_OK(wf_cpu_devices_ensure(2));
+  reader_wait(&reader, 1);
+  CHECK_OK(wf_cpu_devices_ensure(4));
+  reader_wait(&reader, 2); /* one pass that began after cpu:3 was added */
+  atomic_store(&reader.stop, true);
+  pthread_join(t, NULL);
+  CHECK(reader.seen[n0 + 2] != NULL && reader.seen[n0 + 2] == wf_device_at(n0 + 2));
+  CHECK_EQ_INT(reader.bad, 0);
+
+  /* appended after what was there: nothing handed out before moved */
+  CHECK_EQ_INT(wf_device_count(), n0 + 3);
+  CHECK(wf_device_at(0) == cpu0);
+  CHECK(wf_device_at(n0 - 1) == last);
+  CHECK(strcmp(wf_device_name(cpu0), "cpu:0") == 0);
+  CHECK_OK(wf_device_get("cpu:3", &d3));
+  CHECK(d3 == wf_device_at(n0 + 2));
+  CHECK_EQ_INT(wf_device_ordinal(d3), 3);
+  CHECK(!wf_device_is_cuda(d3));
+  /* asking for fewer, or as many, changes nothing; outside 1..16 is an error */
+  CHECK_OK(wf_cpu_devices_ensure(3));
+  CHECK_OK(wf_cpu_devices_ensure(4));
+  CHECK_EQ_INT(wf_device_count(), n0 + 3);
+  CHECK_ERROR(wf_cpu_devices_ensure(0), WF_ERR_INVALID, "1 to 16");
+  CHECK_ERROR(wf_cpu_devices_ensure(17), WF_ERR_INVALID, "1 to 16");
+
+  /* cpu:3 works: its own stream and buffer, a kernel, copies both ways with cpu:0 */
+  wf_stream *s3 = NULL;
+  wf_buffer *b3 = NULL;
+  float *host = malloc(n * sizeof *host);
+  REQUIRE(host != NULL);
+  CHECK_OK(wf_stream_create(d3, 0, &s3));
+  CHECK_OK(wf_buffer_create(d3, n * sizeof(float), 0, s3, &b3));
+  CHECK_OK(wf_copy(b3, 0, b0, 0, n * sizeof(float), s3)); /* waits for the iota on s0 */
+  tk_scale_add_args sa = {wf_buffer_ptr(b3), 2.0f, 0.5f};
+  CHECK_OK(wf_launch(&tk_scale_add, n, &sa, sizeof sa, s3));
+  CHECK_OK(wf_copy(b0, 0, b3, 0, n * sizeof(float), s0)); /* waits for the kernel on s3 */
+  CHECK_OK(wf_download(host, b0, 0, n * sizeof(float)));
+  /* exact: (1 + i) * 2 + 0.5 for i < 2^16 is a float with 18 significant bits at most */
+  int wrong = 0;
+  for (size_t i = 0; i < n; i++)
+    wrong += host[i] != (float)(1 + i) * 2.0f + 0.5f;
+  CHECK_EQ_INT(wrong, 0);
+  CHECK(wf_stream_device(wf_device_stream(d3)) == d3);
+  CHECK_OK(wf_device_synchronize(d3));
+  CHECK_OK(wf_synchronize());
+  free(host);
+  wf_buffer_destroy(b3, s3);
+  wf_buffer_destroy(b0, s0);
+  wf_stream_destroy(s3);
+  wf_stream_destroy(s0);
+
+  /* a restart begins again from wf_init_desc.cpu_devices */
+  wf_shutdown();
+  CHECK_OK(wf_init(&(wf_init_desc){.cpu_devices = 1}));
+  CHECK_STATUS(wf_device_get("cpu:1", &d3), WF_ERR_DEVICE);
+  wf_clear_error();
+  wf_shutdown();
+  CHECK_OK(th_init());
+}
+
 int main(int argc, char **argv) {
   static const th_test tests[] = {
       TH_TEST(enumeration_cpu_first_then_cuda),
@@ -193,6 +333,8 @@ int main(int argc, char **argv) {
       TH_TEST(runtime_info),
       TH_TEST(current_stream_belongs_to_device),
       TH_TEST(init_options),
+      TH_TEST(cpu_memory_limit),
+      TH_TEST(cpu_devices_added_at_runtime),
   };
   return th_main(argc, argv, tests, TH_COUNT(tests));
 }

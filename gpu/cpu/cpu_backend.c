@@ -61,7 +61,7 @@ typedef struct cmd {
     } host;
     struct {
       void *ptr;
-      bool cuda_host;
+      bool pinned;
     } fr;
     struct {
       cpu_graph *g;
@@ -150,7 +150,7 @@ static void exec(cmd *c, uint64_t in_graph) {
     if (!(in_graph && c->u.ev.capture == in_graph)) ev_wait(c->u.ev.ev, c->u.ev.target);
     break;
   case C_HOST: c->u.host.fn(c->u.host.user); break;
-  case C_FREE: wf__cpu_free_host(c->u.fr.ptr, c->u.fr.cuda_host); break;
+  case C_FREE: wf__host_free(c->u.fr.ptr, c->u.fr.pinned); break;
   case C_GRAPH:
     for (cmd *g = c->u.gr.g->head; g; g = g->next)
       exec(g, c->u.gr.g->capture_id);
@@ -364,87 +364,29 @@ static wf_status cpu_host_func(wf_stream *s, void (*fn)(void *), void *user) {
 
 /* ---- memory ---- */
 
-/* Pinned memory is not freed on a worker: cudaFreeHost synchronizes the GPU, and a CUDA stream
-   may be waiting (in a host function) for this very worker. The pointer is handed to the host
-   thread, which frees it at its next safe point (wf__pinned_drain). */
-static pthread_mutex_t pinned_lock = PTHREAD_MUTEX_INITIALIZER;
-static void **pinned_list;
-static size_t pinned_n, pinned_cap;
-
-static void pinned_defer(void *p) {
-  pthread_mutex_lock(&pinned_lock);
-  if (pinned_n == pinned_cap) {
-    size_t cap = pinned_cap ? pinned_cap * 2 : 16;
-    void **grown = realloc(pinned_list, cap * sizeof *grown);
-    if (grown) {
-      pinned_list = grown;
-      pinned_cap = cap;
-    }
-  }
-  if (pinned_n < pinned_cap) pinned_list[pinned_n++] = p;
-  pthread_mutex_unlock(&pinned_lock);
-}
-
-void wf__pinned_drain(void) {
-#ifdef WEFT_HAVE_CUDA
-  if (wf__thread_captures() > 0) return;
-  pthread_mutex_lock(&pinned_lock);
-  void **list = pinned_list;
-  size_t n = pinned_n;
-  pinned_list = NULL;
-  pinned_n = pinned_cap = 0;
-  pthread_mutex_unlock(&pinned_lock);
-  for (size_t i = 0; i < n; i++)
-    wf__cuda_host_free(list[i]);
-  free(list);
-#endif
-}
-
-void wf__cpu_free_host(void *p, bool cuda_host) {
-  if (cuda_host)
-    pinned_defer(p);
-  else
-    free(p);
-}
-
-/* WEFT_CPU_MEMORY_LIMIT: a cap on the bytes weft holds on each CPU device (a number, with an
- * optional K, M or G suffix for KiB, MiB, GiB; unset or 0: no cap). It makes the out-of-memory
- * paths reproducible without exhausting the machine, and keeps a run within a budget. */
+/* wf_init_desc.cpu_memory_limit: a cap on the bytes weft holds on each CPU device (0: none). */
 static size_t cpu_memory_limit(void) {
-  const char *e = getenv("WEFT_CPU_MEMORY_LIMIT");
-  if (!e || !*e) return 0;
-  char *end;
-  double v = strtod(e, &end);
-  double unit = *end == 'K' || *end == 'k'   ? 1024.0
-                : *end == 'M' || *end == 'm' ? 1048576.0
-                : *end == 'G' || *end == 'g' ? 1073741824.0
-                                             : 1.0;
-  v *= unit;
-  return v > 0.0 && v < 1.8e19 ? (size_t)v : 0;
+  const wf_init_desc *d = wf__init_desc();
+  return d ? d->cpu_memory_limit : 0;
 }
 
 static wf_status cpu_alloc(wf_device *d, size_t bytes, unsigned flags, wf_stream *s, void **out,
-                           bool *cuda_host) {
-  *cuda_host = false;
+                           bool *pinned) {
+  *pinned = false;
   void *p = NULL;
   size_t limit = cpu_memory_limit(), held = atomic_load(&d->allocated);
   if (limit && (held > limit || bytes > limit - held))
     return wf__error(WF_ERR_OUT_OF_MEMORY, "wf_buffer_create",
-                     "%s: cannot allocate %zu bytes (%.2f GiB): WEFT_CPU_MEMORY_LIMIT is %zu bytes "
-                     "(%.2f GiB), weft holds %zu, so %zu bytes (%.2f GiB) are free",
+                     "%s: cannot allocate %zu bytes (%.2f GiB): the CPU memory limit "
+                     "(wf_init_desc.cpu_memory_limit; WEFT_CPU_MEMORY_LIMIT for the weft command) "
+                     "is %zu bytes (%.2f GiB), weft holds %zu, so %zu bytes (%.2f GiB) are free",
                      d->name, bytes, (double)bytes / (1 << 30), limit, (double)limit / (1 << 30),
                      held, held < limit ? limit - held : 0,
                      (double)(held < limit ? limit - held : 0) / (1 << 30));
-#ifdef WEFT_HAVE_CUDA
-  if (flags & WF_BUFFER_PINNED) {
-    for (int i = 0; i < wf__device_count() && !p; i++)
-      if (wf__device_at(i)->is_cuda) {
-        p = wf__cuda_host_alloc(bytes);
-        *cuda_host = p != NULL;
-        break;
-      }
+  if (flags & WF_BUFFER_PINNED) { /* page-locked where a backend offers it (gpu/pinned.c) */
+    p = wf__pinned_alloc(bytes);
+    *pinned = p != NULL;
   }
-#endif
   size_t rounded = (bytes + 63) & ~(size_t)63;
   if (!p && rounded >= bytes && posix_memalign(&p, 64, rounded) != 0) p = NULL;
   if (!p) {
@@ -463,11 +405,11 @@ static void cpu_free(wf_buffer *b, wf_stream *s) {
   cmd *c = cmd_new(C_FREE);
   if (!c) { /* cannot queue: wait, then free now */
     s->dev->be->stream_synchronize(s);
-    wf__cpu_free_host(b->ptr, b->cuda_host);
+    wf__host_free(b->ptr, b->pinned);
     return;
   }
   c->u.fr.ptr = b->ptr;
-  c->u.fr.cuda_host = b->cuda_host;
+  c->u.fr.pinned = b->pinned;
   submit(s, c); /* the core never frees on a captured stream */
 }
 

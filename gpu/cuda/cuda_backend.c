@@ -117,7 +117,7 @@ int wf__cuda_discover(wf_device *devs, int first, int max, wf_runtime_info *info
   return added;
 }
 
-bool wf__cuda_can_access_peer(const wf_device *a, const wf_device *b) {
+static bool can_access_peer(const wf_device *a, const wf_device *b) {
   int can = 0;
   return cudaDeviceCanAccessPeer(&can, a->ordinal, b->ordinal) == cudaSuccess && can;
 }
@@ -144,15 +144,16 @@ static wf_status enable_one(wf_device *a, wf_device *b) {
   return WF_OK;
 }
 
-wf_status wf__cuda_peer_enable(wf_device *a, wf_device *b) {
-  if (!wf__cuda_can_access_peer(a, b) || !wf__cuda_can_access_peer(b, a))
+static wf_status cu_peer_enable(wf_device *a, wf_device *b) {
+  if (!can_access_peer(a, b) || !can_access_peer(b, a))
     return wf__error(WF_ERR_UNSUPPORTED, "wf_peer_access_enable",
                      "%s and %s cannot access each other's memory", a->name, b->name);
   wf_status st = enable_one(a, b);
   return st != WF_OK ? st : enable_one(b, a);
 }
 
-void *wf__cuda_host_alloc(size_t bytes) {
+/* portable: page-locked for every CUDA device, whichever is current */
+static void *cu_host_alloc(size_t bytes) {
   void *p = NULL;
   if (cudaHostAlloc(&p, bytes, cudaHostAllocPortable) != cudaSuccess) {
     cudaGetLastError();
@@ -161,7 +162,7 @@ void *wf__cuda_host_alloc(size_t bytes) {
   return p;
 }
 
-void wf__cuda_host_free(void *p) { cudaFreeHost(p); }
+static void cu_host_free(void *p) { cudaFreeHost(p); }
 
 /* ---- streams ---- */
 
@@ -284,8 +285,8 @@ static wf_status cu_host_func(wf_stream *s, void (*fn)(void *), void *user) {
 /* ---- memory ---- */
 
 static wf_status cu_alloc(wf_device *d, size_t bytes, unsigned flags, wf_stream *s, void **out,
-                          bool *cuda_host) {
-  *cuda_host = false;
+                          bool *pinned) {
+  *pinned = false;
   use(d);
   cudaError_t e = cudaMallocAsync(out, bytes, CS(s));
   if (e == cudaErrorMemoryAllocation) {
@@ -462,4 +463,7 @@ const wf_backend wf__cuda_backend = {
     .graph_destroy = cu_graph_destroy,
     .device_info = cu_device_info,
     .trim = cu_trim,
+    .peer_enable = cu_peer_enable,
+    .host_alloc = cu_host_alloc,
+    .host_free = cu_host_free,
 };

@@ -74,12 +74,18 @@ enum { WF_LOG_ERROR = 0, WF_LOG_WARN = 1, WF_LOG_INFO = 2, WF_LOG_DEBUG = 3 };
 
 /** Runtime options. Zero in every field means "default". */
 typedef struct wf_init_desc {
-  int cpu_devices; /* number of CPU devices cpu:0..N-1; 0 means 1 (at most 16) */
+  int cpu_devices; /* CPU devices cpu:0..N-1 to start with; 0 means 1 (at most 16; more can be
+                      added later with wf_cpu_devices_ensure) */
   int log_level;   /* 0 errors … 3 debug: messages above it are not passed to log */
   void (*log)(int level, const char *message, void *user); /* NULL: the library stays silent */
   void *log_user;                                          /* passed to log as `user` */
   bool no_cuda; /* true: do not touch CUDA even if a GPU is present */
   bool no_peer; /* true: never enable peer access; cross-GPU copies are staged through host */
+  /* A cap on the bytes weft holds on each CPU device (buffers, pinned or not); an allocation past
+     it fails with WF_ERR_OUT_OF_MEMORY, and wf_device_info_get reports the cap as total_memory.
+     0: no cap. For reproducible out-of-memory paths and runs within a budget. The library never
+     reads the environment; the weft command sets this from WEFT_CPU_MEMORY_LIMIT. */
+  size_t cpu_memory_limit;
 } wf_init_desc;
 
 /** Starts the runtime. Optional: any other call starts it with defaults. Calling it again after
@@ -91,8 +97,16 @@ WF_API void wf_shutdown(void);
 /** Waits for every stream of every device. */
 WF_API wf_status wf_synchronize(void);
 
-/** Number of devices: the CPU devices first (cpu:0…), then the usable CUDA devices (cuda:0…). */
+/** Number of devices: the CPU devices of wf_init first (cpu:0…), then the usable CUDA devices
+ *  (cuda:0…), then any CPU devices wf_cpu_devices_ensure added later. */
 WF_API int wf_device_count(void);
+/** Makes sure the running runtime has at least `count` CPU devices, cpu:0..count-1 (1 to 16),
+ *  adding the missing ones without a restart (starting the runtime with defaults if it is not up).
+ *  Added devices go at the end of the table: every device index and pointer handed out before
+ *  stays valid, and nothing else changes. They last until wf_shutdown; a later wf_init starts
+ *  again from wf_init_desc.cpu_devices. WF_ERR_INVALID outside 1..16. Safe to call from any
+ *  thread, also while other threads use devices. */
+WF_API wf_status wf_cpu_devices_ensure(int count);
 /** Device at index [0, wf_device_count()), or NULL. */
 WF_API wf_device *wf_device_at(int index);
 /** Looks a device up by name: "cpu", "cpu:1", "cuda", "cuda:1". An unknown name returns
@@ -102,6 +116,8 @@ WF_API wf_status wf_device_get(const char *name, wf_device **out);
 WF_API wf_device *wf_device_default(void);
 /** "cpu:0", "cuda:1", … */
 WF_API const char *wf_device_name(const wf_device *d);
+/** N of "cpu:N" or "cuda:N" (-1 for NULL): the CUDA device ordinal of a CUDA device. */
+WF_API int wf_device_ordinal(const wf_device *d);
 /** True for a CUDA device, false for a CPU device (or NULL). */
 WF_API bool wf_device_is_cuda(const wf_device *d);
 /** Waits for every stream of the device. */

@@ -55,7 +55,7 @@
 #include "cloth_kernels.h"
 #include "cloth_mesh.h"
 #include "coupling.h"
-#include "gpu_internal.h"
+#include "internal/error.h"
 #include "solvers/particle/collider.h"
 #include "weft/particles.h" /* wf_collider_desc, WF_COLLIDER_* */
 
@@ -404,7 +404,8 @@ static void frame_plan(wfc_part *c, const wfc_springs *sp, bool grid, bool strid
   /* WEFT_CLOTH_TILE_STEPS: 1 or 2 substeps between the tiles' exchanges, else automatic */
   const char *ts = getenv("WEFT_CLOTH_TILE_STEPS");
   if (ts && (!strcmp(ts, "1") || !strcmp(ts, "2"))) want.steps = (uint32_t)(ts[0] - '0');
-  wfc_spring_frame_plan(c->dev->is_cuda ? c->dev->ordinal : -1, c->nv, &want, &c->plan);
+  wfc_spring_frame_plan(wf_device_is_cuda(c->dev) ? wf_device_ordinal(c->dev) : -1, c->nv, &want,
+                        &c->plan);
   if (stride_only) c->plan.mode = WFC_FRAME_STRIDE;
 }
 

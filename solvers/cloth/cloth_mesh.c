@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu_internal.h"
+#include "internal/error.h"
 
 #define NONE UINT32_MAX
 

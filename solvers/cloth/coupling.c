@@ -7,7 +7,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "gpu_internal.h"
+#include "internal/error.h"
 #include "solvers/particle/particle_kernels.h"
 
 void wfc_grid_params_init(wfc_grid_params *g, float cell, uint32_t table, int *bits) {

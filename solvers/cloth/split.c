@@ -81,7 +81,7 @@
 
 #include "cloth_internal.h"
 #include "cloth_kernels.h"
-#include "gpu_internal.h"
+#include "internal/error.h"
 #include "solvers/split_measure.h"
 
 #define MAXP 16

@@ -42,7 +42,7 @@
 #include <string.h>
 
 #include "collider.h"
-#include "gpu_internal.h"
+#include "internal/error.h"
 #include "part.h"
 #include "particle_internal.h"
 #include "particle_kernels.h"

@@ -67,7 +67,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "gpu_internal.h"
+#include "internal/error.h"
 #include "particle_internal.h"
 #include "particle_kernels.h"
 #include "solvers/split_measure.h"

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 
 #include "gather_kernels.h"
-#include "gpu_internal.h"
+#include "internal/error.h"
 
 struct wfpt_gather {
   wf_device *dev;

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "gpu_internal.h"
+#include "internal/error.h"
 
 static double now_ms(void) {
   struct timespec t;

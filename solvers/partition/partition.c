@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu_internal.h"
+#include "internal/error.h"
 #include "transport.h"
 
 wf_status wfpt_fail(const wfpt_set *s, wf_status st, const char *doing) {

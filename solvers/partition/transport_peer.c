@@ -4,7 +4,7 @@
  * access the GPU layer stages the copies through pinned host memory (with one warning). */
 #include <stdio.h>
 
-#include "gpu_internal.h"
+#include "internal/error.h"
 #include "transport.h"
 
 /* The first transfer of a frame into k waits for the receiver's work so far; the copy stream

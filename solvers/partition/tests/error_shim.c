@@ -3,7 +3,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "gpu_internal.h"
+#include "internal/error.h"
 
 const char *wfpt_test_error(void);
 
