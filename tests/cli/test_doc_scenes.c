@@ -236,7 +236,8 @@ TEST(doc_scenes) {
     free(docs[i]);
   }
   /* docs/scenes.md opens with a whole scene: finding none means the extraction broke */
-  printf("%d scenes from %d docs validated and run for %s frames\n", scenes_run, n, DOC_FRAMES);
+  printf("%d scenes found in %d docs (validated, then run for %s frames)\n", scenes_run, n,
+         DOC_FRAMES);
   CHECK(scenes_run >= 1);
 }
 
