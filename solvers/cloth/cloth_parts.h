@@ -2,7 +2,8 @@
  * cloth.c) per device. This header is the object the files behind it share:
  *
  *   cloth_api.c        the public functions: straight to the one partition, or over N
- *   partition_build.c  the METIS cut, the numbering, the partitions and their links
+ *   partition_cut.c    the vertex graph and its METIS cut
+ *   partition_build.c  the numbering, the partitions and their links
  *   partition_state.c  reading and writing the state of N partitions, the gather
  *   halo.c             the frame of N partitions with its halo exchanges, the overlap measure
  *
@@ -151,6 +152,9 @@ wf_status wfc_fail(const wf_cloth *cs, const char *fn, wf_status st, const char 
 wf_status wfc_create_parts(const char *fn, wf_device *const *devices, int n,
                            const wf_cloth_desc *desc, const wf_cloth_grid *grid,
                            const wf_cloth_mesh_desc *mesh, wf_cloth **out);
+/* partition_cut.c: owner[] of every vertex (n = cs->np parts, none empty). */
+wf_status wfc_cut(const char *fn, wf_cloth *cs, const wf_cloth_desc *sd, const wfc_topology *t,
+                  const wfc_springs *sp, const wfc_constraints *cons);
 /* Frees what partition_build.c made (links' views and index lists, the set, the partitions). */
 void wfc_free_parts(wf_cloth *cs);
 
