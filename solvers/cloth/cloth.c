@@ -1,6 +1,7 @@
 /* One cloth partition (wfc_part, cloth_internal.h): the whole cloth on one device, or one
- * device's share of a cloth split by split.c. Creation (grid and mesh), validation, pins and attachments, colliders, the
- * parameter block, the substep pipeline and its captured frame, and readback.
+ * device's share of a cloth over several (cloth_parts.h). Creation (grid and mesh), validation,
+ * pins and attachments, colliders, the parameter block, the substep pipeline and its captured
+ * frame, and readback.
  *
  * The substep, all on the solver's stream, nothing waits for the host:
  *
@@ -1306,8 +1307,7 @@ const uint32_t *wfc_part_triangles(const wfc_part *c, uint32_t *count) {
   return c && c->nt ? c->topo.tris : NULL;
 }
 
-/* ---- the split solver's hooks (cloth_internal.h) ----------------------------------------------
- */
+/* ---- the hooks of the cloth over several devices (cloth_internal.h) ------------------------- */
 
 wf_status wfc_cloth_create_local(const char *fn, wf_device *dev, const wf_cloth_desc *desc,
                                  wfc_topology *topo, const wfc_local *local, wfc_part **out) {

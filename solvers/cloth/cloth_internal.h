@@ -1,15 +1,15 @@
 /* A cloth partition (wfc_part, cloth.c): the solver of the vertices one device holds. The public
- * wf_cloth (split.c) owns one partition per device. With one device its partition is the whole
- * cloth, built from the grid or mesh as it is given (no halo, the single-device fast path: tiled
- * frame kernels, per-frame readback); every wf_cloth_* call goes straight to it. Internal to
+ * wf_cloth (cloth_parts.h) owns one partition per device. With one device its partition is the
+ * whole cloth, built from the grid or mesh as it is given (no halo, the single-device fast path:
+ * tiled frame kernels, per-frame readback); every wf_cloth_* call goes straight to it. Internal to
  * libweft (no WF_API).
  *
  * With several devices a partition is made from explicit local topology: its vertices are the
- * ones it owns (first; split.c orders them) and then its ghosts (ascending global order);
+ * ones it owns (first; partition_build.c orders them) and then its ghosts (ascending global order);
  * its springs, XPBD constraints and triangles are the global ones, in global order, re-indexed
  * to local vertices. The per-vertex kernels (springs, XPBD predict and finalize) update only the
  * owned vertices [0, n_update); ghosts change only through XPBD constraint projections and the
- * split's halo exchange. The split enqueues the substeps stage by stage, so that it can put the
+ * halo exchange (halo.c). halo.c enqueues the substeps stage by stage, so that it can put the
  * halo exchange between the stages and capture the frames of all devices into one graph.
  */
 #ifndef WEFT_CLOTH_INTERNAL_H
@@ -65,7 +65,7 @@ typedef struct wfc_local {
   const wfc_constraints *cons; /* XPBD: by global colour, global order within a colour */
 } wfc_local;
 
-/* The device buffers the split exchanges. */
+/* The device buffers the halo exchanges. */
 enum { WFC_BUF_POS0, WFC_BUF_VEL0, WFC_BUF_POS1, WFC_BUF_VEL1 };
 
 /* Checks the settings as wf_cloth_create_* does (errors name fn and the cloth). */
@@ -91,7 +91,7 @@ wf_status wfc_enqueue_predict(wfc_part *c, const char *fn);
 wf_status wfc_enqueue_colour(wfc_part *c, const char *fn, uint32_t colour);
 wf_status wfc_enqueue_finalize(wfc_part *c, const char *fn);
 wf_status wfc_enqueue_frame_end(wfc_part *c, const char *fn, int substeps);
-/* The same stages over owned vertices [begin, end) only (split.c's overlap: the vertices other
+/* The same stages over owned vertices [begin, end) only (halo.c's overlap: the vertices other
  * partitions read first, then the rest). Pieces covering [0, n_update) compute what the whole
  * stage computes, bit for bit; the predict piece does not clear the multipliers:
  * clear_multipliers does (before the first colour pass). */
@@ -109,16 +109,5 @@ wf_buffer *wfc_buffer(const wfc_part *c, int which);
 /* Waits for the cloth and reads its device flags: *bad non-zero when a vertex became NaN/inf,
  * *first_bad its local index. */
 wf_status wfc_flags_get(wfc_part *c, const char *fn, uint32_t *bad, uint32_t *first_bad);
-
-/* The public cloth's partitioning (split.c), for tests: where global vertex `vertex` lives
- * (*owner its partition, *ghost_in a bit mask of the partitions holding it as a ghost), where
- * partition p keeps it (its local index, UINT32_MAX when p does not hold it), partition p's
- * solver (not to be stepped, pinned or coupled on its own). One device: owner 0, local = global. */
-#include "weft/export.h"
-/* exported (WF_API) for the multi-device tests only; not in any public header */
-WF_API wf_status wfc_split_vertex(const wf_cloth *c, uint32_t vertex, int *owner,
-                                  uint32_t *ghost_in);
-wf_status wfc_split_local(const wf_cloth *c, int p, uint32_t vertex, uint32_t *local);
-wfc_part *wfc_split_part(const wf_cloth *c, int p);
 
 #endif

@@ -23,7 +23,7 @@ extern const wf_kernel wfc_apply;            /* n = vertices: apply the correcti
 extern const wf_kernel wfc_halo_pack;        /* n = ghosts: gathers owned vertices to send */
 extern const wf_kernel wfc_halo_unpack;      /* n = ghosts: scatters received ones into ghosts */
 extern const wf_kernel wfc_pack_xyz;         /* n = vertices: positions as packed xyz */
-/* n = vertices of a range [begin, begin + n) (split.c's overlap): the kernels above, on a range */
+/* n = vertices of a range [begin, begin + n) (halo.c's overlap): the kernels above, on a range */
 extern const wf_kernel wfc_spring_range;
 extern const wf_kernel wfc_xpbd_predict_range;
 extern const wf_kernel wfc_xpbd_finalize_range;

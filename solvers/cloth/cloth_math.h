@@ -183,8 +183,9 @@ typedef struct wfc_apply_args { /* per vertex: pred += delta (XPBD), or vel += d
   wfp_f4 *vel;  /* springs (pred NULL) */
 } wfc_apply_args;
 
-/* The split solver's halo (split.c): pack, per element j, dst0[j] = src0[idx[j]] (and dst1[j] =
- * src1[idx[j]] when src1 is not NULL); unpack, dst0[idx[j]] = src0[j] (and dst1 likewise). */
+/* The halo of a cloth over several devices (halo.c): pack, per element j, dst0[j] = src0[idx[j]]
+ * (and dst1[j] = src1[idx[j]] when src1 is not NULL); unpack, dst0[idx[j]] = src0[j] (and dst1
+ * likewise). */
 typedef struct wfc_halo_args {
   const uint32_t *idx;
   const wfp_f4 *src0, *src1;
@@ -197,9 +198,10 @@ typedef struct wfc_xyz_args {
   float *dst;
 } wfc_xyz_args;
 
-/* The split solver's overlap (split.c): a per-vertex kernel over the vertices [begin, begin + n)
- * of a partition only (element j works on vertex begin + j), so that the vertices other partitions
- * read can be computed and sent before the rest. The math per vertex is the full kernel's. */
+/* The overlap of a cloth over several devices (halo.c): a per-vertex kernel over the vertices
+ * [begin, begin + n) of a partition only (element j works on vertex begin + j), so that the
+ * vertices other partitions read can be computed and sent before the rest. The math per vertex is
+ * the full kernel's. */
 typedef struct wfc_spring_range_args {
   wfc_spring_args a;
   uint32_t begin;

@@ -4,7 +4,7 @@
  * scene on cpu:0, for 1, 2, 3 and 4 partitions: a scene of cloths only (XPBD and mass-spring,
  * pins, a region pin, an attachment to a moving collider, gusty wind), the bundled mixed scene
  * scenes/split_mixed.json, and a cloth whose partition boundary passes through its pinned and
- * attached vertices for 2 and 4 partitions (asserted with wfc_split_vertex, not assumed).
+ * attached vertices for 2 and 4 partitions (asserted from the partitions' ids, not assumed).
  * Also: checkpoints of a split cloth saved on 3 devices are the bytes a 1-device run saves and
  * resume bitwise on 1 and on 3; the health check names the same vertex, frame and value; the
  * readback ring delivers what the downloads return; a self-colliding cloth stays whole and says so
@@ -15,6 +15,8 @@
  */
 #include "harness.h"
 
+#include "cloth_owners.h"
+
 #include "weft/cloth.h"
 #include "weft/io.h"
 #include "weft/scene.h"
@@ -22,9 +24,6 @@
 
 #define WORLD_SCENE_NAME "cloth_split.json"
 #include "world_split_util.h"
-
-/* Where a vertex lives (solvers/cloth/cloth_internal.h; exported for tests). */
-wf_status wfc_split_vertex(const wf_cloth *c, uint32_t vertex, int *owner, uint32_t *ghost_in);
 
 #ifndef WEFT_SOURCE_DIR
 #define WEFT_SOURCE_DIR "."
@@ -161,17 +160,23 @@ static wf_cloth *probe_split(int n, int integrator, const int res[2]) {
   d.device_count = n;
   for (int i = 0; i < n; i++)
     d.devices[i] = devs[i];
-  if (wf_cloth_create_grid(&d, &g, &cs) != WF_OK)
-    TH_FAIL("probe split: %s", wf_last_error());
+  if (wf_cloth_create_grid(&d, &g, &cs) != WF_OK) TH_FAIL("probe split: %s", wf_last_error());
   return cs;
 }
 
-/* A vertex on the boundary: owned by one partition and a ghost in another. */
-static bool on_boundary(wf_cloth *cs, uint32_t v) {
-  int owner = -1;
-  uint32_t ghost_in = 0;
-  if (wfc_split_vertex(cs, v, &owner, &ghost_in) != WF_OK) return false;
-  return owner >= 0 && ghost_in != 0 && !(ghost_in & (1u << owner));
+/* The vertices on a partition boundary: owned by one partition and a ghost in another (one
+ * that owns a vertex of a triangle of theirs: cloth_owners.h). NULL after an error. */
+static bool *boundary_of(wf_cloth *cs) {
+  uint32_t nv = wf_cloth_count(cs);
+  int *owner = malloc(nv * sizeof *owner);
+  uint32_t *near = malloc(nv * sizeof *near);
+  bool *on = calloc(nv, sizeof *on);
+  bool ok = owner && near && on && cloth_owners(cs, owner, near);
+  for (uint32_t v = 0; ok && v < nv; v++)
+    on[v] = near[v] != 0;
+  free(owner), free(near);
+  if (!ok) free(on);
+  return ok ? on : NULL;
 }
 
 /* A cloth whose partition boundary passes through its pinned vertices and through a vertex
@@ -180,8 +185,7 @@ static bool on_boundary(wf_cloth *cs, uint32_t v) {
  * 4 devices and compared bit for bit; the pinned vertices have not moved. */
 TEST(pins_on_the_partition_boundary) {
   const int res[2] = {16, 12};
-  wf_cloth *cs2 = probe_split(2, WF_CLOTH_XPBD, res),
-                 *cs4 = probe_split(4, WF_CLOTH_XPBD, res);
+  wf_cloth *cs2 = probe_split(2, WF_CLOTH_XPBD, res), *cs4 = probe_split(4, WF_CLOTH_XPBD, res);
   if (!cs2 || !cs4) {
     wf_cloth_destroy(cs2), wf_cloth_destroy(cs4);
     return;
@@ -189,11 +193,12 @@ TEST(pins_on_the_partition_boundary) {
   /* solver ids (row 0 at the top) on both boundaries; pins from the top rows, the attached vertex
      from lower down */
   uint32_t picks[3], n_picks = 0, nv = (uint32_t)(res[0] * res[1]);
-  for (uint32_t v = 0; v < nv && n_picks < 2; v++)
-    if (on_boundary(cs2, v) && on_boundary(cs4, v)) picks[n_picks++] = v;
-  for (uint32_t v = nv / 2; v < nv && n_picks < 3; v++)
-    if (on_boundary(cs2, v) && on_boundary(cs4, v) && v != picks[0] && v != picks[1])
-      picks[n_picks++] = v;
+  bool *on2 = boundary_of(cs2), *on4 = boundary_of(cs4);
+  for (uint32_t v = 0; on2 && on4 && v < nv && n_picks < 2; v++)
+    if (on2[v] && on4[v]) picks[n_picks++] = v;
+  for (uint32_t v = nv / 2; on2 && on4 && v < nv && n_picks < 3; v++)
+    if (on2[v] && on4[v] && v != picks[0] && v != picks[1]) picks[n_picks++] = v;
+  free(on2), free(on4);
   REQUIRE(n_picks == 3);
   wf_cloth_info i2, i4;
   CHECK_OK(wf_cloth_info_get(cs2, &i2));

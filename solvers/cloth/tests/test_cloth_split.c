@@ -10,10 +10,10 @@
  * with fewer GPUs a GPU holds several partitions (the halo copies are then copies within one
  * device). */
 #include "harness.h"
+
+#include "cloth_owners.h" /* where a vertex lives, through the public API */
 #include "weft/cloth.h"
 #include "weft/particles.h"
-/* wfc_split_vertex, wfc_split_local, wfc_split_part: where a vertex lives */
-#include "solvers/cloth/cloth_internal.h"
 
 /* The METIS settings of a cloth over several devices (wf_cloth_desc.seed, .imbalance). */
 typedef struct split_opts {
@@ -35,8 +35,7 @@ static wf_cloth_desc over(const wf_cloth_desc *d, wf_device *const *devs, int n,
 }
 
 static wf_status split_create_grid(wf_device *const *devs, int n, const split_opts *o,
-                                   const wf_cloth_desc *d, const wf_cloth_grid *g,
-                                   wf_cloth **out) {
+                                   const wf_cloth_desc *d, const wf_cloth_grid *g, wf_cloth **out) {
   wf_cloth_desc dd = over(d, devs, n, o);
   return wf_cloth_create_grid(&dd, g, out);
 }
@@ -93,13 +92,11 @@ static wf_status sys_add_collider(sys *s, const wf_collider_desc *c, uint32_t *i
 }
 
 static wf_status sys_pin_named(sys *s, const char *where) {
-  return s->cs ? wf_cloth_pin_named(s->cs, where, NULL)
-               : wf_cloth_pin_named(s->c, where, NULL);
+  return s->cs ? wf_cloth_pin_named(s->cs, where, NULL) : wf_cloth_pin_named(s->c, where, NULL);
 }
 
 static wf_status sys_pin_region(sys *s, const float lo[3], const float hi[3]) {
-  return s->cs ? wf_cloth_pin_region(s->cs, lo, hi, NULL)
-               : wf_cloth_pin_region(s->c, lo, hi, NULL);
+  return s->cs ? wf_cloth_pin_region(s->cs, lo, hi, NULL) : wf_cloth_pin_region(s->c, lo, hi, NULL);
 }
 
 static wf_status sys_attach(sys *s, uint32_t v, uint32_t col) {
@@ -194,9 +191,8 @@ static wf_status build(const opts *o, int n, sys *s) {
 static float *sys_state(sys *s) {
   uint32_t n = sys_count(s);
   float *state = malloc((size_t)n * 32 + 32);
-  wf_status st =
-      s->cs ? wf_cloth_download(s->cs, (float(*)[4])state, (float(*)[4])(state + 4 * n))
-            : wf_cloth_download(s->c, (float(*)[4])state, (float(*)[4])(state + 4 * n));
+  wf_status st = s->cs ? wf_cloth_download(s->cs, (float(*)[4])state, (float(*)[4])(state + 4 * n))
+                       : wf_cloth_download(s->c, (float(*)[4])state, (float(*)[4])(state + 4 * n));
   if (st != WF_OK) {
     TH_FAIL("download: %s", wf_last_error());
     free(state);
@@ -317,20 +313,18 @@ static void pinned_boundary(int integrator) {
       sys_free(&s);
       return;
     }
-    int pinned_ghosts = 0, pinned_owners[4] = {0};
-    for (uint32_t v = 0; v < 12; v++) { /* the top row: vertices 0..11 */
-      int owner = -1;
-      uint32_t ghost_in = 0;
-      CHECK_OK(wfc_split_vertex(s.cs, v, &owner, &ghost_in));
-      pinned_ghosts += ghost_in != 0;
-      if (owner >= 0 && owner < 4) pinned_owners[owner] = 1;
+    int pinned_ghosts = 0, pinned_owners[4] = {0}, owner[120];
+    uint32_t near[120];
+    CHECK(sys_count(&s) == 120);
+    if (!cloth_owners(s.cs, owner, near)) {
+      TH_FAIL("%d partitions: the partitions' ids do not own every vertex once", n);
+      sys_free(&s);
+      return;
     }
-    for (uint32_t j = 0; j < 10; j++) { /* the left column */
-      int owner = -1;
-      uint32_t ghost_in = 0;
-      CHECK_OK(wfc_split_vertex(s.cs, j * 12, &owner, &ghost_in));
-      pinned_ghosts += ghost_in != 0;
-      if (owner >= 0 && owner < 4) pinned_owners[owner] = 1;
+    for (uint32_t k = 0; k < 21; k++) { /* the top row 0..11, then the left column below it */
+      uint32_t v = k < 12 ? k : (k - 11) * 12;
+      pinned_ghosts += near[v] != 0;
+      pinned_owners[owner[v]] = 1;
     }
     if (!pinned_ghosts) TH_FAIL("%d partitions: no pinned vertex is a ghost anywhere", n);
     int owners = pinned_owners[0] + pinned_owners[1] + pinned_owners[2] + pinned_owners[3];
@@ -408,8 +402,8 @@ static void set_state_round_trip(int integrator) {
   CHECK_OK(wf_cloth_time(a.cs, &t, &k));
   CHECK_EQ_INT(k, 3 * 8);
   if (!want || !mid) goto out;
-  CHECK_OK(wf_cloth_set_state(b.cs, (const float(*)[4])mid, (const float(*)[4])(mid + 4 * nv),
-                                    t, k));
+  CHECK_OK(
+      wf_cloth_set_state(b.cs, (const float(*)[4])mid, (const float(*)[4])(mid + 4 * nv), t, k));
   got = sys_state(&b); /* set_state then download gives back what was set */
   if (got) same(mid, got, nv, "download after set_state");
   free(got), got = NULL;
@@ -448,31 +442,41 @@ TEST(partitions_and_info) {
   wf_partition_view none;
   CHECK(wf_cloth_partition_view(s.cs, 3, &none) == WF_ERR_INVALID);
   CHECK(wf_cloth_partition_view(s.cs, -1, &none) == WF_ERR_INVALID);
-  /* every vertex has one owner, and a ghost never sits in its owner */
-  uint32_t ghosts = 0;
-  for (uint32_t v = 0; v < info.vertices; v++) {
-    int owner = -1;
-    uint32_t in = 0;
-    CHECK_OK(wfc_split_vertex(s.cs, v, &owner, &in));
-    CHECK(owner >= 0 && owner < 3);
-    CHECK(!(in & (1u << owner)));
+  /* every vertex has one owner (cloth_owners checks it); a ghost never sits in its owner; each
+   * partition holds at least the ghosts its triangles reach */
+  uint32_t nv = info.vertices, near_count[3] = {0};
+  int *owner = malloc(nv * sizeof *owner);
+  uint32_t *near = malloc(nv * sizeof *near);
+  CHECK(owner && near && cloth_owners(s.cs, owner, near));
+  for (uint32_t v = 0; owner && near && v < nv; v++) {
+    CHECK(owner[v] >= 0 && owner[v] < 3);
+    CHECK(!(near[v] & (1u << owner[v])));
     for (int p = 0; p < 3; p++)
-      ghosts += (in >> p) & 1u;
+      near_count[p] += (near[v] >> p) & 1u;
   }
-  CHECK_EQ_INT(ghosts, info.ghosts[0] + info.ghosts[1] + info.ghosts[2]);
+  for (int p = 0; p < 3; p++)
+    CHECK(near_count[p] > 0 && near_count[p] <= info.ghosts[p]);
+  free(owner), free(near);
   CHECK(info.peer); /* CPU devices and one CUDA device reach each other */
   sys_free(&s);
 }
 
-/* Ghost copies over all partitions, counted from wfc_split_vertex (not from the info). */
-static uint64_t ghost_copies(const wf_cloth *cs) {
-  uint64_t n = 0;
-  for (uint32_t v = 0; v < wf_cloth_count(cs); v++) {
-    uint32_t in = 0;
-    if (wfc_split_vertex(cs, v, NULL, &in) != WF_OK) return 0;
-    for (; in; in &= in - 1)
-      n++;
+/* Ghost copies over all partitions (the info's), checked against those the triangles reach. */
+static uint64_t ghost_copies(wf_cloth *cs) {
+  wf_cloth_info info;
+  uint32_t nv = wf_cloth_count(cs);
+  int *owner = malloc(nv * sizeof *owner);
+  uint32_t *near = malloc(nv * sizeof *near);
+  uint64_t n = 0, reached = 0;
+  if (owner && near && cloth_owners(cs, owner, near) && wf_cloth_info_get(cs, &info) == WF_OK) {
+    for (uint32_t p = 0; p < (uint32_t)info.partitions; p++)
+      n += info.ghosts[p];
+    for (uint32_t v = 0; v < nv; v++)
+      for (uint32_t in = near[v]; in; in &= in - 1)
+        reached++;
   }
+  CHECK(reached > 0 && reached <= n);
+  free(owner), free(near);
   return n;
 }
 
@@ -575,8 +579,8 @@ TEST(errors) {
   CHECK_ERROR(split_create_grid(devs, 2, NULL, &d, &g, NULL), WF_ERR_INVALID, "out");
   wf_cloth_desc self = d;
   self.self_collision = true;
-  CHECK_ERROR(split_create_grid(devs, 2, NULL, &self, &g, &cs), WF_ERR_UNSUPPORTED,
-              "sheet", "self_collision");
+  CHECK_ERROR(split_create_grid(devs, 2, NULL, &self, &g, &cs), WF_ERR_UNSUPPORTED, "sheet",
+              "self_collision");
   wf_cloth_desc bad = d;
   bad.substeps = 0;
   CHECK_ERROR(split_create_grid(devs, 2, NULL, &bad, &g, &cs), WF_ERR_INVALID,
@@ -586,15 +590,14 @@ TEST(errors) {
   CHECK_ERROR(split_create_grid(devs, 2, &sd, &d, &g, &cs), WF_ERR_INVALID, "imbalance");
   wf_cloth_mesh_desc m = wf_cloth_mesh_desc_default();
   m.path = WEFT_ASSETS_DIR "/meshes/no_such_file.obj";
-  CHECK_ERROR(split_create_mesh(devs, 2, NULL, &d, &m, &cs), WF_ERR_IO,
-              "no_such_file.obj");
+  CHECK_ERROR(split_create_mesh(devs, 2, NULL, &d, &m, &cs), WF_ERR_IO, "no_such_file.obj");
   /* two vertices cannot make four partitions */
   wf_cloth_grid tiny = wf_cloth_grid_default();
   tiny.resolution[0] = 2, tiny.resolution[1] = 1;
   wf_cloth_desc chain = d;
   chain.material.particle_mass = 0.1f; /* no triangles: no mass from the density */
-  CHECK_ERROR(split_create_grid(devs, 4, NULL, &chain, &tiny, &cs), WF_ERR_INVALID,
-              "sheet", "too few");
+  CHECK_ERROR(split_create_grid(devs, 4, NULL, &chain, &tiny, &cs), WF_ERR_INVALID, "sheet",
+              "too few");
   CHECK(cs == NULL);
 
   pick_devices(2, devs);
@@ -607,7 +610,6 @@ TEST(errors) {
   CHECK_ERROR(wf_cloth_pin_region(cs, lo, hi, NULL), WF_ERR_INVALID, "holds no vertex");
   CHECK_ERROR(wf_cloth_attach(cs, 0, 3), WF_ERR_INVALID, "collider 3");
   CHECK_ERROR(wf_cloth_step_frames(cs, -1), WF_ERR_INVALID, "sheet", "-1");
-  CHECK_ERROR(wfc_split_vertex(cs, nv, NULL, NULL), WF_ERR_INVALID, "out of range");
   wf_cloth_material mat = wf_cloth_material_default();
   mat.damping = -1.0f;
   CHECK_ERROR(wf_cloth_set_material(cs, &mat), WF_ERR_INVALID, "sheet", "damping");

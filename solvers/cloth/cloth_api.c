@@ -1,0 +1,478 @@
+/* The public cloth (weft/cloth.h): every wf_cloth_* function. With one device the call goes
+ * straight to the one partition (whole()), with nothing added on the way; with several it works
+ * over the partitions (cloth_parts.h has the picture; the build, the frame and the state live in
+ * partition_build.c, halo.c and partition_state.c). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cloth_parts.h"
+#include "internal/error.h"
+#include "solvers/partition/measure.h"
+
+wf_status wfc_oom(const char *fn, const char *name) {
+  return wf__error(WF_ERR_OUT_OF_MEMORY, fn, "cloth '%s': out of host memory", name);
+}
+
+/* A GPU-layer call failed: keep its message (copied: wf__error rewrites the same text). */
+wf_status wfc_fail(const wf_cloth *cs, const char *fn, wf_status st, const char *what) {
+  char why[768];
+  snprintf(why, sizeof why, "%s", wf_last_error());
+  return wf__error(st, fn, "cloth '%s': %s: %s", cs->name, what, why);
+}
+
+/* The whole cloth's only partition with one device; NULL with several. */
+static wfc_part *whole(const wf_cloth *cs) { return cs->np == 1 ? cs->parts[0].c : NULL; }
+
+void wf_cloth_destroy(wf_cloth *cs) {
+  if (!cs) return;
+  if (whole(cs)) {
+    wf_stream_synchronize(wfc_stream_of(cs, 0));
+    wfc_part_destroy(whole(cs));
+  } else {
+    wfc_gather_free(cs);
+    wfc_free_parts(cs);
+  }
+  free(cs);
+}
+
+/* One device: its partition is the whole cloth, built from the grid or mesh as given (the
+ * single-device solver, desc->stream honoured). */
+static wf_status create_whole(const char *fn, wf_device *dev, const wf_cloth_desc *desc,
+                              const wf_cloth_grid *grid, const wf_cloth_mesh_desc *mesh,
+                              wf_cloth **out) {
+  const char *name = desc->name ? desc->name : "cloth";
+  wf_cloth *cs = calloc(1, sizeof *cs);
+  if (!cs) return wfc_oom(fn, name);
+  snprintf(cs->name, sizeof cs->name, "%s", name);
+  cs->desc = *desc;
+  cs->desc.name = cs->name;
+  cs->np = 1;
+  wfc_piece *pt = &cs->parts[0];
+  pt->dev = dev;
+  wf_status st = grid ? wfc_part_create_grid(dev, desc, grid, &pt->c)
+                      : wfc_part_create_mesh(dev, desc, mesh, &pt->c);
+  if (st != WF_OK) {
+    free(cs);
+    return st;
+  }
+  wf_cloth_info in;
+  wfc_part_info_get(pt->c, &in);
+  cs->nv = pt->n_local = pt->n_owned = in.vertices;
+  cs->grid[0] = in.grid[0], cs->grid[1] = in.grid[1];
+  *out = cs;
+  return WF_OK;
+}
+
+/* The devices desc names (none, or a NULL first one: the default device) into devs; their
+ * number, or 0 after an error. */
+static int devices_of(const char *fn, const wf_cloth_desc *desc, wf_device *devs[WFPT_MAX]) {
+  const char *name = desc->name ? desc->name : "cloth";
+  int n = desc->device_count < 1 ? 1 : desc->device_count;
+  if (n > WFPT_MAX) {
+    wf__error(WF_ERR_INVALID, fn, "cloth '%s': device_count %d; 1 to %d are supported", name, n,
+              WFPT_MAX);
+    return 0;
+  }
+  for (int i = 0; i < n; i++)
+    devs[i] = desc->device_count < 1 ? NULL : desc->devices[i];
+  if (!devs[0]) devs[0] = wf_device_default();
+  if (!devs[0]) {
+    wf__error(WF_ERR_INVALID, fn, "cloth '%s': no default device (wf_init failed?)", name);
+    return 0;
+  }
+  return n;
+}
+
+static wf_status create(const char *fn, const wf_cloth_desc *desc, const wf_cloth_grid *grid,
+                        const wf_cloth_mesh_desc *mesh, wf_cloth **out) {
+  if (!out) return wf__error(WF_ERR_INVALID, fn, "out is NULL");
+  *out = NULL;
+  if (!desc || (!grid && !mesh))
+    return wf__error(WF_ERR_INVALID, fn, "desc or %s is NULL", grid ? "grid" : "mesh");
+  wf_device *devs[WFPT_MAX];
+  int n = devices_of(fn, desc, devs);
+  if (n == 0) return WF_ERR_INVALID;
+  return n == 1 ? create_whole(fn, devs[0], desc, grid, mesh, out)
+                : wfc_create_parts(fn, devs, n, desc, grid, mesh, out);
+}
+
+wf_status wf_cloth_create_grid(const wf_cloth_desc *desc, const wf_cloth_grid *grid,
+                               wf_cloth **out) {
+  static const char fn[] = "wf_cloth_create_grid";
+  if (!grid) {
+    if (out) *out = NULL;
+    return wf__error(WF_ERR_INVALID, fn, "grid is NULL");
+  }
+  return create(fn, desc, grid, NULL, out);
+}
+
+wf_status wf_cloth_create_mesh(const wf_cloth_desc *desc, const wf_cloth_mesh_desc *mesh,
+                               wf_cloth **out) {
+  static const char fn[] = "wf_cloth_create_mesh";
+  if (!mesh) {
+    if (out) *out = NULL;
+    return wf__error(WF_ERR_INVALID, fn, "mesh is NULL");
+  }
+  return create(fn, desc, NULL, mesh, out);
+}
+
+/* A capability of one device only, asked of a cloth over several. */
+static wf_status one_device_only(const wf_cloth *cs, const char *fn, const char *what) {
+  return wf__error(WF_ERR_UNSUPPORTED, fn,
+                   "cloth '%s' runs over %d devices: %s needs the cloth on one device (create it "
+                   "with desc.device_count 1)",
+                   cs->name, cs->np, what);
+}
+
+/* ---- pins, colliders, material, parameters -------------------------------------------------- */
+
+/* Pins (collider == WFC_NONE) or attaches global vertex v in every partition that holds it. */
+static wf_status pin_global(wf_cloth *cs, uint32_t v, uint32_t collider) {
+  for (int p = 0; p < cs->np; p++) {
+    uint32_t l = cs->lid[(size_t)p * cs->nv + v];
+    if (l == WFC_NONE) continue;
+    wf_status st = collider == WFC_NONE ? wfc_part_pin(cs->parts[p].c, l)
+                                        : wfc_part_attach(cs->parts[p].c, l, collider);
+    if (st != WF_OK) return st;
+  }
+  if (!cs->pinned[v]) cs->pinned[v] = 1, cs->info.pinned++;
+  return WF_OK;
+}
+
+static wf_status check_vertex(const wf_cloth *cs, const char *fn, uint32_t v) {
+  if (v < cs->nv) return WF_OK;
+  return wf__error(WF_ERR_INVALID, fn, "cloth '%s': vertex %u is out of range (%u vertices)",
+                   cs->name, v, cs->nv);
+}
+
+wf_status wf_cloth_pin(wf_cloth *cs, uint32_t vertex) {
+  static const char fn[] = "wf_cloth_pin";
+  if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
+  if (whole(cs)) return wfc_part_pin(whole(cs), vertex);
+  wf_status st = check_vertex(cs, fn, vertex);
+  return st != WF_OK ? st : pin_global(cs, vertex, WFC_NONE);
+}
+
+wf_status wf_cloth_attach(wf_cloth *cs, uint32_t vertex, uint32_t collider) {
+  static const char fn[] = "wf_cloth_attach";
+  if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
+  if (whole(cs)) return wfc_part_attach(whole(cs), vertex, collider);
+  wf_status st = check_vertex(cs, fn, vertex);
+  if (st != WF_OK) return st;
+  if (collider == WFC_NONE)
+    return wf__error(WF_ERR_INVALID, fn, "cloth '%s': collider %u does not exist", cs->name,
+                     collider);
+  return pin_global(cs, vertex, collider);
+}
+
+wf_status wf_cloth_pin_named(wf_cloth *cs, const char *where, uint32_t *count) {
+  static const char fn[] = "wf_cloth_pin_named";
+  if (!cs || !where) return wf__error(WF_ERR_INVALID, fn, "cloth or name is NULL");
+  if (whole(cs)) return wfc_part_pin_named(whole(cs), where, count);
+  uint32_t r[4], n = 0;
+  wf_status st = wfc_pin_named_range(fn, cs->name, cs->grid, where, r);
+  for (uint32_t j = r[2]; st == WF_OK && j <= r[3]; j++)
+    for (uint32_t i = r[0]; st == WF_OK && i <= r[1]; i++, n++)
+      st = pin_global(cs, j * cs->grid[0] + i, WFC_NONE);
+  if (st == WF_OK && count) *count = n;
+  return st;
+}
+
+/* Pins (collider WFC_NONE) or attaches every vertex whose rest position lies in [lo, hi]. */
+static wf_status pin_region(wf_cloth *cs, const char *fn, const float lo[3], const float hi[3],
+                            uint32_t collider, uint32_t *count) {
+  if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
+  if (!lo || !hi || !isfinite(lo[0]) || !isfinite(lo[1]) || !isfinite(lo[2]) || !isfinite(hi[0]) ||
+      !isfinite(hi[1]) || !isfinite(hi[2]))
+    return wf__error(WF_ERR_INVALID, fn, "cloth '%s': region bounds are NULL or not finite",
+                     cs->name);
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < cs->nv; i++) {
+    const float *x = cs->rest[i];
+    if (x[0] < lo[0] || x[1] < lo[1] || x[2] < lo[2] || x[0] > hi[0] || x[1] > hi[1] ||
+        x[2] > hi[2])
+      continue;
+    wf_status st = pin_global(cs, i, collider);
+    if (st != WF_OK) return st;
+    n++;
+  }
+  if (count) *count = n;
+  if (!n)
+    return wf__error(WF_ERR_INVALID, fn,
+                     "cloth '%s': the region [%g %g %g] - [%g %g %g] holds no vertex", cs->name,
+                     (double)lo[0], (double)lo[1], (double)lo[2], (double)hi[0], (double)hi[1],
+                     (double)hi[2]);
+  return WF_OK;
+}
+
+wf_status wf_cloth_pin_region(wf_cloth *cs, const float lo[3], const float hi[3], uint32_t *count) {
+  if (cs && whole(cs)) return wfc_part_pin_region(whole(cs), lo, hi, count);
+  return pin_region(cs, "wf_cloth_pin_region", lo, hi, WFC_NONE, count);
+}
+
+/* Partition 0 goes first: a bad argument is refused there, before any partition changed. */
+wf_status wf_cloth_add_collider(wf_cloth *cs, const wf_collider_desc *desc, uint32_t *index) {
+  static const char fn[] = "wf_cloth_add_collider";
+  if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
+  for (int p = 0; p < cs->np; p++) {
+    wf_status st = wfc_part_add_collider(cs->parts[p].c, desc, index);
+    if (st != WF_OK) return st;
+  }
+  return WF_OK;
+}
+
+wf_status wf_cloth_set_material(wf_cloth *cs, const wf_cloth_material *m) {
+  static const char fn[] = "wf_cloth_set_material";
+  if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
+  for (int p = 0; p < cs->np; p++) {
+    wf_status st = wfc_part_set_material(cs->parts[p].c, m);
+    if (st != WF_OK) return st;
+  }
+  return WF_OK;
+}
+
+wf_cloth_params wf_cloth_params_get(const wf_cloth *cs) {
+  return cs ? wfc_part_params_get(cs->parts[0].c) : (wf_cloth_params){0};
+}
+
+wf_status wf_cloth_params_set(wf_cloth *cs, const wf_cloth_params *prm) {
+  static const char fn[] = "wf_cloth_params_set";
+  if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
+  for (int p = 0; p < cs->np; p++) {
+    wf_status st = wfc_part_params_set(cs->parts[p].c, prm);
+    if (st != WF_OK) return st;
+  }
+  return WF_OK;
+}
+
+/* ---- frames ---------------------------------------------------------------------------------- */
+
+wf_status wf_cloth_step_frames(wf_cloth *cs, int frames) {
+  static const char fn[] = "wf_cloth_step_frames";
+  if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
+  if (frames < 0)
+    return wf__error(WF_ERR_INVALID, fn, "cloth '%s': frames %d must be >= 0", cs->name, frames);
+  if (whole(cs)) return wfc_part_step_frames(whole(cs), frames);
+  return frames ? wfpt_run_frames(&cs->frame, frames, WFPT_FULL, NULL) : WF_OK;
+}
+
+static double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
+/* One partition: no halo. Ordinary frames timed on the host's clock (each followed by a wait)
+ * stand for all four kinds; the state is put back after. */
+static wf_status measure_whole(wf_cloth *cs, const char *fn, int frames, wf_overlap *out) {
+  wfc_part *c = whole(cs);
+  float(*pos)[4] = malloc((size_t)cs->nv * 16), (*vel)[4] = malloc((size_t)cs->nv * 16);
+  double *ms = malloc((size_t)frames * sizeof *ms), time = 0.0;
+  uint64_t substeps = 0;
+  wf_status st = pos && vel && ms ? WF_OK : wfc_oom(fn, cs->name);
+  if (st == WF_OK) st = wfc_part_download(c, pos, vel);
+  if (st == WF_OK) st = wfc_part_time(c, &time, &substeps);
+  for (int f = -1; f < frames && st == WF_OK; f++) {
+    double t0 = now_ms();
+    st = wfc_part_step_frames(c, 1);
+    if (st == WF_OK && (st = wf_stream_synchronize(wfc_stream_of(cs, 0))) != WF_OK)
+      st = wfc_fail(cs, fn, st, "waiting for a frame");
+    if (f >= 0) ms[f] = now_ms() - t0;
+  }
+  if (st == WF_OK)
+    st = wfc_part_set_state(c, (const float(*)[4])pos, (const float(*)[4])vel, time, substeps);
+  if (st == WF_OK) {
+    out->frame_ms = out->frame_no_halo_ms = out->compute_ms = wfpt_median(ms, frames);
+    out->hidden_fraction = 1.0;
+  }
+  free(pos), free(vel), free(ms);
+  return st;
+}
+
+wf_status wf_cloth_overlap_measure(wf_cloth *cs, int frames, wf_overlap *out) {
+  static const char fn[] = "wf_cloth_overlap_measure";
+  if (!cs || !out) return wf__error(WF_ERR_INVALID, fn, "cloth or out is NULL");
+  memset(out, 0, sizeof *out);
+  if (frames < 1)
+    return wf__error(WF_ERR_INVALID, fn, "cloth '%s': frames %d must be >= 1", cs->name, frames);
+  if (whole(cs)) return measure_whole(cs, fn, frames, out);
+  float(*pos)[4] = malloc((size_t)cs->nv * 16), (*vel)[4] = malloc((size_t)cs->nv * 16);
+  double time = 0.0;
+  uint64_t substeps = 0;
+  wf_status st = pos && vel ? WF_OK : wfc_oom(fn, cs->name);
+  /* the state to give back; a non-finite one is refused (download's error says where) */
+  if (st == WF_OK) st = wf_cloth_download(cs, pos, vel);
+  if (st == WF_OK) st = wf_cloth_time(cs, &time, &substeps);
+  if (st == WF_OK) {
+    st = wfc_measure_parts(cs, fn, frames, out);
+    /* give the state back even after a failure (its own error comes first), after the frames */
+    wf_status st2 = WF_OK;
+    for (int p = 1; p < cs->np && st2 == WF_OK; p++)
+      if ((st2 = wf_stream_wait_stream(wfc_stream_of(cs, p), wfc_stream_of(cs, 0))) != WF_OK)
+        st2 = wfc_fail(cs, fn, st2, "ordering after the frames");
+    if (st2 == WF_OK)
+      st2 = wf_cloth_set_state(cs, (const float(*)[4])pos, (const float(*)[4])vel, time, substeps);
+    if (st == WF_OK) st = st2;
+  }
+  free(pos), free(vel);
+  return st;
+}
+
+/* ---- reading and writing the state ----------------------------------------------------------- */
+
+wf_status wf_cloth_download(wf_cloth *cs, float (*pos)[4], float (*vel)[4]) {
+  static const char fn[] = "wf_cloth_download";
+  if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
+  if (whole(cs)) return wfc_part_download(whole(cs), pos, vel);
+  return wfc_download_parts(cs, fn, pos, vel);
+}
+
+wf_status wf_cloth_set_state(wf_cloth *cs, const float (*pos)[4], const float (*vel)[4],
+                             double time, uint64_t substeps) {
+  static const char fn[] = "wf_cloth_set_state";
+  if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
+  if (whole(cs)) return wfc_part_set_state(whole(cs), pos, vel, time, substeps);
+  if (!pos || !vel)
+    return wf__error(WF_ERR_INVALID, fn, "cloth '%s': pos or vel is NULL", cs->name);
+  return wfc_set_state_parts(cs, pos, vel, time, substeps);
+}
+
+wf_status wf_cloth_time(wf_cloth *cs, double *seconds, uint64_t *substeps) {
+  if (!cs) return wf__error(WF_ERR_INVALID, "wf_cloth_time", "cloth is NULL");
+  return wfc_part_time(cs->parts[0].c, seconds, substeps);
+}
+
+/* The whole cloth's counts over the partitions' device memory and frame facts. */
+static void info_parts(const wf_cloth *cs, wf_cloth_info *out) {
+  wf_cloth_info p0;
+  wfc_part_info_get(cs->parts[0].c, &p0);
+  *out = cs->info;
+  out->triangles = cs->nt;
+  out->springs = cs->springs;
+  out->constraints = cs->constraints;
+  out->colours = cs->colours;
+  out->grid[0] = cs->grid[0], out->grid[1] = cs->grid[1];
+  out->frame_kernel = p0.frame_kernel;
+  out->resident_max = p0.resident_max;
+  out->frame_lanes = p0.frame_lanes;
+  out->frame_smem = p0.frame_smem;
+  out->graph_nodes = cs->frame.graph ? wf_graph_node_count(cs->frame.graph) : 0;
+  for (int p = 0; p < cs->np; p++) {
+    wf_cloth_info pi;
+    wfc_part_info_get(cs->parts[p].c, &pi);
+    out->device_bytes += pi.device_bytes;
+    out->partition_bytes[p] = pi.device_bytes;
+  }
+}
+
+wf_status wf_cloth_info_get(const wf_cloth *cs, wf_cloth_info *out) {
+  if (!cs || !out) return wf__error(WF_ERR_INVALID, "wf_cloth_info_get", "cloth or out is NULL");
+  if (!whole(cs)) {
+    info_parts(cs, out);
+    return WF_OK;
+  }
+  wf_status st = wfc_part_info_get(whole(cs), out);
+  out->partitions = 1;
+  out->owned[0] = cs->nv;
+  out->partition_bytes[0] = out->device_bytes;
+  out->peer = true;
+  return st;
+}
+
+uint32_t wf_cloth_count(const wf_cloth *cs) { return cs ? cs->nv : 0; }
+
+int wf_cloth_partition_count(const wf_cloth *cs) { return cs ? cs->np : 0; }
+
+wf_status wf_cloth_partition_view(const wf_cloth *cs, int i, wf_partition_view *out) {
+  static const char fn[] = "wf_cloth_partition_view";
+  if (!cs || !out) return wf__error(WF_ERR_INVALID, fn, "cloth or out is NULL");
+  memset(out, 0, sizeof *out);
+  if (i < 0 || i >= cs->np)
+    return wf__error(WF_ERR_INVALID, fn, "cloth '%s': partition %d out of range [0, %d)", cs->name,
+                     i, cs->np);
+  const wfc_piece *pt = &cs->parts[i];
+  out->device = pt->dev;
+  out->stream = wfc_stream_of(cs, i);
+  out->ids = pt->ids;
+  out->rows = pt->n_owned;
+  return wfc_part_state_buffers(pt->c, &out->pos, &out->vel, &out->clock);
+}
+
+/* ---- one device only ------------------------------------------------------------------------ */
+
+wf_status wf_cloth_couple(wf_cloth *cs, wf_particles *ps) {
+  static const char fn[] = "wf_cloth_couple";
+  if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
+  return whole(cs) ? wfc_part_couple(whole(cs), ps) : one_device_only(cs, fn, "coupling");
+}
+
+wf_status wf_cloth_step_substeps(wf_cloth *cs, int n) {
+  static const char fn[] = "wf_cloth_step_substeps";
+  if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
+  return whole(cs) ? wfc_part_step_substeps(whole(cs), n)
+                   : one_device_only(cs, fn, "stepping substeps one by one");
+}
+
+wf_status wf_cloth_set_frame_readback(wf_cloth *cs, wf_buffer *dst, size_t off) {
+  static const char fn[] = "wf_cloth_set_frame_readback";
+  if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
+  return whole(cs)
+             ? wfc_part_set_frame_readback_as(whole(cs), dst, off, WF_CLOTH_XYZW)
+             : one_device_only(cs, fn, "the per-frame readback (use wf_cloth_copy_positions_on)");
+}
+
+wf_status wf_cloth_set_frame_readback_as(wf_cloth *cs, wf_buffer *dst, size_t off,
+                                         wf_cloth_layout layout) {
+  static const char fn[] = "wf_cloth_set_frame_readback_as";
+  if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
+  return whole(cs)
+             ? wfc_part_set_frame_readback_as(whole(cs), dst, off, layout)
+             : one_device_only(cs, fn, "the per-frame readback (use wf_cloth_copy_positions_on)");
+}
+
+/* ---- any number of devices ------------------------------------------------------------------ */
+
+wf_status wf_cloth_check(wf_cloth *cs) {
+  if (!cs) return wf__error(WF_ERR_INVALID, "wf_cloth_check", "cloth is NULL");
+  return whole(cs) ? wfc_part_check(whole(cs)) : wf_cloth_download(cs, NULL, NULL);
+}
+
+/* Frames are launched on partition 0's stream and every other partition's joins it. */
+wf_stream *wf_cloth_stream(const wf_cloth *cs) { return cs ? wfc_stream_of(cs, 0) : NULL; }
+
+const uint32_t *wf_cloth_triangles(const wf_cloth *cs, uint32_t *count) {
+  if (cs && whole(cs)) return wfc_part_triangles(whole(cs), count);
+  if (count) *count = cs ? cs->nt : 0;
+  return cs && cs->nt ? cs->tris : NULL;
+}
+
+wf_status wf_cloth_copy_positions(wf_cloth *cs, wf_buffer *dst, size_t off) {
+  return wf_cloth_copy_positions_on(cs, dst, off, NULL);
+}
+
+wf_status wf_cloth_copy_positions_on(wf_cloth *cs, wf_buffer *dst, size_t off, wf_stream *s) {
+  static const char fn[] = "wf_cloth_copy_positions";
+  if (!cs || !dst) return wf__error(WF_ERR_INVALID, fn, "cloth or buffer is NULL");
+  if (whole(cs)) return wfc_part_copy_positions_on(whole(cs), dst, off, s);
+  size_t bytes = (size_t)cs->nv * 16, size = wf_buffer_size(dst);
+  if (off > size || size - off < bytes)
+    return wf__error(WF_ERR_INVALID, fn,
+                     "cloth '%s': destination holds %zu bytes after offset %zu, positions need %zu",
+                     cs->name, off > size ? 0 : size - off, off, bytes);
+  return wfc_copy_positions_parts(cs, fn, dst, off, s ? s : wfc_stream_of(cs, 0));
+}
+
+/* ---- additions for the world (engine/world.c) ------------------------------------------------ */
+
+wf_status wf_cloth_attach_region(wf_cloth *cs, const float lo[3], const float hi[3],
+                                 uint32_t collider, uint32_t *count) {
+  static const char fn[] = "wf_cloth_attach_region";
+  if (cs && whole(cs)) return wfc_part_attach_region(whole(cs), lo, hi, collider, count);
+  if (cs && collider == WFC_NONE)
+    return wf__error(WF_ERR_INVALID, fn, "cloth '%s': collider %u does not exist", cs->name,
+                     collider);
+  return pin_region(cs, fn, lo, hi, collider, count);
+}
