@@ -34,6 +34,8 @@ typedef struct wfpt_measure_ops {
 wf_status wfpt_overlap_measure(wfpt_frame *f, const wfpt_measure_ops *ops, int frames,
                                uint64_t halo_bytes, wf_overlap *out);
 
+/* The host's monotonic clock, ms (the solvers' repartition and capture times). */
+double wfpt_now_ms(void);
 /* The median of v[0..n) (n >= 1; sorts v). */
 double wfpt_median(double *v, int n);
 /* n timing events, per_part of them on each device devs[i / per_part]; on failure the ones made
