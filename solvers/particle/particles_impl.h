@@ -70,7 +70,7 @@ struct wf_particles {
   part parts[MAXP];
   wfpt_set *set;    /* the partitions' streams, copy streams and links */
   wfpt_frame frame; /* the frame over every partition, its graph and key */
-  halo *halos;      /* [set->cap_links] */
+  halo *halos;      /* [cap_halos], halos[l] beside set->links[l] */
   int cap_halos;
   uint32_t count;
   bool distributed; /* false: every particle is in partition 0, local = global order */
