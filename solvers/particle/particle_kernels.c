@@ -240,11 +240,6 @@ static void select_cpu(const void *args, size_t begin, size_t end) {
   *a->count = k;
 }
 
-static void gid_scatter_cpu(const void *args, size_t begin, size_t end) {
-  for (size_t k = begin; k < end; k++)
-    wfp_gid_scatter_elem(args, (uint32_t)k);
-}
-
 static void migrate_pack_cpu(const void *args, size_t begin, size_t end) {
   for (size_t j = begin; j < end; j++)
     wfp_migrate_pack_elem(args, (uint32_t)j);
@@ -277,8 +272,6 @@ size_t wfp_select_temp_bytes(wf_device *dev, uint32_t n) {
   return 0;
 }
 
-const wf_kernel wfp_gid_scatter = {"particle_gid_scatter", gid_scatter_cpu,
-                                    WFP_CUDA(wfp_gid_scatter_cuda)};
 const wf_kernel wfp_keys = {"particle_keys", keys_cpu, WFP_CUDA(wfp_keys_cuda)};
 const wf_kernel wfp_sort = {"particle_sort", sort_cpu, WFP_CUDA(wfp_sort_cuda)};
 const wf_kernel wfp_cells = {"particle_cells", cells_cpu, WFP_CUDA(wfp_cells_cuda)};

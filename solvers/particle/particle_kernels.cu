@@ -189,11 +189,6 @@ struct HasBit {
   }
 };
 
-__global__ void gid_scatter_kernel(wfp_gid_scatter_args a, size_t n) {
-  size_t k = index();
-  if (k < n) wfp_gid_scatter_elem(&a, (uint32_t)k);
-}
-
 __global__ void migrate_pack_kernel(wfp_migrate_pack_args a, size_t n) {
   size_t j = index();
   if (j < n) wfp_migrate_pack_elem(&a, (uint32_t)j);
@@ -337,12 +332,6 @@ extern "C" size_t wfp_select_temp_bytes_cuda(uint32_t n) {
                             HasBit{nullptr, 0u, nullptr}) != cudaSuccess)
     return 0;
   return bytes;
-}
-
-extern "C" void wfp_gid_scatter_cuda(const void *args, size_t n, void *stream) {
-  if (n == 0) return;
-  gid_scatter_kernel<<<grid_for(n), kBlock, 0, (cudaStream_t)stream>>>(
-      *(const wfp_gid_scatter_args *)args, n);
 }
 
 extern "C" void wfp_migrate_pack_cuda(const void *args, size_t n, void *stream) {

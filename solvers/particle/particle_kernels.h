@@ -30,7 +30,6 @@ extern const wf_kernel wfp_select;           /* n = 1: indices whose tag has a b
 extern const wf_kernel wfp_migrate_pack;     /* n = particles sent */
 extern const wf_kernel wfp_migrate_keys;     /* n = particles received */
 extern const wf_kernel wfp_migrate;          /* n = particles received: the new local arrays */
-extern const wf_kernel wfp_gid_scatter;      /* n = staged rows: into global-id order */
 
 /* CUB temporary storage on dev for sorting n pairs with `bits` key bits, and for selecting among
  * n indices (wfp_sort, wfp_select); 0 on CPU devices, and 0 on a CUDA device means failure. */
@@ -61,7 +60,6 @@ void wfp_select_cuda(const void *args, size_t n, void *stream);
 void wfp_migrate_pack_cuda(const void *args, size_t n, void *stream);
 void wfp_migrate_keys_cuda(const void *args, size_t n, void *stream);
 void wfp_migrate_cuda(const void *args, size_t n, void *stream);
-void wfp_gid_scatter_cuda(const void *args, size_t n, void *stream);
 /* CUB temporary storage for selecting among n indices (0 on failure). */
 size_t wfp_select_temp_bytes_cuda(uint32_t n);
 /* CUB temporary storage for sorting n pairs with `bits` key bits (0 on failure). */

@@ -278,22 +278,6 @@ typedef struct wfp_migrate_pack_args {
   uint16_t *omat;
 } wfp_migrate_pack_args;
 
-/* Per staged row k of n (wf_particles_copy_state of several partitions): the partitions' owned
- * rows one partition after the other (positions, then n rows later the velocities), row k being
- * global id gid[k]; every id appears once, so each element writes its own two rows and the
- * result does not depend on the threads' order. Plain 16-byte copies: no arithmetic. */
-typedef struct wfp_gid_scatter_args {
-  const wfp_f4 *stage;
-  const uint32_t *gid;
-  wfp_f4 *pos, *vel; /* n rows each, global-id order */
-  uint32_t n;
-} wfp_gid_scatter_args;
-
-WF_HD static inline void wfp_gid_scatter_elem(const wfp_gid_scatter_args *a, uint32_t k) {
-  a->pos[a->gid[k]] = a->stage[k];
-  a->vel[a->gid[k]] = a->stage[a->n + k];
-}
-
 /* Per received particle j: the sort by global id's keys and values (keys[j] = gid[j], vals[j] =
  * j). */
 typedef struct wfp_migrate_keys_args {

@@ -3,13 +3,8 @@
 #include "frame.h"
 
 #include <string.h>
-#include <time.h>
 
-static double now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
-}
+#include "measure.h"
 
 void wfpt_frame_init(wfpt_frame *f, wfpt_set *s, const wfpt_frame_ops *ops, bool no_graph) {
   memset(f, 0, sizeof *f);
@@ -72,7 +67,7 @@ static wf_status enqueue(wfpt_frame *f, wfpt_mode mode) {
 }
 
 wf_status wfpt_capture(wfpt_frame *f, wfpt_mode mode, wf_graph **g) {
-  double t0 = now_ms();
+  double t0 = wfpt_now_ms();
   wfpt_set *s = f->set;
   wf_stream *s0 = s->part[0].stream;
   wf_status st;
@@ -95,7 +90,7 @@ wf_status wfpt_capture(wfpt_frame *f, wfpt_mode mode, wf_graph **g) {
   f->stale = false;
   key_now(f, &f->key);
   f->captures++;
-  f->capture_ms += now_ms() - t0;
+  f->capture_ms += wfpt_now_ms() - t0;
   return WF_OK;
 }
 

@@ -7,7 +7,7 @@
 
 #include "internal/error.h"
 
-static double now_ms(void) {
+double wfpt_now_ms(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
@@ -95,11 +95,11 @@ static wf_status timed_frame(wfpt_frame *f, const wfpt_measure_ops *ops, wfpt_mo
     if ((st = wf_stream_synchronize(s->part[p].stream)) != WF_OK)
       st = wfpt_fail(s, st, "waiting before a measured frame");
   if (st != WF_OK) return st;
-  double t0 = now_ms();
+  double t0 = wfpt_now_ms();
   st = wfpt_run_frames(f, 1, m, g);
   if (st == WF_OK && (st = wf_stream_synchronize(s->part[0].stream)) != WF_OK)
     st = wfpt_fail(s, st, "waiting for a measured frame");
-  *ms = now_ms() - t0;
+  *ms = wfpt_now_ms() - t0;
   if (st == WF_OK && m == WFPT_COMPUTE) st = ops->compute_ms(ops->ctx, ms);
   return st;
 }

@@ -1,6 +1,5 @@
 /* How well the halo transfers hide behind the compute (wf_overlap in weft/partition.h), for both
- * solvers: the driver and the arithmetic it rests on (until the solvers are ported,
- * solvers/split_measure.h holds a copy of the arithmetic under wf__split_* names).
+ * solvers: the driver and the arithmetic it rests on.
  *
  * The driver (wfpt_overlap_measure) times the four kinds of frame (wfpt_mode), interleaved frame
  * by frame so that a drift of the clocks hits all alike, after one warm-up frame each: the
@@ -34,6 +33,8 @@ typedef struct wfpt_measure_ops {
 wf_status wfpt_overlap_measure(wfpt_frame *f, const wfpt_measure_ops *ops, int frames,
                                uint64_t halo_bytes, wf_overlap *out);
 
+/* The host's monotonic clock, ms (the solvers' repartition and capture times). */
+double wfpt_now_ms(void);
 /* The median of v[0..n) (n >= 1; sorts v). */
 double wfpt_median(double *v, int n);
 /* n timing events, per_part of them on each device devs[i / per_part]; on failure the ones made

@@ -352,6 +352,69 @@ TEST(critical_path_of_substeps) {
   CHECK(wfpt_hidden_fraction(20, 8, 4) == 0.0);
 }
 
+/* The particles' overlap measure's compute (wfpt_critical_path) on known substep times: the
+ * longest path through the substeps, where a partition's substep waits for its own substep before
+ * and for those of the partitions it takes ghosts from. The times are small integers, so every sum is
+ * exact; the bounds on random times hold exactly too (rounding is monotone, and the path adds
+ * each partition's times in the order its own sum does). */
+TEST(critical_path_of_the_particles_substeps) {
+  /* one partition: its sum */
+  double one[4] = {1, 2, 3, 4};
+  uint8_t adj1[1] = {0};
+  CHECK(wfpt_critical_path(NULL, one, 1, 4, adj1) == 10.0);
+  /* two partitions with opposite jitter, each summing to 8 */
+  const double jitter[8] = {3, 1, 3, 1, 1, 3, 1, 3};
+  double t[8];
+  uint8_t none[4] = {0}, both[4] = {0, 1, 1, 0}, right[4] = {0, 1, 0, 0};
+  memcpy(t, jitter, sizeof t);
+  CHECK(wfpt_critical_path(NULL, t, 2, 4, none) == 8.0); /* unlinked: the longest sum */
+  memcpy(t, jitter, sizeof t);
+  /* linked both ways: 3, max(3, 1) + 3, max(4, 6) + 3, max(9, 7) + 3 */
+  CHECK(wfpt_critical_path(NULL, t, 2, 4, both) == 12.0);
+  CHECK(t[3] == 10.0 && t[7] == 12.0); /* the longest path to each last substep */
+  memcpy(t, jitter, sizeof t);
+  CHECK(wfpt_critical_path(NULL, t, 2, 4, right) == 10.0); /* 1 waits for 0, 0 for nobody */
+  /* a part of each substep before the ghosts are needed (the own particles' keys) overlaps the
+   * wait for them: p0 takes 1 + 3, p1 0 + 1; then p0 waits for nobody (4 + 2 + 1), p1 for its own
+   * 1 + 5 against p0's 4 (6 + 3). Counted after the ghosts instead, the same times give 12. */
+  const double pre[4] = {1, 2, 0, 5}, post[4] = {3, 1, 1, 3};
+  double a2[4];
+  memcpy(a2, post, sizeof a2);
+  CHECK(wfpt_critical_path(pre, a2, 2, 2, both) == 9.0);
+  CHECK(a2[0] == 4.0 && a2[1] == 7.0 && a2[2] == 1.0 && a2[3] == 9.0);
+  for (int i = 0; i < 4; i++)
+    a2[i] = pre[i] + post[i];
+  CHECK(wfpt_critical_path(NULL, a2, 2, 2, both) == 12.0);
+  /* random times on 4 partitions in a chain (the slabs): at least the longest sum, at most the
+   * sum of each substep's slowest partition */
+  uint8_t chain[16] = {0};
+  for (int p = 0; p + 1 < 4; p++)
+    chain[p * 4 + p + 1] = chain[(p + 1) * 4 + p] = 1;
+  uint32_t seed = 12345u;
+  for (int trial = 0; trial < 100; trial++) {
+    enum { NP = 4, KS = 16 };
+    double r[NP * KS], longest = 0.0, slowest = 0.0;
+    for (int i = 0; i < NP * KS; i++) {
+      seed = seed * 1664525u + 1013904223u;
+      r[i] = 0.5 + (double)(seed >> 8) / (double)(1u << 24);
+    }
+    for (int p = 0; p < NP; p++) {
+      double sum = 0.0;
+      for (int k = 0; k < KS; k++)
+        sum += r[p * KS + k];
+      longest = sum > longest ? sum : longest;
+    }
+    for (int k = 0; k < KS; k++) {
+      double m = 0.0;
+      for (int p = 0; p < NP; p++)
+        m = r[p * KS + k] > m ? r[p * KS + k] : m;
+      slowest += m;
+    }
+    double c = wfpt_critical_path(NULL, r, NP, KS, chain);
+    CHECK(c >= longest && c <= slowest);
+  }
+}
+
 /* A link to a partition that does not exist, and a segment whose source is on another device than
  * its sender's: refused with messages naming the link; the failed capture leaves partition 0's
  * stream usable, and the frame runs once the segment is right. */
@@ -396,6 +459,7 @@ int main(int argc, char **argv) {
       TH_TEST(gather_puts_rows_in_global_order),
       TH_TEST(measure_gives_hidden_fraction),
       TH_TEST(critical_path_of_substeps),
+      TH_TEST(critical_path_of_the_particles_substeps),
       TH_TEST(bad_links_are_named),
   };
   return th_main(argc, argv, tests, TH_COUNT(tests));
