@@ -110,9 +110,9 @@ struct wfc_part {
   wf_particles *ps;    /* coupled particle solver, or NULL */
   float ps_radius;     /* its largest particle radius when coupled (the grid's cell) */
   int sub_in_frame;    /* coupled springs: substeps recorded since the frame began */
-  bool fast_off;       /* WEFT_CLOTH_FAST=0: no one-launch frames (cloth_fast.h) */
+  bool fast_off;       /* tuning.one_launch OFF or a partition: no one-launch frames */
   wfc_frame_plan plan; /* springs: how a one-launch frame spreads over the device */
-  uint32_t barrier;    /* WFC_BARRIER_* of resident frames (WEFT_CLOTH_BARRIER=grid) */
+  uint32_t barrier;    /* WFC_BARRIER_* of resident frames (tuning.grid_sync) */
   uint32_t reach;      /* largest |i - j| over the vertices j that vertex i reads */
   wf_buffer *rb;       /* per-frame readback destination (wf_cloth_set_frame_readback), or NULL */
   size_t rb_off;
@@ -304,6 +304,47 @@ void wfc_part_destroy(wfc_part *c) {
   free(c);
 }
 
+/* The one-launch frames' tuning (weft/cloth.h: wf_cloth_tuning): each field in its range. */
+static wf_status check_tuning(const char *fn, const char *name, const wf_cloth_tuning *t) {
+  const struct {
+    const char *field;
+    int v;
+  } sw[] = {{"one_launch", t->one_launch},
+            {"resident", t->resident},
+            {"grid_sync", t->grid_sync},
+            {"smem", t->smem},
+            {"tiles", t->tiles}};
+  for (size_t k = 0; k < sizeof sw / sizeof sw[0]; k++)
+    if (sw[k].v < WF_CLOTH_TUNE_AUTO || sw[k].v > WF_CLOTH_TUNE_OFF)
+      return wf__error(WF_ERR_INVALID, fn,
+                       "cloth '%s': tuning.%s %d must be WF_CLOTH_TUNE_AUTO (0), _ON (1) or "
+                       "_OFF (2)",
+                       name, sw[k].field, sw[k].v);
+  if (t->block > 1024)
+    return wf__error(WF_ERR_INVALID, fn,
+                     "cloth '%s': tuning.block %u must be 1 to 1024 threads (0: automatic)", name,
+                     t->block);
+  if (t->lanes != 0 && t->lanes != 1 && t->lanes != 2 && t->lanes != 4)
+    return wf__error(WF_ERR_INVALID, fn,
+                     "cloth '%s': tuning.lanes %u must be 1, 2 or 4 (0: automatic)", name,
+                     t->lanes);
+  if (t->tile_steps > 2)
+    return wf__error(WF_ERR_INVALID, fn,
+                     "cloth '%s': tuning.tile_steps %u must be 1 or 2 (0: automatic)", name,
+                     t->tile_steps);
+  if ((t->tile[0] || t->tile[1]) && t->tiles != WF_CLOTH_TUNE_ON)
+    return wf__error(WF_ERR_INVALID, fn,
+                     "cloth '%s': tuning.tile %u x %u is given but tuning.tiles is not "
+                     "WF_CLOTH_TUNE_ON",
+                     name, t->tile[0], t->tile[1]);
+  if ((t->tile[0] || t->tile[1]) && (t->tile[0] < WFC_TILE_REACH || t->tile[1] < WFC_TILE_REACH))
+    return wf__error(WF_ERR_INVALID, fn,
+                     "cloth '%s': tuning.tile %u x %u: columns and rows must each be >= %u "
+                     "(0 x 0: automatic)",
+                     name, t->tile[0], t->tile[1], WFC_TILE_REACH);
+  return WF_OK;
+}
+
 static wf_status check_desc(const char *fn, const wf_cloth_desc *d, const char *name) {
   if (d->integrator != WF_CLOTH_SPRINGS && d->integrator != WF_CLOTH_XPBD)
     return wf__error(WF_ERR_INVALID, fn,
@@ -316,7 +357,8 @@ static wf_status check_desc(const char *fn, const wf_cloth_desc *d, const char *
                      d->iterations);
   wf_cloth_params p = params_of(d);
   wf_status st = check_params(fn, name, &p);
-  return st != WF_OK ? st : check_material(fn, name, &d->material);
+  if (st == WF_OK) st = check_material(fn, name, &d->material);
+  return st != WF_OK ? st : check_tuning(fn, name, &d->tuning);
 }
 
 static wf_status make_buffer(wfc_part *c, const char *fn, int b, size_t bytes, const void *data) {
@@ -358,11 +400,9 @@ static wf_status grid_alloc(wfc_part *c, const char *fn) {
   return WF_OK;
 }
 
-/* The one-launch frame's plan (cloth_fast.h) and the reach of a vertex's reads: its springs and
- * (aerodynamics) the vertices of its triangles. grid: a grid cloth (lanes, staging);
- * stride_only: WEFT_CLOTH_FAST=1. Knobs read here: WEFT_CLOTH_BLOCK=N, WEFT_CLOTH_LANES=1|2|4,
- * WEFT_CLOTH_SMEM=0|1, WEFT_CLOTH_TILE=0|WxH, WEFT_CLOTH_TILE_STEPS=1|2 (cloth_fast.h). */
-static void frame_plan(wfc_part *c, const wfc_springs *sp, bool grid, bool stride_only) {
+/* The largest |i - j| over the vertices j that a vertex i reads: its springs' other ends and
+ * (aerodynamics) the vertices of its triangles. */
+static uint32_t read_reach(const wfc_part *c, const wfc_springs *sp) {
   uint32_t reach = 0;
   for (uint32_t a = 0; a < c->nv; a++)
     for (uint32_t k = sp->adj_start[a]; k < sp->adj_start[a + 1]; k++) {
@@ -376,36 +416,39 @@ static void frame_plan(wfc_part *c, const wfc_springs *sp, bool grid, bool strid
       lo = v[k] < lo ? v[k] : lo, hi = v[k] > hi ? v[k] : hi;
     if (hi - lo > reach) reach = hi - lo;
   }
-  c->reach = reach;
-  const char *blk = getenv("WEFT_CLOTH_BLOCK");
-  long block = blk ? strtol(blk, NULL, 10) : 0;
-  const char *ln = getenv("WEFT_CLOTH_LANES"), *sm = getenv("WEFT_CLOTH_SMEM");
-  long lanes = ln ? strtol(ln, NULL, 10) : 0;
-  wfc_frame_want want = {block > 0 && block <= 1024 ? (uint32_t)block : 0,
-                         lanes == 1 || lanes == 2 || lanes == 4 ? (uint32_t)lanes : 0,
-                         sm && !strcmp(sm, "0")   ? 0u
-                         : sm && !strcmp(sm, "1") ? 1u
-                                                  : 2u,
-                         reach,
-                         grid,
-                         1u,
-                         0u,
-                         0u,
-                         c->topo.grid[0],
-                         c->topo.grid[1],
-                         0u};
-  /* WEFT_CLOTH_TILE: 0 = no tiles, WxH = tiles of W columns x H rows, else automatic */
-  const char *tl = getenv("WEFT_CLOTH_TILE");
-  unsigned tw = 0, th = 0;
-  if (tl && !strcmp(tl, "0"))
-    want.tile = 0;
-  else if (tl && sscanf(tl, "%ux%u", &tw, &th) == 2)
-    want.tile = 2, want.tile_w = tw, want.tile_h = th;
-  /* WEFT_CLOTH_TILE_STEPS: 1 or 2 substeps between the tiles' exchanges, else automatic */
-  const char *ts = getenv("WEFT_CLOTH_TILE_STEPS");
-  if (ts && (!strcmp(ts, "1") || !strcmp(ts, "2"))) want.steps = (uint32_t)(ts[0] - '0');
+  return reach;
+}
+
+/* What the desc's tuning (checked: check_tuning) asks of the plan (cloth_fast.h). */
+static wfc_frame_want frame_want(const wfc_part *c, uint32_t reach, bool grid) {
+  const wf_cloth_tuning *t = &c->desc.tuning;
+  bool tiles_on = t->tiles == WF_CLOTH_TUNE_ON, sized = t->tile[0] && t->tile[1];
+  return (wfc_frame_want){.block = t->block,
+                          .lanes = t->lanes,
+                          .smem = t->smem == WF_CLOTH_TUNE_ON    ? 1u
+                                  : t->smem == WF_CLOTH_TUNE_OFF ? 0u
+                                                                 : 2u,
+                          .reach = reach,
+                          .grid = grid,
+                          .tile = tiles_on                        ? 2u
+                                  : t->tiles == WF_CLOTH_TUNE_OFF ? 0u
+                                                                  : 1u,
+                          .tile_w = tiles_on ? (sized ? t->tile[0] : WFC_TILE_AUTO_W) : 0u,
+                          .tile_h = tiles_on ? (sized ? t->tile[1] : WFC_TILE_AUTO_H) : 0u,
+                          .nu = c->topo.grid[0],
+                          .nr = c->topo.grid[1],
+                          .steps = t->tile_steps};
+}
+
+/* The one-launch frame's plan (cloth_fast.h) from the desc's tuning, with its barrier and the
+ * reach of a vertex's reads. grid: a grid cloth (lanes, staging, tiles). */
+static void frame_plan(wfc_part *c, const wfc_springs *sp, bool grid) {
+  const wf_cloth_tuning *t = &c->desc.tuning;
+  c->reach = read_reach(c, sp);
+  wfc_frame_want want = frame_want(c, c->reach, grid);
   wfc_spring_frame_plan(c->dev->is_cuda ? c->dev->ordinal : -1, c->nv, &want, &c->plan);
-  if (stride_only) c->plan.mode = WFC_FRAME_STRIDE;
+  if (t->resident == WF_CLOTH_TUNE_OFF) c->plan.mode = WFC_FRAME_STRIDE;
+  c->barrier = t->grid_sync == WF_CLOTH_TUNE_ON ? WFC_BARRIER_GRID : WFC_BARRIER_NEIGHBOURS;
 }
 
 /* Everything after the topology: topology lists, masses, buffers, uploads. Takes the topology.
@@ -468,13 +511,8 @@ static wf_status create_common(const char *fn, wf_device *dev, const wf_cloth_de
     if (st == WF_OK && desc->integrator == WF_CLOTH_SPRINGS && c->topo.grid[0] &&
         wfc_grid_rest_build(&c->topo, &sp, &grid_rest) == WF_ERR_OUT_OF_MEMORY)
       st = wf__error(WF_ERR_OUT_OF_MEMORY, fn, "cloth '%s': out of host memory", name);
-    const char *fast = getenv("WEFT_CLOTH_FAST");
-    c->fast_off = fast && !strcmp(fast, "0");
-    if (desc->integrator == WF_CLOTH_SPRINGS && st == WF_OK) {
-      frame_plan(c, &sp, grid_rest != NULL, fast && !strcmp(fast, "1"));
-      const char *bar = getenv("WEFT_CLOTH_BARRIER");
-      c->barrier = bar && !strcmp(bar, "grid") ? WFC_BARRIER_GRID : WFC_BARRIER_NEIGHBOURS;
-    }
+    c->fast_off = desc->tuning.one_launch == WF_CLOTH_TUNE_OFF;
+    if (desc->integrator == WF_CLOTH_SPRINGS && st == WF_OK) frame_plan(c, &sp, grid_rest != NULL);
     if (desc->integrator != WF_CLOTH_SPRINGS) st = wfc_constraints_build(fn, name, &c->topo, &cons);
     if (st != WF_OK) goto done;
     c->springs = sp.count;
@@ -1285,6 +1323,8 @@ wf_status wfc_part_info_get(const wfc_part *c, wf_cloth_info *out) {
   out->frame_tile[0] = res ? c->plan.tile_w : 0;
   out->frame_tile[1] = res ? c->plan.tile_h : 0;
   out->frame_tile_steps = res ? c->plan.tile_steps : 0;
+  out->frame_block = res ? c->plan.block : 0;
+  out->frame_grid_sync = res && c->barrier == WFC_BARRIER_GRID;
   return WF_OK;
 }
 
