@@ -1345,8 +1345,8 @@ wf_status wfc_part_set_state(wfc_part *c, const float (*pos)[4], const float (*v
     return wf__error(WF_ERR_INVALID, fn, "cloth '%s': time is not finite", c->name);
   TRY(wf_stream_synchronize(c->stream), "waiting for the solver");
   size_t bytes = (size_t)c->nv * sizeof(wfp_f4);
-  wfc_clock k = {time, substeps};
-  wfc_flags f = {0, UINT32_MAX};
+  wfc_clock k = {.time = time, .substeps = substeps};
+  wfc_flags f = {.flags = 0, .first_bad = UINT32_MAX};
   TRY(wf_upload(c->buf[B_POS0], 0, pos, bytes, c->stream), "uploading positions");
   TRY(wf_upload(c->buf[B_VEL0], 0, vel, bytes, c->stream), "uploading velocities");
   TRY(wf_upload(c->buf[B_CLOCK0], 0, &k, sizeof k, c->stream), "uploading the clock");
