@@ -44,6 +44,7 @@
 #include <string.h>
 
 #include "bench_util.h"
+#include "tuning_env.h"
 #include "weft/weft.h"
 
 #define MAX_SIZES 16
@@ -203,6 +204,7 @@ static int run_cfg_ms(wf_device *dev, wf_device *host, const run_cfg *cfg, doubl
   g.size[0] = g.size[1] = 0.1f * (float)(N - 1);
   g.center[1] = 0.0f;
   d.devices[0] = dev;
+  if (bench_cloth_tuning_env("cloth", &d.tuning)) goto done;
   wf_status st = ms ? wf_cloth_create_grid(&d, &g, &c) : WF_ERR_OUT_OF_MEMORY;
   if (st == WF_OK) st = wf_cloth_pin_named(c, "top-left", NULL);
   if (st == WF_OK) st = wf_cloth_pin_named(c, "top-right", NULL);

@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "bench_util.h"
+#include "tuning_env.h"
 #include "weft/weft.h"
 
 #define MAX_SIZES 16
@@ -93,6 +94,7 @@ static int run_size(pb_ctx *c, uint64_t n) {
   CHECK(wf_stream_create(c->dev, 0, &stream));
   d.stream = stream;
   d.devices[0] = c->dev;
+  if (bench_particles_tuning_env("particles", &d.tuning)) goto done;
   CHECK(wf_particles_create(&d, &ps));
   wf_particle_material m = wf_particle_material_default();
   m.stiffness = 8000.0f, m.damping = 2.0f, m.friction = 1.0f, m.restitution = 0.0f;

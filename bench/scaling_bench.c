@@ -41,6 +41,7 @@
 #include <string.h>
 
 #include "bench_util.h"
+#include "tuning_env.h"
 #include "weft/weft.h"
 
 #define MAX_COUNTS  16 /* entries of --gpus */
@@ -145,6 +146,7 @@ static int measure(sb_ctx *c, int k, uint64_t n, sb_result *res) {
   for (int i = 0; i < k; i++)
     d.devices[i] = c->devs[i];
   d.device_count = k;
+  if (bench_particles_tuning_env("scaling", &d.tuning)) goto done;
   CHECK(wf_particles_create(&d, &sp));
   wf_particle_material m = wf_particle_material_default();
   m.stiffness = 8000.0f, m.damping = 2.0f, m.friction = 1.0f, m.restitution = 0.0f;
@@ -345,6 +347,7 @@ static int cloth_measure(sb_ctx *c, int k, const uint64_t grid[2], sb_cloth_resu
   d.device_count = k;
   for (int i = 0; i < k; i++)
     d.devices[i] = c->devs[i];
+  if (bench_cloth_tuning_env("scaling", &d.tuning)) goto done;
   CHECK(wf_cloth_create_grid(&d, &g, &cs));
   CHECK(wf_cloth_pin_named(cs, "top-left", NULL));
   CHECK(wf_cloth_pin_named(cs, "top-right", NULL));

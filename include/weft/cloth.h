@@ -121,6 +121,40 @@ typedef struct wf_cloth_material {
                      collider's friction applies); default 0.5 */
 } wf_cloth_material;
 
+/** A tuning choice (wf_cloth_tuning's switches): zero is the automatic one. */
+enum { WF_CLOTH_TUNE_AUTO = 0, WF_CLOTH_TUNE_ON = 1, WF_CLOTH_TUNE_OFF = 2 };
+
+/** How the mass-spring one-launch frames (wf_cloth_info.frame_kernel) spread over the device: for
+ *  measurements and A/B runs. All zero (the default) is the automatic choice, which is the one to
+ *  keep unless a measurement says otherwise. Every choice gives bitwise the same states; only the
+ *  speed changes. XPBD cloths, cloths with self-collision or coupling, and cloths over several
+ *  devices run kernels per substep and ignore it (the values are still checked). A value out of
+ *  range fails creation with WF_ERR_INVALID naming the field. wf_cloth_info's frame_* fields
+ *  report what was chosen. */
+typedef struct wf_cloth_tuning {
+  int one_launch;   /* WF_CLOTH_TUNE_*: OFF runs kernels per substep (the general path); AUTO and ON
+                       run a mass-spring frame in one launch */
+  int resident;     /* WF_CLOTH_TUNE_*: OFF runs one-launch frames as a grid-stride loop; AUTO and
+                       ON keep a thread a vertex resident where every vertex fits at once */
+  int grid_sync;    /* WF_CLOTH_TUNE_*: ON makes resident frames meet at grid.sync() between
+                       substeps; AUTO and OFF: each block waits for its neighbours only */
+  uint32_t block;   /* threads a block of resident frames, 1 to 1024, rounded by the device to
+                       whole warps it can run (32 to 256 on CUDA); 0: automatic (the vertices
+                       spread over the multiprocessors, at most 256 a block) */
+  uint32_t lanes;   /* resident grid cloths: at most this many threads a vertex, 1, 2 or 4; 0:
+                       automatic (the most that stay resident) */
+  int smem;         /* WF_CLOTH_TUNE_*: resident grid cloths stage their neighbourhood in shared
+                       memory: ON where it fits, OFF never, AUTO with 1 lane a vertex */
+  int tiles;        /* WF_CLOTH_TUNE_*: resident grid cloths on CUDA in 2D tiles: ON asks for tiles
+                       of tile[0] x tile[1] (used where they fit), OFF never, AUTO 32 x 16 tiles
+                       where 1 lane a vertex is all that stays resident and lanes and smem are
+                       automatic */
+  uint32_t tile[2]; /* tiles ON: columns x rows of a tile, each >= 2 (0 x 0: 32 x 16); must be
+                       0 x 0 unless tiles is ON */
+  uint32_t tile_steps; /* tiled frames: substeps between the tiles' exchanges, 1 or 2; 0:
+                          automatic (2 where they fit, else 1) */
+} wf_cloth_tuning;
+
 /** Solver settings. Start from wf_cloth_desc_default(). */
 typedef struct wf_cloth_desc {
   const char *name;           /* for messages; default "cloth" */
@@ -143,6 +177,7 @@ typedef struct wf_cloth_desc {
   int seed;        /* several devices: METIS random seed; 0: 1 */
   float imbalance; /* several devices: METIS load imbalance allowed (max part / mean - 1);
                       0: 0.03 */
+  wf_cloth_tuning tuning; /* one-launch frames' tuning; all zero (the default): automatic */
 } wf_cloth_desc;
 
 /** A rectangular grid of vertices. Start from wf_cloth_grid_default(). */
@@ -200,13 +235,15 @@ typedef struct wf_cloth_info {
   uint32_t resident_max; /* mass-spring: the most vertices a resident frame takes on this device
                             (the CPU backend: a fixed 4096); 0 for XPBD */
   uint32_t frame_readback_direct; /* 1: the frame kernel writes the per-frame readback itself */
-  uint32_t frame_lanes; /* resident frames: threads a vertex (1, 2, 4; WEFT_CLOTH_LANES); else 1 */
-  uint32_t
-      frame_smem; /* resident frames: 1 = neighbours staged in shared memory (WEFT_CLOTH_SMEM) */
+  uint32_t frame_lanes; /* resident frames: threads a vertex (1, 2, 4; tuning.lanes); else 1 */
+  uint32_t frame_smem;  /* resident frames: 1 = neighbours staged in shared memory (tuning.smem) */
   uint32_t frame_tile[2];    /* resident grid frames in tiles: columns x rows a block (CUDA;
-                                WEFT_CLOTH_TILE); 0 x 0: not tiled */
+                                tuning.tiles); 0 x 0: not tiled */
   uint32_t frame_tile_steps; /* tiled frames: substeps between the tiles' exchanges, 1 or 2
-                                (WEFT_CLOTH_TILE_STEPS); 0: not tiled */
+                                (tuning.tile_steps); 0: not tiled */
+  uint32_t frame_block;      /* resident frames: threads a block (tuning.block); else 0 */
+  uint32_t frame_grid_sync;  /* resident frames: 1 = grid.sync() between substeps
+                                (tuning.grid_sync); else 0 */
   /* the partitioning (the frame_* fields above are partition 0's; device_bytes and graph_nodes
    * are summed over the partitions) */
   uint32_t partitions;                 /* one per device */

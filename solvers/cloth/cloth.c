@@ -111,9 +111,9 @@ struct wfc_part {
   wf_particles *ps;    /* coupled particle solver, or NULL */
   float ps_radius;     /* its largest particle radius when coupled (the grid's cell) */
   int sub_in_frame;    /* coupled springs: substeps recorded since the frame began */
-  bool fast_off;       /* WEFT_CLOTH_FAST=0: no one-launch frames (cloth_fast.h) */
+  bool fast_off;       /* tuning.one_launch OFF or a partition: no one-launch frames */
   wfc_frame_plan plan; /* springs: how a one-launch frame spreads over the device */
-  uint32_t barrier;    /* WFC_BARRIER_* of resident frames (WEFT_CLOTH_BARRIER=grid) */
+  uint32_t barrier;    /* WFC_BARRIER_* of resident frames (tuning.grid_sync) */
   uint32_t reach;      /* largest |i - j| over the vertices j that vertex i reads */
   wf_buffer *rb;       /* per-frame readback destination (wf_cloth_set_frame_readback), or NULL */
   size_t rb_off;
@@ -305,6 +305,47 @@ void wfc_part_destroy(wfc_part *c) {
   free(c);
 }
 
+/* The one-launch frames' tuning (weft/cloth.h: wf_cloth_tuning): each field in its range. */
+static wf_status check_tuning(const char *fn, const char *name, const wf_cloth_tuning *t) {
+  const struct {
+    const char *field;
+    int v;
+  } sw[] = {{"one_launch", t->one_launch},
+            {"resident", t->resident},
+            {"grid_sync", t->grid_sync},
+            {"smem", t->smem},
+            {"tiles", t->tiles}};
+  for (size_t k = 0; k < sizeof sw / sizeof sw[0]; k++)
+    if (sw[k].v < WF_CLOTH_TUNE_AUTO || sw[k].v > WF_CLOTH_TUNE_OFF)
+      return wf__error(WF_ERR_INVALID, fn,
+                       "cloth '%s': tuning.%s %d must be WF_CLOTH_TUNE_AUTO (0), _ON (1) or "
+                       "_OFF (2)",
+                       name, sw[k].field, sw[k].v);
+  if (t->block > 1024)
+    return wf__error(WF_ERR_INVALID, fn,
+                     "cloth '%s': tuning.block %u must be 1 to 1024 threads (0: automatic)", name,
+                     t->block);
+  if (t->lanes != 0 && t->lanes != 1 && t->lanes != 2 && t->lanes != 4)
+    return wf__error(WF_ERR_INVALID, fn,
+                     "cloth '%s': tuning.lanes %u must be 1, 2 or 4 (0: automatic)", name,
+                     t->lanes);
+  if (t->tile_steps > 2)
+    return wf__error(WF_ERR_INVALID, fn,
+                     "cloth '%s': tuning.tile_steps %u must be 1 or 2 (0: automatic)", name,
+                     t->tile_steps);
+  if ((t->tile[0] || t->tile[1]) && t->tiles != WF_CLOTH_TUNE_ON)
+    return wf__error(WF_ERR_INVALID, fn,
+                     "cloth '%s': tuning.tile %u x %u is given but tuning.tiles is not "
+                     "WF_CLOTH_TUNE_ON",
+                     name, t->tile[0], t->tile[1]);
+  if ((t->tile[0] || t->tile[1]) && (t->tile[0] < WFC_TILE_REACH || t->tile[1] < WFC_TILE_REACH))
+    return wf__error(WF_ERR_INVALID, fn,
+                     "cloth '%s': tuning.tile %u x %u: columns and rows must each be >= %u "
+                     "(0 x 0: automatic)",
+                     name, t->tile[0], t->tile[1], WFC_TILE_REACH);
+  return WF_OK;
+}
+
 static wf_status check_desc(const char *fn, const wf_cloth_desc *d, const char *name) {
   if (d->integrator != WF_CLOTH_SPRINGS && d->integrator != WF_CLOTH_XPBD)
     return wf__error(WF_ERR_INVALID, fn,
@@ -317,7 +358,8 @@ static wf_status check_desc(const char *fn, const wf_cloth_desc *d, const char *
                      d->iterations);
   wf_cloth_params p = params_of(d);
   wf_status st = check_params(fn, name, &p);
-  return st != WF_OK ? st : check_material(fn, name, &d->material);
+  if (st == WF_OK) st = check_material(fn, name, &d->material);
+  return st != WF_OK ? st : check_tuning(fn, name, &d->tuning);
 }
 
 static wf_status make_buffer(wfc_part *c, const char *fn, int b, size_t bytes, const void *data) {
@@ -359,11 +401,9 @@ static wf_status grid_alloc(wfc_part *c, const char *fn) {
   return WF_OK;
 }
 
-/* The one-launch frame's plan (cloth_fast.h) and the reach of a vertex's reads: its springs and
- * (aerodynamics) the vertices of its triangles. grid: a grid cloth (lanes, staging);
- * stride_only: WEFT_CLOTH_FAST=1. Knobs read here: WEFT_CLOTH_BLOCK=N, WEFT_CLOTH_LANES=1|2|4,
- * WEFT_CLOTH_SMEM=0|1, WEFT_CLOTH_TILE=0|WxH, WEFT_CLOTH_TILE_STEPS=1|2 (cloth_fast.h). */
-static void frame_plan(wfc_part *c, const wfc_springs *sp, bool grid, bool stride_only) {
+/* The largest |i - j| over the vertices j that a vertex i reads: its springs' other ends and
+ * (aerodynamics) the vertices of its triangles. */
+static uint32_t read_reach(const wfc_part *c, const wfc_springs *sp) {
   uint32_t reach = 0;
   for (uint32_t a = 0; a < c->nv; a++)
     for (uint32_t k = sp->adj_start[a]; k < sp->adj_start[a + 1]; k++) {
@@ -377,54 +417,72 @@ static void frame_plan(wfc_part *c, const wfc_springs *sp, bool grid, bool strid
       lo = v[k] < lo ? v[k] : lo, hi = v[k] > hi ? v[k] : hi;
     if (hi - lo > reach) reach = hi - lo;
   }
-  c->reach = reach;
-  const char *blk = getenv("WEFT_CLOTH_BLOCK");
-  long block = blk ? strtol(blk, NULL, 10) : 0;
-  const char *ln = getenv("WEFT_CLOTH_LANES"), *sm = getenv("WEFT_CLOTH_SMEM");
-  long lanes = ln ? strtol(ln, NULL, 10) : 0;
-  wfc_frame_want want = {block > 0 && block <= 1024 ? (uint32_t)block : 0,
-                         lanes == 1 || lanes == 2 || lanes == 4 ? (uint32_t)lanes : 0,
-                         sm && !strcmp(sm, "0")   ? 0u
-                         : sm && !strcmp(sm, "1") ? 1u
-                                                  : 2u,
-                         reach,
-                         grid,
-                         1u,
-                         0u,
-                         0u,
-                         c->topo.grid[0],
-                         c->topo.grid[1],
-                         0u};
-  /* WEFT_CLOTH_TILE: 0 = no tiles, WxH = tiles of W columns x H rows, else automatic */
-  const char *tl = getenv("WEFT_CLOTH_TILE");
-  unsigned tw = 0, th = 0;
-  if (tl && !strcmp(tl, "0"))
-    want.tile = 0;
-  else if (tl && sscanf(tl, "%ux%u", &tw, &th) == 2)
-    want.tile = 2, want.tile_w = tw, want.tile_h = th;
-  /* WEFT_CLOTH_TILE_STEPS: 1 or 2 substeps between the tiles' exchanges, else automatic */
-  const char *ts = getenv("WEFT_CLOTH_TILE_STEPS");
-  if (ts && (!strcmp(ts, "1") || !strcmp(ts, "2"))) want.steps = (uint32_t)(ts[0] - '0');
-  wfc_spring_frame_plan(wf_device_is_cuda(c->dev) ? wf_device_ordinal(c->dev) : -1, c->nv, &want,
-                        &c->plan);
-  if (stride_only) c->plan.mode = WFC_FRAME_STRIDE;
+  return reach;
 }
 
-/* Everything after the topology: topology lists, masses, buffers, uploads. Takes the topology.
- * With `local` (a split partition: cloth_internal.h) the topology lists are already built and
- * the masses, springs and constraints are given. */
-static wf_status create_common(const char *fn, wf_device *dev, const wf_cloth_desc *desc,
-                               const char *name, wfc_topology *topo, const wfc_local *local,
-                               wfc_part **out) {
-  wf_status st = local ? WF_OK : wfc_topology_finish(fn, name, topo);
-  if (st != WF_OK) {
-    wfc_topology_free(topo);
-    return st;
+/* What the desc's tuning (checked: check_tuning) asks of the plan (cloth_fast.h). */
+static wfc_frame_want frame_want(const wfc_part *c, uint32_t reach, bool grid) {
+  const wf_cloth_tuning *t = &c->desc.tuning;
+  bool tiles_on = t->tiles == WF_CLOTH_TUNE_ON, sized = t->tile[0] && t->tile[1];
+  return (wfc_frame_want){.block = t->block,
+                          .lanes = t->lanes,
+                          .smem = t->smem == WF_CLOTH_TUNE_ON    ? 1u
+                                  : t->smem == WF_CLOTH_TUNE_OFF ? 0u
+                                                                 : 2u,
+                          .reach = reach,
+                          .grid = grid,
+                          .tile = tiles_on                        ? 2u
+                                  : t->tiles == WF_CLOTH_TUNE_OFF ? 0u
+                                                                  : 1u,
+                          .tile_w = tiles_on ? (sized ? t->tile[0] : WFC_TILE_AUTO_W) : 0u,
+                          .tile_h = tiles_on ? (sized ? t->tile[1] : WFC_TILE_AUTO_H) : 0u,
+                          .nu = c->topo.grid[0],
+                          .nr = c->topo.grid[1],
+                          .steps = t->tile_steps};
+}
+
+/* The one-launch frame's plan (cloth_fast.h) from the desc's tuning, with its barrier and the
+ * reach of a vertex's reads. grid: a grid cloth (lanes, staging, tiles). */
+static void frame_plan(wfc_part *c, const wfc_springs *sp, bool grid) {
+  const wf_cloth_tuning *t = &c->desc.tuning;
+  c->reach = read_reach(c, sp);
+  wfc_frame_want want = frame_want(c, c->reach, grid);
+  wfc_spring_frame_plan(wf_device_is_cuda(c->dev) ? wf_device_ordinal(c->dev) : -1, c->nv, &want,
+                        &c->plan);
+  if (t->resident == WF_CLOTH_TUNE_OFF) c->plan.mode = WFC_FRAME_STRIDE;
+  c->barrier = t->grid_sync == WF_CLOTH_TUNE_ON ? WFC_BARRIER_GRID : WFC_BARRIER_NEIGHBOURS;
+}
+
+/* The host lists a partition's buffers are filled from. A whole cloth's are built here and
+ * freed after the upload; a split partition's (cloth_internal.h: wfc_local) are the caller's. */
+typedef struct host_lists {
+  const float *inv_mass; /* per vertex */
+  wfc_springs sp;        /* springs: the CSR springs */
+  wfc_constraints cons;  /* XPBD: the coloured constraints */
+  float *grid_rest;      /* springs on a grid: the rest table (cloth_fast.h), or NULL */
+  float *own_mass;       /* inv_mass when built here */
+  bool own;              /* sp and cons built here */
+} host_lists;
+
+static void lists_free(host_lists *L) {
+  free(L->own_mass), free(L->grid_rest);
+  if (L->own) {
+    wfc_springs_free(&L->sp);
+    wfc_constraints_free(&L->cons);
   }
+}
+
+static wf_status no_memory(const char *fn, const char *name) {
+  return wf__error(WF_ERR_OUT_OF_MEMORY, fn, "cloth '%s': out of host memory", name);
+}
+
+/* The object, holding the desc and the topology (taken: freed here on failure). */
+static wf_status part_new(const char *fn, wf_device *dev, const wf_cloth_desc *desc,
+                          const char *name, wfc_topology *topo, wfc_part **out) {
   wfc_part *c = calloc(1, sizeof *c);
   if (!c) {
     wfc_topology_free(topo);
-    return wf__error(WF_ERR_OUT_OF_MEMORY, fn, "cloth '%s': out of host memory", name);
+    return no_memory(fn, name);
   }
   snprintf(c->name, sizeof c->name, "%s", name);
   c->dev = dev;
@@ -432,77 +490,87 @@ static wf_status create_common(const char *fn, wf_device *dev, const wf_cloth_de
   c->desc.name = c->name;
   c->topo = *topo;
   memset(topo, 0, sizeof *topo);
-  c->nv = c->topo.nv, c->nt = c->topo.nt;
-  c->n_update = local ? local->n_update : c->nv;
+  c->nv = c->n_update = c->topo.nv, c->nt = c->topo.nt;
   c->pinned = calloc(c->nv, 1);
-  float *inv_mass = malloc((size_t)c->nv * sizeof *inv_mass);
-  wfp_f4 *x = malloc((size_t)c->nv * sizeof *x);
-  wfc_springs sp = {0};
-  wfc_constraints cons = {0};
-  float *grid_rest = NULL;
-  if (!c->pinned || !inv_mass || !x) {
-    st = wf__error(WF_ERR_OUT_OF_MEMORY, fn, "cloth '%s': out of host memory", name);
-    goto done;
-  }
-  if (local) { /* a split partition: no one-launch frames (they update every vertex) */
-    memcpy(inv_mass, local->inv_mass, (size_t)c->nv * sizeof *inv_mass);
-    c->fast_off = true;
-    if (desc->integrator == WF_CLOTH_SPRINGS)
-      sp = *local->springs;
-    else
-      cons = *local->cons;
-    c->springs = sp.count;
-    c->constraints = cons.count;
-    c->colours = cons.colours;
-    c->colour_start = malloc(((size_t)cons.colours + 1) * sizeof *c->colour_start);
-    if (!c->colour_start) {
-      st = wf__error(WF_ERR_OUT_OF_MEMORY, fn, "cloth '%s': out of host memory", name);
-      goto done;
-    }
-    if (cons.colour_start)
-      memcpy(c->colour_start, cons.colour_start, ((size_t)cons.colours + 1) * sizeof(uint32_t));
-    else
-      c->colour_start[0] = 0;
-  } else {
-    st = wfc_inverse_masses(fn, name, &c->topo, &desc->material, inv_mass);
-    if (st != WF_OK) goto done;
-    if (desc->integrator == WF_CLOTH_SPRINGS) st = wfc_springs_build(fn, name, &c->topo, &sp);
-    if (st == WF_OK && desc->integrator == WF_CLOTH_SPRINGS && c->topo.grid[0] &&
-        wfc_grid_rest_build(&c->topo, &sp, &grid_rest) == WF_ERR_OUT_OF_MEMORY)
-      st = wf__error(WF_ERR_OUT_OF_MEMORY, fn, "cloth '%s': out of host memory", name);
-    const char *fast = getenv("WEFT_CLOTH_FAST");
-    c->fast_off = fast && !strcmp(fast, "0");
-    if (desc->integrator == WF_CLOTH_SPRINGS && st == WF_OK) {
-      frame_plan(c, &sp, grid_rest != NULL, fast && !strcmp(fast, "1"));
-      const char *bar = getenv("WEFT_CLOTH_BARRIER");
-      c->barrier = bar && !strcmp(bar, "grid") ? WFC_BARRIER_GRID : WFC_BARRIER_NEIGHBOURS;
-    }
-    if (desc->integrator != WF_CLOTH_SPRINGS) st = wfc_constraints_build(fn, name, &c->topo, &cons);
-    if (st != WF_OK) goto done;
-    c->springs = sp.count;
-    c->constraints = cons.count;
-    c->colours = cons.colours;
-    c->colour_start = cons.colour_start;
-    cons.colour_start = NULL;
-  }
+  *out = c;
+  return c->pinned ? WF_OK : no_memory(fn, name);
+}
 
-  if (desc->stream) {
-    c->stream = desc->stream;
-  } else {
-    st = wf_stream_create(dev, 0, &c->stream);
-    if (st != WF_OK) {
-      st = fail_gpu(st, fn, c, "creating the solver's stream");
-      goto done;
-    }
-    c->own_stream = true;
+/* Topology of a whole cloth: masses, springs (and a grid's rest table) or constraints. */
+static wf_status lists_build(const char *fn, wfc_part *c, host_lists *L) {
+  const wf_cloth_desc *d = &c->desc;
+  bool springs = d->integrator == WF_CLOTH_SPRINGS;
+  L->own = true;
+  L->inv_mass = L->own_mass = malloc((size_t)c->nv * sizeof *L->own_mass);
+  if (!L->own_mass) return no_memory(fn, c->name);
+  wf_status st = wfc_inverse_masses(fn, c->name, &c->topo, &d->material, L->own_mass);
+  if (st == WF_OK && springs) st = wfc_springs_build(fn, c->name, &c->topo, &L->sp);
+  if (st == WF_OK && springs && c->topo.grid[0] &&
+      wfc_grid_rest_build(&c->topo, &L->sp, &L->grid_rest) == WF_ERR_OUT_OF_MEMORY)
+    st = no_memory(fn, c->name);
+  if (st == WF_OK && !springs) st = wfc_constraints_build(fn, c->name, &c->topo, &L->cons);
+  if (st != WF_OK) return st;
+  c->colour_start = L->cons.colour_start; /* taken */
+  L->cons.colour_start = NULL;
+  return WF_OK;
+}
+
+/* Topology of a split partition: the caller's masses, springs or constraints (a copy of the
+ * colour table, which the partition keeps). */
+static wf_status lists_of_partition(const char *fn, wfc_part *c, const wfc_local *local,
+                                    host_lists *L) {
+  L->own = false;
+  L->inv_mass = local->inv_mass;
+  if (c->desc.integrator == WF_CLOTH_SPRINGS)
+    L->sp = *local->springs;
+  else
+    L->cons = *local->cons;
+  size_t colours = (size_t)L->cons.colours + 1;
+  c->colour_start = malloc(colours * sizeof *c->colour_start);
+  if (!c->colour_start) return no_memory(fn, c->name);
+  if (L->cons.colour_start)
+    memcpy(c->colour_start, L->cons.colour_start, colours * sizeof(uint32_t));
+  else
+    c->colour_start[0] = 0;
+  return WF_OK;
+}
+
+/* Plan: the counts, and how a frame runs (springs: the one-launch frame's plan; a partition
+ * has none: its frames update owned vertices only). */
+static void frame_setup(wfc_part *c, const host_lists *L, bool partition) {
+  c->springs = L->sp.count;
+  c->constraints = L->cons.count;
+  c->colours = L->cons.colours;
+  c->fast_off = partition || c->desc.tuning.one_launch == WF_CLOTH_TUNE_OFF;
+  if (!partition && c->desc.integrator == WF_CLOTH_SPRINGS)
+    frame_plan(c, &L->sp, L->grid_rest != NULL);
+}
+
+/* The solver's stream: the desc's, or one of its own. */
+static wf_status stream_open(const char *fn, wfc_part *c) {
+  if (c->desc.stream) {
+    c->stream = c->desc.stream;
+    return WF_OK;
   }
+  wf_status st = wf_stream_create(c->dev, 0, &c->stream);
+  if (st != WF_OK) return fail_gpu(st, fn, c, "creating the solver's stream");
+  c->own_stream = true;
+  return WF_OK;
+}
+
+/* Buffers and upload: every buffer the integrator uses, filled from the lists (both state halves
+ * start at the rest positions; wf_upload copies before returning, so the caller may free the
+ * lists), the vertex grid's with self-collision, and the parameter block. */
+static wf_status buffers_upload(const char *fn, wfc_part *c, const host_lists *L) {
+  wfp_f4 *x = malloc((size_t)c->nv * sizeof *x);
+  if (!x) return no_memory(fn, c->name);
   for (uint32_t i = 0; i < c->nv; i++)
-    x[i] = (wfp_f4){c->topo.x[i][0], c->topo.x[i][1], c->topo.x[i][2], inv_mass[i]};
+    x[i] = (wfp_f4){c->topo.x[i][0], c->topo.x[i][1], c->topo.x[i][2], L->inv_mass[i]};
   size_t nv = c->nv, nt = c->nt;
-  wfc_clock clock0 = {0.0, 0};
-  wfc_flags flags0 = {0u, UINT32_MAX};
-  bool springs = desc->integrator == WF_CLOTH_SPRINGS;
-  bool lambda = !springs && desc->iterations > 1;
+  wfc_clock clock0 = {.time = 0.0, .substeps = 0};
+  wfc_flags flags0 = {.flags = 0u, .first_bad = UINT32_MAX};
+  bool springs = c->desc.integrator == WF_CLOTH_SPRINGS;
+  bool lambda = !springs && c->desc.iterations > 1;
   struct {
     size_t bytes;
     const void *data;
@@ -516,16 +584,17 @@ static wf_status create_common(const char *fn, wf_device *dev, const wf_cloth_de
       [B_FLAGS] = {sizeof(wfc_flags), &flags0},
       [B_PARAMS] = {sizeof(wfc_params), NULL},
       [B_COLLIDERS] = {sizeof c->colliders, NULL},
-      [B_ADJ_START] = {springs ? (nv + 1) * 4 : 0, sp.adj_start},
-      [B_ADJ] = {(size_t)sp.count * 2 * sizeof(wfc_link), sp.adj},
+      [B_ADJ_START] = {springs ? (nv + 1) * 4 : 0, L->sp.adj_start},
+      [B_ADJ] = {(size_t)L->sp.count * 2 * sizeof(wfc_link), L->sp.adj},
       [B_TRI_START] = {(nv + 1) * 4, c->topo.vt_start},
       [B_TRI_LIST] = {nt * 3 * 4, c->topo.vt_list},
       [B_TRIS] = {nt * 3 * 4, c->topo.tris},
-      [B_CONS] = {(size_t)cons.count * sizeof(wfc_constraint), cons.cons},
-      [B_LAMBDA] = {lambda ? (size_t)cons.count * 4 : 0, NULL},
-      [B_GRID_REST] = {grid_rest ? nv * WFC_R_COUNT * sizeof(float) : 0, grid_rest},
+      [B_CONS] = {(size_t)L->cons.count * sizeof(wfc_constraint), L->cons.cons},
+      [B_LAMBDA] = {lambda ? (size_t)L->cons.count * 4 : 0, NULL},
+      [B_GRID_REST] = {L->grid_rest ? nv * WFC_R_COUNT * sizeof(float) : 0, L->grid_rest},
       [B_SYNC] = {c->plan.mode == WFC_FRAME_RESIDENT ? (size_t)c->plan.blocks * 4 : 0, NULL},
   };
+  wf_status st = WF_OK;
   for (int b = 0; b < B_COUNT && st == WF_OK; b++) {
     if (b >= B_Q && b <= B_TEMP) continue; /* the vertex grid's: grid_alloc, when needed */
     if (!spec[b].bytes && (b == B_ADJ_START || b == B_ADJ || b == B_CONS || b == B_LAMBDA ||
@@ -533,21 +602,40 @@ static wf_status create_common(const char *fn, wf_device *dev, const wf_cloth_de
       continue; /* not used by this integrator */
     st = make_buffer(c, fn, b, spec[b].bytes, spec[b].data);
   }
-  if (st == WF_OK && desc->self_collision) st = grid_alloc(c, fn);
-  if (st == WF_OK) st = upload_params(c, fn);
-  /* the uploads read host arrays freed below: wf_upload copies before returning */
-done:
-  free(inv_mass), free(x), free(grid_rest);
-  if (!local) { /* a partition's lists belong to the caller */
-    wfc_springs_free(&sp);
-    wfc_constraints_free(&cons);
-  }
+  free(x);
+  if (st == WF_OK && c->desc.self_collision) st = grid_alloc(c, fn);
+  return st != WF_OK ? st : upload_params(c, fn);
+}
+
+/* The phases every partition ends with: stream, buffers and upload; then the lists are freed,
+ * and on failure (st, or a phase's) the partition too. */
+static wf_status part_finish(const char *fn, wfc_part *c, host_lists *L, wf_status st,
+                             wfc_part **out) {
+  if (st == WF_OK) st = stream_open(fn, c);
+  if (st == WF_OK) st = buffers_upload(fn, c, L);
+  lists_free(L);
   if (st != WF_OK) {
     wfc_part_destroy(c);
     return st;
   }
   *out = c;
   return WF_OK;
+}
+
+/* A whole cloth from its topology (taken; desc checked): every list built here. */
+static wf_status create_whole(const char *fn, wf_device *dev, const wf_cloth_desc *desc,
+                              const char *name, wfc_topology *topo, wfc_part **out) {
+  wf_status st = wfc_topology_finish(fn, name, topo);
+  if (st != WF_OK) {
+    wfc_topology_free(topo);
+    return st;
+  }
+  wfc_part *c = NULL;
+  host_lists L = {0};
+  st = part_new(fn, dev, desc, name, topo, &c);
+  if (st == WF_OK) st = lists_build(fn, c, &L);
+  if (st == WF_OK) frame_setup(c, &L, false);
+  return part_finish(fn, c, &L, st, out);
 }
 
 wf_status wfc_part_create_grid(wf_device *dev, const wf_cloth_desc *desc, const wf_cloth_grid *grid,
@@ -561,7 +649,7 @@ wf_status wfc_part_create_grid(wf_device *dev, const wf_cloth_desc *desc, const 
   if (st != WF_OK) return st;
   wfc_topology t;
   st = wfc_grid_build(fn, name, grid, &t);
-  return st != WF_OK ? st : create_common(fn, dev, desc, name, &t, NULL, out);
+  return st != WF_OK ? st : create_whole(fn, dev, desc, name, &t, out);
 }
 
 wf_status wfc_part_create_mesh(wf_device *dev, const wf_cloth_desc *desc,
@@ -575,7 +663,7 @@ wf_status wfc_part_create_mesh(wf_device *dev, const wf_cloth_desc *desc,
   if (st != WF_OK) return st;
   wfc_topology t;
   st = wfc_mesh_build(fn, name, mesh, &t);
-  return st != WF_OK ? st : create_common(fn, dev, desc, name, &t, NULL, out);
+  return st != WF_OK ? st : create_whole(fn, dev, desc, name, &t, out);
 }
 
 /* ---- pins and attachments ---------------------------------------------------------------------
@@ -772,32 +860,152 @@ static wf_status launch(wfc_part *c, const char *fn, const wf_kernel *k, size_t 
   return WF_OK;
 }
 
-static wfc_mesh_view mesh_view(const wfc_part *c) {
-  return (wfc_mesh_view){ptr(c, B_TRI_START), ptr(c, B_TRI_LIST), ptr(c, B_TRIS)};
-}
-
 static bool grid_on(const wfc_part *c) { return c->desc.self_collision || c->ps != NULL; }
 
+/* ---- kernel arguments: one builder a struct (cloth_math.h says what each kernel does) ---------
+ * `in`: the state half a mass-spring substep reads (it writes the other). */
+
+static wfc_mesh_view mesh_view(const wfc_part *c) {
+  return (wfc_mesh_view){
+      .tri_start = ptr(c, B_TRI_START), .tri_list = ptr(c, B_TRI_LIST), .tris = ptr(c, B_TRIS)};
+}
+
 /* The grid points: XPBD's prediction, or the springs' guess (computed here from half `in`). */
-static wfp_f4 *grid_points(wfc_part *c) {
+static wfp_f4 *grid_points(const wfc_part *c) {
   return ptr(c, c->desc.integrator == WF_CLOTH_XPBD ? B_POS1 : B_Q);
 }
 
-static wfc_cgrid cgrid(wfc_part *c) {
+static wfc_cgrid cgrid(const wfc_part *c) {
   const wfc_params *p = ptr(c, B_PARAMS);
-  return (wfc_cgrid){&p->grid, ptr(c, B_CSTART), ptr(c, B_CEND), ptr(c, B_VALS_OUT),
-                     grid_points(c)};
+  return (wfc_cgrid){.params = &p->grid,
+                     .cell_start = ptr(c, B_CSTART),
+                     .cell_end = ptr(c, B_CEND),
+                     .vals = ptr(c, B_VALS_OUT),
+                     .q = grid_points(c)};
+}
+
+static wfc_spring_args spring_args(const wfc_part *c, int in) {
+  return (wfc_spring_args){.params = ptr(c, B_PARAMS),
+                           .colliders = ptr(c, B_COLLIDERS),
+                           .clock_in = ptr(c, in ? B_CLOCK1 : B_CLOCK0),
+                           .clock_out = ptr(c, in ? B_CLOCK0 : B_CLOCK1),
+                           .flags = ptr(c, B_FLAGS),
+                           .pos_in = ptr(c, in ? B_POS1 : B_POS0),
+                           .vel_in = ptr(c, in ? B_VEL1 : B_VEL0),
+                           .pos_out = ptr(c, in ? B_POS0 : B_POS1),
+                           .vel_out = ptr(c, in ? B_VEL0 : B_VEL1),
+                           .adj_start = ptr(c, B_ADJ_START),
+                           .adj = ptr(c, B_ADJ),
+                           .mesh = mesh_view(c),
+                           .n = c->nv};
+}
+
+static wfc_predict_args predict_args(const wfc_part *c) {
+  return (wfc_predict_args){.params = ptr(c, B_PARAMS),
+                            .clock_in = ptr(c, B_CLOCK0),
+                            .clock_out = ptr(c, B_CLOCK1),
+                            .pos = ptr(c, B_POS0),
+                            .vel = ptr(c, B_VEL0),
+                            .pred = ptr(c, B_POS1),
+                            .vpred = ptr(c, B_VEL1),
+                            .mesh = mesh_view(c),
+                            .n = c->nv};
+}
+
+/* XPBD: the constraints of colour q (s0: its first). */
+static wfc_solve_args solve_args(const wfc_part *c, uint32_t s0) {
+  float *lambda = c->buf[B_LAMBDA] ? ptr(c, B_LAMBDA) : NULL;
+  const wfc_constraint *cons = c->buf[B_CONS] ? ptr(c, B_CONS) : NULL;
+  return (wfc_solve_args){.params = ptr(c, B_PARAMS),
+                          .cons = cons + s0,
+                          .lambda = lambda ? lambda + s0 : NULL,
+                          .pos = ptr(c, B_POS0),
+                          .pred = ptr(c, B_POS1)};
+}
+
+static wfc_finalize_args finalize_args(const wfc_part *c) {
+  return (wfc_finalize_args){.params = ptr(c, B_PARAMS),
+                             .colliders = ptr(c, B_COLLIDERS),
+                             .clock_in = ptr(c, B_CLOCK1),
+                             .clock_out = ptr(c, B_CLOCK0),
+                             .flags = ptr(c, B_FLAGS),
+                             .pos = ptr(c, B_POS0),
+                             .vel = ptr(c, B_VEL0),
+                             .pred = ptr(c, B_POS1),
+                             .vpred = ptr(c, B_VEL1),
+                             .n = c->nv};
+}
+
+static wfc_q_args q_args(const wfc_part *c, int in) {
+  return (wfc_q_args){.params = ptr(c, B_PARAMS),
+                      .pos = ptr(c, in ? B_POS1 : B_POS0),
+                      .vel = ptr(c, in ? B_VEL1 : B_VEL0),
+                      .q = ptr(c, B_Q)};
+}
+
+static wfc_keys_args keys_args(const wfc_part *c) {
+  return (wfc_keys_args){.params = ptr(c, B_PARAMS),
+                         .q = grid_points(c),
+                         .keys = ptr(c, B_KEYS),
+                         .vals = ptr(c, B_VALS)};
+}
+
+static wfc_self_args self_args(const wfc_part *c) {
+  return (wfc_self_args){.params = ptr(c, B_PARAMS),
+                         .grid = cgrid(c),
+                         .rest = ptr(c, B_REST),
+                         .delta = ptr(c, B_DELTA)};
+}
+
+static wfc_couple_cloth_args couple_cloth_args(const wfc_part *c, wfc_pgrid pgrid) {
+  return (wfc_couple_cloth_args){.params = ptr(c, B_PARAMS),
+                                 .q = grid_points(c),
+                                 .pgrid = pgrid,
+                                 .delta = ptr(c, B_DELTA),
+                                 .accumulate = c->desc.self_collision ? 1u : 0u};
+}
+
+static wfc_couple_particle_args couple_particle_args(const wfc_part *c, wfc_pgrid pgrid) {
+  return (wfc_couple_particle_args){.params = ptr(c, B_PARAMS), .grid = cgrid(c), .pgrid = pgrid};
+}
+
+static wfc_apply_args apply_args(const wfc_part *c, int in) {
+  bool xpbd = c->desc.integrator == WF_CLOTH_XPBD;
+  return (wfc_apply_args){.params = ptr(c, B_PARAMS),
+                          .delta = ptr(c, B_DELTA),
+                          .pred = xpbd ? ptr(c, B_POS1) : NULL,
+                          .vel = xpbd ? NULL : ptr(c, in ? B_VEL1 : B_VEL0)};
+}
+
+/* Springs: n substeps in one launch (cloth_fast.h); host_pos: where the last one also writes the
+ * positions, or NULL. */
+static wfc_frame_args frame_args(const wfc_part *c, int n, void *host_pos) {
+  return (wfc_frame_args){.half = {spring_args(c, 0), spring_args(c, 1)},
+                          .rest6 = c->buf[B_GRID_REST] ? ptr(c, B_GRID_REST) : NULL,
+                          .nu = c->topo.grid[0],
+                          .nr = c->topo.grid[1],
+                          .substeps = (uint32_t)n,
+                          .plan = c->plan,
+                          .barrier = c->barrier,
+                          .reach = c->reach,
+                          .sync = c->buf[B_SYNC] ? ptr(c, B_SYNC) : NULL,
+                          .host_pos = host_pos,
+                          .host_xyz = c->rb_layout == WF_CLOTH_XYZ};
+}
+
+static wfc_xyz_args xyz_args(const wfc_part *c) {
+  return (wfc_xyz_args){.src = ptr(c, B_POS0),
+                        .dst = (float *)(void *)((char *)wf_buffer_ptr(c->rb) + c->rb_off)};
 }
 
 /* GRID stage: cell keys of the grid points, a stable sort by key, the cell tables. */
 static wf_status stage_grid(wfc_part *c, const char *fn, int in) {
   wf_status st;
   if (c->desc.integrator == WF_CLOTH_SPRINGS) {
-    wfc_q_args qa = {ptr(c, B_PARAMS), ptr(c, in ? B_POS1 : B_POS0), ptr(c, in ? B_VEL1 : B_VEL0),
-                     ptr(c, B_Q)};
+    wfc_q_args qa = q_args(c, in);
     if ((st = launch(c, fn, &wfc_grid_q, c->nv, &qa, sizeof qa)) != WF_OK) return st;
   }
-  wfc_keys_args ka = {ptr(c, B_PARAMS), grid_points(c), ptr(c, B_KEYS), ptr(c, B_VALS)};
+  wfc_keys_args ka = keys_args(c);
   if ((st = launch(c, fn, &wfc_grid_keys, c->nv, &ka, sizeof ka)) != WF_OK) return st;
   TRY(wfc_grid_sort(c->stream, ptr(c, B_KEYS), ptr(c, B_VALS), ptr(c, B_KEYS_OUT),
                     ptr(c, B_VALS_OUT), c->nv, c->bits, c->buf[B_TEMP] ? ptr(c, B_TEMP) : NULL,
@@ -812,7 +1020,7 @@ static wf_status stage_grid(wfc_part *c, const char *fn, int in) {
 /* SELF_COLLISION stage: each vertex gathers its vertex-vertex repulsions into delta. */
 static wf_status stage_self_collision(wfc_part *c, const char *fn) {
   if (!c->desc.self_collision) return WF_OK;
-  wfc_self_args a = {ptr(c, B_PARAMS), cgrid(c), ptr(c, B_REST), ptr(c, B_DELTA)};
+  wfc_self_args a = self_args(c);
   return launch(c, fn, &wfc_self_collide, c->nv, &a, sizeof a);
 }
 
@@ -835,29 +1043,23 @@ static wf_status stage_particle_coupling(wfc_part *c, const char *fn) {
           "clearing the corrections");
     return WF_OK;
   }
-  wfc_couple_cloth_args ca = {ptr(c, B_PARAMS), grid_points(c), v.grid, ptr(c, B_DELTA),
-                              c->desc.self_collision ? 1u : 0u};
+  wfc_couple_cloth_args ca = couple_cloth_args(c, v.grid);
   if ((st = launch(c, fn, &wfc_couple_cloth, c->nv, &ca, sizeof ca)) != WF_OK) return st;
-  wfc_couple_particle_args pa = {ptr(c, B_PARAMS), cgrid(c), v.grid};
+  wfc_couple_particle_args pa = couple_particle_args(c, v.grid);
   return launch(c, fn, &wfc_couple_particles, v.grid.n, &pa, sizeof pa);
 }
 
 /* APPLY stage: XPBD pred += delta; springs v += delta / dt (state half `in`). */
 static wf_status stage_apply(wfc_part *c, const char *fn, int in) {
-  bool xpbd = c->desc.integrator == WF_CLOTH_XPBD;
-  wfc_apply_args a = {ptr(c, B_PARAMS), ptr(c, B_DELTA), xpbd ? ptr(c, B_POS1) : NULL,
-                      xpbd ? NULL : ptr(c, in ? B_VEL1 : B_VEL0)};
+  wfc_apply_args a = apply_args(c, in);
   return launch(c, fn, &wfc_apply, c->nv, &a, sizeof a);
 }
 
 /* XPBD: one Gauss-Seidel pass over the constraints of colour q. */
 static wf_status xpbd_colour(wfc_part *c, const char *fn, uint32_t q) {
-  float *lambda = c->buf[B_LAMBDA] ? ptr(c, B_LAMBDA) : NULL;
-  const wfc_constraint *cons = c->buf[B_CONS] ? ptr(c, B_CONS) : NULL;
   uint32_t s0 = c->colour_start[q], n = c->colour_start[q + 1] - s0;
   if (!n) return WF_OK; /* a partition may have no constraint of a colour */
-  wfc_solve_args sa = {ptr(c, B_PARAMS), cons + s0, lambda ? lambda + s0 : NULL, ptr(c, B_POS0),
-                       ptr(c, B_POS1)};
+  wfc_solve_args sa = solve_args(c, s0);
   return launch(c, fn, &wfc_xpbd_solve, n, &sa, sizeof sa);
 }
 
@@ -865,9 +1067,7 @@ static wf_status xpbd_colour(wfc_part *c, const char *fn, uint32_t q) {
 static wf_status substep_begin(wfc_part *c, const char *fn, int in) {
   wf_status st;
   if (c->desc.integrator == WF_CLOTH_XPBD) {
-    wfc_predict_args pa = {ptr(c, B_PARAMS), ptr(c, B_CLOCK0), ptr(c, B_CLOCK1),
-                           ptr(c, B_POS0),   ptr(c, B_VEL0),   ptr(c, B_POS1),
-                           ptr(c, B_VEL1),   mesh_view(c),     c->nv};
+    wfc_predict_args pa = predict_args(c);
     if ((st = launch(c, fn, &wfc_xpbd_predict, c->n_update, &pa, sizeof pa)) != WF_OK) return st;
     if (c->buf[B_LAMBDA])
       TRY(wf_memset(c->buf[B_LAMBDA], 0, 0, (size_t)c->constraints * 4, c->stream),
@@ -886,17 +1086,10 @@ static wf_status substep_end(wfc_part *c, const char *fn, int in) {
   wf_status st;
   if (grid_on(c) && (st = stage_apply(c, fn, in)) != WF_OK) return st;
   if (c->desc.integrator == WF_CLOTH_XPBD) {
-    wfc_finalize_args fa = {
-        ptr(c, B_PARAMS), ptr(c, B_COLLIDERS), ptr(c, B_CLOCK1), ptr(c, B_CLOCK0), ptr(c, B_FLAGS),
-        ptr(c, B_POS0),   ptr(c, B_VEL0),      ptr(c, B_POS1),   ptr(c, B_VEL1),   c->nv};
+    wfc_finalize_args fa = finalize_args(c);
     return launch(c, fn, &wfc_xpbd_finalize, c->n_update, &fa, sizeof fa);
   }
-  int pi = in ? B_POS1 : B_POS0, vi = in ? B_VEL1 : B_VEL0, ci = in ? B_CLOCK1 : B_CLOCK0;
-  int po = in ? B_POS0 : B_POS1, vo = in ? B_VEL0 : B_VEL1, co = in ? B_CLOCK0 : B_CLOCK1;
-  wfc_spring_args a = {
-      ptr(c, B_PARAMS), ptr(c, B_COLLIDERS), ptr(c, ci), ptr(c, co), ptr(c, B_FLAGS),
-      ptr(c, pi),       ptr(c, vi),          ptr(c, po), ptr(c, vo), ptr(c, B_ADJ_START),
-      ptr(c, B_ADJ),    mesh_view(c),        c->nv};
+  wfc_spring_args a = spring_args(c, in);
   return launch(c, fn, &wfc_spring_step, c->n_update, &a, sizeof a);
 }
 
@@ -928,25 +1121,7 @@ static wf_status touch_all(wfc_part *c, const char *fn) {
 /* Springs without self-collision or coupling: the whole batch in one launch (cloth_fast.h);
  * host_pos: where the last substep also writes the positions, or NULL. */
 static wf_status springs_frame(wfc_part *c, const char *fn, int n, void *host_pos) {
-  wfc_frame_args fa;
-  memset(&fa, 0, sizeof fa);
-  for (int in = 0; in < 2; in++) {
-    int pi = in ? B_POS1 : B_POS0, vi = in ? B_VEL1 : B_VEL0, ci = in ? B_CLOCK1 : B_CLOCK0;
-    int po = in ? B_POS0 : B_POS1, vo = in ? B_VEL0 : B_VEL1, co = in ? B_CLOCK0 : B_CLOCK1;
-    fa.half[in] = (wfc_spring_args){
-        ptr(c, B_PARAMS), ptr(c, B_COLLIDERS), ptr(c, ci), ptr(c, co), ptr(c, B_FLAGS),
-        ptr(c, pi),       ptr(c, vi),          ptr(c, po), ptr(c, vo), ptr(c, B_ADJ_START),
-        ptr(c, B_ADJ),    mesh_view(c),        c->nv};
-  }
-  fa.rest6 = c->buf[B_GRID_REST] ? ptr(c, B_GRID_REST) : NULL;
-  fa.nu = c->topo.grid[0], fa.nr = c->topo.grid[1];
-  fa.substeps = (uint32_t)n;
-  fa.plan = c->plan;
-  fa.barrier = c->barrier;
-  fa.reach = c->reach;
-  fa.sync = c->buf[B_SYNC] ? ptr(c, B_SYNC) : NULL;
-  fa.host_pos = host_pos;
-  fa.host_xyz = c->rb_layout == WF_CLOTH_XYZ;
+  wfc_frame_args fa = frame_args(c, n, host_pos);
   return launch(c, fn, &wfc_spring_frame, c->nv, &fa, sizeof fa);
 }
 
@@ -970,7 +1145,7 @@ static void *readback_direct(const wfc_part *c) {
  * (xyz, into memory the device writes: wf_cloth_set_frame_readback_as checked it). */
 static wf_status readback_after(wfc_part *c, const char *fn) {
   if (c->rb_layout == WF_CLOTH_XYZ) {
-    wfc_xyz_args xa = {ptr(c, B_POS0), (float *)(void *)((char *)wf_buffer_ptr(c->rb) + c->rb_off)};
+    wfc_xyz_args xa = xyz_args(c);
     wf_status st = launch(c, fn, &wfc_pack_xyz, c->nv, &xa, sizeof xa);
     if (st != WF_OK) return st;
     TRY(wf_buffer_touch(c->rb, c->stream), "ordering the readback buffer");
@@ -1172,8 +1347,8 @@ wf_status wfc_part_set_state(wfc_part *c, const float (*pos)[4], const float (*v
     return wf__error(WF_ERR_INVALID, fn, "cloth '%s': time is not finite", c->name);
   TRY(wf_stream_synchronize(c->stream), "waiting for the solver");
   size_t bytes = (size_t)c->nv * sizeof(wfp_f4);
-  wfc_clock k = {time, substeps};
-  wfc_flags f = {0, UINT32_MAX};
+  wfc_clock k = {.time = time, .substeps = substeps};
+  wfc_flags f = {.flags = 0, .first_bad = UINT32_MAX};
   TRY(wf_upload(c->buf[B_POS0], 0, pos, bytes, c->stream), "uploading positions");
   TRY(wf_upload(c->buf[B_VEL0], 0, vel, bytes, c->stream), "uploading velocities");
   TRY(wf_upload(c->buf[B_CLOCK0], 0, &k, sizeof k, c->stream), "uploading the clock");
@@ -1287,6 +1462,8 @@ wf_status wfc_part_info_get(const wfc_part *c, wf_cloth_info *out) {
   out->frame_tile[0] = res ? c->plan.tile_w : 0;
   out->frame_tile[1] = res ? c->plan.tile_h : 0;
   out->frame_tile_steps = res ? c->plan.tile_steps : 0;
+  out->frame_block = res ? c->plan.block : 0;
+  out->frame_grid_sync = res && c->barrier == WFC_BARRIER_GRID;
   return WF_OK;
 }
 
@@ -1320,7 +1497,15 @@ wf_status wfc_cloth_create_local(const char *fn, wf_device *dev, const wf_cloth_
     wfc_topology_free(topo);
     return st;
   }
-  return create_common(fn, dev, desc, name, topo, local, out);
+  wfc_part *c = NULL;
+  host_lists L = {0};
+  st = part_new(fn, dev, desc, name, topo, &c);
+  if (st == WF_OK) st = lists_of_partition(fn, c, local, &L);
+  if (st == WF_OK) {
+    c->n_update = local->n_update;
+    frame_setup(c, &L, true);
+  }
+  return part_finish(fn, c, &L, st, out);
 }
 
 wf_status wfc_check_desc(const char *fn, const wf_cloth_desc *desc, const char *name) {
@@ -1330,9 +1515,7 @@ wf_status wfc_check_desc(const char *fn, const wf_cloth_desc *desc, const char *
 wf_status wfc_enqueue_springs(wfc_part *c, const char *fn, int in) { return substep(c, fn, in); }
 
 wf_status wfc_enqueue_predict(wfc_part *c, const char *fn) {
-  wfc_predict_args pa = {ptr(c, B_PARAMS), ptr(c, B_CLOCK0), ptr(c, B_CLOCK1),
-                         ptr(c, B_POS0),   ptr(c, B_VEL0),   ptr(c, B_POS1),
-                         ptr(c, B_VEL1),   mesh_view(c),     c->nv};
+  wfc_predict_args pa = predict_args(c);
   wf_status st = launch(c, fn, &wfc_xpbd_predict, c->n_update, &pa, sizeof pa);
   if (st != WF_OK) return st;
   if (c->buf[B_LAMBDA])
@@ -1361,20 +1544,13 @@ wf_status wfc_enqueue_frame_end(wfc_part *c, const char *fn, int substeps) {
 wf_status wfc_enqueue_springs_range(wfc_part *c, const char *fn, int in, uint32_t begin,
                                     uint32_t end) {
   if (end <= begin) return WF_OK;
-  int pi = in ? B_POS1 : B_POS0, vi = in ? B_VEL1 : B_VEL0, ci = in ? B_CLOCK1 : B_CLOCK0;
-  int po = in ? B_POS0 : B_POS1, vo = in ? B_VEL0 : B_VEL1, co = in ? B_CLOCK0 : B_CLOCK1;
-  wfc_spring_range_args r = {{ptr(c, B_PARAMS), ptr(c, B_COLLIDERS), ptr(c, ci), ptr(c, co),
-                              ptr(c, B_FLAGS), ptr(c, pi), ptr(c, vi), ptr(c, po), ptr(c, vo),
-                              ptr(c, B_ADJ_START), ptr(c, B_ADJ), mesh_view(c), c->nv},
-                             begin};
+  wfc_spring_range_args r = {.a = spring_args(c, in), .begin = begin};
   return launch(c, fn, &wfc_spring_range, end - begin, &r, sizeof r);
 }
 
 wf_status wfc_enqueue_predict_range(wfc_part *c, const char *fn, uint32_t begin, uint32_t end) {
   if (end <= begin) return WF_OK;
-  wfc_predict_range_args r = {{ptr(c, B_PARAMS), ptr(c, B_CLOCK0), ptr(c, B_CLOCK1), ptr(c, B_POS0),
-                               ptr(c, B_VEL0), ptr(c, B_POS1), ptr(c, B_VEL1), mesh_view(c), c->nv},
-                              begin};
+  wfc_predict_range_args r = {.a = predict_args(c), .begin = begin};
   return launch(c, fn, &wfc_xpbd_predict_range, end - begin, &r, sizeof r);
 }
 
@@ -1387,10 +1563,7 @@ wf_status wfc_enqueue_clear_multipliers(wfc_part *c, const char *fn) {
 
 wf_status wfc_enqueue_finalize_range(wfc_part *c, const char *fn, uint32_t begin, uint32_t end) {
   if (end <= begin) return WF_OK;
-  wfc_finalize_range_args r = {{ptr(c, B_PARAMS), ptr(c, B_COLLIDERS), ptr(c, B_CLOCK1),
-                                ptr(c, B_CLOCK0), ptr(c, B_FLAGS), ptr(c, B_POS0), ptr(c, B_VEL0),
-                                ptr(c, B_POS1), ptr(c, B_VEL1), c->nv},
-                               begin};
+  wfc_finalize_range_args r = {.a = finalize_args(c), .begin = begin};
   return launch(c, fn, &wfc_xpbd_finalize_range, end - begin, &r, sizeof r);
 }
 

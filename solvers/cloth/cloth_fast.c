@@ -103,7 +103,7 @@ static void spring_frame_cpu(const void *args, size_t begin, size_t end) {
     time += (double)p->dt;
     subs++;
     if (resident && begin == 0 && end > 0) {
-      wfc_clock c = {time, subs};
+      wfc_clock c = {.time = time, .substeps = subs};
       *h->clock_out = c;
     }
   }

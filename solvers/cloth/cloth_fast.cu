@@ -37,7 +37,7 @@
  * Counters only grow: all blocks of a launch add substeps - 1 to theirs, so at a launch's start
  * they are all equal and each block reads its own as the base (wrap-around is handled by signed
  * differences). The launch is cooperative, so all blocks are resident and a waiting block
- * cannot starve one it waits for. WEFT_CLOTH_BARRIER=grid uses grid.sync() instead.
+ * cannot starve one it waits for. tuning.grid_sync ON uses grid.sync() instead.
  *
  * With a per-frame readback into a pinned host buffer (wf_cloth_set_frame_readback), the last
  * substep also writes each position to the host buffer (mapped through unified addressing), so
@@ -865,7 +865,7 @@ extern "C" void wfc_spring_frame_plan_cuda(int ordinal, uint32_t n, const wfc_fr
     if ((uint64_t)out->blocks <= (uint64_t)sms * (uint64_t)fit) out->mode = WFC_FRAME_RESIDENT;
     goto done;
   }
-  /* grid cloths: tiles where asked (WEFT_CLOTH_TILE=WxH) */
+  /* grid cloths: tiles where asked (tuning.tiles ON) */
   if (want->tile == 2 && tile_plan_any(n, want, want->tile_w, want->tile_h, ordinal, sms, out))
     goto done;
   /* the most lanes that stay resident; staging where asked (automatic: 1 lane) and it fits, else

@@ -18,16 +18,16 @@
  * grid-stride loop per substep and grid.sync(). Both call wfc_spring_vertex (cloth_math.h), the
  * per-vertex function of the per-substep kernel, on the same values. The CPU backend runs both
  * modes as loops (RESIDENT up to WFC_CPU_RESIDENT_MAX, so tests reach both and the boundary).
- * WEFT_CLOTH_FAST=1 forces STRIDE, WEFT_CLOTH_BARRIER=grid makes RESIDENT use grid.sync(), and
- * WEFT_CLOTH_BLOCK=N sets its threads a block (tuning knobs, read at creation).
+ * The desc's tuning (wf_cloth_tuning, applied at creation): resident OFF forces STRIDE, grid_sync
+ * ON makes RESIDENT use grid.sync(), and block sets its threads a block.
  *
  * RESIDENT grid cloths (cloth_fast.cu: spring_grid_kernel) spread a vertex over L = 1, 2 or 4
- * threads (the most that stay resident; WEFT_CLOTH_LANES caps it), each lane summing a fixed
+ * threads (the most that stay resident; tuning.lanes caps it), each lane summing a fixed
  * share of the springs, combined by shuffles in the canonical order of cloth_math.h (four
  * partial sums over list positions mod 4, (s0 + s1) + (s2 + s3)), which every path uses, so the
  * results stay bitwise equal whatever L. They may stage their block's neighbourhood
- * [first - reach, last + reach] in shared memory once a substep (WEFT_CLOTH_SMEM=0|1; automatic:
- * with 1 lane). The CPU backend emulates both (lanes: resident up to 4096 threads).
+ * [first - reach, last + reach] in shared memory once a substep (tuning.smem; automatic: with 1
+ * lane). The CPU backend emulates both (lanes: resident up to 4096 threads).
  *
  * TILED grid cloths (cloth_fast.cu: spring_tile_kernel; plan.tile_w x plan.tile_h > 0): a block
  * owns a tile of columns x rows (32 x 16 by default, one block a SM at 256 x 256) and keeps the
@@ -46,9 +46,9 @@
  * the tile, and only then meets its neighbours and copies the ring of 4 in: one exchange every
  * two substeps, for 720 vertices computed instead of 512 a substep pair at 32 x 16. Stages of
  * two where they fit (shared memory beyond 48 KiB, 736 threads a block), else of one;
- * WEFT_CLOTH_TILE_STEPS=1|2 asks for either. Chosen automatically where 1 lane a vertex is all
+ * tuning.tile_steps 1 or 2 asks for either. Chosen automatically where 1 lane a vertex is all
  * that stays resident and the tiles do (32 x 16: 256 x 256 on a GPU of 128 SMs or more), unless
- * lanes or staging are asked for. WEFT_CLOTH_TILE=0 turns it off, =WxH asks for W x H tiles. The
+ * lanes or staging are asked for. tuning.tiles OFF turns it off, ON asks for tuning.tile. The
  * CPU backend has no tiled plan (it never needs one: it runs the same loop whatever the plan).
  *
  * Per-frame readback (wf_cloth_set_frame_readback): with host_pos set, the last substep also
@@ -95,7 +95,7 @@ enum {
 /* Barriers of the resident frame. */
 enum {
   WFC_BARRIER_NEIGHBOURS = 0, /* each block waits for the blocks whose vertices it reads */
-  WFC_BARRIER_GRID = 1,       /* cooperative groups' grid.sync() (WEFT_CLOTH_BARRIER=grid) */
+  WFC_BARRIER_GRID = 1,       /* cooperative groups' grid.sync() (tuning.grid_sync) */
 };
 
 typedef struct wfc_frame_plan {
@@ -112,9 +112,9 @@ typedef struct wfc_frame_plan {
 
 /* What the caller asks of a plan (wfc_spring_frame_plan). */
 typedef struct wfc_frame_want {
-  uint32_t block; /* threads a block; 0: automatic (WEFT_CLOTH_BLOCK) */
-  uint32_t lanes; /* 1, 2, 4: at most this many threads a vertex; 0: automatic (WEFT_CLOTH_LANES) */
-  uint32_t smem;  /* 0: off, 1: on where it fits, 2: automatic (WEFT_CLOTH_SMEM) */
+  uint32_t block; /* threads a block; 0: automatic (tuning.block) */
+  uint32_t lanes; /* 1, 2, 4: at most this many threads a vertex; 0: automatic (tuning.lanes) */
+  uint32_t smem;  /* 0: off, 1: on where it fits, 2: automatic (tuning.smem) */
   uint32_t reach; /* largest |i - j| over the vertices j that vertex i reads */
   uint32_t grid;  /* 1: a grid cloth (the lanes and staging apply); 0: CSR springs of a mesh */
   uint32_t tile;  /* grid cloths: 0: no tiles, 1: automatic, 2: tiles of tile_w x tile_h */

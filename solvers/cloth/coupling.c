@@ -33,7 +33,14 @@ size_t wfc_grid_sort_temp_bytes(wf_device *dev, uint32_t n, int bits) {
 
 wf_status wfc_grid_sort(wf_stream *s, uint32_t *keys, uint32_t *vals, uint32_t *keys_out,
                         uint32_t *vals_out, uint32_t n, int bits, void *temp, size_t temp_bytes) {
-  wfp_sort_args a = {keys, vals, keys_out, vals_out, n, bits, temp, temp_bytes};
+  wfp_sort_args a = {.keys = keys,
+                     .vals = vals,
+                     .keys_out = keys_out,
+                     .vals_out = vals_out,
+                     .n = n,
+                     .bits = bits,
+                     .temp = temp,
+                     .temp_bytes = temp_bytes};
   return wf_launch(&wfp_sort, 1, &a, sizeof a, s);
 }
 
@@ -41,6 +48,9 @@ wf_status wfc_grid_cells(wf_stream *s, wf_buffer *cell_start, wf_buffer *cell_en
                          const uint32_t *sorted_keys, uint32_t n, uint32_t table) {
   wf_status st = wf_memset(cell_start, 0xff, 0, (size_t)table * 4, s);
   if (st != WF_OK) return st;
-  wfp_cells_args a = {sorted_keys, wf_buffer_ptr(cell_start), wf_buffer_ptr(cell_end), n};
+  wfp_cells_args a = {.keys = sorted_keys,
+                      .cell_start = wf_buffer_ptr(cell_start),
+                      .cell_end = wf_buffer_ptr(cell_end),
+                      .n = n};
   return wf_launch(&wfp_cells, n, &a, sizeof a, s);
 }

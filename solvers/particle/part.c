@@ -107,6 +107,7 @@ struct wfp_part {
   wf_particles_desc desc;
   uint32_t capacity, count, table;
   uint32_t launch;           /* 0, or the size the substep's kernels are launched over (wfp_live) */
+  int32_t min_blocks;        /* the contact kernels' variant (wfp_collide_args.min_blocks) */
   uint32_t generation;       /* counts the times the buffers were replaced (grow) */
   const float *drift_anchor; /* the split's drift check (wfp_part_set_drift), or NULL */
   wfp_drift_ctl *drift_ctl;
@@ -283,11 +284,15 @@ static bool box_covers(const wfp_part *ps, const int32_t *lo, const int32_t *hi)
   return true;
 }
 
-wf_status wfp_part_create(wf_device *dev, const wf_particles_desc *desc, wfp_part **out) {
-  if (!out) return fail(WF_ERR_INVALID, "particles: out is NULL");
-  *out = NULL;
-  if (!dev || !desc) return fail(WF_ERR_INVALID, "particles: device or desc is NULL");
-  const char *name = desc->name ? desc->name : "particles";
+/* The parameters a desc starts with (wf_particles_params_get's view of it). */
+static wf_particles_params params_of(const wf_particles_desc *d) {
+  return (wf_particles_params){.frame_dt = d->frame_dt,
+                               .gravity = {d->gravity[0], d->gravity[1], d->gravity[2]},
+                               .damping = d->damping};
+}
+
+/* Validation: every desc field a partition uses, each in its range. */
+static wf_status check_desc(const wf_particles_desc *desc, const char *name) {
   if (desc->capacity > (1u << 30))
     return fail(WF_ERR_INVALID, "particles '%s': capacity %u exceeds 2^30", name, desc->capacity);
   if (desc->substeps <= 0)
@@ -302,11 +307,19 @@ wf_status wfp_part_create(wf_device *dev, const wf_particles_desc *desc, wfp_par
   if (!(desc->relaxation > 0.0f && desc->relaxation <= 2.0f))
     return fail(WF_ERR_INVALID, "particles '%s': relaxation %g must be in (0, 2]", name,
                 (double)desc->relaxation);
-  wf_particles_params p0 = {
-      desc->frame_dt, {desc->gravity[0], desc->gravity[1], desc->gravity[2]}, desc->damping};
-  wf_status st = check_params(name, &p0);
-  if (st != WF_OK) return st;
+  int mb = desc->tuning.contact_min_blocks;
+  if (mb != 0 && mb != -1 && (mb < 4 || mb > 8))
+    return fail(WF_ERR_INVALID,
+                "particles '%s': tuning.contact_min_blocks %d must be 4 to 8, or -1 (no cap; 0: "
+                "automatic)",
+                name, mb);
+  wf_particles_params p0 = params_of(desc);
+  return check_params(name, &p0);
+}
 
+/* The object: its name, desc, capacity, the contact kernels' variant and its stream. */
+static wf_status part_new(wf_device *dev, const wf_particles_desc *desc, const char *name,
+                          wfp_part **out) {
   wfp_part *ps = calloc(1, sizeof *ps);
   if (!ps) return fail(WF_ERR_OUT_OF_MEMORY, "particles '%s': out of host memory", name);
   snprintf(ps->name, sizeof ps->name, "%s", name);
@@ -314,36 +327,45 @@ wf_status wfp_part_create(wf_device *dev, const wf_particles_desc *desc, wfp_par
   ps->desc = *desc;
   ps->desc.name = ps->name;
   ps->capacity = desc->capacity ? desc->capacity : 1024;
+  int mb = desc->tuning.contact_min_blocks;
+  ps->min_blocks = mb == 0 ? 6 : mb < 0 ? 0 : mb;
   if (desc->stream) {
     ps->stream = desc->stream;
   } else {
-    st = wf_stream_create(dev, 0, &ps->stream);
+    wf_status st = wf_stream_create(dev, 0, &ps->stream);
     if (st != WF_OK) {
       free(ps);
       return fail_gpu(st, "creating the solver's stream");
     }
     ps->own_stream = true;
   }
-  st = alloc_sized(ps, ps->capacity, ps->buf, &ps->table, &ps->bits);
+  *out = ps;
+  return WF_OK;
+}
+
+/* Buffers: the capacity-sized ones, the fixed tables, the pinned clock mirror, the frame event. */
+static wf_status alloc_buffers(wfp_part *ps) {
+  wf_status st = alloc_sized(ps, ps->capacity, ps->buf, &ps->table, &ps->bits);
   size_t fixed[B_COUNT - B_SIZED] = {sizeof(wfp_params), sizeof ps->mats, sizeof ps->colliders,
                                      sizeof(wfp_clock), sizeof(wfp_clock)};
   wf_device *host = NULL; /* pinned buffers live on a CPU device */
   if (st == WF_OK && (st = wf_device_get("cpu", &host)) != WF_OK) fail_gpu(st, "finding cpu:0");
   for (int b = B_SIZED; b < B_COUNT && st == WF_OK; b++) {
-    st = wf_buffer_create(b == B_MIRROR ? host : dev, fixed[b - B_SIZED],
+    st = wf_buffer_create(b == B_MIRROR ? host : ps->dev, fixed[b - B_SIZED],
                           b == B_MIRROR ? WF_BUFFER_PINNED | WF_BUFFER_ZERO : WF_BUFFER_ZERO,
                           b == B_MIRROR ? NULL : ps->stream, &ps->buf[b]);
     if (st != WF_OK) fail_gpu(st, "allocating the solver's tables");
   }
   if (st == WF_OK) {
-    st = wf_event_create(dev, 0, &ps->frame_done);
+    st = wf_event_create(ps->dev, 0, &ps->frame_done);
     if (st != WF_OK) fail_gpu(st, "creating an event");
   }
-  if (st != WF_OK) {
-    wfp_part_destroy(ps);
-    return st;
-  }
+  return st;
+}
 
+/* Upload: the parameter block, the grid's first box, the clock and the default material. */
+static wf_status upload_initial(wfp_part *ps) {
+  const wf_particles_desc *desc = &ps->desc;
   ps->params.cell = desc->cell_size;
   ps->params.inv_cell = desc->cell_size > 0.0f ? 1.0f / desc->cell_size : 1.0f;
   ps->params.model = (uint32_t)desc->contact_model;
@@ -351,13 +373,28 @@ wf_status wfp_part_create(wf_device *dev, const wf_particles_desc *desc, wfp_par
   int32_t zero[3] = {0, 0, 0};
   fit_box(ps, zero, zero);
   ps->have_extent = false;
+  wf_particles_params p0 = params_of(desc);
   params_from(ps, &p0);
   wfp_clock clock = {.time = 0.0, .substeps = 0, .flags = 0, .first_bad = UINT32_MAX};
   wf_particle_material m = wf_particle_material_default();
-  st = wf_upload(ps->buf[B_CLOCK], 0, &clock, sizeof clock, ps->stream);
+  wf_status st = wf_upload(ps->buf[B_CLOCK], 0, &clock, sizeof clock, ps->stream);
   if (st != WF_OK) fail_gpu(st, "uploading the clock");
   if (st == WF_OK) st = upload_params(ps);
   if (st == WF_OK) st = wfp_part_add_material(ps, &m, NULL);
+  return st;
+}
+
+wf_status wfp_part_create(wf_device *dev, const wf_particles_desc *desc, wfp_part **out) {
+  if (!out) return fail(WF_ERR_INVALID, "particles: out is NULL");
+  *out = NULL;
+  if (!dev || !desc) return fail(WF_ERR_INVALID, "particles: device or desc is NULL");
+  const char *name = desc->name ? desc->name : "particles";
+  wfp_part *ps = NULL;
+  wf_status st = check_desc(desc, name);
+  if (st == WF_OK) st = part_new(dev, desc, name, &ps);
+  if (st != WF_OK) return st;
+  st = alloc_buffers(ps);
+  if (st == WF_OK) st = upload_initial(ps);
   if (st != WF_OK) {
     wfp_part_destroy(ps);
     return st;
@@ -596,11 +633,11 @@ static float unit_jitter(uint64_t *state) { /* uniform in [-1, 1) */
   return (float)((double)(*state >> 40) / (double)(1ull << 23) - 1.0);
 }
 
-wf_status wfp_part_emit(wfp_part *ps, const wf_particles_emitter *e, uint32_t *first,
-                            uint32_t *count) {
-  if (!ps || !e) return fail(WF_ERR_INVALID, "particles: NULL argument");
-  const char *nm = e->name ? e->name : "emitter";
 #define EBAD(...) fail(WF_ERR_INVALID, "particles '%s': emitter '%s': " __VA_ARGS__)
+
+/* Validation of an emitter; half receives its region's half extents. */
+static wf_status check_emitter(const wfp_part *ps, const wf_particles_emitter *e, const char *nm,
+                               float half[3]) {
   if (e->shape != WF_EMIT_BOX && e->shape != WF_EMIT_SPHERE)
     return EBAD("shape %d is not WF_EMIT_BOX or WF_EMIT_SPHERE", ps->name, nm, e->shape);
   if (!finite3(e->center)) return EBAD("center is not finite (NaN position)", ps->name, nm);
@@ -621,20 +658,56 @@ wf_status wfp_part_emit(wfp_part *ps, const wf_particles_emitter *e, uint32_t *f
     return EBAD("density %g must be > 0 (or give mass)", ps->name, nm, (double)e->density);
   if (!(e->mass >= 0.0f) || !isfinite(e->mass) || !isfinite(e->density))
     return EBAD("mass %g must be a finite number >= 0", ps->name, nm, (double)e->mass);
-  float half[3];
-  if (e->shape == WF_EMIT_BOX) {
-    for (int k = 0; k < 3; k++) {
-      if (!(e->half_extents[k] >= 0.0f) || !isfinite(e->half_extents[k]))
-        return EBAD("half_extents[%d] %g must be >= 0", ps->name, nm, k,
-                    (double)e->half_extents[k]);
-      half[k] = e->half_extents[k];
-    }
-  } else {
+  if (e->shape == WF_EMIT_SPHERE) {
     if (!(e->sphere_radius >= 0.0f) || !isfinite(e->sphere_radius))
       return EBAD("sphere_radius %g must be >= 0", ps->name, nm, (double)e->sphere_radius);
     half[0] = half[1] = half[2] = e->sphere_radius;
+    return WF_OK;
   }
-  /* lattice cells of size `spacing` filling the box; a particle at each cell centre */
+  for (int k = 0; k < 3; k++) {
+    if (!(e->half_extents[k] >= 0.0f) || !isfinite(e->half_extents[k]))
+      return EBAD("half_extents[%d] %g must be >= 0", ps->name, nm, k, (double)e->half_extents[k]);
+    half[k] = e->half_extents[k];
+  }
+  return WF_OK;
+}
+
+/* Topology: the lattice points of the emitter's region, cells[0] x cells[1] x cells[2] cells of
+ * size `spacing`, a particle at each cell centre the sphere (if one) holds. With p and v NULL
+ * only counts them; else fills p and v (seeded jitter, velocity, inverse mass). Returns the
+ * count. */
+static uint32_t lattice_points(const wfp_part *ps, const wf_particles_emitter *e,
+                               const uint64_t cells[3], float inv_mass, wfp_f4 *p, wfp_f4 *v) {
+  float r2 = e->sphere_radius * e->sphere_radius;
+  uint32_t n = 0;
+  for (uint64_t iz = 0; iz < cells[2]; iz++)
+    for (uint64_t iy = 0; iy < cells[1]; iy++)
+      for (uint64_t ix = 0; ix < cells[0]; ix++) {
+        float d[3] = {((float)ix + 0.5f) * e->spacing - 0.5f * (float)cells[0] * e->spacing,
+                      ((float)iy + 0.5f) * e->spacing - 0.5f * (float)cells[1] * e->spacing,
+                      ((float)iz + 0.5f) * e->spacing - 0.5f * (float)cells[2] * e->spacing};
+        if (e->shape == WF_EMIT_SPHERE && d[0] * d[0] + d[1] * d[1] + d[2] * d[2] > r2) continue;
+        if (!p) {
+          n++;
+          continue;
+        }
+        uint64_t rng = e->seed ^ splitmix64(ps->count + n);
+        for (int k = 0; k < 3; k++)
+          d[k] += e->jitter * unit_jitter(&rng);
+        p[n] = (wfp_f4){e->center[0] + d[0], e->center[1] + d[1], e->center[2] + d[2], e->radius};
+        v[n] = (wfp_f4){e->velocity[0], e->velocity[1], e->velocity[2], inv_mass};
+        n++;
+      }
+  return n;
+}
+
+wf_status wfp_part_emit(wfp_part *ps, const wf_particles_emitter *e, uint32_t *first,
+                        uint32_t *count) {
+  if (!ps || !e) return fail(WF_ERR_INVALID, "particles: NULL argument");
+  const char *nm = e->name ? e->name : "emitter";
+  float half[3];
+  wf_status st = check_emitter(ps, e, nm, half);
+  if (st != WF_OK) return st;
   uint64_t cells[3];
   for (int k = 0; k < 3; k++)
     cells[k] = (uint64_t)floor(2.0 * half[k] / e->spacing + 1e-6);
@@ -646,47 +719,22 @@ wf_status wfp_part_emit(wfp_part *ps, const wf_particles_emitter *e, uint32_t *f
     return EBAD("%llu lattice points are too many", ps->name, nm, (unsigned long long)total);
   double mass = e->mass > 0.0f ? e->mass : e->density * 4.0 / 3.0 * WFP_PI * pow(e->radius, 3);
   float inv_mass = e->kinematic ? 0.0f : (float)(1.0 / mass);
-  float r2 = e->sphere_radius * e->sphere_radius;
-  /* pass 0 counts the lattice points (the sphere keeps those inside it), pass 1 fills them */
-  uint32_t n = 0;
-  wfp_f4 *p = NULL, *v = NULL;
-  for (int pass = 0; pass < 2; pass++) {
-    if (pass == 1) {
-      if (n == 0) return EBAD("the sphere holds no lattice point (zero particles)", ps->name, nm);
-      p = malloc((size_t)n * sizeof *p), v = malloc((size_t)n * sizeof *v);
-      if (!p || !v) {
-        free(p), free(v);
-        return fail(WF_ERR_OUT_OF_MEMORY, "particles '%s': out of host memory", ps->name);
-      }
-      n = 0;
-    }
-    for (uint64_t iz = 0; iz < cells[2]; iz++)
-      for (uint64_t iy = 0; iy < cells[1]; iy++)
-        for (uint64_t ix = 0; ix < cells[0]; ix++) {
-          float d[3] = {((float)ix + 0.5f) * e->spacing - 0.5f * (float)cells[0] * e->spacing,
-                        ((float)iy + 0.5f) * e->spacing - 0.5f * (float)cells[1] * e->spacing,
-                        ((float)iz + 0.5f) * e->spacing - 0.5f * (float)cells[2] * e->spacing};
-          if (e->shape == WF_EMIT_SPHERE && d[0] * d[0] + d[1] * d[1] + d[2] * d[2] > r2) continue;
-          if (pass == 0) {
-            n++;
-            continue;
-          }
-          uint64_t rng = e->seed ^ splitmix64(ps->count + n);
-          for (int k = 0; k < 3; k++)
-            d[k] += e->jitter * unit_jitter(&rng);
-          p[n] = (wfp_f4){e->center[0] + d[0], e->center[1] + d[1], e->center[2] + d[2], e->radius};
-          v[n] = (wfp_f4){e->velocity[0], e->velocity[1], e->velocity[2], inv_mass};
-          n++;
-        }
+  uint32_t n = lattice_points(ps, e, cells, inv_mass, NULL, NULL);
+  if (n == 0) return EBAD("the sphere holds no lattice point (zero particles)", ps->name, nm);
+  wfp_f4 *p = malloc((size_t)n * sizeof *p), *v = malloc((size_t)n * sizeof *v);
+  if (!p || !v) {
+    free(p), free(v);
+    return fail(WF_ERR_OUT_OF_MEMORY, "particles '%s': out of host memory", ps->name);
   }
-  wf_status st = append(ps, n, p, v, (uint16_t)e->material, nm);
-#undef EBAD
+  lattice_points(ps, e, cells, inv_mass, p, v);
+  st = append(ps, n, p, v, (uint16_t)e->material, nm);
   free(p), free(v);
   if (st != WF_OK) return st;
   if (first) *first = ps->count - n;
   if (count) *count = n;
   return WF_OK;
 }
+#undef EBAD
 
 /* ---- colliders ---------------------------------------------------------------------------------
  */
@@ -774,11 +822,7 @@ wf_status wfp_part_add_collider(wfp_part *ps, const wf_collider_desc *c, uint32_
 /* ---- parameters --------------------------------------------------------------------------------
  */
 
-wf_particles_params wfp_part_params_get(const wfp_part *ps) {
-  return (wf_particles_params){ps->desc.frame_dt,
-                               {ps->desc.gravity[0], ps->desc.gravity[1], ps->desc.gravity[2]},
-                               ps->desc.damping};
-}
+wf_particles_params wfp_part_params_get(const wfp_part *ps) { return params_of(&ps->desc); }
 
 wf_status wfp_part_params_set(wfp_part *ps, const wf_particles_params *p) {
   if (!ps || !p) return fail(WF_ERR_INVALID, "particles: NULL argument");
@@ -808,15 +852,71 @@ static wf_status run_hooks(wfp_part *ps, int event) {
   return WF_OK;
 }
 
+/* Kernel arguments, one builder a struct (particle_math.h says what each kernel does with them).
+ * `live`: the particle count on the device (wfp_live). */
+
 /* The key arguments of the substep's grid (skip NULL). */
 static wfp_keys_args keys_args(wfp_part *ps) {
-  return (wfp_keys_args){ptr(ps, B_PARAMS),
-                         ptr(ps, B_POS),
-                         ptr(ps, B_KEYS),
-                         ptr(ps, B_VALS),
-                         ptr(ps, B_COUNTS),
-                         ptr(ps, B_CLOCK),
-                         NULL};
+  return (wfp_keys_args){.params = ptr(ps, B_PARAMS),
+                         .pos = ptr(ps, B_POS),
+                         .keys = ptr(ps, B_KEYS),
+                         .vals = ptr(ps, B_VALS),
+                         .count = ptr(ps, B_COUNTS),
+                         .clock = ptr(ps, B_CLOCK),
+                         .skip = NULL};
+}
+
+static wfp_scan_args scan_args(wfp_part *ps) {
+  return (wfp_scan_args){.in = ptr(ps, B_COUNTS),
+                         .out = ptr(ps, B_CELLS),
+                         .n = ps->table + 1,
+                         .temp = ps->buf[B_TEMP] ? ptr(ps, B_TEMP) : NULL,
+                         .temp_bytes = ps->buf[B_TEMP] ? wf_buffer_size(ps->buf[B_TEMP]) : 0};
+}
+
+static wfp_scatter_args scatter_args(wfp_part *ps, const uint32_t *live) {
+  return (wfp_scatter_args){.keys = ptr(ps, B_KEYS),
+                            .arrival = ptr(ps, B_VALS),
+                            .start = ptr(ps, B_CELLS),
+                            .tmp = ptr(ps, B_KEYS_OUT),
+                            .live = live};
+}
+
+static wfp_place_args place_args(wfp_part *ps, const uint32_t *live) {
+  return (wfp_place_args){.tmp = ptr(ps, B_KEYS_OUT),
+                          .keys = ptr(ps, B_KEYS),
+                          .start = ptr(ps, B_CELLS),
+                          .vals = ptr(ps, B_VALS_OUT),
+                          .pos = ptr(ps, B_POS),
+                          .vel = ptr(ps, B_VEL),
+                          .mat = ptr(ps, B_MAT),
+                          .spos = ptr(ps, B_SPOS),
+                          .svel = ptr(ps, B_SVEL),
+                          .smat = ptr(ps, B_SMAT),
+                          .live = live};
+}
+
+static wfp_collide_args collide_args(wfp_part *ps) {
+  return (wfp_collide_args){.params = ptr(ps, B_PARAMS),
+                            .mats = ptr(ps, B_MATS),
+                            .colliders = ptr(ps, B_COLLIDERS),
+                            .clock = ptr(ps, B_CLOCK),
+                            .spos = ptr(ps, B_SPOS),
+                            .svel = ptr(ps, B_SVEL),
+                            .smat = ptr(ps, B_SMAT),
+                            .keys = ptr(ps, B_KEYS_OUT),
+                            .vals = ptr(ps, B_VALS_OUT),
+                            .cell_start = ptr(ps, B_CELLS),
+                            .cell_end = NULL, /* the dense table needs no end table */
+                            .pos = ptr(ps, B_POS),
+                            .vel = ptr(ps, B_VEL),
+                            .anchor = ps->drift_anchor,
+                            .drift = ps->drift_ctl,
+                            .min_blocks = ps->min_blocks};
+}
+
+static wfp_frame_args frame_args(wfp_part *ps) {
+  return (wfp_frame_args){.params = ptr(ps, B_PARAMS), .clock = ptr(ps, B_CLOCK)};
 }
 
 #define MARK(i)                                                                                    \
@@ -845,53 +945,25 @@ static wf_status substep_rest(wfp_part *ps, wf_event **marks) {
     return hs != WF_OK ? hs : run_hooks(ps, WFP_HOOK_SUBSTEP);
   }
   wfp_params *params = ptr(ps, B_PARAMS);
-  wfp_clock *clock = ptr(ps, B_CLOCK);
   wf_status st;
   n = ps->launch > n ? ps->launch : n;
   const uint32_t *live = &params->count;
   MARK(1);
-  wfp_scan_args sa = {ptr(ps, B_COUNTS), ptr(ps, B_CELLS), ps->table + 1,
-                      ps->buf[B_TEMP] ? ptr(ps, B_TEMP) : NULL,
-                      ps->buf[B_TEMP] ? wf_buffer_size(ps->buf[B_TEMP]) : 0};
+  wfp_scan_args sa = scan_args(ps);
   if ((st = launch(ps, &wfp_scan, 1, &sa, sizeof sa)) != WF_OK) return st;
   MARK(2);
-  wfp_scatter_args ba = {ptr(ps, B_KEYS), ptr(ps, B_VALS), ptr(ps, B_CELLS), ptr(ps, B_KEYS_OUT),
-                         live};
+  wfp_scatter_args ba = scatter_args(ps, live);
   if ((st = launch(ps, &wfp_scatter, n, &ba, sizeof ba)) != WF_OK) return st;
   MARK(3);
-  wfp_place_args ra = {ptr(ps, B_KEYS_OUT),
-                       ptr(ps, B_KEYS),
-                       ptr(ps, B_CELLS),
-                       ptr(ps, B_VALS_OUT),
-                       ptr(ps, B_POS),
-                       ptr(ps, B_VEL),
-                       ptr(ps, B_MAT),
-                       ptr(ps, B_SPOS),
-                       ptr(ps, B_SVEL),
-                       ptr(ps, B_SMAT),
-                       live};
+  wfp_place_args ra = place_args(ps, live);
   if ((st = launch(ps, &wfp_place, n, &ra, sizeof ra)) != WF_OK) return st;
   if ((st = run_hooks(ps, WFP_HOOK_GRID)) != WF_OK) return st;
   MARK(4);
-  wfp_collide_args ca = {params,
-                         ptr(ps, B_MATS),
-                         ptr(ps, B_COLLIDERS),
-                         clock,
-                         ptr(ps, B_SPOS),
-                         ptr(ps, B_SVEL),
-                         ptr(ps, B_SMAT),
-                         ptr(ps, B_KEYS_OUT),
-                         ptr(ps, B_VALS_OUT),
-                         ptr(ps, B_CELLS),
-                         NULL, /* the dense table needs no end table */
-                         ptr(ps, B_POS),
-                         ptr(ps, B_VEL),
-                         ps->drift_anchor,
-                         ps->drift_ctl};
+  wfp_collide_args ca = collide_args(ps);
   const wf_kernel *collide = ps->params.model == WFP_XPBD ? &wfp_contacts_xpbd : &wfp_contacts_dem;
   if ((st = launch(ps, collide, n, &ca, sizeof ca)) != WF_OK) return st;
   MARK(5);
-  wfp_frame_args aa = {params, clock};
+  wfp_frame_args aa = frame_args(ps);
   if ((st = launch(ps, &wfp_advance, 1, &aa, sizeof aa)) != WF_OK) return st;
   return run_hooks(ps, WFP_HOOK_SUBSTEP);
 }
@@ -916,7 +988,7 @@ static wf_status touch_all(wfp_part *ps) {
 /* A frame's worth of work: reset the extent, n substeps, then publish the clock (time, flags,
  * extent) to the pinned mirror. */
 static wf_status enqueue_frame(wfp_part *ps, int n, wf_event **marks) {
-  wfp_frame_args fa = {ptr(ps, B_PARAMS), ptr(ps, B_CLOCK)};
+  wfp_frame_args fa = frame_args(ps);
   wf_status st = launch(ps, &wfp_frame_begin, 1, &fa, sizeof fa);
   for (int i = 0; i < n && st == WF_OK; i++)
     st = enqueue_substep(ps, marks ? marks + 6 * i : NULL);
@@ -1184,8 +1256,12 @@ wf_status wfp_part_view_get(wfp_part *ps, wfp_view *out) {
   out->frame_dt = ps->desc.frame_dt;
   out->substeps = ps->desc.substeps;
   out->max_radius = ps->max_radius;
-  out->grid = (wfc_pgrid){ptr(ps, B_PARAMS), ptr(ps, B_CELLS), NULL,
-                          ptr(ps, B_SPOS),   ptr(ps, B_SVEL),  ps->count};
+  out->grid = (wfc_pgrid){.params = ptr(ps, B_PARAMS),
+                          .cell_start = ptr(ps, B_CELLS),
+                          .cell_end = NULL,
+                          .spos = ptr(ps, B_SPOS),
+                          .svel = ptr(ps, B_SVEL),
+                          .n = ps->count};
   return WF_OK;
 }
 
@@ -1216,7 +1292,7 @@ void wfp_part_hook_remove(wfp_part *ps, wfp_hook_fn fn, void *user) {
  */
 
 wf_status wfp_frame_enqueue_begin(wfp_part *ps) {
-  wfp_frame_args fa = {ptr(ps, B_PARAMS), ptr(ps, B_CLOCK)};
+  wfp_frame_args fa = frame_args(ps);
   return launch(ps, &wfp_frame_begin, 1, &fa, sizeof fa);
 }
 
@@ -1257,7 +1333,8 @@ wf_status wfp_part_get(wfp_part *ps, wfp_f4 *pos, wfp_f4 *vel, uint16_t *mat,
 }
 
 wfp_arrays wfp_part_arrays(wfp_part *ps) {
-  return (wfp_arrays){ptr(ps, B_POS), ptr(ps, B_VEL), ptr(ps, B_GID), ptr(ps, B_MAT)};
+  return (wfp_arrays){
+      .pos = ptr(ps, B_POS), .vel = ptr(ps, B_VEL), .gid = ptr(ps, B_GID), .mat = ptr(ps, B_MAT)};
 }
 
 wf_status wfp_part_touch(wfp_part *ps) { return touch_all(ps); }

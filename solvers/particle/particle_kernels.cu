@@ -87,7 +87,9 @@ __global__ void place_kernel(wfp_place_args a, size_t n) {
 /* One kernel per contact model (chosen on the host, fixed for a solver): each is compiled with
  * only its own path, which keeps the register count, and so the occupancy, of DEM's up. MINB:
  * the blocks a multiprocessor should hold at once (0: the compiler's choice), which caps the
- * registers; WEFT_PARTICLE_MINBLOCKS picks a variant (a tuning knob, see wfp_minblocks). */
+ * registers; wfp_collide_args.min_blocks picks a variant (wf_particles_tuning.contact_min_blocks:
+ * 6 blocks of 256 by default caps the contact kernels at 40 registers, with a few spills to L1;
+ * the kernel waits on loads, and more resident warps hide them). */
 template <int MINB>
 __global__ void __launch_bounds__(kBlock, MINB) collide_dem_kernel(wfp_collide_args a, size_t n) {
   __shared__ uint32_t list[WFP_CONTACT_LIST * kBlock]; /* a thread's entries kBlock apart */
@@ -104,19 +106,6 @@ __global__ void __launch_bounds__(kBlock, MINB) collide_xpbd_kernel(wfp_collide_
   if (s >= wfp_live(&a.params->count, n)) return;
   uint32_t fl = wfp_collide_xpbd(&a, (uint32_t)s, list + threadIdx.x, kBlock);
   if (fl) raise_flags(a, fl, a.vals[s]);
-}
-
-/* WEFT_PARTICLE_MINBLOCKS (0, 4 to 8; default 6), read once. 6 blocks of 256 caps the contact
- * kernels at 40 registers, with a few spills to L1: on an H200 at 2M particles the DEM kernel
- * took 0.295 ms a substep against 0.346 ms at the compiler's 64 registers (the kernel waits on
- * loads; more resident warps hide them). */
-int wfp_minblocks() {
-  static const int v = [] {
-    const char *e = getenv("WEFT_PARTICLE_MINBLOCKS");
-    int m = e ? atoi(e) : 6;
-    return m == 0 || (m >= 4 && m <= 8) ? m : 6;
-  }();
-  return v;
 }
 
 __global__ void advance_kernel(wfp_frame_args a) {
@@ -215,7 +204,7 @@ extern "C" void wfp_cells_cuda(const void *args, size_t n, void *stream) {
 }
 
 #define WFP_LAUNCH_COLLIDE(kernel)                                                                 \
-  switch (wfp_minblocks()) {                                                                       \
+  switch (a.min_blocks) {                                                                          \
   case 4: kernel<4><<<grid_for(n), kBlock, 0, s>>>(a, n); break;                                   \
   case 5: kernel<5><<<grid_for(n), kBlock, 0, s>>>(a, n); break;                                   \
   case 7: kernel<7><<<grid_for(n), kBlock, 0, s>>>(a, n); break;                                   \

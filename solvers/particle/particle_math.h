@@ -209,6 +209,9 @@ typedef struct wfp_collide_args { /* per slot s: contacts, colliders, integratio
   wfp_f4 *pos, *vel;   /* slots s < params->count (wfp_live) */
   const float *anchor; /* NULL, or the split's drift check (wfp_drift_ctl): the anchors */
   wfp_drift_ctl *drift;
+  /* the launch, not the kernel: blocks a multiprocessor the CUDA variant is compiled for (0: no
+   * cap, 4 to 8; wf_particles_tuning.contact_min_blocks resolved) */
+  int32_t min_blocks;
 } wfp_collide_args;
 
 /* The split solver's halo (split.c): pack, per element j, dst[j] = src[idx[j]]; unpack,

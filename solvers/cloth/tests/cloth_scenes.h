@@ -63,8 +63,10 @@ static inline wf_collider_desc scene_ground(float y) {
 /* Everything at once, for the bitwise tests: a 12 x 10 flat sheet falling in wind (drag and lift)
  * onto a sphere, a box and a capsule above the ground, two corners attached to a moving box and a
  * region pinned. */
-static inline wf_status scene_busy(wf_device *dev, int integrator, bool no_graph, wf_cloth **out) {
+static inline wf_status scene_busy_tuned(wf_device *dev, int integrator, bool no_graph,
+                                         const wf_cloth_tuning *tuning, wf_cloth **out) {
   wf_cloth_desc d = wf_cloth_desc_default();
+  if (tuning) d.tuning = *tuning;
   d.name = "busy";
   d.integrator = integrator;
   d.substeps = 8;
@@ -110,6 +112,11 @@ static inline wf_status scene_busy(wf_device *dev, int integrator, bool no_graph
     *out = NULL;
   }
   return st;
+}
+
+/* The busy scene with the automatic tuning. */
+static inline wf_status scene_busy(wf_device *dev, int integrator, bool no_graph, wf_cloth **out) {
+  return scene_busy_tuned(dev, integrator, no_graph, NULL, out);
 }
 
 /* Positions and velocities after the cloth's work, in one array (8 floats a vertex). */

@@ -1,0 +1,30 @@
+/* The solvers' tuning knobs from the environment: the one place they are read. The library reads
+ * no environment (its tuning is desc fields, zero = automatic: wf_cloth_tuning,
+ * wf_particles_tuning); the benchmarks fill those fields from these variables, so that an A/B
+ * run of `weft bench` needs no rebuild:
+ *
+ *   WEFT_CLOTH_FAST=0|1          one_launch OFF (kernels per substep) | resident OFF (grid-stride)
+ *   WEFT_CLOTH_BARRIER=grid      grid_sync ON (resident frames meet at grid.sync())
+ *   WEFT_CLOTH_BLOCK=N           block N (threads a block of resident frames)
+ *   WEFT_CLOTH_LANES=N           lanes N (threads a vertex, at most)
+ *   WEFT_CLOTH_SMEM=0|1          smem OFF | ON
+ *   WEFT_CLOTH_TILE=0|WxH        tiles OFF | ON with tile W x H
+ *   WEFT_CLOTH_TILE_STEPS=N      tile_steps N
+ *   WEFT_PARTICLE_MINBLOCKS=N    contact_min_blocks N (0: -1, no register cap)
+ *
+ * Unset or empty: automatic. A value not of the form shown makes them print why (as
+ * "weft bench <bench>: ...") and return 2; a number is passed on as it is, and creation rejects
+ * one out of range (WF_ERR_INVALID names the field and its range). */
+#ifndef WEFT_BENCH_TUNING_ENV_H
+#define WEFT_BENCH_TUNING_ENV_H
+
+#include "weft/cloth.h"
+#include "weft/particles.h"
+
+/** Fills *t from the WEFT_CLOTH_* variables (the fields of unset ones are left as they are).
+ *  Returns 0, or 2 after printing why. */
+int bench_cloth_tuning_env(const char *bench, wf_cloth_tuning *t);
+/** Fills *t from WEFT_PARTICLE_MINBLOCKS. Returns 0, or 2 after printing why. */
+int bench_particles_tuning_env(const char *bench, wf_particles_tuning *t);
+
+#endif
