@@ -28,6 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "solvers/particle/hooks.h"
 #include "solvers/particle/particle_math.h"
 #include "weft/gpu.h"
 #include "weft/hd.h"
@@ -39,15 +40,8 @@ extern "C" {
 /* ---- device side: the particle solver's grid -------------------------------------------------
  */
 
-/* The particle solver's state during a substep, as the coupling kernels read and write it.
- * cell_start is the solver's dense start table (WFP_FOR_NEIGHBOURS_DENSE); cell_end is unused. */
-typedef struct wfc_pgrid {
-  const wfp_params *params; /* the device parameter block: dt, gravity, damping, cell, box */
-  const uint32_t *cell_start, *cell_end;
-  const wfp_f4 *spos; /* sorted by cell key: xyz + radius */
-  wfp_f4 *svel;       /* sorted: xyz + inverse mass (0: kinematic); the coupling adds to xyz */
-  uint32_t n;         /* particles */
-} wfc_pgrid;
+/* The particle solver's state during a substep (solvers/particle/hooks.h). */
+typedef wfp_grid_view wfc_pgrid;
 
 /* Where the particle at sorted slot t will be at the end of the substep without contacts. */
 WF_HD static inline wfp_f4 wfc_pgrid_predict(const wfc_pgrid *g, wfp_f4 x, wfp_f4 v) {
@@ -122,37 +116,6 @@ wf_status wfc_grid_sort(wf_stream *s, uint32_t *keys, uint32_t *vals, uint32_t *
 wf_status wfc_grid_cells(wf_stream *s, wf_buffer *cell_start, wf_buffer *cell_end,
                          const uint32_t *sorted_keys, uint32_t n, uint32_t table);
 
-/* ---- host side (solvers/particle/particle.c): the particle solver's internals --------------- */
-
-typedef struct wf_particles wf_particles;
-
-/* Points in a substep where hooks run (all on the particle solver's stream). */
-enum {
-  WFP_HOOK_GRID = 0,    /* after the grid build and sorted copies, before the contacts */
-  WFP_HOOK_SUBSTEP = 1, /* after the substep (contacts, integration, clock) */
-  WFP_HOOK_FRAME = 2,   /* after a batch of substeps (a frame), before the buffers are marked */
-  WFP_HOOK_DETACH = 3   /* the particle solver is being destroyed: forget it */
-};
-typedef wf_status (*wfp_hook_fn)(void *user, int event);
-
-/* What the coupling needs of a particle solver. grid's pointers are valid until the solver's
- * buffers grow (adding particles beyond the capacity), which also drops its captured frame, so
- * a hook that reads them again at WFP_HOOK_GRID always sees the current ones. */
-typedef struct wfp_view {
-  const char *name;
-  wf_device *dev;
-  wf_stream *stream;
-  float frame_dt;
-  int substeps;
-  float max_radius;
-  wfc_pgrid grid; /* .n = the particle count */
-} wfp_view;
-
-wf_status wfp_view_get(wf_particles *ps, wfp_view *out);
-/* Adds a hook (at most WFP_MAX_HOOKS); drops the captured frame so the next one records it. */
-#define WFP_MAX_HOOKS 16
-wf_status wfp_hook_add(wf_particles *ps, wfp_hook_fn fn, void *user);
-void wfp_hook_remove(wf_particles *ps, wfp_hook_fn fn, void *user);
 #endif
 
 #ifdef __cplusplus

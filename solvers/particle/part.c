@@ -46,7 +46,7 @@
 #include "part.h"
 #include "particle_internal.h"
 #include "particle_kernels.h"
-#include "solvers/cloth/coupling.h" /* wfp_view_get, wfp_hook_*: the cloth coupling's access */
+#include "hooks.h" /* wfp_view_get, wfp_hook_*: what a coupled solver may reach */
 
 #define WFP_PI 3.14159265358979323846
 

@@ -14,7 +14,7 @@
 
 #include "part.h"
 #include "particle_math.h"
-#include "solvers/cloth/coupling.h"
+#include "hooks.h"
 #include "weft/particles.h"
 
 /* Enqueue a frame on the solver's stream in three parts: begin, one substep (call K times,
