@@ -1,37 +1,67 @@
-/* The world's reliability: the per-frame health check on the device, the last-good snapshot, and
+/* The world's reliability: the per-frame health check on the devices, the last-good snapshot, and
  * the advice given when a world does not fit in memory (weft/world.h, "health").
  *
- * After each frame (wfw_health_after_frame) the health stream waits for every solver stream and
- * runs the kernels of health_kernels.h: CHECK + DETAIL per object into a device record, VERDICT
- * into the gate, COMMIT of each solver buffer (positions, velocities, the clock's time and
- * substeps) into its snapshot when the gate says so, then copies the records and the gate into
- * the frame's pinned slot and records the slot's event. Every solver stream then waits for the
- * health stream, so the next frame cannot overwrite the state while it is being read or copied.
+ * The world hands over a narrow description (health.h): the solvers (sources), the objects as
+ * ranges of a source's global ids, the scene's limits and colliders. The check reads each
+ * solver partition by partition where the partition lives (wf_*_partition_view: its owned rows,
+ * their global ids, its stream and clock), so no state crosses devices or the host.
  *
- * Why a device-side snapshot gated by the device's verdict: the host learns of a bad frame one or
- * more frames late (it never waits for the GPU to find out), and by then the solvers have moved
- * on; checkpoints every N frames would lose up to N frames and cost a download each. Copying the
- * checked state on the device, only while every frame so far was healthy, keeps exactly the frame
- * before the first unhealthy one, at the cost of one device copy of the state per frame (32 bytes
- * per point, ~1/3 of a DEM substep's traffic for one of 48-64 substeps) and one snapshot's memory.
- * The snapshot holds the bits of the solvers' own buffers, clocks included, so a checkpoint
- * written from it resumes bitwise identically, as any other checkpoint does.
+ * After each frame (wfw_health_after_frame), per partition, the stream of the partition's device
+ * (a lane: one health stream and one copy of the colliders per device) waits for the partition's
+ * stream and runs CHECK + DETAIL over its rows into the partition's record (health_kernels.h).
+ * The records of other devices are copied to the first device, VERDICT decides the frame there
+ * into the gate, the gate is copied back to every other device, and each partition COMMITs its
+ * rows into its snapshot when the gate says so. The first device then copies the records and the
+ * gate into the frame's pinned slot and records the slot's event. Every partition's stream waits
+ * for its lane, so the next frame cannot overwrite the state while it is being read or copied.
  *
- * The particles are read partition by partition on the devices (wf_particles_partition_view):
- * one partition's own buffers directly, as before; several partitions' owned rows gathered by
- * wf_particles_copy_state (peer copies and a scatter by global id) into buffers of the check's on
- * the first device, with partition 0's clock, so the checks, the verdict and the snapshot see one
- * state in global-id order and nothing travels through the host.
+ *   partition streams ─ frame ─┬──────────────────────────────────────┬─ next frame
+ *   lane d (d > 0)             └ CHECK DETAIL ┐      ┌ gate ─ COMMIT ─┤
+ *   lane 0 (first device)      └ CHECK DETAIL ┴ copy ┴ VERDICT ┴ COMMIT ─ records -> slot, event
+ *
+ * Why a device-side snapshot gated by a device-side verdict: the host learns of a bad frame one
+ * or more frames late (it never waits for the GPU to find out), and by then the solvers have
+ * moved on; checkpoints every N frames would lose up to N frames and cost a download each.
+ * Copying the checked state on the device, only while every frame so far was healthy, keeps
+ * exactly the frame before the first unhealthy one, at the cost of one device copy of the state
+ * per frame (32 bytes per point, ~1/3 of a DEM substep's traffic for one of 48-64 substeps) and
+ * one snapshot's memory, spread over the devices as the partitions are. The snapshot holds the
+ * bits of the solvers' own buffers, clocks included, so a checkpoint written from it resumes
+ * bitwise identically, as any other checkpoint does.
+ *
+ * Why the verdict combines the devices on the device, not on the host: a frame is bad if any
+ * partition finds a bad point, and every partition must then keep the frame before. Deciding on
+ * the host would mean either waiting for each frame's records (a round trip per frame) or keeping
+ * a ring of snapshots as deep as the host may lag (WF_WORLD_HEALTH_DEPTH + 1 copies of the
+ * state). Combining the records on the first device costs two tiny copies per partition on
+ * another device (its record there, the gate back), ordered by events; the devices already meet
+ * once a frame (the halo exchange, and the health lanes join every solver). With one device there
+ * is one lane and no copy at all: CHECK + DETAIL per partition, VERDICT, one COMMIT per partition
+ * (it copies positions, velocities, ids and the clock in one launch).
+ *
+ * A partition's rows change in number (particles migrate) and its snapshot grows when they do
+ * (with a device copy of what it held, which may still be the last good state); it records the
+ * row count, the ids (or the first id) and the clock it copied. wf_world_save_last_good then
+ * assembles the global order on the host from the partitions' snapshots (wfw_health_last_good),
+ * only when it is written.
  *
  * Invariants
  *  - Slot f % WF_WORLD_HEALTH_DEPTH holds frame f's records; h->next is the oldest frame whose
  *    record the host has not read. Records are read in frame order, so the first unhealthy frame
  *    read is the first unhealthy frame.
+ *  - Parts are ordered source by source, partition 0 .. n-1; the host combines their records in
+ *    that order: per source the smallest global id, then the first object (world order) whose
+ *    range holds its source's smallest id. Objects of a source are ascending ranges, so this is
+ *    the first unhealthy object and its smallest unhealthy point, whatever the partition count.
  *  - The gate's `tripped` is sticky on the device: after the first unhealthy frame no snapshot
- *    is taken, so the snapshot holds gate.good_frame = the frame before it.
+ *    is taken, so every snapshot holds gate.good_frame = the frame before it.
+ *  - A snapshot's buffers are used on its lane's stream only, and the host reads them after
+ *    synchronizing every lane.
  *  - A restore (checkpoint load) waits for the checks in flight, forgets every verdict and
  *    snapshots the restored state unconditionally.
  */
+#include "health.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,13 +70,8 @@
 #include "internal/error.h"
 #include "health_kernels.h"
 #include "solvers/particle/collider.h"
-#include "weft/world.h"
 
-#include "world_internal.h"
-
-enum { SLOTS = WF_WORLD_HEALTH_DEPTH, MAX_SRC = 3 };
-
-typedef struct wfw_health wfw_health;
+enum { SLOTS = WF_WORLD_HEALTH_DEPTH, MAX_LANES = WF_MAX_DEVICES + 1 };
 
 typedef struct hslot {
   wf_buffer *mirror; /* pinned: the records, then the gate */
@@ -55,26 +80,38 @@ typedef struct hslot {
   bool pending;
 } hslot;
 
-/* A solver buffer and its snapshot; the buffer is looked up again at every use. */
-typedef struct hsrc {
-  int solver; /* -1: the particle solver; i >= 0: cloth i */
-  int which;  /* 0 pos, 1 vel, 2 clock */
-  size_t bytes;
-  wf_buffer *snap;
-} hsrc;
-
-struct wfw_health {
+/* One device's share of the check. Lane 0 is the first device: its records are h->records and
+ * its gate is the one there; the others have their own records (copied to lane 0's) and a copy
+ * of the gate. */
+typedef struct lane {
+  wf_device *dev;
   wf_stream *stream;
   wf_buffer *colliders; /* wfp_collider[n_colliders] (at least one element) */
+  wf_buffer *records, *gate;
+} lane;
+
+/* A partition of a source and its last-good snapshot on the partition's device. */
+typedef struct hpart {
+  int source, index, lane;
+  uint32_t cap; /* rows the snapshot buffers hold */
+  wf_buffer *pos, *vel, *ids, *meta;
+} hpart;
+
+struct wfw_health {
+  int n_sources, n_objects, n_lanes, n_parts;
+  wfw_health_source *sources;
+  wfw_health_object *objects;
+  char (*object_names)[WF_SCENE_NAME_MAX];
+  int *source_parts; /* parts of source s: source_parts[s] .. source_parts[s + 1] - 1 */
+  hpart *parts;
+  wf_partition_view *views; /* this frame's, per part */
+  lane lanes[MAX_LANES];
   uint32_t n_colliders;
   char (*collider_names)[WF_SCENE_NAME_MAX];
-  float *thickness;   /* per cloth */
-  wf_buffer *records; /* wfh_record[n_objects], then the gate at gate_off */
+  wf_buffer *records; /* on lanes[0]: wfh_record[n_parts], then the gate at gate_off */
   size_t gate_off, record_bytes;
   hslot slots[SLOTS];
-  hsrc *src;
-  int n_src;
-  wf_buffer *ppos, *pvel, *pclock; /* several partitions: the particles gathered, global order */
+  double fps;
   float max_speed2, max_penetration;
   double max_speed, max_pen;
   int64_t next;        /* the oldest frame whose record is not read */
@@ -86,7 +123,7 @@ struct wfw_health {
   char message[1024];
 };
 
-/* A GPU-layer call failed: keep its message, with what the check was doing. */
+/* A GPU-layer or solver call failed: keep its message, with what the check was doing. */
 static wf_status fail_gpu(wf_status st, const char *what) {
   char inner[800];
   snprintf(inner, sizeof inner, "%s", wf_last_error());
@@ -99,125 +136,150 @@ static wf_status fail_gpu(wf_status st, const char *what) {
     if (st_ != WF_OK) return fail_gpu(st_, what);                                                  \
   } while (0)
 
-static int first_cloth(const wf_world *w) { return w->n_objects - w->n_cloths; }
+static void *ptr(const wf_buffer *b) { return b ? wf_buffer_ptr(b) : NULL; }
 
-static wf_stream *solver_stream(wf_world *w, int solver) {
-  return solver < 0 ? wf_particles_stream(w->ps) : wfw_cloth_stream(w, solver);
+static int partition_count(const wfw_health_source *s) {
+  return s->ps ? wf_particles_partition_count(s->ps) : wf_cloth_partition_count(s->cloth);
 }
 
-/* The particle state the check reads: one partition's own buffers (its view), or the gathered
- * copy of several (gather_particles). */
-static wf_status particle_buffers(wf_world *w, wf_buffer **b) {
-  wfw_health *h = w->health;
-  if (h->ppos) {
-    b[0] = h->ppos, b[1] = h->pvel, b[2] = h->pclock;
-    return WF_OK;
+static wf_status partition_view(const wfw_health_source *s, int i, wf_partition_view *v) {
+  return s->ps ? wf_particles_partition_view(s->ps, i, v) : wf_cloth_partition_view(s->cloth, i, v);
+}
+
+static lane *lane_of(wfw_health *h, const hpart *p) { return &h->lanes[p->lane]; }
+
+/* The gate COMMIT reads on part p's device. */
+static const wfh_gate *gate_on(wfw_health *h, const hpart *p) {
+  if (p->lane) return wf_buffer_ptr(h->lanes[p->lane].gate);
+  return (const wfh_gate *)((char *)wf_buffer_ptr(h->records) + h->gate_off);
+}
+
+/* This frame's view of every partition (a particle solver over several devices gathers its
+ * owned rows when asked: once per frame). */
+static wf_status fetch_views(wfw_health *h) {
+  for (int i = 0; i < h->n_parts; i++) {
+    const hpart *p = &h->parts[i];
+    const wfw_health_source *s = &h->sources[p->source];
+    wf_partition_view *v = &h->views[i];
+    TRY(partition_view(s, p->index, v), "looking up a partition's state");
+    if (v->device != lane_of(h, p)->dev || v->rows > s->count)
+      return wf__error(WF_ERR_INVALID, NULL,
+                       "world health check: partition %d of a solver moved or holds %u of %u "
+                       "points",
+                       p->index, v->rows, s->count);
   }
-  wf_partition_view v;
-  wf_status st = wf_particles_partition_view(w->ps, 0, &v);
-  b[0] = v.pos, b[1] = v.vel, b[2] = v.clock;
-  return st;
-}
-
-static wf_status solver_buffers(wf_world *w, int solver, wf_buffer **b) {
-  wf_status st = solver < 0 ? particle_buffers(w, b)
-                            : wfw_cloth_buffers(w, solver, &b[0], &b[1], &b[2]);
-  return st != WF_OK ? fail_gpu(st, "looking up a solver's state") : WF_OK;
-}
-
-/* Several partitions: their owned rows gathered on the devices into the check's buffers on the
- * first device (global-id order), and partition 0's clock (every partition keeps the same). */
-static wf_status gather_particles(wf_world *w) {
-  wfw_health *h = w->health;
-  if (!h->ppos) return WF_OK;
-  wf_partition_view v;
-  TRY(wf_particles_copy_state(w->ps, h->ppos, 0, h->pvel, 0, h->stream), "gathering particles");
-  TRY(wf_particles_partition_view(w->ps, 0, &v), "finding the particle clock");
-  TRY(wf_copy(h->pclock, 0, v.clock, 0, sizeof(wfw_clock), h->stream), "copying the clock");
   return WF_OK;
 }
 
-/* The health stream waits for every solver (before a check), or every solver waits for the
- * health stream (after it: the next frame must not overwrite what is being read). */
-static wf_status join_solvers(wf_world *w, bool health_waits) {
-  wfw_health *h = w->health;
-  for (int s = w->ps ? -1 : 0; s < w->n_cloths; s++) {
-    wf_stream *ss = solver_stream(w, s);
-    wf_status st =
-        health_waits ? wf_stream_wait_stream(h->stream, ss) : wf_stream_wait_stream(ss, h->stream);
+/* Each lane waits for its partitions' streams (before a check), or each partition's stream
+ * waits for its lane (after it: the next frame must not overwrite what is being read). */
+static wf_status join_partitions(wfw_health *h, bool lanes_wait) {
+  for (int i = 0; i < h->n_parts; i++) {
+    wf_stream *ls = lane_of(h, &h->parts[i])->stream, *ps = h->views[i].stream;
+    wf_status st = lanes_wait ? wf_stream_wait_stream(ls, ps) : wf_stream_wait_stream(ps, ls);
     if (st != WF_OK) return fail_gpu(st, "ordering the check with the solvers");
   }
   return WF_OK;
 }
 
-/* COMMIT of every solver buffer into its snapshot, gated by the gate on the device. */
-static wf_status enqueue_commits(wf_world *w) {
-  wfw_health *h = w->health;
-  const wfh_gate *gate = (const wfh_gate *)((char *)wf_buffer_ptr(h->records) + h->gate_off);
-  for (int i = 0; i < h->n_src; i++) {
-    wf_buffer *b[3];
-    wf_status st = solver_buffers(w, h->src[i].solver, b);
+/* Room for `rows` rows in part p's snapshot, keeping what it holds (it may be the last good
+ * state): new buffers, a device copy, the old ones freed after it, all on the lane's stream. */
+static wf_status snapshot_reserve(wfw_health *h, hpart *p, uint32_t rows) {
+  if (p->pos && rows <= p->cap) return WF_OK;
+  lane *l = lane_of(h, p);
+  uint32_t count = h->sources[p->source].count;
+  uint64_t want = (uint64_t)rows + rows / 4; /* rows vary with migration: grow ahead */
+  uint32_t cap = (uint32_t)(want > count ? count : want);
+  if (cap < rows) cap = rows;
+  if (cap == 0) cap = 1;
+  size_t sizes[3] = {(size_t)cap * 16, (size_t)cap * 16, (size_t)cap * 4};
+  wf_buffer **old[3] = {&p->pos, &p->vel, &p->ids};
+  for (int k = 0; k < 3; k++) {
+    wf_buffer *nb = NULL;
+    wf_status st = wf_buffer_create(l->dev, sizes[k], WF_BUFFER_ZERO, l->stream, &nb);
+    if (st != WF_OK) return st; /* the allocator's message says what and how much */
+    if (*old[k]) {
+      st = wf_copy(nb, 0, *old[k], 0, wf_buffer_size(*old[k]), l->stream);
+      wf_buffer_destroy(*old[k], l->stream);
+      if (st != WF_OK) {
+        wf_buffer_destroy(nb, l->stream);
+        *old[k] = NULL;
+        return fail_gpu(st, "growing the last-good snapshot");
+      }
+    }
+    *old[k] = nb;
+  }
+  p->cap = cap;
+  return WF_OK;
+}
+
+/* COMMIT of every partition into its snapshot, gated by its device's gate. */
+static wf_status enqueue_commits(wfw_health *h) {
+  for (int i = 0; i < h->n_parts; i++) {
+    hpart *p = &h->parts[i];
+    const wf_partition_view *v = &h->views[i];
+    wf_status st = snapshot_reserve(h, p, v->rows);
     if (st != WF_OK) return st;
-    wfh_commit_args a = {gate, wf_buffer_ptr(b[h->src[i].which]), wf_buffer_ptr(h->src[i].snap)};
-    TRY(wf_launch(&wfh_commit_kernel, h->src[i].bytes / 16, &a, sizeof a, h->stream),
+    wfh_commit_args a = {.gate = gate_on(h, p),
+                         .pos = ptr(v->pos),
+                         .vel = ptr(v->vel),
+                         .ids = ptr(v->ids),
+                         .clock = ptr(v->clock),
+                         .snap_pos = wf_buffer_ptr(p->pos),
+                         .snap_vel = wf_buffer_ptr(p->vel),
+                         .snap_ids = wf_buffer_ptr(p->ids),
+                         .meta = wf_buffer_ptr(p->meta),
+                         .rows = v->rows,
+                         .first = v->first};
+    size_t n = v->rows ? v->rows : 1;
+    TRY(wf_launch(&wfh_commit_kernel, n, &a, sizeof a, lane_of(h, p)->stream),
         "launching the snapshot copy");
-    TRY(wf_buffer_touch(h->src[i].snap, h->stream), "ordering the snapshot");
   }
   return WF_OK;
 }
 
-/* The state now enqueued becomes the last good one, whatever the verdicts so far. */
-static wf_status snapshot_now(wf_world *w) {
-  wfw_health *h = w->health;
-  wf_status st = join_solvers(w, true);
+/* The gate of the first device copied to every other device. */
+static wf_status broadcast_gate(wfw_health *h) {
+  for (int l = 1; l < h->n_lanes; l++)
+    TRY(wf_copy(h->lanes[l].gate, 0, h->records, h->gate_off, sizeof(wfh_gate), h->lanes[l].stream),
+        "copying the verdict to a device");
+  return WF_OK;
+}
+
+/* The state now enqueued (frame `frame`) becomes the last good one, whatever the verdicts so
+ * far. */
+static wf_status snapshot_now(wfw_health *h, int64_t frame) {
+  wf_status st = fetch_views(h);
+  if (st == WF_OK) st = join_partitions(h, true);
   if (st != WF_OK) return st;
-  wfh_gate g = {1u, 0u, w->frame, -1};
-  TRY(wf_upload(h->records, h->gate_off, &g, sizeof g, h->stream), "resetting the gate");
-  if ((st = gather_particles(w)) != WF_OK || (st = enqueue_commits(w)) != WF_OK) return st;
-  h->next = w->frame + 1;
-  h->checked = h->last_good = w->frame;
+  wfh_gate g = {1u, 0u, frame, -1};
+  TRY(wf_upload(h->records, h->gate_off, &g, sizeof g, h->lanes[0].stream), "resetting the gate");
+  if ((st = broadcast_gate(h)) != WF_OK || (st = enqueue_commits(h)) != WF_OK) return st;
+  h->next = frame + 1;
+  h->checked = h->last_good = frame;
   memset(&h->bad, 0, sizeof h->bad);
   h->message[0] = '\0';
-  return join_solvers(w, false);
+  return join_partitions(h, false);
 }
 
 /* ---- create / destroy ----------------------------------------------------------------------- */
 
-static wf_status add_src(wfw_health *h, wf_device *dev, int solver, int which, size_t bytes) {
-  hsrc *s = &h->src[h->n_src];
-  s->solver = solver, s->which = which, s->bytes = bytes;
-  wf_status st =
-      wf_buffer_create(dev, bytes < 16 ? 16 : bytes, WF_BUFFER_ZERO, h->stream, &s->snap);
-  if (st != WF_OK) return st; /* the allocator's message says what and how much */
-  h->n_src++;
+/* The lane of device dev, made on first use. */
+static wf_status lane_for(wfw_health *h, wf_device *dev, int *out) {
+  for (int l = 0; l < h->n_lanes; l++)
+    if (h->lanes[l].dev == dev) return *out = l, WF_OK;
+  if (h->n_lanes == MAX_LANES)
+    return wf__error(WF_ERR_INVALID, NULL, "world health check: more than %d devices", MAX_LANES);
+  lane *l = &h->lanes[h->n_lanes];
+  l->dev = dev;
+  TRY(wf_stream_create(dev, 0, &l->stream), "creating a health stream");
+  *out = h->n_lanes++;
   return WF_OK;
 }
 
-/* The gathered particle state of several partitions, on the first device. */
-static wf_status gather_create(wf_world *w) {
-  wfw_health *h = w->health;
-  size_t bytes = (size_t)(w->n_particles ? w->n_particles : 1) * 16;
-  wf_status st = wf_buffer_create(w->dev, bytes, WF_BUFFER_ZERO, h->stream, &h->ppos);
-  if (st == WF_OK) st = wf_buffer_create(w->dev, bytes, WF_BUFFER_ZERO, h->stream, &h->pvel);
-  if (st == WF_OK)
-    st = wf_buffer_create(w->dev, sizeof(wfw_clock), WF_BUFFER_ZERO, h->stream, &h->pclock);
-  return st;
-}
-
-wf_status wfw_health_create(wf_world *w, const wf_scene *sc) {
-  wfw_health *h = calloc(1, sizeof *h);
-  if (!h) return wf__error(WF_ERR_OUT_OF_MEMORY, "wf_world_create", "out of host memory");
-  w->health = h;
-  h->n_colliders = (uint32_t)sc->collider_count;
-  h->collider_names = calloc((size_t)sc->collider_count + 1, sizeof *h->collider_names);
-  h->thickness = calloc((size_t)w->n_cloths + 1, sizeof *h->thickness);
-  h->src = calloc((size_t)(w->n_cloths + 1) * MAX_SRC, sizeof *h->src);
-  wfp_collider *cols = calloc((size_t)sc->collider_count + 1, sizeof *cols);
-  wf_status st = WF_OK;
-  if (!h->collider_names || !h->thickness || !h->src || !cols)
-    st = wf__error(WF_ERR_OUT_OF_MEMORY, "wf_world_create", "out of host memory");
-  /* the same conversion the solvers made of the scene's colliders (engine/world.c) */
-  for (int i = 0; i < sc->collider_count && st == WF_OK; i++) {
+/* The scene's colliders as the solvers converted them (engine/world.c does the same). */
+static wf_status convert_colliders(wfw_health *h, const wf_scene *sc, wfp_collider *cols) {
+  for (int i = 0; i < sc->collider_count; i++) {
     const wf_scene_collider *c = &sc->colliders[i];
     snprintf(h->collider_names[i], sizeof h->collider_names[i], "%s", c->name);
     wf_collider_desc d = wf_collider_desc_default();
@@ -234,129 +296,214 @@ wf_status wfw_health_create(wf_world *w, const wf_scene *sc) {
     }
     d.offset = (float)(c->offset / n);
     d.radius = (float)c->radius;
-    st = wfp_collider_from_desc("wf_world_create", "world health check", &d, &cols[i]);
+    wf_status st = wfp_collider_from_desc("wf_world_create", "world health check", &d, &cols[i]);
+    if (st != WF_OK) return st;
   }
-  for (int i = 0; i < w->n_cloths; i++)
-    h->thickness[i] = (float)sc->cloths[i].material.thickness;
+  return WF_OK;
+}
+
+/* Copies the description: sources, objects (with their names), one part per partition. */
+static wf_status copy_desc(wfw_health *h, const wfw_health_desc *d) {
+  h->n_sources = d->n_sources, h->n_objects = d->n_objects;
+  h->sources = calloc((size_t)d->n_sources + 1, sizeof *h->sources);
+  h->source_parts = calloc((size_t)d->n_sources + 1, sizeof *h->source_parts);
+  h->objects = calloc((size_t)d->n_objects + 1, sizeof *h->objects);
+  h->object_names = calloc((size_t)d->n_objects + 1, sizeof *h->object_names);
+  if (!h->sources || !h->source_parts || !h->objects || !h->object_names)
+    return wf__error(WF_ERR_OUT_OF_MEMORY, "wf_world_create", "out of host memory");
+  memcpy(h->sources, d->sources, (size_t)d->n_sources * sizeof *h->sources);
+  for (int o = 0; o < d->n_objects; o++) {
+    h->objects[o] = d->objects[o];
+    snprintf(h->object_names[o], sizeof h->object_names[o], "%s", d->objects[o].name);
+    h->objects[o].name = h->object_names[o];
+  }
+  for (int s = 0; s < d->n_sources; s++) {
+    h->source_parts[s] = h->n_parts;
+    h->n_parts += partition_count(&d->sources[s]);
+  }
+  h->source_parts[d->n_sources] = h->n_parts;
+  h->parts = calloc((size_t)h->n_parts + 1, sizeof *h->parts);
+  h->views = calloc((size_t)h->n_parts + 1, sizeof *h->views);
+  if (!h->parts || !h->views)
+    return wf__error(WF_ERR_OUT_OF_MEMORY, "wf_world_create", "out of host memory");
+  return WF_OK;
+}
+
+/* Per part: its lane, and the snapshot's meta; per lane: the colliders and (off the first
+ * device) the records and the gate's copy. */
+static wf_status create_parts(wfw_health *h, const wfp_collider *cols) {
+  wf_status st = WF_OK;
+  for (int s = 0; s < h->n_sources && st == WF_OK; s++)
+    for (int i = h->source_parts[s]; i < h->source_parts[s + 1] && st == WF_OK; i++) {
+      hpart *p = &h->parts[i];
+      p->source = s, p->index = i - h->source_parts[s];
+      wf_partition_view v;
+      if ((st = partition_view(&h->sources[s], p->index, &v)) != WF_OK)
+        return fail_gpu(st, "looking up a partition");
+      if ((st = lane_for(h, v.device, &p->lane)) == WF_OK)
+        st = wf_buffer_create(v.device, sizeof(wfh_snap_meta), WF_BUFFER_ZERO,
+                              lane_of(h, p)->stream, &p->meta);
+    }
+  for (int l = 0; l < h->n_lanes && st == WF_OK; l++) {
+    lane *ln = &h->lanes[l];
+    st = wf_buffer_create(ln->dev, (size_t)(h->n_colliders + 1) * sizeof(wfp_collider),
+                          WF_BUFFER_ZERO, ln->stream, &ln->colliders);
+    if (st == WF_OK && h->n_colliders)
+      st = wf_upload(ln->colliders, 0, cols, h->n_colliders * sizeof(wfp_collider), ln->stream);
+    if (st == WF_OK && l > 0)
+      st = wf_buffer_create(ln->dev, h->record_bytes, WF_BUFFER_ZERO, ln->stream, &ln->records);
+    if (st == WF_OK && l > 0)
+      st = wf_buffer_create(ln->dev, sizeof(wfh_gate), WF_BUFFER_ZERO, ln->stream, &ln->gate);
+  }
+  return st;
+}
+
+wf_status wfw_health_create(const wfw_health_desc *d, wfw_health **out) {
+  *out = NULL;
+  wfw_health *h = calloc(1, sizeof *h);
+  if (!h) return wf__error(WF_ERR_OUT_OF_MEMORY, "wf_world_create", "out of host memory");
+  *out = h; /* on failure the caller destroys it */
+  const wf_scene *sc = d->scene;
+  h->fps = d->fps;
+  h->n_colliders = (uint32_t)sc->collider_count;
+  h->collider_names = calloc((size_t)sc->collider_count + 1, sizeof *h->collider_names);
+  wfp_collider *cols = calloc((size_t)sc->collider_count + 1, sizeof *cols);
+  wf_status st = WF_OK;
+  if (!h->collider_names || !cols)
+    st = wf__error(WF_ERR_OUT_OF_MEMORY, "wf_world_create", "out of host memory");
+  if (st == WF_OK) st = convert_colliders(h, sc, cols);
+  if (st == WF_OK) st = copy_desc(h, d);
   h->max_speed = sc->simulation.max_speed;
   h->max_pen = sc->simulation.max_penetration;
   h->max_speed2 = h->max_speed > 0.0 ? (float)(h->max_speed * h->max_speed) : 0.0f;
   h->max_penetration = (float)h->max_pen;
-  h->record_bytes = (size_t)w->n_objects * sizeof(wfh_record);
+  h->record_bytes = (size_t)(h->n_parts ? h->n_parts : 1) * sizeof(wfh_record);
   h->gate_off = (h->record_bytes + 15) & ~(size_t)15;
   size_t total = h->gate_off + ((sizeof(wfh_gate) + 15) & ~(size_t)15);
+  int first = 0;
+  if (st == WF_OK) st = lane_for(h, d->device, &first); /* lane 0: the first device */
+  if (st == WF_OK) st = create_parts(h, cols);
+  free(cols);
+  if (st == WF_OK)
+    st = wf_buffer_create(d->device, total, WF_BUFFER_ZERO, h->lanes[0].stream, &h->records);
   wf_device *host = NULL;
-  if (st == WF_OK && (st = wf_stream_create(w->dev, 0, &h->stream)) != WF_OK)
-    fail_gpu(st, "creating the health stream");
   if (st == WF_OK && (st = wf_device_get("cpu", &host)) != WF_OK) fail_gpu(st, "finding cpu:0");
-  if (st == WF_OK) {
-    st = wf_buffer_create(w->dev, total, WF_BUFFER_ZERO, h->stream, &h->records);
-    if (st == WF_OK)
-      st = wf_buffer_create(w->dev, (size_t)(h->n_colliders + 1) * sizeof(wfp_collider),
-                            WF_BUFFER_ZERO, h->stream, &h->colliders);
-    if (st == WF_OK && h->n_colliders)
-      st = wf_upload(h->colliders, 0, cols, h->n_colliders * sizeof(wfp_collider), h->stream);
-  }
   for (int i = 0; i < SLOTS && st == WF_OK; i++) {
     st =
         wf_buffer_create(host, total, WF_BUFFER_PINNED | WF_BUFFER_ZERO, NULL, &h->slots[i].mirror);
-    if (st == WF_OK) st = wf_event_create(w->dev, 0, &h->slots[i].done);
+    if (st == WF_OK) st = wf_event_create(d->device, 0, &h->slots[i].done);
   }
-  free(cols);
-  /* the snapshot: one buffer per solver buffer, sized like the state it keeps */
-  if (st == WF_OK && w->ps && wf_particles_partition_count(w->ps) > 1)
-    st = gather_create(w);
-  if (st == WF_OK && w->ps) {
-    size_t bytes = (size_t)w->n_particles * 16;
-    for (int k = 0; k < 2 && st == WF_OK; k++)
-      st = add_src(h, w->dev, -1, k, bytes);
-    if (st == WF_OK) st = add_src(h, w->dev, -1, 2, sizeof(wfw_clock));
-  }
-  for (int i = 0; i < w->n_cloths && st == WF_OK; i++) {
-    size_t bytes = (size_t)w->objects[first_cloth(w) + i].count * 16;
-    for (int k = 0; k < 2 && st == WF_OK; k++)
-      st = add_src(h, w->dev, i, k, bytes);
-    if (st == WF_OK) st = add_src(h, w->dev, i, 2, sizeof(wfw_clock));
-  }
-  if (st == WF_OK) st = snapshot_now(w);
-  return st; /* on failure the caller destroys the world, and with it this */
+  if (st == WF_OK) st = snapshot_now(h, d->frame);
+  return st;
 }
 
-void wfw_health_destroy(wf_world *w) {
-  wfw_health *h = w->health;
+void wfw_health_destroy(wfw_health *h) {
   if (!h) return;
-  if (h->stream) wf_stream_synchronize(h->stream);
+  for (int l = 0; l < h->n_lanes; l++)
+    wf_stream_synchronize(h->lanes[l].stream);
   for (int i = 0; i < SLOTS; i++) {
     if (h->slots[i].done) wf_event_destroy(h->slots[i].done);
     if (h->slots[i].mirror) wf_buffer_destroy(h->slots[i].mirror, NULL);
   }
-  for (int i = 0; i < h->n_src; i++)
-    wf_buffer_destroy(h->src[i].snap, h->stream);
-  wf_buffer *gathered[] = {h->ppos, h->pvel, h->pclock};
-  for (int i = 0; i < 3; i++)
-    if (gathered[i]) wf_buffer_destroy(gathered[i], h->stream);
-  if (h->records) wf_buffer_destroy(h->records, h->stream);
-  if (h->colliders) wf_buffer_destroy(h->colliders, h->stream);
-  if (h->stream) wf_stream_destroy(h->stream);
-  free(h->src), free(h->thickness), free(h->collider_names);
+  for (int i = 0; h->parts && i < h->n_parts; i++) {
+    hpart *p = &h->parts[i];
+    wf_buffer *b[] = {p->pos, p->vel, p->ids, p->meta};
+    for (int k = 0; k < 4; k++)
+      if (b[k]) wf_buffer_destroy(b[k], lane_of(h, p)->stream);
+  }
+  if (h->records) wf_buffer_destroy(h->records, h->lanes[0].stream);
+  for (int l = 0; l < h->n_lanes; l++) {
+    lane *ln = &h->lanes[l];
+    wf_buffer *b[] = {ln->colliders, ln->records, ln->gate};
+    for (int k = 0; k < 3; k++)
+      if (b[k]) wf_buffer_destroy(b[k], ln->stream);
+    wf_stream_destroy(ln->stream);
+  }
+  free(h->sources), free(h->source_parts), free(h->objects), free(h->object_names);
+  free(h->parts), free(h->views), free(h->collider_names);
   free(h);
-  w->health = NULL;
 }
 
-/* ---- the per-frame check ----------------------------------------------------------------------
- */
+/* ---- the per-frame check -------------------------------------------------------------------- */
 
-static wf_status enqueue_check(wf_world *w, hslot *slot) {
-  wfw_health *h = w->health;
-  wf_status st = join_solvers(w, true);
-  if (st == WF_OK) st = gather_particles(w);
-  if (st != WF_OK) return st;
-  TRY(wf_memset(h->records, 0xff, 0, h->record_bytes, h->stream), "clearing the records");
-  wfh_record *rec = wf_buffer_ptr(h->records);
-  float time = (float)((double)w->frame / w->fps);
-  for (int o = 0; o < w->n_objects; o++) {
-    const wfw_object *ob = &w->objects[o];
-    if (ob->count == 0) continue;
-    bool cloth = ob->kind == WF_WORLD_CLOTH;
-    wf_buffer *b[3];
-    if ((st = solver_buffers(w, cloth ? ob->cloth : -1, b)) != WF_OK) return st;
-    size_t first = cloth ? 0 : ob->first;
-    wfh_check_args a = {(const wfp_f4 *)wf_buffer_ptr(b[0]) + first,
-                        (const wfp_f4 *)wf_buffer_ptr(b[1]) + first,
-                        wf_buffer_ptr(h->colliders),
-                        &rec[o],
-                        ob->count,
-                        h->n_colliders,
-                        cloth,
-                        cloth ? h->thickness[ob->cloth] : 0.0f,
-                        h->max_speed2,
-                        h->max_penetration,
-                        time};
-    TRY(wf_launch(&wfh_check_kernel, ob->count, &a, sizeof a, h->stream), "launching the check");
-    TRY(wf_launch(&wfh_detail_kernel, 1, &a, sizeof a, h->stream), "launching the check");
+/* CHECK + DETAIL of every partition into its record on its own device. */
+static wf_status enqueue_partition_checks(wfw_health *h, int64_t frame) {
+  float time = (float)((double)frame / h->fps);
+  for (int i = 0; i < h->n_parts; i++) {
+    const hpart *p = &h->parts[i];
+    const wf_partition_view *v = &h->views[i];
+    if (v->rows == 0) continue;
+    const wfw_health_source *s = &h->sources[p->source];
+    lane *l = lane_of(h, p);
+    wfh_record *rec = p->lane ? wf_buffer_ptr(l->records) : wf_buffer_ptr(h->records);
+    wfh_check_args a = {.pos = wf_buffer_ptr(v->pos),
+                        .vel = wf_buffer_ptr(v->vel),
+                        .ids = ptr(v->ids),
+                        .colliders = wf_buffer_ptr(l->colliders),
+                        .rec = &rec[i],
+                        .first = v->first,
+                        .n = v->rows,
+                        .n_colliders = h->n_colliders,
+                        .cloth = s->cloth != NULL,
+                        .thickness = s->cloth ? s->thickness : 0.0f,
+                        .max_speed2 = h->max_speed2,
+                        .max_penetration = h->max_penetration,
+                        .time = time};
+    TRY(wf_launch(&wfh_check_kernel, v->rows, &a, sizeof a, l->stream), "launching the check");
+    TRY(wf_launch(&wfh_detail_kernel, 1, &a, sizeof a, l->stream), "launching the check");
   }
-  wfh_verdict_args v = {rec, (uint32_t)w->n_objects,
-                        (wfh_gate *)((char *)wf_buffer_ptr(h->records) + h->gate_off), w->frame};
-  TRY(wf_launch(&wfh_verdict_kernel, 1, &v, sizeof v, h->stream), "launching the verdict");
-  if ((st = enqueue_commits(w)) != WF_OK) return st;
-  TRY(wf_buffer_touch(h->records, h->stream), "ordering the records");
-  TRY(wf_copy(slot->mirror, 0, h->records, 0, wf_buffer_size(h->records), h->stream),
+  return WF_OK;
+}
+
+/* The records of partitions off the first device, copied into the first device's. */
+static wf_status gather_records(wfw_health *h) {
+  if (h->n_lanes == 1) return WF_OK;
+  for (int l = 1; l < h->n_lanes; l++)
+    TRY(wf_buffer_touch(h->lanes[l].records, h->lanes[l].stream), "ordering the records");
+  for (int i = 0; i < h->n_parts; i++) {
+    const hpart *p = &h->parts[i];
+    if (!p->lane) continue;
+    size_t off = (size_t)i * sizeof(wfh_record);
+    TRY(wf_copy(h->records, off, lane_of(h, p)->records, off, sizeof(wfh_record),
+                h->lanes[0].stream),
+        "copying a device's records");
+  }
+  return WF_OK;
+}
+
+static wf_status enqueue_check(wfw_health *h, int64_t frame, hslot *slot) {
+  wf_status st = fetch_views(h);
+  if (st == WF_OK) st = join_partitions(h, true);
+  if (st != WF_OK) return st;
+  wf_stream *first = h->lanes[0].stream;
+  TRY(wf_memset(h->records, 0xff, 0, h->record_bytes, first), "clearing the records");
+  for (int l = 1; l < h->n_lanes; l++)
+    TRY(wf_memset(h->lanes[l].records, 0xff, 0, h->record_bytes, h->lanes[l].stream),
+        "clearing the records");
+  if ((st = enqueue_partition_checks(h, frame)) != WF_OK || (st = gather_records(h)) != WF_OK)
+    return st;
+  wfh_verdict_args v = {wf_buffer_ptr(h->records), (uint32_t)h->n_parts,
+                        (wfh_gate *)((char *)wf_buffer_ptr(h->records) + h->gate_off), frame};
+  TRY(wf_launch(&wfh_verdict_kernel, 1, &v, sizeof v, first), "launching the verdict");
+  TRY(wf_buffer_touch(h->records, first), "ordering the records");
+  if ((st = broadcast_gate(h)) != WF_OK || (st = enqueue_commits(h)) != WF_OK) return st;
+  TRY(wf_copy(slot->mirror, 0, h->records, 0, wf_buffer_size(h->records), first),
       "copying the records to the host");
-  TRY(wf_event_record(slot->done, h->stream), "recording the frame's event");
-  slot->frame = w->frame;
+  TRY(wf_event_record(slot->done, first), "recording the frame's event");
+  slot->frame = frame;
   slot->pending = true;
-  return join_solvers(w, false);
+  return join_partitions(h, false);
 }
 
 static const char *const quantity_text[] = {"is healthy", "has a non-finite position",
                                             "has a non-finite velocity", "is too fast",
                                             "is too deep in a collider"};
 
-/* Frame `frame`'s records say object o is unhealthy: fill h->bad and its message. */
-static void record_bad(wf_world *w, int o, const wfh_record *r, int64_t frame) {
-  wfw_health *h = w->health;
-  const wfw_object *ob = &w->objects[o];
-  bool cloth = ob->kind == WF_WORLD_CLOTH;
+/* Frame `frame`'s records say object o is unhealthy at its point r->key >> 32: fill h->bad and
+ * its message. */
+static void record_bad(wfw_health *h, int o, const wfh_record *r, int64_t frame) {
+  const wfw_health_object *ob = &h->objects[o];
+  bool cloth = h->sources[ob->source].cloth != NULL;
   wf_world_health *b = &h->bad;
   uint32_t q = r->quantity <= WFH_PENETRATION ? r->quantity : WFH_POSITION_NONFINITE;
   snprintf(h->object_name, sizeof h->object_name, "%s", ob->name);
@@ -365,7 +512,7 @@ static void record_bad(wf_world *w, int o, const wfh_record *r, int64_t frame) {
   b->frame = frame;
   b->object = o;
   b->object_name = h->object_name;
-  b->index = cloth ? r->first : ob->first + r->first;
+  b->index = (uint32_t)(r->key >> 32); /* particles: global id; cloth: vertex */
   b->value = r->value;
   b->limit = q == WFH_SPEED ? h->max_speed : q == WFH_PENETRATION ? h->max_pen : 0.0;
   b->collider = q == WFH_PENETRATION && r->collider < h->n_colliders ? (int)r->collider : -1;
@@ -399,10 +546,32 @@ static void record_bad(wf_world *w, int o, const wfh_record *r, int64_t frame) {
   b->message = h->message;
 }
 
+/* The source's record with the smallest key over its partitions (0 .. n-1), or NULL. */
+static const wfh_record *source_worst(const wfw_health *h, int s, const wfh_record *rec) {
+  const wfh_record *best = NULL;
+  for (int i = h->source_parts[s]; i < h->source_parts[s + 1]; i++)
+    if (rec[i].key != WFH_NO_KEY && (!best || rec[i].key < best->key)) best = &rec[i];
+  return best;
+}
+
+/* One frame's records: the first object (world order) holding its source's smallest unhealthy
+ * global id, and that record; -1 when the frame is healthy. */
+static int first_bad(const wfw_health *h, const wfh_record *rec, const wfh_record **out) {
+  int fallback = -1;
+  for (int o = 0; o < h->n_objects; o++) {
+    const wfw_health_object *ob = &h->objects[o];
+    const wfh_record *r = source_worst(h, ob->source, rec);
+    if (!r) continue;
+    uint32_t gid = (uint32_t)(r->key >> 32);
+    if (fallback < 0) fallback = o, *out = r;
+    if (gid >= ob->first && gid - ob->first < ob->count) return *out = r, o;
+  }
+  return fallback; /* an id outside every object: name its solver's first object */
+}
+
 /* Reads the records of frames h->next .. upto in order; block: wait for each, else stop at the
  * first that is not finished. */
-static wf_status drain(wf_world *w, int64_t upto, bool block) {
-  wfw_health *h = w->health;
+static wf_status drain(wfw_health *h, int64_t upto, bool block) {
   for (; h->next <= upto; h->next++) {
     hslot *s = &h->slots[h->next % SLOTS];
     if (!s->pending || s->frame != h->next) continue; /* never enqueued (a failed step) */
@@ -412,68 +581,57 @@ static wf_status drain(wf_world *w, int64_t upto, bool block) {
     s->pending = false;
     h->checked = s->frame;
     if (h->bad.quantity != WF_HEALTH_OK) continue;
-    const wfh_record *rec = wf_buffer_ptr(s->mirror);
-    int bad = -1;
-    for (int o = 0; o < w->n_objects && bad < 0; o++)
-      if (rec[o].first != WFH_NONE) bad = o;
+    const wfh_record *r = NULL;
+    int bad = first_bad(h, wf_buffer_ptr(s->mirror), &r);
     if (bad >= 0)
-      record_bad(w, bad, &rec[bad], s->frame);
+      record_bad(h, bad, r, s->frame);
     else
       h->last_good = s->frame;
   }
   return WF_OK;
 }
 
-static wf_status health_error(wf_world *w) {
-  wfw_health *h = w->health;
+static wf_status health_error(const wfw_health *h) {
   if (h->bad.quantity == WF_HEALTH_OK) return WF_OK;
   return wf__error(WF_ERR_INVALID, NULL, "%s", h->message);
 }
 
-wf_status wfw_health_after_frame(wf_world *w) {
-  wfw_health *h = w->health;
+wf_status wfw_health_after_frame(wfw_health *h, int64_t frame) {
   if (!h) return WF_OK;
   /* the slot this frame takes held frame - SLOTS: read it (and any older) first */
-  wf_status st = drain(w, w->frame - SLOTS, true);
-  if (st == WF_OK) st = enqueue_check(w, &h->slots[w->frame % SLOTS]);
-  if (st == WF_OK) st = drain(w, w->frame, false);
-  return st != WF_OK ? st : health_error(w);
+  wf_status st = drain(h, frame - SLOTS, true);
+  if (st == WF_OK) st = enqueue_check(h, frame, &h->slots[frame % SLOTS]);
+  if (st == WF_OK) st = drain(h, frame, false);
+  return st != WF_OK ? st : health_error(h);
 }
 
-wf_status wfw_health_poll(wf_world *w) {
-  if (!w->health) return WF_OK;
-  wf_status st = drain(w, w->frame, false);
-  return st != WF_OK ? st : health_error(w);
+wf_status wfw_health_read(wfw_health *h, int64_t frame, bool wait) {
+  if (!h) return WF_OK;
+  wf_status st = drain(h, frame, wait);
+  return st != WF_OK ? st : health_error(h);
 }
 
-wf_status wfw_health_wait(wf_world *w) {
-  if (!w->health) return WF_OK;
-  wf_status st = drain(w, w->frame, true);
-  return st != WF_OK ? st : health_error(w);
+static wf_status sync_lanes(wfw_health *h) {
+  for (int l = 0; l < h->n_lanes; l++)
+    TRY(wf_stream_synchronize(h->lanes[l].stream), "waiting for the checks");
+  return WF_OK;
 }
 
-wf_status wfw_health_before_restore(wf_world *w) {
-  if (!w->health) return WF_OK;
-  wf_status st = drain(w, w->frame, true);
-  if (st == WF_OK && (st = wf_stream_synchronize(w->health->stream)) != WF_OK)
-    fail_gpu(st, "waiting for the checks");
-  return st;
+wf_status wfw_health_before_restore(wfw_health *h, int64_t frame) {
+  if (!h) return WF_OK;
+  wf_status st = drain(h, frame, true);
+  return st == WF_OK ? sync_lanes(h) : st;
 }
 
-wf_status wfw_health_after_restore(wf_world *w) {
-  if (!w->health) return WF_OK;
+wf_status wfw_health_after_restore(wfw_health *h, int64_t frame) {
+  if (!h) return WF_OK;
   for (int i = 0; i < SLOTS; i++)
-    w->health->slots[i].pending = false;
-  return snapshot_now(w);
+    h->slots[i].pending = false;
+  return snapshot_now(h, frame);
 }
 
-/* ---- public -------------------------------------------------------------------------------- */
-
-wf_status wf_world_health_get(wf_world *w, bool wait, wf_world_health *out) {
-  if (!w || !out) return wf__error(WF_ERR_INVALID, "wf_world_health_get", "NULL argument");
-  wfw_health *h = w->health;
-  if (!h) return wf__error(WF_ERR_INVALID, "wf_world_health_get", "the world has no health check");
-  wf_status st = drain(w, w->frame, wait);
+wf_status wfw_health_get(wfw_health *h, int64_t frame, bool wait, wf_world_health *out) {
+  wf_status st = drain(h, frame, wait);
   if (st != WF_OK) return st;
   if (h->bad.quantity != WF_HEALTH_OK) {
     *out = h->bad;
@@ -489,35 +647,62 @@ wf_status wf_world_health_get(wf_world *w, bool wait, wf_world_health *out) {
   return WF_OK;
 }
 
-wf_status wf_world_save_last_good(wf_world *w, const char *path, int64_t *frame) {
-  static const char fn[] = "wf_world_save_last_good";
-  if (!w || !path) return wf__error(WF_ERR_INVALID, fn, "world or path is NULL");
-  wfw_health *h = w->health;
-  if (!h) return wf__error(WF_ERR_INVALID, fn, "the world has no health check");
-  wf_status st = drain(w, w->frame, true);
+/* ---- the last-good state on the host -------------------------------------------------------- */
+
+/* Part p's snapshot into the global-order arrays of its source; *meta: what it held. */
+static wf_status snapshot_read(wfw_health *h, const hpart *p, float (*pos)[4], float (*vel)[4],
+                               wfh_snap_meta *meta, void *tmp) {
+  uint32_t count = h->sources[p->source].count;
+  TRY(wf_download(meta, p->meta, 0, sizeof *meta), "reading the last-good snapshot");
+  uint32_t rows = meta->rows;
+  if (rows == 0) return WF_OK;
+  if (rows > p->cap || (!meta->has_ids && (uint64_t)meta->first + rows > count))
+    return wf__error(WF_ERR_INVALID, NULL,
+                     "world health check: a snapshot holds %u rows from id %u of %u points", rows,
+                     meta->first, count);
+  float(*sp)[4] = tmp, (*sv)[4] = (float(*)[4])((char *)tmp + (size_t)rows * 16);
+  uint32_t *ids = (uint32_t *)((char *)tmp + (size_t)rows * 32);
+  TRY(wf_download(sp, p->pos, 0, (size_t)rows * 16), "reading the last-good snapshot");
+  TRY(wf_download(sv, p->vel, 0, (size_t)rows * 16), "reading the last-good snapshot");
+  if (meta->has_ids) TRY(wf_download(ids, p->ids, 0, (size_t)rows * 4), "reading the snapshot");
+  for (uint32_t r = 0; r < rows; r++) {
+    uint32_t g = meta->has_ids ? ids[r] : meta->first + r;
+    if (g >= count)
+      return wf__error(WF_ERR_INVALID, NULL,
+                       "world health check: a snapshot row has global id %u of %u", g, count);
+    memcpy(pos[g], sp[r], 16);
+    memcpy(vel[g], sv[r], 16);
+  }
+  return WF_OK;
+}
+
+wf_status wfw_health_last_good(wfw_health *h, int64_t now, float (**pos)[4], float (**vel)[4],
+                               wfw_clock *clock, int64_t *frame) {
+  wf_status st = drain(h, now, true);
+  if (st == WF_OK) st = sync_lanes(h);
   if (st != WF_OK) return st;
-  TRY(wf_stream_synchronize(h->stream), "waiting for the checks");
   wfh_gate g;
   TRY(wf_download(&g, h->records, h->gate_off, sizeof g), "reading the gate");
-  wfw_clock pclock = {0.0, 0}, *cclock = calloc((size_t)w->n_cloths + 1, sizeof *cclock);
-  if (!cclock) return wf__error(WF_ERR_OUT_OF_MEMORY, fn, "out of host memory");
-  /* the host copies now hold the snapshot, not the current state */
-  w->cache_frame = -1;
-  for (int i = 0; i < h->n_src && st == WF_OK; i++) {
-    const hsrc *s = &h->src[i];
-    void *dst;
-    if (s->which == 2)
-      dst = s->solver < 0 ? &pclock : &cclock[s->solver];
-    else if (s->solver < 0)
-      dst = s->which ? (void *)w->pvel : (void *)w->ppos;
-    else
-      dst = s->which ? (void *)w->cvel[s->solver] : (void *)w->cpos[s->solver];
-    if (s->bytes && (st = wf_download(dst, s->snap, 0, s->bytes)) != WF_OK)
-      fail_gpu(st, "reading the last-good snapshot");
+  size_t most = 1;
+  for (int i = 0; i < h->n_parts; i++)
+    if (h->parts[i].cap > most) most = h->parts[i].cap;
+  void *tmp = malloc(most * 36);
+  if (!tmp) return wf__error(WF_ERR_OUT_OF_MEMORY, "wf_world_save_last_good", "out of host memory");
+  for (int s = 0; s < h->n_sources && st == WF_OK; s++) {
+    uint64_t rows = 0;
+    for (int i = h->source_parts[s]; i < h->source_parts[s + 1] && st == WF_OK; i++) {
+      wfh_snap_meta m;
+      if ((st = snapshot_read(h, &h->parts[i], pos[s], vel[s], &m, tmp)) != WF_OK) break;
+      rows += m.rows;
+      if (i == h->source_parts[s]) memcpy(&clock[s], m.clock, sizeof clock[s]); /* partition 0's */
+    }
+    if (st == WF_OK && rows != h->sources[s].count)
+      st = wf__error(WF_ERR_INVALID, NULL,
+                     "world health check: the snapshot's partitions hold %llu of %u points",
+                     (unsigned long long)rows, h->sources[s].count);
   }
-  if (st == WF_OK) st = wfw_save_state(w, path, g.good_frame, &pclock, cclock);
-  free(cclock);
-  if (st == WF_OK && frame) *frame = g.good_frame;
+  free(tmp);
+  if (st == WF_OK) *frame = g.good_frame;
   return st;
 }
 
@@ -565,9 +750,8 @@ wf_status wfw_oom_advice(const wf_scene *sc, const char *device, bool split) {
     return wf__error(WF_ERR_OUT_OF_MEMORY, NULL,
                      "wf_world_create: the scene does not fit in the memory of %s: %s. To fit: %s "
                      "(or list more devices in simulation.devices / --device: the particles and "
-                     "the cloths are split over all of them, but cloths with self_collision, the "
-                     "health check's snapshot and a copy of the particle and cloth state stay on "
-                     "the first)",
+                     "the cloths are split over all of them, with the health check's snapshot, "
+                     "but cloths with self_collision stay whole on the first)",
                      device, inner, at ? advice : "lower the scene's particle and vertex counts");
   return wf__error(WF_ERR_OUT_OF_MEMORY, NULL,
                    "wf_world_create: the scene does not fit in the memory of %s: %s. To fit: %s "

@@ -1,5 +1,5 @@
 /* CPU side of the health kernels: loops over [begin, end) calling the shared math in
- * health_kernels.h, and the wf_kernel objects. The index minimum is an integer atomic, so the
+ * health_kernels.h, and the wf_kernel objects. The key minimum is an integer atomic, so the
  * loop stays correct if the backend ever splits a launch over threads. */
 #include "health_kernels.h"
 
@@ -11,16 +11,17 @@
 
 static void check_cpu(const void *args, size_t begin, size_t end) {
   const wfh_check_args *a = args;
-  uint32_t first = WFH_NONE;
-  for (size_t i = begin; i < end && first == WFH_NONE; i++) {
+  uint64_t key = WFH_NO_KEY; /* rows need not be in global-id order: look at all of them */
+  for (size_t i = begin; i < end; i++) {
     float value;
     uint32_t collider;
-    if (wfh_point(a, (uint32_t)i, &value, &collider) != WFH_OK) first = (uint32_t)i;
+    uint64_t k = wfh_key(a, (uint32_t)i);
+    if (k < key && wfh_point(a, (uint32_t)i, &value, &collider) != WFH_OK) key = k;
   }
-  if (first == WFH_NONE) return;
-  uint32_t cur = __atomic_load_n(&a->rec->first, __ATOMIC_RELAXED);
-  while (first < cur && !__atomic_compare_exchange_n(&a->rec->first, &cur, first, true,
-                                                     __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  if (key == WFH_NO_KEY) return;
+  uint64_t cur = __atomic_load_n(&a->rec->key, __ATOMIC_RELAXED);
+  while (key < cur && !__atomic_compare_exchange_n(&a->rec->key, &cur, key, true, __ATOMIC_RELAXED,
+                                                   __ATOMIC_RELAXED)) {
   }
 }
 
@@ -36,7 +37,7 @@ static void commit_cpu(const void *args, size_t begin, size_t end) {
   const wfh_commit_args *a = args;
   if (!a->gate->ok) return;
   for (size_t i = begin; i < end; i++)
-    a->dst[i] = a->src[i];
+    wfh_commit(a, (uint32_t)i);
 }
 
 const wf_kernel wfh_check_kernel = {"health_check", check_cpu, WFH_CUDA(wfh_check_cuda)};

@@ -1,7 +1,7 @@
 /* CUDA side of the health kernels: __global__ kernels calling the shared math in
  * health_kernels.h, and the launch wrappers wf_launch calls with the stream's cudaStream_t. One
- * thread per element, 256 a block. The unhealthy index is reduced per warp (__reduce_min_sync)
- * and then with one integer atomicMin per warp; the single-element kernels run one thread. */
+ * thread per element, 256 a block. The unhealthy key is reduced per warp (shuffles) and then
+ * with one 64-bit integer atomicMin per warp; the single-element kernels run one thread. */
 #include <cuda_runtime.h>
 
 #include "health_kernels.h"
@@ -16,14 +16,20 @@ __device__ size_t index() { return (size_t)blockIdx.x * blockDim.x + threadIdx.x
 
 __global__ void check_kernel(wfh_check_args a, size_t n) {
   size_t i = index();
-  uint32_t bad = WFH_NONE;
+  unsigned long long bad = WFH_NO_KEY;
   if (i < n) {
     float value;
     uint32_t collider;
-    if (wfh_point(&a, (uint32_t)i, &value, &collider) != WFH_OK) bad = (uint32_t)i;
+    if (wfh_point(&a, (uint32_t)i, &value, &collider) != WFH_OK) bad = wfh_key(&a, (uint32_t)i);
   }
-  uint32_t m = __reduce_min_sync(0xffffffffu, bad);
-  if ((threadIdx.x & 31) == 0 && m != WFH_NONE) atomicMin(&a.rec->first, m);
+  /* a healthy warp (the usual case) skips the reduction */
+  if (!__any_sync(0xffffffffu, bad != WFH_NO_KEY)) return;
+  for (int d = 16; d > 0; d >>= 1) {
+    unsigned long long o = __shfl_down_sync(0xffffffffu, bad, d);
+    bad = o < bad ? o : bad;
+  }
+  if ((threadIdx.x & 31) == 0 && bad != WFH_NO_KEY)
+    atomicMin((unsigned long long *)&a.rec->key, bad);
 }
 
 __global__ void detail_kernel(wfh_check_args a) { wfh_detail(&a); }
@@ -32,7 +38,7 @@ __global__ void verdict_kernel(wfh_verdict_args a) { wfh_verdict(&a); }
 
 __global__ void commit_kernel(wfh_commit_args a, size_t n) {
   size_t i = index();
-  if (i < n && a.gate->ok) a.dst[i] = a.src[i];
+  if (i < n && a.gate->ok) wfh_commit(&a, (uint32_t)i);
 }
 
 } // namespace

@@ -3,18 +3,23 @@
  * (WF_HD static inline) and the wf_kernel objects. The CPU loops are in health_kernels.c, the
  * __global__ kernels in health_kernels.cu; engine/health.c enqueues them after every frame.
  *
- * A frame's check, all on the health stream after the solvers' streams:
+ * A frame's check, per partition of every solver on the partition's own device (its lane's
+ * stream), then the verdict on the world's first device:
  *
- *   memset(records, 0xff)            every record "healthy" (first = WFH_NONE)
- *   CHECK   per object, n = points   each unhealthy point: integer atomicMin(first, index)
- *   DETAIL  per object, n = 1        the point `first`: its quantity, value and collider
+ *   memset(records, 0xff)            every record "healthy" (key = WFH_NONE)
+ *   CHECK   per partition, n = rows  each unhealthy row: integer atomicMin(key, gid << 32 | row)
+ *   DETAIL  per partition, n = 1     the row of `key`: its quantity, value and collider
+ *   (copy)                           records of other devices -> the first device's
  *   VERDICT n = 1                    gate.ok = no record is bad and nothing was bad before;
  *                                    the first bad frame trips the gate for good
- *   COMMIT  per state buffer         if gate.ok: last-good snapshot <- the solver's state
+ *   (copy)                           gate -> every other device's copy of it
+ *   COMMIT  per partition, n = rows  if gate.ok: snapshot <- the partition's rows, ids, clock
  *
- * Determinism: the only atomic is an integer minimum, so the reported point is the smallest index
- * of the object (= the smallest global id) whatever the thread order, and its quantity and value
- * are recomputed by one thread from the same data. No floating-point atomics.
+ * Determinism: the only atomic is an integer minimum whose key starts with the global id, so the
+ * reported point is the smallest global id of the partition whatever the thread order, and its
+ * quantity and value are recomputed by one thread from the same data. The host takes the smallest
+ * over a solver's partitions, so the answer does not depend on the partition count either. No
+ * floating-point atomics.
  */
 #ifndef WEFT_ENGINE_HEALTH_KERNELS_H
 #define WEFT_ENGINE_HEALTH_KERNELS_H
@@ -28,7 +33,8 @@
 extern "C" {
 #endif
 
-#define WFH_NONE 0xffffffffu
+#define WFH_NONE   0xffffffffu
+#define WFH_NO_KEY 0xffffffffffffffffull
 
 /* What is wrong with a point (wfh_record.quantity); the values of wf_world_health_quantity. */
 enum {
@@ -39,12 +45,13 @@ enum {
   WFH_PENETRATION = 4
 };
 
-/* One object's verdict for one frame. */
+/* One partition's verdict for one frame. */
 typedef struct wfh_record {
-  uint32_t first;    /* smallest unhealthy point index within the object, or WFH_NONE */
+  uint64_t key;      /* global id << 32 | row of the smallest unhealthy global id, or WFH_NO_KEY */
   uint32_t quantity; /* WFH_* of that point */
   uint32_t collider; /* WFH_PENETRATION: the collider (scene order) */
   float value;       /* the offending value: speed (m/s), depth (m), or the non-finite component */
+  uint32_t unused;
 } wfh_record;
 
 /* The snapshot gate, carried from frame to frame on the device. */
@@ -55,15 +62,17 @@ typedef struct wfh_gate {
   int64_t bad_frame;  /* the first unhealthy frame, or -1 */
 } wfh_gate;
 
-/* CHECK and DETAIL: the points of one object. Particles: pos.w = radius, vel.w = inverse mass;
- * cloth: pos.w = inverse mass, the collision radius is the cloth's thickness. Points with
+/* CHECK and DETAIL: the owned rows of one partition. Particles: pos.w = radius, vel.w = inverse
+ * mass; cloth: pos.w = inverse mass, the collision radius is the cloth's thickness. Points with
  * inverse mass 0 (kinematic particles, pinned vertices) do not respond to colliders and are not
  * checked for penetration. A limit of 0 turns its check off. */
 typedef struct wfh_check_args {
   const wfp_f4 *pos, *vel;
+  const uint32_t *ids; /* global id of each row; NULL: row i is global id first + i */
   const wfp_collider *colliders;
   wfh_record *rec;
-  uint32_t n;
+  uint32_t first;
+  uint32_t n; /* rows */
   uint32_t n_colliders;
   uint32_t cloth;
   float thickness;       /* cloth: collision radius, m */
@@ -79,11 +88,26 @@ typedef struct wfh_verdict_args {
   int64_t frame;
 } wfh_verdict_args;
 
-/* COMMIT: n = bytes / 16 elements; copies src to dst when gate->ok. */
+/* What a partition's snapshot holds besides its rows: how many, whose, and the clock. */
+typedef struct wfh_snap_meta {
+  uint64_t clock[2]; /* the partition's clock buffer, bit for bit: double seconds, u64 substeps */
+  uint32_t rows;
+  uint32_t first;   /* without ids: the global id of row 0 */
+  uint32_t has_ids; /* the snapshot's ids hold the global id of each row */
+  uint32_t unused;
+} wfh_snap_meta;
+
+/* COMMIT: n = max(rows, 1) elements; when gate->ok copies the rows (and their ids, if any) and,
+ * at element 0, the meta and the clock. */
 typedef struct wfh_commit_args {
   const wfh_gate *gate;
-  const wfp_f4 *src;
-  wfp_f4 *dst;
+  const wfp_f4 *pos, *vel;
+  const uint32_t *ids; /* NULL: row i is global id first + i */
+  const uint64_t *clock;
+  wfp_f4 *snap_pos, *snap_vel;
+  uint32_t *snap_ids;
+  wfh_snap_meta *meta;
+  uint32_t rows, first;
 } wfh_commit_args;
 
 WF_HD static inline int wfh_finite3(float x, float y, float z) {
@@ -132,13 +156,19 @@ WF_HD static inline uint32_t wfh_point(const wfh_check_args *a, uint32_t i, floa
   return WFH_OK;
 }
 
+/* CHECK's key of row i: its global id first, so the minimum is the smallest global id. */
+WF_HD static inline uint64_t wfh_key(const wfh_check_args *a, uint32_t i) {
+  uint32_t gid = a->ids ? a->ids[i] : a->first + i;
+  return (uint64_t)gid << 32 | i;
+}
+
 /* DETAIL (one element): fills the record of the point CHECK found. */
 WF_HD static inline void wfh_detail(const wfh_check_args *a) {
   wfh_record *r = a->rec;
-  if (r->first == WFH_NONE) return;
+  if (r->key == WFH_NO_KEY) return;
   float value = 0.0f;
   uint32_t collider = WFH_NONE;
-  r->quantity = wfh_point(a, r->first, &value, &collider);
+  r->quantity = wfh_point(a, (uint32_t)(r->key & 0xffffffffu), &value, &collider);
   r->value = value;
   r->collider = collider;
 }
@@ -148,7 +178,7 @@ WF_HD static inline void wfh_verdict(const wfh_verdict_args *a) {
   wfh_gate *g = a->gate;
   uint32_t bad = 0;
   for (uint32_t k = 0; k < a->n_records; k++)
-    bad |= a->rec[k].first != WFH_NONE;
+    bad |= a->rec[k].key != WFH_NO_KEY;
   if (g->tripped) {
     g->ok = 0;
   } else if (bad) {
@@ -161,10 +191,26 @@ WF_HD static inline void wfh_verdict(const wfh_verdict_args *a) {
   }
 }
 
-extern const wf_kernel wfh_check_kernel;   /* n = points of the object */
+/* COMMIT of element i (gate->ok already tested). */
+WF_HD static inline void wfh_commit(const wfh_commit_args *a, uint32_t i) {
+  if (i < a->rows) {
+    a->snap_pos[i] = a->pos[i];
+    a->snap_vel[i] = a->vel[i];
+    if (a->ids) a->snap_ids[i] = a->ids[i];
+  }
+  if (i == 0) {
+    a->meta->clock[0] = a->clock[0];
+    a->meta->clock[1] = a->clock[1];
+    a->meta->rows = a->rows;
+    a->meta->first = a->first;
+    a->meta->has_ids = a->ids != 0;
+  }
+}
+
+extern const wf_kernel wfh_check_kernel;   /* n = rows of the partition */
 extern const wf_kernel wfh_detail_kernel;  /* n = 1 */
 extern const wf_kernel wfh_verdict_kernel; /* n = 1 */
-extern const wf_kernel wfh_commit_kernel;  /* n = bytes / 16 */
+extern const wf_kernel wfh_commit_kernel;  /* n = max(rows, 1) */
 
 #ifdef WEFT_HAVE_CUDA
 void wfh_check_cuda(const void *args, size_t n, void *stream);

@@ -8,10 +8,12 @@
  *    the cloths. The particle solver (w->ps, over every device) exists only when the scene has
  *    emitters. The rest of the world reads its state on the devices, partition by partition
  *    (wf_particles_partition_view, wf_particles_copy_state): nothing goes through the host.
- *  - devices[0] == dev holds the health check and the readback ring. A cloth over several
- *    devices (w->cloths[i], whatever its partitions) has a mirror on dev for the health check,
- *    gathered on the devices from its partition views after every frame and restore
- *    (cloth_mirror_refresh); readback gathers through wf_cloth_copy_positions_on.
+ *  - devices[0] == dev holds the health check's verdict and the readback ring; nothing else of
+ *    the world's lives there on purpose. A solver's state, and its last-good snapshot, stay in its
+ *    partitions on their own devices: health reads them through the partition views, readback
+ *    gathers them on the devices (wf_particles_copy_state, wf_cloth_copy_positions_on).
+ *  - health.c sees the world only through the description health_create fills (the solvers,
+ *    the objects as ranges of their global ids, the scene): it never reaches into wf_world.
  *  - Every solver gets the same fps, substeps, gravity, damping and colliders (scene order), so
  *    collider indices of cloth attachments are scene indices.
  *  - w->frame counts frames enqueued. Host copies of the state (cache) are refreshed on demand
@@ -33,7 +35,6 @@
 #include "weft/particles.h"
 
 #include "world_internal.h"
-#include "world_kernels.h"
 
 /* A solver call failed: keep its message, prefixed with the object ("cloths[1] 'flag': ..."). */
 static wf_status fail_object(wf_status st, const char *list, int index, const char *name) {
@@ -331,140 +332,17 @@ static wf_cloth_mesh_desc mesh_of(const wf_scene_cloth *c) {
 
 /* ---- cloths: where they run ------------------------------------------------------------------
  * Every cloth is one wf_cloth: over all the world's devices, except a cloth with self-collision,
- * which needs one device and runs on the first (cloth_devices decides). A cloth over several
- * devices has a mirror on the first device (cloth_mirror_refresh, after every frame and restore,
- * gathered on the devices from its partition views) that the health check reads (wfw_cloth_*);
- * readback gathers through wf_cloth_copy_positions_on. */
+ * which needs one device and runs on the first (cloth_devices decides). The rest of the world
+ * reads a cloth through its partition views (health) or gathers it on the devices
+ * (wf_cloth_copy_positions_on, readback), as it does the particles. */
 
 static int cloth_devices(const wf_world *w, const wf_scene_cloth *c) {
   return c->self_collision ? 1 : w->n_devices;
 }
 
-static bool cloth_is_split(const wf_world *w, int i) {
-  return wf_cloth_partition_count(w->cloths[i]) > 1;
-}
-
 static const char *cloth_name(const wf_world *w, int i) {
   return w->objects[w->n_objects - w->n_cloths + i].name;
 }
-
-wf_stream *wfw_cloth_stream(const wf_world *w, int i) {
-  return cloth_is_split(w, i) ? w->cmirror[i].mirror.stream : wf_cloth_stream(w->cloths[i]);
-}
-
-wf_status wfw_cloth_buffers(wf_world *w, int i, wf_buffer **pos, wf_buffer **vel,
-                            wf_buffer **clock) {
-  const wfw_mirror *m = &w->cmirror[i].mirror;
-  if (!cloth_is_split(w, i)) {
-    wf_partition_view v;
-    wf_status st = wf_cloth_partition_view(w->cloths[i], 0, &v);
-    if (pos) *pos = v.pos;
-    if (vel) *vel = v.vel;
-    if (clock) *clock = v.clock;
-    return st;
-  }
-  if (pos) *pos = m->pos;
-  if (vel) *vel = m->vel;
-  if (clock) *clock = m->clock;
-  return WF_OK;
-}
-
-wf_status wfw_cloth_copy_positions(wf_world *w, int i, wf_buffer *dst, size_t off, wf_stream *s) {
-  return wf_cloth_copy_positions_on(w->cloths[i], dst, off, s);
-}
-
-/* Enqueues the gather of cloth i's partitions (owned rows and their global ids, from the
- * partition views, and partition 0's clock) into its mirror, on the mirror's stream after the
- * partitions' work; the partitions' next work waits for the copies out of their buffers. */
-static wf_status cloth_mirror_refresh(wf_world *w, int i) {
-  wfw_cloth_mirror *cm = &w->cmirror[i];
-  wfw_mirror *m = &cm->mirror;
-  int np = wf_cloth_partition_count(w->cloths[i]);
-  uint32_t nv = wf_cloth_count(w->cloths[i]);
-  wf_partition_view v[WF_MAX_DEVICES];
-  wf_status st = WF_OK;
-  for (int p = 0; p < np && st == WF_OK; p++)
-    if ((st = wf_cloth_partition_view(w->cloths[i], p, &v[p])) == WF_OK)
-      st = wf_stream_wait_stream(m->stream, v[p].stream);
-  size_t at = 0, id_at = 0;
-  for (int p = 0; p < np && st == WF_OK; p++) {
-    size_t bytes = (size_t)v[p].rows * 16;
-    if (bytes) st = wf_copy(cm->stage, at, v[p].pos, 0, bytes, m->stream);
-    if (st == WF_OK && bytes) st = wf_copy(cm->stage, (size_t)nv * 16 + at, v[p].vel, 0, bytes, m->stream);
-    if (st == WF_OK && bytes) st = wf_copy(cm->gid, id_at, v[p].ids, 0, (size_t)v[p].rows * 4, m->stream);
-    if (st == WF_OK && p == 0) st = wf_copy(m->clock, 0, v[p].clock, 0, sizeof(wfw_clock), m->stream);
-    at += bytes, id_at += (size_t)v[p].rows * 4;
-  }
-  for (int p = 0; p < np && st == WF_OK; p++)
-    st = wf_stream_wait_stream(v[p].stream, m->stream);
-  if (st == WF_OK) {
-    wfw_scatter_args a = {wf_buffer_ptr(cm->stage), wf_buffer_ptr(cm->gid), wf_buffer_ptr(m->pos),
-                          wf_buffer_ptr(m->vel), nv};
-    st = wf_launch(&wfw_scatter_kernel, nv, &a, sizeof a, m->stream);
-  }
-  if (st == WF_OK) st = wf_buffer_touch(m->pos, m->stream);
-  if (st == WF_OK) st = wf_buffer_touch(m->vel, m->stream);
-  return st;
-}
-
-/* The mirror of cloth i (over several devices) on the first device: its stream and buffers. */
-static wf_status cloth_mirror_create(wf_world *w, int i) {
-  wfw_cloth_mirror *cm = &w->cmirror[i];
-  wfw_mirror *m = &cm->mirror;
-  size_t nv = wf_cloth_count(w->cloths[i]), bytes = nv * 16;
-  wf_status st = wf_stream_create(w->dev, 0, &m->stream);
-  if (st == WF_OK) st = wf_buffer_create(w->dev, bytes, WF_BUFFER_ZERO, m->stream, &m->pos);
-  if (st == WF_OK) st = wf_buffer_create(w->dev, bytes, WF_BUFFER_ZERO, m->stream, &m->vel);
-  if (st == WF_OK)
-    st = wf_buffer_create(w->dev, sizeof(wfw_clock), WF_BUFFER_ZERO, m->stream, &m->clock);
-  if (st == WF_OK) st = wf_buffer_create(w->dev, 2 * bytes, 0, m->stream, &cm->stage);
-  if (st == WF_OK) st = wf_buffer_create(w->dev, nv * 4 + 4, 0, m->stream, &cm->gid);
-  return st;
-}
-
-static void cloth_mirror_destroy(wfw_cloth_mirror *cm) {
-  wfw_mirror *m = &cm->mirror;
-  if (!m->stream) return;
-  wf_stream_synchronize(m->stream);
-  wf_buffer *b[] = {m->pos, m->vel, m->clock, cm->stage, cm->gid};
-  for (size_t k = 0; k < sizeof b / sizeof *b; k++)
-    if (b[k]) wf_buffer_destroy(b[k], m->stream);
-  wf_stream_destroy(m->stream);
-  memset(m, 0, sizeof *m);
-  cm->stage = cm->gid = NULL;
-}
-
-/* Enqueues one frame of cloth i (and, over several devices, the gather into its mirror). */
-static wf_status cloth_step(wf_world *w, int i) {
-  wf_status st = wf_cloth_step_frames(w->cloths[i], 1);
-  return st == WF_OK && cloth_is_split(w, i) ? cloth_mirror_refresh(w, i) : st;
-}
-
-/* Waits and copies cloth i's state into the host copies. */
-static wf_status cloth_download(wf_world *w, int i) {
-  return wf_cloth_download(w->cloths[i], w->cpos[i], w->cvel[i]);
-}
-
-/* Replaces cloth i's state with the host copies (and refreshes its mirror). */
-static wf_status cloth_set_state(wf_world *w, int i, double time, uint64_t substeps) {
-  const float(*pos)[4] = (const float(*)[4])w->cpos[i], (*vel)[4] = (const float(*)[4])w->cvel[i];
-  wf_status st = wf_cloth_set_state(w->cloths[i], pos, vel, time, substeps);
-  return st == WF_OK && cloth_is_split(w, i) ? cloth_mirror_refresh(w, i) : st;
-}
-
-static wf_status cloth_time(wf_world *w, int i, wfw_clock *c) {
-  return wf_cloth_time(w->cloths[i], &c->time, &c->substeps);
-}
-
-static wf_cloth_params cloth_params_get(const wf_world *w, int i) {
-  return wf_cloth_params_get(w->cloths[i]);
-}
-
-static wf_status cloth_params_set(wf_world *w, int i, const wf_cloth_params *p) {
-  return wf_cloth_params_set(w->cloths[i], p);
-}
-
-static uint32_t cloth_vertices(const wf_world *w, int i) { return wf_cloth_count(w->cloths[i]); }
 
 /* The solver of scene cloth i over its devices (the first cloth_devices of the world's). */
 static wf_status cloth_solver(wf_world *w, const wf_scene *sc, int i) {
@@ -496,8 +374,6 @@ static wf_status create_cloth(wf_world *w, const wf_scene *sc, int i) {
     for (int p = 0; p < c->attachments[a].pin_count && st == WF_OK; p++)
       st = apply_pin(cl, c, &c->attachments[a].pins[p], true, c->attachments[a].collider);
   if (st == WF_OK && w->stream && w->ps) st = wf_cloth_couple(cl, w->ps); /* 2-way */
-  if (st == WF_OK && cloth_is_split(w, i)) st = cloth_mirror_create(w, i);
-  if (st == WF_OK && cloth_is_split(w, i)) st = cloth_mirror_refresh(w, i); /* pinned state */
   if (st != WF_OK) return fail_object(st, "cloths", i, c->name);
   return WF_OK;
 }
@@ -544,6 +420,39 @@ static wf_status create_particles(wf_world *w, const wf_scene *sc) {
   return WF_OK;
 }
 
+/* ---- health: what the check reads ----------------------------------------------------------- */
+
+/* The health check over the world's solvers (sources: the particles, then each cloth) and
+ * objects (in the world's order), starting from frame w->frame. */
+static wf_status health_create(wf_world *w, const wf_scene *sc) {
+  wfw_health_source *src = calloc((size_t)w->n_cloths + 1, sizeof *src);
+  wfw_health_object *obj = calloc((size_t)w->n_objects + 1, sizeof *obj);
+  wf_status st = WF_OK;
+  if (!src || !obj) st = wf__error(WF_ERR_OUT_OF_MEMORY, "wf_world_create", "out of host memory");
+  int n = 0;
+  if (st == WF_OK && w->ps) src[n++] = (wfw_health_source){.ps = w->ps, .count = w->n_particles};
+  for (int i = 0; i < w->n_cloths && st == WF_OK; i++)
+    src[n++] = (wfw_health_source){.cloth = w->cloths[i],
+                                   .count = wf_cloth_count(w->cloths[i]),
+                                   .thickness = (float)sc->cloths[i].material.thickness};
+  for (int o = 0; o < w->n_objects && st == WF_OK; o++) {
+    const wfw_object *ob = &w->objects[o];
+    int s = ob->kind == WF_WORLD_CLOTH ? (w->ps ? 1 : 0) + ob->cloth : 0;
+    obj[o] = (wfw_health_object){ob->name, s, ob->first, ob->count};
+  }
+  wfw_health_desc d = {.device = w->dev,
+                       .scene = sc,
+                       .fps = w->fps,
+                       .frame = w->frame,
+                       .n_sources = n,
+                       .sources = src,
+                       .n_objects = w->n_objects,
+                       .objects = obj};
+  if (st == WF_OK) st = wfw_health_create(&d, &w->health);
+  free(src), free(obj);
+  return st;
+}
+
 wf_status wf_world_create(const wf_scene *sc, const wf_world_desc *desc, wf_world **out) {
   if (!out) return wf__error(WF_ERR_INVALID, "wf_world_create", "out is NULL");
   *out = NULL;
@@ -566,12 +475,11 @@ wf_status wf_world_create(const wf_scene *sc, const wf_world_desc *desc, wf_worl
   w->n_objects = sc->emitter_count + sc->cloth_count;
   w->objects = calloc((size_t)w->n_objects + 1, sizeof *w->objects);
   w->cloths = calloc((size_t)w->n_cloths + 1, sizeof *w->cloths);
-  w->cmirror = calloc((size_t)w->n_cloths + 1, sizeof *w->cmirror);
   w->cpos = calloc((size_t)w->n_cloths + 1, sizeof *w->cpos);
   w->cvel = calloc((size_t)w->n_cloths + 1, sizeof *w->cvel);
   w->scene_json = wf_scene_to_json(sc);
   wf_status st = WF_OK;
-  if (!w->objects || !w->cloths || !w->cmirror || !w->cpos || !w->cvel || !w->scene_json)
+  if (!w->objects || !w->cloths || !w->cpos || !w->cvel || !w->scene_json)
     st = wf__error(WF_ERR_OUT_OF_MEMORY, "wf_world_create", "out of host memory");
   if (st == WF_OK) st = pick_devices(w, sc, dd.device);
   char devices[WFW_MAX_DEVICES * 12 + 16] = "the device";
@@ -598,7 +506,7 @@ wf_status wf_world_create(const wf_scene *sc, const wf_world_desc *desc, wf_worl
     snprintf(o->name, sizeof o->name, "%s", sc->cloths[i].name);
     o->kind = WF_WORLD_CLOTH;
     o->cloth = i;
-    o->count = cloth_vertices(w, i);
+    o->count = wf_cloth_count(w->cloths[i]);
   }
   if (st == WF_OK && w->n_particles) {
     w->ppos = malloc((size_t)w->n_particles * 16);
@@ -613,7 +521,7 @@ wf_status wf_world_create(const wf_scene *sc, const wf_world_desc *desc, wf_worl
     if (!w->cpos[i] || !w->cvel[i])
       st = wf__error(WF_ERR_OUT_OF_MEMORY, "wf_world_create", "out of host memory");
   }
-  if (st == WF_OK) st = wfw_health_create(w, sc);
+  if (st == WF_OK) st = health_create(w, sc);
   if (st != WF_OK) {
     wf_device *devs[WFW_MAX_DEVICES];
     int n_devs = w->n_devices;
@@ -633,15 +541,14 @@ wf_status wf_world_create(const wf_scene *sc, const wf_world_desc *desc, wf_worl
 
 void wf_world_destroy(wf_world *w) {
   if (!w) return;
-  wfw_health_destroy(w);
+  wfw_health_destroy(w->health); /* first: it reads the solvers' partitions */
   wf_particles_destroy(w->ps);
   for (int i = 0; i < w->n_cloths; i++) {
-    if (w->cmirror) cloth_mirror_destroy(&w->cmirror[i]); /* first: it reads the partitions */
     if (w->cloths) wf_cloth_destroy(w->cloths[i]);
     if (w->cpos) free(w->cpos[i]);
     if (w->cvel) free(w->cvel[i]);
   }
-  free(w->cloths), free(w->cmirror), free(w->cpos), free(w->cvel);
+  free(w->cloths), free(w->cpos), free(w->cvel);
   if (w->stream) wf_stream_destroy(w->stream); /* after the solvers that ran on it */
   free(w->ppos), free(w->pvel);
   free(w->objects);
@@ -669,22 +576,23 @@ wf_status wf_world_step(wf_world *w, int frames) {
   if (!w) return wf__error(WF_ERR_INVALID, "wf_world_step", "world is NULL");
   if (frames < 0) return wf__error(WF_ERR_INVALID, "wf_world_step", "frames %d < 0", frames);
   bool gusty = w->gust_amplitude > 0.0 && w->gust_frequency > 0.0;
-  wf_status st = wfw_health_poll(w); /* an unhealthy frame stops the world */
+  wf_status st = wfw_health_read(w->health, w->frame, false); /* an unhealthy frame stops it */
   if (st != WF_OK) return st;
   for (int f = 0; f < frames; f++) {
     for (int i = 0; i < w->n_cloths && gusty; i++) { /* before the frame of coupled cloths */
-      wf_cloth_params p = cloth_params_get(w, i);
+      wf_cloth_params p = wf_cloth_params_get(w->cloths[i]);
       wind_at(w, w->frame, p.wind);
-      if ((st = cloth_params_set(w, i, &p)) != WF_OK)
+      if ((st = wf_cloth_params_set(w->cloths[i], &p)) != WF_OK)
         return fail_object(st, "cloths", i, cloth_name(w, i));
     }
     if (w->ps && (st = wf_particles_step_frames(w->ps, 1)) != WF_OK)
       return fail_object(st, "particles", 0, "particles");
     for (int i = 0; i < w->n_cloths && !w->stream; i++) { /* coupled: stepped by the particles */
-      if ((st = cloth_step(w, i)) != WF_OK) return fail_object(st, "cloths", i, cloth_name(w, i));
+      if ((st = wf_cloth_step_frames(w->cloths[i], 1)) != WF_OK)
+        return fail_object(st, "cloths", i, cloth_name(w, i));
     }
     w->frame++;
-    if ((st = wfw_health_after_frame(w)) != WF_OK) return st;
+    if ((st = wfw_health_after_frame(w->health, w->frame)) != WF_OK) return st;
   }
   return WF_OK;
 }
@@ -697,7 +605,7 @@ static wf_status refresh(wf_world *w) {
     return fail_object(st, "particles", 0, "particles");
   int first = w->n_objects - w->n_cloths;
   for (int i = 0; i < w->n_cloths; i++)
-    if ((st = cloth_download(w, i)) != WF_OK)
+    if ((st = wf_cloth_download(w->cloths[i], w->cpos[i], w->cvel[i])) != WF_OK)
       return fail_object(st, "cloths", i, w->objects[first + i].name);
   w->cache_frame = w->frame;
   return WF_OK;
@@ -738,7 +646,7 @@ wf_status wf_world_stats_get(wf_world *w, wf_world_stats *out) {
 
 wf_status wf_world_check(wf_world *w) {
   if (!w) return wf__error(WF_ERR_INVALID, "wf_world_check", "world is NULL");
-  return wfw_health_wait(w); /* the device-side checks of every frame (engine/health.c) */
+  return wfw_health_read(w->health, w->frame, true); /* every frame's checks (health.c) */
 }
 
 /* ---- accessors ------------------------------------------------------------------------------ */
@@ -823,6 +731,9 @@ wf_status wf_world_object_download(wf_world *w, int index, float (*pos)[4], floa
 /* Section "meta": u64 values, little-endian on the hosts weft supports. */
 enum { META_VERSION, META_FRAME, META_PARTICLES, META_CLOTHS, META_SUBSTEPS, META_FPS, META_N };
 
+static wf_status save_state(wf_world *w, const char *path, int64_t frame, const wfw_clock *pclock,
+                            const wfw_clock *cclock);
+
 wf_status wf_world_save(wf_world *w, const char *path) {
   if (!w || !path) return wf__error(WF_ERR_INVALID, "wf_world_save", "world or path is NULL");
   wf_status st = refresh(w);
@@ -835,15 +746,15 @@ wf_status wf_world_save(wf_world *w, const char *path) {
     pclock = (wfw_clock){ps.time, ps.substeps};
   }
   for (int i = 0; i < w->n_cloths && st == WF_OK; i++)
-    st = cloth_time(w, i, &cclock[i]);
-  if (st == WF_OK) st = wfw_save_state(w, path, w->frame, &pclock, cclock);
+    st = wf_cloth_time(w->cloths[i], &cclock[i].time, &cclock[i].substeps);
+  if (st == WF_OK) st = save_state(w, path, w->frame, &pclock, cclock);
   free(cclock);
   return st;
 }
 
 /* The checkpoint of frame `frame` from the host copies and the given clocks. */
-wf_status wfw_save_state(wf_world *w, const char *path, int64_t frame, const wfw_clock *pclock,
-                         const wfw_clock *cclock) {
+static wf_status save_state(wf_world *w, const char *path, int64_t frame, const wfw_clock *pclock,
+                            const wfw_clock *cclock) {
   wf_ckpt_writer *ck;
   wf_status st;
   if ((st = wf_ckpt_writer_create(&ck)) != WF_OK) return st;
@@ -876,6 +787,39 @@ wf_status wfw_save_state(wf_world *w, const char *path, int64_t frame, const wfw
   return st;
 }
 
+wf_status wf_world_health_get(wf_world *w, bool wait, wf_world_health *out) {
+  if (!w || !out) return wf__error(WF_ERR_INVALID, "wf_world_health_get", "NULL argument");
+  if (!w->health)
+    return wf__error(WF_ERR_INVALID, "wf_world_health_get", "the world has no health check");
+  return wfw_health_get(w->health, w->frame, wait, out);
+}
+
+/* The last-good snapshot (health.c) assembled into the host copies, written as a checkpoint. */
+wf_status wf_world_save_last_good(wf_world *w, const char *path, int64_t *frame) {
+  static const char fn[] = "wf_world_save_last_good";
+  if (!w || !path) return wf__error(WF_ERR_INVALID, fn, "world or path is NULL");
+  if (!w->health) return wf__error(WF_ERR_INVALID, fn, "the world has no health check");
+  int n = (w->ps ? 1 : 0) + w->n_cloths;
+  float(**pos)[4] = calloc((size_t)n + 1, sizeof *pos),
+  (**vel)[4] = calloc((size_t)n + 1, sizeof *vel);
+  wfw_clock *clock = calloc((size_t)n + 1, sizeof *clock);
+  wf_status st = WF_OK;
+  if (!pos || !vel || !clock) st = wf__error(WF_ERR_OUT_OF_MEMORY, fn, "out of host memory");
+  int k = 0;
+  if (st == WF_OK && w->ps) pos[k] = w->ppos, vel[k++] = w->pvel;
+  for (int i = 0; i < w->n_cloths && st == WF_OK; i++)
+    pos[k] = w->cpos[i], vel[k++] = w->cvel[i];
+  w->cache_frame = -1; /* the host copies now hold the snapshot, not the current state */
+  int64_t good = -1;
+  if (st == WF_OK) st = wfw_health_last_good(w->health, w->frame, pos, vel, clock, &good);
+  wfw_clock none = {0.0, 0};
+  if (st == WF_OK)
+    st = save_state(w, path, good, w->ps ? &clock[0] : &none, clock + (w->ps ? 1 : 0));
+  free(pos), free(vel), free(clock);
+  if (st == WF_OK && frame) *frame = good;
+  return st;
+}
+
 static wf_status section(const wf_ckpt_reader *r, const char *path, const char *name, size_t want,
                          const void **data) {
   size_t bytes = 0;
@@ -893,7 +837,8 @@ wf_status wf_world_load_checkpoint(wf_world *w, const char *path) {
   if (!w || !path)
     return wf__error(WF_ERR_INVALID, "wf_world_load_checkpoint", "world or path is NULL");
   wf_ckpt_reader *r;
-  wf_status st = wfw_health_before_restore(w); /* no check may read the state while it changes */
+  /* no check may read the state while it changes */
+  wf_status st = wfw_health_before_restore(w->health, w->frame);
   if (st == WF_OK) st = wf_ckpt_open_file(path, &r);
   if (st != WF_OK) return st;
   const void *d;
@@ -948,14 +893,15 @@ wf_status wf_world_load_checkpoint(wf_world *w, const char *path) {
       memcpy(&c, clk, sizeof c);
       memcpy(w->cpos[i], pos, bytes);
       memcpy(w->cvel[i], vel, bytes);
-      st = cloth_set_state(w, i, c.time, c.substeps);
+      st = wf_cloth_set_state(w->cloths[i], (const float(*)[4])w->cpos[i],
+                              (const float(*)[4])w->cvel[i], c.time, c.substeps);
       if (st != WF_OK) st = fail_object(st, "cloths", i, w->objects[first + i].name);
     }
   }
   if (st == WF_OK) {
     w->frame = (int64_t)meta[META_FRAME];
     w->cache_frame = w->frame; /* the host copies hold the restored state */
-    st = wfw_health_after_restore(w);
+    st = wfw_health_after_restore(w->health, w->frame);
   } else {
     w->cache_frame = -1;
   }

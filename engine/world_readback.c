@@ -174,7 +174,7 @@ wf_status wf_world_readback_create(wf_world *w, const wf_world_readback_desc *de
   if (rb->bytes == 0) rb->bytes = 16; /* a world without points still has slots */
   if (st == WF_OK && w->ps) rb->streams[rb->n_streams++] = wf_particles_stream(w->ps);
   for (int i = 0; i < w->n_cloths && st == WF_OK; i++) {
-    wf_stream *s = wfw_cloth_stream(w, i);
+    wf_stream *s = wf_cloth_stream(w->cloths[i]);
     bool seen = false;
     for (int k = 0; k < rb->n_streams; k++)
       seen = seen || rb->streams[k] == s;
@@ -242,9 +242,9 @@ static wf_status enqueue_copies(wf_world_readback *rb, slot *s) {
   if (st == WF_OK) st = wf_event_record(s->copy_start, rb->copy);
   if (st == WF_OK && w->ps) /* gathered on the copy stream's device from every partition */
     st = wf_particles_copy_state(w->ps, s->buf, 0, rb->velocities ? s->buf : NULL, rb->vel_off,
-                                  rb->copy);
+                                 rb->copy);
   for (int i = 0; i < w->n_cloths && st == WF_OK; i++)
-    st = wfw_cloth_copy_positions(w, i, s->buf, rb->cloth_off[i], rb->copy);
+    st = wf_cloth_copy_positions_on(w->cloths[i], s->buf, rb->cloth_off[i], rb->copy);
   if (st == WF_OK) st = wf_event_record(s->copy_end, rb->copy);
   return st;
 }

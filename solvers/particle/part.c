@@ -1256,7 +1256,7 @@ wf_status wfp_part_view_get(wfp_part *ps, wfp_view *out) {
   out->frame_dt = ps->desc.frame_dt;
   out->substeps = ps->desc.substeps;
   out->max_radius = ps->max_radius;
-  out->grid = (wfc_pgrid){.params = ptr(ps, B_PARAMS),
+  out->grid = (wfp_grid_view){.params = ptr(ps, B_PARAMS),
                           .cell_start = ptr(ps, B_CELLS),
                           .cell_end = NULL,
                           .spos = ptr(ps, B_SPOS),

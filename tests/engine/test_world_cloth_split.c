@@ -308,7 +308,7 @@ TEST(checkpoint_of_split_cloths) {
 
 /* A free-falling cloth goes faster than simulation.max_speed: on 3 devices the health check names
  * the same cloth, vertex, frame and value as on one, and the last-good checkpoints are the same
- * bytes (the snapshot is taken from the split cloth's mirror). */
+ * bytes (the snapshot is taken per partition and assembled in global order when written). */
 TEST(health_names_the_vertex_on_split) {
   static const char text[] =
       "{\"simulation\": {\"fps\": 60, \"substeps\": 8, \"devices\": \"cpu\", \"max_speed\": 1.5},"
