@@ -171,7 +171,8 @@ typedef struct wf_cloth_desc {
   bool self_collision;        /* vertices keep material.thickness apart; default false */
   wf_stream *stream;          /* one device: stream to run on (not owned); NULL: the solver makes
                                  one. Several: ignored */
-  /* the devices, one partition each (device_count 0 or devices[0] NULL: wf_device_default()) */
+  /* the devices, one partition each (device_count 0 or devices[0] NULL: the stream's device when
+   * a stream is given, else wf_device_default()) */
   wf_device *devices[WF_MAX_DEVICES];
   int device_count;
   int seed;        /* several devices: METIS random seed; 0: 1 */

@@ -123,8 +123,9 @@ typedef struct wf_particles_desc {
   wf_stream *stream; /* one device: stream to run on (not owned); NULL: the solver creates its
                         own (several devices: every partition has its own) */
   wf_device *devices[WF_MAX_DEVICES]; /* one partition each; none (or devices[0] NULL): the
+                                         stream's device when a stream is given, else the
                                          default device (wf_device_default) */
-  int device_count;                   /* 0: one, the default device */
+  int device_count;                   /* 0: one, as devices[0] NULL says */
   /* several devices only (one device has no halo and never repartitions): */
   float skin;               /* halo width beyond the contact range, m; 0: from the fastest
                                particle (3 x the distance it covers in a frame under gravity) */

@@ -78,7 +78,7 @@ static int devices_of(const char *fn, const wf_cloth_desc *desc, wf_device *devs
   }
   for (int i = 0; i < n; i++)
     devs[i] = desc->device_count < 1 ? NULL : desc->devices[i];
-  if (!devs[0]) devs[0] = wf_device_default();
+  if (!devs[0]) devs[0] = desc->stream ? wf_stream_device(desc->stream) : wf_device_default();
   if (!devs[0]) {
     wf__error(WF_ERR_INVALID, fn, "cloth '%s': no default device (wf_init failed?)", name);
     return 0;

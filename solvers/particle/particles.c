@@ -164,7 +164,9 @@ static wf_status devices_of(const wf_particles_desc *desc, const char *name, wf_
   if (*n > MAXP)
     return fail(WF_ERR_INVALID, "particles '%s': device_count %d; 1 to %d are supported", name,
                 desc->device_count, MAXP);
-  devices[0] = desc->devices[0] ? desc->devices[0] : wf_device_default();
+  devices[0] = desc->devices[0] ? desc->devices[0]
+               : desc->stream   ? wf_stream_device(desc->stream)
+                                : wf_device_default();
   if (!devices[0]) return fail(WF_ERR_DEVICE, "particles '%s': no default device", name);
   for (int i = 1; i < *n; i++) {
     devices[i] = desc->devices[i];
