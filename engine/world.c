@@ -141,7 +141,7 @@ static void f3(float *dst, const double *src) {
     dst[k] = (float)src[k];
 }
 
-static wf_collider_desc collider_of(const wf_scene_collider *c) {
+wf_collider_desc wfw_collider_of(const wf_scene_collider *c) {
   wf_collider_desc d = wf_collider_desc_default();
   d.name = c->name;
   d.type = (int)c->type;
@@ -365,7 +365,7 @@ static wf_status create_cloth(wf_world *w, const wf_scene *sc, int i) {
   if (st != WF_OK) return fail_object(st, "cloths", i, c->name);
   wf_cloth *cl = w->cloths[i];
   for (int k = 0; k < sc->collider_count && st == WF_OK; k++) {
-    wf_collider_desc cd = collider_of(&sc->colliders[k]);
+    wf_collider_desc cd = wfw_collider_of(&sc->colliders[k]);
     st = wf_cloth_add_collider(cl, &cd, NULL);
   }
   for (int p = 0; p < c->pin_count && st == WF_OK; p++)
@@ -406,7 +406,7 @@ static wf_status create_particles(wf_world *w, const wf_scene *sc) {
     if (st != WF_OK) return fail_object(st, "materials", i, sc->materials[i].name);
   }
   for (int i = 0; i < sc->collider_count; i++) {
-    wf_collider_desc cd = collider_of(&sc->colliders[i]);
+    wf_collider_desc cd = wfw_collider_of(&sc->colliders[i]);
     st = wf_particles_add_collider(w->ps, &cd, NULL);
     if (st != WF_OK) return fail_object(st, "colliders", i, sc->colliders[i].name);
   }
