@@ -40,14 +40,7 @@ void wf_cloth_destroy(wf_cloth *cs) {
  * partition's; it has no local numbering (lid: a vertex is its own local index). */
 static wf_status create_whole(const char *fn, wf_device *dev, const wf_cloth_desc *desc,
                               const wf_cloth_grid *grid, const wf_cloth_mesh_desc *mesh,
-                              wf_cloth **out) {
-  const char *name = desc->name ? desc->name : "cloth";
-  wf_cloth *cs = calloc(1, sizeof *cs);
-  if (!cs) return wfc_oom(fn, name);
-  snprintf(cs->name, sizeof cs->name, "%s", name);
-  cs->desc = *desc;
-  cs->desc.name = cs->name;
-  cs->np = 1;
+                              wf_cloth *cs) {
   wfc_piece *pt = &cs->parts[0];
   pt->dev = dev;
   wf_status st = grid ? wfc_part_create_grid(dev, desc, grid, &pt->c)
@@ -57,14 +50,9 @@ static wf_status create_whole(const char *fn, wf_device *dev, const wf_cloth_des
     cs->nv = pt->n_local = pt->n_owned = t->nv;
     cs->nt = t->nt, cs->tris = t->tris, cs->rest = t->x;
     cs->grid[0] = t->grid[0], cs->grid[1] = t->grid[1];
-    if (!(cs->pinned = calloc(cs->nv, 1))) st = wfc_oom(fn, name);
+    if (!(cs->pinned = calloc(cs->nv, 1))) st = wfc_oom(fn, cs->name);
   }
-  if (st != WF_OK) {
-    wf_cloth_destroy(cs);
-    return st;
-  }
-  *out = cs;
-  return WF_OK;
+  return st;
 }
 
 /* The devices desc names (none, or a NULL first one: the default device) into devs; their
@@ -96,8 +84,17 @@ static wf_status create(const char *fn, const wf_cloth_desc *desc, const wf_clot
   wf_device *devs[WFPT_MAX];
   int n = devices_of(fn, desc, devs);
   if (n == 0) return WF_ERR_INVALID;
-  return n == 1 ? create_whole(fn, devs[0], desc, grid, mesh, out)
-                : wfc_create_parts(fn, devs, n, desc, grid, mesh, out);
+  wf_cloth *cs = calloc(1, sizeof *cs);
+  if (!cs) return wfc_oom(fn, desc->name ? desc->name : "cloth");
+  snprintf(cs->name, sizeof cs->name, "%s", desc->name ? desc->name : "cloth");
+  cs->desc = *desc;
+  cs->desc.name = cs->name;
+  cs->np = n;
+  wf_status st = n == 1 ? create_whole(fn, devs[0], desc, grid, mesh, cs)
+                        : wfc_create_parts(fn, devs, desc, grid, mesh, cs);
+  if (st != WF_OK) wf_cloth_destroy(cs);
+  if (st == WF_OK) *out = cs;
+  return st;
 }
 
 wf_status wf_cloth_create_grid(const wf_cloth_desc *desc, const wf_cloth_grid *grid,

@@ -147,10 +147,10 @@ static inline wf_stream *wfc_stream_of(const wf_cloth *cs, int p) {
 /* An error naming the cloth: a GPU-layer call failed with st (its message kept). */
 wf_status wfc_fail(const wf_cloth *cs, const char *fn, wf_status st, const char *what);
 
-/* partition_build.c: the cloth over n >= 2 devices, ready to step. */
-wf_status wfc_create_parts(const char *fn, wf_device *const *devices, int n,
-                           const wf_cloth_desc *desc, const wf_cloth_grid *grid,
-                           const wf_cloth_mesh_desc *mesh, wf_cloth **out);
+/* partition_build.c: cs (its name, desc and np >= 2 set) over np devices, ready to step; the
+ * caller destroys it on failure. */
+wf_status wfc_create_parts(const char *fn, wf_device *const *devices, const wf_cloth_desc *desc,
+                           const wf_cloth_grid *grid, const wf_cloth_mesh_desc *mesh, wf_cloth *cs);
 /* partition_cut.c: owner[] of every vertex (n = cs->np parts, none empty). */
 wf_status wfc_cut(const char *fn, wf_cloth *cs, const wf_cloth_desc *sd, const wfc_topology *t,
                   const wfc_springs *sp, const wfc_constraints *cons);
