@@ -62,13 +62,12 @@
  */
 #include "health.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal/error.h"
 #include "health_kernels.h"
+#include "internal/error.h"
 #include "solvers/particle/collider.h"
 
 enum { SLOTS = WF_WORLD_HEALTH_DEPTH, MAX_LANES = WF_MAX_DEVICES + 1 };
@@ -80,14 +79,14 @@ typedef struct hslot {
   bool pending;
 } hslot;
 
-/* One device's share of the check. Lane 0 is the first device: its records are h->records and
- * its gate is the one there; the others have their own records (copied to lane 0's) and a copy
- * of the gate. */
+/* One device's share of the check: its partitions' records (wfh_record[n_parts]), then a gate at
+ * gate_off. Lane 0 is the first device: the verdict's, over every record, and its gate; the other
+ * lanes' records are copied to lane 0's, and lane 0's gate to theirs. */
 typedef struct lane {
   wf_device *dev;
   wf_stream *stream;
   wf_buffer *colliders; /* wfp_collider[n_colliders] (at least one element) */
-  wf_buffer *records, *gate;
+  wf_buffer *records;
 } lane;
 
 /* A partition of a source and its last-good snapshot on the partition's device. */
@@ -108,8 +107,7 @@ struct wfw_health {
   lane lanes[MAX_LANES];
   uint32_t n_colliders;
   char (*collider_names)[WF_SCENE_NAME_MAX];
-  wf_buffer *records; /* on lanes[0]: wfh_record[n_parts], then the gate at gate_off */
-  size_t gate_off, record_bytes;
+  size_t gate_off, record_bytes, lane_bytes; /* a lane's records buffer: records, gate */
   hslot slots[SLOTS];
   double fps;
   float max_speed2, max_penetration;
@@ -148,10 +146,9 @@ static wf_status partition_view(const wfw_health_source *s, int i, wf_partition_
 
 static lane *lane_of(wfw_health *h, const hpart *p) { return &h->lanes[p->lane]; }
 
-/* The gate COMMIT reads on part p's device. */
-static const wfh_gate *gate_on(wfw_health *h, const hpart *p) {
-  if (p->lane) return wf_buffer_ptr(h->lanes[p->lane].gate);
-  return (const wfh_gate *)((char *)wf_buffer_ptr(h->records) + h->gate_off);
+/* Lane l's gate: the verdict's (lane 0), or its copy that COMMIT reads on lane l's device. */
+static wfh_gate *gate_of(wfw_health *h, int l) {
+  return (wfh_gate *)((char *)wf_buffer_ptr(h->lanes[l].records) + h->gate_off);
 }
 
 /* This frame's view of every partition (a particle solver over several devices gathers its
@@ -220,7 +217,7 @@ static wf_status enqueue_commits(wfw_health *h) {
     const wf_partition_view *v = &h->views[i];
     wf_status st = snapshot_reserve(h, p, v->rows);
     if (st != WF_OK) return st;
-    wfh_commit_args a = {.gate = gate_on(h, p),
+    wfh_commit_args a = {.gate = gate_of(h, p->lane),
                          .pos = ptr(v->pos),
                          .vel = ptr(v->vel),
                          .ids = ptr(v->ids),
@@ -241,7 +238,8 @@ static wf_status enqueue_commits(wfw_health *h) {
 /* The gate of the first device copied to every other device. */
 static wf_status broadcast_gate(wfw_health *h) {
   for (int l = 1; l < h->n_lanes; l++)
-    TRY(wf_copy(h->lanes[l].gate, 0, h->records, h->gate_off, sizeof(wfh_gate), h->lanes[l].stream),
+    TRY(wf_copy(h->lanes[l].records, h->gate_off, h->lanes[0].records, h->gate_off,
+                sizeof(wfh_gate), h->lanes[l].stream),
         "copying the verdict to a device");
   return WF_OK;
 }
@@ -253,7 +251,8 @@ static wf_status snapshot_now(wfw_health *h, int64_t frame) {
   if (st == WF_OK) st = join_partitions(h, true);
   if (st != WF_OK) return st;
   wfh_gate g = {1u, 0u, frame, -1};
-  TRY(wf_upload(h->records, h->gate_off, &g, sizeof g, h->lanes[0].stream), "resetting the gate");
+  TRY(wf_upload(h->lanes[0].records, h->gate_off, &g, sizeof g, h->lanes[0].stream),
+      "resetting the gate");
   if ((st = broadcast_gate(h)) != WF_OK || (st = enqueue_commits(h)) != WF_OK) return st;
   h->next = frame + 1;
   h->checked = h->last_good = frame;
@@ -277,25 +276,11 @@ static wf_status lane_for(wfw_health *h, wf_device *dev, int *out) {
   return WF_OK;
 }
 
-/* The scene's colliders as the solvers converted them (engine/world.c does the same). */
+/* The scene's colliders as the solvers converted them (wfw_collider_of). */
 static wf_status convert_colliders(wfw_health *h, const wf_scene *sc, wfp_collider *cols) {
   for (int i = 0; i < sc->collider_count; i++) {
-    const wf_scene_collider *c = &sc->colliders[i];
-    snprintf(h->collider_names[i], sizeof h->collider_names[i], "%s", c->name);
-    wf_collider_desc d = wf_collider_desc_default();
-    d.name = c->name;
-    d.type = (int)c->type;
-    double n = sqrt(c->normal[0] * c->normal[0] + c->normal[1] * c->normal[1] +
-                    c->normal[2] * c->normal[2]);
-    if (!(n > 0.0)) n = 1.0;
-    for (int k = 0; k < 3; k++) {
-      d.normal[k] = (float)(c->normal[k] / n);
-      d.center[k] = (float)c->center[k], d.half_extents[k] = (float)c->half_extents[k];
-      d.p0[k] = (float)c->p0[k], d.p1[k] = (float)c->p1[k];
-      d.velocity[k] = (float)c->velocity[k];
-    }
-    d.offset = (float)(c->offset / n);
-    d.radius = (float)c->radius;
+    snprintf(h->collider_names[i], sizeof h->collider_names[i], "%s", sc->colliders[i].name);
+    wf_collider_desc d = wfw_collider_of(&sc->colliders[i]);
     wf_status st = wfp_collider_from_desc("wf_world_create", "world health check", &d, &cols[i]);
     if (st != WF_OK) return st;
   }
@@ -350,10 +335,8 @@ static wf_status create_parts(wfw_health *h, const wfp_collider *cols) {
                           WF_BUFFER_ZERO, ln->stream, &ln->colliders);
     if (st == WF_OK && h->n_colliders)
       st = wf_upload(ln->colliders, 0, cols, h->n_colliders * sizeof(wfp_collider), ln->stream);
-    if (st == WF_OK && l > 0)
-      st = wf_buffer_create(ln->dev, h->record_bytes, WF_BUFFER_ZERO, ln->stream, &ln->records);
-    if (st == WF_OK && l > 0)
-      st = wf_buffer_create(ln->dev, sizeof(wfh_gate), WF_BUFFER_ZERO, ln->stream, &ln->gate);
+    if (st == WF_OK)
+      st = wf_buffer_create(ln->dev, h->lane_bytes, WF_BUFFER_ZERO, ln->stream, &ln->records);
   }
   return st;
 }
@@ -379,18 +362,16 @@ wf_status wfw_health_create(const wfw_health_desc *d, wfw_health **out) {
   h->max_penetration = (float)h->max_pen;
   h->record_bytes = (size_t)(h->n_parts ? h->n_parts : 1) * sizeof(wfh_record);
   h->gate_off = (h->record_bytes + 15) & ~(size_t)15;
-  size_t total = h->gate_off + ((sizeof(wfh_gate) + 15) & ~(size_t)15);
+  h->lane_bytes = h->gate_off + ((sizeof(wfh_gate) + 15) & ~(size_t)15);
   int first = 0;
   if (st == WF_OK) st = lane_for(h, d->device, &first); /* lane 0: the first device */
   if (st == WF_OK) st = create_parts(h, cols);
   free(cols);
-  if (st == WF_OK)
-    st = wf_buffer_create(d->device, total, WF_BUFFER_ZERO, h->lanes[0].stream, &h->records);
   wf_device *host = NULL;
   if (st == WF_OK && (st = wf_device_get("cpu", &host)) != WF_OK) fail_gpu(st, "finding cpu:0");
   for (int i = 0; i < SLOTS && st == WF_OK; i++) {
-    st =
-        wf_buffer_create(host, total, WF_BUFFER_PINNED | WF_BUFFER_ZERO, NULL, &h->slots[i].mirror);
+    st = wf_buffer_create(host, h->lane_bytes, WF_BUFFER_PINNED | WF_BUFFER_ZERO, NULL,
+                          &h->slots[i].mirror);
     if (st == WF_OK) st = wf_event_create(d->device, 0, &h->slots[i].done);
   }
   if (st == WF_OK) st = snapshot_now(h, d->frame);
@@ -411,11 +392,10 @@ void wfw_health_destroy(wfw_health *h) {
     for (int k = 0; k < 4; k++)
       if (b[k]) wf_buffer_destroy(b[k], lane_of(h, p)->stream);
   }
-  if (h->records) wf_buffer_destroy(h->records, h->lanes[0].stream);
   for (int l = 0; l < h->n_lanes; l++) {
     lane *ln = &h->lanes[l];
-    wf_buffer *b[] = {ln->colliders, ln->records, ln->gate};
-    for (int k = 0; k < 3; k++)
+    wf_buffer *b[] = {ln->colliders, ln->records};
+    for (int k = 0; k < 2; k++)
       if (b[k]) wf_buffer_destroy(b[k], ln->stream);
     wf_stream_destroy(ln->stream);
   }
@@ -435,7 +415,7 @@ static wf_status enqueue_partition_checks(wfw_health *h, int64_t frame) {
     if (v->rows == 0) continue;
     const wfw_health_source *s = &h->sources[p->source];
     lane *l = lane_of(h, p);
-    wfh_record *rec = p->lane ? wf_buffer_ptr(l->records) : wf_buffer_ptr(h->records);
+    wfh_record *rec = wf_buffer_ptr(l->records);
     wfh_check_args a = {.pos = wf_buffer_ptr(v->pos),
                         .vel = wf_buffer_ptr(v->vel),
                         .ids = ptr(v->ids),
@@ -457,14 +437,13 @@ static wf_status enqueue_partition_checks(wfw_health *h, int64_t frame) {
 
 /* The records of partitions off the first device, copied into the first device's. */
 static wf_status gather_records(wfw_health *h) {
-  if (h->n_lanes == 1) return WF_OK;
   for (int l = 1; l < h->n_lanes; l++)
     TRY(wf_buffer_touch(h->lanes[l].records, h->lanes[l].stream), "ordering the records");
   for (int i = 0; i < h->n_parts; i++) {
     const hpart *p = &h->parts[i];
     if (!p->lane) continue;
     size_t off = (size_t)i * sizeof(wfh_record);
-    TRY(wf_copy(h->records, off, lane_of(h, p)->records, off, sizeof(wfh_record),
+    TRY(wf_copy(h->lanes[0].records, off, lane_of(h, p)->records, off, sizeof(wfh_record),
                 h->lanes[0].stream),
         "copying a device's records");
   }
@@ -475,19 +454,18 @@ static wf_status enqueue_check(wfw_health *h, int64_t frame, hslot *slot) {
   wf_status st = fetch_views(h);
   if (st == WF_OK) st = join_partitions(h, true);
   if (st != WF_OK) return st;
+  wf_buffer *records = h->lanes[0].records;
   wf_stream *first = h->lanes[0].stream;
-  TRY(wf_memset(h->records, 0xff, 0, h->record_bytes, first), "clearing the records");
-  for (int l = 1; l < h->n_lanes; l++)
+  for (int l = 0; l < h->n_lanes; l++)
     TRY(wf_memset(h->lanes[l].records, 0xff, 0, h->record_bytes, h->lanes[l].stream),
         "clearing the records");
   if ((st = enqueue_partition_checks(h, frame)) != WF_OK || (st = gather_records(h)) != WF_OK)
     return st;
-  wfh_verdict_args v = {wf_buffer_ptr(h->records), (uint32_t)h->n_parts,
-                        (wfh_gate *)((char *)wf_buffer_ptr(h->records) + h->gate_off), frame};
+  wfh_verdict_args v = {wf_buffer_ptr(records), (uint32_t)h->n_parts, gate_of(h, 0), frame};
   TRY(wf_launch(&wfh_verdict_kernel, 1, &v, sizeof v, first), "launching the verdict");
-  TRY(wf_buffer_touch(h->records, first), "ordering the records");
+  TRY(wf_buffer_touch(records, first), "ordering the records");
   if ((st = broadcast_gate(h)) != WF_OK || (st = enqueue_commits(h)) != WF_OK) return st;
-  TRY(wf_copy(slot->mirror, 0, h->records, 0, wf_buffer_size(h->records), first),
+  TRY(wf_copy(slot->mirror, 0, records, 0, h->lane_bytes, first),
       "copying the records to the host");
   TRY(wf_event_record(slot->done, first), "recording the frame's event");
   slot->frame = frame;
@@ -682,7 +660,7 @@ wf_status wfw_health_last_good(wfw_health *h, int64_t now, float (**pos)[4], flo
   if (st == WF_OK) st = sync_lanes(h);
   if (st != WF_OK) return st;
   wfh_gate g;
-  TRY(wf_download(&g, h->records, h->gate_off, sizeof g), "reading the gate");
+  TRY(wf_download(&g, h->lanes[0].records, h->gate_off, sizeof g), "reading the gate");
   size_t most = 1;
   for (int i = 0; i < h->n_parts; i++)
     if (h->parts[i].cap > most) most = h->parts[i].cap;

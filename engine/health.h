@@ -51,6 +51,10 @@ typedef struct wfw_health_desc {
   const wfw_health_object *objects;
 } wfw_health_desc;
 
+/* A scene collider as the solvers are given it (engine/world.c); the check converts the scene's
+ * colliders with it, as the solvers did. */
+wf_collider_desc wfw_collider_of(const wf_scene_collider *c);
+
 /* Creates the check (copying what it needs from d) and snapshots the current state as the last
  * good one. */
 wf_status wfw_health_create(const wfw_health_desc *d, wfw_health **out);

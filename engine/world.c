@@ -141,7 +141,7 @@ static void f3(float *dst, const double *src) {
     dst[k] = (float)src[k];
 }
 
-static wf_collider_desc collider_of(const wf_scene_collider *c) {
+wf_collider_desc wfw_collider_of(const wf_scene_collider *c) {
   wf_collider_desc d = wf_collider_desc_default();
   d.name = c->name;
   d.type = (int)c->type;
@@ -365,7 +365,7 @@ static wf_status create_cloth(wf_world *w, const wf_scene *sc, int i) {
   if (st != WF_OK) return fail_object(st, "cloths", i, c->name);
   wf_cloth *cl = w->cloths[i];
   for (int k = 0; k < sc->collider_count && st == WF_OK; k++) {
-    wf_collider_desc cd = collider_of(&sc->colliders[k]);
+    wf_collider_desc cd = wfw_collider_of(&sc->colliders[k]);
     st = wf_cloth_add_collider(cl, &cd, NULL);
   }
   for (int p = 0; p < c->pin_count && st == WF_OK; p++)
@@ -406,7 +406,7 @@ static wf_status create_particles(wf_world *w, const wf_scene *sc) {
     if (st != WF_OK) return fail_object(st, "materials", i, sc->materials[i].name);
   }
   for (int i = 0; i < sc->collider_count; i++) {
-    wf_collider_desc cd = collider_of(&sc->colliders[i]);
+    wf_collider_desc cd = wfw_collider_of(&sc->colliders[i]);
     st = wf_particles_add_collider(w->ps, &cd, NULL);
     if (st != WF_OK) return fail_object(st, "colliders", i, sc->colliders[i].name);
   }
@@ -731,30 +731,42 @@ wf_status wf_world_object_download(wf_world *w, int index, float (*pos)[4], floa
 /* Section "meta": u64 values, little-endian on the hosts weft supports. */
 enum { META_VERSION, META_FRAME, META_PARTICLES, META_CLOTHS, META_SUBSTEPS, META_FPS, META_N };
 
-static wf_status save_state(wf_world *w, const char *path, int64_t frame, const wfw_clock *pclock,
-                            const wfw_clock *cclock);
+/* The state's blocks, each a solver's: the particles (if any), then each cloth. Block k's
+ * section prefix, host copies and rows; *cloth: its cloth, or -1 for the particles. */
+static int state_blocks(const wf_world *w) { return (w->ps ? 1 : 0) + w->n_cloths; }
+
+static size_t state_block(const wf_world *w, int k, char prefix[20], float (**pos)[4],
+                          float (**vel)[4], int *cloth) {
+  int i = *cloth = k - (w->ps ? 1 : 0);
+  snprintf(prefix, 20, i < 0 ? "particles" : "cloth/%d", i);
+  *pos = i < 0 ? w->ppos : w->cpos[i], *vel = i < 0 ? w->pvel : w->cvel[i];
+  return (size_t)(i < 0 ? w->n_particles : w->objects[w->n_objects - w->n_cloths + i].count) * 16;
+}
+
+static wf_status save_state(wf_world *w, const char *path, int64_t frame, const wfw_clock *clock);
 
 wf_status wf_world_save(wf_world *w, const char *path) {
   if (!w || !path) return wf__error(WF_ERR_INVALID, "wf_world_save", "world or path is NULL");
   wf_status st = refresh(w);
   if (st != WF_OK) return st;
-  wfw_clock pclock = {0.0, 0}, *cclock = calloc((size_t)w->n_cloths + 1, sizeof *cclock);
-  if (!cclock) return wf__error(WF_ERR_OUT_OF_MEMORY, "wf_world_save", "out of host memory");
+  wfw_clock *clock = calloc((size_t)state_blocks(w) + 1, sizeof *clock);
+  if (!clock) return wf__error(WF_ERR_OUT_OF_MEMORY, "wf_world_save", "out of host memory");
   if (w->ps) {
     wf_particles_stats ps;
     st = wf_particles_stats_get(w->ps, &ps);
-    pclock = (wfw_clock){ps.time, ps.substeps};
+    clock[0] = (wfw_clock){ps.time, ps.substeps};
   }
-  for (int i = 0; i < w->n_cloths && st == WF_OK; i++)
-    st = wf_cloth_time(w->cloths[i], &cclock[i].time, &cclock[i].substeps);
-  if (st == WF_OK) st = save_state(w, path, w->frame, &pclock, cclock);
-  free(cclock);
+  for (int i = 0; i < w->n_cloths && st == WF_OK; i++) {
+    wfw_clock *c = &clock[i + (w->ps ? 1 : 0)];
+    st = wf_cloth_time(w->cloths[i], &c->time, &c->substeps);
+  }
+  if (st == WF_OK) st = save_state(w, path, w->frame, clock);
+  free(clock);
   return st;
 }
 
-/* The checkpoint of frame `frame` from the host copies and the given clocks. */
-static wf_status save_state(wf_world *w, const char *path, int64_t frame, const wfw_clock *pclock,
-                            const wfw_clock *cclock) {
+/* The checkpoint of frame `frame` from the host copies and the blocks' clocks. */
+static wf_status save_state(wf_world *w, const char *path, int64_t frame, const wfw_clock *clock) {
   wf_ckpt_writer *ck;
   wf_status st;
   if ((st = wf_ckpt_writer_create(&ck)) != WF_OK) return st;
@@ -763,23 +775,17 @@ static wf_status save_state(wf_world *w, const char *path, int64_t frame, const 
   memcpy(&meta[META_FPS], &w->fps, sizeof(double));
   st = wf_ckpt_writer_add(ck, "meta", meta, sizeof meta);
   if (st == WF_OK) st = wf_ckpt_writer_add(ck, "scene", w->scene_json, strlen(w->scene_json));
-  if (st == WF_OK && w->ps) {
-    wfw_clock c = *pclock;
-    size_t bytes = (size_t)w->n_particles * 16;
-    if (st == WF_OK) st = wf_ckpt_writer_add(ck, "particles/pos", w->ppos, bytes);
-    if (st == WF_OK) st = wf_ckpt_writer_add(ck, "particles/vel", w->pvel, bytes);
-    if (st == WF_OK) st = wf_ckpt_writer_add(ck, "particles/clock", &c, sizeof c);
-  }
-  int first = w->n_objects - w->n_cloths;
-  for (int i = 0; i < w->n_cloths && st == WF_OK; i++) {
-    wfw_clock c = cclock[i];
-    char name[WF_CKPT_NAME_MAX + 1];
-    size_t bytes = (size_t)w->objects[first + i].count * 16;
-    snprintf(name, sizeof name, "cloth/%d/pos", i);
-    if (st == WF_OK) st = wf_ckpt_writer_add(ck, name, w->cpos[i], bytes);
-    snprintf(name, sizeof name, "cloth/%d/vel", i);
-    if (st == WF_OK) st = wf_ckpt_writer_add(ck, name, w->cvel[i], bytes);
-    snprintf(name, sizeof name, "cloth/%d/clock", i);
+  for (int k = 0; k < state_blocks(w) && st == WF_OK; k++) {
+    char prefix[20], name[WF_CKPT_NAME_MAX + 1];
+    float(*pos)[4], (*vel)[4];
+    int cloth;
+    size_t bytes = state_block(w, k, prefix, &pos, &vel, &cloth);
+    wfw_clock c = clock[k];
+    snprintf(name, sizeof name, "%s/pos", prefix);
+    if (st == WF_OK) st = wf_ckpt_writer_add(ck, name, pos, bytes);
+    snprintf(name, sizeof name, "%s/vel", prefix);
+    if (st == WF_OK) st = wf_ckpt_writer_add(ck, name, vel, bytes);
+    snprintf(name, sizeof name, "%s/clock", prefix);
     if (st == WF_OK) st = wf_ckpt_writer_add(ck, name, &c, sizeof c);
   }
   if (st == WF_OK) st = wf_ckpt_writer_save(ck, path);
@@ -812,9 +818,7 @@ wf_status wf_world_save_last_good(wf_world *w, const char *path, int64_t *frame)
   w->cache_frame = -1; /* the host copies now hold the snapshot, not the current state */
   int64_t good = -1;
   if (st == WF_OK) st = wfw_health_last_good(w->health, w->frame, pos, vel, clock, &good);
-  wfw_clock none = {0.0, 0};
-  if (st == WF_OK)
-    st = save_state(w, path, good, w->ps ? &clock[0] : &none, clock + (w->ps ? 1 : 0));
+  if (st == WF_OK) st = save_state(w, path, good, clock);
   free(pos), free(vel), free(clock);
   if (st == WF_OK && frame) *frame = good;
   return st;
@@ -862,40 +866,29 @@ wf_status wf_world_load_checkpoint(wf_world *w, const char *path) {
                      "%s: the checkpoint was run at %g fps x %llu substeps, this world at %g x %d",
                      path, fps, (unsigned long long)meta[META_SUBSTEPS], w->fps, w->substeps);
   }
-  if (st == WF_OK && w->ps) {
+  for (int k = 0; k < state_blocks(w) && st == WF_OK; k++) {
     const void *pos, *vel, *clk;
-    size_t bytes = (size_t)w->n_particles * 16;
+    char prefix[20], np[WF_CKPT_NAME_MAX + 1], nv[WF_CKPT_NAME_MAX + 1], nc[WF_CKPT_NAME_MAX + 1];
+    float(*hp)[4], (*hv)[4];
+    int i;
+    size_t bytes = state_block(w, k, prefix, &hp, &hv, &i);
     wfw_clock c;
-    if ((st = section(r, path, "particles/pos", bytes, &pos)) == WF_OK &&
-        (st = section(r, path, "particles/vel", bytes, &vel)) == WF_OK &&
-        (st = section(r, path, "particles/clock", sizeof c, &clk)) == WF_OK) {
-      memcpy(&c, clk, sizeof c);
-      /* copies: the sections are 8-byte aligned, the solver reads float[4] rows */
-      memcpy(w->ppos, pos, bytes);
-      memcpy(w->pvel, vel, bytes);
-      st = wf_particles_set_state(w->ps, (const float(*)[4])w->ppos, (const float(*)[4])w->pvel,
-                                  c.time, c.substeps);
-      if (st != WF_OK) st = fail_object(st, "particles", 0, "particles");
-    }
-  }
-  int first = w->n_objects - w->n_cloths;
-  for (int i = 0; i < w->n_cloths && st == WF_OK; i++) {
-    const void *pos, *vel, *clk;
-    size_t bytes = (size_t)w->objects[first + i].count * 16;
-    wfw_clock c;
-    char np[WF_CKPT_NAME_MAX + 1], nv[WF_CKPT_NAME_MAX + 1], nc[WF_CKPT_NAME_MAX + 1];
-    snprintf(np, sizeof np, "cloth/%d/pos", i);
-    snprintf(nv, sizeof nv, "cloth/%d/vel", i);
-    snprintf(nc, sizeof nc, "cloth/%d/clock", i);
+    snprintf(np, sizeof np, "%s/pos", prefix);
+    snprintf(nv, sizeof nv, "%s/vel", prefix);
+    snprintf(nc, sizeof nc, "%s/clock", prefix);
     if ((st = section(r, path, np, bytes, &pos)) == WF_OK &&
         (st = section(r, path, nv, bytes, &vel)) == WF_OK &&
         (st = section(r, path, nc, sizeof c, &clk)) == WF_OK) {
       memcpy(&c, clk, sizeof c);
-      memcpy(w->cpos[i], pos, bytes);
-      memcpy(w->cvel[i], vel, bytes);
-      st = wf_cloth_set_state(w->cloths[i], (const float(*)[4])w->cpos[i],
-                              (const float(*)[4])w->cvel[i], c.time, c.substeps);
-      if (st != WF_OK) st = fail_object(st, "cloths", i, w->objects[first + i].name);
+      /* copies: the sections are 8-byte aligned, the solvers read float[4] rows */
+      memcpy(hp, pos, bytes);
+      memcpy(hv, vel, bytes);
+      const float(*p4)[4] = (const float(*)[4])hp, (*v4)[4] = (const float(*)[4])hv;
+      st = i < 0 ? wf_particles_set_state(w->ps, p4, v4, c.time, c.substeps)
+                 : wf_cloth_set_state(w->cloths[i], p4, v4, c.time, c.substeps);
+      if (st != WF_OK)
+        st = i < 0 ? fail_object(st, "particles", 0, "particles")
+                   : fail_object(st, "cloths", i, cloth_name(w, i));
     }
   }
   if (st == WF_OK) {

@@ -379,7 +379,7 @@ static wf_status grid_alloc(wfc_part *c, const char *fn) {
   int bits;
   wfc_grid_params_init(&g, 1.0f, table, &bits);
   wfp_f4 *rest = malloc(nv * sizeof *rest);
-  if (!rest) return wf__error(WF_ERR_OUT_OF_MEMORY, fn, "cloth '%s': out of host memory", c->name);
+  if (!rest) return wfc_oom(fn, c->name);
   for (uint32_t i = 0; i < c->nv; i++)
     rest[i] = (wfp_f4){c->topo.x[i][0], c->topo.x[i][1], c->topo.x[i][2], 0.0f};
   size_t bytes[] = {c->desc.integrator == WF_CLOTH_SPRINGS ? nv * sizeof(wfp_f4) : 0,
@@ -472,17 +472,13 @@ static void lists_free(host_lists *L) {
   }
 }
 
-static wf_status no_memory(const char *fn, const char *name) {
-  return wf__error(WF_ERR_OUT_OF_MEMORY, fn, "cloth '%s': out of host memory", name);
-}
-
 /* The object, holding the desc and the topology (taken: freed here on failure). */
 static wf_status part_new(const char *fn, wf_device *dev, const wf_cloth_desc *desc,
                           const char *name, wfc_topology *topo, wfc_part **out) {
   wfc_part *c = calloc(1, sizeof *c);
   if (!c) {
     wfc_topology_free(topo);
-    return no_memory(fn, name);
+    return wfc_oom(fn, name);
   }
   snprintf(c->name, sizeof c->name, "%s", name);
   c->dev = dev;
@@ -493,7 +489,7 @@ static wf_status part_new(const char *fn, wf_device *dev, const wf_cloth_desc *d
   c->nv = c->n_update = c->topo.nv, c->nt = c->topo.nt;
   c->pinned = calloc(c->nv, 1);
   *out = c;
-  return c->pinned ? WF_OK : no_memory(fn, name);
+  return c->pinned ? WF_OK : wfc_oom(fn, name);
 }
 
 /* Topology of a whole cloth: masses, springs (and a grid's rest table) or constraints. */
@@ -502,12 +498,12 @@ static wf_status lists_build(const char *fn, wfc_part *c, host_lists *L) {
   bool springs = d->integrator == WF_CLOTH_SPRINGS;
   L->own = true;
   L->inv_mass = L->own_mass = malloc((size_t)c->nv * sizeof *L->own_mass);
-  if (!L->own_mass) return no_memory(fn, c->name);
+  if (!L->own_mass) return wfc_oom(fn, c->name);
   wf_status st = wfc_inverse_masses(fn, c->name, &c->topo, &d->material, L->own_mass);
   if (st == WF_OK && springs) st = wfc_springs_build(fn, c->name, &c->topo, &L->sp);
   if (st == WF_OK && springs && c->topo.grid[0] &&
       wfc_grid_rest_build(&c->topo, &L->sp, &L->grid_rest) == WF_ERR_OUT_OF_MEMORY)
-    st = no_memory(fn, c->name);
+    st = wfc_oom(fn, c->name);
   if (st == WF_OK && !springs) st = wfc_constraints_build(fn, c->name, &c->topo, &L->cons);
   if (st != WF_OK) return st;
   c->colour_start = L->cons.colour_start; /* taken */
@@ -527,7 +523,7 @@ static wf_status lists_of_partition(const char *fn, wfc_part *c, const wfc_local
     L->cons = *local->cons;
   size_t colours = (size_t)L->cons.colours + 1;
   c->colour_start = malloc(colours * sizeof *c->colour_start);
-  if (!c->colour_start) return no_memory(fn, c->name);
+  if (!c->colour_start) return wfc_oom(fn, c->name);
   if (L->cons.colour_start)
     memcpy(c->colour_start, L->cons.colour_start, colours * sizeof(uint32_t));
   else
@@ -563,7 +559,7 @@ static wf_status stream_open(const char *fn, wfc_part *c) {
  * lists), the vertex grid's with self-collision, and the parameter block. */
 static wf_status buffers_upload(const char *fn, wfc_part *c, const host_lists *L) {
   wfp_f4 *x = malloc((size_t)c->nv * sizeof *x);
-  if (!x) return no_memory(fn, c->name);
+  if (!x) return wfc_oom(fn, c->name);
   for (uint32_t i = 0; i < c->nv; i++)
     x[i] = (wfp_f4){c->topo.x[i][0], c->topo.x[i][1], c->topo.x[i][2], L->inv_mass[i]};
   size_t nv = c->nv, nt = c->nt;
@@ -641,9 +637,6 @@ static wf_status create_whole(const char *fn, wf_device *dev, const wf_cloth_des
 wf_status wfc_part_create_grid(wf_device *dev, const wf_cloth_desc *desc, const wf_cloth_grid *grid,
                                wfc_part **out) {
   static const char fn[] = "wf_cloth_create_grid";
-  if (!out) return wf__error(WF_ERR_INVALID, fn, "out is NULL");
-  *out = NULL;
-  if (!dev || !desc || !grid) return wf__error(WF_ERR_INVALID, fn, "device, desc or grid is NULL");
   const char *name = desc->name ? desc->name : "cloth";
   wf_status st = check_desc(fn, desc, name);
   if (st != WF_OK) return st;
@@ -655,9 +648,6 @@ wf_status wfc_part_create_grid(wf_device *dev, const wf_cloth_desc *desc, const 
 wf_status wfc_part_create_mesh(wf_device *dev, const wf_cloth_desc *desc,
                                const wf_cloth_mesh_desc *mesh, wfc_part **out) {
   static const char fn[] = "wf_cloth_create_mesh";
-  if (!out) return wf__error(WF_ERR_INVALID, fn, "out is NULL");
-  *out = NULL;
-  if (!dev || !desc || !mesh) return wf__error(WF_ERR_INVALID, fn, "device, desc or mesh is NULL");
   const char *name = desc->name ? desc->name : "cloth";
   wf_status st = check_desc(fn, desc, name);
   if (st != WF_OK) return st;
@@ -681,15 +671,9 @@ static wf_status pin_one(wfc_part *c, const char *fn, uint32_t v, const float ve
   return WF_OK;
 }
 
-static const float zero3[3] = {0.0f, 0.0f, 0.0f};
-
 wf_status wfc_part_pin(wfc_part *c, uint32_t vertex) {
-  static const char fn[] = "wf_cloth_pin";
-  if (!c) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
-  if (vertex >= c->nv)
-    return wf__error(WF_ERR_INVALID, fn, "cloth '%s': pin vertex %u is out of range (%u vertices)",
-                     c->name, vertex, c->nv);
-  return pin_one(c, fn, vertex, zero3);
+  static const float zero3[3] = {0.0f, 0.0f, 0.0f};
+  return pin_one(c, "wf_cloth_pin", vertex, zero3);
 }
 
 wf_status wfc_pin_named_range(const char *fn, const char *name, const uint32_t grid[2],
@@ -719,52 +703,6 @@ wf_status wfc_pin_named_range(const char *fn, const char *name, const uint32_t g
                    name, where);
 }
 
-wf_status wfc_part_pin_named(wfc_part *c, const char *where, uint32_t *count) {
-  static const char fn[] = "wf_cloth_pin_named";
-  if (!c || !where) return wf__error(WF_ERR_INVALID, fn, "cloth or name is NULL");
-  uint32_t r[4];
-  wf_status st = wfc_pin_named_range(fn, c->name, c->topo.grid, where, r);
-  if (st != WF_OK) return st;
-  uint32_t n = 0;
-  for (uint32_t j = r[2]; j <= r[3]; j++)
-    for (uint32_t i = r[0]; i <= r[1]; i++) {
-      if ((st = pin_one(c, fn, j * c->topo.grid[0] + i, zero3)) != WF_OK) return st;
-      n++;
-    }
-  if (count) *count = n;
-  return WF_OK;
-}
-
-static wf_status pin_region(wfc_part *c, const char *fn, const float lo[3], const float hi[3],
-                            const float vel[3], uint32_t *count) {
-  if (!lo || !hi || !finite3(lo) || !finite3(hi))
-    return wf__error(WF_ERR_INVALID, fn, "cloth '%s': region bounds are NULL or not finite",
-                     c->name);
-  uint32_t n = 0;
-  for (uint32_t i = 0; i < c->nv; i++) {
-    const float *x = c->topo.x[i];
-    if (x[0] < lo[0] || x[1] < lo[1] || x[2] < lo[2] || x[0] > hi[0] || x[1] > hi[1] ||
-        x[2] > hi[2])
-      continue;
-    wf_status st = pin_one(c, fn, i, vel);
-    if (st != WF_OK) return st;
-    n++;
-  }
-  if (count) *count = n;
-  if (!n)
-    return wf__error(WF_ERR_INVALID, fn,
-                     "cloth '%s': the region [%g %g %g] - [%g %g %g] holds no vertex", c->name,
-                     (double)lo[0], (double)lo[1], (double)lo[2], (double)hi[0], (double)hi[1],
-                     (double)hi[2]);
-  return WF_OK;
-}
-
-wf_status wfc_part_pin_region(wfc_part *c, const float lo[3], const float hi[3], uint32_t *count) {
-  static const char fn[] = "wf_cloth_pin_region";
-  if (!c) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
-  return pin_region(c, fn, lo, hi, zero3, count);
-}
-
 static wf_status collider_velocity(const wfc_part *c, const char *fn, uint32_t collider,
                                    float vel[3]) {
   if (collider >= c->params.n_colliders)
@@ -779,23 +717,9 @@ static wf_status collider_velocity(const wfc_part *c, const char *fn, uint32_t c
 
 wf_status wfc_part_attach(wfc_part *c, uint32_t vertex, uint32_t collider) {
   static const char fn[] = "wf_cloth_attach";
-  if (!c) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
-  if (vertex >= c->nv)
-    return wf__error(WF_ERR_INVALID, fn,
-                     "cloth '%s': attach vertex %u is out of range (%u vertices)", c->name, vertex,
-                     c->nv);
   float vel[3];
   wf_status st = collider_velocity(c, fn, collider, vel);
   return st != WF_OK ? st : pin_one(c, fn, vertex, vel);
-}
-
-wf_status wfc_part_attach_region(wfc_part *c, const float lo[3], const float hi[3],
-                                 uint32_t collider, uint32_t *count) {
-  static const char fn[] = "wf_cloth_attach_region";
-  if (!c) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
-  float vel[3];
-  wf_status st = collider_velocity(c, fn, collider, vel);
-  return st != WF_OK ? st : pin_region(c, fn, lo, hi, vel, count);
 }
 
 /* ---- colliders, material, parameters ----------------------------------------------------------
@@ -803,7 +727,7 @@ wf_status wfc_part_attach_region(wfc_part *c, const float lo[3], const float hi[
 
 wf_status wfc_part_add_collider(wfc_part *c, const wf_collider_desc *d, uint32_t *index) {
   static const char fn[] = "wf_cloth_add_collider";
-  if (!c || !d) return wf__error(WF_ERR_INVALID, fn, "cloth or collider is NULL");
+  if (!d) return wf__error(WF_ERR_INVALID, fn, "collider is NULL");
   uint32_t k = c->params.n_colliders;
   if (k >= WFC_MAX_COLLIDERS)
     return wf__error(WF_ERR_INVALID, fn, "cloth '%s': collider '%s': at most %d colliders", c->name,
@@ -824,7 +748,7 @@ wf_status wfc_part_add_collider(wfc_part *c, const wf_collider_desc *d, uint32_t
 
 wf_status wfc_part_set_material(wfc_part *c, const wf_cloth_material *m) {
   static const char fn[] = "wf_cloth_set_material";
-  if (!c || !m) return wf__error(WF_ERR_INVALID, fn, "cloth or material is NULL");
+  if (!m) return wf__error(WF_ERR_INVALID, fn, "material is NULL");
   wf_status st = check_material(fn, c->name, m);
   if (st != WF_OK) return st;
   float density = c->desc.material.density, mass = c->desc.material.particle_mass;
@@ -839,7 +763,7 @@ wf_cloth_params wfc_part_params_get(const wfc_part *c) {
 
 wf_status wfc_part_params_set(wfc_part *c, const wf_cloth_params *p) {
   static const char fn[] = "wf_cloth_params_set";
-  if (!c || !p) return wf__error(WF_ERR_INVALID, fn, "cloth or params is NULL");
+  if (!p) return wf__error(WF_ERR_INVALID, fn, "params is NULL");
   wf_status st = check_params(fn, c->name, p);
   if (st != WF_OK) return st;
   c->desc.frame_dt = p->frame_dt;
@@ -1068,10 +992,9 @@ static wf_status substep_begin(wfc_part *c, const char *fn, int in) {
   wf_status st;
   if (c->desc.integrator == WF_CLOTH_XPBD) {
     wfc_predict_args pa = predict_args(c);
-    if ((st = launch(c, fn, &wfc_xpbd_predict, c->n_update, &pa, sizeof pa)) != WF_OK) return st;
-    if (c->buf[B_LAMBDA])
-      TRY(wf_memset(c->buf[B_LAMBDA], 0, 0, (size_t)c->constraints * 4, c->stream),
-          "clearing the multipliers");
+    if ((st = launch(c, fn, &wfc_xpbd_predict, c->n_update, &pa, sizeof pa)) != WF_OK ||
+        (st = wfc_enqueue_clear_multipliers(c, fn)) != WF_OK)
+      return st;
     for (int it = 0; it < c->desc.iterations; it++)
       for (uint32_t q = 0; q < c->colours; q++)
         if ((st = xpbd_colour(c, fn, q)) != WF_OK) return st;
@@ -1240,7 +1163,6 @@ static wf_status couple_hook(void *user, int event) {
 
 wf_status wfc_part_couple(wfc_part *c, wf_particles *ps) {
   static const char fn[] = "wf_cloth_couple";
-  if (!c) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
   if (c->ps) { /* uncouple first (also when coupling again, e.g. after adding particles) */
     wfp_hook_remove(c->ps, couple_hook, c);
     c->ps = NULL;
@@ -1273,9 +1195,6 @@ wf_status wfc_part_couple(wfc_part *c, wf_particles *ps) {
 
 wf_status wfc_part_step_frames(wfc_part *c, int frames) {
   static const char fn[] = "wf_cloth_step_frames";
-  if (!c) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
-  if (frames < 0)
-    return wf__error(WF_ERR_INVALID, fn, "cloth '%s': frames %d must be >= 0", c->name, frames);
   if (c->ps) return coupled_error(c, fn);
   if (frames == 0) return WF_OK;
   if (c->desc.no_graph && !c->rb) return enqueue_substeps(c, fn, frames * c->desc.substeps);
@@ -1297,7 +1216,6 @@ wf_status wfc_part_step_frames(wfc_part *c, int frames) {
 
 wf_status wfc_part_step_substeps(wfc_part *c, int n) {
   static const char fn[] = "wf_cloth_step_substeps";
-  if (!c) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
   if (n < 0)
     return wf__error(WF_ERR_INVALID, fn, "cloth '%s': substeps %d must be >= 0", c->name, n);
   if (c->ps) return coupled_error(c, fn);
@@ -1319,16 +1237,8 @@ static wf_status flags_status(wfc_part *c, const char *fn) {
                    c->name, f.first_bad, (unsigned long long)k.substeps);
 }
 
-wf_status wfc_part_check(wfc_part *c) {
-  static const char fn[] = "wf_cloth_check";
-  if (!c) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
-  TRY(wf_stream_synchronize(c->stream), "waiting for the solver");
-  return flags_status(c, fn);
-}
-
 wf_status wfc_part_download(wfc_part *c, float (*pos)[4], float (*vel)[4]) {
   static const char fn[] = "wf_cloth_download";
-  if (!c) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
   TRY(wf_stream_synchronize(c->stream), "waiting for the solver");
   size_t bytes = (size_t)c->nv * sizeof(wfp_f4);
   if (pos) TRY(wf_download(pos, c->buf[B_POS0], 0, bytes), "downloading positions");
@@ -1341,8 +1251,6 @@ wf_status wfc_part_download(wfc_part *c, float (*pos)[4], float (*vel)[4]) {
 wf_status wfc_part_set_state(wfc_part *c, const float (*pos)[4], const float (*vel)[4], double time,
                              uint64_t substeps) {
   static const char fn[] = "wf_cloth_set_state";
-  if (!c) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
-  if (!pos || !vel) return wf__error(WF_ERR_INVALID, fn, "cloth '%s': pos or vel is NULL", c->name);
   if (!isfinite(time))
     return wf__error(WF_ERR_INVALID, fn, "cloth '%s': time is not finite", c->name);
   TRY(wf_stream_synchronize(c->stream), "waiting for the solver");
@@ -1363,22 +1271,15 @@ wf_status wfc_part_set_state(wfc_part *c, const float (*pos)[4], const float (*v
  * not overwrite the positions while they are read. */
 wf_status wfc_part_copy_positions_on(wfc_part *c, wf_buffer *dst, size_t off, wf_stream *s) {
   static const char fn[] = "wf_cloth_copy_positions";
-  if (!c || !dst) return wf__error(WF_ERR_INVALID, fn, "cloth or buffer is NULL");
   if (!s) s = c->stream;
-  size_t bytes = (size_t)c->nv * sizeof(wfp_f4);
-  if (off > wf_buffer_size(dst) || wf_buffer_size(dst) - off < bytes)
-    return wf__error(WF_ERR_INVALID, fn,
-                     "cloth '%s': destination holds %zu bytes after offset %zu, positions need %zu",
-                     c->name, off > wf_buffer_size(dst) ? 0 : wf_buffer_size(dst) - off, off,
-                     bytes);
-  TRY(wf_copy(dst, off, c->buf[B_POS0], 0, bytes, s), "copying positions");
+  TRY(wf_copy(dst, off, c->buf[B_POS0], 0, (size_t)c->nv * sizeof(wfp_f4), s), "copying positions");
   if (s != c->stream) TRY(wf_stream_wait_stream(c->stream, s), "ordering after the copy");
   return WF_OK;
 }
 
-static wf_status set_readback(wfc_part *c, wf_buffer *dst, size_t off, wf_cloth_layout layout,
-                              const char *fn) {
-  if (!c) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
+wf_status wfc_part_set_frame_readback_as(wfc_part *c, wf_buffer *dst, size_t off,
+                                         wf_cloth_layout layout) {
+  static const char fn[] = "wf_cloth_set_frame_readback_as";
   if (layout != WF_CLOTH_XYZW && layout != WF_CLOTH_XYZ)
     return wf__error(WF_ERR_INVALID, fn,
                      "cloth '%s': layout %d is neither WF_CLOTH_XYZW (0) nor WF_CLOTH_XYZ (1)",
@@ -1421,14 +1322,8 @@ static wf_status set_readback(wfc_part *c, wf_buffer *dst, size_t off, wf_cloth_
   return WF_OK;
 }
 
-wf_status wfc_part_set_frame_readback_as(wfc_part *c, wf_buffer *dst, size_t off,
-                                         wf_cloth_layout layout) {
-  return set_readback(c, dst, off, layout, "wf_cloth_set_frame_readback_as");
-}
-
 wf_status wfc_part_time(wfc_part *c, double *seconds, uint64_t *substeps) {
   static const char fn[] = "wf_cloth_time";
-  if (!c) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
   wfc_clock k;
   TRY(wf_stream_synchronize(c->stream), "waiting for the solver");
   TRY(wf_download(&k, c->buf[B_CLOCK0], 0, sizeof k), "reading the solver's clock");
@@ -1438,7 +1333,6 @@ wf_status wfc_part_time(wfc_part *c, double *seconds, uint64_t *substeps) {
 }
 
 wf_status wfc_part_info_get(const wfc_part *c, wf_cloth_info *out) {
-  if (!c || !out) return wf__error(WF_ERR_INVALID, "wf_cloth_info_get", "cloth or out is NULL");
   memset(out, 0, sizeof *out);
   out->vertices = c->nv;
   out->triangles = c->nt;
@@ -1472,17 +1366,13 @@ wf_stream *wfc_part_stream(const wfc_part *c) { return c ? c->stream : NULL; }
 wf_device *wfc_part_device(const wfc_part *c) { return c ? c->dev : NULL; }
 
 wf_status wfc_part_state_buffers(wfc_part *c, wf_buffer **pos, wf_buffer **vel, wf_buffer **clock) {
-  if (!c) return wf__error(WF_ERR_INVALID, "wf_cloth_state_buffers", "cloth is NULL");
   if (pos) *pos = c->buf[B_POS0];
   if (vel) *vel = c->buf[B_VEL0];
   if (clock) *clock = c->buf[B_CLOCK0];
   return WF_OK;
 }
 
-const uint32_t *wfc_part_triangles(const wfc_part *c, uint32_t *count) {
-  if (count) *count = c ? c->nt : 0;
-  return c && c->nt ? c->topo.tris : NULL;
-}
+const wfc_topology *wfc_part_topology(const wfc_part *c) { return &c->topo; }
 
 /* ---- the hooks of the cloth over several devices (cloth_internal.h) ------------------------- */
 
@@ -1512,23 +1402,9 @@ wf_status wfc_check_desc(const char *fn, const wf_cloth_desc *desc, const char *
   return check_desc(fn, desc, name);
 }
 
-wf_status wfc_enqueue_springs(wfc_part *c, const char *fn, int in) { return substep(c, fn, in); }
-
-wf_status wfc_enqueue_predict(wfc_part *c, const char *fn) {
-  wfc_predict_args pa = predict_args(c);
-  wf_status st = launch(c, fn, &wfc_xpbd_predict, c->n_update, &pa, sizeof pa);
-  if (st != WF_OK) return st;
-  if (c->buf[B_LAMBDA])
-    TRY(wf_memset(c->buf[B_LAMBDA], 0, 0, (size_t)c->constraints * 4, c->stream),
-        "clearing the multipliers");
-  return WF_OK;
-}
-
 wf_status wfc_enqueue_colour(wfc_part *c, const char *fn, uint32_t colour) {
   return xpbd_colour(c, fn, colour);
 }
-
-wf_status wfc_enqueue_finalize(wfc_part *c, const char *fn) { return substep_end(c, fn, 1); }
 
 wf_status wfc_enqueue_frame_end(wfc_part *c, const char *fn, int substeps) {
   if (c->desc.integrator == WF_CLOTH_SPRINGS && (substeps & 1)) {
@@ -1539,7 +1415,7 @@ wf_status wfc_enqueue_frame_end(wfc_part *c, const char *fn, int substeps) {
 }
 
 /* The split's overlap: the per-vertex kernels over owned vertices [begin, end) only. Over [0,
- * n_update) in pieces they compute what wfc_enqueue_springs / _predict / _finalize compute (the
+ * n_update) in pieces they compute what the whole stages of substep() compute (the
  * clock is written by vertex 0's element, in whichever piece holds it). */
 wf_status wfc_enqueue_springs_range(wfc_part *c, const char *fn, int in, uint32_t begin,
                                     uint32_t end) {

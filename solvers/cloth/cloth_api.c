@@ -1,12 +1,13 @@
-/* The public cloth (weft/cloth.h): every wf_cloth_* function. With one device the call goes
- * straight to the one partition (whole()), with nothing added on the way; with several it works
- * over the partitions (cloth_parts.h has the picture; the build, the frame and the state live in
+/* The public cloth (weft/cloth.h): every wf_cloth_* function. The setup calls (pins, colliders,
+ * material, parameters) loop over the partitions, one or several alike. The calls of every frame
+ * (stepping, copying or reading back the positions, the state) go straight to the one partition
+ * with one device (whole()), with nothing added on the way; with several they work over the
+ * partitions (cloth_parts.h has the picture; the build, the frame and the state live in
  * partition_build.c, halo.c and partition_state.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cloth_parts.h"
 #include "internal/error.h"
@@ -28,42 +29,30 @@ static wfc_part *whole(const wf_cloth *cs) { return cs->np == 1 ? cs->parts[0].c
 
 void wf_cloth_destroy(wf_cloth *cs) {
   if (!cs) return;
-  if (whole(cs)) {
-    wf_stream_synchronize(wfc_stream_of(cs, 0));
-    wfc_part_destroy(whole(cs));
-  } else {
-    wfc_gather_free(cs);
-    wfc_free_parts(cs);
-  }
+  if (whole(cs)) cs->rest = NULL, cs->tris = NULL; /* the partition's (create_whole) */
+  wfc_gather_free(cs);
+  wfc_free_parts(cs);
   free(cs);
 }
 
 /* One device: its partition is the whole cloth, built from the grid or mesh as given (the
- * single-device solver, desc->stream honoured). */
+ * single-device solver, desc->stream honoured). The cloth's rest positions and triangles are the
+ * partition's; it has no local numbering (lid: a vertex is its own local index). */
 static wf_status create_whole(const char *fn, wf_device *dev, const wf_cloth_desc *desc,
                               const wf_cloth_grid *grid, const wf_cloth_mesh_desc *mesh,
-                              wf_cloth **out) {
-  const char *name = desc->name ? desc->name : "cloth";
-  wf_cloth *cs = calloc(1, sizeof *cs);
-  if (!cs) return wfc_oom(fn, name);
-  snprintf(cs->name, sizeof cs->name, "%s", name);
-  cs->desc = *desc;
-  cs->desc.name = cs->name;
-  cs->np = 1;
+                              wf_cloth *cs) {
   wfc_piece *pt = &cs->parts[0];
   pt->dev = dev;
   wf_status st = grid ? wfc_part_create_grid(dev, desc, grid, &pt->c)
                       : wfc_part_create_mesh(dev, desc, mesh, &pt->c);
-  if (st != WF_OK) {
-    free(cs);
-    return st;
+  const wfc_topology *t = st == WF_OK ? wfc_part_topology(pt->c) : NULL;
+  if (t) {
+    cs->nv = pt->n_local = pt->n_owned = t->nv;
+    cs->nt = t->nt, cs->tris = t->tris, cs->rest = t->x;
+    cs->grid[0] = t->grid[0], cs->grid[1] = t->grid[1];
+    if (!(cs->pinned = calloc(cs->nv, 1))) st = wfc_oom(fn, cs->name);
   }
-  wf_cloth_info in;
-  wfc_part_info_get(pt->c, &in);
-  cs->nv = pt->n_local = pt->n_owned = in.vertices;
-  cs->grid[0] = in.grid[0], cs->grid[1] = in.grid[1];
-  *out = cs;
-  return WF_OK;
+  return st;
 }
 
 /* The devices desc names (none, or a NULL first one: the default device) into devs; their
@@ -95,8 +84,17 @@ static wf_status create(const char *fn, const wf_cloth_desc *desc, const wf_clot
   wf_device *devs[WFPT_MAX];
   int n = devices_of(fn, desc, devs);
   if (n == 0) return WF_ERR_INVALID;
-  return n == 1 ? create_whole(fn, devs[0], desc, grid, mesh, out)
-                : wfc_create_parts(fn, devs, n, desc, grid, mesh, out);
+  wf_cloth *cs = calloc(1, sizeof *cs);
+  if (!cs) return wfc_oom(fn, desc->name ? desc->name : "cloth");
+  snprintf(cs->name, sizeof cs->name, "%s", desc->name ? desc->name : "cloth");
+  cs->desc = *desc;
+  cs->desc.name = cs->name;
+  cs->np = n;
+  wf_status st = n == 1 ? create_whole(fn, devs[0], desc, grid, mesh, cs)
+                        : wfc_create_parts(fn, devs, desc, grid, mesh, cs);
+  if (st != WF_OK) wf_cloth_destroy(cs);
+  if (st == WF_OK) *out = cs;
+  return st;
 }
 
 wf_status wf_cloth_create_grid(const wf_cloth_desc *desc, const wf_cloth_grid *grid,
@@ -132,7 +130,7 @@ static wf_status one_device_only(const wf_cloth *cs, const char *fn, const char 
 /* Pins (collider == WFC_NONE) or attaches global vertex v in every partition that holds it. */
 static wf_status pin_global(wf_cloth *cs, uint32_t v, uint32_t collider) {
   for (int p = 0; p < cs->np; p++) {
-    uint32_t l = cs->lid[(size_t)p * cs->nv + v];
+    uint32_t l = cs->lid ? cs->lid[(size_t)p * cs->nv + v] : v;
     if (l == WFC_NONE) continue;
     wf_status st = collider == WFC_NONE ? wfc_part_pin(cs->parts[p].c, l)
                                         : wfc_part_attach(cs->parts[p].c, l, collider);
@@ -151,7 +149,6 @@ static wf_status check_vertex(const wf_cloth *cs, const char *fn, uint32_t v) {
 wf_status wf_cloth_pin(wf_cloth *cs, uint32_t vertex) {
   static const char fn[] = "wf_cloth_pin";
   if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
-  if (whole(cs)) return wfc_part_pin(whole(cs), vertex);
   wf_status st = check_vertex(cs, fn, vertex);
   return st != WF_OK ? st : pin_global(cs, vertex, WFC_NONE);
 }
@@ -159,7 +156,6 @@ wf_status wf_cloth_pin(wf_cloth *cs, uint32_t vertex) {
 wf_status wf_cloth_attach(wf_cloth *cs, uint32_t vertex, uint32_t collider) {
   static const char fn[] = "wf_cloth_attach";
   if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
-  if (whole(cs)) return wfc_part_attach(whole(cs), vertex, collider);
   wf_status st = check_vertex(cs, fn, vertex);
   if (st != WF_OK) return st;
   if (collider == WFC_NONE)
@@ -171,7 +167,6 @@ wf_status wf_cloth_attach(wf_cloth *cs, uint32_t vertex, uint32_t collider) {
 wf_status wf_cloth_pin_named(wf_cloth *cs, const char *where, uint32_t *count) {
   static const char fn[] = "wf_cloth_pin_named";
   if (!cs || !where) return wf__error(WF_ERR_INVALID, fn, "cloth or name is NULL");
-  if (whole(cs)) return wfc_part_pin_named(whole(cs), where, count);
   uint32_t r[4], n = 0;
   wf_status st = wfc_pin_named_range(fn, cs->name, cs->grid, where, r);
   for (uint32_t j = r[2]; st == WF_OK && j <= r[3]; j++)
@@ -209,7 +204,6 @@ static wf_status pin_region(wf_cloth *cs, const char *fn, const float lo[3], con
 }
 
 wf_status wf_cloth_pin_region(wf_cloth *cs, const float lo[3], const float hi[3], uint32_t *count) {
-  if (cs && whole(cs)) return wfc_part_pin_region(whole(cs), lo, hi, count);
   return pin_region(cs, "wf_cloth_pin_region", lo, hi, WFC_NONE, count);
 }
 
@@ -259,36 +253,23 @@ wf_status wf_cloth_step_frames(wf_cloth *cs, int frames) {
   return frames ? wfpt_run_frames(&cs->frame, frames, WFPT_FULL, NULL) : WF_OK;
 }
 
-static double now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
-}
-
 /* One partition: no halo. Ordinary frames timed on the host's clock (each followed by a wait)
- * stand for all four kinds; the state is put back after. */
+ * stand for all four kinds. The state is not restored. */
 static wf_status measure_whole(wf_cloth *cs, const char *fn, int frames, wf_overlap *out) {
-  wfc_part *c = whole(cs);
-  float(*pos)[4] = malloc((size_t)cs->nv * 16), (*vel)[4] = malloc((size_t)cs->nv * 16);
-  double *ms = malloc((size_t)frames * sizeof *ms), time = 0.0;
-  uint64_t substeps = 0;
-  wf_status st = pos && vel && ms ? WF_OK : wfc_oom(fn, cs->name);
-  if (st == WF_OK) st = wfc_part_download(c, pos, vel);
-  if (st == WF_OK) st = wfc_part_time(c, &time, &substeps);
+  double *ms = malloc((size_t)frames * sizeof *ms);
+  wf_status st = ms ? WF_OK : wfc_oom(fn, cs->name);
   for (int f = -1; f < frames && st == WF_OK; f++) {
-    double t0 = now_ms();
-    st = wfc_part_step_frames(c, 1);
+    double t0 = wfpt_now_ms();
+    st = wfc_part_step_frames(whole(cs), 1);
     if (st == WF_OK && (st = wf_stream_synchronize(wfc_stream_of(cs, 0))) != WF_OK)
       st = wfc_fail(cs, fn, st, "waiting for a frame");
-    if (f >= 0) ms[f] = now_ms() - t0;
+    if (f >= 0) ms[f] = wfpt_now_ms() - t0;
   }
-  if (st == WF_OK)
-    st = wfc_part_set_state(c, (const float(*)[4])pos, (const float(*)[4])vel, time, substeps);
   if (st == WF_OK) {
     out->frame_ms = out->frame_no_halo_ms = out->compute_ms = wfpt_median(ms, frames);
     out->hidden_fraction = 1.0;
   }
-  free(pos), free(vel), free(ms);
+  free(ms);
   return st;
 }
 
@@ -298,7 +279,6 @@ wf_status wf_cloth_overlap_measure(wf_cloth *cs, int frames, wf_overlap *out) {
   memset(out, 0, sizeof *out);
   if (frames < 1)
     return wf__error(WF_ERR_INVALID, fn, "cloth '%s': frames %d must be >= 1", cs->name, frames);
-  if (whole(cs)) return measure_whole(cs, fn, frames, out);
   float(*pos)[4] = malloc((size_t)cs->nv * 16), (*vel)[4] = malloc((size_t)cs->nv * 16);
   double time = 0.0;
   uint64_t substeps = 0;
@@ -307,7 +287,7 @@ wf_status wf_cloth_overlap_measure(wf_cloth *cs, int frames, wf_overlap *out) {
   if (st == WF_OK) st = wf_cloth_download(cs, pos, vel);
   if (st == WF_OK) st = wf_cloth_time(cs, &time, &substeps);
   if (st == WF_OK) {
-    st = wfc_measure_parts(cs, fn, frames, out);
+    st = whole(cs) ? measure_whole(cs, fn, frames, out) : wfc_measure_parts(cs, fn, frames, out);
     /* give the state back even after a failure (its own error comes first), after the frames */
     wf_status st2 = WF_OK;
     for (int p = 1; p < cs->np && st2 == WF_OK; p++)
@@ -334,9 +314,9 @@ wf_status wf_cloth_set_state(wf_cloth *cs, const float (*pos)[4], const float (*
                              double time, uint64_t substeps) {
   static const char fn[] = "wf_cloth_set_state";
   if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
-  if (whole(cs)) return wfc_part_set_state(whole(cs), pos, vel, time, substeps);
   if (!pos || !vel)
     return wf__error(WF_ERR_INVALID, fn, "cloth '%s': pos or vel is NULL", cs->name);
+  if (whole(cs)) return wfc_part_set_state(whole(cs), pos, vel, time, substeps);
   return wfc_set_state_parts(cs, pos, vel, time, substeps);
 }
 
@@ -417,11 +397,7 @@ wf_status wf_cloth_step_substeps(wf_cloth *cs, int n) {
 }
 
 wf_status wf_cloth_set_frame_readback(wf_cloth *cs, wf_buffer *dst, size_t off) {
-  static const char fn[] = "wf_cloth_set_frame_readback";
-  if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
-  return whole(cs)
-             ? wfc_part_set_frame_readback_as(whole(cs), dst, off, WF_CLOTH_XYZW)
-             : one_device_only(cs, fn, "the per-frame readback (use wf_cloth_copy_positions_on)");
+  return wf_cloth_set_frame_readback_as(cs, dst, off, WF_CLOTH_XYZW);
 }
 
 wf_status wf_cloth_set_frame_readback_as(wf_cloth *cs, wf_buffer *dst, size_t off,
@@ -435,16 +411,12 @@ wf_status wf_cloth_set_frame_readback_as(wf_cloth *cs, wf_buffer *dst, size_t of
 
 /* ---- any number of devices ------------------------------------------------------------------ */
 
-wf_status wf_cloth_check(wf_cloth *cs) {
-  if (!cs) return wf__error(WF_ERR_INVALID, "wf_cloth_check", "cloth is NULL");
-  return whole(cs) ? wfc_part_check(whole(cs)) : wf_cloth_download(cs, NULL, NULL);
-}
+wf_status wf_cloth_check(wf_cloth *cs) { return wf_cloth_download(cs, NULL, NULL); }
 
 /* Frames are launched on partition 0's stream and every other partition's joins it. */
 wf_stream *wf_cloth_stream(const wf_cloth *cs) { return cs ? wfc_stream_of(cs, 0) : NULL; }
 
 const uint32_t *wf_cloth_triangles(const wf_cloth *cs, uint32_t *count) {
-  if (cs && whole(cs)) return wfc_part_triangles(whole(cs), count);
   if (count) *count = cs ? cs->nt : 0;
   return cs && cs->nt ? cs->tris : NULL;
 }
@@ -456,12 +428,12 @@ wf_status wf_cloth_copy_positions(wf_cloth *cs, wf_buffer *dst, size_t off) {
 wf_status wf_cloth_copy_positions_on(wf_cloth *cs, wf_buffer *dst, size_t off, wf_stream *s) {
   static const char fn[] = "wf_cloth_copy_positions";
   if (!cs || !dst) return wf__error(WF_ERR_INVALID, fn, "cloth or buffer is NULL");
-  if (whole(cs)) return wfc_part_copy_positions_on(whole(cs), dst, off, s);
   size_t bytes = (size_t)cs->nv * 16, size = wf_buffer_size(dst);
   if (off > size || size - off < bytes)
     return wf__error(WF_ERR_INVALID, fn,
                      "cloth '%s': destination holds %zu bytes after offset %zu, positions need %zu",
                      cs->name, off > size ? 0 : size - off, off, bytes);
+  if (whole(cs)) return wfc_part_copy_positions_on(whole(cs), dst, off, s);
   return wfc_copy_positions_parts(cs, fn, dst, off, s ? s : wfc_stream_of(cs, 0));
 }
 
@@ -470,7 +442,6 @@ wf_status wf_cloth_copy_positions_on(wf_cloth *cs, wf_buffer *dst, size_t off, w
 wf_status wf_cloth_attach_region(wf_cloth *cs, const float lo[3], const float hi[3],
                                  uint32_t collider, uint32_t *count) {
   static const char fn[] = "wf_cloth_attach_region";
-  if (cs && whole(cs)) return wfc_part_attach_region(whole(cs), lo, hi, collider, count);
   if (cs && collider == WFC_NONE)
     return wf__error(WF_ERR_INVALID, fn, "cloth '%s': collider %u does not exist", cs->name,
                      collider);

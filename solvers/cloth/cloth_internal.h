@@ -22,18 +22,15 @@
 typedef struct wfc_part wfc_part;
 
 /* The single-device solver, as the public wf_cloth_* functions of the same verb describe them
- * (weft/cloth.h); errors name the public function. */
+ * (weft/cloth.h); errors name the public function. The public function checks what it is given
+ * first (the cloth, vertex indices, counts and sizes); a partition checks the rest. */
 wf_status wfc_part_create_grid(wf_device *dev, const wf_cloth_desc *desc, const wf_cloth_grid *grid,
                                wfc_part **out);
 wf_status wfc_part_create_mesh(wf_device *dev, const wf_cloth_desc *desc,
                                const wf_cloth_mesh_desc *mesh, wfc_part **out);
 void wfc_part_destroy(wfc_part *c);
 wf_status wfc_part_pin(wfc_part *c, uint32_t vertex);
-wf_status wfc_part_pin_named(wfc_part *c, const char *where, uint32_t *count);
-wf_status wfc_part_pin_region(wfc_part *c, const float lo[3], const float hi[3], uint32_t *count);
 wf_status wfc_part_attach(wfc_part *c, uint32_t vertex, uint32_t collider);
-wf_status wfc_part_attach_region(wfc_part *c, const float lo[3], const float hi[3],
-                                 uint32_t collider, uint32_t *count);
 wf_status wfc_part_add_collider(wfc_part *c, const wf_collider_desc *d, uint32_t *index);
 wf_status wfc_part_set_material(wfc_part *c, const wf_cloth_material *m);
 wf_cloth_params wfc_part_params_get(const wfc_part *c);
@@ -41,7 +38,6 @@ wf_status wfc_part_params_set(wfc_part *c, const wf_cloth_params *p);
 wf_status wfc_part_couple(wfc_part *c, wf_particles *ps);
 wf_status wfc_part_step_frames(wfc_part *c, int frames);
 wf_status wfc_part_step_substeps(wfc_part *c, int n);
-wf_status wfc_part_check(wfc_part *c);
 wf_status wfc_part_download(wfc_part *c, float (*pos)[4], float (*vel)[4]);
 wf_status wfc_part_set_state(wfc_part *c, const float (*pos)[4], const float (*vel)[4], double time,
                              uint64_t substeps);
@@ -54,7 +50,10 @@ wf_stream *wfc_part_stream(const wfc_part *c);
 wf_device *wfc_part_device(const wfc_part *c);
 /* The state between frames: pos, vel (vertices x 16 bytes) and the clock; any may be NULL. */
 wf_status wfc_part_state_buffers(wfc_part *c, wf_buffer **pos, wf_buffer **vel, wf_buffer **clock);
-const uint32_t *wfc_part_triangles(const wfc_part *c, uint32_t *count);
+/* Its topology: rest positions, triangles, grid size (a partition's in its local numbering). */
+const wfc_topology *wfc_part_topology(const wfc_part *c);
+/* An error naming the cloth: out of host memory. */
+wf_status wfc_oom(const char *fn, const char *name);
 
 /* Explicit local topology. The topology passed beside it (x, tris, vt_start, vt_list, nv, nt;
  * no edges, grid 0 x 0) is taken over by the cloth, as are none of these arrays (copied). */
@@ -81,20 +80,15 @@ wf_status wfc_cloth_create_local(const char *fn, wf_device *dev, const wf_cloth_
 wf_status wfc_pin_named_range(const char *fn, const char *name, const uint32_t grid[2],
                               const char *where, uint32_t range[4]);
 
-/* The stages of a substep, on the cloth's stream. Mass-spring: one call per substep (state half
- * `in` -> the other). XPBD: predict (also clears the multipliers), colour(q) for every iteration
- * and colour in order, finalize. Then, after the frame's substeps, frame_end: a mass-spring
- * frame of an odd number of substeps copies half 1 back to half 0; every buffer is marked as used
- * on the cloth's stream. */
-wf_status wfc_enqueue_springs(wfc_part *c, const char *fn, int in);
-wf_status wfc_enqueue_predict(wfc_part *c, const char *fn);
+/* The stages of a substep, on the cloth's stream, as halo.c enqueues them. The per-vertex ones
+ * (a mass-spring substep from state half `in` to the other, XPBD's predict and finalize) run over
+ * owned vertices [begin, end) only (halo.c's overlap: the vertices other partitions read first,
+ * then the rest); pieces covering [0, n_update) compute what the whole stage computes, bit for
+ * bit. XPBD: predict, clear_multipliers, colour(q) for every iteration and colour in order,
+ * finalize. After the frame's substeps, frame_end: a mass-spring frame of an odd number of
+ * substeps copies half 1 back to half 0; every buffer is marked as used on the cloth's stream. */
 wf_status wfc_enqueue_colour(wfc_part *c, const char *fn, uint32_t colour);
-wf_status wfc_enqueue_finalize(wfc_part *c, const char *fn);
 wf_status wfc_enqueue_frame_end(wfc_part *c, const char *fn, int substeps);
-/* The same stages over owned vertices [begin, end) only (halo.c's overlap: the vertices other
- * partitions read first, then the rest). Pieces covering [0, n_update) compute what the whole
- * stage computes, bit for bit; the predict piece does not clear the multipliers:
- * clear_multipliers does (before the first colour pass). */
 wf_status wfc_enqueue_springs_range(wfc_part *c, const char *fn, int in, uint32_t begin,
                                     uint32_t end);
 wf_status wfc_enqueue_predict_range(wfc_part *c, const char *fn, uint32_t begin, uint32_t end);

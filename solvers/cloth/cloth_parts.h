@@ -10,10 +10,11 @@
  * and solvers/partition/ (partition sets, links, transport, frame capture, measure, gather) the
  * machinery under them.
  *
- * One device: the partition is the whole cloth, made from the grid or mesh as given, and every
- * call goes straight to it (whole()): no halo, no gather, no partition set, the single-device
- * fast path unchanged (tiled frame kernels, per-frame readback), and self-collision and coupling
- * available.
+ * One device: the partition is the whole cloth, made from the grid or mesh as given: no halo,
+ * no gather, no partition set, no local numbering; the calls of every frame go straight to it
+ * (whole()), the single-device fast path unchanged (tiled frame kernels, per-frame readback),
+ * and self-collision and coupling available. The setup calls loop over the partitions as with
+ * several.
  *
  * Several devices:
  * At creation the whole mesh is built once on the host (topology, masses, springs or coloured
@@ -120,13 +121,13 @@ struct wf_cloth {
   wfpt_frame frame;
   wfc_halo_link *links; /* set->n_links */
   uint32_t nv, nt;
-  uint32_t *tris;                         /* the whole cloth's triangles, 3 each */
+  uint32_t *tris; /* the whole cloth's triangles, 3 each (one device: the partition's) */
   uint32_t springs, constraints, colours; /* the whole cloth's */
   uint32_t grid[2];
-  float (*rest)[3];   /* rest positions, global order */
+  float (*rest)[3];   /* rest positions, global order (one device: the partition's) */
   int8_t *owner;      /* per global vertex */
   uint32_t *ghost_in; /* per global vertex: bit p when partition p holds it as a ghost */
-  uint32_t *lid;      /* [p * nv + g]: local index of g in partition p, or WFC_NONE */
+  uint32_t *lid;      /* [p * nv + g]: local index of g in partition p, or WFC_NONE; NULL: g */
   uint8_t *pinned;    /* per global vertex */
   /* the measure's compute marks: NULL, or per partition mark_cap pairs of timing events around
    * its kernels (start, end), mark_n[p] of them recorded in a WFPT_COMPUTE frame */
@@ -143,15 +144,13 @@ static inline wf_stream *wfc_stream_of(const wf_cloth *cs, int p) {
   return wfc_part_stream(cs->parts[p].c);
 }
 
-/* Errors naming the cloth: out of host memory; a GPU-layer call failed with st (its message
- * kept). */
-wf_status wfc_oom(const char *fn, const char *name);
+/* An error naming the cloth: a GPU-layer call failed with st (its message kept). */
 wf_status wfc_fail(const wf_cloth *cs, const char *fn, wf_status st, const char *what);
 
-/* partition_build.c: the cloth over n >= 2 devices, ready to step. */
-wf_status wfc_create_parts(const char *fn, wf_device *const *devices, int n,
-                           const wf_cloth_desc *desc, const wf_cloth_grid *grid,
-                           const wf_cloth_mesh_desc *mesh, wf_cloth **out);
+/* partition_build.c: cs (its name, desc and np >= 2 set) over np devices, ready to step; the
+ * caller destroys it on failure. */
+wf_status wfc_create_parts(const char *fn, wf_device *const *devices, const wf_cloth_desc *desc,
+                           const wf_cloth_grid *grid, const wf_cloth_mesh_desc *mesh, wf_cloth *cs);
 /* partition_cut.c: owner[] of every vertex (n = cs->np parts, none empty). */
 wf_status wfc_cut(const char *fn, wf_cloth *cs, const wf_cloth_desc *sd, const wfc_topology *t,
                   const wfc_springs *sp, const wfc_constraints *cons);

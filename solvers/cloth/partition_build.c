@@ -579,20 +579,14 @@ static wf_status build_parts(const char *fn, wf_cloth *cs, wf_device *const *dev
   return wfpt_set_create(&sd, &cs->set);
 }
 
-wf_status wfc_create_parts(const char *fn, wf_device *const *devices, int n,
-                           const wf_cloth_desc *desc, const wf_cloth_grid *grid,
-                           const wf_cloth_mesh_desc *mesh, wf_cloth **out) {
+wf_status wfc_create_parts(const char *fn, wf_device *const *devices, const wf_cloth_desc *desc,
+                           const wf_cloth_grid *grid, const wf_cloth_mesh_desc *mesh,
+                           wf_cloth *cs) {
+  int n = cs->np;
   wf_cloth_desc sd;
   wf_status st = check_parts_desc(fn, devices, n, desc, &sd);
   if (st != WF_OK) return st;
-  const char *name = desc->name ? desc->name : "cloth";
-  wf_cloth *cs = calloc(1, sizeof *cs);
-  if (!cs) return wfc_oom(fn, name);
-  snprintf(cs->name, sizeof cs->name, "%s", name);
-  cs->desc = *desc;
-  cs->desc.name = cs->name;
   cs->desc.stream = NULL;
-  cs->np = n;
   model md;
   memset(&md, 0, sizeof md);
   st = build_model(fn, cs, grid, mesh, &md);
@@ -613,12 +607,7 @@ wf_status wfc_create_parts(const char *fn, wf_device *const *devices, int n,
     wfc_frame_init(cs);
   }
   model_free(&md);
-  if (st != WF_OK) {
-    wf_cloth_destroy(cs);
-    return st;
-  }
-  *out = cs;
-  return WF_OK;
+  return st;
 }
 
 void wfc_free_parts(wf_cloth *cs) {
