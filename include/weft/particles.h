@@ -87,7 +87,7 @@ typedef struct wf_particles wf_particles;
 enum { WF_CONTACT_DEM = 0, WF_CONTACT_XPBD = 1 };
 
 /** How a solver over several devices balances its slabs (wf_particles_desc.balance). */
-typedef enum wf_split_balance {
+typedef enum wf_particles_balance {
   /* equal particle counts: rebalanced when max/mean count - 1 exceeds the imbalance */
   WF_BALANCE_COUNT = 0,
   /* equal compute time: each partition's substeps are timed on its device in every frame, and
@@ -95,7 +95,7 @@ typedef enum wf_split_balance {
    * partition's particles weighted by its time per particle (for work that differs across the
    * scene, e.g. a deep pile's compressed bottom); counts until a frame was timed */
   WF_BALANCE_TIME = 1
-} wf_split_balance;
+} wf_particles_balance;
 
 /** Solver settings. Start from wf_particles_desc_default(). */
 /** Tuning of the particle kernels, for measurements and A/B runs. All zero (the default) is the
@@ -131,7 +131,7 @@ typedef struct wf_particles_desc {
                                particle (3 x the distance it covers in a frame under gravity) */
   float imbalance;          /* re-balance the slabs when max/mean count (or time) - 1 exceeds
                                this; 0: 0.01 */
-  wf_split_balance balance; /* WF_BALANCE_COUNT (default) or WF_BALANCE_TIME */
+  wf_particles_balance balance; /* WF_BALANCE_COUNT (default) or WF_BALANCE_TIME */
   int repartition_frames;   /* frames between repartitions; 0: 1 (each one may recapture the
                                frame graph) */
   wf_particles_tuning tuning; /* kernel tuning; all zero (the default): automatic */

@@ -1,4 +1,4 @@
-/* The particle solver split over several devices (wf_particles_split): the state after N frames is
+/* The particle solver split over several devices (one wf_particles over several devices): the state after N frames is
  * bitwise the single-device solver's for 1, 2, 3 and 4 partitions — while particles cross slab
  * boundaries in both directions, while a partition empties, when the skin is too thin (the frames
  * are rerun), when particles are added after stepping began, with and without the captured frame,
@@ -22,7 +22,7 @@ typedef struct scene_opts {
   float imbalance; /* split only: < 0: the default */
   int kind;        /* 0 column, 1 two blocks colliding along x, 2 high drop */
   int repartition; /* split only: frames between repartitions (0: every frame) */
-  int balance;     /* split only: wf_split_balance */
+  int balance;     /* split only: wf_particles_balance */
 } scene_opts;
 
 static wf_particles_desc base_desc(const scene_opts *o) {
@@ -50,7 +50,7 @@ static wf_status build(const scene_opts *o, wf_device **devs, int n, sys *s) {
     d.skin = o->skin;
     d.repartition_frames = o->repartition > 0 ? o->repartition : 1;
     if (o->imbalance >= 0.0f) d.imbalance = o->imbalance;
-    d.balance = (wf_split_balance)o->balance;
+    d.balance = (wf_particles_balance)o->balance;
   } else {
     d.devices[0] = th_dev0;
   }
@@ -501,7 +501,7 @@ TEST(bad_arguments) {
   d.repartition_frames = -1;
   CHECK_ERROR(wf_particles_create(&d, &sp), WF_ERR_INVALID, "repartition_frames");
   d = desc_on(devs, 1);
-  d.balance = (wf_split_balance)7;
+  d.balance = (wf_particles_balance)7;
   CHECK_ERROR(wf_particles_create(&d, &sp), WF_ERR_INVALID, "balance 7");
   CHECK(sp == NULL);
   if (th_is_cuda()) {
