@@ -1,4 +1,4 @@
-/* The particle solver split over several devices (one wf_particles over several devices): the state after N frames is
+/* One wf_particles over several devices: the state after N frames is
  * bitwise the single-device solver's for 1, 2, 3 and 4 partitions — while particles cross slab
  * boundaries in both directions, while a partition empties, when the skin is too thin (the frames
  * are rerun), when particles are added after stepping began, with and without the captured frame,
@@ -92,13 +92,9 @@ static wf_status build(const scene_opts *o, wf_device **devs, int n, sys *s) {
   return wf_particles_add_collider(s->ps, &g, NULL);
 }
 
-static wf_status sys_step(sys *s, int frames) {
-  return wf_particles_step_frames(s->ps, frames);
-}
+static wf_status sys_step(sys *s, int frames) { return wf_particles_step_frames(s->ps, frames); }
 
-static uint32_t sys_count(const sys *s) {
-  return wf_particles_count(s->ps);
-}
+static uint32_t sys_count(const sys *s) { return wf_particles_count(s->ps); }
 
 /* pos then vel, 32 bytes a particle */
 static float *sys_state(sys *s) {
@@ -113,9 +109,7 @@ static float *sys_state(sys *s) {
   return state;
 }
 
-static void sys_free(sys *s) {
-  wf_particles_destroy(s->ps);
-}
+static void sys_free(sys *s) { wf_particles_destroy(s->ps); }
 
 /* The first n devices of the test's kind; missing ones repeat the first. */
 static void pick_devices(int n, wf_device **devs) {
