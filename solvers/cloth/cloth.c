@@ -14,8 +14,8 @@
  *
  *   XPBD:         PREDICT    CONSTRAINTS           [GRID  SELF_COLLISION  PARTICLE_COUPLING  APPLY]
  *                 pred =     iterations x colours
- *                 x + dt v'  (one launch each)
- *                 FINALIZE: colliders, v = v' + (pred - (x + dt v')) / dt, x = pred
+ *                 dt v'      (one launch each; pred is the step from x, cloth_math.h)
+ *                 FINALIZE: x += pred, colliders, v = v' + (pred - dt v') / dt
  *
  * The bracketed stages run only with self-collision or coupling. GRID: the points q where the
  * vertices will be at the end of the substep as far as known (XPBD: the prediction after the
@@ -64,7 +64,7 @@ enum {
   B_POS0,
   B_VEL0,
   B_CLOCK0,
-  B_POS1, /* springs: positions of half 1; XPBD: predicted positions */
+  B_POS1, /* springs: positions of half 1; XPBD: predicted steps (pred - x) */
   B_VEL1, /* springs: velocities of half 1; XPBD: predicted velocities */
   B_CLOCK1,
   B_FLAGS,
@@ -77,7 +77,7 @@ enum {
   B_TRIS,
   B_CONS,
   B_LAMBDA,
-  B_Q,     /* springs: grid points (XPBD uses B_POS1) */
+  B_Q,     /* grid points */
   B_DELTA, /* self-collision + coupling corrections */
   B_REST,  /* rest positions */
   B_KEYS,  /* grid: keys, vertex ids, sorted keys, sorted ids, cell tables, CUDA sort scratch */
@@ -382,7 +382,7 @@ static wf_status grid_alloc(wfc_part *c, const char *fn) {
   if (!rest) return wfc_oom(fn, c->name);
   for (uint32_t i = 0; i < c->nv; i++)
     rest[i] = (wfp_f4){c->topo.x[i][0], c->topo.x[i][1], c->topo.x[i][2], 0.0f};
-  size_t bytes[] = {c->desc.integrator == WF_CLOTH_SPRINGS ? nv * sizeof(wfp_f4) : 0,
+  size_t bytes[] = {nv * sizeof(wfp_f4),
                     nv * sizeof(wfp_f4),
                     nv * sizeof(wfp_f4),
                     nv * 4,
@@ -794,10 +794,8 @@ static wfc_mesh_view mesh_view(const wfc_part *c) {
       .tri_start = ptr(c, B_TRI_START), .tri_list = ptr(c, B_TRI_LIST), .tris = ptr(c, B_TRIS)};
 }
 
-/* The grid points: XPBD's prediction, or the springs' guess (computed here from half `in`). */
-static wfp_f4 *grid_points(const wfc_part *c) {
-  return ptr(c, c->desc.integrator == WF_CLOTH_XPBD ? B_POS1 : B_Q);
-}
+/* The grid points: XPBD's x + step, or the springs' guess (computed by stage_grid). */
+static wfp_f4 *grid_points(const wfc_part *c) { return ptr(c, B_Q); }
 
 static wfc_cgrid cgrid(const wfc_part *c) {
   const wfc_params *p = ptr(c, B_PARAMS);
@@ -861,6 +859,11 @@ static wfc_finalize_args finalize_args(const wfc_part *c) {
 }
 
 static wfc_q_args q_args(const wfc_part *c, int in) {
+  if (c->desc.integrator == WF_CLOTH_XPBD) /* x + the step after the constraints */
+    return (wfc_q_args){.params = ptr(c, B_PARAMS),
+                        .pos = ptr(c, B_POS0),
+                        .q = ptr(c, B_Q),
+                        .step = ptr(c, B_POS1)};
   return (wfc_q_args){.params = ptr(c, B_PARAMS),
                       .pos = ptr(c, in ? B_POS1 : B_POS0),
                       .vel = ptr(c, in ? B_VEL1 : B_VEL0),
@@ -925,10 +928,8 @@ static wfc_xyz_args xyz_args(const wfc_part *c) {
 /* GRID stage: cell keys of the grid points, a stable sort by key, the cell tables. */
 static wf_status stage_grid(wfc_part *c, const char *fn, int in) {
   wf_status st;
-  if (c->desc.integrator == WF_CLOTH_SPRINGS) {
-    wfc_q_args qa = q_args(c, in);
-    if ((st = launch(c, fn, &wfc_grid_q, c->nv, &qa, sizeof qa)) != WF_OK) return st;
-  }
+  wfc_q_args qa = q_args(c, in);
+  if ((st = launch(c, fn, &wfc_grid_q, c->nv, &qa, sizeof qa)) != WF_OK) return st;
   wfc_keys_args ka = keys_args(c);
   if ((st = launch(c, fn, &wfc_grid_keys, c->nv, &ka, sizeof ka)) != WF_OK) return st;
   TRY(wfc_grid_sort(c->stream, ptr(c, B_KEYS), ptr(c, B_VALS), ptr(c, B_KEYS_OUT),

@@ -107,12 +107,12 @@ typedef struct wfc_spring_args { /* per vertex: forces, integration, colliders; 
   uint32_t n;
 } wfc_spring_args;
 
-typedef struct wfc_predict_args { /* per vertex: vpred = v + dt a, pred = x + dt vpred */
+typedef struct wfc_predict_args { /* per vertex: vpred = v + dt a, pred = dt vpred (a step) */
   const wfc_params *params;
   const wfc_clock *clock_in;
   wfc_clock *clock_out;
   const wfp_f4 *pos, *vel;
-  wfp_f4 *pred;
+  wfp_f4 *pred;  /* the step from pos (xyz) + inverse mass, not a position: see wfc_predict_elem */
   wfp_f4 *vpred; /* the predicted velocity (finalize rebuilds v from it, not from positions) */
   wfc_mesh_view mesh;
   uint32_t n;
@@ -122,11 +122,11 @@ typedef struct wfc_solve_args { /* per constraint of one colour: Gauss–Seidel 
   const wfc_params *params;
   const wfc_constraint *cons; /* the colour's first constraint */
   float *lambda;              /* the colour's first multiplier; NULL: one iteration (λ = 0) */
-  const wfp_f4 *pos;          /* positions at the start of the substep (damping) */
-  wfp_f4 *pred;
+  const wfp_f4 *pos;          /* positions at the start of the substep */
+  wfp_f4 *pred;               /* the steps from pos */
 } wfc_solve_args;
 
-typedef struct wfc_finalize_args { /* per vertex: colliders, v = vpred + Δ/dt, x = pred */
+typedef struct wfc_finalize_args { /* per vertex: x += pred, v = vpred + (pred - dt vpred) / dt */
   const wfc_params *params;
   const wfp_collider *colliders;
   const wfc_clock *clock_in; /* the clock the predict kernel wrote (end of the substep) */
@@ -147,6 +147,7 @@ typedef struct wfc_q_args { /* springs, per vertex: q = x + dt (v + dt g) (pinne
   const wfc_params *params;
   const wfp_f4 *pos, *vel;
   wfp_f4 *q;
+  const wfp_f4 *step; /* XPBD: q = x + step (the step after the constraints; vel unused) */
 } wfc_q_args;
 
 typedef struct wfc_keys_args { /* per vertex: cell key of q[i], vals[i] = i */
@@ -663,7 +664,21 @@ WF_HD static inline uint32_t wfc_spring_elem(const wfc_spring_args *a, uint32_t 
   return wfc_spring_elem_on(a, NULL, 0, 0, i);
 }
 
-/* XPBD prediction of vertex i: v' = v + dt (g + F_aero w), pred = x + dt v' (pinned: x + dt v). */
+/* XPBD in steps. The substep solves for each vertex's step s = pred - x from its position x at
+ * the start of the substep, not for the predicted position itself: x stays fixed while the
+ * constraints iterate, every constraint reads its vertices' relative position as
+ * (x_a - x_b) + (s_a - s_b), and every projection adds its correction to s. A correction is then
+ * rounded to the float spacing of s (~dt |v|, 1e-5 m at 64 substeps) and a relative position to
+ * that of an edge, where a predicted position held whole is rounded to the spacing of x (6e-8 m
+ * at |x| ~ 1 m) at every projection. The velocity rebuilt from the corrections divides that
+ * rounding by dt, and Gauss–Seidel, which hardly damps a long chain's slow modes, lets it
+ * accumulate over the iterations: with whole positions, a 16-link chain at compliance 0 gained
+ * 13% of its swing energy in 12 s at 64 substeps x 32 iterations, 375% at 256 x 16, its period
+ * off by -13% (test_cloth_xpbd_chain); a double-precision replay of the old algorithm is exact
+ * (+0.13% from Bernoulli's period, energy only lost) at every count, so it was the rounding, not
+ * the method. Exact arithmetic gives the same states either way. */
+
+/* XPBD prediction of vertex i: v' = v + dt (g + F_aero w), step dt v' (pinned: dt v). */
 WF_HD static inline void wfc_predict_elem(const wfc_predict_args *a, uint32_t i) {
   const wfc_params *p = a->params;
   wfp_f4 x4 = a->pos[i], v4 = a->vel[i];
@@ -679,83 +694,93 @@ WF_HD static inline void wfc_predict_elem(const wfc_predict_args *a, uint32_t i)
     if (p->aero) acc = wfc_add(acc, wfc_scale(wfc_aero(p, &a->mesh, a->pos, a->vel, i), x4.w));
     v = wfc_add(v, wfc_scale(acc, p->dt));
   }
-  wfc_v3 x = wfc_add(wfc_xyz(x4), wfc_scale(v, p->dt));
-  wfp_f4 o = {x.x, x.y, x.z, x4.w}, vo = {v.x, v.y, v.z, 0.0f};
+  wfc_v3 s = wfc_scale(v, p->dt);
+  wfp_f4 o = {s.x, s.y, s.z, x4.w}, vo = {v.x, v.y, v.z, 0.0f};
   a->pred[i] = o;
   a->vpred[i] = vo;
 }
 
-/* One XPBD constraint projection (Macklin et al. 2016, with their damping term):
- *     Δλ = (-C - α̃λ - γ ∇C·(pred - x)) / ((1 + γ) Σ w |∇C|² + α̃),   Δx_k = w_k ∇C_k Δλ. */
+/* Position of vertex b relative to vertex a at the current iterate: (x_b - x_a) + (s_b - s_a). */
+WF_HD static inline wfc_v3 wfc_rel(wfp_f4 xa, wfp_f4 sa, wfp_f4 xb, wfp_f4 sb) {
+  return wfc_add(wfc_sub(wfc_xyz(xb), wfc_xyz(xa)), wfc_sub(wfc_xyz(sb), wfc_xyz(sa)));
+}
+
+/* One XPBD constraint projection (Macklin et al. 2016, eq. 18 with their damping term, eq. 26):
+ *     Δλ = (-C - α̃λ - γ ∇C·(pred - x)) / ((1 + γ) Σ w |∇C|² + α̃),   Δx_k = w_k ∇C_k Δλ
+ * on the steps s = pred - x (see above); ∇C is evaluated at the current iterate. */
 WF_HD static inline void wfc_solve_elem(const wfc_solve_args *a, uint32_t s) {
   const wfc_params *p = a->params;
   wfc_constraint c = a->cons[s];
   float lambda = a->lambda ? a->lambda[s] : 0.0f;
   float alpha = p->alpha[c.kind], gamma = p->gamma[c.kind];
   if (c.kind != WFC_BEND) {
-    wfp_f4 p0 = a->pred[c.v[0]], p1 = a->pred[c.v[1]];
-    float wsum = p0.w + p1.w;
+    wfp_f4 s0 = a->pred[c.v[0]], s1 = a->pred[c.v[1]];
+    float wsum = s0.w + s1.w;
     if (!(wsum > 0.0f)) return;
-    wfc_v3 d = wfc_sub(wfc_xyz(p0), wfc_xyz(p1));
+    wfc_v3 d = wfc_rel(a->pos[c.v[1]], s1, a->pos[c.v[0]], s0); /* x0 - x1 */
     float len = wfc_len(d);
     if (!(len > 0.0f)) return;
     wfc_v3 n = wfc_scale(d, 1.0f / len);
     float C = len - c.rest;
-    wfc_v3 dx0 = wfc_sub(wfc_xyz(p0), wfc_xyz(a->pos[c.v[0]]));
-    wfc_v3 dx1 = wfc_sub(wfc_xyz(p1), wfc_xyz(a->pos[c.v[1]]));
-    float damp = gamma * wfc_dot(n, wfc_sub(dx0, dx1));
+    float damp = gamma * wfc_dot(n, wfc_sub(wfc_xyz(s0), wfc_xyz(s1)));
     float dl = (-C - alpha * lambda - damp) / ((1.0f + gamma) * wsum + alpha);
-    wfc_v3 q0 = wfc_add(wfc_xyz(p0), wfc_scale(n, p0.w * dl));
-    wfc_v3 q1 = wfc_sub(wfc_xyz(p1), wfc_scale(n, p1.w * dl));
-    wfp_f4 o0 = {q0.x, q0.y, q0.z, p0.w}, o1 = {q1.x, q1.y, q1.z, p1.w};
+    wfc_v3 q0 = wfc_add(wfc_xyz(s0), wfc_scale(n, s0.w * dl));
+    wfc_v3 q1 = wfc_sub(wfc_xyz(s1), wfc_scale(n, s1.w * dl));
+    wfp_f4 o0 = {q0.x, q0.y, q0.z, s0.w}, o1 = {q1.x, q1.y, q1.z, s1.w};
     a->pred[c.v[0]] = o0;
     a->pred[c.v[1]] = o1;
     if (a->lambda) a->lambda[s] = lambda + dl;
     return;
   }
-  wfp_f4 q[4];
+  /* the hinge relative to its edge's first vertex v[2] (the angle and its gradient do not
+   * depend on where the origin is) */
+  wfp_f4 q[4], x[4];
   float wsum = 0.0f;
   for (int k = 0; k < 4; k++)
-    q[k] = a->pred[c.v[k]], wsum += q[k].w;
+    q[k] = a->pred[c.v[k]], x[k] = a->pos[c.v[k]], wsum += q[k].w;
   if (!(wsum > 0.0f)) return;
+  wfc_v3 r[4];
+  for (int k = 0; k < 4; k++)
+    r[k] = k == 2 ? wfc_v(0.0f, 0.0f, 0.0f) : wfc_rel(x[2], q[2], x[k], q[k]);
   float theta;
   wfc_v3 g[4];
-  if (!wfc_dihedral(wfc_xyz(q[0]), wfc_xyz(q[1]), wfc_xyz(q[2]), wfc_xyz(q[3]), &theta, g)) return;
+  if (!wfc_dihedral(r[0], r[1], r[2], r[3], &theta, g)) return;
   float C = theta - c.rest;
   if (C > 3.14159274f) C -= 6.28318548f;
   if (C < -3.14159274f) C += 6.28318548f;
   float denom = 0.0f, gdx = 0.0f;
   for (int k = 0; k < 4; k++) {
     denom += q[k].w * wfc_dot(g[k], g[k]);
-    gdx += wfc_dot(g[k], wfc_sub(wfc_xyz(q[k]), wfc_xyz(a->pos[c.v[k]])));
+    gdx += wfc_dot(g[k], wfc_xyz(q[k]));
   }
   if (!(denom + alpha > 0.0f)) return;
   float dl = (-C - alpha * lambda - gamma * gdx) / ((1.0f + gamma) * denom + alpha);
   for (int k = 0; k < 4; k++) {
-    wfc_v3 r = wfc_add(wfc_xyz(q[k]), wfc_scale(g[k], q[k].w * dl));
-    wfp_f4 o = {r.x, r.y, r.z, q[k].w};
+    wfc_v3 u = wfc_add(wfc_xyz(q[k]), wfc_scale(g[k], q[k].w * dl));
+    wfp_f4 o = {u.x, u.y, u.z, q[k].w};
     a->pred[c.v[k]] = o;
   }
   if (a->lambda) a->lambda[s] = lambda + dl;
 }
 
-/* XPBD end of substep for vertex i: colliders on the prediction, new velocity, damping.
+/* XPBD end of substep for vertex i: the new position x + s, colliders, the new velocity, damping.
  *
- * The velocity is the predicted one plus the corrections over dt: v = vpred + (q - q0) / dt, with
- * q0 = x + dt vpred recomputed bit for bit as the predict kernel computed it. In exact arithmetic
- * that is (q - x) / dt, but a vertex no constraint moves keeps vpred exactly: (q - x) / dt would
- * rebuild it from positions rounded to ulp(x), an error of ~ulp(x) / dt per substep that does not
- * average out in free fall (the increments are nearly equal, so is their rounding) — the sheet
- * fell 1.5% too far in 1 s at 64 substeps. */
+ * The velocity is the predicted one plus the corrections over dt: v = vpred + (s - s0) / dt, with
+ * s0 = dt vpred recomputed bit for bit as the predict kernel computed it. In exact arithmetic
+ * that is s / dt = (x_new - x) / dt, but a vertex no constraint moves keeps vpred exactly, and the
+ * position's own rounding (x + s to the spacing of x) stays out of the velocity: rebuilt from
+ * rounded positions, the velocity would carry ~ulp(x) / dt per substep, which does not average
+ * out in free fall (the increments are nearly equal, so is their rounding) — the sheet fell 1.5%
+ * too far in 1 s at 64 substeps. Pinned vertices move by their step dt v, velocity unchanged. */
 WF_HD static inline uint32_t wfc_finalize_elem(const wfc_finalize_args *a, uint32_t i) {
   const wfc_params *p = a->params;
-  wfp_f4 x4 = a->pos[i], q4 = a->pred[i];
-  wfc_v3 q = wfc_xyz(q4), v;
+  wfp_f4 x4 = a->pos[i], s4 = a->pred[i];
+  wfc_v3 q = wfc_add(wfc_xyz(x4), wfc_xyz(s4)), v;
   if (i == 0) *a->clock_out = *a->clock_in;
   if (x4.w > 0.0f) {
     wfc_v3 vp = wfc_xyz(a->vpred[i]);
-    wfc_v3 q0 = wfc_add(wfc_xyz(x4), wfc_scale(vp, p->dt));
-    v = wfc_add(vp, wfc_scale(wfc_sub(q, q0), p->inv_dt));
+    wfc_v3 s0 = wfc_scale(vp, p->dt);
+    v = wfc_add(vp, wfc_scale(wfc_sub(wfc_xyz(s4), s0), p->inv_dt));
     wfc_collide(p, a->colliders, (float)a->clock_in->time, &q, &v);
     v = wfc_scale(v, p->damp);
   } else {
@@ -773,6 +798,12 @@ WF_HD static inline uint32_t wfc_finalize_elem(const wfc_finalize_args *a, uint3
 WF_HD static inline void wfc_q_elem(const wfc_q_args *a, uint32_t i) {
   const wfc_params *p = a->params;
   wfp_f4 x4 = a->pos[i];
+  if (a->step) { /* XPBD */
+    wfc_v3 x = wfc_add(wfc_xyz(x4), wfc_xyz(a->step[i]));
+    wfp_f4 o = {x.x, x.y, x.z, x4.w};
+    a->q[i] = o;
+    return;
+  }
   wfc_v3 v = wfc_xyz(a->vel[i]);
   if (x4.w > 0.0f) v = wfc_add(v, wfc_scale(wfc_xyz(p->gravity), p->dt));
   wfc_v3 x = wfc_add(wfc_xyz(x4), wfc_scale(v, p->dt));
