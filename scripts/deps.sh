@@ -6,7 +6,8 @@ pkgs=(build-essential cmake ninja-build pkg-config clang
       libcjson-dev                      # scene files
       libmetis-dev                      # cloth mesh partitioning
       libepoxy-dev libglfw3-dev libcglm-dev libstb-dev libegl-dev  # viewer and --render
-      libegl-mesa0 libgl1-mesa-dri xvfb xauth)                       # rendering without a GPU (CI)
+      libegl-mesa0 libgl1-mesa-dri xvfb xauth                        # rendering without a GPU (CI)
+      gnuplot-nox)                      # the plots of docs/validation.md (scripts/validation/)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -28,7 +28,7 @@ WEFT_TEST_SLOW=1 TH_WATCHDOG_S=0 "$exe" --device "$device" xpbd_chain_sweep | te
 cat "$out/xpbd_chain.md"
 if command -v gnuplot >/dev/null; then
   gnuplot <<GP
-set terminal pngcairo size 1000,420
+set terminal pngcairo size 1000,420 noenhanced
 set output "$out/xpbd_chain.png"
 set datafile separator ","
 set multiplot layout 1,2 title "XPBD hanging chain, 16 links, compliance 0 (test_cloth_xpbd_chain)"
@@ -37,8 +37,10 @@ set xlabel "iterations"
 set key top left
 set ylabel "period error vs Bernoulli (%)"
 plot for [s in "8 64 256"] "< awk -F, '\$1==".s."' $out/xpbd_chain.csv" using 2:4 with linespoints title s." substeps"
-set ylabel "largest energy change (% of the swing)"
-plot for [s in "8 64 256"] "< awk -F, '\$1==".s."' $out/xpbd_chain.csv" using 2:5 with linespoints title s." substeps"
+set ylabel "energy change (% of the swing)"
+set key bottom left
+plot for [s in "8 64 256"] "< awk -F, '\$1==".s."' $out/xpbd_chain.csv" using 2:5 with linespoints title s." substeps, largest", \
+     for [s in "8 64 256"] "< awk -F, '\$1==".s."' $out/xpbd_chain.csv" using 2:6 with linespoints dashtype 2 title s." substeps, at 12 s"
 unset multiplot
 GP
   echo "wrote $out/xpbd_chain.png"
