@@ -112,14 +112,16 @@ enum { WF_CLOTH_SPRINGS = 0, WF_CLOTH_XPBD = 1 };
  *  so a uniformly refined mesh of the same material behaves the same):
  *
  *    quantity            mass-spring (spring constant)     XPBD (compliance)
- *    stretch  E2 (N/m)   k = E2 (axis springs)             1 / E2   (m/N)
+ *    stretch  E2 (N/m)   k = E2 - G2 - 4 k_bend (grid)     1 / (E2 - G2) (grid), m/N
  *    shear    G2 (N/m)   k = G2 (diagonal springs)         1 / G2   (m/N)
- *    bending  B  (N·m)   k = 16 B R0² / h⁴, R0 = 5 cm      1 / B    (1/(N·m), per radian²)
+ *    bending  B  (N·m)   k = 16 B R0² / h⁴, R0 = 2 cm      1 / B    (1/(N·m), per radian²)
  *    damping  τ  (s)     c = τ E2 on every spring          γ = τ / dt per constraint
  *
  *  Why: a square lattice of axis springs k has a 2D Young's modulus k (a row of springs 1/h per
  *  metre, each carrying k ε h), and its diagonals give a shear modulus k; so E2, G2 map to
- *  spring constants independent of h. A grid's dihedral hinge across an edge bends by θ = κ h
+ *  spring constants independent of h (on a grid the diagonals and the bend springs also resist
+ *  stretch along an axis, by k_shear and 4 k_bend: the axis springs get the rest of E2, at
+ *  least 0; on other meshes every edge gets E2). A grid's dihedral hinge across an edge bends by θ = κ h
  *  for curvature κ; one hinge per h² of area with energy ½ θ²/α gives ½ κ²/α per m², the plate's
  *  ½ B κ² when α = 1/B, again independent of h. A bend spring across two edges (the mass-spring
  *  bend) shortens by h θ²/4 only, so its energy grows with κ⁴, not κ²: its k ∝ h⁻⁴ keeps the
@@ -135,7 +137,7 @@ typedef struct wf_cloth_material {
   float particle_mass; /* > 0: every vertex has this mass (kg), overriding density; default 0 */
   float thickness;     /* m: distance kept from colliders; default 0.005 */
   float stretch_modulus; /* E2, N/m: in-plane Young's modulus times thickness (0: off);
-                            default 40 */
+                            default 30 */
   float shear_modulus;   /* G2, N/m: in-plane shear modulus times thickness (0: off);
                             default 10 */
   float bend_rigidity;   /* B, N·m: flexural rigidity, bending moment per unit width per unit

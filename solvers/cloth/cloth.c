@@ -100,6 +100,7 @@ struct wfc_part {
   wf_cloth_desc desc; /* desc.name points at name */
   wfc_topology topo;  /* rest positions, triangles, grid size */
   double spacing;     /* the whole cloth's mesh spacing (wfc_mesh_spacing): the material's scale */
+  bool grid_lattice;  /* the whole cloth is a grid (its springs: axis, diagonal, bend) */
   uint32_t nv, nt, springs, constraints, colours;
   uint32_t n_update; /* vertices the per-vertex kernels update: nv, or a partition's owned ones */
   uint32_t *colour_start;
@@ -253,7 +254,7 @@ static void params_build(wfc_part *c) {
   /* the material's moduli as coefficients of this mesh (cloth_material.c; the whole cloth's
    * spacing, so that every partition gets the same bits) */
   wfc_coeffs co;
-  wfc_material_coeffs(m, c->spacing, &co);
+  wfc_material_coeffs(m, c->spacing, c->grid_lattice, &co);
   p->spring_c = co.c;
   for (int k = 0; k < 3; k++) {
     p->spring_k[k] = co.k[k];
@@ -504,8 +505,10 @@ static wf_status lists_build(const char *fn, wfc_part *c, host_lists *L) {
   if (st == WF_OK && !springs) st = wfc_constraints_build(fn, c->name, &c->topo, &L->cons);
   if (st != WF_OK) return st;
   c->spacing = wfc_mesh_spacing(&c->topo);
+  c->grid_lattice = c->topo.grid[0] > 0;
   wf_cloth_stability stab;
-  wfc_stability_compute(d, &c->topo, springs ? &L->sp : NULL, L->inv_mass, c->spacing, &stab);
+  wfc_stability_compute(d, &c->topo, springs ? &L->sp : NULL, L->inv_mass, c->spacing,
+                        c->grid_lattice, &stab);
   wfc_stability_warn(c->name, d, &stab);
   c->colour_start = L->cons.colour_start; /* taken */
   L->cons.colour_start = NULL;
@@ -519,6 +522,7 @@ static wf_status lists_of_partition(const char *fn, wfc_part *c, const wfc_local
   L->own = false;
   L->inv_mass = local->inv_mass;
   c->spacing = local->spacing;
+  c->grid_lattice = local->grid;
   if (c->desc.integrator == WF_CLOTH_SPRINGS)
     L->sp = *local->springs;
   else

@@ -64,6 +64,7 @@ typedef struct wfc_local {
   const wfc_springs *springs;  /* mass-spring: CSR over the local vertices (ghosts: empty) */
   const wfc_constraints *cons; /* XPBD: by global colour, global order within a colour */
   double spacing;              /* the whole mesh's spacing (wfc_mesh_spacing) */
+  bool grid;                   /* the whole cloth is a grid */
 } wfc_local;
 
 /* The device buffers the halo exchanges. */

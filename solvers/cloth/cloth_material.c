@@ -17,7 +17,7 @@
 
 /* The radius of curvature at which a mass-spring bend spring's energy equals the plate's (see
  * weft/cloth.h). */
-#define BEND_MATCH_RADIUS 0.05
+#define BEND_MATCH_RADIUS 0.02
 /* Substeps are chosen so that dt <= dt_max / SAFETY: the bound is for small motions about the
  * rest shape; stretched springs, contacts and pins take some of the margin. */
 #define SAFETY 1.25
@@ -35,7 +35,7 @@ static const struct {
   const char *name;
   float density, stretch, shear, bend, friction;
 } presets[] = {
-    {"default", 0.2f, 40.0f, 10.0f, 1e-5f, 0.5f},
+    {"default", 0.2f, 30.0f, 10.0f, 1e-5f, 0.5f},
     {"cotton", 0.15f, 3000.0f, 50.0f, 1e-5f, 0.5f},
     {"silk", 0.05f, 1000.0f, 15.0f, 2e-6f, 0.3f},
     {"denim", 0.40f, 8000.0f, 150.0f, 2e-4f, 0.6f},
@@ -98,7 +98,7 @@ double wfc_mesh_spacing(const wfc_topology *t) {
   return t->nt ? sqrt(2.0 * area / t->nt) : 0.0;
 }
 
-void wfc_material_coeffs(const wf_cloth_material *m, double h, wfc_coeffs *out) {
+void wfc_material_coeffs(const wf_cloth_material *m, double h, bool grid, wfc_coeffs *out) {
   if (m->coefficients) {
     *out = (wfc_coeffs){{m->stretch_stiffness, m->shear_stiffness, m->bend_stiffness},
                         {m->stretch_compliance, m->shear_compliance, m->bend_compliance},
@@ -111,8 +111,17 @@ void wfc_material_coeffs(const wf_cloth_material *m, double h, wfc_coeffs *out) 
   double e = m->stretch_modulus, g = m->shear_modulus, b = m->bend_rigidity;
   double h4 = h * h * h * h;
   double kb = h4 > 0.0 ? 16.0 * b * BEND_MATCH_RADIUS * BEND_MATCH_RADIUS / h4 : 0.0;
-  const double mod[3] = {e, g, b};
-  out->k[0] = (float)e, out->k[1] = (float)g, out->k[2] = (float)kb;
+  /* On a grid every spring along an axis adds to the sheet's stiffness under stretch along it:
+   * the axis springs k_s, the diagonals k_d (each carries half its strain, at 45°) and the bend
+   * springs, which span two cells (two of them cross any cut of a row: 4 k_b). The axis springs
+   * take what is left of E2, so that k_s + k_d + 4 k_b = E2 at any h (0 where the others already
+   * exceed it: the sheet is then stiffer than asked). XPBD's distance constraints are the same
+   * lattice without bend springs (its bending is the hinges). A mesh's edges triangulate it: no
+   * shear springs, k = E2 on every edge. */
+  double ks = grid ? fmax(0.0, e - g) : e;
+  double ks_springs = grid ? fmax(0.0, e - g - 4.0 * kb) : e;
+  const double mod[3] = {ks, g, b};
+  out->k[0] = (float)ks_springs, out->k[1] = (float)g, out->k[2] = (float)kb;
   for (int k = 0; k < 3; k++) {
     out->compliance[k] = mod[k] > 0.0 ? (float)(1.0 / mod[k]) : (float)OFF_COMPLIANCE;
     out->beta[k] = mod[k] > 0.0 ? m->damping_time : 0.0f;
@@ -138,7 +147,7 @@ static double sym3_max_eig(const double a[6]) {
 }
 
 void wfc_stability_compute(const wf_cloth_desc *d, const wfc_topology *t, const wfc_springs *sp,
-                           const float *inv_mass, double h, wf_cloth_stability *out) {
+                           const float *inv_mass, double h, bool grid, wf_cloth_stability *out) {
   *out = (wf_cloth_stability){.dt = d->frame_dt / (float)d->substeps,
                               .dt_max = INFINITY,
                               .substeps_needed = 1,
@@ -146,7 +155,7 @@ void wfc_stability_compute(const wf_cloth_desc *d, const wfc_topology *t, const 
                               .stable = true};
   if (d->integrator != WF_CLOTH_SPRINGS || !sp) return;
   wfc_coeffs co;
-  wfc_material_coeffs(&d->material, h, &co);
+  wfc_material_coeffs(&d->material, h, grid, &co);
   double best = INFINITY;
   for (uint32_t i = 0; i < t->nv; i++) {
     if (!(inv_mass[i] > 0.0f)) continue;
@@ -209,7 +218,8 @@ static wf_status stability_of(const char *fn, const wf_cloth_desc *d, wfc_topolo
   bool springs = d->integrator == WF_CLOTH_SPRINGS;
   if (st == WF_OK) st = wfc_inverse_masses(fn, name, t, &d->material, inv_mass);
   if (st == WF_OK && springs) st = wfc_springs_build(fn, name, t, &sp);
-  if (st == WF_OK) wfc_stability_compute(d, t, springs ? &sp : NULL, inv_mass, wfc_mesh_spacing(t), out);
+  if (st == WF_OK) wfc_stability_compute(d, t, springs ? &sp : NULL, inv_mass, wfc_mesh_spacing(t),
+                                        t->grid[0] > 0, out);
   wfc_springs_free(&sp);
   free(inv_mass);
   wfc_topology_free(t);

@@ -4,6 +4,7 @@
 #ifndef WEFT_CLOTH_MATERIAL_H
 #define WEFT_CLOTH_MATERIAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "cloth_mesh.h"
@@ -19,12 +20,13 @@ typedef struct wfc_coeffs {
 
 /* The mesh's spacing h: sqrt(2 x mean triangle area), a grid's cell side (geometric mean). */
 double wfc_mesh_spacing(const wfc_topology *t);
-/* The coefficients of material m on a mesh of spacing h (m->coefficients: its raw fields). */
-void wfc_material_coeffs(const wf_cloth_material *m, double h, wfc_coeffs *out);
+/* The coefficients of material m on a mesh of spacing h, a grid or not (m->coefficients: its raw
+ * fields). */
+void wfc_material_coeffs(const wf_cloth_material *m, double h, bool grid, wfc_coeffs *out);
 /* The explicit step's stability of the cloth desc describes, over its springs sp (NULL or an
  * XPBD desc: always stable) with the given inverse masses (0: pinned, skipped). */
 void wfc_stability_compute(const wf_cloth_desc *d, const wfc_topology *t, const wfc_springs *sp,
-                           const float *inv_mass, double h, wf_cloth_stability *out);
+                           const float *inv_mass, double h, bool grid, wf_cloth_stability *out);
 /* The warning's text (snprintf's return); and the warning through the log (WF_LOG_WARN), when
  * s is not stable. */
 int wfc_stability_message(const char *name, const wf_cloth_desc *d, const wf_cloth_stability *s,

@@ -348,7 +348,7 @@ TEST(defaults) {
   CHECK_EQ_INT(x->resolution[0], 32);
   CHECK_EQ_INT(x->integrator, WF_SCENE_CLOTH_XPBD);
   CHECK_EQ_INT(x->iterations, 4);
-  CHECK(x->material.density == 0.2 && x->material.thickness == 0.005);
+  CHECK(x->material.density == (double)0.2f && x->material.thickness == 0.005);
   /* the default preset, the same for both integrators (a material, not a coefficient) */
   wf_cloth_material dm = wf_cloth_material_default();
   CHECK(strcmp(x->material.preset, "default") == 0);
