@@ -195,6 +195,7 @@ static int run_cfg_ms(wf_device *dev, wf_device *host, const run_cfg *cfg, doubl
   d.frame_dt = (float)cfg->substeps / 960.0f; /* 1/60 s at 16 substeps; dt is always 1/960 s */
   d.iterations = 1;
   d.material.particle_mass = 0.1f;
+  d.material.coefficients = true; /* the measured setup: fixed per-spring coefficients */
   d.material.stretch_stiffness = d.material.shear_stiffness = d.material.bend_stiffness = 1000.0f;
   d.material.stretch_compliance = d.material.shear_compliance = 1e-3f;
   d.material.bend_compliance = 1e-3f;

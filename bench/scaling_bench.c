@@ -338,6 +338,7 @@ static int cloth_measure(sb_ctx *c, int k, const uint64_t grid[2], sb_cloth_resu
   d.substeps = CLOTH_SUBSTEPS;
   d.frame_dt = 1.0f / 60.0f;
   d.material.particle_mass = 0.1f;
+  d.material.coefficients = true; /* the measured setup: fixed per-spring coefficients */
   d.material.stretch_stiffness = d.material.shear_stiffness = d.material.bend_stiffness = 1000.0f;
   d.material.damping = 10.0f;
   wf_cloth_grid g = wf_cloth_grid_default();

@@ -14,7 +14,8 @@ void wf_cmd_validate_usage(FILE *f) {
   fputs("usage: weft validate SCENE... [--print]\n"
         "\n"
         "Reads each scene file and checks it against the schema (docs/scenes.md). Every error is\n"
-        "printed as file:line:col: key path: message.\n"
+        "printed as file:line:col: key path: message. A mass-spring cloth past its explicit\n"
+        "step's stability limit is a warning (the scene stays valid) naming the substeps it needs.\n"
         "\n"
         "options:\n"
         "  --print     print each valid scene's canonical JSON, every default filled in\n"
@@ -79,6 +80,15 @@ int wf_cmd_validate(int argc, char **argv) {
       free(json);
     } else {
       fprintf(stdout, "%s: ok\n", argv[i]);
+    }
+    /* a mass-spring cloth past its explicit step's limit: a warning, the scene stays valid */
+    for (int k = 0; k < sc->cloth_count; k++) {
+      wf_cloth_stability s;
+      char msg[512];
+      if (wf_scene_cloth_stability(sc, k, &s, msg, sizeof msg) != WF_OK)
+        fprintf(stderr, "weft validate: %s: %s\n", argv[i], wf_last_error());
+      else if (!s.stable)
+        fprintf(stderr, "weft validate: %s: warning: %s\n", argv[i], msg);
     }
     wf_scene_destroy(sc);
   }

@@ -24,6 +24,7 @@
 
 #include "internal/error.h"
 #include "scene_internal.h"
+#include "weft/cloth.h"
 
 static _Thread_local char tls_errors[WF_SCENE_MAX_ERRORS * (WFS_MSG_MAX + 1) + 64];
 
@@ -102,14 +103,24 @@ static const field grid_fields[] = {
 };
 #define CMAT(m) offsetof(wf_scene_cloth_material, m)
 static const field cloth_material_fields[] = {
-    {"density", F_NUM, CMAT(density), {0.2}, GT0, 0},
+    {"density", F_NUM, CMAT(density), {NAN}, GT0, 0},
     {"mass", F_NUM, CMAT(mass), {0}, GE0, 0},
     {"thickness", F_NUM, CMAT(thickness), {0.005}, GE0, 0},
-    {"stretch", F_NUM, CMAT(stretch), {NAN}, GE0, 0},
-    {"shear", F_NUM, CMAT(shear), {NAN}, GE0, 0},
-    {"bend", F_NUM, CMAT(bend), {NAN}, GE0, 0},
-    {"damping", F_NUM, CMAT(damping), {NAN}, GE0, 0},
-    {"friction", F_NUM, CMAT(friction), {0.5}, GE0, 0},
+    {"stretch_modulus", F_NUM, CMAT(stretch_modulus), {NAN}, GE0, 0},
+    {"shear_modulus", F_NUM, CMAT(shear_modulus), {NAN}, GE0, 0},
+    {"bend_rigidity", F_NUM, CMAT(bend_rigidity), {NAN}, GE0, 0},
+    {"damping_time", F_NUM, CMAT(damping_time), {NAN}, GE0, 0},
+    {"friction", F_NUM, CMAT(friction), {NAN}, GE0, 0},
+};
+/* Keys of cloth materials before they were physical (per-spring stiffness or compliance, whose
+ * meaning changed with the mesh): each is refused, naming its replacement. */
+static const struct {
+  const char *key, *use;
+} cloth_material_removed[] = {
+    {"stretch", "stretch_modulus (N/m)"},
+    {"shear", "shear_modulus (N/m)"},
+    {"bend", "bend_rigidity (N·m)"},
+    {"damping", "damping_time (s)"},
 };
 #define COL(m)    offsetof(wf_scene_collider, m)
 #define T_PLANE   (1u << WF_SCENE_PLANE)
@@ -956,15 +967,28 @@ static void read_attachments(ctx *c, const cJSON *v, const char *fp, wf_scene_cl
   }
 }
 
-/* Material defaults that depend on the integrator: stiffness (N/m) for springs, compliance (m/N)
- * for XPBD. */
+/* What the material does not give comes from its preset (wf_cloth_material_preset). */
 static void cloth_material_defaults(wf_scene_cloth *cl) {
   wf_scene_cloth_material *m = &cl->material;
-  int spring = cl->integrator == WF_SCENE_CLOTH_SPRING;
-  if (isnan(m->stretch)) m->stretch = spring ? 1000 : 0;
-  if (isnan(m->shear)) m->shear = spring ? 1000 : 1e-6;
-  if (isnan(m->bend)) m->bend = spring ? 10 : 1e-3;
-  if (isnan(m->damping)) m->damping = spring ? 1 : 0;
+  if (!m->preset[0]) snprintf(m->preset, sizeof m->preset, "default");
+  wf_cloth_material p;
+  if (wf_cloth_material_preset(m->preset, &p) != WF_OK) p = wf_cloth_material_default();
+  if (isnan(m->density)) m->density = p.density;
+  if (isnan(m->stretch_modulus)) m->stretch_modulus = p.stretch_modulus;
+  if (isnan(m->shear_modulus)) m->shear_modulus = p.shear_modulus;
+  if (isnan(m->bend_rigidity)) m->bend_rigidity = p.bend_rigidity;
+  if (isnan(m->damping_time)) m->damping_time = p.damping_time;
+  if (isnan(m->friction)) m->friction = p.friction;
+}
+
+/* `material.preset`: one of wf_cloth_material_preset's names. */
+static void read_cloth_preset(ctx *c, const cJSON *mat, const char *mp, wf_scene_cloth_material *m) {
+  const char *names[16];
+  int n = 0;
+  while (n < 16 && (names[n] = wf_cloth_material_preset_name(n)))
+    n++;
+  int k = read_enum(c, mat, mp, "preset", names, n, 0);
+  snprintf(m->preset, sizeof m->preset, "%s", names[k]);
 }
 
 static void read_cloths(ctx *c, const cJSON *root) {
@@ -1011,7 +1035,18 @@ static void read_cloths(ctx *c, const cJSON *root) {
     if (mat && !cJSON_IsObject(mat)) {
       type_error(c, mp, "an object", mat);
     } else if (mat) {
-      check_keys(c, mat, mp, NULL, 0, cloth_material_fields, NF(cloth_material_fields));
+      static const char *const mextra[] = {"preset", "stretch", "shear", "bend", "damping"};
+      for (int r = 0; r < NF(cloth_material_removed); r++) {
+        if (!get(mat, cloth_material_removed[r].key)) continue;
+        char kp[120];
+        path_key(kp, sizeof kp, mp, cloth_material_removed[r].key);
+        wfs_error(c->err, kp,
+                  "this key was removed: cloth materials are physical now; use %s, or a "
+                  "'preset' (docs/scenes.md, cloth materials)",
+                  cloth_material_removed[r].use);
+      }
+      check_keys(c, mat, mp, mextra, NF(mextra), cloth_material_fields, NF(cloth_material_fields));
+      read_cloth_preset(c, mat, mp, &cl->material);
       read_fields(c, mat, mp, cloth_material_fields, NF(cloth_material_fields), &cl->material, -1,
                   NULL, NULL);
     }
@@ -1483,6 +1518,7 @@ char *wf_scene_to_json(const wf_scene *sc) {
     print_fields(o, cloth_fields, NF(cloth_fields), cl, -1);
     cJSON_AddStringToObject(o, "integrator", integrator_names[cl->integrator]);
     cJSON *m = cJSON_AddObjectToObject(o, "material");
+    cJSON_AddStringToObject(m, "preset", cl->material.preset);
     print_fields(m, cloth_material_fields, NF(cloth_material_fields), &cl->material, -1);
     cJSON_AddItemToObject(o, "pins", pins_json(cl->pins, cl->pin_count));
     cJSON *att = cJSON_AddArrayToObject(o, "attachments");

@@ -216,34 +216,28 @@ static void rotation_matrix(const double deg[3], double r[3][3]) {
     }
 }
 
-static wf_cloth_desc cloth_desc_of(const wf_world *w, const wf_scene *sc, const wf_scene_cloth *c) {
+/* A scene cloth's solver settings (the world's stream and devices are the caller's to add). */
+static wf_cloth_desc cloth_desc_of(const wf_scene *sc, const wf_scene_cloth *c) {
   wf_cloth_desc d = wf_cloth_desc_default();
   d.name = c->name;
   d.integrator = c->integrator == WF_SCENE_CLOTH_SPRING ? WF_CLOTH_SPRINGS : WF_CLOTH_XPBD;
-  d.substeps = w->substeps;
+  d.substeps = sc->simulation.substeps;
   d.iterations = c->iterations;
-  d.frame_dt = (float)(1.0 / w->fps);
+  d.frame_dt = (float)(1.0 / sc->simulation.fps);
   f3(d.gravity, sc->simulation.gravity);
   f3(d.wind, sc->forces.wind);
   d.air_density = (float)sc->forces.air_density;
   d.damping = (float)sc->simulation.damping;
-  d.stream = w->stream; /* shared with the particle solver when coupled, else NULL */
   d.self_collision = c->self_collision;
   wf_cloth_material m = wf_cloth_material_default();
   const wf_scene_cloth_material *s = &c->material;
   m.density = (float)s->density;
   m.particle_mass = (float)s->mass;
   m.thickness = (float)s->thickness;
-  if (d.integrator == WF_CLOTH_SPRINGS) {
-    m.stretch_stiffness = (float)s->stretch;
-    m.shear_stiffness = (float)s->shear;
-    m.bend_stiffness = (float)s->bend;
-  } else {
-    m.stretch_compliance = (float)s->stretch;
-    m.shear_compliance = (float)s->shear;
-    m.bend_compliance = (float)s->bend;
-  }
-  m.damping = (float)s->damping;
+  m.stretch_modulus = (float)s->stretch_modulus;
+  m.shear_modulus = (float)s->shear_modulus;
+  m.bend_rigidity = (float)s->bend_rigidity;
+  m.damping_time = (float)s->damping_time;
   m.friction = (float)s->friction;
   m.drag = (float)sc->forces.drag;
   m.lift = (float)sc->forces.lift;
@@ -347,7 +341,8 @@ static const char *cloth_name(const wf_world *w, int i) {
 /* The solver of scene cloth i over its devices (the first cloth_devices of the world's). */
 static wf_status cloth_solver(wf_world *w, const wf_scene *sc, int i) {
   const wf_scene_cloth *c = &sc->cloths[i];
-  wf_cloth_desc d = cloth_desc_of(w, sc, c);
+  wf_cloth_desc d = cloth_desc_of(sc, c);
+  d.stream = w->stream; /* shared with the particle solver when coupled, else NULL */
   d.device_count = cloth_devices(w, c);
   for (int k = 0; k < d.device_count; k++)
     d.devices[k] = w->devices[k];
@@ -357,6 +352,32 @@ static wf_status cloth_solver(wf_world *w, const wf_scene *sc, int i) {
   }
   wf_cloth_mesh_desc md = mesh_of(c);
   return wf_cloth_create_mesh(&d, &md, &w->cloths[i]);
+}
+
+wf_status wf_scene_cloth_stability(const wf_scene *sc, int i, wf_cloth_stability *out, char *msg,
+                                   size_t size) {
+  static const char fn[] = "wf_scene_cloth_stability";
+  if (!sc || !out || i < 0 || i >= sc->cloth_count)
+    return wf__error(WF_ERR_INVALID, fn, "scene or out is NULL, or cloth %d is not in the scene", i);
+  const wf_scene_cloth *c = &sc->cloths[i];
+  wf_cloth_desc d = cloth_desc_of(sc, c);
+  wf_status st;
+  if (!c->is_mesh) {
+    wf_cloth_grid g = grid_of(c);
+    st = wf_cloth_stability_grid(&d, &g, out);
+  } else {
+    wf_cloth_mesh_desc md = mesh_of(c);
+    st = wf_cloth_stability_mesh(&d, &md, out);
+  }
+  if (msg && size) msg[0] = 0;
+  if (st == WF_OK && !out->stable && msg && size)
+    snprintf(msg, size,
+             "cloth '%s': the mass-spring step %.3g s is past the explicit stability limit %.3g s "
+             "(set by vertex %u): use at least %d substeps per frame (simulation.substeps, now "
+             "%d), or softer moduli, or the xpbd integrator",
+             c->name, (double)out->dt, (double)out->dt_max, out->vertex, out->substeps_needed,
+             d.substeps);
+  return st;
 }
 
 static wf_status create_cloth(wf_world *w, const wf_scene *sc, int i) {

@@ -1,6 +1,6 @@
 /* The library's private error helper, for every module of libweft (gpu, solvers, engine).
  *
- * This is all that modules outside gpu/ may take from the GPU layer's internals: they report a
+ * This (and the log) is all that modules outside gpu/ may take from the GPU layer's internals: they report a
  * failure the way the GPU layer does, into this thread's last-error text (wf_last_error), and
  * return the status. gpu/gpu_internal.h stays the GPU layer's own (it refuses to be included from
  * elsewhere), so the objects behind wf_device, wf_stream and wf_buffer are reached through the
@@ -19,5 +19,9 @@
  * The message says what failed, why, and what to do instead. Defined in gpu/error.c. */
 wf_status wf__error(wf_status st, const char *func, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* Passes a message to the log callback at `level` (WF_LOG_*) when the runtime's log_level lets
+ * it through: a module's warnings (the library never prints). Defined in gpu/error.c. */
+void wf__log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

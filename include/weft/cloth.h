@@ -5,7 +5,7 @@
  *
  *     wf_cloth_desc d = wf_cloth_desc_default();          // 16 substeps at 60 frames/s
  *     d.integrator = WF_CLOTH_SPRINGS;                    // or WF_CLOTH_XPBD
- *     d.material.particle_mass = 0.1f;                    // or material.density (kg/m²)
+ *     wf_cloth_material_preset("cotton", &d.material);    // or set moduli (N/m, N·m)
  *     wf_cloth_grid g = wf_cloth_grid_default();          // 1 m x 1 m, 16 x 16 vertices
  *     wf_cloth *c;                                         // d.devices / device_count: 0 =
  *     if (wf_cloth_create_grid(&d, &g, &c) != WF_OK)      // the default device; several: split
@@ -103,23 +103,78 @@ typedef struct wf_particles wf_particles;
 /** Integrators (wf_cloth_desc.integrator). */
 enum { WF_CLOTH_SPRINGS = 0, WF_CLOTH_XPBD = 1 };
 
-/** Material of one cloth. Start from wf_cloth_material_default(). */
+/** Material of one cloth, in physical terms. Start from wf_cloth_material_default() or
+ *  wf_cloth_material_preset().
+ *
+ *  A sheet's in-plane and bending behaviour is given as properties of the material, not of the
+ *  mesh; the solver turns them into per-spring / per-constraint coefficients from the mesh's mean
+ *  edge length h (regular grids: the exact small-strain match; other meshes: the same formulas,
+ *  so a uniformly refined mesh of the same material behaves the same):
+ *
+ *    quantity            mass-spring (spring constant)     XPBD (compliance)
+ *    stretch  E2 (N/m)   k = E2 - G2 - 4 k_bend (grid)     1 / (E2 - G2) (grid), m/N
+ *    shear    G2 (N/m)   k = G2 (diagonal springs)         1 / G2   (m/N)
+ *    bending  B  (N·m)   k = 16 B R0² / h⁴, R0 = 2 cm      1 / B    (1/(N·m), per radian²)
+ *    damping  τ  (s)     c = τ E2 on every spring          γ = τ / dt per constraint
+ *
+ *  Why: a square lattice of axis springs k has a 2D Young's modulus k (a row of springs 1/h per
+ *  metre, each carrying k ε h), and its diagonals give a shear modulus k; so E2, G2 map to
+ *  spring constants independent of h (on a grid the diagonals and the bend springs also resist
+ *  stretch along an axis, by k_shear and 4 k_bend: the axis springs get the rest of E2, at
+ *  least 0; on other meshes every edge gets E2). A grid's dihedral hinge across an edge bends by θ = κ h
+ *  for curvature κ; one hinge per h² of area with energy ½ θ²/α gives ½ κ²/α per m², the plate's
+ *  ½ B κ² when α = 1/B, again independent of h. A bend spring across two edges (the mass-spring
+ *  bend) shortens by h θ²/4 only, so its energy grows with κ⁴, not κ²: its k ∝ h⁻⁴ keeps the
+ *  energy per area independent of h, and R0 is the radius of curvature at which its energy
+ *  equals the plate's (stiffer than the plate below R0, softer above). τ is the Kelvin–Voigt
+ *  time: stress = E2 (ε + τ dε/dt).
+ *
+ *  coefficients = true skips all this and uses the raw per-spring fields below as given
+ *  (resolution-dependent; for tests and exact reproductions of older setups). */
 typedef struct wf_cloth_material {
-  float density;       /* kg/m²: each vertex gets a third of its triangles' mass; default 0.2 */
+  float density;       /* ρ_A, kg/m²: each vertex gets a third of its triangles' mass;
+                          default 0.2 */
   float particle_mass; /* > 0: every vertex has this mass (kg), overriding density; default 0 */
   float thickness;     /* m: distance kept from colliders; default 0.005 */
-  /* mass-spring: spring constants, N/m (0 turns a kind off); defaults 50, 20, 2 */
-  float stretch_stiffness, shear_stiffness, bend_stiffness;
-  /* XPBD: compliance (inverse stiffness): distance m/N, bending rad/(N·m); 0 = rigid.
-   * defaults 0, 1e-4, 1 */
-  float stretch_compliance, shear_compliance, bend_compliance;
-  float damping;  /* dashpot along each spring/constraint, N·s/m (XPBD: β = damping, the
-                     constraint-space damping of Macklin et al. 2016); default 0.05 */
+  float stretch_modulus; /* E2, N/m: in-plane Young's modulus times thickness (0: off);
+                            default 30 */
+  float shear_modulus;   /* G2, N/m: in-plane shear modulus times thickness (0: off);
+                            default 10 */
+  float bend_rigidity;   /* B, N·m: flexural rigidity, bending moment per unit width per unit
+                            curvature (0: off); default 1e-5 (a light cotton) */
+  float damping_time;    /* τ, s: Kelvin–Voigt damping time; default 1e-5 */
   float drag;     /* aerodynamic drag coefficient (normal to each triangle); default 0: off */
   float lift;     /* aerodynamic lift coefficient; default 0: off */
   float friction; /* Coulomb coefficient against colliders (the smaller of this and the
                      collider's friction applies); default 0.5 */
+  /* Advanced: raw coefficients, used instead of the moduli above when coefficients is true. */
+  bool coefficients;
+  /* mass-spring: spring constants, N/m (0 turns a kind off); defaults 50, 20, 2 */
+  float stretch_stiffness, shear_stiffness, bend_stiffness;
+  /* XPBD: compliance (inverse stiffness): distance m/N, bending rad/(N·m); 0 = rigid;
+   * defaults 0, 1e-4, 1 */
+  float stretch_compliance, shear_compliance, bend_compliance;
+  float damping; /* dashpot along each spring/constraint, N·s/m (XPBD: β = damping, the
+                    constraint-space damping of Macklin et al. 2016); default 0.05 */
 } wf_cloth_material;
+
+/** How a mass-spring cloth stands against its explicit step's stability limit
+ *  (wf_cloth_stability_grid / _mesh; wf_cloth_create_* logs a WF_LOG_WARN when it is not stable).
+ *
+ *  Symplectic Euler on a vertex of mass m moving against its neighbours is stable for
+ *      K dt² + 2 C dt < 4,   K = 2 λmax(Σ k_j d_j d_jᵀ) / m,   C = 2 λmax(Σ c d_j d_jᵀ) / m
+ *  (the sums over the vertex's springs, d_j their rest directions, c the spring damping): the
+ *  oscillator x'' = -K x - C x' stepped by symplectic Euler is stable exactly when K dt² + 2 C dt
+ *  < 4, and a vertex moving against neighbours that move the opposite way sees twice its springs'
+ *  stiffness (on a regular grid this is the lattice's highest mode). dt_max is the smallest
+ *  root over the free vertices. XPBD is implicit in the constraints: always stable. */
+typedef struct wf_cloth_stability {
+  float dt;            /* the substep: frame_dt / substeps, s */
+  float dt_max;        /* mass-spring: the explicit limit, s; XPBD: INFINITY */
+  int substeps_needed; /* the fewest substeps a frame with dt <= 0.8 dt_max (1 for XPBD) */
+  uint32_t vertex;     /* the vertex that sets dt_max (UINT32_MAX: none) */
+  bool stable;         /* desc.substeps >= substeps_needed */
+} wf_cloth_stability;
 
 /** A tuning choice (wf_cloth_tuning's switches): zero is the automatic one. */
 enum { WF_CLOTH_TUNE_AUTO = 0, WF_CLOTH_TUNE_ON = 1, WF_CLOTH_TUNE_OFF = 2 };
@@ -259,6 +314,17 @@ typedef struct wf_cloth_info {
 
 /** The default material (the defaults in wf_cloth_material's field comments). */
 WF_API wf_cloth_material wf_cloth_material_default(void);
+/** A named material: "default", "cotton", "silk", "denim", "rubber" (docs/scenes.md lists their
+ *  values and sources). WF_ERR_INVALID naming the known presets for any other name. */
+WF_API wf_status wf_cloth_material_preset(const char *name, wf_cloth_material *out);
+/** The name of preset i (0, 1, ...), or NULL past the last. */
+WF_API const char *wf_cloth_material_preset_name(int i);
+/** The explicit step's stability for a cloth that would be made from desc and grid / mesh
+ *  (host only; no device): see wf_cloth_stability. */
+WF_API wf_status wf_cloth_stability_grid(const wf_cloth_desc *desc, const wf_cloth_grid *grid,
+                                         wf_cloth_stability *out);
+WF_API wf_status wf_cloth_stability_mesh(const wf_cloth_desc *desc,
+                                         const wf_cloth_mesh_desc *mesh, wf_cloth_stability *out);
 /** The default solver settings: mass-spring, 16 substeps at 60 frames/s, Earth gravity. */
 WF_API wf_cloth_desc wf_cloth_desc_default(void);
 /** The default grid: 1 m x 1 m, 16 x 16 vertices, flat at y = 1. */

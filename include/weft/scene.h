@@ -158,17 +158,19 @@ typedef struct wf_scene_attachment {
   wf_scene_pin *pins;
 } wf_scene_attachment;
 
-/** `cloths[i].material`. Stiffness keys mean stiffness (N/m) for the spring integrator and
- *  compliance (m/N, 0 = rigid) for XPBD. */
+/** `cloths[i].material`: a physical material (weft/cloth.h: wf_cloth_material), from a preset
+ *  ("default", "cotton", "silk", "denim", "rubber") with any of its values overridden. The same
+ *  material drapes the same at any grid resolution and with either integrator. */
 typedef struct wf_scene_cloth_material {
-  double density;   /* kg/m², > 0; default 0.2 */
-  double mass;      /* kg per vertex, >= 0; > 0 overrides density; default 0 */
-  double thickness; /* m, >= 0; collision thickness; default 0.005 */
-  double stretch;   /* >= 0; spring default 1000 N/m, xpbd default 0 m/N */
-  double shear;     /* >= 0; spring default 1000 N/m, xpbd default 1e-6 m/N */
-  double bend;      /* >= 0; spring default 10 N/m, xpbd default 1e-3 m/N */
-  double damping;   /* >= 0; spring: N·s/m (default 1), xpbd: constraint damping s (default 0) */
-  double friction;  /* >= 0; default 0.5 */
+  char preset[16];        /* a wf_cloth_material_preset name; default "default" */
+  double density;         /* kg/m², > 0; default: the preset's */
+  double mass;            /* kg per vertex, >= 0; > 0 overrides density; default 0 */
+  double thickness;       /* m, >= 0; collision thickness; default 0.005 */
+  double stretch_modulus; /* N/m, >= 0: 2D Young's modulus (E x thickness); default: preset's */
+  double shear_modulus;   /* N/m, >= 0: 2D shear modulus; default: the preset's */
+  double bend_rigidity;   /* N·m, >= 0: flexural rigidity; default: the preset's */
+  double damping_time;    /* s, >= 0: Kelvin–Voigt damping time; default: the preset's */
+  double friction;        /* >= 0; default: the preset's */
 } wf_scene_cloth_material;
 
 /** `cloths[i]`: a rectangular grid or a triangle mesh from an OBJ file. */

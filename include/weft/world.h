@@ -47,6 +47,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "weft/cloth.h"
 #include "weft/export.h"
 #include "weft/gpu.h"
 #include "weft/scene.h"
@@ -97,6 +98,12 @@ typedef struct wf_world_stats {
 
 /** Default overrides: none. */
 WF_API wf_world_desc wf_world_desc_default(void);
+/** The explicit step's stability of scene cloth i as the world would make it (weft/cloth.h:
+ *  wf_cloth_stability; host only, no device): out->stable false for a mass-spring cloth past its
+ *  limit, and then msg (size bytes, may be NULL) says so, naming the cloth and the substeps it
+ *  needs; else msg is "". `weft validate` and `weft run` print it. */
+WF_API wf_status wf_scene_cloth_stability(const wf_scene *sc, int i, wf_cloth_stability *out,
+                                          char *msg, size_t size);
 /** Creates the solvers for scene on one device and fills them. desc may be NULL (defaults). The
  *  scene is not kept: it may be destroyed afterwards. On failure *out is NULL. */
 WF_API wf_status wf_world_create(const wf_scene *scene, const wf_world_desc *desc, wf_world **out);

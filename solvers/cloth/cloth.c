@@ -99,6 +99,8 @@ struct wfc_part {
   bool own_stream;
   wf_cloth_desc desc; /* desc.name points at name */
   wfc_topology topo;  /* rest positions, triangles, grid size */
+  double spacing;     /* the whole cloth's mesh spacing (wfc_mesh_spacing): the material's scale */
+  bool grid_lattice;  /* the whole cloth is a grid (its springs: axis, diagonal, bend) */
   uint32_t nv, nt, springs, constraints, colours;
   uint32_t n_update; /* vertices the per-vertex kernels update: nv, or a partition's owned ones */
   uint32_t *colour_start;
@@ -142,19 +144,6 @@ static bool finite3(const float *v) { return isfinite(v[0]) && isfinite(v[1]) &&
 /* ---- defaults ---------------------------------------------------------------------------------
  */
 
-wf_cloth_material wf_cloth_material_default(void) {
-  return (wf_cloth_material){.density = 0.2f,
-                             .thickness = 0.005f,
-                             .stretch_stiffness = 50.0f,
-                             .shear_stiffness = 20.0f,
-                             .bend_stiffness = 2.0f,
-                             .stretch_compliance = 0.0f,
-                             .shear_compliance = 1e-4f,
-                             .bend_compliance = 1.0f,
-                             .damping = 0.05f,
-                             .friction = 0.5f};
-}
-
 wf_cloth_desc wf_cloth_desc_default(void) {
   return (wf_cloth_desc){.name = "cloth",
                          .integrator = WF_CLOTH_SPRINGS,
@@ -183,6 +172,10 @@ static wf_status check_material(const char *fn, const char *name, const wf_cloth
   const char *fields[] = {"density",
                           "particle_mass",
                           "thickness",
+                          "stretch_modulus",
+                          "shear_modulus",
+                          "bend_rigidity",
+                          "damping_time",
                           "stretch_stiffness",
                           "shear_stiffness",
                           "bend_stiffness",
@@ -196,6 +189,10 @@ static wf_status check_material(const char *fn, const char *name, const wf_cloth
   const float vals[] = {m->density,
                         m->particle_mass,
                         m->thickness,
+                        m->stretch_modulus,
+                        m->shear_modulus,
+                        m->bend_rigidity,
+                        m->damping_time,
                         m->stretch_stiffness,
                         m->shear_stiffness,
                         m->bend_stiffness,
@@ -254,14 +251,15 @@ static void params_build(wfc_part *c) {
   p->dt = dt;
   p->inv_dt = 1.0f / dt;
   p->damp = 1.0f / (1.0f + d->damping * dt);
-  p->spring_c = m->damping;
-  p->spring_k[WFC_STRETCH] = m->stretch_stiffness;
-  p->spring_k[WFC_SHEAR] = m->shear_stiffness;
-  p->spring_k[WFC_BEND] = m->bend_stiffness;
-  const float comp[3] = {m->stretch_compliance, m->shear_compliance, m->bend_compliance};
+  /* the material's moduli as coefficients of this mesh (cloth_material.c; the whole cloth's
+   * spacing, so that every partition gets the same bits) */
+  wfc_coeffs co;
+  wfc_material_coeffs(m, c->spacing, c->grid_lattice, &co);
+  p->spring_c = co.c;
   for (int k = 0; k < 3; k++) {
-    p->alpha[k] = comp[k] / (dt * dt);
-    p->gamma[k] = comp[k] * m->damping / dt;
+    p->spring_k[k] = co.k[k];
+    p->alpha[k] = co.compliance[k] / (dt * dt);
+    p->gamma[k] = co.beta[k] / dt;
   }
   p->drag_coef = 0.5f * d->air_density * m->drag;
   p->lift_coef = 0.5f * d->air_density * m->lift;
@@ -506,6 +504,12 @@ static wf_status lists_build(const char *fn, wfc_part *c, host_lists *L) {
     st = wfc_oom(fn, c->name);
   if (st == WF_OK && !springs) st = wfc_constraints_build(fn, c->name, &c->topo, &L->cons);
   if (st != WF_OK) return st;
+  c->spacing = wfc_mesh_spacing(&c->topo);
+  c->grid_lattice = c->topo.grid[0] > 0;
+  wf_cloth_stability stab;
+  wfc_stability_compute(d, &c->topo, springs ? &L->sp : NULL, L->inv_mass, c->spacing,
+                        c->grid_lattice, &stab);
+  wfc_stability_warn(c->name, d, &stab);
   c->colour_start = L->cons.colour_start; /* taken */
   L->cons.colour_start = NULL;
   return WF_OK;
@@ -517,6 +521,8 @@ static wf_status lists_of_partition(const char *fn, wfc_part *c, const wfc_local
                                     host_lists *L) {
   L->own = false;
   L->inv_mass = local->inv_mass;
+  c->spacing = local->spacing;
+  c->grid_lattice = local->grid;
   if (c->desc.integrator == WF_CLOTH_SPRINGS)
     L->sp = *local->springs;
   else

@@ -15,6 +15,7 @@
 #ifndef WEFT_CLOTH_INTERNAL_H
 #define WEFT_CLOTH_INTERNAL_H
 
+#include "cloth_material.h"
 #include "cloth_math.h"
 #include "cloth_mesh.h"
 #include "weft/cloth.h"
@@ -62,6 +63,8 @@ typedef struct wfc_local {
   const float *inv_mass;       /* nv: inverse masses (from the whole mesh) */
   const wfc_springs *springs;  /* mass-spring: CSR over the local vertices (ghosts: empty) */
   const wfc_constraints *cons; /* XPBD: by global colour, global order within a colour */
+  double spacing;              /* the whole mesh's spacing (wfc_mesh_spacing) */
+  bool grid;                   /* the whole cloth is a grid */
 } wfc_local;
 
 /* The device buffers the halo exchanges. */

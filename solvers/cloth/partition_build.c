@@ -268,7 +268,8 @@ static wf_status build_part(const char *fn, wf_cloth *cs, int p, const model *md
   if (st == WF_OK) {
     wf_cloth_desc d = cs->desc;
     d.stream = NULL;
-    wfc_local local = {pt->n_owned, lmass, md->sp ? &ls : NULL, md->cons ? &lc : NULL};
+    wfc_local local = {pt->n_owned, lmass, md->sp ? &ls : NULL, md->cons ? &lc : NULL,
+                       wfc_mesh_spacing(&md->t), md->t.grid[0] > 0};
     st = wfc_cloth_create_local(fn, pt->dev, &d, &lt, &local, &pt->c); /* takes lt */
   }
   wfc_topology_free(&lt);
@@ -550,7 +551,12 @@ static wf_status build_model(const char *fn, wf_cloth *cs, const wf_cloth_grid *
     return st;
   if (cs->desc.integrator == WF_CLOTH_SPRINGS) {
     md->sp = &md->sp_store;
-    return wfc_springs_build(fn, name, &md->t, &md->sp_store);
+    if ((st = wfc_springs_build(fn, name, &md->t, &md->sp_store)) != WF_OK) return st;
+    wf_cloth_stability stab;
+    wfc_stability_compute(&cs->desc, &md->t, md->sp, md->inv_mass, wfc_mesh_spacing(&md->t),
+                          md->t.grid[0] > 0, &stab);
+    wfc_stability_warn(name, &cs->desc, &stab);
+    return WF_OK;
   }
   md->cons = &md->cons_store;
   return wfc_constraints_build(fn, name, &md->t, &md->cons_store);

@@ -31,7 +31,7 @@ static const char scene_text[] =
     " \"cloths\": [{\"name\": \"sheet\", \"grid\": {\"size\": [0.4, 0.4], \"resolution\": [4, "
     "4]},\n"
     "   \"center\": [0, 1.2, 0], \"integrator\": \"spring\", \"material\": {\"mass\": 0.01, "
-    "\"damping\": 0.01},\n"
+    "\"damping_time\": 1e-4},\n"
     "   \"attachments\": [{\"collider\": \"hand\", \"pins\": [\"top-left\"]}]}],\n"
     " \"outputs\": {\"every\": 1, \"formats\": [\"ply\", \"vtk\", \"csv\"]}}\n";
 

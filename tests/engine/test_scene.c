@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <sys/stat.h>
 
+#include "weft/cloth.h"
 #include "weft/scene.h"
 
 #ifndef WEFT_SOURCE_DIR
@@ -121,10 +122,11 @@ static int same_cloth(const wf_scene_cloth *a, const wf_scene_cloth *b) {
   SAME(material.density);
   SAME(material.mass);
   SAME(material.thickness);
-  SAME(material.stretch);
-  SAME(material.shear);
-  SAME(material.bend);
-  SAME(material.damping);
+  CHECK(strcmp(a->material.preset, b->material.preset) == 0);
+  SAME(material.stretch_modulus);
+  SAME(material.shear_modulus);
+  SAME(material.bend_rigidity);
+  SAME(material.damping_time);
   SAME(material.friction);
   SAME(iterations);
   SAME(self_collision);
@@ -346,10 +348,15 @@ TEST(defaults) {
   CHECK_EQ_INT(x->resolution[0], 32);
   CHECK_EQ_INT(x->integrator, WF_SCENE_CLOTH_XPBD);
   CHECK_EQ_INT(x->iterations, 4);
-  CHECK(x->material.density == 0.2 && x->material.thickness == 0.005);
-  CHECK(x->material.stretch == 0 && x->material.shear == 1e-6 && x->material.bend == 1e-3);
-  CHECK(sp->material.stretch == 1000 && sp->material.shear == 1000 && sp->material.bend == 10 &&
-        sp->material.damping == 1);
+  CHECK(x->material.density == (double)0.2f && x->material.thickness == 0.005);
+  /* the default preset, the same for both integrators (a material, not a coefficient) */
+  wf_cloth_material dm = wf_cloth_material_default();
+  CHECK(strcmp(x->material.preset, "default") == 0);
+  CHECK(x->material.stretch_modulus == dm.stretch_modulus &&
+        x->material.shear_modulus == dm.shear_modulus &&
+        x->material.bend_rigidity == dm.bend_rigidity && x->material.damping_time == dm.damping_time);
+  CHECK(sp->material.stretch_modulus == x->material.stretch_modulus &&
+        sp->material.bend_rigidity == x->material.bend_rigidity);
   const wf_scene_collider *c = &s->colliders[0];
   CHECK_EQ_INT(c->type, WF_SCENE_CAPSULE);
   CHECK(c->radius == 0.5 && c->p1[1] == 1 && c->friction == 0.5 && c->restitution == 0.5);
@@ -407,8 +414,16 @@ TEST(syntax_errors) {
 
 TEST(value_errors) {
   /* the message names the key path and its line:column */
-  CHECK_PARSE_ERROR("{\"cloths\": [\n  {\"material\": {\n     \"bend\": -1}}]}",
-                    "t.json:3:6: cloths[0].material.bend: expected a number >= 0, got -1");
+  CHECK_PARSE_ERROR("{\"cloths\": [\n  {\"material\": {\n     \"bend_rigidity\": -1}}]}",
+                    "t.json:3:6: cloths[0].material.bend_rigidity: expected a number >= 0, got -1");
+  /* the keys of per-spring coefficients are gone, each naming its replacement */
+  CHECK_PARSE_ERROR("{\"cloths\": [{\"material\": {\"bend\": 0.002}}]}",
+                    "cloths[0].material.bend: this key was removed: cloth materials are physical "
+                    "now; use bend_rigidity (N·m)");
+  CHECK_PARSE_ERROR("{\"cloths\": [{\"material\": {\"stretch\": 300}}]}",
+                    "use stretch_modulus (N/m)");
+  CHECK_PARSE_ERROR("{\"cloths\": [{\"material\": {\"preset\": \"coton\"}}]}",
+                    "cloths[0].material.preset: unknown value \"coton\" (did you mean 'cotton'?)");
   CHECK_PARSE_ERROR("{\"simulation\": {\"substeps\": 0}}",
                     "t.json:1:17: simulation.substeps: expected an integer in [1, 4096], got 0");
   CHECK_PARSE_ERROR("{\"simulation\": {\"substeps\": 8.5}}",
@@ -477,8 +492,8 @@ TEST(unknown_keys) {
                     "t.json:2:3: particles[0].radus: unknown key (did you mean 'radius'?)");
   CHECK_PARSE_ERROR("{\"simulaton\": {}}",
                     "t.json:1:2: simulaton: unknown key (did you mean 'simulation'?)");
-  CHECK_PARSE_ERROR("{\"cloths\": [{\"material\": {\"Bend\": 1}}]}",
-                    "cloths[0].material.Bend: unknown key (did you mean 'bend'?)");
+  CHECK_PARSE_ERROR("{\"cloths\": [{\"material\": {\"Bend_rigidity\": 1}}]}",
+                    "cloths[0].material.Bend_rigidity: unknown key (did you mean 'bend_rigidity'?)");
   CHECK_PARSE_ERROR("{\"forces\": {\"wind\": {\"gust_amplitud\": 1}}}",
                     "forces.wind.gust_amplitud: unknown key (did you mean 'gust_amplitude'?)");
   /* nothing close: the valid keys are listed */
@@ -648,15 +663,15 @@ TEST(load_errors) {
 TEST(overrides) {
   const char *text = "{\"simulation\": {\"substeps\": 8},"
                      " \"particles\": [{}, {\"velocity\": [1, 0, 0]}],"
-                     " \"cloths\": [{\"material\": {\"bend\": 0.5}}]}";
-  const char *set[] = {"simulation.substeps=32",         "cloths[0].material.bend=0.1",
+                     " \"cloths\": [{\"material\": {\"bend_rigidity\": 0.5}}]}";
+  const char *set[] = {"simulation.substeps=32",         "cloths[0].material.bend_rigidity=0.1",
                        "particles[1].velocity=[0,1,0]",  "simulation.devices=cpu",
                        "forces.wind.velocity=[3, 0, 0]", "particles[0].name=\"sand\""};
   wf_scene_overrides ov = {set, 6};
   wf_scene *s = NULL;
   CHECK_OK(wf_scene_parse(text, strlen(text), "t.json", NULL, &ov, &s));
   CHECK_EQ_INT(s->simulation.substeps, 32);
-  CHECK(s->cloths[0].material.bend == 0.1);
+  CHECK(s->cloths[0].material.bend_rigidity == 0.1);
   CHECK(s->emitters[1].velocity[0] == 0 && s->emitters[1].velocity[1] == 1);
   CHECK_EQ_INT(s->simulation.device_count, 1);
   CHECK(strcmp(s->simulation.devices[0], "cpu") == 0);
@@ -723,8 +738,9 @@ TEST(round_trip_everything) {
       " \"cloths\": [{\"name\": \"sheet\", \"grid\": {\"size\": [2, 1.5], \"resolution\": [20, "
       "15]},"
       "  \"center\": [0, 2, 0], \"rotation\": [90, 0, 45], \"integrator\": \"spring\","
-      "  \"material\": {\"density\": 0.3, \"mass\": 0.01, \"thickness\": 0.002, \"stretch\": 5000,"
-      "   \"shear\": 400, \"bend\": 3, \"damping\": 2, \"friction\": 0.3},"
+      "  \"material\": {\"density\": 0.3, \"mass\": 0.01, \"thickness\": 0.002, \"preset\": \"denim\","
+      "   \"stretch_modulus\": 5000, \"shear_modulus\": 400, \"bend_rigidity\": 3e-4,"
+      "   \"damping_time\": 2e-4, \"friction\": 0.3},"
       "  \"iterations\": 8, \"pins\": [\"top-right\", 0, {\"box\": {\"min\": [-1, 1, -1], \"max\": "
       "[1, 3, 1]}}],"
       "  \"attachments\": [{\"collider\": \"arm\", \"pins\": [\"left\", 5]}], \"self_collision\": "
@@ -747,7 +763,8 @@ TEST(round_trip_everything) {
   CHECK_EQ_INT(s->simulation.device_count, 2);
   CHECK_EQ_INT(s->outputs.formats, WF_SCENE_OUT_CHECKPOINT | WF_SCENE_OUT_PLY | WF_SCENE_OUT_PNG);
   CHECK(s->lights[0].is_point && !s->lights[1].is_point);
-  CHECK(s->cloths[0].material.stretch == 5000);
+  CHECK(s->cloths[0].material.stretch_modulus == 5000);
+  CHECK(strcmp(s->cloths[0].material.preset, "denim") == 0);
   CHECK(s->colliders[0].normal[2] == 0.1);
   CHECK(strcmp(s->description, "all keys") == 0);
   check_round_trip(s, NULL);

@@ -161,7 +161,7 @@ static const char resume_scene[] =
     "   \"velocity\": [0, 0, 0.5]}],"
     " \"cloths\": [{\"name\": \"sheet\", \"grid\": {\"size\": [0.5, 0.5], \"resolution\": [6, 6]},"
     "  \"center\": [0, 1.2, 0], \"integrator\": \"spring\", \"material\": {\"mass\": 0.01,"
-    "  \"stretch\": 50, \"shear\": 20, \"bend\": 2, \"damping\": 0.01},"
+    "  \"stretch_modulus\": 50, \"shear_modulus\": 20, \"bend_rigidity\": 1e-4},"
     "  \"attachments\": [{\"collider\": \"hand\", \"pins\": [\"top-left\"]}], \"pins\": "
     "[\"top-right\"]},"
     "  {\"name\": \"drop\", \"grid\": {\"size\": [0.3, 0.3], \"resolution\": [5, 5]},"

@@ -49,7 +49,8 @@ static const char cloths_text[] =
     "    {\"box\": {\"min\": [-0.22, 0.29, -0.3], \"max\": [-0.18, 0.31, -0.1]}}]},"
     "  {\"name\": \"flag\", \"grid\": {\"size\": [0.3, 0.2], \"resolution\": [15, 10]},"
     "   \"center\": [0.6, 0.6, 0], \"integrator\": \"spring\","
-    "   \"material\": {\"mass\": 0.01, \"stretch\": 200, \"shear\": 60, \"bend\": 0.5},"
+    "   \"material\": {\"mass\": 0.01, \"stretch_modulus\": 200, \"shear_modulus\": 60,"
+    "    \"bend_rigidity\": 1e-3},"
     "   \"pins\": [\"bottom-left\"],"
     "   \"attachments\": [{\"collider\": \"hand\", \"pins\": [\"top-left\"]}]}]}";
 

@@ -22,6 +22,7 @@ static inline wf_status scene_chain(wf_device *dev, int integrator, int n, float
   d.iterations = iterations;
   d.damping = damping;
   d.material.particle_mass = mass;
+  d.material.coefficients = true;
   d.material.stretch_stiffness = stiffness;
   d.material.shear_stiffness = 0.0f;
   d.material.bend_stiffness = 0.0f;
@@ -183,6 +184,7 @@ static inline wf_status scene_stacked(wf_device *dev, int integrator, bool self,
   d.damping = 0.2f;
   d.material.particle_mass = 0.01f;
   d.material.thickness = 0.05f;
+  d.material.coefficients = true;
   d.material.stretch_stiffness = 2000.0f;
   d.material.shear_stiffness = 500.0f;
   d.material.bend_stiffness = 5.0f;
@@ -230,6 +232,7 @@ static inline wf_status scene_coupled(wf_device *dev, int integrator, bool coupl
   d.gravity[1] = g;
   d.material.particle_mass = 0.01f;
   d.material.thickness = 0.01f;
+  d.material.coefficients = true;
   d.material.stretch_stiffness = 2000.0f;
   d.material.shear_stiffness = 500.0f;
   d.material.damping = 0.2f;

@@ -118,6 +118,7 @@ static wf_status classic(wf_device *dev, int nu, int nr, wf_cloth **out) {
   d.wind[0] = 1.0f;
   d.material.drag = 0.5f;
   d.material.particle_mass = 0.1f;
+  d.material.coefficients = true;
   d.material.stretch_stiffness = d.material.shear_stiffness = d.material.bend_stiffness = 1000.0f;
   d.material.damping = 10.0f;
   wf_cloth_grid g = wf_cloth_grid_default();

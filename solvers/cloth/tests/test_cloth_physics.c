@@ -75,6 +75,7 @@ static int pendulum(int substeps, double theta0, double seconds, pendulum_result
   d.integrator = WF_CLOTH_XPBD;
   d.substeps = substeps;
   d.material.particle_mass = 1.0f;
+  d.material.coefficients = true;
   d.material.stretch_compliance = 0.0f; /* rigid rod */
   d.material.damping = 0.0f;
   wf_cloth_grid g = wf_cloth_grid_default();

@@ -356,7 +356,7 @@ static void changes(int integrator) {
   p.wind[0] = -4.0f, p.wind[1] = 1.0f, p.gravity[0] = 0.5f, p.damping = 0.3f;
   wf_cloth_material m = base_desc(&o).material;
   m.drag = 1.5f, m.lift = 0.0f, m.damping = 0.06f;
-  m.stretch_stiffness = 40.0f, m.shear_compliance = 1e-3f;
+  m.stretch_modulus = 20.0f, m.shear_modulus = 4.0f, m.bend_rigidity = 1e-4f;
   wf_status st = WF_OK;
   for (int k = 0; k < 2 && st == WF_OK; k++) {
     sys *s = k ? &sp : &ref;

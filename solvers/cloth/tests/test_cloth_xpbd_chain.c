@@ -113,6 +113,7 @@ static int chain_run(int substeps, int iterations, chain_result *r) {
   d.integrator = WF_CLOTH_XPBD;
   d.substeps = substeps;
   d.iterations = iterations;
+  d.material.coefficients = true; /* raw per-constraint values: compliance 0 is the point */
   d.material.particle_mass = (float)m;
   d.material.stretch_compliance = 0.0f; /* inextensible */
   d.material.damping = 0.0f;            /* undamped: d.damping is 0 by default too */
