@@ -21,12 +21,12 @@
  *    the constraint manifold: it may only lose energy. Tolerance: at most +1% over 12 s, at any
  *    sample; the decay is printed, not checked (it is the method's first-order damping).
  *
- * xpbd_chain_bernoulli runs a subset that covers both ends of each axis (5 s on a CPU core, 16 s
- * on an H200, where a substep is launch-bound); xpbd_chain_sweep runs the full sweep {1, 4, 16, 64}
- * iterations x {8, 64, 256} substeps on the CPU (7 s) and prints the table of docs/validation.md as
- * CSV lines ("csv,...", which scripts/validation/xpbd_chain.sh collects). On CUDA the sweep takes
- * two minutes and gives the same bits (test_cloth_parity): it runs there only with
- * WEFT_TEST_SLOW=1. */
+ * xpbd_chain_bernoulli runs a subset that covers both ends of each axis (1 s on a CPU core, 40 s
+ * under AddressSanitizer, ~10 s on an H200, where a substep is launch-bound); xpbd_chain_sweep
+ * runs the full sweep {1, 4, 16, 64} iterations x {8, 64, 256} substeps (10 s on a CPU core, two
+ * minutes on CUDA, the same bits: test_cloth_parity) only with WEFT_TEST_SLOW=1, and prints the
+ * table of docs/validation.md as CSV lines ("csv,...", which scripts/validation/xpbd_chain.sh
+ * collects). */
 #define _POSIX_C_SOURCE 200809L /* before any system header: harness.h needs POSIX */
 
 #include "harness.h"
@@ -204,7 +204,7 @@ static void chain_check(int substeps, int iterations) {
 
 /* CI: both ends of each axis and the case (64 substeps, 32 iterations). */
 TEST(xpbd_chain_bernoulli) {
-  static const int cfg[][2] = {{8, 1}, {8, 64}, {64, 4}, {64, 32}, {256, 1}, {256, 16}};
+  static const int cfg[][2] = {{8, 1}, {8, 64}, {64, 4}, {64, 32}, {256, 1}};
   for (size_t i = 0; i < sizeof cfg / sizeof cfg[0]; i++)
     chain_check(cfg[i][0], cfg[i][1]);
 }
@@ -212,8 +212,9 @@ TEST(xpbd_chain_bernoulli) {
 /* The full sweep of docs/validation.md. */
 TEST(xpbd_chain_sweep) {
   const char *slow = getenv("WEFT_TEST_SLOW");
-  if (th_is_cuda() && (!slow || strcmp(slow, "1") != 0))
-    SKIP("2 min of launches on CUDA, the CPU's bits: set WEFT_TEST_SLOW=1");
+  if (!slow || strcmp(slow, "1") != 0)
+    SKIP("the full sweep (CPU 10 s, CUDA 2 min): set WEFT_TEST_SLOW=1 "
+         "(scripts/validation/xpbd_chain.sh)");
   static const int subs[] = {8, 64, 256}, its[] = {1, 4, 16, 64};
   printf("csv,substeps,iterations,period_s,period_err_pct,energy_max_pct,energy_end_pct\n");
   for (int s = 0; s < 3; s++)
