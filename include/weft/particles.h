@@ -80,11 +80,64 @@ extern "C" {
  *  wf_particles_create. */
 typedef struct wf_particles wf_particles;
 
-/** Contact models. DEM: linear spring-dashpot normal force, Coulomb friction (regularized by a
- *  viscous tangential force), cohesion; needs a substep well below the contact period
- *  π sqrt(m/k). XPBD: compliant position constraints (compliance 1/stiffness), static and dynamic
- *  friction, restitution against colliders; stable at large substeps. */
-enum { WF_CONTACT_DEM = 0, WF_CONTACT_XPBD = 1 };
+/** Contact models (wf_particles_desc.contact_model), one per solver.
+ *
+ *  WF_CONTACT_DEM: the linear spring-dashpot: normal force kn δ - cn vn (kn = material
+ *  stiffness), a tangential spring kt = tangential_ratio · kn with dashpot and contact history
+ *  (static friction, Cundall-Strack), rolling resistance, cohesion, and rotation.
+ *  WF_CONTACT_HERTZ: the same with the Hertz-Mindlin springs from the materials' Young's modulus
+ *  and Poisson's ratio (normal 4/3 E* sqrt(R*) δ^3/2, tangential St = 8 G* sqrt(R* δ)) and the
+ *  dashpots of Tsuji et al. 1992 as LIGGGHTS writes them.
+ *  Both are explicit: a substep needs to be well below the contact duration
+ *  (wf_particles_stability says how many substeps).
+ *  WF_CONTACT_XPBD: compliant position constraints (compliance 1/stiffness), static and dynamic
+ *  friction, restitution against colliders; stable at large substeps.
+ *
+ *  The granular model of the DEM and Hertz contacts (all forces act at the contact point of
+ *  solid spheres, I = 2/5 m r²), per contact of particle i with j (a particle, or a collider:
+ *  a non-rotating wall of i's own material with the collider's stiffness, friction and
+ *  restitution), n the unit normal towards i, δ the overlap, m* = mi mj / (mi + mj) (a collider:
+ *  mi), R* = ri rj / (ri + rj) (a collider: ri), E* = 1 / ((1-νi²)/Ei + (1-νj²)/Ej),
+ *  G* = 1 / (2(2-νi)(1+νi)/Ei + 2(2-νj)(1+νj)/Ej), the other coefficients the means of the two
+ *  materials':
+ *
+ *    restitution e → ζ = -ln e / sqrt(π² + ln² e)      (e = 0: ζ = 1, critical: no rebound;
+ *                                                        e = 1: ζ = 0, elastic)
+ *    linear  fn = kn δ - (2 ζ sqrt(kn m*) + c) vn       (c: material damping, N·s/m)
+ *            kt = tangential_ratio kn,  ct = 2 ζ sqrt(kt m*)
+ *            The coefficient of restitution of a normal impact is exactly e
+ *            (e = exp(-π ζ / sqrt(1 - ζ²))), duration π / sqrt(kn/m* (1 - ζ²)).
+ *    Hertz   Sn = 2 E* sqrt(R* δ),  fn = 2/3 Sn δ - (2 sqrt(5/6) ζ sqrt(Sn m*) + c) vn
+ *            St = 8 G* sqrt(R* δ),  ct = 2 sqrt(5/6) ζ sqrt(St m*)
+ *            Elastic duration 2.87 (m*² / (R* E*² v))^(1/5) at impact speed v. The restitution
+ *            does not depend on the speed and is e (0.499 for e = 0.5 in the tests, against an
+ *            independent RK4 integration of the same law).
+ *    tangential  Ft = -kt ξ - (ct + tangential) vt, ξ the tangential spring's displacement (the
+ *            contact history), rotated into the tangent plane every substep. Sticking while
+ *            |Ft| <= static_friction fn; beyond, sliding at |Ft| = friction fn with ξ reset to
+ *            the spring carrying that force (Coulomb, with static and dynamic coefficients).
+ *    rolling the elastic-plastic spring-dashpot of Ai et al. 2011 ("model C"): a torque spring
+ *            kr = 2.25 kn μr² R*² (Hertz: kn = Sn) on the relative rotation (twist included: the
+ *            only torsional resistance), limited to μr R* fn, with a dashpot at 0.3 of critical
+ *            while below the limit (spring and dashpot together within the limit). Chosen over a
+ *            constant torque ("model A") because it holds a sphere at rest on a slope up to
+ *            tan θ = μr and lets a heap stand still, without the torque flipping sign each
+ *            substep; at full mobilization it is the constant torque: a rolling sphere slows at
+ *            5/7 μr g.
+ *    torque on i: (-ri n) × Ft + Mr (the lever is the full radius).
+ *
+ *  The normal force is not clamped at zero (near the end of a damped contact it pulls a little)
+ *  so that the linear restitution is exact; the friction and rolling caps use max(fn, 0).
+ *
+ *  Contact history: each particle keeps 8 contacts (WFP_HIST_SLOTS), keyed by the partner's
+ *  global id (or the collider's index); a contact beyond that gets no history (no static
+ *  friction or rolling spring for it) and is counted in wf_particles_stats.history_overflows.
+ *
+ *  What the model does not do: no plastic or adhesive (JKR) contact, no torsional friction of its
+ *  own (the rolling spring resists twist with the same μr), no non-spherical shapes, no collider
+ *  rotation (kinematic colliders translate), no heat; the lever of the tangential force is the
+ *  radius, not the radius less half the overlap. */
+enum { WF_CONTACT_DEM = 0, WF_CONTACT_XPBD = 1, WF_CONTACT_HERTZ = 2 };
 
 /** How a solver over several devices balances its slabs (wf_particles_desc.balance). */
 typedef enum wf_particles_balance {
@@ -117,7 +170,7 @@ typedef struct wf_particles_desc {
   float gravity[3];  /* m/s²; default (0, -9.81, 0) */
   float damping;     /* global velocity damping, 1/s; default 0 */
   float cell_size;   /* grid cell; 0: twice the largest particle radius (the contact range) */
-  int contact_model; /* WF_CONTACT_DEM (default) or WF_CONTACT_XPBD */
+  int contact_model; /* WF_CONTACT_DEM (default), WF_CONTACT_HERTZ or WF_CONTACT_XPBD */
   float relaxation;  /* XPBD: over-relaxation of the averaged Jacobi step, (0, 2); default 1.5 */
   bool no_graph;     /* enqueue substeps one by one instead of replaying a captured frame */
   wf_stream *stream; /* one device: stream to run on (not owned); NULL: the solver creates its
@@ -137,17 +190,33 @@ typedef struct wf_particles_desc {
   wf_particles_tuning tuning; /* kernel tuning; all zero (the default): automatic */
 } wf_particles_desc;
 
-/** Contact material. Start from wf_particle_material_default(). Pair values are the means of the
- *  two materials' values. */
+/** Contact material. Start from wf_particle_material_default(): glass beads (soda-lime glass:
+ *  density 2500 kg/m³ is the emitter's, Poisson 0.25, friction 0.5, rolling 0.01, restitution
+ *  0.9), with the stiffness reduced as is standard DEM practice: real glass has E = 63 GPa, which
+ *  for 1 mm beads at 1 m/s means contacts of ~5 µs and ~2 µs substeps; the default E = 50 MPa
+ *  (and linear kn = 1e4 N/m) keep the contact duration ~10x longer per decade of E (duration ∝
+ *  E^(-2/5)) while overlaps stay small (< 1% of the radius in a 1 m pile of 5 mm beads).
+ *  Pair values are the means of the two materials' (the elastic moduli combine as E*, G*: see
+ *  WF_CONTACT_*). Validated when added: a bad field fails naming the material and the field. */
 typedef struct wf_particle_material {
-  float stiffness;   /* normal spring k, N/m; default 1e4 */
-  float damping;     /* normal dashpot c, N·s/m; default 0 */
-  float restitution; /* in [0, 1]; > 0 adds the dashpot that gives this restitution at the pair's
-                        effective mass: c = 2 ζ sqrt(k m), e = exp(-π ζ / sqrt(1 - ζ²)); 0: none */
-  float friction;    /* Coulomb coefficient μ; default 0.5 */
-  float tangential;  /* viscous tangential coefficient below the Coulomb cap, N·s/m; default 100 */
-  float cohesion;    /* DEM: attractive force per contact, N; default 0 */
-  float static_friction; /* XPBD: static coefficient μs; 0: the same as friction */
+  float stiffness;       /* linear normal spring kn, N/m (WF_CONTACT_DEM; XPBD: 1/compliance);
+                            default 1e4 */
+  float damping;         /* extra normal dashpot c, N·s/m (particle pairs and colliders);
+                            default 0 */
+  float restitution;     /* normal coefficient of restitution e in [0, 1]: the dashpot ratio
+                            ζ = -ln e / sqrt(π² + ln² e) (see WF_CONTACT_*); 0: no rebound
+                            (critical damping), 1: elastic; default 0.9 */
+  float friction;        /* sliding (dynamic) Coulomb coefficient μ; default 0.5 */
+  float tangential;      /* extra tangential dashpot, N·s/m; default 0 */
+  float cohesion;        /* DEM: attractive force per contact, N; default 0 */
+  float static_friction; /* static coefficient μs (>= friction); 0: the same as friction */
+  float rolling_friction; /* rolling resistance μr (dimensionless: the torque limit is
+                             μr R* fn); default 0.01; 0: none */
+  float young;           /* Young's modulus E, Pa (WF_CONTACT_HERTZ); default 5e7 (reduced:
+                            see above) */
+  float poisson;         /* Poisson's ratio ν in [0, 0.5); default 0.25 */
+  float tangential_ratio; /* WF_CONTACT_DEM: kt / kn, > 0; 0: Mindlin's 2(1-ν)/(2-ν) (6/7 at
+                             ν = 0.25); Hertz uses Mindlin's St always */
 } wf_particle_material;
 
 /** Shapes of an emitter's region (wf_particles_emitter.shape). */
@@ -190,10 +259,11 @@ typedef struct wf_collider_desc {
   float half_extents[3]; /* box (axis aligned) */
   float p0[3], p1[3];    /* capsule segment ends */
   float velocity[3];     /* kinematic motion; zero: static */
-  float friction;        /* Coulomb μ against particles; default 0.5 */
-  float restitution;     /* in [0, 1]: normal dashpot from the particle's mass; default 0.5 */
-  float stiffness;       /* DEM: N/m; 0: the particle material's stiffness */
-  float static_friction; /* XPBD: static μs; 0: the same as friction */
+  float friction;        /* sliding Coulomb μ against particles; default 0.5 */
+  float restitution;     /* normal coefficient of restitution e in [0, 1] against particles,
+                            defined as a material's (0: no rebound, 1: elastic); default 0.5 */
+  float stiffness;       /* DEM (linear): N/m; 0: the particle material's stiffness */
+  float static_friction; /* static μs; 0: the same as friction */
 } wf_collider_desc;
 
 /** Stages of a substep, for wf_particles_profile. */
@@ -217,6 +287,10 @@ typedef struct wf_particles_params {
 typedef struct wf_particles_stats {
   uint32_t count;        /* particles */
   double kinetic_energy; /* Σ ½ m v² over dynamic particles, J */
+  double rotational_energy; /* Σ ½ I ω² over dynamic particles (I = 2/5 m r²), J */
+  uint64_t history_overflows; /* contacts computed without a history slot (all taken), since the
+                                 solver was created (one partition: its count; several: the sum
+                                 over partitions, ghosts included, so it depends on the split) */
   double momentum[3];    /* Σ m v over dynamic particles */
   double max_speed;      /* m/s, over all particles */
   double time;           /* simulated seconds */
@@ -302,6 +376,50 @@ WF_API wf_stream *wf_particles_stream(const wf_particles *ps);
  *  (checkpoint restore), for any number of partitions. Waits for the solver first. */
 WF_API wf_status wf_particles_set_state(wf_particles *ps, const float (*pos)[4],
                                         const float (*vel)[4], double time, uint64_t substeps);
+/** Waits for the solver and copies the angular velocities (xyz rad/s, w 0) in global-id order,
+ *  count x 16 bytes. Flags as download. */
+WF_API wf_status wf_particles_download_omega(wf_particles *ps, float (*omega)[4]);
+
+/** The granular state beside positions and velocities: every particle's angular velocity and
+ *  contact history (tangential and rolling springs, keyed by global ids), as one opaque blob in
+ *  global-id order that does not depend on the number of partitions. A checkpoint saves it with
+ *  wf_particles_download; a restore calls wf_particles_set_state (which clears it: particles at
+ *  rest, no contacts remembered) and then wf_particles_granular_state_set with the saved blob;
+ *  the frames that follow are then bitwise those of the original run, for any number of
+ *  partitions. The blob's size depends on the particle count only (a header, then 16 + 256
+ *  bytes a particle); set checks its header and size. */
+WF_API size_t wf_particles_granular_state_bytes(const wf_particles *ps);
+WF_API wf_status wf_particles_granular_state_get(wf_particles *ps, void *blob, size_t bytes);
+WF_API wf_status wf_particles_granular_state_set(wf_particles *ps, const void *blob, size_t bytes);
+
+/** Time-step guidance for one material (wf_particles_stability). */
+typedef struct wf_particles_stability_result {
+  double contact_time;    /* s: duration of a normal impact of two of the particles at
+                             impact_speed (linear: π / sqrt(kn/m* (1 - ζ²)); Hertz:
+                             2.87 (m*² / (R* E*² v))^(1/5), elastic) */
+  double tangential_time; /* s: half period of the tangential spring with both spheres free to
+                             roll, π / sqrt(3.5 kt / m*) (Hertz: St at the impact's largest
+                             overlap) */
+  double rolling_time;    /* s: half period of the rolling spring on the two spheres' rotational
+                             inertia, π / sqrt(kr (1/Ii + 1/Ij)); 0: no rolling resistance */
+  double substep_max;     /* s: the largest substep giving >= 10 substeps in each of the three
+                             times */
+  int substeps_needed;    /* per frame of desc->frame_dt with substep_max */
+  bool ok;                /* desc->substeps >= substeps_needed */
+} wf_particles_stability_result;
+
+/** Substeps a material needs: for particles of radius `radius` (m) and mass `mass` (kg; 0: from
+ *  density 2500 kg/m³) colliding at `impact_speed` (m/s; 0: 1 m/s, used by Hertz only), with
+ *  the contact model and frame of desc. Explicit integration needs >= 10 substeps per contact,
+ *  and as many in the tangential spring's half period, which is shorter (with free rotation kt
+ *  acts on 2/7 of the mass: π / sqrt(3.5 kt / m*)). A solver checks every material at its first frame after particles were added, for
+ *  the smallest radius and mass it holds of that material, and logs a warning (the log
+ *  callback, wf_init_desc.log) naming the material and the substeps needed when desc.substeps is
+ *  fewer; it never changes the substeps itself. XPBD: always ok. */
+WF_API wf_status wf_particles_stability(const wf_particles_desc *desc, const wf_particle_material *m,
+                                        double radius, double mass, double impact_speed,
+                                        wf_particles_stability_result *out);
+
 /** Waits for the solver and reports its device flags, as download does. */
 WF_API wf_status wf_particles_check(wf_particles *ps);
 /** Waits for the solver and computes the statistics of the current state. */

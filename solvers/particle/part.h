@@ -50,5 +50,12 @@ wf_status wfp_part_stats_get(wfp_part *ps, wf_particles_stats *out);
 size_t wfp_part_device_bytes(const wfp_part *ps);
 wf_status wfp_part_profile(wfp_part *ps, int substeps, wf_particles_profile_result *out);
 uint32_t wfp_part_capacity(const wfp_part *ps);
+wf_status wfp_part_download_omega(wfp_part *ps, float (*omega)[4]);
+/* Logs a warning for each material whose smallest particles need more substeps than the desc
+ * has (wf_particles_stability), once after particles were added or a material changed. */
+void wfp_part_stability_check(wfp_part *ps);
+/* Adds n particles' energies, momenta and speeds (pos, vel, omega rows) to out. */
+void wfp_stats_add(wf_particles_stats *out, size_t n, const float (*x)[4], const float (*v)[4],
+                   const float (*w)[4]);
 
 #endif

@@ -95,8 +95,10 @@ __global__ void __launch_bounds__(kBlock, MINB) collide_dem_kernel(wfp_collide_a
   __shared__ uint32_t list[WFP_CONTACT_LIST * kBlock]; /* a thread's entries kBlock apart */
   size_t s = index();
   if (s >= wfp_live(&a.params->count, n)) return;
-  uint32_t fl = wfp_collide_dem(&a, (uint32_t)s, list + threadIdx.x, kBlock);
+  uint32_t over = 0u;
+  uint32_t fl = wfp_collide_dem(&a, (uint32_t)s, list + threadIdx.x, kBlock, &over);
   if (fl) raise_flags(a, fl, a.vals[s]);
+  if (over) atomicAdd(&a.clock->overflows, over);
 }
 
 template <int MINB>
