@@ -24,9 +24,20 @@
  *      order)   key      by key   starts   copies      or XPBD, colliders        back
  *
  * The grid is rebuilt every substep rather than kept as a Verlet list: a neighbour list of ~24
- * entries would cost ~96 bytes per particle (the whole budget of 100 B/particle that lets 100M
- * particles fit on one GPU), and `weft bench particles --profile` shows the rebuild is a minority
- * of the substep. The grid is a periodic box of cells refitted to the particles between frames
+ * entries would cost ~96 bytes per particle, and `weft bench particles --profile` shows the
+ * rebuild is a minority of the substep.
+ *
+ * Device memory per particle (wf_particles_device_bytes; 384 B, about 200M particles on 80 GB):
+ *     state        position + radius 16, velocity + inverse mass 16, global id 4, material 2
+ *     granular     angular velocity 16, contact history 8 slots x 32 (tangential spring 12,
+ *                  partner's id 4, rolling spring 12, spare 4) = 256
+ *     sorted       the sorted copies of position, velocity, angular velocity (16 each), material 2
+ *     ordering     cell key, arrival in the cell, arrival order, sorted index (4 each)
+ *     grid         cell start and cell count (4 each, one entry per particle of capacity)
+ * The granular state is two thirds of it: 6 history slots would fit 320 B (more contacts then go
+ * without history in dense packings: each is counted in stats.history_overflows).
+ *
+ * The grid is a periodic box of cells refitted to the particles between frames
  * (no recapture); it has no fixed per-cell capacity, so nothing can overflow or be truncated.
  * Adding particles beyond the capacity grows every buffer (x1.5) and recaptures the frame.
  *
@@ -91,7 +102,8 @@ typedef struct wf_particles wf_particles;
  *  Both are explicit: a substep needs to be well below the contact duration
  *  (wf_particles_stability says how many substeps).
  *  WF_CONTACT_XPBD: compliant position constraints (compliance 1/stiffness), static and dynamic
- *  friction, restitution against colliders; stable at large substeps.
+ *  friction, restitution against colliders; stable at large substeps. Not granular yet: its
+ *  particles do not rotate, and it has no rolling resistance or contact history.
  *
  *  The granular model of the DEM and Hertz contacts (all forces act at the contact point of
  *  solid spheres, I = 2/5 m r²), per contact of particle i with j (a particle, or a collider:
@@ -180,41 +192,41 @@ typedef struct wf_particles_desc {
                                          default device (wf_device_default) */
   int device_count;                   /* 0: one, as devices[0] NULL says */
   /* several devices only (one device has no halo and never repartitions): */
-  float skin;               /* halo width beyond the contact range, m; 0: from the fastest
-                               particle (3 x the distance it covers in a frame under gravity) */
-  float imbalance;          /* re-balance the slabs when max/mean count (or time) - 1 exceeds
-                               this; 0: 0.01 */
+  float skin;                   /* halo width beyond the contact range, m; 0: from the fastest
+                                   particle (3 x the distance it covers in a frame under gravity) */
+  float imbalance;              /* re-balance the slabs when max/mean count (or time) - 1 exceeds
+                                   this; 0: 0.01 */
   wf_particles_balance balance; /* WF_BALANCE_COUNT (default) or WF_BALANCE_TIME */
-  int repartition_frames;   /* frames between repartitions; 0: 1 (each one may recapture the
-                               frame graph) */
-  wf_particles_tuning tuning; /* kernel tuning; all zero (the default): automatic */
+  int repartition_frames;       /* frames between repartitions; 0: 1 (each one may recapture the
+                                   frame graph) */
+  wf_particles_tuning tuning;   /* kernel tuning; all zero (the default): automatic */
 } wf_particles_desc;
 
 /** Contact material. Start from wf_particle_material_default(): glass beads (soda-lime glass:
- *  density 2500 kg/m³ is the emitter's, Poisson 0.25, friction 0.5, rolling 0.01, restitution
+ *  Poisson 0.25, friction 0.5, rolling 0.01, restitution
  *  0.9), with the stiffness reduced as is standard DEM practice: real glass has E = 63 GPa, which
- *  for 1 mm beads at 1 m/s means contacts of ~5 µs and ~2 µs substeps; the default E = 50 MPa
- *  (and linear kn = 1e4 N/m) keep the contact duration ~10x longer per decade of E (duration ∝
- *  E^(-2/5)) while overlaps stay small (< 1% of the radius in a 1 m pile of 5 mm beads).
+ *  would need ~17x the substeps of the default E = 50 MPa (the Hertz contact duration goes as
+ *  E^(-2/5)); the default linear kn = 1e4 N/m is the solver's historical value. Glass's density
+ *  (2500 kg/m³) is the emitter's to set (wf_particles_emitter.density).
  *  Pair values are the means of the two materials' (the elastic moduli combine as E*, G*: see
  *  WF_CONTACT_*). Validated when added: a bad field fails naming the material and the field. */
 typedef struct wf_particle_material {
-  float stiffness;       /* linear normal spring kn, N/m (WF_CONTACT_DEM; XPBD: 1/compliance);
-                            default 1e4 */
-  float damping;         /* extra normal dashpot c, N·s/m (particle pairs and colliders);
-                            default 0 */
-  float restitution;     /* normal coefficient of restitution e in [0, 1]: the dashpot ratio
-                            ζ = -ln e / sqrt(π² + ln² e) (see WF_CONTACT_*); 0: no rebound
-                            (critical damping), 1: elastic; default 0.9 */
-  float friction;        /* sliding (dynamic) Coulomb coefficient μ; default 0.5 */
-  float tangential;      /* extra tangential dashpot, N·s/m; default 0 */
-  float cohesion;        /* DEM: attractive force per contact, N; default 0 */
-  float static_friction; /* static coefficient μs (>= friction); 0: the same as friction */
+  float stiffness;        /* linear normal spring kn, N/m (WF_CONTACT_DEM; XPBD: 1/compliance);
+                             default 1e4 */
+  float damping;          /* extra normal dashpot c, N·s/m (particle pairs and colliders);
+                             default 0 */
+  float restitution;      /* normal coefficient of restitution e in [0, 1]: the dashpot ratio
+                             ζ = -ln e / sqrt(π² + ln² e) (see WF_CONTACT_*); 0: no rebound
+                             (critical damping), 1: elastic; default 0.9 */
+  float friction;         /* sliding (dynamic) Coulomb coefficient μ; default 0.5 */
+  float tangential;       /* extra tangential dashpot, N·s/m; default 0 */
+  float cohesion;         /* DEM: attractive force per contact, N; default 0 */
+  float static_friction;  /* static coefficient μs (>= friction); 0: the same as friction */
   float rolling_friction; /* rolling resistance μr (dimensionless: the torque limit is
                              μr R* fn); default 0.01; 0: none */
-  float young;           /* Young's modulus E, Pa (WF_CONTACT_HERTZ); default 5e7 (reduced:
-                            see above) */
-  float poisson;         /* Poisson's ratio ν in [0, 0.5); default 0.25 */
+  float young;            /* Young's modulus E, Pa (WF_CONTACT_HERTZ); default 5e7 (reduced:
+                             see above) */
+  float poisson;          /* Poisson's ratio ν in [0, 0.5); default 0.25 */
   float tangential_ratio; /* WF_CONTACT_DEM: kt / kn, > 0; 0: Mindlin's 2(1-ν)/(2-ν) (6/7 at
                              ν = 0.25); Hertz uses Mindlin's St always */
 } wf_particle_material;
@@ -285,16 +297,16 @@ typedef struct wf_particles_params {
 
 /** Statistics of the particle state (wf_particles_stats_get). */
 typedef struct wf_particles_stats {
-  uint32_t count;        /* particles */
-  double kinetic_energy; /* Σ ½ m v² over dynamic particles, J */
-  double rotational_energy; /* Σ ½ I ω² over dynamic particles (I = 2/5 m r²), J */
+  uint32_t count;             /* particles */
+  double kinetic_energy;      /* Σ ½ m v² over dynamic particles, J */
+  double rotational_energy;   /* Σ ½ I ω² over dynamic particles (I = 2/5 m r²), J */
   uint64_t history_overflows; /* contacts computed without a history slot (all taken), since the
                                  solver was created (one partition: its count; several: the sum
                                  over partitions, ghosts included, so it depends on the split) */
-  double momentum[3];    /* Σ m v over dynamic particles */
-  double max_speed;      /* m/s, over all particles */
-  double time;           /* simulated seconds */
-  uint64_t substeps;     /* substeps run so far */
+  double momentum[3];         /* Σ m v over dynamic particles */
+  double max_speed;           /* m/s, over all particles */
+  double time;                /* simulated seconds */
+  uint64_t substeps;          /* substeps run so far */
 } wf_particles_stats;
 
 /** Per-stage device time of substeps run one by one with events between the stages. */
@@ -412,13 +424,13 @@ typedef struct wf_particles_stability_result {
  *  density 2500 kg/m³) colliding at `impact_speed` (m/s; 0: 1 m/s, used by Hertz only), with
  *  the contact model and frame of desc. Explicit integration needs >= 10 substeps per contact,
  *  and as many in the tangential spring's half period, which is shorter (with free rotation kt
- *  acts on 2/7 of the mass: π / sqrt(3.5 kt / m*)). A solver checks every material at its first frame after particles were added, for
- *  the smallest radius and mass it holds of that material, and logs a warning (the log
- *  callback, wf_init_desc.log) naming the material and the substeps needed when desc.substeps is
- *  fewer; it never changes the substeps itself. XPBD: always ok. */
-WF_API wf_status wf_particles_stability(const wf_particles_desc *desc, const wf_particle_material *m,
-                                        double radius, double mass, double impact_speed,
-                                        wf_particles_stability_result *out);
+ *  acts on 2/7 of the mass: π / sqrt(3.5 kt / m*)). A solver checks every material at its first
+ * frame after particles were added, for the smallest radius and mass it holds of that material, and
+ * logs a warning (the log callback, wf_init_desc.log) naming the material and the substeps needed
+ * when desc.substeps is fewer; it never changes the substeps itself. XPBD: always ok. */
+WF_API wf_status wf_particles_stability(const wf_particles_desc *desc,
+                                        const wf_particle_material *m, double radius, double mass,
+                                        double impact_speed, wf_particles_stability_result *out);
 
 /** Waits for the solver and reports its device flags, as download does. */
 WF_API wf_status wf_particles_check(wf_particles *ps);
@@ -439,22 +451,22 @@ WF_API uint32_t wf_particles_capacity(const wf_particles *ps);
 /** What the solver's partitions are doing (wf_particles_info_get). One partition: it owns every
  *  particle, holds no ghosts, its slab is unbounded and nothing is ever repartitioned. */
 typedef struct wf_particles_info {
-  int partitions;                 /* devices */
-  int axis;                       /* the slab axis (0 x, 1 y, 2 z) */
-  float skin;                     /* the skin in use, m (0: one partition) */
-  uint32_t owned[WF_MAX_DEVICES]; /* particles each partition owns */
+  int partitions;                  /* devices */
+  int axis;                        /* the slab axis (0 x, 1 y, 2 z) */
+  float skin;                      /* the skin in use, m (0: one partition) */
+  uint32_t owned[WF_MAX_DEVICES];  /* particles each partition owns */
   uint32_t ghosts[WF_MAX_DEVICES]; /* ghost copies each partition holds */
   float slab_lo[WF_MAX_DEVICES], slab_hi[WF_MAX_DEVICES]; /* slab bounds along the axis (+-inf at
                                                               the ends) */
-  uint64_t device_bytes[WF_MAX_DEVICES]; /* device memory each partition holds */
-  uint64_t halo_bytes_per_frame;         /* bytes the peer copies move per frame, all partitions */
-  uint64_t repartitions;                 /* so far */
-  uint64_t rebalances;                   /* repartitions that moved the slab boundaries */
-  uint64_t reruns;                       /* frames run again because the skin was too thin */
-  double repartition_ms; /* host time in repartitions (not waiting for frames), total */
-  bool peer;             /* every pair of distinct devices has direct (peer) access */
-  uint64_t captures;     /* frame graphs of all partitions captured (after repartitions) */
-  double capture_ms;     /* host time capturing them (and updating or instantiating) */
+  uint64_t device_bytes[WF_MAX_DEVICES];                  /* device memory each partition holds */
+  uint64_t halo_bytes_per_frame; /* bytes the peer copies move per frame, all partitions */
+  uint64_t repartitions;         /* so far */
+  uint64_t rebalances;           /* repartitions that moved the slab boundaries */
+  uint64_t reruns;               /* frames run again because the skin was too thin */
+  double repartition_ms;         /* host time in repartitions (not waiting for frames), total */
+  bool peer;                     /* every pair of distinct devices has direct (peer) access */
+  uint64_t captures;             /* frame graphs of all partitions captured (after repartitions) */
+  double capture_ms;             /* host time capturing them (and updating or instantiating) */
   /* WF_BALANCE_TIME: each partition's substeps in the last frame before the last repartition,
    * ms on its device's clock (the halo waits left out); 0 where not measured */
   double compute_ms[WF_MAX_DEVICES];

@@ -41,8 +41,7 @@ wf_stream *wfp_part_stream(const wfp_part *ps);
  * 16 bytes, the first wfp_part_count() being its particles in local order; clock begins with the
  * simulated seconds (double) and the substep count (uint64). Any output may be NULL. */
 wf_device *wfp_part_device(const wfp_part *ps);
-wf_status wfp_part_state_buffers(wfp_part *ps, wf_buffer **pos, wf_buffer **vel,
-                                 wf_buffer **clock);
+wf_status wfp_part_state_buffers(wfp_part *ps, wf_buffer **pos, wf_buffer **vel, wf_buffer **clock);
 wf_status wfp_part_set_state(wfp_part *ps, const float (*pos)[4], const float (*vel)[4],
                              double time, uint64_t substeps);
 wf_status wfp_part_check(wfp_part *ps);

@@ -312,8 +312,8 @@ extern "C" void wfp_select_cuda(const void *args, size_t n, void *stream) {
   const wfp_select_args *a = (const wfp_select_args *)args;
   size_t bytes = a->temp_bytes;
   thrust::counting_iterator<uint32_t> in(0u);
-  cub::DeviceSelect::If(a->temp, bytes, in, a->out, a->count, (int)a->n, HasBit{a->tag, a->bit, a->anchor},
-                        (cudaStream_t)stream);
+  cub::DeviceSelect::If(a->temp, bytes, in, a->out, a->count, (int)a->n,
+                        HasBit{a->tag, a->bit, a->anchor}, (cudaStream_t)stream);
 }
 
 extern "C" size_t wfp_select_temp_bytes_cuda(uint32_t n) {

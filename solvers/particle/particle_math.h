@@ -46,7 +46,8 @@ enum { WFP_DEM = 0, WFP_XPBD = 1, WFP_HERTZ = 2 };
  * compute the same update from the same inputs with the signs flipped, so their histories stay
  * exact negatives of each other without ever being exchanged. */
 #define WFP_HIST_SLOTS 8
-#define WFP_HIST_EMPTY 0u /* a free slot's key (so zeroed memory is free slots); particles: gid + 1 */
+#define WFP_HIST_EMPTY                                                                             \
+  0u /* a free slot's key (so zeroed memory is free slots); particles: gid + 1 */
 #define WFP_HIST_COLLIDER 0x80000000u
 
 /* Sentinel of an empty cell in the cell-start table. */
@@ -232,12 +233,12 @@ typedef struct wfp_collide_args { /* per slot s: contacts, colliders, integratio
   const wfp_f4 *spos, *svel;
   const uint16_t *smat;
   const uint32_t *keys, *vals, *cell_start, *cell_end;
-  wfp_f4 *pos, *vel;   /* slots s < params->count (wfp_live) */
+  wfp_f4 *pos, *vel;    /* slots s < params->count (wfp_live) */
   const wfp_f4 *somega; /* sorted angular velocities (xyz, rad/s) */
   wfp_f4 *omega;        /* angular velocities by local index */
   wfp_hist *hist;       /* WFP_HIST_SLOTS per local index */
   const uint32_t *gid;  /* global ids by local index (the history's keys) */
-  const float *anchor; /* NULL, or the split's drift check (wfp_drift_ctl): the anchors */
+  const float *anchor;  /* NULL, or the split's drift check (wfp_drift_ctl): the anchors */
   wfp_drift_ctl *drift;
   /* the launch, not the kernel: blocks a multiprocessor the CUDA variant is compiled for (0: no
    * cap, 4 to 8; wf_particles_tuning.contact_min_blocks resolved) */
@@ -698,8 +699,7 @@ WF_HD static inline uint32_t wfp_pair(const wfp_collide_args *a, wfp_f4 pi, wfp_
   float wr[3] = {wi.x - wj.x, wi.y - wj.y, wi.z - wj.z};
   float rstar = pi.w * pj.w / R;
   return wfp_granular_slot(a->params, &c, n, R - d, vr, lever, wr, pi.w, 1.0f / wsum, rstar,
-                           wfp_inv_roll_inertia(vi.w, pi.w, vj.w, pj.w), slots, key, used, f,
-                           tau);
+                           wfp_inv_roll_inertia(vi.w, pi.w, vj.w, pj.w), slots, key, used, f, tau);
 }
 
 /* Signed distance from x to collider c at time t, with the outward unit normal. */
@@ -776,8 +776,8 @@ WF_HD static inline uint32_t wfp_collider_force(const wfp_params *p, const wfp_c
   float lever[3] = {x.w * w.x, x.w * w.y, x.w * w.z};
   float wr[3] = {w.x, w.y, w.z};
   return wfp_granular_slot(p, &cf, n, delta, vr, lever, wr, x.w, 1.0f / v.w, x.w,
-                           wfp_inv_roll_inertia(v.w, x.w, 0.0f, 0.0f), slots,
-                           WFP_HIST_COLLIDER + k, used, f, tau);
+                           wfp_inv_roll_inertia(v.w, x.w, 0.0f, 0.0f), slots, WFP_HIST_COLLIDER + k,
+                           used, f, tau);
 }
 
 /* Semi-implicit Euler for one particle: v += dt (g + F w); v *= damp; x += dt v. Returns flags. */
@@ -1034,8 +1034,7 @@ WF_HD static inline uint32_t wfp_collide_dem(const wfp_collide_args *a, uint32_t
     wfp_hist *slots = &a->hist[(size_t)i * WFP_HIST_SLOTS];
     uint32_t used = 0u;
     int bad = 0;
-    int32_t c[3] = {wfp_cell_coord(x.x, p->inv_cell, &bad),
-                    wfp_cell_coord(x.y, p->inv_cell, &bad),
+    int32_t c[3] = {wfp_cell_coord(x.x, p->inv_cell, &bad), wfp_cell_coord(x.y, p->inv_cell, &bad),
                     wfp_cell_coord(x.z, p->inv_cell, &bad)};
     for (uint32_t skip_ = 0;; skip_ += WFP_CONTACT_LIST) {
       uint32_t seen_ = 0;

@@ -85,10 +85,10 @@ void wfp_dbuf_free(dbuf *d, wf_stream *s) {
 #define PART_DBUFS(pt)                                                                             \
   {                                                                                                \
     &(pt)->anchor, &(pt)->tag, &(pt)->counts, &(pt)->snap_pos, &(pt)->snap_vel, &(pt)->in_pos,     \
-        &(pt)->snap_omega, &(pt)->snap_hist, &(pt)->in_omega, &(pt)->in_hist,                      \
-        &(pt)->in_vel, &(pt)->in_gid, &(pt)->in_mat, &(pt)->keys, &(pt)->vals, &(pt)->keys_out,    \
-        &(pt)->vals_out, &(pt)->sort_temp, &(pt)->select_temp, &(pt)->stamps, &(pt)->view_idx,     \
-        &(pt)->view_pos, &(pt)->view_vel, &(pt)->view_gid, &(pt)->view_mat                         \
+        &(pt)->snap_omega, &(pt)->snap_hist, &(pt)->in_omega, &(pt)->in_hist, &(pt)->in_vel,       \
+        &(pt)->in_gid, &(pt)->in_mat, &(pt)->keys, &(pt)->vals, &(pt)->keys_out, &(pt)->vals_out,  \
+        &(pt)->sort_temp, &(pt)->select_temp, &(pt)->stamps, &(pt)->view_idx, &(pt)->view_pos,     \
+        &(pt)->view_vel, &(pt)->view_gid, &(pt)->view_mat                                          \
   }
 
 /* Device memory of partition p: its solver's, the buffers of this file it owns and the links it
@@ -101,8 +101,8 @@ static size_t part_bytes(const wf_particles *sp, int p) {
     bytes += own[b]->cap;
   for (int d = 0; d < MAXP; d++) {
     const outbox *o = &pt->out[d];
-    bytes += o->idx.cap + o->pos.cap + o->vel.cap + o->gid.cap + o->mat.cap + o->omega.cap +
-             o->hist.cap;
+    bytes +=
+        o->idx.cap + o->pos.cap + o->vel.cap + o->gid.cap + o->mat.cap + o->omega.cap + o->hist.cap;
   }
   for (int l = 0; sp->set && l < sp->set->n_links; l++)
     if (sp->set->links[l].from == p)
@@ -293,8 +293,7 @@ uint32_t wf_particles_count(const wf_particles *sp) {
  * particles (those with an anchor) by their global ids. */
 static wf_status gather(wf_particles *sp, wfp_f4 *pos, wfp_f4 *vel, uint16_t *mat, wfp_f4 *omega,
                         wfp_hist *hist) {
-  if (!sp->distributed)
-    return wfp_part_get_all(sp->parts[0].ps, pos, vel, mat, NULL, omega, hist);
+  if (!sp->distributed) return wfp_part_get_all(sp->parts[0].ps, pos, vel, mat, NULL, omega, hist);
   size_t most = 1;
   for (int p = 0; p < sp->np; p++)
     if (sp->parts[p].n_local > most) most = sp->parts[p].n_local;
@@ -323,7 +322,8 @@ static wf_status gather(wf_particles *sp, wfp_f4 *pos, wfp_f4 *vel, uint16_t *ma
       if (vel) vel[g] = lv[i];
       if (mat) mat[g] = lm[i];
       if (omega) omega[g] = lw[i];
-      if (hist) memcpy(&hist[(size_t)g * WFP_HIST_SLOTS], &lh[(size_t)i * WFP_HIST_SLOTS], HIST_BYTES);
+      if (hist)
+        memcpy(&hist[(size_t)g * WFP_HIST_SLOTS], &lh[(size_t)i * WFP_HIST_SLOTS], HIST_BYTES);
     }
   }
   free(lp), free(lv), free(lm), free(lg), free(la), free(lw), free(lh);
@@ -429,8 +429,8 @@ static wf_status halo_pack(wf_particles *sp, int p) {
     wfp_arrays a = wfp_part_arrays(sp->parts[p].ps);
     wfp_f4 *send = wf_buffer_ptr(k->send);
     const uint32_t *idx = wf_buffer_ptr(h->src_idx.b);
-    wfp_halo_args pa = {idx + 1, a.pos, a.vel, a.omega, send, send + h->launch,
-                        send + 2 * (size_t)h->launch, idx};
+    wfp_halo_args pa = {
+        idx + 1, a.pos, a.vel, a.omega, send, send + h->launch, send + 2 * (size_t)h->launch, idx};
     TRY(wf_launch(&wfp_halo_pack, h->launch, &pa, sizeof pa, wfp_part_stream(sp->parts[p].ps)),
         "launching a halo pack");
   }
@@ -451,9 +451,9 @@ static wf_status halo_unpack(wf_particles *sp, int to, bool keys) {
     wfp_arrays a = wfp_part_arrays(sp->parts[to].ps);
     wfp_f4 *recv = wf_buffer_ptr(k->recv);
     const uint32_t *idx = wf_buffer_ptr(h->dst_idx.b);
-    wfp_halo_keys_args ua = {{idx + 1, recv, recv + h->launch, recv + 2 * (size_t)h->launch, a.pos,
-                              a.vel, a.omega, idx},
-                             wfp_part_keys_args(sp->parts[to].ps)};
+    wfp_halo_keys_args ua = {
+        {idx + 1, recv, recv + h->launch, recv + 2 * (size_t)h->launch, a.pos, a.vel, a.omega, idx},
+        wfp_part_keys_args(sp->parts[to].ps)};
     if (keys)
       TRY(wf_launch(&wfp_halo_unpack_keys, h->launch, &ua, sizeof ua, s),
           "launching a halo unpack");
@@ -1006,8 +1006,9 @@ wf_status wf_particles_granular_state_set(wf_particles *sp, const void *blob, si
   uint32_t n = wf_particles_count(sp);
   granular_header h;
   if (bytes < sizeof h)
-    return fail(WF_ERR_INVALID, "particles '%s': granular_state_set: %zu bytes is no granular state",
-                sp->name, bytes);
+    return fail(WF_ERR_INVALID,
+                "particles '%s': granular_state_set: %zu bytes is no granular state", sp->name,
+                bytes);
   memcpy(&h, blob, sizeof h);
   if (memcmp(h.magic, "wfgran1", 8) != 0 || h.slots != WFP_HIST_SLOTS)
     return fail(WF_ERR_INVALID,

@@ -20,7 +20,7 @@
 #include "solvers/partition/gather.h"
 #include "solvers/partition/partition.h"
 
-#define MAXP WFP_SPLIT_MAXP
+#define MAXP       WFP_SPLIT_MAXP
 #define HIST_BYTES (WFP_HIST_SLOTS * sizeof(wfp_hist)) /* one particle's history */
 /* What a halo exchange carries a ghost: position, velocity and angular velocity. */
 #define HALO_BYTES 48
@@ -81,7 +81,7 @@ struct wf_particles {
    * from) and its clock */
   wfp_f4 *pos, *vel;
   uint16_t *mat;
-  wfp_f4 *omega;  /* the granular state (WFP_HIST_SLOTS history slots a particle) */
+  wfp_f4 *omega; /* the granular state (WFP_HIST_SLOTS history slots a particle) */
   wfp_hist *hist;
   double snap_time;
   uint64_t snap_substeps;

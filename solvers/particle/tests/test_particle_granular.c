@@ -189,8 +189,7 @@ TEST(rolling_resistance_decelerates_at_five_sevenths_mu_r_g) {
   float p[1][4], v[1][4], w[1][4];
   state(&r, p, v, w);
   double want = 1.0 - 0.5 * 5.0 / 7.0 * 0.05 * 9.81;
-  printf("  v = %.4f m/s (1 - 5/7 μr g t = %.4f), ω r = %.4f\n", v[0][0], want,
-         -w[0][2] * R_BEAD);
+  printf("  v = %.4f m/s (1 - 5/7 μr g t = %.4f), ω r = %.4f\n", v[0][0], want, -w[0][2] * R_BEAD);
   CHECK_NEAR(v[0][0], want, 0.01 * (1.0 - want));
   CHECK_NEAR(-w[0][2] * R_BEAD, v[0][0], 0.005);
   wf_particles_destroy(r.ps);
@@ -259,7 +258,8 @@ TEST(linear_restitution_and_duration_pair_and_ground) {
  * gives: m* x'' = -K x^(3/2) - C x^(1/4) x', K = 4/3 E* sqrt(R*), C = 2 sqrt(5/6) ζ sqrt(2 E*
  * sqrt(R*) m*). */
 static double hertz_reference_e(double es, double rs, double ms, double zeta, double v) {
-  double K = 4.0 / 3.0 * es * sqrt(rs), C = 1.8257418583505538 * zeta * sqrt(2.0 * es * sqrt(rs) * ms);
+  double K = 4.0 / 3.0 * es * sqrt(rs),
+         C = 1.8257418583505538 * zeta * sqrt(2.0 * es * sqrt(rs) * ms);
   double x = 0.0, u = v, h = 2.87 * pow(ms * ms / (rs * es * es * v), 0.2) / 20000.0;
 #define ACC(x_, u_) ((-K * pow(fmax(x_, 0.0), 1.5) - C * pow(fmax(x_, 0.0), 0.25) * (u_)) / ms)
   for (int i = 0; i < 200000 && x >= 0.0; i++) {
@@ -437,7 +437,11 @@ static void same(const float *a, const float *b, uint32_t n, const char *what) {
   for (uint32_t i = 0; i < 12 * n; i++)
     if (memcmp(&a[i], &b[i], 4) != 0) {
       TH_FAIL("%s: first difference at float %u (particle %u, %s): %.9g vs %.9g", what, i,
-              (i / 4) % n, i < 4 * n ? "pos" : i < 8 * n ? "vel" : "omega", a[i], b[i]);
+              (i / 4) % n,
+              i < 4 * n   ? "pos"
+              : i < 8 * n ? "vel"
+                          : "omega",
+              a[i], b[i]);
       return;
     }
 }
@@ -482,9 +486,8 @@ TEST(hertz_history_rolling_bitwise_1_2_3_4_partitions_and_resume) {
       CHECK_OK(wf_particles_step_frames(ps, 3)); /* some other state first */
       CHECK_OK(wf_particles_stats_get(ps, &s0));
       double t = half * 0.0025;
-      CHECK_OK(wf_particles_set_state(ps, (const float(*)[4])cp,
-                                      (const float(*)[4])(cp + 4 * n), (double)(float)t,
-                                      (uint64_t)half * 10));
+      CHECK_OK(wf_particles_set_state(ps, (const float(*)[4])cp, (const float(*)[4])(cp + 4 * n),
+                                      (double)(float)t, (uint64_t)half * 10));
       CHECK_OK(wf_particles_granular_state_set(ps, gran, gb));
       CHECK_OK(wf_particles_step_frames(ps, frames - half));
       float *got = snapshot(ps);
