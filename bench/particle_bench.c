@@ -3,7 +3,12 @@
  * The scene (issue "particle solver"): a column of particles of radius 0.1 on a cubic lattice of
  * spacing 2r = 0.2 with a small seeded jitter (0.01 per axis), falling onto the plane y = 0;
  * 64 substeps per frame at 60 frames/s; DEM contacts with stiffness 8000 N/m, damping 2 N·s/m,
- * friction 1. The column's cross-section is square and its height about four times its width.
+ * restitution 1 (the dashpot is the damping alone), friction 1, the granular model's defaults
+ * otherwise (rolling resistance 0.01, contact history, rotation); the Hertz model with the
+ * default glass-bead moduli (E = 50 MPa, ν = 0.25). The column's cross-section is square and its
+ * height about four times its width. `--model` picks linear (dem), hertz or xpbd; the default
+ * runs linear and hertz one after the other, so the two granular models are reported side by
+ * side.
  *
  * For each size N: the frame is captured and warmed up (2 frames), then `--frames` frames are
  * launched one by one, each timed by a pair of events; the median is reported as ms/frame, with
@@ -19,7 +24,10 @@
  *   8 T/N (counts in, starts out); scatter 16 (key, arrival, start in; slot out); place 88
  *   (slot, key, two starts, pos 16, vel 16, material 2 in; index 4, pos, vel, material out);
  *   contacts 70 + 4 T/N (sorted pos, vel, material, index, cell starts in; pos and vel out);
- *   T = table entries. */
+ *   T = table entries. The granular state adds (DEM and Hertz): place 32 (omega in, sorted
+ *   omega out); contacts 32 (sorted omega in, omega out) and the contact history, read whole
+ *   while its keys are searched and written back, 2 x 256 (an upper bound: slots not touched are
+ *   not written). XPBD moves no granular state. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "particle_bench.h"
@@ -73,13 +81,18 @@ static wf_status build_column(wf_particles *ps, uint64_t n) {
   return bench_column("particles", n, add_to_solver, ps);
 }
 
-static double bytes_per_particle_substep(const wf_particles *ps, uint64_t n) {
+static double bytes_per_particle_substep(const wf_particles *ps, uint64_t n, int model) {
   uint64_t table = wf_particles_capacity(ps) > 64 ? wf_particles_capacity(ps) : 64;
   double t = (double)table / (double)n;
-  return 4.0 * t + 32.0 + 8.0 * t + 16.0 + 88.0 + 70.0 + 4.0 * t;
+  double granular = model == WF_CONTACT_XPBD ? 0.0 : 32.0 + 32.0 + 2.0 * 256.0;
+  return 4.0 * t + 32.0 + 8.0 * t + 16.0 + 88.0 + 70.0 + 4.0 * t + granular;
 }
 
-static int run_size(pb_ctx *c, uint64_t n) {
+static const char *model_name(int model) {
+  return model == WF_CONTACT_XPBD ? "xpbd" : model == WF_CONTACT_HERTZ ? "hertz" : "dem";
+}
+
+static int run_size(pb_ctx *c, uint64_t n, int model) {
   int rc = 1;
   wf_particles *ps = NULL;
   wf_stream *stream = NULL; /* the solver runs on it; the timing events are recorded on it */
@@ -90,14 +103,14 @@ static int run_size(pb_ctx *c, uint64_t n) {
   d.capacity = (uint32_t)n;
   d.substeps = 64;
   d.frame_dt = 1.0f / 60.0f;
-  d.contact_model = c->o.model;
+  d.contact_model = model;
   CHECK(wf_stream_create(c->dev, 0, &stream));
   d.stream = stream;
   d.devices[0] = c->dev;
   if (bench_particles_tuning_env("particles", &d.tuning)) goto done;
   CHECK(wf_particles_create(&d, &ps));
   wf_particle_material m = wf_particle_material_default();
-  m.stiffness = 8000.0f, m.damping = 2.0f, m.friction = 1.0f, m.restitution = 0.0f;
+  m.stiffness = 8000.0f, m.damping = 2.0f, m.friction = 1.0f, m.restitution = 1.0f;
   CHECK(wf_particles_set_material(ps, 0, &m));
   wf_collider_desc g = wf_collider_desc_default();
   g.name = "ground";
@@ -120,23 +133,25 @@ static int run_size(pb_ctx *c, uint64_t n) {
   CHECK(wf_particles_check(ps)); /* nothing blew up or left the grid */
   double med = bench_median(ms, c->o.frames);
   double rate = (double)n * 64.0 / (med * 1e-3);
-  double bpp = bytes_per_particle_substep(ps, n);
+  double bpp = bytes_per_particle_substep(ps, n, model);
   double gbs = bpp * (double)n * 64.0 / (med * 1e-3) * 1e-9;
   double mem = (double)wf_particles_device_bytes(ps) / (double)n;
-  fprintf(c->out, "%12llu %10.3f %14.3e %10.1f %10.0f %8.1f %8.1f%%\n", (unsigned long long)n, med,
-          rate, mem, bpp, gbs, c->bandwidth_gbs > 0 ? 100.0 * gbs / c->bandwidth_gbs : 0.0);
+  fprintf(c->out, "%6s %12llu %10.3f %14.3e %10.1f %10.0f %8.1f %8.1f%%\n", model_name(model),
+          (unsigned long long)n, med, rate, mem, bpp, gbs,
+          c->bandwidth_gbs > 0 ? 100.0 * gbs / c->bandwidth_gbs : 0.0);
   fflush(c->out);
   char metric[64];
-  snprintf(metric, sizeof metric, "%s_n%llu_ms_per_frame", c->o.model ? "xpbd" : "dem",
+  snprintf(metric, sizeof metric, "%s_n%llu_ms_per_frame", model_name(model),
            (unsigned long long)n);
   add_row(c, "particles", metric, med, "ms");
-  snprintf(metric, sizeof metric, "%s_n%llu_particle_substeps_per_s", c->o.model ? "xpbd" : "dem",
+  snprintf(metric, sizeof metric, "%s_n%llu_particle_substeps_per_s", model_name(model),
            (unsigned long long)n);
   add_row(c, "particles", metric, rate, "1/s");
-  snprintf(metric, sizeof metric, "%s_n%llu_bandwidth_fraction", c->o.model ? "xpbd" : "dem",
+  snprintf(metric, sizeof metric, "%s_n%llu_bandwidth_fraction", model_name(model),
            (unsigned long long)n);
   add_row(c, "particles", metric, c->bandwidth_gbs > 0 ? gbs / c->bandwidth_gbs : 0.0, "1");
-  snprintf(metric, sizeof metric, "n%llu_device_bytes_per_particle", (unsigned long long)n);
+  snprintf(metric, sizeof metric, "%s_n%llu_device_bytes_per_particle", model_name(model),
+           (unsigned long long)n);
   add_row(c, "particles", metric, mem, "B");
 
   if (c->o.profile) {
@@ -165,11 +180,13 @@ done:
 
 void wf_bench_particles_usage(FILE *f) {
   fputs("usage: weft bench particles [--device NAME] [--sizes N,N,...] [--frames N]\n"
-        "                            [--model dem|xpbd] [--profile] [--csv FILE]\n"
+        "                            [--model dem|hertz|xpbd|granular] [--profile]\n"
+        "                            [--csv FILE]\n"
         "                            [--machine NAME] [--quick]\n"
         "\n"
         "A column of particles (radius 0.1, spacing 0.2, jitter) falling onto a plane, 64\n"
-        "substeps per frame at 60 frames/s, DEM stiffness 8000, damping 2, friction 1.\n"
+        "substeps per frame at 60 frames/s, DEM stiffness 8000, damping 2, friction 1,\n"
+        "rolling 0.01 (granular: rotation and contact history); Hertz: E 50 MPa, nu 0.25.\n"
         "Prints ms/frame, particle-substeps/s, device bytes per particle, modelled bytes moved\n"
         "per particle-substep and the fraction of the measured memory bandwidth.\n"
         "\n"
@@ -178,7 +195,8 @@ void wf_bench_particles_usage(FILE *f) {
         "  --sizes LIST    particle counts (default 65536,524288,2097152,16777216;\n"
         "                  --quick: 4096 on a CPU, 65536 on a GPU)\n"
         "  --frames N      timed frames per size (default 10; --quick 3)\n"
-        "  --model M       contact model: dem (default) or xpbd\n"
+        "  --model M       contact model: dem (linear), hertz, xpbd, or granular (the\n"
+        "                  default: dem then hertz, side by side)\n"
         "  --profile       also time each stage of the substep\n"
         "  --csv FILE      append results as machine,date,benchmark,metric,value,unit rows\n"
         "  --machine NAME  machine name for the CSV (default: hostname and device product)\n"
@@ -216,11 +234,19 @@ static int parse(int argc, char **argv, pb_opts *o, FILE *out) {
       if (bench_parse_frames("particles", argv[++i], &o->frames)) return 2;
     } else if (!strcmp(a, "--model")) {
       const char *m = argv[++i];
-      if (strcmp(m, "dem") && strcmp(m, "xpbd")) {
-        fprintf(stderr, "weft bench particles: --model '%s' must be dem or xpbd\n", m);
+      if (!strcmp(m, "dem") || !strcmp(m, "linear"))
+        o->model = WF_CONTACT_DEM;
+      else if (!strcmp(m, "hertz"))
+        o->model = WF_CONTACT_HERTZ;
+      else if (!strcmp(m, "xpbd"))
+        o->model = WF_CONTACT_XPBD;
+      else if (!strcmp(m, "granular"))
+        o->model = -1;
+      else {
+        fprintf(stderr, "weft bench particles: --model '%s' must be dem, hertz, xpbd or granular\n",
+                m);
         return 2;
       }
-      o->model = strcmp(m, "xpbd") ? WF_CONTACT_DEM : WF_CONTACT_XPBD;
     } else if (!strcmp(a, "--sizes")) {
       const char *s = argv[++i];
       o->n_sizes = 0;
@@ -251,6 +277,7 @@ int wf_bench_particles(int argc, char **argv, FILE *out) {
   pb_ctx *c = &ctx;
   memset(c, 0, sizeof *c);
   c->out = out;
+  c->o.model = -1; /* granular: linear and Hertz */
   int rc = parse(argc, argv, &c->o, out);
   if (rc >= 0) return rc;
   rc = 1;
@@ -273,14 +300,18 @@ int wf_bench_particles(int argc, char **argv, FILE *out) {
   wf_device_info info;
   CHECK(wf_device_info_get(c->dev, &info));
   fprintf(out, "weft %s bench particles on %s (%s), %s contacts\n", WF_VERSION_STRING,
-          wf_device_name(c->dev), info.product, c->o.model ? "XPBD" : "DEM");
+          wf_device_name(c->dev), info.product,
+          c->o.model < 0 ? "DEM (linear) and Hertz" : model_name(c->o.model));
   fprintf(out, "measured memory bandwidth (on-device copy, read + write): %.0f GB/s\n\n",
           c->bandwidth_gbs);
-  fprintf(out, "%12s %10s %14s %10s %10s %8s %9s\n", "particles", "ms/frame", "p-substeps/s",
-          "B/particle", "B/p-substp", "GB/s", "of bw");
+  fprintf(out, "%6s %12s %10s %14s %10s %10s %8s %9s\n", "model", "particles", "ms/frame",
+          "p-substeps/s", "B/particle", "B/p-substp", "GB/s", "of bw");
   add_row(c, "particles", "measured_bandwidth", c->bandwidth_gbs, "GB/s");
+  int models[2] = {c->o.model, c->o.model}, n_models = 1;
+  if (c->o.model < 0) models[0] = WF_CONTACT_DEM, models[1] = WF_CONTACT_HERTZ, n_models = 2;
   for (int i = 0; i < c->o.n_sizes; i++)
-    if (run_size(c, c->o.sizes[i])) goto done;
+    for (int k = 0; k < n_models; k++)
+      if (run_size(c, c->o.sizes[i], models[k])) goto done;
   if (c->o.csv && bench_csv_append(c->o.csv, machine, c->rows, c->n_rows, out)) goto done;
   rc = 0;
 done:

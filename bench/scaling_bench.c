@@ -149,7 +149,7 @@ static int measure(sb_ctx *c, int k, uint64_t n, sb_result *res) {
   if (bench_particles_tuning_env("scaling", &d.tuning)) goto done;
   CHECK(wf_particles_create(&d, &sp));
   wf_particle_material m = wf_particle_material_default();
-  m.stiffness = 8000.0f, m.damping = 2.0f, m.friction = 1.0f, m.restitution = 0.0f;
+  m.stiffness = 8000.0f, m.damping = 2.0f, m.friction = 1.0f, m.restitution = 1.0f; /* dashpot: damping */
   uint32_t material = 0;
   CHECK(wf_particles_add_material(sp, &m, &material));
   wf_collider_desc g = wf_collider_desc_default();

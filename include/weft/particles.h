@@ -24,9 +24,20 @@
  *      order)   key      by key   starts   copies      or XPBD, colliders        back
  *
  * The grid is rebuilt every substep rather than kept as a Verlet list: a neighbour list of ~24
- * entries would cost ~96 bytes per particle (the whole budget of 100 B/particle that lets 100M
- * particles fit on one GPU), and `weft bench particles --profile` shows the rebuild is a minority
- * of the substep. The grid is a periodic box of cells refitted to the particles between frames
+ * entries would cost ~96 bytes per particle, and `weft bench particles --profile` shows the
+ * rebuild is a minority of the substep.
+ *
+ * Device memory per particle (wf_particles_device_bytes; 384 B, about 200M particles on 80 GB):
+ *     state        position + radius 16, velocity + inverse mass 16, global id 4, material 2
+ *     granular     angular velocity 16, contact history 8 slots x 32 (tangential spring 12,
+ *                  partner's id 4, rolling spring 12, spare 4) = 256
+ *     sorted       the sorted copies of position, velocity, angular velocity (16 each), material 2
+ *     ordering     cell key, arrival in the cell, arrival order, sorted index (4 each)
+ *     grid         cell start and cell count (4 each, one entry per particle of capacity)
+ * The granular state is two thirds of it: 6 history slots would fit 320 B (more contacts then go
+ * without history in dense packings: each is counted in stats.history_overflows).
+ *
+ * The grid is a periodic box of cells refitted to the particles between frames
  * (no recapture); it has no fixed per-cell capacity, so nothing can overflow or be truncated.
  * Adding particles beyond the capacity grows every buffer (x1.5) and recaptures the frame.
  *
@@ -80,11 +91,65 @@ extern "C" {
  *  wf_particles_create. */
 typedef struct wf_particles wf_particles;
 
-/** Contact models. DEM: linear spring-dashpot normal force, Coulomb friction (regularized by a
- *  viscous tangential force), cohesion; needs a substep well below the contact period
- *  π sqrt(m/k). XPBD: compliant position constraints (compliance 1/stiffness), static and dynamic
- *  friction, restitution against colliders; stable at large substeps. */
-enum { WF_CONTACT_DEM = 0, WF_CONTACT_XPBD = 1 };
+/** Contact models (wf_particles_desc.contact_model), one per solver.
+ *
+ *  WF_CONTACT_DEM: the linear spring-dashpot: normal force kn δ - cn vn (kn = material
+ *  stiffness), a tangential spring kt = tangential_ratio · kn with dashpot and contact history
+ *  (static friction, Cundall-Strack), rolling resistance, cohesion, and rotation.
+ *  WF_CONTACT_HERTZ: the same with the Hertz-Mindlin springs from the materials' Young's modulus
+ *  and Poisson's ratio (normal 4/3 E* sqrt(R*) δ^3/2, tangential St = 8 G* sqrt(R* δ)) and the
+ *  dashpots of Tsuji et al. 1992 as LIGGGHTS writes them.
+ *  Both are explicit: a substep needs to be well below the contact duration
+ *  (wf_particles_stability says how many substeps).
+ *  WF_CONTACT_XPBD: compliant position constraints (compliance 1/stiffness), static and dynamic
+ *  friction, restitution against colliders; stable at large substeps. Not granular yet: its
+ *  particles do not rotate, and it has no rolling resistance or contact history.
+ *
+ *  The granular model of the DEM and Hertz contacts (all forces act at the contact point of
+ *  solid spheres, I = 2/5 m r²), per contact of particle i with j (a particle, or a collider:
+ *  a non-rotating wall of i's own material with the collider's stiffness, friction and
+ *  restitution), n the unit normal towards i, δ the overlap, m* = mi mj / (mi + mj) (a collider:
+ *  mi), R* = ri rj / (ri + rj) (a collider: ri), E* = 1 / ((1-νi²)/Ei + (1-νj²)/Ej),
+ *  G* = 1 / (2(2-νi)(1+νi)/Ei + 2(2-νj)(1+νj)/Ej), the other coefficients the means of the two
+ *  materials':
+ *
+ *    restitution e → ζ = -ln e / sqrt(π² + ln² e)      (e = 0: ζ = 1, critical: no rebound;
+ *                                                        e = 1: ζ = 0, elastic)
+ *    linear  fn = kn δ - (2 ζ sqrt(kn m*) + c) vn       (c: material damping, N·s/m)
+ *            kt = tangential_ratio kn,  ct = 2 ζ sqrt(kt m*)
+ *            The coefficient of restitution of a normal impact is exactly e
+ *            (e = exp(-π ζ / sqrt(1 - ζ²))), duration π / sqrt(kn/m* (1 - ζ²)).
+ *    Hertz   Sn = 2 E* sqrt(R* δ),  fn = 2/3 Sn δ - (2 sqrt(5/6) ζ sqrt(Sn m*) + c) vn
+ *            St = 8 G* sqrt(R* δ),  ct = 2 sqrt(5/6) ζ sqrt(St m*)
+ *            Elastic duration 2.87 (m*² / (R* E*² v))^(1/5) at impact speed v. The restitution
+ *            does not depend on the speed and is e (0.499 for e = 0.5 in the tests, against an
+ *            independent RK4 integration of the same law).
+ *    tangential  Ft = -kt ξ - (ct + tangential) vt, ξ the tangential spring's displacement (the
+ *            contact history), rotated into the tangent plane every substep. Sticking while
+ *            |Ft| <= static_friction fn; beyond, sliding at |Ft| = friction fn with ξ reset to
+ *            the spring carrying that force (Coulomb, with static and dynamic coefficients).
+ *    rolling the elastic-plastic spring-dashpot of Ai et al. 2011 ("model C"): a torque spring
+ *            kr = 2.25 kn μr² R*² (Hertz: kn = Sn) on the relative rotation (twist included: the
+ *            only torsional resistance), limited to μr R* fn, with a dashpot at 0.3 of critical
+ *            while below the limit (spring and dashpot together within the limit). Chosen over a
+ *            constant torque ("model A") because it holds a sphere at rest on a slope up to
+ *            tan θ = μr and lets a heap stand still, without the torque flipping sign each
+ *            substep; at full mobilization it is the constant torque: a rolling sphere slows at
+ *            5/7 μr g.
+ *    torque on i: (-ri n) × Ft + Mr (the lever is the full radius).
+ *
+ *  The normal force is not clamped at zero (near the end of a damped contact it pulls a little)
+ *  so that the linear restitution is exact; the friction and rolling caps use max(fn, 0).
+ *
+ *  Contact history: each particle keeps 8 contacts (WFP_HIST_SLOTS), keyed by the partner's
+ *  global id (or the collider's index); a contact beyond that gets no history (no static
+ *  friction or rolling spring for it) and is counted in wf_particles_stats.history_overflows.
+ *
+ *  What the model does not do: no plastic or adhesive (JKR) contact, no torsional friction of its
+ *  own (the rolling spring resists twist with the same μr), no non-spherical shapes, no collider
+ *  rotation (kinematic colliders translate), no heat; the lever of the tangential force is the
+ *  radius, not the radius less half the overlap. */
+enum { WF_CONTACT_DEM = 0, WF_CONTACT_XPBD = 1, WF_CONTACT_HERTZ = 2 };
 
 /** How a solver over several devices balances its slabs (wf_particles_desc.balance). */
 typedef enum wf_particles_balance {
@@ -117,7 +182,7 @@ typedef struct wf_particles_desc {
   float gravity[3];  /* m/s²; default (0, -9.81, 0) */
   float damping;     /* global velocity damping, 1/s; default 0 */
   float cell_size;   /* grid cell; 0: twice the largest particle radius (the contact range) */
-  int contact_model; /* WF_CONTACT_DEM (default) or WF_CONTACT_XPBD */
+  int contact_model; /* WF_CONTACT_DEM (default), WF_CONTACT_HERTZ or WF_CONTACT_XPBD */
   float relaxation;  /* XPBD: over-relaxation of the averaged Jacobi step, (0, 2); default 1.5 */
   bool no_graph;     /* enqueue substeps one by one instead of replaying a captured frame */
   wf_stream *stream; /* one device: stream to run on (not owned); NULL: the solver creates its
@@ -127,27 +192,43 @@ typedef struct wf_particles_desc {
                                          default device (wf_device_default) */
   int device_count;                   /* 0: one, as devices[0] NULL says */
   /* several devices only (one device has no halo and never repartitions): */
-  float skin;               /* halo width beyond the contact range, m; 0: from the fastest
-                               particle (3 x the distance it covers in a frame under gravity) */
-  float imbalance;          /* re-balance the slabs when max/mean count (or time) - 1 exceeds
-                               this; 0: 0.01 */
+  float skin;                   /* halo width beyond the contact range, m; 0: from the fastest
+                                   particle (3 x the distance it covers in a frame under gravity) */
+  float imbalance;              /* re-balance the slabs when max/mean count (or time) - 1 exceeds
+                                   this; 0: 0.01 */
   wf_particles_balance balance; /* WF_BALANCE_COUNT (default) or WF_BALANCE_TIME */
-  int repartition_frames;   /* frames between repartitions; 0: 1 (each one may recapture the
-                               frame graph) */
-  wf_particles_tuning tuning; /* kernel tuning; all zero (the default): automatic */
+  int repartition_frames;       /* frames between repartitions; 0: 1 (each one may recapture the
+                                   frame graph) */
+  wf_particles_tuning tuning;   /* kernel tuning; all zero (the default): automatic */
 } wf_particles_desc;
 
-/** Contact material. Start from wf_particle_material_default(). Pair values are the means of the
- *  two materials' values. */
+/** Contact material. Start from wf_particle_material_default(): glass beads (soda-lime glass:
+ *  Poisson 0.25, friction 0.5, rolling 0.01, restitution
+ *  0.9), with the stiffness reduced as is standard DEM practice: real glass has E = 63 GPa, which
+ *  would need ~17x the substeps of the default E = 50 MPa (the Hertz contact duration goes as
+ *  E^(-2/5)); the default linear kn = 1e4 N/m is the solver's historical value. Glass's density
+ *  (2500 kg/m³) is the emitter's to set (wf_particles_emitter.density).
+ *  Pair values are the means of the two materials' (the elastic moduli combine as E*, G*: see
+ *  WF_CONTACT_*). Validated when added: a bad field fails naming the material and the field. */
 typedef struct wf_particle_material {
-  float stiffness;   /* normal spring k, N/m; default 1e4 */
-  float damping;     /* normal dashpot c, N·s/m; default 0 */
-  float restitution; /* in [0, 1]; > 0 adds the dashpot that gives this restitution at the pair's
-                        effective mass: c = 2 ζ sqrt(k m), e = exp(-π ζ / sqrt(1 - ζ²)); 0: none */
-  float friction;    /* Coulomb coefficient μ; default 0.5 */
-  float tangential;  /* viscous tangential coefficient below the Coulomb cap, N·s/m; default 100 */
-  float cohesion;    /* DEM: attractive force per contact, N; default 0 */
-  float static_friction; /* XPBD: static coefficient μs; 0: the same as friction */
+  float stiffness;        /* linear normal spring kn, N/m (WF_CONTACT_DEM; XPBD: 1/compliance);
+                             default 1e4 */
+  float damping;          /* extra normal dashpot c, N·s/m (particle pairs and colliders);
+                             default 0 */
+  float restitution;      /* normal coefficient of restitution e in [0, 1]: the dashpot ratio
+                             ζ = -ln e / sqrt(π² + ln² e) (see WF_CONTACT_*); 0: no rebound
+                             (critical damping), 1: elastic; default 0.9 */
+  float friction;         /* sliding (dynamic) Coulomb coefficient μ; default 0.5 */
+  float tangential;       /* extra tangential dashpot, N·s/m; default 0 */
+  float cohesion;         /* DEM: attractive force per contact, N; default 0 */
+  float static_friction;  /* static coefficient μs (>= friction); 0: the same as friction */
+  float rolling_friction; /* rolling resistance μr (dimensionless: the torque limit is
+                             μr R* fn); default 0.01; 0: none */
+  float young;            /* Young's modulus E, Pa (WF_CONTACT_HERTZ); default 5e7 (reduced:
+                             see above) */
+  float poisson;          /* Poisson's ratio ν in [0, 0.5); default 0.25 */
+  float tangential_ratio; /* WF_CONTACT_DEM: kt / kn, > 0; 0: Mindlin's 2(1-ν)/(2-ν) (6/7 at
+                             ν = 0.25); Hertz uses Mindlin's St always */
 } wf_particle_material;
 
 /** Shapes of an emitter's region (wf_particles_emitter.shape). */
@@ -190,10 +271,11 @@ typedef struct wf_collider_desc {
   float half_extents[3]; /* box (axis aligned) */
   float p0[3], p1[3];    /* capsule segment ends */
   float velocity[3];     /* kinematic motion; zero: static */
-  float friction;        /* Coulomb μ against particles; default 0.5 */
-  float restitution;     /* in [0, 1]: normal dashpot from the particle's mass; default 0.5 */
-  float stiffness;       /* DEM: N/m; 0: the particle material's stiffness */
-  float static_friction; /* XPBD: static μs; 0: the same as friction */
+  float friction;        /* sliding Coulomb μ against particles; default 0.5 */
+  float restitution;     /* normal coefficient of restitution e in [0, 1] against particles,
+                            defined as a material's (0: no rebound, 1: elastic); default 0.5 */
+  float stiffness;       /* DEM (linear): N/m; 0: the particle material's stiffness */
+  float static_friction; /* static μs; 0: the same as friction */
 } wf_collider_desc;
 
 /** Stages of a substep, for wf_particles_profile. */
@@ -215,12 +297,16 @@ typedef struct wf_particles_params {
 
 /** Statistics of the particle state (wf_particles_stats_get). */
 typedef struct wf_particles_stats {
-  uint32_t count;        /* particles */
-  double kinetic_energy; /* Σ ½ m v² over dynamic particles, J */
-  double momentum[3];    /* Σ m v over dynamic particles */
-  double max_speed;      /* m/s, over all particles */
-  double time;           /* simulated seconds */
-  uint64_t substeps;     /* substeps run so far */
+  uint32_t count;             /* particles */
+  double kinetic_energy;      /* Σ ½ m v² over dynamic particles, J */
+  double rotational_energy;   /* Σ ½ I ω² over dynamic particles (I = 2/5 m r²), J */
+  uint64_t history_overflows; /* contacts computed without a history slot (all taken), since the
+                                 solver was created (one partition: its count; several: the sum
+                                 over partitions, ghosts included, so it depends on the split) */
+  double momentum[3];         /* Σ m v over dynamic particles */
+  double max_speed;           /* m/s, over all particles */
+  double time;                /* simulated seconds */
+  uint64_t substeps;          /* substeps run so far */
 } wf_particles_stats;
 
 /** Per-stage device time of substeps run one by one with events between the stages. */
@@ -302,6 +388,50 @@ WF_API wf_stream *wf_particles_stream(const wf_particles *ps);
  *  (checkpoint restore), for any number of partitions. Waits for the solver first. */
 WF_API wf_status wf_particles_set_state(wf_particles *ps, const float (*pos)[4],
                                         const float (*vel)[4], double time, uint64_t substeps);
+/** Waits for the solver and copies the angular velocities (xyz rad/s, w 0) in global-id order,
+ *  count x 16 bytes. Flags as download. */
+WF_API wf_status wf_particles_download_omega(wf_particles *ps, float (*omega)[4]);
+
+/** The granular state beside positions and velocities: every particle's angular velocity and
+ *  contact history (tangential and rolling springs, keyed by global ids), as one opaque blob in
+ *  global-id order that does not depend on the number of partitions. A checkpoint saves it with
+ *  wf_particles_download; a restore calls wf_particles_set_state (which clears it: particles at
+ *  rest, no contacts remembered) and then wf_particles_granular_state_set with the saved blob;
+ *  the frames that follow are then bitwise those of the original run, for any number of
+ *  partitions. The blob's size depends on the particle count only (a header, then 16 + 256
+ *  bytes a particle); set checks its header and size. */
+WF_API size_t wf_particles_granular_state_bytes(const wf_particles *ps);
+WF_API wf_status wf_particles_granular_state_get(wf_particles *ps, void *blob, size_t bytes);
+WF_API wf_status wf_particles_granular_state_set(wf_particles *ps, const void *blob, size_t bytes);
+
+/** Time-step guidance for one material (wf_particles_stability). */
+typedef struct wf_particles_stability_result {
+  double contact_time;    /* s: duration of a normal impact of two of the particles at
+                             impact_speed (linear: π / sqrt(kn/m* (1 - ζ²)); Hertz:
+                             2.87 (m*² / (R* E*² v))^(1/5), elastic) */
+  double tangential_time; /* s: half period of the tangential spring with both spheres free to
+                             roll, π / sqrt(3.5 kt / m*) (Hertz: St at the impact's largest
+                             overlap) */
+  double rolling_time;    /* s: half period of the rolling spring on the two spheres' rotational
+                             inertia, π / sqrt(kr (1/Ii + 1/Ij)); 0: no rolling resistance */
+  double substep_max;     /* s: the largest substep giving >= 10 substeps in each of the three
+                             times */
+  int substeps_needed;    /* per frame of desc->frame_dt with substep_max */
+  bool ok;                /* desc->substeps >= substeps_needed */
+} wf_particles_stability_result;
+
+/** Substeps a material needs: for particles of radius `radius` (m) and mass `mass` (kg; 0: from
+ *  density 2500 kg/m³) colliding at `impact_speed` (m/s; 0: 1 m/s, used by Hertz only), with
+ *  the contact model and frame of desc. Explicit integration needs >= 10 substeps per contact,
+ *  and as many in the tangential spring's half period, which is shorter (with free rotation kt
+ *  acts on 2/7 of the mass: π / sqrt(3.5 kt / m*)). A solver checks every material at its first
+ * frame after particles were added, for the smallest radius and mass it holds of that material, and
+ * logs a warning (the log callback, wf_init_desc.log) naming the material and the substeps needed
+ * when desc.substeps is fewer; it never changes the substeps itself. XPBD: always ok. */
+WF_API wf_status wf_particles_stability(const wf_particles_desc *desc,
+                                        const wf_particle_material *m, double radius, double mass,
+                                        double impact_speed, wf_particles_stability_result *out);
+
 /** Waits for the solver and reports its device flags, as download does. */
 WF_API wf_status wf_particles_check(wf_particles *ps);
 /** Waits for the solver and computes the statistics of the current state. */
@@ -321,22 +451,22 @@ WF_API uint32_t wf_particles_capacity(const wf_particles *ps);
 /** What the solver's partitions are doing (wf_particles_info_get). One partition: it owns every
  *  particle, holds no ghosts, its slab is unbounded and nothing is ever repartitioned. */
 typedef struct wf_particles_info {
-  int partitions;                 /* devices */
-  int axis;                       /* the slab axis (0 x, 1 y, 2 z) */
-  float skin;                     /* the skin in use, m (0: one partition) */
-  uint32_t owned[WF_MAX_DEVICES]; /* particles each partition owns */
+  int partitions;                  /* devices */
+  int axis;                        /* the slab axis (0 x, 1 y, 2 z) */
+  float skin;                      /* the skin in use, m (0: one partition) */
+  uint32_t owned[WF_MAX_DEVICES];  /* particles each partition owns */
   uint32_t ghosts[WF_MAX_DEVICES]; /* ghost copies each partition holds */
   float slab_lo[WF_MAX_DEVICES], slab_hi[WF_MAX_DEVICES]; /* slab bounds along the axis (+-inf at
                                                               the ends) */
-  uint64_t device_bytes[WF_MAX_DEVICES]; /* device memory each partition holds */
-  uint64_t halo_bytes_per_frame;         /* bytes the peer copies move per frame, all partitions */
-  uint64_t repartitions;                 /* so far */
-  uint64_t rebalances;                   /* repartitions that moved the slab boundaries */
-  uint64_t reruns;                       /* frames run again because the skin was too thin */
-  double repartition_ms; /* host time in repartitions (not waiting for frames), total */
-  bool peer;             /* every pair of distinct devices has direct (peer) access */
-  uint64_t captures;     /* frame graphs of all partitions captured (after repartitions) */
-  double capture_ms;     /* host time capturing them (and updating or instantiating) */
+  uint64_t device_bytes[WF_MAX_DEVICES];                  /* device memory each partition holds */
+  uint64_t halo_bytes_per_frame; /* bytes the peer copies move per frame, all partitions */
+  uint64_t repartitions;         /* so far */
+  uint64_t rebalances;           /* repartitions that moved the slab boundaries */
+  uint64_t reruns;               /* frames run again because the skin was too thin */
+  double repartition_ms;         /* host time in repartitions (not waiting for frames), total */
+  bool peer;                     /* every pair of distinct devices has direct (peer) access */
+  uint64_t captures;             /* frame graphs of all partitions captured (after repartitions) */
+  double capture_ms;             /* host time capturing them (and updating or instantiating) */
   /* WF_BALANCE_TIME: each partition's substeps in the last frame before the last repartition,
    * ms on its device's clock (the halo waits left out); 0 where not measured */
   double compute_ms[WF_MAX_DEVICES];

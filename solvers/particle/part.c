@@ -13,11 +13,12 @@
  *
  * Device memory per particle (capacity C; cell table T = max(64, C) entries):
  *     state      pos 16 + vel 16 + gid 4 + material 2                =  38 B
- *     sorted     spos 16 + svel 16 + smat 2                          =  34 B
+ *     granular   omega 16 + contact history 8 slots · 32             = 272 B
+ *     sorted     spos 16 + svel 16 + somega 16 + smat 2              =  50 B
  *     ordering   keys 4 + arrival 4 + arrival order 4 + sorted index 4 = 16 B
  *     grid       cell start + cell count 2 · 4 (T + 1 entries)       =   8 B
  *                                                                     ------
- *                                                                      96 B
+ *                                                                     384 B
  * plus a fixed part (parameter block, 256 materials, 64 colliders, clock: ~16 KiB) and, on CUDA
  * devices, CUB's temporary storage for the scan. wfp_part_device_bytes() reports it all.
  *
@@ -80,8 +81,11 @@ enum {
   B_VEL,
   B_GID,
   B_MAT,
+  B_OMEGA, /* angular velocities (the granular state: omega and the contact history) */
+  B_HIST,
   B_SPOS,
   B_SVEL,
+  B_SOMEGA,
   B_SMAT,
   B_KEYS,
   B_VALS,
@@ -122,6 +126,11 @@ struct wfp_part {
   wfp_params params;
   wfp_material mats[WFP_MAX_MATERIALS];
   uint32_t n_mats;
+  /* the stability check (wfp_part_stability_check): each material as given, the smallest
+   * radius and mass of its dynamic particles (0: none yet), and whether to check again */
+  wf_particle_material given[WFP_MAX_MATERIALS];
+  float rmin[WFP_MAX_MATERIALS], mmin[WFP_MAX_MATERIALS];
+  bool recheck;
   wfp_collider colliders[WFP_MAX_COLLIDERS];
   struct {
     wfp_hook_fn fn;
@@ -131,6 +140,8 @@ struct wfp_part {
 };
 
 static void *ptr(wfp_part *ps, int b) { return wf_buffer_ptr(ps->buf[b]); }
+
+#define HIST_BYTES (WFP_HIST_SLOTS * sizeof(wfp_hist)) /* one particle's history */
 
 wf_particles_desc wf_particles_desc_default(void) {
   return (wf_particles_desc){.name = "particles",
@@ -145,7 +156,13 @@ wf_particles_desc wf_particles_desc_default(void) {
 }
 
 wf_particle_material wf_particle_material_default(void) {
-  return (wf_particle_material){.stiffness = 1e4f, .friction = 0.5f, .tangential = 100.0f};
+  /* glass beads with a reduced stiffness (weft/particles.h, wf_particle_material) */
+  return (wf_particle_material){.stiffness = 1e4f,
+                                .restitution = 0.9f,
+                                .friction = 0.5f,
+                                .rolling_friction = 0.01f,
+                                .young = 5e7f,
+                                .poisson = 0.25f};
 }
 
 wf_particles_emitter wf_particles_emitter_default(void) {
@@ -222,8 +239,11 @@ static wf_status alloc_sized(wfp_part *ps, uint32_t capacity, wf_buffer **buf, u
                            [B_VEL] = C * sizeof(wfp_f4),
                            [B_GID] = C * 4,
                            [B_MAT] = C * 2,
+                           [B_OMEGA] = C * sizeof(wfp_f4),
+                           [B_HIST] = C * WFP_HIST_SLOTS * sizeof(wfp_hist),
                            [B_SPOS] = C * sizeof(wfp_f4),
                            [B_SVEL] = C * sizeof(wfp_f4),
+                           [B_SOMEGA] = C * sizeof(wfp_f4),
                            [B_SMAT] = C * 2,
                            [B_KEYS] = C * 4,
                            [B_VALS] = C * 4,
@@ -300,10 +320,12 @@ static wf_status check_desc(const wf_particles_desc *desc, const char *name) {
   if (!(desc->cell_size >= 0.0f) || !isfinite(desc->cell_size))
     return fail(WF_ERR_INVALID, "particles '%s': cell_size %g must be >= 0 (0: automatic)", name,
                 (double)desc->cell_size);
-  if (desc->contact_model != WF_CONTACT_DEM && desc->contact_model != WF_CONTACT_XPBD)
+  if (desc->contact_model != WF_CONTACT_DEM && desc->contact_model != WF_CONTACT_XPBD &&
+      desc->contact_model != WF_CONTACT_HERTZ)
     return fail(WF_ERR_INVALID,
-                "particles '%s': contact_model %d is not WF_CONTACT_DEM or WF_CONTACT_XPBD", name,
-                desc->contact_model);
+                "particles '%s': contact_model %d is not WF_CONTACT_DEM, WF_CONTACT_XPBD or "
+                "WF_CONTACT_HERTZ",
+                name, desc->contact_model);
   if (!(desc->relaxation > 0.0f && desc->relaxation <= 2.0f))
     return fail(WF_ERR_INVALID, "particles '%s': relaxation %g must be in (0, 2]", name,
                 (double)desc->relaxation);
@@ -423,29 +445,54 @@ uint32_t wfp_part_capacity(const wfp_part *ps) { return ps ? ps->capacity : 0; }
 
 static wf_status material_convert(const wfp_part *ps, uint32_t index,
                                   const wf_particle_material *m, wfp_material *out) {
-  const char *fields[] = {"stiffness",  "damping",  "restitution",    "friction",
-                          "tangential", "cohesion", "static_friction"};
-  const float vals[] = {m->stiffness,  m->damping,  m->restitution,    m->friction,
-                        m->tangential, m->cohesion, m->static_friction};
-  for (int i = 0; i < 7; i++)
+  const char *fields[] = {"stiffness",       "damping",          "restitution", "friction",
+                          "tangential",      "cohesion",         "static_friction",
+                          "rolling_friction", "young",           "poisson",
+                          "tangential_ratio"};
+  const float vals[] = {m->stiffness,       m->damping,  m->restitution, m->friction,
+                        m->tangential,      m->cohesion, m->static_friction,
+                        m->rolling_friction, m->young,   m->poisson,     m->tangential_ratio};
+  for (int i = 0; i < 11; i++)
     if (!(vals[i] >= 0.0f) || !isfinite(vals[i]))
       return fail(WF_ERR_INVALID, "particles '%s': material %u: %s %g must be a finite number >= 0",
                   ps->name, index, fields[i], (double)vals[i]);
   if (!(m->stiffness > 0.0f))
-    return fail(WF_ERR_INVALID, "particles '%s': material %u: stiffness must be > 0", ps->name,
-                index);
+    return fail(WF_ERR_INVALID, "particles '%s': material %u: stiffness must be > 0 (N/m)",
+                ps->name, index);
   if (m->restitution > 1.0f)
     return fail(WF_ERR_INVALID, "particles '%s': material %u: restitution %g must be in [0, 1]",
                 ps->name, index, (double)m->restitution);
+  if (!(m->young > 0.0f))
+    return fail(WF_ERR_INVALID,
+                "particles '%s': material %u: young %g must be > 0 (Young's modulus, Pa)",
+                ps->name, index, (double)m->young);
+  if (!(m->poisson < 0.5f))
+    return fail(WF_ERR_INVALID, "particles '%s': material %u: poisson %g must be in [0, 0.5)",
+                ps->name, index, (double)m->poisson);
+  if (m->static_friction > 0.0f && m->static_friction < m->friction)
+    return fail(WF_ERR_INVALID,
+                "particles '%s': material %u: static_friction %g is below friction %g (0: the "
+                "same as friction)",
+                ps->name, index, (double)m->static_friction, (double)m->friction);
+  if (m->tangential_ratio > 10.0f)
+    return fail(WF_ERR_INVALID,
+                "particles '%s': material %u: tangential_ratio %g must be in (0, 10] (0: "
+                "2(1-nu)/(2-nu))",
+                ps->name, index, (double)m->tangential_ratio);
+  double nu = m->poisson, E = m->young;
   *out = (wfp_material){
       .stiffness = m->stiffness,
       .damping = m->damping,
-      .zeta =
-          m->restitution > 0.0f ? (float)wf_particles_zeta_for_restitution(m->restitution) : 0.0f,
+      .zeta = (float)wf_particles_zeta_for_restitution(m->restitution),
       .friction = m->friction,
       .tangential = m->tangential,
       .cohesion = m->cohesion,
-      .static_friction = m->static_friction > 0.0f ? m->static_friction : m->friction};
+      .static_friction = m->static_friction > 0.0f ? m->static_friction : m->friction,
+      .rolling = m->rolling_friction,
+      .young_term = (float)((1.0 - nu * nu) / E),
+      .shear_term = (float)(2.0 * (2.0 - nu) * (1.0 + nu) / E),
+      .kt_ratio = m->tangential_ratio > 0.0f ? m->tangential_ratio
+                                             : (float)(2.0 * (1.0 - nu) / (2.0 - nu))};
   return WF_OK;
 }
 
@@ -457,6 +504,8 @@ wf_status wfp_part_set_material(wfp_part *ps, uint32_t index,
                 ps->name, index, ps->n_mats);
   wf_status st = material_convert(ps, index, m, &ps->mats[index]);
   if (st != WF_OK) return st;
+  ps->given[index] = *m;
+  ps->recheck = true;
   TRY(wf_upload(ps->buf[B_MATS], index * sizeof(wfp_material), &ps->mats[index],
                 sizeof(wfp_material), ps->stream),
       "uploading a material");
@@ -507,8 +556,13 @@ static wf_status grow(wfp_part *ps, uint64_t need) {
   drop_graph(ps);
   ps->generation++;
   size_t n = ps->count;
-  size_t elem[] = {[B_POS] = 16, [B_VEL] = 16, [B_GID] = 4, [B_MAT] = 2};
-  for (int b = B_POS; b <= B_MAT && st == WF_OK && n; b++)
+  size_t elem[] = {[B_POS] = 16,
+                   [B_VEL] = 16,
+                   [B_GID] = 4,
+                   [B_MAT] = 2,
+                   [B_OMEGA] = 16,
+                   [B_HIST] = WFP_HIST_SLOTS * sizeof(wfp_hist)};
+  for (int b = B_POS; b <= B_HIST && st == WF_OK && n; b++)
     st = wf_copy(nb[b], 0, ps->buf[b], 0, n * elem[b], ps->stream);
   if (st != WF_OK) {
     fail_gpu(st, "copying particles into grown buffers");
@@ -547,12 +601,21 @@ static wf_status append(wfp_part *ps, uint32_t n, const wfp_f4 *pos, const wfp_f
   }
   for (uint32_t i = 0; i < n; i++)
     gid[i] = ps->count + i, mat[i] = material;
+  for (uint32_t i = 0; i < n; i++) { /* the smallest particles set the substep */
+    if (!(vel[i].w > 0.0f)) continue;
+    float r = pos[i].w, mass = 1.0f / vel[i].w;
+    if (ps->rmin[material] == 0.0f || r < ps->rmin[material]) ps->rmin[material] = r;
+    if (ps->mmin[material] == 0.0f || mass < ps->mmin[material]) ps->mmin[material] = mass;
+    ps->recheck = true;
+  }
   size_t at = ps->count;
   drop_graph(ps);
   if ((st = wf_upload(ps->buf[B_POS], at * 16, pos, (size_t)n * 16, ps->stream)) == WF_OK &&
       (st = wf_upload(ps->buf[B_VEL], at * 16, vel, (size_t)n * 16, ps->stream)) == WF_OK &&
-      (st = wf_upload(ps->buf[B_GID], at * 4, gid, (size_t)n * 4, ps->stream)) == WF_OK)
-    st = wf_upload(ps->buf[B_MAT], at * 2, mat, (size_t)n * 2, ps->stream);
+      (st = wf_upload(ps->buf[B_GID], at * 4, gid, (size_t)n * 4, ps->stream)) == WF_OK &&
+      (st = wf_upload(ps->buf[B_MAT], at * 2, mat, (size_t)n * 2, ps->stream)) == WF_OK &&
+      (st = wf_memset(ps->buf[B_OMEGA], 0, at * 16, (size_t)n * 16, ps->stream)) == WF_OK)
+    st = wf_memset(ps->buf[B_HIST], 0, at * HIST_BYTES, (size_t)n * HIST_BYTES, ps->stream);
   free(gid), free(mat);
   if (st != WF_OK) return fail_gpu(st, "uploading particles");
   ps->count += n;
@@ -889,9 +952,11 @@ static wfp_place_args place_args(wfp_part *ps, const uint32_t *live) {
                           .vals = ptr(ps, B_VALS_OUT),
                           .pos = ptr(ps, B_POS),
                           .vel = ptr(ps, B_VEL),
+                          .omega = ptr(ps, B_OMEGA),
                           .mat = ptr(ps, B_MAT),
                           .spos = ptr(ps, B_SPOS),
                           .svel = ptr(ps, B_SVEL),
+                          .somega = ptr(ps, B_SOMEGA),
                           .smat = ptr(ps, B_SMAT),
                           .live = live};
 }
@@ -910,6 +975,10 @@ static wfp_collide_args collide_args(wfp_part *ps) {
                             .cell_end = NULL, /* the dense table needs no end table */
                             .pos = ptr(ps, B_POS),
                             .vel = ptr(ps, B_VEL),
+                            .somega = ptr(ps, B_SOMEGA),
+                            .omega = ptr(ps, B_OMEGA),
+                            .hist = ptr(ps, B_HIST),
+                            .gid = ptr(ps, B_GID),
                             .anchor = ps->drift_anchor,
                             .drift = ps->drift_ctl,
                             .min_blocks = ps->min_blocks};
@@ -1197,9 +1266,12 @@ wf_status wfp_part_set_state(wfp_part *ps, const float (*pos)[4], const float (*
     return fail(WF_ERR_INVALID, "particles '%s': set_state: time is not finite", ps->name);
   TRY(wf_stream_synchronize(ps->stream), "waiting for the solver");
   size_t bytes = (size_t)ps->count * 16;
-  if (bytes) {
+  if (bytes) { /* the granular state starts from rest (wfp_part_granular_set restores it) */
     TRY(wf_upload(ps->buf[B_POS], 0, pos, bytes, ps->stream), "uploading positions");
     TRY(wf_upload(ps->buf[B_VEL], 0, vel, bytes, ps->stream), "uploading velocities");
+    TRY(wf_memset(ps->buf[B_OMEGA], 0, 0, bytes, ps->stream), "clearing angular velocities");
+    TRY(wf_memset(ps->buf[B_HIST], 0, 0, (size_t)ps->count * HIST_BYTES, ps->stream),
+        "clearing the contact history");
   }
   wfp_clock clock = {.time = time, .substeps = substeps, .flags = 0, .first_bad = UINT32_MAX};
   TRY(wf_upload(ps->buf[B_CLOCK], 0, &clock, sizeof clock, ps->stream), "uploading the clock");
@@ -1222,26 +1294,139 @@ wf_status wfp_part_set_state(wfp_part *ps, const float (*pos)[4], const float (*
 wf_status wfp_part_stats_get(wfp_part *ps, wf_particles_stats *out) {
   if (!ps || !out) return fail(WF_ERR_INVALID, "particles: NULL argument");
   memset(out, 0, sizeof *out);
-  float(*v)[4] = malloc((size_t)ps->count * 16 + 16);
-  if (!v) return fail(WF_ERR_OUT_OF_MEMORY, "particles '%s': out of host memory", ps->name);
-  wf_status st = wfp_part_download(ps, NULL, v);
+  size_t n = ps->count;
+  float(*v)[4] = malloc(n * 16 + 16), (*x)[4] = malloc(n * 16 + 16), (*w)[4] = malloc(n * 16 + 16);
+  wf_status st = v && x && w ? wfp_part_download(ps, x, v)
+                             : fail(WF_ERR_OUT_OF_MEMORY, "particles '%s': out of host memory",
+                                    ps->name);
+  if (st == WF_OK && n) TRY(wf_download(w, ps->buf[B_OMEGA], 0, n * 16), "reading omega");
   wfp_clock c;
   if (st == WF_OK) st = read_clock(ps, &c);
   if (st == WF_OK) {
     out->count = ps->count;
     out->time = c.time;
     out->substeps = c.substeps;
-    for (uint32_t i = 0; i < ps->count; i++) {
-      if (!(v[i][3] > 0.0f)) continue;
-      double m = 1.0 / v[i][3], s2 = 0.0;
-      for (int k = 0; k < 3; k++)
-        out->momentum[k] += m * v[i][k], s2 += (double)v[i][k] * v[i][k];
-      out->kinetic_energy += 0.5 * m * s2;
-      out->max_speed = fmax(out->max_speed, sqrt(s2));
-    }
+    out->history_overflows = c.overflows;
+    wfp_stats_add(out, n, (const float(*)[4])x, (const float(*)[4])v, (const float(*)[4])w);
   }
-  free(v);
+  free(v), free(x), free(w);
   return st;
+}
+
+void wfp_stats_add(wf_particles_stats *out, size_t n, const float (*x)[4], const float (*v)[4],
+                   const float (*w)[4]) {
+  for (size_t i = 0; i < n; i++) {
+    double s2 = (double)v[i][0] * v[i][0] + (double)v[i][1] * v[i][1] + (double)v[i][2] * v[i][2];
+    out->max_speed = fmax(out->max_speed, sqrt(s2));
+    if (!(v[i][3] > 0.0f)) continue;
+    double m = 1.0 / v[i][3], r = x[i][3];
+    for (int k = 0; k < 3; k++)
+      out->momentum[k] += m * v[i][k];
+    out->kinetic_energy += 0.5 * m * s2;
+    double w2 = (double)w[i][0] * w[i][0] + (double)w[i][1] * w[i][1] + (double)w[i][2] * w[i][2];
+    out->rotational_energy += 0.5 * 0.4 * m * r * r * w2;
+  }
+}
+
+wf_status wfp_part_download_omega(wfp_part *ps, float (*omega)[4]) {
+  if (!ps || !omega) return fail(WF_ERR_INVALID, "particles: NULL argument");
+  wfp_clock c;
+  wf_status st = read_clock(ps, &c);
+  if (st != WF_OK) return st;
+  if (ps->count)
+    TRY(wf_download(omega, ps->buf[B_OMEGA], 0, (size_t)ps->count * 16),
+        "downloading angular velocities");
+  return flags_status(ps, &c);
+}
+
+wf_status wfp_part_granular_buffers(wfp_part *ps, wf_buffer **omega, wf_buffer **hist) {
+  *omega = ps->buf[B_OMEGA], *hist = ps->buf[B_HIST];
+  return WF_OK;
+}
+
+wf_status wfp_part_granular_set(wfp_part *ps, const wfp_f4 *omega, const wfp_hist *hist) {
+  TRY(wf_stream_synchronize(ps->stream), "waiting for the solver");
+  size_t n = ps->count;
+  if (n) TRY(wf_upload(ps->buf[B_OMEGA], 0, omega, n * 16, ps->stream), "uploading omega");
+  if (n) TRY(wf_upload(ps->buf[B_HIST], 0, hist, n * HIST_BYTES, ps->stream), "uploading history");
+  TRY(wf_stream_synchronize(ps->stream), "restoring the granular state");
+  return WF_OK;
+}
+
+/* ---- time-step guidance --------------------------------------------------------------------- */
+
+wf_status wf_particles_stability(const wf_particles_desc *desc, const wf_particle_material *m,
+                                 double radius, double mass, double impact_speed,
+                                 wf_particles_stability_result *out) {
+  if (!desc || !m || !out) return fail(WF_ERR_INVALID, "particles: stability: NULL argument");
+  memset(out, 0, sizeof *out);
+  if (!(radius > 0.0) || !isfinite(radius))
+    return fail(WF_ERR_INVALID, "particles: stability: radius %g must be > 0", radius);
+  if (!(mass >= 0.0) || !isfinite(mass) || !(impact_speed >= 0.0) || !isfinite(impact_speed))
+    return fail(WF_ERR_INVALID, "particles: stability: mass %g and impact_speed %g must be >= 0",
+                mass, impact_speed);
+  if (!(desc->frame_dt > 0.0f) || desc->substeps <= 0)
+    return fail(WF_ERR_INVALID, "particles: stability: frame_dt and substeps must be > 0");
+  if (!(m->young > 0.0f) || !(m->stiffness > 0.0f) || !(m->poisson >= 0.0f && m->poisson < 0.5f))
+    return fail(WF_ERR_INVALID,
+                "particles: stability: the material needs stiffness > 0, young > 0 and poisson "
+                "in [0, 0.5)");
+  double M = mass > 0.0 ? mass : 2500.0 * 4.0 / 3.0 * WFP_PI * radius * radius * radius;
+  double v = impact_speed > 0.0 ? impact_speed : 1.0;
+  double ms = 0.5 * M, rs = 0.5 * radius, nu = m->poisson;
+  double zeta = wf_particles_zeta_for_restitution(m->restitution);
+  double kn, kt;
+  if (desc->contact_model == WF_CONTACT_XPBD) {
+    out->ok = true; /* implicit in the constraints: no explicit limit */
+    out->substeps_needed = 1;
+    out->substep_max = desc->frame_dt;
+    return WF_OK;
+  }
+  if (desc->contact_model == WF_CONTACT_HERTZ) {
+    double es = m->young / (2.0 * (1.0 - nu * nu));
+    double gs = m->young / (4.0 * (2.0 - nu) * (1.0 + nu));
+    out->contact_time = 2.87 * pow(ms * ms / (rs * es * es * v), 0.2);
+    double dmax = pow(15.0 * ms * v * v / (16.0 * es * sqrt(rs)), 0.4);
+    kn = 2.0 * es * sqrt(rs * dmax);
+    kt = 8.0 * gs * sqrt(rs * dmax);
+  } else {
+    kn = m->stiffness;
+    kt = (m->tangential_ratio > 0.0f ? m->tangential_ratio : 2.0 * (1.0 - nu) / (2.0 - nu)) * kn;
+    double z = zeta < 1.0 ? zeta : 0.0;
+    out->contact_time = WFP_PI / sqrt(kn / ms * (1.0 - z * z));
+  }
+  out->tangential_time = WFP_PI / sqrt(3.5 * kt / ms);
+  double mr = m->rolling_friction;
+  if (mr > 0.0) {
+    double kr = 2.25 * kn * mr * mr * rs * rs, inv_i = 2.0 * 2.5 / (M * radius * radius);
+    out->rolling_time = WFP_PI / sqrt(kr * inv_i);
+  }
+  double t = fmin(out->contact_time, out->tangential_time);
+  if (out->rolling_time > 0.0) t = fmin(t, out->rolling_time);
+  out->substep_max = t / 10.0;
+  double need = ceil((double)desc->frame_dt / out->substep_max);
+  out->substeps_needed = need > 1e9 ? 1000000000 : (int)need;
+  out->ok = desc->substeps >= out->substeps_needed;
+  return WF_OK;
+}
+
+void wfp_part_stability_check(wfp_part *ps) {
+  if (!ps->recheck) return;
+  ps->recheck = false;
+  for (uint32_t k = 0; k < ps->n_mats; k++) {
+    if (ps->rmin[k] == 0.0f) continue; /* no dynamic particle of it */
+    wf_particles_stability_result r;
+    if (wf_particles_stability(&ps->desc, &ps->given[k], ps->rmin[k], ps->mmin[k], 0.0, &r) !=
+            WF_OK ||
+        r.ok)
+      continue;
+    wf__log(WF_LOG_WARN,
+            "particles '%s': material %u: %d substeps a frame are too few for its contacts "
+            "(radius %g m, mass %g kg: contact %.3g s, tangential %.3g s); %d are needed for 10 "
+            "substeps a contact (wf_particles_stability)",
+            ps->name, k, ps->desc.substeps, (double)ps->rmin[k], (double)ps->mmin[k],
+            r.contact_time, r.tangential_time, r.substeps_needed);
+  }
 }
 
 /* ---- internal access for coupled solvers (solvers/cloth/coupling.h) ---------------------------
@@ -1321,10 +1506,18 @@ wf_status wfp_frames_launched(wfp_part *ps) {
   return st == WF_OK ? frame_launched(ps) : st;
 }
 
-wf_status wfp_part_get(wfp_part *ps, wfp_f4 *pos, wfp_f4 *vel, uint16_t *mat,
-                            uint32_t *gid) {
+wf_status wfp_part_get(wfp_part *ps, wfp_f4 *pos, wfp_f4 *vel, uint16_t *mat, uint32_t *gid) {
+  return wfp_part_get_all(ps, pos, vel, mat, gid, NULL, NULL);
+}
+
+wf_status wfp_part_get_all(wfp_part *ps, wfp_f4 *pos, wfp_f4 *vel, uint16_t *mat, uint32_t *gid,
+                           wfp_f4 *omega, wfp_hist *hist) {
   TRY(wf_stream_synchronize(ps->stream), "waiting for the solver");
   size_t n = ps->count;
+  if (omega && n)
+    TRY(wf_download(omega, ps->buf[B_OMEGA], 0, n * 16), "downloading angular velocities");
+  if (hist && n)
+    TRY(wf_download(hist, ps->buf[B_HIST], 0, n * HIST_BYTES), "downloading contact history");
   if (pos && n) TRY(wf_download(pos, ps->buf[B_POS], 0, n * 16), "downloading positions");
   if (vel && n) TRY(wf_download(vel, ps->buf[B_VEL], 0, n * 16), "downloading velocities");
   if (mat && n) TRY(wf_download(mat, ps->buf[B_MAT], 0, n * 2), "downloading materials");
@@ -1334,7 +1527,12 @@ wf_status wfp_part_get(wfp_part *ps, wfp_f4 *pos, wfp_f4 *vel, uint16_t *mat,
 
 wfp_arrays wfp_part_arrays(wfp_part *ps) {
   return (wfp_arrays){
-      .pos = ptr(ps, B_POS), .vel = ptr(ps, B_VEL), .gid = ptr(ps, B_GID), .mat = ptr(ps, B_MAT)};
+      .pos = ptr(ps, B_POS),
+      .vel = ptr(ps, B_VEL),
+      .gid = ptr(ps, B_GID),
+      .mat = ptr(ps, B_MAT),
+      .omega = ptr(ps, B_OMEGA),
+      .hist = ptr(ps, B_HIST)};
 }
 
 wf_status wfp_part_touch(wfp_part *ps) { return touch_all(ps); }
@@ -1381,7 +1579,8 @@ bool wfp_extent_get(const wfp_part *ps, int32_t lo[3], int32_t hi[3]) {
 }
 
 wf_status wfp_part_replace(wfp_part *ps, uint32_t n, const wfp_f4 *pos, const wfp_f4 *vel,
-                                const uint16_t *mat, const uint32_t *gid) {
+                           const uint16_t *mat, const uint32_t *gid, const wfp_f4 *omega,
+                           const wfp_hist *hist) {
   TRY(wf_stream_synchronize(ps->stream), "waiting for the solver");
   drop_graph(ps);
   ps->count = 0; /* nothing to copy if the buffers grow */
@@ -1393,6 +1592,18 @@ wf_status wfp_part_replace(wfp_part *ps, uint32_t n, const wfp_f4 *pos, const wf
     TRY(wf_upload(ps->buf[B_VEL], 0, vel, (size_t)n * 16, ps->stream), "uploading velocities");
     TRY(wf_upload(ps->buf[B_MAT], 0, mat, (size_t)n * 2, ps->stream), "uploading materials");
     TRY(wf_upload(ps->buf[B_GID], 0, gid, (size_t)n * 4, ps->stream), "uploading global ids");
+    if (omega)
+      TRY(wf_upload(ps->buf[B_OMEGA], 0, omega, (size_t)n * 16, ps->stream),
+          "uploading angular velocities");
+    else
+      TRY(wf_memset(ps->buf[B_OMEGA], 0, 0, (size_t)n * 16, ps->stream),
+          "clearing angular velocities");
+    if (hist)
+      TRY(wf_upload(ps->buf[B_HIST], 0, hist, (size_t)n * HIST_BYTES, ps->stream),
+          "uploading contact history");
+    else
+      TRY(wf_memset(ps->buf[B_HIST], 0, 0, (size_t)n * HIST_BYTES, ps->stream),
+          "clearing contact history");
   }
   ps->count = n;
   ps->frame_pending = false;

@@ -41,8 +41,7 @@ wf_stream *wfp_part_stream(const wfp_part *ps);
  * 16 bytes, the first wfp_part_count() being its particles in local order; clock begins with the
  * simulated seconds (double) and the substep count (uint64). Any output may be NULL. */
 wf_device *wfp_part_device(const wfp_part *ps);
-wf_status wfp_part_state_buffers(wfp_part *ps, wf_buffer **pos, wf_buffer **vel,
-                                 wf_buffer **clock);
+wf_status wfp_part_state_buffers(wfp_part *ps, wf_buffer **pos, wf_buffer **vel, wf_buffer **clock);
 wf_status wfp_part_set_state(wfp_part *ps, const float (*pos)[4], const float (*vel)[4],
                              double time, uint64_t substeps);
 wf_status wfp_part_check(wfp_part *ps);
@@ -50,5 +49,12 @@ wf_status wfp_part_stats_get(wfp_part *ps, wf_particles_stats *out);
 size_t wfp_part_device_bytes(const wfp_part *ps);
 wf_status wfp_part_profile(wfp_part *ps, int substeps, wf_particles_profile_result *out);
 uint32_t wfp_part_capacity(const wfp_part *ps);
+wf_status wfp_part_download_omega(wfp_part *ps, float (*omega)[4]);
+/* Logs a warning for each material whose smallest particles need more substeps than the desc
+ * has (wf_particles_stability), once after particles were added or a material changed. */
+void wfp_part_stability_check(wfp_part *ps);
+/* Adds n particles' energies, momenta and speeds (pos, vel, omega rows) to out. */
+void wfp_stats_add(wf_particles_stats *out, size_t n, const float (*x)[4], const float (*v)[4],
+                   const float (*w)[4]);
 
 #endif

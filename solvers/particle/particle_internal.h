@@ -41,14 +41,19 @@ void wfp_part_hook_remove(wfp_part *ps, wfp_hook_fn fn, void *user);
 
 /* Waits for the solver and copies its particles (local order) into pos, vel, mat, gid (any
  * NULL). */
-wf_status wfp_part_get(wfp_part *ps, wfp_f4 *pos, wfp_f4 *vel, uint16_t *mat,
-                            uint32_t *gid);
+wf_status wfp_part_get(wfp_part *ps, wfp_f4 *pos, wfp_f4 *vel, uint16_t *mat, uint32_t *gid);
+/* The same with the granular state: angular velocities and WFP_HIST_SLOTS history slots a
+ * particle (any NULL). */
+wf_status wfp_part_get_all(wfp_part *ps, wfp_f4 *pos, wfp_f4 *vel, uint16_t *mat, uint32_t *gid,
+                           wfp_f4 *omega, wfp_hist *hist);
 
 /* The device arrays of the particles (valid until the next resize, replace or add). */
 typedef struct wfp_arrays {
   wfp_f4 *pos, *vel;
   uint32_t *gid;
   uint16_t *mat;
+  wfp_f4 *omega;  /* angular velocities */
+  wfp_hist *hist; /* WFP_HIST_SLOTS a particle */
 } wfp_arrays;
 wfp_arrays wfp_part_arrays(wfp_part *ps);
 /* Records that work the caller queued on the solver's stream (kernels on wfp_part_arrays)
@@ -78,11 +83,19 @@ wf_status wfp_clock_set(wfp_part *ps, double time, uint64_t substeps);
 /* The cell extent the last finished frame saw (valid once the caller has waited for it); false
  * when there is none. */
 bool wfp_extent_get(const wfp_part *ps, int32_t lo[3], int32_t hi[3]);
-/* Replaces every particle by the n given ones (local order; gid: their global ids, used in
- * messages), growing the buffers when needed; the clock and the materials stay. Drops the
- * captured frame. */
+/* Replaces every particle by the n given ones (local order; gid: their global ids, the contact
+ * history's keys), growing the buffers when needed; the clock and the materials stay. omega and
+ * hist (WFP_HIST_SLOTS a particle) may be NULL: zeros (at rest, no contacts remembered). Drops
+ * the captured frame. */
 wf_status wfp_part_replace(wfp_part *ps, uint32_t n, const wfp_f4 *pos, const wfp_f4 *vel,
-                                const uint16_t *mat, const uint32_t *gid);
+                           const uint16_t *mat, const uint32_t *gid, const wfp_f4 *omega,
+                           const wfp_hist *hist);
+/* The granular state's buffers (omega: capacity x 16 bytes; hist: capacity x WFP_HIST_SLOTS
+ * slots), local order. */
+wf_status wfp_part_granular_buffers(wfp_part *ps, wf_buffer **omega, wf_buffer **hist);
+/* Uploads the granular state (omega, WFP_HIST_SLOTS history slots a particle) of every particle
+ * in local order, and waits. */
+wf_status wfp_part_granular_set(wfp_part *ps, const wfp_f4 *omega, const wfp_hist *hist);
 /* Fixes the grid's cell size (> 0; every particle's diameter must stay at most that), or makes
  * it automatic again (0: twice the largest radius). */
 wf_status wfp_cell_size_set(wfp_part *ps, float cell);

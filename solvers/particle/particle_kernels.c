@@ -144,10 +144,14 @@ static void collide_dem_cpu(const void *args, size_t begin, size_t end) {
   const wfp_collide_args *a = args;
   uint32_t list[WFP_CONTACT_LIST] = {0};
   end = wfp_live(&a->params->count, end);
+  uint32_t over = 0u;
   for (size_t s = begin; s < end; s++) {
-    uint32_t fl = wfp_collide_dem(a, (uint32_t)s, list, 1u);
+    uint32_t o = 0u;
+    uint32_t fl = wfp_collide_dem(a, (uint32_t)s, list, 1u, &o);
     if (fl) raise_contact_flags(a, fl, a->vals[s]);
+    over += o;
   }
+  if (over) __atomic_fetch_add(&a->clock->overflows, over, __ATOMIC_RELAXED);
 }
 
 static void collide_xpbd_cpu(const void *args, size_t begin, size_t end) {

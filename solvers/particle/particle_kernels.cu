@@ -95,8 +95,10 @@ __global__ void __launch_bounds__(kBlock, MINB) collide_dem_kernel(wfp_collide_a
   __shared__ uint32_t list[WFP_CONTACT_LIST * kBlock]; /* a thread's entries kBlock apart */
   size_t s = index();
   if (s >= wfp_live(&a.params->count, n)) return;
-  uint32_t fl = wfp_collide_dem(&a, (uint32_t)s, list + threadIdx.x, kBlock);
+  uint32_t over = 0u;
+  uint32_t fl = wfp_collide_dem(&a, (uint32_t)s, list + threadIdx.x, kBlock, &over);
   if (fl) raise_flags(a, fl, a.vals[s]);
+  if (over) atomicAdd(&a.clock->overflows, over);
 }
 
 template <int MINB>
@@ -310,8 +312,8 @@ extern "C" void wfp_select_cuda(const void *args, size_t n, void *stream) {
   const wfp_select_args *a = (const wfp_select_args *)args;
   size_t bytes = a->temp_bytes;
   thrust::counting_iterator<uint32_t> in(0u);
-  cub::DeviceSelect::If(a->temp, bytes, in, a->out, a->count, (int)a->n, HasBit{a->tag, a->bit, a->anchor},
-                        (cudaStream_t)stream);
+  cub::DeviceSelect::If(a->temp, bytes, in, a->out, a->count, (int)a->n,
+                        HasBit{a->tag, a->bit, a->anchor}, (cudaStream_t)stream);
 }
 
 extern "C" size_t wfp_select_temp_bytes_cuda(uint32_t n) {

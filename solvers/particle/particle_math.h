@@ -37,8 +37,18 @@
  * tripped for the particle (wfp_drift_flag); the kernel raises wfp_drift_ctl.flag. */
 #define WFP_FLAG_DRIFT 0x80000000u
 
-/* Contact models (wfp_params.model). */
-enum { WFP_DEM = 0, WFP_XPBD = 1 };
+/* Contact models (wfp_params.model): the public WF_CONTACT_* values. */
+enum { WFP_DEM = 0, WFP_XPBD = 1, WFP_HERTZ = 2 };
+
+/* Contact history (Cundall-Strack): per particle WFP_HIST_SLOTS slots, each the state of one
+ * contact the particle takes part in, keyed by the partner's global id + 1 (or WFP_HIST_COLLIDER
+ * + the collider's index). A particle reads and writes only its own slots; the two sides of a pair
+ * compute the same update from the same inputs with the signs flipped, so their histories stay
+ * exact negatives of each other without ever being exchanged. */
+#define WFP_HIST_SLOTS 8
+#define WFP_HIST_EMPTY                                                                             \
+  0u /* a free slot's key (so zeroed memory is free slots); particles: gid + 1 */
+#define WFP_HIST_COLLIDER 0x80000000u
 
 /* Sentinel of an empty cell in the cell-start table. */
 #define WFP_EMPTY 0xffffffffu
@@ -57,17 +67,32 @@ typedef struct wfp_f4 {
   float y, z, w;
 } wfp_f4;
 
-/* Material, as the kernels see it (host values converted once: zeta from restitution). */
+/* Material, as the kernels see it (host values converted once: zeta from restitution, the
+ * elastic terms from Young's modulus and Poisson's ratio). */
 typedef struct wfp_material {
-  float stiffness;       /* normal spring k, N/m (XPBD: compliance 1/k) */
+  float stiffness;       /* linear normal spring k, N/m (XPBD: compliance 1/k) */
   float damping;         /* absolute normal dashpot c, N·s/m */
-  float zeta;            /* damping ratio from restitution: adds 2·zeta·sqrt(k·m_eff) to c */
-  float friction;        /* Coulomb coefficient mu (XPBD: dynamic) */
-  float tangential;      /* viscous tangential coefficient kt, N·s/m (regularizes Coulomb) */
+  float zeta;            /* damping ratio from restitution (wf_particles_zeta_for_restitution) */
+  float friction;        /* sliding (dynamic) Coulomb coefficient mu */
+  float tangential;      /* extra absolute tangential dashpot, N·s/m */
   float cohesion;        /* attractive force per contact, N */
-  float static_friction; /* XPBD static coefficient mu_s */
+  float static_friction; /* static coefficient mu_s (>= 0; the host puts mu where it was 0) */
+  float rolling;         /* rolling resistance coefficient mu_r (dimensionless) */
+  float young_term;      /* (1 - nu^2) / E, 1/Pa: E* = 1 / (a_i + a_j) */
+  float shear_term;      /* 2 (2 - nu)(1 + nu) / E, 1/Pa: G* = 1 / (b_i + b_j) */
+  float kt_ratio;        /* linear model: tangential / normal stiffness */
   float pad;
 } wfp_material;
+
+/* One contact's history (WFP_HIST_SLOTS per particle): the tangential spring's displacement t
+ * (m, in the current tangent plane), the partner's key, and the rolling spring's torque r (N·m). */
+typedef struct wfp_hist {
+  WFP_ALIGN16 float tx;
+  float ty, tz;
+  uint32_t key; /* partner's global id + 1, WFP_HIST_COLLIDER + index, or WFP_HIST_EMPTY (a
+                   free slot: everything else is 0 too) */
+  float rx, ry, rz, pad;
+} wfp_hist;
 
 enum { WFP_PLANE = 0, WFP_SPHERE = 1, WFP_BOX = 2, WFP_CAPSULE = 3 };
 
@@ -105,7 +130,7 @@ typedef struct wfp_params {
   int32_t dims[3]; /* the box, cells per axis (product <= the cell table) */
   uint32_t count;  /* particles in use: the kernels' launches may cover more (see wfp_live) */
   uint32_t n_colliders;
-  uint32_t model;   /* WFP_DEM or WFP_XPBD */
+  uint32_t model;   /* WFP_DEM, WFP_HERTZ or WFP_XPBD */
   float relaxation; /* XPBD: Jacobi averaging factor omega */
 } wfp_params;
 
@@ -117,6 +142,8 @@ typedef struct wfp_clock {
   uint32_t flags;
   uint32_t first_bad; /* smallest local index with a non-finite state, or UINT32_MAX */
   int32_t lo[3], hi[3];
+  uint32_t overflows; /* contacts computed without a history slot (all full), since creation */
+  uint32_t pad;
 } wfp_clock;
 
 /* How many of the n elements a launch covers are in use: a frame captured into a graph launches
@@ -180,9 +207,9 @@ typedef struct wfp_scatter_args { /* per particle i: tmp[start[keys[i]] + arriva
 typedef struct wfp_place_args { /* per slot s: the particle tmp[s], ranked in its cell */
   const uint32_t *tmp, *keys, *start;
   uint32_t *vals; /* sorted slot -> local index */
-  const wfp_f4 *pos, *vel;
+  const wfp_f4 *pos, *vel, *omega;
   const uint16_t *mat;
-  wfp_f4 *spos, *svel;
+  wfp_f4 *spos, *svel, *somega;
   uint16_t *smat;
   const uint32_t *live; /* the particles in use (wfp_live) */
 } wfp_place_args;
@@ -206,8 +233,12 @@ typedef struct wfp_collide_args { /* per slot s: contacts, colliders, integratio
   const wfp_f4 *spos, *svel;
   const uint16_t *smat;
   const uint32_t *keys, *vals, *cell_start, *cell_end;
-  wfp_f4 *pos, *vel;   /* slots s < params->count (wfp_live) */
-  const float *anchor; /* NULL, or the split's drift check (wfp_drift_ctl): the anchors */
+  wfp_f4 *pos, *vel;    /* slots s < params->count (wfp_live) */
+  const wfp_f4 *somega; /* sorted angular velocities (xyz, rad/s) */
+  wfp_f4 *omega;        /* angular velocities by local index */
+  wfp_hist *hist;       /* WFP_HIST_SLOTS per local index */
+  const uint32_t *gid;  /* global ids by local index (the history's keys) */
+  const float *anchor;  /* NULL, or the split's drift check (wfp_drift_ctl): the anchors */
   wfp_drift_ctl *drift;
   /* the launch, not the kernel: blocks a multiprocessor the CUDA variant is compiled for (0: no
    * cap, 4 to 8; wf_particles_tuning.contact_min_blocks resolved) */
@@ -218,8 +249,8 @@ typedef struct wfp_collide_args { /* per slot s: contacts, colliders, integratio
  * dst[idx[j]] = src[j]; positions and velocities alike. */
 typedef struct wfp_halo_args {
   const uint32_t *idx;
-  const wfp_f4 *src_pos, *src_vel;
-  wfp_f4 *dst_pos, *dst_vel;
+  const wfp_f4 *src_pos, *src_vel, *src_omega;
+  wfp_f4 *dst_pos, *dst_vel, *dst_omega;
   const uint32_t *live; /* the ghosts in use (wfp_live) */
 } wfp_halo_args;
 
@@ -279,6 +310,10 @@ typedef struct wfp_migrate_pack_args {
   wfp_f4 *opos, *ovel;
   uint32_t *ogid;
   uint16_t *omat;
+  const wfp_f4 *omega; /* NULL (a partition view): no granular state */
+  const wfp_hist *hist;
+  wfp_f4 *oomega;
+  wfp_hist *ohist;
 } wfp_migrate_pack_args;
 
 /* Per received particle j: the sort by global id's keys and values (keys[j] = gid[j], vals[j] =
@@ -304,6 +339,10 @@ typedef struct wfp_migrate_args {
   uint16_t *mat;
   float *anchor;
   uint32_t *tag;
+  const wfp_f4 *iomega; /* the granular state: received, the arrays and the snapshot */
+  const wfp_hist *ihist;
+  wfp_f4 *omega, *snap_omega;
+  wfp_hist *hist, *snap_hist;
 } wfp_migrate_args;
 
 typedef struct wfp_frame_args { /* one element: begin = reset the extent; end = time += dt ... */
@@ -382,6 +421,7 @@ WF_HD static inline void wfp_place_elem(const wfp_place_args *a, uint32_t s) {
   a->vals[d] = i;
   a->spos[d] = a->pos[i];
   a->svel[d] = a->vel[i];
+  a->somega[d] = a->omega[i];
   a->smat[d] = a->mat[i];
 }
 
@@ -389,35 +429,192 @@ WF_HD static inline float wfp_dot3(float ax, float ay, float az, float bx, float
   return ax * bx + ay * by + az * bz;
 }
 
-/* Force on particle i from a contact along unit normal (nx,ny,nz) (pointing towards i) with
- * overlap delta and relative velocity vr = v_i - v_other. k, c: normal spring and dashpot; mu,
- * kt: Coulomb coefficient and tangential viscosity; coh: cohesion. Adds to f.
+/* ---- DEM contacts (linear and Hertz-Mindlin) ---------------------------------------------------
  *
- * The normal force k·delta - c·vn is not clamped at zero: near the end of a contact the dashpot
- * may pull a little, as in the textbook linear model, so the restitution is exactly
- * e = exp(-π ζ / sqrt(1 - ζ²)) (clamping would end contacts early and raise e by ~10% at e = 0.5).
- * The Coulomb cap uses the compressive part only.
+ * A contact between particle i and a partner j (another particle, or a collider: a rigid wall of
+ * i's own material that does not rotate, rj = 0, wj = 0) along the unit normal n pointing
+ * towards i, with overlap delta > 0:
  *
- * The expression is odd in (n, vr): swapping i and j negates it bit for bit, so pair forces
- * cancel exactly (IEEE rounding is sign-symmetric). */
-WF_HD static inline void wfp_contact_force(float nx, float ny, float nz, float delta, float vrx,
-                                           float vry, float vrz, float k, float c, float mu,
-                                           float kt, float coh, float *f) {
-  float vn = wfp_dot3(vrx, vry, vrz, nx, ny, nz);
-  float fn = k * delta - c * vn;
-  float fnet = fn - coh;
-  f[0] += nx * fnet;
-  f[1] += ny * fnet;
-  f[2] += nz * fnet;
-  float tx = vrx - nx * vn, ty = vry - ny * vn, tz = vrz - nz * vn;
-  float vt = sqrtf(wfp_dot3(tx, ty, tz, tx, ty, tz));
-  if (vt > 0.0f) {
-    float ft = fminf(kt * vt, mu * fmaxf(fn, 0.0f)); /* viscous below the Coulomb cap */
-    float s = ft / vt;
-    f[0] -= tx * s;
-    f[1] -= ty * s;
-    f[2] -= tz * s;
+ *   normal     linear: fn = kn delta - cn vn,            cn = 2 zeta sqrt(kn m*)
+ *              Hertz:  fn = 2/3 Sn delta - cn vn,        Sn = 2 E* sqrt(R* delta),
+ *                                                        cn = 2 sqrt(5/6) zeta sqrt(Sn m*)
+ *              (+ the materials' absolute dashpot; - cohesion; not clamped at 0, so that the
+ *              linear model's restitution is exactly e)
+ *   tangential a spring on the tangential displacement xi of the contact points (the history,
+ *              Cundall-Strack), rotated into the current tangent plane every substep, and a
+ *              dashpot:  Ft = -kt xi - ct vt;  linear kt = ratio kn, ct = 2 zeta sqrt(kt m*);
+ *              Mindlin (no-slip) St = 8 G* sqrt(R* delta), ct = 2 sqrt(5/6) zeta sqrt(St m*).
+ *              While |Ft| <= mu_s max(fn, 0) the contact sticks; beyond, it slides at
+ *              |Ft| = mu max(fn, 0) and xi is reset to the spring that carries that force.
+ *   rolling    the elastic-plastic spring-dashpot (Ai et al. 2011, "model C"): a torque spring
+ *              Mr on the relative rotation (twist included: the only torsional resistance),
+ *              kr = 2.25 kn mu_r^2 R*^2 (kn: the normal
+ *              stiffness, Sn for Hertz), limited to mu_r R* max(fn, 0), with a dashpot at 0.3 of
+ *              critical (on the contact's rolling inertia) while below the limit. It holds a
+ *              sphere at rest on a slope up to tan(theta) = mu_r, and decelerates a rolling one
+ *              at 5/7 mu_r g, without the oscillation of a constant torque at rest.
+ *
+ * m* = 1 / (wi + wj), R* = ri rj / (ri + rj) (a collider: ri), E* = 1 / (a_i + a_j) with
+ * a = (1 - nu^2) / E, G* = 1 / (b_i + b_j) with b = 2 (2 - nu)(1 + nu) / E. Torque on i from the
+ * tangential force: (-ri n) x Ft; rolling: Mr. The lever is the full radius.
+ *
+ * Every expression is odd in (n, relative velocities, history) and symmetric in the pair's
+ * scalars (commutative sums and products only), so j's side computes bit for bit the negatives
+ * of i's: forces cancel exactly, and the two histories stay negatives of each other. */
+
+/* A contact's coefficients (pair means of the two materials, or the collider's). */
+typedef struct wfp_coef {
+  float kn;           /* linear normal stiffness, N/m */
+  float estar, gstar; /* Hertz: effective moduli, Pa */
+  float zeta;         /* damping ratio from restitution */
+  float cn, ct;       /* absolute dashpots, N·s/m */
+  float ratio;        /* linear: kt / kn */
+  float mu_s, mu, mu_r, coh;
+} wfp_coef;
+
+/* o = a x b. */
+WF_HD static inline void wfp_cross(float ax, float ay, float az, float bx, float by, float bz,
+                                   float *o) {
+  o[0] = ay * bz - az * by;
+  o[1] = az * bx - ax * bz;
+  o[2] = ax * by - ay * bx;
+}
+
+/* Rotates a history vector h into the plane normal to n, keeping its length. */
+WF_HD static inline void wfp_to_plane(float *h, const float *n) {
+  float l0 = h[0] * h[0] + h[1] * h[1] + h[2] * h[2];
+  if (!(l0 > 0.0f)) return;
+  float hn = h[0] * n[0] + h[1] * n[1] + h[2] * n[2];
+  h[0] -= n[0] * hn, h[1] -= n[1] * hn, h[2] -= n[2] * hn;
+  float l1 = h[0] * h[0] + h[1] * h[1] + h[2] * h[2];
+  float s = l1 > 0.0f ? sqrtf(l0 / l1) : 0.0f;
+  h[0] *= s, h[1] *= s, h[2] *= s;
+}
+
+/* The contact's force (to f) and torque (to tau) on i, its history h updated. vr = vi - vj;
+ * lever = ri wi + rj wj (angular velocities; commutative); wr = wi - wj; inv_ir = 1/Ir. */
+WF_HD static inline void wfp_granular(const wfp_params *p, const wfp_coef *c, const float *n,
+                                      float delta, const float *vr, const float *lever,
+                                      const float *wr, float ri, float mstar, float rstar,
+                                      float inv_ir, wfp_hist *h, float *f, float *tau) {
+  float dt = p->dt;
+  float vn = vr[0] * n[0] + vr[1] * n[1] + vr[2] * n[2];
+  float kt, ct, fe, cn, kr_n;
+  if (p->model == WFP_HERTZ) {
+    float sq = sqrtf(rstar * delta);
+    float sn = 2.0f * c->estar * sq;
+    fe = 0.6666667f * sn * delta;
+    cn = 1.8257419f * c->zeta * sqrtf(sn * mstar); /* 2 sqrt(5/6) */
+    kt = 8.0f * c->gstar * sq;
+    ct = 1.8257419f * c->zeta * sqrtf(kt * mstar);
+    kr_n = sn;
+  } else {
+    fe = c->kn * delta;
+    cn = 2.0f * c->zeta * sqrtf(c->kn * mstar);
+    kt = c->ratio * c->kn;
+    ct = 2.0f * c->zeta * sqrtf(kt * mstar);
+    kr_n = c->kn;
   }
+  float fn = fe - (cn + c->cn) * vn;
+  float fnet = fn - c->coh;
+  f[0] += n[0] * fnet, f[1] += n[1] * fnet, f[2] += n[2] * fnet;
+  float fc = fmaxf(fn, 0.0f);
+  /* the contact points' relative velocity, its tangential part */
+  float lx[3];
+  wfp_cross(lever[0], lever[1], lever[2], n[0], n[1], n[2], lx);
+  float vc[3] = {vr[0] - lx[0], vr[1] - lx[1], vr[2] - lx[2]};
+  float vcn = vc[0] * n[0] + vc[1] * n[1] + vc[2] * n[2];
+  float vt[3] = {vc[0] - n[0] * vcn, vc[1] - n[1] * vcn, vc[2] - n[2] * vcn};
+  /* the tangential spring */
+  float xi[3] = {h->tx, h->ty, h->tz};
+  wfp_to_plane(xi, n);
+  xi[0] += vt[0] * dt, xi[1] += vt[1] * dt, xi[2] += vt[2] * dt;
+  float ctt = ct + c->ct;
+  float ft[3] = {-kt * xi[0] - ctt * vt[0], -kt * xi[1] - ctt * vt[1], -kt * xi[2] - ctt * vt[2]};
+  float ft2 = ft[0] * ft[0] + ft[1] * ft[1] + ft[2] * ft[2];
+  float cap_s = c->mu_s * fc;
+  if (ft2 > cap_s * cap_s) { /* sliding: the force at the dynamic cap, the spring carrying it */
+    float s = c->mu * fc / sqrtf(ft2);
+    ft[0] *= s, ft[1] *= s, ft[2] *= s;
+    float ik = kt > 0.0f ? -1.0f / kt : 0.0f;
+    xi[0] = ft[0] * ik, xi[1] = ft[1] * ik, xi[2] = ft[2] * ik;
+  }
+  h->tx = xi[0], h->ty = xi[1], h->tz = xi[2];
+  f[0] += ft[0], f[1] += ft[1], f[2] += ft[2];
+  float nf[3];
+  wfp_cross(n[0], n[1], n[2], ft[0], ft[1], ft[2], nf);
+  tau[0] -= ri * nf[0], tau[1] -= ri * nf[1], tau[2] -= ri * nf[2];
+  /* the rolling spring, on the whole relative rotation: rolling and twist alike (nothing else
+   * resists a twist; without it a grain of a heap at rest could spin about its contact normal
+   * for ever) */
+  if (c->mu_r > 0.0f) {
+    const float *w = wr;
+    float m[3] = {h->rx, h->ry, h->rz};
+    float kr = 2.25f * kr_n * c->mu_r * c->mu_r * rstar * rstar;
+    m[0] -= kr * w[0] * dt, m[1] -= kr * w[1] * dt, m[2] -= kr * w[2] * dt;
+    float m2 = m[0] * m[0] + m[1] * m[1] + m[2] * m[2];
+    float cap = c->mu_r * rstar * fc;
+    float tr[3] = {m[0], m[1], m[2]}; /* the torque: spring, and dashpot below the limit */
+    if (m2 > cap * cap) {
+      float s = cap / sqrtf(m2);
+      m[0] *= s, m[1] *= s, m[2] *= s;
+      tr[0] = m[0], tr[1] = m[1], tr[2] = m[2];
+    } else if (inv_ir > 0.0f) {
+      float cr = 0.6f * sqrtf(kr / inv_ir); /* 0.3 of critical: 2 sqrt(Ir kr) */
+      tr[0] -= cr * w[0], tr[1] -= cr * w[1], tr[2] -= cr * w[2];
+      /* the whole torque stays within the limit too (the dashpot alone would brake a ball
+       * that starts rolling far harder than mu_r allows while its spring builds up) */
+      float t2 = tr[0] * tr[0] + tr[1] * tr[1] + tr[2] * tr[2];
+      if (t2 > cap * cap) {
+        float s = cap / sqrtf(t2);
+        tr[0] *= s, tr[1] *= s, tr[2] *= s;
+      }
+    }
+    h->rx = m[0], h->ry = m[1], h->rz = m[2];
+    tau[0] += tr[0], tau[1] += tr[1], tau[2] += tr[2];
+  }
+}
+
+/* A particle's history slots during its substep: the slot of key (found, or a free one claimed),
+ * or -1 when every slot is taken (the contact then has no history: counted). `used` marks the
+ * slots touched in this substep; the rest are freed at its end (wfp_slots_end). */
+WF_HD static inline int wfp_slot(wfp_hist *h, uint32_t key, uint32_t *used) {
+  int free_ = -1;
+  for (int k = 0; k < WFP_HIST_SLOTS; k++) {
+    uint32_t kk = h[k].key;
+    if (kk == key) {
+      *used |= 1u << k;
+      return k;
+    }
+    if (kk == WFP_HIST_EMPTY && free_ < 0) free_ = k;
+  }
+  if (free_ >= 0) {
+    *used |= 1u << free_;
+    h[free_].key = key;
+  }
+  return free_;
+}
+
+WF_HD static inline void wfp_slots_end(wfp_hist *h, uint32_t used) {
+  for (int k = 0; k < WFP_HIST_SLOTS; k++)
+    if (!((used >> k) & 1u) && h[k].key != WFP_HIST_EMPTY) {
+      wfp_hist e = {0.0f, 0.0f, 0.0f, WFP_HIST_EMPTY, 0.0f, 0.0f, 0.0f, 0.0f};
+      h[k] = e;
+    }
+}
+
+/* A contact through its slot (or a scratch one when there is none). Returns 1 on overflow. */
+WF_HD static inline uint32_t wfp_granular_slot(const wfp_params *p, const wfp_coef *c,
+                                               const float *n, float delta, const float *vr,
+                                               const float *lever, const float *wr, float ri,
+                                               float mstar, float rstar, float inv_ir,
+                                               wfp_hist *slots, uint32_t key, uint32_t *used,
+                                               float *f, float *tau) {
+  int k = wfp_slot(slots, key, used);
+  wfp_hist scratch = {0.0f, 0.0f, 0.0f, key, 0.0f, 0.0f, 0.0f, 0.0f};
+  wfp_hist *h = k >= 0 ? &slots[k] : &scratch;
+  wfp_granular(p, c, n, delta, vr, lever, wr, ri, mstar, rstar, inv_ir, h, f, tau);
+  return k >= 0 ? 0u : 1u;
 }
 
 /* Loads of data no kernel writes while it reads them: on CUDA devices through the read-only
@@ -450,30 +647,59 @@ WF_HD static inline uint16_t wfp_ld16(const uint16_t *p) {
 #endif
 }
 
-/* Pair force on particle i (pi, vi, material mi) from the particle in sorted slot t of
- * (spos, svel, smat). Only the position is loaded until the pair is known to touch: most of
- * the candidates of the 27 cells do not. */
-WF_HD static inline void wfp_pair(wfp_f4 pi, wfp_f4 vi, const wfp_material *mi, const wfp_f4 *spos,
-                                  const wfp_f4 *svel, const uint16_t *smat,
-                                  const wfp_material *mats, uint32_t t, float *f) {
-  wfp_f4 pj = wfp_ld4(&spos[t]);
+/* The pair coefficients of materials mi, mj: means (commutative: the same bits from both
+ * sides). */
+WF_HD static inline wfp_coef wfp_pair_coef(const wfp_material *mi, const wfp_material *mj) {
+  wfp_coef c;
+  c.kn = 0.5f * (mi->stiffness + mj->stiffness);
+  c.estar = 1.0f / (mi->young_term + mj->young_term);
+  c.gstar = 1.0f / (mi->shear_term + mj->shear_term);
+  c.zeta = 0.5f * (mi->zeta + mj->zeta);
+  c.cn = 0.5f * (mi->damping + mj->damping);
+  c.ct = 0.5f * (mi->tangential + mj->tangential);
+  c.ratio = 0.5f * (mi->kt_ratio + mj->kt_ratio);
+  c.mu_s = 0.5f * (mi->static_friction + mj->static_friction);
+  c.mu = 0.5f * (mi->friction + mj->friction);
+  c.mu_r = 0.5f * (mi->rolling + mj->rolling);
+  c.coh = 0.5f * (mi->cohesion + mj->cohesion);
+  return c;
+}
+
+/* 1 / (the relative rolling inertia about the contact): 5/7 (w / r^2) per sphere. */
+WF_HD static inline float wfp_inv_roll_inertia(float wi, float ri, float wj, float rj) {
+  float a = wi / (ri * ri), b = rj > 0.0f ? wj / (rj * rj) : 0.0f;
+  return 0.71428573f * (a + b);
+}
+
+/* Pair contact of particle i (pi, vi, wi = angular velocity, material mi; dynamic) with the
+ * particle in sorted slot t of the collide arguments: force to f, torque to tau, history in i's
+ * slots. Only the position is loaded until the pair is known to touch. Returns 1 on a history
+ * overflow. */
+WF_HD static inline uint32_t wfp_pair(const wfp_collide_args *a, wfp_f4 pi, wfp_f4 vi, wfp_f4 wi,
+                                      const wfp_material *mi, uint32_t t, wfp_hist *slots,
+                                      uint32_t *used, float *f, float *tau) {
+  wfp_f4 pj = wfp_ld4(&a->spos[t]);
   float dx = pi.x - pj.x, dy = pi.y - pj.y, dz = pi.z - pj.z;
   float d2 = wfp_dot3(dx, dy, dz, dx, dy, dz);
   float R = pi.w + pj.w;
-  if (!(d2 < R * R) || d2 == 0.0f) return;
-  wfp_f4 vj = wfp_ld4(&svel[t]);
-  const wfp_material *mj = &mats[wfp_ld16(&smat[t])];
+  if (!(d2 < R * R) || d2 == 0.0f) return 0u;
+  wfp_f4 vj = wfp_ld4(&a->svel[t]);
+  float wsum = vi.w + vj.w;
+  if (wsum == 0.0f) return 0u; /* two kinematic particles */
+  wfp_f4 wj = wfp_ld4(&a->somega[t]);
+  const wfp_material *mj = &a->mats[wfp_ld16(&a->smat[t])];
+  uint32_t key = wfp_ld32(&a->gid[wfp_ld32(&a->vals[t])]) + 1u;
   float d = sqrtf(d2);
   float inv = 1.0f / d;
-  float wsum = vi.w + vj.w;
-  if (wsum == 0.0f) return; /* two kinematic particles */
-  float k = 0.5f * (mi->stiffness + mj->stiffness);
-  float zeta = 0.5f * (mi->zeta + mj->zeta);
-  float c = 0.5f * (mi->damping + mj->damping) + 2.0f * zeta * sqrtf(k / wsum);
-  wfp_contact_force(dx * inv, dy * inv, dz * inv, R - d, vi.x - vj.x, vi.y - vj.y, vi.z - vj.z, k,
-                    c, 0.5f * (mi->friction + mj->friction),
-                    0.5f * (mi->tangential + mj->tangential), 0.5f * (mi->cohesion + mj->cohesion),
-                    f);
+  float n[3] = {dx * inv, dy * inv, dz * inv};
+  wfp_coef c = wfp_pair_coef(mi, mj);
+  float vr[3] = {vi.x - vj.x, vi.y - vj.y, vi.z - vj.z};
+  float lever[3] = {pi.w * wi.x + pj.w * wj.x, pi.w * wi.y + pj.w * wj.y,
+                    pi.w * wi.z + pj.w * wj.z};
+  float wr[3] = {wi.x - wj.x, wi.y - wj.y, wi.z - wj.z};
+  float rstar = pi.w * pj.w / R;
+  return wfp_granular_slot(a->params, &c, n, R - d, vr, lever, wr, pi.w, 1.0f / wsum, rstar,
+                           wfp_inv_roll_inertia(vi.w, pi.w, vj.w, pj.w), slots, key, used, f, tau);
 }
 
 /* Signed distance from x to collider c at time t, with the outward unit normal. */
@@ -522,18 +748,36 @@ WF_HD static inline float wfp_collider_sdf(const wfp_collider *c, float t, float
   }
 }
 
-/* Force on a particle (x, v, material m) from collider c at time t. */
-WF_HD static inline void wfp_collider_force(const wfp_collider *c, float t, wfp_f4 x, wfp_f4 v,
-                                            const wfp_material *m, float *f) {
-  if (v.w == 0.0f) return; /* kinematic particles ignore colliders */
+/* Contact of a dynamic particle (x, v, angular velocity w, material m) with collider k (c) at
+ * time t: a wall of the particle's own material that does not rotate, with the collider's
+ * stiffness (0: the material's), friction and restitution, and the material's dashpots, rolling
+ * resistance and elastic moduli. Returns 1 on a history overflow. */
+WF_HD static inline uint32_t wfp_collider_force(const wfp_params *p, const wfp_collider *c,
+                                                uint32_t k, float t, wfp_f4 x, wfp_f4 v, wfp_f4 w,
+                                                const wfp_material *m, wfp_hist *slots,
+                                                uint32_t *used, float *f, float *tau) {
   float n[3];
   float phi = wfp_collider_sdf(c, t, x.x, x.y, x.z, n);
   float delta = x.w - phi;
-  if (!(delta > 0.0f)) return;
-  float k = c->stiffness > 0.0f ? c->stiffness : m->stiffness;
-  float cd = 2.0f * c->zeta * sqrtf(k / v.w);
-  wfp_contact_force(n[0], n[1], n[2], delta, v.x - c->vel.x, v.y - c->vel.y, v.z - c->vel.z, k, cd,
-                    c->friction, m->tangential, 0.0f, f);
+  if (!(delta > 0.0f)) return 0u;
+  wfp_coef cf;
+  cf.kn = c->stiffness > 0.0f ? c->stiffness : m->stiffness;
+  cf.estar = 1.0f / (m->young_term + m->young_term);
+  cf.gstar = 1.0f / (m->shear_term + m->shear_term);
+  cf.zeta = c->zeta;
+  cf.cn = m->damping;
+  cf.ct = m->tangential;
+  cf.ratio = m->kt_ratio;
+  cf.mu_s = c->static_friction;
+  cf.mu = c->friction;
+  cf.mu_r = m->rolling;
+  cf.coh = 0.0f;
+  float vr[3] = {v.x - c->vel.x, v.y - c->vel.y, v.z - c->vel.z};
+  float lever[3] = {x.w * w.x, x.w * w.y, x.w * w.z};
+  float wr[3] = {w.x, w.y, w.z};
+  return wfp_granular_slot(p, &cf, n, delta, vr, lever, wr, x.w, 1.0f / v.w, x.w,
+                           wfp_inv_roll_inertia(v.w, x.w, 0.0f, 0.0f), slots, WFP_HIST_COLLIDER + k,
+                           used, f, tau);
 }
 
 /* Semi-implicit Euler for one particle: v += dt (g + F w); v *= damp; x += dt v. Returns flags. */
@@ -551,6 +795,19 @@ WF_HD static inline uint32_t wfp_integrate(const wfp_params *p, const float *f, 
   int ok = wfp_finite(x->x) && wfp_finite(x->y) && wfp_finite(x->z) && wfp_finite(v->x) &&
            wfp_finite(v->y) && wfp_finite(v->z);
   return ok ? 0u : WFP_FLAG_NONFINITE;
+}
+
+/* The rotation, like the translation: w += dt tau / I with I = 2/5 m r^2 of a solid sphere, then
+ * the global damping. Kinematic particles keep their angular velocity. Returns flags. */
+WF_HD static inline uint32_t wfp_integrate_rotation(const wfp_params *p, const float *tau, float r,
+                                                    float inv_mass, wfp_f4 *w) {
+  if (inv_mass > 0.0f) {
+    float s = p->dt * (2.5f * inv_mass / (r * r));
+    w->x = (w->x + s * tau[0]) * p->damp;
+    w->y = (w->y + s * tau[1]) * p->damp;
+    w->z = (w->z + s * tau[2]) * p->damp;
+  }
+  return wfp_finite(w->x) && wfp_finite(w->y) && wfp_finite(w->z) ? 0u : WFP_FLAG_NONFINITE;
 }
 
 /* ---- XPBD contacts ------------------------------------------------------------------------------
@@ -760,47 +1017,59 @@ WF_HD static inline uint32_t wfp_drift_flag(const wfp_collide_args *a, uint32_t 
   float d = (axis == 0 ? x.x : axis == 1 ? x.y : x.z) - a->anchor[i];
   return d > limit || d < -limit ? WFP_FLAG_DRIFT : 0u;
 }
-/* DEM: gather pair forces (through the contact list, see above), add collider forces in
- * collider order, integrate (semi-implicit Euler) and write the particle back at its local
- * index. list: WFP_CONTACT_LIST entries `stride` apart. Returns flags. */
+/* DEM (linear or Hertz): gather pair contacts (through the contact list, see above), add
+ * collider contacts in collider order, integrate translation and rotation (semi-implicit Euler)
+ * and write the particle back at its local index, its history in its own slots. list:
+ * WFP_CONTACT_LIST entries `stride` apart. Returns flags; *overflows: contacts without a history
+ * slot. */
 WF_HD static inline uint32_t wfp_collide_dem(const wfp_collide_args *a, uint32_t s, uint32_t *list,
-                                             uint32_t stride) {
+                                             uint32_t stride, uint32_t *overflows) {
   const wfp_params *p = a->params;
-  wfp_f4 x = a->spos[s], v = a->svel[s];
+  wfp_f4 x = a->spos[s], v = a->svel[s], w = a->somega[s];
+  uint32_t i = a->vals[s];
   const wfp_material *m = &a->mats[a->smat[s]];
-  float f[3] = {0.0f, 0.0f, 0.0f};
-  int bad = 0;
-  int32_t c[3] = {wfp_cell_coord(x.x, p->inv_cell, &bad), wfp_cell_coord(x.y, p->inv_cell, &bad),
-                  wfp_cell_coord(x.z, p->inv_cell, &bad)};
-  for (uint32_t skip_ = 0;; skip_ += WFP_CONTACT_LIST) {
-    uint32_t seen_ = 0;
+  float f[3] = {0.0f, 0.0f, 0.0f}, tau[3] = {0.0f, 0.0f, 0.0f};
+  uint32_t over = 0u;
+  if (v.w > 0.0f) { /* kinematic particles move with their velocity: no contacts, no history */
+    wfp_hist *slots = &a->hist[(size_t)i * WFP_HIST_SLOTS];
+    uint32_t used = 0u;
+    int bad = 0;
+    int32_t c[3] = {wfp_cell_coord(x.x, p->inv_cell, &bad), wfp_cell_coord(x.y, p->inv_cell, &bad),
+                    wfp_cell_coord(x.z, p->inv_cell, &bad)};
+    for (uint32_t skip_ = 0;; skip_ += WFP_CONTACT_LIST) {
+      uint32_t seen_ = 0;
 #define WFP_DEM_VISIT(t)                                                                           \
   if (wfp_touches(x, wfp_ld4(&a->spos[t]))) WFP_LIST_CONTACT(t)
-    WFP_FOR_NEIGHBOURS_DENSE(a, p, s, c, WFP_DEM_VISIT)
+      WFP_FOR_NEIGHBOURS_DENSE(a, p, s, c, WFP_DEM_VISIT)
 #undef WFP_DEM_VISIT
-    uint32_t nc = seen_ - skip_ < WFP_CONTACT_LIST ? seen_ - skip_ : WFP_CONTACT_LIST;
-    for (uint32_t l = 0; l < nc; l++)
-      wfp_pair(x, v, m, a->spos, a->svel, a->smat, a->mats, list[l * stride], f);
-    if (seen_ - skip_ <= WFP_CONTACT_LIST) break;
+      uint32_t nc = seen_ - skip_ < WFP_CONTACT_LIST ? seen_ - skip_ : WFP_CONTACT_LIST;
+      for (uint32_t l = 0; l < nc; l++)
+        over += wfp_pair(a, x, v, w, m, list[l * stride], slots, &used, f, tau);
+      if (seen_ - skip_ <= WFP_CONTACT_LIST) break;
+    }
+    float time = (float)a->clock->time;
+    for (uint32_t k = 0; k < p->n_colliders; k++)
+      over += wfp_collider_force(p, &a->colliders[k], k, time, x, v, w, m, slots, &used, f, tau);
+    wfp_slots_end(slots, used);
   }
-  float time = (float)a->clock->time;
-  for (uint32_t k = 0; k < p->n_colliders; k++)
-    wfp_collider_force(&a->colliders[k], time, x, v, m, f);
-  uint32_t flags = wfp_integrate(p, f, &x, &v);
+  uint32_t flags = wfp_integrate_rotation(p, tau, x.w, v.w, &w);
+  flags |= wfp_integrate(p, f, &x, &v);
   /* The springs let a fast or heavily loaded particle sink into a collider; its centre never
    * crosses the surface: it is put back on it and stops moving inwards (no tunnelling). */
+  float time1 = (float)a->clock->time + p->dt;
   for (uint32_t k = 0; k < p->n_colliders && v.w > 0.0f; k++) {
     const wfp_collider *col = &a->colliders[k];
     float n[3];
-    float phi = wfp_collider_sdf(col, time + p->dt, x.x, x.y, x.z, n);
+    float phi = wfp_collider_sdf(col, time1, x.x, x.y, x.z, n);
     if (!(phi < 0.0f)) continue;
     x.x -= n[0] * phi, x.y -= n[1] * phi, x.z -= n[2] * phi;
     float vn = wfp_dot3(v.x - col->vel.x, v.y - col->vel.y, v.z - col->vel.z, n[0], n[1], n[2]);
     if (vn < 0.0f) v.x -= n[0] * vn, v.y -= n[1] * vn, v.z -= n[2] * vn;
   }
-  uint32_t i = a->vals[s];
   a->pos[i] = x;
   a->vel[i] = v;
+  a->omega[i] = w;
+  *overflows = over;
   return flags | wfp_drift_flag(a, i, x);
 }
 
@@ -882,12 +1151,14 @@ WF_HD static inline void wfp_halo_pack_elem(const wfp_halo_args *a, uint32_t j) 
   uint32_t i = a->idx[j];
   a->dst_pos[j] = a->src_pos[i];
   a->dst_vel[j] = a->src_vel[i];
+  a->dst_omega[j] = a->src_omega[i];
 }
 
 WF_HD static inline void wfp_halo_unpack_elem(const wfp_halo_args *a, uint32_t j) {
   uint32_t i = a->idx[j];
   a->dst_pos[i] = a->src_pos[j];
   a->dst_vel[i] = a->src_vel[j];
+  a->dst_omega[i] = a->src_omega[j];
 }
 
 /* ---- the split solver's repartition ---------------------------------------------------------- */
@@ -951,6 +1222,10 @@ WF_HD static inline void wfp_migrate_pack_elem(const wfp_migrate_pack_args *a, u
   a->ovel[j] = a->vel[i];
   a->ogid[j] = a->gid[i];
   a->omat[j] = a->mat[i];
+  if (!a->omega) return;
+  a->oomega[j] = a->omega[i];
+  for (int k = 0; k < WFP_HIST_SLOTS; k++)
+    a->ohist[(size_t)j * WFP_HIST_SLOTS + k] = a->hist[(size_t)i * WFP_HIST_SLOTS + k];
 }
 
 WF_HD static inline void wfp_migrate_elem(const wfp_migrate_args *a, uint32_t j) {
@@ -960,6 +1235,12 @@ WF_HD static inline void wfp_migrate_elem(const wfp_migrate_args *a, uint32_t j)
   a->vel[j] = v, a->snap_vel[j] = v;
   a->gid[j] = a->igid[i];
   a->mat[j] = a->imat[i];
+  wfp_f4 w = a->iomega[i];
+  a->omega[j] = w, a->snap_omega[j] = w;
+  for (int k = 0; k < WFP_HIST_SLOTS; k++) {
+    wfp_hist h = a->ihist[(size_t)i * WFP_HIST_SLOTS + k];
+    a->hist[(size_t)j * WFP_HIST_SLOTS + k] = h, a->snap_hist[(size_t)j * WFP_HIST_SLOTS + k] = h;
+  }
   float c = wfp_axis(x, a->slabs.axis);
   int o = wfp_slab_owner(&a->slabs, c);
   if (o == a->self) {

@@ -45,6 +45,7 @@
  * of a few thousand nodes took 4 to 14 ms of host time a frame at 4 GPUs, while the GPUs waited.
  */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,9 +85,10 @@ void wfp_dbuf_free(dbuf *d, wf_stream *s) {
 #define PART_DBUFS(pt)                                                                             \
   {                                                                                                \
     &(pt)->anchor, &(pt)->tag, &(pt)->counts, &(pt)->snap_pos, &(pt)->snap_vel, &(pt)->in_pos,     \
-        &(pt)->in_vel, &(pt)->in_gid, &(pt)->in_mat, &(pt)->keys, &(pt)->vals, &(pt)->keys_out,    \
-        &(pt)->vals_out, &(pt)->sort_temp, &(pt)->select_temp, &(pt)->stamps, &(pt)->view_idx,     \
-        &(pt)->view_pos, &(pt)->view_vel, &(pt)->view_gid, &(pt)->view_mat                         \
+        &(pt)->snap_omega, &(pt)->snap_hist, &(pt)->in_omega, &(pt)->in_hist, &(pt)->in_vel,       \
+        &(pt)->in_gid, &(pt)->in_mat, &(pt)->keys, &(pt)->vals, &(pt)->keys_out, &(pt)->vals_out,  \
+        &(pt)->sort_temp, &(pt)->select_temp, &(pt)->stamps, &(pt)->view_idx, &(pt)->view_pos,     \
+        &(pt)->view_vel, &(pt)->view_gid, &(pt)->view_mat                                          \
   }
 
 /* Device memory of partition p: its solver's, the buffers of this file it owns and the links it
@@ -99,7 +101,8 @@ static size_t part_bytes(const wf_particles *sp, int p) {
     bytes += own[b]->cap;
   for (int d = 0; d < MAXP; d++) {
     const outbox *o = &pt->out[d];
-    bytes += o->idx.cap + o->pos.cap + o->vel.cap + o->gid.cap + o->mat.cap;
+    bytes +=
+        o->idx.cap + o->pos.cap + o->vel.cap + o->gid.cap + o->mat.cap + o->omega.cap + o->hist.cap;
   }
   for (int l = 0; sp->set && l < sp->set->n_links; l++)
     if (sp->set->links[l].from == p)
@@ -133,11 +136,12 @@ void wf_particles_destroy(wf_particles *sp) {
       outbox *o = &pt->out[d];
       wfp_dbuf_free(&o->idx, s), wfp_dbuf_free(&o->pos, s), wfp_dbuf_free(&o->vel, s);
       wfp_dbuf_free(&o->gid, s), wfp_dbuf_free(&o->mat, s);
+      wfp_dbuf_free(&o->omega, s), wfp_dbuf_free(&o->hist, s);
     }
     if (pt->flag) wf_buffer_destroy(pt->flag, s);
     wfp_part_destroy(pt->ps);
   }
-  free(sp->pos), free(sp->vel), free(sp->mat);
+  free(sp->pos), free(sp->vel), free(sp->mat), free(sp->omega), free(sp->hist);
   free(sp);
 }
 
@@ -148,7 +152,11 @@ static wf_status master_reserve(wf_particles *sp, uint32_t n) {
   if (v) sp->vel = v;
   uint16_t *m = realloc(sp->mat, (size_t)(n ? n : 1) * sizeof *m);
   if (m) sp->mat = m;
-  if (!p || !v || !m)
+  wfp_f4 *w = realloc(sp->omega, (size_t)(n ? n : 1) * sizeof *w);
+  if (w) sp->omega = w;
+  wfp_hist *h = realloc(sp->hist, (size_t)(n ? n : 1) * HIST_BYTES);
+  if (h) sp->hist = h;
+  if (!p || !v || !m || !w || !h)
     return fail(WF_ERR_OUT_OF_MEMORY,
                 "particles '%s': out of host memory for %u "
                 "particles",
@@ -283,8 +291,9 @@ uint32_t wf_particles_count(const wf_particles *sp) {
 
 /* Current state of every particle into pos/vel/mat (global-id order): each partition's owned
  * particles (those with an anchor) by their global ids. */
-static wf_status gather(wf_particles *sp, wfp_f4 *pos, wfp_f4 *vel, uint16_t *mat) {
-  if (!sp->distributed) return wfp_part_get(sp->parts[0].ps, pos, vel, mat, NULL);
+static wf_status gather(wf_particles *sp, wfp_f4 *pos, wfp_f4 *vel, uint16_t *mat, wfp_f4 *omega,
+                        wfp_hist *hist) {
+  if (!sp->distributed) return wfp_part_get_all(sp->parts[0].ps, pos, vel, mat, NULL, omega, hist);
   size_t most = 1;
   for (int p = 0; p < sp->np; p++)
     if (sp->parts[p].n_local > most) most = sp->parts[p].n_local;
@@ -292,13 +301,15 @@ static wf_status gather(wf_particles *sp, wfp_f4 *pos, wfp_f4 *vel, uint16_t *ma
   uint16_t *lm = malloc(most * sizeof *lm);
   uint32_t *lg = malloc(most * sizeof *lg);
   float *la = malloc(most * sizeof *la);
-  wf_status st = (lp && lv && lm && lg && la)
+  wfp_f4 *lw = malloc(most * sizeof *lw);
+  wfp_hist *lh = malloc(most * HIST_BYTES);
+  wf_status st = (lp && lv && lm && lg && la && lw && lh)
                      ? WF_OK
                      : fail(WF_ERR_OUT_OF_MEMORY, "particles '%s': out of host memory", sp->name);
   for (int p = 0; p < sp->np && st == WF_OK; p++) {
     part *pt = &sp->parts[p];
     if (!pt->n_local) continue;
-    st = wfp_part_get(pt->ps, lp, lv, lm, lg);
+    st = wfp_part_get_all(pt->ps, lp, lv, lm, lg, lw, lh);
     if (st != WF_OK) break;
     if ((st = wf_download(la, pt->anchor.b, 0, (size_t)pt->n_local * 4)) != WF_OK) {
       wfp_fail_gpu(sp->name, st, "reading the owners");
@@ -310,9 +321,12 @@ static wf_status gather(wf_particles *sp, wfp_f4 *pos, wfp_f4 *vel, uint16_t *ma
       if (pos) pos[g] = lp[i];
       if (vel) vel[g] = lv[i];
       if (mat) mat[g] = lm[i];
+      if (omega) omega[g] = lw[i];
+      if (hist)
+        memcpy(&hist[(size_t)g * WFP_HIST_SLOTS], &lh[(size_t)i * WFP_HIST_SLOTS], HIST_BYTES);
     }
   }
-  free(lp), free(lv), free(lm), free(lg), free(la);
+  free(lp), free(lv), free(lm), free(lg), free(la), free(lw), free(lh);
   return st;
 }
 
@@ -322,7 +336,7 @@ static wf_status settle(wf_particles *sp) {
     wf_status st = wfp_rerun_if_moved(sp);
     if (st != WF_OK) return st;
   }
-  return gather(sp, sp->pos, sp->vel, sp->mat);
+  return gather(sp, sp->pos, sp->vel, sp->mat, sp->omega, sp->hist);
 }
 
 /* The clock of the system (partition 0's; every partition keeps the same one): the simulated
@@ -412,12 +426,11 @@ static wf_status halo_pack(wf_particles *sp, int p) {
     const wfpt_link *k = &set->links[l];
     if (k->from != p) continue;
     const halo *h = &sp->halos[l];
-    wf_buffer *pos, *vel;
-    TRY(wfp_part_state_buffers(sp->parts[p].ps, &pos, &vel, NULL), "state buffers");
+    wfp_arrays a = wfp_part_arrays(sp->parts[p].ps);
     wfp_f4 *send = wf_buffer_ptr(k->send);
     const uint32_t *idx = wf_buffer_ptr(h->src_idx.b);
-    wfp_halo_args pa = {idx + 1, wf_buffer_ptr(pos), wf_buffer_ptr(vel),
-                        send,    send + h->launch,   idx};
+    wfp_halo_args pa = {
+        idx + 1, a.pos, a.vel, a.omega, send, send + h->launch, send + 2 * (size_t)h->launch, idx};
     TRY(wf_launch(&wfp_halo_pack, h->launch, &pa, sizeof pa, wfp_part_stream(sp->parts[p].ps)),
         "launching a halo pack");
   }
@@ -435,12 +448,11 @@ static wf_status halo_unpack(wf_particles *sp, int to, bool keys) {
     const wfpt_link *k = &set->links[l];
     if (k->to != to) continue;
     const halo *h = &sp->halos[l];
-    wf_buffer *pos, *vel;
-    TRY(wfp_part_state_buffers(sp->parts[to].ps, &pos, &vel, NULL), "state buffers");
+    wfp_arrays a = wfp_part_arrays(sp->parts[to].ps);
     wfp_f4 *recv = wf_buffer_ptr(k->recv);
     const uint32_t *idx = wf_buffer_ptr(h->dst_idx.b);
     wfp_halo_keys_args ua = {
-        {idx + 1, recv, recv + h->launch, wf_buffer_ptr(pos), wf_buffer_ptr(vel), idx},
+        {idx + 1, recv, recv + h->launch, recv + 2 * (size_t)h->launch, a.pos, a.vel, a.omega, idx},
         wfp_part_keys_args(sp->parts[to].ps)};
     if (keys)
       TRY(wf_launch(&wfp_halo_unpack_keys, h->launch, &ua, sizeof ua, s),
@@ -554,6 +566,7 @@ wf_status wfp_launch_frames(wf_particles *sp, int frames) {
 
 wf_status wf_particles_step_frames(wf_particles *sp, int frames) {
   if (!sp) return fail(WF_ERR_INVALID, "particles: solver is NULL");
+  wfp_part_stability_check(sp->parts[0].ps); /* (partition 0 saw every particle added) */
   if (sp->np == 1) return wfp_part_step_frames(sp->parts[0].ps, frames);
   if (frames < 0)
     return fail(WF_ERR_INVALID, "particles '%s': frames %d must be >= 0", sp->name, frames);
@@ -649,15 +662,21 @@ static wf_status overlap_one(wf_particles *sp, int frames, wf_overlap *out) {
   wf_status st = pos && vel
                      ? wfp_part_stats_get(ps, &stats)
                      : fail(WF_ERR_OUT_OF_MEMORY, "particles '%s': out of host memory", sp->name);
+  size_t gb = wf_particles_granular_state_bytes(sp);
+  void *gran = st == WF_OK ? malloc(gb) : NULL;
+  if (st == WF_OK && !gran)
+    st = fail(WF_ERR_OUT_OF_MEMORY, "particles '%s': out of host memory", sp->name);
   if (st == WF_OK) st = state_of(sp, pos, vel);
+  if (st == WF_OK) st = wf_particles_granular_state_get(sp, gran, gb);
   bool ran = st == WF_OK;
   if (ran) st = measure_one(sp, frames, out);
   if (ran) { /* give the state back even after a failure (its own error comes first) */
     wf_status st2 = wfp_part_set_state(ps, (const float(*)[4])pos, (const float(*)[4])vel,
                                        stats.time, stats.substeps);
+    if (st2 == WF_OK) st2 = wf_particles_granular_state_set(sp, gran, gb);
     if (st == WF_OK) st = st2;
   }
-  free(pos), free(vel);
+  free(pos), free(vel), free(gran);
   out->hidden_fraction = 1.0;
   return st;
 }
@@ -706,9 +725,10 @@ static wf_status undistribute(wf_particles *sp) {
   sp->cell = 0.0f;
   for (int p = 1; p < sp->np && st == WF_OK; p++) {
     sp->parts[p].n_local = sp->parts[p].n_owned = 0;
-    st = wfp_part_replace(sp->parts[p].ps, 0, NULL, NULL, NULL, NULL);
+    st = wfp_part_replace(sp->parts[p].ps, 0, NULL, NULL, NULL, NULL, NULL, NULL);
   }
-  if (st == WF_OK) st = wfp_part_replace(sp->parts[0].ps, n, sp->pos, sp->vel, sp->mat, gid);
+  if (st == WF_OK)
+    st = wfp_part_replace(sp->parts[0].ps, n, sp->pos, sp->vel, sp->mat, gid, sp->omega, sp->hist);
   free(gid);
   if (st != WF_OK) return st;
   sp->parts[0].n_local = sp->parts[0].n_owned = n;
@@ -723,7 +743,7 @@ static wf_status undistribute(wf_particles *sp) {
 static wf_status after_add(wf_particles *sp) {
   sp->count = wfp_part_count(sp->parts[0].ps);
   wf_status st = master_reserve(sp, sp->count);
-  if (st == WF_OK) st = gather(sp, sp->pos, sp->vel, sp->mat);
+  if (st == WF_OK) st = gather(sp, sp->pos, sp->vel, sp->mat, sp->omega, sp->hist);
   return st;
 }
 
@@ -878,15 +898,14 @@ wf_status wf_particles_stats_get(wf_particles *sp, wf_particles_stats *out) {
   if (st != WF_OK) return st;
   memset(out, 0, sizeof *out);
   out->count = sp->count;
-  for (uint32_t i = 0; i < sp->count; i++) {
-    wfp_f4 v = sp->vel[i];
-    double sp2 = (double)v.x * v.x + (double)v.y * v.y + (double)v.z * v.z;
-    if (sqrt(sp2) > out->max_speed) out->max_speed = sqrt(sp2);
-    if (v.w > 0.0f) {
-      double m = 1.0 / v.w;
-      out->kinetic_energy += 0.5 * m * sp2;
-      out->momentum[0] += m * v.x, out->momentum[1] += m * v.y, out->momentum[2] += m * v.z;
-    }
+  wfp_stats_add(out, sp->count, (const float(*)[4])sp->pos, (const float(*)[4])sp->vel,
+                (const float(*)[4])sp->omega);
+  for (int p = 0; p < sp->np; p++) { /* the overflow counters of every partition */
+    wf_buffer *clock;
+    uint32_t over = 0;
+    TRY(wfp_part_state_buffers(sp->parts[p].ps, NULL, NULL, &clock), "finding the clock");
+    TRY(wf_download(&over, clock, offsetof(wfp_clock, overflows), 4), "reading the clock");
+    out->history_overflows += over;
   }
   return wfp_clock_get(sp, &out->time, &out->substeps);
 }
@@ -925,10 +944,92 @@ wf_status wf_particles_set_state(wf_particles *sp, const float (*pos)[4], const 
   if (sp->count) {
     memcpy(sp->pos, pos, (size_t)sp->count * 16);
     memcpy(sp->vel, vel, (size_t)sp->count * 16);
+    memset(sp->omega, 0, (size_t)sp->count * 16);
+    memset(sp->hist, 0, (size_t)sp->count * HIST_BYTES);
   }
   sp->snap_time = time;
   sp->snap_substeps = substeps;
   return WF_OK;
+}
+
+/* ---- the granular state --------------------------------------------------------------------- */
+
+wf_status wf_particles_download_omega(wf_particles *sp, float (*omega)[4]) {
+  if (!sp || !omega) return fail(WF_ERR_INVALID, "particles: download_omega: NULL argument");
+  if (sp->np == 1) return wfp_part_download_omega(sp->parts[0].ps, omega);
+  wf_status st = settle(sp);
+  for (int p = 0; p < sp->np && st == WF_OK; p++)
+    st = wfp_part_check(sp->parts[p].ps);
+  if (st == WF_OK && sp->count) memcpy(omega, sp->omega, (size_t)sp->count * 16);
+  return st;
+}
+
+/* The blob: a header, then omega (16 bytes) and the history slots of every particle. */
+typedef struct granular_header {
+  char magic[8]; /* "wfgran1" */
+  uint32_t count, slots;
+} granular_header;
+
+size_t wf_particles_granular_state_bytes(const wf_particles *sp) {
+  size_t n = wf_particles_count(sp);
+  return sizeof(granular_header) + n * (16 + HIST_BYTES);
+}
+
+wf_status wf_particles_granular_state_get(wf_particles *sp, void *blob, size_t bytes) {
+  if (!sp || !blob) return fail(WF_ERR_INVALID, "particles: granular_state_get: NULL argument");
+  size_t need = wf_particles_granular_state_bytes(sp);
+  if (bytes < need)
+    return fail(WF_ERR_INVALID,
+                "particles '%s': granular_state_get: the blob holds %zu bytes, %zu are needed",
+                sp->name, bytes, need);
+  uint32_t n = wf_particles_count(sp);
+  granular_header h = {"wfgran1", n, WFP_HIST_SLOTS};
+  unsigned char *b = blob;
+  memcpy(b, &h, sizeof h);
+  wfp_f4 *w = (wfp_f4 *)(b + sizeof h);
+  wfp_hist *hi = (wfp_hist *)(b + sizeof h + (size_t)n * 16);
+  wf_status st;
+  if (sp->np == 1) {
+    st = wfp_part_get_all(sp->parts[0].ps, NULL, NULL, NULL, NULL, w, hi);
+  } else {
+    st = settle(sp);
+    if (st == WF_OK && n) {
+      memcpy(w, sp->omega, (size_t)n * 16);
+      memcpy(hi, sp->hist, (size_t)n * HIST_BYTES);
+    }
+  }
+  return st;
+}
+
+wf_status wf_particles_granular_state_set(wf_particles *sp, const void *blob, size_t bytes) {
+  if (!sp || !blob) return fail(WF_ERR_INVALID, "particles: granular_state_set: NULL argument");
+  uint32_t n = wf_particles_count(sp);
+  granular_header h;
+  if (bytes < sizeof h)
+    return fail(WF_ERR_INVALID,
+                "particles '%s': granular_state_set: %zu bytes is no granular state", sp->name,
+                bytes);
+  memcpy(&h, blob, sizeof h);
+  if (memcmp(h.magic, "wfgran1", 8) != 0 || h.slots != WFP_HIST_SLOTS)
+    return fail(WF_ERR_INVALID,
+                "particles '%s': granular_state_set: not a granular state of this version",
+                sp->name);
+  if (h.count != n || bytes != wf_particles_granular_state_bytes(sp))
+    return fail(WF_ERR_INVALID,
+                "particles '%s': granular_state_set: the state holds %u particles (%zu bytes), "
+                "the solver %u",
+                sp->name, h.count, bytes, n);
+  const unsigned char *b = blob;
+  const wfp_f4 *w = (const wfp_f4 *)(b + sizeof h);
+  const wfp_hist *hi = (const wfp_hist *)(b + sizeof h + (size_t)n * 16);
+  if (sp->np == 1) return wfp_part_granular_set(sp->parts[0].ps, w, hi);
+  wf_status st = undistribute(sp); /* everything in partition 0, global-id order */
+  if (st != WF_OK) return st;
+  if (n) {
+    memcpy(sp->omega, w, (size_t)n * 16);
+    memcpy(sp->hist, hi, (size_t)n * HIST_BYTES);
+  }
+  return wfp_part_granular_set(sp->parts[0].ps, w, hi);
 }
 
 /* ---- partition views and the gather on the device ----------------------------------------- */
@@ -957,7 +1058,11 @@ static wf_status view_gather(wf_particles *sp, part *pt) {
                               wf_buffer_ptr(pt->view_pos.b),
                               wf_buffer_ptr(pt->view_vel.b),
                               wf_buffer_ptr(pt->view_gid.b),
-                              wf_buffer_ptr(pt->view_mat.b)};
+                              wf_buffer_ptr(pt->view_mat.b),
+                              NULL, /* no granular state in a view */
+                              NULL,
+                              NULL,
+                              NULL};
   TRY(wf_launch(&wfp_migrate_pack, pt->n_owned, &pa, sizeof pa, s), "gathering a partition view");
   dbuf *bufs[] = {&pt->view_pos, &pt->view_vel, &pt->view_gid};
   for (int b = 0; b < 3; b++)

@@ -20,7 +20,10 @@
 #include "solvers/partition/gather.h"
 #include "solvers/partition/partition.h"
 
-#define MAXP WFP_SPLIT_MAXP
+#define MAXP       WFP_SPLIT_MAXP
+#define HIST_BYTES (WFP_HIST_SLOTS * sizeof(wfp_hist)) /* one particle's history */
+/* What a halo exchange carries a ghost: position, velocity and angular velocity. */
+#define HALO_BYTES 48
 
 /* A growable device buffer. */
 typedef struct dbuf {
@@ -40,7 +43,7 @@ typedef struct halo {
 /* What partition q sends partition d at a repartition, on q's device: the indices of the
  * particles (q-local, global-id order) and their data. */
 typedef struct outbox {
-  dbuf idx, pos, vel, gid, mat;
+  dbuf idx, pos, vel, gid, mat, omega, hist;
 } outbox;
 
 typedef struct part {
@@ -54,11 +57,11 @@ typedef struct part {
   wf_buffer *flag; /* on the device, a wfp_drift_ctl: the flag set when a particle moved more
                     * than skin/2, the limit and the axis */
   /* the repartition on the device (repartition.c) */
-  dbuf tag, counts, snap_pos, snap_vel;
+  dbuf tag, counts, snap_pos, snap_vel, snap_omega, snap_hist;
   dbuf stamps; /* the device clock (ns) before and after each substep (stamping) */
   /* the partition view (wf_particles_partition_view): the owned rows gathered on the device */
   dbuf view_idx, view_pos, view_vel, view_gid, view_mat;
-  dbuf in_pos, in_vel, in_gid, in_mat; /* received particles, by sender */
+  dbuf in_pos, in_vel, in_gid, in_mat, in_omega, in_hist; /* received particles, by sender */
   dbuf keys, vals, keys_out, vals_out, sort_temp, select_temp;
   outbox out[MAXP];
 } part;
@@ -78,6 +81,8 @@ struct wf_particles {
    * from) and its clock */
   wfp_f4 *pos, *vel;
   uint16_t *mat;
+  wfp_f4 *omega; /* the granular state (WFP_HIST_SLOTS history slots a particle) */
+  wfp_hist *hist;
   double snap_time;
   uint64_t snap_substeps;
   int frames_since; /* frames run since the last repartition */

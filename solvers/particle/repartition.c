@@ -96,8 +96,8 @@ static wf_status halo_add(wf_particles *sp, int q, int p, uint32_t n, halo **out
   part *from = &sp->parts[q], *to = &sp->parts[p];
   wfpt_link *k = NULL;
   wf_status st = wfpt_link_add(sp->set, q, p, 1, &k);
-  if (st == WF_OK) st = wfpt_link_reserve(sp->set, k, m * 32);
-  if (st == WF_OK) st = wfpt_slot_add(sp->set, k, 0, k->recv, 0, k->send, 0, m * 32);
+  if (st == WF_OK) st = wfpt_link_reserve(sp->set, k, m * HALO_BYTES);
+  if (st == WF_OK) st = wfpt_slot_add(sp->set, k, 0, k->recv, 0, k->send, 0, m * HALO_BYTES);
   if (st == WF_OK)
     st = wfp_dbuf_reserve(sp, &h->src_idx, from->dev, wfp_part_stream(from->ps), (m + 1) * 4);
   if (st == WF_OK)
@@ -306,7 +306,8 @@ typedef struct layout {
   uint32_t owned[MAXP];
   uint32_t *loc;     /* per particle: its local index in its owner */
   uint32_t *slot_of; /* per particle: its ghost slot in the partition filled last */
-  wfp_f4 *lp, *lv;
+  wfp_f4 *lp, *lv, *lw;
+  wfp_hist *lh;
   uint16_t *lm;
   float *la;
   uint32_t *idx, *gid;
@@ -319,7 +320,7 @@ static void layout_free(layout *lay) {
       free(lay->ghost_src[q][p].a);
   }
   free(lay->loc), free(lay->slot_of), free(lay->lp), free(lay->lv), free(lay->lm);
-  free(lay->la), free(lay->idx), free(lay->gid);
+  free(lay->la), free(lay->idx), free(lay->gid), free(lay->lw), free(lay->lh);
 }
 
 /* Membership: the particles in global-id order (so every local list is in that order), each to
@@ -348,7 +349,9 @@ static wf_status assign_members(wf_particles *sp, layout *lay, float w) {
     lay->lp = malloc(most * sizeof *lay->lp), lay->lv = malloc(most * sizeof *lay->lv);
     lay->lm = malloc(most * sizeof *lay->lm), lay->la = malloc(most * sizeof *lay->la);
     lay->idx = malloc((most + 1) * 4), lay->gid = malloc(most * 4);
-    ok = lay->slot_of && lay->lp && lay->lv && lay->lm && lay->la && lay->idx && lay->gid;
+    lay->lw = malloc(most * sizeof *lay->lw), lay->lh = malloc(most * HIST_BYTES);
+    ok = lay->slot_of && lay->lp && lay->lv && lay->lm && lay->la && lay->idx && lay->gid &&
+         lay->lw && lay->lh;
   }
   return ok ? WF_OK : fail(WF_ERR_OUT_OF_MEMORY, "particles '%s': out of host memory", sp->name);
 }
@@ -364,6 +367,8 @@ static wf_status fill_partition(wf_particles *sp, layout *lay, int p) {
     lay->gid[j] = g;
     if (!owned) lay->slot_of[g] = (uint32_t)j;
     lay->lp[j] = sp->pos[g], lay->lv[j] = sp->vel[g], lay->lm[j] = sp->mat[g];
+    lay->lw[j] = sp->omega[g];
+    memcpy(&lay->lh[j * WFP_HIST_SLOTS], &sp->hist[(size_t)g * WFP_HIST_SLOTS], HIST_BYTES);
     /* ghosts get no anchor (NaN never compares as moved): their owner checks them */
     lay->la[j] = owned ? axis_of(sp->pos[g], sp->axis) : NAN;
   }
@@ -371,14 +376,19 @@ static wf_status fill_partition(wf_particles *sp, layout *lay, int p) {
   pt->n_owned = lay->owned[p];
   wf_stream *s = wfp_part_stream(pt->ps);
   size_t mm = set_launch(sp, pt, (uint32_t)m);
-  wf_status st = wfp_part_replace(pt->ps, (uint32_t)m, lay->lp, lay->lv, lay->lm, lay->gid);
+  wf_status st =
+      wfp_part_replace(pt->ps, (uint32_t)m, lay->lp, lay->lv, lay->lm, lay->gid, lay->lw, lay->lh);
   if (st == WF_OK) st = wfp_dbuf_reserve(sp, &pt->anchor, pt->dev, s, mm * 4);
   if (st == WF_OK && m && (st = wf_upload(pt->anchor.b, 0, lay->la, m * 4, s)) != WF_OK)
     wfp_fail_gpu(sp->name, st, "uploading anchors");
   if (st == WF_OK) st = wfp_dbuf_reserve(sp, &pt->snap_pos, pt->dev, s, mm * 16);
   if (st == WF_OK) st = wfp_dbuf_reserve(sp, &pt->snap_vel, pt->dev, s, mm * 16);
-  if (st == WF_OK && m && (st = wf_upload(pt->snap_pos.b, 0, lay->lp, m * 16, s)) == WF_OK)
-    st = wf_upload(pt->snap_vel.b, 0, lay->lv, m * 16, s);
+  if (st == WF_OK) st = wfp_dbuf_reserve(sp, &pt->snap_omega, pt->dev, s, mm * 16);
+  if (st == WF_OK) st = wfp_dbuf_reserve(sp, &pt->snap_hist, pt->dev, s, mm * HIST_BYTES);
+  if (st == WF_OK && m && (st = wf_upload(pt->snap_pos.b, 0, lay->lp, m * 16, s)) == WF_OK &&
+      (st = wf_upload(pt->snap_vel.b, 0, lay->lv, m * 16, s)) == WF_OK &&
+      (st = wf_upload(pt->snap_omega.b, 0, lay->lw, m * 16, s)) == WF_OK)
+    st = wf_upload(pt->snap_hist.b, 0, lay->lh, m * HIST_BYTES, s);
   return st;
 }
 
@@ -402,7 +412,7 @@ static wf_status fill_links_into(wf_particles *sp, layout *lay, int p, uint64_t 
     for (size_t j = 0; j < c; j++)
       idx[1 + j] = lay->slot_of[gs->a[j]];
     st = wf_upload(h->dst_idx.b, 0, idx, (c + 1) * 4, wfp_part_stream(sp->parts[p].ps));
-    *bytes += (uint64_t)c * 32;
+    *bytes += (uint64_t)c * HALO_BYTES;
   }
   return st;
 }
@@ -439,11 +449,14 @@ wf_status wfp_restore(wf_particles *sp) {
   for (int p = 0; p < sp->np; p++) {
     part *pt = &sp->parts[p];
     wf_stream *s = wfp_part_stream(pt->ps);
-    wf_buffer *pos, *vel;
+    wf_buffer *pos, *vel, *omega, *hist;
     TRY(wfp_part_state_buffers(pt->ps, &pos, &vel, NULL), "finding the state buffers");
+    TRY(wfp_part_granular_buffers(pt->ps, &omega, &hist), "finding the state buffers");
     size_t m = pt->n_local;
     if (m) TRY(wf_copy(pos, 0, pt->snap_pos.b, 0, m * 16, s), "restoring the snapshot");
     if (m) TRY(wf_copy(vel, 0, pt->snap_vel.b, 0, m * 16, s), "restoring the snapshot");
+    if (m) TRY(wf_copy(omega, 0, pt->snap_omega.b, 0, m * 16, s), "restoring the snapshot");
+    if (m) TRY(wf_copy(hist, 0, pt->snap_hist.b, 0, m * HIST_BYTES, s), "restoring the snapshot");
     wf_status st = wfp_clock_set(pt->ps, sp->snap_time, sp->snap_substeps);
     if (st != WF_OK) return st;
     if ((st = drift_arm(sp, pt)) != WF_OK) return st;
@@ -773,6 +786,8 @@ static wf_status pack_moves(wf_particles *sp, const migration *mg) {
           (st = wfp_dbuf_reserve(sp, &o->vel, pt->dev, s, (size_t)n * 16)) != WF_OK ||
           (st = wfp_dbuf_reserve(sp, &o->gid, pt->dev, s, (size_t)n * 4)) != WF_OK ||
           (st = wfp_dbuf_reserve(sp, &o->mat, pt->dev, s, (size_t)n * 2)) != WF_OK ||
+          (st = wfp_dbuf_reserve(sp, &o->omega, pt->dev, s, (size_t)n * 16)) != WF_OK ||
+          (st = wfp_dbuf_reserve(sp, &o->hist, pt->dev, s, (size_t)n * HIST_BYTES)) != WF_OK ||
           (st = wfp_select_local(sp, pt, 1u << d, &o->idx, false)) != WF_OK)
         break;
       wfp_migrate_pack_args pa = {wf_buffer_ptr(o->idx.b),
@@ -783,13 +798,17 @@ static wf_status pack_moves(wf_particles *sp, const migration *mg) {
                                   wf_buffer_ptr(o->pos.b),
                                   wf_buffer_ptr(o->vel.b),
                                   wf_buffer_ptr(o->gid.b),
-                                  wf_buffer_ptr(o->mat.b)};
+                                  wf_buffer_ptr(o->mat.b),
+                                  a.omega,
+                                  a.hist,
+                                  wf_buffer_ptr(o->omega.b),
+                                  wf_buffer_ptr(o->hist.b)};
       if ((st = wf_launch(&wfp_migrate_pack, n, &pa, sizeof pa, s)) != WF_OK) {
         wfp_fail_gpu(sp->name, st, "launching a migration pack");
         break;
       }
-      dbuf *bufs[] = {&o->pos, &o->vel, &o->gid, &o->mat};
-      for (int b = 0; b < 4 && st == WF_OK; b++)
+      dbuf *bufs[] = {&o->pos, &o->vel, &o->gid, &o->mat, &o->omega, &o->hist};
+      for (int b = 0; b < 6 && st == WF_OK; b++)
         if ((st = wf_buffer_touch(bufs[b]->b, s)) != WF_OK) wfp_fail_gpu(sp->name, st, "ordering");
     }
     /* the packs read the arrays a resize or a released graph may free on another stream */
@@ -810,7 +829,9 @@ static wf_status send_moves(wf_particles *sp, const migration *mg) {
     if ((st = wfp_dbuf_reserve(sp, &pt->in_pos, pt->dev, s, m * 16)) != WF_OK ||
         (st = wfp_dbuf_reserve(sp, &pt->in_vel, pt->dev, s, m * 16)) != WF_OK ||
         (st = wfp_dbuf_reserve(sp, &pt->in_gid, pt->dev, s, m * 4)) != WF_OK ||
-        (st = wfp_dbuf_reserve(sp, &pt->in_mat, pt->dev, s, m * 2)) != WF_OK)
+        (st = wfp_dbuf_reserve(sp, &pt->in_mat, pt->dev, s, m * 2)) != WF_OK ||
+        (st = wfp_dbuf_reserve(sp, &pt->in_omega, pt->dev, s, m * 16)) != WF_OK ||
+        (st = wfp_dbuf_reserve(sp, &pt->in_hist, pt->dev, s, m * HIST_BYTES)) != WF_OK)
       return st;
     size_t at = 0;
     for (int q = 0; q < sp->np; q++) {
@@ -822,6 +843,10 @@ static wf_status send_moves(wf_particles *sp, const migration *mg) {
       TRY(wf_copy(pt->in_vel.b, at * 16, o->vel.b, 0, n * 16, c), "sending migrating particles");
       TRY(wf_copy(pt->in_gid.b, at * 4, o->gid.b, 0, n * 4, c), "sending migrating particles");
       TRY(wf_copy(pt->in_mat.b, at * 2, o->mat.b, 0, n * 2, c), "sending migrating particles");
+      TRY(wf_copy(pt->in_omega.b, at * 16, o->omega.b, 0, n * 16, c),
+          "sending migrating particles");
+      TRY(wf_copy(pt->in_hist.b, at * HIST_BYTES, o->hist.b, 0, n * HIST_BYTES, c),
+          "sending migrating particles");
       at += n;
     }
   }
@@ -871,7 +896,9 @@ static wf_status receive_one(wf_particles *sp, int d, const migration *mg, const
       (st = wfp_dbuf_reserve(sp, &pt->anchor, pt->dev, s, mm * 4)) != WF_OK ||
       (st = wfp_dbuf_reserve(sp, &pt->tag, pt->dev, s, mm * 4)) != WF_OK ||
       (st = wfp_dbuf_reserve(sp, &pt->snap_pos, pt->dev, s, mm * 16)) != WF_OK ||
-      (st = wfp_dbuf_reserve(sp, &pt->snap_vel, pt->dev, s, mm * 16)) != WF_OK)
+      (st = wfp_dbuf_reserve(sp, &pt->snap_vel, pt->dev, s, mm * 16)) != WF_OK ||
+      (st = wfp_dbuf_reserve(sp, &pt->snap_omega, pt->dev, s, mm * 16)) != WF_OK ||
+      (st = wfp_dbuf_reserve(sp, &pt->snap_hist, pt->dev, s, mm * HIST_BYTES)) != WF_OK)
     return st;
   pt->n_local = m;
   pt->n_owned = mg->owned[d];
@@ -901,7 +928,13 @@ static wf_status receive_one(wf_particles *sp, int d, const migration *mg, const
                          a.gid,
                          a.mat,
                          wf_buffer_ptr(pt->anchor.b),
-                         wf_buffer_ptr(pt->tag.b)};
+                         wf_buffer_ptr(pt->tag.b),
+                         wf_buffer_ptr(pt->in_omega.b),
+                         wf_buffer_ptr(pt->in_hist.b),
+                         a.omega,
+                         wf_buffer_ptr(pt->snap_omega.b),
+                         a.hist,
+                         wf_buffer_ptr(pt->snap_hist.b)};
   TRY(wf_launch(&wfp_migrate_keys, m, &ka, sizeof ka, s), "launching the migration");
   TRY(wf_launch(&wfp_sort, 1, &sa, sizeof sa, s), "launching the migration");
   TRY(wf_launch(&wfp_migrate, m, &ma, sizeof ma, s), "launching the migration");
@@ -942,7 +975,7 @@ static wf_status select_halos(wf_particles *sp, const migration *mg, uint64_t *b
           (st = wfp_select_local(sp, &sp->parts[r], 1u << d, &h->src_idx, true)) != WF_OK ||
           (st = wfp_select_local(sp, &sp->parts[d], 1u << (16 + r), &h->dst_idx, true)) != WF_OK)
         return st;
-      *bytes += (uint64_t)n * 32;
+      *bytes += (uint64_t)n * HALO_BYTES;
     }
   return WF_OK;
 }

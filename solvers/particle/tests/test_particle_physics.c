@@ -172,6 +172,7 @@ TEST(momentum_zero_gravity) {
   printf("  KE %.4f -> %.4f J; |dp| = %.3g, %.3g, %.3g (scale %.1f)\n", a.kinetic_energy,
          b.kinetic_energy, b.momentum[0] - a.momentum[0], b.momentum[1] - a.momentum[1],
          b.momentum[2] - a.momentum[2], scale);
+  printf("  history overflows %llu\n", (unsigned long long)b.history_overflows);
   CHECK(b.kinetic_energy < 0.9 * a.kinetic_energy); /* collisions happened */
   for (int k = 0; k < 3; k++)
     CHECK_NEAR(b.momentum[k], a.momentum[k], 1e-7 * scale);
