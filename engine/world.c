@@ -655,13 +655,14 @@ wf_status wf_world_stats_get(wf_world *w, wf_world_stats *out) {
       out->max_speed = fmax(out->max_speed, sqrt(s2));
       if (!(im > 0.0f)) continue;
       double m = 1.0 / im;
-      out->kinetic_energy += 0.5 * m * s2;
-      for (int k = 0; k < 3; k++) {
+      for (int k = 0; k < 3; k++)
         out->momentum[k] += m * vel[j][k];
-        out->potential_energy -= m * w->gravity[k] * pos[j][k];
-      }
     }
   }
+  wf_world_energy e;
+  if ((st = wf_world_energy_get(w, NULL, &e)) != WF_OK) return st;
+  out->kinetic_energy = e.kinetic, out->potential_energy = e.potential;
+  out->elastic_energy = e.elastic, out->total_energy = e.total;
   return WF_OK;
 }
 

@@ -22,9 +22,12 @@
  *  - <object>_<frame>.vtp   WF_SCENE_OUT_VTK: VTK XML PolyData (binary) with velocity, radius and
  *    <object>.pvd           id arrays (cloths: velocity), and one ParaView collection per object
  *                           listing the frames written, at their simulated time.
- *  - stats.csv              WF_SCENE_OUT_CSV: one row per written frame: frame, time, kinetic and
- *                           potential energy, momentum x y z, max speed, particle and vertex
- *                           counts, ms per frame (the caller's measure).
+ *  - stats.csv              WF_SCENE_OUT_CSV: one row per written frame: frame, time,
+ *                           kinetic_energy, potential_energy, momentum x y z, max speed, particle
+ *                           and vertex counts, ms per frame (the caller's measure),
+ *                           elastic_energy, total_energy, then for each object in object order
+ *                           <name>.kinetic, <name>.potential, <name>.elastic (J;
+ *                           wf_world_energy_get: the totals are the objects' sums).
  *  - checkpoint_<frame>.wfck every checkpoint_every frames and after the last frame, whatever the
  *                           formats (so a run can always be resumed).
  *  - checkpoint_last_good_<frame>.wfck  the name for wf_world_save_last_good's state.

@@ -1303,6 +1303,8 @@ wf_status wfc_part_energy(wfc_part *c, wfc_energy *out) {
   if (c->n_update) {
     wf_status st = launch(c, fn, &wfc_energy_kernel, c->n_update, &a, sizeof a);
     if (st != WF_OK) return st;
+    /* a download orders itself after the buffer's last recorded user, which a kernel is not */
+    TRY(wf_stream_synchronize(c->stream), "waiting for the energy kernel");
     TRY(wf_download(out, c->energy[0], 0, (size_t)c->n_update * sizeof(wfc_energy)),
         "downloading the energies");
   }

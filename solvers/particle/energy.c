@@ -114,6 +114,8 @@ static wf_status rows_compute(wf_particles *sp, ework *w) {
   for (int k = 0; k < 3; k++)
     a.gravity[k] = pp.gravity[k];
   TRY(wf_launch(&wfp_energy_kernel, n, &a, sizeof a, s), "launching the energy kernel");
+  /* a download orders itself after the buffer's last recorded user, which a kernel is not */
+  TRY(wf_stream_synchronize(s), "waiting for the energy kernel");
   TRY(wf_download(w->rows, w->buf[5], 0, (size_t)n * sizeof *w->rows), "downloading energies");
   return WF_OK;
 }
