@@ -312,7 +312,7 @@ static wf_status write_ply(wf_run_outputs *o, const wf_world_object *obj, int64_
   wf_status st = name(o, WF_RUN_FILE_PLY, obj->name, frame);
   if (st != WF_OK) return st;
   if (obj->kind == WF_WORLD_CLOTH) {
-    wf_ply_mesh m = {obj->point_count, o->xyz, NULL, obj->triangle_count, obj->triangles};
+    wf_ply_mesh m = {obj->point_count, o->xyz, NULL, obj->triangle_count, obj->triangles, o->v3};
     return wf_ply_write_mesh(o->path, &m);
   }
   wf_ply_points p = {obj->point_count, o->xyz, o->radius, o->v3, o->id};

@@ -16,9 +16,10 @@
  * Objects: one per particle emitter (scene order; a range of the single particle solver), then
  * one per cloth (scene order; a cloth solver each). All share one fps and substep count, the
  * gravity, the damping and the collider list (given to the particle solver and to every cloth in
- * scene order, so attachment indices are scene collider indices). Grid cloths are built in the
- * cloth solver's vertex order (row 0 at the top edge), which differs from the scene's numbering
- * (row 0 at the bottom): vertex-index pins are converted; downloads are in the solver's order.
+ * scene order, so attachment indices are scene collider indices). A cloth's vertices have one
+ * order everywhere: the scene's pin indices, the solver's (weft/cloth.h), downloads and the output
+ * files. A grid's vertex (column i, row j) is j * nx + i, row 0 its top edge, column 0 its left
+ * edge; a mesh's vertices are in the OBJ file's order.
  *
  * Devices: "cpu" -> cpu:0, "cuda"/"cuda:N", "auto" (or the scene's default) -> cuda:0 when one is
  * usable, else cpu:0, "all" -> every CUDA device (with none, every CPU device wf_init made). A

@@ -224,6 +224,61 @@ TEST(stats_csv_has_energies_per_object) {
   free(text);
 }
 
+/* The scene's pin indices name the output's vertices: a 5 x 4 grid cloth pinned at vertices 7
+ * and 12 (column 2 of rows 1 and 2: row 0 is the top edge) hangs for 10 frames; in the PLY the
+ * frame writes, vertices 7 and 12 are where the grid put them (x = -0.5 + 0.25 c, y = 1.5 - r / 3:
+ * to float rounding, 1e-6 m) with zero velocity, and vertex 2 above them (unpinned, on the top
+ * edge) has fallen. The mesh's vertices carry velocities (vx vy vz). */
+TEST(pins_are_output_vertices) {
+  static const char scene[] =
+      "{\"simulation\": {\"fps\": 60, \"substeps\": 8, \"frames\": 10, \"devices\": \"cpu\"},"
+      " \"cloths\": [{\"name\": \"sheet\", \"grid\": {\"size\": [1, 1], \"resolution\": [5, 4]},"
+      "  \"center\": [0, 1, 0], \"pins\": [7, 12]}],"
+      " \"outputs\": {\"every\": 10, \"formats\": [\"ply\"]}}";
+  char dir[400], p[600];
+  snprintf(dir, sizeof dir, "%s/pins", tmp_root);
+  wf_scene *sc = NULL;
+  if (wf_scene_parse(scene, strlen(scene), "pins.json", ".", NULL, &sc) != WF_OK)
+    TH_FAIL("scene: %s", wf_scene_errors());
+  REQUIRE(sc);
+  wf_world_desc wd = wf_world_desc_default();
+  wd.device = "cpu";
+  wf_world *w = NULL;
+  CHECK_OK(wf_world_create(sc, &wd, &w));
+  wf_run_outputs_desc d = wf_run_outputs_desc_from_scene(sc);
+  wf_scene_destroy(sc);
+  d.dir = dir;
+  wf_run_outputs *o = NULL;
+  CHECK_OK(wf_run_outputs_create(w, &d, &o));
+  REQUIRE(o);
+  CHECK_OK(wf_world_step(w, 10));
+  CHECK_OK(wf_run_outputs_write_frame(o, 10, 0.0));
+  CHECK_OK(wf_run_outputs_close(o));
+  wf_world_destroy(w);
+  snprintf(p, sizeof p, "%s/sheet_000010.ply", dir);
+  size_t len = 0;
+  char *text = th_read_file(p, &len);
+  REQUIRE(text);
+  CHECK(strstr(text, "element vertex 20\nproperty float x\nproperty float y\nproperty float z\n"
+                     "property float vx\nproperty float vy\nproperty float vz\nelement face"));
+  char *body = strstr(text, "end_header\n");
+  REQUIRE(body);
+  body += strlen("end_header\n");
+  REQUIRE((size_t)(body - text) + 20 * 24 <= len);
+  float v[20][6];
+  memcpy(v, body, sizeof v); /* little-endian floats, as the hosts weft supports */
+  for (int k = 7; k <= 12; k += 5) {
+    int c = k % 5, r = k / 5;
+    CHECK_NEAR(v[k][0], -0.5 + 0.25 * c, 1e-6);
+    CHECK_NEAR(v[k][1], 1.5 - r / 3.0, 1e-6);
+    CHECK_NEAR(v[k][2], 0.0, 1e-6);
+    CHECK(v[k][3] == 0.0f && v[k][4] == 0.0f && v[k][5] == 0.0f);
+  }
+  CHECK(v[2][1] < 1.5 - 0.01); /* fell: not pinned */
+  CHECK(v[2][4] != 0.0f);      /* and moves */
+  free(text);
+}
+
 /* An output directory under a plain file: WF_ERR_IO naming both, no handle, the file untouched
  * and nothing made beside it. */
 TEST(bad_directory_fails_at_create) {
@@ -275,6 +330,7 @@ int main(int argc, char **argv) {
   static const th_test tests[] = {
       TH_TEST(two_frames_in_every_format),
       TH_TEST(stats_csv_has_energies_per_object),
+      TH_TEST(pins_are_output_vertices),
       TH_TEST(resume_keeps_the_earlier_rows),
       TH_TEST(bad_directory_fails_at_create),
       TH_TEST(names),
