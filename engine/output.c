@@ -251,8 +251,7 @@ wf_status wf_ply_write_mesh(const char *path, const wf_ply_mesh *m) {
                         WF_VERSION_STRING, m->vertex_count);
   if (m->normal)
     wf_atomic_file_printf(f, "property float nx\nproperty float ny\nproperty float nz\n");
-  if (m->vel)
-    wf_atomic_file_printf(f, "property float vx\nproperty float vy\nproperty float vz\n");
+  if (m->vel) wf_atomic_file_printf(f, "property float vx\nproperty float vy\nproperty float vz\n");
   wf_atomic_file_printf(f,
                         "element face %zu\nproperty list uchar int vertex_indices\n"
                         "end_header\n",

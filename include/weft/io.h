@@ -154,8 +154,8 @@ typedef struct wf_ply_mesh {
 } wf_ply_mesh;
 
 /** Writes a binary little-endian PLY mesh: element vertex (float x y z [nx ny nz] [vx vy vz]) and
- *  element face (property list uchar int vertex_indices). WF_ERR_INVALID naming the triangle when an
- *  index is out of range. */
+ *  element face (property list uchar int vertex_indices). WF_ERR_INVALID naming the triangle when
+ * an index is out of range. */
 WF_API wf_status wf_ply_write_mesh(const char *path, const wf_ply_mesh *m);
 
 /* ---- VTK XML PolyData (.vtp) and collections (.pvd) ------------------------------------------ */

@@ -1273,8 +1273,7 @@ wf_status wfc_part_energy(wfc_part *c, wfc_energy *out) {
       if (!cons) return wfc_oom(fn, c->name);
       uint32_t *start = NULL, *list = NULL;
       wf_status st = wf_download(cons, c->buf[B_CONS], 0, (size_t)c->constraints * sizeof *cons);
-      if (st == WF_OK)
-        st = wfc_energy_lists(cons, c->constraints, c->n_update, &start, &list);
+      if (st == WF_OK) st = wfc_energy_lists(cons, c->constraints, c->n_update, &start, &list);
       free(cons);
       if (st == WF_OK) {
         size_t nl = start[c->n_update] ? start[c->n_update] : 1;
@@ -1291,8 +1290,8 @@ wf_status wfc_part_energy(wfc_part *c, wfc_energy *out) {
   }
   wfc_coeffs co;
   wfc_material_coeffs(&c->desc.material, c->spacing, c->grid_lattice, &co);
-  wfc_energy_args a = {.pos = ptr(c, B_POS0), .vel = ptr(c, B_VEL0), .out = ptr_energy(c),
-                       .n = c->n_update};
+  wfc_energy_args a = {
+      .pos = ptr(c, B_POS0), .vel = ptr(c, B_VEL0), .out = ptr_energy(c), .n = c->n_update};
   if (!xpbd && c->buf[B_ADJ]) a.adj_start = ptr(c, B_ADJ_START), a.adj = ptr(c, B_ADJ);
   if (c->energy[1]) {
     a.con_start = wf_buffer_ptr(c->energy[1]), a.con_list = wf_buffer_ptr(c->energy[2]);

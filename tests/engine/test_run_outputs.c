@@ -328,12 +328,9 @@ TEST(names) {
 int main(int argc, char **argv) {
   if (!tmp_root_make("weft_test_run_outputs")) return 1;
   static const th_test tests[] = {
-      TH_TEST(two_frames_in_every_format),
-      TH_TEST(stats_csv_has_energies_per_object),
-      TH_TEST(pins_are_output_vertices),
-      TH_TEST(resume_keeps_the_earlier_rows),
-      TH_TEST(bad_directory_fails_at_create),
-      TH_TEST(names),
+      TH_TEST(two_frames_in_every_format),    TH_TEST(stats_csv_has_energies_per_object),
+      TH_TEST(pins_are_output_vertices),      TH_TEST(resume_keeps_the_earlier_rows),
+      TH_TEST(bad_directory_fails_at_create), TH_TEST(names),
   };
   int rc = th_main(argc, argv, tests, TH_COUNT(tests));
   rm_rf(tmp_root);
