@@ -251,6 +251,7 @@ wf_status wf_ply_write_mesh(const char *path, const wf_ply_mesh *m) {
                         WF_VERSION_STRING, m->vertex_count);
   if (m->normal)
     wf_atomic_file_printf(f, "property float nx\nproperty float ny\nproperty float nz\n");
+  if (m->vel) wf_atomic_file_printf(f, "property float vx\nproperty float vy\nproperty float vz\n");
   wf_atomic_file_printf(f,
                         "element face %zu\nproperty list uchar int vertex_indices\n"
                         "end_header\n",
@@ -263,6 +264,9 @@ wf_status wf_ply_write_mesh(const char *path, const wf_ply_mesh *m) {
     if (m->normal)
       for (int k = 0; k < 3; k++)
         ob_f32(o, m->normal[3 * i + k]);
+    if (m->vel)
+      for (int k = 0; k < 3; k++)
+        ob_f32(o, m->vel[3 * i + k]);
   }
   for (size_t t = 0; t < m->tri_count; t++) {
     ob_u8(o, 3);

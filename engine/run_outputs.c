@@ -85,18 +85,25 @@ struct wf_run_outputs {
   unsigned formats;
   int every, checkpoint_every;
   int n_objects;
-  wf_pvd **pvd; /* per object, VTK only */
-  wf_csv *csv;  /* CSV only */
+  wf_pvd **pvd;            /* per object, VTK only */
+  wf_csv *csv;             /* CSV only */
+  int csv_n;               /* its columns */
+  double *row;             /* csv_n values */
+  wf_world_energy *energy; /* per object */
   float (*pos)[4], (*vel)[4];
   float *xyz, *v3, *radius;
   uint32_t *id;
   char path[4096];
 };
 
+/* stats.csv: these columns, then elastic_energy and total_energy, then per object (in object
+ * order) <name>.kinetic, <name>.potential, <name>.elastic. */
 static const char *const csv_columns[] = {
     "frame",      "time",      "kinetic_energy", "potential_energy", "momentum_x",  "momentum_y",
     "momentum_z", "max_speed", "particles",      "vertices",         "ms_per_frame"};
-#define CSV_N ((int)(sizeof csv_columns / sizeof csv_columns[0]))
+#define CSV_BASE  ((int)(sizeof csv_columns / sizeof csv_columns[0]))
+#define CSV_FIXED (CSV_BASE + 2)
+static const char *const csv_energy[] = {"kinetic", "potential", "elastic"};
 
 wf_run_outputs_desc wf_run_outputs_desc_default(void) {
   wf_run_outputs_desc d = {"out", WF_SCENE_OUT_VTK | WF_SCENE_OUT_CSV, 1, 0, 0};
@@ -163,21 +170,23 @@ static wf_status open_collections(wf_run_outputs *o, int64_t resume) {
 static wf_status csv_keep_rows(wf_run_outputs *o, const char *old, int64_t upto) {
   FILE *f = fopen(old, "r");
   if (!f) return WF_OK;
-  char line[4096];
+  char *line = NULL;
+  size_t cap = 0;
   wf_status st = WF_OK;
-  for (bool header = true; st == WF_OK && fgets(line, sizeof line, f); header = false) {
+  for (bool header = true; st == WF_OK && getline(&line, &cap, f) > 0; header = false) {
     if (header) continue;
-    double v[CSV_N];
+    double *v = o->row;
     char *s = line, *end;
     int k = 0;
-    for (; k < CSV_N; k++) {
+    for (; k < o->csv_n; k++) {
       v[k] = strtod(s, &end);
       if (end == s) break;
       s = end;
       if (*s == ',') s++;
     }
-    if (k == CSV_N && v[0] <= (double)upto) st = wf_csv_append(o->csv, v);
+    if (k == o->csv_n && v[0] <= (double)upto) st = wf_csv_append(o->csv, v);
   }
+  free(line);
   fclose(f);
   return st;
 }
@@ -187,8 +196,30 @@ static wf_status open_csv(wf_run_outputs *o, int64_t resume) {
   if (st != WF_OK) return st;
   char old[sizeof o->path + 8];
   snprintf(old, sizeof old, "%s.old", o->path);
+  o->csv_n = CSV_FIXED + 3 * o->n_objects;
+  o->row = calloc((size_t)o->csv_n, sizeof *o->row);
+  o->energy = calloc((size_t)o->n_objects + 1, sizeof *o->energy);
+  const char **cols = calloc((size_t)o->csv_n, sizeof *cols);
+  char *names = calloc((size_t)o->n_objects * 3 + 1, WF_SCENE_NAME_MAX + 16);
+  if (!o->row || !o->energy || !cols || !names) {
+    free(cols), free(names);
+    return wf__error(WF_ERR_OUT_OF_MEMORY, "wf_run_outputs_create", "no memory for stats.csv");
+  }
+  for (int k = 0; k < CSV_BASE; k++)
+    cols[k] = csv_columns[k];
+  cols[CSV_BASE] = "elastic_energy", cols[CSV_BASE + 1] = "total_energy";
+  for (int i = 0; i < o->n_objects; i++) {
+    wf_world_object obj;
+    wf_world_object_get(o->w, i, &obj);
+    for (int q = 0; q < 3; q++) {
+      char *c = names + (size_t)(3 * i + q) * (WF_SCENE_NAME_MAX + 16);
+      snprintf(c, WF_SCENE_NAME_MAX + 16, "%s.%s", obj.name, csv_energy[q]);
+      cols[CSV_FIXED + 3 * i + q] = c;
+    }
+  }
   bool keep = resume > 0 && rename(o->path, old) == 0;
-  st = wf_csv_open(o->path, csv_columns, CSV_N, &o->csv);
+  st = wf_csv_open(o->path, cols, o->csv_n, &o->csv);
+  free(cols), free(names);
   if (st == WF_OK && keep) st = csv_keep_rows(o, old, resume);
   if (keep && st != WF_OK) {
     char msg[1024];
@@ -243,6 +274,7 @@ wf_status wf_run_outputs_close(wf_run_outputs *o) {
   for (int i = 0; o->pvd && i < o->n_objects; i++)
     wf_pvd_destroy(o->pvd[i]);
   if (o->csv) st = wf_csv_close(o->csv);
+  free(o->row), free(o->energy);
   free(o->pvd), free(o->pos), free(o->vel), free(o->xyz), free(o->v3), free(o->radius);
   free(o->id), free(o->dir), free(o);
   return st;
@@ -280,7 +312,7 @@ static wf_status write_ply(wf_run_outputs *o, const wf_world_object *obj, int64_
   wf_status st = name(o, WF_RUN_FILE_PLY, obj->name, frame);
   if (st != WF_OK) return st;
   if (obj->kind == WF_WORLD_CLOTH) {
-    wf_ply_mesh m = {obj->point_count, o->xyz, NULL, obj->triangle_count, obj->triangles};
+    wf_ply_mesh m = {obj->point_count, o->xyz, NULL, obj->triangle_count, obj->triangles, o->v3};
     return wf_ply_write_mesh(o->path, &m);
   }
   wf_ply_points p = {obj->point_count, o->xyz, o->radius, o->v3, o->id};
@@ -319,11 +351,19 @@ wf_status wf_run_outputs_write_frame(wf_run_outputs *o, int64_t frame, double ms
   if (st == WF_OK && o->csv) {
     wf_world_stats s;
     st = wf_world_stats_get(o->w, &s);
-    double row[CSV_N] = {(double)s.frame,        s.time,        s.kinetic_energy,
-                         s.potential_energy,     s.momentum[0], s.momentum[1],
-                         s.momentum[2],          s.max_speed,   (double)s.particle_count,
-                         (double)s.vertex_count, ms_per_frame};
-    if (st == WF_OK) st = wf_csv_append(o->csv, row);
+    if (st == WF_OK) st = wf_world_energy_get(o->w, o->energy, NULL);
+    double base[CSV_FIXED] = {(double)s.frame,        s.time,        s.kinetic_energy,
+                              s.potential_energy,     s.momentum[0], s.momentum[1],
+                              s.momentum[2],          s.max_speed,   (double)s.particle_count,
+                              (double)s.vertex_count, ms_per_frame,  s.elastic_energy,
+                              s.total_energy};
+    memcpy(o->row, base, sizeof base);
+    for (int i = 0; i < o->n_objects; i++) {
+      o->row[CSV_FIXED + 3 * i] = o->energy[i].kinetic;
+      o->row[CSV_FIXED + 3 * i + 1] = o->energy[i].potential;
+      o->row[CSV_FIXED + 3 * i + 2] = o->energy[i].elastic;
+    }
+    if (st == WF_OK) st = wf_csv_append(o->csv, o->row);
   }
   return st;
 }

@@ -248,14 +248,6 @@ static wf_cloth_desc cloth_desc_of(const wf_scene *sc, const wf_scene_cloth *c) 
 static const char *const pin_names[] = {"top-left", "top-right", "bottom-left", "bottom-right",
                                         "top",      "bottom",    "left",        "right"};
 
-/* A scene vertex index (grid rows bottom to top) as the solver's index (rows top to bottom). */
-static uint32_t grid_vertex(const wf_scene_cloth *c, uint32_t v) {
-  if (c->is_mesh) return v;
-  uint32_t nx = (uint32_t)c->resolution[0], ny = (uint32_t)c->resolution[1];
-  uint32_t row = v / nx, col = v % nx;
-  return (ny - 1 - row) * nx + col;
-}
-
 /* Attaches the vertices of a named part of a grid cloth (solver numbering) to a collider. */
 static wf_status attach_named(wf_cloth *cl, const wf_scene_cloth *c, wf_scene_pin_name name,
                               uint32_t collider) {
@@ -284,8 +276,8 @@ static wf_status apply_pin(wf_cloth *cl, const wf_scene_cloth *c, const wf_scene
   float lo[3], hi[3];
   switch (p->kind) {
   case WF_SCENE_PIN_VERTEX:
-    return attach ? wf_cloth_attach(cl, grid_vertex(c, p->vertex), collider)
-                  : wf_cloth_pin(cl, grid_vertex(c, p->vertex));
+    /* the scene's vertex order is the solver's and the outputs' (docs/scenes.md) */
+    return attach ? wf_cloth_attach(cl, p->vertex, collider) : wf_cloth_pin(cl, p->vertex);
   case WF_SCENE_PIN_NAMED:
     if (attach) {
       if (c->is_mesh)
@@ -655,13 +647,14 @@ wf_status wf_world_stats_get(wf_world *w, wf_world_stats *out) {
       out->max_speed = fmax(out->max_speed, sqrt(s2));
       if (!(im > 0.0f)) continue;
       double m = 1.0 / im;
-      out->kinetic_energy += 0.5 * m * s2;
-      for (int k = 0; k < 3; k++) {
+      for (int k = 0; k < 3; k++)
         out->momentum[k] += m * vel[j][k];
-        out->potential_energy -= m * w->gravity[k] * pos[j][k];
-      }
     }
   }
+  wf_world_energy e;
+  if ((st = wf_world_energy_get(w, NULL, &e)) != WF_OK) return st;
+  out->kinetic_energy = e.kinetic, out->potential_energy = e.potential;
+  out->elastic_energy = e.elastic, out->total_energy = e.total;
   return WF_OK;
 }
 

@@ -1,6 +1,7 @@
-/* Internals of the world (engine/world.c), shared with the engine's other world file, the
- * readback ring (world_readback.c). The health check does not see them: it gets a narrow
- * description (health.h). Not a public header: nothing outside engine/ includes it.
+/* Internals of the world (engine/world.c), shared with the engine's other world files, the
+ * energies (world_energy.c) and the readback ring (world_readback.c). The health check does not
+ * see them: it gets a narrow description (health.h). Not a public header: nothing outside
+ * engine/ includes it.
  */
 #ifndef WEFT_ENGINE_WORLD_INTERNAL_H
 #define WEFT_ENGINE_WORLD_INTERNAL_H

@@ -435,6 +435,27 @@ WF_API wf_status wf_cloth_set_frame_readback_as(wf_cloth *c, wf_buffer *dst, siz
                                                 wf_cloth_layout layout);
 /** Waits for the solver and reports its device flags (non-finite state), as download does. */
 WF_API wf_status wf_cloth_check(wf_cloth *c);
+/** The energies of a cloth's state (wf_cloth_energy_get), J. */
+typedef struct wf_cloth_energy {
+  double kinetic;   /* Σ ½ m v² over the free vertices (inverse mass > 0); pinned and attached
+                       vertices (inverse mass 0) are excluded */
+  double potential; /* Σ −m g·x over the free vertices: zero at the origin, so with gravity
+                       (0, −g, 0) it is Σ m g y, the height above y = 0 */
+  double elastic;   /* stretch + shear + bend */
+  double stretch, shear, bend; /* by kind. Mass-spring: Σ ½ k (|d| − L)² over the springs of the
+                                  kind. XPBD: Σ C² / (2 α) over the constraints of the kind, α
+                                  their compliance (C: distance − rest length, or dihedral angle
+                                  − rest angle); a kind of compliance 0 is rigid and holds no
+                                  energy (0). Colliders and self-collision act by projection:
+                                  no energy. */
+  double total;     /* kinetic + potential + elastic */
+} wf_cloth_energy;
+
+/** Waits and computes the energies of the current state (wf_cloth_energy). Each vertex's terms
+ *  are computed on the device (its share of the springs and constraints it belongs to), then
+ *  summed on the host in vertex order in double: the result is bitwise the same for any number
+ *  of partitions, and on the CPU and CUDA backends. WF_ERR_INVALID when a vertex is NaN/inf. */
+WF_API wf_status wf_cloth_energy_get(wf_cloth *c, wf_cloth_energy *out);
 /** Simulated seconds and substeps so far (waits for the solver). */
 WF_API wf_status wf_cloth_time(wf_cloth *c, double *seconds, uint64_t *substeps);
 /** Fills *out with the cloth's counts, pins, device memory and graph size. */

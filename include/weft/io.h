@@ -150,11 +150,12 @@ typedef struct wf_ply_mesh {
   const float *normal; /* 3*vertex_count, or NULL: no nx ny nz properties */
   size_t tri_count;    /* triangles */
   const uint32_t *tri; /* 3*tri_count vertex indices, each < vertex_count */
+  const float *vel;    /* 3*vertex_count, or NULL: no vx vy vz properties */
 } wf_ply_mesh;
 
-/** Writes a binary little-endian PLY mesh: element vertex (float x y z [nx ny nz]) and element
- *  face (property list uchar int vertex_indices). WF_ERR_INVALID naming the triangle when an
- *  index is out of range. */
+/** Writes a binary little-endian PLY mesh: element vertex (float x y z [nx ny nz] [vx vy vz]) and
+ *  element face (property list uchar int vertex_indices). WF_ERR_INVALID naming the triangle when
+ * an index is out of range. */
 WF_API wf_status wf_ply_write_mesh(const char *path, const wf_ply_mesh *m);
 
 /* ---- VTK XML PolyData (.vtp) and collections (.pvd) ------------------------------------------ */

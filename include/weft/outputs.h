@@ -18,13 +18,20 @@
  * The files, in the output directory (created with its parents, wf_dir_create), frame numbers
  * zero-padded to 6 digits (wf_run_outputs_path gives every name):
  *  - <object>_<frame>.ply   WF_SCENE_OUT_PLY: binary PLY; particles as points with radius,
- *                           velocity and global id, cloths as triangle meshes.
+ *                           velocity and global id, cloths as triangle meshes whose vertices carry
+ *                           their velocity (vx vy vz).
  *  - <object>_<frame>.vtp   WF_SCENE_OUT_VTK: VTK XML PolyData (binary) with velocity, radius and
- *    <object>.pvd           id arrays (cloths: velocity), and one ParaView collection per object
- *                           listing the frames written, at their simulated time.
- *  - stats.csv              WF_SCENE_OUT_CSV: one row per written frame: frame, time, kinetic and
- *                           potential energy, momentum x y z, max speed, particle and vertex
- *                           counts, ms per frame (the caller's measure).
+ *    <object>.pvd           id arrays (cloths: point data "velocity"), and one ParaView collection
+ *                           per object listing the frames written, at their simulated time.
+ * A cloth's vertices are in the scene's vertex order (docs/scenes.md: a grid's vertex (column c,
+ * row r) is r * nx + c, row 0 the top edge; a mesh's, the OBJ file's), the order its pin indices
+ * use; an emitter's particles in global-id order.
+ *  - stats.csv              WF_SCENE_OUT_CSV: one row per written frame: frame, time,
+ *                           kinetic_energy, potential_energy, momentum x y z, max speed, particle
+ *                           and vertex counts, ms per frame (the caller's measure),
+ *                           elastic_energy, total_energy, then for each object in object order
+ *                           <name>.kinetic, <name>.potential, <name>.elastic (J;
+ *                           wf_world_energy_get: the totals are the objects' sums).
  *  - checkpoint_<frame>.wfck every checkpoint_every frames and after the last frame, whatever the
  *                           formats (so a run can always be resumed).
  *  - checkpoint_last_good_<frame>.wfck  the name for wf_world_save_last_good's state.

@@ -307,7 +307,26 @@ typedef struct wf_particles_stats {
   double max_speed;           /* m/s, over all particles */
   double time;                /* simulated seconds */
   uint64_t substeps;          /* substeps run so far */
+  double potential_energy;    /* Σ −m g·x over dynamic particles (zero at the origin), J */
+  double elastic_energy;      /* contact springs, particle pairs and colliders, J
+                                 (wf_particles_energy.elastic) */
 } wf_particles_stats;
+
+/** The energies of the particles' state (wf_particles_energy_get), J. Each particle's terms are
+ *  computed on the device, then summed on the host in global-id order in double: bitwise the same
+ *  for any number of partitions and on the CPU and CUDA backends. */
+typedef struct wf_particles_energy {
+  double kinetic;   /* Σ ½ m v² over dynamic particles (inverse mass > 0) */
+  double potential; /* Σ −m g·x over dynamic particles: zero at the origin, so with gravity
+                       (0, −g, 0) it is Σ m g y, the height above y = 0 */
+  double contact;   /* the normal springs of particle–particle contacts: ½ k δ² a pair (δ the
+                       overlap, k the mean of the two materials' stiffness), half to each
+                       particle (a pair across two ranges gives each range half) */
+  double collider;  /* the normal springs of particle–collider contacts: ½ k δ² (k the
+                       collider's stiffness, or the particle material's) */
+  double elastic;   /* contact + collider */
+  double total;     /* kinetic + potential + elastic */
+} wf_particles_energy;
 
 /** Per-stage device time of substeps run one by one with events between the stages. */
 typedef struct wf_particles_profile_result {
@@ -436,6 +455,14 @@ WF_API wf_status wf_particles_stability(const wf_particles_desc *desc,
 WF_API wf_status wf_particles_check(wf_particles *ps);
 /** Waits for the solver and computes the statistics of the current state. */
 WF_API wf_status wf_particles_stats_get(wf_particles *ps, wf_particles_stats *out);
+/** Waits and computes the energies of every particle (wf_particles_energy). Dashpots, friction
+ *  and cohesion store no energy and are left out; with the XPBD contact model the material's
+ *  stiffness (the inverse compliance) gives the springs. */
+WF_API wf_status wf_particles_energy_get(wf_particles *ps, wf_particles_energy *out);
+/** The same for n ranges of global ids, [first[r], first[r] + count[r]) into out[r] (an
+ *  emitter's particles, weft/world.h's objects), from one pass over the state. */
+WF_API wf_status wf_particles_energy_ranges(wf_particles *ps, int n, const uint32_t *first,
+                                            const uint32_t *count, wf_particles_energy *out);
 /** Device memory the solver holds, bytes, all partitions (state, sort, grid, sorted copies,
  *  tables, halo buffers); per partition in wf_particles_info.device_bytes. */
 WF_API size_t wf_particles_device_bytes(const wf_particles *ps);

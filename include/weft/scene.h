@@ -132,7 +132,7 @@ typedef enum wf_scene_pin_kind {
   WF_SCENE_PIN_NAMED = 1,  /* a corner or an edge of a grid cloth */
   WF_SCENE_PIN_REGION = 2, /* every vertex inside an axis-aligned box (initial positions) */
 } wf_scene_pin_kind;
-/** Named pins of grid cloths (rows run bottom to top, columns left to right). */
+/** Named pins of grid cloths (row 0 is the top edge, column 0 the left edge). */
 typedef enum wf_scene_pin_name {
   WF_SCENE_PIN_TOP_LEFT = 0,
   WF_SCENE_PIN_TOP_RIGHT,

@@ -16,9 +16,10 @@
  * Objects: one per particle emitter (scene order; a range of the single particle solver), then
  * one per cloth (scene order; a cloth solver each). All share one fps and substep count, the
  * gravity, the damping and the collider list (given to the particle solver and to every cloth in
- * scene order, so attachment indices are scene collider indices). Grid cloths are built in the
- * cloth solver's vertex order (row 0 at the top edge), which differs from the scene's numbering
- * (row 0 at the bottom): vertex-index pins are converted; downloads are in the solver's order.
+ * scene order, so attachment indices are scene collider indices). A cloth's vertices have one
+ * order everywhere: the scene's pin indices, the solver's (weft/cloth.h), downloads and the output
+ * files. A grid's vertex (column i, row j) is j * nx + i, row 0 its top edge, column 0 its left
+ * edge; a mesh's vertices are in the OBJ file's order.
  *
  * Devices: "cpu" -> cpu:0, "cuda"/"cuda:N", "auto" (or the scene's default) -> cuda:0 when one is
  * usable, else cpu:0, "all" -> every CUDA device (with none, every CPU device wf_init made). A
@@ -83,7 +84,7 @@ typedef struct wf_world_object {
 } wf_world_object;
 
 /** Statistics of the state after the frames stepped so far. Sums are over dynamic points
- *  (inverse mass > 0) of every object. */
+ *  (inverse mass > 0) of every object. The energies are wf_world_energy_get's totals. */
 typedef struct wf_world_stats {
   int64_t frame;           /* frames stepped */
   double time;             /* simulated seconds: frame / fps */
@@ -94,7 +95,30 @@ typedef struct wf_world_stats {
   uint64_t particle_count;
   uint64_t vertex_count;
   int object_count;
+  double elastic_energy; /* springs, XPBD constraints and contact springs, J */
+  double total_energy;   /* kinetic + potential + elastic, J */
 } wf_world_stats;
+
+/** The energies of one object or of the whole world, J (wf_world_energy_get). */
+typedef struct wf_world_energy {
+  double kinetic;   /* Σ ½ m v² over dynamic points (inverse mass > 0: pinned cloth vertices and
+                       kinematic particles are left out) */
+  double potential; /* Σ −m g·x over dynamic points: zero at the origin (m g y for gravity
+                       (0, −g, 0)) */
+  double elastic;   /* cloth: springs ½ k (|d| − L)² or XPBD constraints C² / (2 α) (rigid ones,
+                       α = 0, hold none); particles: the normal springs of their contacts, ½ k δ²
+                       a contact (a contact between two emitters' particles gives each half) and
+                       with colliders. Projections (cloth colliders, self-collision, coupling)
+                       store none. */
+  double total;     /* kinetic + potential + elastic */
+} wf_world_energy;
+
+/** Waits and computes the energies of every object (objects: wf_world_object_count entries, in
+ *  object order; may be NULL) and their sums in that order (total; may be NULL). Each solver
+ *  computes its terms on its devices and sums them in global-id order, so the results are bitwise
+ *  the same for any number of devices. stats.csv writes them (weft/outputs.h). */
+WF_API wf_status wf_world_energy_get(wf_world *w, wf_world_energy *objects,
+                                     wf_world_energy *total);
 
 /** Default overrides: none. */
 WF_API wf_world_desc wf_world_desc_default(void);

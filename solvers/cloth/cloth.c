@@ -51,6 +51,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cloth_energy.h"
 #include "cloth_fast.h"
 #include "cloth_internal.h"
 #include "cloth_kernels.h"
@@ -122,9 +123,11 @@ struct wfc_part {
   wf_cloth_layout rb_layout; /* WF_CLOTH_XYZW or packed WF_CLOTH_XYZ */
   wfc_params params;
   wfp_collider colliders[WFC_MAX_COLLIDERS];
+  wf_buffer *energy[3]; /* wfc_part_energy's rows and XPBD lists, made at its first call */
 };
 
 static void *ptr(const wfc_part *c, int b) { return wf_buffer_ptr(c->buf[b]); }
+static wfc_energy *ptr_energy(const wfc_part *c) { return wf_buffer_ptr(c->energy[0]); }
 
 /* A GPU-layer call failed: keep its message (copied: wf__error rewrites the same text). */
 static wf_status fail_gpu(wf_status st, const char *fn, const wfc_part *c, const char *what) {
@@ -296,6 +299,8 @@ void wfc_part_destroy(wfc_part *c) {
   if (c->graph) wf_graph_destroy(c->graph);
   for (int b = 0; b < B_COUNT; b++)
     if (c->buf[b]) wf_buffer_destroy(c->buf[b], c->stream);
+  for (int b = 0; b < 3; b++)
+    if (c->energy[b]) wf_buffer_destroy(c->energy[b], c->stream);
   if (c->own_stream && c->stream) wf_stream_destroy(c->stream);
   wfc_topology_free(&c->topo);
   free(c->colour_start);
@@ -1250,6 +1255,58 @@ wf_status wfc_part_download(wfc_part *c, float (*pos)[4], float (*vel)[4]) {
   size_t bytes = (size_t)c->nv * sizeof(wfp_f4);
   if (pos) TRY(wf_download(pos, c->buf[B_POS0], 0, bytes), "downloading positions");
   if (vel) TRY(wf_download(vel, c->buf[B_VEL0], 0, bytes), "downloading velocities");
+  return flags_status(c, fn);
+}
+
+/* The energy rows of the owned vertices (cloth_energy.h) into out (n_update rows). The XPBD
+ * constraints are read back once to build each vertex's constraint list. */
+wf_status wfc_part_energy(wfc_part *c, wfc_energy *out) {
+  static const char fn[] = "wf_cloth_energy_get";
+  bool xpbd = c->desc.integrator == WF_CLOTH_XPBD;
+  TRY(wf_stream_synchronize(c->stream), "waiting for the solver");
+  if (!c->energy[0]) {
+    TRY(wf_buffer_create(c->dev, (size_t)(c->n_update ? c->n_update : 1) * sizeof(wfc_energy), 0,
+                         c->stream, &c->energy[0]),
+        "allocating the energy rows");
+    if (xpbd && c->constraints) {
+      wfc_constraint *cons = malloc((size_t)c->constraints * sizeof *cons);
+      if (!cons) return wfc_oom(fn, c->name);
+      uint32_t *start = NULL, *list = NULL;
+      wf_status st = wf_download(cons, c->buf[B_CONS], 0, (size_t)c->constraints * sizeof *cons);
+      if (st == WF_OK) st = wfc_energy_lists(cons, c->constraints, c->n_update, &start, &list);
+      free(cons);
+      if (st == WF_OK) {
+        size_t nl = start[c->n_update] ? start[c->n_update] : 1;
+        st = wf_buffer_create(c->dev, ((size_t)c->n_update + 1) * 4, 0, c->stream, &c->energy[1]);
+        if (st == WF_OK) st = wf_buffer_create(c->dev, nl * 4, 0, c->stream, &c->energy[2]);
+        if (st == WF_OK)
+          st = wf_upload(c->energy[1], 0, start, ((size_t)c->n_update + 1) * 4, c->stream);
+        if (st == WF_OK) st = wf_upload(c->energy[2], 0, list, nl * 4, c->stream);
+      }
+      free(start), free(list);
+      if (st == WF_OK) st = wf_stream_synchronize(c->stream);
+      if (st != WF_OK) return fail_gpu(st, fn, c, "building the constraint lists");
+    }
+  }
+  wfc_coeffs co;
+  wfc_material_coeffs(&c->desc.material, c->spacing, c->grid_lattice, &co);
+  wfc_energy_args a = {
+      .pos = ptr(c, B_POS0), .vel = ptr(c, B_VEL0), .out = ptr_energy(c), .n = c->n_update};
+  if (!xpbd && c->buf[B_ADJ]) a.adj_start = ptr(c, B_ADJ_START), a.adj = ptr(c, B_ADJ);
+  if (c->energy[1]) {
+    a.con_start = wf_buffer_ptr(c->energy[1]), a.con_list = wf_buffer_ptr(c->energy[2]);
+    a.cons = ptr(c, B_CONS);
+  }
+  for (int k = 0; k < 3; k++)
+    a.gravity[k] = c->desc.gravity[k], a.k[k] = co.k[k], a.compliance[k] = co.compliance[k];
+  if (c->n_update) {
+    wf_status st = launch(c, fn, &wfc_energy_kernel, c->n_update, &a, sizeof a);
+    if (st != WF_OK) return st;
+    /* a download orders itself after the buffer's last recorded user, which a kernel is not */
+    TRY(wf_stream_synchronize(c->stream), "waiting for the energy kernel");
+    TRY(wf_download(out, c->energy[0], 0, (size_t)c->n_update * sizeof(wfc_energy)),
+        "downloading the energies");
+  }
   return flags_status(c, fn);
 }
 

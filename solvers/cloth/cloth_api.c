@@ -303,6 +303,39 @@ wf_status wf_cloth_overlap_measure(wf_cloth *cs, int frames, wf_overlap *out) {
 
 /* ---- reading and writing the state ----------------------------------------------------------- */
 
+/* Each partition's rows (its owned vertices) by global id, then one sum in global order. */
+wf_status wf_cloth_energy_get(wf_cloth *cs, wf_cloth_energy *out) {
+  static const char fn[] = "wf_cloth_energy_get";
+  if (!cs || !out) return wf__error(WF_ERR_INVALID, fn, "cloth or out is NULL");
+  memset(out, 0, sizeof *out);
+  uint32_t most = 1;
+  for (int p = 0; p < cs->np; p++)
+    most = cs->parts[p].n_owned > most ? cs->parts[p].n_owned : most;
+  wfc_energy *rows = malloc((size_t)cs->nv * sizeof *rows);
+  wfc_energy *buf = cs->np > 1 ? malloc((size_t)most * sizeof *buf) : rows;
+  wf_status st = rows && buf ? WF_OK : wfc_oom(fn, cs->name);
+  for (int p = 0; p < cs->np && st == WF_OK; p++) {
+    wfc_piece *pt = &cs->parts[p];
+    if (p > 0 && (st = wf_stream_wait_stream(wfc_stream_of(cs, p), wfc_stream_of(cs, 0))) != WF_OK)
+      st = wfc_fail(cs, fn, st, "ordering after the frames");
+    if (st == WF_OK) st = wfc_part_energy(pt->c, buf);
+    for (uint32_t i = 0; i < pt->n_owned && st == WF_OK && cs->np > 1; i++)
+      rows[pt->gid[i]] = buf[i];
+  }
+  for (uint32_t i = 0; i < cs->nv && st == WF_OK; i++) {
+    out->kinetic += rows[i].kinetic;
+    out->potential += rows[i].potential;
+    out->stretch += rows[i].elastic[WFC_STRETCH];
+    out->shear += rows[i].elastic[WFC_SHEAR];
+    out->bend += rows[i].elastic[WFC_BEND];
+  }
+  out->elastic = out->stretch + out->shear + out->bend;
+  out->total = out->kinetic + out->potential + out->elastic;
+  if (buf != rows) free(buf);
+  free(rows);
+  return st;
+}
+
 wf_status wf_cloth_download(wf_cloth *cs, float (*pos)[4], float (*vel)[4]) {
   static const char fn[] = "wf_cloth_download";
   if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");

@@ -15,6 +15,7 @@
 #ifndef WEFT_CLOTH_INTERNAL_H
 #define WEFT_CLOTH_INTERNAL_H
 
+#include "cloth_energy.h"
 #include "cloth_material.h"
 #include "cloth_math.h"
 #include "cloth_mesh.h"
@@ -49,6 +50,9 @@ wf_status wfc_part_time(wfc_part *c, double *seconds, uint64_t *substeps);
 wf_status wfc_part_info_get(const wfc_part *c, wf_cloth_info *out);
 wf_stream *wfc_part_stream(const wfc_part *c);
 wf_device *wfc_part_device(const wfc_part *c);
+/* Waits and computes the energy rows of the owned vertices [0, n_update) into out (cloth_energy.h;
+ * errors name wf_cloth_energy_get). */
+wf_status wfc_part_energy(wfc_part *c, wfc_energy *out);
 /* The state between frames: pos, vel (vertices x 16 bytes) and the clock; any may be NULL. */
 wf_status wfc_part_state_buffers(wfc_part *c, wf_buffer **pos, wf_buffer **vel, wf_buffer **clock);
 /* Its topology: rest positions, triangles, grid size (a partition's in its local numbering). */

@@ -1537,6 +1537,13 @@ wfp_arrays wfp_part_arrays(wfp_part *ps) {
 
 wf_status wfp_part_touch(wfp_part *ps) { return touch_all(ps); }
 
+wfp_tables wfp_part_tables(wfp_part *ps) {
+  return (wfp_tables){.mats = ptr(ps, B_MATS),
+                      .colliders = ptr(ps, B_COLLIDERS),
+                      .clock = ptr(ps, B_CLOCK),
+                      .n_colliders = ps->params.n_colliders};
+}
+
 void wfp_part_set_launch(wfp_part *ps, uint32_t launch) {
   if (ps->launch != launch) drop_graph(ps);
   ps->launch = launch;

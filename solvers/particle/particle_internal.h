@@ -47,6 +47,16 @@ wf_status wfp_part_get(wfp_part *ps, wfp_f4 *pos, wfp_f4 *vel, uint16_t *mat, ui
 wf_status wfp_part_get_all(wfp_part *ps, wfp_f4 *pos, wfp_f4 *vel, uint16_t *mat, uint32_t *gid,
                            wfp_f4 *omega, wfp_hist *hist);
 
+/* The device tables the kernels read (materials, colliders, the clock) and the colliders' count,
+ * for kernels of other files (energy.c). */
+typedef struct wfp_tables {
+  const wfp_material *mats;
+  const wfp_collider *colliders;
+  const wfp_clock *clock;
+  uint32_t n_colliders;
+} wfp_tables;
+wfp_tables wfp_part_tables(wfp_part *ps);
+
 /* The device arrays of the particles (valid until the next resize, replace or add). */
 typedef struct wfp_arrays {
   wfp_f4 *pos, *vel;

@@ -891,7 +891,19 @@ wf_status wf_particles_download(wf_particles *sp, float (*pos)[4], float (*vel)[
   return st == WF_OK ? state_of(sp, pos, vel) : st;
 }
 
+/* The kinetic energy, momentum and speed (stats_kinematic), then the potential and elastic
+ * energies (energy.c). */
+static wf_status stats_kinematic(wf_particles *sp, wf_particles_stats *out);
+
 wf_status wf_particles_stats_get(wf_particles *sp, wf_particles_stats *out) {
+  wf_status st = stats_kinematic(sp, out);
+  wf_particles_energy e;
+  if (st == WF_OK) st = wf_particles_energy_get(sp, &e);
+  if (st == WF_OK) out->potential_energy = e.potential, out->elastic_energy = e.elastic;
+  return st;
+}
+
+static wf_status stats_kinematic(wf_particles *sp, wf_particles_stats *out) {
   if (!sp || !out) return fail(WF_ERR_INVALID, "particles: NULL argument");
   if (sp->np == 1) return wfp_part_stats_get(sp->parts[0].ps, out);
   wf_status st = settle(sp);

@@ -772,6 +772,26 @@ TEST(ply_mesh_round_trip) {
   CHECK_EQ_INT(bad, 0);
   free(file);
 
+  /* velocities: vx vy vz after the normals, 36 bytes a vertex */
+  snprintf(path, sizeof path, "%s/cloth_vel.ply", dir);
+  m.vel = nrm; /* any 3 floats a vertex */
+  m.normal = pos;
+  CHECK_OK(wf_ply_write_mesh(path, &m));
+  file = slurp(path, &len);
+  REQUIRE(file);
+  body = ply_body(file, len, header, sizeof header);
+  REQUIRE(body);
+  CHECK(strstr(header, "property float nz\nproperty float vx\nproperty float vy\n"
+                       "property float vz\nelement face"));
+  CHECK_EQ_INT(len - (size_t)(body - file), 36 * V + 13 * T);
+  if (len - (size_t)(body - file) == 36 * V + 13 * T)
+    for (int i = 0; i < V; i++)
+      for (int k = 0; k < 3; k++)
+        bad += le32(body + 36 * i + 24 + 4 * k) != fbits(nrm[3 * i + k]);
+  CHECK_EQ_INT(bad, 0);
+  free(file);
+  m.vel = NULL, m.normal = nrm;
+
   /* an index out of range is refused before anything is written */
   snprintf(path, sizeof path, "%s/bad.ply", dir);
   tri[3 * 7 + 1] = V;

@@ -132,7 +132,7 @@ TEST(two_frames_in_every_format) {
  * writes frame 2 again: the earlier row 1 is kept as it was, row 2 is the new one (its ms
  * column), the collections list both frames, and the temporary .old copy is gone. */
 TEST(resume_keeps_the_earlier_rows) {
-  char dir[400], first_row[512] = "", row[512] = "", ck[600];
+  char dir[400], first_row[2048] = "", row[2048] = "", ck[600];
   snprintf(dir, sizeof dir, "%s/resume", tmp_root);
   wf_world *w = small_world();
   REQUIRE(w);
@@ -160,10 +160,123 @@ TEST(resume_keeps_the_earlier_rows) {
   CHECK_OK(wf_run_outputs_close(o));
   CHECK_EQ_INT(lines_of(dir, "stats.csv", row, sizeof row), 3);
   CHECK(row[0] && strcmp(row, first_row) == 0);
-  CHECK(file_has(dir, "stats.csv", "\n2,", ",99\n"));
+  CHECK(file_has(dir, "stats.csv", "\n2,", ",99,")); /* ms_per_frame, then elastic_energy */
   CHECK_EQ_INT(entries_with(dir, ".old"), 0);
   CHECK(file_has(dir, "bed.pvd", "\"bed_000001.vtp\"", "\"bed_000002.vtp\""));
   wf_world_destroy(w);
+}
+
+/* The values of a CSV line (at most n) into v; returns how many. */
+static int csv_values(const char *line, double *v, int n) {
+  int k = 0;
+  for (char *end; k < n && *line; k++) {
+    v[k] = strtod(line, &end);
+    if (end == line) break;
+    if (*end != ',') {
+      k++;
+      break;
+    } /* the line's last value */
+    line = end + 1;
+  }
+  return k;
+}
+
+/* stats.csv's energy columns: elastic_energy and total_energy after the earlier columns, then
+ * <object>.kinetic, .potential, .elastic for the particles ("bed") and the cloth ("blanket"); in
+ * every row the objects' columns add up to the totals (the totals are the objects' sums in object
+ * order, printed with 17 digits: equal to 1e-12 relative, the rounding of two additions), the
+ * total is kinetic + potential + elastic, and the falling cloth's constraints hold energy (the
+ * bed's particles only just touch in 2 frames: none, and never below 0). */
+TEST(stats_csv_has_energies_per_object) {
+  char dir[400], p[600];
+  snprintf(dir, sizeof dir, "%s/energy", tmp_root);
+  wf_world *w = small_world();
+  REQUIRE(w);
+  wf_run_outputs_desc d = all_formats(dir);
+  d.formats = WF_SCENE_OUT_CSV;
+  wf_run_outputs *o = NULL;
+  CHECK_OK(wf_run_outputs_create(w, &d, &o));
+  REQUIRE(o);
+  run_to_end(w, o);
+  CHECK_OK(wf_run_outputs_close(o));
+  wf_world_destroy(w);
+  snprintf(p, sizeof p, "%s/stats.csv", dir);
+  char *text = th_read_file(p, NULL);
+  REQUIRE(text);
+  static const char header[] =
+      "frame,time,kinetic_energy,potential_energy,momentum_x,momentum_y,momentum_z,max_speed,"
+      "particles,vertices,ms_per_frame,elastic_energy,total_energy,bed.kinetic,bed.potential,"
+      "bed.elastic,blanket.kinetic,blanket.potential,blanket.elastic\n";
+  CHECK(strncmp(text, header, strlen(header)) == 0);
+  int rows = 0;
+  for (char *line = strchr(text, '\n'); line && line[1]; line = strchr(line + 1, '\n')) {
+    double v[32];
+    CHECK_EQ_INT(csv_values(line + 1, v, 32), 19);
+    double ke = v[13] + v[16], pe = v[14] + v[17], el = v[15] + v[18];
+    CHECK_NEAR(ke, v[2], 1e-12 * fabs(v[2]));
+    CHECK_NEAR(pe, v[3], 1e-12 * fabs(v[3]));
+    CHECK_NEAR(el, v[11], 1e-12 * fabs(v[11]));
+    CHECK_NEAR(v[2] + v[3] + v[11], v[12], 1e-12 * (fabs(v[2]) + fabs(v[3]) + fabs(v[11])));
+    CHECK(v[15] >= 0.0 && v[18] > 0.0);
+    rows++;
+  }
+  CHECK_EQ_INT(rows, 2);
+  free(text);
+}
+
+/* The scene's pin indices name the output's vertices: a 5 x 4 grid cloth pinned at vertices 7
+ * and 12 (column 2 of rows 1 and 2: row 0 is the top edge) hangs for 10 frames; in the PLY the
+ * frame writes, vertices 7 and 12 are where the grid put them (x = -0.5 + 0.25 c, y = 1.5 - r / 3:
+ * to float rounding, 1e-6 m) with zero velocity, and vertex 2 above them (unpinned, on the top
+ * edge) has fallen. The mesh's vertices carry velocities (vx vy vz). */
+TEST(pins_are_output_vertices) {
+  static const char scene[] =
+      "{\"simulation\": {\"fps\": 60, \"substeps\": 8, \"frames\": 10, \"devices\": \"cpu\"},"
+      " \"cloths\": [{\"name\": \"sheet\", \"grid\": {\"size\": [1, 1], \"resolution\": [5, 4]},"
+      "  \"center\": [0, 1, 0], \"pins\": [7, 12]}],"
+      " \"outputs\": {\"every\": 10, \"formats\": [\"ply\"]}}";
+  char dir[400], p[600];
+  snprintf(dir, sizeof dir, "%s/pins", tmp_root);
+  wf_scene *sc = NULL;
+  if (wf_scene_parse(scene, strlen(scene), "pins.json", ".", NULL, &sc) != WF_OK)
+    TH_FAIL("scene: %s", wf_scene_errors());
+  REQUIRE(sc);
+  wf_world_desc wd = wf_world_desc_default();
+  wd.device = "cpu";
+  wf_world *w = NULL;
+  CHECK_OK(wf_world_create(sc, &wd, &w));
+  wf_run_outputs_desc d = wf_run_outputs_desc_from_scene(sc);
+  wf_scene_destroy(sc);
+  d.dir = dir;
+  wf_run_outputs *o = NULL;
+  CHECK_OK(wf_run_outputs_create(w, &d, &o));
+  REQUIRE(o);
+  CHECK_OK(wf_world_step(w, 10));
+  CHECK_OK(wf_run_outputs_write_frame(o, 10, 0.0));
+  CHECK_OK(wf_run_outputs_close(o));
+  wf_world_destroy(w);
+  snprintf(p, sizeof p, "%s/sheet_000010.ply", dir);
+  size_t len = 0;
+  char *text = th_read_file(p, &len);
+  REQUIRE(text);
+  CHECK(strstr(text, "element vertex 20\nproperty float x\nproperty float y\nproperty float z\n"
+                     "property float vx\nproperty float vy\nproperty float vz\nelement face"));
+  char *body = strstr(text, "end_header\n");
+  REQUIRE(body);
+  body += strlen("end_header\n");
+  REQUIRE((size_t)(body - text) + 20 * 24 <= len);
+  float v[20][6];
+  memcpy(v, body, sizeof v); /* little-endian floats, as the hosts weft supports */
+  for (int k = 7; k <= 12; k += 5) {
+    int c = k % 5, r = k / 5;
+    CHECK_NEAR(v[k][0], -0.5 + 0.25 * c, 1e-6);
+    CHECK_NEAR(v[k][1], 1.5 - r / 3.0, 1e-6);
+    CHECK_NEAR(v[k][2], 0.0, 1e-6);
+    CHECK(v[k][3] == 0.0f && v[k][4] == 0.0f && v[k][5] == 0.0f);
+  }
+  CHECK(v[2][1] < 1.5 - 0.01); /* fell: not pinned */
+  CHECK(v[2][4] != 0.0f);      /* and moves */
+  free(text);
 }
 
 /* An output directory under a plain file: WF_ERR_IO naming both, no handle, the file untouched
@@ -215,10 +328,9 @@ TEST(names) {
 int main(int argc, char **argv) {
   if (!tmp_root_make("weft_test_run_outputs")) return 1;
   static const th_test tests[] = {
-      TH_TEST(two_frames_in_every_format),
-      TH_TEST(resume_keeps_the_earlier_rows),
-      TH_TEST(bad_directory_fails_at_create),
-      TH_TEST(names),
+      TH_TEST(two_frames_in_every_format),    TH_TEST(stats_csv_has_energies_per_object),
+      TH_TEST(pins_are_output_vertices),      TH_TEST(resume_keeps_the_earlier_rows),
+      TH_TEST(bad_directory_fails_at_create), TH_TEST(names),
   };
   int rc = th_main(argc, argv, tests, TH_COUNT(tests));
   rm_rf(tmp_root);

@@ -205,12 +205,8 @@ TEST(pins_on_the_partition_boundary) {
   CHECK_OK(wf_cloth_info_get(cs2, &i2));
   CHECK_OK(wf_cloth_info_get(cs4, &i4));
   wf_cloth_destroy(cs2), wf_cloth_destroy(cs4);
-  /* the scene numbers grid rows from the bottom */
-  uint32_t scene_id[3];
-  for (int k = 0; k < 3; k++) {
-    uint32_t row = picks[k] / (uint32_t)res[0], col = picks[k] % (uint32_t)res[0];
-    scene_id[k] = ((uint32_t)res[1] - 1 - row) * (uint32_t)res[0] + col;
-  }
+  /* the scene numbers vertices as the solver does (docs/scenes.md, "Vertex order") */
+  uint32_t scene_id[3] = {picks[0], picks[1], picks[2]};
   char text[2048];
   snprintf(text, sizeof text,
            "{\"simulation\": {\"fps\": 60, \"substeps\": 12, \"frames\": 10, \"devices\": \"cpu\"},"

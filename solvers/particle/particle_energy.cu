@@ -1,0 +1,20 @@
+/* CUDA side of the particles' energy kernel (particle_energy.h): a thread per particle. Built
+ * with -fmad=false so the rows equal the CPU backend's bit for bit. */
+#include <cuda_runtime.h>
+
+#include "particle_energy.h"
+
+namespace {
+
+__global__ void energy_kernel(wfp_energy_args a, size_t n) {
+  size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) wfp_energy_elem(&a, (uint32_t)i);
+}
+
+} // namespace
+
+extern "C" void wfp_energy_cuda(const void *args, size_t n, void *stream) {
+  if (n == 0) return;
+  unsigned block = 128, grid = (unsigned)((n + block - 1) / block);
+  energy_kernel<<<grid, block, 0, (cudaStream_t)stream>>>(*(const wfp_energy_args *)args, n);
+}
