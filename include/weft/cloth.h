@@ -17,6 +17,11 @@
  *     wf_cloth_download(c, pos, NULL);                    // waits; xyz + inverse mass
  *     wf_cloth_destroy(c);
  *
+ * Positions: the solver keeps them relative to the cloth's origin (a double; by default the centre
+ * of the mesh's box rounded to whole metres), so a cloth behaves the same wherever it sits
+ * (docs/precision.md). wf_cloth_download / set_state speak world positions; the _local calls and
+ * the copies / readbacks give the solver's own.
+ *
  * Meshes come from OBJ files or arrays (wf_cloth_mesh_desc); grids from wf_cloth_grid. A grid's
  * vertex (i, j) (column i along the u axis, row j from the top) has index j * resolution[0] + i;
  * row 0 is the "top" edge (at +v/2), column 0 the "left" edge (at -u/2).
