@@ -793,7 +793,8 @@ wf_status wf_world_save(wf_world *w, const char *path) {
   if (st != WF_OK) return st;
   int n = state_blocks(w);
   wfw_clock *clock = calloc((size_t)n + 1, sizeof *clock);
-  float(**pos)[4] = calloc((size_t)n + 1, sizeof *pos), (**vel)[4] = calloc((size_t)n + 1, sizeof *vel);
+  float(**pos)[4] = calloc((size_t)n + 1, sizeof *pos),
+  (**vel)[4] = calloc((size_t)n + 1, sizeof *vel);
   if (!clock || !pos || !vel)
     st = wf__error(WF_ERR_OUT_OF_MEMORY, "wf_world_save", "out of host memory");
   if (st == WF_OK && w->ps) {

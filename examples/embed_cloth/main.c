@@ -216,14 +216,14 @@ static int save_checkpoint(const state *st, const char *path) {
   if (!ok(wf_ckpt_writer_create(&w), "wf_ckpt_writer_create")) return 0;
   const double clocks[2] = {st->ctime, st->ptime};
   const uint64_t substeps[2] = {st->csub, st->psub};
-  int good = ok(wf_ckpt_writer_add(w, "cloth/pos", st->clocal, st->nv * sizeof *st->clocal),
-                "add") &&
-             ok(wf_ckpt_writer_add(w, "cloth/vel", st->cvel, st->nv * sizeof *st->cvel), "add") &&
-             ok(wf_ckpt_writer_add(w, "sand/pos", st->ppos, st->np * sizeof *st->ppos), "add") &&
-             ok(wf_ckpt_writer_add(w, "sand/vel", st->pvel, st->np * sizeof *st->pvel), "add") &&
-             ok(wf_ckpt_writer_add(w, "clocks", clocks, sizeof clocks), "add") &&
-             ok(wf_ckpt_writer_add(w, "substeps", substeps, sizeof substeps), "add") &&
-             ok(wf_ckpt_writer_save(w, path), "wf_ckpt_writer_save");
+  int good =
+      ok(wf_ckpt_writer_add(w, "cloth/pos", st->clocal, st->nv * sizeof *st->clocal), "add") &&
+      ok(wf_ckpt_writer_add(w, "cloth/vel", st->cvel, st->nv * sizeof *st->cvel), "add") &&
+      ok(wf_ckpt_writer_add(w, "sand/pos", st->ppos, st->np * sizeof *st->ppos), "add") &&
+      ok(wf_ckpt_writer_add(w, "sand/vel", st->pvel, st->np * sizeof *st->pvel), "add") &&
+      ok(wf_ckpt_writer_add(w, "clocks", clocks, sizeof clocks), "add") &&
+      ok(wf_ckpt_writer_add(w, "substeps", substeps, sizeof substeps), "add") &&
+      ok(wf_ckpt_writer_save(w, path), "wf_ckpt_writer_save");
   wf_ckpt_writer_destroy(w);
   return good;
 }
@@ -254,12 +254,11 @@ static int load_checkpoint(sim *s, const char *path) {
   const float(*pvel)[4] = section(r, "sand/vel", np * sizeof *pvel);
   const double *clocks = section(r, "clocks", 2 * sizeof(double));
   const uint64_t *substeps = section(r, "substeps", 2 * sizeof(uint64_t));
-  good =
-      good && cpos && cvel && ppos && pvel && clocks && substeps &&
-      ok(wf_cloth_set_state_local(s->cloth, cpos, cvel, clocks[0], substeps[0]),
-         "wf_cloth_set_state_local") &&
-      ok(wf_particles_set_state(s->sand, ppos, pvel, clocks[1], substeps[1]),
-         "wf_particles_set_state");
+  good = good && cpos && cvel && ppos && pvel && clocks && substeps &&
+         ok(wf_cloth_set_state_local(s->cloth, cpos, cvel, clocks[0], substeps[0]),
+            "wf_cloth_set_state_local") &&
+         ok(wf_particles_set_state(s->sand, ppos, pvel, clocks[1], substeps[1]),
+            "wf_particles_set_state");
   wf_ckpt_close(r);
   return good;
 }

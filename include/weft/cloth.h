@@ -428,8 +428,8 @@ WF_API wf_status wf_cloth_download_local(wf_cloth *c, float (*pos)[4], float (*v
 /** wf_cloth_set_state with positions relative to wf_cloth_origin, as wf_cloth_download_local
  *  returns them. With the state downloaded after frame F, the frames that follow are bitwise
  *  those of the original run (checkpoint restore). */
-WF_API wf_status wf_cloth_set_state_local(wf_cloth *c, const float (*pos)[4],
-                                          const float (*vel)[4], double time, uint64_t substeps);
+WF_API wf_status wf_cloth_set_state_local(wf_cloth *c, const float (*pos)[4], const float (*vel)[4],
+                                          double time, uint64_t substeps);
 /** Enqueues an asynchronous copy of the positions (vertices x 16 bytes, xyz + inverse mass) into
  *  dst at byte offset off, on the solver's stream after the frames enqueued so far. With a pinned
  *  host buffer this is the readback path that does not stall the solver. The positions are the

@@ -275,9 +275,9 @@ static void params_build(wfc_part *c) {
    * double, rounded once: exact for whole-metre origins) */
   double po[3] = {0.0, 0.0, 0.0};
   if (c->ps) wfc_particles_origin(c->ps, po);
-  p->particle_shift = (wfp_f4){(float)(po[0] - c->topo.origin[0]),
-                               (float)(po[1] - c->topo.origin[1]),
-                               (float)(po[2] - c->topo.origin[2]), 0.0f};
+  p->particle_shift =
+      (wfp_f4){(float)(po[0] - c->topo.origin[0]), (float)(po[1] - c->topo.origin[1]),
+               (float)(po[2] - c->topo.origin[2]), 0.0f};
   if (c->table) {
     int bits;
     wfc_grid_params_init(&p->grid, reach > 0.0f ? reach / 0.98f : 1.0f, c->table, &bits);

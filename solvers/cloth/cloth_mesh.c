@@ -67,9 +67,7 @@ static void origin_pick(const double lo[3], const double hi[3], const double *gi
     out[k] = given ? given[k] : floor(0.5 * (lo[k] + hi[k]) + 0.5);
 }
 
-static bool finite3d(const double *v) {
-  return isfinite(v[0]) && isfinite(v[1]) && isfinite(v[2]);
-}
+static bool finite3d(const double *v) { return isfinite(v[0]) && isfinite(v[1]) && isfinite(v[2]); }
 
 wf_status wfc_grid_build(const char *fn, const char *name, const wf_cloth_grid *g,
                          const double *origin, wfc_topology *t) {

@@ -528,9 +528,8 @@ static wf_status check_parts_desc(const char *fn, wf_device *const *devices, int
 static wf_status build_model(const char *fn, wf_cloth *cs, const wf_cloth_grid *grid,
                              const wf_cloth_mesh_desc *mesh, model *md) {
   const char *name = cs->name;
-  wf_status st =
-      grid ? wfc_grid_build(fn, name, grid, wfc_desc_origin(&cs->desc), &md->t)
-           : wfc_mesh_build(fn, name, mesh, wfc_desc_origin(&cs->desc), &md->t);
+  wf_status st = grid ? wfc_grid_build(fn, name, grid, wfc_desc_origin(&cs->desc), &md->t)
+                      : wfc_mesh_build(fn, name, mesh, wfc_desc_origin(&cs->desc), &md->t);
   if (st != WF_OK) return st;
   if ((st = wfc_topology_finish(fn, name, &md->t)) != WF_OK) return st;
   uint32_t nv = md->t.nv;

@@ -19,8 +19,8 @@ wf_status wfp_collider_from_desc(const char *func, const char *owner, const wf_c
 static inline void wfp_collider_to_frame(wfp_collider *c, const double origin[3]) {
   if (origin[0] == 0.0 && origin[1] == 0.0 && origin[2] == 0.0) return;
   if (c->type == (uint32_t)WF_COLLIDER_PLANE) {
-    double no = (double)c->a.x * origin[0] + (double)c->a.y * origin[1] +
-                (double)c->a.z * origin[2];
+    double no =
+        (double)c->a.x * origin[0] + (double)c->a.y * origin[1] + (double)c->a.z * origin[2];
     c->a.w = (float)((double)c->a.w - no);
     return;
   }

@@ -126,7 +126,8 @@ static inline float *scene_state(wf_cloth *c, uint32_t *n) {
   if (wf_cloth_info_get(c, &info) != WF_OK) return NULL;
   float *s = malloc((size_t)info.vertices * 32);
   if (!s) return NULL;
-  if (wf_cloth_download_local(c, (float(*)[4])s, (float(*)[4])(s + 4 * (size_t)info.vertices)) != WF_OK) {
+  if (wf_cloth_download_local(c, (float(*)[4])s, (float(*)[4])(s + 4 * (size_t)info.vertices)) !=
+      WF_OK) {
     free(s);
     return NULL;
   }

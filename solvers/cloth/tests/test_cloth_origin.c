@@ -97,8 +97,8 @@ static wf_status sheet(int integrator, const double shift[3], bool ball, const d
   if (st == WF_OK && !ball) st = wf_cloth_pin_named(*out, "top-right", NULL);
   if (st == WF_OK && ball) {
     /* 0.5 and 0.25: the same floats at every shift (50.5 is exact, 50.6 would not be) */
-    wf_collider_desc s = scene_sphere((float)shift[0], (float)(0.5 + shift[1]), (float)shift[2],
-                                      0.25f);
+    wf_collider_desc s =
+        scene_sphere((float)shift[0], (float)(0.5 + shift[1]), (float)shift[2], 0.25f);
     s.friction = 0.5f;
     wf_collider_desc pl = {.name = "ground",
                            .type = WF_COLLIDER_PLANE,
@@ -140,7 +140,7 @@ static void shifted_runs(int integrator, bool ball, int frames) {
            "%.3g m, velocities within %.3g m/s of the run at the origin\n",
            what, ball ? " on a sphere" : "", shifts[s][0], shifts[s][1], shifts[s][2], o[0], o[1],
            o[2], frames, dp, dv);
-    CHECK(dp <= 1e-5 * 0.6); /* the bound: 1e-5 of the scene's extent */
+    CHECK(dp <= 1e-5 * 0.6);        /* the bound: 1e-5 of the scene's extent */
     CHECK(dv <= 1e-5 * 0.6 * 60.0); /* the same over a frame */
     free(got);
   }
@@ -169,8 +169,10 @@ TEST(springs_sheet_world_frame_control) {
     wf_cloth *c = NULL;
     wf_status r = sheet(WF_CLOTH_SPRINGS, shifts[2 * s], false, s ? zero : NULL, 1, &c);
     if (r == WF_OK) r = wf_cloth_step_frames(c, 60);
-    if (r == WF_OK) st[s] = world_state(c), n = wf_cloth_count(c);
-    else TH_FAIL("%s", wf_last_error());
+    if (r == WF_OK)
+      st[s] = world_state(c), n = wf_cloth_count(c);
+    else
+      TH_FAIL("%s", wf_last_error());
     wf_cloth_destroy(c);
   }
   if (st[0] && st[1]) {
@@ -347,8 +349,8 @@ TEST(local_state_round_trip_bitwise) {
     CHECK_OK(wf_cloth_time(a, &t, &k));
     CHECK_OK(wf_cloth_step_frames(a, 10));
     CHECK_OK(wf_cloth_download_local(a, end, end + n));
-    CHECK_OK(wf_cloth_set_state_local(b, (const float(*)[4])mid, (const float(*)[4])(mid + n), t,
-                                      k));
+    CHECK_OK(
+        wf_cloth_set_state_local(b, (const float(*)[4])mid, (const float(*)[4])(mid + n), t, k));
     CHECK_OK(wf_cloth_step_frames(b, 10));
     CHECK_OK(wf_cloth_download_local(b, got, got + n));
     CHECK(scene_first_diff(&end[0][0], &got[0][0], (size_t)n * 8) < 0);
@@ -412,8 +414,8 @@ TEST(coupled_ball_any_origin) {
     wf_stream *s = NULL;
     wf_cloth *c = NULL;
     wf_particles *ps = NULL;
-    wf_status st = scene_coupled_at(th_dev0, WF_CLOTH_XPBD, true, false, -9.81f, 1, pos, vel,
-                                    0.3f, origins[i], &s, &c, &ps);
+    wf_status st = scene_coupled_at(th_dev0, WF_CLOTH_XPBD, true, false, -9.81f, 1, pos, vel, 0.3f,
+                                    origins[i], &s, &c, &ps);
     if (st == WF_OK) st = wf_particles_step_frames(ps, 60);
     float pp[1][4];
     if (st == WF_OK) st = wf_particles_download(ps, pp, NULL);
