@@ -85,15 +85,18 @@ typedef struct hslot {
 typedef struct lane {
   wf_device *dev;
   wf_stream *stream;
-  wf_buffer *colliders; /* wfp_collider[n_colliders] (at least one element) */
   wf_buffer *records;
 } lane;
 
-/* A partition of a source and its last-good snapshot on the partition's device. */
+/* A partition of a source and its last-good snapshot on the partition's device. Its colliders are
+ * the scene's in the partition's frame (wf_partition_view.origin: a cloth's positions are
+ * relative to its origin), so that the check compares positions and colliders as the solver does,
+ * without adding the origin to a float position. */
 typedef struct hpart {
   int source, index, lane;
   uint32_t cap; /* rows the snapshot buffers hold */
   wf_buffer *pos, *vel, *ids, *meta;
+  wf_buffer *colliders; /* wfp_collider[n_colliders] (at least one element) */
 } hpart;
 
 struct wfw_health {
@@ -314,8 +317,26 @@ static wf_status copy_desc(wfw_health *h, const wfw_health_desc *d) {
   return WF_OK;
 }
 
-/* Per part: its lane, and the snapshot's meta; per lane: the colliders and (off the first
- * device) the records and the gate's copy. */
+/* The colliders of part p: the scene's, moved into the frame of its positions (origin). */
+static wf_status part_colliders(wfw_health *h, hpart *p, const wfp_collider *cols,
+                                const double origin[3]) {
+  lane *l = lane_of(h, p);
+  size_t bytes = (size_t)(h->n_colliders + 1) * sizeof(wfp_collider);
+  wfp_collider *local = calloc(h->n_colliders + 1, sizeof *local);
+  if (!local) return wf__error(WF_ERR_OUT_OF_MEMORY, "wf_world_create", "out of host memory");
+  for (uint32_t k = 0; k < h->n_colliders; k++) {
+    local[k] = cols[k];
+    wfp_collider_to_frame(&local[k], origin);
+  }
+  wf_status st = wf_buffer_create(l->dev, bytes, WF_BUFFER_ZERO, l->stream, &p->colliders);
+  if (st == WF_OK && h->n_colliders)
+    st = wf_upload(p->colliders, 0, local, h->n_colliders * sizeof *local, l->stream);
+  free(local);
+  return st;
+}
+
+/* Per part: its lane, the snapshot's meta and its colliders; per lane (off the first device)
+ * the records and the gate's copy. */
 static wf_status create_parts(wfw_health *h, const wfp_collider *cols) {
   wf_status st = WF_OK;
   for (int s = 0; s < h->n_sources && st == WF_OK; s++)
@@ -328,15 +349,11 @@ static wf_status create_parts(wfw_health *h, const wfp_collider *cols) {
       if ((st = lane_for(h, v.device, &p->lane)) == WF_OK)
         st = wf_buffer_create(v.device, sizeof(wfh_snap_meta), WF_BUFFER_ZERO,
                               lane_of(h, p)->stream, &p->meta);
+      if (st == WF_OK) st = part_colliders(h, p, cols, v.origin);
     }
   for (int l = 0; l < h->n_lanes && st == WF_OK; l++) {
     lane *ln = &h->lanes[l];
-    st = wf_buffer_create(ln->dev, (size_t)(h->n_colliders + 1) * sizeof(wfp_collider),
-                          WF_BUFFER_ZERO, ln->stream, &ln->colliders);
-    if (st == WF_OK && h->n_colliders)
-      st = wf_upload(ln->colliders, 0, cols, h->n_colliders * sizeof(wfp_collider), ln->stream);
-    if (st == WF_OK)
-      st = wf_buffer_create(ln->dev, h->lane_bytes, WF_BUFFER_ZERO, ln->stream, &ln->records);
+    st = wf_buffer_create(ln->dev, h->lane_bytes, WF_BUFFER_ZERO, ln->stream, &ln->records);
   }
   return st;
 }
@@ -388,15 +405,13 @@ void wfw_health_destroy(wfw_health *h) {
   }
   for (int i = 0; h->parts && i < h->n_parts; i++) {
     hpart *p = &h->parts[i];
-    wf_buffer *b[] = {p->pos, p->vel, p->ids, p->meta};
-    for (int k = 0; k < 4; k++)
+    wf_buffer *b[] = {p->pos, p->vel, p->ids, p->meta, p->colliders};
+    for (int k = 0; k < 5; k++)
       if (b[k]) wf_buffer_destroy(b[k], lane_of(h, p)->stream);
   }
   for (int l = 0; l < h->n_lanes; l++) {
     lane *ln = &h->lanes[l];
-    wf_buffer *b[] = {ln->colliders, ln->records};
-    for (int k = 0; k < 2; k++)
-      if (b[k]) wf_buffer_destroy(b[k], ln->stream);
+    if (ln->records) wf_buffer_destroy(ln->records, ln->stream);
     wf_stream_destroy(ln->stream);
   }
   free(h->sources), free(h->source_parts), free(h->objects), free(h->object_names);
@@ -419,7 +434,7 @@ static wf_status enqueue_partition_checks(wfw_health *h, int64_t frame) {
     wfh_check_args a = {.pos = wf_buffer_ptr(v->pos),
                         .vel = wf_buffer_ptr(v->vel),
                         .ids = ptr(v->ids),
-                        .colliders = wf_buffer_ptr(l->colliders),
+                        .colliders = wf_buffer_ptr(p->colliders),
                         .rec = &rec[i],
                         .first = v->first,
                         .n = v->rows,

@@ -20,7 +20,10 @@
  *    and are valid while cache_frame == frame.
  *  - A checkpoint holds the frame, the particle state and clock and each cloth's state and clock:
  *    with those restored the following frames are bitwise those of an uninterrupted run (the
- *    solvers are deterministic and the wind gust is a function of the frame number).
+ *    solvers are deterministic and the wind gust is a function of the frame number). A cloth's
+ *    positions are stored as its solver holds them, relative to its origin (docs/precision.md),
+ *    with the origin beside them: world positions rounded to float would not resume bitwise for
+ *    a cloth away from the world's origin. The host copies (cpos) hold world positions.
  */
 #include "weft/world.h"
 
@@ -757,15 +760,37 @@ static size_t state_block(const wf_world *w, int k, char prefix[20], float (**po
   return (size_t)(i < 0 ? w->n_particles : w->objects[w->n_objects - w->n_cloths + i].count) * 16;
 }
 
-static wf_status save_state(wf_world *w, const char *path, int64_t frame, const wfw_clock *clock);
+static wf_status save_state(wf_world *w, const char *path, int64_t frame, const wfw_clock *clock,
+                            float (**pos)[4], float (**vel)[4]);
+
+/* The state as the solvers hold it, block by block (state_block): the particles' host copies,
+ * each cloth's positions relative to its origin into arrays of its own (freed by the caller:
+ * pos[k] for k >= first_cloth). */
+static wf_status local_state(wf_world *w, float (**pos)[4], float (**vel)[4]) {
+  int k = 0;
+  if (w->ps) pos[k] = w->ppos, vel[k++] = w->pvel;
+  for (int i = 0; i < w->n_cloths; i++, k++) {
+    size_t n = (size_t)w->objects[w->n_objects - w->n_cloths + i].count;
+    pos[k] = malloc(n * 32 + 32);
+    if (!pos[k]) return wf__error(WF_ERR_OUT_OF_MEMORY, "wf_world_save", "out of host memory");
+    vel[k] = pos[k] + n;
+    wf_status st = wf_cloth_download_local(w->cloths[i], pos[k], vel[k]);
+    if (st != WF_OK) return fail_object(st, "cloths", i, cloth_name(w, i));
+  }
+  return WF_OK;
+}
 
 wf_status wf_world_save(wf_world *w, const char *path) {
   if (!w || !path) return wf__error(WF_ERR_INVALID, "wf_world_save", "world or path is NULL");
   wf_status st = refresh(w);
   if (st != WF_OK) return st;
-  wfw_clock *clock = calloc((size_t)state_blocks(w) + 1, sizeof *clock);
-  if (!clock) return wf__error(WF_ERR_OUT_OF_MEMORY, "wf_world_save", "out of host memory");
-  if (w->ps) {
+  int n = state_blocks(w);
+  wfw_clock *clock = calloc((size_t)n + 1, sizeof *clock);
+  float(**pos)[4] = calloc((size_t)n + 1, sizeof *pos),
+  (**vel)[4] = calloc((size_t)n + 1, sizeof *vel);
+  if (!clock || !pos || !vel)
+    st = wf__error(WF_ERR_OUT_OF_MEMORY, "wf_world_save", "out of host memory");
+  if (st == WF_OK && w->ps) {
     wf_particles_stats ps;
     st = wf_particles_stats_get(w->ps, &ps);
     clock[0] = (wfw_clock){ps.time, ps.substeps};
@@ -774,13 +799,18 @@ wf_status wf_world_save(wf_world *w, const char *path) {
     wfw_clock *c = &clock[i + (w->ps ? 1 : 0)];
     st = wf_cloth_time(w->cloths[i], &c->time, &c->substeps);
   }
-  if (st == WF_OK) st = save_state(w, path, w->frame, clock);
-  free(clock);
+  if (st == WF_OK) st = local_state(w, pos, vel);
+  if (st == WF_OK) st = save_state(w, path, w->frame, clock, pos, vel);
+  for (int k = w->ps ? 1 : 0; pos && k < n; k++)
+    free(pos[k]); /* a cloth's positions and velocities, one array */
+  free(clock), free(pos), free(vel);
   return st;
 }
 
-/* The checkpoint of frame `frame` from the host copies and the blocks' clocks. */
-static wf_status save_state(wf_world *w, const char *path, int64_t frame, const wfw_clock *clock) {
+/* The checkpoint of frame `frame` from the blocks' state (pos, vel: per block, a cloth's relative
+ * to its origin) and clocks. */
+static wf_status save_state(wf_world *w, const char *path, int64_t frame, const wfw_clock *clock,
+                            float (**pos)[4], float (**vel)[4]) {
   wf_ckpt_writer *ck;
   wf_status st;
   if ((st = wf_ckpt_writer_create(&ck)) != WF_OK) return st;
@@ -791,16 +821,22 @@ static wf_status save_state(wf_world *w, const char *path, int64_t frame, const 
   if (st == WF_OK) st = wf_ckpt_writer_add(ck, "scene", w->scene_json, strlen(w->scene_json));
   for (int k = 0; k < state_blocks(w) && st == WF_OK; k++) {
     char prefix[20], name[WF_CKPT_NAME_MAX + 1];
-    float(*pos)[4], (*vel)[4];
+    float(*hp)[4], (*hv)[4];
     int cloth;
-    size_t bytes = state_block(w, k, prefix, &pos, &vel, &cloth);
+    size_t bytes = state_block(w, k, prefix, &hp, &hv, &cloth);
     wfw_clock c = clock[k];
     snprintf(name, sizeof name, "%s/pos", prefix);
-    if (st == WF_OK) st = wf_ckpt_writer_add(ck, name, pos, bytes);
+    if (st == WF_OK) st = wf_ckpt_writer_add(ck, name, pos[k], bytes);
     snprintf(name, sizeof name, "%s/vel", prefix);
-    if (st == WF_OK) st = wf_ckpt_writer_add(ck, name, vel, bytes);
+    if (st == WF_OK) st = wf_ckpt_writer_add(ck, name, vel[k], bytes);
     snprintf(name, sizeof name, "%s/clock", prefix);
     if (st == WF_OK) st = wf_ckpt_writer_add(ck, name, &c, sizeof c);
+    if (cloth >= 0) { /* the origin the positions are relative to */
+      double origin[3];
+      snprintf(name, sizeof name, "%s/origin", prefix);
+      if (st == WF_OK) st = wf_cloth_origin(w->cloths[cloth], origin);
+      if (st == WF_OK) st = wf_ckpt_writer_add(ck, name, origin, sizeof origin);
+    }
   }
   if (st == WF_OK) st = wf_ckpt_writer_save(ck, path);
   wf_ckpt_writer_destroy(ck);
@@ -831,8 +867,9 @@ wf_status wf_world_save_last_good(wf_world *w, const char *path, int64_t *frame)
     pos[k] = w->cpos[i], vel[k++] = w->cvel[i];
   w->cache_frame = -1; /* the host copies now hold the snapshot, not the current state */
   int64_t good = -1;
+  /* the snapshot holds the solvers' own bits: a cloth's positions relative to its origin */
   if (st == WF_OK) st = wfw_health_last_good(w->health, w->frame, pos, vel, clock, &good);
-  if (st == WF_OK) st = save_state(w, path, good, clock);
+  if (st == WF_OK) st = save_state(w, path, good, clock, pos, vel);
   free(pos), free(vel), free(clock);
   if (st == WF_OK && frame) *frame = good;
   return st;
@@ -851,6 +888,26 @@ static wf_status section(const wf_ckpt_reader *r, const char *path, const char *
   return WF_OK;
 }
 
+/* A cloth's positions in a checkpoint are relative to the origin saved beside them, which must be
+ * this world's cloth's (the same scene gives the same origin). */
+static wf_status check_origin(wf_world *w, const wf_ckpt_reader *r, const char *path,
+                              const char *prefix, int i) {
+  char name[WF_CKPT_NAME_MAX + 1];
+  const void *d;
+  double saved[3], mine[3];
+  snprintf(name, sizeof name, "%s/origin", prefix);
+  wf_status st = section(r, path, name, sizeof saved, &d);
+  if (st == WF_OK) st = wf_cloth_origin(w->cloths[i], mine);
+  if (st != WF_OK) return st;
+  memcpy(saved, d, sizeof saved);
+  if (memcmp(saved, mine, sizeof mine) == 0) return WF_OK;
+  return wf__error(WF_ERR_INVALID, NULL,
+                   "%s: cloths[%d] '%s' was saved relative to origin (%g, %g, %g), this world's "
+                   "is (%g, %g, %g): the checkpoint is not from this scene",
+                   path, i, cloth_name(w, i), saved[0], saved[1], saved[2], mine[0], mine[1],
+                   mine[2]);
+}
+
 wf_status wf_world_load_checkpoint(wf_world *w, const char *path) {
   if (!w || !path)
     return wf__error(WF_ERR_INVALID, "wf_world_load_checkpoint", "world or path is NULL");
@@ -866,7 +923,13 @@ wf_status wf_world_load_checkpoint(wf_world *w, const char *path) {
     memcpy(meta, d, sizeof meta);
     double fps;
     memcpy(&fps, &meta[META_FPS], sizeof fps);
-    if (meta[META_VERSION] != WFW_CKPT_VERSION)
+    if (meta[META_VERSION] == 1)
+      st = wf__error(WF_ERR_PARSE, NULL,
+                     "%s: world checkpoint version 1 (this weft reads %u): version 1 stored cloth "
+                     "positions in the world, this weft stores them relative to each cloth's "
+                     "origin (docs/precision.md); run the scene again to write a new checkpoint",
+                     path, WFW_CKPT_VERSION);
+    else if (meta[META_VERSION] != WFW_CKPT_VERSION)
       st = wf__error(WF_ERR_PARSE, NULL, "%s: world checkpoint version %llu (this weft reads %u)",
                      path, (unsigned long long)meta[META_VERSION], WFW_CKPT_VERSION);
     else if (meta[META_PARTICLES] != w->n_particles || meta[META_CLOTHS] != (uint64_t)w->n_cloths)
@@ -881,7 +944,7 @@ wf_status wf_world_load_checkpoint(wf_world *w, const char *path) {
                      path, fps, (unsigned long long)meta[META_SUBSTEPS], w->fps, w->substeps);
   }
   for (int k = 0; k < state_blocks(w) && st == WF_OK; k++) {
-    const void *pos, *vel, *clk;
+    const void *pos = NULL, *vel = NULL, *clk = NULL;
     char prefix[20], np[WF_CKPT_NAME_MAX + 1], nv[WF_CKPT_NAME_MAX + 1], nc[WF_CKPT_NAME_MAX + 1];
     float(*hp)[4], (*hv)[4];
     int i;
@@ -892,14 +955,16 @@ wf_status wf_world_load_checkpoint(wf_world *w, const char *path) {
     snprintf(nc, sizeof nc, "%s/clock", prefix);
     if ((st = section(r, path, np, bytes, &pos)) == WF_OK &&
         (st = section(r, path, nv, bytes, &vel)) == WF_OK &&
-        (st = section(r, path, nc, sizeof c, &clk)) == WF_OK) {
+        (st = section(r, path, nc, sizeof c, &clk)) == WF_OK && i >= 0)
+      st = check_origin(w, r, path, prefix, i);
+    if (st == WF_OK) {
       memcpy(&c, clk, sizeof c);
       /* copies: the sections are 8-byte aligned, the solvers read float[4] rows */
       memcpy(hp, pos, bytes);
       memcpy(hv, vel, bytes);
       const float(*p4)[4] = (const float(*)[4])hp, (*v4)[4] = (const float(*)[4])hv;
       st = i < 0 ? wf_particles_set_state(w->ps, p4, v4, c.time, c.substeps)
-                 : wf_cloth_set_state(w->cloths[i], p4, v4, c.time, c.substeps);
+                 : wf_cloth_set_state_local(w->cloths[i], p4, v4, c.time, c.substeps);
       if (st != WF_OK)
         st = i < 0 ? fail_object(st, "particles", 0, "particles")
                    : fail_object(st, "cloths", i, cloth_name(w, i));
@@ -907,7 +972,8 @@ wf_status wf_world_load_checkpoint(wf_world *w, const char *path) {
   }
   if (st == WF_OK) {
     w->frame = (int64_t)meta[META_FRAME];
-    w->cache_frame = w->frame; /* the host copies hold the restored state */
+    /* the host copies hold the cloths' positions relative to their origins: download again */
+    w->cache_frame = w->n_cloths ? -1 : w->frame;
     st = wfw_health_after_restore(w->health, w->frame);
   } else {
     w->cache_frame = -1;

@@ -24,6 +24,11 @@
  *    swapped into the slot the frame is pushed to, so every interval is read from one slot.
  *  - One mutex guards the slot states: push and begin_frame run on the thread that steps the
  *    world, latest/release/timing on any thread.
+ *  - The cloths' copies hold their solvers' positions, relative to each cloth's origin
+ *    (docs/precision.md); latest adds the origin (in double, rounded once: wf_cloth_download's
+ *    world positions, bit for bit) on the consumer's thread, once per delivered slot, after the
+ *    slot is HELD and so touched by no one else. The GPU's copies and the solvers' fast paths
+ *    stay plain copies.
  *  - Every push (skipped or not) also records the frame's end into a small ring of event sets
  *    (pending), which only the producer's thread touches: wf_world_readback_wait_frames lets a
  *    producer keep at most N frames queued on the device by waiting on its own frames' ends.
@@ -70,6 +75,7 @@ struct wf_world_readback {
   bool velocities;
   size_t bytes, vel_off;
   size_t *cloth_off; /* byte offset of each cloth's positions in a slot */
+  double (*cloth_origin)[3]; /* each cloth's origin (its positions in a slot are relative to it) */
   /* end-of-frame events of the frames pushed (or skipped) and perhaps still running, oldest
      first, for wf_world_readback_wait_frames; only the producer's thread touches them */
   wf_event **pending[PENDING_MAX];
@@ -162,12 +168,14 @@ wf_status wf_world_readback_create(wf_world *w, const wf_world_readback_desc *de
   rb->vel_off = rb->bytes;
   if (rb->velocities) rb->bytes += (size_t)w->n_particles * 16;
   rb->cloth_off = calloc((size_t)w->n_cloths + 1, sizeof *rb->cloth_off);
+  rb->cloth_origin = calloc((size_t)w->n_cloths + 1, sizeof *rb->cloth_origin);
   rb->streams = calloc((size_t)w->n_cloths + 2, sizeof *rb->streams);
   rb->slots = calloc((size_t)d.slots, sizeof *rb->slots);
   wf_status st = WF_OK;
-  if (!rb->cloth_off || !rb->streams || !rb->slots)
+  if (!rb->cloth_off || !rb->cloth_origin || !rb->streams || !rb->slots)
     st = wf__error(WF_ERR_OUT_OF_MEMORY, fn_create, "out of host memory");
   for (int i = 0; i < w->n_cloths && st == WF_OK; i++) {
+    st = wf_cloth_origin(w->cloths[i], rb->cloth_origin[i]);
     rb->cloth_off[i] = rb->bytes;
     rb->bytes += (size_t)w->objects[w->n_objects - w->n_cloths + i].count * 16;
   }
@@ -212,7 +220,7 @@ void wf_world_readback_destroy(wf_world_readback *rb) {
   free_events(rb->staging.prev_end, rb->n_streams);
   free_events(rb->staging.begin, rb->n_streams);
   if (rb->copy) wf_stream_destroy(rb->copy);
-  free(rb->slots), free(rb->streams), free(rb->cloth_off);
+  free(rb->slots), free(rb->streams), free(rb->cloth_off), free(rb->cloth_origin);
   pthread_mutex_destroy(&rb->lock);
   free(rb);
 }
@@ -316,6 +324,21 @@ wf_status wf_world_readback_push(wf_world_readback *rb) {
   return st != WF_OK ? st : st2;
 }
 
+/* The cloths' positions in held slot s made world positions (see the invariants). */
+static void cloths_to_world(wf_world_readback *rb, slot *s) {
+  const wf_world *w = rb->w;
+  char *base = wf_buffer_ptr(s->buf);
+  for (int i = 0; i < w->n_cloths; i++) {
+    float(*p)[4] = (float(*)[4])(void *)(base + rb->cloth_off[i]);
+    uint32_t n = w->objects[w->n_objects - w->n_cloths + i].count;
+    for (int k = 0; k < 3; k++) {
+      double o = rb->cloth_origin[i][k];
+      for (uint32_t j = 0; o != 0.0 && j < n; j++)
+        p[j][k] = (float)((double)p[j][k] + o);
+    }
+  }
+}
+
 wf_status wf_world_readback_latest(wf_world_readback *rb, wf_world_frame_view *out) {
   if (!rb || !out) return wf__error(WF_ERR_INVALID, "wf_world_readback_latest", "NULL argument");
   memset(out, 0, sizeof *out);
@@ -347,6 +370,7 @@ wf_status wf_world_readback_latest(wf_world_readback *rb, wf_world_frame_view *o
   pthread_mutex_unlock(&rb->lock);
   if (best < 0) return WF_NOT_READY;
   slot *s = &rb->slots[best];
+  cloths_to_world(rb, s);
   out->slot = best;
   out->frame = s->frame;
   out->object_count = rb->w->n_objects;

@@ -108,12 +108,14 @@ static int sim_step(sim *s, int frames) {
 typedef struct state {
   uint32_t nv, np;
   float (*cpos)[4], (*cvel)[4], (*ppos)[4], (*pvel)[4];
+  float (*clocal)[4]; /* the cloth's positions relative to its origin (wf_cloth_download_local):
+                         what a checkpoint stores, for a bitwise resume */
   double ctime, ptime;
   uint64_t csub, psub;
 } state;
 
 static void state_free(state *st) {
-  free(st->cpos), free(st->cvel), free(st->ppos), free(st->pvel);
+  free(st->cpos), free(st->cvel), free(st->ppos), free(st->pvel), free(st->clocal);
   memset(st, 0, sizeof *st);
 }
 
@@ -122,7 +124,8 @@ static int state_alloc(state *st, uint32_t nv, uint32_t np) {
   st->nv = nv, st->np = np;
   st->cpos = calloc(nv, sizeof *st->cpos), st->cvel = calloc(nv, sizeof *st->cvel);
   st->ppos = calloc(np, sizeof *st->ppos), st->pvel = calloc(np, sizeof *st->pvel);
-  if (st->cpos && st->cvel && st->ppos && st->pvel) return 1;
+  st->clocal = calloc(nv, sizeof *st->clocal);
+  if (st->cpos && st->cvel && st->ppos && st->pvel && st->clocal) return 1;
   state_free(st);
   fprintf(stderr, "embed_cloth: out of host memory\n");
   return 0;
@@ -135,6 +138,7 @@ static int sim_download(sim *s, state *st) {
   if (!state_alloc(st, info.vertices, wf_particles_count(s->sand))) return 0;
   wf_particles_stats ps;
   if (ok(wf_cloth_download(s->cloth, st->cpos, st->cvel), "wf_cloth_download") &&
+      ok(wf_cloth_download_local(s->cloth, st->clocal, NULL), "wf_cloth_download_local") &&
       ok(wf_cloth_time(s->cloth, &st->ctime, &st->csub), "wf_cloth_time") &&
       ok(wf_particles_download(s->sand, st->ppos, st->pvel), "wf_particles_download") &&
       ok(wf_particles_stats_get(s->sand, &ps), "wf_particles_stats_get")) {
@@ -212,13 +216,14 @@ static int save_checkpoint(const state *st, const char *path) {
   if (!ok(wf_ckpt_writer_create(&w), "wf_ckpt_writer_create")) return 0;
   const double clocks[2] = {st->ctime, st->ptime};
   const uint64_t substeps[2] = {st->csub, st->psub};
-  int good = ok(wf_ckpt_writer_add(w, "cloth/pos", st->cpos, st->nv * sizeof *st->cpos), "add") &&
-             ok(wf_ckpt_writer_add(w, "cloth/vel", st->cvel, st->nv * sizeof *st->cvel), "add") &&
-             ok(wf_ckpt_writer_add(w, "sand/pos", st->ppos, st->np * sizeof *st->ppos), "add") &&
-             ok(wf_ckpt_writer_add(w, "sand/vel", st->pvel, st->np * sizeof *st->pvel), "add") &&
-             ok(wf_ckpt_writer_add(w, "clocks", clocks, sizeof clocks), "add") &&
-             ok(wf_ckpt_writer_add(w, "substeps", substeps, sizeof substeps), "add") &&
-             ok(wf_ckpt_writer_save(w, path), "wf_ckpt_writer_save");
+  int good =
+      ok(wf_ckpt_writer_add(w, "cloth/pos", st->clocal, st->nv * sizeof *st->clocal), "add") &&
+      ok(wf_ckpt_writer_add(w, "cloth/vel", st->cvel, st->nv * sizeof *st->cvel), "add") &&
+      ok(wf_ckpt_writer_add(w, "sand/pos", st->ppos, st->np * sizeof *st->ppos), "add") &&
+      ok(wf_ckpt_writer_add(w, "sand/vel", st->pvel, st->np * sizeof *st->pvel), "add") &&
+      ok(wf_ckpt_writer_add(w, "clocks", clocks, sizeof clocks), "add") &&
+      ok(wf_ckpt_writer_add(w, "substeps", substeps, sizeof substeps), "add") &&
+      ok(wf_ckpt_writer_save(w, path), "wf_ckpt_writer_save");
   wf_ckpt_writer_destroy(w);
   return good;
 }
@@ -249,11 +254,11 @@ static int load_checkpoint(sim *s, const char *path) {
   const float(*pvel)[4] = section(r, "sand/vel", np * sizeof *pvel);
   const double *clocks = section(r, "clocks", 2 * sizeof(double));
   const uint64_t *substeps = section(r, "substeps", 2 * sizeof(uint64_t));
-  good =
-      good && cpos && cvel && ppos && pvel && clocks && substeps &&
-      ok(wf_cloth_set_state(s->cloth, cpos, cvel, clocks[0], substeps[0]), "wf_cloth_set_state") &&
-      ok(wf_particles_set_state(s->sand, ppos, pvel, clocks[1], substeps[1]),
-         "wf_particles_set_state");
+  good = good && cpos && cvel && ppos && pvel && clocks && substeps &&
+         ok(wf_cloth_set_state_local(s->cloth, cpos, cvel, clocks[0], substeps[0]),
+            "wf_cloth_set_state_local") &&
+         ok(wf_particles_set_state(s->sand, ppos, pvel, clocks[1], substeps[1]),
+            "wf_particles_set_state");
   wf_ckpt_close(r);
   return good;
 }

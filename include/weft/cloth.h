@@ -17,6 +17,11 @@
  *     wf_cloth_download(c, pos, NULL);                    // waits; xyz + inverse mass
  *     wf_cloth_destroy(c);
  *
+ * Positions: the solver keeps them relative to the cloth's origin (a double; by default the centre
+ * of the mesh's box rounded to whole metres), so a cloth behaves the same wherever it sits
+ * (docs/precision.md). wf_cloth_download / set_state speak world positions; the _local calls and
+ * the copies / readbacks give the solver's own.
+ *
  * Meshes come from OBJ files or arrays (wf_cloth_mesh_desc); grids from wf_cloth_grid. A grid's
  * vertex (i, j) (column i along the u axis, row j from the top) has index j * resolution[0] + i;
  * row 0 is the "top" edge (at +v/2), column 0 the "left" edge (at -u/2).
@@ -234,6 +239,12 @@ typedef struct wf_cloth_desc {
   float imbalance; /* several devices: METIS load imbalance allowed (max part / mean - 1);
                       0: 0.03 */
   wf_cloth_tuning tuning; /* one-launch frames' tuning; all zero (the default): automatic */
+  /* The cloth's origin in the world, m (docs/precision.md): the solver keeps every position
+   * relative to it, in float, so that a cloth behaves the same wherever it sits. origin_given
+   * false (the default): the centre of the mesh's bounding box at creation, rounded to whole
+   * metres; true: `origin` as given (finite). wf_cloth_origin reports it. */
+  bool origin_given;
+  double origin[3];
 } wf_cloth_desc;
 
 /** A rectangular grid of vertices. Start from wf_cloth_grid_default(). */
@@ -349,7 +360,8 @@ WF_API wf_status wf_cloth_pin(wf_cloth *c, uint32_t vertex);
 /** Pins a named part of a grid cloth: "top-left", "top-right", "bottom-left", "bottom-right",
  *  "top", "bottom", "left", "right". *count (may be NULL) receives the number pinned. */
 WF_API wf_status wf_cloth_pin_named(wf_cloth *c, const char *where, uint32_t *count);
-/** Pins every vertex whose initial position lies in the box [lo, hi]; none inside is an error. */
+/** Pins every vertex whose initial position (in the world, compared in double) lies in the box
+ *  [lo, hi]; none inside is an error. */
 WF_API wf_status wf_cloth_pin_region(wf_cloth *c, const float lo[3], const float hi[3],
                                      uint32_t *count);
 /** Attaches vertex `vertex` to collider `collider` (an index from wf_cloth_add_collider): it is
@@ -359,7 +371,9 @@ WF_API wf_status wf_cloth_attach(wf_cloth *c, uint32_t vertex, uint32_t collider
 WF_API wf_status wf_cloth_attach_region(wf_cloth *c, const float lo[3], const float hi[3],
                                         uint32_t collider, uint32_t *count);
 
-/** Adds a collider (at most 64); *index may be NULL. The desc is the particle solver's. */
+/** Adds a collider (at most 64); *index may be NULL. The desc is the particle solver's, in the
+ *  world; the solver moves it into the cloth's frame (its centre, ends and plane offset relative
+ *  to wf_cloth_origin, computed in double). */
 WF_API wf_status wf_cloth_add_collider(wf_cloth *c, const wf_collider_desc *desc, uint32_t *index);
 /** Replaces the material's stiffness, compliance, damping, thickness, friction, drag and lift
  *  (mass and density are fixed at creation and ignored here). No recapture. */
@@ -393,18 +407,34 @@ WF_API wf_status wf_cloth_step_frames(wf_cloth *c, int frames);
 WF_API wf_status wf_cloth_step_substeps(wf_cloth *c, int n);
 
 /** Waits for the solver and copies the state: pos[i] = xyz + inverse mass (0: pinned),
- *  vel[i] = xyz + 0. Either pointer may be NULL. WF_ERR_INVALID (data still copied) when a
- *  vertex became NaN/inf; the message names the first one. */
+ *  vel[i] = xyz + 0. Positions are in the world: the solver's own (relative to wf_cloth_origin)
+ *  plus the origin, added in double and rounded to float. Either pointer may be NULL.
+ *  WF_ERR_INVALID (data still copied) when a vertex became NaN/inf; the message names the first
+ *  one. */
 WF_API wf_status wf_cloth_download(wf_cloth *c, float (*pos)[4], float (*vel)[4]);
 /** Replaces the state of every vertex (pos: xyz + inverse mass, vel: xyz + 0, as wf_cloth_download
- *  returns them) and the solver's clock (as wf_cloth_time reports it), clearing the error flags.
- *  With the state downloaded after frame F, the frames that follow are bitwise those of the
- *  original run (checkpoint restore). Waits for the solver first. */
+ *  returns them: world positions, made relative to the origin in double) and the solver's clock
+ *  (as wf_cloth_time reports it), clearing the error flags. The world positions of a cloth away
+ *  from its origin are rounded (to float at their distance from the world's origin), so for a
+ *  restore that is bitwise (checkpoints) use wf_cloth_download_local / wf_cloth_set_state_local.
+ *  Waits for the solver first. */
 WF_API wf_status wf_cloth_set_state(wf_cloth *c, const float (*pos)[4], const float (*vel)[4],
                                     double time, uint64_t substeps);
+/** The cloth's origin in the world (wf_cloth_desc.origin_given), m. */
+WF_API wf_status wf_cloth_origin(const wf_cloth *c, double origin[3]);
+/** wf_cloth_download without the origin: the positions exactly as the solver holds them,
+ *  relative to wf_cloth_origin (world = local + origin). */
+WF_API wf_status wf_cloth_download_local(wf_cloth *c, float (*pos)[4], float (*vel)[4]);
+/** wf_cloth_set_state with positions relative to wf_cloth_origin, as wf_cloth_download_local
+ *  returns them. With the state downloaded after frame F, the frames that follow are bitwise
+ *  those of the original run (checkpoint restore). */
+WF_API wf_status wf_cloth_set_state_local(wf_cloth *c, const float (*pos)[4], const float (*vel)[4],
+                                          double time, uint64_t substeps);
 /** Enqueues an asynchronous copy of the positions (vertices x 16 bytes, xyz + inverse mass) into
  *  dst at byte offset off, on the solver's stream after the frames enqueued so far. With a pinned
- *  host buffer this is the readback path that does not stall the solver. */
+ *  host buffer this is the readback path that does not stall the solver. The positions are the
+ *  solver's own, relative to wf_cloth_origin (as wf_cloth_download_local gives them; add the
+ *  origin for the world's), and so are those of the per-frame readback below. */
 WF_API wf_status wf_cloth_copy_positions(wf_cloth *c, wf_buffer *dst, size_t off);
 /** The same on stream s (NULL: the solver's stream): s waits for the solver's work first, and the
  *  solver's later work waits for the copy. A stream of its own keeps the copy off the solver's
@@ -471,7 +501,8 @@ WF_API uint32_t wf_cloth_count(const wf_cloth *c);
 WF_API int wf_cloth_partition_count(const wf_cloth *c);
 /** Partition i's state on its own device (0 <= i < wf_cloth_partition_count): its owned rows,
  *  their global ids (ids NULL and first 0 with one partition: row i is vertex i), the stream
- *  they are written on and the clock. For engine code reading the state with its own kernels
+ *  they are written on, the clock and the origin its positions are relative to (the cloth's,
+ *  shared by every partition). For engine code reading the state with its own kernels
  *  (weft/world.h's health check). */
 WF_API wf_status wf_cloth_partition_view(const wf_cloth *c, int i, wf_partition_view *out);
 /** Measures the overlap of the halo copies with interior work (fills *out). Saves the state,

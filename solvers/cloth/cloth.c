@@ -274,6 +274,13 @@ static void params_build(wfc_part *c) {
   p->self_dist = d->self_collision ? m->thickness : 0.0f;
   float reach = p->self_dist;
   if (c->ps) reach = fmaxf(reach, c->ps_radius + m->thickness);
+  /* coupling: where the particles' frame sits in the cloth's (the origins' difference, in
+   * double, rounded once: exact for whole-metre origins) */
+  double po[3] = {0.0, 0.0, 0.0};
+  if (c->ps) wfc_particles_origin(c->ps, po);
+  p->particle_shift =
+      (wfp_f4){(float)(po[0] - c->topo.origin[0]), (float)(po[1] - c->topo.origin[1]),
+               (float)(po[2] - c->topo.origin[2]), 0.0f};
   if (c->table) {
     int bits;
     wfc_grid_params_init(&p->grid, reach > 0.0f ? reach / 0.98f : 1.0f, c->table, &bits);
@@ -359,6 +366,10 @@ static wf_status check_desc(const char *fn, const wf_cloth_desc *d, const char *
   if (d->iterations <= 0)
     return wf__error(WF_ERR_INVALID, fn, "cloth '%s': iterations %d must be > 0", name,
                      d->iterations);
+  if (d->origin_given &&
+      !(isfinite(d->origin[0]) && isfinite(d->origin[1]) && isfinite(d->origin[2])))
+    return wf__error(WF_ERR_INVALID, fn, "cloth '%s': origin (%g, %g, %g) must be finite", name,
+                     d->origin[0], d->origin[1], d->origin[2]);
   wf_cloth_params p = params_of(d);
   wf_status st = check_params(fn, name, &p);
   if (st == WF_OK) st = check_material(fn, name, &d->material);
@@ -652,7 +663,7 @@ wf_status wfc_part_create_grid(wf_device *dev, const wf_cloth_desc *desc, const 
   wf_status st = check_desc(fn, desc, name);
   if (st != WF_OK) return st;
   wfc_topology t;
-  st = wfc_grid_build(fn, name, grid, &t);
+  st = wfc_grid_build(fn, name, grid, wfc_desc_origin(desc), &t);
   return st != WF_OK ? st : create_whole(fn, dev, desc, name, &t, out);
 }
 
@@ -663,7 +674,7 @@ wf_status wfc_part_create_mesh(wf_device *dev, const wf_cloth_desc *desc,
   wf_status st = check_desc(fn, desc, name);
   if (st != WF_OK) return st;
   wfc_topology t;
-  st = wfc_mesh_build(fn, name, mesh, &t);
+  st = wfc_mesh_build(fn, name, mesh, wfc_desc_origin(desc), &t);
   return st != WF_OK ? st : create_whole(fn, dev, desc, name, &t, out);
 }
 
@@ -748,6 +759,7 @@ wf_status wfc_part_add_collider(wfc_part *c, const wf_collider_desc *d, uint32_t
   wfp_collider w;
   wf_status st0 = wfp_collider_from_desc(fn, owner, d, &w);
   if (st0 != WF_OK) return st0;
+  wfp_collider_to_frame(&w, c->topo.origin); /* the kernels see positions relative to it */
   c->colliders[k] = w;
   TRY(wf_upload(c->buf[B_COLLIDERS], k * sizeof w, &w, sizeof w, c->stream),
       "uploading a collider");

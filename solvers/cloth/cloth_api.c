@@ -49,6 +49,7 @@ static wf_status create_whole(const char *fn, wf_device *dev, const wf_cloth_des
   if (t) {
     cs->nv = pt->n_local = pt->n_owned = t->nv;
     cs->nt = t->nt, cs->tris = t->tris, cs->rest = t->x;
+    memcpy(cs->origin, t->origin, sizeof cs->origin);
     cs->grid[0] = t->grid[0], cs->grid[1] = t->grid[1];
     if (!(cs->pinned = calloc(cs->nv, 1))) st = wfc_oom(fn, cs->name);
   }
@@ -186,7 +187,9 @@ static wf_status pin_region(wf_cloth *cs, const char *fn, const float lo[3], con
                      cs->name);
   uint32_t n = 0;
   for (uint32_t i = 0; i < cs->nv; i++) {
-    const float *x = cs->rest[i];
+    float x[3]; /* in the world, as wf_cloth_download reports it */
+    for (int k = 0; k < 3; k++)
+      x[k] = (float)((double)cs->rest[i][k] + cs->origin[k]);
     if (x[0] < lo[0] || x[1] < lo[1] || x[2] < lo[2] || x[0] > hi[0] || x[1] > hi[1] ||
         x[2] > hi[2])
       continue;
@@ -283,8 +286,9 @@ wf_status wf_cloth_overlap_measure(wf_cloth *cs, int frames, wf_overlap *out) {
   double time = 0.0;
   uint64_t substeps = 0;
   wf_status st = pos && vel ? WF_OK : wfc_oom(fn, cs->name);
-  /* the state to give back; a non-finite one is refused (download's error says where) */
-  if (st == WF_OK) st = wf_cloth_download(cs, pos, vel);
+  /* the state to give back, bit for bit; a non-finite one is refused (download's error says
+   * where) */
+  if (st == WF_OK) st = wf_cloth_download_local(cs, pos, vel);
   if (st == WF_OK) st = wf_cloth_time(cs, &time, &substeps);
   if (st == WF_OK) {
     st = whole(cs) ? measure_whole(cs, fn, frames, out) : wfc_measure_parts(cs, fn, frames, out);
@@ -294,7 +298,8 @@ wf_status wf_cloth_overlap_measure(wf_cloth *cs, int frames, wf_overlap *out) {
       if ((st2 = wf_stream_wait_stream(wfc_stream_of(cs, p), wfc_stream_of(cs, 0))) != WF_OK)
         st2 = wfc_fail(cs, fn, st2, "ordering after the frames");
     if (st2 == WF_OK)
-      st2 = wf_cloth_set_state(cs, (const float(*)[4])pos, (const float(*)[4])vel, time, substeps);
+      st2 = wf_cloth_set_state_local(cs, (const float(*)[4])pos, (const float(*)[4])vel, time,
+                                     substeps);
     if (st == WF_OK) st = st2;
   }
   free(pos), free(vel);
@@ -322,13 +327,19 @@ wf_status wf_cloth_energy_get(wf_cloth *cs, wf_cloth_energy *out) {
     for (uint32_t i = 0; i < pt->n_owned && st == WF_OK && cs->np > 1; i++)
       rows[pt->gid[i]] = buf[i];
   }
+  /* positions are relative to the cloth's origin: the potential of the offset is -M g·origin */
+  double mass = 0.0;
   for (uint32_t i = 0; i < cs->nv && st == WF_OK; i++) {
+    mass += rows[i].mass;
     out->kinetic += rows[i].kinetic;
     out->potential += rows[i].potential;
     out->stretch += rows[i].elastic[WFC_STRETCH];
     out->shear += rows[i].elastic[WFC_SHEAR];
     out->bend += rows[i].elastic[WFC_BEND];
   }
+  const float *g = cs->desc.gravity; /* the rows' gravity (fixed at creation) */
+  out->potential -= mass * ((double)g[0] * cs->origin[0] + (double)g[1] * cs->origin[1] +
+                            (double)g[2] * cs->origin[2]);
   out->elastic = out->stretch + out->shear + out->bend;
   out->total = out->kinetic + out->potential + out->elastic;
   if (buf != rows) free(buf);
@@ -336,21 +347,66 @@ wf_status wf_cloth_energy_get(wf_cloth *cs, wf_cloth_energy *out) {
   return st;
 }
 
-wf_status wf_cloth_download(wf_cloth *cs, float (*pos)[4], float (*vel)[4]) {
-  static const char fn[] = "wf_cloth_download";
+/* The solver holds positions relative to the cloth's origin (docs/precision.md); the world's are
+ * local + origin, added in double and rounded once. A zero component is skipped, so that a cloth
+ * at the world's origin gives its bits unchanged (-0 stays -0). */
+static void local_to_world(const wf_cloth *cs, float (*pos)[4]) {
+  for (int k = 0; k < 3; k++) {
+    if (cs->origin[k] == 0.0) continue;
+    for (uint32_t i = 0; i < cs->nv; i++)
+      pos[i][k] = (float)((double)pos[i][k] + cs->origin[k]);
+  }
+}
+
+static wf_status download(wf_cloth *cs, const char *fn, float (*pos)[4], float (*vel)[4]) {
   if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
   if (whole(cs)) return wfc_part_download(whole(cs), pos, vel);
   return wfc_download_parts(cs, fn, pos, vel);
 }
 
-wf_status wf_cloth_set_state(wf_cloth *cs, const float (*pos)[4], const float (*vel)[4],
-                             double time, uint64_t substeps) {
-  static const char fn[] = "wf_cloth_set_state";
+wf_status wf_cloth_download_local(wf_cloth *cs, float (*pos)[4], float (*vel)[4]) {
+  return download(cs, "wf_cloth_download_local", pos, vel);
+}
+
+wf_status wf_cloth_download(wf_cloth *cs, float (*pos)[4], float (*vel)[4]) {
+  wf_status st = download(cs, "wf_cloth_download", pos, vel);
+  if (pos && cs) local_to_world(cs, pos); /* also after WF_ERR_INVALID: the data is there */
+  return st;
+}
+
+static wf_status set_state(wf_cloth *cs, const char *fn, const float (*pos)[4],
+                           const float (*vel)[4], double time, uint64_t substeps) {
   if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
   if (!pos || !vel)
     return wf__error(WF_ERR_INVALID, fn, "cloth '%s': pos or vel is NULL", cs->name);
   if (whole(cs)) return wfc_part_set_state(whole(cs), pos, vel, time, substeps);
   return wfc_set_state_parts(cs, pos, vel, time, substeps);
+}
+
+wf_status wf_cloth_set_state_local(wf_cloth *cs, const float (*pos)[4], const float (*vel)[4],
+                                   double time, uint64_t substeps) {
+  return set_state(cs, "wf_cloth_set_state_local", pos, vel, time, substeps);
+}
+
+wf_status wf_cloth_set_state(wf_cloth *cs, const float (*pos)[4], const float (*vel)[4],
+                             double time, uint64_t substeps) {
+  static const char fn[] = "wf_cloth_set_state";
+  if (!cs || !pos || !vel) return set_state(cs, fn, pos, vel, time, substeps); /* its errors */
+  float(*local)[4] = malloc(((size_t)cs->nv + 1) * sizeof *local);
+  if (!local) return wfc_oom(fn, cs->name);
+  memcpy(local, pos, (size_t)cs->nv * sizeof *local);
+  for (int k = 0; k < 3; k++) /* relative to the origin, in double, rounded once */
+    for (uint32_t i = 0; cs->origin[k] != 0.0 && i < cs->nv; i++)
+      local[i][k] = (float)((double)pos[i][k] - cs->origin[k]);
+  wf_status st = set_state(cs, fn, (const float(*)[4])local, vel, time, substeps);
+  free(local);
+  return st;
+}
+
+wf_status wf_cloth_origin(const wf_cloth *cs, double origin[3]) {
+  if (!cs || !origin) return wf__error(WF_ERR_INVALID, "wf_cloth_origin", "cloth or out is NULL");
+  memcpy(origin, cs->origin, sizeof cs->origin);
+  return WF_OK;
 }
 
 wf_status wf_cloth_time(wf_cloth *cs, double *seconds, uint64_t *substeps) {
@@ -411,6 +467,7 @@ wf_status wf_cloth_partition_view(const wf_cloth *cs, int i, wf_partition_view *
   out->stream = wfc_stream_of(cs, i);
   out->ids = pt->ids;
   out->rows = pt->n_owned;
+  memcpy(out->origin, cs->origin, sizeof out->origin);
   return wfc_part_state_buffers(pt->c, &out->pos, &out->vel, &out->clock);
 }
 

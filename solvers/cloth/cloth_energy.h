@@ -36,7 +36,7 @@ extern "C" {
 typedef struct wfc_energy {
   double kinetic, potential;
   double elastic[3]; /* WFC_STRETCH, WFC_SHEAR, WFC_BEND */
-  double pad;
+  double mass;       /* free vertices: m (the host adds -m g·origin to the potential) */
 } wfc_energy;
 
 typedef struct wfc_energy_args {
@@ -89,10 +89,11 @@ WF_HD static inline double wfc_constraint_energy(const wfp_f4 *pos, wfc_constrai
 WF_HD static inline void wfc_energy_elem(const wfc_energy_args *a, uint32_t i) {
   wfc_energy e;
   wfp_f4 x = a->pos[i], v = a->vel[i];
-  e.kinetic = 0.0, e.potential = 0.0, e.pad = 0.0;
+  e.kinetic = 0.0, e.potential = 0.0, e.mass = 0.0;
   e.elastic[0] = 0.0, e.elastic[1] = 0.0, e.elastic[2] = 0.0;
   if (x.w > 0.0f) {
     double m = 1.0 / (double)x.w;
+    e.mass = m;
     e.kinetic = 0.5 * m * ((double)v.x * v.x + (double)v.y * v.y + (double)v.z * v.z);
     e.potential = -m * ((double)a->gravity[0] * x.x + (double)a->gravity[1] * x.y +
                         (double)a->gravity[2] * x.z);

@@ -55,7 +55,8 @@ wf_device *wfc_part_device(const wfc_part *c);
 wf_status wfc_part_energy(wfc_part *c, wfc_energy *out);
 /* The state between frames: pos, vel (vertices x 16 bytes) and the clock; any may be NULL. */
 wf_status wfc_part_state_buffers(wfc_part *c, wf_buffer **pos, wf_buffer **vel, wf_buffer **clock);
-/* Its topology: rest positions, triangles, grid size (a partition's in its local numbering). */
+/* Its topology: the origin, rest positions relative to it, triangles, grid size (a partition's
+ * in its local numbering; every partition of a cloth has the cloth's origin). */
 const wfc_topology *wfc_part_topology(const wfc_part *c);
 /* An error naming the cloth: out of host memory. */
 wf_status wfc_oom(const char *fn, const char *name);

@@ -233,7 +233,7 @@ wf_status wf_cloth_stability_grid(const wf_cloth_desc *desc, const wf_cloth_grid
   const char *name = desc->name ? desc->name : "cloth";
   wf_status st = wfc_check_desc(fn, desc, name);
   wfc_topology t;
-  if (st == WF_OK) st = wfc_grid_build(fn, name, grid, &t);
+  if (st == WF_OK) st = wfc_grid_build(fn, name, grid, wfc_desc_origin(desc), &t);
   return st != WF_OK ? st : stability_of(fn, desc, &t, out);
 }
 
@@ -244,6 +244,6 @@ wf_status wf_cloth_stability_mesh(const wf_cloth_desc *desc, const wf_cloth_mesh
   const char *name = desc->name ? desc->name : "cloth";
   wf_status st = wfc_check_desc(fn, desc, name);
   wfc_topology t;
-  if (st == WF_OK) st = wfc_mesh_build(fn, name, mesh, &t);
+  if (st == WF_OK) st = wfc_mesh_build(fn, name, mesh, wfc_desc_origin(desc), &t);
   return st != WF_OK ? st : stability_of(fn, desc, &t, out);
 }

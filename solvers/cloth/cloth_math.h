@@ -13,6 +13,11 @@
  * every XPBD constraint of a colour writes only its own vertices, which no other constraint of
  * the colour touches. No floating-point atomics anywhere.
  *
+ * Frame: every position here (state, rest positions, colliders, the vertex grid) is relative to the
+ * cloth's origin (docs/precision.md), kept in double on the host; a spring or constraint reads
+ * differences of such positions, so it does not depend on where the cloth sits in the world.
+ * Particles (coupling) are moved into this frame by params.particle_shift.
+ *
  * State layout: pos[i] = xyz + inverse mass (0: pinned/kinematic), vel[i] = xyz + 0. The clock
  * (time, substep count) lives beside the state it belongs to, so a kernel reads the clock of its
  * input and one thread writes the clock of its output: no thread reads what another writes.
@@ -81,6 +86,9 @@ typedef struct wfc_params {
   uint32_t aero;        /* non-zero: drag or lift is on */
   float self_dist;      /* self-collision: distance kept between vertices (0: off) */
   wfc_grid_params grid; /* the vertex grid of self-collision and coupling (cell, box) */
+  /* coupling: the particles' origin less the cloth's, xyz (m): a particle at x (its solver's
+   * frame) is at x + particle_shift in the cloth's (coupling.h: wfc_particles_origin) */
+  wfp_f4 particle_shift;
 } wfc_params;
 
 /* Shared inputs of the per-vertex kernels. */
@@ -866,10 +874,11 @@ WF_HD static inline void wfc_self_elem(const wfc_self_args *a, uint32_t i) {
 WF_HD static inline int wfc_couple_pair(const wfc_params *p, const wfc_pgrid *g, wfp_f4 q,
                                         wfp_f4 sx, wfp_f4 sv, wfc_v3 *e, float *k) {
   float reach = wfc_pgrid_reach(g);
-  wfc_v3 a0 = wfc_sub(wfc_xyz(q), wfc_xyz(sx));
+  wfc_v3 sh = wfc_xyz(p->particle_shift); /* the particle's frame -> the cloth's */
+  wfc_v3 a0 = wfc_sub(wfc_xyz(q), wfc_add(wfc_xyz(sx), sh));
   if (!(wfc_dot(a0, a0) < reach * reach)) return 0;
-  wfp_f4 pp = wfc_pgrid_predict(g, sx, sv);
-  *e = wfc_sub(wfc_xyz(q), wfc_xyz(pp));
+  wfp_f4 pp = wfc_pgrid_predict(g, sx, sv); /* in the particle's own frame */
+  *e = wfc_sub(wfc_xyz(q), wfc_add(wfc_xyz(pp), sh));
   float d2 = wfc_dot(*e, *e), R = sx.w + p->thickness;
   if (!(d2 < R * R) || d2 == 0.0f) return 0;
   float wsum = q.w + sv.w;
@@ -883,6 +892,7 @@ WF_HD static inline void wfc_couple_cloth_elem(const wfc_couple_cloth_args *a, u
   const wfc_params *p = a->params;
   const wfc_pgrid *g = &a->pgrid;
   wfp_f4 q = a->q[i];
+  wfc_v3 qp = wfc_sub(wfc_xyz(q), wfc_xyz(p->particle_shift)); /* q in the particles' frame */
   wfc_v3 dq = wfc_v(0.0f, 0.0f, 0.0f);
   if (a->accumulate) dq = wfc_xyz(a->delta[i]);
 #define WFC_CC_VISIT(t)                                                                            \
@@ -892,7 +902,7 @@ WF_HD static inline void wfc_couple_cloth_elem(const wfc_couple_cloth_args *a, u
     if (wfc_couple_pair(p, g, q, g->spos[t], g->svel[t], &pe_, &pk_))                              \
       dq = wfc_add(dq, wfc_scale(pe_, q.w * pk_));                                                 \
   }
-  WFC_PGRID_FOR_NEAR(g, q.x, q.y, q.z, WFC_CC_VISIT)
+  WFC_PGRID_FOR_NEAR(g, qp.x, qp.y, qp.z, WFC_CC_VISIT)
 #undef WFC_CC_VISIT
   wfp_f4 o = {dq.x, dq.y, dq.z, 0.0f};
   a->delta[i] = o;
@@ -908,6 +918,7 @@ WF_HD static inline void wfc_couple_particle_elem(const wfc_couple_particle_args
   wfp_f4 sx = g->spos[t], sv = g->svel[t];
   if (!(sv.w > 0.0f)) return; /* kinematic: the cloth takes the whole correction */
   wfp_f4 pp = wfc_pgrid_predict(g, sx, sv);
+  wfc_v3 pc = wfc_add(wfc_xyz(pp), wfc_xyz(p->particle_shift)); /* in the cloth's frame */
   wfc_v3 dx = wfc_v(0.0f, 0.0f, 0.0f);
 #define WFC_CP_VISIT(u)                                                                            \
   {                                                                                                \
@@ -916,7 +927,7 @@ WF_HD static inline void wfc_couple_particle_elem(const wfc_couple_particle_args
     if (wfc_couple_pair(p, g, cg->q[cg->vals[u]], sx, sv, &pe_, &pk_))                             \
       dx = wfc_add(dx, wfc_scale(pe_, sv.w * pk_));                                                \
   }
-  WFC_CGRID_FOR_NEAR(cg, pp.x, pp.y, pp.z, WFC_CP_VISIT)
+  WFC_CGRID_FOR_NEAR(cg, pc.x, pc.y, pc.z, WFC_CP_VISIT)
 #undef WFC_CP_VISIT
   float dt = wfc_pgrid_dt(g);
   sv.x -= dx.x / dt, sv.y -= dx.y / dt, sv.z -= dx.z / dt;

@@ -49,8 +49,28 @@ static bool unit(const float in[3], double out[3]) {
   return true;
 }
 
+/* ---- the origin ------------------------------------------------------------------------------
+ */
+
+/* The bounding box of world positions, grown by x. */
+static void box_grow(double lo[3], double hi[3], const double x[3]) {
+  for (int k = 0; k < 3; k++)
+    lo[k] = x[k] < lo[k] ? x[k] : lo[k], hi[k] = x[k] > hi[k] ? x[k] : hi[k];
+}
+
+/* The origin: the given one, or the box's centre rounded to whole metres (exact in float up to
+ * 2^24 m, so that a collider's or a position's offset from it is computed without rounding
+ * where the offset is small). */
+static void origin_pick(const double lo[3], const double hi[3], const double *given,
+                        double out[3]) {
+  for (int k = 0; k < 3; k++)
+    out[k] = given ? given[k] : floor(0.5 * (lo[k] + hi[k]) + 0.5);
+}
+
+static bool finite3d(const double *v) { return isfinite(v[0]) && isfinite(v[1]) && isfinite(v[2]); }
+
 wf_status wfc_grid_build(const char *fn, const char *name, const wf_cloth_grid *g,
-                         wfc_topology *t) {
+                         const double *origin, wfc_topology *t) {
   memset(t, 0, sizeof *t);
   for (int k = 0; k < 2; k++) {
     if (g->resolution[k] <= 0)
@@ -94,13 +114,22 @@ wf_status wfc_grid_build(const char *fn, const char *name, const wf_cloth_grid *
     wfc_topology_free(t);
     return oom(fn, name);
   }
-  for (uint64_t j = 0; j < nv; j++)
-    for (uint64_t i = 0; i < nu; i++) {
-      double a = nu > 1 ? ((double)i / (double)(nu - 1) - 0.5) * g->size[0] : 0.0;
-      double b = nv > 1 ? (0.5 - (double)j / (double)(nv - 1)) * g->size[1] : 0.0;
-      for (int k = 0; k < 3; k++)
-        t->x[j * nu + i][k] = (float)(g->center[k] + a * u[k] + b * v[k]);
-    }
+  /* the world positions in double, twice: for the box, then relative to the origin */
+  double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+  for (int pass = 0; pass < 2; pass++) {
+    if (pass == 1) origin_pick(lo, hi, origin, t->origin);
+    for (uint64_t j = 0; j < nv; j++)
+      for (uint64_t i = 0; i < nu; i++) {
+        double a = nu > 1 ? ((double)i / (double)(nu - 1) - 0.5) * g->size[0] : 0.0;
+        double b = nv > 1 ? (0.5 - (double)j / (double)(nv - 1)) * g->size[1] : 0.0;
+        double x[3];
+        for (int k = 0; k < 3; k++)
+          x[k] = g->center[k] + a * u[k] + b * v[k];
+        if (pass == 0) box_grow(lo, hi, x);
+        for (int k = 0; pass == 1 && k < 3; k++)
+          t->x[j * nu + i][k] = (float)(x[k] - t->origin[k]);
+      }
+  }
   /* two triangles per quad, split along (i, j) - (i+1, j+1), wound (i,j) -> (i+1,j) -> ... */
   size_t n = 0;
   for (uint64_t j = 0; j + 1 < nv; j++)
@@ -239,7 +268,7 @@ static wf_status obj_read(const char *fn, const char *name, const char *path, gr
 }
 
 wf_status wfc_mesh_build(const char *fn, const char *name, const wf_cloth_mesh_desc *m,
-                         wfc_topology *t) {
+                         const double *origin, wfc_topology *t) {
   memset(t, 0, sizeof *t);
   if (!(m->scale > 0.0f) || !isfinite(m->scale))
     return wf__error(WF_ERR_INVALID, fn, "cloth '%s': mesh.scale %g must be a finite number > 0",
@@ -298,14 +327,28 @@ wf_status wfc_mesh_build(const char *fn, const char *name, const wf_cloth_mesh_d
   bool rotate = false;
   for (int r = 0; r < 9; r++)
     rotate = rotate || m->rotation[r / 3][r % 3] != 0.0;
-  for (uint32_t i = 0; i < t->nv; i++) {
-    float x[3];
-    for (int k = 0; k < 3; k++)
-      x[k] = t->x[i][k] * m->scale;
-    for (int k = 0; k < 3; k++) /* in double, as a scene's rotation is given */
-      t->x[i][k] = rotate ? (float)(m->rotation[k][0] * x[0] + m->rotation[k][1] * x[1] +
-                                    m->rotation[k][2] * x[2] + (double)m->translate[k])
-                          : x[k] + m->translate[k];
+  /* the world positions in double (as a scene's rotation is given), twice: for the box, then
+   * relative to the origin (a vertex's own input is read before it is overwritten) */
+  double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+  for (int pass = 0; pass < 2; pass++) {
+    if (pass == 1) origin_pick(lo, hi, origin, t->origin);
+    for (uint32_t i = 0; i < t->nv; i++) {
+      float x[3];
+      double w[3];
+      for (int k = 0; k < 3; k++)
+        x[k] = t->x[i][k] * m->scale;
+      for (int k = 0; k < 3; k++)
+        w[k] = rotate ? m->rotation[k][0] * x[0] + m->rotation[k][1] * x[1] +
+                            m->rotation[k][2] * x[2] + (double)m->translate[k]
+                      : (double)x[k] + (double)m->translate[k];
+      if (pass == 0) box_grow(lo, hi, w);
+      for (int k = 0; pass == 1 && k < 3; k++)
+        t->x[i][k] = (float)(w[k] - t->origin[k]);
+    }
+  }
+  if (!finite3d(t->origin)) {
+    wfc_topology_free(t);
+    return wf__error(WF_ERR_INVALID, fn, "cloth '%s': the mesh's origin is not finite", name);
   }
   return WF_OK;
 }

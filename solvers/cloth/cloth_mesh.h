@@ -21,7 +21,8 @@ typedef struct wfc_edge {
 
 typedef struct wfc_topology {
   uint32_t nv, nt, ne;
-  float (*x)[3];      /* rest positions */
+  double origin[3];   /* the cloth's origin in the world (docs/precision.md) */
+  float (*x)[3];      /* rest positions, relative to origin */
   uint32_t *tris;     /* 3 per triangle */
   int *tri_line;      /* OBJ line of each triangle, or NULL */
   const char *path;   /* OBJ path, or NULL */
@@ -44,10 +45,19 @@ typedef struct wfc_constraints {
   uint32_t *colour_start; /* colours + 1 */
 } wfc_constraints;
 
-/* Each returns WF_OK or a wf__error naming `fn`, the cloth and the field / file and line. */
-wf_status wfc_grid_build(const char *fn, const char *name, const wf_cloth_grid *g, wfc_topology *t);
+/* The origin a desc gives (desc.origin_given), or NULL: automatic. */
+static inline const double *wfc_desc_origin(const wf_cloth_desc *d) {
+  return d->origin_given ? d->origin : (const double *)0;
+}
+
+/* Each returns WF_OK or a wf__error naming `fn`, the cloth and the field / file and line.
+ * The positions are computed in double in the world, then stored relative to the cloth's origin
+ * (t->origin): `origin` when given, else the centre of their bounding box rounded to whole
+ * metres (wf_cloth_desc.origin_given). */
+wf_status wfc_grid_build(const char *fn, const char *name, const wf_cloth_grid *g,
+                         const double *origin, wfc_topology *t);
 wf_status wfc_mesh_build(const char *fn, const char *name, const wf_cloth_mesh_desc *m,
-                         wfc_topology *t);
+                         const double *origin, wfc_topology *t);
 /* Validates triangles (degenerate, non-manifold) and builds the vertex -> triangle CSR and edges.
  */
 wf_status wfc_topology_finish(const char *fn, const char *name, wfc_topology *t);

@@ -124,7 +124,10 @@ struct wf_cloth {
   uint32_t *tris; /* the whole cloth's triangles, 3 each (one device: the partition's) */
   uint32_t springs, constraints, colours; /* the whole cloth's */
   uint32_t grid[2];
-  float (*rest)[3];   /* rest positions, global order (one device: the partition's) */
+  double origin[3];   /* the cloth's origin in the world; every partition's positions are
+                         relative to it (docs/precision.md) */
+  float (*rest)[3];   /* rest positions relative to origin, global order (one device: the
+                         partition's) */
   int8_t *owner;      /* per global vertex */
   uint32_t *ghost_in; /* per global vertex: bit p when partition p holds it as a ghost */
   uint32_t *lid;      /* [p * nv + g]: local index of g in partition p, or WFC_NONE; NULL: g */

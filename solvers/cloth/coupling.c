@@ -10,6 +10,11 @@
 #include "internal/error.h"
 #include "solvers/particle/particle_kernels.h"
 
+void wfc_particles_origin(const wf_particles *ps, double out[3]) {
+  (void)ps; /* the seam (coupling.h): particle positions are world positions for now */
+  out[0] = out[1] = out[2] = 0.0;
+}
+
 void wfc_grid_params_init(wfc_grid_params *g, float cell, uint32_t table, int *bits) {
   memset(g, 0, sizeof *g);
   g->cell = cell;

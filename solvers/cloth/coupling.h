@@ -104,6 +104,12 @@ WF_HD static inline float wfc_grid_reach(const wfc_grid_params *g) { return 0.99
 #ifndef __CUDACC__
 /* ---- host side (coupling.c): building a grid over cloth vertices ---------------------------- */
 
+/* THE SEAM BETWEEN THE CLOTH'S FRAME AND THE PARTICLES'. A cloth keeps its positions relative to
+ * its origin (docs/precision.md); the coupling kernels move particle positions into the cloth's
+ * frame by the difference of the two origins (wfc_params.particle_shift). The particle solver has
+ * no origin yet: this returns 0 (its positions are world positions). When it gets one, this is
+ * the one function to change. */
+void wfc_particles_origin(const wf_particles *ps, double out[3]);
 /* Fills g for cells of size `cell` in a periodic box of at most `table` cells; *bits receives
  * the key bits the sort needs. */
 void wfc_grid_params_init(wfc_grid_params *g, float cell, uint32_t table, int *bits);

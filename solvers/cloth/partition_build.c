@@ -171,6 +171,7 @@ static wf_status local_topology(const char *fn, wf_cloth *cs, int p, const model
   const uint32_t *lid = cs->lid + (size_t)p * t->nv;
   uint32_t m = pt->n_local, nt = 0, *ltri = md->ltri;
   lt->nv = m;
+  memcpy(lt->origin, t->origin, sizeof lt->origin); /* one origin for every partition */
   lt->x = malloc((size_t)m * sizeof *lt->x);
   lt->vt_start = calloc((size_t)m + 1, sizeof *lt->vt_start);
   if (!lt->x || !lt->vt_start) return wfc_oom(fn, cs->name);
@@ -527,8 +528,8 @@ static wf_status check_parts_desc(const char *fn, wf_device *const *devices, int
 static wf_status build_model(const char *fn, wf_cloth *cs, const wf_cloth_grid *grid,
                              const wf_cloth_mesh_desc *mesh, model *md) {
   const char *name = cs->name;
-  wf_status st =
-      grid ? wfc_grid_build(fn, name, grid, &md->t) : wfc_mesh_build(fn, name, mesh, &md->t);
+  wf_status st = grid ? wfc_grid_build(fn, name, grid, wfc_desc_origin(&cs->desc), &md->t)
+                      : wfc_mesh_build(fn, name, mesh, wfc_desc_origin(&cs->desc), &md->t);
   if (st != WF_OK) return st;
   if ((st = wfc_topology_finish(fn, name, &md->t)) != WF_OK) return st;
   uint32_t nv = md->t.nv;
@@ -546,6 +547,7 @@ static wf_status build_model(const char *fn, wf_cloth *cs, const wf_cloth_grid *
       !cs->lid || !cs->pinned)
     return wfc_oom(fn, name);
   memcpy(cs->rest, md->t.x, (size_t)nv * sizeof *cs->rest);
+  memcpy(cs->origin, md->t.origin, sizeof cs->origin);
   memset(cs->lid, 0xff, (size_t)cs->np * nv * sizeof *cs->lid);
   if ((st = wfc_inverse_masses(fn, name, &md->t, &cs->desc.material, md->inv_mass)) != WF_OK)
     return st;

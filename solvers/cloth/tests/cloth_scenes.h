@@ -126,7 +126,8 @@ static inline float *scene_state(wf_cloth *c, uint32_t *n) {
   if (wf_cloth_info_get(c, &info) != WF_OK) return NULL;
   float *s = malloc((size_t)info.vertices * 32);
   if (!s) return NULL;
-  if (wf_cloth_download(c, (float(*)[4])s, (float(*)[4])(s + 4 * (size_t)info.vertices)) != WF_OK) {
+  if (wf_cloth_download_local(c, (float(*)[4])s, (float(*)[4])(s + 4 * (size_t)info.vertices)) !=
+      WF_OK) {
     free(s);
     return NULL;
   }
@@ -212,10 +213,12 @@ static inline wf_status scene_stacked(wf_device *dev, int integrator, bool self,
 #ifndef SCENE_BALL_R
 #define SCENE_BALL_R 0.08f
 #endif
-static inline wf_status scene_coupled(wf_device *dev, int integrator, bool couple, bool free_cloth,
-                                      float g, uint32_t np, const float (*pos)[3],
-                                      const float (*vel)[3], float pmass, wf_stream **s,
-                                      wf_cloth **c, wf_particles **ps) {
+/* The same with the net's origin given (origin NULL: automatic; wf_cloth_desc.origin_given). */
+static inline wf_status scene_coupled_at(wf_device *dev, int integrator, bool couple,
+                                         bool free_cloth, float g, uint32_t np,
+                                         const float (*pos)[3], const float (*vel)[3], float pmass,
+                                         const double *origin, wf_stream **s, wf_cloth **c,
+                                         wf_particles **ps) {
   *c = NULL, *ps = NULL;
   wf_status st = wf_stream_create(dev, 0, s);
   if (st != WF_OK) return st;
@@ -238,6 +241,10 @@ static inline wf_status scene_coupled(wf_device *dev, int integrator, bool coupl
   d.material.damping = 0.2f;
   d.material.shear_compliance = 0.0f;
   d.damping = free_cloth ? 0.0f : 2.0f; /* a pinned net comes to rest; a free one keeps momentum */
+  if (origin) {
+    d.origin_given = true;
+    memcpy(d.origin, origin, sizeof d.origin);
+  }
   wf_cloth_grid gr = wf_cloth_grid_default();
   gr.resolution[0] = gr.resolution[1] = 17;
   gr.center[1] = 0.5f;
@@ -264,6 +271,14 @@ static inline wf_status scene_coupled(wf_device *dev, int integrator, bool coupl
   }
   if (st == WF_OK && couple) st = wf_cloth_couple(*c, *ps);
   return st;
+}
+
+static inline wf_status scene_coupled(wf_device *dev, int integrator, bool couple, bool free_cloth,
+                                      float g, uint32_t np, const float (*pos)[3],
+                                      const float (*vel)[3], float pmass, wf_stream **s,
+                                      wf_cloth **c, wf_particles **ps) {
+  return scene_coupled_at(dev, integrator, couple, free_cloth, g, np, pos, vel, pmass, NULL, s, c,
+                          ps);
 }
 
 #endif

@@ -256,7 +256,7 @@ static void readback_case(const char *what, int path, const uint32_t tile[2], in
     if (f == 4) CHECK_OK(wf_cloth_set_frame_readback_as(c, NULL, 0, layout)); /* stops it */
     CHECK_OK(wf_cloth_step_frames(c, f == 3 ? 3 : 1));
     CHECK_OK(wf_stream_synchronize(wf_cloth_stream(c)));
-    if (f < 4) CHECK_OK(wf_cloth_download(c, (float(*)[4])pos, NULL));
+    if (f < 4) CHECK_OK(wf_cloth_download_local(c, (float(*)[4])pos, NULL));
     CHECK_OK(wf_download(all, rb, 0, total));
     const float *got = (const float *)(void *)(all + off);
     for (size_t i = 0; i < nv * k; i++)

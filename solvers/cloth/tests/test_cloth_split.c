@@ -191,8 +191,9 @@ static wf_status build(const opts *o, int n, sys *s) {
 static float *sys_state(sys *s) {
   uint32_t n = sys_count(s);
   float *state = malloc((size_t)n * 32 + 32);
-  wf_status st = s->cs ? wf_cloth_download(s->cs, (float(*)[4])state, (float(*)[4])(state + 4 * n))
-                       : wf_cloth_download(s->c, (float(*)[4])state, (float(*)[4])(state + 4 * n));
+  wf_status st =
+      s->cs ? wf_cloth_download_local(s->cs, (float(*)[4])state, (float(*)[4])(state + 4 * n))
+            : wf_cloth_download_local(s->c, (float(*)[4])state, (float(*)[4])(state + 4 * n));
   if (st != WF_OK) {
     TH_FAIL("download: %s", wf_last_error());
     free(state);
@@ -402,8 +403,8 @@ static void set_state_round_trip(int integrator) {
   CHECK_OK(wf_cloth_time(a.cs, &t, &k));
   CHECK_EQ_INT(k, 3 * 8);
   if (!want || !mid) goto out;
-  CHECK_OK(
-      wf_cloth_set_state(b.cs, (const float(*)[4])mid, (const float(*)[4])(mid + 4 * nv), t, k));
+  CHECK_OK(wf_cloth_set_state_local(b.cs, (const float(*)[4])mid, (const float(*)[4])(mid + 4 * nv),
+                                    t, k));
   got = sys_state(&b); /* set_state then download gives back what was set */
   if (got) same(mid, got, nv, "download after set_state");
   free(got), got = NULL;

@@ -71,7 +71,7 @@ static int collide(int substeps, double *dev, double *peak, double *e0) {
   wf_particles *ps;
   if (wf_particles_create(&d, &ps) != WF_OK) return 0;
   wf_particle_material mat = wf_particle_material_default();
-  mat.stiffness = 1e4f, mat.restitution = 0.0f, mat.damping = 0.0f;
+  mat.stiffness = 1e4f, mat.restitution = 1.0f, mat.damping = 0.0f; /* 1: no dashpot */
   wf_status st = wf_particles_set_material(ps, 0, &mat);
   float p[2][4] = {{-0.0525f, 0.3f, 0, 0.05f}, {0.0525f, 0.3f, 0, 0.05f}};
   float v[2][4] = {{0.5f, 0, 0, 10.0f}, {-0.5f, 0, 0, 10.0f}};

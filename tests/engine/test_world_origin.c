@@ -1,0 +1,177 @@
+/* A world far from the origin (docs/precision.md): cloths keep their positions relative to their
+ * own origins, and the engine keeps it so.
+ *
+ *  - checkpoint: a scene at (1000, 50, -1000) resumes bitwise (6 frames vs 3 + save + load + 3):
+ *    the checkpoint holds each cloth's positions relative to its origin and the origin; world
+ *    positions rounded to float (6e-5 m there) would not. A checkpoint whose origin differs from
+ *    the world's cloth is refused.
+ *  - health: the penetration check compares each partition's positions with the colliders in its
+ *    frame. The scene's ground plane at y = 50 is 51 m below the cloth's origin; compared with
+ *    the cloth's local positions untransformed it would report every vertex 50 m deep.
+ *  - readback: the ring hands out world positions, bitwise those of wf_world_object_download.
+ *  - split: the same scene over 3 CPU devices gives the bits of one.
+ *
+ * Runs on cpu:0 (and cpu:0..2).
+ */
+#include "harness.h"
+
+#include "weft/io.h"
+#include "weft/scene.h"
+#include "weft/world.h"
+
+#ifndef WEFT_SOURCE_DIR
+#define WEFT_SOURCE_DIR "."
+#endif
+
+/* A sheet dropped on a sphere over a ground plane, and a flag attached to a moving sphere, all
+ * around (1000, 50, -1000); max_penetration on. */
+static const char far_scene[] =
+    "{\"simulation\": {\"fps\": 60, \"substeps\": 8, \"frames\": 6, \"devices\": \"cpu\","
+    "  \"max_penetration\": 0.02},"
+    " \"colliders\": [{\"name\": \"ground\", \"type\": \"plane\", \"offset\": 50},"
+    "  {\"name\": \"ball\", \"type\": \"sphere\", \"center\": [1000, 50.5, -1000],"
+    "   \"radius\": 0.25, \"friction\": 0.5},"
+    "  {\"name\": \"hand\", \"type\": \"sphere\", \"center\": [1002, 51.5, -1000],"
+    "   \"radius\": 0.05, \"velocity\": [0, 0, 0.5]}],"
+    " \"cloths\": [{\"name\": \"sheet\", \"grid\": {\"size\": [0.6, 0.6], \"resolution\": [7, 7]},"
+    "  \"center\": [1000, 50.8, -1000], \"material\": {\"mass\": 0.01}},"
+    "  {\"name\": \"flag\", \"grid\": {\"size\": [0.5, 0.5], \"resolution\": [6, 6]},"
+    "  \"center\": [1002, 51.2, -1000], \"integrator\": \"xpbd\","
+    "  \"attachments\": [{\"collider\": \"hand\", \"pins\": [\"top-left\"]}],"
+    "  \"pins\": [\"top-right\"]}],"
+    " \"forces\": {\"wind\": {\"velocity\": [1, 0, 0], \"gust_amplitude\": 0.5,"
+    "  \"gust_frequency\": 2}}}";
+
+static wf_world *make_world(const char *devices) {
+  wf_scene *sc = NULL;
+  wf_world *w = NULL;
+  if (wf_scene_parse(far_scene, strlen(far_scene), "far.json", WEFT_SOURCE_DIR "/scenes", NULL,
+                     &sc) != WF_OK) {
+    TH_FAIL("parse: %s", wf_last_error());
+    return NULL;
+  }
+  wf_world_desc d = wf_world_desc_default();
+  d.device = devices;
+  if (wf_world_create(sc, &d, &w) != WF_OK) TH_FAIL("create: %s", wf_last_error());
+  wf_scene_destroy(sc);
+  return w;
+}
+
+/* Every object's state, downloaded (world positions), as one array; *bytes its size. */
+static float *world_state(wf_world *w, size_t *bytes) {
+  size_t total = 0;
+  for (int i = 0; i < wf_world_object_count(w); i++) {
+    wf_world_object o;
+    wf_world_object_get(w, i, &o);
+    total += (size_t)o.point_count * 32;
+  }
+  float *s = malloc(total + 16);
+  size_t at = 0;
+  for (int i = 0; s && i < wf_world_object_count(w); i++) {
+    wf_world_object o;
+    wf_world_object_get(w, i, &o);
+    float(*p)[4] = (float(*)[4])(s + at / 4);
+    if (wf_world_object_download(w, i, p, p + o.point_count) != WF_OK) {
+      TH_FAIL("download: %s", wf_last_error());
+      free(s);
+      return NULL;
+    }
+    at += (size_t)o.point_count * 32;
+  }
+  *bytes = total;
+  return s;
+}
+
+TEST(far_checkpoint_resumes_bitwise) {
+  char path[256];
+  snprintf(path, sizeof path, "%s/weft_test_origin_%d.wfck",
+           getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
+  wf_world *full = make_world("cpu"), *half = make_world("cpu"), *resumed = make_world("cpu");
+  REQUIRE(full && half && resumed);
+  CHECK_OK(wf_world_step(full, 6));
+  CHECK_OK(wf_world_step(half, 3));
+  CHECK_OK(wf_world_save(half, path));
+  CHECK_OK(wf_world_load_checkpoint(resumed, path));
+  CHECK_OK(wf_world_step(resumed, 3));
+  CHECK_OK(wf_world_check(full)); /* healthy: no false penetration of the far ground */
+  CHECK_OK(wf_world_check(resumed));
+  size_t na = 0, nb = 0, nh = 0;
+  float *a = world_state(full, &na), *b = world_state(resumed, &nb), *h = world_state(half, &nh);
+  REQUIRE(a && b && h && na == nb && na == nh);
+  CHECK(memcmp(a, b, na) == 0);
+  CHECK(memcmp(a, h, na) != 0); /* the last 3 frames moved it: the comparison is not vacuous */
+  /* world positions: those of a scene at 1000 m (the sheet hangs from y 51.1 and falls) */
+  printf("  the sheet's first vertex at (%.5f, %.5f, %.5f)\n", a[0], a[1], a[2]);
+  CHECK(a[0] > 999.0f && a[0] < 1001.0f && a[1] > 50.0f && a[1] < 51.2f);
+  free(a), free(b), free(h);
+  wf_world_destroy(full), wf_world_destroy(half), wf_world_destroy(resumed);
+
+  /* a world whose sheet has another origin refuses the checkpoint, naming it */
+  wf_scene *sc;
+  const char *sets[] = {"cloths[0].center=[1003, 50.8, -1000]"};
+  wf_scene_overrides ov = {sets, 1};
+  CHECK_OK(wf_scene_parse(far_scene, strlen(far_scene), "far.json", WEFT_SOURCE_DIR "/scenes", &ov,
+                          &sc));
+  wf_world_desc d = wf_world_desc_default();
+  d.device = "cpu";
+  wf_world *other = NULL;
+  CHECK_OK(wf_world_create(sc, &d, &other));
+  wf_scene_destroy(sc);
+  CHECK_ERROR(wf_world_load_checkpoint(other, path), WF_ERR_INVALID, "sheet", "origin",
+              "not from this scene");
+  wf_world_destroy(other);
+  remove(path);
+}
+
+/* The readback ring's frames hold world positions, bitwise wf_world_object_download's. */
+TEST(far_readback_world_positions) {
+  wf_world *w = make_world("cpu");
+  REQUIRE(w);
+  wf_world_readback *rb = NULL;
+  CHECK_OK(wf_world_readback_create(w, NULL, &rb));
+  CHECK_OK(wf_world_step(w, 2));
+  CHECK_OK(wf_world_readback_push(rb));
+  CHECK_OK(wf_world_readback_wait_frames(rb, 0));
+  wf_world_frame_view v;
+  wf_status st = WF_NOT_READY;
+  for (int tries = 0; tries < 1000 && st == WF_NOT_READY; tries++) {
+    st = wf_world_readback_latest(rb, &v);
+    if (st == WF_NOT_READY) nanosleep(&(struct timespec){0, 1000000}, NULL);
+  }
+  CHECK_OK(st);
+  for (int i = 0; i < v.object_count; i++) {
+    wf_world_object o;
+    CHECK_OK(wf_world_object_get(w, i, &o));
+    float(*p)[4] = malloc((size_t)o.point_count * 16);
+    REQUIRE(p);
+    CHECK_OK(wf_world_object_download(w, i, p, NULL));
+    if (memcmp(p, v.pos[i], (size_t)o.point_count * 16) != 0)
+      TH_FAIL("object %d '%s': the readback differs from the download", i, o.name);
+    free(p);
+  }
+  wf_world_readback_release(rb, v.slot);
+  wf_world_readback_destroy(rb);
+  wf_world_destroy(w);
+}
+
+/* Over 3 CPU devices (each cloth split in 3): the bits of one device. */
+TEST(far_split_bitwise) {
+  wf_world *one = make_world("cpu"), *three = make_world("cpu:0,cpu:1,cpu:2");
+  REQUIRE(one && three);
+  CHECK_OK(wf_world_step(one, 4));
+  CHECK_OK(wf_world_step(three, 4));
+  CHECK_OK(wf_world_check(three));
+  size_t na = 0, nb = 0;
+  float *a = world_state(one, &na), *b = world_state(three, &nb);
+  REQUIRE(a && b && na == nb);
+  CHECK(memcmp(a, b, na) == 0);
+  free(a), free(b);
+  wf_world_destroy(one), wf_world_destroy(three);
+}
+
+int main(int argc, char **argv) {
+  static const th_test tests[] = {TH_TEST(far_checkpoint_resumes_bitwise),
+                                  TH_TEST(far_readback_world_positions),
+                                  TH_TEST(far_split_bitwise)};
+  return th_main(argc, argv, tests, TH_COUNT(tests));
+}
