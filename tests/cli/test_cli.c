@@ -17,6 +17,9 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "weft/scene.h"
+#include "weft/world.h"
+
 #ifndef WEFT_SOURCE_DIR
 #error "WEFT_SOURCE_DIR must name the source tree (scenes/)"
 #endif
@@ -489,6 +492,59 @@ TEST(validate_errors) {
   if (!strstr(err, "particles[0].radius")) TH_FAIL("no key path in: %s", err);
   free(err);
   CHECK(!exists(out));
+}
+
+/* `weft validate` on a mass-spring cloth past its explicit step's stability limit (cotton's
+ * stretch modulus, 3000 N/m, on a 1 m grid of 32 x 32 vertices at 4 substeps of a 60 fps frame:
+ * the limit is ~40 times shorter than the step): the scene stays valid (exit 0, "ok"), and stderr
+ * holds one warning naming the file, the cloth and the substeps it needs, the number
+ * wf_scene_cloth_stability computes. With that many substeps, or on XPBD, there is no warning. */
+TEST(validate_stability_warning) {
+  char dir[600], path[700];
+  test_dir(dir, sizeof dir, "validate_stability");
+  snprintf(path, sizeof path, "%s/stiff.json", dir);
+  const char *scene_fmt = "{\"simulation\": {\"substeps\": %d},\n"
+                          " \"cloths\": [{\"name\": \"stiff_sheet\", \"integrator\": \"%s\",\n"
+                          "  \"grid\": {\"size\": [1, 1], \"resolution\": [32, 32]},\n"
+                          "  \"material\": {\"preset\": \"cotton\"}}]}\n";
+  char text[600];
+  snprintf(text, sizeof text, scene_fmt, 4, "spring");
+  REQUIRE(th_write_file(path, text));
+  wf_scene *sc = NULL;
+  REQUIRE(wf_scene_load(path, NULL, &sc) == WF_OK);
+  wf_cloth_stability s;
+  char msg[512];
+  CHECK_OK(wf_scene_cloth_stability(sc, 0, &s, msg, sizeof msg));
+  wf_scene_destroy(sc);
+  REQUIRE(!s.stable && s.substeps_needed > 4);
+  CHECK_EQ_INT(CLI(dir, "validate", path), 0);
+  char *out = output_of(dir, "stdout.txt"), *err = output_of(dir, "stderr.txt");
+  char want[800];
+  snprintf(want, sizeof want, "%s: ok", path);
+  if (!strstr(out, want)) TH_FAIL("no '%s' in stdout: %s", want, out);
+  snprintf(want, sizeof want, "weft validate: %s: warning: cloth 'stiff_sheet'", path);
+  if (!strstr(err, want)) TH_FAIL("no '%s' in stderr: %s", want, err);
+  snprintf(want, sizeof want, "use at least %d substeps per frame (simulation.substeps, now 4)",
+           s.substeps_needed);
+  if (!strstr(err, want)) TH_FAIL("no '%s' in stderr: %s", want, err);
+  CHECK_EQ_INT(count_of(err, "warning"), 1);
+  printf("  warning: %s", err);
+  free(out), free(err);
+  /* the substeps it asked for are enough; XPBD has no such limit */
+  const struct {
+    int substeps;
+    const char *integrator;
+  } quiet[] = {{s.substeps_needed, "spring"}, {4, "xpbd"}};
+  for (int i = 0; i < 2; i++) {
+    snprintf(text, sizeof text, scene_fmt, quiet[i].substeps, quiet[i].integrator);
+    REQUIRE(th_write_file(path, text));
+    CHECK_EQ_INT(CLI(dir, "validate", path), 0);
+    err = output_of(dir, "stderr.txt");
+    if (strstr(err, "warning"))
+      TH_FAIL("%s at %d substeps: unexpected warning: %s", quiet[i].integrator, quiet[i].substeps,
+              err);
+    free(err);
+  }
 }
 
 /* 6 frames with a checkpoint at 3, against 3 frames resumed from that checkpoint: the last PLY
@@ -1027,11 +1083,17 @@ int main(int argc, char **argv) {
     perror("mkdtemp");
     return 1;
   }
-  static const th_test tests[] = {TH_TEST(help_everywhere),    TH_TEST(run_outputs),
-                                  TH_TEST(validate_errors),    TH_TEST(resume_equal),
-                                  TH_TEST(unwritable_out),     TH_TEST(readonly_out),
-                                  TH_TEST(batch_failing_job),  TH_TEST(batch_rejects_bad_input),
-                                  TH_TEST(batch_interrupt),    TH_TEST(bench_scaling),
+  static const th_test tests[] = {TH_TEST(help_everywhere),
+                                  TH_TEST(run_outputs),
+                                  TH_TEST(validate_errors),
+                                  TH_TEST(validate_stability_warning),
+                                  TH_TEST(resume_equal),
+                                  TH_TEST(unwritable_out),
+                                  TH_TEST(readonly_out),
+                                  TH_TEST(batch_failing_job),
+                                  TH_TEST(batch_rejects_bad_input),
+                                  TH_TEST(batch_interrupt),
+                                  TH_TEST(bench_scaling),
                                   TH_TEST(bench_scaling_cloth)};
   int rc = th_main(argc, argv, tests, TH_COUNT(tests));
   char cmd[1200];
