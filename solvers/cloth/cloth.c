@@ -122,6 +122,7 @@ struct wfc_part {
   wf_cloth_layout rb_layout; /* WF_CLOTH_XYZW or packed WF_CLOTH_XYZ */
   wfc_params params;
   wfp_collider colliders[WFC_MAX_COLLIDERS];
+  wfx_dev collider_dev[WFC_MAX_COLLIDERS]; /* keyframes and meshes on this partition's device */
 };
 
 static void *ptr(const wfc_part *c, int b) { return wf_buffer_ptr(c->buf[b]); }
@@ -294,6 +295,8 @@ void wfc_part_destroy(wfc_part *c) {
   if (c->ps) wfp_hook_remove(c->ps, couple_hook, c);
   if (c->stream) wf_stream_synchronize(c->stream);
   if (c->graph) wf_graph_destroy(c->graph);
+  for (uint32_t k = 0; k < c->params.n_colliders; k++)
+    wfx_dev_release(&c->collider_dev[k], c->stream);
   for (int b = 0; b < B_COUNT; b++)
     if (c->buf[b]) wf_buffer_destroy(c->buf[b], c->stream);
   if (c->own_stream && c->stream) wf_stream_destroy(c->stream);
@@ -742,6 +745,8 @@ wf_status wfc_part_add_collider(wfc_part *c, const wf_collider_desc *d, uint32_t
   snprintf(owner, sizeof owner, "cloth '%s'", c->name);
   wfp_collider w;
   wf_status st0 = wfp_collider_from_desc(fn, owner, d, &w);
+  if (st0 == WF_OK)
+    st0 = wfx_dev_upload(fn, owner, d, c->dev, c->stream, &w, &c->collider_dev[k]);
   if (st0 != WF_OK) return st0;
   c->colliders[k] = w;
   TRY(wf_upload(c->buf[B_COLLIDERS], k * sizeof w, &w, sizeof w, c->stream),
@@ -750,6 +755,22 @@ wf_status wfc_part_add_collider(wfc_part *c, const wf_collider_desc *d, uint32_t
   wf_status st = upload_params(c, fn);
   if (st == WF_OK && index) *index = k;
   return st;
+}
+
+wf_status wfc_part_set_collider_pose(wfc_part *c, uint32_t k, const wf_collider_pose *pose) {
+  static const char fn[] = "wf_cloth_set_collider_pose";
+  if (k >= c->params.n_colliders)
+    return wf__error(WF_ERR_INVALID, fn, "cloth '%s': collider %u does not exist (%u added)",
+                     c->name, k, c->params.n_colliders);
+  char owner[160];
+  snprintf(owner, sizeof owner, "cloth '%s': collider %u", c->name, k);
+  wfp_collider w = c->colliders[k];
+  wf_status st = wfx_collider_set_pose(fn, owner, pose, &w);
+  if (st != WF_OK) return st;
+  c->colliders[k] = w;
+  TRY(wf_upload(c->buf[B_COLLIDERS], k * sizeof w, &w, sizeof w, c->stream),
+      "uploading a collider's pose");
+  return WF_OK;
 }
 
 wf_status wfc_part_set_material(wfc_part *c, const wf_cloth_material *m) {
