@@ -60,6 +60,12 @@ typedef struct wf_collider_pose {
   float angular_velocity[3]; /* rad/s, world frame, about the pivot */
 } wf_collider_pose;
 
+/** The pose and velocities of collider d at time t (s), as the solvers' kernels compute it (e.g.
+ *  to draw a moving collider). Errors as wf_particles_add_collider's. */
+struct wf_collider_desc;
+WF_API wf_status wf_collider_pose_at(const struct wf_collider_desc *d, float t,
+                                     wf_collider_pose *out);
+
 /** Whether this build reads mesh files (assimp). */
 WF_API bool wf_collider_mesh_can_load(void);
 /** Reads every triangle of the file's meshes (OBJ, STL, PLY, glTF: by the extension and the

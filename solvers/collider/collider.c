@@ -248,3 +248,27 @@ wf_status wfx_collider_set_pose(const char *func, const char *owner, const wf_co
   c->flags = (c->flags & ~WFX_TURNS) | (turns ? WFX_TURNS : 0u);
   return WF_OK;
 }
+
+wf_status wf_collider_pose_at(const wf_collider_desc *d, float t, wf_collider_pose *out) {
+  static const char fn[] = "wf_collider_pose_at";
+  if (!d || !out) return wf__error(WF_ERR_INVALID, fn, "desc or out is NULL");
+  if (!isfinite(t)) return wf__error(WF_ERR_INVALID, fn, "time %g is not finite", (double)t);
+  wfp_collider c;
+  wf_status st = wfp_collider_from_desc(fn, "pose", d, &c);
+  if (st != WF_OK) return st;
+  wfx_key *k = NULL;
+  if (d->key_count > 0) {
+    k = malloc(d->key_count * sizeof *k);
+    if (!k) return wf__error(WF_ERR_OUT_OF_MEMORY, fn, "out of host memory");
+    convert_keys(d->keys, d->key_count, k);
+    c.keys = k, c.n_keys = d->key_count;
+  }
+  wfx_pose P = wfx_collider_pose(&c, t); /* the kernels' own function */
+  free(k);
+  *out = (wf_collider_pose){.time = t,
+                            .position = {P.p[0], P.p[1], P.p[2]},
+                            .rotation = {P.q[0], P.q[1], P.q[2], P.q[3]},
+                            .velocity = {P.v[0], P.v[1], P.v[2]},
+                            .angular_velocity = {P.w[0], P.w[1], P.w[2]}};
+  return WF_OK;
+}

@@ -22,6 +22,7 @@
 #define WEFT_COLLIDER_MATH_H
 
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "solvers/collider/mesh_query.h"
@@ -181,9 +182,9 @@ WF_HD static inline int wfx_collider_active(const wfp_collider *c, float t) {
 }
 
 /* Signed distance from the shape-frame point (px, py, pz) to the shape, with the normal n in the
- * shape frame. */
+ * shape frame; ref: a shell's earlier point (mesh_query.h), or NULL. */
 WF_HD static inline float wfx_shape_sdf(const wfp_collider *c, float px, float py, float pz,
-                                        float *n) {
+                                        const float *ref, float *n) {
   switch (c->type) {
   case WFP_PLANE:
     n[0] = c->a.x, n[1] = c->a.y, n[2] = c->a.z;
@@ -208,7 +209,7 @@ WF_HD static inline float wfx_shape_sdf(const wfp_collider *c, float px, float p
   case WFP_MESH: {
     float x[3] = {px, py, pz};
     float r2 = c->reach < 1e30f ? c->reach * c->reach : INFINITY;
-    return wfm_distance(c->nodes, c->tris, x, c->pivot.w, r2, n);
+    return wfm_distance(c->nodes, c->tris, x, c->pivot.w, r2, ref, n);
   }
   default: { /* sphere, capsule: distance to a point / segment minus the radius */
     float cx = c->a.x, cy = c->a.y, cz = c->a.z;
@@ -231,28 +232,52 @@ WF_HD static inline float wfx_shape_sdf(const wfp_collider *c, float px, float p
   }
 }
 
+/* The shape-frame point of world point X at time t: pivot + R^T (X - p). */
+WF_HD static inline void wfx_to_shape(const wfp_collider *c, const wfx_pose *P, float x, float y,
+                                      float z, float *b) {
+  float r[3] = {x - P->p[0], y - P->p[1], z - P->p[2]};
+  if (c->flags & WFX_TURNS)
+    wfx_qrot(P->q, 1, r, b);
+  else
+    b[0] = r[0], b[1] = r[1], b[2] = r[2];
+  b[0] += c->pivot.x, b[1] += c->pivot.y, b[2] += c->pivot.z;
+}
+
 /* Signed distance from the world point (x, y, z) to collider c at time t, with the outward unit
- * normal n (world frame). Not existing at t: WFX_FAR. */
-WF_HD static inline float wfp_collider_sdf(const wfp_collider *c, float t, float x, float y,
-                                           float z, float *n) {
+ * normal n (world frame). Not existing at t: WFX_FAR. With from (may be NULL): the point was at
+ * from->xyz at time t0, which decides the side of a shell it has crossed (mesh_query.h). */
+WF_HD static inline float wfx_collider_sdf(const wfp_collider *c, float t, float x, float y,
+                                           float z, float t0, const wfp_f4 *from, float *n) {
   if (!wfx_collider_active(c, t)) {
     n[0] = 0.0f, n[1] = 1.0f, n[2] = 0.0f;
     return WFX_FAR;
   }
   wfx_pose P = wfx_collider_pose(c, t);
-  /* the shape-frame point: pivot + R^T (X - p) */
-  float r[3] = {x - P.p[0], y - P.p[1], z - P.p[2]}, b[3];
-  if (c->flags & WFX_TURNS)
-    wfx_qrot(P.q, 1, r, b);
-  else
-    b[0] = r[0], b[1] = r[1], b[2] = r[2];
-  float nb[3];
-  float phi = wfx_shape_sdf(c, b[0] + c->pivot.x, b[1] + c->pivot.y, b[2] + c->pivot.z, nb);
+  float b[3], rb[3], nb[3];
+  wfx_to_shape(c, &P, x, y, z, b);
+  const float *ref = NULL;
+  if (from && c->type == WFP_MESH && c->pivot.w > 0.0f) {
+    wfx_pose P0 = wfx_collider_pose(c, t0);
+    wfx_to_shape(c, &P0, from->x, from->y, from->z, rb);
+    ref = rb;
+  }
+  float phi = wfx_shape_sdf(c, b[0], b[1], b[2], ref, nb);
   if (c->flags & WFX_TURNS)
     wfx_qrot(P.q, 0, nb, n);
   else
     n[0] = nb[0], n[1] = nb[1], n[2] = nb[2];
   return phi;
+}
+
+WF_HD static inline float wfp_collider_sdf(const wfp_collider *c, float t, float x, float y,
+                                           float z, float *n) {
+  return wfx_collider_sdf(c, t, x, y, z, t, NULL, n);
+}
+
+/* The same for a point that was at x0 at time t0 (a substep before): shells keep it on its side. */
+WF_HD static inline float wfp_collider_sdf_from(const wfp_collider *c, float t, float x, float y,
+                                                float z, float t0, wfp_f4 x0, float *n) {
+  return wfx_collider_sdf(c, t, x, y, z, t0, &x0, n);
 }
 
 /* The velocity of collider c's surface at the world point (x, y, z) at time t: v + w x r, r from

@@ -208,7 +208,7 @@ wf_status wfm_build(const char *fn, const char *name, const float (*v)[3], uint3
   }
   qsort(keys, n, sizeof *keys, mkey_cmp);
   m->tris = malloc((size_t)n * sizeof *m->tris);
-  uint32_t cap = 2 * ((n + WFM_LEAF - 1) / WFM_LEAF) + 1;
+  uint32_t cap = 2 * n + 1; /* halving leaves at most n leaves: 2n - 1 nodes; trimmed after */
   m->nodes = calloc(cap, sizeof *m->nodes);
   if (!m->tris || !m->nodes) {
     st = wf__error(WF_ERR_OUT_OF_MEMORY, fn, "mesh '%s': out of host memory", nm);
@@ -218,6 +218,8 @@ wf_status wfm_build(const char *fn, const char *name, const float (*v)[3], uint3
   builder b = {.nodes = m->nodes, .n_nodes = 1, .depth = 0, .tris = m->tris};
   build_node(&b, 0, 0, n, 0);
   m->info.nodes = b.n_nodes;
+  wfm_node *trim = realloc(m->nodes, (size_t)b.n_nodes * sizeof *m->nodes);
+  if (trim) m->nodes = trim;
   m->info.depth = b.depth;
   if (b.depth + 2 >= WFM_STACK) { /* 4 · 2^60 triangles: not reachable with 32-bit counts */
     st = wf__error(WF_ERR_INVALID, fn, "mesh '%s': the tree is too deep", nm);
@@ -250,7 +252,7 @@ float wf_collider_mesh_distance(const wf_collider_mesh *m, float thickness, cons
                                 float n[3]) {
   float nn[3];
   if (!m || !x) return NAN;
-  float d = wfm_distance(m->nodes, m->tris, x, thickness, INFINITY, nn);
+  float d = wfm_distance(m->nodes, m->tris, x, thickness, INFINITY, NULL, nn);
   if (n) n[0] = nn[0], n[1] = nn[1], n[2] = nn[2];
   return d;
 }

@@ -23,6 +23,7 @@
 #define WEFT_COLLIDER_MESH_QUERY_H
 
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "weft/hd.h"
@@ -106,9 +107,12 @@ WF_HD static inline float wfm_closest(const wfm_tri *t, const float *x, float *c
 
 /* Signed distance from x to the mesh (shell: thickness > 0) with the outward unit normal in n.
  * reach2: only triangles closer than sqrt(reach2) are looked at; with none, returns +reach (or
- * 1e30 for an infinite reach) and n = (0, 1, 0). */
+ * 1e30 for an infinite reach) and n = (0, 1, 0). ref (shells; may be NULL): where the point was
+ * a moment before. A point that has crossed the closest triangle's plane since then is inside the
+ * shell on ref's side (negative distance, the normal back towards ref), so a particle that moves
+ * more than half the thickness in a substep is still put back where it came from. */
 WF_HD static inline float wfm_distance(const wfm_node *nodes, const wfm_tri *tris, const float *x,
-                                       float thickness, float reach2, float *n) {
+                                       float thickness, float reach2, const float *ref, float *n) {
   const float tie = 1e-5f; /* relative: squared distances this close are one closest point */
   float best = reach2, best_cos = -1.0f;
   int32_t bt = -1;
@@ -156,11 +160,18 @@ WF_HD static inline float wfm_distance(const wfm_node *nodes, const wfm_tri *tri
   float e[3] = {x[0] - bcp[0], x[1] - bcp[1], x[2] - bcp[2]};
   float d = sqrtf(wfm_dot(e, e));
   if (thickness > 0.0f) { /* shell: either side */
+    float se = wfm_dot(e, fn), sr = se;
+    if (ref) {
+      float er[3] = {ref[0] - bcp[0], ref[1] - bcp[1], ref[2] - bcp[2]};
+      sr = wfm_dot(er, fn);
+    }
+    float flip = (se < 0.0f) != (sr < 0.0f) ? -1.0f : 1.0f; /* crossed since ref */
     if (d > 0.0f)
-      n[0] = e[0] / d, n[1] = e[1] / d, n[2] = e[2] / d;
+      n[0] = flip * e[0] / d, n[1] = flip * e[1] / d, n[2] = flip * e[2] / d;
     else
       n[0] = fn[0], n[1] = fn[1], n[2] = fn[2];
-    return d - 0.5f * thickness;
+    if (!(d > 0.0f) && sr < 0.0f) n[0] = -fn[0], n[1] = -fn[1], n[2] = -fn[2];
+    return flip * d - 0.5f * thickness;
   }
   float side = wfm_dot(e, fn) < 0.0f ? -1.0f : 1.0f;
   if (d > 0.0f)

@@ -559,7 +559,7 @@ WF_HD static inline int wfp_xpbd_pair(const wfp_params *p, wfp_f4 xi, wfp_f4 pi,
  * 1 with the contact normal in n when there was a contact. */
 WF_HD static inline int wfp_xpbd_collider(const wfp_params *p, const wfp_collider *c, float t,
                                           wfp_f4 x, wfp_f4 *q, float *n) {
-  float phi = wfp_collider_sdf(c, t, q->x, q->y, q->z, n) - x.w;
+  float phi = wfp_collider_sdf_from(c, t, q->x, q->y, q->z, t - p->dt, x, n) - x.w;
   if (!(phi < 0.0f)) return 0;
   float pen = -phi, h = p->dt;
   q->x += n[0] * pen, q->y += n[1] * pen, q->z += n[2] * pen;
@@ -722,7 +722,7 @@ WF_HD static inline uint32_t wfp_collide_dem(const wfp_collide_args *a, uint32_t
   for (uint32_t k = 0; k < p->n_colliders && v.w > 0.0f; k++) {
     const wfp_collider *col = &a->colliders[k];
     float n[3];
-    float phi = wfp_collider_sdf(col, time + p->dt, x.x, x.y, x.z, n);
+    float phi = wfp_collider_sdf_from(col, time + p->dt, x.x, x.y, x.z, time, a->spos[s], n);
     if (!(phi < 0.0f)) continue;
     x.x -= n[0] * phi, x.y -= n[1] * phi, x.z -= n[2] * phi;
     float cv[3];
