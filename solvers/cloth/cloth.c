@@ -280,6 +280,11 @@ static void params_build(wfc_part *c) {
 
 static wf_status upload_params(wfc_part *c, const char *fn) {
   params_build(c);
+  /* mesh colliders look for triangles within twice the thickness and 1 cm (a vertex's travel in a
+   * few substeps) */
+  TRY(wfx_sync_reach(c->colliders, c->params.n_colliders, 2.0f * c->params.thickness + 0.01f,
+                     c->buf[B_COLLIDERS], c->stream),
+      "uploading a collider");
   TRY(wf_upload(c->buf[B_PARAMS], 0, &c->params, sizeof c->params, c->stream),
       "uploading the parameter block");
   return WF_OK;

@@ -272,3 +272,14 @@ wf_status wf_collider_pose_at(const wf_collider_desc *d, float t, wf_collider_po
                             .angular_velocity = {P.w[0], P.w[1], P.w[2]}};
   return WF_OK;
 }
+
+wf_status wfx_sync_reach(wfp_collider *cols, uint32_t n, float reach, wf_buffer *table,
+                         wf_stream *s) {
+  for (uint32_t k = 0; k < n; k++) {
+    if (cols[k].type != WFP_MESH || cols[k].reach == reach) continue;
+    cols[k].reach = reach;
+    wf_status st = wf_upload(table, k * sizeof *cols, &cols[k], sizeof *cols, s);
+    if (st != WF_OK) return st;
+  }
+  return WF_OK;
+}

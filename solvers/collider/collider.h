@@ -27,6 +27,13 @@ wf_status wfx_dev_upload(const char *func, const char *owner, const wf_collider_
 /* Frees what wfx_dev_upload made (stream-ordered on s). */
 void wfx_dev_release(wfx_dev *x, wf_stream *s);
 
+/* Sets the reach (how far from a mesh its distances are needed: the solver's contact range) of
+ * the mesh colliders among cols[0..n) and uploads those that changed into table (an array of
+ * wfp_collider on the device) on stream s. Every partition of a solver must use the same reach:
+ * the query's result depends on it only beyond it, but its tie-breaking order does. */
+wf_status wfx_sync_reach(wfp_collider *cols, uint32_t n, float reach, wf_buffer *table,
+                         wf_stream *s);
+
 /* Validates pose and makes c follow it (constant motion from pose->time; keyframes dropped). */
 wf_status wfx_collider_set_pose(const char *func, const char *owner, const wf_collider_pose *pose,
                                 wfp_collider *c);
