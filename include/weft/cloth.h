@@ -35,9 +35,10 @@
  * reproducible run to run and equal on the CPU and CUDA backends (no atomics on floats, fixed
  * gather orders, no FMA contraction).
  *
- * Colliders are the particle solver's wf_collider_desc (plane, sphere, box, capsule; static or
- * moving at a constant velocity). Vertices are pushed out to the collider's surface + thickness at
- * the end of every substep, with Coulomb friction against the collider's velocity.
+ * Colliders are the particle solver's wf_collider_desc (plane, sphere, box, capsule, triangle mesh;
+ * static, moving, turning, keyframed or posed between frames: weft/collider.h). Vertices are pushed
+ * out to the collider's surface + thickness at the end of every substep, with Coulomb friction
+ * against the velocity of the collider's surface there.
  *
  * Self-collision (desc.self_collision): vertices keep material.thickness apart, through a uniform
  * grid over the vertices rebuilt every substep; vertex pairs closer than 2 thickness in the rest
