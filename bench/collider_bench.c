@@ -24,7 +24,7 @@
 #include "bench_util.h"
 #include "weft/weft.h"
 
-#define MAX_ROWS 32
+#define MAX_ROWS    32
 #define CHECK(call) BENCH_CHECK("colliders", call)
 
 typedef struct cb_opts {
@@ -49,7 +49,8 @@ static wf_status grid_mesh(int n, float s, float y, wf_collider_mesh **out) {
     for (int j = 0; j <= n; j++)
       for (int i = 0; i <= n; i++) {
         float *p = v[j * (n + 1) + i];
-        p[0] = -s + 2.0f * s * (float)i / (float)n, p[1] = y, p[2] = -s + 2.0f * s * (float)j / (float)n;
+        p[0] = -s + 2.0f * s * (float)i / (float)n, p[1] = y,
+        p[2] = -s + 2.0f * s * (float)j / (float)n;
       }
     uint32_t k = 0;
     for (int j = 0; j < n; j++)
@@ -99,7 +100,8 @@ static wf_status sphere_mesh(int n, float r, wf_collider_mesh **out) {
     for (uint32_t i = 0; i < nt; i++) { /* outward: the normal along the centroid (a sphere) */
       const float *a = v[t[i][0]], *b = v[t[i][1]], *c = v[t[i][2]];
       double e1[3], e2[3], g[3];
-      for (int q = 0; q < 3; q++) e1[q] = b[q] - a[q], e2[q] = c[q] - a[q], g[q] = a[q] + b[q] + c[q];
+      for (int q = 0; q < 3; q++)
+        e1[q] = b[q] - a[q], e2[q] = c[q] - a[q], g[q] = a[q] + b[q] + c[q];
       double nx = e1[1] * e2[2] - e1[2] * e2[1], ny = e1[2] * e2[0] - e1[0] * e2[2],
              nz = e1[0] * e2[1] - e1[1] * e2[0];
       if (nx * g[0] + ny * g[1] + nz * g[2] < 0.0) {
@@ -107,8 +109,8 @@ static wf_status sphere_mesh(int n, float r, wf_collider_mesh **out) {
         t[i][1] = t[i][2], t[i][2] = sw;
       }
     }
-    st = wf_collider_mesh_create("ball", (const float(*)[3])v, nv, (const uint32_t(*)[3])t, nt,
-                                 out);
+    st =
+        wf_collider_mesh_create("ball", (const float(*)[3])v, nv, (const uint32_t(*)[3])t, nt, out);
   }
   free(v);
   free(t);
@@ -300,12 +302,14 @@ int wf_bench_colliders(int argc, char **argv, FILE *out) {
           fi.triangles, si.triangles, build_ms);
   double box_ms = 0, mesh_ms = 0, sph_ms = 0, msph_ms = 0;
   if (particles_run(&o, dev, NULL, &box_ms) || particles_run(&o, dev, floor, &mesh_ms)) goto done;
-  fprintf(out, "particles %llu, DEM, 64 substeps: box floor %.3f ms/frame, mesh floor %.3f "
-               "ms/frame, mesh / box %.3f (target on an H200 at 2M: <= 1.25)\n",
+  fprintf(out,
+          "particles %llu, DEM, 64 substeps: box floor %.3f ms/frame, mesh floor %.3f "
+          "ms/frame, mesh / box %.3f (target on an H200 at 2M: <= 1.25)\n",
           (unsigned long long)o.particles, box_ms, mesh_ms, mesh_ms / box_ms);
   if (cloth_run(&o, dev, NULL, &sph_ms) || cloth_run(&o, dev, ball, &msph_ms)) goto done;
-  fprintf(out, "cloth %d^2, XPBD, with readback: sphere %.3f ms/frame, mesh sphere %.3f ms/frame "
-               "(target on an H200 at 256^2: <= 0.15)\n",
+  fprintf(out,
+          "cloth %d^2, XPBD, with readback: sphere %.3f ms/frame, mesh sphere %.3f ms/frame "
+          "(target on an H200 at 256^2: <= 0.15)\n",
           o.cloth, sph_ms, msph_ms);
   char metric[64];
   bench_row_add(rows, &n_rows, MAX_ROWS, "colliders", "mesh_build_100k_ms", build_ms, "ms");

@@ -1148,7 +1148,9 @@ static void read_keyframes(ctx *c, const cJSON *v, const char *p, wf_scene_colli
   path_key(fp, sizeof fp, p, "keyframes");
   int n = cJSON_IsArray(v) ? cJSON_GetArraySize(v) : 0;
   if (n < 1 || n > 100000) {
-    type_error(c, fp, "an array of 1 to 100000 keyframes {\"time\", \"position\", \"axis\", \"angle\"}", v);
+    type_error(c, fp,
+               "an array of 1 to 100000 keyframes {\"time\", \"position\", \"axis\", \"angle\"}",
+               v);
     return;
   }
   k->keys = calloc((size_t)n, sizeof *k->keys);
@@ -1173,8 +1175,10 @@ static void read_keyframes(ctx *c, const cJSON *v, const char *p, wf_scene_colli
     if (get(e, "time") && !(sk.time > prev)) {
       char tp[120];
       path_key(tp, sizeof tp, ep, "time");
-      wfs_error(c->err, tp, "%g is not after keyframes[%d].time %g (keyframes must be in "
-                "increasing time)", sk.time, i - 1, prev);
+      wfs_error(c->err, tp,
+                "%g is not after keyframes[%d].time %g (keyframes must be in "
+                "increasing time)",
+                sk.time, i - 1, prev);
     }
     prev = sk.time;
     double l = sqrt(sk.axis[0] * sk.axis[0] + sk.axis[1] * sk.axis[1] + sk.axis[2] * sk.axis[2]);
@@ -1229,7 +1233,8 @@ static void read_colliders(ctx *c, const cJSON *root) {
       if (k->velocity[0] != 0 || k->velocity[1] != 0 || k->velocity[2] != 0 ||
           k->rotation_rate != 0) {
         path_key(kp, sizeof kp, p, "keyframes");
-        wfs_error(c->err, kp, "keyframes replace velocity and rotation_rate: give one or the "
+        wfs_error(c->err, kp,
+                  "keyframes replace velocity and rotation_rate: give one or the "
                   "other");
       }
     }
@@ -1673,13 +1678,15 @@ char *wf_scene_to_json(const wf_scene *sc) {
       cJSON *ka = cJSON_AddArrayToObject(o, "keyframes");
       for (int j = 0; j < k->key_count; j++) {
         const wf_collider_key *q = &k->keys[j];
-        double sn = sqrt((double)q->rotation[0] * q->rotation[0] +
-                        (double)q->rotation[1] * q->rotation[1] +
-                        (double)q->rotation[2] * q->rotation[2]);
+        double sn =
+            sqrt((double)q->rotation[0] * q->rotation[0] + (double)q->rotation[1] * q->rotation[1] +
+                 (double)q->rotation[2] * q->rotation[2]);
         scene_key sk = {.time = shortest_float(q->time), .axis = {0, 0, 1}};
-        for (int a = 0; a < 3; a++) sk.position[a] = shortest_float(q->position[a]);
+        for (int a = 0; a < 3; a++)
+          sk.position[a] = shortest_float(q->position[a]);
         if (sn > 0.0) {
-          for (int a = 0; a < 3; a++) sk.axis[a] = shortest_float((float)(q->rotation[a] / sn));
+          for (int a = 0; a < 3; a++)
+            sk.axis[a] = shortest_float((float)(q->rotation[a] / sn));
           sk.angle = shortest_float(
               (float)(2.0 * atan2(sn, (double)q->rotation[3]) * 180.0 / 3.14159265358979323846));
         }

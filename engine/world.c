@@ -164,9 +164,9 @@ wf_collider_desc wfw_collider_of(const wf_scene_collider *c) {
   d.mesh = c->mesh_data;
   d.thickness = (float)c->thickness;
   f3(d.pivot, c->pivot);
-  double a = sqrt(c->rotation_axis[0] * c->rotation_axis[0] +
-                  c->rotation_axis[1] * c->rotation_axis[1] +
-                  c->rotation_axis[2] * c->rotation_axis[2]);
+  double a =
+      sqrt(c->rotation_axis[0] * c->rotation_axis[0] + c->rotation_axis[1] * c->rotation_axis[1] +
+           c->rotation_axis[2] * c->rotation_axis[2]);
   if (!(a > 0.0)) a = 1.0;
   for (int k = 0; k < 3; k++)
     d.angular_velocity[k] = (float)(c->rotation_rate * c->rotation_axis[k] / a);

@@ -365,7 +365,8 @@ WF_API wf_status wf_cloth_attach_region(wf_cloth *c, const float lo[3], const fl
 WF_API wf_status wf_cloth_add_collider(wf_cloth *c, const wf_collider_desc *desc, uint32_t *index);
 /** Sets collider `index`'s pose and velocities from pose->time on (weft/collider.h), in every
  *  partition's device-side table; no recapture. Attached vertices keep the linear velocity only. */
-WF_API wf_status wf_cloth_set_collider_pose(wf_cloth *c, uint32_t index, const wf_collider_pose *pose);
+WF_API wf_status wf_cloth_set_collider_pose(wf_cloth *c, uint32_t index,
+                                            const wf_collider_pose *pose);
 /** Replaces the material's stiffness, compliance, damping, thickness, friction, drag and lift
  *  (mass and density are fixed at creation and ignored here). No recapture. */
 WF_API wf_status wf_cloth_set_material(wf_cloth *c, const wf_cloth_material *m);

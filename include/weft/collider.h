@@ -93,8 +93,8 @@ WF_API wf_collider_mesh_info wf_collider_mesh_info_get(const wf_collider_mesh *m
 
 /** Signed distance (m) from point x to the mesh at rest and the outward normal n (may be NULL),
  *  as the solvers compute it: thickness 0 treats the mesh as a closed solid, > 0 as a shell. */
-WF_API float wf_collider_mesh_distance(const wf_collider_mesh *m, float thickness,
-                                       const float x[3], float n[3]);
+WF_API float wf_collider_mesh_distance(const wf_collider_mesh *m, float thickness, const float x[3],
+                                       float n[3]);
 
 #ifdef __cplusplus
 }

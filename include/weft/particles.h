@@ -201,9 +201,9 @@ typedef struct wf_collider_desc {
   const wf_collider_mesh *mesh; /* WF_COLLIDER_MESH; the solver copies it */
   float thickness; /* mesh, m: 0 = a closed solid; > 0 = a shell (open or closed) this thick */
   /* motion (weft/collider.h): p + R (x - pivot) */
-  float pivot[3];                /* the point it turns about, at rest; default origin */
-  float angular_velocity[3];     /* rad/s about the pivot (world frame); zero: no turning */
-  const wf_collider_key *keys;   /* key_count keyframes (copied); replace velocity and turning */
+  float pivot[3];              /* the point it turns about, at rest; default origin */
+  float angular_velocity[3];   /* rad/s about the pivot (world frame); zero: no turning */
+  const wf_collider_key *keys; /* key_count keyframes (copied); replace velocity and turning */
   uint32_t key_count;
   float active_from, active_until; /* s: exists for from <= t < until; until 0: for ever */
 } wf_collider_desc;

@@ -213,19 +213,19 @@ typedef struct wf_scene_collider {
   double restitution;     /* [0, 1]; default 0.5 */
   double stiffness;       /* N/m, >= 0; 0 = the touching material's stiffness */
   /* mesh */
-  char *mesh;                   /* the file as written (OBJ, STL, PLY, glTF) */
-  char *mesh_path;              /* resolved against the scene's directory (then its parent) */
-  double scale;                 /* > 0; default 1 */
-  double thickness;             /* m, >= 0; 0 (default): a closed solid; > 0: a shell */
-  wf_collider_mesh *mesh_data;  /* loaded and checked while parsing; owned by the scene */
+  char *mesh;                  /* the file as written (OBJ, STL, PLY, glTF) */
+  char *mesh_path;             /* resolved against the scene's directory (then its parent) */
+  double scale;                /* > 0; default 1 */
+  double thickness;            /* m, >= 0; 0 (default): a closed solid; > 0: a shell */
+  wf_collider_mesh *mesh_data; /* loaded and checked while parsing; owned by the scene */
   /* motion: p + R (x - pivot) */
-  double pivot[3];              /* default (0, 0, 0) */
-  double rotation_axis[3];      /* non-zero; default (0, 0, 1) */
-  double rotation_rate;         /* rad/s about rotation_axis through pivot; default 0 */
-  int key_count;                /* `keyframes`, in increasing time */
+  double pivot[3];         /* default (0, 0, 0) */
+  double rotation_axis[3]; /* non-zero; default (0, 0, 1) */
+  double rotation_rate;    /* rad/s about rotation_axis through pivot; default 0 */
+  int key_count;           /* `keyframes`, in increasing time */
   wf_collider_key *keys;
-  double active_from;           /* s; default 0 */
-  double active_until;          /* s, > active_from; default INFINITY (for ever) */
+  double active_from;  /* s; default 0 */
+  double active_until; /* s, > active_from; default INFINITY (for ever) */
 } wf_scene_collider;
 
 /** `forces`: air. */

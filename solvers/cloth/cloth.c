@@ -750,8 +750,7 @@ wf_status wfc_part_add_collider(wfc_part *c, const wf_collider_desc *d, uint32_t
   snprintf(owner, sizeof owner, "cloth '%s'", c->name);
   wfp_collider w;
   wf_status st0 = wfp_collider_from_desc(fn, owner, d, &w);
-  if (st0 == WF_OK)
-    st0 = wfx_dev_upload(fn, owner, d, c->dev, c->stream, &w, &c->collider_dev[k]);
+  if (st0 == WF_OK) st0 = wfx_dev_upload(fn, owner, d, c->dev, c->stream, &w, &c->collider_dev[k]);
   if (st0 != WF_OK) return st0;
   c->colliders[k] = w;
   TRY(wf_upload(c->buf[B_COLLIDERS], k * sizeof w, &w, sizeof w, c->stream),

@@ -28,7 +28,8 @@ static bool unit_quat(const float *q, double *u) {
   }
   l = sqrt(l);
   if (!(l > 1e-6)) return false;
-  for (int k = 0; k < 4; k++) u[k] = q[k] / l;
+  for (int k = 0; k < 4; k++)
+    u[k] = q[k] / l;
   return true;
 }
 
@@ -57,8 +58,8 @@ wf_status wfp_collider_from_desc(const char *func, const char *owner, const wf_c
   if (!(t_off > c->active_from))
     return CBAD("active_until %g must be after active_from %g", owner, nm, (double)t_off,
                 (double)c->active_from);
-  if (c->key_count > 0 && !c->keys) return CBAD("keys is NULL with key_count %u", owner, nm,
-                                                c->key_count);
+  if (c->key_count > 0 && !c->keys)
+    return CBAD("keys is NULL with key_count %u", owner, nm, c->key_count);
   bool turns = c->angular_velocity[0] != 0.0f || c->angular_velocity[1] != 0.0f ||
                c->angular_velocity[2] != 0.0f;
   for (uint32_t i = 0; i < c->key_count; i++) {
@@ -67,31 +68,31 @@ wf_status wfp_collider_from_desc(const char *func, const char *owner, const wf_c
     if (!isfinite(k->time) || !finite3(k->position))
       return CBAD("keys[%u]: time and position must be finite", owner, nm, i);
     if (!unit_quat(k->rotation, q))
-      return CBAD("keys[%u].rotation is not a rotation (a quaternion x, y, z, w of non-zero length)",
-                  owner, nm, i);
+      return CBAD(
+          "keys[%u].rotation is not a rotation (a quaternion x, y, z, w of non-zero length)", owner,
+          nm, i);
     if (i > 0 && !(k->time > c->keys[i - 1].time))
       return CBAD("keys[%u].time %g is not after keys[%u].time %g (keys must be in increasing "
                   "time)",
                   owner, nm, i, (double)k->time, i - 1, (double)c->keys[i - 1].time);
     turns |= !is_identity(q);
   }
-  wfp_collider d = {.vel = {c->velocity[0], c->velocity[1], c->velocity[2], 0.0f},
-                    .omega = {c->angular_velocity[0], c->angular_velocity[1],
-                              c->angular_velocity[2], 0.0f},
-                    .pivot = {c->pivot[0], c->pivot[1], c->pivot[2], 0.0f},
-                    .pos = {c->pivot[0], c->pivot[1], c->pivot[2], 0.0f},
-                    .rot = {0.0f, 0.0f, 0.0f, 1.0f},
-                    .type = (uint32_t)c->type,
-                    .friction = c->friction,
-                    .zeta = (float)wf_particles_zeta_for_restitution(c->restitution),
-                    .stiffness = c->stiffness,
-                    .restitution = c->restitution,
-                    .static_friction =
-                        c->static_friction > 0.0f ? c->static_friction : c->friction,
-                    .t_on = c->active_from,
-                    .t_off = t_off,
-                    .flags = turns ? WFX_TURNS : 0u,
-                    .reach = INFINITY};
+  wfp_collider d = {
+      .vel = {c->velocity[0], c->velocity[1], c->velocity[2], 0.0f},
+      .omega = {c->angular_velocity[0], c->angular_velocity[1], c->angular_velocity[2], 0.0f},
+      .pivot = {c->pivot[0], c->pivot[1], c->pivot[2], 0.0f},
+      .pos = {c->pivot[0], c->pivot[1], c->pivot[2], 0.0f},
+      .rot = {0.0f, 0.0f, 0.0f, 1.0f},
+      .type = (uint32_t)c->type,
+      .friction = c->friction,
+      .zeta = (float)wf_particles_zeta_for_restitution(c->restitution),
+      .stiffness = c->stiffness,
+      .restitution = c->restitution,
+      .static_friction = c->static_friction > 0.0f ? c->static_friction : c->friction,
+      .t_on = c->active_from,
+      .t_off = t_off,
+      .flags = turns ? WFX_TURNS : 0u,
+      .reach = INFINITY};
   switch (c->type) {
   case WF_COLLIDER_PLANE: {
     if (!finite3(c->normal) || !isfinite(c->offset))
@@ -159,7 +160,8 @@ static void convert_keys(const wf_collider_key *in, uint32_t n, wfx_key *out) {
       r[2] = a[3] * q1[2] + a[0] * q1[1] - a[1] * q1[0] + a[2] * q1[3];
       r[3] = a[3] * q1[3] - a[0] * q1[0] - a[1] * q1[1] - a[2] * q1[2];
       if (r[3] < 0.0)
-        for (int j = 0; j < 4; j++) r[j] = -r[j];
+        for (int j = 0; j < 4; j++)
+          r[j] = -r[j];
       double s = sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2]);
       double angle = 2.0 * atan2(s, r[3]);
       double ax[3] = {1.0, 0.0, 0.0};
@@ -182,9 +184,8 @@ static void convert_keys(const wf_collider_key *in, uint32_t n, wfx_key *out) {
   }
 }
 
-static wf_status upload(wf_device *dev, wf_stream *s, const void *host, size_t bytes,
-                        wf_buffer **b, const char *func, const char *owner, const char *nm,
-                        const char *what) {
+static wf_status upload(wf_device *dev, wf_stream *s, const void *host, size_t bytes, wf_buffer **b,
+                        const char *func, const char *owner, const char *nm, const char *what) {
   wf_status st = wf_buffer_create(dev, bytes, 0, s, b);
   if (st == WF_OK) st = wf_upload(*b, 0, host, bytes, s);
   if (st != WF_OK)
@@ -211,8 +212,8 @@ wf_status wfx_dev_upload(const char *func, const char *owner, const wf_collider_
     st = upload(dev, s, m->nodes, m->info.nodes * sizeof *m->nodes, &out->nodes, func, owner, nm,
                 "mesh");
     if (st == WF_OK)
-      st = upload(dev, s, m->tris, m->info.triangles * sizeof *m->tris, &out->tris, func, owner,
-                  nm, "mesh");
+      st = upload(dev, s, m->tris, m->info.triangles * sizeof *m->tris, &out->tris, func, owner, nm,
+                  "mesh");
     if (st == WF_OK) c->nodes = wf_buffer_ptr(out->nodes), c->tris = wf_buffer_ptr(out->tris);
   }
   if (st != WF_OK) wfx_dev_release(out, s);
@@ -237,8 +238,10 @@ wf_status wfx_collider_set_pose(const char *func, const char *owner, const wf_co
                      "%s: pose: time, position, velocity and angular_velocity must be finite",
                      owner);
   if (!unit_quat(p->rotation, q))
-    return wf__error(WF_ERR_INVALID, func, "%s: pose: rotation is not a quaternion of non-zero "
-                     "length (all zero: no rotation)", owner);
+    return wf__error(WF_ERR_INVALID, func,
+                     "%s: pose: rotation is not a quaternion of non-zero "
+                     "length (all zero: no rotation)",
+                     owner);
   c->pos = (wfp_f4){p->position[0], p->position[1], p->position[2], p->time};
   c->rot = (wfp_f4){(float)q[0], (float)q[1], (float)q[2], (float)q[3]};
   c->vel = (wfp_f4){p->velocity[0], p->velocity[1], p->velocity[2], 0.0f};

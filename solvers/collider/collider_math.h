@@ -50,9 +50,10 @@ enum { WFP_PLANE = 0, WFP_SPHERE = 1, WFP_BOX = 2, WFP_CAPSULE = 3, WFP_MESH = 4
 /* A keyframe: where the pivot is and how the collider is turned at time pos.w, and the motion to
  * the next key (host-computed: the relative rotation's axis and angle, the velocities). */
 typedef struct wfx_key {
-  wfp_f4 pos;   /* xyz: the pivot's position; w: the key's time, s */
-  wfp_f4 rot;   /* unit quaternion (x, y, z, w) */
-  wfp_f4 turn;  /* to the next key: R_next = R exp(angle · axis), axis in the body (xyz), angle (w) */
+  wfp_f4 pos; /* xyz: the pivot's position; w: the key's time, s */
+  wfp_f4 rot; /* unit quaternion (x, y, z, w) */
+  wfp_f4
+      turn; /* to the next key: R_next = R exp(angle · axis), axis in the body (xyz), angle (w) */
   wfp_f4 vel;   /* to the next key: linear velocity (xyz); w: 1 / (t_next - t) */
   wfp_f4 omega; /* to the next key: angular velocity, world frame, rad/s */
 } wfx_key;
@@ -100,8 +101,9 @@ WF_HD static inline void wfx_sincos(float a, float *s, float *c) {
   float r = ((a - k * 1.5703125f) - k * 4.837512969970703125e-4f) - k * 7.54978995489188216e-8f;
   float z = r * r;
   float sr = r + r * z * (-1.6666654611e-1f + z * (8.3321608736e-3f + z * -1.9515295891e-4f));
-  float cr = 1.0f - 0.5f * z +
-             z * z * (4.166664568298827e-2f + z * (-1.388731625493765e-3f + z * 2.443315711809948e-5f));
+  float cr =
+      1.0f - 0.5f * z +
+      z * z * (4.166664568298827e-2f + z * (-1.388731625493765e-3f + z * 2.443315711809948e-5f));
   int q = (int)(k - 4.0f * floorf(k * 0.25f)); /* k mod 4 */
   float ss = q == 0 ? sr : q == 1 ? cr : q == 2 ? -sr : -cr;
   float cc = q == 0 ? cr : q == 1 ? -sr : q == 2 ? -cr : sr;
@@ -144,7 +146,8 @@ WF_HD static inline wfx_pose wfx_collider_pose(const wfp_collider *c, float t) {
     int inside = t > k0->pos.w && t < kl->pos.w;
     if (inside) { /* the segment [k, k + 1] holding t: keys are few, a linear walk */
       uint32_t i = 0;
-      while (i + 2u < c->n_keys && !(t < c->keys[i + 1u].pos.w)) i++;
+      while (i + 2u < c->n_keys && !(t < c->keys[i + 1u].pos.w))
+        i++;
       k = &c->keys[i];
     }
     float s = inside ? (t - k->pos.w) * k->vel.w : 0.0f;
@@ -215,9 +218,8 @@ WF_HD static inline float wfx_shape_sdf(const wfp_collider *c, float px, float p
     float cx = c->a.x, cy = c->a.y, cz = c->a.z;
     if (c->type == WFP_CAPSULE) {
       float ab2 = c->b.x * c->b.x + c->b.y * c->b.y + c->b.z * c->b.z;
-      float s = ab2 > 0.0f
-                    ? ((px - cx) * c->b.x + (py - cy) * c->b.y + (pz - cz) * c->b.z) / ab2
-                    : 0.0f;
+      float s =
+          ab2 > 0.0f ? ((px - cx) * c->b.x + (py - cy) * c->b.y + (pz - cz) * c->b.z) / ab2 : 0.0f;
       s = fminf(fmaxf(s, 0.0f), 1.0f);
       cx += c->b.x * s, cy += c->b.y * s, cz += c->b.z * s;
     }

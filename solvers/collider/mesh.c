@@ -57,11 +57,12 @@ static void build_node(builder *b, uint32_t at, uint32_t lo, uint32_t hi, uint32
   if (depth > b->depth) b->depth = depth;
   if (hi - lo <= WFM_LEAF) {
     nd->first = lo, nd->count = hi - lo;
-    for (int k = 0; k < 3; k++) nd->lo[k] = INFINITY, nd->hi[k] = -INFINITY;
+    for (int k = 0; k < 3; k++)
+      nd->lo[k] = INFINITY, nd->hi[k] = -INFINITY;
     for (uint32_t i = lo; i < hi; i++) {
       const wfm_tri *t = &b->tris[i];
-      const float v[3][3] = {{t->a.x, t->a.y, t->a.z}, {t->b.x, t->b.y, t->b.z},
-                             {t->c.x, t->c.y, t->c.z}};
+      const float v[3][3] = {
+          {t->a.x, t->a.y, t->a.z}, {t->b.x, t->b.y, t->b.z}, {t->c.x, t->c.y, t->c.z}};
       for (int j = 0; j < 3; j++)
         for (int k = 0; k < 3; k++) {
           nd->lo[k] = fminf(nd->lo[k], v[j][k]);
@@ -104,7 +105,8 @@ static wf_status count_boundary(const uint32_t (*tri)[3], const uint32_t *kept, 
   uint32_t once = 0;
   for (size_t i = 0; i < m;) {
     size_t j = i;
-    while (j < m && e[j] == e[i]) j++;
+    while (j < m && e[j] == e[i])
+      j++;
     once += j - i == 1;
     i = j;
   }
@@ -133,8 +135,8 @@ wf_status wfm_build(const char *fn, const char *name, const float (*v)[3], uint3
     for (int k = 0; k < 3; k++)
       if (tri[i][k] >= nv)
         return wf__error(WF_ERR_INVALID, fn,
-                         "mesh '%s': triangle %u uses vertex %u (the mesh has %u vertices)", nm,
-                         i, tri[i][k], nv);
+                         "mesh '%s': triangle %u uses vertex %u (the mesh has %u vertices)", nm, i,
+                         tri[i][k], nv);
   wf_collider_mesh *m = calloc(1, sizeof *m);
   uint32_t *kept = malloc((size_t)nt * sizeof *kept + 1);
   wfm_tri *raw = malloc((size_t)nt * sizeof *raw + 1);
@@ -187,7 +189,8 @@ wf_status wfm_build(const char *fn, const char *name, const float (*v)[3], uint3
     goto done;
   }
   m->info.triangles = n;
-  for (int k = 0; k < 3; k++) m->info.lo[k] = (float)lo[k], m->info.hi[k] = (float)hi[k];
+  for (int k = 0; k < 3; k++)
+    m->info.lo[k] = (float)lo[k], m->info.hi[k] = (float)hi[k];
   if ((st = count_boundary(tri, kept, n, &m->info.boundary_edges)) != WF_OK) {
     st = wf__error(st, fn, "mesh '%s': out of host memory", nm);
     goto done;
@@ -196,7 +199,8 @@ wf_status wfm_build(const char *fn, const char *name, const float (*v)[3], uint3
   for (uint32_t i = 0; i < n; i++) {
     const wfm_tri *t = &raw[i];
     uint64_t code = 0;
-    double cen[3] = {((double)t->a.x + t->b.x + t->c.x) / 3.0, ((double)t->a.y + t->b.y + t->c.y) / 3.0,
+    double cen[3] = {((double)t->a.x + t->b.x + t->c.x) / 3.0,
+                     ((double)t->a.y + t->b.y + t->c.y) / 3.0,
                      ((double)t->a.z + t->b.z + t->c.z) / 3.0};
     for (int k = 0; k < 3; k++) {
       double ext = hi[k] - lo[k];
@@ -214,7 +218,8 @@ wf_status wfm_build(const char *fn, const char *name, const float (*v)[3], uint3
     st = wf__error(WF_ERR_OUT_OF_MEMORY, fn, "mesh '%s': out of host memory", nm);
     goto done;
   }
-  for (uint32_t i = 0; i < n; i++) m->tris[i] = raw[keys[i].tri];
+  for (uint32_t i = 0; i < n; i++)
+    m->tris[i] = raw[keys[i].tri];
   builder b = {.nodes = m->nodes, .n_nodes = 1, .depth = 0, .tris = m->tris};
   build_node(&b, 0, 0, n, 0);
   m->info.nodes = b.n_nodes;

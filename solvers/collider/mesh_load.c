@@ -39,7 +39,8 @@ static wf_status gather(const char *path, const struct aiScene *sc, float scale,
   for (unsigned i = 0; i < sc->mNumMeshes; i++) {
     const struct aiMesh *m = sc->mMeshes[i];
     verts += m->mNumVertices;
-    for (unsigned f = 0; f < m->mNumFaces; f++) tris += m->mFaces[f].mNumIndices == 3;
+    for (unsigned f = 0; f < m->mNumFaces; f++)
+      tris += m->mFaces[f].mNumIndices == 3;
   }
   if (tris == 0)
     return wf__error(WF_ERR_INVALID, fn, "mesh file '%s': no triangles (%zu vertices)", path,
@@ -61,7 +62,8 @@ static wf_status gather(const char *path, const struct aiScene *sc, float scale,
     for (unsigned f = 0; f < m->mNumFaces; f++) {
       const struct aiFace *face = &m->mFaces[f];
       if (face->mNumIndices != 3) continue;
-      for (int c = 0; c < 3; c++) (*t)[k][c] = base + face->mIndices[c];
+      for (int c = 0; c < 3; c++)
+        (*t)[k][c] = base + face->mIndices[c];
       k++;
     }
     base += m->mNumVertices;
@@ -91,14 +93,14 @@ wf_status wf_collider_mesh_load(const char *path, float scale, wf_collider_mesh 
       aiImportFile(path, aiProcess_Triangulate | aiProcess_JoinIdenticalVertices |
                              aiProcess_PreTransformVertices);
   if (!sc)
-    return wf__error(WF_ERR_PARSE, fn, "cannot read mesh file '%s': %s", path,
-                     aiGetErrorString());
+    return wf__error(WF_ERR_PARSE, fn, "cannot read mesh file '%s': %s", path, aiGetErrorString());
   float(*v)[3] = NULL;
   uint32_t(*t)[3] = NULL;
   uint32_t nv = 0, nt = 0;
   wf_status st = gather(path, sc, scale, &v, &nv, &t, &nt);
   aiReleaseImport(sc);
-  if (st == WF_OK) st = wfm_build(fn, path, (const float(*)[3])v, nv, (const uint32_t(*)[3])t, nt, out);
+  if (st == WF_OK)
+    st = wfm_build(fn, path, (const float(*)[3])v, nv, (const uint32_t(*)[3])t, nt, out);
   free(v);
   free(t);
   return st;

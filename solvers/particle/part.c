@@ -756,7 +756,8 @@ wf_status wfp_part_add_collider(wfp_part *ps, const wf_collider_desc *c, uint32_
   snprintf(owner, sizeof owner, "particles '%s'", ps->name);
   wfp_collider d;
   wf_status st = wfp_collider_from_desc(NULL, owner, c, &d);
-  if (st == WF_OK) st = wfx_dev_upload(NULL, owner, c, ps->dev, ps->stream, &d, &ps->collider_dev[k]);
+  if (st == WF_OK)
+    st = wfx_dev_upload(NULL, owner, c, ps->dev, ps->stream, &d, &ps->collider_dev[k]);
   if (st != WF_OK) return st;
   ps->colliders[k] = d;
   TRY(wf_upload(ps->buf[B_COLLIDERS], k * sizeof d, &d, sizeof d, ps->stream),

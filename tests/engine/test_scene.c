@@ -642,7 +642,8 @@ TEST(mesh_assets) {
 /* Mesh colliders and motion keys: the mesh is read and checked while parsing (so `weft validate`
  * reports it), keyframes are kept in order as quaternions, and each bad input names its key path:
  * a missing or malformed mesh, an open mesh without a thickness, only degenerate triangles,
- * keyframes out of order, keyframes with a velocity, an active window that ends before it starts. */
+ * keyframes out of order, keyframes with a velocity, an active window that ends before it starts.
+ */
 TEST(mesh_colliders_and_motion) {
   char dir[] = "/tmp/weft_scene_XXXXXX";
   REQUIRE(mkdtemp(dir));
@@ -654,11 +655,12 @@ TEST(mesh_colliders_and_motion) {
   snprintf(bad, sizeof bad, "%s/bad.ply", dir);
   write_file(bad, "ply\nformat ascii 1.0\nelement vertex 3\nend_header\n1 2\n");
   snprintf(scene, sizeof scene, "%s/s.json", dir);
-  write_file(scene, "{\"colliders\": [{\"name\": \"tet\", \"type\": \"mesh\", \"mesh\": \"tet.obj\","
-                    " \"scale\": 2, \"pivot\": [0, 1, 0], \"rotation_axis\": [0, 2, 0],"
-                    " \"rotation_rate\": 3, \"active_from\": 0.5, \"active_until\": 2},"
-                    " {\"type\": \"box\", \"keyframes\": [{\"time\": 0},"
-                    " {\"time\": 1, \"position\": [0, 1, 0], \"axis\": [0, 0, 1], \"angle\": 90}]}]}");
+  write_file(scene,
+             "{\"colliders\": [{\"name\": \"tet\", \"type\": \"mesh\", \"mesh\": \"tet.obj\","
+             " \"scale\": 2, \"pivot\": [0, 1, 0], \"rotation_axis\": [0, 2, 0],"
+             " \"rotation_rate\": 3, \"active_from\": 0.5, \"active_until\": 2},"
+             " {\"type\": \"box\", \"keyframes\": [{\"time\": 0},"
+             " {\"time\": 1, \"position\": [0, 1, 0], \"axis\": [0, 0, 1], \"angle\": 90}]}]}");
   wf_scene *s = NULL;
   CHECK_OK(wf_scene_load(scene, NULL, &s));
   if (s) {
@@ -678,7 +680,8 @@ TEST(mesh_colliders_and_motion) {
   static const struct {
     const char *collider, *want;
   } cases[] = {
-      {"{\"type\": \"mesh\", \"mesh\": \"nope.obj\"}", "colliders[0].mesh: cannot open mesh 'nope.obj'"},
+      {"{\"type\": \"mesh\", \"mesh\": \"nope.obj\"}",
+       "colliders[0].mesh: cannot open mesh 'nope.obj'"},
       {"{\"type\": \"mesh\", \"mesh\": \"bad.ply\"}", "colliders[0].mesh: cannot read mesh file"},
       {"{\"type\": \"mesh\", \"mesh\": \"flat.obj\"}", "all 1 triangles are degenerate"},
       {"{\"type\": \"mesh\"}", "colliders[0]: a mesh collider needs a 'mesh'"},
@@ -858,7 +861,8 @@ int main(int argc, char **argv) {
       TH_TEST(references_and_names),
       TH_TEST(several_errors),
       TH_TEST(mesh_assets),
-      TH_TEST(mesh_colliders_and_motion), TH_TEST(load_errors),
+      TH_TEST(mesh_colliders_and_motion),
+      TH_TEST(load_errors),
       TH_TEST(overrides),
       TH_TEST(round_trip_everything),
   };

@@ -40,12 +40,14 @@ static inline void tm_orient(tm_mesh *m, const float c[3]) {
 static inline tm_mesh tm_box(const float c[3], const float h[3]) {
   tm_mesh m = {malloc(8 * sizeof *m.v), malloc(12 * sizeof *m.t), 8, 12};
   for (int i = 0; i < 8; i++)
-    for (int k = 0; k < 3; k++) m.v[i][k] = c[k] + ((i >> k) & 1 ? h[k] : -h[k]);
+    for (int k = 0; k < 3; k++)
+      m.v[i][k] = c[k] + ((i >> k) & 1 ? h[k] : -h[k]);
   static const uint32_t f[12][3] = {{0, 1, 3}, {0, 3, 2}, {4, 5, 7}, {4, 7, 6},
                                     {0, 1, 5}, {0, 5, 4}, {2, 3, 7}, {2, 7, 6},
                                     {0, 2, 6}, {0, 6, 4}, {1, 3, 7}, {1, 7, 5}};
   for (int i = 0; i < 12; i++)
-    for (int k = 0; k < 3; k++) m.t[i][k] = f[i][k];
+    for (int k = 0; k < 3; k++)
+      m.t[i][k] = f[i][k];
   tm_orient(&m, c);
   return m;
 }
@@ -57,7 +59,8 @@ static inline tm_mesh tm_grid(float s, float y0, uint32_t n) {
   for (uint32_t j = 0; j <= n; j++)
     for (uint32_t i = 0; i <= n; i++) {
       float *p = m.v[j * (n + 1) + i];
-      p[0] = -s + 2.0f * s * (float)i / (float)n, p[1] = y0, p[2] = -s + 2.0f * s * (float)j / (float)n;
+      p[0] = -s + 2.0f * s * (float)i / (float)n, p[1] = y0,
+      p[2] = -s + 2.0f * s * (float)j / (float)n;
     }
   for (uint32_t j = 0, k = 0; j < n; j++)
     for (uint32_t i = 0; i < n; i++) {
