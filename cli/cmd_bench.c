@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "cloth_bench.h"
+#include "collider_bench.h"
 #include "gpu_bench.h"
 #include "particle_bench.h"
 #include "scaling_bench.h"
@@ -21,6 +22,7 @@ void wf_cmd_bench_usage(FILE *f) {
       "  gpu        the GPU layer: launch cost, transfers, device and peer copies, readback ring\n"
       "  particles  the particle solver: a falling column at 64K to 16M particles\n"
       "  cloth      the cloth solver: pinned square cloths, 32^2 to 2048^2 vertices\n"
+      "  colliders  a 100k-triangle mesh collider against a box (particles) and a sphere (cloth)\n"
       "  scaling    the split particle solver on 1, 2, 4 devices: strong and weak scaling\n"
       "\n"
       "'weft bench <benchmark> --help' lists its options.\n"
@@ -42,6 +44,8 @@ static int sub_help(const char *name, int argc, char **argv) {
     wf_bench_cloth_usage(stdout);
   else if (strcmp(name, "scaling") == 0)
     wf_bench_scaling_usage(stdout);
+  else if (strcmp(name, "colliders") == 0)
+    wf_bench_colliders_usage(stdout);
   else
     return -1;
   fputs("\n" BENCH_EXIT_STATUS, stdout);
@@ -65,6 +69,7 @@ int wf_cmd_bench(int argc, char **argv) {
   if (strcmp(name, "particles") == 0) return wf_bench_particles(argc - 1, argv + 1, stdout);
   if (strcmp(name, "cloth") == 0) return wf_bench_cloth(argc - 1, argv + 1);
   if (strcmp(name, "scaling") == 0) return wf_bench_scaling(argc - 1, argv + 1, stdout);
+  if (strcmp(name, "colliders") == 0) return wf_bench_colliders(argc - 1, argv + 1, stdout);
   fprintf(stderr, "weft bench: unknown benchmark '%s'\n\n", name);
   wf_cmd_bench_usage(stderr);
   return WF_EXIT_USAGE;

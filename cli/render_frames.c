@@ -141,6 +141,16 @@ static wf_render_collider make_collider(const wf_scene_collider *c) {
   case WF_SCENE_SPHERE: r.type = WF_RENDER_SPHERE; break;
   case WF_SCENE_BOX: r.type = WF_RENDER_BOX; break;
   case WF_SCENE_CAPSULE: r.type = WF_RENDER_CAPSULE; break;
+  case WF_SCENE_MESH: { /* drawn as its bounding box at rest, for now */
+    wf_collider_mesh_info m = wf_collider_mesh_info_get(c->mesh_data);
+    r.type = WF_RENDER_BOX;
+    for (int k = 0; k < 3; k++) {
+      r.center[k] = 0.5f * (m.lo[k] + m.hi[k]);
+      r.half_extents[k] = 0.5f * (m.hi[k] - m.lo[k]);
+    }
+    r.radius = (float)c->radius;
+    return r;
+  }
   }
   d3(r.center, c->center);
   d3(r.normal, c->normal);

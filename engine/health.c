@@ -62,6 +62,7 @@
  */
 #include "health.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -286,6 +287,9 @@ static wf_status convert_colliders(wfw_health *h, const wf_scene *sc, wfp_collid
     wf_collider_desc d = wfw_collider_of(&sc->colliders[i]);
     wf_status st = wfp_collider_from_desc("wf_world_create", "world health check", &d, &cols[i]);
     if (st != WF_OK) return st;
+    /* meshes and keyframed colliders are not measured for penetration here (their device data
+     * lives in the solvers): never present for the check */
+    if (d.type == WF_COLLIDER_MESH || d.key_count > 0) cols[i].t_on = INFINITY;
   }
   return WF_OK;
 }

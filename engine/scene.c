@@ -127,6 +127,7 @@ static const struct {
 #define T_SPHERE  (1u << WF_SCENE_SPHERE)
 #define T_BOX     (1u << WF_SCENE_BOX)
 #define T_CAPSULE (1u << WF_SCENE_CAPSULE)
+#define T_MESH    (1u << WF_SCENE_MESH)
 static const field collider_fields[] = {
     {"normal", F_VEC3, COL(normal), {0, 1, 0}, ANY_NZ, T_PLANE},
     {"offset", F_NUM, COL(offset), {0}, ANY, T_PLANE},
@@ -139,6 +140,22 @@ static const field collider_fields[] = {
     {"friction", F_NUM, COL(friction), {0.5}, GE0, 0},
     {"restitution", F_NUM, COL(restitution), {0.5}, 0, 1, 0, 0},
     {"stiffness", F_NUM, COL(stiffness), {0}, GE0, 0},
+    {"scale", F_NUM, COL(scale), {1}, GT0, T_MESH},
+    {"thickness", F_NUM, COL(thickness), {0}, GE0, T_MESH},
+    {"pivot", F_VEC3, COL(pivot), {0, 0, 0}, ANY, 0},
+    {"rotation_axis", F_VEC3, COL(rotation_axis), {0, 0, 1}, ANY_NZ, 0},
+    {"rotation_rate", F_NUM, COL(rotation_rate), {0}, ANY, 0},
+    {"active_from", F_NUM, COL(active_from), {0}, ANY, 0},
+};
+#define KEY(m) offsetof(scene_key, m)
+typedef struct scene_key { /* a keyframe as read */
+  double time, position[3], axis[3], angle;
+} scene_key;
+static const field key_fields[] = {
+    {"time", F_NUM, KEY(time), {0}, ANY, 0},
+    {"position", F_VEC3, KEY(position), {0, 0, 0}, ANY, 0},
+    {"axis", F_VEC3, KEY(axis), {0, 0, 1}, ANY_NZ, 0},
+    {"angle", F_NUM, KEY(angle), {0}, ANY, 0},
 };
 #define FOR(m) offsetof(wf_scene_forces, m)
 static const field forces_fields[] = {
@@ -179,7 +196,7 @@ static const field render_fields[] = {
 static const char *const contact_names[] = {"dem", "xpbd"};
 static const char *const shape_names[] = {"box", "sphere"};
 static const char *const integrator_names[] = {"xpbd", "spring"};
-static const char *const collider_names[] = {"plane", "sphere", "box", "capsule"};
+static const char *const collider_names[] = {"plane", "sphere", "box", "capsule", "mesh"};
 static const char *const color_names[] = {"object", "speed"};
 static const char *const format_names[] = {"ply", "vtk", "csv", "png", "checkpoint"};
 static const char *const pin_names[] = {"top-left", "top-right", "bottom-left", "bottom-right",
@@ -1064,11 +1081,124 @@ static void read_cloths(ctx *c, const cJSON *root) {
   }
 }
 
+/* A collider's mesh file: resolved like a cloth's (the scene's directory, then its parent), read
+ * and checked here, so that `weft validate` reports a missing or malformed file. */
+static void read_collider_mesh(ctx *c, const cJSON *o, const char *p, wf_scene_collider *k) {
+  char fp[80];
+  path_key(fp, sizeof fp, p, "mesh");
+  const cJSON *v = get(o, "mesh");
+  if (!v) {
+    wfs_error(c->err, p, "a mesh collider needs a 'mesh' (an OBJ, STL, PLY or glTF file)");
+    return;
+  }
+  if (!cJSON_IsString(v) || !v->valuestring[0] || strlen(v->valuestring) > 1024) {
+    type_error(c, fp, "a path to a mesh file (OBJ, STL, PLY or glTF)", v);
+    return;
+  }
+  const char *m = v->valuestring;
+  char tried[2][2048], parent[1100];
+  const char *base = c->base_dir && c->base_dir[0] ? c->base_dir : ".";
+  int n_tried = 1, found = -1;
+  if (m[0] == '/') {
+    snprintf(tried[0], sizeof tried[0], "%s", m);
+  } else {
+    snprintf(tried[0], sizeof tried[0], "%s%s%s", base, base[strlen(base) - 1] == '/' ? "" : "/",
+             m);
+    parent_dir(base, parent, sizeof parent);
+    snprintf(tried[1], sizeof tried[1], "%s%s%s", parent,
+             parent[strlen(parent) - 1] == '/' ? "" : "/", m);
+    n_tried = 2;
+  }
+  for (int i = 0; i < n_tried && found < 0; i++) {
+    FILE *f = fopen(tried[i], "rb");
+    if (f) fclose(f), found = i;
+  }
+  k->mesh = dup_str(c, m);
+  if (found < 0) {
+    char q[48];
+    wfs_quote(q, sizeof q, m);
+    if (n_tried == 2)
+      wfs_error(c->err, fp, "cannot open mesh '%s' (tried '%.200s' and '%.200s')", q, tried[0],
+                tried[1]);
+    else
+      wfs_error(c->err, fp, "cannot open mesh '%.200s'", tried[0]);
+    return;
+  }
+  k->mesh_path = dup_str(c, tried[found]);
+  if (wf_collider_mesh_load(tried[found], (float)k->scale, &k->mesh_data) != WF_OK) {
+    const char *e = wf_last_error(), *colon = strstr(e, ": ");
+    wfs_error(c->err, fp, "%s", colon && strncmp(e, "wf_", 3) == 0 ? colon + 2 : e);
+    return;
+  }
+  wf_collider_mesh_info inf = wf_collider_mesh_info_get(k->mesh_data);
+  if (k->thickness == 0.0 && inf.boundary_edges > 0) {
+    char tp[80];
+    path_key(tp, sizeof tp, p, "thickness");
+    wfs_error(c->err, tp,
+              "mesh '%.200s' is open (%u edges with one triangle): give a thickness > 0 (a shell) "
+              "or close the mesh",
+              tried[found], inf.boundary_edges);
+  }
+}
+
+/* `keyframes`: [{"time": s, "position": [m], "axis": [..], "angle": degrees}, ...] in increasing
+ * time; a key's rotation is `angle` degrees about `axis` (default: none). */
+static void read_keyframes(ctx *c, const cJSON *v, const char *p, wf_scene_collider *k) {
+  char fp[80];
+  path_key(fp, sizeof fp, p, "keyframes");
+  int n = cJSON_IsArray(v) ? cJSON_GetArraySize(v) : 0;
+  if (n < 1 || n > 100000) {
+    type_error(c, fp,
+               "an array of 1 to 100000 keyframes {\"time\", \"position\", \"axis\", \"angle\"}",
+               v);
+    return;
+  }
+  k->keys = calloc((size_t)n, sizeof *k->keys);
+  if (!k->keys) {
+    c->oom = 1;
+    return;
+  }
+  k->key_count = n;
+  int i = 0;
+  double prev = -INFINITY;
+  for (const cJSON *e = v->child; e; e = e->next, i++) {
+    char ep[100];
+    path_index(ep, sizeof ep, fp, i);
+    if (!cJSON_IsObject(e)) {
+      type_error(c, ep, "a keyframe {\"time\", \"position\", \"axis\", \"angle\"}", e);
+      continue;
+    }
+    check_keys(c, e, ep, NULL, 0, key_fields, NF(key_fields));
+    if (!get(e, "time")) wfs_error(c->err, ep, "a keyframe needs a 'time'");
+    scene_key sk;
+    read_fields(c, e, ep, key_fields, NF(key_fields), &sk, -1, NULL, NULL);
+    if (get(e, "time") && !(sk.time > prev)) {
+      char tp[120];
+      path_key(tp, sizeof tp, ep, "time");
+      wfs_error(c->err, tp,
+                "%g is not after keyframes[%d].time %g (keyframes must be in "
+                "increasing time)",
+                sk.time, i - 1, prev);
+    }
+    prev = sk.time;
+    double l = sqrt(sk.axis[0] * sk.axis[0] + sk.axis[1] * sk.axis[1] + sk.axis[2] * sk.axis[2]);
+    if (!(l > 0.0)) l = 1.0;
+    double h = sk.angle * 3.14159265358979323846 / 360.0; /* half the angle, radians */
+    wf_collider_key *o = &k->keys[i];
+    o->time = (float)sk.time;
+    for (int a = 0; a < 3; a++) {
+      o->position[a] = (float)sk.position[a];
+      o->rotation[a] = (float)(sk.axis[a] / l * sin(h));
+    }
+    o->rotation[3] = (float)cos(h);
+  }
+}
+
 static void read_colliders(ctx *c, const cJSON *root) {
   const cJSON *arr = section(c, root, "", "colliders", 1);
   wf_scene *sc = c->scene;
   sc->colliders = list_alloc(c, arr, "colliders", sizeof *sc->colliders, &sc->collider_count);
-  static const char *const extra[] = {"name", "type"};
+  static const char *const extra[] = {"name", "type", "mesh", "keyframes", "active_until"};
   int i = 0;
   for (const cJSON *o = arr ? arr->child : NULL; o && i < sc->collider_count; o = o->next, i++) {
     char p[64];
@@ -1083,13 +1213,43 @@ static void read_colliders(ctx *c, const cJSON *root) {
     check_keys(c, o, p, extra, NF(extra), collider_fields, NF(collider_fields));
     read_name(c, o, p, "collider", i, k->name);
     if (!get(o, "type")) {
-      wfs_error(c->err, p, "a collider needs a 'type' (plane, sphere, box or capsule)");
+      wfs_error(c->err, p, "a collider needs a 'type' (plane, sphere, box, capsule or mesh)");
       continue;
     }
     k->type =
         (wf_scene_collider_type)read_enum(c, o, p, "type", collider_names, NF(collider_names), 0);
     read_fields(c, o, p, collider_fields, NF(collider_fields), k, (int)k->type, collider_names,
                 "collider");
+    char kp[80];
+    if (k->type == WF_SCENE_MESH) {
+      read_collider_mesh(c, o, p, k);
+    } else if (get(o, "mesh")) {
+      path_key(kp, sizeof kp, p, "mesh");
+      wfs_error(c->err, kp, "does not apply to a %s collider", collider_names[k->type]);
+    }
+    const cJSON *keys = get(o, "keyframes");
+    if (keys) {
+      read_keyframes(c, keys, p, k);
+      if (k->velocity[0] != 0 || k->velocity[1] != 0 || k->velocity[2] != 0 ||
+          k->rotation_rate != 0) {
+        path_key(kp, sizeof kp, p, "keyframes");
+        wfs_error(c->err, kp,
+                  "keyframes replace velocity and rotation_rate: give one or the "
+                  "other");
+      }
+    }
+    k->active_until = INFINITY;
+    const cJSON *until = get(o, "active_until");
+    if (until) {
+      path_key(kp, sizeof kp, p, "active_until");
+      if (!cJSON_IsNumber(until) || !isfinite(until->valuedouble))
+        type_error(c, kp, "a number of seconds", until);
+      else if (!(until->valuedouble > k->active_from))
+        wfs_error(c->err, kp, "%g must be after active_from %g", until->valuedouble,
+                  k->active_from);
+      else
+        k->active_until = until->valuedouble;
+    }
   }
 }
 
@@ -1409,6 +1569,16 @@ static cJSON *num(double v) {
   return cJSON_CreateRaw(b);
 }
 
+/* A float value (keyframes are kept as the solver's floats) in its shortest exact decimal. */
+static double shortest_float(float f) {
+  char b[40];
+  for (int prec = 6; prec <= 9; prec++) {
+    snprintf(b, sizeof b, "%.*g", prec, (double)f);
+    if ((float)strtod(b, NULL) == f) break;
+  }
+  return strtod(b, NULL);
+}
+
 static cJSON *vec(const double *v, int n) {
   cJSON *a = cJSON_CreateArray();
   for (int i = 0; i < n; i++)
@@ -1501,7 +1671,30 @@ char *wf_scene_to_json(const wf_scene *sc) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "name", k->name);
     cJSON_AddStringToObject(o, "type", collider_names[k->type]);
+    if (k->type == WF_SCENE_MESH) cJSON_AddStringToObject(o, "mesh", k->mesh ? k->mesh : "");
     print_fields(o, collider_fields, NF(collider_fields), k, (int)k->type);
+    if (isfinite(k->active_until)) cJSON_AddItemToObject(o, "active_until", num(k->active_until));
+    if (k->key_count > 0) {
+      cJSON *ka = cJSON_AddArrayToObject(o, "keyframes");
+      for (int j = 0; j < k->key_count; j++) {
+        const wf_collider_key *q = &k->keys[j];
+        double sn =
+            sqrt((double)q->rotation[0] * q->rotation[0] + (double)q->rotation[1] * q->rotation[1] +
+                 (double)q->rotation[2] * q->rotation[2]);
+        scene_key sk = {.time = shortest_float(q->time), .axis = {0, 0, 1}};
+        for (int a = 0; a < 3; a++)
+          sk.position[a] = shortest_float(q->position[a]);
+        if (sn > 0.0) {
+          for (int a = 0; a < 3; a++)
+            sk.axis[a] = shortest_float((float)(q->rotation[a] / sn));
+          sk.angle = shortest_float(
+              (float)(2.0 * atan2(sn, (double)q->rotation[3]) * 180.0 / 3.14159265358979323846));
+        }
+        cJSON *kj = cJSON_CreateObject();
+        print_fields(kj, key_fields, NF(key_fields), &sk, -1);
+        cJSON_AddItemToArray(ka, kj);
+      }
+    }
     cJSON_AddItemToArray(cols, o);
   }
   cJSON *cloths = cJSON_AddArrayToObject(root, "cloths");
@@ -1601,6 +1794,12 @@ void wf_scene_destroy(wf_scene *sc) {
     free(cl->attachments);
   }
   free(sc->cloths);
+  for (int i = 0; i < sc->collider_count; i++) {
+    free(sc->colliders[i].mesh);
+    free(sc->colliders[i].mesh_path);
+    free(sc->colliders[i].keys);
+    wf_collider_mesh_destroy(sc->colliders[i].mesh_data);
+  }
   free(sc->colliders);
   free(sc->outputs.dir);
   free(sc->lights);

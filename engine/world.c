@@ -164,6 +164,19 @@ wf_collider_desc wfw_collider_of(const wf_scene_collider *c) {
   d.friction = (float)c->friction;
   d.restitution = (float)c->restitution;
   d.stiffness = (float)c->stiffness;
+  d.mesh = c->mesh_data;
+  d.thickness = (float)c->thickness;
+  f3(d.pivot, c->pivot);
+  double a =
+      sqrt(c->rotation_axis[0] * c->rotation_axis[0] + c->rotation_axis[1] * c->rotation_axis[1] +
+           c->rotation_axis[2] * c->rotation_axis[2]);
+  if (!(a > 0.0)) a = 1.0;
+  for (int k = 0; k < 3; k++)
+    d.angular_velocity[k] = (float)(c->rotation_rate * c->rotation_axis[k] / a);
+  d.keys = c->keys;
+  d.key_count = (uint32_t)c->key_count;
+  d.active_from = (float)c->active_from;
+  d.active_until = isfinite(c->active_until) ? (float)c->active_until : 0.0f;
   return d;
 }
 

@@ -5,6 +5,7 @@ set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config clang
       libcjson-dev                      # scene files
       libmetis-dev                      # cloth mesh partitioning
+      libassimp-dev                     # mesh collider files (OBJ, STL, PLY, glTF)
       libepoxy-dev libglfw3-dev libcglm-dev libstb-dev libegl-dev  # viewer and --render
       libegl-mesa0 libgl1-mesa-dri xvfb xauth                        # rendering without a GPU (CI)
       gnuplot-nox)                      # the plots of docs/validation.md (scripts/validation/)

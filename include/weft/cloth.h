@@ -40,9 +40,10 @@
  * reproducible run to run and equal on the CPU and CUDA backends (no atomics on floats, fixed
  * gather orders, no FMA contraction).
  *
- * Colliders are the particle solver's wf_collider_desc (plane, sphere, box, capsule; static or
- * moving at a constant velocity). Vertices are pushed out to the collider's surface + thickness at
- * the end of every substep, with Coulomb friction against the collider's velocity.
+ * Colliders are the particle solver's wf_collider_desc (plane, sphere, box, capsule, triangle mesh;
+ * static, moving, turning, keyframed or posed between frames: weft/collider.h). Vertices are pushed
+ * out to the collider's surface + thickness at the end of every substep, with Coulomb friction
+ * against the velocity of the collider's surface there.
  *
  * Self-collision (desc.self_collision): vertices keep material.thickness apart, through a uniform
  * grid over the vertices rebuilt every substep; vertex pairs closer than 2 thickness in the rest
@@ -67,6 +68,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "weft/collider.h"
 #include "weft/export.h"
 #include "weft/gpu.h"
 #include "weft/partition.h"
@@ -375,6 +377,10 @@ WF_API wf_status wf_cloth_attach_region(wf_cloth *c, const float lo[3], const fl
  *  world; the solver moves it into the cloth's frame (its centre, ends and plane offset relative
  *  to wf_cloth_origin, computed in double). */
 WF_API wf_status wf_cloth_add_collider(wf_cloth *c, const wf_collider_desc *desc, uint32_t *index);
+/** Sets collider `index`'s pose and velocities from pose->time on (weft/collider.h), in every
+ *  partition's device-side table; no recapture. Attached vertices keep the linear velocity only. */
+WF_API wf_status wf_cloth_set_collider_pose(wf_cloth *c, uint32_t index,
+                                            const wf_collider_pose *pose);
 /** Replaces the material's stiffness, compliance, damping, thickness, friction, drag and lift
  *  (mass and density are fixed at creation and ignored here). No recapture. */
 WF_API wf_status wf_cloth_set_material(wf_cloth *c, const wf_cloth_material *m);

@@ -78,6 +78,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "weft/collider.h"
 #include "weft/export.h"
 #include "weft/gpu.h"
 #include "weft/partition.h"
@@ -257,10 +258,12 @@ enum {
   WF_COLLIDER_PLANE = 0,
   WF_COLLIDER_SPHERE = 1,
   WF_COLLIDER_BOX = 2,
-  WF_COLLIDER_CAPSULE = 3
+  WF_COLLIDER_CAPSULE = 3,
+  WF_COLLIDER_MESH = 4 /* a triangle mesh (weft/collider.h) */
 };
 
-/** A static or kinematic (constant velocity) collider. Start from wf_collider_desc_default(). */
+/** A static or moving collider (weft/collider.h: meshes, motion). Start from
+ *  wf_collider_desc_default(). */
 typedef struct wf_collider_desc {
   const char *name;      /* for messages; default "collider" */
   int type;              /* default WF_COLLIDER_PLANE */
@@ -276,6 +279,15 @@ typedef struct wf_collider_desc {
                             defined as a material's (0: no rebound, 1: elastic); default 0.5 */
   float stiffness;       /* DEM (linear): N/m; 0: the particle material's stiffness */
   float static_friction; /* static μs; 0: the same as friction */
+  /* meshes */
+  const wf_collider_mesh *mesh; /* WF_COLLIDER_MESH; the solver copies it */
+  float thickness; /* mesh, m: 0 = a closed solid; > 0 = a shell (open or closed) this thick */
+  /* motion (weft/collider.h): p + R (x - pivot) */
+  float pivot[3];              /* the point it turns about, at rest; default origin */
+  float angular_velocity[3];   /* rad/s about the pivot (world frame); zero: no turning */
+  const wf_collider_key *keys; /* key_count keyframes (copied); replace velocity and turning */
+  uint32_t key_count;
+  float active_from, active_until; /* s: exists for from <= t < until; until 0: for ever */
 } wf_collider_desc;
 
 /** Stages of a substep, for wf_particles_profile. */
@@ -368,6 +380,11 @@ WF_API wf_status wf_particles_add(wf_particles *ps, uint32_t n, const float (*po
 /** Adds a collider (at most 64); *index (may be NULL) receives its index. */
 WF_API wf_status wf_particles_add_collider(wf_particles *ps, const wf_collider_desc *c,
                                            uint32_t *index);
+/** Sets collider `index`'s pose and velocities from pose->time on (weft/collider.h), replacing its
+ *  keyframes or constant motion, in every partition's device-side table. Call between frames: the
+ *  frames enqueued after it see it, without recapture. */
+WF_API wf_status wf_particles_set_collider_pose(wf_particles *ps, uint32_t index,
+                                                const wf_collider_pose *pose);
 
 /** The parameters in effect (the desc's, or what wf_particles_params_set last set). */
 WF_API wf_particles_params wf_particles_params_get(const wf_particles *ps);

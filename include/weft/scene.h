@@ -29,6 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "weft/collider.h"
 #include "weft/export.h"
 #include "weft/gpu.h"
 
@@ -56,13 +57,14 @@ typedef enum wf_scene_integrator {
   WF_SCENE_CLOTH_XPBD = 0,
   WF_SCENE_CLOTH_SPRING = 1
 } wf_scene_integrator;
-/** colliders[i].type: "plane", "sphere", "box" or "capsule"; the same numbering as the particle
- *  solver's WF_COLLIDER_* values. */
+/** colliders[i].type: "plane", "sphere", "box", "capsule" or "mesh"; the same numbering as the
+ *  particle solver's WF_COLLIDER_* values. */
 typedef enum wf_scene_collider_type {
   WF_SCENE_PLANE = 0,
   WF_SCENE_SPHERE = 1,
   WF_SCENE_BOX = 2,
-  WF_SCENE_CAPSULE = 3
+  WF_SCENE_CAPSULE = 3,
+  WF_SCENE_MESH = 4
 } wf_scene_collider_type;
 /** render.color_by: one colour per "object", or colour by "speed". */
 typedef enum wf_scene_color_by {
@@ -196,7 +198,7 @@ typedef struct wf_scene_cloth {
   bool self_collision; /* default false */
 } wf_scene_cloth;
 
-/** `colliders[i]`: a static or kinematic (constant velocity) shape. */
+/** `colliders[i]`: a static or moving shape or triangle mesh (weft/collider.h). */
 typedef struct wf_scene_collider {
   char name[WF_SCENE_NAME_MAX];
   wf_scene_collider_type type; /* required */
@@ -210,6 +212,20 @@ typedef struct wf_scene_collider {
   double friction;        /* >= 0; default 0.5 */
   double restitution;     /* [0, 1]; default 0.5 */
   double stiffness;       /* N/m, >= 0; 0 = the touching material's stiffness */
+  /* mesh */
+  char *mesh;                  /* the file as written (OBJ, STL, PLY, glTF) */
+  char *mesh_path;             /* resolved against the scene's directory (then its parent) */
+  double scale;                /* > 0; default 1 */
+  double thickness;            /* m, >= 0; 0 (default): a closed solid; > 0: a shell */
+  wf_collider_mesh *mesh_data; /* loaded and checked while parsing; owned by the scene */
+  /* motion: p + R (x - pivot) */
+  double pivot[3];         /* default (0, 0, 0) */
+  double rotation_axis[3]; /* non-zero; default (0, 0, 1) */
+  double rotation_rate;    /* rad/s about rotation_axis through pivot; default 0 */
+  int key_count;           /* `keyframes`, in increasing time */
+  wf_collider_key *keys;
+  double active_from;  /* s; default 0 */
+  double active_until; /* s, > active_from; default INFINITY (for ever) */
 } wf_scene_collider;
 
 /** `forces`: air. */

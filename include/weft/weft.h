@@ -78,6 +78,7 @@
 #ifndef WEFT_WEFT_H
 #define WEFT_WEFT_H
 #include "weft/cloth.h"
+#include "weft/collider.h"
 #include "weft/gpu.h"
 #include "weft/io.h"
 #include "weft/outputs.h"

@@ -124,6 +124,7 @@ struct wfc_part {
   wfc_params params;
   wfp_collider colliders[WFC_MAX_COLLIDERS];
   wf_buffer *energy[3]; /* wfc_part_energy's rows and XPBD lists, made at its first call */
+  wfx_dev collider_dev[WFC_MAX_COLLIDERS]; /* keyframes and meshes on this partition's device */
 };
 
 static void *ptr(const wfc_part *c, int b) { return wf_buffer_ptr(c->buf[b]); }
@@ -289,6 +290,11 @@ static void params_build(wfc_part *c) {
 
 static wf_status upload_params(wfc_part *c, const char *fn) {
   params_build(c);
+  /* mesh colliders look for triangles within twice the thickness and 1 cm (a vertex's travel in a
+   * few substeps) */
+  TRY(wfx_sync_reach(c->colliders, c->params.n_colliders, 2.0f * c->params.thickness + 0.01f,
+                     c->buf[B_COLLIDERS], c->stream),
+      "uploading a collider");
   TRY(wf_upload(c->buf[B_PARAMS], 0, &c->params, sizeof c->params, c->stream),
       "uploading the parameter block");
   return WF_OK;
@@ -304,6 +310,8 @@ void wfc_part_destroy(wfc_part *c) {
   if (c->ps) wfp_hook_remove(c->ps, couple_hook, c);
   if (c->stream) wf_stream_synchronize(c->stream);
   if (c->graph) wf_graph_destroy(c->graph);
+  for (uint32_t k = 0; k < c->params.n_colliders; k++)
+    wfx_dev_release(&c->collider_dev[k], c->stream);
   for (int b = 0; b < B_COUNT; b++)
     if (c->buf[b]) wf_buffer_destroy(c->buf[b], c->stream);
   for (int b = 0; b < 3; b++)
@@ -758,6 +766,15 @@ wf_status wfc_part_add_collider(wfc_part *c, const wf_collider_desc *d, uint32_t
   snprintf(owner, sizeof owner, "cloth '%s'", c->name);
   wfp_collider w;
   wf_status st0 = wfp_collider_from_desc(fn, owner, d, &w);
+  wf_collider_key *keys = NULL; /* keyframes move into the cloth's frame before the upload */
+  wf_collider_desc dl = *d;
+  if (st0 == WF_OK && d->key_count > 0) {
+    keys = malloc(d->key_count * sizeof *keys);
+    if (!keys) return wf__error(WF_ERR_OUT_OF_MEMORY, fn, "%s: collider keyframes", owner);
+    wfp_keys_to_frame(d, c->topo.origin, keys, &dl);
+  }
+  if (st0 == WF_OK) st0 = wfx_dev_upload(fn, owner, &dl, c->dev, c->stream, &w, &c->collider_dev[k]);
+  free(keys);
   if (st0 != WF_OK) return st0;
   wfp_collider_to_frame(&w, c->topo.origin); /* the kernels see positions relative to it */
   c->colliders[k] = w;
@@ -767,6 +784,32 @@ wf_status wfc_part_add_collider(wfc_part *c, const wf_collider_desc *d, uint32_t
   wf_status st = upload_params(c, fn);
   if (st == WF_OK && index) *index = k;
   return st;
+}
+
+wf_status wfc_part_set_collider_pose(wfc_part *c, uint32_t k, const wf_collider_pose *pose) {
+  static const char fn[] = "wf_cloth_set_collider_pose";
+  if (k >= c->params.n_colliders)
+    return wf__error(WF_ERR_INVALID, fn, "cloth '%s': collider %u does not exist (%u added)",
+                     c->name, k, c->params.n_colliders);
+  char owner[160];
+  snprintf(owner, sizeof owner, "cloth '%s': collider %u", c->name, k);
+  wfp_collider w = c->colliders[k];
+  int was_posed = wfp_collider_posed(&w);
+  wf_status st = wfx_collider_set_pose(fn, owner, pose, &w);
+  if (st != WF_OK) return st;
+  /* the pose is the world's: into the cloth's frame (an analytic collider turned for the first
+   * time gives back its shape's shift first, rounded: docs/precision.md) */
+  if (!was_posed && wfp_collider_posed(&w)) {
+    const double *o = c->topo.origin, back[3] = {-o[0], -o[1], -o[2]};
+    w.flags &= ~WFX_TURNS;
+    wfp_collider_to_frame(&w, back);
+    w.flags |= WFX_TURNS;
+  }
+  if (wfp_collider_posed(&w)) wfp_collider_to_frame(&w, c->topo.origin); /* else: pos stays */
+  c->colliders[k] = w;
+  TRY(wf_upload(c->buf[B_COLLIDERS], k * sizeof w, &w, sizeof w, c->stream),
+      "uploading a collider's pose");
+  return WF_OK;
 }
 
 wf_status wfc_part_set_material(wfc_part *c, const wf_cloth_material *m) {

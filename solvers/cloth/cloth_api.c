@@ -221,6 +221,16 @@ wf_status wf_cloth_add_collider(wf_cloth *cs, const wf_collider_desc *desc, uint
   return WF_OK;
 }
 
+wf_status wf_cloth_set_collider_pose(wf_cloth *cs, uint32_t index, const wf_collider_pose *pose) {
+  static const char fn[] = "wf_cloth_set_collider_pose";
+  if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
+  for (int p = 0; p < cs->np; p++) {
+    wf_status st = wfc_part_set_collider_pose(cs->parts[p].c, index, pose);
+    if (st != WF_OK) return st;
+  }
+  return WF_OK;
+}
+
 wf_status wf_cloth_set_material(wf_cloth *cs, const wf_cloth_material *m) {
   static const char fn[] = "wf_cloth_set_material";
   if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");

@@ -34,6 +34,7 @@ void wfc_part_destroy(wfc_part *c);
 wf_status wfc_part_pin(wfc_part *c, uint32_t vertex);
 wf_status wfc_part_attach(wfc_part *c, uint32_t vertex, uint32_t collider);
 wf_status wfc_part_add_collider(wfc_part *c, const wf_collider_desc *d, uint32_t *index);
+wf_status wfc_part_set_collider_pose(wfc_part *c, uint32_t k, const wf_collider_pose *pose);
 wf_status wfc_part_set_material(wfc_part *c, const wf_cloth_material *m);
 wf_cloth_params wfc_part_params_get(const wfc_part *c);
 wf_status wfc_part_params_set(wfc_part *c, const wf_cloth_params *p);

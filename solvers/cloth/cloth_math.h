@@ -370,7 +370,10 @@ WF_HD static inline void wfc_collide(const wfc_params *p, const wfp_collider *cs
     if (!(phi < p->thickness)) continue;
     wfc_v3 nn = wfc_v(n[0], n[1], n[2]);
     *x = wfc_add(*x, wfc_scale(nn, p->thickness - phi));
-    wfc_v3 cv = wfc_xyz(c->vel);
+    float cvel[3];
+    wfp_collider_velocity_at(c, t, x->x - nn.x * p->thickness, x->y - nn.y * p->thickness,
+                             x->z - nn.z * p->thickness, cvel);
+    wfc_v3 cv = wfc_v(cvel[0], cvel[1], cvel[2]);
     wfc_v3 vr = wfc_sub(*v, cv);
     float vn = wfc_dot(vr, nn);
     wfc_v3 vt = wfc_sub(vr, wfc_scale(nn, vn));

@@ -132,6 +132,7 @@ struct wfp_part {
   float rmin[WFP_MAX_MATERIALS], mmin[WFP_MAX_MATERIALS];
   bool recheck;
   wfp_collider colliders[WFP_MAX_COLLIDERS];
+  wfx_dev collider_dev[WFP_MAX_COLLIDERS]; /* keyframes and meshes on this partition's device */
   struct {
     wfp_hook_fn fn;
     void *user;
@@ -196,6 +197,10 @@ double wf_particles_zeta_for_restitution(double e) {
 
 static wf_status upload_params(wfp_part *ps) {
   ps->params.count = ps->count;
+  /* mesh colliders look for triangles within a cell (>= the largest particle's diameter) */
+  TRY(wfx_sync_reach(ps->colliders, ps->params.n_colliders, ps->params.cell, ps->buf[B_COLLIDERS],
+                     ps->stream),
+      "uploading a collider");
   TRY(wf_upload(ps->buf[B_PARAMS], 0, &ps->params, sizeof ps->params, ps->stream),
       "uploading the parameter block");
   return WF_OK;
@@ -432,6 +437,8 @@ void wfp_part_destroy(wfp_part *ps) {
     ps->hooks[h].fn(ps->hooks[h].user, WFP_HOOK_DETACH);
   if (ps->graph) wf_graph_destroy(ps->graph);
   if (ps->frame_done) wf_event_destroy(ps->frame_done);
+  for (uint32_t k = 0; k < ps->params.n_colliders; k++)
+    wfx_dev_release(&ps->collider_dev[k], ps->stream);
   for (int b = 0; b < B_COUNT; b++)
     if (ps->buf[b]) wf_buffer_destroy(ps->buf[b], b == B_MIRROR ? NULL : ps->stream);
   if (ps->own_stream) wf_stream_destroy(ps->stream);
@@ -802,66 +809,6 @@ wf_status wfp_part_emit(wfp_part *ps, const wf_particles_emitter *e, uint32_t *f
 /* ---- colliders ---------------------------------------------------------------------------------
  */
 
-wf_status wfp_collider_from_desc(const char *func, const char *owner, const wf_collider_desc *c,
-                                 wfp_collider *out) {
-  const char *nm = c->name ? c->name : "collider";
-#define CBAD(...) wf__error(WF_ERR_INVALID, func, "%s: collider '%s': " __VA_ARGS__)
-  if (!finite3(c->velocity)) return CBAD("velocity is not finite", owner, nm);
-  if (!(c->friction >= 0.0f) || !isfinite(c->friction))
-    return CBAD("friction %g must be >= 0", owner, nm, (double)c->friction);
-  if (!(c->restitution >= 0.0f && c->restitution <= 1.0f))
-    return CBAD("restitution %g must be in [0, 1]", owner, nm, (double)c->restitution);
-  if (!(c->stiffness >= 0.0f) || !isfinite(c->stiffness))
-    return CBAD("stiffness %g must be >= 0 (0: the material's)", owner, nm, (double)c->stiffness);
-  if (!(c->static_friction >= 0.0f) || !isfinite(c->static_friction))
-    return CBAD("static_friction %g must be >= 0", owner, nm, (double)c->static_friction);
-  wfp_collider d = {.vel = {c->velocity[0], c->velocity[1], c->velocity[2], 0.0f},
-                    .type = (uint32_t)c->type,
-                    .friction = c->friction,
-                    .zeta = (float)wf_particles_zeta_for_restitution(c->restitution),
-                    .stiffness = c->stiffness,
-                    .restitution = c->restitution,
-                    .static_friction =
-                        c->static_friction > 0.0f ? c->static_friction : c->friction};
-  switch (c->type) {
-  case WF_COLLIDER_PLANE: {
-    if (!finite3(c->normal) || !isfinite(c->offset))
-      return CBAD("normal and offset must be finite", owner, nm);
-    double l = sqrt((double)c->normal[0] * c->normal[0] + (double)c->normal[1] * c->normal[1] +
-                    (double)c->normal[2] * c->normal[2]);
-    if (!(l > 0.0)) return CBAD("normal is zero", owner, nm);
-    d.a = (wfp_f4){(float)(c->normal[0] / l), (float)(c->normal[1] / l), (float)(c->normal[2] / l),
-                   c->offset};
-    break;
-  }
-  case WF_COLLIDER_SPHERE:
-    if (!finite3(c->center)) return CBAD("center is not finite", owner, nm);
-    if (!(c->radius > 0.0f) || !isfinite(c->radius))
-      return CBAD("radius %g must be > 0", owner, nm, (double)c->radius);
-    d.a = (wfp_f4){c->center[0], c->center[1], c->center[2], c->radius};
-    break;
-  case WF_COLLIDER_BOX:
-    if (!finite3(c->center)) return CBAD("center is not finite", owner, nm);
-    for (int i = 0; i < 3; i++)
-      if (!(c->half_extents[i] > 0.0f) || !isfinite(c->half_extents[i]))
-        return CBAD("half_extents[%d] %g must be > 0", owner, nm, i, (double)c->half_extents[i]);
-    d.a = (wfp_f4){c->center[0], c->center[1], c->center[2], 0.0f};
-    d.b = (wfp_f4){c->half_extents[0], c->half_extents[1], c->half_extents[2], 0.0f};
-    break;
-  case WF_COLLIDER_CAPSULE:
-    if (!finite3(c->p0) || !finite3(c->p1)) return CBAD("p0 and p1 must be finite", owner, nm);
-    if (!(c->radius > 0.0f) || !isfinite(c->radius))
-      return CBAD("radius %g must be > 0", owner, nm, (double)c->radius);
-    d.a = (wfp_f4){c->p0[0], c->p0[1], c->p0[2], c->radius};
-    d.b = (wfp_f4){c->p1[0] - c->p0[0], c->p1[1] - c->p0[1], c->p1[2] - c->p0[2], 0.0f};
-    break;
-  default: return CBAD("type %d is not a WF_COLLIDER_* value", owner, nm, c->type);
-  }
-#undef CBAD
-  *out = d;
-  return WF_OK;
-}
-
 wf_status wfp_part_add_collider(wfp_part *ps, const wf_collider_desc *c, uint32_t *index) {
   if (!ps || !c) return fail(WF_ERR_INVALID, "particles: NULL argument");
   uint32_t k = ps->params.n_colliders;
@@ -872,6 +819,8 @@ wf_status wfp_part_add_collider(wfp_part *ps, const wf_collider_desc *c, uint32_
   snprintf(owner, sizeof owner, "particles '%s'", ps->name);
   wfp_collider d;
   wf_status st = wfp_collider_from_desc(NULL, owner, c, &d);
+  if (st == WF_OK)
+    st = wfx_dev_upload(NULL, owner, c, ps->dev, ps->stream, &d, &ps->collider_dev[k]);
   if (st != WF_OK) return st;
   ps->colliders[k] = d;
   TRY(wf_upload(ps->buf[B_COLLIDERS], k * sizeof d, &d, sizeof d, ps->stream),
@@ -880,6 +829,23 @@ wf_status wfp_part_add_collider(wfp_part *ps, const wf_collider_desc *c, uint32_
   st = upload_params(ps);
   if (st == WF_OK && index) *index = k;
   return st;
+}
+
+wf_status wfp_part_set_collider_pose(wfp_part *ps, uint32_t k, const wf_collider_pose *pose) {
+  static const char fn[] = "wf_particles_set_collider_pose";
+  if (!ps) return wf__error(WF_ERR_INVALID, fn, "particles: NULL argument");
+  if (k >= ps->params.n_colliders)
+    return wf__error(WF_ERR_INVALID, fn, "particles '%s': collider %u does not exist (%u added)",
+                     ps->name, k, ps->params.n_colliders);
+  char owner[160];
+  snprintf(owner, sizeof owner, "particles '%s': collider %u", ps->name, k);
+  wfp_collider d = ps->colliders[k];
+  wf_status st = wfx_collider_set_pose(fn, owner, pose, &d);
+  if (st != WF_OK) return st;
+  ps->colliders[k] = d;
+  TRY(wf_upload(ps->buf[B_COLLIDERS], k * sizeof d, &d, sizeof d, ps->stream),
+      "uploading a collider's pose");
+  return WF_OK;
 }
 
 /* ---- parameters --------------------------------------------------------------------------------

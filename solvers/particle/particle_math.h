@@ -17,13 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "solvers/collider/collider_math.h" /* wfp_f4, wfp_collider, wfp_collider_sdf */
 #include "weft/hd.h"
-
-#ifdef __cplusplus
-#define WFP_ALIGN16 alignas(16)
-#else
-#define WFP_ALIGN16 _Alignas(16)
-#endif
 
 /* Maximum sizes of the small device tables. */
 #define WFP_MAX_MATERIALS 256 /* material index is stored as uint16 */
@@ -61,12 +56,6 @@ enum { WFP_DEM = 0, WFP_XPBD = 1, WFP_HERTZ = 2 };
 #define WFP_UNROLL
 #endif
 
-/* xyz + w: position (w = radius) or velocity (w = inverse mass; 0 = kinematic). */
-typedef struct wfp_f4 {
-  WFP_ALIGN16 float x;
-  float y, z, w;
-} wfp_f4;
-
 /* Material, as the kernels see it (host values converted once: zeta from restitution, the
  * elastic terms from Young's modulus and Poisson's ratio). */
 typedef struct wfp_material {
@@ -94,23 +83,7 @@ typedef struct wfp_hist {
   float rx, ry, rz, pad;
 } wfp_hist;
 
-enum { WFP_PLANE = 0, WFP_SPHERE = 1, WFP_BOX = 2, WFP_CAPSULE = 3 };
-
-/* Collider. Position at time t is the stored one plus vel·t (kinematic; vel 0 = static).
- *  plane:   a = unit normal (xyz), offset in a.w  (points x with dot(n, x) = a.w)
- *  sphere:  a = centre, a.w = radius
- *  box:     a = centre, b = half extents (axis aligned)
- *  capsule: a = end 0, b = end 1 - end 0 (axis), a.w = radius */
-typedef struct wfp_collider {
-  wfp_f4 a, b, vel;
-  uint32_t type;
-  float friction;
-  float zeta; /* from restitution */
-  float stiffness;
-  float restitution;     /* XPBD: normal velocity after an impact = -e · before */
-  float static_friction; /* XPBD */
-  float pad[2];
-} wfp_collider;
+/* Colliders (wfp_collider, its pose, signed distance and surface velocity): solvers/collider. */
 
 /* The parameter block, read by every kernel from a device buffer so that changing it needs no
  * recapture.
@@ -702,52 +675,6 @@ WF_HD static inline uint32_t wfp_pair(const wfp_collide_args *a, wfp_f4 pi, wfp_
                            wfp_inv_roll_inertia(vi.w, pi.w, vj.w, pj.w), slots, key, used, f, tau);
 }
 
-/* Signed distance from x to collider c at time t, with the outward unit normal. */
-WF_HD static inline float wfp_collider_sdf(const wfp_collider *c, float t, float x, float y,
-                                           float z, float *n) {
-  float ox = c->vel.x * t, oy = c->vel.y * t, oz = c->vel.z * t; /* kinematic offset */
-  float px = x - ox, py = y - oy, pz = z - oz;
-  switch (c->type) {
-  case WFP_PLANE:
-    n[0] = c->a.x, n[1] = c->a.y, n[2] = c->a.z;
-    return wfp_dot3(px, py, pz, c->a.x, c->a.y, c->a.z) - c->a.w;
-  case WFP_BOX: {
-    float lx = px - c->a.x, ly = py - c->a.y, lz = pz - c->a.z;
-    float qx = fabsf(lx) - c->b.x, qy = fabsf(ly) - c->b.y, qz = fabsf(lz) - c->b.z;
-    float sx = lx < 0.0f ? -1.0f : 1.0f, sy = ly < 0.0f ? -1.0f : 1.0f,
-          sz = lz < 0.0f ? -1.0f : 1.0f;
-    if (qx > 0.0f || qy > 0.0f || qz > 0.0f) {
-      float ex = fmaxf(qx, 0.0f), ey = fmaxf(qy, 0.0f), ez = fmaxf(qz, 0.0f);
-      float d = sqrtf(wfp_dot3(ex, ey, ez, ex, ey, ez));
-      n[0] = sx * ex / d, n[1] = sy * ey / d, n[2] = sz * ez / d;
-      return d;
-    }
-    /* inside: push out through the nearest face */
-    n[0] = n[1] = n[2] = 0.0f;
-    if (qx >= qy && qx >= qz) return n[0] = sx, qx;
-    if (qy >= qz) return n[1] = sy, qy;
-    return n[2] = sz, qz;
-  }
-  default: { /* sphere, capsule: distance to a point / segment minus the radius */
-    float cx = c->a.x, cy = c->a.y, cz = c->a.z;
-    if (c->type == WFP_CAPSULE) {
-      float ab2 = wfp_dot3(c->b.x, c->b.y, c->b.z, c->b.x, c->b.y, c->b.z);
-      float s =
-          ab2 > 0.0f ? wfp_dot3(px - cx, py - cy, pz - cz, c->b.x, c->b.y, c->b.z) / ab2 : 0.0f;
-      s = fminf(fmaxf(s, 0.0f), 1.0f);
-      cx += c->b.x * s, cy += c->b.y * s, cz += c->b.z * s;
-    }
-    float dx = px - cx, dy = py - cy, dz = pz - cz;
-    float d = sqrtf(wfp_dot3(dx, dy, dz, dx, dy, dz));
-    if (d > 0.0f)
-      n[0] = dx / d, n[1] = dy / d, n[2] = dz / d;
-    else
-      n[0] = 0.0f, n[1] = 1.0f, n[2] = 0.0f;
-    return d - c->a.w;
-  }
-  }
-}
-
 /* Contact of a dynamic particle (x, v, angular velocity w, material m) with collider k (c) at
  * time t: a wall of the particle's own material that does not rotate, with the collider's
  * stiffness (0: the material's), friction and restitution, and the material's dashpots, rolling
@@ -772,7 +699,9 @@ WF_HD static inline uint32_t wfp_collider_force(const wfp_params *p, const wfp_c
   cf.mu = c->friction;
   cf.mu_r = m->rolling;
   cf.coh = 0.0f;
-  float vr[3] = {v.x - c->vel.x, v.y - c->vel.y, v.z - c->vel.z};
+  float cv[3]; /* the surface's velocity at the contact point */
+  wfp_collider_velocity_at(c, t, x.x - n[0] * phi, x.y - n[1] * phi, x.z - n[2] * phi, cv);
+  float vr[3] = {v.x - cv[0], v.y - cv[1], v.z - cv[2]};
   float lever[3] = {x.w * w.x, x.w * w.y, x.w * w.z};
   float wr[3] = {w.x, w.y, w.z};
   return wfp_granular_slot(p, &cf, n, delta, vr, lever, wr, x.w, 1.0f / v.w, x.w,
@@ -887,13 +816,14 @@ WF_HD static inline int wfp_xpbd_pair(const wfp_params *p, wfp_f4 xi, wfp_f4 pi,
  * 1 with the contact normal in n when there was a contact. */
 WF_HD static inline int wfp_xpbd_collider(const wfp_params *p, const wfp_collider *c, float t,
                                           wfp_f4 x, wfp_f4 *q, float *n) {
-  float phi = wfp_collider_sdf(c, t, q->x, q->y, q->z, n) - x.w;
+  float phi = wfp_collider_sdf_from(c, t, q->x, q->y, q->z, t - p->dt, x, n) - x.w;
   if (!(phi < 0.0f)) return 0;
   float pen = -phi, h = p->dt;
   q->x += n[0] * pen, q->y += n[1] * pen, q->z += n[2] * pen;
-  float d[3] = {0.0f, 0.0f, 0.0f};
-  wfp_xpbd_friction(n, (q->x - x.x) - c->vel.x * h, (q->y - x.y) - c->vel.y * h,
-                    (q->z - x.z) - c->vel.z * h, pen, c->static_friction, c->friction, 1.0f, d);
+  float d[3] = {0.0f, 0.0f, 0.0f}, cv[3];
+  wfp_collider_velocity_at(c, t, q->x - n[0] * x.w, q->y - n[1] * x.w, q->z - n[2] * x.w, cv);
+  wfp_xpbd_friction(n, (q->x - x.x) - cv[0] * h, (q->y - x.y) - cv[1] * h, (q->z - x.z) - cv[2] * h,
+                    pen, c->static_friction, c->friction, 1.0f, d);
   q->x += d[0], q->y += d[1], q->z += d[2];
   return 1;
 }
@@ -1056,14 +986,16 @@ WF_HD static inline uint32_t wfp_collide_dem(const wfp_collide_args *a, uint32_t
   flags |= wfp_integrate(p, f, &x, &v);
   /* The springs let a fast or heavily loaded particle sink into a collider; its centre never
    * crosses the surface: it is put back on it and stops moving inwards (no tunnelling). */
-  float time1 = (float)a->clock->time + p->dt;
+  float time0 = (float)a->clock->time, time1 = time0 + p->dt;
   for (uint32_t k = 0; k < p->n_colliders && v.w > 0.0f; k++) {
     const wfp_collider *col = &a->colliders[k];
     float n[3];
-    float phi = wfp_collider_sdf(col, time1, x.x, x.y, x.z, n);
+    float phi = wfp_collider_sdf_from(col, time1, x.x, x.y, x.z, time0, a->spos[s], n);
     if (!(phi < 0.0f)) continue;
     x.x -= n[0] * phi, x.y -= n[1] * phi, x.z -= n[2] * phi;
-    float vn = wfp_dot3(v.x - col->vel.x, v.y - col->vel.y, v.z - col->vel.z, n[0], n[1], n[2]);
+    float cv[3];
+    wfp_collider_velocity_at(col, time1, x.x, x.y, x.z, cv);
+    float vn = wfp_dot3(v.x - cv[0], v.y - cv[1], v.z - cv[2], n[0], n[1], n[2]);
     if (vn < 0.0f) v.x -= n[0] * vn, v.y -= n[1] * vn, v.z -= n[2] * vn;
   }
   a->pos[i] = x;
@@ -1114,24 +1046,26 @@ WF_HD static inline uint32_t wfp_collide_xpbd(const wfp_collide_args *a, uint32_
     float t1 = (float)a->clock->time + h;
     float g = sqrtf(wfp_dot3(p->gravity.x, p->gravity.y, p->gravity.z, p->gravity.x, p->gravity.y,
                              p->gravity.z));
-    float bn[3] = {0.0f, 0.0f, 0.0f}, bounce = 0.0f;
+    float bn[3] = {0.0f, 0.0f, 0.0f}, bounce = 0.0f, bv[3], bcv[3] = {0.0f, 0.0f, 0.0f};
     const wfp_collider *bc = NULL;
     for (uint32_t k = 0; k < p->n_colliders; k++) {
       const wfp_collider *col = &a->colliders[k];
       float n[3];
       if (!wfp_xpbd_collider(p, col, t1, x, &q, n)) continue;
-      float vn0 = wfp_dot3(v.x - col->vel.x, v.y - col->vel.y, v.z - col->vel.z, n[0], n[1], n[2]);
+      wfp_collider_velocity_at(col, t1, q.x - n[0] * x.w, q.y - n[1] * x.w, q.z - n[2] * x.w, bv);
+      float vn0 = wfp_dot3(v.x - bv[0], v.y - bv[1], v.z - bv[2], n[0], n[1], n[2]);
       if (col->restitution > 0.0f && -vn0 > 2.0f * h * g) {
         bn[0] = n[0], bn[1] = n[1], bn[2] = n[2];
         bounce = -col->restitution * vn0;
         bc = col;
+        bcv[0] = bv[0], bcv[1] = bv[1], bcv[2] = bv[2];
       }
     }
     /* v = v_predicted + (corrections) / h: the same as (q - x) / h, but free contacts keep the
      * predicted velocity exactly (positions far from the origin would round it) */
     v.x = vp.x + (q.x - qp.x) / h, v.y = vp.y + (q.y - qp.y) / h, v.z = vp.z + (q.z - qp.z) / h;
     if (bc) { /* set the normal velocity relative to the collider to -e vn0 */
-      float vn1 = wfp_dot3(v.x - bc->vel.x, v.y - bc->vel.y, v.z - bc->vel.z, bn[0], bn[1], bn[2]);
+      float vn1 = wfp_dot3(v.x - bcv[0], v.y - bcv[1], v.z - bcv[2], bn[0], bn[1], bn[2]);
       float dv = bounce - vn1;
       v.x += bn[0] * dv, v.y += bn[1] * dv, v.z += bn[2] * dv;
     }

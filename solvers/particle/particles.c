@@ -809,6 +809,17 @@ wf_status wf_particles_add_collider(wf_particles *sp, const wf_collider_desc *c,
   return WF_OK;
 }
 
+/* Every partition's table takes the pose; the frame reads it from there: no recapture. */
+wf_status wf_particles_set_collider_pose(wf_particles *sp, uint32_t index,
+                                         const wf_collider_pose *pose) {
+  if (!sp) return fail(WF_ERR_INVALID, "wf_particles_set_collider_pose: solver is NULL");
+  for (int p = 0; p < sp->np; p++) {
+    wf_status st = wfp_part_set_collider_pose(sp->parts[p].ps, index, pose);
+    if (st != WF_OK) return st;
+  }
+  return WF_OK;
+}
+
 wf_particles_params wf_particles_params_get(const wf_particles *sp) {
   return sp ? wfp_part_params_get(sp->parts[0].ps) : (wf_particles_params){0};
 }

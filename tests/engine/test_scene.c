@@ -639,6 +639,79 @@ TEST(mesh_assets) {
   rmdir(dir);
 }
 
+/* Mesh colliders and motion keys: the mesh is read and checked while parsing (so `weft validate`
+ * reports it), keyframes are kept in order as quaternions, and each bad input names its key path:
+ * a missing or malformed mesh, an open mesh without a thickness, only degenerate triangles,
+ * keyframes out of order, keyframes with a velocity, an active window that ends before it starts.
+ */
+TEST(mesh_colliders_and_motion) {
+  char dir[] = "/tmp/weft_scene_XXXXXX";
+  REQUIRE(mkdtemp(dir));
+  char scene[300], obj[300], flat[300], bad[300];
+  snprintf(obj, sizeof obj, "%s/tet.obj", dir);
+  write_file(obj, "v 0 0 0\nv 1 0 0\nv 0 1 0\nv 0 0 1\nf 1 3 2\nf 1 2 4\nf 1 4 3\nf 2 3 4\n");
+  snprintf(flat, sizeof flat, "%s/flat.obj", dir);
+  write_file(flat, "v 0 0 0\nv 1 0 0\nv 2 0 0\nf 1 2 3\n");
+  snprintf(bad, sizeof bad, "%s/bad.ply", dir);
+  write_file(bad, "ply\nformat ascii 1.0\nelement vertex 3\nend_header\n1 2\n");
+  snprintf(scene, sizeof scene, "%s/s.json", dir);
+  write_file(scene,
+             "{\"colliders\": [{\"name\": \"tet\", \"type\": \"mesh\", \"mesh\": \"tet.obj\","
+             " \"scale\": 2, \"pivot\": [0, 1, 0], \"rotation_axis\": [0, 2, 0],"
+             " \"rotation_rate\": 3, \"active_from\": 0.5, \"active_until\": 2},"
+             " {\"type\": \"box\", \"keyframes\": [{\"time\": 0},"
+             " {\"time\": 1, \"position\": [0, 1, 0], \"axis\": [0, 0, 1], \"angle\": 90}]}]}");
+  wf_scene *s = NULL;
+  CHECK_OK(wf_scene_load(scene, NULL, &s));
+  if (s) {
+    const wf_scene_collider *m = &s->colliders[0], *b = &s->colliders[1];
+    CHECK_EQ_INT(m->type, WF_SCENE_MESH);
+    CHECK(m->mesh_data && wf_collider_mesh_info_get(m->mesh_data).triangles == 4);
+    CHECK(wf_collider_mesh_info_get(m->mesh_data).hi[0] == 2.0f); /* scaled */
+    CHECK(m->rotation_rate == 3 && m->rotation_axis[1] == 2 && m->pivot[1] == 1);
+    CHECK(m->active_from == 0.5 && m->active_until == 2);
+    CHECK(isinf(b->active_until));
+    CHECK_EQ_INT(b->key_count, 2);
+    CHECK_NEAR(b->keys[1].rotation[2], sin(3.14159265358979 / 4), 1e-7);
+    CHECK_NEAR(b->keys[1].rotation[3], cos(3.14159265358979 / 4), 1e-7);
+    check_round_trip(s, dir);
+    wf_scene_destroy(s);
+  }
+  static const struct {
+    const char *collider, *want;
+  } cases[] = {
+      {"{\"type\": \"mesh\", \"mesh\": \"nope.obj\"}",
+       "colliders[0].mesh: cannot open mesh 'nope.obj'"},
+      {"{\"type\": \"mesh\", \"mesh\": \"bad.ply\"}", "colliders[0].mesh: cannot read mesh file"},
+      {"{\"type\": \"mesh\", \"mesh\": \"flat.obj\"}", "all 1 triangles are degenerate"},
+      {"{\"type\": \"mesh\"}", "colliders[0]: a mesh collider needs a 'mesh'"},
+      {"{\"type\": \"box\", \"mesh\": \"tet.obj\"}", "colliders[0].mesh: does not apply to a box"},
+      {"{\"type\": \"box\", \"keyframes\": [{\"time\": 1}, {\"time\": 0.5}]}",
+       "colliders[0].keyframes[1].time: 0.5 is not after keyframes[0].time 1"},
+      {"{\"type\": \"box\", \"velocity\": [1, 0, 0], \"keyframes\": [{\"time\": 1}]}",
+       "colliders[0].keyframes: keyframes replace velocity"},
+      {"{\"type\": \"box\", \"active_from\": 2, \"active_until\": 1}",
+       "colliders[0].active_until: 1 must be after active_from 2"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char text[512];
+    snprintf(text, sizeof text, "{\"colliders\": [%s]}", cases[i].collider);
+    write_file(scene, text);
+    s = NULL;
+    CHECK_STATUS(wf_scene_load(scene, NULL, &s), WF_ERR_PARSE);
+    if (!strstr(wf_scene_errors(), cases[i].want))
+      TH_FAIL("case %zu: got '%s', want '%s'", i, wf_scene_errors(), cases[i].want);
+  }
+  /* an open mesh needs a thickness (the unit triangle fan of tet.obj without one face) */
+  write_file(obj, "v 0 0 0\nv 1 0 0\nv 0 1 0\nv 0 0 1\nf 1 3 2\nf 1 2 4\nf 1 4 3\n");
+  write_file(scene, "{\"colliders\": [{\"type\": \"mesh\", \"mesh\": \"tet.obj\"}]}");
+  CHECK_STATUS(wf_scene_load(scene, NULL, &s), WF_ERR_PARSE);
+  CHECK(strstr(wf_scene_errors(), "colliders[0].thickness: mesh"));
+  CHECK(strstr(wf_scene_errors(), "is open (3 edges with one triangle)"));
+  remove(obj), remove(flat), remove(bad), remove(scene);
+  rmdir(dir);
+}
+
 TEST(load_errors) {
   wf_scene *s = (wf_scene *)&th_fails;
   CHECK_STATUS(wf_scene_load("/nonexistent/dir/scene.json", NULL, &s), WF_ERR_IO);
@@ -788,6 +861,7 @@ int main(int argc, char **argv) {
       TH_TEST(references_and_names),
       TH_TEST(several_errors),
       TH_TEST(mesh_assets),
+      TH_TEST(mesh_colliders_and_motion),
       TH_TEST(load_errors),
       TH_TEST(overrides),
       TH_TEST(round_trip_everything),
