@@ -774,7 +774,7 @@ static size_t state_block(const wf_world *w, int k, char prefix[20], float (**po
 }
 
 static wf_status save_state(wf_world *w, const char *path, int64_t frame, const wfw_clock *clock,
-                            float (**pos)[4], float (**vel)[4]);
+                            float (**pos)[4], float (**vel)[4], const void *granular);
 
 /* The state as the solvers hold it, block by block (state_block): the particles' host copies,
  * each cloth's positions relative to its origin into arrays of its own (freed by the caller:
@@ -813,7 +813,16 @@ wf_status wf_world_save(wf_world *w, const char *path) {
     st = wf_cloth_time(w->cloths[i], &c->time, &c->substeps);
   }
   if (st == WF_OK) st = local_state(w, pos, vel);
-  if (st == WF_OK) st = save_state(w, path, w->frame, clock, pos, vel);
+  /* the particles' rotation and contact history (wf_particles_granular_state_get) */
+  void *granular = NULL;
+  if (st == WF_OK && w->ps) {
+    size_t gb = wf_particles_granular_state_bytes(w->ps);
+    granular = malloc(gb ? gb : 1);
+    st = granular ? wf_particles_granular_state_get(w->ps, granular, gb)
+                  : wf__error(WF_ERR_OUT_OF_MEMORY, "wf_world_save", "out of host memory");
+  }
+  if (st == WF_OK) st = save_state(w, path, w->frame, clock, pos, vel, granular);
+  free(granular);
   for (int k = w->ps ? 1 : 0; pos && k < n; k++)
     free(pos[k]); /* a cloth's positions and velocities, one array */
   free(clock), free(pos), free(vel);
@@ -821,9 +830,10 @@ wf_status wf_world_save(wf_world *w, const char *path) {
 }
 
 /* The checkpoint of frame `frame` from the blocks' state (pos, vel: per block, a cloth's relative
- * to its origin) and clocks. */
+ * to its origin), clocks and the particles' granular state (NULL: none is written, and a restore
+ * starts without rotation or contact history). */
 static wf_status save_state(wf_world *w, const char *path, int64_t frame, const wfw_clock *clock,
-                            float (**pos)[4], float (**vel)[4]) {
+                            float (**pos)[4], float (**vel)[4], const void *granular) {
   wf_ckpt_writer *ck;
   wf_status st;
   if ((st = wf_ckpt_writer_create(&ck)) != WF_OK) return st;
@@ -850,6 +860,9 @@ static wf_status save_state(wf_world *w, const char *path, int64_t frame, const 
       if (st == WF_OK) st = wf_cloth_origin(w->cloths[cloth], origin);
       if (st == WF_OK) st = wf_ckpt_writer_add(ck, name, origin, sizeof origin);
     }
+    if (cloth < 0 && granular && st == WF_OK)
+      st = wf_ckpt_writer_add(ck, "particles/granular", granular,
+                              wf_particles_granular_state_bytes(w->ps));
   }
   if (st == WF_OK) st = wf_ckpt_writer_save(ck, path);
   wf_ckpt_writer_destroy(ck);
@@ -882,7 +895,8 @@ wf_status wf_world_save_last_good(wf_world *w, const char *path, int64_t *frame)
   int64_t good = -1;
   /* the snapshot holds the solvers' own bits: a cloth's positions relative to its origin */
   if (st == WF_OK) st = wfw_health_last_good(w->health, w->frame, pos, vel, clock, &good);
-  if (st == WF_OK) st = save_state(w, path, good, clock, pos, vel);
+  /* the snapshot has no rotation or contact history: the restore starts them at zero */
+  if (st == WF_OK) st = save_state(w, path, good, clock, pos, vel, NULL);
   free(pos), free(vel), free(clock);
   if (st == WF_OK && frame) *frame = good;
   return st;
@@ -978,6 +992,11 @@ wf_status wf_world_load_checkpoint(wf_world *w, const char *path) {
       const float(*p4)[4] = (const float(*)[4])hp, (*v4)[4] = (const float(*)[4])hv;
       st = i < 0 ? wf_particles_set_state(w->ps, p4, v4, c.time, c.substeps)
                  : wf_cloth_set_state_local(w->cloths[i], p4, v4, c.time, c.substeps);
+      const void *g = NULL; /* the rotation and contact history, when the checkpoint has them */
+      size_t gb = i < 0 ? wf_particles_granular_state_bytes(w->ps) : 0;
+      if (st == WF_OK && i < 0 && wf_ckpt_find(r, "particles/granular") >= 0 &&
+          (st = section(r, path, "particles/granular", gb, &g)) == WF_OK)
+        st = wf_particles_granular_state_set(w->ps, g, gb);
       if (st != WF_OK)
         st = i < 0 ? fail_object(st, "particles", 0, "particles")
                    : fail_object(st, "cloths", i, cloth_name(w, i));
