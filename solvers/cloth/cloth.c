@@ -747,7 +747,7 @@ static wf_status collider_velocity(const wfc_part *c, const char *fn, uint32_t c
 
 wf_status wfc_part_attach(wfc_part *c, uint32_t vertex, uint32_t collider) {
   static const char fn[] = "wf_cloth_attach";
-  float vel[3];
+  float vel[3] = {0.0f, 0.0f, 0.0f};
   wf_status st = collider_velocity(c, fn, collider, vel);
   return st != WF_OK ? st : pin_one(c, fn, vertex, vel);
 }

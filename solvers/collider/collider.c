@@ -145,13 +145,13 @@ wf_status wfp_collider_from_desc(const char *func, const char *owner, const wf_c
 /* The keyframes in the device layout (wfx_key). */
 static void convert_keys(const wf_collider_key *in, uint32_t n, wfx_key *out) {
   for (uint32_t i = 0; i < n; i++) {
-    double q[4];
+    double q[4] = {0.0, 0.0, 0.0, 1.0};
     unit_quat(in[i].rotation, q);
     wfx_key k = {.pos = {in[i].position[0], in[i].position[1], in[i].position[2], in[i].time},
                  .rot = {(float)q[0], (float)q[1], (float)q[2], (float)q[3]},
                  .turn = {1.0f, 0.0f, 0.0f, 0.0f}};
     if (i + 1 < n) {
-      double q1[4], r[4];
+      double q1[4] = {0.0, 0.0, 0.0, 1.0}, r[4];
       unit_quat(in[i + 1].rotation, q1);
       /* r = conj(q) q1, the turn in the body frame; the shorter way round */
       const double a[4] = {-q[0], -q[1], -q[2], q[3]};
