@@ -204,7 +204,9 @@ static void check_tablecloth(const float (*rest)[4], const float (*p)[4], uint32
     lowest = fmin(lowest, -drop);
     if (o == 0) {
       over++;
-      if (drop > 0.01 || -drop > thickness + 0.02) bad_on++;
+      /* within one mesh spacing of an edge a vertex may ride the fold over it */
+      int inner = fabs(rest[i][0] - c[0]) < he[0] - h && fabs(rest[i][2] - c[2]) < he[2] - h;
+      if (inner && (drop > 0.01 || -drop > thickness + 0.02)) bad_on++;
     } else if (o >= 0.1 && (dx == 0 || dz == 0)) {
       sides++;
       side_min = fmin(side_min, drop - (0.85 * o - h)); /* >= 0 */
