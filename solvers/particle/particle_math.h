@@ -961,11 +961,7 @@ WF_HD static inline uint32_t wfp_collide_dem(const wfp_collide_args *a, uint32_t
   float f[3] = {0.0f, 0.0f, 0.0f}, tau[3] = {0.0f, 0.0f, 0.0f};
   uint32_t over = 0u;
   if (v.w > 0.0f) { /* kinematic particles move with their velocity: no contacts, no history */
-    /* the particle's history in a copy of its own (CUDA: thread-local memory, cached), read
-     * once and written back once, rather than scanned in the shared array at every contact */
-    wfp_hist *own = &a->hist[(size_t)i * WFP_HIST_SLOTS], slots[WFP_HIST_SLOTS];
-    for (int k = 0; k < WFP_HIST_SLOTS; k++)
-      slots[k] = own[k];
+    wfp_hist *slots = &a->hist[(size_t)i * WFP_HIST_SLOTS];
     uint32_t used = 0u;
     int bad = 0;
     int32_t c[3] = {wfp_cell_coord(x.x, p->inv_cell, &bad), wfp_cell_coord(x.y, p->inv_cell, &bad),
@@ -985,8 +981,6 @@ WF_HD static inline uint32_t wfp_collide_dem(const wfp_collide_args *a, uint32_t
     for (uint32_t k = 0; k < p->n_colliders; k++)
       over += wfp_collider_force(p, &a->colliders[k], k, time, x, v, w, m, slots, &used, f, tau);
     wfp_slots_end(slots, used);
-    for (int k = 0; k < WFP_HIST_SLOTS; k++)
-      own[k] = slots[k];
   }
   uint32_t flags = wfp_integrate_rotation(p, tau, x.w, v.w, &w);
   flags |= wfp_integrate(p, f, &x, &v);
