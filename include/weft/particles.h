@@ -170,9 +170,10 @@ typedef enum wf_particles_balance {
 typedef struct wf_particles_tuning {
   int contact_min_blocks; /* CUDA: blocks of 256 threads a multiprocessor should hold at once in
                              the contact kernels, which caps their registers: 4 to 8; -1: no cap
-                             (the compiler's choice); 0: automatic, 6 (40 registers: on an H200
-                             at 2M particles the DEM kernel took 0.295 ms a substep, 0.346 ms
-                             uncapped). The CPU backend ignores it. */
+                             (the compiler's choice); 0: automatic, no cap (the granular
+                             contact kernel needs ~100 registers: capped at 40 by 6 blocks it
+                             spilled 1.4 KB a thread and ran 8x slower on an H100). The CPU
+                             backend ignores it. */
 } wf_particles_tuning;
 
 typedef struct wf_particles_desc {

@@ -355,7 +355,7 @@ static wf_status part_new(wf_device *dev, const wf_particles_desc *desc, const c
   ps->desc.name = ps->name;
   ps->capacity = desc->capacity ? desc->capacity : 1024;
   int mb = desc->tuning.contact_min_blocks;
-  ps->min_blocks = mb == 0 ? 6 : mb < 0 ? 0 : mb;
+  ps->min_blocks = mb <= 0 ? 0 : mb; /* automatic: no cap (see particles.h) */
   if (desc->stream) {
     ps->stream = desc->stream;
   } else {
