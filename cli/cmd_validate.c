@@ -15,7 +15,8 @@ void wf_cmd_validate_usage(FILE *f) {
         "\n"
         "Reads each scene file and checks it against the schema (docs/scenes.md). Every error is\n"
         "printed as file:line:col: key path: message. A mass-spring cloth past its explicit\n"
-        "step's stability limit is a warning (the scene stays valid) naming the substeps it needs.\n"
+        "step's stability limit is a warning (the scene stays valid) naming the substeps it needs;\n"
+        "so are particles whose contacts last fewer than 10 substeps.\n"
         "\n"
         "options:\n"
         "  --print     print each valid scene's canonical JSON, every default filled in\n"
@@ -88,6 +89,15 @@ int wf_cmd_validate(int argc, char **argv) {
       if (wf_scene_cloth_stability(sc, k, &s, msg, sizeof msg) != WF_OK)
         fprintf(stderr, "weft validate: %s: %s\n", argv[i], wf_last_error());
       else if (!s.stable)
+        fprintf(stderr, "weft validate: %s: warning: %s\n", argv[i], msg);
+    }
+    /* particles whose contacts are resolved in too few substeps: a warning too */
+    for (int k = 0; k < sc->emitter_count; k++) {
+      wf_particles_stability_result s;
+      char msg[512];
+      if (wf_scene_particle_stability(sc, k, &s, msg, sizeof msg) != WF_OK)
+        fprintf(stderr, "weft validate: %s: %s\n", argv[i], wf_last_error());
+      else if (!s.ok)
         fprintf(stderr, "weft validate: %s: warning: %s\n", argv[i], msg);
     }
     wf_scene_destroy(sc);

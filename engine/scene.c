@@ -71,8 +71,13 @@ static const field material_fields[] = {
     {"damping", F_NUM, MAT(damping), {0}, GE0, 0},
     {"restitution", F_NUM, MAT(restitution), {0.5}, 0, 1, 0, 0},
     {"friction", F_NUM, MAT(friction), {0.5}, GE0, 0},
-    {"tangential", F_NUM, MAT(tangential), {100}, GE0, 0},
+    {"tangential", F_NUM, MAT(tangential), {0}, GE0, 0},
     {"cohesion", F_NUM, MAT(cohesion), {0}, GE0, 0},
+    {"static_friction", F_NUM, MAT(static_friction), {0}, GE0, 0},
+    {"rolling_friction", F_NUM, MAT(rolling_friction), {0.01}, GE0, 0},
+    {"young", F_NUM, MAT(young), {5e7}, GT0, 0},
+    {"poisson", F_NUM, MAT(poisson), {0.25}, 0, 0.49, 0, 0},
+    {"tangential_ratio", F_NUM, MAT(tangential_ratio), {0}, GE0, 0},
 };
 #define EMI(m)      offsetof(wf_scene_emitter, m)
 #define BOX_ONLY    (1u << WF_SCENE_SHAPE_BOX)
@@ -193,7 +198,7 @@ static const field render_fields[] = {
 };
 #define NF(t) ((int)(sizeof(t) / sizeof((t)[0])))
 
-static const char *const contact_names[] = {"dem", "xpbd"};
+static const char *const contact_names[] = {"dem", "xpbd", "hertz"};
 static const char *const shape_names[] = {"box", "sphere"};
 static const char *const integrator_names[] = {"xpbd", "spring"};
 static const char *const collider_names[] = {"plane", "sphere", "box", "capsule", "mesh"};

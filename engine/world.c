@@ -188,6 +188,11 @@ static wf_particle_material material_of(const wf_scene_material *m) {
   p.friction = (float)m->friction;
   p.tangential = (float)m->tangential;
   p.cohesion = (float)m->cohesion;
+  p.static_friction = (float)m->static_friction;
+  p.rolling_friction = (float)m->rolling_friction;
+  p.young = (float)m->young;
+  p.poisson = (float)m->poisson;
+  p.tangential_ratio = (float)m->tangential_ratio;
   return p;
 }
 
@@ -388,6 +393,34 @@ wf_status wf_scene_cloth_stability(const wf_scene *sc, int i, wf_cloth_stability
   return st;
 }
 
+wf_status wf_scene_particle_stability(const wf_scene *sc, int i,
+                                      wf_particles_stability_result *out, char *msg, size_t size) {
+  static const char fn[] = "wf_scene_particle_stability";
+  if (!sc || !out || i < 0 || i >= sc->emitter_count)
+    return wf__error(WF_ERR_INVALID, fn, "scene or out is NULL, or emitter %d is not in the scene",
+                     i);
+  const wf_scene_emitter *e = &sc->emitters[i];
+  const wf_scene_material *sm = &sc->materials[e->material];
+  wf_particles_desc d = wf_particles_desc_default();
+  d.substeps = sc->simulation.substeps;
+  d.frame_dt = (float)(1.0 / sc->simulation.fps);
+  d.contact_model = sc->simulation.contact_model == WF_SCENE_CONTACT_XPBD    ? WF_CONTACT_XPBD
+                    : sc->simulation.contact_model == WF_SCENE_CONTACT_HERTZ ? WF_CONTACT_HERTZ
+                                                                             : WF_CONTACT_DEM;
+  wf_particle_material m = material_of(sm);
+  double r = e->radius, mass = e->mass > 0 ? e->mass : e->density * 4.0 / 3.0 * M_PI * r * r * r;
+  wf_status st = wf_particles_stability(&d, &m, r, mass, 0.0, out);
+  if (msg && size) msg[0] = 0;
+  if (st == WF_OK && !out->ok && msg && size)
+    snprintf(msg, size,
+             "particles '%s' (material '%s'): a contact lasts %.3g s (tangential %.3g s), fewer "
+             "than 10 substeps of %.3g s: use at least %d substeps per frame (simulation.substeps, "
+             "now %d), or a softer material",
+             e->name, sm->name, out->contact_time, out->tangential_time, (double)d.frame_dt / d.substeps,
+             out->substeps_needed, d.substeps);
+  return st;
+}
+
 static wf_status create_cloth(wf_world *w, const wf_scene *sc, int i) {
   const wf_scene_cloth *c = &sc->cloths[i];
   wf_status st = cloth_solver(w, sc, i);
@@ -421,7 +454,9 @@ static wf_status create_particles(wf_world *w, const wf_scene *sc) {
   f3(d.gravity, sc->simulation.gravity);
   d.damping = (float)sc->simulation.damping;
   d.contact_model =
-      sc->simulation.contact_model == WF_SCENE_CONTACT_XPBD ? WF_CONTACT_XPBD : WF_CONTACT_DEM;
+      sc->simulation.contact_model == WF_SCENE_CONTACT_XPBD    ? WF_CONTACT_XPBD
+      : sc->simulation.contact_model == WF_SCENE_CONTACT_HERTZ ? WF_CONTACT_HERTZ
+                                                               : WF_CONTACT_DEM;
   d.stream = w->stream;
   for (int i = 0; i < w->n_devices; i++)
     d.devices[i] = w->devices[i];

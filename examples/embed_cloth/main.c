@@ -110,12 +110,15 @@ typedef struct state {
   float (*cpos)[4], (*cvel)[4], (*ppos)[4], (*pvel)[4];
   float (*clocal)[4]; /* the cloth's positions relative to its origin (wf_cloth_download_local):
                          what a checkpoint stores, for a bitwise resume */
+  void *granular; /* the grains' rotation and contact history (wf_particles_granular_state_get) */
+  size_t gbytes;
   double ctime, ptime;
   uint64_t csub, psub;
 } state;
 
 static void state_free(state *st) {
   free(st->cpos), free(st->cvel), free(st->ppos), free(st->pvel), free(st->clocal);
+  free(st->granular);
   memset(st, 0, sizeof *st);
 }
 
@@ -136,11 +139,20 @@ static int sim_download(sim *s, state *st) {
   wf_cloth_info info;
   if (!ok(wf_cloth_info_get(s->cloth, &info), "wf_cloth_info_get")) return 0;
   if (!state_alloc(st, info.vertices, wf_particles_count(s->sand))) return 0;
+  st->gbytes = wf_particles_granular_state_bytes(s->sand);
+  st->granular = malloc(st->gbytes ? st->gbytes : 1);
+  if (!st->granular) {
+    state_free(st);
+    fprintf(stderr, "embed_cloth: out of host memory\n");
+    return 0;
+  }
   wf_particles_stats ps;
   if (ok(wf_cloth_download(s->cloth, st->cpos, st->cvel), "wf_cloth_download") &&
       ok(wf_cloth_download_local(s->cloth, st->clocal, NULL), "wf_cloth_download_local") &&
       ok(wf_cloth_time(s->cloth, &st->ctime, &st->csub), "wf_cloth_time") &&
       ok(wf_particles_download(s->sand, st->ppos, st->pvel), "wf_particles_download") &&
+      ok(wf_particles_granular_state_get(s->sand, st->granular, st->gbytes),
+         "wf_particles_granular_state_get") &&
       ok(wf_particles_stats_get(s->sand, &ps), "wf_particles_stats_get")) {
     st->ptime = ps.time, st->psub = ps.substeps;
     return 1;
@@ -156,7 +168,8 @@ static int states_equal(const state *a, const state *b) {
          memcmp(a->cpos, b->cpos, a->nv * sizeof *a->cpos) == 0 &&
          memcmp(a->cvel, b->cvel, a->nv * sizeof *a->cvel) == 0 &&
          memcmp(a->ppos, b->ppos, a->np * sizeof *a->ppos) == 0 &&
-         memcmp(a->pvel, b->pvel, a->np * sizeof *a->pvel) == 0;
+         memcmp(a->pvel, b->pvel, a->np * sizeof *a->pvel) == 0 && a->gbytes == b->gbytes &&
+         memcmp(a->granular, b->granular, a->gbytes) == 0;
 }
 
 static float dist_to_sphere_center(const float p[4]) {
@@ -221,6 +234,7 @@ static int save_checkpoint(const state *st, const char *path) {
       ok(wf_ckpt_writer_add(w, "cloth/vel", st->cvel, st->nv * sizeof *st->cvel), "add") &&
       ok(wf_ckpt_writer_add(w, "sand/pos", st->ppos, st->np * sizeof *st->ppos), "add") &&
       ok(wf_ckpt_writer_add(w, "sand/vel", st->pvel, st->np * sizeof *st->pvel), "add") &&
+      ok(wf_ckpt_writer_add(w, "sand/granular", st->granular, st->gbytes), "add") &&
       ok(wf_ckpt_writer_add(w, "clocks", clocks, sizeof clocks), "add") &&
       ok(wf_ckpt_writer_add(w, "substeps", substeps, sizeof substeps), "add") &&
       ok(wf_ckpt_writer_save(w, path), "wf_ckpt_writer_save");
@@ -252,13 +266,18 @@ static int load_checkpoint(sim *s, const char *path) {
   const float(*cvel)[4] = section(r, "cloth/vel", nv * sizeof *cvel);
   const float(*ppos)[4] = section(r, "sand/pos", np * sizeof *ppos);
   const float(*pvel)[4] = section(r, "sand/vel", np * sizeof *pvel);
+  size_t gbytes = wf_particles_granular_state_bytes(s->sand);
+  const void *granular = section(r, "sand/granular", gbytes);
   const double *clocks = section(r, "clocks", 2 * sizeof(double));
   const uint64_t *substeps = section(r, "substeps", 2 * sizeof(uint64_t));
-  good = good && cpos && cvel && ppos && pvel && clocks && substeps &&
+  good = good && cpos && cvel && ppos && pvel && granular && clocks && substeps &&
          ok(wf_cloth_set_state_local(s->cloth, cpos, cvel, clocks[0], substeps[0]),
             "wf_cloth_set_state_local") &&
          ok(wf_particles_set_state(s->sand, ppos, pvel, clocks[1], substeps[1]),
-            "wf_particles_set_state");
+            "wf_particles_set_state") &&
+         /* after set_state, which starts rotation and contact history at zero */
+         ok(wf_particles_granular_state_set(s->sand, granular, gbytes),
+            "wf_particles_granular_state_set");
   wf_ckpt_close(r);
   return good;
 }

@@ -48,7 +48,8 @@ enum {
 /** simulation.contact_model: "dem" (spring-dashpot) or "xpbd" (position constraints). */
 typedef enum wf_scene_contact_model {
   WF_SCENE_CONTACT_DEM = 0,
-  WF_SCENE_CONTACT_XPBD = 1
+  WF_SCENE_CONTACT_XPBD = 1,
+  WF_SCENE_CONTACT_HERTZ = 2 /* Hertz–Mindlin normal and tangential springs (WF_CONTACT_HERTZ) */
 } wf_scene_contact_model;
 /** particles[i].shape: the region an emitter fills, "box" or "sphere". */
 typedef enum wf_scene_shape { WF_SCENE_SHAPE_BOX = 0, WF_SCENE_SHAPE_SPHERE = 1 } wf_scene_shape;
@@ -106,8 +107,13 @@ typedef struct wf_scene_material {
   double damping;     /* N·s/m, >= 0; default 0 */
   double restitution; /* [0, 1]; default 0.5 */
   double friction;    /* >= 0; default 0.5 */
-  double tangential;  /* N·s/m, >= 0; default 100 */
+  double tangential;  /* extra tangential dashpot, N·s/m, >= 0; default 0 */
   double cohesion;    /* N, >= 0; default 0 */
+  double static_friction;  /* >= 0; 0: the same as friction; default 0 */
+  double rolling_friction; /* dimensionless, >= 0; default 0.01 */
+  double young;            /* Pa, > 0 (contact_model "hertz"); default 5e7 */
+  double poisson;          /* [0, 0.49]; default 0.25 */
+  double tangential_ratio; /* kt / kn of the linear model, >= 0; 0: Mindlin's; default 0 */
 } wf_scene_material;
 
 /** `particles[i]`: an emitter filling a box or a sphere with a cubic lattice of particles. */

@@ -51,6 +51,7 @@
 #include "weft/cloth.h"
 #include "weft/export.h"
 #include "weft/gpu.h"
+#include "weft/particles.h"
 #include "weft/scene.h"
 
 #ifdef __cplusplus
@@ -128,6 +129,14 @@ WF_API wf_world_desc wf_world_desc_default(void);
  *  needs; else msg is "". `weft validate` and `weft run` print it. */
 WF_API wf_status wf_scene_cloth_stability(const wf_scene *sc, int i, wf_cloth_stability *out,
                                           char *msg, size_t size);
+/** The contact step's stability of scene emitter i's particles (weft/particles.h:
+ *  wf_particles_stability with the emitter's radius, mass and material and the scene's contact
+ *  model and substeps; host only): out->ok false when a contact is resolved in fewer than 10
+ *  substeps, and then msg (may be NULL) names the emitter, the material and the substeps needed;
+ *  else msg is "". `weft validate` prints it; `weft run` logs the solver's own warning. */
+WF_API wf_status wf_scene_particle_stability(const wf_scene *sc, int i,
+                                             wf_particles_stability_result *out, char *msg,
+                                             size_t size);
 /** Creates the solvers for scene on one device and fills them. desc may be NULL (defaults). The
  *  scene is not kept: it may be destroyed afterwards. On failure *out is NULL. */
 WF_API wf_status wf_world_create(const wf_scene *scene, const wf_world_desc *desc, wf_world **out);

@@ -129,7 +129,9 @@ TEST(validate_reports_line_and_column) {
   CHECK_EQ_INT(run(args), 2);
   char *err = err_text();
   if (!strstr(err, "bad.json:2:18: simulation.substeps")) TH_FAIL("stderr: %s", err);
-  CHECK(!strstr(err, "small.json:"));
+  /* the good scene has no error (file:line:col); a stability warning may name it */
+  for (const char *at = err; (at = strstr(at, "small.json:")) != NULL; at++)
+    CHECK(!(at[11] >= '0' && at[11] <= '9'));
   free(err);
   snprintf(args, sizeof args, "validate '%s'", good);
   CHECK_EQ_INT(run(args), 0);

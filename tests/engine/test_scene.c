@@ -315,7 +315,11 @@ TEST(defaults) {
   CHECK(strcmp(s->materials[0].name, "default") == 0);
   CHECK(s->materials[0].stiffness == 1e4 && s->materials[0].damping == 0 &&
         s->materials[0].restitution == 0.5 && s->materials[0].friction == 0.5 &&
-        s->materials[0].tangential == 100 && s->materials[0].cohesion == 0);
+        s->materials[0].tangential == 0 && s->materials[0].cohesion == 0);
+  /* the granular keys: a glass bead's, as the solver's wf_particle_material_default */
+  CHECK(s->materials[0].static_friction == 0 && s->materials[0].rolling_friction == 0.01 &&
+        s->materials[0].young == 5e7 && s->materials[0].poisson == 0.25 &&
+        s->materials[0].tangential_ratio == 0);
   CHECK_EQ_INT(s->emitter_count + s->cloth_count + s->collider_count, 0);
   CHECK(s->forces.drag == 1 && s->forces.lift == 0 && s->forces.air_density == 1.2);
   CHECK(strcmp(s->outputs.dir, "out") == 0);
@@ -414,6 +418,14 @@ TEST(syntax_errors) {
 
 TEST(value_errors) {
   /* the message names the key path and its line:column */
+  CHECK_PARSE_ERROR("{\"materials\": [{\"poisson\": 0.7}]}",
+                    "materials[0].poisson: expected a number in [0, 0.49], got 0.7");
+  CHECK_PARSE_ERROR("{\"materials\": [{\"young\": 0}]}",
+                    "materials[0].young: expected a number > 0, got 0");
+  CHECK_PARSE_ERROR("{\"materials\": [{\"rolling_friction\": -0.1}]}",
+                    "materials[0].rolling_friction: expected a number >= 0, got -0.1");
+  CHECK_PARSE_ERROR("{\"simulation\": {\"contact_model\": \"herz\"}}",
+                    "simulation.contact_model: unknown value \"herz\"");
   CHECK_PARSE_ERROR("{\"cloths\": [\n  {\"material\": {\n     \"bend_rigidity\": -1}}]}",
                     "t.json:3:6: cloths[0].material.bend_rigidity: expected a number >= 0, got -1");
   /* the keys of per-spring coefficients are gone, each naming its replacement */
