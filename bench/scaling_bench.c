@@ -85,7 +85,7 @@ typedef struct sb_result {
   uint64_t reruns_total;         /* since creation (warm-up included) */
   bool peer;                     /* every pair of devices has peer access */
   uint32_t owned_min, owned_max; /* particles per partition, as of the last repartition */
-  wf_overlap ov;               /* more than one device: the halo copies' overlap */
+  wf_overlap ov;                 /* more than one device: the halo copies' overlap */
 } sb_result;
 
 static void add_row(sb_ctx *c, const char *bench, const char *metric, double v, const char *unit) {
@@ -149,7 +149,8 @@ static int measure(sb_ctx *c, int k, uint64_t n, sb_result *res) {
   if (bench_particles_tuning_env("scaling", &d.tuning)) goto done;
   CHECK(wf_particles_create(&d, &sp));
   wf_particle_material m = wf_particle_material_default();
-  m.stiffness = 8000.0f, m.damping = 2.0f, m.friction = 1.0f, m.restitution = 1.0f; /* dashpot: damping */
+  m.stiffness = 8000.0f, m.damping = 2.0f, m.friction = 1.0f,
+  m.restitution = 1.0f; /* dashpot: damping */
   uint32_t material = 0;
   CHECK(wf_particles_add_material(sp, &m, &material));
   wf_collider_desc g = wf_collider_desc_default();
@@ -296,9 +297,9 @@ static int run_mode(sb_ctx *c, int mode) {
 #define CLOTH_SUBSTEPS 16
 
 typedef struct sb_cloth_result {
-  double ms;                 /* median ms/frame */
+  double ms;     /* median ms/frame */
   wf_overlap ov; /* the overlap measurement */
-  bool peer;                 /* every pair of devices has peer access */
+  bool peer;     /* every pair of devices has peer access */
   uint32_t owned_min, owned_max;
 } sb_cloth_result;
 

@@ -11,20 +11,21 @@
 #include "weft/weft.h"
 
 void wf_cmd_validate_usage(FILE *f) {
-  fputs("usage: weft validate SCENE... [--print]\n"
-        "\n"
-        "Reads each scene file and checks it against the schema (docs/scenes.md). Every error is\n"
-        "printed as file:line:col: key path: message. A mass-spring cloth past its explicit\n"
-        "step's stability limit is a warning (the scene stays valid) naming the substeps it needs;\n"
-        "so are particles whose contacts last fewer than 10 substeps.\n"
-        "\n"
-        "options:\n"
-        "  --print     print each valid scene's canonical JSON, every default filled in\n"
-        "  -h, --help  show this help\n"
-        "\n"
-        "Exit status: 0 all scenes valid, 2 any scene invalid or unreadable, or bad usage\n"
-        "(1, a runtime failure, does not occur: validating runs nothing).\n",
-        f);
+  fputs(
+      "usage: weft validate SCENE... [--print]\n"
+      "\n"
+      "Reads each scene file and checks it against the schema (docs/scenes.md). Every error is\n"
+      "printed as file:line:col: key path: message. A mass-spring cloth past its explicit\n"
+      "step's stability limit is a warning (the scene stays valid) naming the substeps it needs;\n"
+      "so are particles whose contacts last fewer than 10 substeps.\n"
+      "\n"
+      "options:\n"
+      "  --print     print each valid scene's canonical JSON, every default filled in\n"
+      "  -h, --help  show this help\n"
+      "\n"
+      "Exit status: 0 all scenes valid, 2 any scene invalid or unreadable, or bad usage\n"
+      "(1, a runtime failure, does not occur: validating runs nothing).\n",
+      f);
 }
 
 /* Prints the scene loader's messages, one per line, each prefixed for the terminal. */

@@ -1004,7 +1004,8 @@ static void cloth_material_defaults(wf_scene_cloth *cl) {
 }
 
 /* `material.preset`: one of wf_cloth_material_preset's names. */
-static void read_cloth_preset(ctx *c, const cJSON *mat, const char *mp, wf_scene_cloth_material *m) {
+static void read_cloth_preset(ctx *c, const cJSON *mat, const char *mp,
+                              wf_scene_cloth_material *m) {
   const char *names[16];
   int n = 0;
   while (n < 16 && (names[n] = wf_cloth_material_preset_name(n)))

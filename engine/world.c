@@ -371,7 +371,8 @@ wf_status wf_scene_cloth_stability(const wf_scene *sc, int i, wf_cloth_stability
                                    size_t size) {
   static const char fn[] = "wf_scene_cloth_stability";
   if (!sc || !out || i < 0 || i >= sc->cloth_count)
-    return wf__error(WF_ERR_INVALID, fn, "scene or out is NULL, or cloth %d is not in the scene", i);
+    return wf__error(WF_ERR_INVALID, fn, "scene or out is NULL, or cloth %d is not in the scene",
+                     i);
   const wf_scene_cloth *c = &sc->cloths[i];
   wf_cloth_desc d = cloth_desc_of(sc, c);
   wf_status st;
@@ -393,8 +394,8 @@ wf_status wf_scene_cloth_stability(const wf_scene *sc, int i, wf_cloth_stability
   return st;
 }
 
-wf_status wf_scene_particle_stability(const wf_scene *sc, int i,
-                                      wf_particles_stability_result *out, char *msg, size_t size) {
+wf_status wf_scene_particle_stability(const wf_scene *sc, int i, wf_particles_stability_result *out,
+                                      char *msg, size_t size) {
   static const char fn[] = "wf_scene_particle_stability";
   if (!sc || !out || i < 0 || i >= sc->emitter_count)
     return wf__error(WF_ERR_INVALID, fn, "scene or out is NULL, or emitter %d is not in the scene",
@@ -416,8 +417,8 @@ wf_status wf_scene_particle_stability(const wf_scene *sc, int i,
              "particles '%s' (material '%s'): a contact lasts %.3g s (tangential %.3g s), fewer "
              "than 10 substeps of %.3g s: use at least %d substeps per frame (simulation.substeps, "
              "now %d), or a softer material",
-             e->name, sm->name, out->contact_time, out->tangential_time, (double)d.frame_dt / d.substeps,
-             out->substeps_needed, d.substeps);
+             e->name, sm->name, out->contact_time, out->tangential_time,
+             (double)d.frame_dt / d.substeps, out->substeps_needed, d.substeps);
   return st;
 }
 
@@ -453,10 +454,9 @@ static wf_status create_particles(wf_world *w, const wf_scene *sc) {
   d.frame_dt = (float)(1.0 / w->fps);
   f3(d.gravity, sc->simulation.gravity);
   d.damping = (float)sc->simulation.damping;
-  d.contact_model =
-      sc->simulation.contact_model == WF_SCENE_CONTACT_XPBD    ? WF_CONTACT_XPBD
-      : sc->simulation.contact_model == WF_SCENE_CONTACT_HERTZ ? WF_CONTACT_HERTZ
-                                                               : WF_CONTACT_DEM;
+  d.contact_model = sc->simulation.contact_model == WF_SCENE_CONTACT_XPBD    ? WF_CONTACT_XPBD
+                    : sc->simulation.contact_model == WF_SCENE_CONTACT_HERTZ ? WF_CONTACT_HERTZ
+                                                                             : WF_CONTACT_DEM;
   d.stream = w->stream;
   for (int i = 0; i < w->n_devices; i++)
     d.devices[i] = w->devices[i];

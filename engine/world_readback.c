@@ -74,7 +74,7 @@ struct wf_world_readback {
   frame_marks staging;
   bool velocities;
   size_t bytes, vel_off;
-  size_t *cloth_off; /* byte offset of each cloth's positions in a slot */
+  size_t *cloth_off;         /* byte offset of each cloth's positions in a slot */
   double (*cloth_origin)[3]; /* each cloth's origin (its positions in a slot are relative to it) */
   /* end-of-frame events of the frames pushed (or skipped) and perhaps still running, oldest
      first, for wf_world_readback_wait_frames; only the producer's thread touches them */

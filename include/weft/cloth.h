@@ -128,21 +128,21 @@ enum { WF_CLOTH_SPRINGS = 0, WF_CLOTH_XPBD = 1 };
  *  metre, each carrying k ε h), and its diagonals give a shear modulus k; so E2, G2 map to
  *  spring constants independent of h (on a grid the diagonals and the bend springs also resist
  *  stretch along an axis, by k_shear and 4 k_bend: the axis springs get the rest of E2, at
- *  least 0; on other meshes every edge gets E2). A grid's dihedral hinge across an edge bends by θ = κ h
- *  for curvature κ; one hinge per h² of area with energy ½ θ²/α gives ½ κ²/α per m², the plate's
- *  ½ B κ² when α = 1/B, again independent of h. A bend spring across two edges (the mass-spring
- *  bend) shortens by h θ²/4 only, so its energy grows with κ⁴, not κ²: its k ∝ h⁻⁴ keeps the
- *  energy per area independent of h, and R0 is the radius of curvature at which its energy
+ *  least 0; on other meshes every edge gets E2). A grid's dihedral hinge across an edge bends by θ
+ * = κ h for curvature κ; one hinge per h² of area with energy ½ θ²/α gives ½ κ²/α per m², the
+ * plate's ½ B κ² when α = 1/B, again independent of h. A bend spring across two edges (the
+ * mass-spring bend) shortens by h θ²/4 only, so its energy grows with κ⁴, not κ²: its k ∝ h⁻⁴ keeps
+ * the energy per area independent of h, and R0 is the radius of curvature at which its energy
  *  equals the plate's (stiffer than the plate below R0, softer above). τ is the Kelvin–Voigt
  *  time: stress = E2 (ε + τ dε/dt).
  *
  *  coefficients = true skips all this and uses the raw per-spring fields below as given
  *  (resolution-dependent; for tests and exact reproductions of older setups). */
 typedef struct wf_cloth_material {
-  float density;       /* ρ_A, kg/m²: each vertex gets a third of its triangles' mass;
-                          default 0.2 */
-  float particle_mass; /* > 0: every vertex has this mass (kg), overriding density; default 0 */
-  float thickness;     /* m: distance kept from colliders; default 0.005 */
+  float density;         /* ρ_A, kg/m²: each vertex gets a third of its triangles' mass;
+                            default 0.2 */
+  float particle_mass;   /* > 0: every vertex has this mass (kg), overriding density; default 0 */
+  float thickness;       /* m: distance kept from colliders; default 0.005 */
   float stretch_modulus; /* E2, N/m: in-plane Young's modulus times thickness (0: off);
                             default 30 */
   float shear_modulus;   /* G2, N/m: in-plane shear modulus times thickness (0: off);
@@ -237,9 +237,9 @@ typedef struct wf_cloth_desc {
    * a stream is given, else wf_device_default()) */
   wf_device *devices[WF_MAX_DEVICES];
   int device_count;
-  int seed;        /* several devices: METIS random seed; 0: 1 */
-  float imbalance; /* several devices: METIS load imbalance allowed (max part / mean - 1);
-                      0: 0.03 */
+  int seed;               /* several devices: METIS random seed; 0: 1 */
+  float imbalance;        /* several devices: METIS load imbalance allowed (max part / mean - 1);
+                             0: 0.03 */
   wf_cloth_tuning tuning; /* one-launch frames' tuning; all zero (the default): automatic */
   /* The cloth's origin in the world, m (docs/precision.md): the solver keeps every position
    * relative to it, in float, so that a cloth behaves the same wherever it sits. origin_given
@@ -268,9 +268,9 @@ typedef struct wf_cloth_mesh_desc {
   uint32_t vertex_count;
   const uint32_t (*triangles)[3]; /* path NULL: triangle_count triangles, 0-based */
   uint32_t triangle_count;
-  float scale;            /* applied first; default 1 */
-  double rotation[3][3];  /* then x' = rotation x (rows); all zero (the default): none */
-  float translate[3];     /* then added; default 0 */
+  float scale;           /* applied first; default 1 */
+  double rotation[3][3]; /* then x' = rotation x (rows); all zero (the default): none */
+  float translate[3];    /* then added; default 0 */
 } wf_cloth_mesh_desc;
 
 /** Parameters that can change between frames without recapture. */
@@ -315,13 +315,13 @@ typedef struct wf_cloth_info {
                                 (tuning.grid_sync); else 0 */
   /* the partitioning (the frame_* fields above are partition 0's; device_bytes and graph_nodes
    * are summed over the partitions) */
-  uint32_t partitions;                 /* one per device */
-  uint32_t owned[WF_MAX_DEVICES];      /* vertices each partition owns */
-  uint32_t ghosts[WF_MAX_DEVICES];     /* ghost copies each partition holds */
+  uint32_t partitions;                    /* one per device */
+  uint32_t owned[WF_MAX_DEVICES];         /* vertices each partition owns */
+  uint32_t ghosts[WF_MAX_DEVICES];        /* ghost copies each partition holds */
   size_t partition_bytes[WF_MAX_DEVICES]; /* device memory each partition holds */
-  uint32_t links;                      /* ordered pairs of partitions with ghosts to send */
-  uint32_t exchanges_per_frame;        /* halo exchanges per frame */
-  uint64_t halo_bytes_per_frame;       /* bytes the halo copies move per frame, all partitions */
+  uint32_t links;                         /* ordered pairs of partitions with ghosts to send */
+  uint32_t exchanges_per_frame;           /* halo exchanges per frame */
+  uint64_t halo_bytes_per_frame;          /* bytes the halo copies move per frame, all partitions */
   bool peer; /* every pair of distinct devices has direct (peer) access (true for one) */
 } wf_cloth_info;
 
@@ -336,8 +336,8 @@ WF_API const char *wf_cloth_material_preset_name(int i);
  *  (host only; no device): see wf_cloth_stability. */
 WF_API wf_status wf_cloth_stability_grid(const wf_cloth_desc *desc, const wf_cloth_grid *grid,
                                          wf_cloth_stability *out);
-WF_API wf_status wf_cloth_stability_mesh(const wf_cloth_desc *desc,
-                                         const wf_cloth_mesh_desc *mesh, wf_cloth_stability *out);
+WF_API wf_status wf_cloth_stability_mesh(const wf_cloth_desc *desc, const wf_cloth_mesh_desc *mesh,
+                                         wf_cloth_stability *out);
 /** The default solver settings: mass-spring, 16 substeps at 60 frames/s, Earth gravity. */
 WF_API wf_cloth_desc wf_cloth_desc_default(void);
 /** The default grid: 1 m x 1 m, 16 x 16 vertices, flat at y = 1. */
@@ -484,7 +484,7 @@ typedef struct wf_cloth_energy {
                                   − rest angle); a kind of compliance 0 is rigid and holds no
                                   energy (0). Colliders and self-collision act by projection:
                                   no energy. */
-  double total;     /* kinetic + potential + elastic */
+  double total;                /* kinetic + potential + elastic */
 } wf_cloth_energy;
 
 /** Waits and computes the energies of the current state (wf_cloth_energy). Each vertex's terms

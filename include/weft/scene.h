@@ -103,12 +103,12 @@ typedef struct wf_scene_simulation {
 /** `materials[i]`: a particle contact material (see the particle solver's wf_particle_material). */
 typedef struct wf_scene_material {
   char name[WF_SCENE_NAME_MAX];
-  double stiffness;   /* N/m, > 0; default 1e4 */
-  double damping;     /* N·s/m, >= 0; default 0 */
-  double restitution; /* [0, 1]; default 0.5 */
-  double friction;    /* >= 0; default 0.5 */
-  double tangential;  /* extra tangential dashpot, N·s/m, >= 0; default 0 */
-  double cohesion;    /* N, >= 0; default 0 */
+  double stiffness;        /* N/m, > 0; default 1e4 */
+  double damping;          /* N·s/m, >= 0; default 0 */
+  double restitution;      /* [0, 1]; default 0.5 */
+  double friction;         /* >= 0; default 0.5 */
+  double tangential;       /* extra tangential dashpot, N·s/m, >= 0; default 0 */
+  double cohesion;         /* N, >= 0; default 0 */
   double static_friction;  /* >= 0; 0: the same as friction; default 0 */
   double rolling_friction; /* dimensionless, >= 0; default 0.01 */
   double young;            /* Pa, > 0 (contact_model "hertz"); default 5e7 */

@@ -29,11 +29,12 @@
  * self_collision, which cannot be split and stays whole on the first device. The state after N
  * frames is bitwise that of one device of the same kind. The first device also holds the health
  * check, the readback ring and a copy of each split cloth's state (refreshed after every frame);
- * the particles are gathered there on the devices for the check and the readback. A split frame waits for the
- * frame before it (the split solver repartitions on the host between frames), so wf_world_step
- * returns when the last frame is enqueued, the others done. Cloths coupled to particles
- * (simulation.coupling) need one device: a coupled scene on several fails to create, naming
- * simulation.coupling and simulation.devices. wf_world_placement_get says which device runs what.
+ * the particles are gathered there on the devices for the check and the readback. A split frame
+ * waits for the frame before it (the split solver repartitions on the host between frames), so
+ * wf_world_step returns when the last frame is enqueued, the others done. Cloths coupled to
+ * particles (simulation.coupling) need one device: a coupled scene on several fails to create,
+ * naming simulation.coupling and simulation.devices. wf_world_placement_get says which device runs
+ * what.
  *
  * Checkpoints hold everything needed to continue bitwise identically: the frame number, the
  * particle state and clock, and each cloth's state and clock, plus the scene's canonical JSON for
@@ -106,20 +107,19 @@ typedef struct wf_world_energy {
                        kinematic particles are left out) */
   double potential; /* Σ −m g·x over dynamic points: zero at the origin (m g y for gravity
                        (0, −g, 0)) */
-  double elastic;   /* cloth: springs ½ k (|d| − L)² or XPBD constraints C² / (2 α) (rigid ones,
-                       α = 0, hold none); particles: the normal springs of their contacts, ½ k δ²
-                       a contact (a contact between two emitters' particles gives each half) and
-                       with colliders. Projections (cloth colliders, self-collision, coupling)
-                       store none. */
-  double total;     /* kinetic + potential + elastic */
+  double elastic; /* cloth: springs ½ k (|d| − L)² or XPBD constraints C² / (2 α) (rigid ones,
+                     α = 0, hold none); particles: the normal springs of their contacts, ½ k δ²
+                     a contact (a contact between two emitters' particles gives each half) and
+                     with colliders. Projections (cloth colliders, self-collision, coupling)
+                     store none. */
+  double total;   /* kinetic + potential + elastic */
 } wf_world_energy;
 
 /** Waits and computes the energies of every object (objects: wf_world_object_count entries, in
  *  object order; may be NULL) and their sums in that order (total; may be NULL). Each solver
  *  computes its terms on its devices and sums them in global-id order, so the results are bitwise
  *  the same for any number of devices. stats.csv writes them (weft/outputs.h). */
-WF_API wf_status wf_world_energy_get(wf_world *w, wf_world_energy *objects,
-                                     wf_world_energy *total);
+WF_API wf_status wf_world_energy_get(wf_world *w, wf_world_energy *objects, wf_world_energy *total);
 
 /** Default overrides: none. */
 WF_API wf_world_desc wf_world_desc_default(void);

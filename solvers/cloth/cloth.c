@@ -773,7 +773,8 @@ wf_status wfc_part_add_collider(wfc_part *c, const wf_collider_desc *d, uint32_t
     if (!keys) return wf__error(WF_ERR_OUT_OF_MEMORY, fn, "%s: collider keyframes", owner);
     wfp_keys_to_frame(d, c->topo.origin, keys, &dl);
   }
-  if (st0 == WF_OK) st0 = wfx_dev_upload(fn, owner, &dl, c->dev, c->stream, &w, &c->collider_dev[k]);
+  if (st0 == WF_OK)
+    st0 = wfx_dev_upload(fn, owner, &dl, c->dev, c->stream, &w, &c->collider_dev[k]);
   free(keys);
   if (st0 != WF_OK) return st0;
   wfp_collider_to_frame(&w, c->topo.origin); /* the kernels see positions relative to it */

@@ -218,8 +218,9 @@ static wf_status stability_of(const char *fn, const wf_cloth_desc *d, wfc_topolo
   bool springs = d->integrator == WF_CLOTH_SPRINGS;
   if (st == WF_OK) st = wfc_inverse_masses(fn, name, t, &d->material, inv_mass);
   if (st == WF_OK && springs) st = wfc_springs_build(fn, name, t, &sp);
-  if (st == WF_OK) wfc_stability_compute(d, t, springs ? &sp : NULL, inv_mass, wfc_mesh_spacing(t),
-                                        t->grid[0] > 0, out);
+  if (st == WF_OK)
+    wfc_stability_compute(d, t, springs ? &sp : NULL, inv_mass, wfc_mesh_spacing(t), t->grid[0] > 0,
+                          out);
   wfc_springs_free(&sp);
   free(inv_mass);
   wfc_topology_free(t);

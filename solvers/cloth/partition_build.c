@@ -269,8 +269,12 @@ static wf_status build_part(const char *fn, wf_cloth *cs, int p, const model *md
   if (st == WF_OK) {
     wf_cloth_desc d = cs->desc;
     d.stream = NULL;
-    wfc_local local = {pt->n_owned, lmass, md->sp ? &ls : NULL, md->cons ? &lc : NULL,
-                       wfc_mesh_spacing(&md->t), md->t.grid[0] > 0};
+    wfc_local local = {pt->n_owned,
+                       lmass,
+                       md->sp ? &ls : NULL,
+                       md->cons ? &lc : NULL,
+                       wfc_mesh_spacing(&md->t),
+                       md->t.grid[0] > 0};
     st = wfc_cloth_create_local(fn, pt->dev, &d, &lt, &local, &pt->c); /* takes lt */
   }
   wfc_topology_free(&lt);

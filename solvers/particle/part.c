@@ -43,11 +43,11 @@
 #include <string.h>
 
 #include "collider.h"
+#include "hooks.h" /* wfp_view_get, wfp_hook_*: what a coupled solver may reach */
 #include "internal/error.h"
 #include "part.h"
 #include "particle_internal.h"
 #include "particle_kernels.h"
-#include "hooks.h" /* wfp_view_get, wfp_hook_*: what a coupled solver may reach */
 
 #define WFP_PI 3.14159265358979323846
 
@@ -450,15 +450,14 @@ uint32_t wfp_part_capacity(const wfp_part *ps) { return ps ? ps->capacity : 0; }
 /* ---- materials ---------------------------------------------------------------------------------
  */
 
-static wf_status material_convert(const wfp_part *ps, uint32_t index,
-                                  const wf_particle_material *m, wfp_material *out) {
-  const char *fields[] = {"stiffness",       "damping",          "restitution", "friction",
-                          "tangential",      "cohesion",         "static_friction",
-                          "rolling_friction", "young",           "poisson",
-                          "tangential_ratio"};
-  const float vals[] = {m->stiffness,       m->damping,  m->restitution, m->friction,
-                        m->tangential,      m->cohesion, m->static_friction,
-                        m->rolling_friction, m->young,   m->poisson,     m->tangential_ratio};
+static wf_status material_convert(const wfp_part *ps, uint32_t index, const wf_particle_material *m,
+                                  wfp_material *out) {
+  const char *fields[] = {"stiffness",  "damping",  "restitution",     "friction",
+                          "tangential", "cohesion", "static_friction", "rolling_friction",
+                          "young",      "poisson",  "tangential_ratio"};
+  const float vals[] = {m->stiffness,  m->damping,  m->restitution,     m->friction,
+                        m->tangential, m->cohesion, m->static_friction, m->rolling_friction,
+                        m->young,      m->poisson,  m->tangential_ratio};
   for (int i = 0; i < 11; i++)
     if (!(vals[i] >= 0.0f) || !isfinite(vals[i]))
       return fail(WF_ERR_INVALID, "particles '%s': material %u: %s %g must be a finite number >= 0",
@@ -471,8 +470,8 @@ static wf_status material_convert(const wfp_part *ps, uint32_t index,
                 ps->name, index, (double)m->restitution);
   if (!(m->young > 0.0f))
     return fail(WF_ERR_INVALID,
-                "particles '%s': material %u: young %g must be > 0 (Young's modulus, Pa)",
-                ps->name, index, (double)m->young);
+                "particles '%s': material %u: young %g must be > 0 (Young's modulus, Pa)", ps->name,
+                index, (double)m->young);
   if (!(m->poisson < 0.5f))
     return fail(WF_ERR_INVALID, "particles '%s': material %u: poisson %g must be in [0, 0.5)",
                 ps->name, index, (double)m->poisson);
@@ -503,8 +502,7 @@ static wf_status material_convert(const wfp_part *ps, uint32_t index,
   return WF_OK;
 }
 
-wf_status wfp_part_set_material(wfp_part *ps, uint32_t index,
-                                    const wf_particle_material *m) {
+wf_status wfp_part_set_material(wfp_part *ps, uint32_t index, const wf_particle_material *m) {
   if (!ps || !m) return fail(WF_ERR_INVALID, "particles: NULL argument");
   if (index >= ps->n_mats)
     return fail(WF_ERR_INVALID, "particles '%s': material %u does not exist (%u materials)",
@@ -519,8 +517,7 @@ wf_status wfp_part_set_material(wfp_part *ps, uint32_t index,
   return WF_OK;
 }
 
-wf_status wfp_part_add_material(wfp_part *ps, const wf_particle_material *m,
-                                    uint32_t *index) {
+wf_status wfp_part_add_material(wfp_part *ps, const wf_particle_material *m, uint32_t *index) {
   if (!ps || !m) return fail(WF_ERR_INVALID, "particles: NULL argument");
   if (ps->n_mats >= WFP_MAX_MATERIALS)
     return fail(WF_ERR_INVALID, "particles '%s': at most %d materials", ps->name,
@@ -563,12 +560,8 @@ static wf_status grow(wfp_part *ps, uint64_t need) {
   drop_graph(ps);
   ps->generation++;
   size_t n = ps->count;
-  size_t elem[] = {[B_POS] = 16,
-                   [B_VEL] = 16,
-                   [B_GID] = 4,
-                   [B_MAT] = 2,
-                   [B_OMEGA] = 16,
-                   [B_HIST] = WFP_HIST_SLOTS * sizeof(wfp_hist)};
+  size_t elem[] = {[B_POS] = 16, [B_VEL] = 16,   [B_GID] = 4,
+                   [B_MAT] = 2,  [B_OMEGA] = 16, [B_HIST] = WFP_HIST_SLOTS * sizeof(wfp_hist)};
   for (int b = B_POS; b <= B_HIST && st == WF_OK && n; b++)
     st = wf_copy(nb[b], 0, ps->buf[b], 0, n * elem[b], ps->stream);
   if (st != WF_OK) {
@@ -649,8 +642,8 @@ static wf_status append(wfp_part *ps, uint32_t n, const wfp_f4 *pos, const wfp_f
   return upload_params(ps);
 }
 
-wf_status wfp_part_add(wfp_part *ps, uint32_t n, const float (*pos)[4],
-                           const float (*vel)[4], uint32_t material, uint32_t *first) {
+wf_status wfp_part_add(wfp_part *ps, uint32_t n, const float (*pos)[4], const float (*vel)[4],
+                       uint32_t material, uint32_t *first) {
   if (!ps) return fail(WF_ERR_INVALID, "particles: solver is NULL");
   if (n == 0) return fail(WF_ERR_INVALID, "particles '%s': n is 0 (zero particles)", ps->name);
   if (!pos) return fail(WF_ERR_INVALID, "particles '%s': pos is NULL", ps->name);
@@ -864,8 +857,7 @@ wf_status wfp_part_params_set(wfp_part *ps, const wf_particles_params *p) {
 /* ---- the step ----------------------------------------------------------------------------------
  */
 
-static wf_status launch(wfp_part *ps, const wf_kernel *k, size_t n, const void *args,
-                        size_t size) {
+static wf_status launch(wfp_part *ps, const wf_kernel *k, size_t n, const void *args, size_t size) {
   wf_status st = wf_launch(k, n, args, size, ps->stream);
   if (st != WF_OK)
     return fail(st, "particles '%s': launching %s: %s", ps->name, k->name, wf_last_error());
@@ -1187,7 +1179,7 @@ wf_status wfp_part_download(wfp_part *ps, float (*pos)[4], float (*vel)[4]) {
  * their last user); the solver's stream then waits for s, because kernels are opaque to that
  * tracking and the next frame must not overwrite the state while it is being read. */
 wf_status wfp_part_copy_state(wfp_part *ps, wf_buffer *pos, size_t pos_off, wf_buffer *vel,
-                                  size_t vel_off, wf_stream *s) {
+                              size_t vel_off, wf_stream *s) {
   if (!ps) return fail(WF_ERR_INVALID, "particles: solver is NULL");
   if (!s) s = ps->stream;
   size_t bytes = (size_t)ps->count * 16;
@@ -1213,7 +1205,7 @@ wf_stream *wfp_part_stream(const wfp_part *ps) { return ps ? ps->stream : NULL; 
 wf_device *wfp_part_device(const wfp_part *ps) { return ps ? ps->dev : NULL; }
 
 wf_status wfp_part_state_buffers(wfp_part *ps, wf_buffer **pos, wf_buffer **vel,
-                                     wf_buffer **clock) {
+                                 wf_buffer **clock) {
   if (!ps) return fail(WF_ERR_INVALID, "particles: solver is NULL");
   if (pos) *pos = ps->buf[B_POS];
   if (vel) *vel = ps->buf[B_VEL];
@@ -1224,7 +1216,7 @@ wf_status wfp_part_state_buffers(wfp_part *ps, wf_buffer **pos, wf_buffer **vel,
 /* Checkpoint restore: the state arrays and the clock are everything a frame reads that the
  * solver's creation did not set up; the grid's box is refitted (results do not depend on it). */
 wf_status wfp_part_set_state(wfp_part *ps, const float (*pos)[4], const float (*vel)[4],
-                                 double time, uint64_t substeps) {
+                             double time, uint64_t substeps) {
   if (!ps) return fail(WF_ERR_INVALID, "particles: solver is NULL");
   if (!pos || !vel)
     return fail(WF_ERR_INVALID, "particles '%s': set_state: pos or vel is NULL", ps->name);
@@ -1262,9 +1254,9 @@ wf_status wfp_part_stats_get(wfp_part *ps, wf_particles_stats *out) {
   memset(out, 0, sizeof *out);
   size_t n = ps->count;
   float(*v)[4] = malloc(n * 16 + 16), (*x)[4] = malloc(n * 16 + 16), (*w)[4] = malloc(n * 16 + 16);
-  wf_status st = v && x && w ? wfp_part_download(ps, x, v)
-                             : fail(WF_ERR_OUT_OF_MEMORY, "particles '%s': out of host memory",
-                                    ps->name);
+  wf_status st = v && x && w
+                     ? wfp_part_download(ps, x, v)
+                     : fail(WF_ERR_OUT_OF_MEMORY, "particles '%s': out of host memory", ps->name);
   if (st == WF_OK && n) TRY(wf_download(w, ps->buf[B_OMEGA], 0, n * 16), "reading omega");
   wfp_clock c;
   if (st == WF_OK) st = read_clock(ps, &c);
@@ -1408,11 +1400,11 @@ wf_status wfp_part_view_get(wfp_part *ps, wfp_view *out) {
   out->substeps = ps->desc.substeps;
   out->max_radius = ps->max_radius;
   out->grid = (wfp_grid_view){.params = ptr(ps, B_PARAMS),
-                          .cell_start = ptr(ps, B_CELLS),
-                          .cell_end = NULL,
-                          .spos = ptr(ps, B_SPOS),
-                          .svel = ptr(ps, B_SVEL),
-                          .n = ps->count};
+                              .cell_start = ptr(ps, B_CELLS),
+                              .cell_end = NULL,
+                              .spos = ptr(ps, B_SPOS),
+                              .svel = ptr(ps, B_SVEL),
+                              .n = ps->count};
   return WF_OK;
 }
 
@@ -1492,13 +1484,12 @@ wf_status wfp_part_get_all(wfp_part *ps, wfp_f4 *pos, wfp_f4 *vel, uint16_t *mat
 }
 
 wfp_arrays wfp_part_arrays(wfp_part *ps) {
-  return (wfp_arrays){
-      .pos = ptr(ps, B_POS),
-      .vel = ptr(ps, B_VEL),
-      .gid = ptr(ps, B_GID),
-      .mat = ptr(ps, B_MAT),
-      .omega = ptr(ps, B_OMEGA),
-      .hist = ptr(ps, B_HIST)};
+  return (wfp_arrays){.pos = ptr(ps, B_POS),
+                      .vel = ptr(ps, B_VEL),
+                      .gid = ptr(ps, B_GID),
+                      .mat = ptr(ps, B_MAT),
+                      .omega = ptr(ps, B_OMEGA),
+                      .hist = ptr(ps, B_HIST)};
 }
 
 wf_status wfp_part_touch(wfp_part *ps) { return touch_all(ps); }
@@ -1523,7 +1514,7 @@ void wfp_part_set_drift(wfp_part *ps, const float *anchor, wfp_drift_ctl *ctl) {
 }
 
 wf_status wfp_part_resize(wfp_part *ps, uint32_t n, float max_radius, const int32_t lo[3],
-                               const int32_t hi[3]) {
+                          const int32_t hi[3]) {
   drop_graph(ps);
   ps->count = 0; /* the caller rewrites every particle: nothing to copy if the buffers grow */
   wf_status st;

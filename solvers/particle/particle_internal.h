@@ -12,9 +12,9 @@
 #ifndef WEFT_PARTICLE_INTERNAL_H
 #define WEFT_PARTICLE_INTERNAL_H
 
+#include "hooks.h"
 #include "part.h"
 #include "particle_math.h"
-#include "hooks.h"
 #include "weft/particles.h"
 
 /* Enqueue a frame on the solver's stream in three parts: begin, one substep (call K times,
@@ -87,7 +87,7 @@ void wfp_part_set_drift(wfp_part *ps, const float *anchor, wfp_drift_ctl *ctl);
  * (their contents are not kept), records the largest radius and fits the grid's box to the cell
  * extent lo..hi (an empty extent, lo > hi: the box stays). */
 wf_status wfp_part_resize(wfp_part *ps, uint32_t n, float max_radius, const int32_t lo[3],
-                               const int32_t hi[3]);
+                          const int32_t hi[3]);
 /* Sets the clock (simulated seconds, substeps) on the solver's stream, flags cleared. */
 wf_status wfp_clock_set(wfp_part *ps, double time, uint64_t substeps);
 /* The cell extent the last finished frame saw (valid once the caller has waited for it); false

@@ -358,7 +358,8 @@ TEST(defaults) {
   CHECK(strcmp(x->material.preset, "default") == 0);
   CHECK(x->material.stretch_modulus == dm.stretch_modulus &&
         x->material.shear_modulus == dm.shear_modulus &&
-        x->material.bend_rigidity == dm.bend_rigidity && x->material.damping_time == dm.damping_time);
+        x->material.bend_rigidity == dm.bend_rigidity &&
+        x->material.damping_time == dm.damping_time);
   CHECK(sp->material.stretch_modulus == x->material.stretch_modulus &&
         sp->material.bend_rigidity == x->material.bend_rigidity);
   const wf_scene_collider *c = &s->colliders[0];
@@ -504,8 +505,9 @@ TEST(unknown_keys) {
                     "t.json:2:3: particles[0].radus: unknown key (did you mean 'radius'?)");
   CHECK_PARSE_ERROR("{\"simulaton\": {}}",
                     "t.json:1:2: simulaton: unknown key (did you mean 'simulation'?)");
-  CHECK_PARSE_ERROR("{\"cloths\": [{\"material\": {\"Bend_rigidity\": 1}}]}",
-                    "cloths[0].material.Bend_rigidity: unknown key (did you mean 'bend_rigidity'?)");
+  CHECK_PARSE_ERROR(
+      "{\"cloths\": [{\"material\": {\"Bend_rigidity\": 1}}]}",
+      "cloths[0].material.Bend_rigidity: unknown key (did you mean 'bend_rigidity'?)");
   CHECK_PARSE_ERROR("{\"forces\": {\"wind\": {\"gust_amplitud\": 1}}}",
                     "forces.wind.gust_amplitud: unknown key (did you mean 'gust_amplitude'?)");
   /* nothing close: the valid keys are listed */
@@ -823,7 +825,8 @@ TEST(round_trip_everything) {
       " \"cloths\": [{\"name\": \"sheet\", \"grid\": {\"size\": [2, 1.5], \"resolution\": [20, "
       "15]},"
       "  \"center\": [0, 2, 0], \"rotation\": [90, 0, 45], \"integrator\": \"spring\","
-      "  \"material\": {\"density\": 0.3, \"mass\": 0.01, \"thickness\": 0.002, \"preset\": \"denim\","
+      "  \"material\": {\"density\": 0.3, \"mass\": 0.01, \"thickness\": 0.002, \"preset\": "
+      "\"denim\","
       "   \"stretch_modulus\": 5000, \"shear_modulus\": 400, \"bend_rigidity\": 3e-4,"
       "   \"damping_time\": 2e-4, \"friction\": 0.3},"
       "  \"iterations\": 8, \"pins\": [\"top-right\", 0, {\"box\": {\"min\": [-1, 1, -1], \"max\": "

@@ -1,8 +1,9 @@
 /* Cloth materials in physical terms (weft/cloth.h: wf_cloth_material):
  *  - the presets load by name, and an unknown name is refused naming the known ones;
  *  - resolution independence: the same material at two resolutions (springs: 20 x 20 and
- *    80 x 80 on CUDA, 16 x 16 and 32 x 32 in CI; XPBD: up to 40 x 40) gives the same shape, with XPBD (a clamped sheet sagging under its own weight: bending against gravity)
- *    and with springs (a sheet hanging from its top edge: its stretch under its own weight);
+ *    80 x 80 on CUDA, 16 x 16 and 32 x 32 in CI; XPBD: up to 40 x 40) gives the same shape, with
+ * XPBD (a clamped sheet sagging under its own weight: bending against gravity) and with springs (a
+ * sheet hanging from its top edge: its stretch under its own weight);
  *  - the explicit step's stability: a stiff spring cloth is reported past its limit with the
  *    substeps it needs, which then are enough; XPBD is always stable; the default material is
  *    stable at the default 16 substeps for a 1 m sheet of 32 x 32. */
@@ -39,7 +40,8 @@ static int settle(const wf_cloth_desc *d, const wf_cloth_grid *g, const float lo
                   const float hi[3], int frames, float *ymin, float *ymax) {
   wf_cloth *c = NULL;
   if (wf_cloth_create_grid(d, g, &c) != WF_OK) return 0;
-  int ok = wf_cloth_pin_region(c, lo, hi, NULL) == WF_OK && wf_cloth_step_frames(c, frames) == WF_OK;
+  int ok =
+      wf_cloth_pin_region(c, lo, hi, NULL) == WF_OK && wf_cloth_step_frames(c, frames) == WF_OK;
   uint32_t n = wf_cloth_count(c);
   float(*pos)[4] = malloc((size_t)n * sizeof *pos);
   ok = ok && pos && wf_cloth_download(c, pos, NULL) == WF_OK;
@@ -56,8 +58,8 @@ static int settle(const wf_cloth_desc *d, const wf_cloth_grid *g, const float lo
  * B = 0.2 N·m at 0.2 kg/m² is a bending length (B / ρg)^(1/3) of 0.47 m, half the free length:
  * bending decides the shape. The old per-hinge compliance made the finer sheet ~2x stiffer in
  * bending (2x the hinges per length, each as stiff); the conversion leaves the discretisation
- * error only: the drops (1 - lowest y, 0.70-0.73 m at every resolution) agree within 5%. The solve must
- * converge for that: at 4 iterations a substep the 40 x 40 sheet drops 0.843 m (Gauss–Seidel
+ * error only: the drops (1 - lowest y, 0.70-0.73 m at every resolution) agree within 5%. The solve
+ * must converge for that: at 4 iterations a substep the 40 x 40 sheet drops 0.843 m (Gauss–Seidel
  * leaves a finer mesh's constraints softer, whatever their compliance), and 80 x 80 needs more
  * iterations than this test can afford. Velocity damping 10/s settles it within 1 s (60 frames;
  * 90 frames move the lowest vertex by < 1.5%). CI (CPU) compares 16 x 16 with 32 x 32 (6 s on a
@@ -174,7 +176,6 @@ TEST(stability_limit_is_real) {
 
 int main(int argc, char **argv) {
   th_test tests[] = {TH_TEST(presets), TH_TEST(stability), TH_TEST(stability_limit_is_real),
-                     TH_TEST(xpbd_resolution_independent),
-                     TH_TEST(springs_resolution_independent)};
+                     TH_TEST(xpbd_resolution_independent), TH_TEST(springs_resolution_independent)};
   return th_main(argc, argv, tests, TH_COUNT(tests));
 }
