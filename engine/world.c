@@ -180,6 +180,14 @@ wf_collider_desc wfw_collider_of(const wf_scene_collider *c) {
   return d;
 }
 
+static int contact_model_of(const wf_scene *sc) {
+  switch (sc->simulation.contact_model) {
+  case WF_SCENE_CONTACT_XPBD: return WF_CONTACT_XPBD;
+  case WF_SCENE_CONTACT_HERTZ: return WF_CONTACT_HERTZ;
+  default: return WF_CONTACT_DEM;
+  }
+}
+
 static wf_particle_material material_of(const wf_scene_material *m) {
   wf_particle_material p = wf_particle_material_default();
   p.stiffness = (float)m->stiffness;
@@ -405,9 +413,7 @@ wf_status wf_scene_particle_stability(const wf_scene *sc, int i, wf_particles_st
   wf_particles_desc d = wf_particles_desc_default();
   d.substeps = sc->simulation.substeps;
   d.frame_dt = (float)(1.0 / sc->simulation.fps);
-  d.contact_model = sc->simulation.contact_model == WF_SCENE_CONTACT_XPBD    ? WF_CONTACT_XPBD
-                    : sc->simulation.contact_model == WF_SCENE_CONTACT_HERTZ ? WF_CONTACT_HERTZ
-                                                                             : WF_CONTACT_DEM;
+  d.contact_model = contact_model_of(sc);
   wf_particle_material m = material_of(sm);
   double r = e->radius, mass = e->mass > 0 ? e->mass : e->density * 4.0 / 3.0 * M_PI * r * r * r;
   wf_status st = wf_particles_stability(&d, &m, r, mass, 0.0, out);
@@ -454,9 +460,7 @@ static wf_status create_particles(wf_world *w, const wf_scene *sc) {
   d.frame_dt = (float)(1.0 / w->fps);
   f3(d.gravity, sc->simulation.gravity);
   d.damping = (float)sc->simulation.damping;
-  d.contact_model = sc->simulation.contact_model == WF_SCENE_CONTACT_XPBD    ? WF_CONTACT_XPBD
-                    : sc->simulation.contact_model == WF_SCENE_CONTACT_HERTZ ? WF_CONTACT_HERTZ
-                                                                             : WF_CONTACT_DEM;
+  d.contact_model = contact_model_of(sc);
   d.stream = w->stream;
   for (int i = 0; i < w->n_devices; i++)
     d.devices[i] = w->devices[i];
@@ -838,11 +842,7 @@ wf_status wf_world_save(wf_world *w, const char *path) {
   (**vel)[4] = calloc((size_t)n + 1, sizeof *vel);
   if (!clock || !pos || !vel)
     st = wf__error(WF_ERR_OUT_OF_MEMORY, "wf_world_save", "out of host memory");
-  if (st == WF_OK && w->ps) {
-    wf_particles_stats ps;
-    st = wf_particles_stats_get(w->ps, &ps);
-    clock[0] = (wfw_clock){ps.time, ps.substeps};
-  }
+  if (st == WF_OK && w->ps) st = wf_particles_time(w->ps, &clock[0].time, &clock[0].substeps);
   for (int i = 0; i < w->n_cloths && st == WF_OK; i++) {
     wfw_clock *c = &clock[i + (w->ps ? 1 : 0)];
     st = wf_cloth_time(w->cloths[i], &c->time, &c->substeps);

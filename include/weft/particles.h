@@ -471,6 +471,8 @@ WF_API wf_status wf_particles_stability(const wf_particles_desc *desc,
 
 /** Waits for the solver and reports its device flags, as download does. */
 WF_API wf_status wf_particles_check(wf_particles *ps);
+/** Simulated seconds and substeps so far (waits for the solver; no pass over the particles). */
+WF_API wf_status wf_particles_time(wf_particles *ps, double *seconds, uint64_t *substeps);
 /** Waits for the solver and computes the statistics of the current state. */
 WF_API wf_status wf_particles_stats_get(wf_particles *ps, wf_particles_stats *out);
 /** Waits and computes the energies of every particle (wf_particles_energy). Dashpots, friction

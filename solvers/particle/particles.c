@@ -914,6 +914,12 @@ wf_status wf_particles_stats_get(wf_particles *sp, wf_particles_stats *out) {
   return st;
 }
 
+wf_status wf_particles_time(wf_particles *sp, double *seconds, uint64_t *substeps) {
+  if (!sp || !seconds || !substeps) return fail(WF_ERR_INVALID, "particles: NULL argument");
+  wf_status st = sp->np == 1 ? WF_OK : settle(sp);
+  return st != WF_OK ? st : wfp_clock_get(sp, seconds, substeps);
+}
+
 static wf_status stats_kinematic(wf_particles *sp, wf_particles_stats *out) {
   if (!sp || !out) return fail(WF_ERR_INVALID, "particles: NULL argument");
   if (sp->np == 1) return wfp_part_stats_get(sp->parts[0].ps, out);
