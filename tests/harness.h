@@ -224,6 +224,8 @@ static inline int th_resolve(void) {
  * the weft command reads it: the library itself reads no environment. */
 static inline wf_init_desc th_init_desc(void) {
   wf_init_desc d = {.cpu_devices = 4};
+  const char *t = getenv("WEFT_CPU_THREADS");
+  if (t && *t) d.cpu_threads = atoi(t);
   const char *e = getenv("WEFT_CPU_MEMORY_LIMIT");
   if (e && *e) {
     char *end;
