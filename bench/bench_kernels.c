@@ -44,6 +44,9 @@ static void wf_bench_busy_cpu(const void *args, size_t begin, size_t end) {
 #endif
 
 const wf_kernel wf_bench_tiny_kernel = {"bench_tiny", wf_bench_tiny_cpu,
-                                        WF_BENCH_CUDA(wf_bench_tiny_cuda)};
+                                        WF_BENCH_CUDA(wf_bench_tiny_cuda), 0};
+/* The tiny kernel in two pieces on a CPU device's worker pool (the CUDA side is the same). */
+const wf_kernel wf_bench_tiny_split_kernel = {
+    "bench_tiny_split", wf_bench_tiny_cpu, WF_BENCH_CUDA(wf_bench_tiny_cuda), WF_BENCH_TINY_N / 2};
 const wf_kernel wf_bench_busy_kernel = {"bench_busy", wf_bench_busy_cpu,
-                                        WF_BENCH_CUDA(wf_bench_busy_cuda)};
+                                        WF_BENCH_CUDA(wf_bench_busy_cuda), 0};

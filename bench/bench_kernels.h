@@ -55,6 +55,7 @@ void wf_bench_busy_cuda(const void *args, size_t n, void *native_stream);
 
 /* The kernels for wf_launch; .cuda is NULL when weft_bench is built without CUDA. */
 extern const wf_kernel wf_bench_tiny_kernel;
+extern const wf_kernel wf_bench_tiny_split_kernel;
 extern const wf_kernel wf_bench_busy_kernel;
 
 #ifdef __cplusplus

@@ -52,8 +52,18 @@ void bench_log(int level, const char *message, void *user) {
   fprintf(stderr, "weft: %s: %s\n", level <= WF_LOG_ERROR ? "error" : "warning", message);
 }
 
+/* WEFT_CPU_THREADS, as the other commands read it (docs/cli.md); a malformed value is left to
+ * them to refuse and means the default here. */
+int bench_cpu_threads(void) {
+  const char *t = getenv("WEFT_CPU_THREADS");
+  char *end;
+  long v = t && *t ? strtol(t, &end, 10) : 0;
+  return t && *t && !*end && v >= 0 && v <= 256 ? (int)v : 0;
+}
+
 int bench_start(const char *bench, const char *device, wf_device **out) {
-  wf_init_desc desc = {.log_level = WF_LOG_WARN, .log = bench_log};
+  wf_init_desc desc = {
+      .log_level = WF_LOG_WARN, .log = bench_log, .cpu_threads = bench_cpu_threads()};
   /* A CPU run neither needs nor waits for the CUDA driver. */
   desc.no_cuda = device && strncmp(device, "cpu", 3) == 0;
   *out = NULL;

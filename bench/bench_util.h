@@ -26,6 +26,8 @@ double bench_median(const double *v, int n);
 bool bench_device_name_valid(const char *s);
 /** Log callback printing warnings and errors to stderr. */
 void bench_log(int level, const char *message, void *user);
+/* WEFT_CPU_THREADS for wf_init_desc.cpu_threads (0 when unset or malformed). */
+int bench_cpu_threads(void);
 /** Starts weft for a benchmark (warnings logged to stderr; no CUDA driver for a "cpu" device) and
  *  resolves `device` (NULL: the default device). Returns 0, or 1 after printing why to stderr
  *  (as "weft bench <bench>: ...") and shutting weft down. */

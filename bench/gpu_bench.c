@@ -130,6 +130,12 @@ static const char *size_str(size_t bytes, char *buf, size_t n) {
 /* ---- launch cost ------------------------------------------------------------------------------
  */
 
+static int cpu_threads(void) {
+  wf_runtime_info rt;
+  wf_runtime_info_get(&rt);
+  return rt.cpu_threads;
+}
+
 static int bench_launch(bench_ctx *c) {
   int rc = 1;
   const int K = c->launches, R = c->reps;
@@ -139,7 +145,8 @@ static int bench_launch(bench_ctx *c) {
   wf_graph *g = NULL;
   float *host = NULL;
   double stream_dev[256], stream_host[256], graph_dev[256], graph_host[256];
-  double raw_dev[256], raw_host[256];
+  double raw_dev[256], raw_host[256], split_dev[256];
+  bool cpu = !wf_device_is_cuda(c->dev);
   void *native = NULL;
   uint64_t expected = 0; /* how many times every element has been incremented */
 
@@ -166,6 +173,19 @@ static int bench_launch(bench_ctx *c) {
     CHECK(event_seconds(e0, e1, &sec));
     stream_dev[r] = sec * 1e6 / K;
     stream_host[r] = (t1 - t0) * 1e6 / K;
+    expected += (uint64_t)K;
+  }
+
+  /* On a CPU device, the same kernels in two pieces on the worker pool (wf_kernel.cpu_grain):
+   * the difference from the one-call launches above is the pool's hand-over a kernel. */
+  for (int r = 0; cpu && r < R; r++) {
+    CHECK(wf_event_record(e0, s));
+    for (int k = 0; k < K; k++)
+      CHECK(wf_launch(&wf_bench_tiny_split_kernel, WF_BENCH_TINY_N, &a, sizeof a, s));
+    CHECK(wf_event_record(e1, s));
+    double sec;
+    CHECK(event_seconds(e0, e1, &sec));
+    split_dev[r] = sec * 1e6 / K;
     expected += (uint64_t)K;
   }
 
@@ -242,6 +262,10 @@ static int bench_launch(bench_ctx *c) {
           R);
   fprintf(c->out, "  %-16s %12s %24s\n", "", "device", "host");
   fprintf(c->out, "  %-16s %9.3f us/kernel %12.3f us/wf_launch\n", "stream launches", sd, sh);
+  if (cpu)
+    fprintf(c->out, "  %-16s %9.3f us/kernel  (in 2 pieces on %d threads: the pool adds %.3f us)\n",
+            "split launches", bench_median(split_dev, R), cpu_threads(),
+            bench_median(split_dev, R) - sd);
   if (native)
     fprintf(c->out,
             "  %-16s %9.3f us/kernel %12.3f us/launch  (kernel<<<>>> on the native stream, "
@@ -258,6 +282,10 @@ static int bench_launch(bench_ctx *c) {
   fprintf(c->out, "  check: every element = %llu, as expected\n", (unsigned long long)expected);
   add_row(c, "launch", "stream_device_per_kernel", sd, "us");
   add_row(c, "launch", "stream_host_per_launch", sh, "us");
+  if (cpu) {
+    add_row(c, "launch", "split_device_per_kernel", bench_median(split_dev, R), "us");
+    add_row(c, "launch", "split_pool_cost_per_kernel", bench_median(split_dev, R) - sd, "us");
+  }
   if (native) {
     add_row(c, "launch", "raw_cuda_device_per_kernel", bench_median(raw_dev, R), "us");
     add_row(c, "launch", "raw_cuda_host_per_launch", bench_median(raw_host, R), "us");

@@ -699,7 +699,10 @@ static int parse(int argc, char **argv, sb_opts *o, FILE *out) {
 /* Starts the runtime with four CPU devices and collects the devices of the chosen kind. 0 or 1;
  * on failure the runtime is shut down. */
 static int start(sb_ctx *c) {
-  wf_init_desc desc = {.cpu_devices = CPU_DEVICES, .log_level = WF_LOG_WARN, .log = bench_log};
+  wf_init_desc desc = {.cpu_devices = CPU_DEVICES,
+                       .log_level = WF_LOG_WARN,
+                       .log = bench_log,
+                       .cpu_threads = bench_cpu_threads()};
   /* a CPU run neither needs nor waits for the CUDA driver */
   desc.no_cuda = c->o.kind && !strcmp(c->o.kind, "cpu");
   wf_status st = wf_init(&desc);

@@ -52,7 +52,8 @@ int wf_cli_scene_args_done(const wf_cli_scene_args *sa);
 /* Prints the last failed scene load's messages (wf_scene_errors) to stderr, one per line. */
 void wf_cli_print_scene_errors(const char *path);
 
-/* Fills the *init fields the environment sets (WEFT_CPU_MEMORY_LIMIT: cpu_memory_limit). Returns
+/* Fills the *init fields the environment sets (WEFT_CPU_THREADS: cpu_threads,
+ * WEFT_CPU_MEMORY_LIMIT: cpu_memory_limit). Returns
  * WF_EXIT_OK, or WF_EXIT_USAGE after printing why (prefixed by cmd) for a malformed value. */
 struct wf_init_desc;
 int wf_cli_init_from_env(struct wf_init_desc *init, const char *cmd);

@@ -68,10 +68,25 @@ int wf_cli_scene_args_done(const wf_cli_scene_args *sa) {
   return WF_EXIT_USAGE;
 }
 
-/* WEFT_CPU_MEMORY_LIMIT: bytes, with an optional K, M or G suffix (KiB, MiB, GiB); 0 or unset: no
+/* WEFT_CPU_THREADS: threads a CPU device runs a kernel on (0 or unset: the usable cores).
+ * WEFT_CPU_MEMORY_LIMIT: bytes, with an optional K, M or G suffix (KiB, MiB, GiB); 0 or unset: no
  * cap. The library reads no environment; this is where the weft command turns it into
  * wf_init_desc.cpu_memory_limit. */
 int wf_cli_init_from_env(struct wf_init_desc *init, const char *cmd) {
+  const char *t = getenv("WEFT_CPU_THREADS");
+  if (t && *t) {
+    char *tend;
+    errno = 0;
+    long v = strtol(t, &tend, 10);
+    if (errno || tend == t || *tend || v < 0 || v > 256) {
+      fprintf(stderr,
+              "%s: WEFT_CPU_THREADS='%s': expected the number of threads a CPU device runs a "
+              "kernel on, 1 to 256, or 0 for the usable cores\n",
+              cmd, t);
+      return WF_EXIT_USAGE;
+    }
+    init->cpu_threads = (int)v;
+  }
   const char *e = getenv("WEFT_CPU_MEMORY_LIMIT");
   if (!e || !*e) return WF_EXIT_OK;
   char *end;

@@ -54,7 +54,8 @@ static void print_text(const wf_runtime_info *rt, const wf_device_info *info, in
                        wf_device **cuda, int n_cuda) {
   char drv[16], run[16];
   printf("weft %s\n", WF_VERSION_STRING);
-  printf("backends   cpu: yes (always)\n");
+  printf("backends   cpu: yes (always; %d thread%s a kernel, WEFT_CPU_THREADS)\n", rt->cpu_threads,
+         rt->cpu_threads == 1 ? "" : "s");
   if (rt->cuda_compiled)
     printf("           cuda: yes (architectures %s)\n",
            rt->cuda_architectures[0] ? rt->cuda_architectures : "unknown");

@@ -40,7 +40,9 @@ static void commit_cpu(const void *args, size_t begin, size_t end) {
     wfh_commit(a, (uint32_t)i);
 }
 
-const wf_kernel wfh_check_kernel = {"health_check", check_cpu, WFH_CUDA(wfh_check_cuda)};
-const wf_kernel wfh_detail_kernel = {"health_detail", detail_cpu, WFH_CUDA(wfh_detail_cuda)};
-const wf_kernel wfh_verdict_kernel = {"health_verdict", verdict_cpu, WFH_CUDA(wfh_verdict_cuda)};
-const wf_kernel wfh_commit_kernel = {"health_commit", commit_cpu, WFH_CUDA(wfh_commit_cuda)};
+const wf_kernel wfh_check_kernel = {"health_check", check_cpu, WFH_CUDA(wfh_check_cuda),
+                                    WF_GRAIN_LIGHT};
+const wf_kernel wfh_detail_kernel = {"health_detail", detail_cpu, WFH_CUDA(wfh_detail_cuda), 0};
+const wf_kernel wfh_verdict_kernel = {"health_verdict", verdict_cpu, WFH_CUDA(wfh_verdict_cuda), 0};
+const wf_kernel wfh_commit_kernel = {"health_commit", commit_cpu, WFH_CUDA(wfh_commit_cuda),
+                                     WF_GRAIN_LIGHT};

@@ -34,6 +34,7 @@
 
 #define WF_GPU_MAX_DEVICES 32
 #define WF_MAX_CPU_DEVICES 16
+#define WF_MAX_CPU_THREADS 256 /* the CPU backend's worker pool, at most */
 #define WF_STREAM_STACK    32
 
 typedef struct wf_backend wf_backend;
@@ -182,6 +183,17 @@ struct wf_backend {
 wf_status wf__ensure_init(void);
 void wf__log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 const wf_init_desc *wf__init_desc(void);
+
+/* The CPU backend's worker pool (gpu/cpu/cpu_pool.c), shared by every CPU device. Runs
+ * fn(args, b, e) over pieces of [0, n) of at least `grain` elements on the calling thread and the
+ * pool's threads at once, returning when all are done; grain 0, or n below two grains, is one
+ * call fn(args, 0, n) on the calling thread. The pool starts on first use. */
+void wf__cpu_pool_run(void (*fn)(const void *, size_t, size_t), const void *args, size_t n,
+                      size_t grain);
+/* Threads a piecewise kernel runs on (wf_init_desc.cpu_threads, else the usable cores). */
+int wf__cpu_pool_threads(void);
+/* Joins the pool's threads (wf_shutdown, after every stream is gone). */
+void wf__cpu_pool_stop(void);
 /* captures begun by this thread and not yet ended (CUDA's thread-local capture mode) */
 int wf__thread_captures(void);
 void wf__thread_captures_add(int delta);

@@ -91,6 +91,13 @@ static wf_status init_locked(const wf_init_desc *desc) {
     return wf__error(WF_ERR_INVALID, "wf_init", "cpu_devices = %d, at most %d are supported",
                      R.desc.cpu_devices, WF_MAX_CPU_DEVICES);
   }
+  if (R.desc.cpu_threads < 0 || R.desc.cpu_threads > WF_MAX_CPU_THREADS) {
+    R.have_desc = false;
+    return wf__error(WF_ERR_INVALID, "wf_init",
+                     "cpu_threads = %d: expected 0 (the usable cores) "
+                     "to %d",
+                     R.desc.cpu_threads, WF_MAX_CPU_THREADS);
+  }
   memset(R.devices, 0, sizeof R.devices);
   memset(&R.info, 0, sizeof R.info);
   cpu_product(R.cpu_product, sizeof R.cpu_product);
@@ -192,6 +199,7 @@ void wf_shutdown(void) {
     wf__stream_release(def);
   }
   wf__pinned_drain(); /* pinned memory the default streams' workers freed last */
+  wf__cpu_pool_stop();
   pthread_mutex_lock(&R.lock);
   for (int i = 0; i < R.count; i++)
     pthread_mutex_destroy(&R.devices[i].lock);
@@ -381,4 +389,5 @@ void wf_runtime_info_get(wf_runtime_info *out) {
   if (!out) return;
   wf__ensure_init();
   *out = R.info;
+  out->cpu_threads = wf__cpu_pool_threads();
 }

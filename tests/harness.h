@@ -219,11 +219,16 @@ static inline int th_resolve(void) {
   return 1;
 }
 
-/* The standard runtime: four CPU devices, so cpu:0/cpu:1 exist for two-device tests, and the
- * CPU memory cap of WEFT_CPU_MEMORY_LIMIT (bytes, K/M/G suffix; ctest sets it for test_oom) as
+/* The standard runtime: four CPU devices, so cpu:0/cpu:1 exist for two-device tests, CPU
+ * kernels on WEFT_CPU_THREADS threads (default 1), and the CPU memory cap of WEFT_CPU_MEMORY_LIMIT (bytes, K/M/G suffix; ctest sets it for test_oom) as
  * the weft command reads it: the library itself reads no environment. */
 static inline wf_init_desc th_init_desc(void) {
-  wf_init_desc d = {.cpu_devices = 4};
+  /* One thread a CPU kernel unless WEFT_CPU_THREADS says otherwise: ctest runs two programs at
+     once on 2-core CI machines, and a pool in each would oversubscribe the cores. The *_threads
+     ctest entries run the split and determinism tests again on 3 threads. */
+  wf_init_desc d = {.cpu_devices = 4, .cpu_threads = 1};
+  const char *t = getenv("WEFT_CPU_THREADS");
+  if (t && *t) d.cpu_threads = atoi(t);
   const char *e = getenv("WEFT_CPU_MEMORY_LIMIT");
   if (e && *e) {
     char *end;

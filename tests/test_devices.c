@@ -186,6 +186,59 @@ TEST(init_options) {
   CHECK_OK(th_init());
 }
 
+/* A CPU kernel that notes which thread ran each element: every piece sleeps 1 ms first, so the
+ * pool's threads wake and take pieces however loaded the machine is. */
+typedef struct who_args {
+  uint32_t *seen;   /* per element: times run */
+  uint32_t *thread; /* per element: the running thread's number */
+} who_args;
+static _Atomic uint32_t who_next = 1;
+static _Thread_local uint32_t who_me;
+static void who_cpu(const void *args, size_t begin, size_t end) {
+  const who_args *a = args;
+  if (!who_me) who_me = atomic_fetch_add(&who_next, 1u);
+  struct timespec t = {0, 1000000};
+  nanosleep(&t, NULL);
+  for (size_t i = begin; i < end; i++) {
+    a->seen[i]++;
+    a->thread[i] = who_me;
+  }
+}
+
+TEST(cpu_threads_split_kernels) {
+  /* wf_init_desc.cpu_threads: a kernel with a grain runs in pieces on several threads, each
+     element exactly once; grain 0 runs on one thread; 1 thread runs everything on the stream's */
+  enum { N = 1 << 14 };
+  const int counts[2] = {3, 1};
+  for (int c = 0; c < 2; c++) {
+    wf_shutdown();
+    CHECK_OK(wf_init(&(wf_init_desc){.cpu_devices = 1, .no_cuda = true, .cpu_threads = counts[c]}));
+    wf_device *cpu = wf_device_at(0);
+    wf_stream *s = wf_device_stream(cpu);
+    for (int grained = 0; grained < 2; grained++) {
+      wf_buffer *b = NULL;
+      CHECK_OK(wf_buffer_create(cpu, 2 * N * sizeof(uint32_t), WF_BUFFER_ZERO, s, &b));
+      uint32_t *p = wf_buffer_ptr(b);
+      who_args a = {p, p + N};
+      const wf_kernel k = {"who", who_cpu, NULL, grained ? 256 : 0};
+      CHECK_OK(wf_launch(&k, N, &a, sizeof a, s));
+      CHECK_OK(wf_stream_synchronize(s));
+      uint32_t first = p[N], distinct = 1, once = 0;
+      for (int i = 0; i < N; i++) {
+        once += p[i] == 1u;
+        if (p[N + i] != first) distinct = 2;
+      }
+      CHECK_EQ_INT(once, N);
+      CHECK_EQ_INT(distinct, grained && counts[c] > 1 ? 2 : 1);
+      wf_buffer_destroy(b, s);
+    }
+  }
+  wf_shutdown();
+  CHECK_STATUS(wf_init(&(wf_init_desc){.cpu_threads = -1}), WF_ERR_INVALID);
+  CHECK(strstr(wf_last_error(), "cpu_threads") != NULL);
+  CHECK_OK(th_init());
+}
+
 TEST(cpu_memory_limit) {
   wf_shutdown();
   const size_t limit = (size_t)1 << 20;
@@ -334,6 +387,7 @@ int main(int argc, char **argv) {
       TH_TEST(current_stream_belongs_to_device),
       TH_TEST(init_options),
       TH_TEST(cpu_memory_limit),
+      TH_TEST(cpu_threads_split_kernels),
       TH_TEST(cpu_devices_added_at_runtime),
   };
   return th_main(argc, argv, tests, TH_COUNT(tests));

@@ -150,7 +150,7 @@ TEST(launch_missing_backend_entry_is_an_error) {
   wf_clear_error();
   CHECK(wf_launch(missing, 64, &a, sizeof a, s) < 0);
   CHECK(strlen(wf_last_error()) > 0);
-  const wf_kernel *none = &(wf_kernel){"nothing", NULL, NULL};
+  const wf_kernel *none = &(wf_kernel){"nothing", NULL, NULL, 0};
   CHECK(wf_launch(none, 64, &a, sizeof a, s) < 0);
   /* the one that exists works */
   const wf_kernel *present = th_is_cuda() ? &tk_fill : &tk_cpu_only;

@@ -37,7 +37,7 @@ typedef struct cmd {
     struct {
       void (*fn)(const void *, size_t, size_t);
       void *args;
-      size_t n;
+      size_t n, grain;
     } k;
     struct {
       void *dst;
@@ -140,7 +140,7 @@ static void graph_release(cpu_graph *g) {
 
 static void exec(cmd *c, uint64_t in_graph) {
   switch (c->kind) {
-  case C_KERNEL: c->u.k.fn(c->u.k.args, 0, c->u.k.n); break;
+  case C_KERNEL: wf__cpu_pool_run(c->u.k.fn, c->u.k.args, c->u.k.n, c->u.k.grain); break;
   case C_COPY: memmove(c->u.cp.dst, c->u.cp.src, c->u.cp.bytes); break;
   case C_MEMSET: memset(c->u.ms.dst, c->u.ms.value, c->u.ms.bytes); break;
   case C_RECORD: ev_complete(c->u.ev.ev, c->u.ev.target); break;
@@ -461,6 +461,7 @@ static wf_status cpu_launch(const wf_kernel *k, size_t n, const void *args, size
   }
   c->u.k.fn = k->cpu;
   c->u.k.n = n;
+  c->u.k.grain = k->cpu_grain;
   return submit(s, c);
 }
 

@@ -86,6 +86,12 @@ typedef struct wf_init_desc {
      0: no cap. For reproducible out-of-memory paths and runs within a budget. The library never
      reads the environment; the weft command sets this from WEFT_CPU_MEMORY_LIMIT. */
   size_t cpu_memory_limit;
+  /* Threads a CPU device runs a kernel on: the kernels that allow it (wf_kernel.cpu_grain) run
+     their range in pieces on a worker pool shared by every CPU device, plus the stream's own
+     thread. 0: the cores the process may use (its CPU affinity); 1: no pool, every kernel on its
+     stream's thread. Results do not depend on it (the pieces' elements are independent). The
+     weft command sets it from WEFT_CPU_THREADS. */
+  int cpu_threads;
 } wf_init_desc;
 
 /** Starts the runtime. Optional: any other call starts it with defaults. Calling it again after
@@ -159,6 +165,7 @@ typedef struct wf_runtime_info {
   int cuda_devices_found;       /* including ones this build cannot run on */
   char cuda_status[512];        /* why no CUDA device is usable, or "" */
   char cuda_architectures[128]; /* the architectures this build was compiled for, "90" */
+  int cpu_threads;              /* threads a CPU device runs a kernel on (wf_init_desc) */
 } wf_runtime_info;
 /** Fills *out with the runtime facts (starting the runtime with defaults if it is not up). */
 WF_API void wf_runtime_info_get(wf_runtime_info *out);
@@ -313,7 +320,17 @@ typedef struct wf_kernel {
   const char *name;                                              /* for messages */
   void (*cpu)(const void *args, size_t begin, size_t end);       /* elements [begin, end) */
   void (*cuda)(const void *args, size_t n, void *native_stream); /* enqueue n elements */
+  /* CPU: 0 runs [0, n) as one call on the stream's thread; G > 0 lets the backend run it in
+     pieces of at least G elements on several threads at once (wf_init_desc.cpu_threads), which
+     is right only when the elements are independent, as the CUDA launch assumes: no element
+     reads what another writes, and shared results are merged with integer atomics. */
+  size_t cpu_grain;
 } wf_kernel;
+/** wf_kernel.cpu_grain for kernels of about a microsecond an element (contacts, constraints) and
+ *  for those of nanoseconds an element (keys, copies, packing): a piece takes tens of microseconds,
+ *  long beside the pool's hand-over of a few. */
+#define WF_GRAIN_HEAVY 64
+#define WF_GRAIN_LIGHT 4096
 /** Enqueues k over n elements on s (NULL: the default device's current stream). args (args_size
  *  bytes) are copied before the call returns. */
 WF_API wf_status wf_launch(const wf_kernel *k, size_t n, const void *args, size_t args_size,

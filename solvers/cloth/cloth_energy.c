@@ -17,7 +17,8 @@ static void energy_cpu(const void *args, size_t begin, size_t end) {
     wfc_energy_elem(a, (uint32_t)i);
 }
 
-const wf_kernel wfc_energy_kernel = {"cloth_energy", energy_cpu, WFC_CUDA(wfc_energy_cuda)};
+const wf_kernel wfc_energy_kernel = {"cloth_energy", energy_cpu, WFC_CUDA(wfc_energy_cuda),
+                                     WF_GRAIN_HEAVY};
 
 wf_status wfc_energy_lists(const wfc_constraint *cons, uint32_t count, uint32_t n,
                            uint32_t **con_start, uint32_t **con_list) {

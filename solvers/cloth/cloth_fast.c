@@ -111,7 +111,7 @@ static void spring_frame_cpu(const void *args, size_t begin, size_t end) {
 }
 
 const wf_kernel wfc_spring_frame = {"cloth_spring_frame", spring_frame_cpu,
-                                    WFC_FAST_CUDA(wfc_spring_frame_cuda)};
+                                    WFC_FAST_CUDA(wfc_spring_frame_cuda), 0};
 
 void wfc_spring_frame_plan(int ordinal, uint32_t n, const wfc_frame_want *want,
                            wfc_frame_plan *out) {

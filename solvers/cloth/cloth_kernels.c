@@ -47,12 +47,14 @@ static void finalize_cpu(const void *args, size_t begin, size_t end) {
   }
 }
 
-const wf_kernel wfc_spring_step = {"cloth_spring_step", spring_cpu, WFC_CUDA(wfc_spring_step_cuda)};
+const wf_kernel wfc_spring_step = {"cloth_spring_step", spring_cpu, WFC_CUDA(wfc_spring_step_cuda),
+                                   WF_GRAIN_HEAVY};
 const wf_kernel wfc_xpbd_predict = {"cloth_xpbd_predict", predict_cpu,
-                                    WFC_CUDA(wfc_xpbd_predict_cuda)};
-const wf_kernel wfc_xpbd_solve = {"cloth_xpbd_solve", solve_cpu, WFC_CUDA(wfc_xpbd_solve_cuda)};
+                                    WFC_CUDA(wfc_xpbd_predict_cuda), WF_GRAIN_LIGHT};
+const wf_kernel wfc_xpbd_solve = {"cloth_xpbd_solve", solve_cpu, WFC_CUDA(wfc_xpbd_solve_cuda),
+                                  WF_GRAIN_HEAVY};
 const wf_kernel wfc_xpbd_finalize = {"cloth_xpbd_finalize", finalize_cpu,
-                                     WFC_CUDA(wfc_xpbd_finalize_cuda)};
+                                     WFC_CUDA(wfc_xpbd_finalize_cuda), WF_GRAIN_LIGHT};
 
 /* Per-element loops of the kernels whose elements write only their own slot. */
 #define WFC_LOOP(name, args_t, elem)                                                               \
@@ -72,19 +74,22 @@ WFC_LOOP(halo_unpack_cpu, wfc_halo_args, wfc_halo_unpack_elem)
 WFC_LOOP(pack_xyz_cpu, wfc_xyz_args, wfc_xyz_elem)
 #undef WFC_LOOP
 
-const wf_kernel wfc_grid_q = {"cloth_grid_q", q_cpu, WFC_CUDA(wfc_grid_q_cuda)};
-const wf_kernel wfc_grid_keys = {"cloth_grid_keys", keys_cpu, WFC_CUDA(wfc_grid_keys_cuda)};
-const wf_kernel wfc_self_collide = {"cloth_self_collide", self_cpu,
-                                    WFC_CUDA(wfc_self_collide_cuda)};
+const wf_kernel wfc_grid_q = {"cloth_grid_q", q_cpu, WFC_CUDA(wfc_grid_q_cuda), WF_GRAIN_LIGHT};
+const wf_kernel wfc_grid_keys = {"cloth_grid_keys", keys_cpu, WFC_CUDA(wfc_grid_keys_cuda),
+                                 WF_GRAIN_LIGHT};
+const wf_kernel wfc_self_collide = {"cloth_self_collide", self_cpu, WFC_CUDA(wfc_self_collide_cuda),
+                                    WF_GRAIN_HEAVY};
 const wf_kernel wfc_couple_cloth = {"cloth_couple_cloth", couple_cloth_cpu,
-                                    WFC_CUDA(wfc_couple_cloth_cuda)};
+                                    WFC_CUDA(wfc_couple_cloth_cuda), WF_GRAIN_HEAVY};
 const wf_kernel wfc_couple_particles = {"cloth_couple_particles", couple_particles_cpu,
-                                        WFC_CUDA(wfc_couple_particles_cuda)};
-const wf_kernel wfc_apply = {"cloth_apply", apply_cpu, WFC_CUDA(wfc_apply_cuda)};
-const wf_kernel wfc_halo_pack = {"cloth_halo_pack", halo_pack_cpu, WFC_CUDA(wfc_halo_pack_cuda)};
+                                        WFC_CUDA(wfc_couple_particles_cuda), WF_GRAIN_HEAVY};
+const wf_kernel wfc_apply = {"cloth_apply", apply_cpu, WFC_CUDA(wfc_apply_cuda), WF_GRAIN_LIGHT};
+const wf_kernel wfc_halo_pack = {"cloth_halo_pack", halo_pack_cpu, WFC_CUDA(wfc_halo_pack_cuda),
+                                 WF_GRAIN_LIGHT};
 const wf_kernel wfc_halo_unpack = {"cloth_halo_unpack", halo_unpack_cpu,
-                                   WFC_CUDA(wfc_halo_unpack_cuda)};
-const wf_kernel wfc_pack_xyz = {"cloth_pack_xyz", pack_xyz_cpu, WFC_CUDA(wfc_pack_xyz_cuda)};
+                                   WFC_CUDA(wfc_halo_unpack_cuda), WF_GRAIN_LIGHT};
+const wf_kernel wfc_pack_xyz = {"cloth_pack_xyz", pack_xyz_cpu, WFC_CUDA(wfc_pack_xyz_cuda),
+                                WF_GRAIN_LIGHT};
 
 /* The per-vertex kernels over a range [begin, begin + n): element j is vertex begin + j, and the
  * flags name that vertex. */
@@ -113,8 +118,8 @@ static void finalize_range_cpu(const void *args, size_t begin, size_t end) {
 }
 
 const wf_kernel wfc_spring_range = {"cloth_spring_range", spring_range_cpu,
-                                    WFC_CUDA(wfc_spring_range_cuda)};
+                                    WFC_CUDA(wfc_spring_range_cuda), WF_GRAIN_HEAVY};
 const wf_kernel wfc_xpbd_predict_range = {"cloth_xpbd_predict_range", predict_range_cpu,
-                                          WFC_CUDA(wfc_xpbd_predict_range_cuda)};
+                                          WFC_CUDA(wfc_xpbd_predict_range_cuda), WF_GRAIN_LIGHT};
 const wf_kernel wfc_xpbd_finalize_range = {"cloth_xpbd_finalize_range", finalize_range_cpu,
-                                           WFC_CUDA(wfc_xpbd_finalize_range_cuda)};
+                                           WFC_CUDA(wfc_xpbd_finalize_range_cuda), WF_GRAIN_LIGHT};

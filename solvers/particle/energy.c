@@ -21,7 +21,8 @@ static void energy_cpu(const void *args, size_t begin, size_t end) {
     wfp_energy_elem(a, (uint32_t)i);
 }
 
-const wf_kernel wfp_energy_kernel = {"particle_energy", energy_cpu, WFP_CUDA(wfp_energy_cuda)};
+const wf_kernel wfp_energy_kernel = {"particle_energy", energy_cpu, WFP_CUDA(wfp_energy_cuda),
+                                     WF_GRAIN_HEAVY};
 
 /* The host side of one call: the state, the grid, and the device buffers they go to. */
 typedef struct ework {

@@ -276,32 +276,36 @@ size_t wfp_select_temp_bytes(wf_device *dev, uint32_t n) {
   return 0;
 }
 
-const wf_kernel wfp_keys = {"particle_keys", keys_cpu, WFP_CUDA(wfp_keys_cuda)};
-const wf_kernel wfp_sort = {"particle_sort", sort_cpu, WFP_CUDA(wfp_sort_cuda)};
-const wf_kernel wfp_cells = {"particle_cells", cells_cpu, WFP_CUDA(wfp_cells_cuda)};
-const wf_kernel wfp_scan = {"particle_scan", scan_cpu, WFP_CUDA(wfp_scan_cuda)};
-const wf_kernel wfp_scatter = {"particle_scatter", scatter_cpu, WFP_CUDA(wfp_scatter_cuda)};
-const wf_kernel wfp_place = {"particle_place", place_cpu, WFP_CUDA(wfp_place_cuda)};
+const wf_kernel wfp_keys = {"particle_keys", keys_cpu, WFP_CUDA(wfp_keys_cuda), WF_GRAIN_LIGHT};
+const wf_kernel wfp_sort = {"particle_sort", sort_cpu, WFP_CUDA(wfp_sort_cuda), 0};
+const wf_kernel wfp_cells = {"particle_cells", cells_cpu, WFP_CUDA(wfp_cells_cuda), WF_GRAIN_LIGHT};
+const wf_kernel wfp_scan = {"particle_scan", scan_cpu, WFP_CUDA(wfp_scan_cuda), 0};
+const wf_kernel wfp_scatter = {"particle_scatter", scatter_cpu, WFP_CUDA(wfp_scatter_cuda),
+                               WF_GRAIN_LIGHT};
+const wf_kernel wfp_place = {"particle_place", place_cpu, WFP_CUDA(wfp_place_cuda), WF_GRAIN_LIGHT};
 const wf_kernel wfp_contacts_dem = {"particle_collide_dem", collide_dem_cpu,
-                                    WFP_CUDA(wfp_collide_dem_cuda)};
+                                    WFP_CUDA(wfp_collide_dem_cuda), WF_GRAIN_HEAVY};
 const wf_kernel wfp_contacts_xpbd = {"particle_collide_xpbd", collide_xpbd_cpu,
-                                     WFP_CUDA(wfp_collide_xpbd_cuda)};
-const wf_kernel wfp_advance = {"particle_advance", advance_cpu, WFP_CUDA(wfp_advance_cuda)};
+                                     WFP_CUDA(wfp_collide_xpbd_cuda), WF_GRAIN_HEAVY};
+const wf_kernel wfp_advance = {"particle_advance", advance_cpu, WFP_CUDA(wfp_advance_cuda), 0};
 const wf_kernel wfp_frame_begin = {"particle_frame_begin", frame_begin_cpu,
-                                   WFP_CUDA(wfp_frame_begin_cuda)};
-const wf_kernel wfp_stamp = {"particle_stamp", stamp_cpu, WFP_CUDA(wfp_stamp_cuda)};
-const wf_kernel wfp_halo_pack = {"particle_halo_pack", halo_pack_cpu, WFP_CUDA(wfp_halo_pack_cuda)};
+                                   WFP_CUDA(wfp_frame_begin_cuda), 0};
+const wf_kernel wfp_stamp = {"particle_stamp", stamp_cpu, WFP_CUDA(wfp_stamp_cuda), 0};
+const wf_kernel wfp_halo_pack = {"particle_halo_pack", halo_pack_cpu, WFP_CUDA(wfp_halo_pack_cuda),
+                                 WF_GRAIN_LIGHT};
 const wf_kernel wfp_halo_unpack = {"particle_halo_unpack", halo_unpack_cpu,
-                                   WFP_CUDA(wfp_halo_unpack_cuda)};
+                                   WFP_CUDA(wfp_halo_unpack_cuda), WF_GRAIN_LIGHT};
 const wf_kernel wfp_halo_unpack_keys = {"particle_halo_unpack_keys", halo_unpack_keys_cpu,
-                                        WFP_CUDA(wfp_halo_unpack_keys_cuda)};
-const wf_kernel wfp_classify = {"particle_classify", classify_cpu, WFP_CUDA(wfp_classify_cuda)};
-const wf_kernel wfp_select = {"particle_select", select_cpu, WFP_CUDA(wfp_select_cuda)};
+                                        WFP_CUDA(wfp_halo_unpack_keys_cuda), WF_GRAIN_LIGHT};
+const wf_kernel wfp_classify = {"particle_classify", classify_cpu, WFP_CUDA(wfp_classify_cuda),
+                                WF_GRAIN_LIGHT};
+const wf_kernel wfp_select = {"particle_select", select_cpu, WFP_CUDA(wfp_select_cuda), 0};
 const wf_kernel wfp_migrate_pack = {"particle_migrate_pack", migrate_pack_cpu,
-                                    WFP_CUDA(wfp_migrate_pack_cuda)};
+                                    WFP_CUDA(wfp_migrate_pack_cuda), WF_GRAIN_LIGHT};
 const wf_kernel wfp_migrate_keys = {"particle_migrate_keys", migrate_keys_cpu,
-                                    WFP_CUDA(wfp_migrate_keys_cuda)};
-const wf_kernel wfp_migrate = {"particle_migrate", migrate_cpu, WFP_CUDA(wfp_migrate_cuda)};
+                                    WFP_CUDA(wfp_migrate_keys_cuda), WF_GRAIN_LIGHT};
+const wf_kernel wfp_migrate = {"particle_migrate", migrate_cpu, WFP_CUDA(wfp_migrate_cuda),
+                               WF_GRAIN_LIGHT};
 
 size_t wfp_scan_temp_bytes(wf_device *dev, uint32_t n) {
 #ifdef WEFT_HAVE_CUDA

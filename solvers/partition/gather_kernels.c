@@ -13,4 +13,4 @@ static void scatter_cpu(const void *args, size_t begin, size_t end) {
 }
 
 const wf_kernel wfpt_scatter_kernel = {"partition_scatter", scatter_cpu,
-                                       WFPT_CUDA(wfpt_scatter_cuda)};
+                                       WFPT_CUDA(wfpt_scatter_cuda), WF_GRAIN_HEAVY};

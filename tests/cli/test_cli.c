@@ -583,6 +583,52 @@ TEST(resume_equal) {
   CHECK(!same_file(a, b));
 }
 
+/* WEFT_CPU_THREADS: a scene with particles, cloth and their coupling gives the same bits on one
+ * thread and on three (the kernels that run in pieces have independent elements), in every file
+ * it writes; stats.csv differs only in its timing column. */
+TEST(cpu_threads_bitwise) {
+  char dir[600], out[2][700], a[800], b[800];
+  test_dir(dir, sizeof dir, "threads");
+  const char *threads[2] = {"1", "3"};
+  for (int t = 0; t < 2; t++) {
+    snprintf(out[t], sizeof out[t], "%s/t%s", dir, threads[t]);
+    setenv("WEFT_CPU_THREADS", threads[t], 1);
+    int rc = CLI(dir, "run", WEFT_SOURCE_DIR "/scenes/cloth_on_particles.json", "--set",
+                 "outputs.every=2", "--set", "outputs.checkpoint_every=2", "--frames", "2", "--out",
+                 out[t], "--device", "cpu", "--quiet");
+    unsetenv("WEFT_CPU_THREADS");
+    REQUIRE(rc == 0);
+  }
+  const char *files[] = {"bed_000002.vtp", "blanket_000002.vtp", "checkpoint_000002.wfck"};
+  for (int i = 0; i < 3; i++) {
+    snprintf(a, sizeof a, "%s/%s", out[0], files[i]);
+    snprintf(b, sizeof b, "%s/%s", out[1], files[i]);
+    REQUIRE(exists(a));
+    if (!same_file(a, b)) TH_FAIL("%s differs between 1 and 3 CPU threads", files[i]);
+  }
+  static csv c[2];
+  for (int t = 0; t < 2; t++) {
+    snprintf(a, sizeof a, "%s/stats.csv", out[t]);
+    REQUIRE(csv_read(a, &c[t]));
+  }
+  int timing = csv_col(&c[0], "ms_per_frame"), kin = csv_col(&c[0], "kinetic_energy");
+  REQUIRE(timing >= 0 && kin >= 0 && c[0].cols == c[1].cols && c[0].rows == c[1].rows);
+  for (int r = 0; r < c[0].rows; r++)
+    for (int k = 0; k < c[0].cols; k++)
+      if (k != timing && c[0].v[r][k] != c[1].v[r][k])
+        TH_FAIL("stats.csv row %d column %d differs between 1 and 3 CPU threads", r, k);
+  CHECK(c[0].v[c[0].rows - 1][kin] > 0.0); /* not vacuous: things move */
+  /* a malformed value is refused by name */
+  setenv("WEFT_CPU_THREADS", "two", 1);
+  int rc = CLI(dir, "run", WEFT_SOURCE_DIR "/scenes/cloth_on_particles.json", "--frames", "1",
+               "--out", out[0], "--device", "cpu", "--quiet");
+  unsetenv("WEFT_CPU_THREADS");
+  CHECK(rc == 2);
+  char *err = output_of(dir, "stderr.txt");
+  CHECK(strstr(err, "WEFT_CPU_THREADS") != NULL);
+  free(err);
+}
+
 /* Output paths that cannot be written: a clear error naming the path, exit 1 (a runtime
  * failure), nothing run and no half-written file under a final name. */
 TEST(unwritable_out) {
@@ -1083,17 +1129,12 @@ int main(int argc, char **argv) {
     perror("mkdtemp");
     return 1;
   }
-  static const th_test tests[] = {TH_TEST(help_everywhere),
-                                  TH_TEST(run_outputs),
-                                  TH_TEST(validate_errors),
-                                  TH_TEST(validate_stability_warning),
-                                  TH_TEST(resume_equal),
-                                  TH_TEST(unwritable_out),
-                                  TH_TEST(readonly_out),
-                                  TH_TEST(batch_failing_job),
-                                  TH_TEST(batch_rejects_bad_input),
-                                  TH_TEST(batch_interrupt),
-                                  TH_TEST(bench_scaling),
+  static const th_test tests[] = {TH_TEST(help_everywhere),    TH_TEST(run_outputs),
+                                  TH_TEST(validate_errors),    TH_TEST(validate_stability_warning),
+                                  TH_TEST(resume_equal),       TH_TEST(cpu_threads_bitwise),
+                                  TH_TEST(unwritable_out),     TH_TEST(readonly_out),
+                                  TH_TEST(batch_failing_job),  TH_TEST(batch_rejects_bad_input),
+                                  TH_TEST(batch_interrupt),    TH_TEST(bench_scaling),
                                   TH_TEST(bench_scaling_cloth)};
   int rc = th_main(argc, argv, tests, TH_COUNT(tests));
   char cmd[1200];

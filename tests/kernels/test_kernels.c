@@ -59,12 +59,12 @@ static void tk_slow_fill_cpu(const void *args, size_t begin, size_t end) {
     a->p[i] = a->value;
 }
 
-const wf_kernel tk_fill = {"tk_fill", tk_fill_cpu, TK_CUDA(tk_fill_cuda)};
-const wf_kernel tk_iota = {"tk_iota", tk_iota_cpu, TK_CUDA(tk_iota_cuda)};
-const wf_kernel tk_axpy = {"tk_axpy", tk_axpy_cpu, TK_CUDA(tk_axpy_cuda)};
-const wf_kernel tk_add_one = {"tk_add_one", tk_add_one_cpu, TK_CUDA(tk_add_one_cuda)};
-const wf_kernel tk_copy = {"tk_copy", tk_copy_cpu, TK_CUDA(tk_copy_cuda)};
-const wf_kernel tk_scale_add = {"tk_scale_add", tk_scale_add_cpu, TK_CUDA(tk_scale_add_cuda)};
-const wf_kernel tk_slow_fill = {"tk_slow_fill", tk_slow_fill_cpu, TK_CUDA(tk_slow_fill_cuda)};
-const wf_kernel tk_cpu_only = {"tk_cpu_only", tk_fill_cpu, NULL};
-const wf_kernel tk_cuda_only = {"tk_cuda_only", NULL, TK_CUDA(tk_fill_cuda)};
+const wf_kernel tk_fill = {"tk_fill", tk_fill_cpu, TK_CUDA(tk_fill_cuda), 256};
+const wf_kernel tk_iota = {"tk_iota", tk_iota_cpu, TK_CUDA(tk_iota_cuda), 256};
+const wf_kernel tk_axpy = {"tk_axpy", tk_axpy_cpu, TK_CUDA(tk_axpy_cuda), 256};
+const wf_kernel tk_add_one = {"tk_add_one", tk_add_one_cpu, TK_CUDA(tk_add_one_cuda), 256};
+const wf_kernel tk_copy = {"tk_copy", tk_copy_cpu, TK_CUDA(tk_copy_cuda), 256};
+const wf_kernel tk_scale_add = {"tk_scale_add", tk_scale_add_cpu, TK_CUDA(tk_scale_add_cuda), 256};
+const wf_kernel tk_slow_fill = {"tk_slow_fill", tk_slow_fill_cpu, TK_CUDA(tk_slow_fill_cuda), 0};
+const wf_kernel tk_cpu_only = {"tk_cpu_only", tk_fill_cpu, NULL, 0};
+const wf_kernel tk_cuda_only = {"tk_cuda_only", NULL, TK_CUDA(tk_fill_cuda), 0};
