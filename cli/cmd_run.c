@@ -45,8 +45,10 @@ void wf_cmd_run_usage(FILE *f) {
       "                      (repeatable; V is JSON, or a string when it is not)\n"
       "  --every N           write outputs every N frames (default: outputs.every)\n"
       "  --resume CKPT       continue from a checkpoint written by `weft run` of this scene\n"
-      "  --render            also draw PNG frames <out>/render/frame_NNNNNN.png (every N frames,\n"
-      "                      headless through EGL with the viewer's renderer; Mesa without a GPU)\n"
+      "  --render            also draw PNG frames <out>/render/frame_NNNNNN.png, numbered 0, 1,\n"
+      "                      2, ... (frame 0, then every N frames; ffmpeg -i frame_%%06d.png),\n"
+      "                      headless through EGL with the viewer's renderer; Mesa without a GPU.\n"
+      "                      \"png\" in outputs.formats does the same\n"
       "  --quiet             no progress output\n"
       "  -h, --help          show this help\n"
       "\n"
@@ -165,7 +167,16 @@ int wf_cmd_run(int argc, char **argv) {
     goto done;
   }
   const char *dir = wf_run_outputs_dir(o);
-  if (render && (rc = wf_cli_render_open("weft run", sc, w, dir, &rend)) != 0) goto done;
+  /* "png" in outputs.formats is --render: pictures need the viewer's renderer, which the library
+   * does not link (the arrow points from cli/ and viewer/ to engine/), so this program draws them
+   */
+  if (od.formats & WF_SCENE_OUT_PNG) render = true;
+  if (render && (rc = wf_cli_render_open("weft run", sc, w, dir, &rend)) != 0) {
+    if (rc == WF_EXIT_USAGE && (od.formats & WF_SCENE_OUT_PNG))
+      fprintf(stderr, "weft run: (\"png\" is in outputs.formats: remove it, or build weft with "
+                      "the viewer)\n");
+    goto done;
+  }
   wf_scene_destroy(sc);
   sc = NULL;
   int64_t start = wf_world_frame(w), total = wf_world_frames(w);
@@ -184,6 +195,19 @@ int wf_cmd_run(int argc, char **argv) {
                  wf_cli_now_s(),
                  wf_world_frame_dt(w),
                  wf_world_device(w)};
+  /* pictures are numbered 0, 1, 2, ... in the order they are drawn: frame f is picture
+   * ceil(f / every), so a resumed run continues the numbers and ffmpeg's %06d pattern works */
+  int64_t every_out = od.every > 0 ? od.every : 1;
+  if (start == 0) { /* the initial state is frame 0 */
+    if (wf_run_outputs_write_frame(o, 0, 0.0) != WF_OK) {
+      rc = wf_run_guard_failed(w, dir, "run", "writing the outputs");
+      goto done;
+    }
+    if (rend && wf_cli_render_frame(rend, 0, 0) != 0) {
+      rc = WF_EXIT_FAILURE;
+      goto done;
+    }
+  }
   double t_row = wf_cli_now_s();
   int64_t f_row = start;
   for (int64_t f = start + 1; f <= total; f++) {
@@ -200,7 +224,7 @@ int wf_cmd_run(int argc, char **argv) {
         goto done;
       }
       t_row = wf_cli_now_s(), f_row = f;
-      if (rend && wf_cli_render_frame(rend, f) != 0) {
+      if (rend && wf_cli_render_frame(rend, f, (f + every_out - 1) / every_out) != 0) {
         rc = WF_EXIT_FAILURE;
         goto done;
       }

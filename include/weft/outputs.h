@@ -67,12 +67,14 @@ typedef struct wf_run_outputs wf_run_outputs;
 
 /** What a run writes. Start from wf_run_outputs_desc_default() or _from_scene(). */
 typedef struct wf_run_outputs_desc {
-  const char *dir;      /* output directory, created with its parents; NULL or "": "out" */
-  unsigned formats;     /* WF_SCENE_OUT_* bits (weft/scene.h); default VTK | CSV */
-  int every;            /* frames between written frames (and after the last); 0: 1 */
-  int checkpoint_every; /* frames between checkpoints; 0: after the last frame only */
-  int64_t resume_frame; /* > 0: the run continues from this frame; earlier rows and collection
-                           entries are kept (see the guide). 0: a fresh run */
+  const char *dir;          /* output directory, created with its parents; NULL or "": "out" */
+  unsigned formats;         /* WF_SCENE_OUT_* bits (weft/scene.h); default VTK | CSV */
+  int every;                /* frames between written frames (and after the last); 0: 1 */
+  int checkpoint_every;     /* frames between checkpoints; 0: after the last frame only */
+  int64_t resume_frame;     /* > 0: the run continues from this frame; earlier rows and collection
+                               entries are kept (see the guide). 0: a fresh run */
+  wf_scene_up_axis up_axis; /* axes of the PLY and VTK files (weft/scene.h); default
+                               WF_SCENE_UP_Y: as simulated */
 } wf_run_outputs_desc;
 
 /** Bits of wf_run_outputs_due. */
@@ -85,7 +87,8 @@ typedef enum wf_run_file {
   WF_RUN_FILE_PVD = 2,        /* <object>.pvd (frame unused) */
   WF_RUN_FILE_CSV = 3,        /* stats.csv (object and frame unused) */
   WF_RUN_FILE_CHECKPOINT = 4, /* checkpoint_<frame>.wfck (object unused) */
-  WF_RUN_FILE_LAST_GOOD = 5   /* checkpoint_last_good_<frame>.wfck (object unused) */
+  WF_RUN_FILE_LAST_GOOD = 5,  /* checkpoint_last_good_<frame>.wfck (object unused) */
+  WF_RUN_FILE_SCENE_PVD = 6   /* scene.pvd: every object's .vtp (object and frame unused) */
 } wf_run_file;
 
 /** Default: dir "out", VTK and CSV every frame, a checkpoint after the last frame, fresh run. */
