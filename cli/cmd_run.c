@@ -1,10 +1,12 @@
 /* `weft run SCENE`: a headless simulation. Loads the scene (with --set overrides), creates the
  * world (on one device or several), steps the frames and hands each one to the engine's run
- * outputs (weft/outputs.h), which decide what is written when and under which name: every
- * `outputs.every` frames the formats the scene asks for (PLY per object, VTP per object with one
- * .pvd collection each, stats.csv), checkpoints every `outputs.checkpoint_every` frames and after
+ * outputs (weft/outputs.h), which decide what is written when and under which name: frame 0 (the
+ * initial state, before the first step), then every `outputs.every` frames and the last, the
+ * formats the scene asks for (PLY per object, VTP per object with one .pvd collection each and
+ * scene.pvd over all, stats.csv), checkpoints every `outputs.checkpoint_every` frames and after
  * the last one. This file parses the options, drives the world, times the frames for stats.csv,
- * draws --render frames and reports progress.
+ * draws pictures (--render or "png" in outputs.formats: the library cannot, it does not link the
+ * viewer), numbered consecutively from 0, and reports progress.
  *
  * On several devices (--device cpu:0,cpu:1, or the scene's list) the runtime is restarted with the
  * CPU devices the list names before the world is made, and the devices' shares are printed at the
@@ -34,7 +36,7 @@ void wf_cmd_run_usage(FILE *f) {
       "                [--quiet]\n"
       "\n"
       "Runs a scene headless and writes its outputs (the scene's `outputs`: PLY, VTK .vtp/.pvd,\n"
-      "stats.csv, checkpoints) into the output directory.\n"
+      "stats.csv, PNG, checkpoints) into the output directory, from frame 0 (the initial state).\n"
       "\n"
       "options:\n"
       "  --frames N          frames to simulate in all (default: simulation.frames)\n"
