@@ -175,7 +175,7 @@ static wf_status scene_entry(wf_run_outputs *o, int i, const char *object, int64
 
 /* One collection per object and scene.pvd over all of them (entries of one time, one part per
  * object: ParaView reads them as one multiblock data set per time step). After a resume they
- * list the earlier frames' files that are there, frame 0 included. */
+ * list the earlier frames' files that are there, frame 0 and the resume frame included. */
 static wf_status open_collections(wf_run_outputs *o, int64_t resume) {
   wf_status st = name(o, WF_RUN_FILE_SCENE_PVD, NULL, 0);
   if (st == WF_OK) st = wf_pvd_create(o->path, &o->scene_pvd);
@@ -185,7 +185,10 @@ static wf_status open_collections(wf_run_outputs *o, int64_t resume) {
     if ((st = name(o, WF_RUN_FILE_PVD, obj.name, 0)) == WF_OK)
       st = wf_pvd_create(o->path, &o->pvd[i]);
   }
-  for (int64_t f = 0; st == WF_OK && resume > 0 && f <= resume; f += o->every) {
+  /* frames 0, every, 2 every, ... and the resume frame itself (the last frame of the earlier run,
+   * when it was not a multiple of every) */
+  for (int64_t f = 0; st == WF_OK && resume > 0 && f <= resume;
+       f = f < resume && f + o->every > resume ? resume : f + o->every) {
     size_t n = 0;
     for (int i = 0; i < o->n_objects && st == WF_OK; i++) {
       wf_world_object obj;
