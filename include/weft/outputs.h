@@ -110,9 +110,10 @@ WF_API wf_run_outputs_desc wf_run_outputs_desc_default(void);
 WF_API wf_run_outputs_desc wf_run_outputs_desc_from_scene(const wf_scene *scene);
 
 /** Creates the output directory (and its parents), checks that it is writable, and opens the
- *  outputs of w: the .pvd collections (scene.pvd included) and stats.csv (keeping earlier rows and entries when
- *  resuming). WF_ERR_IO naming the directory, the component that could not be made and the OS
- *  error; then nothing has been written. w must outlive the outputs. desc may be NULL. */
+ *  outputs of w: the .pvd collections (scene.pvd too) and stats.csv (keeping earlier rows and
+ *  entries when resuming). WF_ERR_IO naming the directory, the component that could not be made
+ *  and the OS error; then nothing has been written. w must outlive the outputs. desc may be
+ *  NULL. */
 WF_API wf_status wf_run_outputs_create(wf_world *w, const wf_run_outputs_desc *desc,
                                        wf_run_outputs **out);
 /** Closes the collections and stats.csv (flushed and synced) and frees o; reports a failure of
