@@ -170,8 +170,7 @@ int wf_cmd_run(int argc, char **argv) {
   }
   const char *dir = wf_run_outputs_dir(o);
   /* "png" in outputs.formats is --render: pictures need the viewer's renderer, which the library
-   * does not link (the arrow points from cli/ and viewer/ to engine/), so this program draws them
-   */
+   * must not link (viewer/ and cli/ sit above engine/), so this program draws them */
   if (od.formats & WF_SCENE_OUT_PNG) render = true;
   if (render && (rc = wf_cli_render_open("weft run", sc, w, dir, &rend)) != 0) {
     if (rc == WF_EXIT_USAGE && (od.formats & WF_SCENE_OUT_PNG))
