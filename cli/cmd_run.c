@@ -1,10 +1,12 @@
 /* `weft run SCENE`: a headless simulation. Loads the scene (with --set overrides), creates the
  * world (on one device or several), steps the frames and hands each one to the engine's run
- * outputs (weft/outputs.h), which decide what is written when and under which name: every
- * `outputs.every` frames the formats the scene asks for (PLY per object, VTP per object with one
- * .pvd collection each, stats.csv), checkpoints every `outputs.checkpoint_every` frames and after
+ * outputs (weft/outputs.h), which decide what is written when and under which name: frame 0 (the
+ * initial state, before the first step), then every `outputs.every` frames and the last, the
+ * formats the scene asks for (PLY per object, VTP per object with one .pvd collection each and
+ * scene.pvd over all, stats.csv), checkpoints every `outputs.checkpoint_every` frames and after
  * the last one. This file parses the options, drives the world, times the frames for stats.csv,
- * draws --render frames and reports progress.
+ * draws pictures (--render or "png" in outputs.formats: the library cannot, it does not link the
+ * viewer), numbered consecutively from 0, and reports progress.
  *
  * On several devices (--device cpu:0,cpu:1, or the scene's list) the runtime is restarted with the
  * CPU devices the list names before the world is made, and the devices' shares are printed at the
@@ -34,7 +36,7 @@ void wf_cmd_run_usage(FILE *f) {
       "                [--quiet]\n"
       "\n"
       "Runs a scene headless and writes its outputs (the scene's `outputs`: PLY, VTK .vtp/.pvd,\n"
-      "stats.csv, checkpoints) into the output directory.\n"
+      "stats.csv, PNG, checkpoints) into the output directory, from frame 0 (the initial state).\n"
       "\n"
       "options:\n"
       "  --frames N          frames to simulate in all (default: simulation.frames)\n"
@@ -45,8 +47,10 @@ void wf_cmd_run_usage(FILE *f) {
       "                      (repeatable; V is JSON, or a string when it is not)\n"
       "  --every N           write outputs every N frames (default: outputs.every)\n"
       "  --resume CKPT       continue from a checkpoint written by `weft run` of this scene\n"
-      "  --render            also draw PNG frames <out>/render/frame_NNNNNN.png (every N frames,\n"
-      "                      headless through EGL with the viewer's renderer; Mesa without a GPU)\n"
+      "  --render            also draw PNG frames <out>/render/frame_NNNNNN.png, numbered 0, 1,\n"
+      "                      2, ... (frame 0, then every N frames; ffmpeg -i frame_%%06d.png),\n"
+      "                      headless through EGL with the viewer's renderer; Mesa without a GPU.\n"
+      "                      \"png\" in outputs.formats does the same\n"
       "  --quiet             no progress output\n"
       "  -h, --help          show this help\n"
       "\n"
@@ -165,7 +169,15 @@ int wf_cmd_run(int argc, char **argv) {
     goto done;
   }
   const char *dir = wf_run_outputs_dir(o);
-  if (render && (rc = wf_cli_render_open("weft run", sc, w, dir, &rend)) != 0) goto done;
+  /* "png" in outputs.formats is --render: pictures need the viewer's renderer, which the library
+   * must not link (viewer/ and cli/ sit above engine/), so this program draws them */
+  if (od.formats & WF_SCENE_OUT_PNG) render = true;
+  if (render && (rc = wf_cli_render_open("weft run", sc, w, dir, &rend)) != 0) {
+    if (rc == WF_EXIT_USAGE && (od.formats & WF_SCENE_OUT_PNG))
+      fprintf(stderr, "weft run: (\"png\" is in outputs.formats: remove it, or build weft with "
+                      "the viewer)\n");
+    goto done;
+  }
   wf_scene_destroy(sc);
   sc = NULL;
   int64_t start = wf_world_frame(w), total = wf_world_frames(w);
@@ -184,6 +196,19 @@ int wf_cmd_run(int argc, char **argv) {
                  wf_cli_now_s(),
                  wf_world_frame_dt(w),
                  wf_world_device(w)};
+  /* pictures are numbered 0, 1, 2, ... in the order they are drawn: frame f is picture
+   * ceil(f / every), so a resumed run continues the numbers and ffmpeg's %06d pattern works */
+  int64_t every_out = od.every > 0 ? od.every : 1;
+  if (start == 0) { /* the initial state is frame 0 */
+    if (wf_run_outputs_write_frame(o, 0, 0.0) != WF_OK) {
+      rc = wf_run_guard_failed(w, dir, "run", "writing the outputs");
+      goto done;
+    }
+    if (rend && wf_cli_render_frame(rend, 0, 0) != 0) {
+      rc = WF_EXIT_FAILURE;
+      goto done;
+    }
+  }
   double t_row = wf_cli_now_s();
   int64_t f_row = start;
   for (int64_t f = start + 1; f <= total; f++) {
@@ -200,7 +225,7 @@ int wf_cmd_run(int argc, char **argv) {
         goto done;
       }
       t_row = wf_cli_now_s(), f_row = f;
-      if (rend && wf_cli_render_frame(rend, f) != 0) {
+      if (rend && wf_cli_render_frame(rend, f, (f + every_out - 1) / every_out) != 0) {
         rc = WF_EXIT_FAILURE;
         goto done;
       }

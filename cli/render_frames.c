@@ -335,7 +335,7 @@ int wf_cli_render_open(const char *who, const wf_scene *sc, wf_world *w, const c
   return 0;
 }
 
-int wf_cli_render_frame(wf_cli_render *r, int64_t frame) {
+int wf_cli_render_frame(wf_cli_render *r, int64_t frame, int64_t number) {
   for (int i = 0; i < r->n_objects; i++)
     if (wf_world_object_download(r->w, i, r->pos[i], r->vel[i]) != WF_OK) {
       fprintf(stderr, "%s: --render: %s\n", r->who, wf_last_error());
@@ -345,7 +345,7 @@ int wf_cli_render_frame(wf_cli_render *r, int64_t frame) {
   wf_cli_frames_fill(r->frames, 0, (const float(*const *)[4])r->pos,
                      (const float(*const *)[4])r->vel, &s);
   char path[4200];
-  snprintf(path, sizeof path, "%s/frame_%06lld.png", r->dir, (long long)frame);
+  snprintf(path, sizeof path, "%s/frame_%06lld.png", r->dir, (long long)number);
   wf_status st = wf_render_draw(r->r, &s);
   if (st == WF_OK) st = wf_render_write_png(r->r, path);
   if (st != WF_OK) {
@@ -373,8 +373,8 @@ int wf_cli_render_open(const char *who, const wf_scene *sc, wf_world *w, const c
       who);
   return 2;
 }
-int wf_cli_render_frame(wf_cli_render *r, int64_t frame) {
-  (void)r, (void)frame;
+int wf_cli_render_frame(wf_cli_render *r, int64_t frame, int64_t number) {
+  (void)r, (void)frame, (void)number;
   return 1;
 }
 void wf_cli_render_close(wf_cli_render *r) { (void)r; }

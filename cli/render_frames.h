@@ -40,16 +40,18 @@ wf_render_camera wf_cli_frames_camera(const wf_cli_frames *f);
 
 #endif /* WEFT_HAVE_VIEWER */
 
-/* `weft run --render`: PNG frames <dir>/frame_NNNNNN.png drawn headless (EGL; Mesa's llvmpipe
- * without a GPU) at the scene's render.width x render.height. */
+/* `weft run --render` (or "png" in outputs.formats): PNG frames <dir>/frame_NNNNNN.png drawn
+ * headless (EGL; Mesa's llvmpipe without a GPU) at the scene's render.width x render.height,
+ * numbered by the caller (consecutively from 0, so that ffmpeg's %06d pattern reads them). */
 typedef struct wf_cli_render wf_cli_render;
 /* Creates <out_dir>/render and the headless renderer. On failure prints why (prefixed with
  * `who`) and returns the exit code: 1, or 2 when weft was built without the viewer. */
 int wf_cli_render_open(const char *who, const wf_scene *sc, wf_world *w, const char *out_dir,
                        wf_cli_render **out);
-/* Downloads the world's current state and writes frame `frame` (atomically: a temporary file
- * renamed). Prints why on failure and returns non-zero. */
-int wf_cli_render_frame(wf_cli_render *r, int64_t frame);
+/* Downloads the world's current state (simulation frame `frame`, for messages) and writes it as
+ * picture `number`, frame_<number>.png (atomically: a temporary file renamed). Prints why on
+ * failure and returns non-zero. */
+int wf_cli_render_frame(wf_cli_render *r, int64_t frame, int64_t number);
 void wf_cli_render_close(wf_cli_render *r);
 
 #endif

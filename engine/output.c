@@ -204,6 +204,8 @@ wf_status wf_ply_write_points(const char *path, const wf_ply_points *p) {
                         WF_VERSION_STRING, p->count);
   if (p->radius) wf_atomic_file_printf(f, "property float radius\n");
   if (p->vel) wf_atomic_file_printf(f, "property float vx\nproperty float vy\nproperty float vz\n");
+  if (p->omega)
+    wf_atomic_file_printf(f, "property float wx\nproperty float wy\nproperty float wz\n");
   if (p->id) wf_atomic_file_printf(f, "property uint id\n");
   wf_atomic_file_printf(f, "end_header\n");
   obuf *o = ob_new(f, __func__);
@@ -215,6 +217,9 @@ wf_status wf_ply_write_points(const char *path, const wf_ply_points *p) {
     if (p->vel)
       for (int k = 0; k < 3; k++)
         ob_f32(o, p->vel[3 * i + k]);
+    if (p->omega)
+      for (int k = 0; k < 3; k++)
+        ob_f32(o, p->omega[3 * i + k]);
     if (p->id) ob_u32(o, p->id[i]);
   }
   return ob_finish(o);
@@ -471,6 +476,7 @@ wf_status wf_vtp_write(const char *path, const wf_vtp_desc *d) {
 typedef struct pvd_entry {
   double time;
   int part;
+  char *name; /* NULL: no name attribute */
   char *file;
 } pvd_entry;
 
@@ -488,8 +494,14 @@ static wf_status pvd_write(const wf_pvd *p) {
                            "<VTKFile type=\"Collection\" version=\"0.1\" "
                            "byte_order=\"LittleEndian\">\n  <Collection>\n");
   for (size_t i = 0; i < p->count; i++) {
-    wf_atomic_file_printf(f, "    <DataSet timestep=\"%.17g\" group=\"\" part=\"%d\" file=\"",
+    wf_atomic_file_printf(f, "    <DataSet timestep=\"%.17g\" group=\"\" part=\"%d\" ",
                           p->e[i].time, p->e[i].part);
+    if (p->e[i].name) {
+      wf_atomic_file_printf(f, "name=\"");
+      xml_text(f, p->e[i].name);
+      wf_atomic_file_printf(f, "\" ");
+    }
+    wf_atomic_file_printf(f, "file=\"");
     xml_text(f, p->e[i].file);
     wf_atomic_file_printf(f, "\"/>\n");
   }
@@ -514,21 +526,50 @@ wf_status wf_pvd_create(const char *path, wf_pvd **out) {
   return WF_OK;
 }
 
-wf_status wf_pvd_add(wf_pvd *p, double time, int part, const char *file) {
-  if (!p || !file || !*file)
-    return wf__error(WF_ERR_INVALID, __func__, "collection or file is NULL, or file is empty");
-  if (p->count == p->cap) {
+static void pvd_entry_free(pvd_entry *e) {
+  free(e->name);
+  free(e->file);
+}
+
+wf_status wf_pvd_add_entries(wf_pvd *p, const wf_pvd_entry *entries, size_t n) {
+  if (!p || (n && !entries))
+    return wf__error(WF_ERR_INVALID, __func__, "collection or entries is NULL");
+  for (size_t i = 0; i < n; i++)
+    if (!entries[i].file || !*entries[i].file)
+      return wf__error(WF_ERR_INVALID, __func__, "'%s': entry %zu has no file", p->path, i);
+  if (p->count + n > p->cap) {
     size_t cap = p->cap ? 2 * p->cap : 64;
+    while (cap < p->count + n)
+      cap *= 2;
     pvd_entry *e = realloc(p->e, cap * sizeof *e);
     if (!e) return wf__error(WF_ERR_OUT_OF_MEMORY, __func__, "no memory for '%s'", p->path);
     p->e = e, p->cap = cap;
   }
-  char *name = strdup(file);
-  if (!name) return wf__error(WF_ERR_OUT_OF_MEMORY, __func__, "no memory for '%s'", p->path);
-  p->e[p->count++] = (pvd_entry){time, part, name};
-  wf_status st = pvd_write(p);
-  if (st != WF_OK) free(p->e[--p->count].file); /* the file on disk does not list it either */
+  size_t first = p->count;
+  wf_status st = WF_OK;
+  for (size_t i = 0; i < n && st == WF_OK; i++) {
+    pvd_entry *e = &p->e[p->count];
+    *e = (pvd_entry){entries[i].time, entries[i].part, NULL, strdup(entries[i].file)};
+    if (entries[i].name) e->name = strdup(entries[i].name);
+    if (!e->file || (entries[i].name && !e->name)) {
+      pvd_entry_free(e);
+      st = wf__error(WF_ERR_OUT_OF_MEMORY, __func__, "no memory for '%s'", p->path);
+    } else {
+      p->count++;
+    }
+  }
+  if (st == WF_OK) st = pvd_write(p);
+  if (st != WF_OK) /* the file on disk does not list them either */
+    while (p->count > first)
+      pvd_entry_free(&p->e[--p->count]);
   return st;
+}
+
+wf_status wf_pvd_add(wf_pvd *p, double time, int part, const char *file) {
+  if (!p || !file || !*file)
+    return wf__error(WF_ERR_INVALID, __func__, "collection or file is NULL, or file is empty");
+  wf_pvd_entry e = {time, part, NULL, file};
+  return wf_pvd_add_entries(p, &e, 1);
 }
 
 size_t wf_pvd_count(const wf_pvd *p) { return p ? p->count : 0; }
@@ -536,7 +577,7 @@ size_t wf_pvd_count(const wf_pvd *p) { return p ? p->count : 0; }
 void wf_pvd_destroy(wf_pvd *p) {
   if (!p) return;
   for (size_t i = 0; i < p->count; i++)
-    free(p->e[i].file);
+    pvd_entry_free(&p->e[i]);
   free(p->e);
   free(p->path);
   free(p);

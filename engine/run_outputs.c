@@ -14,6 +14,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,7 @@ size_t wf_run_outputs_path(char *buf, size_t n, const char *dir, wf_run_file fil
   case WF_RUN_FILE_PLY: len = snprintf(buf, n, "%s/%s_%06lld.ply", dir, o, f); break;
   case WF_RUN_FILE_VTP: len = snprintf(buf, n, "%s/%s_%06lld.vtp", dir, o, f); break;
   case WF_RUN_FILE_PVD: len = snprintf(buf, n, "%s/%s.pvd", dir, o); break;
+  case WF_RUN_FILE_SCENE_PVD: len = snprintf(buf, n, "%s/scene.pvd", dir); break;
   case WF_RUN_FILE_CSV: len = snprintf(buf, n, "%s/stats.csv", dir); break;
   case WF_RUN_FILE_CHECKPOINT: len = snprintf(buf, n, "%s/checkpoint_%06lld.wfck", dir, f); break;
   case WF_RUN_FILE_LAST_GOOD:
@@ -85,13 +87,18 @@ struct wf_run_outputs {
   unsigned formats;
   int every, checkpoint_every;
   int n_objects;
-  wf_pvd **pvd;            /* per object, VTK only */
+  wf_pvd **pvd;          /* per object, VTK only */
+  wf_pvd *scene_pvd;     /* every object's .vtp per frame, VTK only */
+  wf_pvd_entry *entries; /* per object: this frame's entry of scene.pvd */
+  char (*rel)[96];       /* per object: the file those entries name */
+  wf_scene_up_axis up_axis;
   wf_csv *csv;             /* CSV only */
   int csv_n;               /* its columns */
   double *row;             /* csv_n values */
   wf_world_energy *energy; /* per object */
   float (*pos)[4], (*vel)[4];
-  float *xyz, *v3, *radius;
+  float (*omega)[4];
+  float *xyz, *v3, *w3, *normal, *radius;
   uint32_t *id;
   char path[4096];
 };
@@ -106,7 +113,7 @@ static const char *const csv_columns[] = {
 static const char *const csv_energy[] = {"kinetic", "potential", "elastic"};
 
 wf_run_outputs_desc wf_run_outputs_desc_default(void) {
-  wf_run_outputs_desc d = {"out", WF_SCENE_OUT_VTK | WF_SCENE_OUT_CSV, 1, 0, 0};
+  wf_run_outputs_desc d = {"out", WF_SCENE_OUT_VTK | WF_SCENE_OUT_CSV, 1, 0, 0, WF_SCENE_UP_Y};
   return d;
 }
 
@@ -117,6 +124,7 @@ wf_run_outputs_desc wf_run_outputs_desc_from_scene(const wf_scene *sc) {
   d.formats = sc->outputs.formats;
   d.every = sc->outputs.every;
   d.checkpoint_every = sc->outputs.checkpoint_every;
+  d.up_axis = sc->outputs.up_axis;
   return d;
 }
 
@@ -140,28 +148,57 @@ static wf_status alloc_buffers(wf_run_outputs *o) {
   o->vel = malloc((size_t)most * sizeof *o->vel);
   o->xyz = malloc((size_t)most * 3 * sizeof *o->xyz);
   o->v3 = malloc((size_t)most * 3 * sizeof *o->v3);
+  o->omega = malloc((size_t)most * sizeof *o->omega);
+  o->w3 = malloc((size_t)most * 3 * sizeof *o->w3);
+  o->normal = malloc((size_t)most * 3 * sizeof *o->normal);
   o->radius = malloc((size_t)most * sizeof *o->radius);
   o->id = malloc((size_t)most * sizeof *o->id);
   o->pvd = calloc((size_t)o->n_objects + 1, sizeof *o->pvd);
-  if (!o->pos || !o->vel || !o->xyz || !o->v3 || !o->radius || !o->id || !o->pvd)
+  o->entries = calloc((size_t)o->n_objects + 1, sizeof *o->entries);
+  o->rel = calloc((size_t)o->n_objects + 1, sizeof *o->rel);
+  if (!o->pos || !o->vel || !o->xyz || !o->v3 || !o->radius || !o->id || !o->pvd || !o->omega ||
+      !o->w3 || !o->normal || !o->entries || !o->rel)
     return wf__error(WF_ERR_OUT_OF_MEMORY, "wf_run_outputs_create",
                      "no memory for the output buffers (%u points)", most);
   return WF_OK;
 }
 
-/* One collection per object; after a resume it lists the earlier frames' files that are there. */
+/* Object i's .vtp of `frame` as scene.pvd names it: o->rel[i] and o->entries[i]; o->path is its
+ * full path. */
+static wf_status scene_entry(wf_run_outputs *o, int i, const char *object, int64_t frame) {
+  wf_status st = name(o, WF_RUN_FILE_VTP, object, frame);
+  if (st != WF_OK) return st;
+  snprintf(o->rel[i], sizeof o->rel[i], "%s", in_dir(o));
+  o->entries[i] = (wf_pvd_entry){(double)frame * wf_world_frame_dt(o->w), i, object, o->rel[i]};
+  return WF_OK;
+}
+
+/* One collection per object and scene.pvd over all of them (entries of one time, one part per
+ * object: ParaView reads them as one multiblock data set per time step). After a resume they
+ * list the earlier frames' files that are there, frame 0 and the resume frame included. */
 static wf_status open_collections(wf_run_outputs *o, int64_t resume) {
-  wf_status st = WF_OK;
+  wf_status st = name(o, WF_RUN_FILE_SCENE_PVD, NULL, 0);
+  if (st == WF_OK) st = wf_pvd_create(o->path, &o->scene_pvd);
   for (int i = 0; i < o->n_objects && st == WF_OK; i++) {
     wf_world_object obj;
     wf_world_object_get(o->w, i, &obj);
     if ((st = name(o, WF_RUN_FILE_PVD, obj.name, 0)) == WF_OK)
       st = wf_pvd_create(o->path, &o->pvd[i]);
-    for (int64_t f = o->every; st == WF_OK && f <= resume; f += o->every) {
-      if ((st = name(o, WF_RUN_FILE_VTP, obj.name, f)) != WF_OK) break;
-      if (access(o->path, R_OK) != 0) continue;
-      st = wf_pvd_add(o->pvd[i], (double)f * wf_world_frame_dt(o->w), 0, in_dir(o));
+  }
+  /* frames 0, every, 2 every, ... and the resume frame itself (the last frame of the earlier run,
+   * when it was not a multiple of every) */
+  for (int64_t f = 0; st == WF_OK && resume > 0 && f <= resume;
+       f = f < resume && f + o->every > resume ? resume : f + o->every) {
+    size_t n = 0;
+    for (int i = 0; i < o->n_objects && st == WF_OK; i++) {
+      wf_world_object obj;
+      wf_world_object_get(o->w, i, &obj);
+      if ((st = scene_entry(o, i, obj.name, f)) != WF_OK || access(o->path, R_OK) != 0) continue;
+      o->entries[n] = o->entries[i], o->entries[n].part = i; /* n <= i */
+      n++;
+      st = wf_pvd_add(o->pvd[i], o->entries[n - 1].time, 0, o->rel[i]);
     }
+    if (st == WF_OK && n) st = wf_pvd_add_entries(o->scene_pvd, o->entries, n);
   }
   return st;
 }
@@ -253,6 +290,7 @@ wf_status wf_run_outputs_create(wf_world *w, const wf_run_outputs_desc *desc,
   o->formats = d.formats;
   o->every = d.every > 0 ? d.every : 1;
   o->checkpoint_every = d.checkpoint_every > 0 ? d.checkpoint_every : 0;
+  o->up_axis = d.up_axis == WF_SCENE_UP_Z ? WF_SCENE_UP_Z : WF_SCENE_UP_Y;
   o->n_objects = wf_world_object_count(w);
   wf_status st = wf_dir_create(o->dir);
   if (st == WF_OK) st = alloc_buffers(o);
@@ -273,8 +311,10 @@ wf_status wf_run_outputs_close(wf_run_outputs *o) {
   wf_status st = WF_OK;
   for (int i = 0; o->pvd && i < o->n_objects; i++)
     wf_pvd_destroy(o->pvd[i]);
+  wf_pvd_destroy(o->scene_pvd);
   if (o->csv) st = wf_csv_close(o->csv);
-  free(o->row), free(o->energy);
+  free(o->row), free(o->energy), free(o->entries), free(o->rel);
+  free(o->omega), free(o->w3), free(o->normal);
   free(o->pvd), free(o->pos), free(o->vel), free(o->xyz), free(o->v3), free(o->radius);
   free(o->id), free(o->dir), free(o);
   return st;
@@ -284,6 +324,7 @@ const char *wf_run_outputs_dir(const wf_run_outputs *o) { return o ? o->dir : NU
 
 unsigned wf_run_outputs_due(const wf_run_outputs *o, int64_t frame) {
   if (!o) return 0;
+  if (frame == 0) return WF_RUN_OUTPUTS_FRAME; /* the initial state; never a checkpoint */
   bool last = frame == (int64_t)wf_world_frames(o->w);
   unsigned due = 0;
   if (frame % o->every == 0 || last) due |= WF_RUN_OUTPUTS_FRAME;
@@ -294,16 +335,59 @@ unsigned wf_run_outputs_due(const wf_run_outputs *o, int64_t frame) {
 
 /* ---- writing ------------------------------------------------------------------------------ */
 
-/* Object i's state into the buffers: xyz, velocity, radius (particles) and global id. */
+/* Area-weighted vertex normals of a triangle mesh (unit length; 0 for a vertex of no triangle
+ * with area), from the positions xyz, into n. */
+static void vertex_normals(const float *xyz, size_t count, const uint32_t *tri, size_t tris,
+                           float *n) {
+  memset(n, 0, count * 3 * sizeof *n);
+  for (size_t t = 0; t < tris; t++) {
+    const float *a = &xyz[3 * tri[3 * t]], *b = &xyz[3 * tri[3 * t + 1]],
+                *c = &xyz[3 * tri[3 * t + 2]];
+    float e[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]};
+    float g[3] = {c[0] - a[0], c[1] - a[1], c[2] - a[2]};
+    float x[3] = {e[1] * g[2] - e[2] * g[1], e[2] * g[0] - e[0] * g[2], e[0] * g[1] - e[1] * g[0]};
+    for (int v = 0; v < 3; v++)
+      for (int k = 0; k < 3; k++)
+        n[3 * tri[3 * t + v] + k] += x[k];
+  }
+  for (size_t j = 0; j < count; j++) {
+    float *v = &n[3 * j];
+    float len = sqrtf(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
+    for (int k = 0; k < 3 && len > 0.0f; k++)
+      v[k] /= len;
+  }
+}
+
+/* outputs.up_axis "z": (x, y, z) -> (x, -z, y), a quarter turn about +x (a rotation, so
+ * velocities, angular velocities and normals turn alike). */
+static void to_z_up(float *v, size_t count) {
+  for (size_t j = 0; j < count; j++) {
+    float y = v[3 * j + 1], z = v[3 * j + 2];
+    v[3 * j + 1] = -z, v[3 * j + 2] = y;
+  }
+}
+
+/* Object i's state into the buffers: xyz, velocity, radius, angular velocity (particles), normal
+ * (cloth) and global id, in the files' axes. */
 static wf_status gather(wf_run_outputs *o, int i, wf_world_object *obj) {
   wf_status st = wf_world_object_get(o->w, i, obj);
   if (st == WF_OK) st = wf_world_object_download(o->w, i, o->pos, o->vel);
+  bool cloth = obj->kind == WF_WORLD_CLOTH;
+  if (st == WF_OK && !cloth) st = wf_world_object_download_omega(o->w, i, o->omega);
   if (st != WF_OK) return st;
-  for (size_t j = 0; j < obj->point_count; j++) {
-    for (int k = 0; k < 3; k++)
+  size_t n = obj->point_count;
+  for (size_t j = 0; j < n; j++) {
+    for (int k = 0; k < 3; k++) {
       o->xyz[3 * j + k] = o->pos[j][k], o->v3[3 * j + k] = o->vel[j][k];
+      o->w3[3 * j + k] = cloth ? 0.0f : o->omega[j][k];
+    }
     o->radius[j] = o->pos[j][3];
     o->id[j] = obj->first + (uint32_t)j;
+  }
+  if (cloth) vertex_normals(o->xyz, n, obj->triangles, obj->triangle_count, o->normal);
+  if (o->up_axis == WF_SCENE_UP_Z) {
+    to_z_up(o->xyz, n), to_z_up(o->v3, n), to_z_up(o->w3, n);
+    if (cloth) to_z_up(o->normal, n);
   }
   return WF_OK;
 }
@@ -312,30 +396,33 @@ static wf_status write_ply(wf_run_outputs *o, const wf_world_object *obj, int64_
   wf_status st = name(o, WF_RUN_FILE_PLY, obj->name, frame);
   if (st != WF_OK) return st;
   if (obj->kind == WF_WORLD_CLOTH) {
-    wf_ply_mesh m = {obj->point_count, o->xyz, NULL, obj->triangle_count, obj->triangles, o->v3};
+    wf_ply_mesh m = {obj->point_count,    o->xyz,         o->normal,
+                     obj->triangle_count, obj->triangles, o->v3};
     return wf_ply_write_mesh(o->path, &m);
   }
-  wf_ply_points p = {obj->point_count, o->xyz, o->radius, o->v3, o->id};
+  wf_ply_points p = {obj->point_count, o->xyz, o->radius, o->v3, o->id, o->w3};
   return wf_ply_write_points(o->path, &p);
 }
 
 static wf_status write_vtp(wf_run_outputs *o, int i, const wf_world_object *obj, int64_t frame) {
-  wf_status st = name(o, WF_RUN_FILE_VTP, obj->name, frame);
+  wf_status st = scene_entry(o, i, obj->name, frame);
   if (st != WF_OK) return st;
   bool cloth = obj->kind == WF_WORLD_CLOTH;
-  wf_vtk_array arrays[3] = {{"velocity", WF_VTK_FLOAT32, 3, o->v3},
+  wf_vtk_array points[4] = {{"velocity", WF_VTK_FLOAT32, 3, o->v3},
                             {"radius", WF_VTK_FLOAT32, 1, o->radius},
-                            {"id", WF_VTK_UINT32, 1, o->id}};
+                            {"id", WF_VTK_UINT32, 1, o->id},
+                            {"angular_velocity", WF_VTK_FLOAT32, 3, o->w3}};
+  wf_vtk_array mesh[2] = {{"velocity", WF_VTK_FLOAT32, 3, o->v3},
+                          {"normal", WF_VTK_FLOAT32, 3, o->normal}};
   wf_vtp_desc d = {obj->point_count,
                    o->xyz,
                    cloth ? obj->triangle_count : 0,
                    cloth ? obj->triangles : NULL,
-                   arrays,
-                   cloth ? 1 : 3,
+                   cloth ? mesh : points,
+                   cloth ? 2 : 4,
                    true};
   st = wf_vtp_write(o->path, &d);
-  double t = (double)frame * wf_world_frame_dt(o->w);
-  return st != WF_OK ? st : wf_pvd_add(o->pvd[i], t, 0, in_dir(o));
+  return st != WF_OK ? st : wf_pvd_add(o->pvd[i], o->entries[i].time, 0, o->rel[i]);
 }
 
 wf_status wf_run_outputs_write_frame(wf_run_outputs *o, int64_t frame, double ms_per_frame) {
@@ -348,6 +435,9 @@ wf_status wf_run_outputs_write_frame(wf_run_outputs *o, int64_t frame, double ms
     if (st == WF_OK && (o->formats & WF_SCENE_OUT_PLY)) st = write_ply(o, &obj, frame);
     if (st == WF_OK && (o->formats & WF_SCENE_OUT_VTK)) st = write_vtp(o, i, &obj, frame);
   }
+  /* scene.pvd lists the frame once every object's file is there */
+  if (st == WF_OK && (o->formats & WF_SCENE_OUT_VTK) && o->n_objects)
+    st = wf_pvd_add_entries(o->scene_pvd, o->entries, (size_t)o->n_objects);
   if (st == WF_OK && o->csv) {
     wf_world_stats s;
     st = wf_world_stats_get(o->w, &s);

@@ -204,6 +204,7 @@ static const char *const integrator_names[] = {"xpbd", "spring"};
 static const char *const collider_names[] = {"plane", "sphere", "box", "capsule", "mesh"};
 static const char *const color_names[] = {"object", "speed"};
 static const char *const format_names[] = {"ply", "vtk", "csv", "png", "checkpoint"};
+static const char *const up_axis_names[] = {"y", "z"};
 static const char *const pin_names[] = {"top-left", "top-right", "bottom-left", "bottom-right",
                                         "top",      "bottom",    "left",        "right"};
 /* accepted spellings of the edges */
@@ -1281,9 +1282,11 @@ static void read_forces(ctx *c, const cJSON *root) {
 static void read_outputs(ctx *c, const cJSON *root) {
   const cJSON *o = section(c, root, "", "outputs", 0);
   wf_scene_outputs *out = &c->scene->outputs;
-  static const char *const extra[] = {"dir", "formats"};
+  static const char *const extra[] = {"dir", "formats", "up_axis"};
   if (o) check_keys(c, o, "outputs", extra, NF(extra), outputs_fields, NF(outputs_fields));
   read_fields(c, o, "outputs", outputs_fields, NF(outputs_fields), out, -1, NULL, NULL);
+  out->up_axis = (wf_scene_up_axis)read_enum(c, o, "outputs", "up_axis", up_axis_names,
+                                             NF(up_axis_names), WF_SCENE_UP_Y);
   const cJSON *d = get(o, "dir");
   if (d && (!cJSON_IsString(d) || !d->valuestring[0] || strlen(d->valuestring) > 1024)) {
     type_error(c, "outputs.dir", "a directory path", d);
@@ -1398,6 +1401,13 @@ static void check_names(ctx *c) {
     else
       ni = sc->colliders[i - sc->emitter_count - sc->cloth_count].name, pi = "colliders",
       ii = i - sc->emitter_count - sc->cloth_count;
+    if (i < sc->emitter_count + sc->cloth_count && strcmp(ni, "scene") == 0) {
+      char p[80];
+      snprintf(p, sizeof p, "%s[%d].name", pi, ii);
+      wfs_error(c->err, p,
+                "the name 'scene' is reserved: the outputs' scene.pvd collects every object");
+      continue;
+    }
     for (int j = 0; j < i; j++) {
       const char *nj, *pj;
       int jj;
@@ -1738,6 +1748,7 @@ char *wf_scene_to_json(const wf_scene *sc) {
   cJSON *out = cJSON_AddObjectToObject(root, "outputs");
   cJSON_AddStringToObject(out, "dir", sc->outputs.dir ? sc->outputs.dir : "out");
   print_fields(out, outputs_fields, NF(outputs_fields), &sc->outputs, -1);
+  cJSON_AddStringToObject(out, "up_axis", up_axis_names[sc->outputs.up_axis]);
   cJSON *fmts = cJSON_AddArrayToObject(out, "formats");
   for (int k = 0; k < NF(format_names); k++)
     if (sc->outputs.formats & (1u << k))

@@ -795,6 +795,25 @@ wf_status wf_world_object_download(wf_world *w, int index, float (*pos)[4], floa
   return WF_OK;
 }
 
+wf_status wf_world_object_download_omega(wf_world *w, int index, float (*omega)[4]) {
+  wf_world_object info;
+  wf_status st = wf_world_object_get(w, index, &info);
+  if (st != WF_OK) return st;
+  if (!omega) return wf__error(WF_ERR_INVALID, "wf_world_object_download_omega", "omega is NULL");
+  if (info.kind != WF_WORLD_PARTICLES || !w->ps)
+    return wf__error(WF_ERR_INVALID, "wf_world_object_download_omega",
+                     "object '%s' is a cloth: it has no angular velocities", info.name);
+  /* the solver gives every particle's; the object is a range of them */
+  float(*all)[4] = malloc((size_t)w->n_particles * 16 + 16);
+  if (!all)
+    return wf__error(WF_ERR_OUT_OF_MEMORY, "wf_world_object_download_omega",
+                     "no memory for %u angular velocities", w->n_particles);
+  st = wf_particles_download_omega(w->ps, all);
+  if (st == WF_OK) memcpy(omega, all + info.first, (size_t)info.point_count * 16);
+  free(all);
+  return st != WF_OK ? fail_object(st, "particles", index, info.name) : WF_OK;
+}
+
 /* ---- checkpoints ---------------------------------------------------------------------------- */
 
 /* Section "meta": u64 values, little-endian on the hosts weft supports. */

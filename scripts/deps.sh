@@ -8,7 +8,8 @@ pkgs=(build-essential cmake ninja-build pkg-config clang
       libassimp-dev                     # mesh collider files (OBJ, STL, PLY, glTF)
       libepoxy-dev libglfw3-dev libcglm-dev libstb-dev libegl-dev  # viewer and --render
       libegl-mesa0 libgl1-mesa-dri xvfb xauth                        # rendering without a GPU (CI)
-      gnuplot-nox)                      # the plots of docs/validation.md (scripts/validation/)
+      gnuplot-nox                       # the plots of docs/validation.md (scripts/validation/)
+      python3-vtk9 python3-meshio)      # real readers of the output files (tests/scripts/)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

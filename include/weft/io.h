@@ -137,10 +137,11 @@ typedef struct wf_ply_points {
   const float *radius; /* count, or NULL: no radius property */
   const float *vel;    /* 3*count, or NULL: no vx vy vz properties */
   const uint32_t *id;  /* count, or NULL: no id property */
+  const float *omega;  /* 3*count, or NULL: no wx wy wz properties (angular velocity, rad/s) */
 } wf_ply_points;
 
 /** Writes a binary little-endian PLY point cloud: element vertex with float x y z, then float
- *  radius, float vx vy vz and uint id when given, in that order. */
+ *  radius, float vx vy vz, float wx wy wz and uint id when given, in that order. */
 WF_API wf_status wf_ply_write_points(const char *path, const wf_ply_points *p);
 
 /** A triangle mesh for wf_ply_write_mesh. */
@@ -196,6 +197,19 @@ WF_API wf_status wf_pvd_create(const char *path, wf_pvd **out);
  *  written as given (normally relative to the .pvd's directory). On failure the entry is not
  *  kept and the previous collection file stays. */
 WF_API wf_status wf_pvd_add(wf_pvd *p, double time, int part, const char *file);
+
+/** One entry of a collection: a data set at a time. Entries of one time with different parts
+ *  are read by ParaView as the blocks of one multiblock data set, each named `name`. */
+typedef struct wf_pvd_entry {
+  double time;      /* the timestep attribute, s */
+  int part;         /* the part attribute */
+  const char *name; /* the name attribute (the block's name), or NULL: none */
+  const char *file; /* as wf_pvd_add's */
+} wf_pvd_entry;
+
+/** Adds n entries at once and rewrites the collection once; on failure none is kept and the
+ *  previous collection file stays. */
+WF_API wf_status wf_pvd_add_entries(wf_pvd *p, const wf_pvd_entry *entries, size_t n);
 /** Number of entries. */
 WF_API size_t wf_pvd_count(const wf_pvd *p);
 /** Frees the collection (the file stays). NULL is ignored. */

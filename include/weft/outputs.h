@@ -7,6 +7,7 @@
  *     d.dir = "out/flag";                                              // or the defaults
  *     wf_run_outputs *o;
  *     if (wf_run_outputs_create(world, &d, &o) != WF_OK) puts(wf_last_error());
+ *     if (wf_world_frame(world) == 0) wf_run_outputs_write_frame(o, 0, 0.0); // the initial state
  *     for (int64_t f = wf_world_frame(world) + 1; f <= wf_world_frames(world); f++) {
  *       wf_world_step(world, 1);
  *       unsigned due = wf_run_outputs_due(o, f);
@@ -15,33 +16,44 @@
  *     }
  *     wf_run_outputs_close(o);                                         // flushes stats.csv
  *
- * The files, in the output directory (created with its parents, wf_dir_create), frame numbers
- * zero-padded to 6 digits (wf_run_outputs_path gives every name):
- *  - <object>_<frame>.ply   WF_SCENE_OUT_PLY: binary PLY; particles as points with radius,
- *                           velocity and global id, cloths as triangle meshes whose vertices carry
- *                           their velocity (vx vy vz).
- *  - <object>_<frame>.vtp   WF_SCENE_OUT_VTK: VTK XML PolyData (binary) with velocity, radius and
- *    <object>.pvd           id arrays (cloths: point data "velocity"), and one ParaView collection
- *                           per object listing the frames written, at their simulated time.
+ * Frames written: 0 (the initial state, when the caller writes it as above: `weft run` does), every
+ * `every`-th frame and the last one. The files, in the output directory (created with its parents,
+ * wf_dir_create), frame numbers zero-padded to 6 digits (wf_run_outputs_path gives every name):
+ *  - <object>_<frame>.ply   WF_SCENE_OUT_PLY: binary little-endian PLY. Particles: points with
+ *                           the float properties x y z radius vx vy vz wx wy wz (angular velocity,
+ *                           rad/s) and uint id (global id). Cloths: triangle meshes (element face,
+ *                           list uchar int vertex_indices) whose vertices carry x y z, nx ny nz
+ *                           (unit normals, area-weighted over the vertex's triangles) and vx vy vz.
+ *  - <object>_<frame>.vtp   WF_SCENE_OUT_VTK: VTK XML PolyData (binary). Particles: vertex cells
+ *                           with point data velocity, radius, id, angular_velocity; cloths:
+ *                           triangles with velocity and normal.
+ *    <object>.pvd           a ParaView collection per object listing its frames at their
+ *                           simulated time (frame / fps, s),
+ *    scene.pvd              and one for the scene: at each time every object's .vtp, part i and
+ *                           name="<object>" for object i, which ParaView opens as one multiblock
+ *                           data set per time step (so the name "scene" is reserved for objects).
  * A cloth's vertices are in the scene's vertex order (docs/scenes.md: a grid's vertex (column c,
  * row r) is r * nx + c, row 0 the top edge; a mesh's, the OBJ file's), the order its pin indices
- * use; an emitter's particles in global-id order.
+ * use; an emitter's particles in global-id order. Vectors are in the axes up_axis asks for
+ * (WF_SCENE_UP_Z: (x, y, z) written as (x, -z, y)); stats.csv and checkpoints stay as simulated.
  *  - stats.csv              WF_SCENE_OUT_CSV: one row per written frame: frame, time,
  *                           kinetic_energy, potential_energy, momentum x y z, max speed, particle
- *                           and vertex counts, ms per frame (the caller's measure),
+ *                           and vertex counts, ms per frame (the caller's measure; 0 for frame 0),
  *                           elastic_energy, total_energy, then for each object in object order
  *                           <name>.kinetic, <name>.potential, <name>.elastic (J;
  *                           wf_world_energy_get: the totals are the objects' sums).
  *  - checkpoint_<frame>.wfck every checkpoint_every frames and after the last frame, whatever the
- *                           formats (so a run can always be resumed).
+ *                           formats (so a run can always be resumed); never at frame 0.
  *  - checkpoint_last_good_<frame>.wfck  the name for wf_world_save_last_good's state.
- * Other bits of formats (PNG: drawn by the viewer's renderer) are not written here.
+ * WF_SCENE_OUT_PNG is not written here: pictures need the viewer's renderer, which the library does
+ * not link. `weft run` draws them (render/frame_<n>.png, n = 0, 1, 2, ... in order).
  *
  * Resuming: with resume_frame > 0 (the frame of the checkpoint loaded into the world), the rows of
  * an earlier stats.csv for frames <= resume_frame are kept and each collection lists the earlier
- * frames' .vtp files that are there; rows and files of later frames are replaced as they are
- * written again. Every file but stats.csv is written whole through weft/io.h (temporary file and
- * rename), so a failure never leaves a half-written file under a final name.
+ * frames' .vtp files that are there (frame 0 and every `every`-th); rows and files of later frames
+ * are replaced as they are written again. Every file but stats.csv is written whole through
+ * weft/io.h (temporary file and rename), so a failure never leaves a half-written file under a
+ * final name.
  *
  * Errors: every call returns a wf_status, and wf_last_error() names the path that failed and the
  * OS error. Nothing is printed.
@@ -67,12 +79,14 @@ typedef struct wf_run_outputs wf_run_outputs;
 
 /** What a run writes. Start from wf_run_outputs_desc_default() or _from_scene(). */
 typedef struct wf_run_outputs_desc {
-  const char *dir;      /* output directory, created with its parents; NULL or "": "out" */
-  unsigned formats;     /* WF_SCENE_OUT_* bits (weft/scene.h); default VTK | CSV */
-  int every;            /* frames between written frames (and after the last); 0: 1 */
-  int checkpoint_every; /* frames between checkpoints; 0: after the last frame only */
-  int64_t resume_frame; /* > 0: the run continues from this frame; earlier rows and collection
-                           entries are kept (see the guide). 0: a fresh run */
+  const char *dir;          /* output directory, created with its parents; NULL or "": "out" */
+  unsigned formats;         /* WF_SCENE_OUT_* bits (weft/scene.h); default VTK | CSV */
+  int every;                /* frames between written frames (and after the last); 0: 1 */
+  int checkpoint_every;     /* frames between checkpoints; 0: after the last frame only */
+  int64_t resume_frame;     /* > 0: the run continues from this frame; earlier rows and collection
+                               entries are kept (see the guide). 0: a fresh run */
+  wf_scene_up_axis up_axis; /* axes of the PLY and VTK files (weft/scene.h); default
+                               WF_SCENE_UP_Y: as simulated */
 } wf_run_outputs_desc;
 
 /** Bits of wf_run_outputs_due. */
@@ -85,7 +99,8 @@ typedef enum wf_run_file {
   WF_RUN_FILE_PVD = 2,        /* <object>.pvd (frame unused) */
   WF_RUN_FILE_CSV = 3,        /* stats.csv (object and frame unused) */
   WF_RUN_FILE_CHECKPOINT = 4, /* checkpoint_<frame>.wfck (object unused) */
-  WF_RUN_FILE_LAST_GOOD = 5   /* checkpoint_last_good_<frame>.wfck (object unused) */
+  WF_RUN_FILE_LAST_GOOD = 5,  /* checkpoint_last_good_<frame>.wfck (object unused) */
+  WF_RUN_FILE_SCENE_PVD = 6   /* scene.pvd: every object's .vtp (object and frame unused) */
 } wf_run_file;
 
 /** Default: dir "out", VTK and CSV every frame, a checkpoint after the last frame, fresh run. */
@@ -95,9 +110,10 @@ WF_API wf_run_outputs_desc wf_run_outputs_desc_default(void);
 WF_API wf_run_outputs_desc wf_run_outputs_desc_from_scene(const wf_scene *scene);
 
 /** Creates the output directory (and its parents), checks that it is writable, and opens the
- *  outputs of w: the .pvd collections and stats.csv (keeping earlier rows and entries when
- *  resuming). WF_ERR_IO naming the directory, the component that could not be made and the OS
- *  error; then nothing has been written. w must outlive the outputs. desc may be NULL. */
+ *  outputs of w: the .pvd collections (scene.pvd too) and stats.csv (keeping earlier rows and
+ *  entries when resuming). WF_ERR_IO naming the directory, the component that could not be made
+ *  and the OS error; then nothing has been written. w must outlive the outputs. desc may be
+ *  NULL. */
 WF_API wf_status wf_run_outputs_create(wf_world *w, const wf_run_outputs_desc *desc,
                                        wf_run_outputs **out);
 /** Closes the collections and stats.csv (flushed and synced) and frees o; reports a failure of
@@ -105,9 +121,10 @@ WF_API wf_status wf_run_outputs_create(wf_world *w, const wf_run_outputs_desc *d
 WF_API wf_status wf_run_outputs_close(wf_run_outputs *o);
 /** The output directory as used in paths (the desc's, without trailing slashes). */
 WF_API const char *wf_run_outputs_dir(const wf_run_outputs *o);
-/** What is due after frame `frame` of the run: WF_RUN_OUTPUTS_FRAME every `every` frames and at
- *  the world's last frame (wf_world_frames), WF_RUN_OUTPUTS_CHECKPOINT every checkpoint_every
- *  frames and at the last frame. 0 for a NULL o. */
+/** What is due after frame `frame` of the run: WF_RUN_OUTPUTS_FRAME at frame 0 (the initial
+ *  state), every `every` frames and at the world's last frame (wf_world_frames),
+ *  WF_RUN_OUTPUTS_CHECKPOINT every checkpoint_every frames and at the last frame (not at 0). 0 for
+ *  a NULL o. */
 WF_API unsigned wf_run_outputs_due(const wf_run_outputs *o, int64_t frame);
 /** Waits for the frame's health check (wf_world_check: an unhealthy frame is never written), then
  *  writes the frame's files in the formats asked for and appends its stats.csv row, with

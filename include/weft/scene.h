@@ -72,6 +72,11 @@ typedef enum wf_scene_color_by {
   WF_SCENE_COLOR_OBJECT = 0,
   WF_SCENE_COLOR_SPEED = 1
 } wf_scene_color_by;
+/** outputs.up_axis: the axes of the PLY and VTK files. "y": as simulated (weft's scenes are
+ *  y-up: gravity along -y); "z": turned a quarter turn about x so that +y becomes +z, each point
+ *  (x, y, z) written as (x, -z, y), and velocities, angular velocities and normals alike
+ *  (Blender's axes: z up, y forward). */
+typedef enum wf_scene_up_axis { WF_SCENE_UP_Y = 0, WF_SCENE_UP_Z = 1 } wf_scene_up_axis;
 /** Bits of wf_scene_outputs.formats (outputs.formats: "ply", "vtk", "csv", "png", "checkpoint"). */
 enum {
   WF_SCENE_OUT_PLY = 1u << 0,
@@ -246,10 +251,11 @@ typedef struct wf_scene_forces {
 
 /** `outputs`: what `weft run` writes. */
 typedef struct wf_scene_outputs {
-  char *dir;            /* default "out" (relative to the working directory) */
-  int every;            /* frames between outputs, >= 1; default 1 */
-  unsigned formats;     /* WF_SCENE_OUT_* bits; default VTK | CSV */
-  int checkpoint_every; /* frames, >= 0; 0 = only after the last frame; default 0 */
+  char *dir;                /* default "out" (relative to the working directory) */
+  int every;                /* frames between outputs, >= 1; default 1 */
+  unsigned formats;         /* WF_SCENE_OUT_* bits; default VTK | CSV */
+  int checkpoint_every;     /* frames, >= 0; 0 = only after the last frame; default 0 */
+  wf_scene_up_axis up_axis; /* PLY and VTK axes; default WF_SCENE_UP_Y (as simulated) */
 } wf_scene_outputs;
 
 /** `camera`: the view of rendered frames and of the viewer's first frame. */

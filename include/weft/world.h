@@ -196,6 +196,10 @@ WF_API wf_status wf_world_object_get(const wf_world *w, int index, wf_world_obje
  *  (cloth), vel[i] = xyz + inverse mass (particles) or 0 (cloth); point_count entries each.
  *  Either pointer may be NULL. */
 WF_API wf_status wf_world_object_download(wf_world *w, int index, float (*pos)[4], float (*vel)[4]);
+/** Waits and copies the angular velocities of particle object `index` (xyz rad/s, w 0;
+ *  point_count rows in the object's order, as wf_particles_download_omega gives them). All zero
+ *  where the contact model does not turn the particles. WF_ERR_INVALID for a cloth. */
+WF_API wf_status wf_world_object_download_omega(wf_world *w, int index, float (*omega)[4]);
 
 /** Writes a checkpoint of the current state to path (atomically, weft/io.h). Format version 2:
  *  each cloth's positions relative to its origin ("cloth/N/pos") and the origin

@@ -372,9 +372,9 @@ TEST(help_everywhere) {
   CHECK_EQ_INT(CLI(dir, "bench", "no-such-bench"), 2);
 }
 
-/* `weft run` on the bundled granular column: PLY files every 4 frames with one vertex per
- * particle, positions finite and inside the box the particles can reach, the centroid in free
- * fall; stats.csv with a row per output frame, time = frame / fps, momentum = -M g t. */
+/* `weft run` on the bundled granular column: PLY files of frame 0 and every 4 frames with one
+ * vertex per particle, positions finite and inside the box the particles can reach, the centroid in
+ * free fall; stats.csv with a row per output frame, time = frame / fps, momentum = -M g t. */
 TEST(run_outputs) {
   char dir[600], out[700], p[800];
   test_dir(dir, sizeof dir, "run");
@@ -393,13 +393,13 @@ TEST(run_outputs) {
   csv c;
   REQUIRE(csv_read(p, &c));
   const int every = 4, frames = 12;
-  CHECK_EQ_INT(c.rows, frames / every);
+  CHECK_EQ_INT(c.rows, frames / every + 1); /* frame 0 (the initial state), 4, 8, 12 */
   int cf = csv_col(&c, "frame"), ct = csv_col(&c, "time"), cp = csv_col(&c, "particles");
   int cm = csv_col(&c, "momentum_y"), cs = csv_col(&c, "max_speed");
   double m = column_density * 4.0 / 3.0 * 3.14159265358979324 * pow(column_radius, 3); /* a ball */
   double top_speed = 0;
   for (int r = 0; r < c.rows; r++) {
-    double frame = every * (r + 1), t = frame / fps;
+    double frame = every * r, t = frame / fps;
     CHECK_NEAR(c.v[r][cf], frame, 0);
     /* printed with 17 digits: exact to the last bit of a double */
     CHECK_NEAR(c.v[r][ct], t, 1e-15);
@@ -410,7 +410,7 @@ TEST(run_outputs) {
     if (c.v[r][cs] > top_speed) top_speed = c.v[r][cs];
   }
   double t_end = frames / fps;
-  for (int f = every; f <= frames; f += every) {
+  for (int f = 0; f <= frames; f += every) {
     snprintf(p, sizeof p, "%s/column_%06d.ply", out, f);
     ply pf;
     if (!ply_read(p, &pf)) continue;
@@ -798,7 +798,7 @@ TEST(batch_failing_job) {
     }
     snprintf(p, sizeof p, "%s/stats.csv", jdir);
     csv c;
-    CHECK(csv_read(p, &c) && c.rows == 6);
+    CHECK(csv_read(p, &c) && c.rows == 7); /* frames 0..6 */
   }
   cJSON_Delete(sum);
   snprintf(p, sizeof p, "%s/summary.csv", out);

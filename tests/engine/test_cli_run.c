@@ -78,7 +78,7 @@ TEST(run_writes_outputs) {
   if (rc != 0) TH_FAIL("exit %d: %s", rc, err);
   free(err);
   REQUIRE(rc == 0);
-  for (int f = 1; f <= 3; f++) {
+  for (int f = 0; f <= 3; f++) { /* frame 0: the initial state */
     snprintf(p, sizeof p, "%s/grains_%06d.ply", out, f);
     CHECK_EQ_INT(ply_vertices(p), 27);
     snprintf(p, sizeof p, "%s/sheet_%06d.ply", out, f);
@@ -88,10 +88,11 @@ TEST(run_writes_outputs) {
   char *csv = th_read_file(p, NULL);
   REQUIRE(csv);
   CHECK(strncmp(csv, "frame,time,kinetic_energy,potential_energy,momentum_x,", 54) == 0);
-  CHECK_EQ_INT(count_of(csv, "\n"), 4); /* header + 3 rows */
-  /* row 3: frame 3, t = 3/60, 27 particles, 16 vertices */
+  CHECK_EQ_INT(count_of(csv, "\n"), 5); /* header + frames 0..3 */
+  CHECK(strstr(csv, "\n0,0,") != NULL);
+  /* row of frame 3: t = 3/60, 27 particles, 16 vertices */
   const char *row = csv;
-  for (int i = 0; i < 3; i++)
+  for (int i = 0; i < 4; i++)
     row = strchr(row, '\n') + 1;
   double v[11];
   char *s = (char *)row;
@@ -107,8 +108,15 @@ TEST(run_writes_outputs) {
   snprintf(p, sizeof p, "%s/sheet.pvd", out);
   char *pvd = th_read_file(p, NULL);
   REQUIRE(pvd);
-  CHECK_EQ_INT(count_of(pvd, "<DataSet"), 3);
-  CHECK(strstr(pvd, "file=\"sheet_000001.vtp\"") && strstr(pvd, "file=\"sheet_000003.vtp\""));
+  CHECK_EQ_INT(count_of(pvd, "<DataSet"), 4);
+  CHECK(strstr(pvd, "file=\"sheet_000000.vtp\"") && strstr(pvd, "file=\"sheet_000003.vtp\""));
+  free(pvd);
+  /* scene.pvd: both objects at each of the 4 times */
+  snprintf(p, sizeof p, "%s/scene.pvd", out);
+  pvd = th_read_file(p, NULL);
+  REQUIRE(pvd);
+  CHECK_EQ_INT(count_of(pvd, "<DataSet"), 8);
+  CHECK(strstr(pvd, "name=\"grains\" file=\"grains_000003.vtp\""));
   free(pvd);
   snprintf(p, sizeof p, "%s/sheet_000002.vtp", out);
   char *vtp = th_read_file(p, NULL);
@@ -205,15 +213,19 @@ TEST(resume_is_bitwise) {
   snprintf(pa, sizeof pa, "%s/grains_000003.ply", a);
   snprintf(pb, sizeof pb, "%s/grains_000006.ply", a);
   CHECK(!same_file(pa, pb));
-  /* the resumed CSV keeps the first run's rows: header + 6 */
+  /* the resumed CSV keeps the first run's rows: header + frames 0..6 */
   snprintf(pb, sizeof pb, "%s/stats.csv", b);
   char *csv = th_read_file(pb, NULL);
-  CHECK(csv && count_of(csv, "\n") == 7);
+  CHECK(csv && count_of(csv, "\n") == 8);
   free(csv);
   snprintf(pb, sizeof pb, "%s/sheet.pvd", b);
   char *pvd = th_read_file(pb, NULL);
-  CHECK(pvd && count_of(pvd, "<DataSet") == 6);
+  CHECK(pvd && count_of(pvd, "<DataSet") == 7);
   free(pvd);
+  /* and scene.pvd is the uninterrupted run's */
+  snprintf(pa, sizeof pa, "%s/scene.pvd", a);
+  snprintf(pb, sizeof pb, "%s/scene.pvd", b);
+  if (!same_file(pa, pb)) TH_FAIL("scene.pvd differs between the full and the resumed run");
 }
 
 /* CSV text without its timing column (ms_per_frame: wall time, different in every run). */
@@ -268,11 +280,11 @@ TEST(split_run_equals_one_device) {
       TH_FAIL("%s: stderr does not say where it ran: %s", variants[v][0], err);
     free(err);
     if (rc != 0) continue;
-    const char *files[] = {"grains_000001.ply",     "grains_000006.ply", "sheet_000006.ply",
-                           "grains_000006.vtp",     "sheet_000003.vtp",  "grains.pvd",
-                           "checkpoint_000006.wfck"};
+    const char *files[] = {"grains_000001.ply", "grains_000006.ply", "sheet_000006.ply",
+                           "grains_000006.vtp", "sheet_000003.vtp",  "grains.pvd",
+                           "scene.pvd",         "grains_000000.ply", "checkpoint_000006.wfck"};
     /* the checkpoint holds the scene's text, which the --set changes */
-    for (int i = 0; i < (v == 0 ? 7 : 6); i++) {
+    for (int i = 0; i < (v == 0 ? 9 : 8); i++) {
       snprintf(pa, sizeof pa, "%s/%s", one, files[i]);
       snprintf(pb, sizeof pb, "%s/%s", many, files[i]);
       if (!same_file(pa, pb))
@@ -281,7 +293,7 @@ TEST(split_run_equals_one_device) {
     snprintf(pa, sizeof pa, "%s/stats.csv", one);
     snprintf(pb, sizeof pb, "%s/stats.csv", many);
     char *ca = csv_without_timing(pa), *cb = csv_without_timing(pb);
-    CHECK(ca && cb && count_of(ca, "\n") == 7 && strcmp(ca, cb) == 0);
+    CHECK(ca && cb && count_of(ca, "\n") == 8 && strcmp(ca, cb) == 0);
     free(ca), free(cb);
   }
   /* not vacuous: the grains moved */
@@ -320,7 +332,7 @@ TEST(split_mixed_scene_equals_one_device) {
   }
   const char *files[] = {"sand_000002.ply",  "sheet_000002.ply",        "flag_000004.ply",
                          "sheet_000004.vtp", "flag_000004.vtp",         "sheet.pvd",
-                         "sand_000004.vtp",  "render/frame_000004.png", "checkpoint_000004.wfck"};
+                         "sand_000004.vtp",  "render/frame_000002.png", "checkpoint_000004.wfck"};
   for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
     snprintf(pa, sizeof pa, "%s/%s", out[0], files[i]);
     snprintf(pb, sizeof pb, "%s/%s", out[1], files[i]);
@@ -330,6 +342,37 @@ TEST(split_mixed_scene_equals_one_device) {
   snprintf(pa, sizeof pa, "%s/sheet_000002.ply", out[0]);
   snprintf(pb, sizeof pb, "%s/sheet_000004.ply", out[0]);
   CHECK(!same_file(pa, pb));
+}
+
+/* "png" in outputs.formats (no --render) draws pictures, numbered 0, 1, 2, ... in order: frames
+ * 0, 2, 4 and the last, 5, written every 2, are frame_000000.png .. frame_000003.png and nothing
+ * else (ffmpeg -i frame_%06d.png reads them all). Skipped where weft has no viewer. */
+TEST(png_format_renders_numbered_frames) {
+  char scene[600], out[600], args[2048], p[700];
+  snprintf(scene, sizeof scene, "%s/png.json", tmp);
+  snprintf(out, sizeof out, "%s/png", tmp);
+  REQUIRE(th_write_file(scene, scene_text));
+  snprintf(args, sizeof args,
+           "run '%s' --frames 5 --out '%s' --quiet --set outputs.every=2 "
+           "--set 'outputs.formats=[\"png\"]' --set render.width=64 --set render.height=48",
+           scene, out);
+  int rc = run(args);
+  char *err = err_text();
+  if (rc == 2 && strstr(err, "without it")) {
+    CHECK(strstr(err, "outputs.formats") != NULL); /* says where the png came from */
+    free(err);
+    SKIP("weft was built without the viewer");
+  }
+  if (rc != 0) TH_FAIL("exit %d: %s", rc, err);
+  free(err);
+  for (int n = 0; n < 6; n++) {
+    snprintf(p, sizeof p, "%s/render/frame_%06d.png", out, n);
+    struct stat sb;
+    bool there = stat(p, &sb) == 0 && sb.st_size > 0;
+    if (there != (n < 4)) TH_FAIL("%s is %s", p, there ? "there" : "missing");
+  }
+  snprintf(p, sizeof p, "%s/grains_000000.vtp", out); /* png alone: no other files */
+  CHECK(access(p, F_OK) != 0);
 }
 
 int main(int argc, char **argv) {
@@ -344,10 +387,13 @@ int main(int argc, char **argv) {
     perror("mkdtemp");
     return 1;
   }
-  static const th_test tests[] = {
-      TH_TEST(run_writes_outputs),          TH_TEST(validate_reports_line_and_column),
-      TH_TEST(unwritable_out_fails_first),  TH_TEST(resume_is_bitwise),
-      TH_TEST(split_run_equals_one_device), TH_TEST(split_mixed_scene_equals_one_device)};
+  static const th_test tests[] = {TH_TEST(run_writes_outputs),
+                                  TH_TEST(validate_reports_line_and_column),
+                                  TH_TEST(unwritable_out_fails_first),
+                                  TH_TEST(resume_is_bitwise),
+                                  TH_TEST(split_run_equals_one_device),
+                                  TH_TEST(split_mixed_scene_equals_one_device),
+                                  TH_TEST(png_format_renders_numbered_frames)};
   int rc = th_main(argc, argv, tests, TH_COUNT(tests));
   char cmd[700];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);

@@ -109,22 +109,39 @@ TEST(two_frames_in_every_format) {
   REQUIRE(o);
   dir[strlen(dir) - 1] = '\0';
   CHECK(strcmp(wf_run_outputs_dir(o), dir) == 0);
+  CHECK_EQ_INT(wf_run_outputs_due(o, 0), WF_RUN_OUTPUTS_FRAME); /* never a checkpoint */
   CHECK_EQ_INT(wf_run_outputs_due(o, 1), WF_RUN_OUTPUTS_FRAME);
   CHECK_EQ_INT(wf_run_outputs_due(o, 2), WF_RUN_OUTPUTS_FRAME | WF_RUN_OUTPUTS_CHECKPOINT);
+  CHECK_OK(wf_run_outputs_write_frame(o, 0, 0.0)); /* the initial state */
   run_to_end(w, o);
   CHECK_OK(wf_run_outputs_close(o));
-  static const char *const files[] = {
-      "bed_000001.ply", "bed_000002.ply", "blanket_000001.ply", "blanket_000002.ply",
-      "bed_000001.vtp", "bed_000002.vtp", "blanket_000001.vtp", "blanket_000002.vtp",
-      "bed.pvd",        "blanket.pvd",    "stats.csv",          "checkpoint_000002.wfck"};
+  static const char *const files[] = {"bed_000000.ply",
+                                      "bed_000001.ply",
+                                      "bed_000002.ply",
+                                      "blanket_000000.ply",
+                                      "blanket_000001.ply",
+                                      "blanket_000002.ply",
+                                      "bed_000000.vtp",
+                                      "bed_000001.vtp",
+                                      "bed_000002.vtp",
+                                      "blanket_000000.vtp",
+                                      "blanket_000001.vtp",
+                                      "blanket_000002.vtp",
+                                      "bed.pvd",
+                                      "blanket.pvd",
+                                      "scene.pvd",
+                                      "stats.csv",
+                                      "checkpoint_000002.wfck"};
   for (int i = 0; i < TH_COUNT(files); i++)
     if (!exists(dir, files[i])) TH_FAIL("%s/%s is missing or empty", dir, files[i]);
   CHECK_EQ_INT(entries_with(dir, ""), TH_COUNT(files)); /* nothing else: no .tmp., no .old */
   char row1[512] = "";
-  CHECK_EQ_INT(lines_of(dir, "stats.csv", row1, sizeof row1), 3); /* header + 2 rows */
-  CHECK(strncmp(row1, "1,", 2) == 0);
+  CHECK_EQ_INT(lines_of(dir, "stats.csv", row1, sizeof row1), 4); /* header + 3 rows */
+  CHECK(strncmp(row1, "0,0,", 4) == 0);
   CHECK(file_has(dir, "stats.csv", "frame,time,kinetic_energy,potential_energy,", "\n2,"));
-  CHECK(file_has(dir, "blanket.pvd", "\"blanket_000001.vtp\"", "\"blanket_000002.vtp\""));
+  CHECK(file_has(dir, "blanket.pvd", "\"blanket_000000.vtp\"", "\"blanket_000002.vtp\""));
+  CHECK(file_has(dir, "scene.pvd", "name=\"bed\" file=\"bed_000000.vtp\"",
+                 "part=\"1\" name=\"blanket\" file=\"blanket_000002.vtp\""));
   wf_world_destroy(w);
 }
 
@@ -228,7 +245,8 @@ TEST(stats_csv_has_energies_per_object) {
  * and 12 (column 2 of rows 1 and 2: row 0 is the top edge) hangs for 10 frames; in the PLY the
  * frame writes, vertices 7 and 12 are where the grid put them (x = -0.5 + 0.25 c, y = 1.5 - r / 3:
  * to float rounding, 1e-6 m) with zero velocity, and vertex 2 above them (unpinned, on the top
- * edge) has fallen. The mesh's vertices carry velocities (vx vy vz). */
+ * edge) has fallen. The mesh's vertices carry unit normals (nx ny nz: 1e-6, float rounding) and
+ * velocities (vx vy vz). */
 TEST(pins_are_output_vertices) {
   static const char scene[] =
       "{\"simulation\": {\"fps\": 60, \"substeps\": 8, \"frames\": 10, \"devices\": \"cpu\"},"
@@ -260,22 +278,25 @@ TEST(pins_are_output_vertices) {
   char *text = th_read_file(p, &len);
   REQUIRE(text);
   CHECK(strstr(text, "element vertex 20\nproperty float x\nproperty float y\nproperty float z\n"
+                     "property float nx\nproperty float ny\nproperty float nz\n"
                      "property float vx\nproperty float vy\nproperty float vz\nelement face"));
   char *body = strstr(text, "end_header\n");
   REQUIRE(body);
   body += strlen("end_header\n");
-  REQUIRE((size_t)(body - text) + 20 * 24 <= len);
-  float v[20][6];
+  REQUIRE((size_t)(body - text) + 20 * 36 <= len);
+  float v[20][9];
   memcpy(v, body, sizeof v); /* little-endian floats, as the hosts weft supports */
   for (int k = 7; k <= 12; k += 5) {
     int c = k % 5, r = k / 5;
     CHECK_NEAR(v[k][0], -0.5 + 0.25 * c, 1e-6);
     CHECK_NEAR(v[k][1], 1.5 - r / 3.0, 1e-6);
     CHECK_NEAR(v[k][2], 0.0, 1e-6);
-    CHECK(v[k][3] == 0.0f && v[k][4] == 0.0f && v[k][5] == 0.0f);
+    CHECK(v[k][6] == 0.0f && v[k][7] == 0.0f && v[k][8] == 0.0f);
   }
+  for (int k = 0; k < 20; k++)
+    CHECK_NEAR(v[k][3] * v[k][3] + v[k][4] * v[k][4] + v[k][5] * v[k][5], 1.0, 1e-6);
   CHECK(v[2][1] < 1.5 - 0.01); /* fell: not pinned */
-  CHECK(v[2][4] != 0.0f);      /* and moves */
+  CHECK(v[2][7] != 0.0f);      /* and moves */
   free(text);
 }
 
