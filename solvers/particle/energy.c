@@ -1,6 +1,11 @@
-/* The particles' energies (wf_particles_energy_get, particle_energy.h): the state gathered in
- * global-id order, a hashed cell grid built on the host, one kernel a particle on the first
- * partition's device, and the rows summed on the host in global-id order in double. */
+/* The particles' energies (wf_particles_energy_get, particle_energy.h): the state and the contact
+ * history gathered in global-id order, a hashed cell grid built on the host, one kernel a particle
+ * on the first partition's device, and the rows summed on the host in global-id order in double.
+ *
+ * The grid is built on the host from the downloaded state: a review noted that this is work in
+ * the wrong place (the solver keeps a sorted grid on each device). It stays because the rows must
+ * not depend on the split: the solver's grids are per partition, in local order, with ghosts,
+ * while this one is over the whole state in global-id order on one device. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,17 +31,19 @@ const wf_kernel wfp_energy_kernel = {"particle_energy", energy_cpu, WFP_CUDA(wfp
 /* The host side of one call: the state, the grid, and the device buffers they go to. */
 typedef struct ework {
   uint32_t n, table;
-  wfp_f4 *pos, *vel;
+  wfp_f4 *pos, *vel, *omega;
+  wfp_hist *hist;
   uint16_t *mat;
   uint32_t *order, *start;
   wfp_energy *rows;
-  wf_buffer *buf[6]; /* pos, vel, mat, order, start, rows */
+  wf_buffer *buf[8]; /* pos, vel, mat, order, start, rows, omega, hist */
 } ework;
 
 static void ework_free(ework *w, wf_stream *s) {
-  for (int b = 0; b < 6; b++)
+  for (int b = 0; b < 8; b++)
     if (w->buf[b]) wf_buffer_destroy(w->buf[b], s);
   free(w->pos), free(w->vel), free(w->mat), free(w->order), free(w->start), free(w->rows);
+  free(w->omega), free(w->hist);
 }
 
 /* The grid: cells of twice the largest radius, a table of at least 2 n slots, a stable counting
@@ -72,27 +79,33 @@ static wf_status rows_compute(wf_particles *sp, ework *w) {
   w->pos = malloc(m * 16), w->vel = malloc(m * 16), w->mat = malloc(m * 2);
   w->order = malloc((m + w->table) * 4), w->start = calloc((size_t)w->table + 1, 4);
   w->rows = malloc(m * sizeof *w->rows);
-  if (!w->pos || !w->vel || !w->mat || !w->order || !w->start || !w->rows)
+  w->omega = malloc(m * 16), w->hist = malloc(m * HIST_BYTES);
+  if (!w->pos || !w->vel || !w->mat || !w->order || !w->start || !w->rows || !w->omega || !w->hist)
     return wf__error(WF_ERR_OUT_OF_MEMORY, fn, "particles '%s': out of host memory", sp->name);
   wf_status st = wf_particles_download(sp, (float(*)[4])w->pos, (float(*)[4])w->vel);
   if (st != WF_OK) return st;
   if (n == 0) return WF_OK;
-  if (sp->np == 1)
-    st = wfp_part_get(p0, NULL, NULL, w->mat, NULL);
-  else
-    memcpy(w->mat, sp->mat, (size_t)n * 2); /* gathered by the download */
+  if (sp->np == 1) {
+    st = wfp_part_get_all(p0, NULL, NULL, w->mat, NULL, w->omega, w->hist);
+  } else { /* gathered by the download */
+    memcpy(w->mat, sp->mat, (size_t)n * 2);
+    memcpy(w->omega, sp->omega, (size_t)n * 16);
+    memcpy(w->hist, sp->hist, (size_t)n * HIST_BYTES);
+  }
   if (st != WF_OK) return st;
   float inv_cell = grid_build(w);
   const struct {
     size_t bytes;
     const void *data;
-  } spec[6] = {{m * 16, w->pos},
+  } spec[8] = {{m * 16, w->pos},
                {m * 16, w->vel},
                {m * 2, w->mat},
                {m * 4, w->order},
                {((size_t)w->table + 1) * 4, w->start},
-               {m * sizeof *w->rows, NULL}};
-  for (int b = 0; b < 6; b++) {
+               {m * sizeof *w->rows, NULL},
+               {m * 16, w->omega},
+               {m * HIST_BYTES, w->hist}};
+  for (int b = 0; b < 8; b++) {
     TRY(wf_buffer_create(dev, spec[b].bytes < 16 ? 16 : spec[b].bytes, 0, s, &w->buf[b]),
         "allocating the energy buffers");
     if (spec[b].data) TRY(wf_upload(w->buf[b], 0, spec[b].data, spec[b].bytes, s), "uploading");
@@ -101,6 +114,8 @@ static wf_status rows_compute(wf_particles *sp, ework *w) {
   wf_particles_params pp = wf_particles_params_get(sp);
   wfp_energy_args a = {.pos = wf_buffer_ptr(w->buf[0]),
                        .vel = wf_buffer_ptr(w->buf[1]),
+                       .omega = wf_buffer_ptr(w->buf[6]),
+                       .hist = wf_buffer_ptr(w->buf[7]),
                        .mat = wf_buffer_ptr(w->buf[2]),
                        .order = wf_buffer_ptr(w->buf[3]),
                        .start = wf_buffer_ptr(w->buf[4]),
@@ -110,7 +125,8 @@ static wf_status rows_compute(wf_particles *sp, ework *w) {
                        .out = wf_buffer_ptr(w->buf[5]),
                        .inv_cell = inv_cell,
                        .table = w->table,
-                       .n_colliders = t.n_colliders};
+                       .n_colliders = t.n_colliders,
+                       .model = (uint32_t)sp->desc.contact_model};
   for (int k = 0; k < 3; k++)
     a.gravity[k] = pp.gravity[k];
   TRY(wf_launch(&wfp_energy_kernel, n, &a, sizeof a, s), "launching the energy kernel");
@@ -138,12 +154,14 @@ wf_status wf_particles_energy_ranges(wf_particles *sp, int n, const uint32_t *fi
     memset(e, 0, sizeof *e);
     for (uint32_t i = first[r]; i < first[r] + count[r]; i++) {
       e->kinetic += w.rows[i].kinetic;
+      e->rotational += w.rows[i].rotational;
       e->potential += w.rows[i].potential;
       e->contact += w.rows[i].contact;
       e->collider += w.rows[i].collider;
+      e->shear += w.rows[i].shear;
     }
     e->elastic = e->contact + e->collider;
-    e->total = e->kinetic + e->potential + e->elastic;
+    e->total = e->kinetic + e->rotational + e->potential + e->elastic;
   }
   ework_free(&w, wfp_part_stream(sp->parts[0].ps));
   return st;

@@ -1,14 +1,25 @@
 /* The particles' energies (wf_particles_energy_get), per particle on the device, written once for
  * both backends like particle_math.h. Kept apart from the contact kernels: it reads the state, the
- * materials and the colliders, and finds its neighbours through a grid of its own.
+ * contact history, the materials and the colliders, and finds its neighbours through a grid of
+ * its own.
  *
  * Each particle i writes its own wfp_energy row:
  *   kinetic    ½ m v² (dynamic particles: inverse mass > 0; kinematic ones have no finite mass)
+ *   rotational ½ I ω², I = 2/5 m r² (dynamic particles)
  *   potential  -m g·x (dynamic particles; zero at the origin: m g y for g = (0, -g, 0))
  *   contact    half of the energy of each particle contact it is in (each pair counted once
- *              in the sum over both particles), the normal spring's wfp_contact_energy
- *   collider   the energy of its contacts with colliders (dynamic particles, as the forces)
+ *              in the sum over both particles): the normal spring's (wfp_normal_energy) and the
+ *              tangential and rolling springs' held in the contact history (wfp_history_energy)
+ *   collider   the energy of its contacts with colliders (dynamic particles, as the forces), the
+ *              same three springs
+ *   shear      the tangential and rolling springs' part of contact + collider
  * Dashpots, friction and cohesion are not potentials: they are left out.
+ *
+ * The history: a contact's tangential spring holds its displacement xi and its rolling spring
+ * its torque M in the slot of each dynamic side keyed by the partner (particle_math.h); the two
+ * sides' slots are exact negatives, so either gives the same energy. A pair's spring energy is
+ * read from i's slot when i is dynamic, else from j's (a kinematic particle keeps no history).
+ * Only contacts that touch in the current state count, like the normal spring.
  *
  * The neighbours: a grid of cells of side `cell` (at least the largest diameter, so a touching
  * pair is in the same or adjacent cells) hashed into a table of `table` (a power of two) slots,
@@ -29,11 +40,13 @@ extern "C" {
 #endif
 
 typedef struct wfp_energy {
-  double kinetic, potential, contact, collider;
+  double kinetic, rotational, potential, contact, collider, shear;
 } wfp_energy;
 
 typedef struct wfp_energy_args {
   const wfp_f4 *pos, *vel; /* global-id order */
+  const wfp_f4 *omega;     /* angular velocities, global-id order */
+  const wfp_hist *hist;    /* WFP_HIST_SLOTS a particle, global-id order; NULL: no history */
   const uint16_t *mat;
   const uint32_t *order, *start; /* the grid (above) */
   const wfp_material *mats;
@@ -44,15 +57,53 @@ typedef struct wfp_energy_args {
   float inv_cell;
   uint32_t table; /* slots, a power of two */
   uint32_t n_colliders;
+  uint32_t model; /* WFP_DEM, WFP_HERTZ or WFP_XPBD */
 } wfp_energy_args;
 
-/* THE SEAM: the elastic energy stored in a contact's normal spring of stiffness k at overlap
- * delta > 0. The linear spring-dashpot (wfp_contact_force: F = k delta) stores ½ k delta². A
- * Hertz contact (F = k_n delta^(3/2), k_n = 4/3 E* sqrt(R*)) stores the integral of its force,
- * 2/5 k_n delta^(5/2) = 8/15 E* sqrt(R*) delta^(5/2): replace this function (and its k) with the
- * contact model. */
-WF_HD static inline double wfp_contact_energy(float k, float delta) {
-  return 0.5 * (double)k * (double)delta * (double)delta;
+/* The elastic energy stored in a contact's normal spring at overlap delta > 0 (coefficients c,
+ * effective radius rstar). The linear spring-dashpot (and XPBD's compliance 1/kn) F = kn delta
+ * stores ½ kn delta². The Hertz spring F = 4/3 E* sqrt(R*) delta^(3/2) (wfp_granular: 2/3 Sn
+ * delta) stores the integral of its force, 8/15 E* sqrt(R*) delta^(5/2) = 2/5 F delta. */
+WF_HD static inline double wfp_normal_energy(uint32_t model, const wfp_coef *c, float rstar,
+                                             float delta) {
+  double d = (double)delta;
+  if (model == WFP_HERTZ) return (8.0 / 15.0) * (double)c->estar * sqrt((double)rstar * d) * d * d;
+  return 0.5 * (double)c->kn * d * d;
+}
+
+/* The energy held in a contact's history h at overlap delta > 0: the tangential spring's
+ * ½ kt |xi|² and the rolling spring's |M|² / (2 kr), with wfp_granular's stiffnesses (Hertz:
+ * Mindlin's kt = 8 G* sqrt(R* delta); linear: ratio kn; kr = 2.25 kn mu_r² R*², kn the normal
+ * stiffness, Sn for Hertz). */
+WF_HD static inline double wfp_history_energy(uint32_t model, const wfp_coef *c, float rstar,
+                                              float delta, const wfp_hist *h) {
+  float kt, kr_n;
+  if (model == WFP_HERTZ) {
+    float sq = sqrtf(rstar * delta);
+    kt = 8.0f * c->gstar * sq;
+    kr_n = 2.0f * c->estar * sq;
+  } else {
+    kt = c->ratio * c->kn;
+    kr_n = c->kn;
+  }
+  double xi2 = (double)h->tx * h->tx + (double)h->ty * h->ty + (double)h->tz * h->tz;
+  double e = 0.5 * (double)kt * xi2;
+  float kr = 2.25f * kr_n * c->mu_r * c->mu_r * rstar * rstar;
+  if (c->mu_r > 0.0f && kr > 0.0f) {
+    double m2 = (double)h->rx * h->rx + (double)h->ry * h->ry + (double)h->rz * h->rz;
+    e += m2 / (2.0 * (double)kr);
+  }
+  return e;
+}
+
+/* Particle i's history slot keyed by key, or NULL (no history, or no such contact). */
+WF_HD static inline const wfp_hist *wfp_energy_slot_of(const wfp_energy_args *a, uint32_t i,
+                                                       uint32_t key) {
+  if (!a->hist) return NULL;
+  const wfp_hist *h = a->hist + (size_t)i * WFP_HIST_SLOTS;
+  for (int k = 0; k < WFP_HIST_SLOTS; k++)
+    if (h[k].key == key) return &h[k];
+  return NULL;
 }
 
 /* The hashed slot of cell (ix, iy, iz). */
@@ -74,29 +125,65 @@ WF_HD static inline uint32_t wfp_energy_key(wfp_f4 p, float inv_cell, uint32_t t
                          wfp_energy_cell(p.z, inv_cell), table);
 }
 
-/* Half the contact energy of the pair (i at pi, vi, material mi; j): the overlap and the spring
- * constant of wfp_pair (the mean of the two materials'); none for two kinematic particles, which
- * exert no force on each other. */
-WF_HD static inline double wfp_pair_energy(const wfp_energy_args *a, wfp_f4 pi, float wi,
-                                           const wfp_material *mi, uint32_t j) {
+/* Half the contact energy of the pair (i at pi, inverse mass wi, material mi; j): the overlap and
+ * the coefficients of wfp_pair (the means of the two materials'); none for two kinematic
+ * particles, which exert no force on each other. *shear gets half the history's part. */
+WF_HD static inline double wfp_pair_energy(const wfp_energy_args *a, uint32_t i, wfp_f4 pi,
+                                           float wi, const wfp_material *mi, uint32_t j,
+                                           double *shear) {
   wfp_f4 pj = a->pos[j];
   float dx = pi.x - pj.x, dy = pi.y - pj.y, dz = pi.z - pj.z;
   float d2 = wfp_dot3(dx, dy, dz, dx, dy, dz);
   float R = pi.w + pj.w;
   if (!(d2 < R * R) || d2 == 0.0f) return 0.0;
   if (wi + a->vel[j].w == 0.0f) return 0.0;
-  float k = 0.5f * (mi->stiffness + a->mats[a->mat[j]].stiffness);
-  return 0.5 * wfp_contact_energy(k, R - sqrtf(d2));
+  wfp_coef c = wfp_pair_coef(mi, &a->mats[a->mat[j]]);
+  float delta = R - sqrtf(d2), rstar = pi.w * pj.w / R;
+  double e = wfp_normal_energy(a->model, &c, rstar, delta);
+  const wfp_hist *h =
+      wi > 0.0f ? wfp_energy_slot_of(a, i, j + 1u) : wfp_energy_slot_of(a, j, i + 1u);
+  double s = h ? wfp_history_energy(a->model, &c, rstar, delta, h) : 0.0;
+  *shear += 0.5 * s;
+  return 0.5 * (e + s);
+}
+
+/* The energy of a dynamic particle's contact with collider k (x, material m), as
+ * wfp_collider_force sees it: a wall of the particle's material with the collider's stiffness
+ * (0: the material's). *shear gets the history's part. */
+WF_HD static inline double wfp_collider_energy(const wfp_energy_args *a, uint32_t i, uint32_t k,
+                                               float time, wfp_f4 x, const wfp_material *m,
+                                               double *shear) {
+  const wfp_collider *col = &a->colliders[k];
+  float n[3];
+  float delta = x.w - wfp_collider_sdf(col, time, x.x, x.y, x.z, n);
+  if (!(delta > 0.0f)) return 0.0;
+  wfp_coef c; /* the springs' coefficients; dashpots and friction store nothing */
+  c.zeta = 0.0f, c.cn = 0.0f, c.ct = 0.0f, c.mu_s = 0.0f, c.mu = 0.0f, c.coh = 0.0f;
+  c.kn = col->stiffness > 0.0f ? col->stiffness : m->stiffness;
+  c.estar = 1.0f / (m->young_term + m->young_term);
+  c.gstar = 1.0f / (m->shear_term + m->shear_term);
+  c.ratio = m->kt_ratio;
+  c.mu_r = m->rolling;
+  double e = wfp_normal_energy(a->model, &c, x.w, delta);
+  const wfp_hist *h = wfp_energy_slot_of(a, i, WFP_HIST_COLLIDER + k);
+  double s = h ? wfp_history_energy(a->model, &c, x.w, delta, h) : 0.0;
+  *shear += s;
+  return e + s;
 }
 
 WF_HD static inline void wfp_energy_elem(const wfp_energy_args *a, uint32_t i) {
   wfp_f4 x = a->pos[i], v = a->vel[i];
   const wfp_material *m = &a->mats[a->mat[i]];
   wfp_energy e;
-  e.kinetic = 0.0, e.potential = 0.0, e.contact = 0.0, e.collider = 0.0;
+  e.kinetic = 0.0, e.rotational = 0.0, e.potential = 0.0;
+  e.contact = 0.0, e.collider = 0.0, e.shear = 0.0;
   if (v.w > 0.0f) {
     double mass = 1.0 / (double)v.w;
     e.kinetic = 0.5 * mass * ((double)v.x * v.x + (double)v.y * v.y + (double)v.z * v.z);
+    wfp_f4 w = a->omega[i];
+    double r = x.w;
+    e.rotational =
+        0.5 * 0.4 * mass * r * r * ((double)w.x * w.x + (double)w.y * w.y + (double)w.z * w.z);
     e.potential = -mass * ((double)a->gravity[0] * x.x + (double)a->gravity[1] * x.y +
                            (double)a->gravity[2] * x.z);
   }
@@ -114,18 +201,13 @@ WF_HD static inline void wfp_energy_elem(const wfp_energy_args *a, uint32_t i) {
         if (dup) continue; /* two cells in one slot: visited once */
         seen[n_seen++] = s;
         for (uint32_t t = a->start[s]; t < a->start[s + 1]; t++)
-          if (a->order[t] != i) e.contact += wfp_pair_energy(a, x, v.w, m, a->order[t]);
+          if (a->order[t] != i)
+            e.contact += wfp_pair_energy(a, i, x, v.w, m, a->order[t], &e.shear);
       }
   if (v.w > 0.0f) {
     float time = (float)a->clock->time;
-    for (uint32_t k = 0; k < a->n_colliders; k++) {
-      const wfp_collider *col = &a->colliders[k];
-      float n[3];
-      float delta = x.w - wfp_collider_sdf(col, time, x.x, x.y, x.z, n);
-      if (!(delta > 0.0f)) continue;
-      e.collider +=
-          wfp_contact_energy(col->stiffness > 0.0f ? col->stiffness : m->stiffness, delta);
-    }
+    for (uint32_t k = 0; k < a->n_colliders; k++)
+      e.collider += wfp_collider_energy(a, i, k, time, x, m, &e.shear);
   }
   a->out[i] = e;
 }
