@@ -21,11 +21,13 @@
  * read from i's slot when i is dynamic, else from j's (a kinematic particle keeps no history).
  * Only contacts that touch in the current state count, like the normal spring.
  *
- * The neighbours: a grid of cells of side `cell` (at least the largest diameter, so a touching
- * pair is in the same or adjacent cells) hashed into a table of `table` (a power of two) slots,
- * built on the host from the state in global-id order (wfp_energy_key): order[] holds the
- * particles sorted by slot, each slot's in global-id order, slot s being order[start[s] ..
- * start[s + 1]). A particle visits its 27 cells' slots in a fixed order, each distinct slot once.
+ * The neighbours: a grid of cells of side `cell` (twice the largest radius, so a touching pair
+ * is in the same or adjacent cells) hashed into a table of `table` (a power of two) slots, built
+ * on the device from the state in global-id order (wfp_energy_grid_args): the largest radius
+ * (a max, exact in any order), each particle's slot (wfp_energy_key), a stable sort of (slot,
+ * global id) pairs, and each slot's first entry by binary search. order[] holds the particles
+ * sorted by slot, each slot's in global-id order, slot s being order[start[s] .. start[s + 1]).
+ * A particle visits its 27 cells' slots in a fixed order, each distinct slot once.
  * Every row depends only on the state, not on how the solver is split: the host sums the rows in
  * global-id order in double, so the totals are bitwise the same for 1..N partitions and, with
  * -ffp-contract=off / -fmad=false, on the CPU and CUDA backends. */
@@ -49,12 +51,12 @@ typedef struct wfp_energy_args {
   const wfp_hist *hist;    /* WFP_HIST_SLOTS a particle, global-id order; NULL: no history */
   const uint16_t *mat;
   const uint32_t *order, *start; /* the grid (above) */
+  const float *inv_cell;         /* 1 / cell, on the device (wfp_energy_grid_args) */
   const wfp_material *mats;
   const wfp_collider *colliders;
   const wfp_clock *clock; /* the colliders' time */
   wfp_energy *out;
   float gravity[3];
-  float inv_cell;
   uint32_t table; /* slots, a power of two */
   uint32_t n_colliders;
   uint32_t model; /* WFP_DEM, WFP_HERTZ or WFP_XPBD */
@@ -125,6 +127,57 @@ WF_HD static inline uint32_t wfp_energy_key(wfp_f4 p, float inv_cell, uint32_t t
                          wfp_energy_cell(p.z, inv_cell), table);
 }
 
+/* The grid's four kernels (one struct: they fill the grid's arrays in turn, on one stream):
+ *   rmax_part  n = chunks:   partial[c] = the largest radius of particles [c CHUNK, (c+1) CHUNK)
+ *   rmax_final n = 1:        *inv_cell = 1 / (2 max partial) (1 with no radius)
+ *   keys       n = count:    keys[i] = the slot of particle i, vals[i] = i
+ *   starts     n = table+1:  start[s] = the first sorted position whose slot is >= s
+ * with the solver's stable sort (wfp_sort) of (keys, vals) into (sorted, order) between keys and
+ * starts. Maxima and integer work only: the same bits on every backend. */
+#define WFP_ENERGY_CHUNK 1024u
+typedef struct wfp_energy_grid_args {
+  const wfp_f4 *pos; /* global-id order */
+  uint32_t n, chunks, table;
+  float *partial;        /* chunks */
+  float *inv_cell;       /* one */
+  uint32_t *keys, *vals; /* n each */
+  const uint32_t *sorted;
+  uint32_t *start; /* table + 1 */
+} wfp_energy_grid_args;
+
+WF_HD static inline void wfp_energy_rmax_part(const wfp_energy_grid_args *a, uint32_t c) {
+  uint32_t lo = c * WFP_ENERGY_CHUNK,
+           hi = lo + WFP_ENERGY_CHUNK < a->n ? lo + WFP_ENERGY_CHUNK : a->n;
+  float r = 0.0f;
+  for (uint32_t i = lo; i < hi; i++)
+    r = fmaxf(r, a->pos[i].w);
+  a->partial[c] = r;
+}
+
+WF_HD static inline void wfp_energy_rmax_final(const wfp_energy_grid_args *a) {
+  float r = 0.0f;
+  for (uint32_t c = 0; c < a->chunks; c++)
+    r = fmaxf(r, a->partial[c]);
+  *a->inv_cell = r > 0.0f ? 1.0f / (2.0f * r) : 1.0f;
+}
+
+WF_HD static inline void wfp_energy_keys_elem(const wfp_energy_grid_args *a, uint32_t i) {
+  a->keys[i] = wfp_energy_key(a->pos[i], *a->inv_cell, a->table);
+  a->vals[i] = i;
+}
+
+WF_HD static inline void wfp_energy_starts_elem(const wfp_energy_grid_args *a, uint32_t s) {
+  uint32_t lo = 0, hi = a->n;
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo) / 2u;
+    if (a->sorted[mid] < s)
+      lo = mid + 1u;
+    else
+      hi = mid;
+  }
+  a->start[s] = lo;
+}
+
 /* Half the contact energy of the pair (i at pi, inverse mass wi, material mi; j): the overlap and
  * the coefficients of wfp_pair (the means of the two materials'); none for two kinematic
  * particles, which exert no force on each other. *shear gets half the history's part. */
@@ -187,8 +240,9 @@ WF_HD static inline void wfp_energy_elem(const wfp_energy_args *a, uint32_t i) {
     e.potential = -mass * ((double)a->gravity[0] * x.x + (double)a->gravity[1] * x.y +
                            (double)a->gravity[2] * x.z);
   }
-  int32_t c[3] = {wfp_energy_cell(x.x, a->inv_cell), wfp_energy_cell(x.y, a->inv_cell),
-                  wfp_energy_cell(x.z, a->inv_cell)};
+  float inv_cell = *a->inv_cell;
+  int32_t c[3] = {wfp_energy_cell(x.x, inv_cell), wfp_energy_cell(x.y, inv_cell),
+                  wfp_energy_cell(x.z, inv_cell)};
   uint32_t seen[27];
   int n_seen = 0;
   for (int dz = -1; dz <= 1; dz++)
@@ -212,9 +266,17 @@ WF_HD static inline void wfp_energy_elem(const wfp_energy_args *a, uint32_t i) {
   a->out[i] = e;
 }
 
-extern const wf_kernel wfp_energy_kernel; /* n = particles */
+extern const wf_kernel wfp_energy_kernel;        /* n = particles */
+extern const wf_kernel wfp_energy_rmax_kernel;   /* n = chunks (wfp_energy_grid_args) */
+extern const wf_kernel wfp_energy_inv_kernel;    /* n = 1 */
+extern const wf_kernel wfp_energy_keys_kernel;   /* n = particles */
+extern const wf_kernel wfp_energy_starts_kernel; /* n = table + 1 */
 #ifdef WEFT_HAVE_CUDA
 void wfp_energy_cuda(const void *args, size_t n, void *stream);
+void wfp_energy_rmax_cuda(const void *args, size_t n, void *stream);
+void wfp_energy_inv_cuda(const void *args, size_t n, void *stream);
+void wfp_energy_keys_cuda(const void *args, size_t n, void *stream);
+void wfp_energy_starts_cuda(const void *args, size_t n, void *stream);
 #endif
 
 #ifdef __cplusplus
