@@ -232,3 +232,43 @@ int bench_parse_frames(const char *bench, const char *s, int *out) {
   *out = (int)f;
   return 0;
 }
+
+int bench_parse_common(const char *bench, int argc, char **argv, bench_common *c,
+                       void (*usage)(FILE *), FILE *out, bench_option_fn extra, void *user) {
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      usage(out);
+      return 0;
+    }
+    if (!strcmp(a, "--quick")) {
+      c->quick = true;
+      continue;
+    }
+    const char **text = !strcmp(a, "--device")    ? &c->device
+                        : !strcmp(a, "--csv")     ? &c->csv
+                        : !strcmp(a, "--machine") ? &c->machine
+                                                  : NULL;
+    int r = text || !strcmp(a, "--frames") ? BENCH_OPT_VALUE
+            : extra                        ? extra(user, a, val)
+                                           : BENCH_OPT_UNKNOWN;
+    if (r == BENCH_OPT_UNKNOWN) {
+      fprintf(stderr, "weft bench %s: unknown option '%s' (see --help)\n", bench, a);
+      return 2;
+    }
+    if (r == BENCH_OPT_BAD) return 2;
+    if (r == BENCH_OPT_FLAG) continue;
+    if (!val) {
+      fprintf(stderr, "weft bench %s: %s needs a value (see --help)\n", bench, a);
+      return 2;
+    }
+    i++;
+    if (text) *text = val;
+    if (!strcmp(a, "--frames") && bench_parse_frames(bench, val, &c->frames)) return 2;
+    if (text == &c->device && !bench_device_name_valid(val)) {
+      fprintf(stderr, "weft bench %s: '%s' is not a device name (cpu, cuda:N, ...)\n", bench, val);
+      return 2;
+    }
+  }
+  return -1;
+}

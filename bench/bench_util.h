@@ -45,6 +45,26 @@ int bench_csv_append(const char *path, const char *machine, const bench_row *row
 /** Parses the value of --frames: an integer in [1, 4096]. Returns 0, or 2 (bad usage) after
  *  printing why as "weft bench <bench>: ...". */
 int bench_parse_frames(const char *bench, const char *s, int *out);
+/** The options every benchmark driver takes (bench_parse_common). */
+typedef struct bench_common {
+  const char *device;  /* --device NAME (checked by bench_device_name_valid); NULL: default */
+  const char *csv;     /* --csv FILE */
+  const char *machine; /* --machine NAME */
+  int frames;          /* --frames N in [1, 4096]; 0: not given */
+  bool quick;          /* --quick */
+} bench_common;
+
+/** What a driver's option callback did with `opt` (its value `val` may be NULL: then it returns
+ *  BENCH_OPT_VALUE without reading it, and the parser says the value is missing). */
+enum { BENCH_OPT_UNKNOWN = -1, BENCH_OPT_FLAG = 0, BENCH_OPT_VALUE = 1, BENCH_OPT_BAD = 2 };
+typedef int (*bench_option_fn)(void *user, const char *opt, const char *val);
+
+/** Parses argv[1..argc) for benchmark `bench`: -h/--help (prints usage to out), --quick,
+ *  --device, --csv, --machine and --frames into c; any other option goes to `extra` (may be
+ *  NULL). Returns 0 after --help, 2 (bad usage, printed to stderr as "weft bench <bench>: ...")
+ *  or -1 when the benchmark should run. */
+int bench_parse_common(const char *bench, int argc, char **argv, bench_common *c,
+                       void (*usage)(FILE *), FILE *out, bench_option_fn extra, void *user);
 /** Appends a row to rows[0..*n) unless max rows are there already. */
 void bench_row_add(bench_row *rows, int *n, int max, const char *benchmark, const char *metric,
                    double value, const char *unit);

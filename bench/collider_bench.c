@@ -236,42 +236,26 @@ static int parse_count(const char *opt, const char *s, uint64_t lo, uint64_t hi,
   return 0;
 }
 
+/* The options of this benchmark beyond bench_parse_common's. */
+static int option(void *user, const char *opt, const char *val) {
+  cb_opts *o = user;
+  uint64_t v;
+  if (strcmp(opt, "--particles") && strcmp(opt, "--cloth")) return BENCH_OPT_UNKNOWN;
+  if (!val) return BENCH_OPT_VALUE;
+  if (!strcmp(opt, "--particles"))
+    return parse_count(opt, val, 1, 1ull << 30, &o->particles) ? BENCH_OPT_BAD : BENCH_OPT_VALUE;
+  if (parse_count(opt, val, 2, 4096, &v)) return BENCH_OPT_BAD;
+  o->cloth = (int)v;
+  return BENCH_OPT_VALUE;
+}
+
 static int parse(int argc, char **argv, cb_opts *o, FILE *out) {
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-    uint64_t v;
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      wf_bench_colliders_usage(out);
-      return 0;
-    } else if (!strcmp(a, "--quick")) {
-      o->quick = true;
-    } else if (!val) {
-      fprintf(stderr, "weft bench colliders: %s needs a value (see --help)\n", a);
-      return 2;
-    } else if (!strcmp(a, "--device")) {
-      o->device = argv[++i];
-      if (!bench_device_name_valid(o->device)) {
-        fprintf(stderr, "weft bench colliders: '%s' is not a device name (cpu, cuda:N, ...)\n",
-                o->device);
-        return 2;
-      }
-    } else if (!strcmp(a, "--csv")) {
-      o->csv = argv[++i];
-    } else if (!strcmp(a, "--machine")) {
-      o->machine = argv[++i];
-    } else if (!strcmp(a, "--frames")) {
-      if (bench_parse_frames("colliders", argv[++i], &o->frames)) return 2;
-    } else if (!strcmp(a, "--particles")) {
-      if (parse_count(a, argv[++i], 1, 1ull << 30, &o->particles)) return 2;
-    } else if (!strcmp(a, "--cloth")) {
-      if (parse_count(a, argv[++i], 2, 4096, &v)) return 2;
-      o->cloth = (int)v;
-    } else {
-      fprintf(stderr, "weft bench colliders: unknown option '%s' (see --help)\n", a);
-      return 2;
-    }
-  }
-  return -1;
+  bench_common c = {0};
+  int rc =
+      bench_parse_common("colliders", argc, argv, &c, wf_bench_colliders_usage, out, option, o);
+  o->device = c.device, o->csv = c.csv, o->machine = c.machine;
+  o->frames = c.frames, o->quick = c.quick;
+  return rc;
 }
 
 int wf_bench_colliders(int argc, char **argv, FILE *out) {

@@ -8,7 +8,15 @@
  * default glass-bead moduli (E = 50 MPa, ν = 0.25). The column's cross-section is square and its
  * height about four times its width. `--model` picks linear (dem), hertz or xpbd; the default
  * runs linear and hertz one after the other, so the two granular models are reported side by
- * side.
+ * side. The old linear model without rotation or contact history is gone from the code (merged
+ * over by the granular model); `--baseline FILE` prints its recorded rows from an earlier run's
+ * CSV (bench/results/nvidia-h200.csv, 2026-11-21) beside each size, with the speed ratio.
+ *
+ * Bytes per particle: the device's bytes (wf_particles_device_bytes) over N, split into the state
+ * (38: position + radius, velocity + inverse mass, global id, material), the granular state (272:
+ * angular velocity 16 and 8 history slots of 32, allocated for every model) and the grid (the
+ * rest: sorted copies, ordering arrays, cell table, scan storage); the header of the output names
+ * every byte.
  *
  * For each size N: the frame is captured and warmed up (2 frames), then `--frames` frames are
  * launched one by one, each timed by a pair of events; the median is reported as ms/frame, with
@@ -46,6 +54,7 @@
 
 typedef struct pb_opts {
   const char *device, *csv, *machine;
+  const char *baseline; /* an earlier run's CSV: the old linear model's rows */
   uint64_t sizes[MAX_SIZES];
   int n_sizes;
   int frames;
@@ -60,6 +69,7 @@ typedef struct pb_ctx {
   double bandwidth_gbs;
   bench_row rows[MAX_ROWS];
   int n_rows;
+  double last_rate; /* particle-substeps/s of the last run_size */
 } pb_ctx;
 
 static void add_row(pb_ctx *c, const char *bench, const char *metric, double v, const char *unit) {
@@ -90,6 +100,57 @@ static double bytes_per_particle_substep(const wf_particles *ps, uint64_t n, int
 
 static const char *model_name(int model) {
   return model == WF_CONTACT_XPBD ? "xpbd" : model == WF_CONTACT_HERTZ ? "hertz" : "dem";
+}
+
+/* Device bytes per particle of the capacity-sized buffers, as weft/particles.h lists them: the
+ * state (position + radius 16, velocity + inverse mass 16, global id 4, material 2) and the
+ * granular state (angular velocity 16, 8 history slots of 32: tangential spring 12, partner's
+ * id 4, rolling spring 12, spare 4; allocated for every model). The rest of the measured bytes
+ * is the grid's: sorted copies, ordering arrays, cell table, scan storage. */
+#define STATE_BYTES    38.0
+#define GRANULAR_BYTES 272.0
+
+/* The first value of `metric` (benchmark "particles") in an earlier run's CSV, with the row's
+ * machine and date; false when the file has none. */
+static bool baseline_find(const char *path, const char *metric, double *value, char *who,
+                          size_t who_n) {
+  FILE *f = fopen(path, "r");
+  if (!f) return false;
+  char line[512];
+  bool found = false;
+  while (!found && fgets(line, sizeof line, f)) {
+    char *field[6], *save = NULL;
+    int k = 0;
+    for (char *t = strtok_r(line, ",\n", &save); t && k < 6; t = strtok_r(NULL, ",\n", &save))
+      field[k++] = t;
+    if (k < 5 || strcmp(field[2], "particles") || strcmp(field[3], metric)) continue;
+    *value = strtod(field[4], NULL);
+    snprintf(who, who_n, "%s %s", field[0], field[1]);
+    found = true;
+  }
+  fclose(f);
+  return found;
+}
+
+/* The old linear model (no rotation, no history) at size n, from --baseline: its rows were named
+ * dem_n<N>_... and n<N>_device_bytes_per_particle. */
+static void baseline_row(pb_ctx *c, uint64_t n, double new_rate) {
+  char metric[64], who[160] = "";
+  double ms = 0, rate = 0, bytes = 0, frac = 0;
+  unsigned long long nn = (unsigned long long)n;
+  snprintf(metric, sizeof metric, "dem_n%llu_ms_per_frame", nn);
+  if (!baseline_find(c->o.baseline, metric, &ms, who, sizeof who)) {
+    fprintf(c->out, "%6s %12llu (no %s in %s)\n", "old", nn, metric, c->o.baseline);
+    return;
+  }
+  snprintf(metric, sizeof metric, "dem_n%llu_particle_substeps_per_s", nn);
+  baseline_find(c->o.baseline, metric, &rate, who, sizeof who);
+  snprintf(metric, sizeof metric, "n%llu_device_bytes_per_particle", nn);
+  baseline_find(c->o.baseline, metric, &bytes, who, sizeof who);
+  snprintf(metric, sizeof metric, "dem_n%llu_bandwidth_fraction", nn);
+  baseline_find(c->o.baseline, metric, &frac, who, sizeof who);
+  fprintf(c->out, "%6s %12llu %10.3f %14.3e %6.0f%20s %8s %8.1f%%  recorded: %s; new/old %.2fx\n",
+          "old", nn, ms, rate, bytes, "", "", 100.0 * frac, who, rate > 0 ? new_rate / rate : 0.0);
 }
 
 static int run_size(pb_ctx *c, uint64_t n, int model) {
@@ -136,9 +197,11 @@ static int run_size(pb_ctx *c, uint64_t n, int model) {
   double bpp = bytes_per_particle_substep(ps, n, model);
   double gbs = bpp * (double)n * 64.0 / (med * 1e-3) * 1e-9;
   double mem = (double)wf_particles_device_bytes(ps) / (double)n;
-  fprintf(c->out, "%6s %12llu %10.3f %14.3e %10.1f %10.0f %8.1f %8.1f%%\n", model_name(model),
-          (unsigned long long)n, med, rate, mem, bpp, gbs,
-          c->bandwidth_gbs > 0 ? 100.0 * gbs / c->bandwidth_gbs : 0.0);
+  double grid_b = mem - STATE_BYTES - GRANULAR_BYTES;
+  fprintf(c->out, "%6s %12llu %10.3f %14.3e %6.0f = %3.0f + %3.0f + %4.0f %10.0f %8.1f %8.1f%%\n",
+          model_name(model), (unsigned long long)n, med, rate, mem, STATE_BYTES, GRANULAR_BYTES,
+          grid_b, bpp, gbs, c->bandwidth_gbs > 0 ? 100.0 * gbs / c->bandwidth_gbs : 0.0);
+  c->last_rate = rate;
   fflush(c->out);
   char metric[64];
   snprintf(metric, sizeof metric, "%s_n%llu_ms_per_frame", model_name(model),
@@ -153,6 +216,13 @@ static int run_size(pb_ctx *c, uint64_t n, int model) {
   snprintf(metric, sizeof metric, "%s_n%llu_device_bytes_per_particle", model_name(model),
            (unsigned long long)n);
   add_row(c, "particles", metric, mem, "B");
+  const char *part[3] = {"state", "granular", "grid"};
+  const double part_b[3] = {STATE_BYTES, GRANULAR_BYTES, grid_b};
+  for (int k = 0; k < 3; k++) {
+    snprintf(metric, sizeof metric, "%s_n%llu_%s_bytes_per_particle", model_name(model),
+             (unsigned long long)n, part[k]);
+    add_row(c, "particles", metric, part_b[k], "B");
+  }
 
   if (c->o.profile) {
     wf_particles_profile_result pr;
@@ -181,14 +251,15 @@ done:
 void wf_bench_particles_usage(FILE *f) {
   fputs("usage: weft bench particles [--device NAME] [--sizes N,N,...] [--frames N]\n"
         "                            [--model dem|hertz|xpbd|granular] [--profile]\n"
-        "                            [--csv FILE]\n"
+        "                            [--baseline FILE] [--csv FILE]\n"
         "                            [--machine NAME] [--quick]\n"
         "\n"
         "A column of particles (radius 0.1, spacing 0.2, jitter) falling onto a plane, 64\n"
         "substeps per frame at 60 frames/s, DEM stiffness 8000, damping 2, friction 1,\n"
         "rolling 0.01 (granular: rotation and contact history); Hertz: E 50 MPa, nu 0.25.\n"
-        "Prints ms/frame, particle-substeps/s, device bytes per particle, modelled bytes moved\n"
-        "per particle-substep and the fraction of the measured memory bandwidth.\n"
+        "Prints ms/frame, particle-substeps/s, device bytes per particle (state + granular\n"
+        "state + grid, each byte named in the output's header), modelled bytes moved per\n"
+        "particle-substep and the fraction of the measured memory bandwidth.\n"
         "\n"
         "options:\n"
         "  --device NAME   cpu, cpu:N, cuda, cuda:N (default: cuda:0 if usable, else cpu:0)\n"
@@ -198,6 +269,9 @@ void wf_bench_particles_usage(FILE *f) {
         "  --model M       contact model: dem (linear), hertz, xpbd, or granular (the\n"
         "                  default: dem then hertz, side by side)\n"
         "  --profile       also time each stage of the substep\n"
+        "  --baseline FILE an earlier run's CSV (bench/results/<machine>.csv): after each\n"
+        "                  size, the first dem_n<N>_* rows found there, i.e. the old linear\n"
+        "                  model without rotation or history (nvidia-h200.csv, 2026-11-21)\n"
         "  --csv FILE      append results as machine,date,benchmark,metric,value,unit rows\n"
         "  --machine NAME  machine name for the CSV (default: hostname and device product)\n"
         "  --quick         small and short (for CI)\n"
@@ -205,71 +279,59 @@ void wf_bench_particles_usage(FILE *f) {
         f);
 }
 
-static int parse(int argc, char **argv, pb_opts *o, FILE *out) {
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    const char *val = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      wf_bench_particles_usage(out);
-      return 0;
-    } else if (!strcmp(a, "--quick")) {
-      o->quick = true;
-    } else if (!strcmp(a, "--profile")) {
-      o->profile = true;
-    } else if (!val) {
-      fprintf(stderr, "weft bench particles: %s needs a value (see --help)\n", a);
-      return 2;
-    } else if (!strcmp(a, "--device")) {
-      o->device = argv[++i];
-      if (!bench_device_name_valid(o->device)) {
-        fprintf(stderr, "weft bench particles: '%s' is not a device name (cpu, cuda:N, ...)\n",
-                o->device);
-        return 2;
+/* The options of this benchmark beyond bench_parse_common's. */
+static int option(void *user, const char *opt, const char *val) {
+  pb_opts *o = user;
+  if (!strcmp(opt, "--profile")) {
+    o->profile = true;
+    return BENCH_OPT_FLAG;
+  }
+  if (strcmp(opt, "--model") && strcmp(opt, "--sizes") && strcmp(opt, "--baseline"))
+    return BENCH_OPT_UNKNOWN;
+  if (!val) return BENCH_OPT_VALUE;
+  if (!strcmp(opt, "--baseline")) {
+    o->baseline = val;
+  } else if (!strcmp(opt, "--model")) {
+    if (!strcmp(val, "dem") || !strcmp(val, "linear"))
+      o->model = WF_CONTACT_DEM;
+    else if (!strcmp(val, "hertz"))
+      o->model = WF_CONTACT_HERTZ;
+    else if (!strcmp(val, "xpbd"))
+      o->model = WF_CONTACT_XPBD;
+    else if (!strcmp(val, "granular"))
+      o->model = -1;
+    else {
+      fprintf(stderr, "weft bench particles: --model '%s' must be dem, hertz, xpbd or granular\n",
+              val);
+      return BENCH_OPT_BAD;
+    }
+  } else {
+    o->n_sizes = 0;
+    for (const char *s = val; *s;) {
+      char *end;
+      unsigned long long n = strtoull(s, &end, 10);
+      if (end == s || n == 0 || n > (1ull << 30) || o->n_sizes == MAX_SIZES ||
+          (*end && *end != ',')) {
+        fprintf(stderr,
+                "weft bench particles: --sizes '%s': expected up to %d counts in [1, 2^30] "
+                "separated by commas\n",
+                val, MAX_SIZES);
+        return BENCH_OPT_BAD;
       }
-    } else if (!strcmp(a, "--csv")) {
-      o->csv = argv[++i];
-    } else if (!strcmp(a, "--machine")) {
-      o->machine = argv[++i];
-    } else if (!strcmp(a, "--frames")) {
-      if (bench_parse_frames("particles", argv[++i], &o->frames)) return 2;
-    } else if (!strcmp(a, "--model")) {
-      const char *m = argv[++i];
-      if (!strcmp(m, "dem") || !strcmp(m, "linear"))
-        o->model = WF_CONTACT_DEM;
-      else if (!strcmp(m, "hertz"))
-        o->model = WF_CONTACT_HERTZ;
-      else if (!strcmp(m, "xpbd"))
-        o->model = WF_CONTACT_XPBD;
-      else if (!strcmp(m, "granular"))
-        o->model = -1;
-      else {
-        fprintf(stderr, "weft bench particles: --model '%s' must be dem, hertz, xpbd or granular\n",
-                m);
-        return 2;
-      }
-    } else if (!strcmp(a, "--sizes")) {
-      const char *s = argv[++i];
-      o->n_sizes = 0;
-      while (*s) {
-        char *end;
-        unsigned long long n = strtoull(s, &end, 10);
-        if (end == s || n == 0 || n > (1ull << 30) || o->n_sizes == MAX_SIZES ||
-            (*end && *end != ',')) {
-          fprintf(stderr,
-                  "weft bench particles: --sizes '%s': expected up to %d counts in [1, 2^30] "
-                  "separated by commas\n",
-                  argv[i], MAX_SIZES);
-          return 2;
-        }
-        o->sizes[o->n_sizes++] = n;
-        s = *end ? end + 1 : end;
-      }
-    } else {
-      fprintf(stderr, "weft bench particles: unknown option '%s' (see --help)\n", a);
-      return 2;
+      o->sizes[o->n_sizes++] = n;
+      s = *end ? end + 1 : end;
     }
   }
-  return -1;
+  return BENCH_OPT_VALUE;
+}
+
+static int parse(int argc, char **argv, pb_opts *o, FILE *out) {
+  bench_common c = {0};
+  int rc =
+      bench_parse_common("particles", argc, argv, &c, wf_bench_particles_usage, out, option, o);
+  o->device = c.device, o->csv = c.csv, o->machine = c.machine;
+  o->frames = c.frames, o->quick = c.quick;
+  return rc;
 }
 
 int wf_bench_particles(int argc, char **argv, FILE *out) {
@@ -304,14 +366,29 @@ int wf_bench_particles(int argc, char **argv, FILE *out) {
           c->o.model < 0 ? "DEM (linear) and Hertz" : model_name(c->o.model));
   fprintf(out, "measured memory bandwidth (on-device copy, read + write): %.0f GB/s\n\n",
           c->bandwidth_gbs);
-  fprintf(out, "%6s %12s %10s %14s %10s %10s %8s %9s\n", "model", "particles", "ms/frame",
-          "p-substeps/s", "B/particle", "B/p-substp", "GB/s", "of bw");
+  fprintf(
+      out,
+      "B/particle: the device's bytes a particle (measured) = state (position + radius 16,\n"
+      "  velocity + inverse mass 16, global id 4, material 2) + granular (angular velocity 16,\n"
+      "  contact history 8 slots x 32: tangential spring 12, partner id 4, rolling spring 12,\n"
+      "  spare 4; allocated for every model) + grid (the rest: sorted copies of position,\n"
+      "  velocity, angular velocity and material, cell key, arrival, order and sorted index,\n"
+      "  cell start and count, scan storage). B/p-substp: modelled DRAM traffic a\n"
+      "  particle-substep (see bench/particle_bench.c); of bw: that traffic over the measured\n"
+      "  bandwidth.%s\n\n",
+      c->o.baseline ? " old: the linear model without rotation or history, as recorded in\n"
+                      "  --baseline (its code is gone: compare on the machine it names)."
+                    : "");
+  fprintf(out, "%6s %12s %10s %14s %27s %10s %8s %9s\n", "model", "particles", "ms/frame",
+          "p-substeps/s", "B/particle = state+gran+grid", "B/p-substp", "GB/s", "of bw");
   add_row(c, "particles", "measured_bandwidth", c->bandwidth_gbs, "GB/s");
   int models[2] = {c->o.model, c->o.model}, n_models = 1;
   if (c->o.model < 0) models[0] = WF_CONTACT_DEM, models[1] = WF_CONTACT_HERTZ, n_models = 2;
-  for (int i = 0; i < c->o.n_sizes; i++)
+  for (int i = 0; i < c->o.n_sizes; i++) {
     for (int k = 0; k < n_models; k++)
       if (run_size(c, c->o.sizes[i], models[k])) goto done;
+    if (c->o.baseline) baseline_row(c, c->o.sizes[i], c->last_rate);
+  }
   if (c->o.csv && bench_csv_append(c->o.csv, machine, c->rows, c->n_rows, out)) goto done;
   rc = 0;
 done:

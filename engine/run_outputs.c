@@ -103,14 +103,16 @@ struct wf_run_outputs {
   char path[4096];
 };
 
-/* stats.csv: these columns, then elastic_energy and total_energy, then per object (in object
- * order) <name>.kinetic, <name>.potential, <name>.elastic. */
+/* stats.csv: these columns, then csv_totals, then per object (in object order) <name>.<e> for
+ * each e of csv_energy. */
 static const char *const csv_columns[] = {
     "frame",      "time",      "kinetic_energy", "potential_energy", "momentum_x",  "momentum_y",
     "momentum_z", "max_speed", "particles",      "vertices",         "ms_per_frame"};
+static const char *const csv_totals[] = {"elastic_energy", "total_energy", "rotational_energy"};
 #define CSV_BASE  ((int)(sizeof csv_columns / sizeof csv_columns[0]))
-#define CSV_FIXED (CSV_BASE + 2)
-static const char *const csv_energy[] = {"kinetic", "potential", "elastic"};
+#define CSV_FIXED (CSV_BASE + (int)(sizeof csv_totals / sizeof csv_totals[0]))
+static const char *const csv_energy[] = {"kinetic", "potential", "elastic", "rotational"};
+#define CSV_PER ((int)(sizeof csv_energy / sizeof csv_energy[0])) /* columns per object */
 
 wf_run_outputs_desc wf_run_outputs_desc_default(void) {
   wf_run_outputs_desc d = {"out", WF_SCENE_OUT_VTK | WF_SCENE_OUT_CSV, 1, 0, 0, WF_SCENE_UP_Y};
@@ -233,25 +235,26 @@ static wf_status open_csv(wf_run_outputs *o, int64_t resume) {
   if (st != WF_OK) return st;
   char old[sizeof o->path + 8];
   snprintf(old, sizeof old, "%s.old", o->path);
-  o->csv_n = CSV_FIXED + 3 * o->n_objects;
+  o->csv_n = CSV_FIXED + CSV_PER * o->n_objects;
   o->row = calloc((size_t)o->csv_n, sizeof *o->row);
   o->energy = calloc((size_t)o->n_objects + 1, sizeof *o->energy);
   const char **cols = calloc((size_t)o->csv_n, sizeof *cols);
-  char *names = calloc((size_t)o->n_objects * 3 + 1, WF_SCENE_NAME_MAX + 16);
+  char *names = calloc((size_t)o->n_objects * CSV_PER + 1, WF_SCENE_NAME_MAX + 16);
   if (!o->row || !o->energy || !cols || !names) {
     free(cols), free(names);
     return wf__error(WF_ERR_OUT_OF_MEMORY, "wf_run_outputs_create", "no memory for stats.csv");
   }
   for (int k = 0; k < CSV_BASE; k++)
     cols[k] = csv_columns[k];
-  cols[CSV_BASE] = "elastic_energy", cols[CSV_BASE + 1] = "total_energy";
+  for (int k = CSV_BASE; k < CSV_FIXED; k++)
+    cols[k] = csv_totals[k - CSV_BASE];
   for (int i = 0; i < o->n_objects; i++) {
     wf_world_object obj;
     wf_world_object_get(o->w, i, &obj);
-    for (int q = 0; q < 3; q++) {
-      char *c = names + (size_t)(3 * i + q) * (WF_SCENE_NAME_MAX + 16);
+    for (int q = 0; q < CSV_PER; q++) {
+      char *c = names + (size_t)(CSV_PER * i + q) * (WF_SCENE_NAME_MAX + 16);
       snprintf(c, WF_SCENE_NAME_MAX + 16, "%s.%s", obj.name, csv_energy[q]);
-      cols[CSV_FIXED + 3 * i + q] = c;
+      cols[CSV_FIXED + CSV_PER * i + q] = c;
     }
   }
   bool keep = resume > 0 && rename(o->path, old) == 0;
@@ -442,16 +445,25 @@ wf_status wf_run_outputs_write_frame(wf_run_outputs *o, int64_t frame, double ms
     wf_world_stats s;
     st = wf_world_stats_get(o->w, &s);
     if (st == WF_OK) st = wf_world_energy_get(o->w, o->energy, NULL);
-    double base[CSV_FIXED] = {(double)s.frame,        s.time,        s.kinetic_energy,
-                              s.potential_energy,     s.momentum[0], s.momentum[1],
-                              s.momentum[2],          s.max_speed,   (double)s.particle_count,
-                              (double)s.vertex_count, ms_per_frame,  s.elastic_energy,
-                              s.total_energy};
+    double base[CSV_FIXED] = {(double)s.frame,
+                              s.time,
+                              s.kinetic_energy,
+                              s.potential_energy,
+                              s.momentum[0],
+                              s.momentum[1],
+                              s.momentum[2],
+                              s.max_speed,
+                              (double)s.particle_count,
+                              (double)s.vertex_count,
+                              ms_per_frame,
+                              s.elastic_energy,
+                              s.total_energy,
+                              s.rotational_energy};
     memcpy(o->row, base, sizeof base);
     for (int i = 0; i < o->n_objects; i++) {
-      o->row[CSV_FIXED + 3 * i] = o->energy[i].kinetic;
-      o->row[CSV_FIXED + 3 * i + 1] = o->energy[i].potential;
-      o->row[CSV_FIXED + 3 * i + 2] = o->energy[i].elastic;
+      double *r = o->row + CSV_FIXED + CSV_PER * i;
+      r[0] = o->energy[i].kinetic, r[1] = o->energy[i].potential;
+      r[2] = o->energy[i].elastic, r[3] = o->energy[i].rotational;
     }
     if (st == WF_OK) st = wf_csv_append(o->csv, o->row);
   }

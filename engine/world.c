@@ -710,6 +710,7 @@ wf_status wf_world_stats_get(wf_world *w, wf_world_stats *out) {
   if ((st = wf_world_energy_get(w, NULL, &e)) != WF_OK) return st;
   out->kinetic_energy = e.kinetic, out->potential_energy = e.potential;
   out->elastic_energy = e.elastic, out->total_energy = e.total;
+  out->rotational_energy = e.rotational;
   return WF_OK;
 }
 

@@ -23,7 +23,8 @@ wf_status wf_world_energy_get(wf_world *w, wf_world_energy *objects, wf_world_en
       first[i] = w->objects[i].first, count[i] = w->objects[i].count;
     st = wf_particles_energy_ranges(w->ps, np, first, count, pe);
     for (int i = 0; i < np && st == WF_OK; i++)
-      e[i] = (wf_world_energy){pe[i].kinetic, pe[i].potential, pe[i].elastic, pe[i].total};
+      e[i] = (wf_world_energy){pe[i].kinetic, pe[i].potential, pe[i].elastic, pe[i].total,
+                               pe[i].rotational};
   }
   for (int i = np; i < n && st == WF_OK; i++) {
     wf_cloth_energy ce;
@@ -32,7 +33,7 @@ wf_status wf_world_energy_get(wf_world *w, wf_world_energy *objects, wf_world_en
       st = wf__error(st, fn, "cloths[%d] '%s': %s", w->objects[i].cloth, w->objects[i].name,
                      wf_last_error());
     else
-      e[i] = (wf_world_energy){ce.kinetic, ce.potential, ce.elastic, ce.total};
+      e[i] = (wf_world_energy){ce.kinetic, ce.potential, ce.elastic, ce.total, 0.0};
   }
   if (st == WF_OK && total) {
     memset(total, 0, sizeof *total);
@@ -40,8 +41,9 @@ wf_status wf_world_energy_get(wf_world *w, wf_world_energy *objects, wf_world_en
       total->kinetic += e[i].kinetic;
       total->potential += e[i].potential;
       total->elastic += e[i].elastic;
+      total->rotational += e[i].rotational;
     }
-    total->total = total->kinetic + total->potential + total->elastic;
+    total->total = total->kinetic + total->rotational + total->potential + total->elastic;
   }
   if (e != objects) free(e);
   free(first), free(count), free(pe);

@@ -39,9 +39,10 @@
  *  - stats.csv              WF_SCENE_OUT_CSV: one row per written frame: frame, time,
  *                           kinetic_energy, potential_energy, momentum x y z, max speed, particle
  *                           and vertex counts, ms per frame (the caller's measure; 0 for frame 0),
- *                           elastic_energy, total_energy, then for each object in object order
- *                           <name>.kinetic, <name>.potential, <name>.elastic (J;
- *                           wf_world_energy_get: the totals are the objects' sums).
+ *                           elastic_energy, total_energy, rotational_energy, then for each
+ *                           object in object order <name>.kinetic, <name>.potential,
+ *                           <name>.elastic, <name>.rotational (J; wf_world_energy_get: the
+ *                           totals are the objects' sums; docs/cli.md lists the columns).
  *  - checkpoint_<frame>.wfck every checkpoint_every frames and after the last frame, whatever the
  *                           formats (so a run can always be resumed); never at frame 0.
  *  - checkpoint_last_good_<frame>.wfck  the name for wf_world_save_last_good's state.

@@ -329,16 +329,20 @@ typedef struct wf_particles_stats {
  *  computed on the device, then summed on the host in global-id order in double: bitwise the same
  *  for any number of partitions and on the CPU and CUDA backends. */
 typedef struct wf_particles_energy {
-  double kinetic;   /* Σ ½ m v² over dynamic particles (inverse mass > 0) */
-  double potential; /* Σ −m g·x over dynamic particles: zero at the origin, so with gravity
-                       (0, −g, 0) it is Σ m g y, the height above y = 0 */
-  double contact;   /* the normal springs of particle–particle contacts: ½ k δ² a pair (δ the
-                       overlap, k the mean of the two materials' stiffness), half to each
-                       particle (a pair across two ranges gives each range half) */
-  double collider;  /* the normal springs of particle–collider contacts: ½ k δ² (k the
-                       collider's stiffness, or the particle material's) */
-  double elastic;   /* contact + collider */
-  double total;     /* kinetic + potential + elastic */
+  double kinetic;    /* Σ ½ m v² over dynamic particles (inverse mass > 0) */
+  double potential;  /* Σ −m g·x over dynamic particles: zero at the origin, so with gravity
+                        (0, −g, 0) it is Σ m g y, the height above y = 0 */
+  double contact;    /* the springs of particle–particle contacts, half to each particle (a pair
+                        across two ranges gives each range half): the normal spring's ½ k δ² (δ
+                        the overlap, k the mean of the two materials' stiffness; WF_CONTACT_HERTZ:
+                        8/15 E* sqrt(R*) δ^(5/2) = 2/5 F δ), and the tangential spring's
+                        ½ kt |ξ|² and the rolling spring's |M|² / (2 kr) from the contact history */
+  double collider;   /* the same springs of particle–collider contacts (k the collider's
+                        stiffness, or the particle material's) */
+  double elastic;    /* contact + collider */
+  double total;      /* kinetic + rotational + potential + elastic */
+  double rotational; /* Σ ½ I ω² over dynamic particles (I = 2/5 m r²) */
+  double shear;      /* the tangential and rolling springs' part of elastic */
 } wf_particles_energy;
 
 /** Per-stage device time of substeps run one by one with events between the stages. */

@@ -97,8 +97,9 @@ typedef struct wf_world_stats {
   uint64_t particle_count;
   uint64_t vertex_count;
   int object_count;
-  double elastic_energy; /* springs, XPBD constraints and contact springs, J */
-  double total_energy;   /* kinetic + potential + elastic, J */
+  double elastic_energy;    /* springs, XPBD constraints and contact springs, J */
+  double total_energy;      /* kinetic + rotational + potential + elastic, J */
+  double rotational_energy; /* particles: Σ ½ I ω² (I = 2/5 m r²), J */
 } wf_world_stats;
 
 /** The energies of one object or of the whole world, J (wf_world_energy_get). */
@@ -109,10 +110,12 @@ typedef struct wf_world_energy {
                        (0, −g, 0)) */
   double elastic; /* cloth: springs ½ k (|d| − L)² or XPBD constraints C² / (2 α) (rigid ones,
                      α = 0, hold none); particles: the normal springs of their contacts, ½ k δ²
-                     a contact (a contact between two emitters' particles gives each half) and
-                     with colliders. Projections (cloth colliders, self-collision, coupling)
-                     store none. */
-  double total;   /* kinetic + potential + elastic */
+                     a contact (Hertz: 8/15 E* sqrt(R*) δ^(5/2)), the tangential and rolling
+                     springs of the contact history (a contact between two emitters' particles
+                     gives each half) and with colliders (wf_particles_energy). Projections
+                     (cloth colliders, self-collision, coupling) store none. */
+  double total;   /* kinetic + rotational + potential + elastic */
+  double rotational; /* particles: Σ ½ I ω² over dynamic particles (I = 2/5 m r²); cloth: 0 */
 } wf_world_energy;
 
 /** Waits and computes the energies of every object (objects: wf_world_object_count entries, in

@@ -1,12 +1,20 @@
-/* The particles' energies (wf_particles_energy_get, particle_energy.h): the state gathered in
- * global-id order, a hashed cell grid built on the host, one kernel a particle on the first
- * partition's device, and the rows summed on the host in global-id order in double. */
+/* The particles' energies (wf_particles_energy_get, particle_energy.h): one kernel a particle on
+ * the first partition's device over the state in global-id order, its neighbours found through a
+ * hashed cell grid built there too, and the rows summed on the host in global-id order in double.
+ *
+ * With one partition the kernels read the solver's own buffers (its particles are in global-id
+ * order): nothing of the state crosses to the host, only the rows come back. With several, the
+ * state is the master copy the solver gathers in global-id order (its download), uploaded to
+ * partition 0's device. The grid is the energy pass's own, not the solver's: the solver's grids
+ * are per partition, in local order, with ghosts, and their cells are refitted between frames,
+ * while every row must depend on the whole state only (the same bits for 1..N partitions). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal/error.h"
 #include "particle_energy.h"
+#include "particle_kernels.h"
 #include "particles_impl.h"
 
 #ifdef WEFT_HAVE_CUDA
@@ -21,42 +29,100 @@ static void energy_cpu(const void *args, size_t begin, size_t end) {
     wfp_energy_elem(a, (uint32_t)i);
 }
 
+static void rmax_cpu(const void *args, size_t begin, size_t end) {
+  for (size_t c = begin; c < end; c++)
+    wfp_energy_rmax_part(args, (uint32_t)c);
+}
+
+static void inv_cpu(const void *args, size_t begin, size_t end) {
+  if (begin == 0 && end > 0) wfp_energy_rmax_final(args);
+}
+
+static void keys_cpu(const void *args, size_t begin, size_t end) {
+  for (size_t i = begin; i < end; i++)
+    wfp_energy_keys_elem(args, (uint32_t)i);
+}
+
+static void starts_cpu(const void *args, size_t begin, size_t end) {
+  for (size_t s = begin; s < end; s++)
+    wfp_energy_starts_elem(args, (uint32_t)s);
+}
+
 const wf_kernel wfp_energy_kernel = {"particle_energy", energy_cpu, WFP_CUDA(wfp_energy_cuda),
                                      WF_GRAIN_HEAVY};
+const wf_kernel wfp_energy_rmax_kernel = {"particle_energy_rmax", rmax_cpu,
+                                          WFP_CUDA(wfp_energy_rmax_cuda), 16};
+const wf_kernel wfp_energy_inv_kernel = {"particle_energy_inv_cell", inv_cpu,
+                                         WFP_CUDA(wfp_energy_inv_cuda), 0};
+const wf_kernel wfp_energy_keys_kernel = {"particle_energy_keys", keys_cpu,
+                                          WFP_CUDA(wfp_energy_keys_cuda), WF_GRAIN_LIGHT};
+const wf_kernel wfp_energy_starts_kernel = {"particle_energy_starts", starts_cpu,
+                                            WFP_CUDA(wfp_energy_starts_cuda), WF_GRAIN_LIGHT};
 
-/* The host side of one call: the state, the grid, and the device buffers they go to. */
+/* The device buffers of one call. */
+enum {
+  E_POS, /* E_POS .. E_HIST: the uploaded state (several partitions only) */
+  E_VEL,
+  E_MAT,
+  E_OMEGA,
+  E_HIST,
+  E_KEYS,
+  E_VALS,
+  E_SORTED,
+  E_ORDER,
+  E_START,
+  E_PARTIAL,
+  E_INV,
+  E_TEMP,
+  E_ROWS,
+  E_COUNT
+};
+
 typedef struct ework {
   uint32_t n, table;
-  wfp_f4 *pos, *vel;
-  uint16_t *mat;
-  uint32_t *order, *start;
-  wfp_energy *rows;
-  wf_buffer *buf[6]; /* pos, vel, mat, order, start, rows */
+  wfp_energy *rows; /* host */
+  wf_buffer *buf[E_COUNT];
 } ework;
 
 static void ework_free(ework *w, wf_stream *s) {
-  for (int b = 0; b < 6; b++)
+  for (int b = 0; b < E_COUNT; b++)
     if (w->buf[b]) wf_buffer_destroy(w->buf[b], s);
-  free(w->pos), free(w->vel), free(w->mat), free(w->order), free(w->start), free(w->rows);
+  free(w->rows);
 }
 
-/* The grid: cells of twice the largest radius, a table of at least 2 n slots, a stable counting
- * sort of the particles by slot. */
-static float grid_build(ework *w) {
-  float rmax = 0.0f;
-  for (uint32_t i = 0; i < w->n; i++)
-    rmax = fmaxf(rmax, w->pos[i].w);
-  float inv_cell = rmax > 0.0f ? 1.0f / (2.0f * rmax) : 1.0f;
-  uint32_t *key = (uint32_t *)w->rows; /* scratch: the rows are downloaded over it later */
-  for (uint32_t i = 0; i < w->n; i++)
-    w->start[(key[i] = wfp_energy_key(w->pos[i], inv_cell, w->table)) + 1]++;
-  for (uint32_t s = 0; s < w->table; s++)
-    w->start[s + 1] += w->start[s];
-  uint32_t *fill = w->order + w->n; /* table more entries, after the n of order */
-  memcpy(fill, w->start, (size_t)w->table * 4);
-  for (uint32_t i = 0; i < w->n; i++)
-    w->order[fill[key[i]]++] = i;
-  return inv_cell;
+/* The state in global-id order on partition 0's device: with one partition the solver's own
+ * buffers (after a wait that reports its flags, as a download does), else the master copy
+ * gathered by the download and uploaded into w's buffers. */
+static wf_status state_on_device(wf_particles *sp, ework *w, wfp_energy_args *a) {
+  wfp_part *p0 = sp->parts[0].ps;
+  wf_stream *s = wfp_part_stream(p0);
+  wf_device *dev = wfp_part_device(p0);
+  if (sp->np == 1) {
+    wf_status st = wfp_part_check(p0);
+    if (st != WF_OK) return st;
+    wfp_arrays d = wfp_part_arrays(p0);
+    a->pos = d.pos, a->vel = d.vel, a->mat = d.mat, a->omega = d.omega, a->hist = d.hist;
+    return WF_OK;
+  }
+  size_t n = w->n;
+  wfp_f4 *pos = malloc(n * 16), *vel = malloc(n * 16);
+  wf_status st = pos && vel ? wf_particles_download(sp, (float(*)[4])pos, (float(*)[4])vel)
+                            : wf__error(WF_ERR_OUT_OF_MEMORY, "wf_particles_energy_get",
+                                        "particles '%s': out of host memory", sp->name);
+  /* the download gathered the master copy: material, omega and history beside pos and vel */
+  const void *data[5] = {pos, vel, sp->mat, sp->omega, sp->hist};
+  const size_t bytes[5] = {n * 16, n * 16, n * 2, n * 16, n * HIST_BYTES};
+  for (int b = 0; b < 5 && st == WF_OK; b++) {
+    st = wf_buffer_create(dev, bytes[b], 0, s, &w->buf[E_POS + b]);
+    if (st == WF_OK) st = wf_upload(w->buf[E_POS + b], 0, data[b], bytes[b], s);
+    if (st != WF_OK) wfp_fail_gpu(sp->name, st, "uploading the state for the energies");
+  }
+  free(pos), free(vel);
+  if (st != WF_OK) return st;
+  a->pos = wf_buffer_ptr(w->buf[E_POS]), a->vel = wf_buffer_ptr(w->buf[E_VEL]);
+  a->mat = wf_buffer_ptr(w->buf[E_MAT]), a->omega = wf_buffer_ptr(w->buf[E_OMEGA]);
+  a->hist = wf_buffer_ptr(w->buf[E_HIST]);
+  return WF_OK;
 }
 
 /* The rows of every particle (w->rows), computed on partition 0's device. */
@@ -66,58 +132,71 @@ static wf_status rows_compute(wf_particles *sp, ework *w) {
   wfp_part *p0 = sp->parts[0].ps;
   wf_stream *s = wfp_part_stream(p0);
   wf_device *dev = wfp_part_device(p0);
-  w->table = 64;
-  while (w->table < 2 * (n ? n : 1))
-    w->table *= 2;
-  size_t m = n ? n : 1;
-  w->pos = malloc(m * 16), w->vel = malloc(m * 16), w->mat = malloc(m * 2);
-  w->order = malloc((m + w->table) * 4), w->start = calloc((size_t)w->table + 1, 4);
-  w->rows = malloc(m * sizeof *w->rows);
-  if (!w->pos || !w->vel || !w->mat || !w->order || !w->start || !w->rows)
+  if (n == 0) return sp->np == 1 ? wfp_part_check(p0) : wf_particles_check(sp);
+  int bits = 6;
+  while ((1u << bits) < 2u * n)
+    bits++;
+  w->table = 1u << bits; /* at least 64 slots and 2 n */
+  w->rows = malloc((size_t)n * sizeof *w->rows);
+  if (!w->rows)
     return wf__error(WF_ERR_OUT_OF_MEMORY, fn, "particles '%s': out of host memory", sp->name);
-  wf_status st = wf_particles_download(sp, (float(*)[4])w->pos, (float(*)[4])w->vel);
+  wfp_energy_args a;
+  memset(&a, 0, sizeof a);
+  wf_status st = state_on_device(sp, w, &a);
   if (st != WF_OK) return st;
-  if (n == 0) return WF_OK;
-  if (sp->np == 1)
-    st = wfp_part_get(p0, NULL, NULL, w->mat, NULL);
-  else
-    memcpy(w->mat, sp->mat, (size_t)n * 2); /* gathered by the download */
-  if (st != WF_OK) return st;
-  float inv_cell = grid_build(w);
-  const struct {
-    size_t bytes;
-    const void *data;
-  } spec[6] = {{m * 16, w->pos},
-               {m * 16, w->vel},
-               {m * 2, w->mat},
-               {m * 4, w->order},
-               {((size_t)w->table + 1) * 4, w->start},
-               {m * sizeof *w->rows, NULL}};
-  for (int b = 0; b < 6; b++) {
-    TRY(wf_buffer_create(dev, spec[b].bytes < 16 ? 16 : spec[b].bytes, 0, s, &w->buf[b]),
-        "allocating the energy buffers");
-    if (spec[b].data) TRY(wf_upload(w->buf[b], 0, spec[b].data, spec[b].bytes, s), "uploading");
-  }
+  uint32_t chunks = (n + WFP_ENERGY_CHUNK - 1) / WFP_ENERGY_CHUNK;
+  size_t temp = wfp_sort_temp_bytes(dev, n, bits);
+  const size_t bytes[E_COUNT] = {[E_KEYS] = (size_t)n * 4,
+                                 [E_VALS] = (size_t)n * 4,
+                                 [E_SORTED] = (size_t)n * 4,
+                                 [E_ORDER] = (size_t)n * 4,
+                                 [E_START] = ((size_t)w->table + 1) * 4,
+                                 [E_PARTIAL] = (size_t)chunks * 4,
+                                 [E_INV] = 4,
+                                 [E_TEMP] = temp,
+                                 [E_ROWS] = (size_t)n * sizeof *w->rows};
+  for (int b = E_KEYS; b < E_COUNT; b++)
+    if (bytes[b])
+      TRY(wf_buffer_create(dev, bytes[b], 0, s, &w->buf[b]), "allocating the energy buffers");
+  wfp_energy_grid_args g = {.pos = a.pos,
+                            .n = n,
+                            .chunks = chunks,
+                            .table = w->table,
+                            .partial = wf_buffer_ptr(w->buf[E_PARTIAL]),
+                            .inv_cell = wf_buffer_ptr(w->buf[E_INV]),
+                            .keys = wf_buffer_ptr(w->buf[E_KEYS]),
+                            .vals = wf_buffer_ptr(w->buf[E_VALS]),
+                            .sorted = wf_buffer_ptr(w->buf[E_SORTED]),
+                            .start = wf_buffer_ptr(w->buf[E_START])};
+  wfp_sort_args so = {.keys = g.keys,
+                      .vals = g.vals,
+                      .keys_out = wf_buffer_ptr(w->buf[E_SORTED]),
+                      .vals_out = wf_buffer_ptr(w->buf[E_ORDER]),
+                      .n = n,
+                      .bits = bits,
+                      .temp = w->buf[E_TEMP] ? wf_buffer_ptr(w->buf[E_TEMP]) : NULL,
+                      .temp_bytes = temp};
   wfp_tables t = wfp_part_tables(p0);
   wf_particles_params pp = wf_particles_params_get(sp);
-  wfp_energy_args a = {.pos = wf_buffer_ptr(w->buf[0]),
-                       .vel = wf_buffer_ptr(w->buf[1]),
-                       .mat = wf_buffer_ptr(w->buf[2]),
-                       .order = wf_buffer_ptr(w->buf[3]),
-                       .start = wf_buffer_ptr(w->buf[4]),
-                       .mats = t.mats,
-                       .colliders = t.colliders,
-                       .clock = t.clock,
-                       .out = wf_buffer_ptr(w->buf[5]),
-                       .inv_cell = inv_cell,
-                       .table = w->table,
-                       .n_colliders = t.n_colliders};
+  a.order = so.vals_out, a.start = g.start, a.inv_cell = g.inv_cell;
+  a.mats = t.mats, a.colliders = t.colliders, a.clock = t.clock;
+  a.out = wf_buffer_ptr(w->buf[E_ROWS]);
+  a.table = w->table, a.n_colliders = t.n_colliders;
+  a.model = (uint32_t)sp->desc.contact_model;
   for (int k = 0; k < 3; k++)
     a.gravity[k] = pp.gravity[k];
+  TRY(wf_launch(&wfp_energy_rmax_kernel, chunks, &g, sizeof g, s), "launching the energy grid");
+  TRY(wf_launch(&wfp_energy_inv_kernel, 1, &g, sizeof g, s), "launching the energy grid");
+  TRY(wf_launch(&wfp_energy_keys_kernel, n, &g, sizeof g, s), "launching the energy grid");
+  TRY(wf_launch(&wfp_sort, 1, &so, sizeof so, s), "sorting the energy grid");
+  TRY(wf_launch(&wfp_energy_starts_kernel, (size_t)w->table + 1, &g, sizeof g, s),
+      "launching the energy grid");
   TRY(wf_launch(&wfp_energy_kernel, n, &a, sizeof a, s), "launching the energy kernel");
+  /* the kernels read the solver's buffers: later frees and copies on other streams wait */
+  if (sp->np == 1) TRY(wfp_part_touch(p0), "ordering the solver after the energy kernels");
   /* a download orders itself after the buffer's last recorded user, which a kernel is not */
   TRY(wf_stream_synchronize(s), "waiting for the energy kernel");
-  TRY(wf_download(w->rows, w->buf[5], 0, (size_t)n * sizeof *w->rows), "downloading energies");
+  TRY(wf_download(w->rows, w->buf[E_ROWS], 0, (size_t)n * sizeof *w->rows), "downloading energies");
   return WF_OK;
 }
 
@@ -139,12 +218,14 @@ wf_status wf_particles_energy_ranges(wf_particles *sp, int n, const uint32_t *fi
     memset(e, 0, sizeof *e);
     for (uint32_t i = first[r]; i < first[r] + count[r]; i++) {
       e->kinetic += w.rows[i].kinetic;
+      e->rotational += w.rows[i].rotational;
       e->potential += w.rows[i].potential;
       e->contact += w.rows[i].contact;
       e->collider += w.rows[i].collider;
+      e->shear += w.rows[i].shear;
     }
     e->elastic = e->contact + e->collider;
-    e->total = e->kinetic + e->potential + e->elastic;
+    e->total = e->kinetic + e->rotational + e->potential + e->elastic;
   }
   ework_free(&w, wfp_part_stream(sp->parts[0].ps));
   return st;

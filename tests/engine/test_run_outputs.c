@@ -198,12 +198,13 @@ static int csv_values(const char *line, double *v, int n) {
   return k;
 }
 
-/* stats.csv's energy columns: elastic_energy and total_energy after the earlier columns, then
- * <object>.kinetic, .potential, .elastic for the particles ("bed") and the cloth ("blanket"); in
- * every row the objects' columns add up to the totals (the totals are the objects' sums in object
- * order, printed with 17 digits: equal to 1e-12 relative, the rounding of two additions), the
- * total is kinetic + potential + elastic, and the falling cloth's constraints hold energy (the
- * bed's particles only just touch in 2 frames: none, and never below 0). */
+/* stats.csv's energy columns: elastic_energy, total_energy and rotational_energy after the earlier
+ * columns, then <object>.kinetic, .potential, .elastic, .rotational for the particles ("bed") and
+ * the cloth ("blanket"); in every row the objects' columns add up to the totals (the totals are
+ * the objects' sums in object order, printed with 17 digits: equal to 1e-12 relative, the
+ * rounding of two additions), the total is kinetic + rotational + potential + elastic, and the
+ * falling cloth's constraints hold energy (the bed's particles only just touch in 2 frames: none,
+ * and never below 0); a cloth has no rotational energy. */
 TEST(stats_csv_has_energies_per_object) {
   char dir[400], p[600];
   snprintf(dir, sizeof dir, "%s/energy", tmp_root);
@@ -222,22 +223,99 @@ TEST(stats_csv_has_energies_per_object) {
   REQUIRE(text);
   static const char header[] =
       "frame,time,kinetic_energy,potential_energy,momentum_x,momentum_y,momentum_z,max_speed,"
-      "particles,vertices,ms_per_frame,elastic_energy,total_energy,bed.kinetic,bed.potential,"
-      "bed.elastic,blanket.kinetic,blanket.potential,blanket.elastic\n";
+      "particles,vertices,ms_per_frame,elastic_energy,total_energy,rotational_energy,"
+      "bed.kinetic,bed.potential,bed.elastic,bed.rotational,blanket.kinetic,blanket.potential,"
+      "blanket.elastic,blanket.rotational\n";
   CHECK(strncmp(text, header, strlen(header)) == 0);
   int rows = 0;
   for (char *line = strchr(text, '\n'); line && line[1]; line = strchr(line + 1, '\n')) {
     double v[32];
-    CHECK_EQ_INT(csv_values(line + 1, v, 32), 19);
-    double ke = v[13] + v[16], pe = v[14] + v[17], el = v[15] + v[18];
+    CHECK_EQ_INT(csv_values(line + 1, v, 32), 22);
+    double ke = v[14] + v[18], pe = v[15] + v[19], el = v[16] + v[20], re = v[17] + v[21];
     CHECK_NEAR(ke, v[2], 1e-12 * fabs(v[2]));
     CHECK_NEAR(pe, v[3], 1e-12 * fabs(v[3]));
     CHECK_NEAR(el, v[11], 1e-12 * fabs(v[11]));
-    CHECK_NEAR(v[2] + v[3] + v[11], v[12], 1e-12 * (fabs(v[2]) + fabs(v[3]) + fabs(v[11])));
-    CHECK(v[15] >= 0.0 && v[18] > 0.0);
+    CHECK_NEAR(re, v[13], 1e-12 * fabs(v[13]));
+    double sum = v[2] + v[13] + v[3] + v[11];
+    CHECK_NEAR(sum, v[12], 1e-12 * (fabs(v[2]) + fabs(v[13]) + fabs(v[3]) + fabs(v[11])));
+    CHECK(v[16] >= 0.0 && v[20] > 0.0 && v[17] >= 0.0 && v[21] == 0.0);
     rows++;
   }
   CHECK_EQ_INT(rows, 2);
+  free(text);
+}
+
+/* The value of column `name` in the last row of a stats.csv text, or NAN. */
+static double csv_last(const char *text, const char *name) {
+  const char *nl = strchr(text, '\n');
+  if (!nl) return NAN;
+  int col = -1, k = 0;
+  size_t len = strlen(name);
+  for (const char *c = text; c < nl; k++) {
+    const char *e = c;
+    while (e < nl && *e != ',')
+      e++;
+    if ((size_t)(e - c) == len && !strncmp(c, name, len)) col = k;
+    c = e + 1;
+  }
+  const char *last = NULL;
+  for (const char *l = nl; l && l[1]; l = strchr(l + 1, '\n'))
+    last = l + 1;
+  double v[64];
+  if (col < 0 || col >= 64 || !last || csv_values(last, v, 64) <= col) return NAN;
+  return v[col];
+}
+
+/* rotational_energy of a spinning particle: a ball (m = 0.1 kg, r = 0.05 m) set down on a plane
+ * at v0 = 1 m/s without spin slides until friction (mu = 0.5) has spun it up to rolling, ω r = v,
+ * after t = 2 v0 / (7 mu g) = 0.058 s (the friction impulse takes m (v0 - v) and gives
+ * I ω = (2/5) m r v, so v = 5/7 v0), then rolls on (no rolling resistance). At 0.5 s it holds
+ * ½ I ω² = ½ (2/5) m v² = (5/49) m v0² = 0.0102 J, and rotational = 2/5 kinetic. Tolerances: the
+ * slip ends within a substep (dt = 1/3840 s: mu g dt = 1.3e-3 m/s of v = 0.71 m/s, 0.4% of the
+ * energy) and the tangential spring's ringing after the stick is damped (ζ = 0.22 at 548 rad/s:
+ * e^-50 by 0.44 s), so 1% on the closed form; ω r = v holds to the spring's last creep, 0.5%. */
+TEST(stats_csv_rotational_energy_of_a_rolling_ball) {
+  static const char scene[] =
+      "{\"simulation\": {\"fps\": 60, \"substeps\": 64, \"frames\": 30},"
+      " \"materials\": [{\"name\": \"m\", \"friction\": 0.5, \"rolling_friction\": 0}],"
+      " \"colliders\": [{\"type\": \"plane\", \"friction\": 0.5}],"
+      " \"particles\": [{\"name\": \"ball\", \"center\": [0, 0.05, 0],"
+      " \"half_extents\": [0.05, 0.05, 0.05], \"radius\": 0.05, \"mass\": 0.1,"
+      " \"velocity\": [1, 0, 0], \"material\": \"m\"}],"
+      " \"outputs\": {\"formats\": [\"csv\"]}}";
+  wf_scene *sc = NULL;
+  wf_world *w = NULL;
+  if (wf_scene_parse(scene, strlen(scene), "rolling", NULL, NULL, &sc) != WF_OK)
+    TH_FAIL("scene: %s", wf_scene_errors());
+  REQUIRE(sc);
+  wf_world_desc wd = wf_world_desc_default();
+  wd.device = "cpu";
+  CHECK_OK(wf_world_create(sc, &wd, &w));
+  wf_scene_destroy(sc);
+  REQUIRE(w);
+  char dir[400], p[600];
+  snprintf(dir, sizeof dir, "%s/rolling", tmp_root);
+  wf_run_outputs_desc d = all_formats(dir);
+  d.formats = WF_SCENE_OUT_CSV;
+  wf_run_outputs *o = NULL;
+  CHECK_OK(wf_run_outputs_create(w, &d, &o));
+  REQUIRE(o);
+  run_to_end(w, o);
+  CHECK_OK(wf_run_outputs_close(o));
+  wf_world_destroy(w);
+  snprintf(p, sizeof p, "%s/stats.csv", dir);
+  char *text = th_read_file(p, NULL);
+  REQUIRE(text);
+  double n = csv_last(text, "particles"), rot = csv_last(text, "rotational_energy");
+  double ball = csv_last(text, "ball.rotational"), ke = csv_last(text, "ball.kinetic");
+  double want = 5.0 / 49.0 * 0.1 * 1.0;
+  printf("  rotational %.6g J (ball %.6g), closed form %.6g J (rel %.2g); kinetic %.6g J, "
+         "rotational / kinetic %.5f (2/5)\n",
+         rot, ball, want, fabs(rot - want) / want, ke, rot / ke);
+  CHECK(n == 1.0);
+  CHECK(rot == ball);
+  CHECK_NEAR(rot, want, 0.01 * want);
+  CHECK_NEAR(rot / ke, 0.4, 0.005 * 0.4);
   free(text);
 }
 
@@ -349,9 +427,13 @@ TEST(names) {
 int main(int argc, char **argv) {
   if (!tmp_root_make("weft_test_run_outputs")) return 1;
   static const th_test tests[] = {
-      TH_TEST(two_frames_in_every_format),    TH_TEST(stats_csv_has_energies_per_object),
-      TH_TEST(pins_are_output_vertices),      TH_TEST(resume_keeps_the_earlier_rows),
-      TH_TEST(bad_directory_fails_at_create), TH_TEST(names),
+      TH_TEST(two_frames_in_every_format),
+      TH_TEST(stats_csv_has_energies_per_object),
+      TH_TEST(pins_are_output_vertices),
+      TH_TEST(resume_keeps_the_earlier_rows),
+      TH_TEST(bad_directory_fails_at_create),
+      TH_TEST(names),
+      TH_TEST(stats_csv_rotational_energy_of_a_rolling_ball),
   };
   int rc = th_main(argc, argv, tests, TH_COUNT(tests));
   rm_rf(tmp_root);

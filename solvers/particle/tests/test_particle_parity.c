@@ -1,4 +1,5 @@
-/* CPU vs CUDA parity: the same scenes on cpu:0 and cuda:0 give bitwise-identical states (both
+/* CPU vs CUDA parity: the same scenes on cpu:0 and cuda:0 give bitwise-identical states and
+ * energies (wf_particles_energy_get: its grid and rows computed on the device) (both
  * backends are built without FMA contraction, and the math uses only correctly rounded
  * operations). Needs a CUDA device; exits 77 (skipped) without one. Tolerance: none. */
 #include "harness.h"
@@ -7,7 +8,8 @@
 
 /* State after `frames` frames: pos, vel, omega (48 bytes a particle). Scenes: the pile and the
  * colliders with the default (linear, history, rolling) model, the pile with Hertz contacts. */
-static float *run_on(const char *device, int which, int frames, uint32_t *count) {
+static float *run_on(const char *device, int which, int frames, uint32_t *count,
+                     wf_particles_energy *e) {
   wf_device *dev;
   if (wf_device_get(device, &dev) != WF_OK) return NULL;
   wf_particles *ps;
@@ -27,6 +29,7 @@ static float *run_on(const char *device, int which, int frames, uint32_t *count)
   st = wf_particles_step_frames(ps, frames);
   if (st == WF_OK) st = wf_particles_download(ps, (float(*)[4])s, (float(*)[4])(s + 4 * n));
   if (st == WF_OK) st = wf_particles_download_omega(ps, (float(*)[4])(s + 8 * n));
+  if (st == WF_OK) st = wf_particles_energy_get(ps, e);
   if (st != WF_OK) TH_FAIL("%s: %s", device, wf_last_error());
   wf_particles_destroy(ps);
   *count = n;
@@ -37,7 +40,8 @@ TEST(cpu_cuda_bitwise) {
   const char *names[] = {"pile", "colliders", "pile (Hertz)"};
   for (int k = 0; k < 3; k++) {
     uint32_t n1 = 0, n2 = 0;
-    float *a = run_on("cpu:0", k, 30, &n1), *b = run_on("cuda:0", k, 30, &n2);
+    wf_particles_energy ea, eb;
+    float *a = run_on("cpu:0", k, 30, &n1, &ea), *b = run_on("cuda:0", k, 30, &n2, &eb);
     REQUIRE(a && b && n1 == n2);
     size_t diff = 0, first = 0;
     for (size_t i = 0; i < (size_t)n1 * 12; i++)
@@ -47,6 +51,10 @@ TEST(cpu_cuda_bitwise) {
               n1 * 12, first, a[first], b[first]);
     else
       printf("  %s: %u particles, bitwise equal after 30 frames\n", names[k], n1);
+    if (memcmp(&ea, &eb, sizeof ea) != 0)
+      TH_FAIL("%s: energies differ: cpu total %.17g elastic %.17g shear %.17g, cuda %.17g %.17g "
+              "%.17g",
+              names[k], ea.total, ea.elastic, ea.shear, eb.total, eb.elastic, eb.shear);
     free(a), free(b);
   }
 }
