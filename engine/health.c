@@ -69,6 +69,7 @@
 
 #include "health_kernels.h"
 #include "internal/error.h"
+#include "solvers/collider/collider.h"
 #include "solvers/particle/collider.h"
 
 enum { SLOTS = WF_WORLD_HEALTH_DEPTH, MAX_LANES = WF_MAX_DEVICES + 1 };
@@ -98,6 +99,7 @@ typedef struct hpart {
   uint32_t cap; /* rows the snapshot buffers hold */
   wf_buffer *pos, *vel, *ids, *meta;
   wf_buffer *colliders; /* wfp_collider[n_colliders] (at least one element) */
+  wfx_dev *dev;         /* per collider: its keyframes and mesh on the lane's device, or none */
 } hpart;
 
 struct wfw_health {
@@ -287,9 +289,6 @@ static wf_status convert_colliders(wfw_health *h, const wf_scene *sc, wfp_collid
     wf_collider_desc d = wfw_collider_of(&sc->colliders[i]);
     wf_status st = wfp_collider_from_desc("wf_world_create", "world health check", &d, &cols[i]);
     if (st != WF_OK) return st;
-    /* meshes and keyframed colliders are not measured for penetration here (their device data
-     * lives in the solvers): never present for the check */
-    if (d.type == WF_COLLIDER_MESH || d.key_count > 0) cols[i].t_on = INFINITY;
   }
   return WF_OK;
 }
@@ -321,18 +320,42 @@ static wf_status copy_desc(wfw_health *h, const wfw_health_desc *d) {
   return WF_OK;
 }
 
-/* The colliders of part p: the scene's, moved into the frame of its positions (origin). */
+/* The colliders of part p: the scene's, moved into the frame of its positions (origin). A mesh
+ * and keyframes live on the device: the part gets its own copy on its lane's device (as each
+ * solver partition has), so the check evaluates a keyframed or turning collider at the frame's
+ * time, as the solver did, never a stale pose. A mesh is queried without a reach (INFINITY): a
+ * point deep inside a closed mesh is farther from every triangle than any contact range, and only
+ * the exact distance says how deep it is. */
 static wf_status part_colliders(wfw_health *h, hpart *p, const wfp_collider *cols,
-                                const double origin[3]) {
+                                const wf_scene *sc, const double origin[3]) {
   lane *l = lane_of(h, p);
   size_t bytes = (size_t)(h->n_colliders + 1) * sizeof(wfp_collider);
   wfp_collider *local = calloc(h->n_colliders + 1, sizeof *local);
-  if (!local) return wf__error(WF_ERR_OUT_OF_MEMORY, "wf_world_create", "out of host memory");
-  for (uint32_t k = 0; k < h->n_colliders; k++) {
+  p->dev = calloc(h->n_colliders + 1, sizeof *p->dev);
+  if (!local || !p->dev) {
+    free(local);
+    return wf__error(WF_ERR_OUT_OF_MEMORY, "wf_world_create", "out of host memory");
+  }
+  wf_status st = WF_OK;
+  for (uint32_t k = 0; k < h->n_colliders && st == WF_OK; k++) {
     local[k] = cols[k];
+    wf_collider_desc d = wfw_collider_of(&sc->colliders[k]);
+    if (d.key_count > 0 || d.type == WF_COLLIDER_MESH) {
+      wf_collider_key *keys = d.key_count ? malloc(d.key_count * sizeof *keys) : NULL;
+      wf_collider_desc dl = d;
+      if (d.key_count && !keys) {
+        st = wf__error(WF_ERR_OUT_OF_MEMORY, "wf_world_create", "out of host memory");
+        break;
+      }
+      if (keys) wfp_keys_to_frame(&d, origin, keys, &dl);
+      st = wfx_dev_upload("wf_world_create", "world health check", &dl, l->dev, l->stream,
+                          &local[k], &p->dev[k]);
+      free(keys);
+      local[k].reach = INFINITY;
+    }
     wfp_collider_to_frame(&local[k], origin);
   }
-  wf_status st = wf_buffer_create(l->dev, bytes, WF_BUFFER_ZERO, l->stream, &p->colliders);
+  if (st == WF_OK) st = wf_buffer_create(l->dev, bytes, WF_BUFFER_ZERO, l->stream, &p->colliders);
   if (st == WF_OK && h->n_colliders)
     st = wf_upload(p->colliders, 0, local, h->n_colliders * sizeof *local, l->stream);
   free(local);
@@ -341,7 +364,7 @@ static wf_status part_colliders(wfw_health *h, hpart *p, const wfp_collider *col
 
 /* Per part: its lane, the snapshot's meta and its colliders; per lane (off the first device)
  * the records and the gate's copy. */
-static wf_status create_parts(wfw_health *h, const wfp_collider *cols) {
+static wf_status create_parts(wfw_health *h, const wfp_collider *cols, const wf_scene *sc) {
   wf_status st = WF_OK;
   for (int s = 0; s < h->n_sources && st == WF_OK; s++)
     for (int i = h->source_parts[s]; i < h->source_parts[s + 1] && st == WF_OK; i++) {
@@ -353,7 +376,7 @@ static wf_status create_parts(wfw_health *h, const wfp_collider *cols) {
       if ((st = lane_for(h, v.device, &p->lane)) == WF_OK)
         st = wf_buffer_create(v.device, sizeof(wfh_snap_meta), WF_BUFFER_ZERO,
                               lane_of(h, p)->stream, &p->meta);
-      if (st == WF_OK) st = part_colliders(h, p, cols, v.origin);
+      if (st == WF_OK) st = part_colliders(h, p, cols, sc, v.origin);
     }
   for (int l = 0; l < h->n_lanes && st == WF_OK; l++) {
     lane *ln = &h->lanes[l];
@@ -386,7 +409,7 @@ wf_status wfw_health_create(const wfw_health_desc *d, wfw_health **out) {
   h->lane_bytes = h->gate_off + ((sizeof(wfh_gate) + 15) & ~(size_t)15);
   int first = 0;
   if (st == WF_OK) st = lane_for(h, d->device, &first); /* lane 0: the first device */
-  if (st == WF_OK) st = create_parts(h, cols);
+  if (st == WF_OK) st = create_parts(h, cols, sc);
   free(cols);
   wf_device *host = NULL;
   if (st == WF_OK && (st = wf_device_get("cpu", &host)) != WF_OK) fail_gpu(st, "finding cpu:0");
@@ -412,6 +435,9 @@ void wfw_health_destroy(wfw_health *h) {
     wf_buffer *b[] = {p->pos, p->vel, p->ids, p->meta, p->colliders};
     for (int k = 0; k < 5; k++)
       if (b[k]) wf_buffer_destroy(b[k], lane_of(h, p)->stream);
+    for (uint32_t k = 0; p->dev && k < h->n_colliders; k++)
+      wfx_dev_release(&p->dev[k], lane_of(h, p)->stream);
+    free(p->dev);
   }
   for (int l = 0; l < h->n_lanes; l++) {
     lane *ln = &h->lanes[l];

@@ -116,7 +116,8 @@ TEST(two_frames_in_every_format) {
   static const char *const files[] = {
       "bed_000001.ply", "bed_000002.ply", "blanket_000001.ply", "blanket_000002.ply",
       "bed_000001.vtp", "bed_000002.vtp", "blanket_000001.vtp", "blanket_000002.vtp",
-      "bed.pvd",        "blanket.pvd",    "stats.csv",          "checkpoint_000002.wfck"};
+      "bed.pvd",        "blanket.pvd",    "stats.csv",          "checkpoint_000002.wfck",
+      "run.json"};
   for (int i = 0; i < TH_COUNT(files); i++)
     if (!exists(dir, files[i])) TH_FAIL("%s/%s is missing or empty", dir, files[i]);
   CHECK_EQ_INT(entries_with(dir, ""), TH_COUNT(files)); /* nothing else: no .tmp., no .old */
