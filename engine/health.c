@@ -88,6 +88,7 @@ typedef struct lane {
   wf_device *dev;
   wf_stream *stream;
   wf_buffer *records;
+  wfx_dev *meshes; /* per collider: a mesh's hierarchy on this device, shared by its parts */
 } lane;
 
 /* A partition of a source and its last-good snapshot on the partition's device. Its colliders are
@@ -320,12 +321,44 @@ static wf_status copy_desc(wfw_health *h, const wfw_health_desc *d) {
   return WF_OK;
 }
 
-/* The colliders of part p: the scene's, moved into the frame of its positions (origin). A mesh
- * and keyframes live on the device: the part gets its own copy on its lane's device (as each
- * solver partition has), so the check evaluates a keyframed or turning collider at the frame's
- * time, as the solver did, never a stale pose. A mesh is queried without a reach (INFINITY): a
+/* The device data of collider k for part p, when the penetration check is on (else the
+ * colliders are never read). A mesh's hierarchy goes to the part's lane once, shared by the parts
+ * on that device (a mesh does not depend on the origin: its pose does); keyframes, moved into the
+ * part's frame, go to the part. So the check evaluates a keyframed or turning collider at the
+ * frame's time, as the solver did, never at a stale pose. A mesh is queried without a reach: a
  * point deep inside a closed mesh is farther from every triangle than any contact range, and only
  * the exact distance says how deep it is. */
+static wf_status collider_data(wfw_health *h, hpart *p, uint32_t k, const wf_collider_desc *d,
+                               const double origin[3], wfp_collider *c) {
+  static const char fn[] = "wf_world_create", owner[] = "world health check";
+  lane *l = lane_of(h, p);
+  wf_status st = WF_OK;
+  if (d->type == WF_COLLIDER_MESH) {
+    if (!l->meshes && !(l->meshes = calloc(h->n_colliders + 1, sizeof *l->meshes)))
+      return wf__error(WF_ERR_OUT_OF_MEMORY, fn, "out of host memory");
+    wf_collider_desc dm = *d;
+    dm.key_count = 0, dm.keys = NULL; /* the mesh only */
+    wfp_collider m = *c;
+    if (!l->meshes[k].nodes)
+      st = wfx_dev_upload(fn, owner, &dm, l->dev, l->stream, &m, &l->meshes[k]);
+    if (st != WF_OK) return st;
+    c->nodes = wf_buffer_ptr(l->meshes[k].nodes), c->tris = wf_buffer_ptr(l->meshes[k].tris);
+    c->reach = INFINITY;
+  }
+  if (d->key_count > 0) {
+    wf_collider_key *keys = malloc(d->key_count * sizeof *keys);
+    if (!keys) return wf__error(WF_ERR_OUT_OF_MEMORY, fn, "out of host memory");
+    wf_collider_desc dk;
+    wfp_keys_to_frame(d, origin, keys, &dk);
+    dk.type = WF_COLLIDER_SPHERE; /* the keyframes only: the mesh is the lane's */
+    st = wfx_dev_upload(fn, owner, &dk, l->dev, l->stream, c, &p->dev[k]);
+    free(keys);
+  }
+  return st;
+}
+
+/* The colliders of part p: the scene's, moved into the frame of its positions (origin), with
+ * their device data (collider_data). */
 static wf_status part_colliders(wfw_health *h, hpart *p, const wfp_collider *cols,
                                 const wf_scene *sc, const double origin[3]) {
   lane *l = lane_of(h, p);
@@ -340,19 +373,8 @@ static wf_status part_colliders(wfw_health *h, hpart *p, const wfp_collider *col
   for (uint32_t k = 0; k < h->n_colliders && st == WF_OK; k++) {
     local[k] = cols[k];
     wf_collider_desc d = wfw_collider_of(&sc->colliders[k]);
-    if (d.key_count > 0 || d.type == WF_COLLIDER_MESH) {
-      wf_collider_key *keys = d.key_count ? malloc(d.key_count * sizeof *keys) : NULL;
-      wf_collider_desc dl = d;
-      if (d.key_count && !keys) {
-        st = wf__error(WF_ERR_OUT_OF_MEMORY, "wf_world_create", "out of host memory");
-        break;
-      }
-      if (keys) wfp_keys_to_frame(&d, origin, keys, &dl);
-      st = wfx_dev_upload("wf_world_create", "world health check", &dl, l->dev, l->stream,
-                          &local[k], &p->dev[k]);
-      free(keys);
-      local[k].reach = INFINITY;
-    }
+    if (h->max_penetration > 0.0f && (d.key_count > 0 || d.type == WF_COLLIDER_MESH))
+      st = collider_data(h, p, k, &d, origin, &local[k]);
     wfp_collider_to_frame(&local[k], origin);
   }
   if (st == WF_OK) st = wf_buffer_create(l->dev, bytes, WF_BUFFER_ZERO, l->stream, &p->colliders);
@@ -441,6 +463,9 @@ void wfw_health_destroy(wfw_health *h) {
   }
   for (int l = 0; l < h->n_lanes; l++) {
     lane *ln = &h->lanes[l];
+    for (uint32_t k = 0; ln->meshes && k < h->n_colliders; k++)
+      wfx_dev_release(&ln->meshes[k], ln->stream);
+    free(ln->meshes);
     if (ln->records) wf_buffer_destroy(ln->records, ln->stream);
     wf_stream_destroy(ln->stream);
   }

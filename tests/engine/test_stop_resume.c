@@ -434,13 +434,43 @@ TEST(health_follows_keyframed_pose) {
   wf_world_destroy(w);
 }
 
+/* Particles and a cloth on one device share the check's copy of the mesh; the cloth's positions
+ * are relative to its origin (its centre), so its part sees the keyframed pose moved into that
+ * frame. The tetrahedron is held at pivot (5, 0, 0) by one key: the particle where the rest pose
+ * is stays healthy, the 2 x 2 sheet centred at (5.2, 0.25, 0.3) is inside. Its vertex 0 (top
+ * left, (5.19, 0.26, 0.3)) has x + y + z = 0.75 in the mesh's frame: depth = thickness (5 mm) +
+ * 0.25 / sqrt(3). */
+TEST(health_mesh_in_a_cloths_frame) {
+  char obj[400];
+  path_in_tmp(obj, sizeof obj, "tet.obj");
+  REQUIRE(th_write_file(obj, tet_obj));
+  const char *sets[] = {
+      "colliders[0].keyframes=[{\"time\": 0, \"position\": [5, 0, 0]}]",
+      "cloths=[{\"name\": \"sheet\", \"grid\": {\"size\": [0.02, 0.02], \"resolution\": [2, 2]}, "
+      "\"center\": [5.2, 0.25, 0.3], \"material\": {\"thickness\": 0.005}}]",
+      "simulation.coupling=false"};
+  wf_world *w = world_of(health_scene, sets, 3);
+  REQUIRE(w);
+  wf_status st = wf_world_step(w, 1);
+  if (st == WF_OK) st = wf_world_check(w);
+  CHECK_EQ_INT(st, WF_ERR_INVALID);
+  wf_world_health h;
+  CHECK_OK(wf_world_health_get(w, true, &h));
+  CHECK_EQ_INT(h.quantity, WF_HEALTH_PENETRATION);
+  CHECK(strcmp(h.object_name, "sheet") == 0 && strcmp(h.collider_name, "tet") == 0);
+  CHECK_EQ_INT(h.index, 0);
+  CHECK_NEAR(h.value, 0.005 + 0.25 / sqrt(3.0), 1e-4); /* float positions near x = 5 */
+  wf_world_destroy(w);
+}
+
 int main(int argc, char **argv) {
   if (!tmp_root_make("weft_stop_resume")) return 1;
   static const th_test tests[] = {
       TH_TEST(stop_kinetic_energy_closed_form),       TH_TEST(stop_time_exact_and_first_rule),
       TH_TEST(stop_count_survives_a_checkpoint),      TH_TEST(stop_rules_bad_input),
       TH_TEST(resume_refuses_each_physics_change),    TH_TEST(resume_unchecked_checkpoint),
-      TH_TEST(health_flags_a_particle_inside_a_mesh), TH_TEST(health_follows_keyframed_pose)};
+      TH_TEST(health_flags_a_particle_inside_a_mesh), TH_TEST(health_follows_keyframed_pose),
+      TH_TEST(health_mesh_in_a_cloths_frame)};
   int rc = th_main(argc, argv, tests, TH_COUNT(tests));
   rm_rf(tmp_root);
   return rc;
