@@ -5,11 +5,13 @@
  * what only decides how a run is watched or written: `description`, `outputs`, `camera`, `lights`,
  * `render`, and in `simulation` the run's length (`frames`), the devices (a state resumes bitwise
  * on any devices), the watchdogs (`max_speed`, `max_penetration`: they stop a run, they do not
- * change a frame) and the stop rules. A mesh's file path is replaced by the content of the file it
- * names (`mesh_content`: its size and a 64-bit FNV-1a hash), so a moved file is the same physics
- * and an edited one is not. Everything else is physics: gravity, damping, substeps, fps,
- * determinism, seed, the contact model, coupling, materials, emitters, cloths, colliders with
- * their poses, motion and keyframes, forces.
+ * change a frame) and the stop rules; and the names of materials, emitters, cloths and colliders
+ * (objects are matched by their place in the lists: a reference by name becomes the index it
+ * names). A mesh's file path is replaced by the content of the file it names (`mesh_content`: its
+ * size and a 64-bit FNV-1a hash), so a moved file is the same physics and an edited one is not.
+ * Everything else is physics: gravity, damping, substeps, fps, determinism, seed, the contact
+ * model, coupling, materials, emitters, cloths, colliders with their poses, motion and keyframes,
+ * forces.
  *
  * The diff walks two such trees together: objects key by key, arrays element by element; a leaf
  * (or a subtree present on one side only) that differs is one change named by its key path.
@@ -64,6 +66,32 @@ char *wfw_scene_physics_json(const wf_scene *sc) {
                                     "stop_when"};
   for (size_t i = 0; sim && i < sizeof run / sizeof run[0]; i++)
     drop(sim, run[i]);
+  /* names are not physics (objects are matched by their place in the lists): references by name
+   * become the index they name */
+  static const char *const lists[] = {"materials", "particles", "cloths", "colliders"};
+  for (size_t l = 0; l < sizeof lists / sizeof lists[0]; l++)
+    for (cJSON *o = cJSON_GetObjectItemCaseSensitive(root, lists[l])
+                        ? cJSON_GetObjectItemCaseSensitive(root, lists[l])->child
+                        : NULL;
+         o; o = o->next)
+      drop(o, "name");
+  cJSON *parts = cJSON_GetObjectItemCaseSensitive(root, "particles");
+  for (int i = 0; i < sc->emitter_count; i++) {
+    cJSON *o = cJSON_GetArrayItem(parts, i);
+    if (o)
+      cJSON_ReplaceItemInObjectCaseSensitive(o, "material",
+                                             cJSON_CreateNumber(sc->emitters[i].material));
+  }
+  cJSON *cls = cJSON_GetObjectItemCaseSensitive(root, "cloths");
+  for (int i = 0; i < sc->cloth_count; i++) {
+    cJSON *att = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(cls, i), "attachments");
+    for (int j = 0; j < sc->cloths[i].attachment_count; j++) {
+      cJSON *a = cJSON_GetArrayItem(att, j);
+      if (a)
+        cJSON_ReplaceItemInObjectCaseSensitive(
+            a, "collider", cJSON_CreateNumber(sc->cloths[i].attachments[j].collider));
+    }
+  }
   cJSON *cols = cJSON_GetObjectItemCaseSensitive(root, "colliders");
   for (int i = 0; i < sc->collider_count; i++)
     if (sc->colliders[i].type == WF_SCENE_MESH)

@@ -6,8 +6,8 @@
  *  - wf_world_load_checkpoint refuses a checkpoint whose scene differs in its physics (gravity, a
  *    material's friction, a collider's position, a mesh file's content), naming each difference
  *    and restoring nothing; what does not change the physics (frames, outputs, devices,
- *    watchdogs) is no difference; wf_world_load_checkpoint_with_changes accepts and records; a
- *    checkpoint without the physics section is refused, or accepted as unchecked.
+ *    watchdogs, names) is no difference; wf_world_load_checkpoint_with_changes accepts and records;
+ * a checkpoint without the physics section is refused, or accepted as unchecked.
  *  - the health check flags a particle deep inside a closed mesh collider with the collider's
  *    name and the depth of the closed form, and evaluates a keyframed collider at the frame's time
  *    (no alarm where its rest pose would be, an alarm where its current pose is).
@@ -213,7 +213,8 @@ static const char tet_obj[] = "v 0 0 0\nv 1 0 0\nv 0 1 0\nv 0 0 1\n"
 
 static const char resume_scene[] =
     "{\"simulation\": {\"fps\": 60, \"substeps\": 8, \"frames\": 10},\n"
-    " \"materials\": [{\"name\": \"sand\", \"friction\": 0.5}],\n"
+    " \"materials\": [{\"name\": \"sand\", \"friction\": 0.5}, {\"name\": \"clay\", "
+    "\"friction\": 0.8}],\n"
     " \"particles\": [{\"name\": \"grains\", \"center\": [0, 0.5, 0], \"half_extents\": [0.1, "
     "0.1, 0.1],\n"
     "   \"radius\": 0.03, \"spacing\": 0.1, \"material\": \"sand\"}],\n"
@@ -275,6 +276,8 @@ TEST(resume_refuses_each_physics_change) {
   expect_changes(ck, p, 1, pw, 1);
   const char *s[] = {"simulation.substeps=16"}, *sw[] = {"simulation.substeps"};
   expect_changes(ck, s, 1, sw, 1);
+  const char *m[] = {"particles[0].material=clay"}, *mw0[] = {"particles[0].material"};
+  expect_changes(ck, m, 1, mw0, 1);
   /* several at once: each one */
   const char *all[] = {"simulation.gravity=[0, -5, 0]", "materials[0].friction=0.9",
                        "colliders[0].center=[0.1, -0.5, 0]"};
@@ -287,8 +290,11 @@ TEST(resume_refuses_each_physics_change) {
                         "simulation.max_speed=100",
                         "simulation.stop_when={\"time\": 1}",
                         "colliders[1].mesh=tet_copy.obj",
-                        "render.width=64"};
-  expect_changes(ck, none, 7, NULL, 0);
+                        "render.width=64",
+                        "colliders[0].name=ground",
+                        "materials[0].name=gravel",
+                        "particles[0].material=gravel"};
+  expect_changes(ck, none, 10, NULL, 0);
   /* the mesh file's content changed (one vertex moved) under the same name */
   REQUIRE(th_write_file(obj, "v 0 0 0\nv 1.5 0 0\nv 0 1 0\nv 0 0 1\n"
                              "f 1 3 2\nf 1 2 4\nf 1 4 3\nf 2 3 4\n"));
