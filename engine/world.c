@@ -981,6 +981,25 @@ static wf_status check_origin(wf_world *w, const wf_ckpt_reader *r, const char *
                    mine[2]);
 }
 
+/* The checkpoint's section "meta" into meta, refusing a format version this weft does not read. */
+static wf_status read_meta(const wf_ckpt_reader *r, const char *path, uint64_t meta[META_N]) {
+  const void *d;
+  memset(meta, 0, META_N * sizeof *meta);
+  wf_status st = section(r, path, "meta", META_N * sizeof *meta, &d);
+  if (st != WF_OK) return st;
+  memcpy(meta, d, META_N * sizeof *meta);
+  if (meta[META_VERSION] == 1)
+    return wf__error(WF_ERR_PARSE, NULL,
+                     "%s: world checkpoint version 1 (this weft reads %u): version 1 stored cloth "
+                     "positions in the world, this weft stores them relative to each cloth's "
+                     "origin (docs/precision.md); run the scene again to write a new checkpoint",
+                     path, WFW_CKPT_VERSION);
+  if (meta[META_VERSION] != WFW_CKPT_VERSION)
+    return wf__error(WF_ERR_PARSE, NULL, "%s: world checkpoint version %llu (this weft reads %u)",
+                     path, (unsigned long long)meta[META_VERSION], WFW_CKPT_VERSION);
+  return WF_OK;
+}
+
 /* The checkpoint's physics against this world's: *count differences (the first max into out),
  * *checked false when it has no "physics" section (written before checkpoints held one). */
 static wf_status physics_changes(wf_world *w, const wf_ckpt_reader *r, const char *path,
@@ -1010,7 +1029,9 @@ wf_status wf_world_checkpoint_changes(wf_world *w, const char *path, wf_scene_ch
   wf_ckpt_reader *r;
   wf_status st = wf_ckpt_open_file(path, &r);
   if (st != WF_OK) return st;
-  st = physics_changes(w, r, path, changes, max, count, checked);
+  uint64_t meta[META_N];
+  st = read_meta(r, path, meta);
+  if (st == WF_OK) st = physics_changes(w, r, path, changes, max, count, checked);
   wf_ckpt_close(r);
   return st;
 }
@@ -1079,26 +1100,15 @@ static wf_status load_checkpoint(wf_world *w, const char *path, bool accept) {
   wf_scene_change *changes = calloc(WF_WORLD_MAX_CHANGES, sizeof *changes);
   wf_world_resume res = {.resumed = true, .changes = changes};
   snprintf(res.path, sizeof res.path, "%s", path);
-  const void *d;
   uint64_t meta[META_N];
   st = changes ? WF_OK : wf__error(WF_ERR_OUT_OF_MEMORY, NULL, "out of host memory");
-  /* the scene first: a different scene is named by its keys, before any count disagrees */
+  if (st == WF_OK) st = read_meta(r, path, meta);
+  double fps = 0.0;
+  memcpy(&fps, &meta[META_FPS], sizeof fps);
+  /* then the scene: a different scene is named by its keys, before any count disagrees */
   if (st == WF_OK) st = check_physics(w, r, path, accept, &res);
-  if (st == WF_OK) st = section(r, path, "meta", sizeof meta, &d);
   if (st == WF_OK) {
-    memcpy(meta, d, sizeof meta);
-    double fps;
-    memcpy(&fps, &meta[META_FPS], sizeof fps);
-    if (meta[META_VERSION] == 1)
-      st = wf__error(WF_ERR_PARSE, NULL,
-                     "%s: world checkpoint version 1 (this weft reads %u): version 1 stored cloth "
-                     "positions in the world, this weft stores them relative to each cloth's "
-                     "origin (docs/precision.md); run the scene again to write a new checkpoint",
-                     path, WFW_CKPT_VERSION);
-    else if (meta[META_VERSION] != WFW_CKPT_VERSION)
-      st = wf__error(WF_ERR_PARSE, NULL, "%s: world checkpoint version %llu (this weft reads %u)",
-                     path, (unsigned long long)meta[META_VERSION], WFW_CKPT_VERSION);
-    else if (meta[META_PARTICLES] != w->n_particles || meta[META_CLOTHS] != (uint64_t)w->n_cloths)
+    if (meta[META_PARTICLES] != w->n_particles || meta[META_CLOTHS] != (uint64_t)w->n_cloths)
       st = wf__error(WF_ERR_INVALID, NULL,
                      "%s: the checkpoint has %llu particles and %llu cloths, this world %u and %d: "
                      "it is not from this scene",
