@@ -45,9 +45,8 @@ void wf_cmd_run_usage(FILE *f) {
       "                      (repeatable; V is JSON, or a string when it is not)\n"
       "  --every N           write outputs every N frames (default: outputs.every)\n"
       "  --resume CKPT       continue from a checkpoint written by `weft run` of this scene;\n"
-      "                      refused (exit 2, nothing written) when the checkpoint's scene "
-      "differs\n"
-      "                      in anything that changes the physics, naming each difference\n"
+      "                      refused (exit 2, nothing written) when its scene differs in\n"
+      "                      anything that changes the physics, naming each difference\n"
       "  --resume-with-changes CKPT\n"
       "                      the same, accepting the differences (listed on stderr, in\n"
       "                      <out>/resume_log.txt and in <out>/run.json)\n"
@@ -268,7 +267,7 @@ int wf_cmd_run(int argc, char **argv) {
   }
   wf_world_stop stop;
   if (wf_world_stop_reason(w, &stop) && stop.frame > start)
-    fprintf(stderr, "weft run: stopped: %s\n", stop.text); /* even with --quiet: batch reads it */
+    fprintf(stderr, "weft run: stopped: %s\n", stop.text); /* even --quiet: a result */
   if (start >= total && !quiet)
     fprintf(stderr, "weft run: nothing to do: the world is at frame %lld of %lld\n",
             (long long)start, (long long)total);
