@@ -1,7 +1,7 @@
 /* Stop rules, scene-checked resume and the health check of mesh and keyframed colliders
  * (weft/world.h):
- *  - simulation.stop_when: a damped particle's kinetic energy rule fires at the frame the closed
- *    form gives; the time rule at its exact frame; the first rule met wins; the rule's count of
+ *  - simulation.stop_when: a damped particle's kinetic energy and speed rules fire at the frame the
+ * closed forms give; the time rule at its exact frame; the first rule met wins; the rule's count of
  *    consecutive frames survives a checkpoint; bad rules are refused naming the key path.
  *  - wf_world_load_checkpoint refuses a checkpoint whose scene differs in its physics (gravity, a
  *    material's friction, a collider's position, a mesh file's content), naming each difference
@@ -97,6 +97,24 @@ TEST(stop_kinetic_energy_closed_form) {
   /* once stopped, stepping does nothing */
   CHECK_OK(wf_world_step(w, 5));
   CHECK_EQ_INT(wf_world_frame(w), want);
+  wf_world_destroy(w);
+}
+
+/* "max_speed_below v": the speed falls as v_0 (1 + c h)^(-K f), so the rule first holds at the
+ * frame after f* = ln(v_0 / v) / (K ln(1 + c h)); 0.04 m/s: f* = 96.77 (tolerance as above). */
+TEST(stop_max_speed_closed_form) {
+  const char *sets[] = {"simulation.stop_when={\"max_speed_below\": 0.04}"};
+  wf_world *w = world_of(damped_scene, sets, 1);
+  REQUIRE(w);
+  double fstar = log(1.0 / 0.04) / (8.0 * log(1.0 + 2.0 / 480.0));
+  double frac = fstar - floor(fstar);
+  REQUIRE(frac > 0.05 && frac < 0.95);
+  CHECK_OK(wf_world_step(w, 1000));
+  wf_world_stop s;
+  CHECK(wf_world_stop_reason(w, &s));
+  CHECK_EQ_INT(s.kind, WF_SCENE_STOP_MAX_SPEED);
+  CHECK_EQ_INT(s.frame, (int64_t)floor(fstar) + 1);
+  CHECK_NEAR(s.value / pow(1.0 + 2.0 / 480.0, -8.0 * (double)s.frame), 1.0, 1e-3);
   wf_world_destroy(w);
 }
 
@@ -471,12 +489,16 @@ TEST(health_mesh_in_a_cloths_frame) {
 
 int main(int argc, char **argv) {
   if (!tmp_root_make("weft_stop_resume")) return 1;
-  static const th_test tests[] = {
-      TH_TEST(stop_kinetic_energy_closed_form),       TH_TEST(stop_time_exact_and_first_rule),
-      TH_TEST(stop_count_survives_a_checkpoint),      TH_TEST(stop_rules_bad_input),
-      TH_TEST(resume_refuses_each_physics_change),    TH_TEST(resume_unchecked_checkpoint),
-      TH_TEST(health_flags_a_particle_inside_a_mesh), TH_TEST(health_follows_keyframed_pose),
-      TH_TEST(health_mesh_in_a_cloths_frame)};
+  static const th_test tests[] = {TH_TEST(stop_kinetic_energy_closed_form),
+                                  TH_TEST(stop_max_speed_closed_form),
+                                  TH_TEST(stop_time_exact_and_first_rule),
+                                  TH_TEST(stop_count_survives_a_checkpoint),
+                                  TH_TEST(stop_rules_bad_input),
+                                  TH_TEST(resume_refuses_each_physics_change),
+                                  TH_TEST(resume_unchecked_checkpoint),
+                                  TH_TEST(health_flags_a_particle_inside_a_mesh),
+                                  TH_TEST(health_follows_keyframed_pose),
+                                  TH_TEST(health_mesh_in_a_cloths_frame)};
   int rc = th_main(argc, argv, tests, TH_COUNT(tests));
   rm_rf(tmp_root);
   return rc;
