@@ -1,8 +1,8 @@
 /* Stop rules, scene-checked resume and the health check of mesh and keyframed colliders
  * (weft/world.h):
- *  - simulation.stop_when: a damped particle's kinetic energy and speed rules fire at the frame the
- * closed forms give; the time rule at its exact frame; the first rule met wins; the rule's count of
- *    consecutive frames survives a checkpoint; bad rules are refused naming the key path.
+ *  - simulation.stop_when: a damped particle's kinetic energy and speed rules fire at the frames
+ *    the closed forms give; the time rule at its exact frame; the first rule met wins; the rule's
+ *    count of consecutive frames survives a checkpoint; bad rules are refused naming the key path.
  *  - wf_world_load_checkpoint refuses a checkpoint whose scene differs in its physics (gravity, a
  *    material's friction, a collider's position, a mesh file's content), naming each difference
  *    and restoring nothing; what does not change the physics (frames, outputs, devices,
