@@ -66,7 +66,8 @@ void wf_cmd_batch_usage(FILE *f) {
       "with every combination before the first job starts: a bad key path or value stops the\n"
       "batch with nothing run. Jobs spread over the devices, one job per GPU at a time; a failing\n"
       "job does not stop the others. At the end a table goes to stdout, and OUT/summary.json and\n"
-      "OUT/summary.csv list every job (device, status, exit code, wall time, frames/s).\n"
+      "OUT/summary.csv list every job (device, status, exit code, wall time, frames/s, and the\n"
+      "simulation.stop_when rule that ended it, if one did: read from the job's run.json).\n"
       "SIGINT (Ctrl-C) or SIGTERM is passed on to the running jobs and no more start; the\n"
       "summary lists them as interrupted. A second one kills the running jobs.\n"
       "\n"
@@ -297,6 +298,11 @@ typedef struct job {
   int exit_code; /* -1: none (signal, not started) */
   int signal;    /* 0: none */
   char message[512];
+  long frames_run;    /* frames the job stepped (its run.json), or -1: unknown */
+  char stop_rule[48]; /* the stop rule that ended it ("simulation.stop_when[0]"), or "" */
+  char stop_kind[32]; /* its kind ("time", "kinetic_energy_below", ...) */
+  long stop_frame;    /* the frame it ended after */
+  double stop_time;   /* and that frame's time, s */
 } job;
 
 typedef struct batch {
@@ -608,12 +614,49 @@ static bool job_start(batch *b, job *j, int pool) {
   return true;
 }
 
+/* What the job's run.json (weft/outputs.h) says: the frames it ran and the stop rule that ended
+ * it, if any. A job that wrote none (it failed first) leaves them unknown. */
+static void job_read_summary(job *j) {
+  char path[PATH_LEN + 16];
+  snprintf(path, sizeof path, "%s/run.json", j->dir);
+  j->frames_run = -1, j->stop_rule[0] = j->stop_kind[0] = '\0';
+  FILE *f = fopen(path, "rb");
+  if (!f) return;
+  char buf[8192];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  cJSON *root = cJSON_Parse(buf);
+  const cJSON *first = cJSON_GetObjectItemCaseSensitive(root, "first_frame");
+  const cJSON *last = cJSON_GetObjectItemCaseSensitive(root, "last_frame");
+  if (cJSON_IsNumber(first) && cJSON_IsNumber(last))
+    j->frames_run = (long)(last->valuedouble - first->valuedouble);
+  const cJSON *sb = cJSON_GetObjectItemCaseSensitive(root, "stopped_by");
+  const cJSON *rule = cJSON_GetObjectItemCaseSensitive(sb, "rule");
+  const cJSON *kind = cJSON_GetObjectItemCaseSensitive(sb, "kind");
+  const cJSON *fr = cJSON_GetObjectItemCaseSensitive(sb, "frame");
+  const cJSON *t = cJSON_GetObjectItemCaseSensitive(sb, "time");
+  if (cJSON_IsString(rule) && cJSON_IsString(kind) && cJSON_IsNumber(fr) && cJSON_IsNumber(t)) {
+    snprintf(j->stop_rule, sizeof j->stop_rule, "%s", rule->valuestring);
+    snprintf(j->stop_kind, sizeof j->stop_kind, "%s", kind->valuestring);
+    j->stop_frame = (long)fr->valuedouble, j->stop_time = t->valuedouble;
+  }
+  cJSON_Delete(root);
+}
+
+/* Frames a job stepped: its run.json's count, else the frames it was asked for. */
+static long frames_ran(const job *j) { return j->frames_run >= 0 ? j->frames_run : j->frames; }
+
 static void job_report(const batch *b, const job *j) {
   int num = (int)(j - b->jobs) + 1;
   if (b->quiet) return;
   if (j->state == JOB_OK) {
-    fprintf(stderr, "weft batch: [%d/%d] %s on %s: ok, %.2f s, %.2f frames/s\n", num, b->n_jobs,
-            j->name, b->pool[j->pool], j->wall, (double)j->frames / j->wall);
+    char stopped[160] = "";
+    if (j->stop_rule[0])
+      snprintf(stopped, sizeof stopped, ", stopped by %s (%s) at frame %ld", j->stop_rule,
+               j->stop_kind, j->stop_frame);
+    fprintf(stderr, "weft batch: [%d/%d] %s on %s: ok, %.2f s, %.2f frames/s%s\n", num, b->n_jobs,
+            j->name, b->pool[j->pool], j->wall, (double)frames_ran(j) / j->wall, stopped);
     return;
   }
   char buf[32];
@@ -638,6 +681,7 @@ static void job_finish(batch *b, job *j, int ws, bool interrupted) {
     j->state = interrupted ? JOB_INTERRUPTED : JOB_CRASHED;
   }
   if (j->state != JOB_OK) log_message(j, j->message, sizeof j->message);
+  job_read_summary(j);
 }
 
 static void on_signal(int sig) { (void)sig; }
@@ -786,10 +830,23 @@ static char *summary_json(const batch *b, int stop, double wall) {
     else
       cJSON_AddNullToObject(o, "wall_s");
     cJSON_AddNumberToObject(o, "frames", (double)j->frames);
+    if (j->frames_run >= 0)
+      cJSON_AddNumberToObject(o, "frames_run", (double)j->frames_run);
+    else
+      cJSON_AddNullToObject(o, "frames_run");
     if (j->state == JOB_OK && j->wall > 0)
-      cJSON_AddNumberToObject(o, "frames_per_s", (double)j->frames / j->wall);
+      cJSON_AddNumberToObject(o, "frames_per_s", (double)frames_ran(j) / j->wall);
     else
       cJSON_AddNullToObject(o, "frames_per_s");
+    if (j->stop_rule[0]) {
+      cJSON *sb = cJSON_AddObjectToObject(o, "stopped_by");
+      cJSON_AddStringToObject(sb, "rule", j->stop_rule);
+      cJSON_AddStringToObject(sb, "kind", j->stop_kind);
+      cJSON_AddNumberToObject(sb, "frame", (double)j->stop_frame);
+      cJSON_AddNumberToObject(sb, "time", j->stop_time);
+    } else {
+      cJSON_AddNullToObject(o, "stopped_by");
+    }
     if (j->message[0]) cJSON_AddStringToObject(o, "message", j->message);
     cJSON_AddItemToArray(jobs, o);
   }
@@ -852,9 +909,9 @@ static void csv_field(text *t, const char *s, bool last) {
 
 static char *summary_csv(const batch *b) {
   text t = {0};
-  static const char *const cols[] = {"job",    "name",         "scene",  "device",
-                                     "status", "exit_code",    "signal", "wall_s",
-                                     "frames", "frames_per_s", "dir"};
+  static const char *const cols[] = {
+      "job",    "name",   "scene",        "device", "status",     "exit_code", "signal",
+      "wall_s", "frames", "frames_per_s", "dir",    "stopped_by", "stop_frame"};
   int nc = (int)(sizeof cols / sizeof cols[0]);
   for (int c = 0; c < nc; c++)
     csv_field(&t, cols[c], c == nc - 1 && b->n_sweeps == 0);
@@ -862,7 +919,7 @@ static char *summary_csv(const batch *b) {
     csv_field(&t, b->sweeps[s].key, s == b->n_sweeps - 1);
   for (int i = 0; i < b->n_jobs; i++) {
     const job *j = &b->jobs[i];
-    char num[8][64], buf[32];
+    char num[9][64], buf[32];
     bool started = j->state != JOB_PENDING && j->state != JOB_ERROR;
     snprintf(num[0], sizeof num[0], "%d", i + 1);
     snprintf(num[1], sizeof num[1], "%d", started && j->exit_code >= 0 ? j->exit_code : -1);
@@ -874,9 +931,13 @@ static char *summary_csv(const batch *b) {
       num[3][0] = '\0';
     snprintf(num[4], sizeof num[4], "%ld", j->frames);
     if (j->state == JOB_OK && j->wall > 0)
-      snprintf(num[5], sizeof num[5], "%.3f", (double)j->frames / j->wall);
+      snprintf(num[5], sizeof num[5], "%.3f", (double)frames_ran(j) / j->wall);
     else
       num[5][0] = '\0';
+    if (j->stop_rule[0])
+      snprintf(num[6], sizeof num[6], "%ld", j->stop_frame);
+    else
+      num[6][0] = '\0';
     const char *fields[] = {num[0],
                             j->name,
                             j->scene,
@@ -887,7 +948,9 @@ static char *summary_csv(const batch *b) {
                             num[3],
                             num[4],
                             num[5],
-                            j->dir};
+                            j->dir,
+                            j->stop_rule,
+                            num[6]};
     for (int c = 0; c < nc; c++)
       csv_field(&t, fields[c], c == nc - 1 && b->n_sweeps == 0);
     for (int s = 0; s < b->n_sweeps; s++)
@@ -908,8 +971,8 @@ static void print_table(const batch *b, FILE *f) {
   }
   if (w > 72) w = 72;
   int counts[7] = {0};
-  fprintf(f, "%4s  %-*s  %-8s  %-11s  %4s  %9s  %9s\n", "job", w, "name", "device", "status",
-          "exit", "wall s", "frames/s");
+  fprintf(f, "%4s  %-*s  %-8s  %-11s  %4s  %9s  %9s  %s\n", "job", w, "name", "device", "status",
+          "exit", "wall s", "frames/s", "stopped by");
   for (int i = 0; i < b->n_jobs; i++) {
     const job *j = &b->jobs[i];
     counts[j->state]++;
@@ -926,12 +989,15 @@ static void print_table(const batch *b, FILE *f) {
     else
       snprintf(wall, sizeof wall, "-");
     if (j->state == JOB_OK && j->wall > 0)
-      snprintf(fps, sizeof fps, "%.2f", (double)j->frames / j->wall);
+      snprintf(fps, sizeof fps, "%.2f", (double)frames_ran(j) / j->wall);
     else
       snprintf(fps, sizeof fps, "-");
-    fprintf(f, "%4d  %-*s  %-8s  %-11s  %4s  %9s  %9s\n", i + 1, w, j->name,
+    char stop[96] = "-";
+    if (j->stop_rule[0])
+      snprintf(stop, sizeof stop, "%s at frame %ld", j->stop_kind, j->stop_frame);
+    fprintf(f, "%4d  %-*s  %-8s  %-11s  %4s  %9s  %9s  %s\n", i + 1, w, j->name,
             j->state != JOB_PENDING ? b->pool[j->pool] : "-", state_names[j->state], code, wall,
-            fps);
+            fps, stop);
   }
   fprintf(f,
           "%d jobs: %d ok, %d failed, %d crashed, %d interrupted, %d not started, %d could not "
@@ -1048,6 +1114,7 @@ static int batch_main(batch *b, int argc, char **argv, const sigset_t *wait_set)
     j->scene = scenes[i / combos];
     j->frames = frames;
     j->exit_code = -1;
+    j->frames_run = -1;
     if (!(j->choice = calloc((size_t)b->n_sweeps + 1, sizeof *j->choice))) {
       fputs("weft batch: out of memory\n", stderr);
       return WF_EXIT_FAILURE;

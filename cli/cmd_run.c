@@ -32,8 +32,8 @@
 void wf_cmd_run_usage(FILE *f) {
   fputs(
       "usage: weft run SCENE [--frames N] [--out DIR] [--device D[,D...]]\n"
-      "                [--set key.path=value ...] [--every N] [--resume CHECKPOINT] [--render]\n"
-      "                [--quiet]\n"
+      "                [--set key.path=value ...] [--every N] [--resume CHECKPOINT]\n"
+      "                [--resume-with-changes CHECKPOINT] [--render] [--quiet]\n"
       "\n"
       "Runs a scene headless and writes its outputs (the scene's `outputs`: PLY, VTK .vtp/.pvd,\n"
       "stats.csv, PNG, checkpoints) into the output directory, from frame 0 (the initial state).\n"
@@ -46,7 +46,12 @@ void wf_cmd_run_usage(FILE *f) {
       "  --set key.path=V    override a scene value, e.g. --set simulation.substeps=16\n"
       "                      (repeatable; V is JSON, or a string when it is not)\n"
       "  --every N           write outputs every N frames (default: outputs.every)\n"
-      "  --resume CKPT       continue from a checkpoint written by `weft run` of this scene\n"
+      "  --resume CKPT       continue from a checkpoint written by `weft run` of this scene;\n"
+      "                      refused (exit 2, nothing written) when its scene differs in\n"
+      "                      anything that changes the physics, naming each difference\n"
+      "  --resume-with-changes CKPT\n"
+      "                      the same, accepting the differences (listed on stderr, in\n"
+      "                      <out>/resume_log.txt and in <out>/run.json)\n"
       "  --render            also draw PNG frames <out>/render/frame_NNNNNN.png, numbered 0, 1,\n"
       "                      2, ... (frame 0, then every N frames; ffmpeg -i frame_%%06d.png),\n"
       "                      headless through EGL with the viewer's renderer; Mesa without a GPU.\n"
@@ -59,7 +64,8 @@ void wf_cmd_run_usage(FILE *f) {
       "device-side health check finds unhealthy (NaN/inf, simulation.max_speed,\n"
       "simulation.max_penetration) stops the run with status 1, naming the object, the particle\n"
       "or vertex, the frame and the quantity, after writing the state of the last healthy frame\n"
-      "as checkpoint_last_good_<frame>.wfck.\n",
+      "as checkpoint_last_good_<frame>.wfck. A rule of simulation.stop_when that is met ends the\n"
+      "run after that frame (status 0), saying which; <out>/run.json records it.\n",
       f);
 }
 
@@ -114,18 +120,58 @@ static void show_placement(wf_world *w) {
   }
 }
 
-/* ---- the command ---------------------------------------------------------------------------- */
-
 static int fail_runtime(const char *what) {
   fprintf(stderr, "\nweft run: %s: %s\n", what, wf_last_error());
   return WF_EXIT_FAILURE;
 }
 
+/* ---- resuming ------------------------------------------------------------------------------- */
+
+/* Compares the checkpoint's scene with this one before anything is restored or written: each
+ * difference in what changes the physics is printed (key path, the checkpoint's value, this
+ * scene's); without accept they refuse the resume (exit 2), as does a checkpoint written before
+ * checkpoints recorded their scene (it cannot be checked). */
+static int check_resume(wf_world *w, const char *ckpt, bool accept) {
+  wf_scene_change ch[WF_WORLD_MAX_CHANGES];
+  int n = 0;
+  bool checked = false;
+  if (wf_world_checkpoint_changes(w, ckpt, ch, WF_WORLD_MAX_CHANGES, &n, &checked) != WF_OK)
+    return fail_runtime("resuming");
+  const char *head = accept ? "weft run: warning" : "weft run";
+  if (!checked) {
+    fprintf(stderr,
+            "%s: %s was written before checkpoints recorded their scene's physics: it cannot be "
+            "checked against %s\n",
+            head, ckpt, "this scene");
+    if (!accept)
+      fputs("weft run: if it is from this scene, resume with --resume-with-changes; else run "
+            "the scene from the start (nothing was written)\n",
+            stderr);
+    return accept ? WF_EXIT_OK : WF_EXIT_USAGE;
+  }
+  if (n == 0) return WF_EXIT_OK;
+  fprintf(stderr,
+          "%s: the scene differs from checkpoint %s in %d value%s that change%s the "
+          "physics:\n",
+          head, ckpt, n, n == 1 ? "" : "s", n == 1 ? "s" : "");
+  for (int i = 0; i < n && i < WF_WORLD_MAX_CHANGES; i++)
+    fprintf(stderr, "  %s: %s in the checkpoint, %s in this scene\n", ch[i].path, ch[i].checkpoint,
+            ch[i].scene);
+  if (n > WF_WORLD_MAX_CHANGES) fprintf(stderr, "  ... and %d more\n", n - WF_WORLD_MAX_CHANGES);
+  if (accept) return WF_EXIT_OK;
+  fputs("weft run: refusing to resume (nothing was written): undo the changes, run the scene "
+        "from the start, or accept them with --resume-with-changes\n",
+        stderr);
+  return WF_EXIT_USAGE;
+}
+
+/* ---- the command ---------------------------------------------------------------------------- */
+
 int wf_cmd_run(int argc, char **argv) {
   const char *out_dir = NULL, *resume = NULL;
   wf_cli_scene_args sa = {.cmd = "weft run", .usage = wf_cmd_run_usage, .takes_frames = true};
   long every = 0;
-  bool quiet = false, render = false;
+  bool quiet = false, render = false, accept_changes = false;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     bool has_value = i + 1 < argc;
@@ -142,7 +188,9 @@ int wf_cmd_run(int argc, char **argv) {
     } else if (strcmp(a, "--out") == 0 && has_value) {
       out_dir = argv[++i];
     } else if (strcmp(a, "--resume") == 0 && has_value) {
-      resume = argv[++i];
+      resume = argv[++i], accept_changes = false;
+    } else if (strcmp(a, "--resume-with-changes") == 0 && has_value) {
+      resume = argv[++i], accept_changes = true;
     } else if ((rc = wf_cli_common_arg(&sa, argc, argv, &i)) != WF_CLI_NEXT) {
       return rc;
     }
@@ -155,7 +203,9 @@ int wf_cmd_run(int argc, char **argv) {
   wf_cli_render *rend = NULL; /* --render (render_frames.c) */
   int rc = wf_cli_start_world(&sa, NULL, &sc, &w);
   if (rc != WF_EXIT_OK) return rc;
-  if (resume && wf_world_load_checkpoint(w, resume) != WF_OK) {
+  if (resume && (rc = check_resume(w, resume, accept_changes)) != WF_EXIT_OK) goto done;
+  if (resume && (accept_changes ? wf_world_load_checkpoint_with_changes(w, resume)
+                                : wf_world_load_checkpoint(w, resume)) != WF_OK) {
     rc = fail_runtime("resuming");
     goto done;
   }
@@ -211,7 +261,7 @@ int wf_cmd_run(int argc, char **argv) {
   }
   double t_row = wf_cli_now_s();
   int64_t f_row = start;
-  for (int64_t f = start + 1; f <= total; f++) {
+  for (int64_t f = start + 1; f <= wf_world_last_frame(w); f++) { /* a stop rule shortens it */
     if (wf_world_step(w, 1) != WF_OK) {
       rc = wf_run_guard_failed(w, dir, "run", "stepping");
       goto done;
@@ -234,12 +284,15 @@ int wf_cmd_run(int argc, char **argv) {
       rc = wf_run_guard_failed(w, dir, "run", "writing a checkpoint");
       goto done;
     }
-    progress_show(&pr, f, f == total);
-    if (wf_run_guard_signal() && f < total) {
+    progress_show(&pr, f, f == wf_world_last_frame(w));
+    if (wf_run_guard_signal() && f < wf_world_last_frame(w)) {
       rc = wf_run_guard_interrupted(w, dir, "run");
       goto done;
     }
   }
+  wf_world_stop stop;
+  if (wf_world_stop_reason(w, &stop) && stop.frame > start)
+    fprintf(stderr, "weft run: stopped: %s\n", stop.text); /* even --quiet: a result */
   if (start >= total && !quiet)
     fprintf(stderr, "weft run: nothing to do: the world is at frame %lld of %lld\n",
             (long long)start, (long long)total);

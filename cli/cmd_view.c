@@ -145,7 +145,8 @@ static void *sim_main(void *arg) {
   a->sim_t0 = wf_cli_now_s(), a->sim_f0 = wf_world_frame(a->w);
   for (;;) {
     int64_t frame = wf_world_frame(a->w);
-    bool at_end = a->target > 0 && frame >= a->target;
+    /* the last frame, or a simulation.stop_when rule met (the world steps no further) */
+    bool at_end = (a->target > 0 && frame >= a->target) || wf_world_stop_reason(a->w, NULL);
     if (at_end && !a->sim_done) {
       a->sim_done = true, a->sim_t1 = wf_cli_now_s(), a->sim_f1 = frame;
       pthread_cond_broadcast(&a->cond);

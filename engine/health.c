@@ -69,6 +69,7 @@
 
 #include "health_kernels.h"
 #include "internal/error.h"
+#include "solvers/collider/collider.h"
 #include "solvers/particle/collider.h"
 
 enum { SLOTS = WF_WORLD_HEALTH_DEPTH, MAX_LANES = WF_MAX_DEVICES + 1 };
@@ -87,6 +88,7 @@ typedef struct lane {
   wf_device *dev;
   wf_stream *stream;
   wf_buffer *records;
+  wfx_dev *meshes; /* per collider: a mesh's hierarchy on this device, shared by its parts */
 } lane;
 
 /* A partition of a source and its last-good snapshot on the partition's device. Its colliders are
@@ -98,6 +100,7 @@ typedef struct hpart {
   uint32_t cap; /* rows the snapshot buffers hold */
   wf_buffer *pos, *vel, *ids, *meta;
   wf_buffer *colliders; /* wfp_collider[n_colliders] (at least one element) */
+  wfx_dev *dev;         /* per collider: its keyframes and mesh on the lane's device, or none */
 } hpart;
 
 struct wfw_health {
@@ -287,9 +290,6 @@ static wf_status convert_colliders(wfw_health *h, const wf_scene *sc, wfp_collid
     wf_collider_desc d = wfw_collider_of(&sc->colliders[i]);
     wf_status st = wfp_collider_from_desc("wf_world_create", "world health check", &d, &cols[i]);
     if (st != WF_OK) return st;
-    /* meshes and keyframed colliders are not measured for penetration here (their device data
-     * lives in the solvers): never present for the check */
-    if (d.type == WF_COLLIDER_MESH || d.key_count > 0) cols[i].t_on = INFINITY;
   }
   return WF_OK;
 }
@@ -321,18 +321,63 @@ static wf_status copy_desc(wfw_health *h, const wfw_health_desc *d) {
   return WF_OK;
 }
 
-/* The colliders of part p: the scene's, moved into the frame of its positions (origin). */
+/* The device data of collider k for part p, when the penetration check is on (else the
+ * colliders are never read). A mesh's hierarchy goes to the part's lane once, shared by the parts
+ * on that device (a mesh does not depend on the origin: its pose does); keyframes, moved into the
+ * part's frame, go to the part. So the check evaluates a keyframed or turning collider at the
+ * frame's time, as the solver did, never at a stale pose. A mesh is queried without a reach: a
+ * point deep inside a closed mesh is farther from every triangle than any contact range, and only
+ * the exact distance says how deep it is. */
+static wf_status collider_data(wfw_health *h, hpart *p, uint32_t k, const wf_collider_desc *d,
+                               const double origin[3], wfp_collider *c) {
+  static const char fn[] = "wf_world_create", owner[] = "world health check";
+  lane *l = lane_of(h, p);
+  wf_status st = WF_OK;
+  if (d->type == WF_COLLIDER_MESH) {
+    if (!l->meshes && !(l->meshes = calloc(h->n_colliders + 1, sizeof *l->meshes)))
+      return wf__error(WF_ERR_OUT_OF_MEMORY, fn, "out of host memory");
+    wf_collider_desc dm = *d;
+    dm.key_count = 0, dm.keys = NULL; /* the mesh only */
+    wfp_collider m = *c;
+    if (!l->meshes[k].nodes)
+      st = wfx_dev_upload(fn, owner, &dm, l->dev, l->stream, &m, &l->meshes[k]);
+    if (st != WF_OK) return st;
+    c->nodes = wf_buffer_ptr(l->meshes[k].nodes), c->tris = wf_buffer_ptr(l->meshes[k].tris);
+    c->reach = INFINITY;
+  }
+  if (d->key_count > 0) {
+    wf_collider_key *keys = malloc(d->key_count * sizeof *keys);
+    if (!keys) return wf__error(WF_ERR_OUT_OF_MEMORY, fn, "out of host memory");
+    wf_collider_desc dk;
+    wfp_keys_to_frame(d, origin, keys, &dk);
+    dk.type = WF_COLLIDER_SPHERE; /* the keyframes only: the mesh is the lane's */
+    st = wfx_dev_upload(fn, owner, &dk, l->dev, l->stream, c, &p->dev[k]);
+    free(keys);
+  }
+  return st;
+}
+
+/* The colliders of part p: the scene's, moved into the frame of its positions (origin), with
+ * their device data (collider_data). */
 static wf_status part_colliders(wfw_health *h, hpart *p, const wfp_collider *cols,
-                                const double origin[3]) {
+                                const wf_scene *sc, const double origin[3]) {
   lane *l = lane_of(h, p);
   size_t bytes = (size_t)(h->n_colliders + 1) * sizeof(wfp_collider);
   wfp_collider *local = calloc(h->n_colliders + 1, sizeof *local);
-  if (!local) return wf__error(WF_ERR_OUT_OF_MEMORY, "wf_world_create", "out of host memory");
-  for (uint32_t k = 0; k < h->n_colliders; k++) {
+  p->dev = calloc(h->n_colliders + 1, sizeof *p->dev);
+  if (!local || !p->dev) {
+    free(local);
+    return wf__error(WF_ERR_OUT_OF_MEMORY, "wf_world_create", "out of host memory");
+  }
+  wf_status st = WF_OK;
+  for (uint32_t k = 0; k < h->n_colliders && st == WF_OK; k++) {
     local[k] = cols[k];
+    wf_collider_desc d = wfw_collider_of(&sc->colliders[k]);
+    if (h->max_penetration > 0.0f && (d.key_count > 0 || d.type == WF_COLLIDER_MESH))
+      st = collider_data(h, p, k, &d, origin, &local[k]);
     wfp_collider_to_frame(&local[k], origin);
   }
-  wf_status st = wf_buffer_create(l->dev, bytes, WF_BUFFER_ZERO, l->stream, &p->colliders);
+  if (st == WF_OK) st = wf_buffer_create(l->dev, bytes, WF_BUFFER_ZERO, l->stream, &p->colliders);
   if (st == WF_OK && h->n_colliders)
     st = wf_upload(p->colliders, 0, local, h->n_colliders * sizeof *local, l->stream);
   free(local);
@@ -341,7 +386,7 @@ static wf_status part_colliders(wfw_health *h, hpart *p, const wfp_collider *col
 
 /* Per part: its lane, the snapshot's meta and its colliders; per lane (off the first device)
  * the records and the gate's copy. */
-static wf_status create_parts(wfw_health *h, const wfp_collider *cols) {
+static wf_status create_parts(wfw_health *h, const wfp_collider *cols, const wf_scene *sc) {
   wf_status st = WF_OK;
   for (int s = 0; s < h->n_sources && st == WF_OK; s++)
     for (int i = h->source_parts[s]; i < h->source_parts[s + 1] && st == WF_OK; i++) {
@@ -353,7 +398,7 @@ static wf_status create_parts(wfw_health *h, const wfp_collider *cols) {
       if ((st = lane_for(h, v.device, &p->lane)) == WF_OK)
         st = wf_buffer_create(v.device, sizeof(wfh_snap_meta), WF_BUFFER_ZERO,
                               lane_of(h, p)->stream, &p->meta);
-      if (st == WF_OK) st = part_colliders(h, p, cols, v.origin);
+      if (st == WF_OK) st = part_colliders(h, p, cols, sc, v.origin);
     }
   for (int l = 0; l < h->n_lanes && st == WF_OK; l++) {
     lane *ln = &h->lanes[l];
@@ -386,7 +431,7 @@ wf_status wfw_health_create(const wfw_health_desc *d, wfw_health **out) {
   h->lane_bytes = h->gate_off + ((sizeof(wfh_gate) + 15) & ~(size_t)15);
   int first = 0;
   if (st == WF_OK) st = lane_for(h, d->device, &first); /* lane 0: the first device */
-  if (st == WF_OK) st = create_parts(h, cols);
+  if (st == WF_OK) st = create_parts(h, cols, sc);
   free(cols);
   wf_device *host = NULL;
   if (st == WF_OK && (st = wf_device_get("cpu", &host)) != WF_OK) fail_gpu(st, "finding cpu:0");
@@ -412,9 +457,15 @@ void wfw_health_destroy(wfw_health *h) {
     wf_buffer *b[] = {p->pos, p->vel, p->ids, p->meta, p->colliders};
     for (int k = 0; k < 5; k++)
       if (b[k]) wf_buffer_destroy(b[k], lane_of(h, p)->stream);
+    for (uint32_t k = 0; p->dev && k < h->n_colliders; k++)
+      wfx_dev_release(&p->dev[k], lane_of(h, p)->stream);
+    free(p->dev);
   }
   for (int l = 0; l < h->n_lanes; l++) {
     lane *ln = &h->lanes[l];
+    for (uint32_t k = 0; ln->meshes && k < h->n_colliders; k++)
+      wfx_dev_release(&ln->meshes[k], ln->stream);
+    free(ln->meshes);
     if (ln->records) wf_buffer_destroy(ln->records, ln->stream);
     wf_stream_destroy(ln->stream);
   }

@@ -15,11 +15,14 @@
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <cjson/cJSON.h>
 
 #include "internal/error.h"
 #include "weft/io.h"
@@ -42,6 +45,8 @@ size_t wf_run_outputs_path(char *buf, size_t n, const char *dir, wf_run_file fil
   case WF_RUN_FILE_LAST_GOOD:
     len = snprintf(buf, n, "%s/checkpoint_last_good_%06lld.wfck", dir, f);
     break;
+  case WF_RUN_FILE_SUMMARY: len = snprintf(buf, n, "%s/run.json", dir); break;
+  case WF_RUN_FILE_RESUME_LOG: len = snprintf(buf, n, "%s/resume_log.txt", dir); break;
   }
   if (len < 0 || (size_t)len >= n) {
     wf__error(WF_ERR_INVALID, __func__, "a path in '%s' is too long, or file %d is unknown", dir,
@@ -100,6 +105,8 @@ struct wf_run_outputs {
   float (*omega)[4];
   float *xyz, *v3, *w3, *normal, *radius;
   uint32_t *id;
+  int64_t first_frame; /* the frame the run started from (resume_frame) */
+  bool opened;         /* create succeeded: close writes run.json */
   char path[4096];
 };
 
@@ -272,6 +279,100 @@ static wf_status open_csv(wf_run_outputs *o, int64_t resume) {
   return st;
 }
 
+/* Appends one formatted line to a file of the run (created if missing). */
+static wf_status append_line(wf_run_outputs *o, wf_run_file file, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static wf_status append_line(wf_run_outputs *o, wf_run_file file, const char *fmt, ...) {
+  wf_status st = name(o, file, NULL, 0);
+  if (st != WF_OK) return st;
+  FILE *f = fopen(o->path, "a");
+  if (!f) return wf__error(WF_ERR_IO, NULL, "cannot open '%s': %s", o->path, strerror(errno));
+  va_list ap;
+  va_start(ap, fmt);
+  int bad = vfprintf(f, fmt, ap) < 0;
+  va_end(ap);
+  bad |= fclose(f) != 0;
+  return bad ? wf__error(WF_ERR_IO, NULL, "cannot write '%s': %s", o->path, strerror(errno))
+             : WF_OK;
+}
+
+/* resume_log.txt: a restore that accepted scene changes (or could not check the scene). */
+static wf_status write_resume_log(wf_run_outputs *o) {
+  wf_world_resume r;
+  wf_world_resume_get(o->w, &r);
+  if (!r.resumed || (r.scene_checked && r.change_count == 0)) return WF_OK;
+  wf_status st = append_line(
+      o, WF_RUN_FILE_RESUME_LOG, "resumed at frame %lld from %s: %s\n", (long long)r.frame, r.path,
+      !r.scene_checked ? "its scene could not be checked (the checkpoint predates the record of "
+                         "its physics)"
+                       : "its scene differs in what changes the physics; accepted:");
+  for (int i = 0; st == WF_OK && i < r.change_count && i < WF_WORLD_MAX_CHANGES; i++)
+    st = append_line(o, WF_RUN_FILE_RESUME_LOG, "  %s: %s in the checkpoint, %s in this run\n",
+                     r.changes[i].path, r.changes[i].checkpoint, r.changes[i].scene);
+  if (st == WF_OK && r.change_count > WF_WORLD_MAX_CHANGES)
+    st = append_line(o, WF_RUN_FILE_RESUME_LOG, "  ... and %d more\n",
+                     r.change_count - WF_WORLD_MAX_CHANGES);
+  return st;
+}
+
+/* run.json: the run summary (weft/outputs.h), written whole through weft/io.h. */
+static wf_status write_summary(wf_run_outputs *o) {
+  cJSON *root = cJSON_CreateObject();
+  if (!root) return wf__error(WF_ERR_OUT_OF_MEMORY, NULL, "no memory for run.json");
+  cJSON_AddNumberToObject(root, "first_frame", (double)o->first_frame);
+  cJSON_AddNumberToObject(root, "last_frame", (double)wf_world_frame(o->w));
+  cJSON_AddNumberToObject(root, "frames", wf_world_frames(o->w));
+  cJSON_AddNumberToObject(root, "time", (double)wf_world_frame(o->w) * wf_world_frame_dt(o->w));
+  wf_world_stop s;
+  if (wf_world_stop_reason(o->w, &s)) {
+    static const char *const kinds[] = {"time", "kinetic_energy_below", "max_speed_below"};
+    char rule[48];
+    snprintf(rule, sizeof rule, "simulation.stop_when[%d]", s.rule);
+    cJSON *j = cJSON_AddObjectToObject(root, "stopped_by");
+    cJSON_AddStringToObject(j, "rule", rule);
+    cJSON_AddStringToObject(j, "kind", kinds[s.kind]);
+    cJSON_AddNumberToObject(j, "threshold", s.threshold);
+    cJSON_AddNumberToObject(j, "frames", s.frames);
+    cJSON_AddNumberToObject(j, "frame", (double)s.frame);
+    cJSON_AddNumberToObject(j, "time", s.time);
+    cJSON_AddNumberToObject(j, "value", s.value);
+    cJSON_AddStringToObject(j, "text", s.text);
+  } else {
+    cJSON_AddNullToObject(root, "stopped_by");
+  }
+  wf_world_resume r;
+  wf_world_resume_get(o->w, &r);
+  if (r.resumed) {
+    cJSON *j = cJSON_AddObjectToObject(root, "resume");
+    cJSON_AddStringToObject(j, "checkpoint", r.path);
+    cJSON_AddNumberToObject(j, "frame", (double)r.frame);
+    cJSON_AddBoolToObject(j, "scene_checked", r.scene_checked);
+    cJSON *a = cJSON_AddArrayToObject(j, "scene_changes");
+    for (int i = 0; i < r.change_count && i < WF_WORLD_MAX_CHANGES; i++) {
+      cJSON *c = cJSON_CreateObject();
+      cJSON_AddStringToObject(c, "path", r.changes[i].path);
+      cJSON_AddStringToObject(c, "checkpoint", r.changes[i].checkpoint);
+      cJSON_AddStringToObject(c, "scene", r.changes[i].scene);
+      cJSON_AddItemToArray(a, c);
+    }
+  } else {
+    cJSON_AddNullToObject(root, "resume");
+  }
+  char *text = cJSON_Print(root);
+  cJSON_Delete(root);
+  if (!text) return wf__error(WF_ERR_OUT_OF_MEMORY, NULL, "no memory for run.json");
+  wf_status st = name(o, WF_RUN_FILE_SUMMARY, NULL, 0);
+  wf_atomic_file *f = NULL;
+  if (st == WF_OK) st = wf_atomic_file_open(o->path, &f);
+  if (st == WF_OK) {
+    wf_atomic_file_write(f, text, strlen(text));
+    wf_atomic_file_write(f, "\n", 1);
+    st = wf_atomic_file_commit(f);
+  }
+  cJSON_free(text);
+  return st;
+}
+
 wf_status wf_run_outputs_create(wf_world *w, const wf_run_outputs_desc *desc,
                                 wf_run_outputs **out) {
   if (!w || !out) return wf__error(WF_ERR_INVALID, __func__, "w or out is NULL");
@@ -299,12 +400,15 @@ wf_status wf_run_outputs_create(wf_world *w, const wf_run_outputs_desc *desc,
   if (st == WF_OK) st = alloc_buffers(o);
   if (st == WF_OK && (o->formats & WF_SCENE_OUT_VTK)) st = open_collections(o, d.resume_frame);
   if (st == WF_OK && (o->formats & WF_SCENE_OUT_CSV)) st = open_csv(o, d.resume_frame);
+  o->first_frame = d.resume_frame;
+  if (st == WF_OK) st = write_resume_log(o);
   if (st != WF_OK) {
     char msg[1024];
     snprintf(msg, sizeof msg, "%s", wf_last_error());
     wf_run_outputs_close(o);
     return wf__error(st, NULL, "%s", msg);
   }
+  o->opened = true;
   *out = o;
   return WF_OK;
 }
@@ -316,6 +420,14 @@ wf_status wf_run_outputs_close(wf_run_outputs *o) {
     wf_pvd_destroy(o->pvd[i]);
   wf_pvd_destroy(o->scene_pvd);
   if (o->csv) st = wf_csv_close(o->csv);
+  wf_world_stop stop;
+  if (o->csv && st == WF_OK && wf_world_stop_reason(o->w, &stop) &&
+      stop.frame > o->first_frame) /* the rule fired in this run: say so under its rows */
+    st = append_line(o, WF_RUN_FILE_CSV, "# stopped: %s\n", stop.text);
+  if (o->opened) {
+    wf_status s2 = write_summary(o);
+    if (st == WF_OK) st = s2;
+  }
   free(o->row), free(o->energy), free(o->entries), free(o->rel);
   free(o->omega), free(o->w3), free(o->normal);
   free(o->pvd), free(o->pos), free(o->vel), free(o->xyz), free(o->v3), free(o->radius);
@@ -327,8 +439,8 @@ const char *wf_run_outputs_dir(const wf_run_outputs *o) { return o ? o->dir : NU
 
 unsigned wf_run_outputs_due(const wf_run_outputs *o, int64_t frame) {
   if (!o) return 0;
-  if (frame == 0) return WF_RUN_OUTPUTS_FRAME; /* the initial state; never a checkpoint */
-  bool last = frame == (int64_t)wf_world_frames(o->w);
+  if (frame == 0) return WF_RUN_OUTPUTS_FRAME;    /* the initial state; never a checkpoint */
+  bool last = frame == wf_world_last_frame(o->w); /* a stop rule's frame is the last one */
   unsigned due = 0;
   if (frame % o->every == 0 || last) due |= WF_RUN_OUTPUTS_FRAME;
   if ((o->checkpoint_every > 0 && frame % o->checkpoint_every == 0) || last)

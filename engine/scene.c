@@ -577,15 +577,78 @@ static void read_devices(ctx *c, const cJSON *sim, wf_scene_simulation *s) {
   }
 }
 
+/* simulation.stop_when: one rule {"time": s} | {"kinetic_energy_below": J, "frames": n} |
+ * {"max_speed_below": m/s, "frames": n}, or a list of them (the first met stops the run). */
+static const char *const stop_keys[] = {"time", "kinetic_energy_below", "max_speed_below"};
+static void read_stop_rules(ctx *c, const cJSON *sim, wf_scene_simulation *s) {
+  const cJSON *v = get(sim, "stop_when");
+  s->stop_count = 0;
+  if (!v) return;
+  const char *fp = "simulation.stop_when";
+  int n = cJSON_IsArray(v) ? cJSON_GetArraySize(v) : 1;
+  if (!cJSON_IsObject(v) && !cJSON_IsArray(v)) {
+    type_error(c, fp,
+               "a rule {\"time\" | \"kinetic_energy_below\" | \"max_speed_below\": ...} or "
+               "an array of rules",
+               v);
+    return;
+  }
+  if (n > WF_SCENE_MAX_STOP_RULES) {
+    wfs_error(c->err, fp, "expected at most %d rules, got %d", WF_SCENE_MAX_STOP_RULES, n);
+    return;
+  }
+  static const field value_field = {"value", F_NUM, 0, {0}, GT0, 0};
+  static const field frames_field = {"frames", F_INT, 0, {1}, 1, 1e9, 0, 0};
+  int i = 0;
+  for (const cJSON *e = cJSON_IsArray(v) ? v->child : v; e; e = e->next, i++) {
+    char ep[64], kp[120];
+    if (cJSON_IsArray(v))
+      path_index(ep, sizeof ep, fp, i);
+    else
+      snprintf(ep, sizeof ep, "%s", fp);
+    if (!cJSON_IsObject(e)) {
+      type_error(c, ep, "a rule {\"time\" | \"kinetic_energy_below\" | \"max_speed_below\": ...}",
+                 e);
+      continue;
+    }
+    static const char *const extra[] = {"time", "kinetic_energy_below", "max_speed_below",
+                                        "frames"};
+    check_keys(c, e, ep, extra, NF(extra), NULL, 0);
+    int kind = -1, found = 0;
+    for (int k = 0; k < NF(stop_keys); k++)
+      if (get(e, stop_keys[k])) kind = kind < 0 ? k : kind, found++;
+    if (found != 1) {
+      wfs_error(c->err, ep,
+                "a rule needs exactly one of 'time', 'kinetic_energy_below', 'max_speed_below' "
+                "(got %d); list several rules as an array",
+                found);
+      continue;
+    }
+    wf_scene_stop_rule *r = &s->stop_when[s->stop_count++];
+    r->kind = (wf_scene_stop_kind)kind;
+    r->frames = 1;
+    double x;
+    path_key(kp, sizeof kp, ep, stop_keys[kind]);
+    if (read_number(c, &value_field, get(e, stop_keys[kind]), kp, 0, &x)) r->value = x;
+    const cJSON *fr = get(e, "frames");
+    path_key(kp, sizeof kp, ep, "frames");
+    if (fr && kind == WF_SCENE_STOP_TIME)
+      wfs_error(c->err, kp, "does not apply to a 'time' rule (it fires once, at that time)");
+    else if (fr && read_number(c, &frames_field, fr, kp, 1, &x))
+      r->frames = (int)x;
+  }
+}
+
 static void read_simulation(ctx *c, const cJSON *root) {
   const cJSON *o = section(c, root, "", "simulation", 0);
   wf_scene_simulation *s = &c->scene->simulation;
-  static const char *const extra[] = {"devices", "contact_model"};
+  static const char *const extra[] = {"devices", "contact_model", "stop_when"};
   if (o) check_keys(c, o, "simulation", extra, NF(extra), sim_fields, NF(sim_fields));
   read_fields(c, o, "simulation", sim_fields, NF(sim_fields), s, -1, NULL, NULL);
   read_devices(c, o, s);
   s->contact_model = (wf_scene_contact_model)read_enum(c, o, "simulation", "contact_model",
                                                        contact_names, NF(contact_names), 0);
+  read_stop_rules(c, o, s);
 }
 
 static void read_materials(ctx *c, const cJSON *root) {
@@ -1663,6 +1726,16 @@ char *wf_scene_to_json(const wf_scene *sc) {
       cJSON_AddItemToArray(d, cJSON_CreateString(s->devices[i]));
   }
   cJSON_AddStringToObject(sim, "contact_model", contact_names[s->contact_model]);
+  if (s->stop_count > 0) {
+    cJSON *rules = cJSON_AddArrayToObject(sim, "stop_when");
+    for (int i = 0; i < s->stop_count; i++) {
+      cJSON *r = cJSON_CreateObject();
+      cJSON_AddItemToObject(r, stop_keys[s->stop_when[i].kind], num(s->stop_when[i].value));
+      if (s->stop_when[i].kind != WF_SCENE_STOP_TIME)
+        cJSON_AddNumberToObject(r, "frames", s->stop_when[i].frames);
+      cJSON_AddItemToArray(rules, r);
+    }
+  }
 
   cJSON *mats = cJSON_AddArrayToObject(root, "materials");
   for (int i = 0; i < sc->material_count; i++) {

@@ -539,6 +539,9 @@ wf_status wf_world_create(const wf_scene *sc, const wf_world_desc *desc, wf_worl
   w->gust_frequency = sc->forces.gust_frequency;
   w->max_speed = sc->simulation.max_speed;
   w->cache_frame = -1;
+  w->n_stop = sc->simulation.stop_count;
+  memcpy(w->stop_rules, sc->simulation.stop_when, sizeof w->stop_rules);
+  w->stop.rule = -1;
   w->n_cloths = sc->cloth_count;
   w->n_objects = sc->emitter_count + sc->cloth_count;
   w->objects = calloc((size_t)w->n_objects + 1, sizeof *w->objects);
@@ -546,8 +549,10 @@ wf_status wf_world_create(const wf_scene *sc, const wf_world_desc *desc, wf_worl
   w->cpos = calloc((size_t)w->n_cloths + 1, sizeof *w->cpos);
   w->cvel = calloc((size_t)w->n_cloths + 1, sizeof *w->cvel);
   w->scene_json = wf_scene_to_json(sc);
+  w->physics_json = wfw_scene_physics_json(sc);
+  w->resume.changes = w->resume_changes;
   wf_status st = WF_OK;
-  if (!w->objects || !w->cloths || !w->cpos || !w->cvel || !w->scene_json)
+  if (!w->objects || !w->cloths || !w->cpos || !w->cvel || !w->scene_json || !w->physics_json)
     st = wf__error(WF_ERR_OUT_OF_MEMORY, "wf_world_create", "out of host memory");
   if (st == WF_OK) st = pick_devices(w, sc, dd.device);
   char devices[WFW_MAX_DEVICES * 12 + 16] = "the device";
@@ -621,6 +626,7 @@ void wf_world_destroy(wf_world *w) {
   free(w->ppos), free(w->pvel);
   free(w->objects);
   free(w->scene_json);
+  free(w->physics_json);
   free(w);
 }
 
@@ -646,8 +652,8 @@ wf_status wf_world_step(wf_world *w, int frames) {
   bool gusty = w->gust_amplitude > 0.0 && w->gust_frequency > 0.0;
   wf_status st = wfw_health_read(w->health, w->frame, false); /* an unhealthy frame stops it */
   if (st != WF_OK) return st;
-  for (int f = 0; f < frames; f++) {
-    for (int i = 0; i < w->n_cloths && gusty; i++) { /* before the frame of coupled cloths */
+  for (int f = 0; f < frames && w->stop.rule < 0; f++) { /* a stop rule ends the run */
+    for (int i = 0; i < w->n_cloths && gusty; i++) {     /* before the frame of coupled cloths */
       wf_cloth_params p = wf_cloth_params_get(w->cloths[i]);
       wind_at(w, w->frame, p.wind);
       if ((st = wf_cloth_params_set(w->cloths[i], &p)) != WF_OK)
@@ -661,6 +667,7 @@ wf_status wf_world_step(wf_world *w, int frames) {
     }
     w->frame++;
     if ((st = wfw_health_after_frame(w->health, w->frame)) != WF_OK) return st;
+    if ((st = wfw_stop_after_frame(w)) != WF_OK) return st;
   }
   return WF_OK;
 }
@@ -897,6 +904,10 @@ static wf_status save_state(wf_world *w, const char *path, int64_t frame, const 
   memcpy(&meta[META_FPS], &w->fps, sizeof(double));
   st = wf_ckpt_writer_add(ck, "meta", meta, sizeof meta);
   if (st == WF_OK) st = wf_ckpt_writer_add(ck, "scene", w->scene_json, strlen(w->scene_json));
+  if (st == WF_OK) st = wf_ckpt_writer_add(ck, "physics", w->physics_json, strlen(w->physics_json));
+  uint64_t stop[1 + WF_SCENE_MAX_STOP_RULES];
+  wfw_stop_save(w, stop);
+  if (st == WF_OK && w->n_stop > 0) st = wf_ckpt_writer_add(ck, "stop", stop, sizeof stop);
   for (int k = 0; k < state_blocks(w) && st == WF_OK; k++) {
     char prefix[20], name[WF_CKPT_NAME_MAX + 1];
     float(*hp)[4], (*hv)[4];
@@ -990,7 +1001,115 @@ static wf_status check_origin(wf_world *w, const wf_ckpt_reader *r, const char *
                    mine[2]);
 }
 
+/* The checkpoint's section "meta" into meta, refusing a format version this weft does not read. */
+static wf_status read_meta(const wf_ckpt_reader *r, const char *path, uint64_t meta[META_N]) {
+  const void *d;
+  memset(meta, 0, META_N * sizeof *meta);
+  wf_status st = section(r, path, "meta", META_N * sizeof *meta, &d);
+  if (st != WF_OK) return st;
+  memcpy(meta, d, META_N * sizeof *meta);
+  if (meta[META_VERSION] == 1)
+    return wf__error(WF_ERR_PARSE, NULL,
+                     "%s: world checkpoint version 1 (this weft reads %u): version 1 stored cloth "
+                     "positions in the world, this weft stores them relative to each cloth's "
+                     "origin (docs/precision.md); run the scene again to write a new checkpoint",
+                     path, WFW_CKPT_VERSION);
+  if (meta[META_VERSION] != WFW_CKPT_VERSION)
+    return wf__error(WF_ERR_PARSE, NULL, "%s: world checkpoint version %llu (this weft reads %u)",
+                     path, (unsigned long long)meta[META_VERSION], WFW_CKPT_VERSION);
+  return WF_OK;
+}
+
+/* The checkpoint's physics against this world's: *count differences (the first max into out),
+ * *checked false when it has no "physics" section (written before checkpoints held one). */
+static wf_status physics_changes(wf_world *w, const wf_ckpt_reader *r, const char *path,
+                                 wf_scene_change *out, int max, int *count, bool *checked) {
+  *count = 0, *checked = false;
+  if (wf_ckpt_find(r, "physics") < 0) return WF_OK;
+  const void *d;
+  size_t bytes;
+  wf_status st = wf_ckpt_section(r, "physics", &d, &bytes);
+  char *text = st == WF_OK ? malloc(bytes + 1) : NULL;
+  if (st == WF_OK && !text) st = wf__error(WF_ERR_OUT_OF_MEMORY, NULL, "out of host memory");
+  if (st != WF_OK) return st;
+  memcpy(text, d, bytes);
+  text[bytes] = '\0';
+  int n = wfw_scene_physics_diff(text, w->physics_json, out, max);
+  free(text);
+  if (n < 0)
+    return wf__error(WF_ERR_PARSE, NULL, "%s: section 'physics' is not the JSON of a scene", path);
+  *count = n, *checked = true;
+  return WF_OK;
+}
+
+wf_status wf_world_checkpoint_changes(wf_world *w, const char *path, wf_scene_change *changes,
+                                      int max, int *count, bool *checked) {
+  if (!w || !path || !count || !checked || max < 0 || (max > 0 && !changes))
+    return wf__error(WF_ERR_INVALID, "wf_world_checkpoint_changes", "a NULL or negative argument");
+  wf_ckpt_reader *r;
+  wf_status st = wf_ckpt_open_file(path, &r);
+  if (st != WF_OK) return st;
+  uint64_t meta[META_N];
+  st = read_meta(r, path, meta);
+  if (st == WF_OK) st = physics_changes(w, r, path, changes, max, count, checked);
+  wf_ckpt_close(r);
+  return st;
+}
+
+/* Refuses a checkpoint whose physics differs (or cannot be checked) unless accept; fills *res
+ * (res->changes: an array of WF_WORLD_MAX_CHANGES owned by the caller). */
+static wf_status check_physics(wf_world *w, const wf_ckpt_reader *r, const char *path, bool accept,
+                               wf_world_resume *res) {
+  int n;
+  bool checked;
+  wf_scene_change *ch = (wf_scene_change *)res->changes;
+  wf_status st = physics_changes(w, r, path, ch, WF_WORLD_MAX_CHANGES, &n, &checked);
+  if (st != WF_OK) return st;
+  res->scene_checked = checked, res->change_count = n;
+  if (accept) return WF_OK;
+  if (!checked)
+    return wf__error(WF_ERR_INVALID, NULL,
+                     "%s was written before checkpoints recorded their scene's physics: it cannot "
+                     "be checked against this scene. If it is from this scene, resume it with "
+                     "the changes accepted (weft run --resume-with-changes, "
+                     "wf_world_load_checkpoint_with_changes); else run the scene from the start",
+                     path);
+  if (n == 0) return WF_OK;
+  char list[700];
+  size_t at = 0;
+  list[0] = '\0';
+  for (int i = 0; i < n && i < WF_WORLD_MAX_CHANGES && at < sizeof list; i++) {
+    int k = snprintf(list + at, sizeof list - at, "%s%s: %.40s in the checkpoint, %.40s here",
+                     i ? "; " : "", ch[i].path, ch[i].checkpoint, ch[i].scene);
+    if (k < 0) break;
+    at += (size_t)k;
+  }
+  if (at >= sizeof list) memcpy(list + sizeof list - 5, " ...", 5);
+  return wf__error(WF_ERR_INVALID, NULL,
+                   "%s: the checkpoint's scene differs from this one in %d %s the physics (%s); "
+                   "nothing was restored. Resume with the changes accepted (weft run "
+                   "--resume-with-changes, wf_world_load_checkpoint_with_changes) or run the "
+                   "scene from the start",
+                   path, n, n == 1 ? "value that changes" : "values that change", list);
+}
+
+static wf_status load_checkpoint(wf_world *w, const char *path, bool accept);
+
 wf_status wf_world_load_checkpoint(wf_world *w, const char *path) {
+  return load_checkpoint(w, path, false);
+}
+
+wf_status wf_world_load_checkpoint_with_changes(wf_world *w, const char *path) {
+  return load_checkpoint(w, path, true);
+}
+
+void wf_world_resume_get(const wf_world *w, wf_world_resume *out) {
+  if (!out) return;
+  memset(out, 0, sizeof *out);
+  if (w) *out = w->resume;
+}
+
+static wf_status load_checkpoint(wf_world *w, const char *path, bool accept) {
   if (!w || !path)
     return wf__error(WF_ERR_INVALID, "wf_world_load_checkpoint", "world or path is NULL");
   wf_ckpt_reader *r;
@@ -998,23 +1117,18 @@ wf_status wf_world_load_checkpoint(wf_world *w, const char *path) {
   wf_status st = wfw_health_before_restore(w->health, w->frame);
   if (st == WF_OK) st = wf_ckpt_open_file(path, &r);
   if (st != WF_OK) return st;
-  const void *d;
+  wf_scene_change *changes = calloc(WF_WORLD_MAX_CHANGES, sizeof *changes);
+  wf_world_resume res = {.resumed = true, .changes = changes};
+  snprintf(res.path, sizeof res.path, "%s", path);
   uint64_t meta[META_N];
-  st = section(r, path, "meta", sizeof meta, &d);
+  st = changes ? WF_OK : wf__error(WF_ERR_OUT_OF_MEMORY, NULL, "out of host memory");
+  if (st == WF_OK) st = read_meta(r, path, meta);
+  double fps = 0.0;
+  memcpy(&fps, &meta[META_FPS], sizeof fps);
+  /* then the scene: a different scene is named by its keys, before any count disagrees */
+  if (st == WF_OK) st = check_physics(w, r, path, accept, &res);
   if (st == WF_OK) {
-    memcpy(meta, d, sizeof meta);
-    double fps;
-    memcpy(&fps, &meta[META_FPS], sizeof fps);
-    if (meta[META_VERSION] == 1)
-      st = wf__error(WF_ERR_PARSE, NULL,
-                     "%s: world checkpoint version 1 (this weft reads %u): version 1 stored cloth "
-                     "positions in the world, this weft stores them relative to each cloth's "
-                     "origin (docs/precision.md); run the scene again to write a new checkpoint",
-                     path, WFW_CKPT_VERSION);
-    else if (meta[META_VERSION] != WFW_CKPT_VERSION)
-      st = wf__error(WF_ERR_PARSE, NULL, "%s: world checkpoint version %llu (this weft reads %u)",
-                     path, (unsigned long long)meta[META_VERSION], WFW_CKPT_VERSION);
-    else if (meta[META_PARTICLES] != w->n_particles || meta[META_CLOTHS] != (uint64_t)w->n_cloths)
+    if (meta[META_PARTICLES] != w->n_particles || meta[META_CLOTHS] != (uint64_t)w->n_cloths)
       st = wf__error(WF_ERR_INVALID, NULL,
                      "%s: the checkpoint has %llu particles and %llu cloths, this world %u and %d: "
                      "it is not from this scene",
@@ -1059,12 +1173,21 @@ wf_status wf_world_load_checkpoint(wf_world *w, const char *path) {
   }
   if (st == WF_OK) {
     w->frame = (int64_t)meta[META_FRAME];
+    const void *sd = NULL;
+    size_t sb = 0;
+    if (wf_ckpt_find(r, "stop") >= 0) wf_ckpt_section(r, "stop", &sd, &sb);
+    wfw_stop_restore(w, sd, sb);
+    res.frame = w->frame;
+    memcpy(w->resume_changes, changes, sizeof w->resume_changes);
+    w->resume = res;
+    w->resume.changes = w->resume_changes;
     /* the host copies hold the cloths' positions relative to their origins: download again */
     w->cache_frame = w->n_cloths ? -1 : w->frame;
     st = wfw_health_after_restore(w->health, w->frame);
   } else {
     w->cache_frame = -1;
   }
+  free(changes);
   wf_ckpt_close(r);
   return st;
 }

@@ -49,6 +49,31 @@ struct wf_world {
   float (*ppos)[4], (*pvel)[4];
   float (**cpos)[4], (**cvel)[4];
   wfw_health *health; /* engine/health.c: per-frame device checks, last-good snapshot */
+  /* stop rules (world_stop.c): the scene's, the consecutive frames each has held, the verdict */
+  int n_stop;
+  wf_scene_stop_rule stop_rules[WF_SCENE_MAX_STOP_RULES];
+  int64_t stop_run[WF_SCENE_MAX_STOP_RULES];
+  wf_world_stop stop; /* stop.rule >= 0 once one fired */
+  /* resume check (scene_physics.c): this scene's physics, what the last restore accepted */
+  char *physics_json;
+  wf_world_resume resume;
+  wf_scene_change resume_changes[WF_WORLD_MAX_CHANGES];
 };
+
+/* scene_physics.c: the physics of a scene as compact canonical JSON (malloc'ed; NULL when out of
+ * memory), and the differences between two of them (the first max into out; returns how many in
+ * all, or -1 when either text is not JSON). */
+char *wfw_scene_physics_json(const wf_scene *sc);
+int wfw_scene_physics_diff(const char *old_json, const char *new_json, wf_scene_change *out,
+                           int max);
+
+/* world_stop.c: after frame w->frame was enqueued, evaluates the stop rules (waiting for the
+ * state only when a "below" rule needs it) and records the first one met. */
+wf_status wfw_stop_after_frame(wf_world *w);
+/* The stop rules' counts for a checkpoint (section "stop": u64 rule count, then int64 per rule)
+ * and their restore (a checkpoint with other rules, or none, starts the counts at 0). */
+enum { WFW_STOP_SECTION_BYTES = 8 * (1 + WF_SCENE_MAX_STOP_RULES) };
+void wfw_stop_save(const wf_world *w, uint64_t out[1 + WF_SCENE_MAX_STOP_RULES]);
+void wfw_stop_restore(wf_world *w, const void *section, size_t bytes);
 
 #endif

@@ -46,6 +46,19 @@
  *  - checkpoint_<frame>.wfck every checkpoint_every frames and after the last frame, whatever the
  *                           formats (so a run can always be resumed); never at frame 0.
  *  - checkpoint_last_good_<frame>.wfck  the name for wf_world_save_last_good's state.
+ *  - run.json               always, at wf_run_outputs_close: the run summary: the frames it ran
+ *                           (first_frame, last_frame, frames asked for, time), "stopped_by" (the
+ *                           stop rule that ended it, weft/world.h wf_world_stop_reason: rule key
+ *                           path, kind, threshold, frames, frame, time, measured value, text; null
+ *                           when none) and "resume" (null for a fresh run; else the checkpoint,
+ *                           its frame, whether its scene was checked and the accepted
+ *                           "scene_changes": path, checkpoint, scene).
+ *  - stats.csv's last line  when a stop rule ended the run, one comment line after the rows:
+ *                           "# stopped: <wf_world_stop.text>" (CSV readers skip it with their
+ *                           comment option, e.g. pandas comment='#'; a resume drops it).
+ *  - resume_log.txt         appended at create when the world was restored from a checkpoint whose
+ *                           scene differed (wf_world_load_checkpoint_with_changes) or could not be
+ *                           checked: the checkpoint, its frame and each accepted change.
  * WF_SCENE_OUT_PNG is not written here: pictures need the viewer's renderer, which the library does
  * not link. `weft run` draws them (render/frame_<n>.png, n = 0, 1, 2, ... in order).
  *
@@ -101,7 +114,9 @@ typedef enum wf_run_file {
   WF_RUN_FILE_CSV = 3,        /* stats.csv (object and frame unused) */
   WF_RUN_FILE_CHECKPOINT = 4, /* checkpoint_<frame>.wfck (object unused) */
   WF_RUN_FILE_LAST_GOOD = 5,  /* checkpoint_last_good_<frame>.wfck (object unused) */
-  WF_RUN_FILE_SCENE_PVD = 6   /* scene.pvd: every object's .vtp (object and frame unused) */
+  WF_RUN_FILE_SCENE_PVD = 6,  /* scene.pvd: every object's .vtp (object and frame unused) */
+  WF_RUN_FILE_SUMMARY = 7,    /* run.json (object and frame unused) */
+  WF_RUN_FILE_RESUME_LOG = 8  /* resume_log.txt (object and frame unused) */
 } wf_run_file;
 
 /** Default: dir "out", VTK and CSV every frame, a checkpoint after the last frame, fresh run. */

@@ -86,6 +86,20 @@ enum {
   WF_SCENE_OUT_CHECKPOINT = 1u << 4,
 };
 
+/** simulation.stop_when[i]: what ends a run before its last frame (docs/scenes.md). */
+typedef enum wf_scene_stop_kind {
+  WF_SCENE_STOP_TIME = 0,           /* "time": the simulated time reached `value` s */
+  WF_SCENE_STOP_KINETIC_ENERGY = 1, /* "kinetic_energy_below": total kinetic energy < value J */
+  WF_SCENE_STOP_MAX_SPEED = 2       /* "max_speed_below": every point slower than value m/s */
+} wf_scene_stop_kind;
+/** One stop rule; the "below" rules hold for `frames` consecutive frames before they fire. */
+typedef struct wf_scene_stop_rule {
+  wf_scene_stop_kind kind;
+  double value; /* s, J or m/s; > 0 */
+  int frames;   /* consecutive frames, [1, 10^9]; default 1; always 1 for "time" */
+} wf_scene_stop_rule;
+enum { WF_SCENE_MAX_STOP_RULES = 8 };
+
 /** `simulation`: time stepping, devices and watchdog limits. */
 typedef struct wf_scene_simulation {
   double fps;        /* frames per simulated second, > 0; default 60 */
@@ -103,6 +117,10 @@ typedef struct wf_scene_simulation {
   double max_speed;                     /* watchdog: m/s, 0 = off */
   double max_penetration;               /* watchdog: m, 0 = off */
   bool coupling; /* cloths and particles collide (two-way) when both exist; default true */
+  /* stop_when: a rule or a list of them; the first met ends the run (weft/world.h:
+   * wf_world_stop_reason). None by default: a run ends at its last frame. */
+  int stop_count;
+  wf_scene_stop_rule stop_when[WF_SCENE_MAX_STOP_RULES];
 } wf_scene_simulation;
 
 /** `materials[i]`: a particle contact material (see the particle solver's wf_particle_material). */

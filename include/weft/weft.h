@@ -21,7 +21,8 @@
  *                      attachments, wind, colliders, coupling with particles.
  *  - weft/scene.h      wf_scene: a JSON scene file, parsed and validated (docs/scenes.md).
  *  - weft/world.h      wf_world: a scene on the solvers of one device, stepped as a whole, with
- *                      statistics, checkpoints, a readback ring and per-frame health checks.
+ *                      statistics, checkpoints (refused when the scene's physics changed), a
+ *                      readback ring, per-frame health checks and stop rules.
  *  - weft/io.h         checkpoints (versioned, checksummed, written atomically), PLY, VTK, CSV.
  *  - weft/outputs.h    wf_run_outputs: the files a run of a world writes (names, formats, when,
  *                      checkpoints, stats.csv kept across a resume), as `weft run` writes them.

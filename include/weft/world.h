@@ -157,6 +157,39 @@ WF_API wf_status wf_world_check(wf_world *w);
 /** Waits and computes the statistics of the current state. */
 WF_API wf_status wf_world_stats_get(wf_world *w, wf_world_stats *out);
 
+/* ---- stop rules (engine/world_stop.c): simulation.stop_when ------------------------------------
+ *
+ * After every frame wf_world_step evaluates the scene's stop rules in order: "time" (the frame's
+ * time frame / fps >= the rule's time), "kinetic_energy_below" (wf_world_stats_get's
+ * kinetic_energy < J) and "max_speed_below" (max_speed < m/s), the last two for `frames`
+ * consecutive frames. The first rule met stops the world: that frame is its last, wf_world_step
+ * steps no further frames (it returns WF_OK having stepped fewer, or none), and
+ * wf_world_stop_reason says which rule, at which frame. The "below" rules download the state
+ * after every frame (wf_world_stats_get waits for it); a world with only "time" rules, or none,
+ * never waits. Their counts of consecutive frames are checkpointed, so a resumed run stops where
+ * an uninterrupted one does. */
+
+/** Why a world stopped before its last frame. */
+typedef struct wf_world_stop {
+  int rule;                /* index in simulation.stop_when; -1: no rule has fired */
+  wf_scene_stop_kind kind; /* the rule's kind */
+  double threshold;        /* the rule's value: s, J or m/s */
+  int frames;              /* the rule's consecutive frames */
+  int64_t frame;           /* the frame it fired after (the world's last) */
+  double time;             /* that frame's simulated time, s */
+  double value;            /* what was measured then: the time (s), the kinetic energy (J) or
+                              the largest speed (m/s) */
+  char text[192]; /* "simulation.stop_when[0] (kinetic_energy_below 0.001 J for 10 frames) met
+                     at frame 57, t = 0.95 s: 0.00093 J"; "" when none fired */
+} wf_world_stop;
+
+/** True when a stop rule has fired (then *out, which may be NULL, says which); false, with
+ *  out->rule = -1, when none has. */
+WF_API bool wf_world_stop_reason(const wf_world *w, wf_world_stop *out);
+/** The frame after which the run ends: the stop rule's frame once one fired, else
+ *  wf_world_frames. */
+WF_API int64_t wf_world_last_frame(const wf_world *w);
+
 /** Frames stepped so far (restored by wf_world_load_checkpoint). */
 WF_API int64_t wf_world_frame(const wf_world *w);
 /** Frames of a run: wf_world_desc.frames when > 0, else the scene's simulation.frames. */
@@ -212,8 +245,51 @@ WF_API wf_status wf_world_save(wf_world *w, const char *path);
 /** Restores a checkpoint written by wf_world_save from a world made from the same scene (same
  *  objects and counts, fps and substeps, cloth origins; WF_ERR_INVALID naming the mismatch
  *  otherwise). Version 1 checkpoints (cloth positions in the world) are refused (WF_ERR_PARSE,
- *  saying so). */
+ *  saying so).
+ *
+ *  The checkpoint also holds the physics of its scene (section "physics": the canonical scene
+ *  less outputs, rendering, run length, devices, watchdogs and stop rules, with each mesh file's
+ *  content hash instead of its path; docs/scenes.md "Resuming"). A checkpoint whose physics
+ *  differs from this world's in anything (gravity, a material's friction, a collider's pose,
+ *  keyframes or mesh file content, an emitter, the integrator, the contact model, substeps, ...)
+ *  is refused with WF_ERR_INVALID naming each difference (key path, the checkpoint's value, this
+ *  scene's), and so is one written before checkpoints held it (its scene cannot be checked).
+ *  Nothing is restored then. wf_world_load_checkpoint_with_changes accepts both. */
 WF_API wf_status wf_world_load_checkpoint(wf_world *w, const char *path);
+/** wf_world_load_checkpoint that accepts a checkpoint whose physics differs from this world's
+ *  (or cannot be checked); wf_world_resume_get then lists the differences. The counts, fps,
+ *  substeps and origins must still match (the state must fit the world). */
+WF_API wf_status wf_world_load_checkpoint_with_changes(wf_world *w, const char *path);
+
+/** One difference between a checkpoint's physics and a world's (key path and both values as
+ *  compact JSON, cut to fit with "..."; "absent" when one side lacks it). */
+typedef struct wf_scene_change {
+  char path[128];      /* "simulation.gravity[1]", "materials[0].friction", ... */
+  char checkpoint[96]; /* the checkpoint's value */
+  char scene[96];      /* this world's scene's value */
+} wf_scene_change;
+
+/** Compares the physics of the checkpoint at path with w's, without restoring anything: *count =
+ *  the number of differences (the first `max` of them into changes, which may be NULL when max is
+ *  0), *checked = false when the checkpoint predates the physics section (then *count is 0 and
+ *  nothing could be compared). Errors reading the file as wf_world_load_checkpoint's. */
+WF_API wf_status wf_world_checkpoint_changes(wf_world *w, const char *path,
+                                             wf_scene_change *changes, int max, int *count,
+                                             bool *checked);
+
+/** What the last successful checkpoint restore accepted (wf_world_resume_get). */
+typedef struct wf_world_resume {
+  bool resumed;       /* a checkpoint was restored into this world */
+  int64_t frame;      /* the frame it held */
+  char path[256];     /* the checkpoint, as given (cut to fit) */
+  bool scene_checked; /* false: it predates the physics section, its scene was not compared */
+  int change_count;   /* differences accepted (wf_world_load_checkpoint_with_changes) */
+  const wf_scene_change *changes; /* the first min(change_count, WF_WORLD_MAX_CHANGES) of them;
+                                     valid until the next restore or wf_world_destroy */
+} wf_world_resume;
+enum { WF_WORLD_MAX_CHANGES = 64 };
+/** Fills *out with the last restore's facts; out->resumed false when none happened. */
+WF_API void wf_world_resume_get(const wf_world *w, wf_world_resume *out);
 
 /* ---- readback ring: the newest frame on the host without waiting (engine/world_readback.c) ----
  *

@@ -131,7 +131,8 @@ TEST(two_frames_in_every_format) {
                                       "blanket.pvd",
                                       "scene.pvd",
                                       "stats.csv",
-                                      "checkpoint_000002.wfck"};
+                                      "checkpoint_000002.wfck",
+                                      "run.json"};
   for (int i = 0; i < TH_COUNT(files); i++)
     if (!exists(dir, files[i])) TH_FAIL("%s/%s is missing or empty", dir, files[i]);
   CHECK_EQ_INT(entries_with(dir, ""), TH_COUNT(files)); /* nothing else: no .tmp., no .old */
