@@ -74,7 +74,8 @@ static wf_status rows_compute(wf_particles *sp, ework *w) {
   w->rows = malloc(m * sizeof *w->rows);
   if (!w->pos || !w->vel || !w->mat || !w->order || !w->start || !w->rows)
     return wf__error(WF_ERR_OUT_OF_MEMORY, fn, "particles '%s': out of host memory", sp->name);
-  wf_status st = wf_particles_download(sp, (float(*)[4])w->pos, (float(*)[4])w->vel);
+  /* the solver's own positions: the colliders in the tables are in its frame */
+  wf_status st = wf_particles_download_local(sp, (float(*)[4])w->pos, (float(*)[4])w->vel);
   if (st != WF_OK) return st;
   if (n == 0) return WF_OK;
   if (sp->np == 1)
@@ -133,6 +134,14 @@ wf_status wf_particles_energy_ranges(wf_particles *sp, int n, const uint32_t *fi
                        sp->name, r, first[r], first[r], count[r], total);
   ework w = {0};
   wf_status st = rows_compute(sp, &w);
+  /* positions are relative to the origin: a dynamic particle's potential gains -m g·origin */
+  double o[3], go = 0.0;
+  wf_particles_origin(sp, o);
+  wf_particles_params pp = wf_particles_params_get(sp);
+  for (int k = 0; k < 3; k++)
+    go += (double)pp.gravity[k] * o[k];
+  for (uint32_t i = 0; st == WF_OK && go != 0.0 && i < w.n; i++)
+    if (w.vel[i].w > 0.0f) w.rows[i].potential -= go / (double)w.vel[i].w;
   for (int r = 0; r < n && st == WF_OK; r++) {
     wf_particles_energy *e = &out[r];
     memset(e, 0, sizeof *e);
