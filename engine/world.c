@@ -20,10 +20,11 @@
  *    and are valid while cache_frame == frame.
  *  - A checkpoint holds the frame, the particle state and clock and each cloth's state and clock:
  *    with those restored the following frames are bitwise those of an uninterrupted run (the
- *    solvers are deterministic and the wind gust is a function of the frame number). A cloth's
- *    positions are stored as its solver holds them, relative to its origin (docs/precision.md),
- *    with the origin beside them: world positions rounded to float would not resume bitwise for
- *    a cloth away from the world's origin. The host copies (cpos) hold world positions.
+ *    solvers are deterministic and the wind gust is a function of the frame number). The
+ *    particles' and each cloth's positions are stored as their solver holds them, relative to its
+ *    origin (docs/precision.md), with the origin beside them: world positions rounded to float
+ *    would not resume bitwise for a scene away from the world's origin. The host copies (ppos,
+ *    cpos) hold world positions.
  */
 #include "weft/world.h"
 

@@ -102,9 +102,14 @@ typedef struct wf_particles wf_particles;
  *  dashpots of Tsuji et al. 1992 as LIGGGHTS writes them.
  *  Both are explicit: a substep needs to be well below the contact duration
  *  (wf_particles_stability says how many substeps).
- *  WF_CONTACT_XPBD: compliant position constraints (compliance 1/stiffness), static and dynamic
- *  friction, restitution against colliders; stable at large substeps. Not granular yet: its
- *  particles do not rotate, and it has no rolling resistance or contact history.
+ *  WF_CONTACT_XPBD: compliant position constraints (compliance 1/stiffness) for the normal
+ *  contact, solved once per substep (stable at large substeps; particle pairs are inelastic,
+ *  colliders have their restitution). Its particles rotate (I = 2/5 m r²), with friction and
+ *  rolling resistance on velocities after the position solve (docs/scenes.md): per contact, the
+ *  tangential impulse P at the contact point and the rolling impulse L on the relative rotation
+ *  are solved together to stop the slip and the rotation while |P| <= static_friction Pn and
+ *  |L| <= rolling_friction R* Pn (Pn: the contact's normal impulse in the substep); beyond the
+ *  rolling limit L stays at it; beyond the static limit |P| = friction Pn. No contact history.
  *
  *  The granular model of the DEM and Hertz contacts (all forces act at the contact point of
  *  solid spheres, I = 2/5 m r²), per contact of particle i with j (a particle, or a collider:
