@@ -6,8 +6,9 @@
  * the solver's frame (wf_particles_download_local) plus the origin, in double, less the shift.
  * Cases:
  *
- *  - a pile poured from an emitter onto a ground plane, a sphere and a keyframed sphere sweeping
- *    through it (friction, rolling resistance, contact history), 600 frames: a whole-metre shift
+ *  - a pile poured from an emitter onto a ground plane, a sphere, a keyframed sphere sweeping
+ *    through it and a mesh placed by a pose (friction, rolling resistance, contact history),
+ *    600 frames: a whole-metre shift
  *    moves the origin by the shift exactly (the scene's numbers are dyadic, so every input is
  *    exact at either place) and leaves every float the solver holds the same, so the runs agree
  *    to the bit (positions, velocities, angular velocities). The keyframed collider is added
@@ -48,8 +49,9 @@ static wf_particles_desc desc_of(int model, int substeps, wf_device **devs, int 
 }
 
 /* A 3 x 3 x 3 pile (radius 0.05, spacing 0.125, jittered) at (0, 0.5, 0) + s over a ground plane,
- * a sphere and a sphere keyframed through it (added before the particles). DEM at 16 substeps a
- * frame (a normal contact of kn = 1e4 N/m takes ~22 of them), XPBD at 4. */
+ * a sphere, a sphere keyframed through it (added before the particles) and a tetrahedral mesh
+ * placed by wf_particles_set_collider_pose. DEM at 16 substeps a frame (a normal contact of
+ * kn = 1e4 N/m takes ~22 of them), XPBD at 4. */
 static wf_particles *pile(int model, const double s[3], wf_device **devs, int ndev) {
   wf_particles_desc d = desc_of(model, model == WF_CONTACT_XPBD ? 4 : 16, devs, ndev);
   wf_particles *ps = NULL;
@@ -84,6 +86,18 @@ static wf_particles *pile(int model, const double s[3], wf_device **devs, int nd
   if (st == WF_OK) st = wf_particles_emit(ps, &e, NULL, NULL);
   if (st == WF_OK) st = wf_particles_add_collider(ps, &g, NULL);
   if (st == WF_OK) st = wf_particles_add_collider(ps, &b, NULL);
+  static const float tv[4][3] = {{0, 0, 0}, {0.25f, 0, 0}, {0, 0, 0.25f}, {0, 0.25f, 0}};
+  static const uint32_t tt[4][3] = {{0, 1, 2}, {0, 3, 1}, {0, 2, 3}, {1, 3, 2}};
+  wf_collider_mesh *mesh = NULL;
+  uint32_t ti = 0;
+  if (st == WF_OK) st = wf_collider_mesh_create("tetra", tv, 4, tt, 4, &mesh);
+  wf_collider_desc t = wf_collider_desc_default();
+  t.name = "tetra", t.type = WF_COLLIDER_MESH, t.mesh = mesh, t.friction = 0.5f;
+  if (st == WF_OK) st = wf_particles_add_collider(ps, &t, &ti);
+  wf_collider_mesh_destroy(mesh);
+  wf_collider_pose pose = {
+      .time = 0.0f, .position = {(float)(-0.125 + s[0]), (float)s[1], (float)(-0.125 + s[2])}};
+  if (st == WF_OK) st = wf_particles_set_collider_pose(ps, ti, &pose);
   if (st != WF_OK) {
     TH_FAIL("pile: %s", wf_last_error());
     wf_particles_destroy(ps);
