@@ -870,13 +870,16 @@ wf_status wfp_part_set_collider_pose(wfp_part *ps, uint32_t k, const wf_collider
   return WF_OK;
 }
 
-/* Only before any particle exists, from the world's origin: the colliders added so far are in
- * the world and move into the new frame as wfp_part_add_collider would have moved them
- * (keyframes on the device: read back, shifted, uploaded again). */
-wf_status wfp_part_origin_set(wfp_part *ps, const double origin[3]) {
-  if (ps->count > 0 || ps->origin[0] != 0.0 || ps->origin[1] != 0.0 || ps->origin[2] != 0.0)
+/* Only before any particle exists: the colliders added so far move from the old frame into the
+ * new one (from the world's origin: as wfp_part_add_collider would have moved them; keyframes on
+ * the device: read back, shifted, uploaded again). Whole-metre moves are exact. */
+wf_status wfp_part_origin_set(wfp_part *ps, const double new_origin[3]) {
+  if (ps->count > 0)
     return fail(WF_ERR_INVALID, "particles '%s': the origin is set before any particle", ps->name);
-  memcpy(ps->origin, origin, sizeof ps->origin);
+  double origin[3]; /* the move */
+  for (int k = 0; k < 3; k++)
+    origin[k] = new_origin[k] - ps->origin[k];
+  memcpy(ps->origin, new_origin, sizeof ps->origin);
   for (uint32_t k = 0; k < ps->params.n_colliders; k++) {
     wfp_collider *c = &ps->colliders[k];
     if (c->n_keys > 0u && ps->collider_dev[k].keys) {

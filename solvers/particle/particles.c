@@ -270,6 +270,18 @@ static wf_status origin_auto(wf_particles *sp, const double lo[3], const double 
   return origin_fix(sp, o);
 }
 
+/* The first particles were refused (a bad emitter): the automatic origin they fixed is undone,
+ * so that the next ones pick it. st: the refusal, returned. */
+static wf_status origin_undo(wf_particles *sp, bool was_fixed, wf_status st) {
+  if (was_fixed || sp->desc.origin_given || wf_particles_count(sp) > 0) return st;
+  static const double zero[3] = {0.0, 0.0, 0.0};
+  char msg[1024]; /* keep the refusal's message */
+  snprintf(msg, sizeof msg, "%s", wf_last_error());
+  if (origin_fix(sp, zero) == WF_OK) sp->origin_fixed = false;
+  wf__error(st, NULL, "%s", msg);
+  return st;
+}
+
 wf_status wf_particles_create(const wf_particles_desc *desc, wf_particles **out) {
   if (!out) return fail(WF_ERR_INVALID, "particles: out is NULL");
   *out = NULL;
@@ -792,21 +804,26 @@ wf_status wf_particles_emit(wf_particles *sp, const wf_particles_emitter *e, uin
                             uint32_t *count) {
   if (!sp) return fail(WF_ERR_INVALID, "particles: solver is NULL");
   wf_status st = WF_OK;
+  bool was_fixed = sp->origin_fixed;
   if (e && !sp->origin_fixed && isfinite(e->center[0]) && isfinite(e->center[1]) &&
       isfinite(e->center[2])) {
     double c[3] = {e->center[0], e->center[1], e->center[2]};
     if ((st = origin_auto(sp, c, c)) != WF_OK) return st;
   }
-  if (sp->np == 1) return wfp_part_emit(sp->parts[0].ps, e, first, count);
+  if (sp->np == 1) {
+    st = wfp_part_emit(sp->parts[0].ps, e, first, count);
+    return st == WF_OK ? st : origin_undo(sp, was_fixed, st);
+  }
   st = undistribute(sp);
   if (st == WF_OK) st = wfp_part_emit(sp->parts[0].ps, e, first, count);
-  return st == WF_OK ? after_add(sp) : st;
+  return st == WF_OK ? after_add(sp) : origin_undo(sp, was_fixed, st);
 }
 
 wf_status wf_particles_add(wf_particles *sp, uint32_t n, const float (*pos)[4],
                            const float (*vel)[4], uint32_t material, uint32_t *first) {
   if (!sp) return fail(WF_ERR_INVALID, "particles: solver is NULL");
   wf_status st = WF_OK;
+  bool was_fixed = sp->origin_fixed;
   if (pos && n > 0 && !sp->origin_fixed) { /* the box of the finite positions */
     double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
     for (uint32_t i = 0; i < n; i++)
@@ -816,10 +833,13 @@ wf_status wf_particles_add(wf_particles *sp, uint32_t n, const float (*pos)[4],
         (st = origin_auto(sp, lo, hi)) != WF_OK)
       return st;
   }
-  if (sp->np == 1) return wfp_part_add(sp->parts[0].ps, n, pos, vel, material, first);
+  if (sp->np == 1) {
+    st = wfp_part_add(sp->parts[0].ps, n, pos, vel, material, first);
+    return st == WF_OK ? st : origin_undo(sp, was_fixed, st);
+  }
   st = undistribute(sp);
   if (st == WF_OK) st = wfp_part_add(sp->parts[0].ps, n, pos, vel, material, first);
-  return st == WF_OK ? after_add(sp) : st;
+  return st == WF_OK ? after_add(sp) : origin_undo(sp, was_fixed, st);
 }
 
 wf_status wf_particles_add_material(wf_particles *sp, const wf_particle_material *m,

@@ -426,6 +426,28 @@ TEST(origin_api) {
   wf_particles_destroy(ps);
   d.origin[1] = NAN;
   CHECK_ERROR(wf_particles_create(&d, &ps), WF_ERR_INVALID, "origin", "finite");
+
+  /* a refused first emitter leaves the origin to the next one; a collider added before follows */
+  d.origin_given = false;
+  CHECK_OK(wf_particles_create(&d, &ps));
+  REQUIRE(ps);
+  wf_collider_desc ground = wf_collider_desc_default();
+  CHECK_OK(wf_particles_add_collider(ps, &ground, NULL));
+  wf_particles_emitter e = wf_particles_emitter_default();
+  e.center[0] = 50.0f, e.spacing = 0.05f; /* less than 2 radius */
+  CHECK_ERROR(wf_particles_emit(ps, &e, NULL, NULL), WF_ERR_INVALID, "spacing");
+  CHECK_OK(wf_particles_origin(ps, o));
+  CHECK(o[0] == 0.0 && o[1] == 0.0 && o[2] == 0.0);
+  e.center[0] = 3.0f, e.spacing = 0.1f, e.half_extents[0] = e.half_extents[1] = 0.05f;
+  e.half_extents[2] = 0.05f, e.center[1] = 0.05f; /* one particle resting on the ground */
+  CHECK_OK(wf_particles_emit(ps, &e, NULL, NULL));
+  CHECK_OK(wf_particles_origin(ps, o));
+  CHECK(o[0] == 3.0 && o[1] == 0.0 && o[2] == 0.0);
+  CHECK_OK(wf_particles_step_frames(ps, 30));
+  float rest[1][4];
+  CHECK_OK(wf_particles_download(ps, rest, NULL));
+  CHECK(fabsf(rest[0][1] - 0.05f) < 2e-3f); /* on the ground (the DEM spring's sag: 0.5 mm) */
+  wf_particles_destroy(ps);
 }
 
 int main(int argc, char **argv) {
