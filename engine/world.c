@@ -20,10 +20,11 @@
  *    and are valid while cache_frame == frame.
  *  - A checkpoint holds the frame, the particle state and clock and each cloth's state and clock:
  *    with those restored the following frames are bitwise those of an uninterrupted run (the
- *    solvers are deterministic and the wind gust is a function of the frame number). A cloth's
- *    positions are stored as its solver holds them, relative to its origin (docs/precision.md),
- *    with the origin beside them: world positions rounded to float would not resume bitwise for
- *    a cloth away from the world's origin. The host copies (cpos) hold world positions.
+ *    solvers are deterministic and the wind gust is a function of the frame number). The
+ *    particles' and each cloth's positions are stored as their solver holds them, relative to its
+ *    origin (docs/precision.md), with the origin beside them: world positions rounded to float
+ *    would not resume bitwise for a scene away from the world's origin. The host copies (ppos,
+ *    cpos) hold world positions.
  */
 #include "weft/world.h"
 
@@ -842,12 +843,19 @@ static size_t state_block(const wf_world *w, int k, char prefix[20], float (**po
 static wf_status save_state(wf_world *w, const char *path, int64_t frame, const wfw_clock *clock,
                             float (**pos)[4], float (**vel)[4], const void *granular);
 
-/* The state as the solvers hold it, block by block (state_block): the particles' host copies,
- * each cloth's positions relative to its origin into arrays of its own (freed by the caller:
- * pos[k] for k >= first_cloth). */
+/* The state as the solvers hold it, block by block (state_block): the particles' and each
+ * cloth's positions relative to their origins into arrays of their own (freed by the caller). */
 static wf_status local_state(wf_world *w, float (**pos)[4], float (**vel)[4]) {
   int k = 0;
-  if (w->ps) pos[k] = w->ppos, vel[k++] = w->pvel;
+  if (w->ps) {
+    size_t n = (size_t)w->n_particles;
+    pos[k] = malloc(n * 32 + 32);
+    if (!pos[k]) return wf__error(WF_ERR_OUT_OF_MEMORY, "wf_world_save", "out of host memory");
+    vel[k] = pos[k] + n;
+    wf_status st = wf_particles_download_local(w->ps, pos[k], vel[k]);
+    k++;
+    if (st != WF_OK) return fail_object(st, "particles", 0, "particles");
+  }
   for (int i = 0; i < w->n_cloths; i++, k++) {
     size_t n = (size_t)w->objects[w->n_objects - w->n_cloths + i].count;
     pos[k] = malloc(n * 32 + 32);
@@ -885,8 +893,8 @@ wf_status wf_world_save(wf_world *w, const char *path) {
   }
   if (st == WF_OK) st = save_state(w, path, w->frame, clock, pos, vel, granular);
   free(granular);
-  for (int k = w->ps ? 1 : 0; pos && k < n; k++)
-    free(pos[k]); /* a cloth's positions and velocities, one array */
+  for (int k = 0; pos && k < n; k++)
+    free(pos[k]); /* a block's positions and velocities, one array */
   free(clock), free(pos), free(vel);
   return st;
 }
@@ -920,10 +928,12 @@ static wf_status save_state(wf_world *w, const char *path, int64_t frame, const 
     if (st == WF_OK) st = wf_ckpt_writer_add(ck, name, vel[k], bytes);
     snprintf(name, sizeof name, "%s/clock", prefix);
     if (st == WF_OK) st = wf_ckpt_writer_add(ck, name, &c, sizeof c);
-    if (cloth >= 0) { /* the origin the positions are relative to */
+    { /* the origin the positions are relative to */
       double origin[3];
       snprintf(name, sizeof name, "%s/origin", prefix);
-      if (st == WF_OK) st = wf_cloth_origin(w->cloths[cloth], origin);
+      if (st == WF_OK)
+        st = cloth >= 0 ? wf_cloth_origin(w->cloths[cloth], origin)
+                        : wf_particles_origin(w->ps, origin);
       if (st == WF_OK) st = wf_ckpt_writer_add(ck, name, origin, sizeof origin);
     }
     if (cloth < 0 && granular && st == WF_OK)
@@ -981,8 +991,8 @@ static wf_status section(const wf_ckpt_reader *r, const char *path, const char *
   return WF_OK;
 }
 
-/* A cloth's positions in a checkpoint are relative to the origin saved beside them, which must be
- * this world's cloth's (the same scene gives the same origin). */
+/* A block's positions in a checkpoint are relative to the origin saved beside them, which must be
+ * this world's solver's (the same scene gives the same origin); i: the cloth, -1 the particles. */
 static wf_status check_origin(wf_world *w, const wf_ckpt_reader *r, const char *path,
                               const char *prefix, int i) {
   char name[WF_CKPT_NAME_MAX + 1];
@@ -990,10 +1000,16 @@ static wf_status check_origin(wf_world *w, const wf_ckpt_reader *r, const char *
   double saved[3], mine[3];
   snprintf(name, sizeof name, "%s/origin", prefix);
   wf_status st = section(r, path, name, sizeof saved, &d);
-  if (st == WF_OK) st = wf_cloth_origin(w->cloths[i], mine);
+  if (st == WF_OK)
+    st = i < 0 ? wf_particles_origin(w->ps, mine) : wf_cloth_origin(w->cloths[i], mine);
   if (st != WF_OK) return st;
   memcpy(saved, d, sizeof saved);
   if (memcmp(saved, mine, sizeof mine) == 0) return WF_OK;
+  if (i < 0)
+    return wf__error(WF_ERR_INVALID, NULL,
+                     "%s: the particles were saved relative to origin (%g, %g, %g), this world's "
+                     "are relative to (%g, %g, %g): the checkpoint is not from this scene",
+                     path, saved[0], saved[1], saved[2], mine[0], mine[1], mine[2]);
   return wf__error(WF_ERR_INVALID, NULL,
                    "%s: cloths[%d] '%s' was saved relative to origin (%g, %g, %g), this world's "
                    "is (%g, %g, %g): the checkpoint is not from this scene",
@@ -1008,12 +1024,14 @@ static wf_status read_meta(const wf_ckpt_reader *r, const char *path, uint64_t m
   wf_status st = section(r, path, "meta", META_N * sizeof *meta, &d);
   if (st != WF_OK) return st;
   memcpy(meta, d, META_N * sizeof *meta);
-  if (meta[META_VERSION] == 1)
+  if (meta[META_VERSION] == 1 || meta[META_VERSION] == 2)
     return wf__error(WF_ERR_PARSE, NULL,
-                     "%s: world checkpoint version 1 (this weft reads %u): version 1 stored cloth "
-                     "positions in the world, this weft stores them relative to each cloth's "
+                     "%s: world checkpoint version %u (this weft reads %u): version %u stored %s "
+                     "positions in the world, this weft stores them relative to each solver's "
                      "origin (docs/precision.md); run the scene again to write a new checkpoint",
-                     path, WFW_CKPT_VERSION);
+                     path, (unsigned)meta[META_VERSION], WFW_CKPT_VERSION,
+                     (unsigned)meta[META_VERSION],
+                     meta[META_VERSION] == 1 ? "cloth and particle" : "particle");
   if (meta[META_VERSION] != WFW_CKPT_VERSION)
     return wf__error(WF_ERR_PARSE, NULL, "%s: world checkpoint version %llu (this weft reads %u)",
                      path, (unsigned long long)meta[META_VERSION], WFW_CKPT_VERSION);
@@ -1151,7 +1169,7 @@ static wf_status load_checkpoint(wf_world *w, const char *path, bool accept) {
     snprintf(nc, sizeof nc, "%s/clock", prefix);
     if ((st = section(r, path, np, bytes, &pos)) == WF_OK &&
         (st = section(r, path, nv, bytes, &vel)) == WF_OK &&
-        (st = section(r, path, nc, sizeof c, &clk)) == WF_OK && i >= 0)
+        (st = section(r, path, nc, sizeof c, &clk)) == WF_OK)
       st = check_origin(w, r, path, prefix, i);
     if (st == WF_OK) {
       memcpy(&c, clk, sizeof c);
@@ -1159,7 +1177,7 @@ static wf_status load_checkpoint(wf_world *w, const char *path, bool accept) {
       memcpy(hp, pos, bytes);
       memcpy(hv, vel, bytes);
       const float(*p4)[4] = (const float(*)[4])hp, (*v4)[4] = (const float(*)[4])hv;
-      st = i < 0 ? wf_particles_set_state(w->ps, p4, v4, c.time, c.substeps)
+      st = i < 0 ? wf_particles_set_state_local(w->ps, p4, v4, c.time, c.substeps)
                  : wf_cloth_set_state_local(w->cloths[i], p4, v4, c.time, c.substeps);
       const void *g = NULL; /* the rotation and contact history, when the checkpoint has them */
       size_t gb = i < 0 ? wf_particles_granular_state_bytes(w->ps) : 0;
@@ -1181,8 +1199,8 @@ static wf_status load_checkpoint(wf_world *w, const char *path, bool accept) {
     memcpy(w->resume_changes, changes, sizeof w->resume_changes);
     w->resume = res;
     w->resume.changes = w->resume_changes;
-    /* the host copies hold the cloths' positions relative to their origins: download again */
-    w->cache_frame = w->n_cloths ? -1 : w->frame;
+    /* the host copies hold the positions relative to the origins: download again */
+    w->cache_frame = -1;
     st = wfw_health_after_restore(w->health, w->frame);
   } else {
     w->cache_frame = -1;

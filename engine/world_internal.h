@@ -16,7 +16,7 @@
 #include "weft/world.h"
 
 #define WFW_PI           3.14159265358979323846
-#define WFW_CKPT_VERSION 2u
+#define WFW_CKPT_VERSION 3u
 #define WFW_MAX_DEVICES  WF_MAX_DEVICES /* devices a world's solvers can be split over */
 
 typedef struct wfw_object {

@@ -24,11 +24,11 @@
  *    swapped into the slot the frame is pushed to, so every interval is read from one slot.
  *  - One mutex guards the slot states: push and begin_frame run on the thread that steps the
  *    world, latest/release/timing on any thread.
- *  - The cloths' copies hold their solvers' positions, relative to each cloth's origin
- *    (docs/precision.md); latest adds the origin (in double, rounded once: wf_cloth_download's
- *    world positions, bit for bit) on the consumer's thread, once per delivered slot, after the
- *    slot is HELD and so touched by no one else. The GPU's copies and the solvers' fast paths
- *    stay plain copies.
+ *  - The copies hold the solvers' positions, relative to each solver's origin (the particles',
+ *    each cloth's: docs/precision.md); latest adds the origin (in double, rounded once:
+ *    wf_particles_download's and wf_cloth_download's world positions, bit for bit) on the
+ * consumer's thread, once per delivered slot, after the slot is HELD and so touched by no one else.
+ * The GPU's copies and the solvers' fast paths stay plain copies.
  *  - Every push (skipped or not) also records the frame's end into a small ring of event sets
  *    (pending), which only the producer's thread touches: wf_world_readback_wait_frames lets a
  *    producer keep at most N frames queued on the device by waiting on its own frames' ends.
@@ -76,6 +76,7 @@ struct wf_world_readback {
   size_t bytes, vel_off;
   size_t *cloth_off;         /* byte offset of each cloth's positions in a slot */
   double (*cloth_origin)[3]; /* each cloth's origin (its positions in a slot are relative to it) */
+  double particle_origin[3]; /* the particles' (likewise) */
   /* end-of-frame events of the frames pushed (or skipped) and perhaps still running, oldest
      first, for wf_world_readback_wait_frames; only the producer's thread touches them */
   wf_event **pending[PENDING_MAX];
@@ -180,6 +181,7 @@ wf_status wf_world_readback_create(wf_world *w, const wf_world_readback_desc *de
     rb->bytes += (size_t)w->objects[w->n_objects - w->n_cloths + i].count * 16;
   }
   if (rb->bytes == 0) rb->bytes = 16; /* a world without points still has slots */
+  if (st == WF_OK && w->ps) st = wf_particles_origin(w->ps, rb->particle_origin);
   if (st == WF_OK && w->ps) rb->streams[rb->n_streams++] = wf_particles_stream(w->ps);
   for (int i = 0; i < w->n_cloths && st == WF_OK; i++) {
     wf_stream *s = wf_cloth_stream(w->cloths[i]);
@@ -324,10 +326,16 @@ wf_status wf_world_readback_push(wf_world_readback *rb) {
   return st != WF_OK ? st : st2;
 }
 
-/* The cloths' positions in held slot s made world positions (see the invariants). */
-static void cloths_to_world(wf_world_readback *rb, slot *s) {
+/* The positions in held slot s made world positions (see the invariants). */
+static void positions_to_world(wf_world_readback *rb, slot *s) {
   const wf_world *w = rb->w;
   char *base = wf_buffer_ptr(s->buf);
+  float(*pp)[4] = (float(*)[4])(void *)base; /* the particles first */
+  for (int k = 0; k < 3; k++) {
+    double o = rb->particle_origin[k];
+    for (uint32_t j = 0; o != 0.0 && j < w->n_particles; j++)
+      pp[j][k] = (float)((double)pp[j][k] + o);
+  }
   for (int i = 0; i < w->n_cloths; i++) {
     float(*p)[4] = (float(*)[4])(void *)(base + rb->cloth_off[i]);
     uint32_t n = w->objects[w->n_objects - w->n_cloths + i].count;
@@ -370,7 +378,7 @@ wf_status wf_world_readback_latest(wf_world_readback *rb, wf_world_frame_view *o
   pthread_mutex_unlock(&rb->lock);
   if (best < 0) return WF_NOT_READY;
   slot *s = &rb->slots[best];
-  cloths_to_world(rb, s);
+  positions_to_world(rb, s);
   out->slot = best;
   out->frame = s->frame;
   out->object_count = rb->w->n_objects;

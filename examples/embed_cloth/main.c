@@ -110,6 +110,7 @@ typedef struct state {
   float (*cpos)[4], (*cvel)[4], (*ppos)[4], (*pvel)[4];
   float (*clocal)[4]; /* the cloth's positions relative to its origin (wf_cloth_download_local):
                          what a checkpoint stores, for a bitwise resume */
+  float (*plocal)[4]; /* the grains' likewise (wf_particles_download_local) */
   void *granular; /* the grains' rotation and contact history (wf_particles_granular_state_get) */
   size_t gbytes;
   double ctime, ptime;
@@ -118,7 +119,7 @@ typedef struct state {
 
 static void state_free(state *st) {
   free(st->cpos), free(st->cvel), free(st->ppos), free(st->pvel), free(st->clocal);
-  free(st->granular);
+  free(st->plocal), free(st->granular);
   memset(st, 0, sizeof *st);
 }
 
@@ -127,8 +128,8 @@ static int state_alloc(state *st, uint32_t nv, uint32_t np) {
   st->nv = nv, st->np = np;
   st->cpos = calloc(nv, sizeof *st->cpos), st->cvel = calloc(nv, sizeof *st->cvel);
   st->ppos = calloc(np, sizeof *st->ppos), st->pvel = calloc(np, sizeof *st->pvel);
-  st->clocal = calloc(nv, sizeof *st->clocal);
-  if (st->cpos && st->cvel && st->ppos && st->pvel && st->clocal) return 1;
+  st->clocal = calloc(nv, sizeof *st->clocal), st->plocal = calloc(np, sizeof *st->plocal);
+  if (st->cpos && st->cvel && st->ppos && st->pvel && st->clocal && st->plocal) return 1;
   state_free(st);
   fprintf(stderr, "embed_cloth: out of host memory\n");
   return 0;
@@ -151,6 +152,7 @@ static int sim_download(sim *s, state *st) {
       ok(wf_cloth_download_local(s->cloth, st->clocal, NULL), "wf_cloth_download_local") &&
       ok(wf_cloth_time(s->cloth, &st->ctime, &st->csub), "wf_cloth_time") &&
       ok(wf_particles_download(s->sand, st->ppos, st->pvel), "wf_particles_download") &&
+      ok(wf_particles_download_local(s->sand, st->plocal, NULL), "wf_particles_download_local") &&
       ok(wf_particles_granular_state_get(s->sand, st->granular, st->gbytes),
          "wf_particles_granular_state_get") &&
       ok(wf_particles_stats_get(s->sand, &ps), "wf_particles_stats_get")) {
@@ -232,7 +234,7 @@ static int save_checkpoint(const state *st, const char *path) {
   int good =
       ok(wf_ckpt_writer_add(w, "cloth/pos", st->clocal, st->nv * sizeof *st->clocal), "add") &&
       ok(wf_ckpt_writer_add(w, "cloth/vel", st->cvel, st->nv * sizeof *st->cvel), "add") &&
-      ok(wf_ckpt_writer_add(w, "sand/pos", st->ppos, st->np * sizeof *st->ppos), "add") &&
+      ok(wf_ckpt_writer_add(w, "sand/pos", st->plocal, st->np * sizeof *st->plocal), "add") &&
       ok(wf_ckpt_writer_add(w, "sand/vel", st->pvel, st->np * sizeof *st->pvel), "add") &&
       ok(wf_ckpt_writer_add(w, "sand/granular", st->granular, st->gbytes), "add") &&
       ok(wf_ckpt_writer_add(w, "clocks", clocks, sizeof clocks), "add") &&
@@ -273,8 +275,8 @@ static int load_checkpoint(sim *s, const char *path) {
   good = good && cpos && cvel && ppos && pvel && granular && clocks && substeps &&
          ok(wf_cloth_set_state_local(s->cloth, cpos, cvel, clocks[0], substeps[0]),
             "wf_cloth_set_state_local") &&
-         ok(wf_particles_set_state(s->sand, ppos, pvel, clocks[1], substeps[1]),
-            "wf_particles_set_state") &&
+         ok(wf_particles_set_state_local(s->sand, ppos, pvel, clocks[1], substeps[1]),
+            "wf_particles_set_state_local") &&
          /* after set_state, which starts rotation and contact history at zero */
          ok(wf_particles_granular_state_set(s->sand, granular, gbytes),
             "wf_particles_granular_state_set");

@@ -102,9 +102,14 @@ typedef struct wf_particles wf_particles;
  *  dashpots of Tsuji et al. 1992 as LIGGGHTS writes them.
  *  Both are explicit: a substep needs to be well below the contact duration
  *  (wf_particles_stability says how many substeps).
- *  WF_CONTACT_XPBD: compliant position constraints (compliance 1/stiffness), static and dynamic
- *  friction, restitution against colliders; stable at large substeps. Not granular yet: its
- *  particles do not rotate, and it has no rolling resistance or contact history.
+ *  WF_CONTACT_XPBD: compliant position constraints (compliance 1/stiffness) for the normal
+ *  contact, solved once per substep (stable at large substeps; particle pairs are inelastic,
+ *  colliders have their restitution). Its particles rotate (I = 2/5 m r²), with friction and
+ *  rolling resistance on velocities after the position solve (docs/scenes.md): per contact, the
+ *  tangential impulse P at the contact point and the rolling impulse L on the relative rotation
+ *  are solved together to stop the slip and the rotation while |P| <= static_friction Pn and
+ *  |L| <= rolling_friction R* Pn (Pn: the contact's normal impulse in the substep); beyond the
+ *  rolling limit L stays at it; beyond the static limit |P| = friction Pn. No contact history.
  *
  *  The granular model of the DEM and Hertz contacts (all forces act at the contact point of
  *  solid spheres, I = 2/5 m r²), per contact of particle i with j (a particle, or a collider:
@@ -202,6 +207,13 @@ typedef struct wf_particles_desc {
   int repartition_frames;       /* frames between repartitions; 0: 1 (each one may recapture the
                                    frame graph) */
   wf_particles_tuning tuning;   /* kernel tuning; all zero (the default): automatic */
+  /* The particles' origin in the world, m (docs/precision.md): the solver keeps every position
+   * relative to it, in float, so that a scene behaves the same wherever it sits. origin_given
+   * false (the default): the centre of the first particles added (an emitter's centre, or the
+   * box of wf_particles_add's positions), rounded to whole metres; true: `origin` as given
+   * (finite). Fixed from then on; wf_particles_origin reports it. */
+  bool origin_given;
+  double origin[3];
 } wf_particles_desc;
 
 /** Contact material. Start from wf_particle_material_default(): glass beads (soda-lime glass:
@@ -408,11 +420,14 @@ WF_API wf_status wf_particles_step_substeps(wf_particles *ps, int n);
 /** Number of particles added so far. */
 WF_API uint32_t wf_particles_count(const wf_particles *ps);
 /** Waits for the solver and copies the state in global-id order; either pointer may be NULL.
- *  WF_ERR_INVALID (data still copied) when a particle became non-finite or left the grid's
- *  range: the message names the first such particle. */
+ *  Positions are in the world: the solver's own (relative to wf_particles_origin) plus the
+ *  origin, added in double and rounded to float once. WF_ERR_INVALID (data still copied) when a
+ *  particle became non-finite or left the grid's range: the message names the first such
+ *  particle. */
 WF_API wf_status wf_particles_download(wf_particles *ps, float (*pos)[4], float (*vel)[4]);
 /** Enqueues asynchronous copies of the state after the frames enqueued so far, on stream s (NULL:
- *  the solver's stream): count x 16 bytes of positions (xyz + radius) into pos at byte offset
+ *  the solver's stream): count x 16 bytes of positions (xyz + radius, the solver's own: relative
+ *  to wf_particles_origin; add the origin for the world's) into pos at byte offset
  *  pos_off and of velocities (xyz + inverse mass) into vel at vel_off, in global-id order; either
  *  buffer may be NULL. s waits for the solver's work first, and the solver's later work waits for
  *  the copies, so nothing is read half-written. With pinned host buffers and a stream of its own
@@ -422,13 +437,27 @@ WF_API wf_status wf_particles_copy_state(wf_particles *ps, wf_buffer *pos, size_
 /** The stream the solver's frames are launched on (one device: its stream; several: the first
  *  partition's, which every frame's other streams join at its end). */
 WF_API wf_stream *wf_particles_stream(const wf_particles *ps);
-/** Replaces the state of all wf_particles_count() particles (pos: xyz + radius, vel: xyz + inverse
- *  mass, as wf_particles_download returns them) and the solver's clock (simulated seconds and
+/** Replaces the state of all wf_particles_count() particles (pos: xyz + radius in the world, made
+ *  relative to the origin in double; vel: xyz + inverse mass, as wf_particles_download returns
+ *  them; far from the world's origin a world position in float is itself rounded: resume with
+ *  wf_particles_set_state_local for bits) and the solver's clock (simulated seconds and
  *  substeps, as wf_particles_stats_get reports them), clearing the error flags. With the state of
  *  a run downloaded after frame F, the frames that follow are bitwise those of the original run
  *  (checkpoint restore), for any number of partitions. Waits for the solver first. */
 WF_API wf_status wf_particles_set_state(wf_particles *ps, const float (*pos)[4],
                                         const float (*vel)[4], double time, uint64_t substeps);
+/** The particles' origin in the world (wf_particles_desc.origin_given), m: 0 until it is fixed
+ *  (given, or at the first particles). */
+WF_API wf_status wf_particles_origin(const wf_particles *ps, double origin[3]);
+/** wf_particles_download without the origin: the positions exactly as the solver holds them,
+ *  relative to wf_particles_origin (world = local + origin, in double). */
+WF_API wf_status wf_particles_download_local(wf_particles *ps, float (*pos)[4], float (*vel)[4]);
+/** wf_particles_set_state with positions relative to wf_particles_origin, as
+ *  wf_particles_download_local gives them: a state saved and restored with these two resumes
+ *  bitwise wherever the scene sits (checkpoint restore). */
+WF_API wf_status wf_particles_set_state_local(wf_particles *ps, const float (*pos)[4],
+                                              const float (*vel)[4], double time,
+                                              uint64_t substeps);
 /** Waits for the solver and copies the angular velocities (xyz rad/s, w 0) in global-id order,
  *  count x 16 bytes. Flags as download. */
 WF_API wf_status wf_particles_download_omega(wf_particles *ps, float (*omega)[4]);

@@ -41,8 +41,8 @@ typedef struct wf_partition_view {
   uint32_t rows;     /* the rows this partition owns (the first rows of pos and vel) */
   wf_buffer *clock;  /* double simulated seconds, then uint64 substeps */
   /* the point in the world that positions in pos are relative to (world = pos + origin, in
-   * double): a cloth's origin (wf_cloth_origin; every partition of a cloth shares it), 0 for
-   * particles */
+   * double): the solver's origin (wf_cloth_origin, wf_particles_origin; every partition of a
+   * solver shares it) */
   double origin[3];
 } wf_partition_view;
 

@@ -237,15 +237,16 @@ WF_API wf_status wf_world_object_download(wf_world *w, int index, float (*pos)[4
  *  where the contact model does not turn the particles. WF_ERR_INVALID for a cloth. */
 WF_API wf_status wf_world_object_download_omega(wf_world *w, int index, float (*omega)[4]);
 
-/** Writes a checkpoint of the current state to path (atomically, weft/io.h). Format version 2:
- *  each cloth's positions relative to its origin ("cloth/N/pos") and the origin
- *  ("cloth/N/origin", 3 doubles), so that a scene far from the world's origin resumes bitwise
+/** Writes a checkpoint of the current state to path (atomically, weft/io.h). Format version 3:
+ *  the particles' and each cloth's positions relative to their solver's origin
+ *  ("particles/pos", "cloth/N/pos") and the origins ("particles/origin", "cloth/N/origin",
+ *  3 doubles each), so that a scene far from the world's origin resumes bitwise
  *  (docs/precision.md). */
 WF_API wf_status wf_world_save(wf_world *w, const char *path);
 /** Restores a checkpoint written by wf_world_save from a world made from the same scene (same
- *  objects and counts, fps and substeps, cloth origins; WF_ERR_INVALID naming the mismatch
- *  otherwise). Version 1 checkpoints (cloth positions in the world) are refused (WF_ERR_PARSE,
- *  saying so).
+ *  objects and counts, fps and substeps, origins; WF_ERR_INVALID naming the mismatch
+ *  otherwise). Version 1 and 2 checkpoints (cloth, or particle, positions in the world) are
+ *  refused (WF_ERR_PARSE, saying so).
  *
  *  The checkpoint also holds the physics of its scene (section "physics": the canonical scene
  *  less outputs, rendering, run length, devices, watchdogs and stop rules, with each mesh file's

@@ -9,10 +9,11 @@
 
 #include "internal/error.h"
 #include "solvers/particle/particle_kernels.h"
+#include "weft/particles.h"
 
 void wfc_particles_origin(const wf_particles *ps, double out[3]) {
-  (void)ps; /* the seam (coupling.h): particle positions are world positions for now */
-  out[0] = out[1] = out[2] = 0.0;
+  out[0] = out[1] = out[2] = 0.0; /* the seam (coupling.h): where the particles' frame sits */
+  if (ps) wf_particles_origin(ps, out);
 }
 
 void wfc_grid_params_init(wfc_grid_params *g, float cell, uint32_t table, int *bits) {

@@ -106,9 +106,9 @@ WF_HD static inline float wfc_grid_reach(const wfc_grid_params *g) { return 0.99
 
 /* THE SEAM BETWEEN THE CLOTH'S FRAME AND THE PARTICLES'. A cloth keeps its positions relative to
  * its origin (docs/precision.md); the coupling kernels move particle positions into the cloth's
- * frame by the difference of the two origins (wfc_params.particle_shift). The particle solver has
- * no origin yet: this returns 0 (its positions are world positions). When it gets one, this is
- * the one function to change. */
+ * frame by the difference of the two origins (wfc_params.particle_shift). This returns the
+ * particles' (wf_particles_origin; 0 until their first particles fix it: the cloth couples after
+ * the particles were added). */
 void wfc_particles_origin(const wf_particles *ps, double out[3]);
 /* Fills g for cells of size `cell` in a periodic box of at most `table` cells; *bits receives
  * the key bits the sort needs. */

@@ -106,7 +106,8 @@ static wf_status state_on_device(wf_particles *sp, ework *w, wfp_energy_args *a)
   }
   size_t n = w->n;
   wfp_f4 *pos = malloc(n * 16), *vel = malloc(n * 16);
-  wf_status st = pos && vel ? wf_particles_download(sp, (float(*)[4])pos, (float(*)[4])vel)
+  /* the solver's own positions: the colliders in the tables are in its frame */
+  wf_status st = pos && vel ? wf_particles_download_local(sp, (float(*)[4])pos, (float(*)[4])vel)
                             : wf__error(WF_ERR_OUT_OF_MEMORY, "wf_particles_energy_get",
                                         "particles '%s': out of host memory", sp->name);
   /* the download gathered the master copy: material, omega and history beside pos and vel */
@@ -183,8 +184,14 @@ static wf_status rows_compute(wf_particles *sp, ework *w) {
   a.out = wf_buffer_ptr(w->buf[E_ROWS]);
   a.table = w->table, a.n_colliders = t.n_colliders;
   a.model = (uint32_t)sp->desc.contact_model;
-  for (int k = 0; k < 3; k++)
+  /* positions are relative to the origin: a dynamic particle's potential gains -m g·origin */
+  double o[3];
+  wf_particles_origin(sp, o);
+  a.g_origin = 0.0;
+  for (int k = 0; k < 3; k++) {
     a.gravity[k] = pp.gravity[k];
+    a.g_origin += (double)pp.gravity[k] * o[k];
+  }
   TRY(wf_launch(&wfp_energy_rmax_kernel, chunks, &g, sizeof g, s), "launching the energy grid");
   TRY(wf_launch(&wfp_energy_inv_kernel, 1, &g, sizeof g, s), "launching the energy grid");
   TRY(wf_launch(&wfp_energy_keys_kernel, n, &g, sizeof g, s), "launching the energy grid");

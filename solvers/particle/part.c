@@ -124,6 +124,10 @@ struct wfp_part {
   int32_t lo[3], hi[3]; /* cell extent the box was last fitted to */
   bool have_extent;
   wfp_params params;
+  /* the point in the world the positions are relative to (docs/precision.md; the public layer
+   * picks it, wfp_part_origin_set): emitters, added particles and colliders are moved into this
+   * frame on the host, in double, rounded once */
+  double origin[3];
   wfp_material mats[WFP_MAX_MATERIALS];
   uint32_t n_mats;
   /* the stability check (wfp_part_stability_check): each material as given, the smallest
@@ -669,8 +673,10 @@ wf_status wfp_part_add(wfp_part *ps, uint32_t n, const float (*pos)[4], const fl
     free(p), free(v);
     return fail(WF_ERR_OUT_OF_MEMORY, "particles '%s': out of host memory", ps->name);
   }
+  const double *o = ps->origin; /* world positions into the solver's frame, in double */
   for (uint32_t i = 0; i < n; i++) {
-    p[i] = (wfp_f4){pos[i][0], pos[i][1], pos[i][2], pos[i][3]};
+    p[i] = (wfp_f4){(float)((double)pos[i][0] - o[0]), (float)((double)pos[i][1] - o[1]),
+                    (float)((double)pos[i][2] - o[2]), pos[i][3]};
     if (vel)
       v[i] = (wfp_f4){vel[i][0], vel[i][1], vel[i][2], vel[i][3]};
     else
@@ -757,7 +763,11 @@ static uint32_t lattice_points(const wfp_part *ps, const wf_particles_emitter *e
         uint64_t rng = e->seed ^ splitmix64(ps->count + n);
         for (int k = 0; k < 3; k++)
           d[k] += e->jitter * unit_jitter(&rng);
-        p[n] = (wfp_f4){e->center[0] + d[0], e->center[1] + d[1], e->center[2] + d[2], e->radius};
+        /* the world position in double, relative to the origin, rounded once */
+        const double *o = ps->origin;
+        p[n] = (wfp_f4){(float)((double)e->center[0] + (double)d[0] - o[0]),
+                        (float)((double)e->center[1] + (double)d[1] - o[1]),
+                        (float)((double)e->center[2] + (double)d[2] - o[2]), e->radius};
         v[n] = (wfp_f4){e->velocity[0], e->velocity[1], e->velocity[2], inv_mass};
         n++;
       }
@@ -812,9 +822,18 @@ wf_status wfp_part_add_collider(wfp_part *ps, const wf_collider_desc *c, uint32_
   snprintf(owner, sizeof owner, "particles '%s'", ps->name);
   wfp_collider d;
   wf_status st = wfp_collider_from_desc(NULL, owner, c, &d);
+  wf_collider_key *keys = NULL; /* keyframes move into the particles' frame before the upload */
+  wf_collider_desc dl = *c;
+  if (st == WF_OK && c->key_count > 0) {
+    keys = malloc(c->key_count * sizeof *keys);
+    if (!keys) return fail(WF_ERR_OUT_OF_MEMORY, "%s: collider keyframes", owner);
+    wfp_keys_to_frame(c, ps->origin, keys, &dl);
+  }
   if (st == WF_OK)
-    st = wfx_dev_upload(NULL, owner, c, ps->dev, ps->stream, &d, &ps->collider_dev[k]);
+    st = wfx_dev_upload(NULL, owner, &dl, ps->dev, ps->stream, &d, &ps->collider_dev[k]);
+  free(keys);
   if (st != WF_OK) return st;
+  wfp_collider_to_frame(&d, ps->origin); /* the kernels see positions relative to it */
   ps->colliders[k] = d;
   TRY(wf_upload(ps->buf[B_COLLIDERS], k * sizeof d, &d, sizeof d, ps->stream),
       "uploading a collider");
@@ -833,12 +852,61 @@ wf_status wfp_part_set_collider_pose(wfp_part *ps, uint32_t k, const wf_collider
   char owner[160];
   snprintf(owner, sizeof owner, "particles '%s': collider %u", ps->name, k);
   wfp_collider d = ps->colliders[k];
+  int was_posed = wfp_collider_posed(&d);
   wf_status st = wfx_collider_set_pose(fn, owner, pose, &d);
   if (st != WF_OK) return st;
+  /* the pose is the world's: into the particles' frame (an analytic collider turned for the
+   * first time gives back its shape's shift first, rounded: docs/precision.md) */
+  if (!was_posed && wfp_collider_posed(&d)) {
+    const double *o = ps->origin, back[3] = {-o[0], -o[1], -o[2]};
+    d.flags &= ~WFX_TURNS;
+    wfp_collider_to_frame(&d, back);
+    d.flags |= WFX_TURNS;
+  }
+  if (wfp_collider_posed(&d)) wfp_collider_to_frame(&d, ps->origin); /* else: pos stays */
   ps->colliders[k] = d;
   TRY(wf_upload(ps->buf[B_COLLIDERS], k * sizeof d, &d, sizeof d, ps->stream),
       "uploading a collider's pose");
   return WF_OK;
+}
+
+/* Only before any particle exists: the colliders added so far move from the old frame into the
+ * new one (from the world's origin: as wfp_part_add_collider would have moved them; keyframes on
+ * the device: read back, shifted, uploaded again). Whole-metre moves are exact. */
+wf_status wfp_part_origin_set(wfp_part *ps, const double new_origin[3]) {
+  if (ps->count > 0)
+    return fail(WF_ERR_INVALID, "particles '%s': the origin is set before any particle", ps->name);
+  double origin[3]; /* the move */
+  for (int k = 0; k < 3; k++)
+    origin[k] = new_origin[k] - ps->origin[k];
+  memcpy(ps->origin, new_origin, sizeof ps->origin);
+  for (uint32_t k = 0; k < ps->params.n_colliders; k++) {
+    wfp_collider *c = &ps->colliders[k];
+    if (c->n_keys > 0u && ps->collider_dev[k].keys) {
+      size_t bytes = c->n_keys * sizeof(wfx_key);
+      wfx_key *keys = malloc(bytes);
+      if (!keys) return fail(WF_ERR_OUT_OF_MEMORY, "particles '%s': out of host memory", ps->name);
+      wf_status st = wf_stream_synchronize(ps->stream);
+      if (st == WF_OK) st = wf_download(keys, ps->collider_dev[k].keys, 0, bytes);
+      for (uint32_t i = 0; i < c->n_keys; i++) {
+        keys[i].pos.x = (float)((double)keys[i].pos.x - origin[0]);
+        keys[i].pos.y = (float)((double)keys[i].pos.y - origin[1]);
+        keys[i].pos.z = (float)((double)keys[i].pos.z - origin[2]);
+      }
+      if (st == WF_OK) st = wf_upload(ps->collider_dev[k].keys, 0, keys, bytes, ps->stream);
+      if (st == WF_OK) st = wf_stream_synchronize(ps->stream);
+      free(keys);
+      if (st != WF_OK) return fail_gpu(st, "moving a collider's keyframes");
+    }
+    wfp_collider_to_frame(c, origin);
+    TRY(wf_upload(ps->buf[B_COLLIDERS], k * sizeof *c, c, sizeof *c, ps->stream),
+        "uploading a collider");
+  }
+  return WF_OK;
+}
+
+void wfp_part_origin(const wfp_part *ps, double out[3]) {
+  memcpy(out, ps->origin, sizeof ps->origin);
 }
 
 /* ---- parameters --------------------------------------------------------------------------------

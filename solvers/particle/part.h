@@ -46,6 +46,12 @@ wf_status wfp_part_state_buffers(wfp_part *ps, wf_buffer **pos, wf_buffer **vel,
 wf_status wfp_part_set_state(wfp_part *ps, const float (*pos)[4], const float (*vel)[4],
                              double time, uint64_t substeps);
 wf_status wfp_part_check(wfp_part *ps);
+/* The origin the partition's positions are relative to (docs/precision.md): emitters, added
+ * particles and colliders are moved into its frame in double, rounded once; downloads, set_state
+ * and the views are in that frame. Set before any particle (the colliders added before move into
+ * the new frame). */
+wf_status wfp_part_origin_set(wfp_part *ps, const double origin[3]);
+void wfp_part_origin(const wfp_part *ps, double out[3]);
 wf_status wfp_part_stats_get(wfp_part *ps, wf_particles_stats *out);
 size_t wfp_part_device_bytes(const wfp_part *ps);
 wf_status wfp_part_profile(wfp_part *ps, int substeps, wf_particles_profile_result *out);

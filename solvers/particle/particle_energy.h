@@ -57,7 +57,8 @@ typedef struct wfp_energy_args {
   const wfp_clock *clock; /* the colliders' time */
   wfp_energy *out;
   float gravity[3];
-  uint32_t table; /* slots, a power of two */
+  double g_origin; /* gravity · the solver's origin (positions are relative to it), m²/s² */
+  uint32_t table;  /* slots, a power of two */
   uint32_t n_colliders;
   uint32_t model; /* WFP_DEM, WFP_HERTZ or WFP_XPBD */
 } wfp_energy_args;
@@ -238,7 +239,7 @@ WF_HD static inline void wfp_energy_elem(const wfp_energy_args *a, uint32_t i) {
     e.rotational =
         0.5 * 0.4 * mass * r * r * ((double)w.x * w.x + (double)w.y * w.y + (double)w.z * w.z);
     e.potential = -mass * ((double)a->gravity[0] * x.x + (double)a->gravity[1] * x.y +
-                           (double)a->gravity[2] * x.z);
+                           (double)a->gravity[2] * x.z + a->g_origin);
   }
   float inv_cell = *a->inv_cell;
   int32_t c[3] = {wfp_energy_cell(x.x, inv_cell), wfp_energy_cell(x.y, inv_cell),

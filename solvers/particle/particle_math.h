@@ -745,13 +745,35 @@ WF_HD static inline uint32_t wfp_integrate_rotation(const wfp_params *p, const f
  * its own correction: predict x* = x + h (v + h g) for itself and, from their sorted copies, for
  * its neighbours; for each overlapping pair the compliant distance constraint C = |xi*-xj*| - R
  * (compliance 1/k, so a soft material stays as soft as in DEM and a stiff one is rigid at any h)
- * gives  dx_i = w_i / (w_i + w_j + 1/(k h²)) · (-C) n,  plus friction on the relative tangential
- * displacement (static: cancelled when below mu_s times the penetration, else reduced by mu_k
- * times it; Macklin et al. 2014). The pair corrections are averaged (times omega) over the
- * particle's contacts, which keeps dense piles stable at large h. Colliders then project the
- * particle out of them exactly (so nothing passes through a plane), with friction and, for
- * impacts faster than gravity alone gives in one step, the collider's restitution. The velocity
- * is the position change over h. Particle pairs are inelastic along the normal in this model. */
+ * gives the pair's normal impulse  lambda = -C / (w_i + w_j + 1/(k h²))  and i's correction
+ * dx_i = w_i lambda n. The pair corrections are averaged (times omega) over the particle's
+ * contacts, which keeps dense piles stable at large h. Colliders then project the particle out of
+ * them exactly (so nothing passes through a plane), their normal impulse the projection's
+ * m pen / h, and, for impacts faster than gravity alone gives in two steps, the collider's
+ * restitution sets the normal velocity. Particle pairs are inelastic along the normal.
+ *
+ * Friction and rolling resistance act on velocities (Müller et al. 2020 apply dynamic friction to
+ * velocities after the position solve; here static friction does too), never as position
+ * corrections: a friction correction of a few ulps of a position would round away (the issue:
+ * grains gliding on as on ice), while a velocity is a small number of its own. Per contact, with
+ * the normal impulse Pn = lambda / h (a collider: m pen / h), the partners' predicted velocities
+ * and angular velocities (spheres, I = 2/5 m r²; a collider neither rotates nor moves but with its
+ * surface's velocity), the tangential impulse P at the contact point and the rolling impulse L
+ * (an angular impulse on the relative rotation, twist included, as DEM's rolling spring) are
+ * solved together (wfp_xpbd_grip):
+ *   stick   P and L that stop both the contact points' slip and the relative rotation (a 2x2
+ *           block system in 3D: slip K P + b L×n = -u, rotation b n×P + J L = -wr), kept while
+ *           |P| <= mu_s Pn and |L| <= mu_r R* Pn;
+ *   rolling beyond the rolling limit: L at mu_r R* Pn (the stick direction) and P that stops the
+ *           slip with it, while |P| <= mu_s Pn: a sphere rolls without slipping at 5/7 g sin θ,
+ *           and rolling resistance decelerates it at 5/7 mu_r g;
+ *   sliding beyond the static limit: |P| = mu Pn (dynamic), in the stick impulse's direction, and
+ *           L stopping the relative rotation within its limit: a = g (sin θ - mu cos θ).
+ * A sphere held by both rests on a slope up to tan θ = min(mu_s, mu_r) (DEM's as well).
+ * Impulses change velocities (dv = w P, dw = I^-1 (a × P + L), a the contact point from the
+ * centre) and positions by h dv. Pair impulses are averaged over the contacts (no
+ * over-relaxation: a stick impulse times 1.5 would reverse the slip); colliders follow one by one.
+ * The result does not depend on where the scene sits: it reads velocities, normals and depths. */
 
 /* Predicted velocity and position of a particle from its state (kinematic: v unchanged). */
 WF_HD static inline wfp_f4 wfp_predict_velocity(const wfp_params *p, wfp_f4 v) {
@@ -771,28 +793,88 @@ WF_HD static inline wfp_f4 wfp_predict(const wfp_params *p, wfp_f4 x, wfp_f4 v) 
   return x;
 }
 
-/* Tangential friction correction for a displacement d (relative, over the substep) at a contact
- * with normal n and penetration pen; share = the fraction the particle takes. Adds to dx. */
-WF_HD static inline void wfp_xpbd_friction(const float *n, float dx_, float dy_, float dz_,
-                                           float pen, float mu_s, float mu_k, float share,
-                                           float *dx) {
-  float dn = wfp_dot3(dx_, dy_, dz_, n[0], n[1], n[2]);
-  float tx = dx_ - n[0] * dn, ty = dy_ - n[1] * dn, tz = dz_ - n[2] * dn;
-  float t = sqrtf(wfp_dot3(tx, ty, tz, tx, ty, tz));
-  if (!(t > 0.0f)) return;
-  float f = t < mu_s * pen ? 1.0f : fminf(mu_k * pen / t, 1.0f);
-  f *= share;
-  dx[0] -= tx * f, dx[1] -= ty * f, dx[2] -= tz * f;
+/* One contact's grip (see above), on i: the contact normal n (towards i), the normal impulse pn
+ * (>= 0), the slip u of i's contact point relative to the partner's (tangential part used), the
+ * relative angular velocity wr (i's less the partner's), i's radius and inverse mass ri, wi and
+ * the partner's rj, wj (a collider: 0, 0), the coefficients mu_s, mu, mu_r and R*. Returns i's
+ * velocity change dv and angular velocity change dw (added). */
+WF_HD static inline void wfp_xpbd_grip(const float *n, float pn, const float *u, const float *wr,
+                                       float ri, float wi, float rj, float wj, float mu_s, float mu,
+                                       float mu_r, float rstar, float *dv, float *dw) {
+  if (!(pn > 0.0f)) return;
+  float un = wfp_dot3(u[0], u[1], u[2], n[0], n[1], n[2]);
+  float ut[3] = {u[0] - n[0] * un, u[1] - n[1] * un, u[2] - n[2] * un};
+  /* inverse inertias: I^-1 = 5/2 w / r² (0 for a partner that does not rotate) */
+  float ii = 2.5f * wi / (ri * ri), ij = rj > 0.0f ? 2.5f * wj / (rj * rj) : 0.0f;
+  float K = wi + wj + ii * ri * ri + ij * rj * rj; /* slip per unit tangential impulse */
+  float b = ij * rj - ii * ri;                     /* slip per unit rolling impulse (L × n) */
+  float J = ii + ij;                               /* relative rotation per unit L */
+  float cap_r = mu_r * rstar * pn;
+  float P[3], L[3] = {0.0f, 0.0f, 0.0f};
+  float wxn[3];
+  wfp_cross(wr[0], wr[1], wr[2], n[0], n[1], n[2], wxn);
+  if (cap_r > 0.0f && J > 0.0f) { /* stick: both stop */
+    float bj = b / J, den = K - b * bj;
+    for (int k = 0; k < 3; k++)
+      P[k] = (-ut[k] + bj * wxn[k]) / den;
+    float nxp[3];
+    wfp_cross(n[0], n[1], n[2], P[0], P[1], P[2], nxp);
+    for (int k = 0; k < 3; k++)
+      L[k] = -(wr[k] + b * nxp[k]) / J;
+    float l2 = wfp_dot3(L[0], L[1], L[2], L[0], L[1], L[2]);
+    if (l2 > cap_r * cap_r) { /* rolling: L at its limit, P stops the slip with it */
+      float sc = cap_r / sqrtf(l2);
+      L[0] *= sc, L[1] *= sc, L[2] *= sc;
+      float lxn[3];
+      wfp_cross(L[0], L[1], L[2], n[0], n[1], n[2], lxn);
+      for (int k = 0; k < 3; k++)
+        P[k] = -(ut[k] + b * lxn[k]) / K;
+    }
+  } else { /* no rolling resistance: P stops the slip, the spheres turn freely */
+    for (int k = 0; k < 3; k++)
+      P[k] = -ut[k] / K;
+  }
+  float p2 = wfp_dot3(P[0], P[1], P[2], P[0], P[1], P[2]);
+  float cap_s = mu_s * pn;
+  if (p2 > cap_s * cap_s) { /* sliding: the dynamic limit, L stops the rotation within its own */
+    float sc = mu * pn / sqrtf(p2);
+    P[0] *= sc, P[1] *= sc, P[2] *= sc;
+    L[0] = L[1] = L[2] = 0.0f;
+    if (cap_r > 0.0f && J > 0.0f) {
+      float nxp[3];
+      wfp_cross(n[0], n[1], n[2], P[0], P[1], P[2], nxp);
+      for (int k = 0; k < 3; k++)
+        L[k] = -(wr[k] + b * nxp[k]) / J;
+      float l2 = wfp_dot3(L[0], L[1], L[2], L[0], L[1], L[2]);
+      if (l2 > cap_r * cap_r) {
+        float s2 = cap_r / sqrtf(l2);
+        L[0] *= s2, L[1] *= s2, L[2] *= s2;
+      }
+    }
+  }
+  /* on i: dv = wi P, dw = I^-1 ((-ri n) × P + L) = I^-1 (ri P × n + L) */
+  float pxn[3];
+  wfp_cross(P[0], P[1], P[2], n[0], n[1], n[2], pxn);
+  for (int k = 0; k < 3; k++) {
+    dv[k] += wi * P[k];
+    dw[k] += ii * (ri * pxn[k] + L[k]);
+  }
 }
 
-/* Correction of particle i (state xi, prediction pi) from neighbour j. Returns 1 for a contact. */
-WF_HD static inline int wfp_xpbd_pair(const wfp_params *p, wfp_f4 xi, wfp_f4 pi, float wi,
-                                      const wfp_material *mi, wfp_f4 xj, wfp_f4 vj,
-                                      const wfp_material *mj, float *dx) {
-  wfp_f4 pj = wfp_predict(p, xj, vj);
+/* Contact of particle i (state xi, prediction pi, predicted velocity vi, angular velocity oi,
+ * inverse mass wi) with neighbour j: the normal correction to dx, the grip to dv and dw.
+ * Returns 1 for a contact. */
+WF_HD static inline int wfp_xpbd_pair(const wfp_params *p, wfp_f4 pi, wfp_f4 vi, wfp_f4 oi,
+                                      float wi, const wfp_material *mi, wfp_f4 xj, wfp_f4 vj,
+                                      wfp_f4 oj, const wfp_material *mj, float *dx, float *dv,
+                                      float *dw) {
+  wfp_f4 vpj = wfp_predict_velocity(p, vj);
+  float h = p->dt;
+  wfp_f4 pj = xj;
+  pj.x += h * vpj.x, pj.y += h * vpj.y, pj.z += h * vpj.z;
   float ex = pi.x - pj.x, ey = pi.y - pj.y, ez = pi.z - pj.z;
   float d2 = wfp_dot3(ex, ey, ez, ex, ey, ez);
-  float R = xi.w + xj.w;
+  float R = pi.w + xj.w;
   if (!(d2 < R * R) || d2 == 0.0f) return 0;
   float wsum = wi + vj.w;
   if (wsum == 0.0f) return 0;
@@ -800,31 +882,48 @@ WF_HD static inline int wfp_xpbd_pair(const wfp_params *p, wfp_f4 xi, wfp_f4 pi,
   float n[3] = {ex / d, ey / d, ez / d};
   float pen = R - d;
   float k = 0.5f * (mi->stiffness + mj->stiffness);
-  float h = p->dt;
-  float corr = wi * pen / (wsum + 1.0f / (k * h * h));
+  float lambda = pen / (wsum + 1.0f / (k * h * h));
+  float corr = wi * lambda;
   dx[0] += n[0] * corr, dx[1] += n[1] * corr, dx[2] += n[2] * corr;
-  float rx = (pi.x - xi.x) - (pj.x - xj.x), ry = (pi.y - xi.y) - (pj.y - xj.y),
-        rz = (pi.z - xi.z) - (pj.z - xj.z);
-  wfp_xpbd_friction(n, rx, ry, rz, corr / (wi / wsum) /* the pair's resolved depth */,
-                    0.5f * (mi->static_friction + mj->static_friction),
-                    0.5f * (mi->friction + mj->friction), wi / wsum, dx);
+  /* the contact points' slip: u = vi - vj - (ri oi + rj oj) × n */
+  float lev[3] = {pi.w * oi.x + xj.w * oj.x, pi.w * oi.y + xj.w * oj.y, pi.w * oi.z + xj.w * oj.z};
+  float lxn[3];
+  wfp_cross(lev[0], lev[1], lev[2], n[0], n[1], n[2], lxn);
+  float u[3] = {vi.x - vpj.x - lxn[0], vi.y - vpj.y - lxn[1], vi.z - vpj.z - lxn[2]};
+  float wr[3] = {oi.x - oj.x, oi.y - oj.y, oi.z - oj.z};
+  wfp_xpbd_grip(n, lambda / h, u, wr, pi.w, wi, xj.w, vj.w,
+                0.5f * (mi->static_friction + mj->static_friction),
+                0.5f * (mi->friction + mj->friction), 0.5f * (mi->rolling + mj->rolling),
+                pi.w * xj.w / R, dv, dw);
   return 1;
 }
 
-/* Projects the particle (start x, radius x.w, end position *q) out of collider c as it is at
- * time t, with friction on the displacement relative to the collider over the substep. Returns
- * 1 with the contact normal in n when there was a contact. */
+/* Projects the particle (start x, radius x.w, end position x + *disp, inverse mass w, velocity
+ * *v, angular velocity *o, material m) out of collider c as it is at time t, then applies the
+ * grip against the collider's surface to *v, *o and the displacement. Returns 1 with the contact
+ * normal in n when there was a contact. */
 WF_HD static inline int wfp_xpbd_collider(const wfp_params *p, const wfp_collider *c, float t,
-                                          wfp_f4 x, wfp_f4 *q, float *n) {
-  float phi = wfp_collider_sdf_from(c, t, q->x, q->y, q->z, t - p->dt, x, n) - x.w;
+                                          wfp_f4 x, float *disp, float w, float *v, float *o,
+                                          const wfp_material *m, float *n) {
+  float qx = x.x + disp[0], qy = x.y + disp[1], qz = x.z + disp[2];
+  float phi = wfp_collider_sdf_from(c, t, qx, qy, qz, t - p->dt, x, n) - x.w;
   if (!(phi < 0.0f)) return 0;
   float pen = -phi, h = p->dt;
-  q->x += n[0] * pen, q->y += n[1] * pen, q->z += n[2] * pen;
-  float d[3] = {0.0f, 0.0f, 0.0f}, cv[3];
-  wfp_collider_velocity_at(c, t, q->x - n[0] * x.w, q->y - n[1] * x.w, q->z - n[2] * x.w, cv);
-  wfp_xpbd_friction(n, (q->x - x.x) - cv[0] * h, (q->y - x.y) - cv[1] * h, (q->z - x.z) - cv[2] * h,
-                    pen, c->static_friction, c->friction, 1.0f, d);
-  q->x += d[0], q->y += d[1], q->z += d[2];
+  disp[0] += n[0] * pen, disp[1] += n[1] * pen, disp[2] += n[2] * pen;
+  v[0] += n[0] * pen / h, v[1] += n[1] * pen / h, v[2] += n[2] * pen / h;
+  float cv[3];
+  wfp_collider_velocity_at(c, t, qx + n[0] * pen - n[0] * x.w, qy + n[1] * pen - n[1] * x.w,
+                           qz + n[2] * pen - n[2] * x.w, cv);
+  float lxn[3];
+  wfp_cross(x.w * o[0], x.w * o[1], x.w * o[2], n[0], n[1], n[2], lxn);
+  float u[3] = {v[0] - cv[0] - lxn[0], v[1] - cv[1] - lxn[1], v[2] - cv[2] - lxn[2]};
+  float dv[3] = {0.0f, 0.0f, 0.0f}, dw[3] = {0.0f, 0.0f, 0.0f};
+  wfp_xpbd_grip(n, pen / (h * w), u, o, x.w, w, 0.0f, 0.0f, c->static_friction, c->friction,
+                m->rolling, x.w, dv, dw);
+  for (int k = 0; k < 3; k++) {
+    v[k] += dv[k], o[k] += dw[k];
+    disp[k] += h * dv[k];
+  }
   return 1;
 }
 
@@ -1005,19 +1104,21 @@ WF_HD static inline uint32_t wfp_collide_dem(const wfp_collide_args *a, uint32_t
   return flags | wfp_drift_flag(a, i, x);
 }
 
-/* XPBD (see above), with the contact list of DEM. Returns flags. */
+/* XPBD (see above), with the contact list of DEM. Returns flags. The particle's displacement
+ * over the substep is kept apart from its position (small numbers, exact for a free particle),
+ * and added once at the end. */
 WF_HD static inline uint32_t wfp_collide_xpbd(const wfp_collide_args *a, uint32_t s, uint32_t *list,
                                               uint32_t stride) {
   const wfp_params *p = a->params;
-  wfp_f4 x = a->spos[s], v = a->svel[s];
+  wfp_f4 x = a->spos[s], v = a->svel[s], om = a->somega[s];
   float w = v.w, h = p->dt;
   wfp_f4 vp = wfp_predict_velocity(p, v);
-  wfp_f4 q = x;
-  q.x += h * vp.x, q.y += h * vp.y, q.z += h * vp.z;
+  float disp[3] = {h * vp.x, h * vp.y, h * vp.z};
   if (w > 0.0f) {
-    wfp_f4 qp = q;
+    wfp_f4 q = x;
+    q.x += disp[0], q.y += disp[1], q.z += disp[2];
     const wfp_material *m = &a->mats[a->smat[s]];
-    float dx[3] = {0.0f, 0.0f, 0.0f};
+    float dx[3] = {0.0f, 0.0f, 0.0f}, dv[3] = {0.0f, 0.0f, 0.0f}, dw[3] = {0.0f, 0.0f, 0.0f};
     int contacts = 0;
     int bad = 0;
     int32_t c[3] = {wfp_cell_coord(x.x, p->inv_cell, &bad), wfp_cell_coord(x.y, p->inv_cell, &bad),
@@ -1032,14 +1133,22 @@ WF_HD static inline uint32_t wfp_collide_xpbd(const wfp_collide_args *a, uint32_
       uint32_t nc = seen_ - skip_ < WFP_CONTACT_LIST ? seen_ - skip_ : WFP_CONTACT_LIST;
       for (uint32_t l = 0; l < nc; l++) {
         uint32_t u = list[l * stride];
-        contacts += wfp_xpbd_pair(p, x, q, w, m, wfp_ld4(&a->spos[u]), wfp_ld4(&a->svel[u]),
-                                  &a->mats[wfp_ld16(&a->smat[u])], dx);
+        contacts +=
+            wfp_xpbd_pair(p, q, vp, om, w, m, wfp_ld4(&a->spos[u]), wfp_ld4(&a->svel[u]),
+                          wfp_ld4(&a->somega[u]), &a->mats[wfp_ld16(&a->smat[u])], dx, dv, dw);
       }
       if (seen_ - skip_ <= WFP_CONTACT_LIST) break;
     }
-    if (contacts > 0) {
-      float sc = p->relaxation / (float)contacts;
-      q.x += dx[0] * sc, q.y += dx[1] * sc, q.z += dx[2] * sc;
+    /* the particle's velocity as the solve goes on: predicted, plus corrections */
+    float vc[3] = {vp.x, vp.y, vp.z}, oc[3] = {om.x, om.y, om.z};
+    if (contacts > 0) { /* normal corrections over-relaxed, grips averaged */
+      float sc = p->relaxation / (float)contacts, sg = 1.0f / (float)contacts;
+      for (int k = 0; k < 3; k++) {
+        float dk = dx[k] * sc;
+        disp[k] += dk + h * (dv[k] * sg);
+        vc[k] += dk / h + dv[k] * sg;
+        oc[k] += dw[k] * sg;
+      }
     }
     /* colliders in order, as they are at the end of the substep; the last impact faster than
      * gravity alone gives in two substeps bounces with the collider's restitution */
@@ -1051,8 +1160,9 @@ WF_HD static inline uint32_t wfp_collide_xpbd(const wfp_collide_args *a, uint32_
     for (uint32_t k = 0; k < p->n_colliders; k++) {
       const wfp_collider *col = &a->colliders[k];
       float n[3];
-      if (!wfp_xpbd_collider(p, col, t1, x, &q, n)) continue;
-      wfp_collider_velocity_at(col, t1, q.x - n[0] * x.w, q.y - n[1] * x.w, q.z - n[2] * x.w, bv);
+      if (!wfp_xpbd_collider(p, col, t1, x, disp, w, vc, oc, m, n)) continue;
+      wfp_collider_velocity_at(col, t1, x.x + disp[0] - n[0] * x.w, x.y + disp[1] - n[1] * x.w,
+                               x.z + disp[2] - n[2] * x.w, bv);
       float vn0 = wfp_dot3(v.x - bv[0], v.y - bv[1], v.z - bv[2], n[0], n[1], n[2]);
       if (col->restitution > 0.0f && -vn0 > 2.0f * h * g) {
         bn[0] = n[0], bn[1] = n[1], bn[2] = n[2];
@@ -1061,21 +1171,22 @@ WF_HD static inline uint32_t wfp_collide_xpbd(const wfp_collide_args *a, uint32_
         bcv[0] = bv[0], bcv[1] = bv[1], bcv[2] = bv[2];
       }
     }
-    /* v = v_predicted + (corrections) / h: the same as (q - x) / h, but free contacts keep the
-     * predicted velocity exactly (positions far from the origin would round it) */
-    v.x = vp.x + (q.x - qp.x) / h, v.y = vp.y + (q.y - qp.y) / h, v.z = vp.z + (q.z - qp.z) / h;
+    v.x = vc[0], v.y = vc[1], v.z = vc[2];
     if (bc) { /* set the normal velocity relative to the collider to -e vn0 */
       float vn1 = wfp_dot3(v.x - bcv[0], v.y - bcv[1], v.z - bcv[2], bn[0], bn[1], bn[2]);
-      float dv = bounce - vn1;
-      v.x += bn[0] * dv, v.y += bn[1] * dv, v.z += bn[2] * dv;
+      float dvn = bounce - vn1;
+      v.x += bn[0] * dvn, v.y += bn[1] * dvn, v.z += bn[2] * dvn;
     }
+    om.x = oc[0] * p->damp, om.y = oc[1] * p->damp, om.z = oc[2] * p->damp;
   }
-  x.x = q.x, x.y = q.y, x.z = q.z;
+  x.x += disp[0], x.y += disp[1], x.z += disp[2];
   uint32_t i = a->vals[s];
   a->pos[i] = x;
   a->vel[i] = v;
+  a->omega[i] = om;
   int ok = wfp_finite(x.x) && wfp_finite(x.y) && wfp_finite(x.z) && wfp_finite(v.x) &&
-           wfp_finite(v.y) && wfp_finite(v.z);
+           wfp_finite(v.y) && wfp_finite(v.z) && wfp_finite(om.x) && wfp_finite(om.y) &&
+           wfp_finite(om.z);
   return (ok ? 0u : WFP_FLAG_NONFINITE) | wfp_drift_flag(a, i, x);
 }
 

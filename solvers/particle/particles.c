@@ -247,6 +247,41 @@ static wf_status set_create(wf_particles *sp) {
   return WF_OK;
 }
 
+/* The origin, once, in every partition (before any particle: the colliders added so far move into
+ * its frame). */
+static wf_status origin_fix(wf_particles *sp, const double origin[3]) {
+  for (int p = 0; p < sp->np; p++) {
+    wf_status st = wfp_part_origin_set(sp->parts[p].ps, origin);
+    if (st != WF_OK) return st;
+  }
+  memcpy(sp->origin, origin, sizeof sp->origin);
+  sp->origin_fixed = true;
+  return WF_OK;
+}
+
+/* The automatic origin (wf_particles_desc.origin_given false): the centre of the first
+ * particles' box, rounded to whole metres (exact in float up to 2^24 m, so a scene moved by
+ * whole metres keeps its local bits). */
+static wf_status origin_auto(wf_particles *sp, const double lo[3], const double hi[3]) {
+  if (sp->origin_fixed) return WF_OK;
+  double o[3];
+  for (int k = 0; k < 3; k++)
+    o[k] = round(0.5 * (lo[k] + hi[k]));
+  return origin_fix(sp, o);
+}
+
+/* The first particles were refused (a bad emitter): the automatic origin they fixed is undone,
+ * so that the next ones pick it. st: the refusal, returned. */
+static wf_status origin_undo(wf_particles *sp, bool was_fixed, wf_status st) {
+  if (was_fixed || sp->desc.origin_given || wf_particles_count(sp) > 0) return st;
+  static const double zero[3] = {0.0, 0.0, 0.0};
+  char msg[1024]; /* keep the refusal's message */
+  snprintf(msg, sizeof msg, "%s", wf_last_error());
+  if (origin_fix(sp, zero) == WF_OK) sp->origin_fixed = false;
+  wf__error(st, NULL, "%s", msg);
+  return st;
+}
+
 wf_status wf_particles_create(const wf_particles_desc *desc, wf_particles **out) {
   if (!out) return fail(WF_ERR_INVALID, "particles: out is NULL");
   *out = NULL;
@@ -258,6 +293,10 @@ wf_status wf_particles_create(const wf_particles_desc *desc, wf_particles **out)
   wf_status st = devices_of(desc, name, devices, &n);
   if (st == WF_OK) st = split_settings(&d, name);
   if (st != WF_OK) return st;
+  if (desc->origin_given &&
+      !(isfinite(desc->origin[0]) && isfinite(desc->origin[1]) && isfinite(desc->origin[2])))
+    return fail(WF_ERR_INVALID, "particles '%s': origin (%g, %g, %g) must be finite", name,
+                desc->origin[0], desc->origin[1], desc->origin[2]);
   wf_particles *sp = calloc(1, sizeof *sp);
   if (!sp) return fail(WF_ERR_OUT_OF_MEMORY, "particles '%s': out of host memory", name);
   snprintf(sp->name, sizeof sp->name, "%s", name);
@@ -272,6 +311,7 @@ wf_status wf_particles_create(const wf_particles_desc *desc, wf_particles **out)
     st = part_create(sp, p, devices[p], n == 1 ? desc->stream : NULL);
   if (st == WF_OK) st = set_create(sp);
   if (st == WF_OK && n > 1) st = master_reserve(sp, 0);
+  if (st == WF_OK && desc->origin_given) st = origin_fix(sp, desc->origin);
   if (st != WF_OK) {
     wf_particles_destroy(sp);
     return st;
@@ -763,19 +803,43 @@ static wf_status after_gathered(wf_particles *sp) {
 wf_status wf_particles_emit(wf_particles *sp, const wf_particles_emitter *e, uint32_t *first,
                             uint32_t *count) {
   if (!sp) return fail(WF_ERR_INVALID, "particles: solver is NULL");
-  if (sp->np == 1) return wfp_part_emit(sp->parts[0].ps, e, first, count);
-  wf_status st = undistribute(sp);
+  wf_status st = WF_OK;
+  bool was_fixed = sp->origin_fixed;
+  if (e && !sp->origin_fixed && isfinite(e->center[0]) && isfinite(e->center[1]) &&
+      isfinite(e->center[2])) {
+    double c[3] = {e->center[0], e->center[1], e->center[2]};
+    if ((st = origin_auto(sp, c, c)) != WF_OK) return st;
+  }
+  if (sp->np == 1) {
+    st = wfp_part_emit(sp->parts[0].ps, e, first, count);
+    return st == WF_OK ? st : origin_undo(sp, was_fixed, st);
+  }
+  st = undistribute(sp);
   if (st == WF_OK) st = wfp_part_emit(sp->parts[0].ps, e, first, count);
-  return st == WF_OK ? after_add(sp) : st;
+  return st == WF_OK ? after_add(sp) : origin_undo(sp, was_fixed, st);
 }
 
 wf_status wf_particles_add(wf_particles *sp, uint32_t n, const float (*pos)[4],
                            const float (*vel)[4], uint32_t material, uint32_t *first) {
   if (!sp) return fail(WF_ERR_INVALID, "particles: solver is NULL");
-  if (sp->np == 1) return wfp_part_add(sp->parts[0].ps, n, pos, vel, material, first);
-  wf_status st = undistribute(sp);
+  wf_status st = WF_OK;
+  bool was_fixed = sp->origin_fixed;
+  if (pos && n > 0 && !sp->origin_fixed) { /* the box of the finite positions */
+    double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+    for (uint32_t i = 0; i < n; i++)
+      for (int k = 0; k < 3; k++)
+        if (isfinite(pos[i][k])) lo[k] = fmin(lo[k], pos[i][k]), hi[k] = fmax(hi[k], pos[i][k]);
+    if (lo[0] <= hi[0] && lo[1] <= hi[1] && lo[2] <= hi[2] &&
+        (st = origin_auto(sp, lo, hi)) != WF_OK)
+      return st;
+  }
+  if (sp->np == 1) {
+    st = wfp_part_add(sp->parts[0].ps, n, pos, vel, material, first);
+    return st == WF_OK ? st : origin_undo(sp, was_fixed, st);
+  }
+  st = undistribute(sp);
   if (st == WF_OK) st = wfp_part_add(sp->parts[0].ps, n, pos, vel, material, first);
-  return st == WF_OK ? after_add(sp) : st;
+  return st == WF_OK ? after_add(sp) : origin_undo(sp, was_fixed, st);
 }
 
 wf_status wf_particles_add_material(wf_particles *sp, const wf_particle_material *m,
@@ -893,7 +957,30 @@ wf_status wf_particles_check(wf_particles *sp) {
   return st;
 }
 
+/* The solver holds positions relative to the origin (docs/precision.md); the world's are
+ * local + origin, added in double and rounded once. A zero component is skipped, so that
+ * particles at the world's origin give their bits unchanged (-0 stays -0). */
+static void to_world(const wf_particles *sp, float (*pos)[4], uint32_t n) {
+  for (int k = 0; pos && k < 3; k++) {
+    if (sp->origin[k] == 0.0) continue;
+    for (uint32_t i = 0; i < n; i++)
+      pos[i][k] = (float)((double)pos[i][k] + sp->origin[k]);
+  }
+}
+
+wf_status wf_particles_origin(const wf_particles *sp, double origin[3]) {
+  if (!sp || !origin) return fail(WF_ERR_INVALID, "wf_particles_origin: particles or out is NULL");
+  memcpy(origin, sp->origin, sizeof sp->origin);
+  return WF_OK;
+}
+
 wf_status wf_particles_download(wf_particles *sp, float (*pos)[4], float (*vel)[4]) {
+  wf_status st = wf_particles_download_local(sp, pos, vel);
+  if (sp && (st == WF_OK || st == WF_ERR_INVALID)) to_world(sp, pos, wf_particles_count(sp));
+  return st;
+}
+
+wf_status wf_particles_download_local(wf_particles *sp, float (*pos)[4], float (*vel)[4]) {
   if (!sp) return fail(WF_ERR_INVALID, "particles: solver is NULL");
   if (sp->np == 1) return wfp_part_download(sp->parts[0].ps, pos, vel);
   wf_status st = settle(sp);
@@ -946,6 +1033,11 @@ wf_status wf_particles_info_get(const wf_particles *sp, wf_particles_info *out) 
     out->owned[0] = wf_particles_count(sp);
     out->slab_lo[0] = -INFINITY, out->slab_hi[0] = INFINITY;
   }
+  for (int p = 0; p < sp->np; p++) { /* in the world: the solver's are relative to the origin */
+    double o = sp->origin[out->axis >= 0 && out->axis < 3 ? out->axis : 0];
+    if (isfinite(out->slab_lo[p])) out->slab_lo[p] = (float)((double)out->slab_lo[p] + o);
+    if (isfinite(out->slab_hi[p])) out->slab_hi[p] = (float)((double)out->slab_hi[p] + o);
+  }
   out->captures = sp->frame.captures;
   out->capture_ms = sp->frame.capture_ms;
   for (int p = 0; p < sp->np; p++)
@@ -959,6 +1051,23 @@ wf_status wf_particles_info_get(const wf_particles *sp, wf_particles_info *out) 
  * frames that follow are bitwise those that followed the saved state. */
 wf_status wf_particles_set_state(wf_particles *sp, const float (*pos)[4], const float (*vel)[4],
                                  double time, uint64_t substeps) {
+  if (!sp) return fail(WF_ERR_INVALID, "particles: solver is NULL");
+  if (!pos || (sp->origin[0] == 0.0 && sp->origin[1] == 0.0 && sp->origin[2] == 0.0))
+    return wf_particles_set_state_local(sp, pos, vel, time, substeps);
+  uint32_t n = wf_particles_count(sp);
+  float(*local)[4] = malloc((size_t)n * 16 + 16);
+  if (!local) return fail(WF_ERR_OUT_OF_MEMORY, "particles '%s': out of host memory", sp->name);
+  if (n) memcpy(local, pos, (size_t)n * 16);
+  for (int k = 0; k < 3; k++) /* relative to the origin, in double, rounded once */
+    for (uint32_t i = 0; sp->origin[k] != 0.0 && i < n; i++)
+      local[i][k] = (float)((double)pos[i][k] - sp->origin[k]);
+  wf_status st = wf_particles_set_state_local(sp, (const float(*)[4])local, vel, time, substeps);
+  free(local);
+  return st;
+}
+
+wf_status wf_particles_set_state_local(wf_particles *sp, const float (*pos)[4],
+                                       const float (*vel)[4], double time, uint64_t substeps) {
   if (!sp) return fail(WF_ERR_INVALID, "particles: solver is NULL");
   if (sp->np == 1) return wfp_part_set_state(sp->parts[0].ps, pos, vel, time, substeps);
   if (!pos || !vel)
@@ -1110,6 +1219,7 @@ wf_status wf_particles_partition_view(wf_particles *sp, int i, wf_partition_view
   out->device = pt->dev;
   out->stream = wfp_part_stream(pt->ps);
   TRY(wfp_part_state_buffers(pt->ps, &out->pos, &out->vel, &out->clock), "finding the state");
+  memcpy(out->origin, sp->origin, sizeof out->origin); /* shared by every partition */
   if (sp->np == 1 || !sp->distributed) { /* partition 0 holds everything in global-id order */
     out->rows = i == 0 ? wf_particles_count(sp) : 0;
     return WF_OK;

@@ -76,6 +76,10 @@ struct wf_particles {
   halo *halos;      /* [cap_halos], halos[l] beside set->links[l] */
   int cap_halos;
   uint32_t count;
+  /* the point in the world every partition's positions are relative to (docs/precision.md);
+   * fixed: given, or picked at the first particles */
+  double origin[3];
+  bool origin_fixed;
   bool distributed; /* false: every particle is in partition 0, local = global order */
   /* master state in global-id order, as of the last repartition (the snapshot a rerun starts
    * from) and its clock */

@@ -427,7 +427,7 @@ static wf_particles *column(int model, int ndev) {
 static float *snapshot(wf_particles *ps) {
   uint32_t n = wf_particles_count(ps);
   float *s = malloc((size_t)n * 48);
-  OKV(wf_particles_download(ps, (float(*)[4])s, (float(*)[4])(s + 4 * n)));
+  OKV(wf_particles_download_local(ps, (float(*)[4])s, (float(*)[4])(s + 4 * n)));
   OKV(wf_particles_download_omega(ps, (float(*)[4])(s + 8 * n)));
   return s;
 }
@@ -486,8 +486,9 @@ TEST(hertz_history_rolling_bitwise_1_2_3_4_partitions_and_resume) {
       CHECK_OK(wf_particles_step_frames(ps, 3)); /* some other state first */
       CHECK_OK(wf_particles_stats_get(ps, &s0));
       double t = half * 0.0025;
-      CHECK_OK(wf_particles_set_state(ps, (const float(*)[4])cp, (const float(*)[4])(cp + 4 * n),
-                                      (double)(float)t, (uint64_t)half * 10));
+      CHECK_OK(wf_particles_set_state_local(ps, (const float(*)[4])cp,
+                                            (const float(*)[4])(cp + 4 * n), (double)(float)t,
+                                            (uint64_t)half * 10));
       CHECK_OK(wf_particles_granular_state_set(ps, gran, gb));
       CHECK_OK(wf_particles_step_frames(ps, frames - half));
       float *got = snapshot(ps);

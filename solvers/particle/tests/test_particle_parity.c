@@ -7,14 +7,20 @@
 #include "weft/particles.h"
 
 /* State after `frames` frames: pos, vel, omega (48 bytes a particle). Scenes: the pile and the
- * colliders with the default (linear, history, rolling) model, the pile with Hertz contacts. */
+ * colliders with the default (linear, history, rolling) model, the pile with Hertz contacts, and
+ * the pile and the colliders with XPBD contacts (rotation, friction and rolling resistance on
+ * velocities). */
 static float *run_on(const char *device, int which, int frames, uint32_t *count,
                      wf_particles_energy *e) {
   wf_device *dev;
   if (wf_device_get(device, &dev) != WF_OK) return NULL;
   wf_particles *ps;
-  scene_contact_model = which == 2 ? WF_CONTACT_HERTZ : WF_CONTACT_DEM;
-  wf_status st = which != 1 ? scene_pile(dev, 4, 4, false, &ps) : scene_colliders(dev, false, &ps);
+  scene_contact_model = which == 2   ? WF_CONTACT_HERTZ
+                        : which >= 3 ? WF_CONTACT_XPBD
+                                     : WF_CONTACT_DEM;
+  wf_status st = which != 1 && which != 4 ? scene_pile(dev, 4, 4, false, &ps)
+                                          : scene_colliders(dev, false, &ps);
+  scene_contact_model = WF_CONTACT_DEM;
   if (st == WF_OK && which == 2) { /* a softer modulus: 0.52 kg beads at 32 substeps a frame */
     wf_particle_material m = wf_particle_material_default();
     m.young = 1e6f, m.restitution = 0.3f, m.rolling_friction = 0.05f;
@@ -37,8 +43,8 @@ static float *run_on(const char *device, int which, int frames, uint32_t *count,
 }
 
 TEST(cpu_cuda_bitwise) {
-  const char *names[] = {"pile", "colliders", "pile (Hertz)"};
-  for (int k = 0; k < 3; k++) {
+  const char *names[] = {"pile", "colliders", "pile (Hertz)", "pile (XPBD)", "colliders (XPBD)"};
+  for (int k = 0; k < 5; k++) {
     uint32_t n1 = 0, n2 = 0;
     wf_particles_energy ea, eb;
     float *a = run_on("cpu:0", k, 30, &n1, &ea), *b = run_on("cuda:0", k, 30, &n2, &eb);
