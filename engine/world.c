@@ -37,6 +37,7 @@
 #include "weft/io.h"
 #include "weft/particles.h"
 
+#include "emit.h"
 #include "world_internal.h"
 
 /* A solver call failed: keep its message, prefixed with the object ("cloths[1] 'flag': ..."). */
@@ -415,7 +416,9 @@ wf_status wf_scene_particle_stability(const wf_scene *sc, int i, wf_particles_st
   d.frame_dt = (float)(1.0 / sc->simulation.fps);
   d.contact_model = contact_model_of(sc);
   wf_particle_material m = material_of(sm);
-  double r = e->radius, mass = e->mass > 0 ? e->mass : e->density * 4.0 / 3.0 * M_PI * r * r * r;
+  /* the smallest particle has the shortest contact (a file's radii are known at run time only) */
+  double r = e->radius_distribution == WF_SCENE_RADII_FIXED ? e->radius : e->radius_min;
+  double mass = e->mass > 0 ? e->mass : e->density * 4.0 / 3.0 * M_PI * r * r * r;
   wf_status st = wf_particles_stability(&d, &m, r, mass, 0.0, out);
   if (msg && size) msg[0] = 0;
   if (st == WF_OK && !out->ok && msg && size)
@@ -449,6 +452,28 @@ static wf_status create_cloth(wf_world *w, const wf_scene *sc, int i) {
 
 /* ---- the particle side: one solver, or one split over the world's devices ------------------- */
 
+/* An emitter's particles: the solver's own lattice where it makes them (a box or a sphere of one
+ * radius), else those engine/emit.c makes on the host (weft/scene.h: wf_scene_emitter_points). */
+static wf_status emit(wf_particles *ps, const wf_scene_emitter *se, wfw_object *o) {
+  if (wfe_solver_lattice(se)) {
+    wf_particles_emitter e = emitter_of(se);
+    return wf_particles_emit(ps, &e, &o->first, &o->count);
+  }
+  uint64_t n = wf_scene_emitter_count(se);
+  if (n == 0 || n > (1u << 30))
+    return wf__error(WF_ERR_INVALID, NULL, "%llu particles: an emitter makes 1 to 2^30",
+                     (unsigned long long)n);
+  float(*pos)[4] = malloc((size_t)n * 16), (*vel)[4] = malloc((size_t)n * 16);
+  wf_status st = pos && vel ? wf_scene_emitter_points(se, wf_particles_count(ps), pos, vel, n)
+                            : wf__error(WF_ERR_OUT_OF_MEMORY, NULL, "out of host memory");
+  if (st == WF_OK)
+    st = wf_particles_add(ps, (uint32_t)n, (const float(*)[4])pos, (const float(*)[4])vel,
+                          se->material, &o->first);
+  if (st == WF_OK) o->count = (uint32_t)n;
+  free(pos), free(vel);
+  return st;
+}
+
 static wf_status create_particles(wf_world *w, const wf_scene *sc) {
   uint64_t estimate = 0;
   for (int i = 0; i < sc->emitter_count; i++)
@@ -479,9 +504,7 @@ static wf_status create_particles(wf_world *w, const wf_scene *sc) {
     if (st != WF_OK) return fail_object(st, "colliders", i, sc->colliders[i].name);
   }
   for (int i = 0; i < sc->emitter_count; i++) {
-    wf_particles_emitter e = emitter_of(&sc->emitters[i]);
-    wfw_object *o = &w->objects[i];
-    st = wf_particles_emit(w->ps, &e, &o->first, &o->count);
+    st = emit(w->ps, &sc->emitters[i], &w->objects[i]);
     if (st != WF_OK) return fail_object(st, "particles", i, sc->emitters[i].name);
   }
   w->n_particles = wf_particles_count(w->ps);

@@ -93,7 +93,16 @@ static int same_emitter(const wf_scene_emitter *a, const wf_scene_emitter *b) {
   SAME_V(center, 3);
   SAME_V(half_extents, 3);
   SAME(sphere_radius);
+  SAME(cylinder_radius);
+  SAME(height);
   SAME(radius);
+  SAME(radius_distribution);
+  SAME(radius_min);
+  SAME(radius_max);
+  SAME(radius_sigma);
+  SAME(packing);
+  SAME(packing_fraction);
+  SAME(file_rows);
   SAME(spacing);
   SAME(jitter);
   SAME(seed);
