@@ -684,6 +684,7 @@ static void read_particle_file(ctx *c, const cJSON *v, const char *p, wf_scene_e
 /* Cross-field checks of a region emitter's radii, packing and count. */
 static void check_emitter(ctx *c, const cJSON *o, const char *p, wf_scene_emitter *e) {
   char kp[80];
+  if (e->radius_distribution == WF_SCENE_RADII_FIXED) e->radius_min = e->radius_max = e->radius;
   if (e->radius_distribution != WF_SCENE_RADII_FIXED) {
     if (e->radius_distribution == WF_SCENE_RADII_UNIFORM) {
       if (get(o, "radius")) {
@@ -851,8 +852,9 @@ static void read_emitters(ctx *c, const cJSON *root) {
       else if (!cJSON_IsNumber(m))
         type_error(c, mp, want, m);
     }
-    if (file) {
+    if (file) { /* complete the struct: what a file lacks, the emitter's radius gives */
       if (isnan(e->spacing)) e->spacing = 2.0 * e->radius;
+      e->radius_min = e->radius_max = e->radius;
       continue;
     }
     check_emitter(c, o, p, e);

@@ -496,6 +496,35 @@ TEST(file_errors) {
                      "particles[0].center", "does not apply to a file emitter");
 }
 
+/* Every new kind of emitter prints as canonical JSON that reads back to the same emitter. */
+TEST(round_trip) {
+  const char *kinds[] = {
+      "\"shape\": \"cylinder\", \"cylinder_radius\": 0.3, \"height\": 0.1, \"jitter\": 0.001",
+      "\"shape\": \"sphere\", \"packing\": \"random\", \"packing_fraction\": 0.2, \"seed\": 7",
+      "\"radius_distribution\": \"uniform\", \"radius_min\": 0.01, \"radius_max\": 0.02",
+      "\"radius_distribution\": \"lognormal\", \"radius_sigma\": 0.3, \"radius_max\": 0.08",
+  };
+  for (int k = 0; k < 4; k++) {
+    wf_scene *a = scene_of(kinds[k], NULL);
+    REQUIRE(a);
+    char *json = wf_scene_to_json(a);
+    wf_scene *b = NULL;
+    CHECK_OK(wf_scene_parse(json, strlen(json), "canonical.json", NULL, NULL, &b));
+    const wf_scene_emitter *x = &a->emitters[0], *y = &b->emitters[0];
+    bool same = x->shape == y->shape && x->packing == y->packing &&
+                x->radius_distribution == y->radius_distribution && x->radius == y->radius &&
+                x->radius_min == y->radius_min && x->radius_max == y->radius_max &&
+                x->radius_sigma == y->radius_sigma && x->packing_fraction == y->packing_fraction &&
+                x->spacing == y->spacing && x->jitter == y->jitter &&
+                x->cylinder_radius == y->cylinder_radius && x->height == y->height &&
+                x->seed == y->seed;
+    if (!same) TH_FAIL("%s: round trip differs:\n%s", kinds[k], json);
+    CHECK(wf_scene_emitter_count(x) == wf_scene_emitter_count(y));
+    free(json);
+    wf_scene_destroy(a), wf_scene_destroy(b);
+  }
+}
+
 /* ---- worlds -------------------------------------------------------------------------------- */
 
 /* A random, polydisperse cylinder of grains falling into a lattice of bigger ones: the
@@ -548,7 +577,8 @@ int main(int argc, char **argv) {
       TH_TEST(cylinder_lattice),      TH_TEST(random_packing_reaches_the_target),
       TH_TEST(random_packing_errors), TH_TEST(radius_distributions),
       TH_TEST(contact_between_radii), TH_TEST(file_round_trip),
-      TH_TEST(file_errors),           TH_TEST(world_split_bitwise),
+      TH_TEST(file_errors),           TH_TEST(round_trip),
+      TH_TEST(world_split_bitwise),
   };
   int rc = th_main(argc, argv, tests, TH_COUNT(tests));
   rm_rf(tmp_root);
