@@ -34,9 +34,10 @@
 #define WFE_PI 3.14159265358979323846
 
 enum {
-  MAX_TRIES = 2000000, /* a particle that finds no room in this many tries jams the packing */
-  UNIFORM_TRIES = 50,  /* tries anywhere in the region before trying the open voxels */
-  CELL_FAILS = 300     /* tries without room that close a voxel */
+  MAX_TRIES = 2000000,    /* a particle that finds no room in this many tries jams the packing */
+  UNIFORM_TRIES = 50,     /* tries anywhere in the region before trying the open voxels */
+  CELL_FAILS = 300,       /* tries without room that close a voxel */
+  MAX_POUR_TRIES = 100000 /* a pour's particle that finds no room in this many tries fails */
 };
 
 static uint64_t splitmix64(uint64_t x) {
@@ -391,12 +392,89 @@ done:
   return st;
 }
 
+/* ---- continuous emitters (a disc inlet) ------------------------------------------------------
+ */
+
+uint64_t wfe_pour_count(const wf_scene_emitter *e) {
+  double n = ceil(e->rate * (e->end - e->start));
+  if (!(n >= 0.0)) return 0;
+  return n > 4e9 ? UINT64_MAX : (uint64_t)n;
+}
+
+double wfe_pour_birth(const wf_scene_emitter *e, uint64_t k) {
+  return e->start + (double)k / e->rate;
+}
+
+/* The pour's feed line (wf_particles_add_timed): particle k, born at t_k = start + k / rate at a
+ * random point p_k of the disc (the whole sphere inside it), starts at p_k - v t_k and travels
+ * with v until t_k, so it reaches p_k then. Nothing on the line interacts, but the particles are
+ * placed so that none overlaps another on the line: they are born apart, and gravity then acts
+ * alike on neighbours born close in time. u, w span the disc (perpendicular to v). */
+static wf_status pour_fill(const wf_scene_emitter *e, float (*pos)[4], float *birth, uint64_t n) {
+  static const char fn[] = "wf_scene_emitter_points";
+  double v[3] = {e->velocity[0], e->velocity[1], e->velocity[2]};
+  double speed = sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
+  double a[3] = {v[0] / speed, v[1] / speed, v[2] / speed}, u[3], w[3];
+  /* u: the unit vector perpendicular to a within the plane of a and the axis a is least
+   * aligned with; w = a x u */
+  int least = fabs(a[0]) <= fabs(a[1]) && fabs(a[0]) <= fabs(a[2]) ? 0
+              : fabs(a[1]) <= fabs(a[2])                           ? 1
+                                                                   : 2;
+  double ax[3] = {0, 0, 0};
+  ax[least] = 1.0;
+  double d = a[least];
+  for (int k = 0; k < 3; k++)
+    u[k] = ax[k] - d * a[k];
+  double ul = sqrt(u[0] * u[0] + u[1] * u[1] + u[2] * u[2]);
+  for (int k = 0; k < 3; k++)
+    u[k] /= ul;
+  w[0] = a[1] * u[2] - a[2] * u[1], w[1] = a[2] * u[0] - a[0] * u[2],
+  w[2] = a[0] * u[1] - a[1] * u[0];
+  double rmax = largest_radius(e), reach = 2.0 * rmax;
+  uint64_t s = stream(e->seed, TAG_PLACE, 0), first = 0; /* first: oldest still within reach */
+  double(*y)[3] = malloc(n * sizeof *y);
+  if (!y) return wf__error(WF_ERR_OUT_OF_MEMORY, fn, "emitter '%s': out of host memory", e->name);
+  for (uint64_t k = 0; k < n; k++) {
+    double r = radius_of(e, k), t = wfe_pour_birth(e, k), R = e->disc_radius - r;
+    while (first < k && (t - wfe_pour_birth(e, first)) * speed >= reach)
+      first++;
+    bool ok = false;
+    for (int tries = 0; tries < MAX_POUR_TRIES && !ok; tries++) {
+      double p = (2.0 * u01(&s) - 1.0) * R, q = (2.0 * u01(&s) - 1.0) * R;
+      if (p * p + q * q > R * R) continue;
+      for (int c = 0; c < 3; c++)
+        y[k][c] = e->center[c] + p * u[c] + q * w[c] - v[c] * t;
+      ok = true;
+      for (uint64_t j = first; j < k && ok; j++) {
+        double d0 = y[k][0] - y[j][0], d1 = y[k][1] - y[j][1], d2 = y[k][2] - y[j][2];
+        double rr = r + pos[j][3];
+        ok = d0 * d0 + d1 * d1 + d2 * d2 >= rr * rr;
+      }
+    }
+    if (!ok) {
+      free(y);
+      return wf__error(WF_ERR_INVALID, fn,
+                       "emitter '%s': the pour is too dense for its inlet: particle %llu (born at "
+                       "%.6g s) finds no room among those born just before it; lower rate, raise "
+                       "the speed or widen disc_radius",
+                       e->name, (unsigned long long)k, t);
+    }
+    for (int c = 0; c < 3; c++)
+      pos[k][c] = (float)y[k][c];
+    pos[k][3] = (float)r;
+    birth[k] = (float)t;
+  }
+  free(y);
+  return WF_OK;
+}
+
 /* ---- the public entry points ----------------------------------------------------------------
  */
 
 uint64_t wf_scene_emitter_count(const wf_scene_emitter *e) {
   if (!e) return 0;
   if (e->shape == WF_SCENE_SHAPE_FILE) return e->file_rows;
+  if (e->shape == WF_SCENE_SHAPE_DISC) return wfe_pour_count(e);
   if (e->packing == WF_SCENE_PACK_RANDOM) return random_count(e);
   if (!(e->spacing > 0)) return 0;
   uint64_t cells[3];
@@ -416,10 +494,14 @@ uint64_t wf_scene_emitter_count(const wf_scene_emitter *e) {
 }
 
 wf_status wf_scene_emitter_points(const wf_scene_emitter *e, uint32_t first_id, float (*pos)[4],
-                                  float (*vel)[4], uint64_t count) {
+                                  float (*vel)[4], float *birth, uint64_t count) {
   static const char fn[] = "wf_scene_emitter_points";
   if (!e || !pos || !vel || count == 0)
     return wf__error(WF_ERR_INVALID, fn, "emitter, pos or vel is NULL, or count is 0");
+  if (e->shape == WF_SCENE_SHAPE_DISC && !birth)
+    return wf__error(WF_ERR_INVALID, fn, "emitter '%s': a disc pours: birth must not be NULL",
+                     e->name);
+  if (birth && e->shape != WF_SCENE_SHAPE_DISC) memset(birth, 0, (size_t)count * sizeof *birth);
   if (count != wf_scene_emitter_count(e))
     return wf__error(WF_ERR_INVALID, fn, "emitter '%s': count %llu is not the emitter's %llu",
                      e->name, (unsigned long long)count,
@@ -447,6 +529,9 @@ wf_status wf_scene_emitter_points(const wf_scene_emitter *e, uint32_t first_id, 
     }
     file_vel = true;
     wfe_rows_free(&rows);
+  } else if (e->shape == WF_SCENE_SHAPE_DISC) {
+    wf_status st = pour_fill(e, pos, birth, count);
+    if (st != WF_OK) return st;
   } else if (e->packing == WF_SCENE_PACK_RANDOM) {
     wf_status st = random_fill(e, pos, count);
     if (st != WF_OK) return st;

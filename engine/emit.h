@@ -34,6 +34,10 @@ void wfe_rows_free(wfe_rows *rows);
  * sphere, lattice packing, one radius. */
 bool wfe_solver_lattice(const wf_scene_emitter *e);
 
+/* A disc's pour: its particle count, and particle k's birth time (s). */
+uint64_t wfe_pour_count(const wf_scene_emitter *e);
+double wfe_pour_birth(const wf_scene_emitter *e, uint64_t k);
+
 /* Volume of the emitter's region, m³ (0 for a file). */
 double wfe_region_volume(const wf_scene_emitter *e);
 

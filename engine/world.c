@@ -463,14 +463,19 @@ static wf_status emit(wf_particles *ps, const wf_scene_emitter *se, wfw_object *
   if (n == 0 || n > (1u << 30))
     return wf__error(WF_ERR_INVALID, NULL, "%llu particles: an emitter makes 1 to 2^30",
                      (unsigned long long)n);
+  bool pour = se->shape == WF_SCENE_SHAPE_DISC;
   float(*pos)[4] = malloc((size_t)n * 16), (*vel)[4] = malloc((size_t)n * 16);
-  wf_status st = pos && vel ? wf_scene_emitter_points(se, wf_particles_count(ps), pos, vel, n)
-                            : wf__error(WF_ERR_OUT_OF_MEMORY, NULL, "out of host memory");
+  float *birth = pour ? malloc((size_t)n * sizeof *birth) : NULL;
+  wf_status st = pos && vel && (birth || !pour)
+                     ? wf_scene_emitter_points(se, wf_particles_count(ps), pos, vel, birth, n)
+                     : wf__error(WF_ERR_OUT_OF_MEMORY, NULL, "out of host memory");
+  /* a pour's particles are all there from the start, waiting on its feed line for their births:
+   * the count, and the captured frame, stay as they are while it pours */
   if (st == WF_OK)
-    st = wf_particles_add(ps, (uint32_t)n, (const float(*)[4])pos, (const float(*)[4])vel,
-                          se->material, &o->first);
+    st = wf_particles_add_timed(ps, (uint32_t)n, (const float(*)[4])pos, (const float(*)[4])vel,
+                                birth, se->material, &o->first);
   if (st == WF_OK) o->count = (uint32_t)n;
-  free(pos), free(vel);
+  free(pos), free(vel), free(birth);
   return st;
 }
 

@@ -51,13 +51,15 @@ typedef enum wf_scene_contact_model {
   WF_SCENE_CONTACT_XPBD = 1,
   WF_SCENE_CONTACT_HERTZ = 2 /* Hertz–Mindlin normal and tangential springs (WF_CONTACT_HERTZ) */
 } wf_scene_contact_model;
-/** particles[i].shape: the region an emitter fills ("box", "sphere", "cylinder"), or "file":
- *  the particles a PLY or CSV file lists. */
+/** particles[i].shape: the region an emitter fills ("box", "sphere", "cylinder"), "file": the
+ *  particles a PLY or CSV file lists, or "disc": an inlet that pours particles over a time
+ *  window. */
 typedef enum wf_scene_shape {
   WF_SCENE_SHAPE_BOX = 0,
   WF_SCENE_SHAPE_SPHERE = 1,
   WF_SCENE_SHAPE_CYLINDER = 2, /* axis along y */
-  WF_SCENE_SHAPE_FILE = 3
+  WF_SCENE_SHAPE_FILE = 3,
+  WF_SCENE_SHAPE_DISC = 4 /* a continuous emitter: a disc inlet pouring `rate` particles/s */
 } wf_scene_shape;
 /** particles[i].packing: a cubic "lattice" or a seeded "random" packing (random sequential
  *  addition to a target packing fraction). */
@@ -162,6 +164,11 @@ typedef struct wf_scene_emitter {
   double spacing;     /* lattice spacing, m, >= 2 * largest radius; default 2 * largest */
   double jitter;      /* lattice, m, [0, spacing / 2); default 0 */
   uint64_t seed;      /* jitter, radii and random packing seed; default 0 */
+  double disc_radius; /* disc: the inlet's radius, m, > 0; the disc is perpendicular to
+                         velocity (which must not be zero); default 0.1 */
+  double rate;        /* disc: particles per second, > 0; default 100 */
+  double start, end;  /* disc: the window, s: particle k is born at start + k / rate while that
+                         is before end; defaults 0 and 1 */
   char *file;         /* file: the path as written */
   char *file_path;    /* file: the path that was found (relative to the scene's directory) */
   uint64_t file_rows; /* file: particles it lists */
@@ -362,12 +369,16 @@ WF_API uint64_t wf_scene_emitter_count(const wf_scene_emitter *e);
 /** The emitter's particles (engine/emit.c), `count` = wf_scene_emitter_count(e) rows: pos =
  *  xyz + radius, vel = xyz + inverse mass (0: kinematic), in the order the solver adds them.
  *  first_id, the global id of the first, seeds a lattice's jitter as wf_particles_emit does.
+ *  birth (count floats; may be NULL but for a disc) receives each particle's birth time, s (0:
+ *  from the start; a disc: start + k / rate, each particle placed on the feed line upstream of
+ *  the inlet that reaches its point of the disc at its birth: wf_particles_add_timed).
  *  Deterministic: the same scene gives the same bits (positions and uniform radii use only
  *  IEEE basic operations; log-normal radii also the C library's exp and log). Fails (naming the
  *  emitter) when a random packing jams before its target, or the file changed since the scene
  *  was read. */
 WF_API wf_status wf_scene_emitter_points(const wf_scene_emitter *e, uint32_t first_id,
-                                         float (*pos)[4], float (*vel)[4], uint64_t count);
+                                         float (*pos)[4], float (*vel)[4], float *birth,
+                                         uint64_t count);
 
 #ifdef __cplusplus
 }

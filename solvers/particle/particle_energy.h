@@ -85,6 +85,7 @@ WF_HD static inline double wfp_pair_energy(const wfp_energy_args *a, wfp_f4 pi, 
   float R = pi.w + pj.w;
   if (!(d2 < R * R) || d2 == 0.0f) return 0.0;
   if (wi + a->vel[j].w == 0.0f) return 0.0;
+  if (wi < 0.0f || a->vel[j].w < 0.0f) return 0.0; /* not born yet: touches nothing */
   float k = 0.5f * (mi->stiffness + a->mats[a->mat[j]].stiffness);
   return 0.5 * wfp_contact_energy(k, R - sqrtf(d2));
 }

@@ -771,10 +771,16 @@ wf_status wf_particles_emit(wf_particles *sp, const wf_particles_emitter *e, uin
 
 wf_status wf_particles_add(wf_particles *sp, uint32_t n, const float (*pos)[4],
                            const float (*vel)[4], uint32_t material, uint32_t *first) {
+  return wf_particles_add_timed(sp, n, pos, vel, NULL, material, first);
+}
+
+wf_status wf_particles_add_timed(wf_particles *sp, uint32_t n, const float (*pos)[4],
+                                 const float (*vel)[4], const float *birth, uint32_t material,
+                                 uint32_t *first) {
   if (!sp) return fail(WF_ERR_INVALID, "particles: solver is NULL");
-  if (sp->np == 1) return wfp_part_add(sp->parts[0].ps, n, pos, vel, material, first);
+  if (sp->np == 1) return wfp_part_add(sp->parts[0].ps, n, pos, vel, birth, material, first);
   wf_status st = undistribute(sp);
-  if (st == WF_OK) st = wfp_part_add(sp->parts[0].ps, n, pos, vel, material, first);
+  if (st == WF_OK) st = wfp_part_add(sp->parts[0].ps, n, pos, vel, birth, material, first);
   return st == WF_OK ? after_add(sp) : st;
 }
 

@@ -45,7 +45,7 @@ static float (*points_of(const wf_scene *sc, uint64_t *n))[4] {
     return NULL;
   }
   float(*p)[4] = malloc((size_t)*n * 32);
-  if (wf_scene_emitter_points(&sc->emitters[0], 0, p, p + *n, *n) != WF_OK) {
+  if (wf_scene_emitter_points(&sc->emitters[0], 0, p, p + *n, NULL, *n) != WF_OK) {
     TH_FAIL("points: %s", wf_last_error());
     free(p);
     return NULL;
@@ -220,7 +220,7 @@ TEST(random_packing_errors) {
   REQUIRE(sc);
   uint64_t n = wf_scene_emitter_count(&sc->emitters[0]);
   float(*p)[4] = malloc((size_t)n * 32);
-  CHECK_ERROR(wf_scene_emitter_points(&sc->emitters[0], 0, p, p + n, n), WF_ERR_INVALID,
+  CHECK_ERROR(wf_scene_emitter_points(&sc->emitters[0], 0, p, p + n, NULL, n), WF_ERR_INVALID,
               "emitter 'grains'", "jammed at packing fraction", "lower packing_fraction");
   free(p);
   wf_world *w = NULL;
@@ -525,14 +525,117 @@ TEST(round_trip) {
   }
 }
 
+/* ---- continuous emitters ------------------------------------------------------------------- */
+
+static const char pour_text[] =
+    "{\"simulation\": {\"fps\": 60, \"substeps\": 16, \"devices\": \"cpu\", \"deterministic\": "
+    "true},"
+    " \"particles\": [{\"name\": \"tap\", \"shape\": \"disc\", \"center\": [0, 0.5, 0],"
+    "  \"disc_radius\": 0.05, \"velocity\": [0, -1, 0], \"rate\": 600, \"start\": 0.05,"
+    "  \"end\": 0.25, \"radius\": 0.004, \"seed\": 11}]}";
+
+/* Particles born so far: those with a positive inverse mass. */
+static int born(wf_world *w, float (*p)[4], float (*v)[4]) {
+  if (wf_world_object_download(w, 0, p, v) != WF_OK) return -1;
+  int n = 0;
+  for (int i = 0; i < 120; i++)
+    n += v[i][3] > 0.0f;
+  return n;
+}
+
+/* A pour of 600 particles/s over [0.05, 0.25) s: 120 particles, particle k born at
+ * 0.05 + k / 600 s, at the first substep that starts at or after then. After frame F (the last
+ * substep started at F/60 - dt, dt = 1/960 s) floor((F/60 - dt - 0.05) 600) + 1 are born (0 to
+ * 120); ±1 where the birth and the clock, rounded to float, fall within a rounding of each other.
+ * Unborn particles wait on the feed line above the inlet (v points down), born ones are at or
+ * below it; the first one falls freely from the inlet at 1 m/s: y = 0.5 - τ - g τ²/2 at age τ,
+ * within 3 mm (semi-implicit Euler's g dt τ / 2 = 1.5 mm, and a birth up to one substep late:
+ * 1 mm). The count and the frame graph stay as they are. */
+TEST(pour_count_vs_time) {
+  wf_world *w = NULL;
+  if (make_world(pour_text, NULL, 0, "cpu:0", &w) != WF_OK) return;
+  wf_world_object o;
+  CHECK_OK(wf_world_object_get(w, 0, &o));
+  CHECK_EQ_INT(o.point_count, 120);
+  float p[120][4], v[120][4];
+  double dt = 1.0 / 960.0;
+  for (int f = 1; f <= 20; f++) {
+    CHECK_OK(wf_world_step(w, 1));
+    int n = born(w, p, v);
+    double t_last = f / 60.0 - dt;
+    double want = floor((t_last - 0.05) * 600.0 + 1e-9) + 1;
+    want = want < 0 ? 0 : want > 120 ? 120 : want;
+    if (fabs(n - want) > 1) TH_FAIL("frame %d: %d born, expected %g", f, n, want);
+    for (int i = 0; i < 120; i++) {
+      bool b = v[i][3] > 0.0f;
+      if (b ? p[i][1] > 0.5f + 1e-4f : p[i][1] < 0.5f - 1e-4f) {
+        TH_FAIL("frame %d: particle %d (%s) at y = %g", f, i, b ? "born" : "unborn", p[i][1]);
+        break;
+      }
+    }
+    if (f == 12) { /* the first one, born at 0.05 s, at 0.2 s */
+      double tau = 0.2 - 0.05, y = 0.5 - tau - 0.5 * 9.81 * tau * tau;
+      CHECK_NEAR(p[0][1], y, 3e-3);
+    }
+  }
+  CHECK_EQ_INT(born(w, p, v), 120);
+  wf_world_destroy(w);
+}
+
+/* A checkpoint in the middle of the pour resumes it bitwise (the births are in the saved state),
+ * on one partition and on two. */
+TEST(pour_checkpoint_resume) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/pour.wfck", tmp_root);
+  wf_world *a = NULL;
+  if (make_world(pour_text, NULL, 0, "cpu:0", &a) != WF_OK) return;
+  if (step(a, 7) != WF_OK) return;
+  CHECK_OK(wf_world_save(a, path));
+  if (step(a, 9) != WF_OK) return;
+  size_t bytes = 0;
+  float *ref = world_state(a, &bytes);
+  wf_world_destroy(a);
+  REQUIRE(ref);
+  const char *devs[] = {"cpu:0", "cpu:0,cpu:1"};
+  for (int k = 0; k < 2; k++) {
+    wf_world *b = NULL;
+    if (make_world(pour_text, NULL, 0, devs[k], &b) != WF_OK) break;
+    CHECK_OK(wf_world_load_checkpoint(b, path));
+    size_t b2 = 0;
+    float *s = step(b, 9) == WF_OK ? world_state(b, &b2) : NULL;
+    CHECK(s && b2 == bytes);
+    if (s) same_state(ref, s, bytes, devs[k]);
+    free(s);
+    wf_world_destroy(b);
+  }
+  free(ref);
+}
+
+/* Bad pours are refused naming the key. */
+TEST(pour_errors) {
+  expect_scene_error("\"shape\": \"disc\"", NULL, "particles[0].velocity", "non-zero velocity");
+  expect_scene_error("\"shape\": \"disc\", \"velocity\": [0, -1, 0], \"kinematic\": true", NULL,
+                     "particles[0].kinematic", "dynamic");
+  expect_scene_error("\"shape\": \"disc\", \"velocity\": [0, -1, 0], \"start\": 2", NULL,
+                     "particles[0].end", "after start");
+  expect_scene_error("\"shape\": \"disc\", \"velocity\": [0, -1, 0], \"rate\": 1e5", NULL,
+                     "particles[0].rate", "at most 0.3");
+  expect_scene_error("\"shape\": \"disc\", \"velocity\": [0, -1, 0], \"packing\": \"random\"", NULL,
+                     "particles[0].packing", "does not apply to a disc");
+  expect_scene_error("\"shape\": \"disc\", \"velocity\": [0, -1, 0], \"disc_radius\": 0.04", NULL,
+                     "particles[0].disc_radius", "too small");
+  expect_scene_error("\"rate\": 5", NULL, "particles[0].rate", "does not apply to a box");
+}
+
 /* ---- worlds -------------------------------------------------------------------------------- */
 
-/* A random, polydisperse cylinder of grains falling into a lattice of bigger ones: the
- * world's state after 8 frames is bitwise the same on 1, 2, 3 and 4 CPU partitions, and the
- * object holds the emitter's count. */
+/* A random, polydisperse cylinder of grains falling into a lattice of bigger ones while a tap
+ * pours more (births in every frame): the world's state after 8 frames is bitwise the same on
+ * 1, 2, 3 and 4 CPU partitions, and the object holds the emitter's count. */
 static const char world_text[] =
     "{\"simulation\": {\"fps\": 60, \"substeps\": 16, \"devices\": \"cpu\", \"deterministic\": "
     "true},"
+    " \"materials\": [{\"name\": \"soft\", \"stiffness\": 500, \"restitution\": 0.3}],"
     " \"particles\": ["
     "  {\"name\": \"pour\", \"shape\": \"cylinder\", \"center\": [0, 0.3, 0], \"cylinder_radius\":"
     "   0.1, \"height\": 0.2, \"packing\": \"random\", \"packing_fraction\": 0.25,"
@@ -540,7 +643,11 @@ static const char world_text[] =
     "   \"density\": 2500, \"seed\": 4},"
     "  {\"name\": \"bed\", \"shape\": \"cylinder\", \"center\": [0, 0.05, 0], \"cylinder_radius\":"
     "   0.15, \"height\": 0.06, \"radius_distribution\": \"uniform\", \"radius_min\": 0.01,"
-    "   \"radius_max\": 0.015, \"density\": 2500}],"
+    "   \"radius_max\": 0.015, \"density\": 2500},"
+    "  {\"name\": \"tap\", \"shape\": \"disc\", \"center\": [0.25, 0.2, 0], \"disc_radius\": 0.04,"
+    "   \"velocity\": [-1, -0.5, 0], \"rate\": 400, \"start\": 0.02, \"end\": 0.3, \"radius\": "
+    "0.005,"
+    "   \"radius_distribution\": \"lognormal\", \"radius_sigma\": 0.15, \"density\": 2500}],"
     " \"colliders\": [{\"name\": \"ground\", \"type\": \"plane\"}]}";
 
 TEST(world_split_bitwise) {
@@ -578,7 +685,8 @@ int main(int argc, char **argv) {
       TH_TEST(random_packing_errors), TH_TEST(radius_distributions),
       TH_TEST(contact_between_radii), TH_TEST(file_round_trip),
       TH_TEST(file_errors),           TH_TEST(round_trip),
-      TH_TEST(world_split_bitwise),
+      TH_TEST(pour_count_vs_time),    TH_TEST(pour_checkpoint_resume),
+      TH_TEST(pour_errors),           TH_TEST(world_split_bitwise),
   };
   int rc = th_main(argc, argv, tests, TH_COUNT(tests));
   rm_rf(tmp_root);
