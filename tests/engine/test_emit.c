@@ -627,6 +627,82 @@ TEST(pour_errors) {
   expect_scene_error("\"rate\": 5", NULL, "particles[0].rate", "does not apply to a box");
 }
 
+/* The solver's births (wf_particles_add_timed) inside the captured frame: a block of grains and
+ * 36 particles born in 4 layers falling onto it give bitwise the same state with the frame
+ * captured and enqueued one substep at a time (no_graph), and on 1 and 3 partitions; a particle
+ * waiting for its birth reports a negative inverse mass and its birth time as omega.w. */
+static float *timed_run(bool no_graph, int parts, int frames) {
+  wf_particles_desc d = wf_particles_desc_default();
+  d.substeps = 16;
+  d.no_graph = no_graph;
+  wf_device *devs[3];
+  for (int k = 0; k < parts; k++) {
+    char name[8];
+    snprintf(name, sizeof name, "cpu:%d", k);
+    if (wf_device_get(name, &devs[k]) != WF_OK) return NULL;
+    d.devices[k] = devs[k];
+  }
+  d.device_count = parts;
+  wf_particles *ps = NULL;
+  if (wf_particles_create(&d, &ps) != WF_OK) return NULL;
+  wf_particle_material m = wf_particle_material_default();
+  m.stiffness = 2000.0f, m.restitution = 0.3f;
+  wf_particles_emitter e = wf_particles_emitter_default();
+  e.half_extents[0] = e.half_extents[2] = 0.2f, e.half_extents[1] = 0.1f;
+  e.center[1] = 0.12f, e.radius = 0.03f, e.spacing = 0.065f, e.jitter = 0.002f;
+  wf_collider_desc g = wf_collider_desc_default();
+  float pos[36][4], vel[36][4], birth[36];
+  for (int i = 0; i < 36; i++) {
+    birth[i] = 0.05f + 0.05f * (float)(i / 9);
+    pos[i][0] = 0.1f * (float)(i % 3 - 1), pos[i][2] = 0.1f * (float)(i / 3 % 3 - 1);
+    pos[i][1] = 0.5f + 2.0f * birth[i], pos[i][3] = 0.03f;
+    vel[i][0] = vel[i][2] = 0.0f, vel[i][1] = -2.0f, vel[i][3] = 8.0f;
+  }
+  float *s = NULL;
+  if (wf_particles_set_material(ps, 0, &m) == WF_OK &&
+      wf_particles_emit(ps, &e, NULL, NULL) == WF_OK &&
+      wf_particles_add_collider(ps, &g, NULL) == WF_OK &&
+      wf_particles_add_timed(ps, 36, (const float(*)[4])pos, (const float(*)[4])vel, birth, 0,
+                             NULL) == WF_OK &&
+      wf_particles_step_frames(ps, frames) == WF_OK) {
+    uint32_t n = wf_particles_count(ps);
+    s = malloc((size_t)n * 48 + 4);
+    memcpy(s, &n, 4);
+    if (wf_particles_download(ps, (float(*)[4])(s + 1), (float(*)[4])(s + 1 + 4 * n)) != WF_OK ||
+        wf_particles_download_omega(ps, (float(*)[4])(s + 1 + 8 * n)) != WF_OK)
+      free(s), s = NULL;
+  }
+  if (!s) TH_FAIL("timed run (%d partitions): %s", parts, wf_last_error());
+  wf_particles_destroy(ps);
+  return s;
+}
+
+TEST(births_in_the_captured_frame) {
+  float *a = timed_run(false, 1, 4); /* 0.067 s: the first layer born, three waiting */
+  REQUIRE(a);
+  uint32_t n;
+  memcpy(&n, a, 4);
+  float(*v)[4] = (float(*)[4])(a + 1 + 4 * n), (*w)[4] = (float(*)[4])(a + 1 + 8 * n);
+  int waiting = 0;
+  for (uint32_t i = n - 36; i < n; i++)
+    if (v[i][3] < 0.0f) {
+      waiting++;
+      CHECK(v[i][3] == -8.0f && w[i][3] > 0.067f);
+    }
+  CHECK_EQ_INT(waiting, 27);
+  free(a);
+  a = timed_run(false, 1, 20);
+  float *b = timed_run(true, 1, 20), *c = timed_run(false, 3, 20);
+  REQUIRE(a && b && c);
+  memcpy(&n, a, 4);
+  CHECK(memcmp(a, b, (size_t)n * 48 + 4) == 0);
+  CHECK(memcmp(a, c, (size_t)n * 48 + 4) == 0);
+  v = (float(*)[4])(a + 1 + 4 * n);
+  for (uint32_t i = n - 36; i < n; i++)
+    CHECK(v[i][3] == 8.0f); /* all born by 0.33 s */
+  free(a), free(b), free(c);
+}
+
 /* ---- worlds -------------------------------------------------------------------------------- */
 
 /* A random, polydisperse cylinder of grains falling into a lattice of bigger ones while a tap
@@ -686,7 +762,8 @@ int main(int argc, char **argv) {
       TH_TEST(contact_between_radii), TH_TEST(file_round_trip),
       TH_TEST(file_errors),           TH_TEST(round_trip),
       TH_TEST(pour_count_vs_time),    TH_TEST(pour_checkpoint_resume),
-      TH_TEST(pour_errors),           TH_TEST(world_split_bitwise),
+      TH_TEST(pour_errors),           TH_TEST(births_in_the_captured_frame),
+      TH_TEST(world_split_bitwise),
   };
   int rc = th_main(argc, argv, tests, TH_COUNT(tests));
   rm_rf(tmp_root);
