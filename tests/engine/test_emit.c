@@ -550,10 +550,11 @@ static int born(wf_world *w, float (*p)[4], float (*v)[4]) {
  * Unborn particles wait on the feed line above the inlet (v points down), born ones are at or
  * below it; the first one falls freely from the inlet at 1 m/s: y = 0.5 - τ - g τ²/2 at age τ,
  * within 3 mm (semi-implicit Euler's g dt τ / 2 = 1.5 mm, and a birth up to one substep late:
- * 1 mm). The count and the frame graph stay as they are. */
-TEST(pour_count_vs_time) {
+ * 1 mm). The count and the frame graph stay as they are. DEM and XPBD contacts alike. */
+static void pour_count(const char *model) {
+  const char *sets[] = {model};
   wf_world *w = NULL;
-  if (make_world(pour_text, NULL, 0, "cpu:0", &w) != WF_OK) return;
+  if (make_world(pour_text, sets, 1, "cpu:0", &w) != WF_OK) return;
   wf_world_object o;
   CHECK_OK(wf_world_object_get(w, 0, &o));
   CHECK_EQ_INT(o.point_count, 120);
@@ -580,6 +581,11 @@ TEST(pour_count_vs_time) {
   }
   CHECK_EQ_INT(born(w, p, v), 120);
   wf_world_destroy(w);
+}
+
+TEST(pour_count_vs_time) { /* both kinds of contact: the births are the same code */
+  pour_count("simulation.contact_model=dem");
+  pour_count("simulation.contact_model=xpbd");
 }
 
 /* A checkpoint in the middle of the pour resumes it bitwise (the births are in the saved state),
