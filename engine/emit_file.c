@@ -237,7 +237,7 @@ static int read_ply(reader *rd, FILE *f, char *buf) {
       return failf(rd, line, r < 0 ? "a header line is too long" : "the header has no end_header");
     char *s = trim(buf), *w[4] = {0};
     int nw = 0;
-    for (char *t = strtok(s, " \t"); t && nw < 4; t = strtok(NULL, " \t"))
+    for (char *sv = NULL, *t = strtok_r(s, " \t", &sv); t && nw < 4; t = strtok_r(NULL, " \t", &sv))
       w[nw++] = t;
     if (nw == 0 || !strcmp(w[0], "comment") || !strcmp(w[0], "obj_info")) continue;
     if (!strcmp(w[0], "end_header")) break;
