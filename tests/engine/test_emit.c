@@ -178,6 +178,15 @@ TEST(random_packing_reaches_the_target) {
     float(*p)[4] = points_of(sc, &n);
     REQUIRE(p);
     double phi = check_packing(p, n, c, cases[k].shape, cases[k].h) / cases[k].volume;
+    /* spread evenly: each octant of the region (all symmetric about the centre) holds n/8 of
+     * the centres within 4 binomial standard deviations, sqrt(n/8 · 7/8) (a packing is more
+     * even than independent points, so this is loose, but a placement favouring a side, as a
+     * biased search for room would, fails it) */
+    int oct[8] = {0};
+    for (uint64_t i = 0; i < n; i++)
+      oct[(p[i][0] > c[0]) | (p[i][1] > c[1]) << 1 | (p[i][2] > c[2]) << 2]++;
+    for (int o = 0; o < 8; o++)
+      CHECK_NEAR(oct[o], n / 8.0, 4.0 * sqrt(n / 8.0 * 7.0 / 8.0));
     double vmax = 4.0 / 3.0 * PI * pow(cases[k].rmax, 3) / cases[k].volume;
     if (!(phi >= target * (1 - 1e-6) && phi < target + vmax * (1 + 1e-6)))
       TH_FAIL("case %d: packing fraction %.5f, target %.3f (+ %.2g)", k, phi, target, vmax);
@@ -503,8 +512,10 @@ TEST(round_trip) {
       "\"shape\": \"sphere\", \"packing\": \"random\", \"packing_fraction\": 0.2, \"seed\": 7",
       "\"radius_distribution\": \"uniform\", \"radius_min\": 0.01, \"radius_max\": 0.02",
       "\"radius_distribution\": \"lognormal\", \"radius_sigma\": 0.3, \"radius_max\": 0.08",
+      "\"shape\": \"disc\", \"velocity\": [0, -2, 0], \"rate\": 30, \"start\": 0.5, \"end\": 2, "
+      "\"radius_distribution\": \"uniform\", \"radius_min\": 0.01, \"radius_max\": 0.02",
   };
-  for (int k = 0; k < 4; k++) {
+  for (int k = 0; k < 5; k++) {
     wf_scene *a = scene_of(kinds[k], NULL);
     REQUIRE(a);
     char *json = wf_scene_to_json(a);
@@ -517,7 +528,8 @@ TEST(round_trip) {
                 x->radius_sigma == y->radius_sigma && x->packing_fraction == y->packing_fraction &&
                 x->spacing == y->spacing && x->jitter == y->jitter &&
                 x->cylinder_radius == y->cylinder_radius && x->height == y->height &&
-                x->seed == y->seed;
+                x->seed == y->seed && x->disc_radius == y->disc_radius && x->rate == y->rate &&
+                x->start == y->start && x->end == y->end;
     if (!same) TH_FAIL("%s: round trip differs:\n%s", kinds[k], json);
     CHECK(wf_scene_emitter_count(x) == wf_scene_emitter_count(y));
     free(json);
