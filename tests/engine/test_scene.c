@@ -103,6 +103,10 @@ static int same_emitter(const wf_scene_emitter *a, const wf_scene_emitter *b) {
   SAME(packing);
   SAME(packing_fraction);
   SAME(file_rows);
+  SAME(disc_radius);
+  SAME(rate);
+  SAME(start);
+  SAME(end);
   SAME(spacing);
   SAME(jitter);
   SAME(seed);
