@@ -13,16 +13,16 @@
  * overlaps no particle placed before; a grid of cells 2 r_max wide holds the placed particles,
  * so a try looks at 27 cells. After UNIFORM_TRIES failures (and for every particle after that
  * of about the same radius) the tries go to voxels of side r_max / 2 that are still open: a
- * voxel closes when a failed try finds it wholly ruled out (outside the region, or within
- * r + r_j of one placed centre from all its corners), or after CELL_FAILS failed tries. The
- * voids that remain near jamming are then found in far fewer tries than uniform sampling needs
- * (Zhang and Torquato, Phys. Rev. E 88, 053312, 2013, do the same with exact voxel coverage);
- * placement is uniform over the open voxels rather than over the region. RSA of equal spheres
- * jams at 0.383 in the bulk (Torquato, Uche and
- * Stillinger, Phys. Rev. E 74, 061308, 2006), and walls lower it; WF_SCENE_RANDOM_PACKING_MAX is
- * what the scene accepts, and a packing that still jams (a particle finds no room: every cell
- * closed, or MAX_TRIES) fails naming the emitter and the fraction it reached. Denser packings come
- * from letting the particles settle under gravity.
+ * voxel is left out when the list is made, or closes when a failed try finds it, wholly ruled out
+ * (outside the region, or within r + r_j of one placed centre from all its corners), or after
+ * CELL_FAILS failed tries. The voids that remain near jamming are then found in far fewer tries
+ * than uniform sampling needs (Zhang and Torquato, Phys. Rev. E 88, 053312, 2013, do the same with
+ * exact voxel coverage); placement is uniform over the open voxels rather than over the region. RSA
+ * of equal spheres jams at 0.383 in the bulk (Torquato, Uche and Stillinger, Phys. Rev. E 74,
+ * 061308, 2006), and walls lower it; WF_SCENE_RANDOM_PACKING_MAX is what the scene accepts, and a
+ * packing that still jams (a particle finds no room: every cell closed, or MAX_TRIES) fails naming
+ * the emitter and the fraction it reached. Denser packings come from letting the particles settle
+ * under gravity.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -35,7 +35,7 @@
 
 enum {
   MAX_TRIES = 2000000,    /* a particle that finds no room in this many tries jams the packing */
-  UNIFORM_TRIES = 50,     /* tries anywhere in the region before trying the open voxels */
+  UNIFORM_TRIES = 300,    /* tries anywhere in the region before trying the open voxels */
   CELL_FAILS = 300,       /* tries without room that close a voxel */
   MAX_POUR_TRIES = 100000 /* a pour's particle that finds no room in this many tries fails */
 };
@@ -346,10 +346,15 @@ static wf_status random_fill(const wf_scene_emitter *e, float (*pos)[4], uint64_
         for (int k = 0; k < 3; k++)
           x[k] = (2.0 * u01(&s) - 1.0) * (h[k] - r);
       } else {
-        if (t == UNIFORM_TRIES && r < 0.9 * open_r) {
-          n_open = (int64_t)voxels, open_r = r;
-          for (int64_t i = 0; i < n_open; i++)
-            open[i] = (int32_t)i, fails[i] = 0;
+        if (t == UNIFORM_TRIES && r < 0.9 * open_r) { /* the voxels with room, in order */
+          n_open = 0, open_r = r;
+          for (int64_t i = 0; i < (int64_t)voxels; i++) {
+            double vlo[3] = {-h[0] + (double)(i % vd[0]) * a,
+                             -h[1] + (double)(i / vd[0] % vd[1]) * a,
+                             -h[2] + (double)(i / vd[0] / vd[1]) * a};
+            if (!voxel_closed(e, &g, h, c, rad, vlo, a, r))
+              open[n_open] = (int32_t)i, fails[n_open++] = 0;
+          }
         }
         if (n_open == 0) break;
         ov = (int64_t)(u01(&s) * (double)n_open);
