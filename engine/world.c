@@ -475,6 +475,7 @@ static wf_status emit(wf_particles *ps, const wf_scene_emitter *se, wfw_object *
     st = wf_particles_add_timed(ps, (uint32_t)n, (const float(*)[4])pos, (const float(*)[4])vel,
                                 birth, se->material, &o->first);
   if (st == WF_OK) o->count = (uint32_t)n;
+  if (st == WF_OK && pour) o->pour_start = se->start, o->pour_rate = se->rate;
   free(pos), free(vel), free(birth);
   return st;
 }
@@ -998,6 +999,23 @@ static wf_status check_origin(wf_world *w, const wf_ckpt_reader *r, const char *
                    mine[2]);
 }
 
+/* The birth times of the pours' particles (engine/emit.c's schedule), for a restore from a
+ * checkpoint without the granular state that carries them. */
+static wf_status pour_births(wf_world *w) {
+  wf_status st = WF_OK;
+  for (int i = 0; i < w->n_objects && st == WF_OK; i++) {
+    const wfw_object *o = &w->objects[i];
+    if (o->kind != WF_WORLD_PARTICLES || !(o->pour_rate > 0)) continue;
+    float *b = malloc((size_t)o->count * sizeof *b);
+    if (!b) return wf__error(WF_ERR_OUT_OF_MEMORY, "wf_world_load_checkpoint", "out of memory");
+    for (uint32_t k = 0; k < o->count; k++)
+      b[k] = (float)(o->pour_start + (double)k / o->pour_rate);
+    st = wf_particles_births_set(w->ps, o->first, o->count, b);
+    free(b);
+  }
+  return st;
+}
+
 wf_status wf_world_load_checkpoint(wf_world *w, const char *path) {
   if (!w || !path)
     return wf__error(WF_ERR_INVALID, "wf_world_load_checkpoint", "world or path is NULL");
@@ -1060,6 +1078,8 @@ wf_status wf_world_load_checkpoint(wf_world *w, const char *path) {
       if (st == WF_OK && i < 0 && wf_ckpt_find(r, "particles/granular") >= 0 &&
           (st = section(r, path, "particles/granular", gb, &g)) == WF_OK)
         st = wf_particles_granular_state_set(w->ps, g, gb);
+      else if (st == WF_OK && i < 0)
+        st = pour_births(w); /* a checkpoint without them (last good): from the scene */
       if (st != WF_OK)
         st = i < 0 ? fail_object(st, "particles", 0, "particles")
                    : fail_object(st, "cloths", i, cloth_name(w, i));

@@ -390,6 +390,11 @@ WF_API wf_status wf_particles_add(wf_particles *ps, uint32_t n, const float (*po
 WF_API wf_status wf_particles_add_timed(wf_particles *ps, uint32_t n, const float (*pos)[4],
                                         const float (*vel)[4], const float *birth,
                                         uint32_t material, uint32_t *first);
+/** Sets the birth times of particles [first, first + n) (birth[i], s; see
+ *  wf_particles_add_timed) without touching anything else: a restore from a checkpoint that lacks
+ *  the granular state (which carries them) gives them back. Waits for the solver. */
+WF_API wf_status wf_particles_births_set(wf_particles *ps, uint32_t first, uint32_t n,
+                                         const float *birth);
 /** Adds a collider (at most 64); *index (may be NULL) receives its index. */
 WF_API wf_status wf_particles_add_collider(wf_particles *ps, const wf_collider_desc *c,
                                            uint32_t *index);

@@ -1036,6 +1036,27 @@ wf_status wf_particles_granular_state_get(wf_particles *sp, void *blob, size_t b
   return st;
 }
 
+/* Births live in omega.w (wf_particles_add_timed): patched into the granular state, which both
+ * partition layouts already know how to take. */
+wf_status wf_particles_births_set(wf_particles *sp, uint32_t first, uint32_t n,
+                                  const float *birth) {
+  if (!sp || (n && !birth)) return fail(WF_ERR_INVALID, "particles: births_set: NULL argument");
+  uint32_t count = wf_particles_count(sp);
+  if (first > count || n > count - first)
+    return fail(WF_ERR_INVALID, "particles '%s': births_set: [%u, %u) is beyond the %u particles",
+                sp->name, first, first + n, count);
+  size_t gb = wf_particles_granular_state_bytes(sp);
+  unsigned char *blob = malloc(gb ? gb : 1);
+  if (!blob) return fail(WF_ERR_OUT_OF_MEMORY, "particles '%s': out of host memory", sp->name);
+  wf_status st = wf_particles_granular_state_get(sp, blob, gb);
+  wfp_f4 *w = (wfp_f4 *)(blob + sizeof(granular_header));
+  for (uint32_t i = 0; st == WF_OK && i < n; i++)
+    w[first + i].w = birth[i];
+  if (st == WF_OK) st = wf_particles_granular_state_set(sp, blob, gb);
+  free(blob);
+  return st;
+}
+
 wf_status wf_particles_granular_state_set(wf_particles *sp, const void *blob, size_t bytes) {
   if (!sp || !blob) return fail(WF_ERR_INVALID, "particles: granular_state_set: NULL argument");
   uint32_t n = wf_particles_count(sp);
