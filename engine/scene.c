@@ -22,6 +22,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "emit.h"
 #include "internal/error.h"
 #include "scene_internal.h"
 #include "weft/cloth.h"
@@ -82,18 +83,45 @@ static const field material_fields[] = {
 #define EMI(m)      offsetof(wf_scene_emitter, m)
 #define BOX_ONLY    (1u << WF_SCENE_SHAPE_BOX)
 #define SPHERE_ONLY (1u << WF_SCENE_SHAPE_SPHERE)
+#define CYL_ONLY    (1u << WF_SCENE_SHAPE_CYLINDER)
+#define REGIONS     (BOX_ONLY | SPHERE_ONLY | CYL_ONLY)
+#define DISC_ONLY   (1u << WF_SCENE_SHAPE_DISC)
 static const field emitter_fields[] = {
-    {"center", F_VEC3, EMI(center), {0, 1, 0}, ANY, 0},
+    {"center", F_VEC3, EMI(center), {0, 1, 0}, ANY, REGIONS | DISC_ONLY},
+    {"disc_radius", F_NUM, EMI(disc_radius), {0.1}, GT0, DISC_ONLY},
+    {"rate", F_NUM, EMI(rate), {100}, GT0, DISC_ONLY},
+    {"start", F_NUM, EMI(start), {0}, GE0, DISC_ONLY},
+    {"end", F_NUM, EMI(end), {1}, GT0, DISC_ONLY},
     {"half_extents", F_VEC3, EMI(half_extents), {0.5, 0.5, 0.5}, GT0, BOX_ONLY},
     {"sphere_radius", F_NUM, EMI(sphere_radius), {0.5}, GT0, SPHERE_ONLY},
+    {"cylinder_radius", F_NUM, EMI(cylinder_radius), {0.5}, GT0, CYL_ONLY},
+    {"height", F_NUM, EMI(height), {1}, GT0, CYL_ONLY},
     {"radius", F_NUM, EMI(radius), {0.05}, GT0, 0},
-    {"spacing", F_NUM, EMI(spacing), {NAN}, GT0, 0},
-    {"jitter", F_NUM, EMI(jitter), {0}, GE0, 0},
-    {"seed", F_U53, EMI(seed), {0}, 0, MAX_U53, 0, 0},
+    {"seed", F_U53, EMI(seed), {0}, 0, MAX_U53, 0, REGIONS | DISC_ONLY},
     {"velocity", F_VEC3, EMI(velocity), {0}, ANY, 0},
     {"density", F_NUM, EMI(density), {1000}, GT0, 0},
     {"mass", F_NUM, EMI(mass), {0}, GE0, 0},
     {"kinematic", F_BOOL, EMI(kinematic), {0}, ANY, 0},
+};
+/* Keys of one packing (read with the packing as the type; a file emitter has none of them). */
+static const field packing_fields[] = {
+    {"spacing", F_NUM, EMI(spacing), {NAN}, GT0, 1u << WF_SCENE_PACK_LATTICE},
+    {"jitter", F_NUM, EMI(jitter), {0}, GE0, 1u << WF_SCENE_PACK_LATTICE},
+    {"packing_fraction",
+     F_NUM,
+     EMI(packing_fraction),
+     {0.3},
+     0,
+     WF_SCENE_RANDOM_PACKING_MAX,
+     LO_OPEN,
+     1u << WF_SCENE_PACK_RANDOM},
+};
+/* Keys of a radius distribution (read with the distribution as the type). */
+#define SPREAD ((1u << WF_SCENE_RADII_UNIFORM) | (1u << WF_SCENE_RADII_LOGNORMAL))
+static const field radii_fields[] = {
+    {"radius_min", F_NUM, EMI(radius_min), {NAN}, GT0, SPREAD},
+    {"radius_max", F_NUM, EMI(radius_max), {NAN}, GT0, SPREAD},
+    {"radius_sigma", F_NUM, EMI(radius_sigma), {0.1}, GT0, 1u << WF_SCENE_RADII_LOGNORMAL},
 };
 #define CLO(m) offsetof(wf_scene_cloth, m)
 static const field cloth_fields[] = {
@@ -199,7 +227,9 @@ static const field render_fields[] = {
 #define NF(t) ((int)(sizeof(t) / sizeof((t)[0])))
 
 static const char *const contact_names[] = {"dem", "xpbd", "hertz"};
-static const char *const shape_names[] = {"box", "sphere"};
+static const char *const shape_names[] = {"box", "sphere", "cylinder", "file", "disc"};
+static const char *const packing_names[] = {"lattice", "random"};
+static const char *const radii_names[] = {"fixed", "uniform", "lognormal"};
 static const char *const integrator_names[] = {"xpbd", "spring"};
 static const char *const collider_names[] = {"plane", "sphere", "box", "capsule", "mesh"};
 static const char *const color_names[] = {"object", "speed"};
@@ -685,11 +715,184 @@ static void read_materials(ctx *c, const cJSON *root) {
   }
 }
 
+static char *dup_str(ctx *c, const char *s);
+static void resolve_asset(ctx *c, const char *m, char tried[2][2048], int *n_tried);
+
+/* particles[i].file: found next to the scene (or in its parent directory), read, checked and
+ * counted now, so that a bad row fails validation naming its line (engine/emit_file.c). */
+static void read_particle_file(ctx *c, const cJSON *v, const char *p, wf_scene_emitter *e) {
+  char fp[80];
+  path_key(fp, sizeof fp, p, "file");
+  if (!cJSON_IsString(v) || !v->valuestring[0] || strlen(v->valuestring) > 1024) {
+    type_error(c, fp, "a path to a .ply or .csv file", v);
+    return;
+  }
+  char tried[2][2048], msg[700];
+  int n_tried = 0, found = -1;
+  resolve_asset(c, v->valuestring, tried, &n_tried);
+  for (int i = 0; i < n_tried && found < 0; i++) {
+    FILE *f = fopen(tried[i], "rb");
+    if (f) fclose(f), found = i;
+  }
+  if (found < 0) {
+    wfs_error(c->err, fp, "cannot read '%.200s'%s%.200s%s: %s", tried[0],
+              n_tried == 2 ? " (nor '" : "", n_tried == 2 ? tried[1] : "", n_tried == 2 ? "')" : "",
+              strerror(ENOENT));
+    return;
+  }
+  uint64_t rows = 0;
+  if (wfe_file_read(tried[found], NULL, &rows, msg, sizeof msg) != 0) {
+    wfs_error(c->err, fp, "%s", msg);
+    return;
+  }
+  e->file = dup_str(c, v->valuestring);
+  e->file_path = dup_str(c, tried[found]);
+  e->file_rows = rows;
+}
+
+/* A pour: dynamic particles entering through the disc with a velocity across it, the window,
+ * and a feed (the particles per volume the inlet passes) sparse enough to place its particles
+ * apart: at most 0.3 of the volume the disc sweeps (engine/emit.c's pour_fill places them). */
+static void check_pour(ctx *c, const cJSON *o, const char *p, wf_scene_emitter *e, double rmax) {
+  char kp[80];
+  e->spacing = 2.0 * rmax; /* unused by a pour; set so the struct is complete */
+  double speed = sqrt(e->velocity[0] * e->velocity[0] + e->velocity[1] * e->velocity[1] +
+                      e->velocity[2] * e->velocity[2]);
+  if (!(speed > 0)) {
+    path_key(kp, sizeof kp, p, "velocity");
+    wfs_error(c->err, kp,
+              "a disc pours through itself: give a non-zero velocity (m/s), "
+              "perpendicular to the disc");
+    return;
+  }
+  if (e->kinematic) {
+    path_key(kp, sizeof kp, p, "kinematic");
+    wfs_error(c->err, kp, "a disc pours dynamic particles");
+    return;
+  }
+  if (!(e->end > e->start)) {
+    path_key(kp, sizeof kp, p, "end");
+    wfs_error(c->err, kp, "%g must be after start = %g (s)", e->end, e->start);
+    return;
+  }
+  if (!(e->disc_radius > rmax)) {
+    path_key(kp, sizeof kp, p, "disc_radius");
+    wfs_error(c->err, kp, "%g m is too small for particles of radius %g m", e->disc_radius, rmax);
+    return;
+  }
+  uint64_t n = wf_scene_emitter_count(e);
+  if (n == 0 || n > (1u << 30)) {
+    path_key(kp, sizeof kp, p, "rate");
+    wfs_error(c->err, kp, "rate x (end - start) = %g particles: a pour makes 1 to 2^30",
+              e->rate * (e->end - e->start));
+    return;
+  }
+  double r3 = rmax * rmax * rmax; /* the mean volume, from the moments of the distribution */
+  if (e->radius_distribution == WF_SCENE_RADII_UNIFORM)
+    r3 = (pow(e->radius_max, 4) - pow(e->radius_min, 4)) / (4.0 * (e->radius_max - e->radius_min));
+  else if (e->radius_distribution == WF_SCENE_RADII_LOGNORMAL)
+    r3 = pow(e->radius, 3) * exp(4.5 * e->radius_sigma * e->radius_sigma);
+  else
+    r3 = pow(e->radius, 3);
+  double feed = e->rate * 4.0 / 3.0 * M_PI * r3 /
+                (M_PI * (e->disc_radius - rmax) * (e->disc_radius - rmax) * speed);
+  if (feed > 0.3) {
+    path_key(kp, sizeof kp, p, "rate");
+    wfs_error(c->err, kp,
+              "%g particles/s through a disc of radius %g m at %g m/s fill %.2f of the volume it "
+              "sweeps; at most 0.3 can be placed apart: lower rate, raise the speed or widen "
+              "disc_radius",
+              e->rate, e->disc_radius, speed, feed);
+  }
+}
+
+/* Cross-field checks of a region emitter's radii, packing and count. */
+static void check_emitter(ctx *c, const cJSON *o, const char *p, wf_scene_emitter *e) {
+  char kp[80];
+  if (e->radius_distribution == WF_SCENE_RADII_FIXED) e->radius_min = e->radius_max = e->radius;
+  if (e->radius_distribution != WF_SCENE_RADII_FIXED) {
+    if (e->radius_distribution == WF_SCENE_RADII_UNIFORM) {
+      if (get(o, "radius")) {
+        path_key(kp, sizeof kp, p, "radius");
+        wfs_error(c->err, kp,
+                  "does not apply to a uniform radius distribution (radius_min and "
+                  "radius_max give the range)");
+      }
+      if (isnan(e->radius_min) || isnan(e->radius_max)) {
+        wfs_error(c->err, p, "a uniform radius distribution needs radius_min and radius_max (m)");
+        return;
+      }
+      e->radius = 0.5 * (e->radius_min + e->radius_max);
+    } else {
+      if (isnan(e->radius_min)) e->radius_min = e->radius * exp(-3.0 * e->radius_sigma);
+      if (isnan(e->radius_max)) e->radius_max = e->radius * exp(3.0 * e->radius_sigma);
+      if (!(e->radius_min < e->radius && e->radius < e->radius_max)) {
+        path_key(kp, sizeof kp, p, "radius_min");
+        wfs_error(c->err, kp, "the truncation [%g, %g] must hold the median radius %g",
+                  e->radius_min, e->radius_max, e->radius);
+        return;
+      }
+    }
+    if (!(e->radius_min <= e->radius_max)) {
+      path_key(kp, sizeof kp, p, "radius_max");
+      wfs_error(c->err, kp, "%g is less than radius_min = %g", e->radius_max, e->radius_min);
+      return;
+    }
+    if (e->mass > 0) {
+      path_key(kp, sizeof kp, p, "mass");
+      wfs_error(c->err, kp,
+                "gives every particle one mass; with a radius distribution give "
+                "density (mass = density * 4/3 pi r^3)");
+      return;
+    }
+  }
+  double rmax = e->radius_distribution == WF_SCENE_RADII_FIXED ? e->radius : e->radius_max;
+  if (e->shape == WF_SCENE_SHAPE_DISC) {
+    check_pour(c, o, p, e, rmax);
+    return;
+  }
+  if (e->packing == WF_SCENE_PACK_LATTICE) {
+    if (isnan(e->spacing)) e->spacing = 2.0 * rmax;
+    if (get(o, "spacing") && e->spacing < 2.0 * rmax * (1.0 - 1e-12)) {
+      path_key(kp, sizeof kp, p, "spacing");
+      wfs_error(c->err, kp, "%g is less than 2 * %s = %g: particles would overlap", e->spacing,
+                e->radius_distribution == WF_SCENE_RADII_FIXED ? "radius" : "radius_max",
+                2.0 * rmax);
+      return;
+    }
+    if (!(e->jitter < 0.5 * e->spacing)) {
+      path_key(kp, sizeof kp, p, "jitter");
+      wfs_error(c->err, kp, "%g must be less than spacing / 2 = %g", e->jitter, 0.5 * e->spacing);
+      return;
+    }
+  } else {
+    e->spacing = 2.0 * rmax; /* unused by a random packing; set so the struct is complete */
+    double h[3] = {e->half_extents[0], e->half_extents[1], e->half_extents[2]};
+    if (e->shape == WF_SCENE_SHAPE_SPHERE) h[0] = h[1] = h[2] = e->sphere_radius;
+    if (e->shape == WF_SCENE_SHAPE_CYLINDER)
+      h[0] = h[2] = e->cylinder_radius, h[1] = 0.5 * e->height;
+    if (!(h[0] > rmax && h[1] > rmax && h[2] > rmax)) {
+      wfs_error(c->err, p, "the %s is too small for particles of radius %g", shape_names[e->shape],
+                rmax);
+      return;
+    }
+  }
+  uint64_t n = wf_scene_emitter_count(e);
+  if (n == 0)
+    wfs_error(c->err, p, "the %s holds no particle at spacing %g", shape_names[e->shape],
+              e->spacing);
+  else if (n > (1u << 30))
+    wfs_error(c->err, p, "about %llu particles: more than the 2^30 an emitter may make",
+              (unsigned long long)n);
+}
+
 static void read_emitters(ctx *c, const cJSON *root) {
   const cJSON *arr = section(c, root, "", "particles", 1);
   wf_scene *sc = c->scene;
   sc->emitters = list_alloc(c, arr, "particles", sizeof *sc->emitters, &sc->emitter_count);
-  static const char *const extra[] = {"name", "shape", "material"};
+  static const char *const extra[] = {
+      "name",    "shape",  "material",         "packing",    "radius_distribution", "file",
+      "spacing", "jitter", "packing_fraction", "radius_min", "radius_max",          "radius_sigma"};
   int i = 0;
   for (const cJSON *o = arr ? arr->child : NULL; o && i < sc->emitter_count; o = o->next, i++) {
     char p[64];
@@ -697,6 +900,8 @@ static void read_emitters(ctx *c, const cJSON *root) {
     wf_scene_emitter *e = &sc->emitters[i];
     snprintf(e->name, sizeof e->name, "particles%d", i);
     read_fields(c, NULL, p, emitter_fields, NF(emitter_fields), e, -1, NULL, NULL);
+    read_fields(c, NULL, p, packing_fields, NF(packing_fields), e, -1, NULL, NULL);
+    read_fields(c, NULL, p, radii_fields, NF(radii_fields), e, -1, NULL, NULL);
     if (!cJSON_IsObject(o)) {
       type_error(c, p, "an object", o);
       continue;
@@ -706,6 +911,52 @@ static void read_emitters(ctx *c, const cJSON *root) {
     e->shape = (wf_scene_shape)read_enum(c, o, p, "shape", shape_names, NF(shape_names), 0);
     read_fields(c, o, p, emitter_fields, NF(emitter_fields), e, (int)e->shape, shape_names,
                 "emitter");
+    bool file = e->shape == WF_SCENE_SHAPE_FILE;
+    if (file) { /* no packing, no distribution: the file says where and how large */
+      static const char *const none[] = {"packing", "radius_distribution"};
+      for (int k = 0; k < 2; k++)
+        if (get(o, none[k])) {
+          char kp[80];
+          path_key(kp, sizeof kp, p, none[k]);
+          wfs_error(c->err, kp, "does not apply to a file emitter");
+        }
+      read_fields(c, o, p, packing_fields, NF(packing_fields), e, WF_SCENE_SHAPE_FILE, shape_names,
+                  "emitter");
+      read_fields(c, o, p, radii_fields, NF(radii_fields), e, WF_SCENE_SHAPE_FILE, shape_names,
+                  "emitter");
+    } else if (e->shape == WF_SCENE_SHAPE_DISC) { /* a pour: radii, but no packing */
+      if (get(o, "packing")) {
+        char kp[80];
+        path_key(kp, sizeof kp, p, "packing");
+        wfs_error(c->err, kp, "does not apply to a disc emitter (it pours)");
+      }
+      read_fields(c, o, p, packing_fields, NF(packing_fields), e, WF_SCENE_SHAPE_DISC, shape_names,
+                  "emitter");
+      e->radius_distribution = (wf_scene_radii)read_enum(c, o, p, "radius_distribution",
+                                                         radii_names, NF(radii_names), 0);
+      read_fields(c, o, p, radii_fields, NF(radii_fields), e, (int)e->radius_distribution,
+                  radii_names, "radius distribution");
+    } else {
+      e->packing =
+          (wf_scene_packing)read_enum(c, o, p, "packing", packing_names, NF(packing_names), 0);
+      e->radius_distribution = (wf_scene_radii)read_enum(c, o, p, "radius_distribution",
+                                                         radii_names, NF(radii_names), 0);
+      read_fields(c, o, p, packing_fields, NF(packing_fields), e, (int)e->packing, packing_names,
+                  "packing");
+      read_fields(c, o, p, radii_fields, NF(radii_fields), e, (int)e->radius_distribution,
+                  radii_names, "radius distribution");
+    }
+    const cJSON *fv = get(o, "file");
+    if (file && !fv) {
+      wfs_error(c->err, p, "a file emitter needs \"file\": a .ply or .csv file of particles");
+    } else if (fv && !file) {
+      char kp[80];
+      path_key(kp, sizeof kp, p, "file");
+      wfs_error(c->err, kp, "does not apply to a %s emitter (use \"shape\": \"file\")",
+                shape_names[e->shape]);
+    } else if (file) {
+      read_particle_file(c, fv, p, e);
+    }
     /* the material: a name or an index */
     const cJSON *m = get(o, "material");
     char mp[80];
@@ -742,56 +993,13 @@ static void read_emitters(ctx *c, const cJSON *root) {
       else if (!cJSON_IsNumber(m))
         type_error(c, mp, want, m);
     }
-    /* derived default and cross-field checks */
-    if (isnan(e->spacing)) e->spacing = 2.0 * e->radius;
-    if (get(o, "spacing") && e->spacing < 2.0 * e->radius * (1.0 - 1e-12)) {
-      char sp[80];
-      path_key(sp, sizeof sp, p, "spacing");
-      wfs_error(c->err, sp, "%g is less than 2 * radius = %g: particles would overlap", e->spacing,
-                2.0 * e->radius);
-    } else if (!(e->jitter < 0.5 * e->spacing)) {
-      char jp[80];
-      path_key(jp, sizeof jp, p, "jitter");
-      wfs_error(c->err, jp, "%g must be less than spacing / 2 = %g", e->jitter, 0.5 * e->spacing);
-    } else {
-      uint64_t n = wf_scene_emitter_count(e);
-      if (n == 0)
-        wfs_error(c->err, p, "the %s holds no particle at spacing %g",
-                  e->shape == WF_SCENE_SHAPE_BOX ? "box" : "sphere", e->spacing);
-      else if (n > (1u << 30))
-        wfs_error(c->err, p, "about %llu particles: more than the 2^30 an emitter may make",
-                  (unsigned long long)n);
+    if (file) { /* complete the struct: what a file lacks, the emitter's radius gives */
+      if (isnan(e->spacing)) e->spacing = 2.0 * e->radius;
+      e->radius_min = e->radius_max = e->radius;
+      continue;
     }
+    check_emitter(c, o, p, e);
   }
-}
-
-uint64_t wf_scene_emitter_count(const wf_scene_emitter *e) {
-  /* the particle solver's lattice: floor(extent / spacing) cells per axis, a particle at each
-   * cell centre; a sphere keeps the centres inside it */
-  double half[3];
-  for (int k = 0; k < 3; k++)
-    half[k] = e->shape == WF_SCENE_SHAPE_BOX ? e->half_extents[k] : e->sphere_radius;
-  double cells[3];
-  for (int k = 0; k < 3; k++) {
-    if (!(e->spacing > 0)) return 0;
-    cells[k] = floor(2.0 * half[k] / e->spacing + 1e-6);
-    if (!(cells[k] < 4e9)) return UINT64_MAX;
-  }
-  double total = cells[0] * cells[1] * cells[2];
-  if (total > 1e15) return UINT64_MAX;
-  if (e->shape == WF_SCENE_SHAPE_BOX || total == 0 || total > 1e5)
-    return (uint64_t)(e->shape == WF_SCENE_SHAPE_BOX ? total : total * 0.5235987755982988);
-  uint64_t n = 0;
-  double r2 = e->sphere_radius * e->sphere_radius;
-  for (double z = 0; z < cells[2]; z++)
-    for (double y = 0; y < cells[1]; y++)
-      for (double x = 0; x < cells[0]; x++) {
-        double d[3] = {(x + 0.5 - 0.5 * cells[0]) * e->spacing,
-                       (y + 0.5 - 0.5 * cells[1]) * e->spacing,
-                       (z + 0.5 - 0.5 * cells[2]) * e->spacing};
-        n += d[0] * d[0] + d[1] * d[1] + d[2] * d[2] <= r2;
-      }
-  return n;
 }
 
 /* ---- cloths
@@ -847,6 +1055,22 @@ static char *dup_str(ctx *c, const char *s) {
   return p;
 }
 
+/* The places an asset path may be: itself when absolute, else the scene's directory, then its
+ * parent. */
+static void resolve_asset(ctx *c, const char *m, char tried[2][2048], int *n_tried) {
+  char parent[1100];
+  const char *base = c->base_dir && c->base_dir[0] ? c->base_dir : ".";
+  *n_tried = 1;
+  if (m[0] == '/') {
+    snprintf(tried[0], 2048, "%s", m);
+    return;
+  }
+  snprintf(tried[0], 2048, "%s%s%s", base, base[strlen(base) - 1] == '/' ? "" : "/", m);
+  parent_dir(base, parent, sizeof parent);
+  snprintf(tried[1], 2048, "%s%s%s", parent, parent[strlen(parent) - 1] == '/' ? "" : "/", m);
+  *n_tried = 2;
+}
+
 static void read_mesh(ctx *c, const cJSON *v, const char *p, wf_scene_cloth *cl) {
   char fp[80];
   path_key(fp, sizeof fp, p, "mesh");
@@ -855,19 +1079,9 @@ static void read_mesh(ctx *c, const cJSON *v, const char *p, wf_scene_cloth *cl)
     return;
   }
   const char *m = v->valuestring;
-  char tried[2][2048], parent[1100];
-  const char *base = c->base_dir && c->base_dir[0] ? c->base_dir : ".";
+  char tried[2][2048];
   int n_tried = 1, err = 0;
-  if (m[0] == '/') {
-    snprintf(tried[0], sizeof tried[0], "%s", m);
-  } else {
-    snprintf(tried[0], sizeof tried[0], "%s%s%s", base, base[strlen(base) - 1] == '/' ? "" : "/",
-             m);
-    parent_dir(base, parent, sizeof parent);
-    snprintf(tried[1], sizeof tried[1], "%s%s%s", parent,
-             parent[strlen(parent) - 1] == '/' ? "" : "/", m);
-    n_tried = 2;
-  }
+  resolve_asset(c, m, tried, &n_tried);
   uint32_t verts = 0, faces = 0;
   int found = -1;
   for (int i = 0; i < n_tried && found < 0; i++) {
@@ -1751,6 +1965,19 @@ char *wf_scene_to_json(const wf_scene *sc) {
     cJSON_AddStringToObject(o, "name", e->name);
     cJSON_AddStringToObject(o, "shape", shape_names[e->shape]);
     print_fields(o, emitter_fields, NF(emitter_fields), e, (int)e->shape);
+    if (e->shape == WF_SCENE_SHAPE_FILE) {
+      cJSON_AddStringToObject(o, "file", e->file ? e->file : "");
+    } else if (e->shape == WF_SCENE_SHAPE_DISC) {
+      cJSON_AddStringToObject(o, "radius_distribution", radii_names[e->radius_distribution]);
+      print_fields(o, radii_fields, NF(radii_fields), e, (int)e->radius_distribution);
+      if (e->radius_distribution == WF_SCENE_RADII_UNIFORM) cJSON_DeleteItemFromObject(o, "radius");
+    } else {
+      cJSON_AddStringToObject(o, "packing", packing_names[e->packing]);
+      print_fields(o, packing_fields, NF(packing_fields), e, (int)e->packing);
+      cJSON_AddStringToObject(o, "radius_distribution", radii_names[e->radius_distribution]);
+      print_fields(o, radii_fields, NF(radii_fields), e, (int)e->radius_distribution);
+      if (e->radius_distribution == WF_SCENE_RADII_UNIFORM) cJSON_DeleteItemFromObject(o, "radius");
+    }
     cJSON_AddStringToObject(o, "material", sc->materials[e->material].name);
     cJSON_AddItemToArray(parts, o);
   }
@@ -1873,6 +2100,8 @@ void wf_scene_destroy(wf_scene *sc) {
   if (!sc) return;
   free(sc->description);
   free(sc->materials);
+  for (int i = 0; i < sc->emitter_count; i++)
+    free(sc->emitters[i].file), free(sc->emitters[i].file_path);
   free(sc->emitters);
   for (int i = 0; i < sc->cloth_count; i++) {
     wf_scene_cloth *cl = &sc->cloths[i];

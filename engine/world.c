@@ -38,6 +38,7 @@
 #include "weft/io.h"
 #include "weft/particles.h"
 
+#include "emit.h"
 #include "world_internal.h"
 
 /* A solver call failed: keep its message, prefixed with the object ("cloths[1] 'flag': ..."). */
@@ -416,7 +417,9 @@ wf_status wf_scene_particle_stability(const wf_scene *sc, int i, wf_particles_st
   d.frame_dt = (float)(1.0 / sc->simulation.fps);
   d.contact_model = contact_model_of(sc);
   wf_particle_material m = material_of(sm);
-  double r = e->radius, mass = e->mass > 0 ? e->mass : e->density * 4.0 / 3.0 * M_PI * r * r * r;
+  /* the smallest particle has the shortest contact (a file's radii are known at run time only) */
+  double r = e->radius_distribution == WF_SCENE_RADII_FIXED ? e->radius : e->radius_min;
+  double mass = e->mass > 0 ? e->mass : e->density * 4.0 / 3.0 * M_PI * r * r * r;
   wf_status st = wf_particles_stability(&d, &m, r, mass, 0.0, out);
   if (msg && size) msg[0] = 0;
   if (st == WF_OK && !out->ok && msg && size)
@@ -450,6 +453,34 @@ static wf_status create_cloth(wf_world *w, const wf_scene *sc, int i) {
 
 /* ---- the particle side: one solver, or one split over the world's devices ------------------- */
 
+/* An emitter's particles: the solver's own lattice where it makes them (a box or a sphere of one
+ * radius), else those engine/emit.c makes on the host (weft/scene.h: wf_scene_emitter_points). */
+static wf_status emit(wf_particles *ps, const wf_scene_emitter *se, wfw_object *o) {
+  if (wfe_solver_lattice(se)) {
+    wf_particles_emitter e = emitter_of(se);
+    return wf_particles_emit(ps, &e, &o->first, &o->count);
+  }
+  uint64_t n = wf_scene_emitter_count(se);
+  if (n == 0 || n > (1u << 30))
+    return wf__error(WF_ERR_INVALID, NULL, "%llu particles: an emitter makes 1 to 2^30",
+                     (unsigned long long)n);
+  bool pour = se->shape == WF_SCENE_SHAPE_DISC;
+  float(*pos)[4] = malloc((size_t)n * 16), (*vel)[4] = malloc((size_t)n * 16);
+  float *birth = pour ? malloc((size_t)n * sizeof *birth) : NULL;
+  wf_status st = pos && vel && (birth || !pour)
+                     ? wf_scene_emitter_points(se, wf_particles_count(ps), pos, vel, birth, n)
+                     : wf__error(WF_ERR_OUT_OF_MEMORY, NULL, "out of host memory");
+  /* a pour's particles are all there from the start, waiting on its feed line for their births:
+   * the count, and the captured frame, stay as they are while it pours */
+  if (st == WF_OK)
+    st = wf_particles_add_timed(ps, (uint32_t)n, (const float(*)[4])pos, (const float(*)[4])vel,
+                                birth, se->material, &o->first);
+  if (st == WF_OK) o->count = (uint32_t)n;
+  if (st == WF_OK && pour) o->pour_start = se->start, o->pour_rate = se->rate;
+  free(pos), free(vel), free(birth);
+  return st;
+}
+
 static wf_status create_particles(wf_world *w, const wf_scene *sc) {
   uint64_t estimate = 0;
   for (int i = 0; i < sc->emitter_count; i++)
@@ -480,9 +511,7 @@ static wf_status create_particles(wf_world *w, const wf_scene *sc) {
     if (st != WF_OK) return fail_object(st, "colliders", i, sc->colliders[i].name);
   }
   for (int i = 0; i < sc->emitter_count; i++) {
-    wf_particles_emitter e = emitter_of(&sc->emitters[i]);
-    wfw_object *o = &w->objects[i];
-    st = wf_particles_emit(w->ps, &e, &o->first, &o->count);
+    st = emit(w->ps, &sc->emitters[i], &w->objects[i]);
     if (st != WF_OK) return fail_object(st, "particles", i, sc->emitters[i].name);
   }
   w->n_particles = wf_particles_count(w->ps);
@@ -1113,6 +1142,23 @@ static wf_status check_physics(wf_world *w, const wf_ckpt_reader *r, const char 
 
 static wf_status load_checkpoint(wf_world *w, const char *path, bool accept);
 
+/* The birth times of the pours' particles (engine/emit.c's schedule), for a restore from a
+ * checkpoint without the granular state that carries them. */
+static wf_status pour_births(wf_world *w) {
+  wf_status st = WF_OK;
+  for (int i = 0; i < w->n_objects && st == WF_OK; i++) {
+    const wfw_object *o = &w->objects[i];
+    if (o->kind != WF_WORLD_PARTICLES || !(o->pour_rate > 0)) continue;
+    float *b = malloc((size_t)o->count * sizeof *b);
+    if (!b) return wf__error(WF_ERR_OUT_OF_MEMORY, "wf_world_load_checkpoint", "out of memory");
+    for (uint32_t k = 0; k < o->count; k++)
+      b[k] = (float)(o->pour_start + (double)k / o->pour_rate);
+    st = wf_particles_births_set(w->ps, o->first, o->count, b);
+    free(b);
+  }
+  return st;
+}
+
 wf_status wf_world_load_checkpoint(wf_world *w, const char *path) {
   return load_checkpoint(w, path, false);
 }
@@ -1184,6 +1230,8 @@ static wf_status load_checkpoint(wf_world *w, const char *path, bool accept) {
       if (st == WF_OK && i < 0 && wf_ckpt_find(r, "particles/granular") >= 0 &&
           (st = section(r, path, "particles/granular", gb, &g)) == WF_OK)
         st = wf_particles_granular_state_set(w->ps, g, gb);
+      else if (st == WF_OK && i < 0)
+        st = pour_births(w); /* a checkpoint without them (last good): from the scene */
       if (st != WF_OK)
         st = i < 0 ? fail_object(st, "particles", 0, "particles")
                    : fail_object(st, "cloths", i, cloth_name(w, i));

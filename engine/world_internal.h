@@ -24,6 +24,8 @@ typedef struct wfw_object {
   wf_world_object_kind kind;
   uint32_t first, count; /* particles: range of the solver's global ids; cloth: 0, vertices */
   int cloth;             /* index into w->cloths, or -1 */
+  double pour_start, pour_rate; /* a disc emitter's pour (rate 0: none): particle k is born at
+                                   start + k / rate (engine/emit.c) */
 } wfw_object;
 
 struct wf_world {

@@ -394,6 +394,23 @@ WF_API wf_status wf_particles_emit(wf_particles *ps, const wf_particles_emitter 
 /** Adds n particles: pos[i] = xyz + radius, vel[i] = xyz + inverse mass (0: kinematic). */
 WF_API wf_status wf_particles_add(wf_particles *ps, uint32_t n, const float (*pos)[4],
                                   const float (*vel)[4], uint32_t material, uint32_t *first);
+/** Adds n particles as wf_particles_add does, each born at time birth[i] (simulated seconds,
+ *  >= 0; birth NULL: all at once): until the first substep that starts at or after its birth a
+ *  particle travels with its velocity, untouched by gravity, contacts and colliders, and touches
+ *  nothing (a continuous emitter places it on a feed line that reaches its inlet at its birth).
+ *  The count, and so the captured frame, stays as it is while particles are born, on any number
+ *  of partitions. A particle not born yet reports a negative inverse mass (vel.w, downloads,
+ *  checkpoints); its birth time is the w of its angular velocity (wf_particles_download_omega),
+ *  which the granular state carries, so a checkpoint resumes the births bitwise. Particles born
+ *  later must be dynamic (inverse mass > 0). */
+WF_API wf_status wf_particles_add_timed(wf_particles *ps, uint32_t n, const float (*pos)[4],
+                                        const float (*vel)[4], const float *birth,
+                                        uint32_t material, uint32_t *first);
+/** Sets the birth times of particles [first, first + n) (birth[i], s; see
+ *  wf_particles_add_timed) without touching anything else: a restore from a checkpoint that lacks
+ *  the granular state (which carries them) gives them back. Waits for the solver. */
+WF_API wf_status wf_particles_births_set(wf_particles *ps, uint32_t first, uint32_t n,
+                                         const float *birth);
 /** Adds a collider (at most 64); *index (may be NULL) receives its index. */
 WF_API wf_status wf_particles_add_collider(wf_particles *ps, const wf_collider_desc *c,
                                            uint32_t *index);

@@ -51,8 +51,34 @@ typedef enum wf_scene_contact_model {
   WF_SCENE_CONTACT_XPBD = 1,
   WF_SCENE_CONTACT_HERTZ = 2 /* Hertz–Mindlin normal and tangential springs (WF_CONTACT_HERTZ) */
 } wf_scene_contact_model;
-/** particles[i].shape: the region an emitter fills, "box" or "sphere". */
-typedef enum wf_scene_shape { WF_SCENE_SHAPE_BOX = 0, WF_SCENE_SHAPE_SPHERE = 1 } wf_scene_shape;
+/** particles[i].shape: the region an emitter fills ("box", "sphere", "cylinder"), "file": the
+ *  particles a PLY or CSV file lists, or "disc": an inlet that pours particles over a time
+ *  window. */
+typedef enum wf_scene_shape {
+  WF_SCENE_SHAPE_BOX = 0,
+  WF_SCENE_SHAPE_SPHERE = 1,
+  WF_SCENE_SHAPE_CYLINDER = 2, /* axis along y */
+  WF_SCENE_SHAPE_FILE = 3,
+  WF_SCENE_SHAPE_DISC = 4 /* a continuous emitter: a disc inlet pouring `rate` particles/s */
+} wf_scene_shape;
+/** particles[i].packing: a cubic "lattice" or a seeded "random" packing (random sequential
+ *  addition to a target packing fraction). */
+typedef enum wf_scene_packing {
+  WF_SCENE_PACK_LATTICE = 0,
+  WF_SCENE_PACK_RANDOM = 1
+} wf_scene_packing;
+/** particles[i].radius_distribution: one radius ("fixed"), uniform in [radius_min, radius_max],
+ *  or log-normal (median `radius`, σ of ln r `radius_sigma`, truncated to [radius_min,
+ *  radius_max]). */
+typedef enum wf_scene_radii {
+  WF_SCENE_RADII_FIXED = 0,
+  WF_SCENE_RADII_UNIFORM = 1,
+  WF_SCENE_RADII_LOGNORMAL = 2
+} wf_scene_radii;
+/** The highest packing_fraction a random packing accepts: random sequential addition of equal
+ *  spheres jams at 0.383 in the bulk (Torquato et al. 2006), and walls and the attempt budget
+ *  bring that down; beyond this value the emitter is refused. */
+#define WF_SCENE_RANDOM_PACKING_MAX 0.34
 /** cloths[i].integrator: "xpbd" (constraints) or "spring" (mass-spring). */
 typedef enum wf_scene_integrator {
   WF_SCENE_CLOTH_XPBD = 0,
@@ -139,22 +165,41 @@ typedef struct wf_scene_material {
   double tangential_ratio; /* kt / kn of the linear model, >= 0; 0: Mindlin's; default 0 */
 } wf_scene_material;
 
-/** `particles[i]`: an emitter filling a box or a sphere with a cubic lattice of particles. */
+/** `particles[i]`: an emitter filling a box, a sphere or a cylinder with a cubic lattice or a
+ *  random packing of particles of one radius or a distribution of radii, or reading them from a
+ *  PLY or CSV file (engine/emit.c makes them; docs/scenes.md). */
 typedef struct wf_scene_emitter {
   char name[WF_SCENE_NAME_MAX];
   wf_scene_shape shape;
-  double center[3];       /* m; default (0, 1, 0) */
+  double center[3];       /* m; default (0, 1, 0) (not for files) */
   double half_extents[3]; /* box, m, each > 0; default 0.5 */
   double sphere_radius;   /* sphere, m, > 0; default 0.5 */
-  double radius;          /* particle radius, m, > 0; default 0.05 */
-  double spacing;         /* lattice spacing, m, >= 2 * radius; default 2 * radius */
-  double jitter;          /* m, [0, spacing / 2); default 0 */
-  uint64_t seed;          /* jitter seed; default 0 */
-  double velocity[3];     /* m/s */
-  double density;         /* kg/m³, > 0; default 1000 */
-  double mass;            /* kg per particle, >= 0; > 0 overrides density; default 0 */
-  bool kinematic;         /* inverse mass 0: moves with its velocity, ignores forces */
-  uint32_t material;      /* index into wf_scene.materials */
+  double cylinder_radius; /* cylinder, m, > 0; default 0.5 */
+  double height;          /* cylinder, m, > 0 (along y, centred at center); default 1 */
+  double radius;          /* particle radius, m, > 0 (log-normal: the median); default 0.05 */
+  wf_scene_radii radius_distribution; /* default fixed */
+  double radius_min, radius_max;      /* m: uniform: the range (required); log-normal: the
+                                         truncation, default radius · exp(∓3 radius_sigma) */
+  double radius_sigma;                /* log-normal: σ of ln r, > 0; default 0.1 */
+  wf_scene_packing packing;           /* default lattice */
+  double packing_fraction;            /* random: target Σ 4/3 π r³ / region volume, in
+                                         (0, WF_SCENE_RANDOM_PACKING_MAX]; default 0.3 */
+  double spacing;     /* lattice spacing, m, >= 2 * largest radius; default 2 * largest */
+  double jitter;      /* lattice, m, [0, spacing / 2); default 0 */
+  uint64_t seed;      /* jitter, radii and random packing seed; default 0 */
+  double disc_radius; /* disc: the inlet's radius, m, > 0; the disc is perpendicular to
+                         velocity (which must not be zero); default 0.1 */
+  double rate;        /* disc: particles per second, > 0; default 100 */
+  double start, end;  /* disc: the window, s: particle k is born at start + k / rate while that
+                         is before end; defaults 0 and 1 */
+  char *file;         /* file: the path as written */
+  char *file_path;    /* file: the path that was found (relative to the scene's directory) */
+  uint64_t file_rows; /* file: particles it lists */
+  double velocity[3]; /* m/s */
+  double density;     /* kg/m³, > 0; default 1000 */
+  double mass;        /* kg per particle, >= 0; > 0 overrides density; default 0 */
+  bool kinematic;     /* inverse mass 0: moves with its velocity, ignores forces */
+  uint32_t material;  /* index into wf_scene.materials */
 } wf_scene_emitter;
 
 /** How a cloth pin selects its vertices. */
@@ -342,8 +387,22 @@ WF_API char *wf_scene_to_json(const wf_scene *scene);
 /** Every message of this thread's last failed load or parse, one per line; "" when the last one
  *  succeeded. Valid until this thread's next wf_scene call. */
 WF_API const char *wf_scene_errors(void);
-/** Estimated particle count of an emitter (the lattice points inside its shape). */
+/** Particle count of an emitter (the lattice points inside its shape, the particles of a random
+ *  packing, the rows of its file); UINT64_MAX when it is beyond counting. */
 WF_API uint64_t wf_scene_emitter_count(const wf_scene_emitter *e);
+/** The emitter's particles (engine/emit.c), `count` = wf_scene_emitter_count(e) rows: pos =
+ *  xyz + radius, vel = xyz + inverse mass (0: kinematic), in the order the solver adds them.
+ *  first_id, the global id of the first, seeds a lattice's jitter as wf_particles_emit does.
+ *  birth (count floats; may be NULL but for a disc) receives each particle's birth time, s (0:
+ *  from the start; a disc: start + k / rate, each particle placed on the feed line upstream of
+ *  the inlet that reaches its point of the disc at its birth: wf_particles_add_timed).
+ *  Deterministic: the same scene gives the same bits (positions and uniform radii use only
+ *  IEEE basic operations; log-normal radii also the C library's exp and log). Fails (naming the
+ *  emitter) when a random packing jams before its target, or the file changed since the scene
+ *  was read. */
+WF_API wf_status wf_scene_emitter_points(const wf_scene_emitter *e, uint32_t first_id,
+                                         float (*pos)[4], float (*vel)[4], float *birth,
+                                         uint64_t count);
 
 #ifdef __cplusplus
 }

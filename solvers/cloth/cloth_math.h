@@ -876,6 +876,7 @@ WF_HD static inline void wfc_self_elem(const wfc_self_args *a, uint32_t i) {
  * cloth grid finds. */
 WF_HD static inline int wfc_couple_pair(const wfc_params *p, const wfc_pgrid *g, wfp_f4 q,
                                         wfp_f4 sx, wfp_f4 sv, wfc_v3 *e, float *k) {
+  if (sv.w < 0.0f) return 0; /* not born yet (wf_particles_add_timed): touches nothing */
   float reach = wfc_pgrid_reach(g);
   wfc_v3 sh = wfc_xyz(p->particle_shift); /* the particle's frame -> the cloth's */
   wfc_v3 a0 = wfc_sub(wfc_xyz(q), wfc_add(wfc_xyz(sx), sh));

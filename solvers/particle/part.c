@@ -586,7 +586,7 @@ static wf_status grow(wfp_part *ps, uint64_t need) {
 
 /* Validated particles of one batch, already converted. */
 static wf_status append(wfp_part *ps, uint32_t n, const wfp_f4 *pos, const wfp_f4 *vel,
-                        uint16_t material, const char *what) {
+                        const float *birth, uint16_t material, const char *what) {
   float rmax = ps->max_radius;
   for (uint32_t i = 0; i < n; i++)
     rmax = fmaxf(rmax, pos[i].w);
@@ -599,15 +599,18 @@ static wf_status append(wfp_part *ps, uint32_t n, const wfp_f4 *pos, const wfp_f
     return st;
   uint32_t *gid = malloc((size_t)n * 4);
   uint16_t *mat = malloc((size_t)n * 2);
-  if (!gid || !mat) {
-    free(gid), free(mat);
+  wfp_f4 *om = birth ? calloc(n, sizeof *om) : NULL; /* omega.w: the birth time */
+  if (!gid || !mat || (birth && !om)) {
+    free(gid), free(mat), free(om);
     return fail(WF_ERR_OUT_OF_MEMORY, "particles '%s': out of host memory", ps->name);
   }
+  for (uint32_t i = 0; om && i < n; i++)
+    om[i].w = birth[i];
   for (uint32_t i = 0; i < n; i++)
     gid[i] = ps->count + i, mat[i] = material;
   for (uint32_t i = 0; i < n; i++) { /* the smallest particles set the substep */
-    if (!(vel[i].w > 0.0f)) continue;
-    float r = pos[i].w, mass = 1.0f / vel[i].w;
+    if (vel[i].w == 0.0f) continue;  /* kinematic (negative: not born yet, see wfp_awake) */
+    float r = pos[i].w, mass = 1.0f / fabsf(vel[i].w);
     if (ps->rmin[material] == 0.0f || r < ps->rmin[material]) ps->rmin[material] = r;
     if (ps->mmin[material] == 0.0f || mass < ps->mmin[material]) ps->mmin[material] = mass;
     ps->recheck = true;
@@ -618,9 +621,10 @@ static wf_status append(wfp_part *ps, uint32_t n, const wfp_f4 *pos, const wfp_f
       (st = wf_upload(ps->buf[B_VEL], at * 16, vel, (size_t)n * 16, ps->stream)) == WF_OK &&
       (st = wf_upload(ps->buf[B_GID], at * 4, gid, (size_t)n * 4, ps->stream)) == WF_OK &&
       (st = wf_upload(ps->buf[B_MAT], at * 2, mat, (size_t)n * 2, ps->stream)) == WF_OK &&
-      (st = wf_memset(ps->buf[B_OMEGA], 0, at * 16, (size_t)n * 16, ps->stream)) == WF_OK)
+      (st = om ? wf_upload(ps->buf[B_OMEGA], at * 16, om, (size_t)n * 16, ps->stream)
+               : wf_memset(ps->buf[B_OMEGA], 0, at * 16, (size_t)n * 16, ps->stream)) == WF_OK)
     st = wf_memset(ps->buf[B_HIST], 0, at * HIST_BYTES, (size_t)n * HIST_BYTES, ps->stream);
-  free(gid), free(mat);
+  free(gid), free(mat), free(om);
   if (st != WF_OK) return fail_gpu(st, "uploading particles");
   ps->count += n;
   if (rmax > ps->max_radius && ps->desc.cell_size == 0.0f) {
@@ -647,7 +651,7 @@ static wf_status append(wfp_part *ps, uint32_t n, const wfp_f4 *pos, const wfp_f
 }
 
 wf_status wfp_part_add(wfp_part *ps, uint32_t n, const float (*pos)[4], const float (*vel)[4],
-                       uint32_t material, uint32_t *first) {
+                       const float *birth, uint32_t material, uint32_t *first) {
   if (!ps) return fail(WF_ERR_INVALID, "particles: solver is NULL");
   if (n == 0) return fail(WF_ERR_INVALID, "particles '%s': n is 0 (zero particles)", ps->name);
   if (!pos) return fail(WF_ERR_INVALID, "particles '%s': pos is NULL", ps->name);
@@ -667,6 +671,14 @@ wf_status wfp_part_add(wfp_part *ps, uint32_t n, const float (*pos)[4], const fl
                   "particles '%s': vel[%u] must be finite with .w (inverse "
                   "mass) >= 0",
                   ps->name, i);
+    if (birth && !(birth[i] >= 0.0f && birth[i] < 3e38f))
+      return fail(WF_ERR_INVALID, "particles '%s': birth[%u] is %g; it must be a time >= 0 (s)",
+                  ps->name, i, (double)birth[i]);
+    if (birth && birth[i] > 0.0f && !(vel && vel[i][3] > 0.0f))
+      return fail(WF_ERR_INVALID,
+                  "particles '%s': particle %u is born at %g s but is kinematic (inverse mass 0): "
+                  "only dynamic particles can wait for their birth",
+                  ps->name, i, (double)birth[i]);
   }
   wfp_f4 *p = malloc((size_t)n * sizeof *p), *v = calloc(n, sizeof *v);
   if (!p || !v) {
@@ -682,8 +694,10 @@ wf_status wfp_part_add(wfp_part *ps, uint32_t n, const float (*pos)[4], const fl
     else
       v[i].w = 1.0f;
   }
+  for (uint32_t i = 0; birth && i < n; i++) /* not born yet: a negative inverse mass */
+    if (birth[i] > 0.0f) v[i].w = -v[i].w;
   uint32_t at = ps->count;
-  wf_status st = append(ps, n, p, v, (uint16_t)material, "wfp_part_add");
+  wf_status st = append(ps, n, p, v, birth, (uint16_t)material, "wfp_part_add");
   free(p), free(v);
   if (st == WF_OK && first) *first = at;
   return st;
@@ -800,7 +814,7 @@ wf_status wfp_part_emit(wfp_part *ps, const wf_particles_emitter *e, uint32_t *f
     return fail(WF_ERR_OUT_OF_MEMORY, "particles '%s': out of host memory", ps->name);
   }
   lattice_points(ps, e, cells, inv_mass, p, v);
-  st = append(ps, n, p, v, (uint16_t)e->material, nm);
+  st = append(ps, n, p, v, NULL, (uint16_t)e->material, nm);
   free(p), free(v);
   if (st != WF_OK) return st;
   if (first) *first = ps->count - n;

@@ -26,7 +26,7 @@ wf_status wfp_part_set_material(wfp_part *ps, uint32_t index, const wf_particle_
 wf_status wfp_part_emit(wfp_part *ps, const wf_particles_emitter *e, uint32_t *first,
                         uint32_t *count);
 wf_status wfp_part_add(wfp_part *ps, uint32_t n, const float (*pos)[4], const float (*vel)[4],
-                       uint32_t material, uint32_t *first);
+                       const float *birth, uint32_t material, uint32_t *first);
 wf_status wfp_part_add_collider(wfp_part *ps, const wf_collider_desc *c, uint32_t *index);
 wf_status wfp_part_set_collider_pose(wfp_part *ps, uint32_t k, const wf_collider_pose *pose);
 wf_particles_params wfp_part_params_get(const wfp_part *ps);

@@ -191,6 +191,7 @@ WF_HD static inline double wfp_pair_energy(const wfp_energy_args *a, uint32_t i,
   float R = pi.w + pj.w;
   if (!(d2 < R * R) || d2 == 0.0f) return 0.0;
   if (wi + a->vel[j].w == 0.0f) return 0.0;
+  if (wi < 0.0f || a->vel[j].w < 0.0f) return 0.0; /* not born yet: touches nothing */
   wfp_coef c = wfp_pair_coef(mi, &a->mats[a->mat[j]]);
   float delta = R - sqrtf(d2), rstar = pi.w * pj.w / R;
   double e = wfp_normal_energy(a->model, &c, rstar, delta);

@@ -1037,6 +1037,13 @@ WF_HD static inline int wfp_touches(wfp_f4 pi, wfp_f4 pj) {
   return d2 < R * R && d2 != 0.0f;
 }
 
+/* Whether sorted particle t takes part in contacts at time `now` (a substep's start): born
+ * (a particle waiting for its birth has a negative inverse mass and its birth time in omega.w;
+ * wf_particles_add_timed). Both sides of a pair decide alike, so a pair is symmetric. */
+WF_HD static inline int wfp_awake(const wfp_collide_args *a, uint32_t t, float now) {
+  return !(wfp_ld4(&a->svel[t]).w < 0.0f) || now >= wfp_ld4(&a->somega[t]).w;
+}
+
 /* The split's drift check of particle i at its new position x: WFP_FLAG_DRIFT when it is further
  * than the limit from its anchor along the axis (a NaN anchor, a ghost: never); 0 without it. */
 WF_HD static inline uint32_t wfp_drift_flag(const wfp_collide_args *a, uint32_t i, wfp_f4 x) {
@@ -1059,6 +1066,8 @@ WF_HD static inline uint32_t wfp_collide_dem(const wfp_collide_args *a, uint32_t
   const wfp_material *m = &a->mats[a->smat[s]];
   float f[3] = {0.0f, 0.0f, 0.0f}, tau[3] = {0.0f, 0.0f, 0.0f};
   uint32_t over = 0u;
+  float now = (float)a->clock->time;
+  if (v.w < 0.0f && now >= w.w) v.w = -v.w; /* born at this substep */
   if (v.w > 0.0f) { /* kinematic particles move with their velocity: no contacts, no history */
     wfp_hist *slots = &a->hist[(size_t)i * WFP_HIST_SLOTS];
     uint32_t used = 0u;
@@ -1068,7 +1077,7 @@ WF_HD static inline uint32_t wfp_collide_dem(const wfp_collide_args *a, uint32_t
     for (uint32_t skip_ = 0;; skip_ += WFP_CONTACT_LIST) {
       uint32_t seen_ = 0;
 #define WFP_DEM_VISIT(t)                                                                           \
-  if (wfp_touches(x, wfp_ld4(&a->spos[t]))) WFP_LIST_CONTACT(t)
+  if (wfp_touches(x, wfp_ld4(&a->spos[t])) && wfp_awake(a, t, now)) WFP_LIST_CONTACT(t)
       WFP_FOR_NEIGHBOURS_DENSE(a, p, s, c, WFP_DEM_VISIT)
 #undef WFP_DEM_VISIT
       uint32_t nc = seen_ - skip_ < WFP_CONTACT_LIST ? seen_ - skip_ : WFP_CONTACT_LIST;
@@ -1111,6 +1120,8 @@ WF_HD static inline uint32_t wfp_collide_xpbd(const wfp_collide_args *a, uint32_
                                               uint32_t stride) {
   const wfp_params *p = a->params;
   wfp_f4 x = a->spos[s], v = a->svel[s], om = a->somega[s];
+  float now = (float)a->clock->time;
+  if (v.w < 0.0f && now >= om.w) v.w = -v.w; /* born at this substep */
   float w = v.w, h = p->dt;
   wfp_f4 vp = wfp_predict_velocity(p, v);
   float disp[3] = {h * vp.x, h * vp.y, h * vp.z};
@@ -1126,7 +1137,8 @@ WF_HD static inline uint32_t wfp_collide_xpbd(const wfp_collide_args *a, uint32_
     for (uint32_t skip_ = 0;; skip_ += WFP_CONTACT_LIST) {
       uint32_t seen_ = 0;
 #define WFP_XPBD_VISIT(t)                                                                          \
-  if (wfp_touches(q, wfp_predict(p, wfp_ld4(&a->spos[t]), wfp_ld4(&a->svel[t]))))                  \
+  if (wfp_touches(q, wfp_predict(p, wfp_ld4(&a->spos[t]), wfp_ld4(&a->svel[t]))) &&                \
+      wfp_awake(a, t, now))                                                                        \
   WFP_LIST_CONTACT(t)
       WFP_FOR_NEIGHBOURS_DENSE(a, p, s, c, WFP_XPBD_VISIT)
 #undef WFP_XPBD_VISIT

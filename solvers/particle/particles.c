@@ -821,6 +821,12 @@ wf_status wf_particles_emit(wf_particles *sp, const wf_particles_emitter *e, uin
 
 wf_status wf_particles_add(wf_particles *sp, uint32_t n, const float (*pos)[4],
                            const float (*vel)[4], uint32_t material, uint32_t *first) {
+  return wf_particles_add_timed(sp, n, pos, vel, NULL, material, first);
+}
+
+wf_status wf_particles_add_timed(wf_particles *sp, uint32_t n, const float (*pos)[4],
+                                 const float (*vel)[4], const float *birth, uint32_t material,
+                                 uint32_t *first) {
   if (!sp) return fail(WF_ERR_INVALID, "particles: solver is NULL");
   wf_status st = WF_OK;
   bool was_fixed = sp->origin_fixed;
@@ -834,11 +840,11 @@ wf_status wf_particles_add(wf_particles *sp, uint32_t n, const float (*pos)[4],
       return st;
   }
   if (sp->np == 1) {
-    st = wfp_part_add(sp->parts[0].ps, n, pos, vel, material, first);
+    st = wfp_part_add(sp->parts[0].ps, n, pos, vel, birth, material, first);
     return st == WF_OK ? st : origin_undo(sp, was_fixed, st);
   }
   st = undistribute(sp);
-  if (st == WF_OK) st = wfp_part_add(sp->parts[0].ps, n, pos, vel, material, first);
+  if (st == WF_OK) st = wfp_part_add(sp->parts[0].ps, n, pos, vel, birth, material, first);
   return st == WF_OK ? after_add(sp) : origin_undo(sp, was_fixed, st);
 }
 
@@ -1136,6 +1142,27 @@ wf_status wf_particles_granular_state_get(wf_particles *sp, void *blob, size_t b
       memcpy(hi, sp->hist, (size_t)n * HIST_BYTES);
     }
   }
+  return st;
+}
+
+/* Births live in omega.w (wf_particles_add_timed): patched into the granular state, which both
+ * partition layouts already know how to take. */
+wf_status wf_particles_births_set(wf_particles *sp, uint32_t first, uint32_t n,
+                                  const float *birth) {
+  if (!sp || (n && !birth)) return fail(WF_ERR_INVALID, "particles: births_set: NULL argument");
+  uint32_t count = wf_particles_count(sp);
+  if (first > count || n > count - first)
+    return fail(WF_ERR_INVALID, "particles '%s': births_set: [%u, %u) is beyond the %u particles",
+                sp->name, first, first + n, count);
+  size_t gb = wf_particles_granular_state_bytes(sp);
+  unsigned char *blob = malloc(gb ? gb : 1);
+  if (!blob) return fail(WF_ERR_OUT_OF_MEMORY, "particles '%s': out of host memory", sp->name);
+  wf_status st = wf_particles_granular_state_get(sp, blob, gb);
+  wfp_f4 *w = (wfp_f4 *)(blob + sizeof(granular_header));
+  for (uint32_t i = 0; st == WF_OK && i < n; i++)
+    w[first + i].w = birth[i];
+  if (st == WF_OK) st = wf_particles_granular_state_set(sp, blob, gb);
+  free(blob);
   return st;
 }
 

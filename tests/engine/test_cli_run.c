@@ -174,6 +174,48 @@ TEST(unwritable_out_fails_first) {
   CHECK(stat(file, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size == 16);
 }
 
+/* A run's PLY output read back by a file emitter (`"shape": "file"`): the next run starts from
+ * the 27 grains where the first left them; a CSV with a bad row fails validation and the run
+ * with exit 2, naming the file and line, and writes nothing. */
+TEST(file_emitter_from_a_run) {
+  char scene[600], out[600], next[700], args[2048], text[1400];
+  snprintf(scene, sizeof scene, "%s/small.json", tmp);
+  snprintf(out, sizeof out, "%s/first", tmp);
+  REQUIRE(th_write_file(scene, scene_text));
+  snprintf(args, sizeof args, "run '%s' --frames 2 --out '%s' --quiet", scene, out);
+  REQUIRE(run(args) == 0);
+  snprintf(next, sizeof next, "%s/next.json", tmp);
+  snprintf(text, sizeof text,
+           "{\"simulation\": {\"frames\": 1, \"substeps\": 8, \"devices\": \"cpu\"},"
+           " \"particles\": [{\"name\": \"again\", \"shape\": \"file\", \"file\": "
+           "\"first/grains_000002.ply\"}],"
+           " \"outputs\": {\"every\": 1, \"formats\": [\"ply\"]}}");
+  REQUIRE(th_write_file(next, text));
+  snprintf(args, sizeof args, "run '%s' --out '%s/second' --quiet", next, tmp);
+  CHECK_EQ_INT(run(args), 0);
+  char p[700];
+  snprintf(p, sizeof p, "%s/second/again_000001.ply", tmp);
+  CHECK_EQ_INT(ply_vertices(p), 27);
+  char csv[600];
+  snprintf(csv, sizeof csv, "%s/bad_rows.csv", tmp);
+  REQUIRE(th_write_file(csv, "x,y,z,radius\n0,1,0,0.02\n0,1.1,0,0.02\n0,1.2,zero,0.02\n"));
+  snprintf(text, sizeof text,
+           "{\"particles\": [{\"name\": \"bad\", \"shape\": \"file\", \"file\": "
+           "\"bad_rows.csv\"}]}");
+  REQUIRE(th_write_file(next, text));
+  snprintf(args, sizeof args, "validate '%s'", next);
+  CHECK_EQ_INT(run(args), 2);
+  snprintf(args, sizeof args, "run '%s' --quiet --out '%s/never_file'", next, tmp);
+  CHECK_EQ_INT(run(args), 2);
+  char *err = err_text();
+  if (!strstr(err, "particles[0].file") || !strstr(err, "bad_rows.csv:4:"))
+    TH_FAIL("stderr: %s", err);
+  free(err);
+  struct stat sb;
+  snprintf(p, sizeof p, "%s/never_file", tmp);
+  CHECK(stat(p, &sb) != 0);
+}
+
 static int same_file(const char *a, const char *b) {
   size_t na, nb;
   char *ta = th_read_file(a, &na), *tb = th_read_file(b, &nb);
@@ -393,7 +435,8 @@ int main(int argc, char **argv) {
                                   TH_TEST(resume_is_bitwise),
                                   TH_TEST(split_run_equals_one_device),
                                   TH_TEST(split_mixed_scene_equals_one_device),
-                                  TH_TEST(png_format_renders_numbered_frames)};
+                                  TH_TEST(png_format_renders_numbered_frames),
+                                  TH_TEST(file_emitter_from_a_run)};
   int rc = th_main(argc, argv, tests, TH_COUNT(tests));
   char cmd[700];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);

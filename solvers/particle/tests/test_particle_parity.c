@@ -7,17 +7,18 @@
 #include "weft/particles.h"
 
 /* State after `frames` frames: pos, vel, omega (48 bytes a particle). Scenes: the pile and the
- * colliders with the default (linear, history, rolling) model, the pile with Hertz contacts, and
+ * colliders with the default (linear, history, rolling) model, the pile with Hertz contacts,
  * the pile and the colliders with XPBD contacts (rotation, friction and rolling resistance on
- * velocities). */
+ * velocities), and the pile with particles born during the run (wf_particles_add_timed) falling
+ * onto it. */
 static float *run_on(const char *device, int which, int frames, uint32_t *count,
                      wf_particles_energy *e) {
   wf_device *dev;
   if (wf_device_get(device, &dev) != WF_OK) return NULL;
   wf_particles *ps;
-  scene_contact_model = which == 2   ? WF_CONTACT_HERTZ
-                        : which >= 3 ? WF_CONTACT_XPBD
-                                     : WF_CONTACT_DEM;
+  scene_contact_model = which == 2                 ? WF_CONTACT_HERTZ
+                        : which == 3 || which == 4 ? WF_CONTACT_XPBD
+                                                   : WF_CONTACT_DEM;
   wf_status st = which != 1 && which != 4 ? scene_pile(dev, 4, 4, false, &ps)
                                           : scene_colliders(dev, false, &ps);
   scene_contact_model = WF_CONTACT_DEM;
@@ -25,6 +26,18 @@ static float *run_on(const char *device, int which, int frames, uint32_t *count,
     wf_particle_material m = wf_particle_material_default();
     m.young = 1e6f, m.restitution = 0.3f, m.rolling_friction = 0.05f;
     st = wf_particles_set_material(ps, 0, &m);
+  }
+  if (st == WF_OK && which == 5) { /* a pour: 4 layers of 3 x 3 born at 0.1, 0.18, ... s */
+    float pos[36][4], vel[36][4], birth[36];
+    for (int i = 0; i < 36; i++) {
+      int l = i / 9;
+      birth[i] = 0.1f + 0.08f * (float)l;
+      pos[i][0] = 0.12f * (float)(i % 3 - 1), pos[i][2] = 0.12f * (float)(i / 3 % 3 - 1);
+      pos[i][1] = 0.8f + 1.5f * birth[i], pos[i][3] = 0.04f; /* the feed line above y = 0.8 */
+      vel[i][0] = vel[i][2] = 0.0f, vel[i][1] = -1.5f, vel[i][3] = 3.0f;
+    }
+    st = wf_particles_add_timed(ps, 36, (const float(*)[4])pos, (const float(*)[4])vel, birth, 0,
+                                NULL);
   }
   if (st != WF_OK) {
     TH_FAIL("%s: %s", device, wf_last_error());
@@ -43,8 +56,9 @@ static float *run_on(const char *device, int which, int frames, uint32_t *count,
 }
 
 TEST(cpu_cuda_bitwise) {
-  const char *names[] = {"pile", "colliders", "pile (Hertz)", "pile (XPBD)", "colliders (XPBD)"};
-  for (int k = 0; k < 5; k++) {
+  const char *names[] = {"pile",        "colliders",        "pile (Hertz)",
+                         "pile (XPBD)", "colliders (XPBD)", "pile and a pour"};
+  for (int k = 0; k < 6; k++) {
     uint32_t n1 = 0, n2 = 0;
     wf_particles_energy ea, eb;
     float *a = run_on("cpu:0", k, 30, &n1, &ea), *b = run_on("cuda:0", k, 30, &n2, &eb);
