@@ -820,6 +820,26 @@ wf_status wf_particles_set_collider_pose(wf_particles *sp, uint32_t index,
   return WF_OK;
 }
 
+/* The partitions' integer sums, added in any order (collider_force.h): the same bits for any
+ * number of partitions. */
+wf_status wf_particles_collider_force(wf_particles *sp, uint32_t index, double force[3],
+                                      double torque[3]) {
+  static const char fn[] = "wf_particles_collider_force";
+  if (!sp || !force || !torque) return wf__error(WF_ERR_INVALID, fn, "NULL argument");
+  uint32_t n = wfp_part_collider_count(sp->parts[0].ps);
+  if (index >= n)
+    return wf__error(WF_ERR_INVALID, fn, "particles '%s': collider %u does not exist (%u added)",
+                     sp->name, index, n);
+  const unsigned long long *tables[MAXP];
+  double seconds = 0.0;
+  for (int p = 0; p < sp->np; p++) {
+    wf_status st = wfp_part_forces(sp->parts[p].ps, &tables[p], &seconds);
+    if (st != WF_OK) return st;
+  }
+  wfx_forces_read(tables, sp->np, index, seconds, force, torque);
+  return WF_OK;
+}
+
 wf_particles_params wf_particles_params_get(const wf_particles *sp) {
   return sp ? wfp_part_params_get(sp->parts[0].ps) : (wf_particles_params){0};
 }
