@@ -49,6 +49,8 @@ struct wf_world {
   float (*ppos)[4], (*pvel)[4];
   float (**cpos)[4], (**cvel)[4];
   wfw_health *health; /* engine/health.c: per-frame device checks, last-good snapshot */
+  int n_colliders;    /* the scene's, given to every solver in scene order (world_forces.c) */
+  char (*collider_names)[WF_SCENE_NAME_MAX];
 };
 
 #endif

@@ -197,6 +197,17 @@ WF_API wf_status wf_world_object_get(const wf_world *w, int index, wf_world_obje
  *  Either pointer may be NULL. */
 WF_API wf_status wf_world_object_download(wf_world *w, int index, float (*pos)[4], float (*vel)[4]);
 
+/** Number of colliders (the scene's, in scene order; every solver has them all). */
+WF_API int wf_world_collider_count(const wf_world *w);
+/** Collider k's scene name, or NULL when k is out of range. */
+WF_API const char *wf_world_collider_name(const wf_world *w, int k);
+/** The force (N) and torque (N·m) everything in the world exerted on collider k over the last
+ *  frame, averaged over it: the particles' (wf_particles_collider_force) plus every cloth's
+ *  (wf_cloth_collider_force). The torque is about the collider's pivot where its pose puts it
+ *  (scene key pivot, default the origin). Waits for the frames enqueued; bitwise the same for any
+ *  number of devices and on the CPU and CUDA backends. WF_ERR_INVALID when k is out of range. */
+WF_API wf_status wf_world_collider_force(wf_world *w, int k, double force[3], double torque[3]);
+
 /** Writes a checkpoint of the current state to path (atomically, weft/io.h). Format version 2:
  *  each cloth's positions relative to its origin ("cloth/N/pos") and the origin
  *  ("cloth/N/origin", 3 doubles), so that a scene far from the world's origin resumes bitwise

@@ -182,7 +182,8 @@ static int csv_values(const char *line, double *v, int n) {
 }
 
 /* stats.csv's energy columns: elastic_energy and total_energy after the earlier columns, then
- * <object>.kinetic, .potential, .elastic for the particles ("bed") and the cloth ("blanket"); in
+ * <object>.kinetic, .potential, .elastic for the particles ("bed") and the cloth ("blanket"), then
+ * the 5 colliders' forces (6 columns each: stats_csv_has_collider_forces); in
  * every row the objects' columns add up to the totals (the totals are the objects' sums in object
  * order, printed with 17 digits: equal to 1e-12 relative, the rounding of two additions), the
  * total is kinetic + potential + elastic, and the falling cloth's constraints hold energy (the
@@ -206,12 +207,13 @@ TEST(stats_csv_has_energies_per_object) {
   static const char header[] =
       "frame,time,kinetic_energy,potential_energy,momentum_x,momentum_y,momentum_z,max_speed,"
       "particles,vertices,ms_per_frame,elastic_energy,total_energy,bed.kinetic,bed.potential,"
-      "bed.elastic,blanket.kinetic,blanket.potential,blanket.elastic\n";
+      "bed.elastic,blanket.kinetic,blanket.potential,blanket.elastic,ground.fx,ground.fy,"
+      "ground.fz,ground.tx,ground.ty,ground.tz,wall_left.fx,";
   CHECK(strncmp(text, header, strlen(header)) == 0);
   int rows = 0;
   for (char *line = strchr(text, '\n'); line && line[1]; line = strchr(line + 1, '\n')) {
-    double v[32];
-    CHECK_EQ_INT(csv_values(line + 1, v, 32), 19);
+    double v[64];
+    CHECK_EQ_INT(csv_values(line + 1, v, 64), 19 + 5 * 6);
     double ke = v[13] + v[16], pe = v[14] + v[17], el = v[15] + v[18];
     CHECK_NEAR(ke, v[2], 1e-12 * fabs(v[2]));
     CHECK_NEAR(pe, v[3], 1e-12 * fabs(v[3]));
@@ -221,6 +223,62 @@ TEST(stats_csv_has_energies_per_object) {
     rows++;
   }
   CHECK_EQ_INT(rows, 2);
+  free(text);
+}
+
+/* stats.csv's collider columns: <collider>.fx .. .tz after the objects' energies. A layer of
+ * 9 separate XPBD grains (0.5236 kg each) resting on the ground: each substep the floor puts
+ * back the h² g a grain's prediction sank, an impulse m h g, so ground.fy = -9 m g to float
+ * rounding (tolerance 1e-5 relative); the layer is centred on the ground's pivot (the origin),
+ * so the torque is zero to the rounding of the grains' spread (1e-5 of 9 m g x 0.2 m). */
+TEST(stats_csv_has_collider_forces) {
+  static const char scene[] =
+      "{\"simulation\": {\"fps\": 60, \"substeps\": 16, \"frames\": 30, \"devices\": \"cpu\","
+      "  \"contact_model\": \"xpbd\"},"
+      " \"particles\": [{\"name\": \"grains\", \"shape\": \"box\", \"center\": [0, 0.06, 0],"
+      "  \"half_extents\": [0.2, 0.06, 0.2], \"radius\": 0.05, \"spacing\": 0.12,"
+      "  \"density\": 1000}],"
+      " \"colliders\": [{\"name\": \"ground\", \"type\": \"plane\"}],"
+      " \"outputs\": {\"every\": 30, \"formats\": [\"csv\"]}}";
+  char dir[400], p[600];
+  snprintf(dir, sizeof dir, "%s/forces", tmp_root);
+  wf_scene *sc = NULL;
+  if (wf_scene_parse(scene, strlen(scene), "forces.json", ".", NULL, &sc) != WF_OK)
+    TH_FAIL("scene: %s", wf_scene_errors());
+  REQUIRE(sc);
+  wf_world_desc wd = wf_world_desc_default();
+  wd.device = "cpu";
+  wf_world *w = NULL;
+  CHECK_OK(wf_world_create(sc, &wd, &w));
+  wf_run_outputs_desc d = wf_run_outputs_desc_from_scene(sc);
+  wf_scene_destroy(sc);
+  REQUIRE(w);
+  d.dir = dir;
+  wf_run_outputs *o = NULL;
+  CHECK_OK(wf_run_outputs_create(w, &d, &o));
+  REQUIRE(o);
+  CHECK_OK(wf_world_step(w, 30));
+  CHECK_OK(wf_run_outputs_write_frame(o, 30, 0.0));
+  CHECK_OK(wf_run_outputs_close(o));
+  CHECK_EQ_INT(wf_world_collider_count(w), 1);
+  CHECK(wf_world_collider_name(w, 1) == NULL);
+  double f[3], t[3];
+  CHECK_STATUS(wf_world_collider_force(w, 1, f, t), WF_ERR_INVALID);
+  wf_world_destroy(w);
+  snprintf(p, sizeof p, "%s/stats.csv", dir);
+  char *text = th_read_file(p, NULL);
+  REQUIRE(text);
+  CHECK(strstr(text, ",grains.elastic,ground.fx,ground.fy,ground.fz,ground.tx,ground.ty,"
+                     "ground.tz\n"));
+  char *line = strchr(text, '\n');
+  REQUIRE(line);
+  double v[32];
+  CHECK_EQ_INT(csv_values(line + 1, v, 32), 16 + 6);
+  double W = v[8] * 1000.0 * 4.0 / 3.0 * 3.14159265358979 * 0.05 * 0.05 * 0.05 * 9.81;
+  CHECK_EQ_INT(v[8], 9);
+  CHECK_NEAR(v[17] / W, -1.0, 1e-5);
+  CHECK(fabs(v[16]) < 1e-5 * W && fabs(v[18]) < 1e-5 * W);
+  CHECK(fabs(v[19]) < 1e-5 * W * 0.2 && fabs(v[21]) < 1e-5 * W * 0.2);
   free(text);
 }
 
@@ -331,6 +389,7 @@ int main(int argc, char **argv) {
       TH_TEST(two_frames_in_every_format),    TH_TEST(stats_csv_has_energies_per_object),
       TH_TEST(pins_are_output_vertices),      TH_TEST(resume_keeps_the_earlier_rows),
       TH_TEST(bad_directory_fails_at_create), TH_TEST(names),
+      TH_TEST(stats_csv_has_collider_forces),
   };
   int rc = th_main(argc, argv, tests, TH_COUNT(tests));
   rm_rf(tmp_root);
