@@ -26,6 +26,16 @@
  * __reduce_add_sync), and one lane adds the warp's sum with one 64-bit atomic per word: millions
  * of particles resting on one floor make 1/32 of the atomics on its 12 words. CPU: each kernel
  * call sums into a table of its own and adds it to the device table at its end (wfx_forces_flush).
+ *
+ * Cost, always on (it is not switched off: the worst case is a single layer, where every
+ * particle touches a collider, and there it is ~25 ns a contact on the CPU): a layer of 4096
+ * grains resting on a floor, CPU, 32 substeps, median of 5 runs, per particle and substep: DEM
+ * 252 ns with vs 222 ns without (+13%), XPBD 283 vs 256 ns (+10%); in a pile only the bottom
+ * layer touches the floor, so a pile of L layers pays ~12% / L (granular_column.json, 50 layers:
+ * ~0.3%). On a GPU the contact kernels wait on memory; the add is ~40 arithmetic instructions a
+ * contact (double precision for the split, 1/2 rate on H100) plus, per warp and collider, one
+ * __match_any_sync, 30 __reduce_add_sync and 12 atomics from one lane, so no address sees more
+ * than one atomic per warp and substep (not measured here: no GPU).
  */
 #ifndef WEFT_COLLIDER_FORCE_H
 #define WEFT_COLLIDER_FORCE_H
@@ -63,11 +73,12 @@ WF_HD static inline void wfx_collider_ref(const wfp_collider *c, float t, float 
 /* The two integer parts of one component (see above). */
 WF_HD static inline void wfx_fixed(float j, unsigned long long *hi, unsigned long long *lo) {
   if (!(j == j)) j = 0.0f; /* NaN: the solver flags it; the sums stay finite */
-  j = fminf(fmaxf(j, -4194304.0f), 4194304.0f);
+  j = j < -4194304.0f ? -4194304.0f : j > 4194304.0f ? 4194304.0f : j; /* (no libm calls) */
   double f = (double)j * WFX_FORCE_HI;
-  double h = floor(f);
-  *hi = (unsigned long long)(long long)h;
-  *lo = (unsigned long long)((f - h) * WFX_FORCE_LO);
+  long long t = (long long)f; /* toward zero (|f| < 2^63); floor without a library call */
+  t -= (double)t > f;
+  *hi = (unsigned long long)t;
+  *lo = (unsigned long long)(long long)((f - (double)t) * WFX_FORCE_LO);
 }
 
 #if defined(__CUDA_ARCH__)
