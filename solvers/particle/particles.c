@@ -558,6 +558,7 @@ static wf_status frames_launched(void *ctx) {
 wf_status wfp_launch_frames(wf_particles *sp, int frames) {
   if (frames <= 0) return WF_OK;
   sp->exact = false;
+  sp->forces_in_0 = false;
   wf_status st = wfp_stamping(sp) ? stamps_reserve(sp) : WF_OK;
   if (st == WF_OK) st = wfpt_run_frames(&sp->frame, frames, WFPT_FULL, NULL);
   if (st == WF_OK) sp->frames_since += frames;
@@ -732,6 +733,9 @@ static wf_status undistribute(wf_particles *sp) {
   free(gid);
   if (st != WF_OK) return st;
   sp->parts[0].n_local = sp->parts[0].n_owned = n;
+  /* partition 0 holds everything, ghosts none: no drift check (its anchors are the last split's;
+   * the next repartition sets them again), and every particle's collider contacts count */
+  wfp_part_set_drift(sp->parts[0].ps, NULL, NULL);
   wfpt_links_clear(sp->set);
   sp->distributed = false;
   sp->frames_since = 0;
@@ -832,11 +836,12 @@ wf_status wf_particles_collider_force(wf_particles *sp, uint32_t index, double f
                      sp->name, index, n);
   const unsigned long long *tables[MAXP];
   double seconds = 0.0;
-  for (int p = 0; p < sp->np; p++) {
+  int np = sp->forces_in_0 ? 1 : sp->np;
+  for (int p = 0; p < np; p++) {
     wf_status st = wfp_part_forces(sp->parts[p].ps, &tables[p], &seconds);
     if (st != WF_OK) return st;
   }
-  wfx_forces_read(tables, sp->np, index, seconds, force, torque);
+  wfx_forces_read(tables, np, index, seconds, force, torque);
   return WF_OK;
 }
 
@@ -863,6 +868,7 @@ wf_status wf_particles_step_substeps(wf_particles *sp, int n) {
   if (sp->np == 1) return wfp_part_step_substeps(sp->parts[0].ps, n);
   wf_status st = undistribute(sp);
   if (st == WF_OK) st = wfp_part_step_substeps(sp->parts[0].ps, n);
+  if (st == WF_OK) sp->forces_in_0 = true; /* the others hold an older frame's */
   return st == WF_OK ? after_gathered(sp) : st;
 }
 
@@ -871,6 +877,7 @@ wf_status wf_particles_profile(wf_particles *sp, int substeps, wf_particles_prof
   if (sp->np == 1) return wfp_part_profile(sp->parts[0].ps, substeps, out);
   wf_status st = undistribute(sp);
   if (st == WF_OK) st = wfp_part_profile(sp->parts[0].ps, substeps, out);
+  if (st == WF_OK) sp->forces_in_0 = true;
   return st == WF_OK ? after_gathered(sp) : st;
 }
 
