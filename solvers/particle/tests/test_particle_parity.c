@@ -1,6 +1,7 @@
 /* CPU vs CUDA parity: the same scenes on cpu:0 and cuda:0 give bitwise-identical states and
  * forces on colliders (both backends are built without FMA contraction, the math uses only
- * correctly rounded operations, and the forces are integer sums). Needs a CUDA device; exits 77 (skipped) without one. Tolerance: none. */
+ * correctly rounded operations, and the forces are integer sums). Needs a CUDA device; exits 77
+ * (skipped) without one. Tolerance: none. */
 #include "harness.h"
 #include "scenes.h"
 #include "weft/particles.h"
