@@ -71,6 +71,8 @@ static void drape_on_sphere(int integrator) {
   double cm[3], M = cloth_mass(c, cm), f[3], t[3];
   CHECK_OK(wf_cloth_collider_force(c, 0, f, t));
   double W = M * G;
+  printf("  %s drape: fy / W = %.5f; torque (%.5f, %.5f) vs r x F (%.5f, %.5f) N m\n",
+         integrator ? "xpbd" : "springs", f[1] / W, t[0], t[2], cm[2] * W, -cm[0] * W);
   CHECK(cm[1] < 0.2); /* it draped: the sides hang down */
   CHECK_NEAR(f[1] / W, -1.0, 5e-3);
   CHECK(fabs(f[0]) < 5e-3 * W && fabs(f[2]) < 5e-3 * W);
@@ -101,6 +103,8 @@ TEST(table_torque_is_r_cross_f) {
   double cm[3], M = cloth_mass(c, cm), f[3], t[3];
   CHECK_OK(wf_cloth_collider_force(c, 0, f, t));
   double W = M * G, r = sqrt(cm[0] * cm[0] + cm[2] * cm[2]);
+  printf("  table: fy / W = %.5f; torque (%.5f, %.5f, %.5f) vs r x F (%.5f, 0, %.5f) N m\n",
+         f[1] / W, t[0], t[1], t[2], cm[2] * W, -cm[0] * W);
   CHECK_NEAR(f[1] / W, -1.0, 5e-3);
   CHECK_NEAR(t[0], cm[2] * W, 5e-3 * r * W);
   CHECK_NEAR(t[2], -cm[0] * W, 5e-3 * r * W);

@@ -122,6 +122,8 @@ static void settled_pile_carries_weight(void) {
   double f[3], t[3];
   force_sum(ps, 5, f, t);
   double W = M * G;
+  printf("  DEM pile %.2f kg: sum of fy / W = %.5f, fx / W = %.2e, fz / W = %.2e\n", M, f[1] / W,
+         f[0] / W, f[2] / W);
   CHECK(M > 70.0);
   CHECK_NEAR(f[1] / W, -1.0, 5e-3);
   CHECK(fabs(f[0]) < 5e-3 * W && fabs(f[2]) < 5e-3 * W);
@@ -146,6 +148,7 @@ TEST(xpbd_layer_weight) {
   double M = total_mass(ps), f[3], t[3];
   force_sum(ps, 5, f, t);
   CHECK(M > 5.0); /* 16 grains */
+  printf("  XPBD layer %.3f kg: fy / W = %.8f\n", M, f[1] / (M * G));
   CHECK_NEAR(f[1] / (M * G), -1.0, 1e-5);
   CHECK(fabs(f[0]) < 1e-5 * M * G && fabs(f[2]) < 1e-5 * M * G);
   wf_particles_destroy(ps);
@@ -167,6 +170,8 @@ TEST(dem_momentum_balance_in_impact) {
     double f[3], t[3];
     force_sum(ps, 5, f, t);
     double want = (-M * G - f[1]) * T, got = b.momentum[1] - a.momentum[1];
+    printf("  frame %d: Δp_y %.6f, (−M g − fy) T %.6f kg m/s (fy = %.1f N, M g = %.1f N)\n", frame,
+           got, want, f[1], M * G);
     CHECK_NEAR(got, want, 1e-4 * M * G * T);
     CHECK(fabs(f[1]) > 0.1 * M * G); /* an impact, not free fall */
   }
@@ -201,6 +206,8 @@ TEST(off_centre_load_torque) {
   double W = m * G;
   /* r x (0, -W, 0) = (c_z W, 0, -c_x W) */
   double scale = W * sqrt(c[0] * c[0] + c[2] * c[2]);
+  printf("  torque (%.4f, %.4f, %.4f) N m vs r x F (%.4f, 0, %.4f)\n", t[0], t[1], t[2], c[2] * W,
+         -c[0] * W);
   CHECK_NEAR(t[0], c[2] * W, 0.02 * scale);
   CHECK_NEAR(t[2], -c[0] * W, 0.02 * scale);
   CHECK(fabs(t[1]) < 0.02 * scale);
@@ -227,6 +234,8 @@ TEST(moving_wall_pushes_particles) {
     CHECK_OK(wf_particles_collider_force(ps, 1, wall, t));
     double dp = b.momentum[0] - a.momentum[0];
     CHECK_NEAR(dp, -f[0] * T, 1e-4 * fabs(dp) + 1e-6);
+    printf("  frame %d: Δp_x %.6f, −fx T %.6f kg m/s (wall fx %.2f N)\n", frame, dp, -f[0] * T,
+           wall[0]);
     CHECK(wall[0] <= 0.0); /* grains push back against the wall's motion */
     pushed += dp;
   }
