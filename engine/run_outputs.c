@@ -111,7 +111,9 @@ struct wf_run_outputs {
 };
 
 /* stats.csv: these columns, then csv_totals, then per object (in object order) <name>.<e> for
- * each e of csv_energy. */
+ * each e of csv_energy, then per collider (in scene order) the force and torque on it, the
+ * frame's average (wf_world_collider_force): <name>.fx, .fy, .fz (N), <name>.tx, .ty, .tz (N·m,
+ * about its pivot). */
 static const char *const csv_columns[] = {
     "frame",      "time",      "kinetic_energy", "potential_energy", "momentum_x",  "momentum_y",
     "momentum_z", "max_speed", "particles",      "vertices",         "ms_per_frame"};
@@ -120,6 +122,10 @@ static const char *const csv_totals[] = {"elastic_energy", "total_energy", "rota
 #define CSV_FIXED (CSV_BASE + (int)(sizeof csv_totals / sizeof csv_totals[0]))
 static const char *const csv_energy[] = {"kinetic", "potential", "elastic", "rotational"};
 #define CSV_PER ((int)(sizeof csv_energy / sizeof csv_energy[0])) /* columns per object */
+static const char *const csv_force[] = {"fx", "fy", "fz", "tx", "ty", "tz"};
+
+/* The first column of the colliders' forces. */
+static int csv_forces_at(const wf_run_outputs *o) { return CSV_FIXED + CSV_PER * o->n_objects; }
 
 wf_run_outputs_desc wf_run_outputs_desc_default(void) {
   wf_run_outputs_desc d = {"out", WF_SCENE_OUT_VTK | WF_SCENE_OUT_CSV, 1, 0, 0, WF_SCENE_UP_Y};
@@ -242,11 +248,12 @@ static wf_status open_csv(wf_run_outputs *o, int64_t resume) {
   if (st != WF_OK) return st;
   char old[sizeof o->path + 8];
   snprintf(old, sizeof old, "%s.old", o->path);
-  o->csv_n = CSV_FIXED + CSV_PER * o->n_objects;
+  int n_col = wf_world_collider_count(o->w);
+  o->csv_n = csv_forces_at(o) + 6 * n_col;
   o->row = calloc((size_t)o->csv_n, sizeof *o->row);
   o->energy = calloc((size_t)o->n_objects + 1, sizeof *o->energy);
   const char **cols = calloc((size_t)o->csv_n, sizeof *cols);
-  char *names = calloc((size_t)o->n_objects * CSV_PER + 1, WF_SCENE_NAME_MAX + 16);
+  char *names = calloc((size_t)o->csv_n + 1, WF_SCENE_NAME_MAX + 16);
   if (!o->row || !o->energy || !cols || !names) {
     free(cols), free(names);
     return wf__error(WF_ERR_OUT_OF_MEMORY, "wf_run_outputs_create", "no memory for stats.csv");
@@ -264,6 +271,13 @@ static wf_status open_csv(wf_run_outputs *o, int64_t resume) {
       cols[CSV_FIXED + CSV_PER * i + q] = c;
     }
   }
+  for (int k = 0; k < n_col; k++)
+    for (int q = 0; q < 6; q++) {
+      int at = csv_forces_at(o) + 6 * k + q;
+      char *c = names + (size_t)at * (WF_SCENE_NAME_MAX + 16);
+      snprintf(c, WF_SCENE_NAME_MAX + 16, "%s.%s", wf_world_collider_name(o->w, k), csv_force[q]);
+      cols[at] = c;
+    }
   bool keep = resume > 0 && rename(o->path, old) == 0;
   st = wf_csv_open(o->path, cols, o->csv_n, &o->csv);
   free(cols), free(names);
@@ -576,6 +590,10 @@ wf_status wf_run_outputs_write_frame(wf_run_outputs *o, int64_t frame, double ms
       double *r = o->row + CSV_FIXED + CSV_PER * i;
       r[0] = o->energy[i].kinetic, r[1] = o->energy[i].potential;
       r[2] = o->energy[i].elastic, r[3] = o->energy[i].rotational;
+    }
+    for (int k = 0; st == WF_OK && k < wf_world_collider_count(o->w); k++) {
+      double *r = o->row + csv_forces_at(o) + 6 * k;
+      st = wf_world_collider_force(o->w, k, r, r + 3);
     }
     if (st == WF_OK) st = wf_csv_append(o->csv, o->row);
   }

@@ -581,8 +581,13 @@ wf_status wf_world_create(const wf_scene *sc, const wf_world_desc *desc, wf_worl
   w->scene_json = wf_scene_to_json(sc);
   w->physics_json = wfw_scene_physics_json(sc);
   w->resume.changes = w->resume_changes;
+  w->n_colliders = sc->collider_count;
+  w->collider_names = calloc((size_t)sc->collider_count + 1, sizeof *w->collider_names);
+  for (int k = 0; w->collider_names && k < sc->collider_count; k++)
+    snprintf(w->collider_names[k], sizeof w->collider_names[k], "%s", sc->colliders[k].name);
   wf_status st = WF_OK;
-  if (!w->objects || !w->cloths || !w->cpos || !w->cvel || !w->scene_json || !w->physics_json)
+  if (!w->objects || !w->cloths || !w->cpos || !w->cvel || !w->scene_json || !w->physics_json ||
+      !w->collider_names)
     st = wf__error(WF_ERR_OUT_OF_MEMORY, "wf_world_create", "out of host memory");
   if (st == WF_OK) st = pick_devices(w, sc, dd.device);
   char devices[WFW_MAX_DEVICES * 12 + 16] = "the device";
@@ -657,6 +662,7 @@ void wf_world_destroy(wf_world *w) {
   free(w->objects);
   free(w->scene_json);
   free(w->physics_json);
+  free(w->collider_names);
   free(w);
 }
 

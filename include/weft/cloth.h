@@ -377,6 +377,17 @@ WF_API wf_status wf_cloth_attach_region(wf_cloth *c, const float lo[3], const fl
  *  world; the solver moves it into the cloth's frame (its centre, ends and plane offset relative
  *  to wf_cloth_origin, computed in double). */
 WF_API wf_status wf_cloth_add_collider(wf_cloth *c, const wf_collider_desc *desc, uint32_t *index);
+/** The force (N) and torque (N·m) the cloth exerted on collider `index` over the last frame (or
+ *  run of wf_cloth_step_substeps), averaged over it: the momentum each vertex lost to the
+ *  collider's response (the normal velocity removed, friction), summed over the substeps and
+ *  divided by the frame's time, for both integrators. The torque is about the collider's pivot
+ *  where its pose puts it (wf_collider_desc.pivot, default the origin; world coordinates, not
+ *  the cloth's origin), each contact at the collider's surface point. A cloth resting on or
+ *  hanging from a collider gives its weight: force[1] = -m g. 64-bit fixed point, as
+ *  wf_particles_collider_force: bitwise the same for any number of partitions and on the CPU
+ *  and CUDA backends. Waits for the frames enqueued; zero before the first. */
+WF_API wf_status wf_cloth_collider_force(wf_cloth *c, uint32_t index, double force[3],
+                                         double torque[3]);
 /** Sets collider `index`'s pose and velocities from pose->time on (weft/collider.h), in every
  *  partition's device-side table; no recapture. Attached vertices keep the linear velocity only. */
 WF_API wf_status wf_cloth_set_collider_pose(wf_cloth *c, uint32_t index,

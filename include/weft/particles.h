@@ -419,6 +419,19 @@ WF_API wf_status wf_particles_add_collider(wf_particles *ps, const wf_collider_d
  *  frames enqueued after it see it, without recapture. */
 WF_API wf_status wf_particles_set_collider_pose(wf_particles *ps, uint32_t index,
                                                 const wf_collider_pose *pose);
+/** The force (N) and torque (N·m) the particles exerted on collider `index` over the last frame
+ *  (or run of wf_particles_step_substeps), averaged over it: the impulse the collider received
+ *  from every contact, summed over the frame's substeps and divided by the frame's time; DEM: the
+ *  contact forces and the stops at the surface, XPBD: the position corrections' impulses
+ *  (m dx / dt) and bounces. The torque is about the collider's reference point: its pivot
+ *  (wf_collider_desc.pivot, default the origin) where the pose puts it at each substep; about
+ *  another point o, add (p - o) x force. Particles pushing on the collider give a force along
+ *  its outward normal's opposite (a pile resting on the floor y = 0: force[1] = -m g). Summed in
+ *  64-bit fixed point (2^-64 N·s resolution a contact, |impulse| < 2^23 N·s a frame): bitwise the
+ *  same for any number of partitions and on the CPU and CUDA backends. Waits for the frames
+ *  enqueued. Zero before the first frame. */
+WF_API wf_status wf_particles_collider_force(wf_particles *ps, uint32_t index, double force[3],
+                                             double torque[3]);
 
 /** The parameters in effect (the desc's, or what wf_particles_params_set last set). */
 WF_API wf_particles_params wf_particles_params_get(const wf_particles *ps);

@@ -237,6 +237,17 @@ WF_API wf_status wf_world_object_download(wf_world *w, int index, float (*pos)[4
  *  where the contact model does not turn the particles. WF_ERR_INVALID for a cloth. */
 WF_API wf_status wf_world_object_download_omega(wf_world *w, int index, float (*omega)[4]);
 
+/** Number of colliders (the scene's, in scene order; every solver has them all). */
+WF_API int wf_world_collider_count(const wf_world *w);
+/** Collider k's scene name, or NULL when k is out of range. */
+WF_API const char *wf_world_collider_name(const wf_world *w, int k);
+/** The force (N) and torque (N·m) everything in the world exerted on collider k over the last
+ *  frame, averaged over it: the particles' (wf_particles_collider_force) plus every cloth's
+ *  (wf_cloth_collider_force). The torque is about the collider's pivot where its pose puts it
+ *  (scene key pivot, default the origin). Waits for the frames enqueued; bitwise the same for any
+ *  number of devices and on the CPU and CUDA backends. WF_ERR_INVALID when k is out of range. */
+WF_API wf_status wf_world_collider_force(wf_world *w, int k, double force[3], double torque[3]);
+
 /** Writes a checkpoint of the current state to path (atomically, weft/io.h). Format version 3:
  *  the particles' and each cloth's positions relative to their solver's origin
  *  ("particles/pos", "cloth/N/pos") and the origins ("particles/origin", "cloth/N/origin",

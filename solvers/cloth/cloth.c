@@ -90,10 +90,14 @@ enum {
   B_TEMP,
   B_GRID_REST, /* springs on a grid: rest lengths per vertex (cloth_fast.h) */
   B_SYNC,      /* springs, resident one-launch frames: a barrier counter per block */
+  B_FORCE,     /* the frame's impulses on the colliders (collider_force.h), zeroed as it begins */
   B_COUNT
 };
 
 struct wfc_part {
+  /* the last frame's collider impulses as read (wfc_part_forces), and its substeps */
+  unsigned long long force_host[WFX_MAX_COLLIDERS * WFX_FORCE_WORDS];
+  int force_substeps;
   char name[64];
   wf_device *dev;
   wf_stream *stream;
@@ -619,6 +623,7 @@ static wf_status buffers_upload(const char *fn, wfc_part *c, const host_lists *L
       [B_LAMBDA] = {lambda ? (size_t)L->cons.count * 4 : 0, NULL},
       [B_GRID_REST] = {L->grid_rest ? nv * WFC_R_COUNT * sizeof(float) : 0, L->grid_rest},
       [B_SYNC] = {c->plan.mode == WFC_FRAME_RESIDENT ? (size_t)c->plan.blocks * 4 : 0, NULL},
+      [B_FORCE] = {WFX_FORCE_BYTES, NULL},
   };
   wf_status st = WF_OK;
   for (int b = 0; b < B_COUNT && st == WF_OK; b++) {
@@ -782,6 +787,11 @@ wf_status wfc_part_add_collider(wfc_part *c, const wf_collider_desc *d, uint32_t
   TRY(wf_upload(c->buf[B_COLLIDERS], k * sizeof w, &w, sizeof w, c->stream),
       "uploading a collider");
   c->params.n_colliders = k + 1;
+  if (k == 0 && c->graph) { /* the captured frame has no clear of the collider forces */
+    TRY(wf_stream_synchronize(c->stream), "waiting for the solver");
+    wf_graph_destroy(c->graph);
+    c->graph = NULL;
+  }
   wf_status st = upload_params(c, fn);
   if (st == WF_OK && index) *index = k;
   return st;
@@ -886,7 +896,8 @@ static wfc_spring_args spring_args(const wfc_part *c, int in) {
                            .adj_start = ptr(c, B_ADJ_START),
                            .adj = ptr(c, B_ADJ),
                            .mesh = mesh_view(c),
-                           .n = c->nv};
+                           .n = c->nv,
+                           .forces = ptr(c, B_FORCE)};
 }
 
 static wfc_predict_args predict_args(const wfc_part *c) {
@@ -922,7 +933,8 @@ static wfc_finalize_args finalize_args(const wfc_part *c) {
                              .vel = ptr(c, B_VEL0),
                              .pred = ptr(c, B_POS1),
                              .vpred = ptr(c, B_VEL1),
-                             .n = c->nv};
+                             .n = c->nv,
+                             .forces = ptr(c, B_FORCE)};
 }
 
 static wfc_q_args q_args(const wfc_part *c, int in) {
@@ -1147,10 +1159,22 @@ static wf_status readback_after(wfc_part *c, const char *fn) {
   return WF_OK;
 }
 
+/* A frame (or run of substeps) begins: the collider impulses start from zero. A cloth without
+ * colliders skips the clear, so that its mass-spring frame stays one launch (cloth_fast.h); the
+ * first collider added drops the captured frame (wfc_part_add_collider). With colliders the
+ * clear is one memset node of 6 KiB before the launch. */
+static wf_status forces_begin(wfc_part *c, const char *fn, int substeps) {
+  c->force_substeps = substeps;
+  if (c->params.n_colliders == 0) return WF_OK;
+  TRY(wf_memset(c->buf[B_FORCE], 0, 0, WFX_FORCE_BYTES, c->stream), "clearing the collider forces");
+  return WF_OK;
+}
+
 /* n substeps; frame: they are a frame of wfc_part_step_frames (it ends with the readback). */
 static wf_status enqueue_substeps_rb(wfc_part *c, const char *fn, int n, bool frame) {
   bool springs = c->desc.integrator == WF_CLOTH_SPRINGS;
-  wf_status st = WF_OK;
+  wf_status st = forces_begin(c, fn, n);
+  if (st != WF_OK) return st;
   void *direct = frame ? readback_direct(c) : NULL;
   if (frame && c->rb && !direct) { /* the general path: copy or pack after the frame */
     st = enqueue_substeps_rb(c, fn, n, false);
@@ -1207,7 +1231,8 @@ static wf_status couple_hook(void *user, int event) {
   wf_status st = WF_OK;
   switch (event) {
   case WFP_HOOK_GRID:
-    st = substep_begin(c, fn, in);
+    if (c->sub_in_frame == 0) st = forces_begin(c, fn, 0);
+    if (st == WF_OK) st = substep_begin(c, fn, in);
     if (st == WF_OK) st = stage_particle_coupling(c, fn);
     break;
   case WFP_HOOK_SUBSTEP:
@@ -1215,6 +1240,7 @@ static wf_status couple_hook(void *user, int event) {
     c->sub_in_frame++;
     break;
   case WFP_HOOK_FRAME:
+    c->force_substeps = c->sub_in_frame;
     if (springs && (c->sub_in_frame & 1)) st = springs_back_to_half0(c, fn);
     c->sub_in_frame = 0;
     if (st == WF_OK) st = touch_all(c, fn);
@@ -1265,8 +1291,7 @@ wf_status wfc_part_step_frames(wfc_part *c, int frames) {
   static const char fn[] = "wf_cloth_step_frames";
   if (c->ps) return coupled_error(c, fn);
   if (frames == 0) return WF_OK;
-  if (c->desc.no_graph && !c->rb) return enqueue_substeps(c, fn, frames * c->desc.substeps);
-  if (c->desc.no_graph) {
+  if (c->desc.no_graph) { /* frame by frame: the collider forces are the last frame's */
     for (int f = 0; f < frames; f++) {
       wf_status st = enqueue_substeps_rb(c, fn, c->desc.substeps, true);
       if (st != WF_OK) return st;
@@ -1279,6 +1304,7 @@ wf_status wfc_part_step_frames(wfc_part *c, int frames) {
   }
   for (int f = 0; f < frames; f++)
     TRY(wf_graph_launch(c->graph, c->stream), "launching a frame");
+  c->force_substeps = c->desc.substeps;
   return touch_all(c, fn);
 }
 
@@ -1524,6 +1550,22 @@ wf_status wfc_check_desc(const char *fn, const wf_cloth_desc *desc, const char *
 
 wf_status wfc_enqueue_colour(wfc_part *c, const char *fn, uint32_t colour) {
   return xpbd_colour(c, fn, colour);
+}
+
+wf_status wfc_enqueue_frame_begin(wfc_part *c, const char *fn, int substeps) {
+  return forces_begin(c, fn, substeps);
+}
+
+uint32_t wfc_part_collider_count(const wfc_part *c) { return c->params.n_colliders; }
+
+wf_status wfc_part_forces(wfc_part *c, const unsigned long long **table, double *seconds) {
+  static const char fn[] = "wf_cloth_collider_force";
+  TRY(wf_stream_synchronize(c->stream), "waiting for the cloth");
+  TRY(wf_download(c->force_host, c->buf[B_FORCE], 0, sizeof c->force_host),
+      "reading the collider forces");
+  *table = c->force_host;
+  *seconds = (double)c->force_substeps * (double)c->params.dt;
+  return WF_OK;
 }
 
 wf_status wfc_enqueue_frame_end(wfc_part *c, const char *fn, int substeps) {

@@ -218,6 +218,7 @@ wf_status wf_cloth_add_collider(wf_cloth *cs, const wf_collider_desc *desc, uint
     wf_status st = wfc_part_add_collider(cs->parts[p].c, desc, index);
     if (st != WF_OK) return st;
   }
+  if (!whole(cs)) wfpt_frame_stale(&cs->frame); /* the first one adds the forces' clear */
   return WF_OK;
 }
 
@@ -479,6 +480,25 @@ wf_status wf_cloth_partition_view(const wf_cloth *cs, int i, wf_partition_view *
   out->rows = pt->n_owned;
   memcpy(out->origin, cs->origin, sizeof out->origin);
   return wfc_part_state_buffers(pt->c, &out->pos, &out->vel, &out->clock);
+}
+
+/* The partitions' integer sums, in any order (collider_force.h): the same bits for any number of
+ * partitions. */
+wf_status wf_cloth_collider_force(wf_cloth *cs, uint32_t index, double force[3], double torque[3]) {
+  static const char fn[] = "wf_cloth_collider_force";
+  if (!cs || !force || !torque) return wf__error(WF_ERR_INVALID, fn, "NULL argument");
+  uint32_t n = wfc_part_collider_count(cs->parts[0].c);
+  if (index >= n)
+    return wf__error(WF_ERR_INVALID, fn, "cloth '%s': collider %u does not exist (%u added)",
+                     cs->name, index, n);
+  const unsigned long long *tables[WFPT_MAX];
+  double seconds = 0.0;
+  for (int p = 0; p < cs->np; p++) {
+    wf_status st = wfc_part_forces(cs->parts[p].c, &tables[p], &seconds);
+    if (st != WF_OK) return st;
+  }
+  wfx_forces_read(tables, cs->np, index, seconds, force, torque);
+  return WF_OK;
 }
 
 /* ---- one device only ------------------------------------------------------------------------ */

@@ -60,6 +60,8 @@ static void spring_frame_cpu(const void *args, size_t begin, size_t end) {
   const uint32_t L = lanes ? a->plan.lanes : 1, vpb = lanes ? a->plan.block / L : 1;
   const uint32_t n = a->half[0].n;
   wfp_f4 *stage = lanes && a->plan.smem ? malloc((size_t)a->plan.span * 2 * sizeof *stage) : NULL;
+  unsigned long long table[WFX_MAX_COLLIDERS * WFX_FORCE_WORDS]; /* collider_force.h */
+  wfx_forces F = {a->half[0].forces ? table : NULL, 0};
   for (uint32_t s = 0; s < a->substeps; s++) {
     const wfc_spring_args *h = &a->half[s & 1u];
     const wfc_params *p = h->params;
@@ -86,22 +88,25 @@ static void spring_frame_cpu(const void *args, size_t begin, size_t end) {
         wfp_f4 x4 = h->pos_in[i], v4 = h->vel_in[i];
         wfc_v3 f = wfc_v(0.0f, 0.0f, 0.0f);
         if (x4.w > 0.0f) f = lanes_force(p, h, L, P, V, li, (uint32_t)i, wfc_xyz(x4), wfc_xyz(v4));
-        fl = wfc_spring_finish(p, h->colliders, h, (uint32_t)i, time, f, &x4, &v4);
+        fl = wfc_spring_finish(p, h->colliders, h, (uint32_t)i, time, f, &x4, &v4, &F);
         h->pos_out[i] = x4;
         h->vel_out[i] = v4;
       } else if (resident) {
         wfp_f4 x4 = h->pos_in[i], v4 = h->vel_in[i];
-        fl = wfc_spring_vertex(p, h->colliders, h, NULL, a->nu, a->nr, (uint32_t)i, time, &x4, &v4);
+        fl = wfc_spring_vertex(p, h->colliders, h, NULL, a->nu, a->nr, (uint32_t)i, time, &x4, &v4,
+                               &F);
         h->pos_out[i] = x4;
         h->vel_out[i] = v4;
       } else {
-        fl = wfc_frame_elem(a, s, (uint32_t)i);
+        fl = wfc_frame_elem(a, s, (uint32_t)i, &F);
       }
       if (last && a->host_pos) wfc_frame_put(a, i, h->pos_out[i]);
       if (fl) flag_vertex(h->flags, fl, (uint32_t)i);
     }
     time += (double)p->dt;
     subs++;
+    wfx_forces_flush(&F, h->forces);
+    F.touched = 0;
     if (resident && begin == 0 && end > 0) {
       wfc_clock c = {.time = time, .substeps = subs};
       *h->clock_out = c;

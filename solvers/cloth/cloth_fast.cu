@@ -59,7 +59,8 @@ __global__ void __launch_bounds__(kBlock)
   for (uint32_t s = 0; s < a.substeps; s++) {
     bool last = s + 1 == a.substeps;
     for (size_t i = g.thread_rank(); i < n; i += g.size()) {
-      uint32_t fl = wfc_frame_elem(&a, s, (uint32_t)i);
+      wfx_forces F = {a.half[0].forces, 0};
+      uint32_t fl = wfc_frame_elem(&a, s, (uint32_t)i, &F);
       if (last && a.host_pos) wfc_frame_put(&a, i, a.half[s & 1u].pos_out[i]);
       if (fl) {
         wfc_flags *f = a.half[s & 1u].flags;
@@ -150,9 +151,10 @@ __global__ void __launch_bounds__(kBlock)
     const bool last = s + 1 == a.substeps;
     if (mine) {
       /* two calls, so that each inlines with rl known: the rest lengths stay in registers */
+      wfx_forces F = {h->forces, 0};
       uint32_t fl =
-          a.rest6 ? wfc_spring_vertex(&p, h->colliders, h, rl, a.nu, a.nr, i, time, &x4, &v4)
-                  : wfc_spring_vertex(&p, h->colliders, h, NULL, a.nu, a.nr, i, time, &x4, &v4);
+          a.rest6 ? wfc_spring_vertex(&p, h->colliders, h, rl, a.nu, a.nr, i, time, &x4, &v4, &F)
+                  : wfc_spring_vertex(&p, h->colliders, h, NULL, a.nu, a.nr, i, time, &x4, &v4, &F);
       h->pos_out[i] = x4;
       h->vel_out[i] = v4;
       if (last && a.host_pos) wfc_frame_put(&a, i, x4);
@@ -327,7 +329,8 @@ __global__ void __launch_bounds__(kBlock)
     if (mine) {
       (void)NP;
       wfc_v3 f = lanes_force<L>(p, P, V, li, x4, v4, nl, dk, rest, mask);
-      uint32_t fl = wfc_spring_finish(&p, h->colliders, h, i, time, f, &x4, &v4);
+      wfx_forces F = {lane == 0 ? h->forces : NULL, 0}; /* the lanes compute the same: one adds */
+      uint32_t fl = wfc_spring_finish(&p, h->colliders, h, i, time, f, &x4, &v4, &F);
       if (lane == 0) {
         h->pos_out[i] = x4;
         h->vel_out[i] = v4;
@@ -492,7 +495,8 @@ __device__ __forceinline__ void tile_vertex_step(const tile_vertex<L> &t, const 
   const unsigned mask = L == 1 ? 1u : (((1u << L) - 1u) << ((threadIdx.x & 31u) & ~(L - 1u)));
   wfp_f4 x4 = P[t.li], v4 = V[t.li];
   wfc_v3 f = lanes_force<L>(p, P, V, t.li, x4, v4, t.nl, t.dk, t.rest, mask);
-  uint32_t fl = wfc_spring_finish(&p, hf->colliders, hf, t.i, time, f, &x4, &v4);
+  wfx_forces F = {t.lane == 0 ? hf->forces : NULL, 0}; /* the lanes compute the same: one adds */
+  uint32_t fl = wfc_spring_finish(&p, hf->colliders, hf, t.i, time, f, &x4, &v4, &F);
   if (t.lane == 0) {
     NP[t.li] = x4;
     NV[t.li] = v4;
@@ -686,7 +690,8 @@ __global__ void __launch_bounds__(kTile2Block, 1)
       if (v.on && (own || !end)) {
         wfp_f4 x4 = P[v.li], v4 = V[v.li];
         wfc_v3 f = lanes_force<1>(p, P, V, v.li, x4, v4, v.nl, v.dk, v.rest, 1u);
-        uint32_t fl = wfc_spring_finish(&p, hf->colliders, hf, v.i, time, f, &x4, &v4);
+        wfx_forces F = {own ? hf->forces : NULL, 0}; /* the ring's copies do not add */
+        uint32_t fl = wfc_spring_finish(&p, hf->colliders, hf, v.i, time, f, &x4, &v4, &F);
         NP[v.li] = x4;
         NV[v.li] = v4;
         if (own) {

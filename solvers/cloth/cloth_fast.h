@@ -145,9 +145,10 @@ WF_HD static inline void wfc_frame_put(const wfc_frame_args *a, uint32_t i, wfp_
 }
 
 /* One vertex of one substep on whichever path the frame uses. */
-WF_HD static inline uint32_t wfc_frame_elem(const wfc_frame_args *a, uint32_t s, uint32_t i) {
+WF_HD static inline uint32_t wfc_frame_elem(const wfc_frame_args *a, uint32_t s, uint32_t i,
+                                            wfx_forces *F) {
   const wfc_spring_args *h = &a->half[s & 1u];
-  return wfc_spring_elem_on(h, a->rest6, a->nu, a->nr, i);
+  return wfc_spring_elem_on(h, a->rest6, a->nu, a->nr, i, F);
 }
 
 /* n = vertices: args->substeps mass-spring substeps from half 0 (see above). */

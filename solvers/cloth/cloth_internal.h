@@ -97,6 +97,12 @@ wf_status wfc_pin_named_range(const char *fn, const char *name, const uint32_t g
  * finalize. After the frame's substeps, frame_end: a mass-spring frame of an odd number of
  * substeps copies half 1 back to half 0; every buffer is marked as used on the cloth's stream. */
 wf_status wfc_enqueue_colour(wfc_part *c, const char *fn, uint32_t colour);
+/* A frame of `substeps` begins: the collider impulses (collider_force.h) start from zero. */
+wf_status wfc_enqueue_frame_begin(wfc_part *c, const char *fn, int substeps);
+/* Waits for the cloth, then: the last frame's sums of the impulses on its colliders
+ * (WFX_FORCE_WORDS per collider, the partition's own copy) and the seconds they span. */
+wf_status wfc_part_forces(wfc_part *c, const unsigned long long **table, double *seconds);
+uint32_t wfc_part_collider_count(const wfc_part *c);
 wf_status wfc_enqueue_frame_end(wfc_part *c, const char *fn, int substeps);
 wf_status wfc_enqueue_springs_range(wfc_part *c, const char *fn, int in, uint32_t begin,
                                     uint32_t end);

@@ -19,12 +19,20 @@ static void raise_flags(wfc_flags *f, uint32_t flags, uint32_t index) {
   }
 }
 
+/* The collider impulses of a call go into a table of its own, added to the cloth's at its end
+ * (collider_force.h). */
+#define WFC_FORCES(dst)                                                                            \
+  unsigned long long table_[WFX_MAX_COLLIDERS * WFX_FORCE_WORDS];                                  \
+  wfx_forces F = {(dst) ? table_ : NULL, 0}
+
 static void spring_cpu(const void *args, size_t begin, size_t end) {
   const wfc_spring_args *a = args;
+  WFC_FORCES(a->forces);
   for (size_t i = begin; i < end; i++) {
-    uint32_t fl = wfc_spring_elem(a, (uint32_t)i);
+    uint32_t fl = wfc_spring_elem(a, (uint32_t)i, &F);
     if (fl) raise_flags(a->flags, fl, (uint32_t)i);
   }
+  wfx_forces_flush(&F, a->forces);
 }
 
 static void predict_cpu(const void *args, size_t begin, size_t end) {
@@ -41,10 +49,12 @@ static void solve_cpu(const void *args, size_t begin, size_t end) {
 
 static void finalize_cpu(const void *args, size_t begin, size_t end) {
   const wfc_finalize_args *a = args;
+  WFC_FORCES(a->forces);
   for (size_t i = begin; i < end; i++) {
-    uint32_t fl = wfc_finalize_elem(a, (uint32_t)i);
+    uint32_t fl = wfc_finalize_elem(a, (uint32_t)i, &F);
     if (fl) raise_flags(a->flags, fl, (uint32_t)i);
   }
+  wfx_forces_flush(&F, a->forces);
 }
 
 const wf_kernel wfc_spring_step = {"cloth_spring_step", spring_cpu, WFC_CUDA(wfc_spring_step_cuda),
@@ -95,11 +105,13 @@ const wf_kernel wfc_pack_xyz = {"cloth_pack_xyz", pack_xyz_cpu, WFC_CUDA(wfc_pac
  * flags name that vertex. */
 static void spring_range_cpu(const void *args, size_t begin, size_t end) {
   const wfc_spring_range_args *r = args;
+  WFC_FORCES(r->a.forces);
   for (size_t j = begin; j < end; j++) {
     uint32_t i = r->begin + (uint32_t)j;
-    uint32_t fl = wfc_spring_elem(&r->a, i);
+    uint32_t fl = wfc_spring_elem(&r->a, i, &F);
     if (fl) raise_flags(r->a.flags, fl, i);
   }
+  wfx_forces_flush(&F, r->a.forces);
 }
 
 static void predict_range_cpu(const void *args, size_t begin, size_t end) {
@@ -110,11 +122,13 @@ static void predict_range_cpu(const void *args, size_t begin, size_t end) {
 
 static void finalize_range_cpu(const void *args, size_t begin, size_t end) {
   const wfc_finalize_range_args *r = args;
+  WFC_FORCES(r->a.forces);
   for (size_t j = begin; j < end; j++) {
     uint32_t i = r->begin + (uint32_t)j;
-    uint32_t fl = wfc_finalize_elem(&r->a, i);
+    uint32_t fl = wfc_finalize_elem(&r->a, i, &F);
     if (fl) raise_flags(r->a.flags, fl, i);
   }
+  wfx_forces_flush(&F, r->a.forces);
 }
 
 const wf_kernel wfc_spring_range = {"cloth_spring_range", spring_range_cpu,

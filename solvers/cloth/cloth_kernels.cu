@@ -21,7 +21,8 @@ __device__ void raise_flags(wfc_flags *f, uint32_t flags, uint32_t i) {
 __global__ void spring_kernel(wfc_spring_args a, size_t n) {
   size_t i = index();
   if (i >= n) return;
-  uint32_t fl = wfc_spring_elem(&a, (uint32_t)i);
+  wfx_forces F = {a.forces, 0};
+  uint32_t fl = wfc_spring_elem(&a, (uint32_t)i, &F);
   if (fl) raise_flags(a.flags, fl, (uint32_t)i);
 }
 
@@ -38,7 +39,8 @@ __global__ void solve_kernel(wfc_solve_args a, size_t n) {
 __global__ void finalize_kernel(wfc_finalize_args a, size_t n) {
   size_t i = index();
   if (i >= n) return;
-  uint32_t fl = wfc_finalize_elem(&a, (uint32_t)i);
+  wfx_forces F = {a.forces, 0};
+  uint32_t fl = wfc_finalize_elem(&a, (uint32_t)i, &F);
   if (fl) raise_flags(a.flags, fl, (uint32_t)i);
 }
 
@@ -47,7 +49,8 @@ __global__ void spring_range_kernel(wfc_spring_range_args r, size_t n) {
   size_t j = index();
   if (j >= n) return;
   uint32_t i = r.begin + (uint32_t)j;
-  uint32_t fl = wfc_spring_elem(&r.a, i);
+  wfx_forces F = {r.a.forces, 0};
+  uint32_t fl = wfc_spring_elem(&r.a, i, &F);
   if (fl) raise_flags(r.a.flags, fl, i);
 }
 
@@ -60,7 +63,8 @@ __global__ void finalize_range_kernel(wfc_finalize_range_args r, size_t n) {
   size_t j = index();
   if (j >= n) return;
   uint32_t i = r.begin + (uint32_t)j;
-  uint32_t fl = wfc_finalize_elem(&r.a, i);
+  wfx_forces F = {r.a.forces, 0};
+  uint32_t fl = wfc_finalize_elem(&r.a, i, &F);
   if (fl) raise_flags(r.a.flags, fl, i);
 }
 

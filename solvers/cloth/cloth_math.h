@@ -113,6 +113,9 @@ typedef struct wfc_spring_args { /* per vertex: forces, integration, colliders; 
   const wfc_link *adj;
   wfc_mesh_view mesh;
   uint32_t n;
+  /* the frame's impulses on the colliders (collider_force.h), from the owned vertices; NULL: not
+   * accumulated */
+  unsigned long long *forces;
 } wfc_spring_args;
 
 typedef struct wfc_predict_args { /* per vertex: vpred = v + dt a, pred = dt vpred (a step) */
@@ -144,6 +147,7 @@ typedef struct wfc_finalize_args { /* per vertex: x += pred, v = vpred + (pred -
   const wfp_f4 *pred;
   const wfp_f4 *vpred;
   uint32_t n;
+  unsigned long long *forces; /* as wfc_spring_args.forces */
 } wfc_finalize_args;
 
 /* Self-collision and particle coupling (see cloth.c): the points q the grid is built from are
@@ -360,9 +364,11 @@ WF_HD static inline wfc_v3 wfc_aero(const wfc_params *p, const wfc_mesh_view *m,
 
 /* Pushes x out of every collider to its surface + thickness (time t, collider order) and fixes
  * the velocity: the approaching normal part (relative to the collider) is removed and the
- * tangential part is reduced by Coulomb friction, at most to zero. */
+ * tangential part is reduced by Coulomb friction, at most to zero. The collider takes the
+ * opposite of the vertex's momentum change, (v_before - v_after) / w, at its surface point
+ * (F: collider_force.h; NULL: not counted; w: the vertex's inverse mass). */
 WF_HD static inline void wfc_collide(const wfc_params *p, const wfp_collider *cs, float t,
-                                     wfc_v3 *x, wfc_v3 *v) {
+                                     wfc_v3 *x, wfc_v3 *v, float w, wfx_forces *F) {
   for (uint32_t k = 0; k < p->n_colliders; k++) {
     const wfp_collider *c = &cs[k];
     float n[3];
@@ -381,7 +387,14 @@ WF_HD static inline void wfc_collide(const wfc_params *p, const wfp_collider *cs
     float vtl = wfc_len(vt);
     float mu = fminf(p->friction, c->friction);
     if (vtl > 0.0f) vt = wfc_scale(vt, fmaxf(0.0f, 1.0f - mu * dvn / vtl));
+    wfc_v3 vb = *v;
     *v = wfc_add(wfc_add(cv, vt), wfc_scale(nn, vn < 0.0f ? 0.0f : vn));
+    if (F) {
+      float J[3] = {(vb.x - v->x) / w, (vb.y - v->y) / w, (vb.z - v->z) / w};
+      float at[3] = {x->x - nn.x * p->thickness, x->y - nn.y * p->thickness,
+                     x->z - nn.z * p->thickness};
+      wfx_forces_add(F, c, k, t, at, J, NULL);
+    }
   }
 }
 
@@ -608,7 +621,7 @@ WF_HD static inline void wfc_lane_gather(const wfc_params *p, const wfp_f4 *P, c
  * out), the clock's time at the start of the substep; returns the flags. */
 WF_HD static inline uint32_t wfc_spring_finish(const wfc_params *p, const wfp_collider *colliders,
                                                const wfc_spring_args *a, uint32_t i, double time,
-                                               wfc_v3 f, wfp_f4 *x4, wfp_f4 *v4) {
+                                               wfc_v3 f, wfp_f4 *x4, wfp_f4 *v4, wfx_forces *F) {
   wfc_v3 x = wfc_xyz(*x4), v = wfc_xyz(*v4);
   float w = x4->w, dt = p->dt;
   float t_end = (float)(time + (double)dt);
@@ -617,7 +630,7 @@ WF_HD static inline uint32_t wfc_spring_finish(const wfc_params *p, const wfp_co
     wfc_v3 acc = wfc_add(wfc_xyz(p->gravity), wfc_scale(f, w));
     v = wfc_scale(wfc_add(v, wfc_scale(acc, dt)), p->damp);
     x = wfc_add(x, wfc_scale(v, dt));
-    wfc_collide(p, colliders, t_end, &x, &v);
+    wfc_collide(p, colliders, t_end, &x, &v, w, F);
   } else {
     x = wfc_add(x, wfc_scale(v, dt)); /* pinned: moves with its (attachment's) velocity */
   }
@@ -636,7 +649,7 @@ WF_HD static inline uint32_t wfc_spring_finish(const wfc_params *p, const wfp_co
 WF_HD static inline uint32_t wfc_spring_vertex(const wfc_params *p, const wfp_collider *colliders,
                                                const wfc_spring_args *a, const float *rl,
                                                uint32_t nu, uint32_t nr, uint32_t i, double time,
-                                               wfp_f4 *x4, wfp_f4 *v4) {
+                                               wfp_f4 *x4, wfp_f4 *v4, wfx_forces *F) {
   wfc_v3 x = wfc_xyz(*x4), v = wfc_xyz(*v4);
   wfc_v3 f = wfc_v(0.0f, 0.0f, 0.0f);
   if (x4->w > 0.0f) {
@@ -645,14 +658,15 @@ WF_HD static inline uint32_t wfc_spring_vertex(const wfc_params *p, const wfp_co
     else
       f = wfc_csr_force(p, a, i, x, v);
   }
-  return wfc_spring_finish(p, colliders, a, i, time, f, x4, v4);
+  return wfc_spring_finish(p, colliders, a, i, time, f, x4, v4, F);
 }
 
 /* One mass-spring substep of vertex i: its state and the clock from a's input half, the spring
  * forces over the CSR springs, or a grid's (grid_rest: the rest table); writes the output half.
  * Returns flags. */
 WF_HD static inline uint32_t wfc_spring_elem_on(const wfc_spring_args *a, const float *grid_rest,
-                                                uint32_t nu, uint32_t nr, uint32_t i) {
+                                                uint32_t nu, uint32_t nr, uint32_t i,
+                                                wfx_forces *F) {
   wfp_f4 x4 = a->pos_in[i], v4 = a->vel_in[i];
   double time = a->clock_in->time;
   if (i == 0) {
@@ -664,15 +678,15 @@ WF_HD static inline uint32_t wfc_spring_elem_on(const wfc_spring_args *a, const 
   float rl[WFC_GRID_LINKS];
   if (grid_rest) wfc_grid_rest12(grid_rest, nu, nr, i, rl);
   uint32_t fl = wfc_spring_vertex(a->params, a->colliders, a, grid_rest ? rl : NULL, nu, nr, i,
-                                  time, &x4, &v4);
+                                  time, &x4, &v4, F);
   a->pos_out[i] = x4;
   a->vel_out[i] = v4;
   return fl;
 }
 
 /* One mass-spring substep of vertex i over its CSR springs. */
-WF_HD static inline uint32_t wfc_spring_elem(const wfc_spring_args *a, uint32_t i) {
-  return wfc_spring_elem_on(a, NULL, 0, 0, i);
+WF_HD static inline uint32_t wfc_spring_elem(const wfc_spring_args *a, uint32_t i, wfx_forces *F) {
+  return wfc_spring_elem_on(a, NULL, 0, 0, i, F);
 }
 
 /* XPBD in steps. The substep solves for each vertex's step s = pred - x from its position x at
@@ -783,7 +797,8 @@ WF_HD static inline void wfc_solve_elem(const wfc_solve_args *a, uint32_t s) {
  * rounded positions, the velocity would carry ~ulp(x) / dt per substep, which does not average
  * out in free fall (the increments are nearly equal, so is their rounding) — the sheet fell 1.5%
  * too far in 1 s at 64 substeps. Pinned vertices move by their step dt v, velocity unchanged. */
-WF_HD static inline uint32_t wfc_finalize_elem(const wfc_finalize_args *a, uint32_t i) {
+WF_HD static inline uint32_t wfc_finalize_elem(const wfc_finalize_args *a, uint32_t i,
+                                               wfx_forces *F) {
   const wfc_params *p = a->params;
   wfp_f4 x4 = a->pos[i], s4 = a->pred[i];
   wfc_v3 q = wfc_add(wfc_xyz(x4), wfc_xyz(s4)), v;
@@ -792,7 +807,7 @@ WF_HD static inline uint32_t wfc_finalize_elem(const wfc_finalize_args *a, uint3
     wfc_v3 vp = wfc_xyz(a->vpred[i]);
     wfc_v3 s0 = wfc_scale(vp, p->dt);
     v = wfc_add(vp, wfc_scale(wfc_sub(wfc_xyz(s4), s0), p->inv_dt));
-    wfc_collide(p, a->colliders, (float)a->clock_in->time, &q, &v);
+    wfc_collide(p, a->colliders, (float)a->clock_in->time, &q, &v, x4.w, F);
     v = wfc_scale(v, p->damp);
   } else {
     v = wfc_xyz(a->vel[i]);

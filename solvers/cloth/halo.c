@@ -159,6 +159,8 @@ static wf_status enqueue_frame(void *ctx, wfpt_mode mode) {
   wf_status st = WF_OK;
   int substeps = cs->desc.substeps;
   if (mode == WFPT_COMPUTE) memset(cs->mark_n, 0, sizeof cs->mark_n);
+  for (int p = 0; p < cs->np && st == WF_OK && kernels_on(cs); p++)
+    st = wfc_enqueue_frame_begin(cs->parts[p].c, fn, substeps);
   for (int k = 0; k < substeps && st == WF_OK; k++) {
     if (cs->desc.integrator == WF_CLOTH_XPBD)
       st = xpbd_substep(cs, fn);

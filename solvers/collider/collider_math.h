@@ -85,6 +85,9 @@ typedef struct wfp_collider {
   const wfm_tri *tris;
   float reach; /* mesh: triangles farther than this are not looked for (INFINITY: all) */
   float pad[1];
+  /* xyz: the shift of an analytic shape into the solver's frame that the pose does not carry
+   * (the reference point of its force and torque is the posed pivot + ref: collider_force.h) */
+  wfp_f4 ref;
 } wfp_collider;
 
 /* The pose and the motion at one time. */

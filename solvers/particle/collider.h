@@ -24,6 +24,10 @@ static inline void wfp_collider_to_frame(wfp_collider *c, const double origin[3]
     c->pos.z = (float)((double)c->pos.z - origin[2]);
     return;
   }
+  /* the pose does not carry the shift: the force's reference point does (collider_force.h) */
+  c->ref.x = (float)((double)c->ref.x - origin[0]);
+  c->ref.y = (float)((double)c->ref.y - origin[1]);
+  c->ref.z = (float)((double)c->ref.z - origin[2]);
   if (c->type == (uint32_t)WF_COLLIDER_PLANE) {
     double no =
         (double)c->a.x * origin[0] + (double)c->a.y * origin[1] + (double)c->a.z * origin[2];

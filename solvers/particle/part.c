@@ -99,6 +99,7 @@ enum {
   B_MATS,
   B_COLLIDERS,
   B_CLOCK,
+  B_FORCE,  /* the frame's impulses on the colliders (collider_force.h), zeroed as it begins */
   B_MIRROR, /* pinned host copy of the clock, written at the end of every frame */
   B_COUNT
 };
@@ -137,6 +138,10 @@ struct wfp_part {
   bool recheck;
   wfp_collider colliders[WFP_MAX_COLLIDERS];
   wfx_dev collider_dev[WFP_MAX_COLLIDERS]; /* keyframes and meshes on this partition's device */
+  /* the last frame's collider impulses as read (wfp_part_forces), and the seconds that frame
+   * (or run of substeps) spanned */
+  unsigned long long force_host[WFX_MAX_COLLIDERS * WFX_FORCE_WORDS];
+  double force_seconds;
   struct {
     wfp_hook_fn fn;
     void *user;
@@ -378,7 +383,7 @@ static wf_status part_new(wf_device *dev, const wf_particles_desc *desc, const c
 static wf_status alloc_buffers(wfp_part *ps) {
   wf_status st = alloc_sized(ps, ps->capacity, ps->buf, &ps->table, &ps->bits);
   size_t fixed[B_COUNT - B_SIZED] = {sizeof(wfp_params), sizeof ps->mats, sizeof ps->colliders,
-                                     sizeof(wfp_clock), sizeof(wfp_clock)};
+                                     sizeof(wfp_clock),  WFX_FORCE_BYTES, sizeof(wfp_clock)};
   wf_device *host = NULL; /* pinned buffers live on a CPU device */
   if (st == WF_OK && (st = wf_device_get("cpu", &host)) != WF_OK) fail_gpu(st, "finding cpu:0");
   for (int b = B_SIZED; b < B_COUNT && st == WF_OK; b++) {
@@ -1021,7 +1026,8 @@ static wfp_collide_args collide_args(wfp_part *ps) {
                             .gid = ptr(ps, B_GID),
                             .anchor = ps->drift_anchor,
                             .drift = ps->drift_ctl,
-                            .min_blocks = ps->min_blocks};
+                            .min_blocks = ps->min_blocks,
+                            .forces = ptr(ps, B_FORCE)};
 }
 
 static wfp_frame_args frame_args(wfp_part *ps) {
@@ -1097,8 +1103,7 @@ static wf_status touch_all(wfp_part *ps) {
 /* A frame's worth of work: reset the extent, n substeps, then publish the clock (time, flags,
  * extent) to the pinned mirror. */
 static wf_status enqueue_frame(wfp_part *ps, int n, wf_event **marks) {
-  wfp_frame_args fa = frame_args(ps);
-  wf_status st = launch(ps, &wfp_frame_begin, 1, &fa, sizeof fa);
+  wf_status st = wfp_frame_enqueue_begin(ps);
   for (int i = 0; i < n && st == WF_OK; i++)
     st = enqueue_substep(ps, marks ? marks + 6 * i : NULL);
   if (st == WF_OK) st = run_hooks(ps, WFP_HOOK_FRAME);
@@ -1161,6 +1166,7 @@ wf_status wfp_part_step_frames(wfp_part *ps, int frames) {
   }
   if (st == WF_OK && frames > 0) st = touch_all(ps);
   if (st == WF_OK && frames > 0) st = frame_launched(ps);
+  if (frames > 0) ps->force_seconds = (double)ps->desc.substeps * (double)ps->params.dt;
   return st;
 }
 
@@ -1171,6 +1177,7 @@ wf_status wfp_part_step_substeps(wfp_part *ps, int n) {
   wf_status st = refit(ps);
   if (st == WF_OK) st = enqueue_frame(ps, n, NULL);
   if (st == WF_OK) st = frame_launched(ps);
+  ps->force_seconds = (double)n * (double)ps->params.dt;
   return st;
 }
 
@@ -1189,6 +1196,7 @@ wf_status wfp_part_profile(wfp_part *ps, int substeps, wf_particles_profile_resu
       fail_gpu(st, "creating profile events");
   if (st == WF_OK) st = enqueue_frame(ps, substeps, ev);
   if (st == WF_OK) st = frame_launched(ps);
+  ps->force_seconds = (double)substeps * (double)ps->params.dt;
   if (st == WF_OK && (st = wf_stream_synchronize(ps->stream)) != WF_OK)
     fail_gpu(st, "waiting for the profiled substeps");
   for (int i = 0; i < substeps && st == WF_OK && ps->count; i++)
@@ -1217,6 +1225,17 @@ size_t wfp_part_device_bytes(const wfp_part *ps) {
   for (int b = 0; ps && b < B_COUNT; b++)
     if (ps->buf[b]) total += wf_buffer_size(ps->buf[b]);
   return total;
+}
+
+uint32_t wfp_part_collider_count(const wfp_part *ps) { return ps->params.n_colliders; }
+
+wf_status wfp_part_forces(wfp_part *ps, const unsigned long long **table, double *seconds) {
+  TRY(wf_stream_synchronize(ps->stream), "waiting for the solver");
+  TRY(wf_download(ps->force_host, ps->buf[B_FORCE], 0, sizeof ps->force_host),
+      "reading the collider forces");
+  *table = ps->force_host;
+  *seconds = ps->force_seconds;
+  return WF_OK;
 }
 
 static wf_status read_clock(wfp_part *ps, wfp_clock *c) {
@@ -1518,6 +1537,8 @@ void wfp_part_hook_remove(wfp_part *ps, wfp_hook_fn fn, void *user) {
 
 wf_status wfp_frame_enqueue_begin(wfp_part *ps) {
   wfp_frame_args fa = frame_args(ps);
+  TRY(wf_memset(ps->buf[B_FORCE], 0, 0, WFX_FORCE_BYTES, ps->stream),
+      "clearing the collider forces");
   return launch(ps, &wfp_frame_begin, 1, &fa, sizeof fa);
 }
 
@@ -1542,6 +1563,7 @@ wf_status wfp_frame_enqueue_end(wfp_part *ps) {
 }
 
 wf_status wfp_frames_launched(wfp_part *ps) {
+  ps->force_seconds = (double)ps->desc.substeps * (double)ps->params.dt;
   wf_status st = touch_all(ps);
   return st == WF_OK ? frame_launched(ps) : st;
 }

@@ -56,6 +56,11 @@ wf_status wfp_part_stats_get(wfp_part *ps, wf_particles_stats *out);
 size_t wfp_part_device_bytes(const wfp_part *ps);
 wf_status wfp_part_profile(wfp_part *ps, int substeps, wf_particles_profile_result *out);
 uint32_t wfp_part_capacity(const wfp_part *ps);
+/* Waits for the partition's frames, then: the last frame's (or run of substeps') sums of the
+ * impulses on its colliders, WFX_FORCE_WORDS per collider (collider_force.h), in *table (the
+ * partition's own copy, valid until the next call), and the seconds they were summed over. */
+wf_status wfp_part_forces(wfp_part *ps, const unsigned long long **table, double *seconds);
+uint32_t wfp_part_collider_count(const wfp_part *ps);
 wf_status wfp_part_download_omega(wfp_part *ps, float (*omega)[4]);
 /* Logs a warning for each material whose smallest particles need more substeps than the desc
  * has (wf_particles_stability), once after particles were added or a material changed. */

@@ -140,28 +140,36 @@ static void cells_cpu(const void *args, size_t begin, size_t end) {
     wfp_cells_elem(a, (uint32_t)s);
 }
 
+/* The contact kernels sum their collider impulses into a table of their own, added to the
+ * solver's at the end of the call (collider_force.h). */
 static void collide_dem_cpu(const void *args, size_t begin, size_t end) {
   const wfp_collide_args *a = args;
   uint32_t list[WFP_CONTACT_LIST] = {0};
+  unsigned long long table[WFX_MAX_COLLIDERS * WFX_FORCE_WORDS];
+  wfx_forces F = {a->forces ? table : NULL, 0};
   end = wfp_live(&a->params->count, end);
   uint32_t over = 0u;
   for (size_t s = begin; s < end; s++) {
     uint32_t o = 0u;
-    uint32_t fl = wfp_collide_dem(a, (uint32_t)s, list, 1u, &o);
+    uint32_t fl = wfp_collide_dem(a, (uint32_t)s, list, 1u, &o, &F);
     if (fl) raise_contact_flags(a, fl, a->vals[s]);
     over += o;
   }
   if (over) __atomic_fetch_add(&a->clock->overflows, over, __ATOMIC_RELAXED);
+  wfx_forces_flush(&F, a->forces);
 }
 
 static void collide_xpbd_cpu(const void *args, size_t begin, size_t end) {
   const wfp_collide_args *a = args;
   uint32_t list[WFP_CONTACT_LIST] = {0};
+  unsigned long long table[WFX_MAX_COLLIDERS * WFX_FORCE_WORDS];
+  wfx_forces F = {a->forces ? table : NULL, 0};
   end = wfp_live(&a->params->count, end);
   for (size_t s = begin; s < end; s++) {
-    uint32_t fl = wfp_collide_xpbd(a, (uint32_t)s, list, 1u);
+    uint32_t fl = wfp_collide_xpbd(a, (uint32_t)s, list, 1u, &F);
     if (fl) raise_contact_flags(a, fl, a->vals[s]);
   }
+  wfx_forces_flush(&F, a->forces);
 }
 
 static void advance_cpu(const void *args, size_t begin, size_t end) {

@@ -96,7 +96,8 @@ __global__ void __launch_bounds__(kBlock, MINB) collide_dem_kernel(wfp_collide_a
   size_t s = index();
   if (s >= wfp_live(&a.params->count, n)) return;
   uint32_t over = 0u;
-  uint32_t fl = wfp_collide_dem(&a, (uint32_t)s, list + threadIdx.x, kBlock, &over);
+  wfx_forces F = {a.forces, 0}; /* warp-aggregated atomics (collider_force.h) */
+  uint32_t fl = wfp_collide_dem(&a, (uint32_t)s, list + threadIdx.x, kBlock, &over, &F);
   if (fl) raise_flags(a, fl, a.vals[s]);
   if (over) atomicAdd(&a.clock->overflows, over);
 }
@@ -106,7 +107,8 @@ __global__ void __launch_bounds__(kBlock, MINB) collide_xpbd_kernel(wfp_collide_
   __shared__ uint32_t list[WFP_CONTACT_LIST * kBlock];
   size_t s = index();
   if (s >= wfp_live(&a.params->count, n)) return;
-  uint32_t fl = wfp_collide_xpbd(&a, (uint32_t)s, list + threadIdx.x, kBlock);
+  wfx_forces F = {a.forces, 0};
+  uint32_t fl = wfp_collide_xpbd(&a, (uint32_t)s, list + threadIdx.x, kBlock, &F);
   if (fl) raise_flags(a, fl, a.vals[s]);
 }
 

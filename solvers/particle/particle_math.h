@@ -17,7 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "solvers/collider/collider_math.h" /* wfp_f4, wfp_collider, wfp_collider_sdf */
+#include "solvers/collider/collider_force.h" /* forces on colliders (wfx_forces) */
+#include "solvers/collider/collider_math.h"  /* wfp_f4, wfp_collider, wfp_collider_sdf */
 #include "weft/hd.h"
 
 /* Maximum sizes of the small device tables. */
@@ -216,6 +217,9 @@ typedef struct wfp_collide_args { /* per slot s: contacts, colliders, integratio
   /* the launch, not the kernel: blocks a multiprocessor the CUDA variant is compiled for (0: no
    * cap, 4 to 8; wf_particles_tuning.contact_min_blocks resolved) */
   int32_t min_blocks;
+  /* the frame's impulses on the colliders (collider_force.h: WFX_FORCE_WORDS per collider),
+   * added by the particles this partition owns; NULL: not accumulated */
+  unsigned long long *forces;
 } wfp_collide_args;
 
 /* The split solver's halo (split.c): pack, per element j, dst[j] = src[idx[j]]; unpack,
@@ -682,7 +686,8 @@ WF_HD static inline uint32_t wfp_pair(const wfp_collide_args *a, wfp_f4 pi, wfp_
 WF_HD static inline uint32_t wfp_collider_force(const wfp_params *p, const wfp_collider *c,
                                                 uint32_t k, float t, wfp_f4 x, wfp_f4 v, wfp_f4 w,
                                                 const wfp_material *m, wfp_hist *slots,
-                                                uint32_t *used, float *f, float *tau) {
+                                                uint32_t *used, float *f, float *tau,
+                                                wfx_forces *F) {
   float n[3];
   float phi = wfp_collider_sdf(c, t, x.x, x.y, x.z, n);
   float delta = x.w - phi;
@@ -704,9 +709,19 @@ WF_HD static inline uint32_t wfp_collider_force(const wfp_params *p, const wfp_c
   float vr[3] = {v.x - cv[0], v.y - cv[1], v.z - cv[2]};
   float lever[3] = {x.w * w.x, x.w * w.y, x.w * w.z};
   float wr[3] = {w.x, w.y, w.z};
-  return wfp_granular_slot(p, &cf, n, delta, vr, lever, wr, x.w, 1.0f / v.w, x.w,
-                           wfp_inv_roll_inertia(v.w, x.w, 0.0f, 0.0f), slots, WFP_HIST_COLLIDER + k,
-                           used, f, tau);
+  /* the contact's own force and torque (about the centre), added to the particle's after */
+  float fc[3] = {0.0f, 0.0f, 0.0f}, tc[3] = {0.0f, 0.0f, 0.0f};
+  uint32_t over = wfp_granular_slot(p, &cf, n, delta, vr, lever, wr, x.w, 1.0f / v.w, x.w,
+                                    wfp_inv_roll_inertia(v.w, x.w, 0.0f, 0.0f), slots,
+                                    WFP_HIST_COLLIDER + k, used, fc, tc);
+  f[0] += fc[0], f[1] += fc[1], f[2] += fc[2];
+  tau[0] += tc[0], tau[1] += tc[1], tau[2] += tc[2];
+  /* the collider gets -fc through the centre and -tc: the angular momentum the particle gains
+   * about the collider's reference point, (x - ref) x fc + tc, is what the collider loses */
+  float h = p->dt, xc[3] = {x.x, x.y, x.z};
+  float J[3] = {-fc[0] * h, -fc[1] * h, -fc[2] * h}, T[3] = {-tc[0] * h, -tc[1] * h, -tc[2] * h};
+  wfx_forces_add(F, c, k, t, xc, J, T);
+  return over;
 }
 
 /* Semi-implicit Euler for one particle: v += dt (g + F w); v *= damp; x += dt v. Returns flags. */
@@ -1044,6 +1059,12 @@ WF_HD static inline int wfp_awake(const wfp_collide_args *a, uint32_t t, float n
   return !(wfp_ld4(&a->svel[t]).w < 0.0f) || now >= wfp_ld4(&a->somega[t]).w;
 }
 
+/* Whether this partition owns particle i (its contacts with colliders count here): a ghost's
+ * anchor is NaN; without a split (anchor NULL) every particle is its own. */
+WF_HD static inline int wfp_owned(const wfp_collide_args *a, uint32_t i) {
+  return !a->anchor || a->anchor[i] == a->anchor[i];
+}
+
 /* The split's drift check of particle i at its new position x: WFP_FLAG_DRIFT when it is further
  * than the limit from its anchor along the axis (a NaN anchor, a ghost: never); 0 without it. */
 WF_HD static inline uint32_t wfp_drift_flag(const wfp_collide_args *a, uint32_t i, wfp_f4 x) {
@@ -1059,10 +1080,11 @@ WF_HD static inline uint32_t wfp_drift_flag(const wfp_collide_args *a, uint32_t 
  * WFP_CONTACT_LIST entries `stride` apart. Returns flags; *overflows: contacts without a history
  * slot. */
 WF_HD static inline uint32_t wfp_collide_dem(const wfp_collide_args *a, uint32_t s, uint32_t *list,
-                                             uint32_t stride, uint32_t *overflows) {
+                                             uint32_t stride, uint32_t *overflows, wfx_forces *F) {
   const wfp_params *p = a->params;
   wfp_f4 x = a->spos[s], v = a->svel[s], w = a->somega[s];
   uint32_t i = a->vals[s];
+  if (!wfp_owned(a, i)) F = NULL; /* a ghost: its owner adds its contacts */
   const wfp_material *m = &a->mats[a->smat[s]];
   float f[3] = {0.0f, 0.0f, 0.0f}, tau[3] = {0.0f, 0.0f, 0.0f};
   uint32_t over = 0u;
@@ -1087,7 +1109,7 @@ WF_HD static inline uint32_t wfp_collide_dem(const wfp_collide_args *a, uint32_t
     }
     float time = (float)a->clock->time;
     for (uint32_t k = 0; k < p->n_colliders; k++)
-      over += wfp_collider_force(p, &a->colliders[k], k, time, x, v, w, m, slots, &used, f, tau);
+      over += wfp_collider_force(p, &a->colliders[k], k, time, x, v, w, m, slots, &used, f, tau, F);
     wfp_slots_end(slots, used);
   }
   uint32_t flags = wfp_integrate_rotation(p, tau, x.w, v.w, &w);
@@ -1104,7 +1126,13 @@ WF_HD static inline uint32_t wfp_collide_dem(const wfp_collide_args *a, uint32_t
     float cv[3];
     wfp_collider_velocity_at(col, time1, x.x, x.y, x.z, cv);
     float vn = wfp_dot3(v.x - cv[0], v.y - cv[1], v.z - cv[2], n[0], n[1], n[2]);
-    if (vn < 0.0f) v.x -= n[0] * vn, v.y -= n[1] * vn, v.z -= n[2] * vn;
+    if (vn < 0.0f) {
+      v.x -= n[0] * vn, v.y -= n[1] * vn, v.z -= n[2] * vn;
+      /* the stop is an impulse too: the collider takes m vn n (vn < 0) */
+      float mv = vn / v.w, xc[3] = {x.x, x.y, x.z};
+      float J[3] = {n[0] * mv, n[1] * mv, n[2] * mv};
+      wfx_forces_add(F, col, k, time1, xc, J, NULL);
+    }
   }
   a->pos[i] = x;
   a->vel[i] = v;
@@ -1117,11 +1145,12 @@ WF_HD static inline uint32_t wfp_collide_dem(const wfp_collide_args *a, uint32_t
  * over the substep is kept apart from its position (small numbers, exact for a free particle),
  * and added once at the end. */
 WF_HD static inline uint32_t wfp_collide_xpbd(const wfp_collide_args *a, uint32_t s, uint32_t *list,
-                                              uint32_t stride) {
+                                              uint32_t stride, wfx_forces *F) {
   const wfp_params *p = a->params;
   wfp_f4 x = a->spos[s], v = a->svel[s], om = a->somega[s];
   float now = (float)a->clock->time;
   if (v.w < 0.0f && now >= om.w) v.w = -v.w; /* born at this substep */
+  if (!wfp_owned(a, a->vals[s])) F = NULL; /* a ghost: its owner adds its contacts */
   float w = v.w, h = p->dt;
   wfp_f4 vp = wfp_predict_velocity(p, v);
   float disp[3] = {h * vp.x, h * vp.y, h * vp.z};
@@ -1169,17 +1198,26 @@ WF_HD static inline uint32_t wfp_collide_xpbd(const wfp_collide_args *a, uint32_
                              p->gravity.z));
     float bn[3] = {0.0f, 0.0f, 0.0f}, bounce = 0.0f, bv[3], bcv[3] = {0.0f, 0.0f, 0.0f};
     const wfp_collider *bc = NULL;
+    uint32_t bk = 0;
     for (uint32_t k = 0; k < p->n_colliders; k++) {
       const wfp_collider *col = &a->colliders[k];
       float n[3];
+      float v0[3] = {vc[0], vc[1], vc[2]};
       if (!wfp_xpbd_collider(p, col, t1, x, disp, w, vc, oc, m, n)) continue;
-      wfp_collider_velocity_at(col, t1, x.x + disp[0] - n[0] * x.w, x.y + disp[1] - n[1] * x.w,
-                               x.z + disp[2] - n[2] * x.w, bv);
+      float xc[3] = {x.x + disp[0] - n[0] * x.w, x.y + disp[1] - n[1] * x.w,
+                     x.z + disp[2] - n[2] * x.w};
+      { /* the particle's impulse m dv from the correction and the grip; the collider takes the
+         * opposite, at the contact point (the rolling couple is left out) */
+        float mass = 1.0f / w;
+        float J[3] = {(v0[0] - vc[0]) * mass, (v0[1] - vc[1]) * mass, (v0[2] - vc[2]) * mass};
+        wfx_forces_add(F, col, k, t1, xc, J, NULL);
+      }
+      wfp_collider_velocity_at(col, t1, xc[0], xc[1], xc[2], bv);
       float vn0 = wfp_dot3(v.x - bv[0], v.y - bv[1], v.z - bv[2], n[0], n[1], n[2]);
       if (col->restitution > 0.0f && -vn0 > 2.0f * h * g) {
         bn[0] = n[0], bn[1] = n[1], bn[2] = n[2];
         bounce = -col->restitution * vn0;
-        bc = col;
+        bc = col, bk = k;
         bcv[0] = bv[0], bcv[1] = bv[1], bcv[2] = bv[2];
       }
     }
@@ -1188,6 +1226,11 @@ WF_HD static inline uint32_t wfp_collide_xpbd(const wfp_collide_args *a, uint32_
       float vn1 = wfp_dot3(v.x - bcv[0], v.y - bcv[1], v.z - bcv[2], bn[0], bn[1], bn[2]);
       float dvn = bounce - vn1;
       v.x += bn[0] * dvn, v.y += bn[1] * dvn, v.z += bn[2] * dvn;
+      float mdv = -dvn / w;
+      float xc[3] = {x.x + disp[0] - bn[0] * x.w, x.y + disp[1] - bn[1] * x.w,
+                     x.z + disp[2] - bn[2] * x.w};
+      float J[3] = {bn[0] * mdv, bn[1] * mdv, bn[2] * mdv};
+      wfx_forces_add(F, bc, bk, t1, xc, J, NULL);
     }
     om.x = oc[0] * p->damp, om.y = oc[1] * p->damp, om.z = oc[2] * p->damp;
   }

@@ -598,6 +598,7 @@ static wf_status frames_launched(void *ctx) {
 wf_status wfp_launch_frames(wf_particles *sp, int frames) {
   if (frames <= 0) return WF_OK;
   sp->exact = false;
+  sp->forces_in_0 = false;
   wf_status st = wfp_stamping(sp) ? stamps_reserve(sp) : WF_OK;
   if (st == WF_OK) st = wfpt_run_frames(&sp->frame, frames, WFPT_FULL, NULL);
   if (st == WF_OK) sp->frames_since += frames;
@@ -772,6 +773,9 @@ static wf_status undistribute(wf_particles *sp) {
   free(gid);
   if (st != WF_OK) return st;
   sp->parts[0].n_local = sp->parts[0].n_owned = n;
+  /* partition 0 holds everything, ghosts none: no drift check (its anchors are the last split's;
+   * the next repartition sets them again), and every particle's collider contacts count */
+  wfp_part_set_drift(sp->parts[0].ps, NULL, NULL);
   wfpt_links_clear(sp->set);
   sp->distributed = false;
   sp->frames_since = 0;
@@ -890,6 +894,27 @@ wf_status wf_particles_set_collider_pose(wf_particles *sp, uint32_t index,
   return WF_OK;
 }
 
+/* The partitions' integer sums, added in any order (collider_force.h): the same bits for any
+ * number of partitions. */
+wf_status wf_particles_collider_force(wf_particles *sp, uint32_t index, double force[3],
+                                      double torque[3]) {
+  static const char fn[] = "wf_particles_collider_force";
+  if (!sp || !force || !torque) return wf__error(WF_ERR_INVALID, fn, "NULL argument");
+  uint32_t n = wfp_part_collider_count(sp->parts[0].ps);
+  if (index >= n)
+    return wf__error(WF_ERR_INVALID, fn, "particles '%s': collider %u does not exist (%u added)",
+                     sp->name, index, n);
+  const unsigned long long *tables[MAXP];
+  double seconds = 0.0;
+  int np = sp->forces_in_0 ? 1 : sp->np;
+  for (int p = 0; p < np; p++) {
+    wf_status st = wfp_part_forces(sp->parts[p].ps, &tables[p], &seconds);
+    if (st != WF_OK) return st;
+  }
+  wfx_forces_read(tables, np, index, seconds, force, torque);
+  return WF_OK;
+}
+
 wf_particles_params wf_particles_params_get(const wf_particles *sp) {
   return sp ? wfp_part_params_get(sp->parts[0].ps) : (wf_particles_params){0};
 }
@@ -913,6 +938,7 @@ wf_status wf_particles_step_substeps(wf_particles *sp, int n) {
   if (sp->np == 1) return wfp_part_step_substeps(sp->parts[0].ps, n);
   wf_status st = undistribute(sp);
   if (st == WF_OK) st = wfp_part_step_substeps(sp->parts[0].ps, n);
+  if (st == WF_OK) sp->forces_in_0 = true; /* the others hold an older frame's */
   return st == WF_OK ? after_gathered(sp) : st;
 }
 
@@ -921,6 +947,7 @@ wf_status wf_particles_profile(wf_particles *sp, int substeps, wf_particles_prof
   if (sp->np == 1) return wfp_part_profile(sp->parts[0].ps, substeps, out);
   wf_status st = undistribute(sp);
   if (st == WF_OK) st = wfp_part_profile(sp->parts[0].ps, substeps, out);
+  if (st == WF_OK) sp->forces_in_0 = true;
   return st == WF_OK ? after_gathered(sp) : st;
 }
 

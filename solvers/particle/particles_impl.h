@@ -91,6 +91,7 @@ struct wf_particles {
   uint64_t snap_substeps;
   int frames_since; /* frames run since the last repartition */
   bool exact;       /* no particle outran the skin in those frames (checked since) */
+  bool forces_in_0; /* the last step ran in partition 0 alone (step_substeps): its forces only */
   int axis;
   bool have_cuts;
   float cuts[MAXP];  /* np - 1 slab boundaries */

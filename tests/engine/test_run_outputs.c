@@ -201,9 +201,10 @@ static int csv_values(const char *line, double *v, int n) {
 
 /* stats.csv's energy columns: elastic_energy, total_energy and rotational_energy after the earlier
  * columns, then <object>.kinetic, .potential, .elastic, .rotational for the particles ("bed") and
- * the cloth ("blanket"); in every row the objects' columns add up to the totals (the totals are
- * the objects' sums in object order, printed with 17 digits: equal to 1e-12 relative, the
- * rounding of two additions), the total is kinetic + rotational + potential + elastic, and the
+ * the cloth ("blanket"), then the 5 colliders' forces (6 columns each:
+ * stats_csv_has_collider_forces); in every row the objects' columns add up to the totals (the
+ * totals are the objects' sums in object order, printed with 17 digits: equal to 1e-12 relative,
+ * the rounding of two additions), the total is kinetic + rotational + potential + elastic, and the
  * falling cloth's constraints hold energy (the bed's particles only just touch in 2 frames: none,
  * and never below 0); a cloth has no rotational energy. */
 TEST(stats_csv_has_energies_per_object) {
@@ -226,12 +227,13 @@ TEST(stats_csv_has_energies_per_object) {
       "frame,time,kinetic_energy,potential_energy,momentum_x,momentum_y,momentum_z,max_speed,"
       "particles,vertices,ms_per_frame,elastic_energy,total_energy,rotational_energy,"
       "bed.kinetic,bed.potential,bed.elastic,bed.rotational,blanket.kinetic,blanket.potential,"
-      "blanket.elastic,blanket.rotational\n";
+      "blanket.elastic,blanket.rotational,ground.fx,ground.fy,ground.fz,ground.tx,ground.ty,"
+      "ground.tz,wall_left.fx,";
   CHECK(strncmp(text, header, strlen(header)) == 0);
   int rows = 0;
   for (char *line = strchr(text, '\n'); line && line[1]; line = strchr(line + 1, '\n')) {
-    double v[32];
-    CHECK_EQ_INT(csv_values(line + 1, v, 32), 22);
+    double v[64];
+    CHECK_EQ_INT(csv_values(line + 1, v, 64), 22 + 5 * 6);
     double ke = v[14] + v[18], pe = v[15] + v[19], el = v[16] + v[20], re = v[17] + v[21];
     CHECK_NEAR(ke, v[2], 1e-12 * fabs(v[2]));
     CHECK_NEAR(pe, v[3], 1e-12 * fabs(v[3]));

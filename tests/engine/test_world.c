@@ -1,7 +1,8 @@
 /* The world (weft/world.h): every bundled scene creates a world and steps; free fall of particles
  * and a cloth against the analytic momentum and energy; checkpoints restore bitwise (run 6 frames
- * vs 3 + save + load + 3); a checkpoint of another scene is refused naming the key that differs,
- * and, with the change accepted, the section that does not fit.
+ * vs 3 + save + load + 3: the state, and the forces on the colliders); a checkpoint of another
+ * scene is refused naming the key that differs, and, with the change accepted, the section that
+ * does not fit.
  *
  * WEFT_SOURCE_DIR (a compile definition) locates scenes/ and assets/. Runs on cpu:0.
  */
@@ -189,6 +190,44 @@ static int same_state(wf_world *a, wf_world *b) {
   return same;
 }
 
+/* The forces on the colliders after a resume: the resume scene with its pile 7 cm lower, so that
+ * it lands on the ground within the 6 frames; full 6 frames vs 3 + save + load + 3, the last
+ * frame's force and torque on every collider bitwise equal. */
+TEST(checkpoint_resume_forces_bitwise) {
+  char path[256];
+  snprintf(path, sizeof path, "%s/weft_test_world_forces_%d.wfck",
+           getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
+  const char *sets[] = {"particles[0].center=[0, 0.13, 0]"};
+  wf_scene *sc;
+  CHECK_OK(parse_with(resume_scene, sets, 1, &sc));
+  REQUIRE(sc);
+  wf_world_desc wd = cpu_desc();
+  wf_world *full = NULL, *half = NULL, *resumed = NULL;
+  CHECK_OK(wf_world_create(sc, &wd, &full));
+  CHECK_OK(wf_world_create(sc, &wd, &half));
+  CHECK_OK(wf_world_create(sc, &wd, &resumed));
+  wf_scene_destroy(sc);
+  REQUIRE(full && half && resumed);
+  CHECK_OK(wf_world_step(full, 6));
+  CHECK_OK(wf_world_step(half, 3));
+  CHECK_OK(wf_world_save(half, path));
+  CHECK_OK(wf_world_load_checkpoint(resumed, path));
+  CHECK_OK(wf_world_step(resumed, 3));
+  CHECK_EQ_INT(wf_world_collider_count(full), 3);
+  for (int k = 0; k < wf_world_collider_count(full); k++) {
+    double fa[6], fb[6];
+    CHECK_OK(wf_world_collider_force(full, k, fa, fa + 3));
+    CHECK_OK(wf_world_collider_force(resumed, k, fb, fb + 3));
+    if (memcmp(fa, fb, sizeof fa) != 0)
+      TH_FAIL("collider '%s': force differs after resume", wf_world_collider_name(full, k));
+    if (k == 0) CHECK(fa[1] < -0.1); /* the pile has landed: not a comparison of zeros */
+  }
+  remove(path);
+  wf_world_destroy(full);
+  wf_world_destroy(half);
+  wf_world_destroy(resumed);
+}
+
 TEST(checkpoint_resume_is_bitwise) {
   char path[256];
   snprintf(path, sizeof path, "%s/weft_test_world_%d.wfck",
@@ -271,6 +310,7 @@ TEST(errors_name_the_object) {
 int main(int argc, char **argv) {
   static const th_test tests[] = {TH_TEST(every_scene_steps), TH_TEST(free_fall_matches_analytic),
                                   TH_TEST(checkpoint_resume_is_bitwise),
+                                  TH_TEST(checkpoint_resume_forces_bitwise),
                                   TH_TEST(errors_name_the_object)};
   return th_main(argc, argv, tests, TH_COUNT(tests));
 }

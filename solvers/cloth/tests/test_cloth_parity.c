@@ -1,6 +1,7 @@
 /* CPU vs CUDA parity: the busy scene (wind, drag, lift, four colliders, attachments, pins), the
  * stacked sheets with self-collision, and a net coupled with falling particles, on cpu:0 and
- * cuda:0, give bitwise-identical states for both integrators (both backends are built without
+ * cuda:0, give bitwise-identical states (and the busy scene's forces on its colliders) for both
+ * integrators (both backends are built without
  * FMA contraction and the math uses only correctly rounded operations; every vertex and particle
  * gathers its contacts in the grids' fixed order). Registered with `--device cuda`, so it exits
  * 77 (skipped) without a CUDA device. The mass-spring one-launch frame is compared too at the
@@ -13,7 +14,9 @@
 #include "cloth_scenes.h"
 #include "harness.h"
 
-static float *run_on(wf_device *dev, int integrator, uint32_t *n) {
+/* The state after 30 frames (8 floats a vertex) and the last frame's force and torque on each
+ * collider (forces[64][6], zero past the last). */
+static float *run_on(wf_device *dev, int integrator, uint32_t *n, double forces[64][6]) {
   wf_cloth *c;
   if (scene_busy(dev, integrator, false, &c) != WF_OK) {
     TH_FAIL("%s: %s", wf_device_name(dev), wf_last_error());
@@ -22,6 +25,10 @@ static float *run_on(wf_device *dev, int integrator, uint32_t *n) {
   float *s = NULL;
   if (wf_cloth_step_frames(c, 30) == WF_OK) s = scene_state(c, n);
   if (!s) TH_FAIL("%s: %s", wf_device_name(dev), wf_last_error());
+  memset(forces, 0, 64 * sizeof forces[0]);
+  for (uint32_t k = 0; s && k < 64; k++)
+    if (wf_cloth_collider_force(c, k, forces[k], forces[k] + 3) != WF_OK) break; /* past the last */
+  wf_clear_error();
   wf_cloth_destroy(c);
   return s;
 }
@@ -30,8 +37,11 @@ TEST(cpu_cuda_bitwise) {
   CUDA_ONLY("compares cpu:0 with cuda:0");
   for (int integrator = 0; integrator < 2; integrator++) {
     uint32_t n1 = 0, n2 = 0;
-    float *a = run_on(th_host, integrator, &n1), *b = run_on(th_dev0, integrator, &n2);
+    static double fa[64][6], fb[64][6];
+    float *a = run_on(th_host, integrator, &n1, fa), *b = run_on(th_dev0, integrator, &n2, fb);
     REQUIRE(a && b && n1 == n2);
+    if (memcmp(fa, fb, sizeof fa) != 0)
+      TH_FAIL("%s: the forces on the colliders differ", integrator ? "xpbd" : "springs");
     size_t diff = 0, first = 0;
     for (size_t i = 0; i < (size_t)n1 * 8; i++)
       if (memcmp(&a[i], &b[i], 4) != 0 && diff++ == 0) first = i;

@@ -1,16 +1,19 @@
 /* CPU vs CUDA parity: the same scenes on cpu:0 and cuda:0 give bitwise-identical states and
- * energies (wf_particles_energy_get: its grid and rows computed on the device) (both
- * backends are built without FMA contraction, and the math uses only correctly rounded
- * operations). Needs a CUDA device; exits 77 (skipped) without one. Tolerance: none. */
+ * energies (wf_particles_energy_get: its grid and rows computed on the device) and forces on
+ * colliders (both backends are built without FMA contraction, the math uses only correctly
+ * rounded operations, and the forces are integer sums). Needs a CUDA device; exits 77 (skipped)
+ * without one. Tolerance: none. */
 #include "harness.h"
 #include "scenes.h"
 #include "weft/particles.h"
 
-/* State after `frames` frames: pos, vel, omega (48 bytes a particle). Scenes: the pile and the
- * colliders with the default (linear, history, rolling) model, the pile with Hertz contacts,
- * the pile and the colliders with XPBD contacts (rotation, friction and rolling resistance on
- * velocities), and the pile with particles born during the run (wf_particles_add_timed) falling
- * onto it. */
+/* State after `frames` frames: pos, vel, omega (48 bytes a particle), then the last frame's
+ * force and torque on each collider (6 doubles each, up to 64: zero past the last). Scenes: the
+ * pile and the colliders with the default (linear, history, rolling) model, the pile with Hertz
+ * contacts, the pile and the colliders with XPBD contacts (rotation, friction and rolling
+ * resistance on velocities), and the pile with particles born during the run
+ * (wf_particles_add_timed) falling onto it. */
+#define FORCE_BYTES (64 * 6 * sizeof(double))
 static float *run_on(const char *device, int which, int frames, uint32_t *count,
                      wf_particles_energy *e) {
   wf_device *dev;
@@ -44,11 +47,15 @@ static float *run_on(const char *device, int which, int frames, uint32_t *count,
     return NULL;
   }
   uint32_t n = wf_particles_count(ps);
-  float *s = malloc((size_t)n * 48);
+  float *s = calloc(1, (size_t)n * 48 + FORCE_BYTES);
   st = wf_particles_step_frames(ps, frames);
   if (st == WF_OK) st = wf_particles_download(ps, (float(*)[4])s, (float(*)[4])(s + 4 * n));
   if (st == WF_OK) st = wf_particles_download_omega(ps, (float(*)[4])(s + 8 * n));
   if (st == WF_OK) st = wf_particles_energy_get(ps, e);
+  double *f = (double *)(s + 12 * (size_t)n);
+  for (uint32_t k = 0; st == WF_OK && k < 64; k++, f += 6)
+    if (wf_particles_collider_force(ps, k, f, f + 3) != WF_OK) break; /* past the last */
+  wf_clear_error();
   if (st != WF_OK) TH_FAIL("%s: %s", device, wf_last_error());
   wf_particles_destroy(ps);
   *count = n;
@@ -75,6 +82,8 @@ TEST(cpu_cuda_bitwise) {
       TH_FAIL("%s: energies differ: cpu total %.17g elastic %.17g shear %.17g, cuda %.17g %.17g "
               "%.17g",
               names[k], ea.total, ea.elastic, ea.shear, eb.total, eb.elastic, eb.shear);
+    if (memcmp(a + 12 * (size_t)n1, b + 12 * (size_t)n1, FORCE_BYTES) != 0)
+      TH_FAIL("%s: the forces on the colliders differ", names[k]);
     free(a), free(b);
   }
 }
