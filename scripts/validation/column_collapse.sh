@@ -69,7 +69,7 @@ done
   echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
   tail -n +2 "$csv" | awk -F, '{
     a = $1; lube = (a < 2.3) ? 1.2 * a : 1.9 * a^(2/3); h = (a < 1.15) ? a : a^0.4
-    printf "| %.2f | %d | %.3f | %.2f | %.2f | %.2f | %.2f | %.2f | %d | %.1f mm | %.2f m/s |\n",
+    printf "| %.3f | %d | %.3f | %.2f | %.2f | %.2f | %.2f | %.2f | %d | %.1f mm | %.2f m/s |\n",
       a, $2, $4, $7, lube, $7 / lube, $8, h, $10, $11, $12 }'
 } >"$out/column_collapse.md"
 cat "$out/column_collapse.md"
