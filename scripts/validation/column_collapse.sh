@@ -53,7 +53,7 @@ print(ny, h / 2, h / 2 + 0.0003, $release + 6 * math.ceil((3 * math.sqrt(2 * h /
   dir=$work/a$a
   if [ "${MEASURE_ONLY:-0}" != 1 ]; then
     rm -rf "$dir"
-    echo "a = $a: $((19 * 4 * ny)) beads, $final frames" >&2
+    echo "a = $a: $ny rows of beads, $final frames" >&2
     "$weft" run "$scene" --quiet --out "$dir" --frames "$final" \
       --set "particles[0].half_extents=[0.1,$half_y,0.021]" \
       --set "particles[0].center=[0.1,$center_y,0]"
