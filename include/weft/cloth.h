@@ -501,6 +501,23 @@ WF_API wf_stream *wf_cloth_stream(const wf_cloth *c);
 /** Triangles (0-based vertex indices, 3 per triangle) of the cloth; NULL if it has none. */
 WF_API const uint32_t *wf_cloth_triangles(const wf_cloth *c, uint32_t *count);
 
+/** Counts the pairs of triangles that intersect in a cloth state, exactly: every decision is the
+ *  sign of a polynomial in the float coordinates, evaluated in exact arithmetic where double
+ *  cannot decide it, so no rounding hides or invents an intersection. Triangles are closed
+ *  (touching counts); a pair sharing no vertex counts when they meet, a pair sharing one vertex
+ *  when they meet anywhere else, a pair sharing an edge when it is folded flat onto itself
+ *  (coplanar, both on one side of the edge). Zero-area triangles are not counted.
+ *  xyz: vertex_count vertices, `stride` floats apart (3: packed xyz; 4: wf_cloth_download's
+ *  rows); triangles: 3 indices each. Several cloths: give their vertices and triangles as one
+ *  set. Host memory; O(n log n + pairs whose boxes overlap). WF_ERR_INVALID for an index out of
+ *  range or a non-finite vertex. */
+WF_API wf_status wf_cloth_intersections_count(const float *xyz, size_t stride,
+                                              uint32_t vertex_count, const uint32_t *triangles,
+                                              uint32_t triangle_count, uint64_t *count);
+/** wf_cloth_intersections_count of a cloth's current state (waits; the solver's own positions,
+ *  wf_cloth_download_local). 0 is what cloth contact (wf_cloth_desc.contact) promises. */
+WF_API wf_status wf_cloth_intersections(wf_cloth *c, uint64_t *count);
+
 /** Number of vertices of the whole cloth. */
 WF_API uint32_t wf_cloth_count(const wf_cloth *c);
 /** Number of partitions (one per device). */
