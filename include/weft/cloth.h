@@ -51,6 +51,16 @@
  * not to slip through another between its vertices, thickness must be at least ~0.75 of the edge
  * length (a vertex crossing the middle of a square of side L passes L/√2 from its corners).
  *
+ * Cloth contact (desc.contact): vertex–triangle and edge–edge proximity contact with a thickness
+ * (material.thickness), within the cloth and between its disconnected pieces (give several
+ * cloths as one mesh of several pieces to make them collide), with static and dynamic friction
+ * between layers. Every substep, each vertex's motion is bounded by a fraction (0.4) of the
+ * distance to its nearest primitive pair at the substep's start, so a state without intersecting
+ * triangles (wf_cloth_intersections) stays without: layers never pass through each other, at
+ * the price of slowing a vertex that moves fast near a layer (it closes at most 60% of the gap a
+ * substep). Deterministic (fixed gather order, no atomics): bitwise run to run and on both
+ * backends. One device; not with the one-launch mass-spring frames (a frame runs per substep).
+ *
  * Coupling with particles (wf_cloth_couple): cloth vertices and particles collide, each vertex a
  * point kept material.thickness from the particles' surfaces, with equal and opposite impulses
  * (momentum is exchanged, not created). The particle solver's frames then step the cloth too,
@@ -231,8 +241,16 @@ typedef struct wf_cloth_desc {
   wf_cloth_material material; /* default wf_cloth_material_default() */
   bool no_graph;              /* enqueue substeps one by one instead of replaying a graph */
   bool self_collision;        /* vertices keep material.thickness apart; default false */
-  wf_stream *stream;          /* one device: stream to run on (not owned); NULL: the solver makes
-                                 one. Several: ignored */
+  /* Cloth contact (vertex–triangle and edge–edge, within the cloth and between its disconnected
+   * pieces): layers keep material.thickness apart with friction, and no triangle passes through
+   * another (a bound on each vertex's motion a substep; see "Cloth contact" above). One device
+   * only; default false. */
+  bool contact;
+  float contact_static_friction;  /* μs between layers: a layer at rest on another holds while
+                                     the tangential pull is below μs x the normal; default 0.5 */
+  float contact_dynamic_friction; /* μk while sliding; default 0.4 */
+  wf_stream *stream; /* one device: stream to run on (not owned); NULL: the solver makes
+                        one. Several: ignored */
   /* the devices, one partition each (device_count 0 or devices[0] NULL: the stream's device when
    * a stream is given, else wf_device_default()) */
   wf_device *devices[WF_MAX_DEVICES];
