@@ -57,7 +57,7 @@
  * between layers. Every substep, each vertex's motion is bounded by a fraction (0.4) of the
  * distance to its nearest primitive pair at the substep's start, so a state without intersecting
  * triangles (wf_cloth_intersections) stays without: layers never pass through each other, at
- * the price of slowing a vertex that moves fast near a layer (it closes at most 60% of the gap a
+ * the price of slowing a vertex that moves fast near a layer (it closes at most 40% of the gap a
  * substep). Deterministic (fixed gather order, no atomics): bitwise run to run and on both
  * backends. One device; not with the one-launch mass-spring frames (a frame runs per substep).
  *
