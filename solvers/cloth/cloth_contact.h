@@ -33,7 +33,8 @@
  * two triangles is a vertex on a triangle or an edge on an edge), so a state without
  * intersections stays without, whatever the integrator did. Pairs not found by the walk are
  * farther than reach apart; every vertex then moves at most bound x reach. Pinned and attached
- * vertices (inverse mass 0) move as they are told and are not bounded.
+ * vertices (inverse mass 0) move as they are told and are not bounded. Triangles sharing a vertex
+ * are no pair: the cloth's own stiffness keeps neighbours from folding through each other.
  *
  * What it assumes: the walk finds every pair closer than reach when no edge is longer than
  * edge_cap (the host sets it to 1.25 x the longest rest edge: cloth does not stretch 25%). The
