@@ -55,12 +55,13 @@
  * (material.thickness), within the cloth and between its disconnected pieces (give several
  * cloths as one mesh of several pieces to make them collide), with static and dynamic friction
  * between layers. Every substep, each vertex's motion is bounded by 0.4 of the distance from its
- * primitives to the nearest other primitive at the substep's start (at most 2.5 thickness), so a
+ * primitives to the nearest primitive sharing no vertex with them, at the substep's start, so a
  * state without intersecting triangles (wf_cloth_intersections) stays without: layers never pass
- * through each other. The price: a vertex closes at most 40% of a gap a substep, and no vertex
- * moves faster than 0.4 x 2.5 thickness a substep (4.8 m/s at 5 mm and 16 substeps of 1/60 s),
- * as if by drag. Deterministic (fixed gather order, no atomics): bitwise run to run and on both
- * backends. One device; frames run per substep (docs/cloth_contact.md).
+ * through each other. The price: a vertex closes at most 40% of a gap a substep (it is slowed
+ * over the last few substeps before it touches), and in a flat sheet the nearest such primitive
+ * is about 0.7 edge away, so a vertex moves at most ~0.28 edge a substep (2.7 m/s for 1 cm edges
+ * at 16 substeps of 1/60 s). Deterministic (fixed gather order, no atomics on floats): bitwise
+ * run to run and on both backends. One device; frames run per substep (docs/cloth_contact.md).
  *
  * Coupling with particles (wf_cloth_couple): cloth vertices and particles collide, each vertex a
  * point kept material.thickness from the particles' surfaces, with equal and opposite impulses

@@ -13,6 +13,25 @@
 #define WFCC_CUDA(f) NULL
 #endif
 
+static void disp_cpu(const void *args, size_t begin, size_t end) {
+  const wfcc_disp_args *a = args;
+  uint32_t best = 0u;
+  for (size_t i = begin; i < end; i++) {
+    uint32_t b = wfcc_disp_bits(a, (uint32_t)i);
+    best = b > best ? b : best;
+  }
+  /* an integer max: the same result whatever the order (the loop may be split over threads) */
+  uint32_t cur = __atomic_load_n(a->max_bits, __ATOMIC_RELAXED);
+  while (best > cur && !__atomic_compare_exchange_n(a->max_bits, &cur, best, true, __ATOMIC_RELAXED,
+                                                    __ATOMIC_RELAXED)) {
+  }
+}
+
+static void reach_cpu(const void *args, size_t begin, size_t end) {
+  for (size_t i = begin; i < end; i++)
+    wfcc_reach_elem(args, (uint32_t)i);
+}
+
 static void keys_cpu(const void *args, size_t begin, size_t end) {
   const wfcc_keys_args *a = args;
   for (size_t i = begin; i < end; i++)
@@ -31,6 +50,8 @@ static void apply_cpu(const void *args, size_t begin, size_t end) {
     wfcc_apply_elem(a, (uint32_t)i);
 }
 
+const wf_kernel wfcc_disp = {"cloth_contact_disp", disp_cpu, WFCC_CUDA(wfcc_disp_cuda)};
+const wf_kernel wfcc_reach = {"cloth_contact_reach", reach_cpu, WFCC_CUDA(wfcc_reach_cuda)};
 const wf_kernel wfcc_keys = {"cloth_contact_keys", keys_cpu, WFCC_CUDA(wfcc_keys_cuda)};
 const wf_kernel wfcc_gather = {"cloth_contact_gather", gather_cpu, WFCC_CUDA(wfcc_gather_cuda)};
 const wf_kernel wfcc_apply = {"cloth_contact_apply", apply_cpu, WFCC_CUDA(wfcc_apply_cuda)};

@@ -7,6 +7,9 @@
  * (springs: after the spring step; XPBD: after the constraints, before finalize), from the
  * positions x0 at the start of the substep, which hold no intersection:
  *
+ *   0. REACH: the largest displacement D of a free vertex over the substep (x1 - x0), by an
+ *      integer max of the float bits (order-free: the same bits on any backend), sets the reach
+ *      of the substep, max(reach_min, D / bound): a vertex far from everything moves freely;
  *   1. a uniform grid of the vertices at x0 (keys, the particle solver's stable radix sort, cell
  *      tables: coupling.h), cell >= reach + 2 edge_cap;
  *   2. GATHER, per vertex i, in the grid's fixed order: every pair i belongs to (i against a
@@ -66,6 +69,17 @@ typedef struct wfcc_topo {             /* device topology of the contact (built 
   const uint32_t *piece;               /* vertex -> its connected piece of the mesh */
 } wfcc_topo;
 
+typedef struct wfcc_disp_args { /* per vertex: *max_bits = max(bits of |x1 - x0|), free ones */
+  const wfp_f4 *x0, *x1;
+  uint32_t *max_bits;
+  uint32_t step;
+} wfcc_disp_args;
+
+typedef struct wfcc_reach_args { /* one element: the substep's reach and grid cell */
+  wfc_params *params;
+  uint32_t *max_bits; /* read, then cleared for the next substep */
+} wfcc_reach_args;
+
 typedef struct wfcc_keys_args { /* per vertex: key of x0[i] in the contact grid, vals[i] = i */
   const wfc_params *params;
   const wfp_f4 *x0;
@@ -90,6 +104,33 @@ typedef struct wfcc_apply_args { /* per vertex: x1 (or the step) from out; sprin
   wfp_f4 *vel; /* springs: the end velocities (v += (out - x1) / dt); NULL for XPBD */
   uint32_t step;
 } wfcc_apply_args;
+
+/* The bits of vertex i's displacement over the substep (0 for pinned ones and non-finite ones:
+ * those are reported by the integrator's flags). Non-negative floats order as their bits. */
+WF_HD static inline uint32_t wfcc_disp_bits(const wfcc_disp_args *a, uint32_t i) {
+  wfp_f4 x0 = a->x0[i], x1 = a->x1[i];
+  if (!(x0.w > 0.0f)) return 0u;
+  wfc_v3 d = a->step ? wfc_xyz(x1) : wfc_sub(wfc_xyz(x1), wfc_xyz(x0));
+  float len = wfc_len(d);
+  if (!(len <= 1e30f)) return 0u;
+  uint32_t b;
+  memcpy(&b, &len, sizeof b);
+  return b;
+}
+
+WF_HD static inline void wfcc_reach_elem(const wfcc_reach_args *a, uint32_t i) {
+  (void)i;
+  wfcc_params *p = &a->params->contact;
+  uint32_t b = *a->max_bits;
+  *a->max_bits = 0u;
+  float D;
+  memcpy(&D, &b, sizeof D);
+  /* 1.001: the fastest vertex's bound stays above its displacement after rounding */
+  float r = D * 1.001f / p->bound;
+  p->reach = r > p->reach_min ? r : p->reach_min;
+  p->grid.cell = (p->reach + 2.0f * p->edge_cap) / 0.98f;
+  p->grid.inv_cell = 1.0f / p->grid.cell;
+}
 
 WF_HD static inline void wfcc_keys_elem(const wfcc_keys_args *a, uint32_t i) {
   a->keys[i] = wfc_grid_key(&a->params->contact.grid, a->x0[i]);
@@ -404,11 +445,15 @@ WF_HD static inline void wfcc_apply_elem(const wfcc_apply_args *a, uint32_t i) {
   a->x1[i] = nx;
 }
 
+extern const wf_kernel wfcc_disp;   /* n = vertices */
+extern const wf_kernel wfcc_reach;  /* n = 1 */
 extern const wf_kernel wfcc_keys;   /* n = vertices */
 extern const wf_kernel wfcc_gather; /* n = vertices */
 extern const wf_kernel wfcc_apply;  /* n = vertices */
 
 #ifdef WEFT_HAVE_CUDA
+void wfcc_disp_cuda(const void *args, size_t n, void *stream);
+void wfcc_reach_cuda(const void *args, size_t n, void *stream);
 void wfcc_keys_cuda(const void *args, size_t n, void *stream);
 void wfcc_gather_cuda(const void *args, size_t n, void *stream);
 void wfcc_apply_cuda(const void *args, size_t n, void *stream);

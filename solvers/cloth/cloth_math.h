@@ -71,7 +71,9 @@ typedef struct wfc_clock {
 /* Cloth contact (cloth_contact.h): vertex–triangle and edge–edge, with friction. */
 typedef struct wfcc_params {
   float thickness;  /* distance kept between primitives, m */
-  float reach;      /* pairs closer than this at the start of a substep are candidates, m */
+  float reach;      /* pairs closer than this at the start of a substep are candidates, m: set
+                       every substep on the device (cloth_contact.h: wfcc_reach_elem) */
+  float reach_min;  /* the least reach, m */
   float bound;      /* a vertex moves at most bound x (its nearest pair's distance, at most reach)
                        a substep: < 1/2 keeps every pair apart (cloth_contact.h) */
   float rest_skip;  /* pairs closer than this in the rest mesh never push (neighbours) */
