@@ -170,6 +170,33 @@ TEST(cloth_state_and_errors) {
               "stride 2");
 }
 
+/* The count of a cloth over two devices is that of one device (the state is gathered by global
+ * id): a grid crumpled by hand through itself, set on both. */
+TEST(split_cloth_same_count) {
+  NEED_TWO_DEVICES();
+  wf_cloth_desc d = wf_cloth_desc_default();
+  wf_cloth_grid g = wf_cloth_grid_default();
+  g.resolution[0] = g.resolution[1] = 8;
+  wf_cloth *one, *two;
+  d.devices[0] = th_dev0;
+  CHECK_OK(wf_cloth_create_grid(&d, &g, &one));
+  d.devices[1] = th_dev1, d.device_count = 2;
+  CHECK_OK(wf_cloth_create_grid(&d, &g, &two));
+  static float p[64][4], v[64][4];
+  CHECK_OK(wf_cloth_download(one, p, v));
+  for (int i = 0; i < 64; i++) /* a fold: rows 4.. turned back under rows 0..3, through them */
+    if (i / 8 >= 4) p[i][1] += (i / 8 == 4 ? -0.02f : 0.02f) * (float)(i % 3), p[i][2] -= 0.4f;
+  CHECK_OK(wf_cloth_set_state(one, (const float(*)[4])p, (const float(*)[4])v, 0.0, 0));
+  CHECK_OK(wf_cloth_set_state(two, (const float(*)[4])p, (const float(*)[4])v, 0.0, 0));
+  uint64_t a = 0, b = 1;
+  CHECK_OK(wf_cloth_intersections(one, &a));
+  CHECK_OK(wf_cloth_intersections(two, &b));
+  CHECK_EQ_INT(a, b);
+  CHECK(a > 0); /* the hand-made fold does cross */
+  wf_cloth_destroy(one);
+  wf_cloth_destroy(two);
+}
+
 int main(int argc, char **argv) {
   static const th_test tests[] = {TH_TEST(crossing_pair_counts_one),
                                   TH_TEST(touching_and_one_float_step),
@@ -177,6 +204,7 @@ int main(int argc, char **argv) {
                                   TH_TEST(neighbours),
                                   TH_TEST(two_layers),
                                   TH_TEST(order_independent_random),
-                                  TH_TEST(cloth_state_and_errors)};
+                                  TH_TEST(cloth_state_and_errors),
+                                  TH_TEST(split_cloth_same_count)};
   return th_main(argc, argv, tests, TH_COUNT(tests));
 }

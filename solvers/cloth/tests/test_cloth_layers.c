@@ -247,6 +247,67 @@ TEST(free_fall_not_slowed_xpbd) {
   wf_cloth_destroy(cl);
 }
 
+/* ---- with particle coupling and a moving attachment ------------------------------------------ */
+
+/* Two pieces, a 12 x 12 sheet pinned on its border and a free 8 x 8 one 3 cm above it, coupled
+ * with a 0.2 kg ball (radius 0.06) dropped onto them: the frames run through the particle
+ * solver (wf_particles_step_frames steps the cloth substep by substep, contact included). The
+ * ball presses the upper sheet onto the lower: no intersecting pair at any frame end, both sag,
+ * and the ball rests in them (coupling holds it). */
+TEST(coupled_ball_presses_layers_xpbd) {
+  static mesh m;
+  m.nv = m.nt = 0;
+  const float c0[3] = {0, 0.5f, 0}, c1[3] = {0.011f, 0.53f, 0.007f};
+  add_grid(&m, 12, 12, 0.05f, c0, X, Z);
+  add_grid(&m, 8, 8, 0.05f, c1, X, Z);
+  wf_stream *s;
+  CHECK_OK(wf_stream_create(th_dev0, 0, &s));
+  wf_particles_desc pd = wf_particles_desc_default();
+  pd.name = "ball";
+  pd.substeps = 16;
+  pd.stream = s;
+  pd.devices[0] = th_dev0;
+  wf_particles *ps = NULL;
+  wf_cloth *cl = NULL;
+  wf_cloth_desc d = layer_desc(WF_CLOTH_XPBD, true);
+  d.stream = s;
+  d.material.thickness = 0.01f;
+  const float bp[1][4] = {{0.0f, 0.65f, 0.0f, 0.06f}}, bv[1][4] = {{0, 0, 0, 1.0f / 0.2f}};
+  wf_status st = wf_particles_create(&pd, &ps);
+  if (st == WF_OK) st = wf_particles_add(ps, 1, bp, bv, 0, NULL);
+  if (st == WF_OK) st = make(&d, &m, &cl);
+  for (int j = 0; j < 12 && st == WF_OK; j++)
+    for (int i = 0; i < 12 && st == WF_OK; i++)
+      if (i == 0 || j == 0 || i == 11 || j == 11) st = wf_cloth_pin(cl, (uint32_t)(j * 12 + i));
+  if (st == WF_OK) st = wf_cloth_couple(cl, ps);
+  uint64_t worst = 0;
+  for (int f = 0; f < 30 && st == WF_OK; f++) {
+    uint64_t n = 0;
+    st = wf_particles_step_frames(ps, 1);
+    if (st == WF_OK) st = wf_cloth_intersections(cl, &n);
+    if (n > worst) worst = n;
+  }
+  float p[1][4];
+  static float x[MAXV][4];
+  if (st == WF_OK) st = wf_particles_download(ps, p, NULL);
+  if (st == WF_OK) st = wf_cloth_download(cl, x, NULL);
+  if (st != WF_OK) TH_FAIL("%s", wf_last_error());
+  CHECK_EQ_INT(worst, 0);
+  /* the lowest vertex of each sheet: both sag under the ball, the lower one lowest, and the
+   * ball rests in them (uncoupled it would fall through and on: 2.2 m in 0.5 s) */
+  float upper = 1e9f, lower = 1e9f;
+  for (uint32_t i = 0; i < m.nv; i++)
+    if (i < 144)
+      lower = fminf(lower, x[i][1]);
+    else
+      upper = fminf(upper, x[i][1]);
+  printf("  ball bottom %.4f, upper sheet %.4f, lower sheet %.4f\n", p[0][1] - 0.06f, upper, lower);
+  CHECK(upper < 0.5f && lower < upper && p[0][1] > 0.3f);
+  wf_cloth_destroy(cl);
+  wf_particles_destroy(ps);
+  wf_stream_destroy(s);
+}
+
 /* ---- friction on a slope -------------------------------------------------------------------- */
 
 /* A 16 x 16 sheet (0.75 m, every vertex pinned) at y = 0 and a 5 x 5 sheet (0.2 m) resting one
@@ -390,6 +451,7 @@ int main(int argc, char **argv) {
                                   TH_TEST(fast_sheet_does_not_pass_springs),
                                   TH_TEST(sheet_on_thin_pole_xpbd),
                                   TH_TEST(free_fall_not_slowed_xpbd),
+                                  TH_TEST(coupled_ball_presses_layers_xpbd),
                                   TH_TEST(friction_slope_xpbd),
                                   TH_TEST(friction_slope_springs),
                                   TH_TEST(contact_bitwise),
