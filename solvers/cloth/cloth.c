@@ -101,7 +101,7 @@ enum {
   B_CC_OE,
   B_CC_OUT,
   B_CC_PIECE,
-  B_CC_MAX, /* the substep's largest displacement, as float bits */
+  B_CC_MAX, /* the substep's largest displacement and longest edge, as float bits */
   B_COUNT
 };
 
@@ -313,7 +313,7 @@ static void params_build(wfc_part *c) {
     cc->reach = cc->reach_min; /* the device sets it every substep */
     cc->bound = 0.4f;
     cc->rest_skip = 2.0f * m->thickness;
-    cc->edge_cap = 1.25f * c->longest_edge;
+    cc->edge_cap = 1.25f * c->longest_edge; /* the device sets it every substep */
     cc->mu_s = d->contact_static_friction;
     cc->mu_k = d->contact_dynamic_friction;
     if (c->table) {
@@ -477,7 +477,7 @@ static wf_status contact_alloc(wfc_part *c, const char *fn) {
               {B_CC_VE, ne * 8, h.ve_list},  {B_CC_OT_START, (nv + 1) * 4, h.own_t_start},
               {B_CC_OT, nt * 4, h.own_t},    {B_CC_OE_START, (nv + 1) * 4, h.own_e_start},
               {B_CC_OE, ne * 4, h.own_e},    {B_CC_OUT, nv * sizeof(wfp_f4), NULL},
-              {B_CC_PIECE, nv * 4, h.piece}, {B_CC_MAX, 4, NULL}};
+              {B_CC_PIECE, nv * 4, h.piece}, {B_CC_MAX, 8, NULL}};
   wf_status st = WF_OK;
   for (size_t k = 0; k < sizeof spec / sizeof spec[0] && st == WF_OK; k++)
     st = make_buffer(c, fn, spec[k].b, spec[k].bytes, spec[k].data);
@@ -1118,8 +1118,13 @@ static wf_status stage_contact(wfc_part *c, const char *fn, int b0, int b1, int 
   const wfc_params *p = ptr(c, B_PARAMS);
   uint32_t step = c->desc.integrator == WF_CLOTH_XPBD ? 1u : 0u;
   wf_status st;
-  wfcc_disp_args da = {
-      .x0 = ptr(c, b0), .x1 = ptr(c, b1), .max_bits = ptr(c, B_CC_MAX), .step = step};
+  wfcc_disp_args da = {.x0 = ptr(c, b0),
+                       .x1 = ptr(c, b1),
+                       .ve_start = ptr(c, B_CC_VE_START),
+                       .ve_list = ptr(c, B_CC_VE),
+                       .edges = ptr(c, B_CC_EDGES),
+                       .max_bits = ptr(c, B_CC_MAX),
+                       .step = step};
   if ((st = launch(c, fn, &wfcc_disp, c->nv, &da, sizeof da)) != WF_OK) return st;
   wfcc_reach_args ra = {.params = ptr(c, B_PARAMS), .max_bits = ptr(c, B_CC_MAX)};
   if ((st = launch(c, fn, &wfcc_reach, 1, &ra, sizeof ra)) != WF_OK) return st;

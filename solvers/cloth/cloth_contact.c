@@ -15,15 +15,18 @@
 
 static void disp_cpu(const void *args, size_t begin, size_t end) {
   const wfcc_disp_args *a = args;
-  uint32_t best = 0u;
+  uint32_t best[2] = {0u, 0u};
   for (size_t i = begin; i < end; i++) {
-    uint32_t b = wfcc_disp_bits(a, (uint32_t)i);
-    best = b > best ? b : best;
+    uint32_t b = wfcc_disp_bits(a, (uint32_t)i), e = wfcc_edge_bits(a, (uint32_t)i);
+    best[0] = b > best[0] ? b : best[0];
+    best[1] = e > best[1] ? e : best[1];
   }
-  /* an integer max: the same result whatever the order (the loop may be split over threads) */
-  uint32_t cur = __atomic_load_n(a->max_bits, __ATOMIC_RELAXED);
-  while (best > cur && !__atomic_compare_exchange_n(a->max_bits, &cur, best, true, __ATOMIC_RELAXED,
-                                                    __ATOMIC_RELAXED)) {
+  /* integer maxima: the same result whatever the order (the loop may be split over threads) */
+  for (int k = 0; k < 2; k++) {
+    uint32_t cur = __atomic_load_n(&a->max_bits[k], __ATOMIC_RELAXED);
+    while (best[k] > cur && !__atomic_compare_exchange_n(&a->max_bits[k], &cur, best[k], true,
+                                                         __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
   }
 }
 

@@ -15,8 +15,9 @@ __device__ size_t index() { return (size_t)blockIdx.x * blockDim.x + threadIdx.x
 __global__ void disp_kernel(wfcc_disp_args a, size_t n) {
   size_t i = index();
   if (i >= n) return;
-  uint32_t b = wfcc_disp_bits(&a, (uint32_t)i);
-  if (b) atomicMax(a.max_bits, b); /* an integer max: order-free, the CPU's result */
+  uint32_t b = wfcc_disp_bits(&a, (uint32_t)i), e = wfcc_edge_bits(&a, (uint32_t)i);
+  if (b) atomicMax(&a.max_bits[0], b); /* integer maxima: order-free, the CPU's result */
+  if (e) atomicMax(&a.max_bits[1], e);
 }
 
 #define WFCC_KERNEL(name, args_t, elem)                                                            \

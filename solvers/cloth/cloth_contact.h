@@ -39,8 +39,8 @@
  * vertices (inverse mass 0) move as they are told and are not bounded. Triangles sharing a vertex
  * are no pair: the cloth's own stiffness keeps neighbours from folding through each other.
  *
- * What it assumes: the walk finds every pair closer than reach when no edge is longer than
- * edge_cap (the host sets it to 1.25 x the longest rest edge: cloth does not stretch 25%). The
+ * The walk finds every pair closer than reach because no edge is longer than edge_cap: the REACH
+ * step sets it to the longest edge at x0 (another integer max, over the vertices' edges). The
  * bound slows a vertex near anything to bound x distance per substep (in a flat sheet, the
  * nearest primitives sharing no vertex with it are a ring away): a fast fall onto a layer is
  * stopped over a few substeps instead of passing through.
@@ -69,15 +69,17 @@ typedef struct wfcc_topo {             /* device topology of the contact (built 
   const uint32_t *piece;               /* vertex -> its connected piece of the mesh */
 } wfcc_topo;
 
-typedef struct wfcc_disp_args { /* per vertex: *max_bits = max(bits of |x1 - x0|), free ones */
+typedef struct wfcc_disp_args { /* per vertex: max_bits[0] = max(bits of |x1 - x0|) of the free
+                                   ones, max_bits[1] = max(bits of the edge lengths at x0) */
   const wfp_f4 *x0, *x1;
+  const uint32_t *ve_start, *ve_list, *edges;
   uint32_t *max_bits;
   uint32_t step;
 } wfcc_disp_args;
 
 typedef struct wfcc_reach_args { /* one element: the substep's reach and grid cell */
   wfc_params *params;
-  uint32_t *max_bits; /* read, then cleared for the next substep */
+  uint32_t *max_bits; /* [2], read, then cleared for the next substep */
 } wfcc_reach_args;
 
 typedef struct wfcc_keys_args { /* per vertex: key of x0[i] in the contact grid, vals[i] = i */
@@ -118,13 +120,32 @@ WF_HD static inline uint32_t wfcc_disp_bits(const wfcc_disp_args *a, uint32_t i)
   return b;
 }
 
+/* The bits of the longest edge of vertex i at x0 (non-finite: 0, as above). */
+WF_HD static inline uint32_t wfcc_edge_bits(const wfcc_disp_args *a, uint32_t i) {
+  float best = 0.0f;
+  wfc_v3 p = wfc_xyz(a->x0[i]);
+  for (uint32_t q = a->ve_start[i]; q < a->ve_start[i + 1u]; q++) {
+    const uint32_t *e = a->edges + 2u * a->ve_list[q];
+    float len = wfc_len(wfc_sub(wfc_xyz(a->x0[e[0] == i ? e[1] : e[0]]), p));
+    best = len > best ? len : best;
+  }
+  if (!(best <= 1e30f)) return 0u;
+  uint32_t b;
+  memcpy(&b, &best, sizeof b);
+  return b;
+}
+
 WF_HD static inline void wfcc_reach_elem(const wfcc_reach_args *a, uint32_t i) {
   (void)i;
   wfcc_params *p = &a->params->contact;
-  uint32_t b = *a->max_bits;
-  *a->max_bits = 0u;
-  float D;
+  uint32_t b = a->max_bits[0], be = a->max_bits[1];
+  a->max_bits[0] = 0u, a->max_bits[1] = 0u;
+  float D, E;
   memcpy(&D, &b, sizeof D);
+  memcpy(&E, &be, sizeof E);
+  /* the walk allows for the longest edge there is now (so it finds every pair within reach
+   * however the cloth stretches), with 0.1% for the rounding of the distances */
+  p->edge_cap = E * 1.001f;
   /* 1.001: the fastest vertex's bound stays above its displacement after rounding */
   float r = D * 1.001f / p->bound;
   p->reach = r > p->reach_min ? r : p->reach_min;
@@ -421,9 +442,17 @@ WF_HD static inline void wfcc_gather_elem(const wfcc_gather_args *a, uint32_t i)
   wfc_v3 x = p1;
   if (xi.w > 0.0f) {
     if (n) x = wfc_add(x, wfc_scale(acc, 1.0f / (float)n));
+    /* the bound less a margin for the rounding of these positions (a few units in the last
+     * place of the largest coordinate): a pair squeezed to that scale stops moving (x = x0
+     * exactly) instead of crossing by rounding (a coupled ball pressing two layers did) */
+    float amax = wfcc_max(fabsf(me.p0.x), wfcc_max(fabsf(me.p0.y), fabsf(me.p0.z)));
     wfc_v3 d = wfc_sub(x, me.p0);
     float len = wfc_len(d), b = p->bound * m;
-    if (len > b) x = wfc_add(me.p0, wfc_scale(d, b / len));
+    if (m < p->reach) b -= 2e-6f * (1.0f + amax); /* nothing within reach: nothing to cross */
+    if (!(b > 0.0f))
+      x = me.p0;
+    else if (len > b)
+      x = wfc_add(me.p0, wfc_scale(d, b / len));
   }
   wfp_f4 o = {x.x, x.y, x.z, xi.w};
   a->out[i] = o;

@@ -77,7 +77,7 @@ typedef struct wfcc_params {
   float bound;      /* a vertex moves at most bound x (its nearest pair's distance, at most reach)
                        a substep: < 1/2 keeps every pair apart (cloth_contact.h) */
   float rest_skip;  /* pairs closer than this in the rest mesh never push (neighbours) */
-  float edge_cap;   /* longest edge the grid walk allows for, m */
+  float edge_cap;   /* longest edge the grid walk allows for, m (set every substep) */
   float mu_s, mu_k; /* static and dynamic friction coefficients between layers */
   uint32_t on;
   wfc_grid_params grid; /* vertex grid at the substep's start: cell >= reach + 2 edge_cap */
