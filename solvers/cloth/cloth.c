@@ -5,7 +5,7 @@
  *
  * The substep, all on the solver's stream, nothing waits for the host:
  *
- *   mass-spring:  [GRID  SELF_COLLISION  PARTICLE_COUPLING  APPLY]  SPRINGS
+ *   mass-spring:  [GRID  SELF_COLLISION  PARTICLE_COUPLING  APPLY]  SPRINGS             [CONTACT]
  *                                                                     one kernel per vertex:
  *                                                                     gather springs and
  *                                                                     aerodynamics, semi-implicit
@@ -13,11 +13,14 @@
  *                                                                     half s%2 -> (s+1)%2
  *
  *   XPBD:         PREDICT    CONSTRAINTS           [GRID  SELF_COLLISION  PARTICLE_COUPLING  APPLY]
- *                 pred =     iterations x colours
+ *                 pred =     iterations x colours  [CONTACT]
  *                 dt v'      (one launch each; pred is the step from x, cloth_math.h)
  *                 FINALIZE: x += pred, colliders, v = v' + (pred - dt v') / dt
  *
- * The bracketed stages run only with self-collision or coupling. GRID: the points q where the
+ * CONTACT runs only with desc.contact (cloth_contact.h: vertex–triangle and edge–edge contact
+ * from the substep's start to the end guess, with friction and the motion bound that keeps
+ * triangles from passing through each other). The other bracketed stages run only with
+ * self-collision or coupling. GRID: the points q where the
  * vertices will be at the end of the substep as far as known (XPBD: the prediction after the
  * constraints; springs: x + dt (v + dt g)) are sorted into a uniform grid by cell key with the
  * particle solver's kernels (coupling.h). SELF_COLLISION: each vertex gathers its repulsions
