@@ -221,6 +221,45 @@ TEST(sheet_on_thin_pole_xpbd) {
   wf_cloth_destroy(cl);
 }
 
+/* ---- attachments --------------------------------------------------------------------------- */
+
+/* A 10 x 10 sheet (0.45 m) held at two corners by a small box moving down at 0.5 m/s onto the
+ * ground: the sheet lands and the held corners are lowered onto the pile it makes, folding it
+ * over itself. No intersecting pair at any frame end (the attached corners move as told, the
+ * rest is bounded). */
+TEST(attached_corners_lowered_xpbd) {
+  static mesh m;
+  m.nv = m.nt = 0;
+  const float c[3] = {0.0f, 0.3f, 0.0f};
+  add_grid(&m, 10, 10, 0.05f, c, X, Y); /* hanging: rows along y */
+  wf_cloth_desc d = layer_desc(WF_CLOTH_XPBD, true);
+  wf_cloth *cl;
+  CHECK_OK(make(&d, &m, &cl));
+  wf_collider_desc hand;
+  memset(&hand, 0, sizeof hand);
+  hand.name = "hand", hand.type = WF_COLLIDER_BOX;
+  hand.center[1] = 0.6f, hand.half_extents[0] = 0.3f, hand.half_extents[1] = 0.01f;
+  hand.half_extents[2] = 0.01f, hand.velocity[1] = -0.5f;
+  wf_collider_desc g = scene_ground(0.0f);
+  uint32_t k_hand;
+  CHECK_OK(wf_cloth_add_collider(cl, &hand, &k_hand));
+  CHECK_OK(wf_cloth_add_collider(cl, &g, NULL));
+  CHECK_OK(wf_cloth_attach(cl, 90, k_hand)); /* the top row's two ends */
+  CHECK_OK(wf_cloth_attach(cl, 99, k_hand));
+  uint64_t worst = 0;
+  for (int f = 0; f < 36; f++) {
+    uint64_t n = 0;
+    CHECK_OK(wf_cloth_step_frames(cl, 1));
+    CHECK_OK(wf_cloth_intersections(cl, &n));
+    if (n > worst) worst = n;
+  }
+  static float p[MAXV][4];
+  CHECK_OK(wf_cloth_download(cl, p, NULL));
+  CHECK_EQ_INT(worst, 0);
+  CHECK(p[90][1] < 0.35f); /* the hand came down 0.3 m with the corners */
+  wf_cloth_destroy(cl);
+}
+
 /* ---- free fall is not slowed ---------------------------------------------------------------- */
 
 /* A flat 8 x 8 sheet (10 cm edges) falls freely for 1 s with contact on: the motion bound follows
@@ -450,6 +489,7 @@ int main(int argc, char **argv) {
                                   TH_TEST(fast_sheet_does_not_pass_xpbd),
                                   TH_TEST(fast_sheet_does_not_pass_springs),
                                   TH_TEST(sheet_on_thin_pole_xpbd),
+                                  TH_TEST(attached_corners_lowered_xpbd),
                                   TH_TEST(free_fall_not_slowed_xpbd),
                                   TH_TEST(coupled_ball_presses_layers_xpbd),
                                   TH_TEST(friction_slope_xpbd),
