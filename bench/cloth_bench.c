@@ -54,12 +54,12 @@
 typedef struct cloth_opts {
   const char *device, *csv, *machine, *sizes;
   int frames;
-  bool quick, profile;
+  bool quick, profile, contact;
 } cloth_opts;
 
 void wf_bench_cloth_usage(FILE *f) {
   fputs("usage: weft bench cloth [--device NAME] [--sizes N,N,...] [--frames N] [--csv FILE]\n"
-        "                        [--machine NAME] [--quick] [--profile]\n"
+        "                        [--machine NAME] [--quick] [--profile] [--contact]\n"
         "\n"
         "The classic cloth benchmark: N x N grid cloths (spacing 0.1 m, mass 0.1 kg, springs of\n"
         "stiffness 1000 and damping 10, two corners pinned, 60 frames/s, 16 substeps a frame,\n"
@@ -80,6 +80,9 @@ void wf_bench_cloth_usage(FILE *f) {
         "  --quick         sizes up to 256 on a GPU (64 on a CPU) and 10 frames (for CI)\n"
         "  --profile       also split the mass-spring frame into fixed and per-substep cost:\n"
         "                  synchronize alone, copy + synchronize, frames of 1..16 substeps\n"
+        "  --contact       also run \"xpbd-contact\": XPBD with cloth contact on\n"
+        "                  (wf_cloth_desc.contact; the sheet hangs, no layers touch: the cost of\n"
+        "                  the contact stage's grid, walk and motion bound)\n"
         "  -h, --help      show this help\n",
         f);
 }
@@ -98,6 +101,10 @@ static int parse_args(int argc, char **argv, cloth_opts *o) {
     }
     if (strcmp(a, "--profile") == 0) {
       o->profile = true;
+      continue;
+    }
+    if (strcmp(a, "--contact") == 0) {
+      o->contact = true;
       continue;
     }
     static const char *const names[] = {"--device", "--csv", "--machine", "--sizes", "--frames"};
@@ -177,7 +184,8 @@ enum { RB_NONE, RB_COPY, RB_FRAME, RB_FRAME_XYZ };
 
 typedef struct run_cfg {
   int N, integrator, substeps, frames, readback;
-  bool step; /* false: no frame, only the readback and the wait */
+  bool step;    /* false: no frame, only the readback and the wait */
+  bool contact; /* cloth contact on (wf_cloth_desc.contact) */
 } run_cfg;
 
 /* Median ms of cfg->frames measured frames after 5 warm-up frames: [step a frame] [read back]
@@ -205,6 +213,7 @@ static int run_cfg_ms(wf_device *dev, wf_device *host, const run_cfg *cfg, doubl
   g.size[0] = g.size[1] = 0.1f * (float)(N - 1);
   g.center[1] = 0.0f;
   d.devices[0] = dev;
+  d.contact = cfg->contact;
   if (bench_cloth_tuning_env("cloth", &d.tuning)) goto done;
   wf_status st = ms ? wf_cloth_create_grid(&d, &g, &c) : WF_ERR_OUT_OF_MEMORY;
   if (st == WF_OK) st = wf_cloth_pin_named(c, "top-left", NULL);
@@ -265,8 +274,8 @@ static const char *kernel_name(const wf_cloth_info *info) {
 }
 
 static int run_one(wf_device *dev, wf_device *host, int N, int integrator, int readback, int frames,
-                   run_result *r, wf_cloth_info *info) {
-  run_cfg cfg = {N, integrator, 16, frames, readback, true};
+                   bool contact, run_result *r, wf_cloth_info *info) {
+  run_cfg cfg = {N, integrator, 16, frames, readback, true, contact};
   if (run_cfg_ms(dev, host, &cfg, &r->ms, info)) return 1;
   r->vss = (double)N * N * 16 / (r->ms * 1e-3);
   r->bytes = model_bytes(integrator, N, info);
@@ -341,16 +350,18 @@ int wf_bench_cloth(int argc, char **argv) {
   static const struct {
     const char *name, *metric;
     int integrator, readback;
-  } variants[] = {{"springs", "springs", WF_CLOTH_SPRINGS, RB_COPY},
-                  {"springs-rb", "springs_rb", WF_CLOTH_SPRINGS, RB_FRAME},
-                  {"springs-xyz", "springs_xyz", WF_CLOTH_SPRINGS, RB_FRAME_XYZ},
-                  {"xpbd", "xpbd", WF_CLOTH_XPBD, RB_COPY}};
-  for (int v = 0; v < 4; v++)
+    bool contact;
+  } variants[] = {{"springs", "springs", WF_CLOTH_SPRINGS, RB_COPY, false},
+                  {"springs-rb", "springs_rb", WF_CLOTH_SPRINGS, RB_FRAME, false},
+                  {"springs-xyz", "springs_xyz", WF_CLOTH_SPRINGS, RB_FRAME_XYZ, false},
+                  {"xpbd", "xpbd", WF_CLOTH_XPBD, RB_COPY, false},
+                  {"xpbd-contact", "xpbd_contact", WF_CLOTH_XPBD, RB_COPY, true}};
+  for (int v = 0; v < (o.contact ? 5 : 4); v++)
     for (int k = 0; k < n_sizes; k++) {
       run_result r;
       wf_cloth_info ci;
-      if (run_one(dev, host, sizes[k], variants[v].integrator, variants[v].readback, frames, &r,
-                  &ci))
+      if (run_one(dev, host, sizes[k], variants[v].integrator, variants[v].readback, frames,
+                  variants[v].contact, &r, &ci))
         goto fail;
       char sz[24], metric[64];
       snprintf(sz, sizeof sz, "%dx%d", sizes[k], sizes[k]);
@@ -391,7 +402,7 @@ static int profile_one(wf_device *dev, wf_device *host, int N, int frames, bench
   static const int S[] = {1, 2, 4, 8, 16};
   double t[5], sync_ms, copy_ms, copy16, rb16, xyz16;
   wf_cloth_info ci;
-  run_cfg cfg = {N, WF_CLOTH_SPRINGS, 16, frames, RB_NONE, false};
+  run_cfg cfg = {N, WF_CLOTH_SPRINGS, 16, frames, RB_NONE, false, false};
   if (run_cfg_ms(dev, host, &cfg, &sync_ms, &ci)) return 1;
   cfg.readback = RB_COPY;
   if (run_cfg_ms(dev, host, &cfg, &copy_ms, &ci)) return 1;

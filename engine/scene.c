@@ -129,6 +129,9 @@ static const field cloth_fields[] = {
     {"rotation", F_VEC3, CLO(rotation), {0}, -3600, 3600, 0, 0},
     {"iterations", F_INT, CLO(iterations), {4}, 1, 1000, 0, 0},
     {"self_collision", F_BOOL, CLO(self_collision), {0}, ANY, 0},
+    {"contact", F_BOOL, CLO(contact), {0}, ANY, 0},
+    {"contact_static_friction", F_NUM, CLO(contact_static_friction), {0.5}, GE0, 0},
+    {"contact_dynamic_friction", F_NUM, CLO(contact_dynamic_friction), {0.4}, GE0, 0},
 };
 static const field grid_fields[] = {
     {"size", F_VEC2, CLO(size), {1, 1}, GT0, 0},

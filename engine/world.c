@@ -260,6 +260,9 @@ static wf_cloth_desc cloth_desc_of(const wf_scene *sc, const wf_scene_cloth *c) 
   d.air_density = (float)sc->forces.air_density;
   d.damping = (float)sc->simulation.damping;
   d.self_collision = c->self_collision;
+  d.contact = c->contact;
+  d.contact_static_friction = (float)c->contact_static_friction;
+  d.contact_dynamic_friction = (float)c->contact_dynamic_friction;
   wf_cloth_material m = wf_cloth_material_default();
   const wf_scene_cloth_material *s = &c->material;
   m.density = (float)s->density;
@@ -354,7 +357,7 @@ static wf_cloth_mesh_desc mesh_of(const wf_scene_cloth *c) {
  * (wf_cloth_copy_positions_on, readback), as it does the particles. */
 
 static int cloth_devices(const wf_world *w, const wf_scene_cloth *c) {
-  return c->self_collision ? 1 : w->n_devices;
+  return c->self_collision || c->contact ? 1 : w->n_devices;
 }
 
 static const char *cloth_name(const wf_world *w, int i) {

@@ -270,6 +270,11 @@ typedef struct wf_scene_cloth {
   int attachment_count;
   wf_scene_attachment *attachments;
   bool self_collision; /* default false */
+  /* cloth contact (wf_cloth_desc.contact): vertex–triangle and edge–edge within the cloth and
+   * between the pieces of its mesh, with friction; default false */
+  bool contact;
+  double contact_static_friction;  /* μs between layers, >= 0; default 0.5 */
+  double contact_dynamic_friction; /* μk, >= 0; default 0.4 */
 } wf_scene_cloth;
 
 /** `colliders[i]`: a static or moving shape or triangle mesh (weft/collider.h). */

@@ -26,12 +26,12 @@
  * world on several devices (a list in simulation.devices, "all" with several, or a comma list in
  * wf_world_desc.device) splits its particles over them (one wf_particles, weft/particles.h)
  * and every cloth over them too (one wf_cloth, weft/cloth.h), except a cloth with
- * self_collision, which cannot be split and stays whole on the first device. The state after N
- * frames is bitwise that of one device of the same kind. The first device also holds the health
- * check, the readback ring and a copy of each split cloth's state (refreshed after every frame);
- * the particles are gathered there on the devices for the check and the readback. A split frame
- * waits for the frame before it (the split solver repartitions on the host between frames), so
- * wf_world_step returns when the last frame is enqueued, the others done. Cloths coupled to
+ * self_collision or contact, which cannot be split and stays whole on the first device. The state
+ * after N frames is bitwise that of one device of the same kind. The first device also holds the
+ * health check, the readback ring and a copy of each split cloth's state (refreshed after every
+ * frame); the particles are gathered there on the devices for the check and the readback. A split
+ * frame waits for the frame before it (the split solver repartitions on the host between frames),
+ * so wf_world_step returns when the last frame is enqueued, the others done. Cloths coupled to
  * particles (simulation.coupling) need one device: a coupled scene on several fails to create,
  * naming simulation.coupling and simulation.devices. wf_world_placement_get says which device runs
  * what.

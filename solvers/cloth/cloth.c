@@ -5,7 +5,7 @@
  *
  * The substep, all on the solver's stream, nothing waits for the host:
  *
- *   mass-spring:  [GRID  SELF_COLLISION  PARTICLE_COUPLING  APPLY]  SPRINGS
+ *   mass-spring:  [GRID  SELF_COLLISION  PARTICLE_COUPLING  APPLY]  SPRINGS             [CONTACT]
  *                                                                     one kernel per vertex:
  *                                                                     gather springs and
  *                                                                     aerodynamics, semi-implicit
@@ -13,11 +13,14 @@
  *                                                                     half s%2 -> (s+1)%2
  *
  *   XPBD:         PREDICT    CONSTRAINTS           [GRID  SELF_COLLISION  PARTICLE_COUPLING  APPLY]
- *                 pred =     iterations x colours
+ *                 pred =     iterations x colours  [CONTACT]
  *                 dt v'      (one launch each; pred is the step from x, cloth_math.h)
  *                 FINALIZE: x += pred, colliders, v = v' + (pred - dt v') / dt
  *
- * The bracketed stages run only with self-collision or coupling. GRID: the points q where the
+ * CONTACT runs only with desc.contact (cloth_contact.h: vertex–triangle and edge–edge contact
+ * from the substep's start to the end guess, with friction and the motion bound that keeps
+ * triangles from passing through each other). The other bracketed stages run only with
+ * self-collision or coupling. GRID: the points q where the
  * vertices will be at the end of the substep as far as known (XPBD: the prediction after the
  * constraints; springs: x + dt (v + dt g)) are sorted into a uniform grid by cell key with the
  * particle solver's kernels (coupling.h). SELF_COLLISION: each vertex gathers its repulsions
@@ -51,6 +54,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cloth_contact_topo.h"
 #include "cloth_energy.h"
 #include "cloth_fast.h"
 #include "cloth_internal.h"
@@ -91,6 +95,17 @@ enum {
   B_GRID_REST, /* springs on a grid: rest lengths per vertex (cloth_fast.h) */
   B_SYNC,      /* springs, resident one-launch frames: a barrier counter per block */
   B_FORCE,     /* the frame's impulses on the colliders (collider_force.h), zeroed as it begins */
+  B_CC_EDGES,  /* cloth contact (cloth_contact.h): edges, vertex -> edges, owned triangles and
+                  edges, the corrected end positions */
+  B_CC_VE_START,
+  B_CC_VE,
+  B_CC_OT_START,
+  B_CC_OT,
+  B_CC_OE_START,
+  B_CC_OE,
+  B_CC_OUT,
+  B_CC_PIECE,
+  B_CC_MAX, /* the substep's largest displacement and longest edge, as float bits */
   B_COUNT
 };
 
@@ -129,6 +144,7 @@ struct wfc_part {
   wfp_collider colliders[WFC_MAX_COLLIDERS];
   wf_buffer *energy[3]; /* wfc_part_energy's rows and XPBD lists, made at its first call */
   wfx_dev collider_dev[WFC_MAX_COLLIDERS]; /* keyframes and meshes on this partition's device */
+  float longest_edge;                      /* contact: the longest rest edge, m */
 };
 
 static void *ptr(const wfc_part *c, int b) { return wf_buffer_ptr(c->buf[b]); }
@@ -160,6 +176,8 @@ wf_cloth_desc wf_cloth_desc_default(void) {
                          .frame_dt = 1.0f / 60.0f,
                          .gravity = {0.0f, -9.81f, 0.0f},
                          .air_density = 1.2f,
+                         .contact_static_friction = 0.5f,
+                         .contact_dynamic_friction = 0.4f,
                          .material = wf_cloth_material_default()};
 }
 
@@ -290,6 +308,26 @@ static void params_build(wfc_part *c) {
     int bits;
     wfc_grid_params_init(&p->grid, reach > 0.0f ? reach / 0.98f : 1.0f, c->table, &bits);
   }
+  /* cloth contact (cloth_contact.h): candidates within at least 2.5 thicknesses (more where the
+   * cloth moves fast: the device sets the reach every substep), each vertex moving at most 0.4
+   * of its nearest pair's distance a substep */
+  wfcc_params *cc = &p->contact;
+  memset(cc, 0, sizeof *cc);
+  if (d->contact) {
+    cc->on = 1u;
+    cc->thickness = m->thickness;
+    cc->reach_min = 2.5f * m->thickness;
+    cc->reach = cc->reach_min; /* the device sets it every substep */
+    cc->bound = 0.4f;
+    cc->rest_skip = 2.0f * m->thickness;
+    cc->edge_cap = 1.25f * c->longest_edge; /* the device sets it every substep */
+    cc->mu_s = d->contact_static_friction;
+    cc->mu_k = d->contact_dynamic_friction;
+    if (c->table) {
+      int bits;
+      wfc_grid_params_init(&cc->grid, (cc->reach + 2.0f * cc->edge_cap) / 0.98f, c->table, &bits);
+    }
+  }
 }
 
 static wf_status upload_params(wfc_part *c, const char *fn) {
@@ -382,6 +420,12 @@ static wf_status check_desc(const char *fn, const wf_cloth_desc *d, const char *
       !(isfinite(d->origin[0]) && isfinite(d->origin[1]) && isfinite(d->origin[2])))
     return wf__error(WF_ERR_INVALID, fn, "cloth '%s': origin (%g, %g, %g) must be finite", name,
                      d->origin[0], d->origin[1], d->origin[2]);
+  if (!(d->contact_static_friction >= 0.0f) || !isfinite(d->contact_static_friction) ||
+      !(d->contact_dynamic_friction >= 0.0f) || !isfinite(d->contact_dynamic_friction))
+    return wf__error(WF_ERR_INVALID, fn,
+                     "cloth '%s': contact_static_friction %g and contact_dynamic_friction %g must "
+                     "be finite numbers >= 0",
+                     name, (double)d->contact_static_friction, (double)d->contact_dynamic_friction);
   wf_cloth_params p = params_of(d);
   wf_status st = check_params(fn, name, &p);
   if (st == WF_OK) st = check_material(fn, name, &d->material);
@@ -425,6 +469,27 @@ static wf_status grid_alloc(wfc_part *c, const char *fn) {
   if (st != WF_OK) return st;
   c->table = table, c->bits = bits;
   return WF_OK;
+}
+
+/* Cloth contact's topology and output buffer (cloth_contact.h), once. */
+static wf_status contact_alloc(wfc_part *c, const char *fn) {
+  wfcc_host h;
+  if (!wfcc_host_build(&c->topo, &h, &c->longest_edge)) return wfc_oom(fn, c->name);
+  size_t nv = c->nv, ne = h.ne, nt = c->nt;
+  struct {
+    int b;
+    size_t bytes;
+    const void *data;
+  } spec[] = {{B_CC_EDGES, ne * 8, h.edges}, {B_CC_VE_START, (nv + 1) * 4, h.ve_start},
+              {B_CC_VE, ne * 8, h.ve_list},  {B_CC_OT_START, (nv + 1) * 4, h.own_t_start},
+              {B_CC_OT, nt * 4, h.own_t},    {B_CC_OE_START, (nv + 1) * 4, h.own_e_start},
+              {B_CC_OE, ne * 4, h.own_e},    {B_CC_OUT, nv * sizeof(wfp_f4), NULL},
+              {B_CC_PIECE, nv * 4, h.piece}, {B_CC_MAX, 8, NULL}};
+  wf_status st = WF_OK;
+  for (size_t k = 0; k < sizeof spec / sizeof spec[0] && st == WF_OK; k++)
+    st = make_buffer(c, fn, spec[k].b, spec[k].bytes, spec[k].data);
+  wfcc_host_free(&h);
+  return st;
 }
 
 /* The largest |i - j| over the vertices j that a vertex i reads: its springs' other ends and
@@ -634,7 +699,8 @@ static wf_status buffers_upload(const char *fn, wfc_part *c, const host_lists *L
     st = make_buffer(c, fn, b, spec[b].bytes, spec[b].data);
   }
   free(x);
-  if (st == WF_OK && c->desc.self_collision) st = grid_alloc(c, fn);
+  if (st == WF_OK && (c->desc.self_collision || c->desc.contact)) st = grid_alloc(c, fn);
+  if (st == WF_OK && c->desc.contact) st = contact_alloc(c, fn);
   return st != WF_OK ? st : upload_params(c, fn);
 }
 
@@ -1059,6 +1125,66 @@ static wf_status stage_apply(wfc_part *c, const char *fn, int in) {
   return launch(c, fn, &wfc_apply, c->nv, &a, sizeof a);
 }
 
+/* CONTACT stage (cloth_contact.h): from x0 (buffer b0) and the end guess in b1 (XPBD: the step),
+ * the grid over x0, each vertex's corrected and bounded end, written back (springs: and the
+ * velocities in bv). */
+static wf_status stage_contact(wfc_part *c, const char *fn, int b0, int b1, int bv) {
+  if (!c->desc.contact) return WF_OK;
+  const wfc_params *p = ptr(c, B_PARAMS);
+  uint32_t step = c->desc.integrator == WF_CLOTH_XPBD ? 1u : 0u;
+  wf_status st;
+  wfcc_disp_args da = {.x0 = ptr(c, b0),
+                       .x1 = ptr(c, b1),
+                       .ve_start = ptr(c, B_CC_VE_START),
+                       .ve_list = ptr(c, B_CC_VE),
+                       .edges = ptr(c, B_CC_EDGES),
+                       .max_bits = ptr(c, B_CC_MAX),
+                       .step = step};
+  if ((st = launch(c, fn, &wfcc_disp, c->nv, &da, sizeof da)) != WF_OK) return st;
+  wfcc_reach_args ra = {.params = ptr(c, B_PARAMS), .max_bits = ptr(c, B_CC_MAX)};
+  if ((st = launch(c, fn, &wfcc_reach, 1, &ra, sizeof ra)) != WF_OK) return st;
+  wfcc_keys_args ka = {
+      .params = p, .x0 = ptr(c, b0), .keys = ptr(c, B_KEYS), .vals = ptr(c, B_VALS)};
+  if ((st = launch(c, fn, &wfcc_keys, c->nv, &ka, sizeof ka)) != WF_OK) return st;
+  TRY(wfc_grid_sort(c->stream, ptr(c, B_KEYS), ptr(c, B_VALS), ptr(c, B_KEYS_OUT),
+                    ptr(c, B_VALS_OUT), c->nv, c->bits, c->buf[B_TEMP] ? ptr(c, B_TEMP) : NULL,
+                    c->buf[B_TEMP] ? wf_buffer_size(c->buf[B_TEMP]) : 0),
+      "sorting the contact grid");
+  TRY(wfc_grid_cells(c->stream, c->buf[B_CSTART], c->buf[B_CEND], ptr(c, B_KEYS_OUT), c->nv,
+                     c->table),
+      "building the contact grid's cells");
+  wfcc_gather_args ga = {.params = p,
+                         .grid = {.params = &p->contact.grid,
+                                  .cell_start = ptr(c, B_CSTART),
+                                  .cell_end = ptr(c, B_CEND),
+                                  .vals = ptr(c, B_VALS_OUT),
+                                  .q = ptr(c, b0)},
+                         .x0 = ptr(c, b0),
+                         .x1 = ptr(c, b1),
+                         .rest = ptr(c, B_REST),
+                         .topo = {.tris = ptr(c, B_TRIS),
+                                  .vt_start = ptr(c, B_TRI_START),
+                                  .vt_list = ptr(c, B_TRI_LIST),
+                                  .edges = ptr(c, B_CC_EDGES),
+                                  .ve_start = ptr(c, B_CC_VE_START),
+                                  .ve_list = ptr(c, B_CC_VE),
+                                  .own_t_start = ptr(c, B_CC_OT_START),
+                                  .own_t = ptr(c, B_CC_OT),
+                                  .own_e_start = ptr(c, B_CC_OE_START),
+                                  .own_e = ptr(c, B_CC_OE),
+                                  .piece = ptr(c, B_CC_PIECE)},
+                         .out = ptr(c, B_CC_OUT),
+                         .step = step};
+  if ((st = launch(c, fn, &wfcc_gather, c->nv, &ga, sizeof ga)) != WF_OK) return st;
+  wfcc_apply_args aa = {.params = p,
+                        .out = ptr(c, B_CC_OUT),
+                        .x0 = ptr(c, b0),
+                        .x1 = ptr(c, b1),
+                        .vel = step ? NULL : ptr(c, bv),
+                        .step = step};
+  return launch(c, fn, &wfcc_apply, c->nv, &aa, sizeof aa);
+}
+
 /* XPBD: one Gauss-Seidel pass over the constraints of colour q. */
 static wf_status xpbd_colour(wfc_part *c, const char *fn, uint32_t q) {
   uint32_t s0 = c->colour_start[q], n = c->colour_start[q + 1] - s0;
@@ -1089,11 +1215,13 @@ static wf_status substep_end(wfc_part *c, const char *fn, int in) {
   wf_status st;
   if (grid_on(c) && (st = stage_apply(c, fn, in)) != WF_OK) return st;
   if (c->desc.integrator == WF_CLOTH_XPBD) {
+    if ((st = stage_contact(c, fn, B_POS0, B_POS1, -1)) != WF_OK) return st;
     wfc_finalize_args fa = finalize_args(c);
     return launch(c, fn, &wfc_xpbd_finalize, c->n_update, &fa, sizeof fa);
   }
   wfc_spring_args a = spring_args(c, in);
-  return launch(c, fn, &wfc_spring_step, c->n_update, &a, sizeof a);
+  if ((st = launch(c, fn, &wfc_spring_step, c->n_update, &a, sizeof a)) != WF_OK) return st;
+  return stage_contact(c, fn, in ? B_POS1 : B_POS0, in ? B_POS0 : B_POS1, in ? B_VEL0 : B_VEL1);
 }
 
 /* One substep of an uncoupled cloth (springs: state half `in` -> the other half). */
@@ -1129,7 +1257,7 @@ static wf_status springs_frame(wfc_part *c, const char *fn, int n, void *host_po
 }
 
 static bool one_launch(const wfc_part *c) {
-  return c->desc.integrator == WF_CLOTH_SPRINGS && !grid_on(c) && !c->fast_off;
+  return c->desc.integrator == WF_CLOTH_SPRINGS && !grid_on(c) && !c->desc.contact && !c->fast_off;
 }
 
 /* The readback buffer's memory when the frame kernel can write the positions into it itself:

@@ -68,6 +68,21 @@ typedef struct wfc_clock {
   uint64_t substeps;
 } wfc_clock;
 
+/* Cloth contact (cloth_contact.h): vertex–triangle and edge–edge, with friction. */
+typedef struct wfcc_params {
+  float thickness;  /* distance kept between primitives, m */
+  float reach;      /* pairs closer than this at the start of a substep are candidates, m: set
+                       every substep on the device (cloth_contact.h: wfcc_reach_elem) */
+  float reach_min;  /* the least reach, m */
+  float bound;      /* a vertex moves at most bound x (its nearest pair's distance, at most reach)
+                       a substep: < 1/2 keeps every pair apart (cloth_contact.h) */
+  float rest_skip;  /* pairs closer than this in the rest mesh never push (neighbours) */
+  float edge_cap;   /* longest edge the grid walk allows for, m (set every substep) */
+  float mu_s, mu_k; /* static and dynamic friction coefficients between layers */
+  uint32_t on;
+  wfc_grid_params grid; /* vertex grid at the substep's start: cell >= reach + 2 edge_cap */
+} wfcc_params;
+
 /* The parameter block, read by every kernel from device memory (changes need no recapture). */
 typedef struct wfc_params {
   wfp_f4 gravity; /* xyz */
@@ -89,6 +104,7 @@ typedef struct wfc_params {
   /* coupling: the particles' origin less the cloth's, xyz (m): a particle at x (its solver's
    * frame) is at x + particle_shift in the cloth's (coupling.h: wfc_particles_origin) */
   wfp_f4 particle_shift;
+  wfcc_params contact; /* cloth contact (wf_cloth_desc.contact) */
 } wfc_params;
 
 /* Shared inputs of the per-vertex kernels. */

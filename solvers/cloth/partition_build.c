@@ -521,6 +521,11 @@ static wf_status check_parts_desc(const char *fn, wf_device *const *devices, int
                      "cloth '%s': self_collision is not supported across devices (its "
                      "vertex grid spans the whole cloth): run it on one device",
                      name);
+  if (desc->contact)
+    return wf__error(WF_ERR_UNSUPPORTED, fn,
+                     "cloth '%s': contact is not supported across devices yet (no ghost "
+                     "primitives): run it on one device",
+                     name);
   if (!(sd->imbalance > 0.0f) || !isfinite(sd->imbalance))
     return wf__error(WF_ERR_INVALID, fn, "cloth '%s': imbalance %g must be > 0", name,
                      (double)sd->imbalance);

@@ -143,6 +143,9 @@ static int same_cloth(const wf_scene_cloth *a, const wf_scene_cloth *b) {
   SAME(material.friction);
   SAME(iterations);
   SAME(self_collision);
+  SAME(contact);
+  SAME(contact_static_friction);
+  SAME(contact_dynamic_friction);
   SAME(pin_count);
   if (!same_pins(a->pins, b->pins, a->pin_count)) return 0;
   SAME(attachment_count);
@@ -845,7 +848,8 @@ TEST(round_trip_everything) {
       "  \"iterations\": 8, \"pins\": [\"top-right\", 0, {\"box\": {\"min\": [-1, 1, -1], \"max\": "
       "[1, 3, 1]}}],"
       "  \"attachments\": [{\"collider\": \"arm\", \"pins\": [\"left\", 5]}], \"self_collision\": "
-      "true}],"
+      "true, \"contact\": true, \"contact_static_friction\": 0.6, "
+      "\"contact_dynamic_friction\": 0.35}],"
       " \"forces\": {\"wind\": {\"velocity\": [5, 0, 1], \"gust_amplitude\": 2, "
       "\"gust_frequency\": 0.5},"
       "  \"drag\": 0.8, \"lift\": 0.3, \"air_density\": 1.1},"
@@ -866,6 +870,8 @@ TEST(round_trip_everything) {
   CHECK(s->lights[0].is_point && !s->lights[1].is_point);
   CHECK(s->cloths[0].material.stretch_modulus == 5000);
   CHECK(strcmp(s->cloths[0].material.preset, "denim") == 0);
+  CHECK(s->cloths[0].contact && s->cloths[0].contact_static_friction == 0.6 &&
+        s->cloths[0].contact_dynamic_friction == 0.35);
   CHECK(s->colliders[0].normal[2] == 0.1);
   CHECK(strcmp(s->description, "all keys") == 0);
   check_round_trip(s, NULL);
