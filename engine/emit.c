@@ -111,7 +111,8 @@ static void lattice_cells(const wf_scene_emitter *e, uint64_t cells[3]) {
   double h[3];
   bound_half(e, h);
   for (int k = 0; k < 3; k++) {
-    double c = floor(2.0 * h[k] / e->spacing + 1e-6);
+    /* from the float values the solver's lattice gets (part.c), so that both count alike */
+    double c = floor(2.0 * (double)(float)h[k] / (double)(float)e->spacing + 1e-6);
     cells[k] = c < 4e9 ? (uint64_t)c : UINT64_MAX;
   }
 }

@@ -68,6 +68,27 @@ static void expect_scene_error(const char *emitter_json, const char *base_dir, c
   wf_scene_destroy(sc);
 }
 
+/* A box lattice counts as the solver makes it: half extents 0.399 m at spacing 0.0105 m are 76
+ * spacings in real numbers but 75.99999 in the float values the solver's lattice gets, and the
+ * scene's count (wf_scene_emitter_count, also the capacity reserved) must say the same. */
+TEST(box_lattice_count_matches_the_solver) {
+  wf_scene *sc = scene_of("\"shape\": \"box\", \"center\": [0, 0.5, 0], "
+                          "\"half_extents\": [0.02, 0.399, 0.02], \"spacing\": 0.0105, "
+                          "\"radius\": 0.005",
+                          NULL);
+  REQUIRE(sc);
+  uint64_t n = wf_scene_emitter_count(&sc->emitters[0]);
+  wf_world *w = NULL;
+  CHECK_OK(wf_world_create(sc, NULL, &w));
+  wf_scene_destroy(sc);
+  REQUIRE(w);
+  wf_world_stats st;
+  CHECK_OK(wf_world_stats_get(w, &st));
+  CHECK_EQ_INT(st.particle_count, n);
+  CHECK_EQ_INT(n, 3 * 76 * 3 - 3 * 3); /* 75 rows: 0.798 / 0.0105 rounds below 76 in float */
+  wf_world_destroy(w);
+}
+
 /* ---- cylinder ------------------------------------------------------------------------------ */
 
 /* A cylinder lattice holds the lattice points whose centres are within its radius, every layer
@@ -782,12 +803,19 @@ TEST(world_split_bitwise) {
 int main(int argc, char **argv) {
   if (!tmp_root_make("weft_test_emit")) return 1;
   static const th_test tests[] = {
-      TH_TEST(cylinder_lattice),      TH_TEST(random_packing_reaches_the_target),
-      TH_TEST(random_packing_errors), TH_TEST(radius_distributions),
-      TH_TEST(contact_between_radii), TH_TEST(file_round_trip),
-      TH_TEST(file_errors),           TH_TEST(round_trip),
-      TH_TEST(pour_count_vs_time),    TH_TEST(pour_checkpoint_resume),
-      TH_TEST(pour_errors),           TH_TEST(births_in_the_captured_frame),
+      TH_TEST(cylinder_lattice),
+      TH_TEST(box_lattice_count_matches_the_solver),
+      TH_TEST(random_packing_reaches_the_target),
+      TH_TEST(random_packing_errors),
+      TH_TEST(radius_distributions),
+      TH_TEST(contact_between_radii),
+      TH_TEST(file_round_trip),
+      TH_TEST(file_errors),
+      TH_TEST(round_trip),
+      TH_TEST(pour_count_vs_time),
+      TH_TEST(pour_checkpoint_resume),
+      TH_TEST(pour_errors),
+      TH_TEST(births_in_the_captured_frame),
       TH_TEST(world_split_bitwise),
   };
   int rc = th_main(argc, argv, tests, TH_COUNT(tests));
