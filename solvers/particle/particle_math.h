@@ -1150,7 +1150,7 @@ WF_HD static inline uint32_t wfp_collide_xpbd(const wfp_collide_args *a, uint32_
   wfp_f4 x = a->spos[s], v = a->svel[s], om = a->somega[s];
   float now = (float)a->clock->time;
   if (v.w < 0.0f && now >= om.w) v.w = -v.w; /* born at this substep */
-  if (!wfp_owned(a, a->vals[s])) F = NULL; /* a ghost: its owner adds its contacts */
+  if (!wfp_owned(a, a->vals[s])) F = NULL;   /* a ghost: its owner adds its contacts */
   float w = v.w, h = p->dt;
   wfp_f4 vp = wfp_predict_velocity(p, v);
   float disp[3] = {h * vp.x, h * vp.y, h * vp.z};
