@@ -685,6 +685,8 @@ static void read_materials(ctx *c, const cJSON *root) {
   }
 }
 
+static double emitter_estimate(const wf_scene_emitter *e);
+
 static void read_emitters(ctx *c, const cJSON *root) {
   const cJSON *arr = section(c, root, "", "particles", 1);
   wf_scene *sc = c->scene;
@@ -759,10 +761,21 @@ static void read_emitters(ctx *c, const cJSON *root) {
         wfs_error(c->err, p, "the %s holds no particle at spacing %g",
                   e->shape == WF_SCENE_SHAPE_BOX ? "box" : "sphere", e->spacing);
       else if (n > (1u << 30))
-        wfs_error(c->err, p, "about %llu particles: more than the 2^30 an emitter may make",
-                  (unsigned long long)n);
+        wfs_error(c->err, p, "about %.3g particles: more than the 2^30 an emitter may make",
+                  emitter_estimate(e));
     }
   }
+}
+
+/* The lattice's particle count as a real number, for messages about emitters too large to
+ * count in 64 bits: floor(extent / spacing) cells per axis, times pi/6 for a sphere. */
+static double emitter_estimate(const wf_scene_emitter *e) {
+  double total = 1.0;
+  for (int k = 0; k < 3; k++) {
+    double half = e->shape == WF_SCENE_SHAPE_BOX ? e->half_extents[k] : e->sphere_radius;
+    total *= floor(2.0 * half / e->spacing + 1e-6);
+  }
+  return e->shape == WF_SCENE_SHAPE_BOX ? total : total * 0.5235987755982988;
 }
 
 uint64_t wf_scene_emitter_count(const wf_scene_emitter *e) {
