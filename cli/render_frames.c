@@ -162,6 +162,57 @@ static wf_render_collider make_collider(const wf_scene_collider *c) {
   return r;
 }
 
+/* The ground: the height of the first plane collider facing up (n.x = offset with n along y), else
+ * the objects' lowest point. */
+static double ground_height(const wf_scene *sc, const double lo[3]) {
+  for (int i = 0; i < sc->collider_count; i++) {
+    const wf_scene_collider *c = &sc->colliders[i];
+    double n = sqrt(c->normal[0] * c->normal[0] + c->normal[1] * c->normal[1] +
+                    c->normal[2] * c->normal[2]);
+    if (c->type == WF_SCENE_PLANE && n > 0 && c->normal[1] > 0.999 * n)
+      return c->offset / c->normal[1];
+  }
+  return lo[1];
+}
+
+/* What every picture has whatever the frame: the ground grid at the ground's height, with lines
+ * 10^k / 5 apart for the objects' size S (10^k <= S < 10^(k+1): 5 to 50 lines across them) over
+ * at least 40 lines each way; and the top of the speed ramp, fixed for the run so a colour means
+ * one speed in every frame (render.speed_max, or the larger of sqrt(2 g h), the speed of a free
+ * fall from the objects' top to the ground, and the fastest initial speed). */
+static void ground_and_range(const wf_scene *sc, wf_world *w, wf_render_scene *b) {
+  double lo[3], hi[3];
+  if (!scene_bounds(sc, w, lo, hi))
+    for (int k = 0; k < 3; k++)
+      lo[k] = -0.5, hi[k] = 0.5;
+  double size = fmax(fmax(hi[0] - lo[0], hi[1] - lo[1]), fmax(hi[2] - lo[2], 1e-3));
+  double ground = ground_height(sc, lo);
+  b->grid.enabled = true;
+  b->grid.height = (float)ground;
+  b->grid.spacing = (float)(pow(10.0, floor(log10(size))) / 5.0);
+  b->grid.extent = (float)fmax(20.0 * b->grid.spacing, 3.0 * size);
+  if (sc->render.speed_max > 0) {
+    b->speed_max = (float)sc->render.speed_max;
+    return;
+  }
+  const double *g = sc->simulation.gravity;
+  double gn = sqrt(g[0] * g[0] + g[1] * g[1] + g[2] * g[2]);
+  double top = 0.0;
+  for (int i = 0; i < wf_world_object_count(w); i++) {
+    wf_world_object o;
+    if (wf_world_object_get(w, i, &o) != WF_OK || !o.point_count) continue;
+    float(*vel)[4] = malloc((size_t)o.point_count * 16);
+    if (vel && wf_world_object_download(w, i, NULL, vel) == WF_OK)
+      for (uint32_t j = 0; j < o.point_count; j++)
+        top = fmax(top, sqrt((double)vel[j][0] * vel[j][0] + (double)vel[j][1] * vel[j][1] +
+                             (double)vel[j][2] * vel[j][2]));
+    free(vel);
+  }
+  double fall = sqrt(2.0 * gn * fmax(hi[1] - ground, 0.0));
+  double v = fmax(fall, top);
+  b->speed_max = (float)(v > 0 && isfinite(v) ? v : 1.0);
+}
+
 wf_status wf_cli_frames_create(const wf_scene *sc, wf_world *w, int buffers, wf_cli_frames **out) {
   *out = NULL;
   wf_cli_frames *f = calloc(1, sizeof *f);
@@ -185,9 +236,8 @@ wf_status wf_cli_frames_create(const wf_scene *sc, wf_world *w, int buffers, wf_
     fs->meshes = calloc((size_t)f->n_meshes + 1, sizeof *fs->meshes);
     fs->speed = calloc((size_t)f->n_objects + 1, sizeof *fs->speed);
     ok = fs->points && fs->meshes && fs->speed;
-    for (int i = 0; ok && i < f->n_objects; i++)
-      if (f->objects[i].kind == WF_WORLD_PARTICLES)
-        ok = (fs->speed[i] = malloc((size_t)f->objects[i].point_count * sizeof(float) + 4)) != NULL;
+    for (int i = 0; ok && i < f->n_objects; i++) /* particles and cloth vertices alike */
+      ok = (fs->speed[i] = malloc((size_t)f->objects[i].point_count * sizeof(float) + 4)) != NULL;
   }
   if (!ok) {
     wf_cli_frames_destroy(f);
@@ -206,6 +256,7 @@ wf_status wf_cli_frames_create(const wf_scene *sc, wf_world *w, int buffers, wf_
   b->background[3] = 1.0f;
   b->color_mode =
       sc->render.color_by == WF_SCENE_COLOR_SPEED ? WF_COLOR_BY_SPEED : WF_COLOR_BY_OBJECT;
+  ground_and_range(sc, w, b);
   *out = f;
   return WF_OK;
 }
@@ -249,6 +300,12 @@ void wf_cli_frames_fill(wf_cli_frames *f, int buffer, const float (*const *pos)[
                             .indices = o->triangles,
                             .triangle_count = o->triangle_count};
       memcpy(m->color, color, sizeof color);
+      if (vel && vel[i]) {
+        for (uint32_t j = 0; j < o->point_count; j++)
+          fs->speed[i][j] = sqrtf(vel[i][j][0] * vel[i][j][0] + vel[i][j][1] * vel[i][j][1] +
+                                  vel[i][j][2] * vel[i][j][2]);
+        m->speed = fs->speed[i];
+      }
     }
   }
   out->points = fs->points;
