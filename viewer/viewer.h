@@ -203,6 +203,7 @@ typedef struct wf_viewer_sim_stats {
   uint64_t frame;      /* simulation frame number */
   const char *devices; /* "cuda:0 NVIDIA H200, cuda:1 ..." (copied) */
   const char *status;  /* optional one-line status (copied) */
+  double realtime;     /* simulated seconds per wall-clock second lately; 0: unknown */
 } wf_viewer_sim_stats;
 
 /** The frame source: how the window gets frames and sends commands. Every callback is called on

@@ -54,8 +54,30 @@ void wf__overlay_destroy(wf__overlay *o);
  * scale, origin top left); '\n' starts a new line. */
 void wf__overlay_box(wf__overlay *o, float x, float y, float w, float h, const uint8_t rgba[4]);
 void wf__overlay_text(wf__overlay *o, float x, float y, const char *text, const uint8_t rgba[4]);
+/* Text is monospace: WF__OVERLAY_CHAR_W units a character, WF__OVERLAY_LINE_H a line. */
+#define WF__OVERLAY_CHAR_W 6.0f
+#define WF__OVERLAY_LINE_H 11.0f
+/* A box shaded from the colour `left` to `right`. */
+void wf__overlay_gradient(wf__overlay *o, float x, float y, float w, float h, const uint8_t left[4],
+                          const uint8_t right[4]);
 /* Size of text in overlay units. */
 void wf__overlay_measure(const char *text, float *w, float *h);
+/* Splits text into pieces of at most cols characters (at spaces when one is in the second half
+ * of the line, else mid-word; the spaces at a break are dropped): (start, length) pairs into
+ * pieces, at most max; returns their number. No GL: the layout's tests call it. */
+int wf__overlay_wrap(const char *text, int cols, int (*pieces)[2], int max);
+/* The overlay's layout in a width x height window (overlay units): lines top left, each wrapped
+ * to the width with a box of its own (rows: len characters of text from lines[source]); the help
+ * text top right, or under the rows when it would overlap them (help_box; zero when help is
+ * NULL); the colour bar's ramp bottom left (bar). Returns the number of rows. No GL. */
+typedef struct wf__overlay_row {
+  const char *text;
+  int len, source;
+  float x, y, w, h;
+} wf__overlay_row;
+int wf__overlay_layout(const char *const *lines, int n_lines, const char *help, float width,
+                       float height, wf__overlay_row *rows, int max_rows, wf__overlay_row *help_box,
+                       wf__overlay_row *bar);
 /* Draws what was queued into the bound framebuffer of fb_w x fb_h pixels, scaled by scale. */
 void wf__overlay_flush(wf__overlay *o, int fb_w, int fb_h, float scale);
 
