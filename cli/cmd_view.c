@@ -244,7 +244,7 @@ static bool src_latest(void *user, wf_render_scene *out) {
   if (wf_world_readback_latest(a->rb, &v) != WF_OK) return false;
   bench_add(a, v.slot);
   a->shown = v.frame;
-  wf_cli_frames_fill(a->frames, v.slot, v.pos, v.vel, out);
+  wf_cli_frames_fill(a->frames, v.slot, v.frame, v.pos, v.vel, out);
   return true;
 }
 

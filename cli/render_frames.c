@@ -42,6 +42,9 @@ struct wf_cli_frames {
   wf_world_object *objects;
   int n_sets;
   frame_set *sets;
+  double dt;           /* simulated seconds a frame */
+  float (**prev)[4];   /* per object: positions of the frame filled before (for speeds) */
+  int64_t *prev_frame; /* its frame; -1: none */
 };
 
 static void d3(float *dst, const double *src) {
@@ -222,13 +225,20 @@ wf_status wf_cli_frames_create(const wf_scene *sc, wf_world *w, int buffers, wf_
   f->objects = calloc((size_t)f->n_objects + 1, sizeof *f->objects);
   f->colliders = calloc((size_t)sc->collider_count + 1, sizeof *f->colliders);
   f->sets = calloc((size_t)f->n_sets, sizeof *f->sets);
-  bool ok = f->objects && f->colliders && f->sets;
+  f->prev = calloc((size_t)f->n_objects + 1, sizeof *f->prev);
+  f->prev_frame = calloc((size_t)f->n_objects + 1, sizeof *f->prev_frame);
+  f->dt = wf_world_frame_dt(w);
+  bool ok = f->objects && f->colliders && f->sets && f->prev && f->prev_frame;
   for (int i = 0; ok && i < f->n_objects; i++) {
     wf_world_object_get(w, i, &f->objects[i]);
     if (f->objects[i].kind == WF_WORLD_CLOTH)
       f->n_meshes++;
     else
       f->n_points++;
+  }
+  for (int i = 0; ok && i < f->n_objects; i++) {
+    f->prev_frame[i] = -1;
+    ok = (f->prev[i] = malloc((size_t)f->objects[i].point_count * 16 + 16)) != NULL;
   }
   for (int s = 0; ok && s < f->n_sets; s++) {
     frame_set *fs = &f->sets[s];
@@ -268,11 +278,37 @@ void wf_cli_frames_destroy(wf_cli_frames *f) {
       free(f->sets[s].speed[i]);
     free(f->sets[s].points), free(f->sets[s].meshes), free(f->sets[s].speed);
   }
+  for (int i = 0; f->prev && i < f->n_objects; i++)
+    free(f->prev[i]);
+  free(f->prev), free(f->prev_frame);
   free(f->sets), free(f->objects), free(f->colliders);
   free(f);
 }
 
-void wf_cli_frames_fill(wf_cli_frames *f, int buffer, const float (*const *pos)[4],
+/* Speeds of object i's points into sp: from vel when given, else from the positions' change
+ * since the frame filled before (0 when there is none newer). */
+static void speeds_of(wf_cli_frames *f, int i, int64_t frame, const float (*pos)[4],
+                      const float (*vel)[4], float *sp) {
+  uint32_t n = f->objects[i].point_count;
+  if (vel) {
+    for (uint32_t j = 0; j < n; j++)
+      sp[j] = sqrtf(vel[j][0] * vel[j][0] + vel[j][1] * vel[j][1] + vel[j][2] * vel[j][2]);
+    return;
+  }
+  double gap = (double)(frame - f->prev_frame[i]) * f->dt;
+  bool have = f->prev_frame[i] >= 0 && frame > f->prev_frame[i] && gap > 0;
+  for (uint32_t j = 0; j < n; j++) {
+    float d[3] = {pos[j][0] - f->prev[i][j][0], pos[j][1] - f->prev[i][j][1],
+                  pos[j][2] - f->prev[i][j][2]};
+    sp[j] =
+        have ? (float)(sqrt((double)d[0] * d[0] + (double)d[1] * d[1] + (double)d[2] * d[2]) / gap)
+             : 0.0f;
+  }
+  memcpy(f->prev[i], pos, (size_t)n * 16);
+  f->prev_frame[i] = frame;
+}
+
+void wf_cli_frames_fill(wf_cli_frames *f, int buffer, int64_t frame, const float (*const *pos)[4],
                         const float (*const *vel)[4], wf_render_scene *out) {
   frame_set *fs = &f->sets[((buffer % f->n_sets) + f->n_sets) % f->n_sets];
   *out = f->base;
@@ -287,9 +323,7 @@ void wf_cli_frames_fill(wf_cli_frames *f, int buffer, const float (*const *pos)[
       *p = (wf_render_points){.xyzr = &pos[i][0][0], .count = o->point_count};
       memcpy(p->color, color, sizeof color);
       if (vel && vel[i]) {
-        for (uint32_t j = 0; j < o->point_count; j++)
-          fs->speed[i][j] = sqrtf(vel[i][j][0] * vel[i][j][0] + vel[i][j][1] * vel[i][j][1] +
-                                  vel[i][j][2] * vel[i][j][2]);
+        speeds_of(f, i, frame, pos[i], vel[i], fs->speed[i]);
         p->speed = fs->speed[i];
       }
     } else {
@@ -300,10 +334,8 @@ void wf_cli_frames_fill(wf_cli_frames *f, int buffer, const float (*const *pos)[
                             .indices = o->triangles,
                             .triangle_count = o->triangle_count};
       memcpy(m->color, color, sizeof color);
-      if (vel && vel[i]) {
-        for (uint32_t j = 0; j < o->point_count; j++)
-          fs->speed[i][j] = sqrtf(vel[i][j][0] * vel[i][j][0] + vel[i][j][1] * vel[i][j][1] +
-                                  vel[i][j][2] * vel[i][j][2]);
+      if (vel) { /* the ring has no cloth velocities: speeds from the positions' change */
+        speeds_of(f, i, frame, pos[i], vel[i], fs->speed[i]);
         m->speed = fs->speed[i];
       }
     }
@@ -399,7 +431,7 @@ int wf_cli_render_frame(wf_cli_render *r, int64_t frame, int64_t number) {
       return 1;
     }
   wf_render_scene s;
-  wf_cli_frames_fill(r->frames, 0, (const float(*const *)[4])r->pos,
+  wf_cli_frames_fill(r->frames, 0, frame, (const float(*const *)[4])r->pos,
                      (const float(*const *)[4])r->vel, &s);
   char path[4200];
   snprintf(path, sizeof path, "%s/frame_%06lld.png", r->dir, (long long)number);
