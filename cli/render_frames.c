@@ -135,6 +135,23 @@ static void make_lights(const wf_scene *sc, const double centre[3], wf_render_sc
     }
     if (!o->color[0] && !o->color[1] && !o->color[2]) s->light_count--; /* a dark light */
   }
+  /* A fill light, so that what faces away from the scene's first (key) light is not left to the
+   * ambient term alone: from the opposite side horizontally, half as high, at
+   * WF_CLI_FILL_FRACTION of the key's colour (the renderer's own default pairs a key with a fill
+   * the same way). Not added when the scene lists no light (the default has one) or four. */
+  if (s->light_count >= 1 && s->light_count < WF_RENDER_MAX_LIGHTS) {
+    const wf_render_light *key = &s->lights[0];
+    wf_render_light *fill = &s->lights[s->light_count++];
+    wf_cli_fill_direction(key->direction, fill->direction);
+    for (int k = 0; k < 3; k++)
+      fill->color[k] = WF_CLI_FILL_FRACTION * key->color[k];
+  }
+}
+
+void wf_cli_fill_direction(const float key[3], float out[3]) {
+  out[0] = -key[0], out[1] = 0.5f * fabsf(key[1]), out[2] = -key[2];
+  if (fabsf(out[0]) + fabsf(out[2]) < 1e-3f * (fabsf(key[1]) + 1e-30f)) /* a key from straight up */
+    out[0] = 1.0f, out[1] = 0.5f, out[2] = 0.0f;
 }
 
 static wf_render_collider make_collider(const wf_scene_collider *c) {
