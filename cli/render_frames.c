@@ -283,6 +283,7 @@ wf_status wf_cli_frames_create(const wf_scene *sc, wf_world *w, int buffers, wf_
   b->background[3] = 1.0f;
   b->color_mode =
       sc->render.color_by == WF_SCENE_COLOR_SPEED ? WF_COLOR_BY_SPEED : WF_COLOR_BY_OBJECT;
+  b->shadows = sc->render.shadows;
   ground_and_range(sc, w, b);
   *out = f;
   return WF_OK;

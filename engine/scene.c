@@ -196,6 +196,7 @@ static const field render_fields[] = {
     {"height", F_INT, REN(height), {720}, 1, 16384, 0, 0},
     {"background", F_VEC3, REN(background), {0.1, 0.1, 0.12}, 0, 1, 0, 0},
     {"speed_max", F_NUM, REN(speed_max), {0}, GE0, 0},
+    {"shadows", F_BOOL, REN(shadows), {1}, ANY, 0},
 };
 #define NF(t) ((int)(sizeof(t) / sizeof((t)[0])))
 

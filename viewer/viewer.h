@@ -15,8 +15,9 @@
  * Shading (documented because tests recompute it): with the albedo a, the unit normal n facing the
  * viewer, the view direction v and for each light the unit direction l towards it and colour c,
  *   colour = a * (ambient + sum_i c_i * max(n.l_i, 0)) + sum_i c_i * 0.25 * max(n.h_i, 0)^48
- * (h_i = normalize(l_i + v); the specular term only where n.l_i > 0), clamped to [0, 1] and written
- * without gamma conversion. The grid is blended on top of what lies under it.
+ * (h_i = normalize(l_i + v); the specular term only where n.l_i > 0; with scene.shadows, the first
+ * light's terms times the lit fraction of a 3x3 PCF shadow-map lookup), clamped to [0, 1] and
+ * written without gamma conversion. The grid is blended on top of what lies under it.
  *
  * Conventions: zero means "default" in every description struct (sokol style); a colour whose four
  * components are all zero is "unset" and gets the default (write {0, 0, 0, 1} for black). Matrices
@@ -131,6 +132,8 @@ typedef struct wf_render_scene {
   wf_render_color_mode color_mode;
   float speed_max; /* top of the speed ramp; 0: the largest speed in the scene */
   bool wireframe;  /* meshes and colliders as lines */
+  bool shadows;    /* the first light casts shadows (a shadow map over the points, meshes and
+                      bounded colliders; the planes and the grid receive them) */
   wf_render_grid grid;
 } wf_render_scene;
 

@@ -116,11 +116,14 @@ struct wf_render {
   GLuint prog_sphere, prog_mesh, prog_grid;
   struct {
     GLint view, proj, color, by_speed, speed_max, light_dir, light_color, light_count, ambient;
+    GLint shadows, shadow_matrix, shadow_offset, shadow_map;
   } us;
   struct {
     GLint model, view, proj, normal_view, color, back_color, two_sided, by_speed, speed_max,
         light_dir, light_color, light_count, ambient;
+    GLint shadows, shadow_matrix, shadow_offset, shadow_map;
   } um;
+  GLuint fbo_shadow, tex_shadow; /* the first light's depth map (render_shadow.c), made on use */
   struct {
     GLint view, proj, height, extent, spacing, color;
   } ug;
