@@ -454,6 +454,8 @@ int wf_cli_render_frame(wf_cli_render *r, int64_t frame, int64_t number) {
   char path[4200];
   snprintf(path, sizeof path, "%s/frame_%06lld.png", r->dir, (long long)number);
   wf_status st = wf_render_draw(r->r, &s);
+  if (st == WF_OK && s.color_mode == WF_COLOR_BY_SPEED)
+    st = wf_render_draw_speed_bar(r->r, s.speed_max);
   if (st == WF_OK) st = wf_render_write_png(r->r, path);
   if (st != WF_OK) {
     fprintf(stderr, "%s: --render: frame %lld: %s\n", r->who, (long long)frame,

@@ -1,6 +1,7 @@
 /* The text overlay of the window: stb_easy_font turns text into quads (in its own vertex format:
  * x, y, z floats and 4 colour bytes), which are queued with translucent boxes and drawn in one
  * call per frame in framebuffer pixels, scaled by the HiDPI content scale. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -223,7 +224,60 @@ int wf__overlay_layout(const char *const *lines, int n_lines, const char *help, 
   memset(bar, 0, sizeof *bar);
   bar->x = margin + pad, bar->w = 160.0f, bar->h = 8.0f;
   bar->y = height - margin - WF__OVERLAY_LINE_H - bar->h - 2.0f * pad;
-  if (bar->x + bar->w + 8.0f * WF__OVERLAY_CHAR_W > width) bar->w = width - bar->x - 48.0f;
+  /* room on its right for the top's label, "12.3 m/s" and a space (9 characters) */
+  float label = 6.0f + 9.0f * WF__OVERLAY_CHAR_W + margin;
+  if (bar->x + bar->w + label > width) bar->w = width - bar->x - label;
   if (bar->w < 40.0f) bar->w = 40.0f;
   return n;
+}
+
+/* The speed ramp of lighting.glsl (wf_speed_ramp) at t = 0, 1/4, ..., 1, in bytes. */
+static const uint8_t ramp[5][4] = {{26, 51, 230, 255},
+                                   {26, 204, 230, 255},
+                                   {51, 217, 51, 255},
+                                   {242, 217, 26, 255},
+                                   {230, 38, 26, 255}};
+
+void wf__overlay_speed_bar(wf__overlay *o, const wf__overlay_row *bar, float top) {
+  static const uint8_t white[4] = {235, 235, 235, 255}, box[4] = {0, 0, 0, 150};
+  wf__overlay_box(o, bar->x - 3.0f, bar->y - 3.0f, bar->w + 12.0f + 9.0f * WF__OVERLAY_CHAR_W,
+                  bar->h + WF__OVERLAY_LINE_H + 8.0f, box);
+  for (int k = 0; k < 4; k++)
+    wf__overlay_gradient(o, bar->x + bar->w * (float)k / 4.0f, bar->y, bar->w / 4.0f, bar->h,
+                         ramp[k], ramp[k + 1]);
+  char num[32];
+  float ty = bar->y + bar->h + 3.0f;
+  wf__overlay_text(o, bar->x, ty, "0", white);
+  if (top > 0) {
+    snprintf(num, sizeof num, "%.3g", 0.5 * top);
+    wf__overlay_text(o, bar->x + 0.5f * bar->w - 0.5f * WF__OVERLAY_CHAR_W * (float)strlen(num), ty,
+                     num, white);
+    snprintf(num, sizeof num, "%.3g m/s", top);
+  } else {
+    snprintf(num, sizeof num, "max m/s");
+  }
+  wf__overlay_text(o, bar->x + bar->w + 6.0f, bar->y - 1.0f, num, white);
+}
+
+wf_status wf_render_draw_speed_bar(wf_render *r, float speed_max) {
+  if (!r || !r->drawn)
+    return wf__render_error(WF_ERR_INVALID, __func__, "renderer %p has drawn no frame", (void *)r);
+  if (!r->overlay) {
+    wf_status st = wf__overlay_create(r->shader_origin, &r->overlay);
+    if (st != WF_OK) return st;
+  }
+  /* 1x up to 720 rows, then larger, like the window's text */
+  float scale = r->height >= 720 ? (float)r->height / 360.0f : 1.0f;
+  float uw = (float)r->width / scale, uh = (float)r->height / scale;
+  wf__overlay_row rows[1], hb, bar;
+  wf__overlay_layout(NULL, 0, NULL, uw, uh, rows, 1, &hb, &bar);
+  wf__overlay_speed_bar(r->overlay, &bar, speed_max);
+  glBindFramebuffer(GL_FRAMEBUFFER, r->fbo_resolve);
+  wf__overlay_flush(r->overlay, r->width, r->height, scale);
+  glBindFramebuffer(GL_FRAMEBUFFER, 0);
+  GLenum e = glGetError();
+  if (e != GL_NO_ERROR)
+    return wf__render_error(WF_ERR_BACKEND, __func__, "OpenGL error 0x%04x drawing the bar",
+                            (unsigned)e);
+  return WF_OK;
 }

@@ -300,6 +300,7 @@ void wf_render_destroy(wf_render *r) {
       glDeleteVertexArrays(1, &r->shapes[i].vao);
     }
     if (r->timer[0]) glDeleteQueries(2, r->timer);
+    wf__overlay_destroy(r->overlay);
     if (r->fbo_shadow) glDeleteFramebuffers(1, &r->fbo_shadow);
     if (r->tex_shadow) glDeleteTextures(1, &r->tex_shadow);
     if (r->debug && (epoxy_gl_version() >= 43 || epoxy_has_gl_extension("GL_KHR_debug")))

@@ -181,6 +181,10 @@ wf_status wf_render_present(wf_render *r, unsigned fb, int width, int height);
 /** The last drawn frame as width*height*4 bytes RGBA, first row at the top. bytes must be at least
  *  that. */
 wf_status wf_render_read_rgba(wf_render *r, uint8_t *rgba, size_t bytes);
+/** Draws the colour bar of the speed ramp (0, speed_max / 2 and speed_max m/s under it) over the
+ *  bottom-left corner of the last drawn frame, as the window's overlay does, so pictures coloured
+ *  by speed say what the colours mean. Text at 1x up to 720 rows, larger above. */
+wf_status wf_render_draw_speed_bar(wf_render *r, float speed_max);
 /** Writes the last drawn frame as a PNG (to path.tmp, then renamed to path). */
 wf_status wf_render_write_png(wf_render *r, const char *path);
 void wf_render_stats_get(const wf_render *r, wf_render_stats *out);

@@ -232,13 +232,6 @@ static void on_scroll(GLFWwindow *w, double xoff, double yoff) {
 
 /* ---- the loop ------------------------------------------------------------------------------ */
 
-/* The speed ramp of lighting.glsl (wf_speed_ramp) at t = 0, 1/4, ..., 1, in bytes. */
-static const uint8_t ramp[5][4] = {{26, 51, 230, 255},
-                                   {26, 204, 230, 255},
-                                   {51, 217, 51, 255},
-                                   {242, 217, 26, 255},
-                                   {230, 38, 26, 255}};
-
 static void draw_overlay(wf_viewer *v, int fb_w, int fb_h, const wf_render_stats *rs) {
   /* stb_easy_font's glyphs doubled, or at their size in a window under 800 wide */
   float cs = v->stats.content_scale > 0 ? v->stats.content_scale : 1.0f;
@@ -291,26 +284,8 @@ static void draw_overlay(wf_viewer *v, int fb_w, int fb_h, const wf_render_stats
     wf__overlay_box(v->ov, hb.x, hb.y, hb.w, hb.h, box);
     wf__overlay_text(v->ov, hb.x + 6.0f, hb.y + 4.0f, help, white);
   }
-  if (v->color_mode == WF_COLOR_BY_SPEED) { /* the colour bar: the ramp and its speeds */
-    float top = v->holding ? v->held.speed_max : 0.0f;
-    wf__overlay_box(v->ov, bar.x - 3.0f, bar.y - 3.0f, bar.w + 12.0f + 9.0f * WF__OVERLAY_CHAR_W,
-                    bar.h + WF__OVERLAY_LINE_H + 8.0f, box);
-    for (int k = 0; k < 4; k++)
-      wf__overlay_gradient(v->ov, bar.x + bar.w * (float)k / 4.0f, bar.y, bar.w / 4.0f, bar.h,
-                           ramp[k], ramp[k + 1]);
-    char num[32];
-    float ty = bar.y + bar.h + 3.0f;
-    wf__overlay_text(v->ov, bar.x, ty, "0", white);
-    if (top > 0) {
-      snprintf(num, sizeof num, "%.3g", 0.5 * top);
-      wf__overlay_text(v->ov, bar.x + 0.5f * bar.w - 0.5f * WF__OVERLAY_CHAR_W * (float)strlen(num),
-                       ty, num, white);
-      snprintf(num, sizeof num, "%.3g m/s", top);
-    } else {
-      snprintf(num, sizeof num, "max m/s");
-    }
-    wf__overlay_text(v->ov, bar.x + bar.w + 6.0f, bar.y - 1.0f, num, white);
-  }
+  if (v->color_mode == WF_COLOR_BY_SPEED) /* the colour bar: the ramp and its speeds */
+    wf__overlay_speed_bar(v->ov, &bar, v->holding ? v->held.speed_max : 0.0f);
   wf__overlay_flush(v->ov, fb_w, fb_h, scale);
 }
 

@@ -78,6 +78,9 @@ typedef struct wf__overlay_row {
 int wf__overlay_layout(const char *const *lines, int n_lines, const char *help, float width,
                        float height, wf__overlay_row *rows, int max_rows, wf__overlay_row *help_box,
                        wf__overlay_row *bar);
+/* Queues the colour bar of the speed ramp at bar (from wf__overlay_layout): a box, the ramp, and
+ * 0, top / 2 and top m/s (top <= 0: "max m/s"). */
+void wf__overlay_speed_bar(wf__overlay *o, const wf__overlay_row *bar, float top);
 /* Draws what was queued into the bound framebuffer of fb_w x fb_h pixels, scaled by scale. */
 void wf__overlay_flush(wf__overlay *o, int fb_w, int fb_h, float scale);
 
@@ -139,6 +142,8 @@ struct wf_render {
   GLuint timer[2];
   bool timer_used[2];
   int timer_next;
+
+  wf__overlay *overlay; /* wf_render_draw_speed_bar's text and boxes, made on first use */
 
   wf_render_stats stats;
   bool drawn; /* a frame is in fbo_resolve */

@@ -135,14 +135,19 @@ static void check_layout(float width, float height, int want_message_rows_at_lea
   CHECK(chars >= (int)strlen(lines[3]) - message_rows);
   CHECK(message_rows >= want_message_rows_at_least);
   CHECK(hb.x >= 0 && hb.x + hb.w <= width && hb.w > 0);
-  CHECK(bar.x >= 0 && bar.x + bar.w <= width && bar.y + bar.h + WF__OVERLAY_LINE_H <= height);
-  CHECK(bar.y > rows[n - 1].y + rows[n - 1].h); /* under the rows */
+  /* the bar and its top's label ("12.3 m/s": 8 characters after a 6-unit gap) fit */
+  CHECK(bar.x >= 0 && bar.x + bar.w + 6.0f + 8.0f * WF__OVERLAY_CHAR_W <= width);
+  CHECK(bar.y + bar.h + WF__OVERLAY_LINE_H <= height);
+  if (height >= 240.0f) CHECK(bar.y > rows[n - 1].y + rows[n - 1].h); /* under the rows */
   printf("  %gx%g: %d rows (%d of the message), help at (%g, %g)\n", width, height, n, message_rows,
          hb.x, hb.y);
 }
 
 /* 320 units wide: 52 columns, the 230-character message takes 5 rows, the help drops below. */
 TEST(overlay_layout_small) { check_layout(320.0f, 240.0f, 5); }
+/* 160 units (a 160 x 120 picture's speed bar): the bar shrinks to leave its label room; rows
+ * this many reach past it (a picture has none). */
+TEST(overlay_layout_tiny) { check_layout(160.0f, 120.0f, 10); }
 /* 1280 units wide: 211 columns, the message takes 2 rows, the help sits top right. */
 TEST(overlay_layout_large) { check_layout(1280.0f, 720.0f, 2); }
 
@@ -154,7 +159,8 @@ int main(int argc, char **argv) {
     return 1;
   }
   static const th_test tests[] = {TH_TEST(reference_flag), TH_TEST(reference_cloth_drape),
-                                  TH_TEST(overlay_layout_small), TH_TEST(overlay_layout_large)};
+                                  TH_TEST(overlay_layout_small), TH_TEST(overlay_layout_tiny),
+                                  TH_TEST(overlay_layout_large)};
   int rc = th_main(argc, argv, tests, TH_COUNT(tests));
   char cmd[400];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
