@@ -27,6 +27,16 @@ double wf_cli_now_s(void); /* monotonic seconds */
 /* Whole string as an integer / a number in [lo, hi]; false otherwise (*out unchanged). */
 bool wf_cli_parse_long(const char *s, long lo, long hi, long *out);
 bool wf_cli_parse_double(const char *s, double lo, double hi, double *out);
+/* Command-line forgiveness (cli_suggest.c). Returns the argument count with every `--opt=value`
+ * after argv[0] split into `--opt` and `value` (*out: argv itself when none is, else a new array
+ * that lives as long as the process). */
+int wf_cli_split_equals(int argc, char **argv, char ***out);
+/* The candidate nearest to word (edit distance within a third of its length, at least 2; or the
+ * one candidate word is the start of), or NULL. */
+const char *wf_cli_closest(const char *word, const char *const *cands, int n);
+/* Prints one line for an option cmd does not take: "needs a value" for one of usage's options,
+ * else a did-you-mean among usage's `--words` when one is near, and where to find --help. */
+void wf_cli_unknown_option(const char *cmd, const char *arg, void (*usage)(FILE *f));
 /* wf_init log callback: "<user or weft>: error|warning: message" on stderr (user: a prefix). */
 void wf_cli_log(int level, const char *message, void *user);
 

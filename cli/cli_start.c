@@ -2,6 +2,8 @@
  * --device, --frames, --set, the scene) and the runtime, scene and world they all begin with. A
  * command parses its own options first and hands every other argument to wf_cli_common_arg, so
  * the shared options read and fail the same way in each. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
@@ -31,12 +33,46 @@ int wf_cli_common_arg(wf_cli_scene_args *sa, int argc, char **argv, int *i) {
   return rc == WF_EXIT_OK ? WF_CLI_NEXT : rc;
 }
 
+/* Every device name in the --device list (or, without one, in the scene's simulation.devices)
+ * that the runtime does not have: bad input, exit 2 as for any other unknown name, before the
+ * world is made. "auto" and "all" always find one. */
+static int check_devices(const wf_cli_scene_args *sa, const wf_scene *sc) {
+  const char *names[64];
+  char buf[1024];
+  int n = 0;
+  if (sa->device) {
+    snprintf(buf, sizeof buf, "%s", sa->device);
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t && n < 64;
+         t = strtok_r(NULL, ",", &save))
+      names[n++] = t;
+  } else {
+    for (int i = 0; i < sc->simulation.device_count && n < 64; i++)
+      names[n++] = sc->simulation.devices[i];
+  }
+  for (int i = 0; i < n; i++) {
+    wf_device *d;
+    if (strcmp(names[i], "auto") == 0 || strcmp(names[i], "all") == 0) continue;
+    if (wf_device_get(names[i], &d) != WF_OK) {
+      fprintf(stderr, "%s: %s '%s': %s\n", sa->cmd, sa->device ? "--device" : "simulation.devices",
+              names[i], wf_last_error());
+      return WF_EXIT_USAGE;
+    }
+  }
+  return WF_EXIT_OK;
+}
+
 int wf_cli_start_world(const wf_cli_scene_args *sa, struct wf_init_desc *init, struct wf_scene **sc,
                        struct wf_world **w) {
   wf_init_desc warn = {.log_level = WF_LOG_WARN, .log = wf_cli_log};
   *w = NULL;
   int rc = wf_cli_start_scene(init ? init : &warn, sa, sa->device, sc);
   if (rc != WF_EXIT_OK) return rc;
+  if ((rc = check_devices(sa, *sc)) != WF_EXIT_OK) {
+    wf_scene_destroy(*sc);
+    *sc = NULL;
+    wf_shutdown();
+    return rc;
+  }
   wf_world_desc wd = wf_world_desc_default();
   wd.device = sa->device;
   wd.frames = (int)sa->frames;

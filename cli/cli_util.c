@@ -49,8 +49,7 @@ int wf_cli_scene_arg(wf_cli_scene_args *sa, int argc, char **argv, int *i) {
     }
     sa->sets[sa->n_sets++] = argv[++*i];
   } else if (a[0] == '-' && a[1]) {
-    fprintf(stderr, "%s: unknown option '%s' (or it needs a value)\n\n", sa->cmd, a);
-    sa->usage(stderr);
+    wf_cli_unknown_option(sa->cmd, a, sa->usage);
     return WF_EXIT_USAGE;
   } else if (!sa->path) {
     sa->path = a;

@@ -1080,8 +1080,8 @@ static int batch_main(batch *b, int argc, char **argv, const sigset_t *wait_set)
           return WF_EXIT_USAGE;
         }
     } else if (a[0] == '-' && a[1]) {
-      fprintf(stderr, "weft batch: unknown option '%s' (or it needs a value)\n", a);
-      return usage_error();
+      wf_cli_unknown_option("weft batch", a, wf_cmd_batch_usage);
+      return WF_EXIT_USAGE;
     } else {
       if (n_scenes == MAX_SCENES) {
         fprintf(stderr, "weft batch: more than %d scenes\n", MAX_SCENES);

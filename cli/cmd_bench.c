@@ -70,7 +70,9 @@ int wf_cmd_bench(int argc, char **argv) {
   if (strcmp(name, "cloth") == 0) return wf_bench_cloth(argc - 1, argv + 1);
   if (strcmp(name, "scaling") == 0) return wf_bench_scaling(argc - 1, argv + 1, stdout);
   if (strcmp(name, "colliders") == 0) return wf_bench_colliders(argc - 1, argv + 1, stdout);
-  fprintf(stderr, "weft bench: unknown benchmark '%s'\n\n", name);
-  wf_cmd_bench_usage(stderr);
+  const char *names[] = {"gpu", "particles", "cloth", "scaling", "colliders"};
+  const char *near = wf_cli_closest(name, names, 5);
+  fprintf(stderr, "weft bench: unknown benchmark '%s'%s%s%s (weft bench --help lists them)\n", name,
+          near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
   return WF_EXIT_USAGE;
 }

@@ -160,8 +160,7 @@ int wf_cmd_info(int argc, char **argv) {
     } else if (strcmp(argv[i], "--json") == 0) {
       json = true;
     } else {
-      fprintf(stderr, "weft info: unknown option '%s'\n\n", argv[i]);
-      wf_cmd_info_usage(stderr);
+      wf_cli_unknown_option("weft info", argv[i], wf_cmd_info_usage);
       return WF_EXIT_USAGE;
     }
   }

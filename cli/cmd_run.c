@@ -120,6 +120,35 @@ static void show_placement(wf_world *w) {
   }
 }
 
+/* The closing line: what the run wrote, where, and how fast it stepped. */
+static void show_written(const char *dir, unsigned formats, int64_t ran, double seconds,
+                         long frames_out, long checkpoints, long pictures) {
+  char what[256] = "";
+  size_t at = 0;
+  static const struct {
+    unsigned bit;
+    const char *name;
+  } kinds[] = {{WF_SCENE_OUT_PLY, "PLY"},
+               {WF_SCENE_OUT_VTK, "VTK .vtp + .pvd"},
+               {WF_SCENE_OUT_CSV, "stats.csv rows"}};
+  for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
+    if (formats & kinds[k].bit)
+      at += (size_t)snprintf(what + at, sizeof what - at, "%s%s", at ? ", " : "", kinds[k].name);
+  fprintf(stderr, "weft run: done: %lld frame%s stepped in %.2f s (%.2f frames/s); wrote ",
+          (long long)ran, ran == 1 ? "" : "s", seconds, seconds > 0 ? (double)ran / seconds : 0.0);
+  if (frames_out)
+    fprintf(stderr, "%ld frame%s (%s)", frames_out, frames_out == 1 ? "" : "s",
+            at ? what : "no per-frame format");
+  if (checkpoints)
+    fprintf(stderr, "%s%ld checkpoint%s", frames_out ? ", " : "", checkpoints,
+            checkpoints == 1 ? "" : "s");
+  if (pictures)
+    fprintf(stderr, "%s%ld picture%s (render/)", frames_out || checkpoints ? ", " : "", pictures,
+            pictures == 1 ? "" : "s");
+  if (!frames_out && !checkpoints && !pictures) fputs("nothing", stderr);
+  fprintf(stderr, " to %s/\n", dir);
+}
+
 static int fail_runtime(const char *what) {
   fprintf(stderr, "\nweft run: %s: %s\n", what, wf_last_error());
   return WF_EXIT_FAILURE;
@@ -249,15 +278,19 @@ int wf_cmd_run(int argc, char **argv) {
   /* pictures are numbered 0, 1, 2, ... in the order they are drawn: frame f is picture
    * ceil(f / every), so a resumed run continues the numbers and ffmpeg's %06d pattern works */
   int64_t every_out = od.every > 0 ? od.every : 1;
+  long n_frames_out = 0, n_checkpoints = 0, n_pictures = 0; /* for the closing line */
+  double t_start = wf_cli_now_s();
   if (start == 0) { /* the initial state is frame 0 */
     if (wf_run_outputs_write_frame(o, 0, 0.0) != WF_OK) {
       rc = wf_run_guard_failed(w, dir, "run", "writing the outputs");
       goto done;
     }
+    n_frames_out++;
     if (rend && wf_cli_render_frame(rend, 0, 0) != 0) {
       rc = WF_EXIT_FAILURE;
       goto done;
     }
+    n_pictures += rend != NULL;
   }
   double t_row = wf_cli_now_s();
   int64_t f_row = start;
@@ -275,14 +308,19 @@ int wf_cmd_run(int argc, char **argv) {
         goto done;
       }
       t_row = wf_cli_now_s(), f_row = f;
+      n_frames_out++;
       if (rend && wf_cli_render_frame(rend, f, (f + every_out - 1) / every_out) != 0) {
         rc = WF_EXIT_FAILURE;
         goto done;
       }
+      n_pictures += rend != NULL;
     }
-    if ((due & WF_RUN_OUTPUTS_CHECKPOINT) && wf_run_outputs_write_checkpoint(o, f) != WF_OK) {
-      rc = wf_run_guard_failed(w, dir, "run", "writing a checkpoint");
-      goto done;
+    if (due & WF_RUN_OUTPUTS_CHECKPOINT) {
+      if (wf_run_outputs_write_checkpoint(o, f) != WF_OK) {
+        rc = wf_run_guard_failed(w, dir, "run", "writing a checkpoint");
+        goto done;
+      }
+      n_checkpoints++;
     }
     progress_show(&pr, f, f == wf_world_last_frame(w));
     if (wf_run_guard_signal() && f < wf_world_last_frame(w)) {
@@ -297,6 +335,11 @@ int wf_cmd_run(int argc, char **argv) {
     fprintf(stderr, "weft run: nothing to do: the world is at frame %lld of %lld\n",
             (long long)start, (long long)total);
   if (!quiet && wf_world_device_count(w) > 1) show_placement(w);
+  if (!quiet) {
+    wf_device_synchronize(wf_world_device(w));
+    show_written(dir, od.formats, wf_world_frame(w) - start, wf_cli_now_s() - t_start, n_frames_out,
+                 n_checkpoints, n_pictures);
+  }
 done:
   if (o && wf_run_outputs_close(o) != WF_OK && rc == WF_EXIT_OK)
     rc = fail_runtime("closing the outputs");

@@ -51,8 +51,7 @@ int wf_cmd_validate(int argc, char **argv) {
     } else if (strcmp(argv[i], "--print") == 0) {
       print = true;
     } else if (argv[i][0] == '-' && argv[i][1]) {
-      fprintf(stderr, "weft validate: unknown option '%s'\n\n", argv[i]);
-      wf_cmd_validate_usage(stderr);
+      wf_cli_unknown_option("weft validate", argv[i], wf_cmd_validate_usage);
       return WF_EXIT_USAGE;
     } else {
       n_files++;

@@ -119,7 +119,10 @@ typedef struct view_app {
   int64_t sim_f0, sim_f1;
 
   /* window side (main thread) */
-  int64_t shown; /* frame number of the newest frame taken */
+  int64_t shown;          /* frame number of the newest frame taken */
+  double dt;              /* simulated seconds a frame */
+  double rt_t0, realtime; /* the real-time factor: frames shown since rt_t0 (wall clock) ... */
+  int64_t rt_f0;          /* ... and since frame rt_f0, measured every half second */
   double last_sim_ms;
   bench_sums b;
   char devices[340], status[300];
@@ -241,7 +244,7 @@ static bool src_latest(void *user, wf_render_scene *out) {
   if (wf_world_readback_latest(a->rb, &v) != WF_OK) return false;
   bench_add(a, v.slot);
   a->shown = v.frame;
-  wf_cli_frames_fill(a->frames, v.slot, v.pos, v.vel, out);
+  wf_cli_frames_fill(a->frames, v.slot, v.frame, v.pos, v.vel, out);
   return true;
 }
 
@@ -289,12 +292,23 @@ static void src_stats(void *user, wf_viewer_sim_stats *out) {
   else if (a->sim_done)
     snprintf(a->status, sizeof a->status, "finished at frame %ld", a->target);
   else
-    snprintf(a->status, sizeof a->status, "%s", a->paced ? "paced to real time" : "running ahead");
+    snprintf(a->status, sizeof a->status, "%s",
+             a->paced ? "paced: at most the asked speed x real time" : "running ahead");
+  bool running = !a->paused && !a->sim_done && a->sim_status == WF_OK;
   pthread_mutex_unlock(&a->lock);
+  /* simulated time per wall-clock time, of the frames shown over the last half second or more */
+  double now = wf_cli_now_s();
+  if (!running || a->shown < a->rt_f0) {
+    a->rt_t0 = now, a->rt_f0 = a->shown, a->realtime = running ? a->realtime : 0.0;
+  } else if (now - a->rt_t0 >= 0.5) {
+    a->realtime = (double)(a->shown - a->rt_f0) * a->dt / (now - a->rt_t0);
+    a->rt_t0 = now, a->rt_f0 = a->shown;
+  }
   *out = (wf_viewer_sim_stats){.sim_ms = a->last_sim_ms,
                                .frame = (uint64_t)a->shown,
                                .devices = a->devices,
-                               .status = a->status};
+                               .status = a->status,
+                               .realtime = a->realtime};
 }
 
 /* ---- window callbacks for --screenshot and --bench ------------------------------------------ */
@@ -525,6 +539,7 @@ int wf_cmd_view(int argc, char **argv) {
   rd.slots = 6;
   rd.velocities = true;
   const char *what = "creating the readback ring";
+  a.dt = wf_world_frame_dt(a.w);
   wf_status st = wf_world_readback_create(a.w, &rd, &a.rb);
   if (st == WF_OK) {
     what = "preparing the pictures";

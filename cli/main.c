@@ -35,6 +35,7 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
+  argc = wf_cli_split_equals(argc, argv, &argv); /* --frames=2 is --frames 2 everywhere */
   if (argc < 2) {
     usage(stderr);
     return WF_EXIT_USAGE;
@@ -50,10 +51,21 @@ int main(int argc, char **argv) {
   }
   for (size_t i = 0; i < N_COMMANDS; i++)
     if (strcmp(cmd, commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
-  if (cmd[0] == '-')
-    fprintf(stderr, "weft: unknown option '%s'\n\n", cmd);
+  if (cmd[0] == '-') {
+    const char *opts[] = {"--help", "--version"};
+    const char *near = wf_cli_closest(cmd, opts, 2);
+    fprintf(stderr, "weft: unknown option '%s'%s%s%s (weft --help for more)\n", cmd,
+            near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
+    return WF_EXIT_USAGE;
+  }
+  const char *names[N_COMMANDS];
+  for (size_t i = 0; i < N_COMMANDS; i++)
+    names[i] = commands[i].name;
+  const char *near = wf_cli_closest(cmd, names, (int)N_COMMANDS);
+  if (near)
+    fprintf(stderr, "weft: unknown command '%s'; did you mean '%s'? (weft --help for more)\n", cmd,
+            near);
   else
-    fprintf(stderr, "weft: unknown command '%s'\n\n", cmd);
-  usage(stderr);
+    fprintf(stderr, "weft: unknown command '%s' (weft --help lists the commands)\n", cmd);
   return WF_EXIT_USAGE;
 }

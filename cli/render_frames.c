@@ -42,6 +42,9 @@ struct wf_cli_frames {
   wf_world_object *objects;
   int n_sets;
   frame_set *sets;
+  double dt;           /* simulated seconds a frame */
+  float (**prev)[4];   /* per object: positions of the frame filled before (for speeds) */
+  int64_t *prev_frame; /* its frame; -1: none */
 };
 
 static void d3(float *dst, const double *src) {
@@ -132,6 +135,23 @@ static void make_lights(const wf_scene *sc, const double centre[3], wf_render_sc
     }
     if (!o->color[0] && !o->color[1] && !o->color[2]) s->light_count--; /* a dark light */
   }
+  /* A fill light, so that what faces away from the scene's first (key) light is not left to the
+   * ambient term alone: from the opposite side horizontally, half as high, at
+   * WF_CLI_FILL_FRACTION of the key's colour (the renderer's own default pairs a key with a fill
+   * the same way). Not added when the scene lists no light (the default has one) or four. */
+  if (s->light_count >= 1 && s->light_count < WF_RENDER_MAX_LIGHTS) {
+    const wf_render_light *key = &s->lights[0];
+    wf_render_light *fill = &s->lights[s->light_count++];
+    wf_cli_fill_direction(key->direction, fill->direction);
+    for (int k = 0; k < 3; k++)
+      fill->color[k] = WF_CLI_FILL_FRACTION * key->color[k];
+  }
+}
+
+void wf_cli_fill_direction(const float key[3], float out[3]) {
+  out[0] = -key[0], out[1] = 0.5f * fabsf(key[1]), out[2] = -key[2];
+  if (fabsf(out[0]) + fabsf(out[2]) < 1e-3f * (fabsf(key[1]) + 1e-30f)) /* a key from straight up */
+    out[0] = 1.0f, out[1] = 0.5f, out[2] = 0.0f;
 }
 
 static wf_render_collider make_collider(const wf_scene_collider *c) {
@@ -162,6 +182,57 @@ static wf_render_collider make_collider(const wf_scene_collider *c) {
   return r;
 }
 
+/* The ground: the height of the first plane collider facing up (n.x = offset with n along y), else
+ * the objects' lowest point. */
+static double ground_height(const wf_scene *sc, const double lo[3]) {
+  for (int i = 0; i < sc->collider_count; i++) {
+    const wf_scene_collider *c = &sc->colliders[i];
+    double n = sqrt(c->normal[0] * c->normal[0] + c->normal[1] * c->normal[1] +
+                    c->normal[2] * c->normal[2]);
+    if (c->type == WF_SCENE_PLANE && n > 0 && c->normal[1] > 0.999 * n)
+      return c->offset / c->normal[1];
+  }
+  return lo[1];
+}
+
+/* What every picture has whatever the frame: the ground grid at the ground's height, with lines
+ * 10^k / 5 apart for the objects' size S (10^k <= S < 10^(k+1): 5 to 50 lines across them) over
+ * at least 40 lines each way; and the top of the speed ramp, fixed for the run so a colour means
+ * one speed in every frame (render.speed_max, or the larger of sqrt(2 g h), the speed of a free
+ * fall from the objects' top to the ground, and the fastest initial speed). */
+static void ground_and_range(const wf_scene *sc, wf_world *w, wf_render_scene *b) {
+  double lo[3], hi[3];
+  if (!scene_bounds(sc, w, lo, hi))
+    for (int k = 0; k < 3; k++)
+      lo[k] = -0.5, hi[k] = 0.5;
+  double size = fmax(fmax(hi[0] - lo[0], hi[1] - lo[1]), fmax(hi[2] - lo[2], 1e-3));
+  double ground = ground_height(sc, lo);
+  b->grid.enabled = true;
+  b->grid.height = (float)ground;
+  b->grid.spacing = (float)(pow(10.0, floor(log10(size))) / 5.0);
+  b->grid.extent = (float)fmax(20.0 * b->grid.spacing, 3.0 * size);
+  if (sc->render.speed_max > 0) {
+    b->speed_max = (float)sc->render.speed_max;
+    return;
+  }
+  const double *g = sc->simulation.gravity;
+  double gn = sqrt(g[0] * g[0] + g[1] * g[1] + g[2] * g[2]);
+  double top = 0.0;
+  for (int i = 0; i < wf_world_object_count(w); i++) {
+    wf_world_object o;
+    if (wf_world_object_get(w, i, &o) != WF_OK || !o.point_count) continue;
+    float(*vel)[4] = malloc((size_t)o.point_count * 16);
+    if (vel && wf_world_object_download(w, i, NULL, vel) == WF_OK)
+      for (uint32_t j = 0; j < o.point_count; j++)
+        top = fmax(top, sqrt((double)vel[j][0] * vel[j][0] + (double)vel[j][1] * vel[j][1] +
+                             (double)vel[j][2] * vel[j][2]));
+    free(vel);
+  }
+  double fall = sqrt(2.0 * gn * fmax(hi[1] - ground, 0.0));
+  double v = fmax(fall, top);
+  b->speed_max = (float)(v > 0 && isfinite(v) ? v : 1.0);
+}
+
 wf_status wf_cli_frames_create(const wf_scene *sc, wf_world *w, int buffers, wf_cli_frames **out) {
   *out = NULL;
   wf_cli_frames *f = calloc(1, sizeof *f);
@@ -171,7 +242,10 @@ wf_status wf_cli_frames_create(const wf_scene *sc, wf_world *w, int buffers, wf_
   f->objects = calloc((size_t)f->n_objects + 1, sizeof *f->objects);
   f->colliders = calloc((size_t)sc->collider_count + 1, sizeof *f->colliders);
   f->sets = calloc((size_t)f->n_sets, sizeof *f->sets);
-  bool ok = f->objects && f->colliders && f->sets;
+  f->prev = calloc((size_t)f->n_objects + 1, sizeof *f->prev);
+  f->prev_frame = calloc((size_t)f->n_objects + 1, sizeof *f->prev_frame);
+  f->dt = wf_world_frame_dt(w);
+  bool ok = f->objects && f->colliders && f->sets && f->prev && f->prev_frame;
   for (int i = 0; ok && i < f->n_objects; i++) {
     wf_world_object_get(w, i, &f->objects[i]);
     if (f->objects[i].kind == WF_WORLD_CLOTH)
@@ -179,15 +253,18 @@ wf_status wf_cli_frames_create(const wf_scene *sc, wf_world *w, int buffers, wf_
     else
       f->n_points++;
   }
+  for (int i = 0; ok && i < f->n_objects; i++) {
+    f->prev_frame[i] = -1;
+    ok = (f->prev[i] = malloc((size_t)f->objects[i].point_count * 16 + 16)) != NULL;
+  }
   for (int s = 0; ok && s < f->n_sets; s++) {
     frame_set *fs = &f->sets[s];
     fs->points = calloc((size_t)f->n_points + 1, sizeof *fs->points);
     fs->meshes = calloc((size_t)f->n_meshes + 1, sizeof *fs->meshes);
     fs->speed = calloc((size_t)f->n_objects + 1, sizeof *fs->speed);
     ok = fs->points && fs->meshes && fs->speed;
-    for (int i = 0; ok && i < f->n_objects; i++)
-      if (f->objects[i].kind == WF_WORLD_PARTICLES)
-        ok = (fs->speed[i] = malloc((size_t)f->objects[i].point_count * sizeof(float) + 4)) != NULL;
+    for (int i = 0; ok && i < f->n_objects; i++) /* particles and cloth vertices alike */
+      ok = (fs->speed[i] = malloc((size_t)f->objects[i].point_count * sizeof(float) + 4)) != NULL;
   }
   if (!ok) {
     wf_cli_frames_destroy(f);
@@ -206,6 +283,8 @@ wf_status wf_cli_frames_create(const wf_scene *sc, wf_world *w, int buffers, wf_
   b->background[3] = 1.0f;
   b->color_mode =
       sc->render.color_by == WF_SCENE_COLOR_SPEED ? WF_COLOR_BY_SPEED : WF_COLOR_BY_OBJECT;
+  b->shadows = sc->render.shadows;
+  ground_and_range(sc, w, b);
   *out = f;
   return WF_OK;
 }
@@ -217,11 +296,37 @@ void wf_cli_frames_destroy(wf_cli_frames *f) {
       free(f->sets[s].speed[i]);
     free(f->sets[s].points), free(f->sets[s].meshes), free(f->sets[s].speed);
   }
+  for (int i = 0; f->prev && i < f->n_objects; i++)
+    free(f->prev[i]);
+  free(f->prev), free(f->prev_frame);
   free(f->sets), free(f->objects), free(f->colliders);
   free(f);
 }
 
-void wf_cli_frames_fill(wf_cli_frames *f, int buffer, const float (*const *pos)[4],
+/* Speeds of object i's points into sp: from vel when given, else from the positions' change
+ * since the frame filled before (0 when there is none newer). */
+static void speeds_of(wf_cli_frames *f, int i, int64_t frame, const float (*pos)[4],
+                      const float (*vel)[4], float *sp) {
+  uint32_t n = f->objects[i].point_count;
+  if (vel) {
+    for (uint32_t j = 0; j < n; j++)
+      sp[j] = sqrtf(vel[j][0] * vel[j][0] + vel[j][1] * vel[j][1] + vel[j][2] * vel[j][2]);
+    return;
+  }
+  double gap = (double)(frame - f->prev_frame[i]) * f->dt;
+  bool have = f->prev_frame[i] >= 0 && frame > f->prev_frame[i] && gap > 0;
+  for (uint32_t j = 0; j < n; j++) {
+    float d[3] = {pos[j][0] - f->prev[i][j][0], pos[j][1] - f->prev[i][j][1],
+                  pos[j][2] - f->prev[i][j][2]};
+    sp[j] =
+        have ? (float)(sqrt((double)d[0] * d[0] + (double)d[1] * d[1] + (double)d[2] * d[2]) / gap)
+             : 0.0f;
+  }
+  memcpy(f->prev[i], pos, (size_t)n * 16);
+  f->prev_frame[i] = frame;
+}
+
+void wf_cli_frames_fill(wf_cli_frames *f, int buffer, int64_t frame, const float (*const *pos)[4],
                         const float (*const *vel)[4], wf_render_scene *out) {
   frame_set *fs = &f->sets[((buffer % f->n_sets) + f->n_sets) % f->n_sets];
   *out = f->base;
@@ -236,9 +341,7 @@ void wf_cli_frames_fill(wf_cli_frames *f, int buffer, const float (*const *pos)[
       *p = (wf_render_points){.xyzr = &pos[i][0][0], .count = o->point_count};
       memcpy(p->color, color, sizeof color);
       if (vel && vel[i]) {
-        for (uint32_t j = 0; j < o->point_count; j++)
-          fs->speed[i][j] = sqrtf(vel[i][j][0] * vel[i][j][0] + vel[i][j][1] * vel[i][j][1] +
-                                  vel[i][j][2] * vel[i][j][2]);
+        speeds_of(f, i, frame, pos[i], vel[i], fs->speed[i]);
         p->speed = fs->speed[i];
       }
     } else {
@@ -249,6 +352,10 @@ void wf_cli_frames_fill(wf_cli_frames *f, int buffer, const float (*const *pos)[
                             .indices = o->triangles,
                             .triangle_count = o->triangle_count};
       memcpy(m->color, color, sizeof color);
+      if (vel) { /* the ring has no cloth velocities: speeds from the positions' change */
+        speeds_of(f, i, frame, pos[i], vel[i], fs->speed[i]);
+        m->speed = fs->speed[i];
+      }
     }
   }
   out->points = fs->points;
@@ -342,11 +449,13 @@ int wf_cli_render_frame(wf_cli_render *r, int64_t frame, int64_t number) {
       return 1;
     }
   wf_render_scene s;
-  wf_cli_frames_fill(r->frames, 0, (const float(*const *)[4])r->pos,
+  wf_cli_frames_fill(r->frames, 0, frame, (const float(*const *)[4])r->pos,
                      (const float(*const *)[4])r->vel, &s);
   char path[4200];
   snprintf(path, sizeof path, "%s/frame_%06lld.png", r->dir, (long long)number);
   wf_status st = wf_render_draw(r->r, &s);
+  if (st == WF_OK && s.color_mode == WF_COLOR_BY_SPEED)
+    st = wf_render_draw_speed_bar(r->r, s.speed_max);
   if (st == WF_OK) st = wf_render_write_png(r->r, path);
   if (st != WF_OK) {
     fprintf(stderr, "%s: --render: frame %lld: %s\n", r->who, (long long)frame,

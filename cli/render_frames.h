@@ -28,10 +28,17 @@ typedef struct wf_cli_frames wf_cli_frames;
  * that that many frames can be held at once. Downloads the current state (for the bounds). */
 wf_status wf_cli_frames_create(const wf_scene *sc, wf_world *w, int buffers, wf_cli_frames **out);
 void wf_cli_frames_destroy(wf_cli_frames *f);
-/* Fills *out for the frame whose positions are pos[i] (and particle velocities vel[i], which may
- * be NULL, for colour by speed), using buffer set `buffer`. The pointers in *out stay valid until
- * that set is filled again. */
-void wf_cli_frames_fill(wf_cli_frames *f, int buffer, const float (*const *pos)[4],
+/* The fill light added to a scene's own lights: WF_CLI_FILL_FRACTION of the first light's colour
+ * from the direction wf_cli_fill_direction gives for the first light's (both towards the light):
+ * (-x, |y| / 2, -z), or (1, 0.5, 0) for a light straight overhead. */
+#define WF_CLI_FILL_FRACTION 0.3f
+void wf_cli_fill_direction(const float key[3], float out[3]);
+/* Fills *out for simulation frame `frame` whose positions are pos[i] (and velocities vel[i],
+ * which may be NULL, for colour by speed), using buffer set `buffer`. An object without
+ * velocities (the readback ring's cloths) gets the speed of its points between the frame filled
+ * before and this one (|dx| / elapsed time; 0 for the first, or after a reset: frame not newer).
+ * The pointers in *out stay valid until that set is filled again. */
+void wf_cli_frames_fill(wf_cli_frames *f, int buffer, int64_t frame, const float (*const *pos)[4],
                         const float (*const *vel)[4], wf_render_scene *out);
 /* The buffer set whose arrays *frame (filled by wf_cli_frames_fill) points into; -1 if none. */
 int wf_cli_frames_buffer_of(const wf_cli_frames *f, const wf_render_scene *frame);

@@ -36,27 +36,42 @@ void wf_run_guard_install(void) {
 
 int wf_run_guard_signal(void) { return received; }
 
-static int write_last_good(wf_world *w, const char *dir, const char *cmd) {
+/* The particle solver's own stops (solvers/particle/part.c: a particle "left the grid's range"
+ * or "became NaN/inf" inside a substep) come from the step, not from the health check, which may
+ * still call every frame healthy; they stop the run as its stops do. */
+static bool solver_stop(const char *msg) {
+  return strstr(msg, "left the grid's range") || strstr(msg, "became NaN/inf");
+}
+
+static int write_last_good(wf_world *w, const char *dir, const char *cmd, const char *msg) {
   char path[4200];
   wf_world_health h;
-  if (wf_world_health_get(w, true, &h) != WF_OK || h.quantity == WF_HEALTH_OK) return -1;
-  fprintf(stderr, "\nweft %s: stopped: %s\n", cmd, h.message);
+  if (wf_world_health_get(w, true, &h) != WF_OK) return -1;
+  if (h.quantity == WF_HEALTH_OK && !solver_stop(msg)) return -1;
+  fprintf(stderr, "\nweft %s: stopped: %s\n", cmd, h.quantity == WF_HEALTH_OK ? msg : h.message);
   int64_t good = h.last_good_frame;
   wf_run_outputs_path(path, sizeof path, dir, WF_RUN_FILE_LAST_GOOD, NULL, good);
   if (wf_world_save_last_good(w, path, &good) != WF_OK) {
     fprintf(stderr, "weft %s: cannot write the last-good checkpoint: %s\n", cmd, wf_last_error());
     return WF_EXIT_FAILURE;
   }
-  fprintf(stderr,
-          "weft %s: the last healthy frame, %lld, is in %s (continue from it with --resume)\n", cmd,
-          (long long)good, path);
+  if (h.quantity == WF_HEALTH_OK) /* the health check passed the frame the solver stopped in */
+    fprintf(stderr,
+            "weft %s: the last frame the health check passed, %lld, is in %s (it may already "
+            "hold the point the solver stopped on: set simulation.max_speed to stop such a run "
+            "earlier)\n",
+            cmd, (long long)good, path);
+  else
+    fprintf(stderr,
+            "weft %s: the last healthy frame, %lld, is in %s (continue from it with --resume)\n",
+            cmd, (long long)good, path);
   return WF_EXIT_FAILURE;
 }
 
 int wf_run_guard_failed(wf_world *w, const char *dir, const char *cmd, const char *what) {
   char msg[1200];
   snprintf(msg, sizeof msg, "%s", wf_last_error());
-  int rc = w ? write_last_good(w, dir, cmd) : -1;
+  int rc = w ? write_last_good(w, dir, cmd, msg) : -1;
   if (rc >= 0) return rc;
   fprintf(stderr, "\nweft %s: %s: %s\n", cmd, what, msg);
   return WF_EXIT_FAILURE;

@@ -226,6 +226,8 @@ static const field render_fields[] = {
     {"width", F_INT, REN(width), {1280}, 1, 16384, 0, 0},
     {"height", F_INT, REN(height), {720}, 1, 16384, 0, 0},
     {"background", F_VEC3, REN(background), {0.1, 0.1, 0.12}, 0, 1, 0, 0},
+    {"speed_max", F_NUM, REN(speed_max), {0}, GE0, 0},
+    {"shadows", F_BOOL, REN(shadows), {1}, ANY, 0},
 };
 #define NF(t) ((int)(sizeof(t) / sizeof((t)[0])))
 
@@ -809,6 +811,20 @@ static void check_pour(ctx *c, const cJSON *o, const char *p, wf_scene_emitter *
   }
 }
 
+/* An emitter's particle count as a real number, for messages about emitters too large to
+ * count in 64 bits: floor(extent / spacing) cells per axis, times the shape's share of its box. */
+static double emitter_estimate(const wf_scene_emitter *e) {
+  double h[3] = {e->half_extents[0], e->half_extents[1], e->half_extents[2]}, share = 1.0;
+  if (e->shape == WF_SCENE_SHAPE_SPHERE)
+    h[0] = h[1] = h[2] = e->sphere_radius, share = 0.5235987755982988; /* pi / 6 */
+  if (e->shape == WF_SCENE_SHAPE_CYLINDER)
+    h[0] = h[2] = e->cylinder_radius, h[1] = 0.5 * e->height, share = 0.7853981633974483;
+  double total = share;
+  for (int k = 0; k < 3; k++)
+    total *= floor(2.0 * h[k] / e->spacing + 1e-6);
+  return total;
+}
+
 /* Cross-field checks of a region emitter's radii, packing and count. */
 static void check_emitter(ctx *c, const cJSON *o, const char *p, wf_scene_emitter *e) {
   char kp[80];
@@ -885,8 +901,8 @@ static void check_emitter(ctx *c, const cJSON *o, const char *p, wf_scene_emitte
     wfs_error(c->err, p, "the %s holds no particle at spacing %g", shape_names[e->shape],
               e->spacing);
   else if (n > (1u << 30))
-    wfs_error(c->err, p, "about %llu particles: more than the 2^30 an emitter may make",
-              (unsigned long long)n);
+    wfs_error(c->err, p, "about %.3g particles: more than the 2^30 an emitter may make",
+              n == UINT64_MAX ? emitter_estimate(e) : (double)n);
 }
 
 static void read_emitters(ctx *c, const cJSON *root) {

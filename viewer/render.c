@@ -12,6 +12,7 @@
  * GL errors are checked after each draw call group (glGetError, cheap) and, with debug output
  * (builds without NDEBUG, or desc.debug), counted by the debug callback and passed to the log. */
 #include <cglm/cglm.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,6 +175,11 @@ static wf_status render_init(wf_render *r, const wf_render_desc *d, const char *
   r->um.by_speed = U(p, "u_by_speed"), r->um.speed_max = U(p, "u_speed_max");
   r->um.light_dir = U(p, "u_light_dir"), r->um.light_color = U(p, "u_light_color");
   r->um.light_count = U(p, "u_light_count"), r->um.ambient = U(p, "u_ambient");
+  r->um.shadows = U(p, "u_shadows"), r->um.shadow_matrix = U(p, "u_shadow_matrix");
+  r->um.shadow_offset = U(p, "u_shadow_offset"), r->um.shadow_map = U(p, "u_shadow_map");
+  p = r->prog_sphere;
+  r->us.shadows = U(p, "u_shadows"), r->us.shadow_matrix = U(p, "u_shadow_matrix");
+  r->us.shadow_offset = U(p, "u_shadow_offset"), r->us.shadow_map = U(p, "u_shadow_map");
   p = r->prog_grid;
   r->ug.view = U(p, "u_view"), r->ug.proj = U(p, "u_proj"), r->ug.height = U(p, "u_height");
   r->ug.extent = U(p, "u_extent"), r->ug.spacing = U(p, "u_spacing");
@@ -294,6 +300,9 @@ void wf_render_destroy(wf_render *r) {
       glDeleteVertexArrays(1, &r->shapes[i].vao);
     }
     if (r->timer[0]) glDeleteQueries(2, r->timer);
+    wf__overlay_destroy(r->overlay);
+    if (r->fbo_shadow) glDeleteFramebuffers(1, &r->fbo_shadow);
+    if (r->tex_shadow) glDeleteTextures(1, &r->tex_shadow);
     if (r->debug && (epoxy_gl_version() >= 43 || epoxy_has_gl_extension("GL_KHR_debug")))
       glDebugMessageCallback(NULL, NULL);
   }
@@ -346,12 +355,20 @@ typedef struct frame_ctx {
   int by_speed;
   float speed_max;
   float target[3];
+  float light0[3];    /* world direction towards the first light; zero: none */
+  bool shadow_pass;   /* drawing the shadow map: planes skipped, no shadow lookups */
+  int shadows;        /* the lookups are on */
+  mat4 shadow_matrix; /* view space to the shadow map's [0, 1]^3 */
+  float shadow_offset;
 } frame_ctx;
 
 static void frame_setup(frame_ctx *f, const wf_render_scene *s, float aspect) {
   wf_render_camera_matrices(&s->camera, aspect, (float *)f->view, (float *)f->proj);
   glm_mat4_pick3(f->view, f->view3);
   memcpy(f->target, s->camera.target, sizeof f->target);
+  memset(f->light0, 0, sizeof f->light0);
+  f->shadow_pass = false, f->shadows = 0, f->shadow_offset = 0.0f;
+  glm_mat4_identity(f->shadow_matrix);
   static const wf_render_light defaults[2] = {{{0.4f, 1.0f, 0.6f}, {0.75f, 0.75f, 0.75f}},
                                               {{-0.5f, 0.3f, -0.8f}, {0.25f, 0.25f, 0.25f}}};
   int n = s->light_count;
@@ -363,6 +380,7 @@ static void frame_setup(frame_ctx *f, const wf_render_scene *s, float aspect) {
     vec3 d = {lights[i].direction[0], lights[i].direction[1], lights[i].direction[2]};
     if (glm_vec3_norm(d) <= 0.0f) continue;
     glm_vec3_normalize(d);
+    if (f->light_count == 0) memcpy(f->light0, d, sizeof f->light0);
     glm_mat3_mulv(f->view3, d, f->light_dir[f->light_count]);
     if (unset3(lights[i].color))
       f->light_color[f->light_count][0] = f->light_color[f->light_count][1] =
@@ -395,6 +413,14 @@ static void set_lights(GLint dir, GLint color, GLint count, GLint ambient, const
   glUniform3fv(color, WF_RENDER_MAX_LIGHTS, &f->light_color[0][0]);
   glUniform1i(count, f->light_count);
   glUniform3fv(ambient, 1, f->ambient);
+}
+
+/* The shadow uniforms of the bound program (its locations: on, matrix, offset, map). */
+static void set_shadows(GLint on, GLint matrix, GLint offset, GLint map, const frame_ctx *f) {
+  glUniform1i(on, f->shadows && !f->shadow_pass);
+  glUniformMatrix4fv(matrix, 1, GL_FALSE, (const float *)f->shadow_matrix);
+  glUniform1f(offset, f->shadow_offset);
+  glUniform1i(map, 1); /* texture unit 1 */
 }
 
 /* Draws a unit shape (or the bound mesh VAO when shape is NULL) with model matrix m. */
@@ -443,6 +469,7 @@ static wf_status draw_colliders(wf_render *r, const frame_ctx *f, const wf_rende
     for (int k = 0; k < 3; k++)
       back[k] = col[k] * 0.7f;
     mat4 m;
+    if (f->shadow_pass && c->type == WF_RENDER_PLANE) continue; /* receives, casts nothing */
     switch (c->type) {
     case WF_RENDER_PLANE: {
       vec3 n = {c->normal[0], c->normal[1], c->normal[2]};
@@ -561,6 +588,7 @@ static void draw_points(wf_render *r, const frame_ctx *f, const wf_render_scene 
   glUniformMatrix4fv(r->us.proj, 1, GL_FALSE, (const float *)f->proj);
   glUniform1f(r->us.speed_max, f->speed_max);
   set_lights(r->us.light_dir, r->us.light_color, r->us.light_count, r->us.ambient, f);
+  set_shadows(r->us.shadows, r->us.shadow_matrix, r->us.shadow_offset, r->us.shadow_map, f);
   glBindVertexArray(r->vao_sphere);
   for (int i = 0; i < s->point_set_count; i++) {
     const wf_render_points *p = &s->points[i];
@@ -611,6 +639,133 @@ static void draw_grid(wf_render *r, const frame_ctx *f, const wf_render_grid *g)
   glDepthFunc(GL_LESS);
   glDepthMask(GL_TRUE);
   glDisable(GL_BLEND);
+}
+
+/* ---- shadows: the first light's depth map ---------------------------------------------------- */
+
+enum { SHADOW_SIZE = 2048 };
+
+static wf_status shadow_targets(wf_render *r) {
+  if (r->fbo_shadow) return WF_OK;
+  glGenTextures(1, &r->tex_shadow);
+  glBindTexture(GL_TEXTURE_2D, r->tex_shadow);
+  glTexImage2D(GL_TEXTURE_2D, 0, GL_DEPTH_COMPONENT24, SHADOW_SIZE, SHADOW_SIZE, 0,
+               GL_DEPTH_COMPONENT, GL_UNSIGNED_INT, NULL);
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_LINEAR);
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_LINEAR);
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_S, GL_CLAMP_TO_EDGE);
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_T, GL_CLAMP_TO_EDGE);
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_COMPARE_MODE, GL_COMPARE_REF_TO_TEXTURE);
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_COMPARE_FUNC, GL_LEQUAL);
+  glGenFramebuffers(1, &r->fbo_shadow);
+  glBindFramebuffer(GL_FRAMEBUFFER, r->fbo_shadow);
+  glFramebufferTexture2D(GL_FRAMEBUFFER, GL_DEPTH_ATTACHMENT, GL_TEXTURE_2D, r->tex_shadow, 0);
+  glDrawBuffer(GL_NONE);
+  glReadBuffer(GL_NONE);
+  GLenum fs = glCheckFramebufferStatus(GL_FRAMEBUFFER);
+  glBindFramebuffer(GL_FRAMEBUFFER, 0);
+  if (fs != GL_FRAMEBUFFER_COMPLETE)
+    return wf__render_error(WF_ERR_BACKEND, "wf_render_draw",
+                            "the shadow map's framebuffer is incomplete (0x%04x)", (unsigned)fs);
+  return WF_OK;
+}
+
+/* Bounding sphere of what casts shadows: points, meshes and bounded colliders; false if none. */
+static bool caster_bounds(const wf_render_scene *s, float centre[3], float *radius) {
+  float lo[3] = {1e30f, 1e30f, 1e30f}, hi[3] = {-1e30f, -1e30f, -1e30f};
+  float rmax = 0.0f;
+  for (int i = 0; i < s->point_set_count; i++)
+    for (size_t k = 0; k < s->points[i].count; k++) {
+      const float *p = s->points[i].xyzr + 4 * k;
+      for (int a = 0; a < 3; a++)
+        lo[a] = fminf(lo[a], p[a]), hi[a] = fmaxf(hi[a], p[a]);
+      rmax = fmaxf(rmax, p[3]);
+    }
+  for (int i = 0; i < s->mesh_count; i++) {
+    const wf_render_mesh *m = &s->meshes[i];
+    int stride = m->stride ? m->stride : 4;
+    for (size_t k = 0; m->positions && k < m->vertex_count; k++)
+      for (int a = 0; a < 3; a++)
+        lo[a] = fminf(lo[a], m->positions[stride * k + a]),
+        hi[a] = fmaxf(hi[a], m->positions[stride * k + a]);
+  }
+  for (int i = 0; i < s->collider_count; i++) {
+    const wf_render_collider *c = &s->colliders[i];
+    float e[3] = {c->radius, c->radius, c->radius};
+    if (c->type == WF_RENDER_BOX) memcpy(e, c->half_extents, sizeof e);
+    if (c->type == WF_RENDER_SPHERE || c->type == WF_RENDER_BOX)
+      for (int a = 0; a < 3; a++)
+        lo[a] = fminf(lo[a], c->center[a] - e[a]), hi[a] = fmaxf(hi[a], c->center[a] + e[a]);
+    if (c->type == WF_RENDER_CAPSULE)
+      for (int a = 0; a < 3; a++)
+        lo[a] = fminf(lo[a], fminf(c->p0[a], c->p1[a]) - c->radius),
+        hi[a] = fmaxf(hi[a], fmaxf(c->p0[a], c->p1[a]) + c->radius);
+  }
+  if (!(lo[0] <= hi[0])) return false;
+  float r2 = 0.0f;
+  for (int a = 0; a < 3; a++) {
+    centre[a] = 0.5f * (lo[a] + hi[a]);
+    r2 += 0.25f * (hi[a] - lo[a]) * (hi[a] - lo[a]);
+  }
+  *radius = fmaxf(sqrtf(r2) + rmax, 1e-3f);
+  return isfinite(*radius) && *radius < 1e6f;
+}
+
+/* Draws the casters' depth as the first light sees them (a perspective from 20 radii away: nearly
+ * parallel rays, and the sphere impostors' ray casting works unchanged) into tex_shadow, and sets
+ * f's shadow matrix and normal offset for the lit pass. Nothing to cast: shadows stay off. */
+static wf_status draw_shadow_map(wf_render *r, frame_ctx *f, const wf_render_scene *s) {
+  float c[3], rad;
+  if (!caster_bounds(s, c, &rad)) return WF_OK;
+  wf_status st = shadow_targets(r);
+  if (st != WF_OK) return st;
+  glActiveTexture(GL_TEXTURE1); /* not bound for sampling while it is drawn into */
+  glBindTexture(GL_TEXTURE_2D, 0);
+  glActiveTexture(GL_TEXTURE0);
+  float dist = 20.0f * rad;
+  vec3 eye = {c[0] + f->light0[0] * dist, c[1] + f->light0[1] * dist, c[2] + f->light0[2] * dist};
+  vec3 up = {0.0f, 1.0f, 0.0f};
+  if (fabsf(f->light0[1]) > 0.99f) up[0] = 1.0f, up[1] = 0.0f;
+  frame_ctx l = *f;
+  glm_lookat(eye, c, up, l.view);
+  glm_mat4_pick3(l.view, l.view3);
+  glm_perspective(2.0f * asinf(1.0f / 20.0f) * 1.05f, 1.0f, dist - 1.5f * rad, dist + 1.5f * rad,
+                  l.proj);
+  l.shadow_pass = true;
+  l.by_speed = 0;
+  glBindFramebuffer(GL_FRAMEBUFFER, r->fbo_shadow);
+  glViewport(0, 0, SHADOW_SIZE, SHADOW_SIZE);
+  glDisable(GL_BLEND);
+  glEnable(GL_DEPTH_TEST);
+  glDepthFunc(GL_LESS);
+  glDepthMask(GL_TRUE);
+  glClearDepth(1.0);
+  glClear(GL_DEPTH_BUFFER_BIT);
+  glUseProgram(r->prog_mesh);
+  glUniformMatrix4fv(r->um.view, 1, GL_FALSE, (const float *)l.view);
+  glUniformMatrix4fv(r->um.proj, 1, GL_FALSE, (const float *)l.proj);
+  set_lights(r->um.light_dir, r->um.light_color, r->um.light_count, r->um.ambient, &l);
+  set_shadows(r->um.shadows, r->um.shadow_matrix, r->um.shadow_offset, r->um.shadow_map, &l);
+  st = draw_colliders(r, &l, s);
+  if (st == WF_OK) st = draw_meshes(r, &l, s);
+  if (st == WF_OK) draw_points(r, &l, s);
+  glBindFramebuffer(GL_FRAMEBUFFER, 0);
+  if (st != WF_OK) return st;
+  /* view space -> world -> the light's clip space -> [0, 1]^3 */
+  mat4 inv_view, light, bias = GLM_MAT4_IDENTITY_INIT;
+  glm_mat4_inv(f->view, inv_view);
+  glm_mat4_mul(l.proj, l.view, light);
+  bias[0][0] = bias[1][1] = bias[2][2] = 0.5f;
+  bias[3][0] = bias[3][1] = bias[3][2] = 0.5f;
+  glm_mat4_mul(bias, light, light);
+  glm_mat4_mul(light, inv_view, f->shadow_matrix);
+  f->shadows = 1;
+  /* two texels of the map, in metres, along the normal: no acne on surfaces facing the light */
+  f->shadow_offset = 2.0f * (2.0f * rad * 1.05f) / (float)SHADOW_SIZE;
+  glActiveTexture(GL_TEXTURE1);
+  glBindTexture(GL_TEXTURE_2D, r->tex_shadow);
+  glActiveTexture(GL_TEXTURE0);
+  return WF_OK;
 }
 
 static wf_status check_scene(const wf_render_scene *s) {
@@ -673,6 +828,11 @@ wf_status wf_render_draw(wf_render *r, const wf_render_scene *scene) {
 
   frame_ctx f;
   frame_setup(&f, scene, (float)r->width / (float)r->height);
+  if (scene->shadows && (f.light0[0] || f.light0[1] || f.light0[2])) {
+    st = draw_shadow_map(r, &f, scene);
+    if (st == WF_OK) st = gl_check(r, __func__, "drawing the shadow map", errs);
+    if (st != WF_OK) return st;
+  }
   float bg[4] = {0.11f, 0.12f, 0.14f, 1.0f};
   if (!unset4(scene->background)) memcpy(bg, scene->background, sizeof bg);
   glBindFramebuffer(GL_FRAMEBUFFER, r->fbo_draw);
@@ -694,6 +854,7 @@ wf_status wf_render_draw(wf_render *r, const wf_render_scene *scene) {
   glUniformMatrix4fv(r->um.proj, 1, GL_FALSE, (const float *)f.proj);
   glUniform1f(r->um.speed_max, f.speed_max);
   set_lights(r->um.light_dir, r->um.light_color, r->um.light_count, r->um.ambient, &f);
+  set_shadows(r->um.shadows, r->um.shadow_matrix, r->um.shadow_offset, r->um.shadow_map, &f);
   glPolygonMode(GL_FRONT_AND_BACK, scene->wireframe ? GL_LINE : GL_FILL);
   st = draw_colliders(r, &f, scene);
   if (st == WF_OK) st = gl_check(r, __func__, "drawing the colliders", errs);

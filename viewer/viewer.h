@@ -15,8 +15,9 @@
  * Shading (documented because tests recompute it): with the albedo a, the unit normal n facing the
  * viewer, the view direction v and for each light the unit direction l towards it and colour c,
  *   colour = a * (ambient + sum_i c_i * max(n.l_i, 0)) + sum_i c_i * 0.25 * max(n.h_i, 0)^48
- * (h_i = normalize(l_i + v); the specular term only where n.l_i > 0), clamped to [0, 1] and written
- * without gamma conversion. The grid is blended on top of what lies under it.
+ * (h_i = normalize(l_i + v); the specular term only where n.l_i > 0; with scene.shadows, the first
+ * light's terms times the lit fraction of a 3x3 PCF shadow-map lookup), clamped to [0, 1] and
+ * written without gamma conversion. The grid is blended on top of what lies under it.
  *
  * Conventions: zero means "default" in every description struct (sokol style); a colour whose four
  * components are all zero is "unset" and gets the default (write {0, 0, 0, 1} for black). Matrices
@@ -131,6 +132,8 @@ typedef struct wf_render_scene {
   wf_render_color_mode color_mode;
   float speed_max; /* top of the speed ramp; 0: the largest speed in the scene */
   bool wireframe;  /* meshes and colliders as lines */
+  bool shadows;    /* the first light casts shadows (a shadow map over the points, meshes and
+                      bounded colliders; the planes and the grid receive them) */
   wf_render_grid grid;
 } wf_render_scene;
 
@@ -178,6 +181,10 @@ wf_status wf_render_present(wf_render *r, unsigned fb, int width, int height);
 /** The last drawn frame as width*height*4 bytes RGBA, first row at the top. bytes must be at least
  *  that. */
 wf_status wf_render_read_rgba(wf_render *r, uint8_t *rgba, size_t bytes);
+/** Draws the colour bar of the speed ramp (0, speed_max / 2 and speed_max m/s under it) over the
+ *  bottom-left corner of the last drawn frame, as the window's overlay does, so pictures coloured
+ *  by speed say what the colours mean. Text at 1x up to 720 rows, larger above. */
+wf_status wf_render_draw_speed_bar(wf_render *r, float speed_max);
 /** Writes the last drawn frame as a PNG (to path.tmp, then renamed to path). */
 wf_status wf_render_write_png(wf_render *r, const char *path);
 void wf_render_stats_get(const wf_render *r, wf_render_stats *out);
@@ -203,6 +210,7 @@ typedef struct wf_viewer_sim_stats {
   uint64_t frame;      /* simulation frame number */
   const char *devices; /* "cuda:0 NVIDIA H200, cuda:1 ..." (copied) */
   const char *status;  /* optional one-line status (copied) */
+  double realtime;     /* simulated seconds per wall-clock second lately; 0: unknown */
 } wf_viewer_sim_stats;
 
 /** The frame source: how the window gets frames and sends commands. Every callback is called on

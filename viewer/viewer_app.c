@@ -233,13 +233,18 @@ static void on_scroll(GLFWwindow *w, double xoff, double yoff) {
 /* ---- the loop ------------------------------------------------------------------------------ */
 
 static void draw_overlay(wf_viewer *v, int fb_w, int fb_h, const wf_render_stats *rs) {
-  float scale = 2.0f * v->stats.content_scale;
-  float uw = (float)fb_w / scale;
+  /* stb_easy_font's glyphs doubled, or at their size in a window under 800 wide */
+  float cs = v->stats.content_scale > 0 ? v->stats.content_scale : 1.0f;
+  float scale = ((float)fb_w / cs >= 800.0f ? 2.0f : 1.0f) * cs;
+  float uw = (float)fb_w / scale, uh = (float)fb_h / scale;
   static const uint8_t white[4] = {235, 235, 235, 255}, dim[4] = {170, 175, 185, 255},
-                       box[4] = {0, 0, 0, 140}, warn[4] = {255, 200, 90, 255};
-  char line[3][512];
-  snprintf(line[0], sizeof line[0], "%.0f fps   render %.2f ms   sim %.2f ms/frame   speed x%g%s%s",
-           v->stats.fps, v->stats.render_ms, v->sim.sim_ms, v->speed, v->paused ? "   PAUSED" : "",
+                       box[4] = {0, 0, 0, 150}, warn[4] = {255, 200, 90, 255};
+  char line[3][512], realtime[48] = "";
+  if (v->sim.realtime > 0)
+    snprintf(realtime, sizeof realtime, "   real time x%.3g", v->sim.realtime);
+  snprintf(line[0], sizeof line[0],
+           "%.0f fps   render %.2f ms   sim %.2f ms/frame%s   asked x%g%s%s", v->stats.fps,
+           v->stats.render_ms, v->sim.sim_ms, realtime, v->speed, v->paused ? "   PAUSED" : "",
            v->vsync ? "" : "   vsync off");
   snprintf(line[1], sizeof line[1],
            "frame %llu   particles %zu   triangles %zu   colliders %zu   colour: %s%s",
@@ -248,45 +253,39 @@ static void draw_overlay(wf_viewer *v, int fb_w, int fb_h, const wf_render_stats
            v->wireframe ? "   wireframe" : "");
   snprintf(line[2], sizeof line[2], "%s%s%s   |   H: help", v->devices[0] ? v->devices : "",
            v->devices[0] ? "   |   " : "", wf_render_info(v->r));
-  float y = 4.0f;
-  for (int i = 0; i < 3; i++) {
-    float w, h;
-    wf__overlay_measure(line[i], &w, &h);
-    wf__overlay_box(v->ov, 2.0f, y - 2.0f, w + 6.0f, 11.0f, box);
-    wf__overlay_text(v->ov, 5.0f, y, line[i], i == 0 ? white : dim);
-    y += 11.0f;
+  const char *lines[6] = {
+      line[0],   line[1],
+      line[2],   v->seen_frame ? NULL : "waiting for the first frame...",
+      v->status, v->message[0] && now_s() < v->message_until ? v->message : NULL};
+  static const char help[] = "left drag     orbit\n"
+                             "right drag    pan (or middle drag)\n"
+                             "wheel         zoom\n"
+                             "space         pause / resume\n"
+                             ". or N        single step\n"
+                             "R             reset simulation and camera\n"
+                             "+ / -         simulation speed x2 / /2\n"
+                             "W             wireframe\n"
+                             "C             colour by object / by speed\n"
+                             "P             screenshot (PNG)\n"
+                             "V             vsync on / off\n"
+                             "H or F1       this help\n"
+                             "Esc           quit";
+  wf__overlay_row rows[48], hb, bar;
+  int n = wf__overlay_layout(lines, 6, v->help ? help : NULL, uw, uh, rows, 48, &hb, &bar);
+  for (int i = 0; i < n; i++) {
+    char text[512];
+    snprintf(text, sizeof text, "%.*s", rows[i].len, rows[i].text);
+    const uint8_t *c = rows[i].source == 0 ? white : rows[i].source >= 3 ? warn : dim;
+    if (rows[i].source == 4) c = dim;
+    wf__overlay_box(v->ov, rows[i].x, rows[i].y, rows[i].w, rows[i].h, box);
+    wf__overlay_text(v->ov, rows[i].x + 3.0f, rows[i].y + 2.0f, text, c);
   }
-  if (!v->seen_frame) {
-    wf__overlay_text(v->ov, 5.0f, y + 4.0f, "waiting for the first frame...", warn);
-    y += 12.0f;
-  }
-  if (v->status[0]) {
-    wf__overlay_text(v->ov, 5.0f, y + 4.0f, v->status, dim);
-    y += 12.0f;
-  }
-  if (v->message[0] && now_s() < v->message_until)
-    wf__overlay_text(v->ov, 5.0f, y + 4.0f, v->message, warn);
   if (v->help) {
-    static const char help[] = "left drag     orbit\n"
-                               "right drag    pan (or middle drag)\n"
-                               "wheel         zoom\n"
-                               "space         pause / resume\n"
-                               ". or N        single step\n"
-                               "R             reset simulation and camera\n"
-                               "+ / -         simulation speed x2 / /2\n"
-                               "W             wireframe\n"
-                               "C             colour by object / by speed\n"
-                               "P             screenshot (PNG)\n"
-                               "V             vsync on / off\n"
-                               "H or F1       this help\n"
-                               "Esc           quit";
-    float w, h;
-    wf__overlay_measure(help, &w, &h);
-    float x = uw - w - 14.0f;
-    if (x < 2.0f) x = 2.0f;
-    wf__overlay_box(v->ov, x - 6.0f, 4.0f, w + 12.0f, h + 10.0f, box);
-    wf__overlay_text(v->ov, x, 9.0f, help, white);
+    wf__overlay_box(v->ov, hb.x, hb.y, hb.w, hb.h, box);
+    wf__overlay_text(v->ov, hb.x + 6.0f, hb.y + 4.0f, help, white);
   }
+  if (v->color_mode == WF_COLOR_BY_SPEED) /* the colour bar: the ramp and its speeds */
+    wf__overlay_speed_bar(v->ov, &bar, v->holding ? v->held.speed_max : 0.0f);
   wf__overlay_flush(v->ov, fb_w, fb_h, scale);
 }
 

@@ -54,8 +54,33 @@ void wf__overlay_destroy(wf__overlay *o);
  * scale, origin top left); '\n' starts a new line. */
 void wf__overlay_box(wf__overlay *o, float x, float y, float w, float h, const uint8_t rgba[4]);
 void wf__overlay_text(wf__overlay *o, float x, float y, const char *text, const uint8_t rgba[4]);
+/* Text is monospace: WF__OVERLAY_CHAR_W units a character, WF__OVERLAY_LINE_H a line. */
+#define WF__OVERLAY_CHAR_W 6.0f
+#define WF__OVERLAY_LINE_H 11.0f
+/* A box shaded from the colour `left` to `right`. */
+void wf__overlay_gradient(wf__overlay *o, float x, float y, float w, float h, const uint8_t left[4],
+                          const uint8_t right[4]);
 /* Size of text in overlay units. */
 void wf__overlay_measure(const char *text, float *w, float *h);
+/* Splits text into pieces of at most cols characters (at spaces when one is in the second half
+ * of the line, else mid-word; the spaces at a break are dropped): (start, length) pairs into
+ * pieces, at most max; returns their number. No GL: the layout's tests call it. */
+int wf__overlay_wrap(const char *text, int cols, int (*pieces)[2], int max);
+/* The overlay's layout in a width x height window (overlay units): lines top left, each wrapped
+ * to the width with a box of its own (rows: len characters of text from lines[source]); the help
+ * text top right, or under the rows when it would overlap them (help_box; zero when help is
+ * NULL); the colour bar's ramp bottom left (bar). Returns the number of rows. No GL. */
+typedef struct wf__overlay_row {
+  const char *text;
+  int len, source;
+  float x, y, w, h;
+} wf__overlay_row;
+int wf__overlay_layout(const char *const *lines, int n_lines, const char *help, float width,
+                       float height, wf__overlay_row *rows, int max_rows, wf__overlay_row *help_box,
+                       wf__overlay_row *bar);
+/* Queues the colour bar of the speed ramp at bar (from wf__overlay_layout): a box, the ramp, and
+ * 0, top / 2 and top m/s (top <= 0: "max m/s"). */
+void wf__overlay_speed_bar(wf__overlay *o, const wf__overlay_row *bar, float top);
 /* Draws what was queued into the bound framebuffer of fb_w x fb_h pixels, scaled by scale. */
 void wf__overlay_flush(wf__overlay *o, int fb_w, int fb_h, float scale);
 
@@ -94,11 +119,14 @@ struct wf_render {
   GLuint prog_sphere, prog_mesh, prog_grid;
   struct {
     GLint view, proj, color, by_speed, speed_max, light_dir, light_color, light_count, ambient;
+    GLint shadows, shadow_matrix, shadow_offset, shadow_map;
   } us;
   struct {
     GLint model, view, proj, normal_view, color, back_color, two_sided, by_speed, speed_max,
         light_dir, light_color, light_count, ambient;
+    GLint shadows, shadow_matrix, shadow_offset, shadow_map;
   } um;
+  GLuint fbo_shadow, tex_shadow; /* the first light's depth map (render_shadow.c), made on use */
   struct {
     GLint view, proj, height, extent, spacing, color;
   } ug;
@@ -114,6 +142,8 @@ struct wf_render {
   GLuint timer[2];
   bool timer_used[2];
   int timer_next;
+
+  wf__overlay *overlay; /* wf_render_draw_speed_bar's text and boxes, made on first use */
 
   wf_render_stats stats;
   bool drawn; /* a frame is in fbo_resolve */

@@ -5,17 +5,41 @@ uniform vec3 u_light_color[4];
 uniform int u_light_count;
 uniform vec3 u_ambient;
 
-// albedo lit by the ambient term and each light: Lambert plus a white Blinn-Phong highlight.
-// n: unit normal facing the viewer, v: unit direction towards the eye.
-vec3 wf_shade(vec3 albedo, vec3 n, vec3 v) {
+// Shadows from the first light (viewer.h): u_shadow_matrix takes a view-space point to the shadow
+// map's [0, 1]^3; the point is pushed u_shadow_offset along its normal first (against acne on
+// surfaces facing the light), and 3 x 3 hardware-filtered (PCF) lookups soften the edge. Outside
+// the map: lit.
+uniform int u_shadows;
+uniform mat4 u_shadow_matrix;
+uniform float u_shadow_offset;
+uniform sampler2DShadow u_shadow_map;
+
+float wf_shadow(vec3 pos, vec3 n) {
+  if (u_shadows == 0) return 1.0;
+  vec4 s = u_shadow_matrix * vec4(pos + n * u_shadow_offset, 1.0);
+  vec3 p = s.xyz / s.w;
+  if (any(lessThan(p, vec3(0.0))) || any(greaterThan(p, vec3(1.0)))) return 1.0;
+  vec2 texel = 1.0 / vec2(textureSize(u_shadow_map, 0));
+  float lit = 0.0;
+  for (int y = -1; y <= 1; y++)
+    for (int x = -1; x <= 1; x++)
+      lit += texture(u_shadow_map, vec3(p.xy + vec2(x, y) * texel, p.z - 0.0005));
+  return lit / 9.0;
+}
+
+// albedo lit by the ambient term and each light: Lambert plus a white Blinn-Phong highlight, the
+// first light's share times its shadow. n: unit normal facing the viewer, v: unit direction towards
+// the eye, pos: the view-space point.
+vec3 wf_shade(vec3 albedo, vec3 n, vec3 v, vec3 pos) {
   vec3 diffuse = u_ambient;
   vec3 specular = vec3(0.0);
   for (int i = 0; i < u_light_count; i++) {
     float nl = dot(n, u_light_dir[i]);
     if (nl > 0.0) {
-      diffuse += u_light_color[i] * nl;
+      float lit = i == 0 ? wf_shadow(pos, n) : 1.0;
+      diffuse += u_light_color[i] * nl * lit;
       vec3 h = normalize(u_light_dir[i] + v);
-      specular += u_light_color[i] * 0.25 * pow(max(dot(n, h), 0.0), 48.0);
+      specular += u_light_color[i] * 0.25 * pow(max(dot(n, h), 0.0), 48.0) * lit;
     }
   }
   return clamp(albedo * diffuse + specular, 0.0, 1.0);

@@ -20,5 +20,5 @@ void main() {
     albedo = u_back_color;
   }
   if (u_by_speed != 0) albedo = wf_speed_ramp(v_speed / u_speed_max);
-  o_color = vec4(wf_shade(albedo, n, normalize(-v_pos)), 1.0);
+  o_color = vec4(wf_shade(albedo, n, normalize(-v_pos), v_pos), 1.0);
 }

@@ -23,5 +23,5 @@ void main() {
   float ndc = clip.z / clip.w;
   gl_FragDepth = (gl_DepthRange.diff * ndc + gl_DepthRange.near + gl_DepthRange.far) * 0.5;
   vec3 albedo = u_by_speed != 0 ? wf_speed_ramp(v_speed / u_speed_max) : u_color;
-  o_color = vec4(wf_shade(albedo, n, -dir), 1.0);
+  o_color = vec4(wf_shade(albedo, n, -dir, hit), 1.0);
 }

@@ -347,6 +347,10 @@ typedef struct wf_scene_render {
   int width, height;    /* pixels, [1, 16384]; default 1280 x 720 */
   double background[3]; /* RGB in [0, 1]; default (0.1, 0.1, 0.12) */
   wf_scene_color_by color_by;
+  bool shadows;     /* the first light casts shadows; default true */
+  double speed_max; /* m/s at the top of the speed colour ramp; 0 (default): fixed at the start
+                       from the scene (free fall from the top of the objects to the ground, or
+                       the fastest initial speed, whichever is larger) */
 } wf_scene_render;
 
 /** A validated scene. Counts are >= 0 and every index refers to an existing element. */

@@ -191,13 +191,20 @@ static int cast(const ray_ref *r, int px, int py, int *index, double n[3], doubl
   return kind;
 }
 
-/* viewer.h's shading, in world space, as 8-bit values. */
+/* viewer.h's shading, in world space, as 8-bit values: the scene's light (colour 1) and the fill
+ * light cli/render_frames.c adds to a scene's lights (0.3 of it, from (-x, |y| / 2, -z)). */
 static void shade(const double albedo[3], const double n[3], const double v[3], int rgb[3]) {
-  double len = sqrt(dot(light_dir, light_dir)), l[3], h[3];
-  for (int k = 0; k < 3; k++)
-    l[k] = light_dir[k] / len, h[k] = l[k] + v[k];
-  double nl = dot(n, l), hn = sqrt(dot(h, h)), nh = dot(n, h) / hn;
-  double diff = ambient + (nl > 0 ? nl : 0), spec = nl > 0 ? 0.25 * pow(nh > 0 ? nh : 0, 48) : 0;
+  const double fill_dir[3] = {-light_dir[0], 0.5 * fabs(light_dir[1]), -light_dir[2]};
+  const double *dirs[2] = {light_dir, fill_dir}, colour[2] = {1.0, 0.3};
+  double diff = ambient, spec = 0;
+  for (int i = 0; i < 2; i++) {
+    double len = sqrt(dot(dirs[i], dirs[i])), l[3], h[3];
+    for (int k = 0; k < 3; k++)
+      l[k] = dirs[i][k] / len, h[k] = l[k] + v[k];
+    double nl = dot(n, l), hn = sqrt(dot(h, h)), nh = dot(n, h) / hn;
+    diff += colour[i] * (nl > 0 ? nl : 0);
+    spec += nl > 0 ? colour[i] * 0.25 * pow(nh > 0 ? nh : 0, 48) : 0;
+  }
   for (int k = 0; k < 3; k++) {
     double c = albedo[k] * diff + spec;
     rgb[k] = (int)lround((c < 0 ? 0 : c > 1 ? 1 : c) * 255.0);
