@@ -1,0 +1,265 @@
+/* The USD output of a run (weft/outputs.h, "usd" in outputs.formats), read back structurally:
+ * scene.usda's stage metadata (time codes per second = fps, start and end time codes, up axis,
+ * metres per unit) and value clips listing every written frame's layer; each frame layer's point
+ * count, positions, velocities and widths equal the world's state exactly (floats are written
+ * with 9 significant digits, which round-trip a float); the static layer's topology and grid
+ * texture coordinates; a kinematic collider's translation is its closed-form position
+ * x0 + v t; an interrupted run (outputs reopened at a resume frame) lists only the frames up to
+ * it, then the frames written again.
+ *
+ * No USD library is packaged for Debian 12 (no python3-pxr / usd-tools), so no real reader here;
+ * the syntax follows the USD ASCII format as documented by Pixar.
+ *
+ * WEFT_SOURCE_DIR (a compile definition) locates scenes/. Runs on cpu:0 under $TMPDIR (or /tmp).
+ */
+#define _XOPEN_SOURCE 700
+#include <math.h>
+#include <sys/stat.h>
+
+#include "harness.h"
+#include "tmp_root.h"
+#include "weft/outputs.h"
+#include "weft/scene.h"
+#include "weft/world.h"
+
+/* The cloth-on-particles scene shrunk: 18 particles, a 4 x 3 cloth, wall_left moving at
+ * 0.5 m/s along x, 2 frames; *scp gets the scene (the caller destroys it). */
+static wf_world *small_world(wf_scene **scp) {
+  static const char *const sets[] = {"particles[0].half_extents=[0.06,0.04,0.06]",
+                                     "cloths[0].grid.resolution=[4,3]",
+                                     "simulation.substeps=4",
+                                     "simulation.frames=2",
+                                     "colliders[1].velocity=[0.5,0,0]",
+                                     "outputs.formats=[\"usd\"]",
+                                     "outputs.every=1"};
+  wf_scene_overrides ov = {sets, TH_COUNT(sets)};
+  wf_scene *sc = NULL;
+  wf_world *w = NULL;
+  *scp = NULL;
+  if (wf_scene_load(WEFT_SOURCE_DIR "/scenes/cloth_on_particles.json", &ov, &sc) != WF_OK) {
+    TH_FAIL("scene: %s", wf_scene_errors());
+    return NULL;
+  }
+  wf_world_desc wd = wf_world_desc_default();
+  wd.device = "cpu";
+  if (wf_world_create(sc, &wd, &w) != WF_OK) TH_FAIL("world: %s", wf_last_error());
+  *scp = sc;
+  return w;
+}
+
+static char *read_in(const char *dir, const char *file) {
+  char p[800];
+  snprintf(p, sizeof p, "%s/%s", dir, file);
+  return th_read_file(p, NULL);
+}
+
+/* Occurrences of s in text. */
+static int count_of(const char *text, const char *s) {
+  int n = 0;
+  for (const char *p = text; p && (p = strstr(p, s)); p += strlen(s))
+    n++;
+  return n;
+}
+
+/* The value after `key = ` in text, or NAN. */
+static double value_of(const char *text, const char *key) {
+  char k[128];
+  snprintf(k, sizeof k, "%s = ", key);
+  const char *p = text ? strstr(text, k) : NULL;
+  return p ? strtod(p + strlen(k), NULL) : NAN;
+}
+
+/* The tuples of `attr`'s time sample at `frame` inside prim `prim` of a frame layer: up to max
+ * tuples of `dim` floats into v (or scalars when dim is 1); returns how many, -1 when absent. */
+static int samples(const char *text, const char *prim, const char *attr, int frame, int dim,
+                   float *v, int max) {
+  char k[160];
+  snprintf(k, sizeof k, "over \"%s\"", prim);
+  const char *p = strstr(text, k);
+  snprintf(k, sizeof k, " %s.timeSamples = {", attr);
+  if (p) p = strstr(p, k);
+  snprintf(k, sizeof k, "%d: ", frame);
+  if (p) p = strstr(p, k);
+  if (!p) return -1;
+  p += strlen(k);
+  bool array = *p == '[';
+  if (array) p++;
+  int n = 0;
+  while (*p && *p != ']' && n < max) {
+    while (*p == ' ' || *p == ',' || *p == '(')
+      p++;
+    if (*p == ']' || *p == '\n') break;
+    for (int c = 0; c < dim; c++) {
+      char *end;
+      v[n * dim + c] = strtof(p, &end);
+      if (end == p) return n;
+      p = end;
+      while (*p == ',' || *p == ' ')
+        p++;
+    }
+    if (*p == ')') p++;
+    n++;
+    if (!array) break;
+  }
+  return n;
+}
+
+static void write_frames(wf_world *w, wf_run_outputs *o) {
+  if (wf_world_frame(w) == 0) CHECK_OK(wf_run_outputs_write_frame(o, 0, 0.0));
+  for (int64_t f = wf_world_frame(w) + 1; f <= wf_world_frames(w); f++) {
+    CHECK_OK(wf_world_step(w, 1));
+    if (wf_run_outputs_due(o, f) & WF_RUN_OUTPUTS_FRAME)
+      CHECK_OK(wf_run_outputs_write_frame(o, f, 1.0));
+  }
+}
+
+TEST(stage_and_frames_equal_the_world) {
+  char dir[400];
+  snprintf(dir, sizeof dir, "%s/usd", tmp_root);
+  wf_scene *sc = NULL;
+  wf_world *w = small_world(&sc);
+  REQUIRE(w);
+  wf_run_outputs_desc d = wf_run_outputs_desc_from_scene(sc);
+  d.dir = dir;
+  CHECK(d.formats == WF_SCENE_OUT_USD);
+  CHECK(d.scene == sc);
+  wf_run_outputs *o = NULL;
+  CHECK_OK(wf_run_outputs_create(w, &d, &o));
+  REQUIRE(o);
+  write_frames(w, o);
+  char *stage = read_in(dir, "scene.usda");
+  REQUIRE(stage);
+  CHECK(strncmp(stage, "#usda 1.0\n", 10) == 0);
+  CHECK(fabs(value_of(stage, "timeCodesPerSecond") - 1.0 / wf_world_frame_dt(w)) < 1e-9);
+  CHECK(value_of(stage, "startTimeCode") == 0.0);
+  CHECK(value_of(stage, "endTimeCode") == 2.0);
+  CHECK(value_of(stage, "metersPerUnit") == 1.0);
+  CHECK(th_contains(stage, "upAxis = \"Y\""));
+  CHECK(th_contains(stage, "@./usd/static.usda@"));
+  CHECK(th_contains(stage, "double2[] active = [(0, 0), (1, 1), (2, 2)]"));
+  CHECK_EQ_INT(count_of(stage, "@./usd/frame_"), 3);
+  CHECK(th_contains(stage, "asset manifestAssetPath = @./usd/manifest.usda@"));
+
+  /* the last frame's layer against the state the world holds now (frame 2) */
+  char *layer = read_in(dir, "usd/frame_000002.usda");
+  REQUIRE(layer);
+  for (int i = 0; i < wf_world_object_count(w); i++) {
+    wf_world_object obj;
+    CHECK_OK(wf_world_object_get(w, i, &obj));
+    int n = (int)obj.point_count;
+    float(*pos)[4] = malloc((size_t)n * sizeof *pos), (*vel)[4] = malloc((size_t)n * sizeof *vel);
+    float *v = malloc((size_t)n * 3 * sizeof *v);
+    CHECK_OK(wf_world_object_download(w, i, pos, vel));
+    CHECK_EQ_INT(samples(layer, obj.name, "points", 2, 3, v, n), n);
+    int bad = 0;
+    for (int j = 0; j < n; j++)
+      for (int k = 0; k < 3; k++)
+        bad += v[3 * j + k] != pos[j][k];
+    CHECK_EQ_INT(samples(layer, obj.name, "velocities", 2, 3, v, n), n);
+    for (int j = 0; j < n; j++)
+      for (int k = 0; k < 3; k++)
+        bad += v[3 * j + k] != vel[j][k];
+    if (obj.kind == WF_WORLD_CLOTH) {
+      CHECK_EQ_INT(samples(layer, obj.name, "normals", 2, 3, v, n), n);
+      for (int j = 0; j < n; j++) /* unit normals: |n| = 1 to float rounding */
+        bad += fabsf(v[3 * j] * v[3 * j] + v[3 * j + 1] * v[3 * j + 1] +
+                     v[3 * j + 2] * v[3 * j + 2] - 1.0f) > 1e-5f;
+    } else {
+      CHECK_EQ_INT(samples(layer, obj.name, "widths", 2, 1, v, n), n);
+      for (int j = 0; j < n; j++)
+        bad += v[j] != 2.0f * pos[j][3];
+    }
+    if (bad) TH_FAIL("%s: %d values differ from the world's", obj.name, bad);
+    free(pos), free(vel), free(v);
+  }
+  /* wall_left (box, centre x = -0.7) moves at 0.5 m/s: translate - pivot + centre = x0 + v t;
+   * float rounding of v t and of the sum: 1e-6 m is a few ulps at |x| < 1 */
+  float tr[3];
+  CHECK_EQ_INT(samples(layer, "wall_left", "xformOp:translate", 2, 3, tr, 1), 1);
+  double t = 2.0 * wf_world_frame_dt(w);
+  CHECK(fabs(tr[0] - 0.5 * t) < 1e-6 && fabs(tr[1]) < 1e-6 && fabs(tr[2]) < 1e-6);
+  float q[4];
+  CHECK_EQ_INT(samples(layer, "wall_left", "xformOp:orient", 2, 4, q, 1), 1);
+  CHECK(q[0] == 1.0f && q[1] == 0.0f && q[2] == 0.0f && q[3] == 0.0f); /* (w, x, y, z) */
+
+  /* static layer: 5 collider shapes, the cloth's topology and its grid's texture coordinates */
+  char *stat = read_in(dir, "usd/static.usda");
+  REQUIRE(stat);
+  CHECK_EQ_INT(count_of(stat, "def Cube \"shape\""), 4);
+  CHECK_EQ_INT(count_of(stat, "def Xform \"ground\""), 1);
+  CHECK(th_contains(stat, "def Points \"bed\""));
+  CHECK(th_contains(stat, "def Mesh \"blanket\""));
+  CHECK(th_contains(stat, "int[] faceVertexCounts = [3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3]\n"));
+  /* 4 x 3 grid: vertex (c, r) at (c / 3, 1 - r / 2); the last is (1, 0) */
+  CHECK(th_contains(stat, "texCoord2f[] primvars:st = [(0, 1), (0.333333333, 1)"));
+  CHECK(th_contains(stat, "(0.666666667, 0), (1, 0)]"));
+  char *man = read_in(dir, "usd/manifest.usda");
+  REQUIRE(man);
+  CHECK_EQ_INT(count_of(man, "point3f[] points"), 2);
+  CHECK_EQ_INT(count_of(man, "quatf xformOp:orient"), 5);
+  free(stage), free(layer), free(stat), free(man);
+  CHECK_OK(wf_run_outputs_close(o));
+
+  /* an interrupted run resumed at frame 1: the stage lists frames 0 and 1 only, until frame 2
+   * is written again */
+  wf_world_destroy(w);
+  wf_scene_destroy(sc);
+  w = small_world(&sc);
+  REQUIRE(w);
+  CHECK_OK(wf_world_step(w, 1)); /* as a checkpoint of frame 1 would restore it */
+  d.scene = NULL;                /* no colliders: the structure of the frames alone */
+  d.resume_frame = 1;
+  CHECK_OK(wf_run_outputs_create(w, &d, &o));
+  REQUIRE(o);
+  stage = read_in(dir, "scene.usda");
+  REQUIRE(stage);
+  CHECK(th_contains(stage, "double2[] active = [(0, 0), (1, 1)]"));
+  CHECK(value_of(stage, "endTimeCode") == 1.0);
+  free(stage);
+  CHECK_OK(wf_run_outputs_write_frame(o, 2, 1.0));
+  stage = read_in(dir, "scene.usda");
+  CHECK(stage && th_contains(stage, "double2[] active = [(0, 0), (1, 1), (2, 2)]"));
+  free(stage);
+  CHECK_OK(wf_run_outputs_close(o));
+  wf_world_destroy(w);
+  wf_scene_destroy(sc);
+}
+
+TEST(z_up_turns_the_world) {
+  char dir[400];
+  snprintf(dir, sizeof dir, "%s/usdz", tmp_root);
+  wf_scene *sc = NULL;
+  wf_world *w = small_world(&sc);
+  REQUIRE(w);
+  wf_run_outputs_desc d = wf_run_outputs_desc_from_scene(sc);
+  d.dir = dir;
+  d.up_axis = WF_SCENE_UP_Z;
+  wf_run_outputs *o = NULL;
+  CHECK_OK(wf_run_outputs_create(w, &d, &o));
+  REQUIRE(o);
+  wf_scene_destroy(sc); /* read at create only */
+  CHECK_OK(wf_run_outputs_write_frame(o, 0, 0.0));
+  CHECK_OK(wf_run_outputs_close(o));
+  char *stage = read_in(dir, "scene.usda"), *stat = read_in(dir, "usd/static.usda");
+  CHECK(stage && th_contains(stage, "upAxis = \"Z\""));
+  /* (x, y, z) -> (x, -z, y) is +90 degrees about x */
+  CHECK(stat && th_contains(stat, "float xformOp:rotateX = 90"));
+  free(stage), free(stat);
+  char p[500];
+  wf_run_outputs_path(p, sizeof p, "d", WF_RUN_FILE_USD_FRAME, NULL, 7);
+  CHECK(strcmp(p, "d/usd/frame_000007.usda") == 0);
+  wf_run_outputs_path(p, sizeof p, "d", WF_RUN_FILE_USD, NULL, 7);
+  CHECK(strcmp(p, "d/scene.usda") == 0);
+  wf_world_destroy(w);
+}
+
+int main(int argc, char **argv) {
+  if (!tmp_root_make("weft_test_run_outputs_usd")) return 1;
+  static const th_test tests[] = {
+      TH_TEST(stage_and_frames_equal_the_world),
+      TH_TEST(z_up_turns_the_world),
+  };
+  int rc = th_main(argc, argv, tests, TH_COUNT(tests));
+  rm_rf(tmp_root);
+  return rc;
+}
