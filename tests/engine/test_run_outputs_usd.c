@@ -4,8 +4,9 @@
  * count, positions, velocities and widths equal the world's state exactly (floats are written
  * with 9 significant digits, which round-trip a float); the static layer's topology and grid
  * texture coordinates; a kinematic collider's translation is its closed-form position
- * x0 + v t; an interrupted run (outputs reopened at a resume frame) lists only the frames up to
- * it, then the frames written again.
+ * x0 + v t, a turning one's orientation the closed-form quaternion (w, x, y, z) =
+ * (cos(w t / 2), 0, sin(w t / 2), 0) for w rad/s about +y; an interrupted run (outputs reopened at
+ * a resume frame) lists only the frames up to it, then the frames written again.
  *
  * No USD library is packaged for Debian 12 (no python3-pxr / usd-tools), so no real reader here;
  * the syntax follows the USD ASCII format as documented by Pixar.
@@ -23,13 +24,16 @@
 #include "weft/world.h"
 
 /* The cloth-on-particles scene shrunk: 18 particles, a 4 x 3 cloth, wall_left moving at
- * 0.5 m/s along x, 2 frames; *scp gets the scene (the caller destroys it). */
+ * 0.5 m/s along x, wall_right turning at 2 rad/s about +y (through the origin), 2 frames; *scp gets
+ * the scene (the caller destroys it). */
 static wf_world *small_world(wf_scene **scp) {
   static const char *const sets[] = {"particles[0].half_extents=[0.06,0.04,0.06]",
                                      "cloths[0].grid.resolution=[4,3]",
                                      "simulation.substeps=4",
                                      "simulation.frames=2",
                                      "colliders[1].velocity=[0.5,0,0]",
+                                     "colliders[2].rotation_rate=2",
+                                     "colliders[2].rotation_axis=[0,1,0]",
                                      "outputs.formats=[\"usd\"]",
                                      "outputs.every=1"};
   wf_scene_overrides ov = {sets, TH_COUNT(sets)};
@@ -181,6 +185,11 @@ TEST(stage_and_frames_equal_the_world) {
   float q[4];
   CHECK_EQ_INT(samples(layer, "wall_left", "xformOp:orient", 2, 4, q, 1), 1);
   CHECK(q[0] == 1.0f && q[1] == 0.0f && q[2] == 0.0f && q[3] == 0.0f); /* (w, x, y, z) */
+  /* wall_right: half the angle 2 rad/s x t is t; float rounding of the kernels' pose: 1e-6 */
+  CHECK_EQ_INT(samples(layer, "wall_right", "xformOp:orient", 2, 4, q, 1), 1);
+  CHECK(fabs(q[0] - cos(t)) < 1e-6 && fabs(q[1]) < 1e-6 && fabs(q[2] - sin(t)) < 1e-6 &&
+        fabs(q[3]) < 1e-6);
+  CHECK(sin(t) > 1e-2); /* a turn the check can see */
 
   /* static layer: 5 collider shapes, the cloth's topology and its grid's texture coordinates */
   char *stat = read_in(dir, "usd/static.usda");
