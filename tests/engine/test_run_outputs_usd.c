@@ -19,6 +19,7 @@
 
 #include "harness.h"
 #include "tmp_root.h"
+#include "weft/collider.h"
 #include "weft/outputs.h"
 #include "weft/scene.h"
 #include "weft/world.h"
@@ -262,11 +263,70 @@ TEST(z_up_turns_the_world) {
   wf_world_destroy(w);
 }
 
+/* A mesh collider (assets/meshes/drum.obj, 192 triangles) is drawn as its triangles at rest: a
+ * Mesh "shape" of 192 faces and 576 points; a mesh cloth has no primvars:st (no grid). */
+TEST(mesh_collider_is_its_triangles) {
+  if (!wf_collider_mesh_can_load()) SKIP("weft was built without assimp");
+  static const char text[] =
+      "{\"simulation\": {\"fps\": 60, \"substeps\": 4, \"frames\": 1, \"devices\": \"cpu\"},"
+      " \"particles\": [{\"name\": \"p\", \"center\": [0, 1, 0], \"half_extents\": [0.1, 0.1, "
+      "0.1], \"radius\": 0.05, \"spacing\": 0.1}],"
+      " \"colliders\": [{\"name\": \"drum-1\", \"type\": \"mesh\", \"mesh\": "
+      "\"assets/meshes/drum.obj\"}],"
+      " \"cloths\": [{\"name\": \"c\", \"mesh\": \"assets/meshes/sheet_16x16.obj\", \"center\": "
+      "[0, 2, 0]}],"
+      " \"outputs\": {\"formats\": [\"usd\"]}}";
+  wf_scene *sc = NULL;
+  if (wf_scene_parse(text, strlen(text), "t.json", WEFT_SOURCE_DIR, NULL, &sc) != WF_OK) {
+    TH_FAIL("scene: %s", wf_scene_errors());
+    return;
+  }
+  wf_world_desc wd = wf_world_desc_default();
+  wd.device = "cpu";
+  wf_world *w = NULL;
+  CHECK_OK(wf_world_create(sc, &wd, &w));
+  REQUIRE(w);
+  char dir[400];
+  snprintf(dir, sizeof dir, "%s/mesh", tmp_root);
+  wf_run_outputs_desc d = wf_run_outputs_desc_from_scene(sc);
+  d.dir = dir;
+  wf_run_outputs *o = NULL;
+  CHECK_OK(wf_run_outputs_create(w, &d, &o));
+  REQUIRE(o);
+  wf_collider_mesh_info info = wf_collider_mesh_info_get(sc->colliders[0].mesh_data);
+  CHECK_EQ_INT((int)info.triangles, 192);
+  wf_scene_destroy(sc); /* read at create only */
+  CHECK_OK(wf_run_outputs_write_frame(o, 0, 0.0));
+  CHECK_OK(wf_run_outputs_close(o));
+  char *stat = read_in(dir, "usd/static.usda");
+  REQUIRE(stat);
+  const char *x = strstr(stat, "def Xform \"drum_1\""); /* the name made a USD identifier */
+  REQUIRE(x);
+  const char *counts = strstr(x, "faceVertexCounts = ["); /* past "int[]" */
+  const char *end = counts ? strchr(counts, ']') : NULL;
+  REQUIRE(end);
+  int faces = 0;
+  for (const char *c = counts; c < end; c++)
+    faces += *c == '3';
+  CHECK_EQ_INT(faces, 192);
+  const char *pts = strstr(x, "points = [");
+  end = pts ? strchr(pts, ']') : NULL;
+  REQUIRE(end);
+  int tuples = 0;
+  for (const char *c = pts; c < end; c++)
+    tuples += *c == '(';
+  CHECK_EQ_INT(tuples, 3 * 192);
+  CHECK(!th_contains(stat, "primvars:st"));
+  free(stat);
+  wf_world_destroy(w);
+}
+
 int main(int argc, char **argv) {
   if (!tmp_root_make("weft_test_run_outputs_usd")) return 1;
   static const th_test tests[] = {
       TH_TEST(stage_and_frames_equal_the_world),
       TH_TEST(z_up_turns_the_world),
+      TH_TEST(mesh_collider_is_its_triangles),
   };
   int rc = th_main(argc, argv, tests, TH_COUNT(tests));
   rm_rf(tmp_root);
