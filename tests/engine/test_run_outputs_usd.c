@@ -6,7 +6,8 @@
  * texture coordinates; a kinematic collider's translation is its closed-form position
  * x0 + v t, a turning one's orientation the closed-form quaternion (w, x, y, z) =
  * (cos(w t / 2), 0, sin(w t / 2), 0) for w rad/s about +y; an interrupted run (outputs reopened at
- * a resume frame) lists only the frames up to it, then the frames written again.
+ * a resume frame) lists only the frames up to it, then the frames written again; a mesh collider
+ * is its 192 triangles at rest.
  *
  * No USD library is packaged for Debian 12 (no python3-pxr / usd-tools), so no real reader here;
  * the syntax follows the USD ASCII format as documented by Pixar.
