@@ -2,7 +2,8 @@
  * stream of the scene's render size (321 x 241 asked: cropped to the even 320 x 240 yuv420p
  * needs), one frame per written frame (frames 0, 5, 10 of 10 with --every 5: 3) at fps / every =
  * 60 / 5 = 12 frames/s, H.264 or MPEG-4 part 2, and no temporary file left beside it; a path in
- * a missing directory and an unknown container exit 2 naming the path, leaving no file.
+ * a missing directory and an unknown container exit 2 naming the path, leaving no file; a run
+ * stopped by SIGTERM leaves neither the video nor its temporary file.
  * Skips when the headless renderer cannot start (no EGL). */
 #define _XOPEN_SOURCE 700
 #include <dirent.h>
@@ -99,6 +100,30 @@ TEST(bad_paths_exit_2_naming_them) {
   CHECK(stat(p, &sb) != 0);
 }
 
+/* A run stopped by SIGTERM (exit 143 after its checkpoint) leaves no video and no temporary. */
+TEST(interrupted_run_leaves_no_video) {
+  char cmd[2400];
+  snprintf(cmd, sizeof cmd,
+           "%s run %s --frames 100000 --quiet --out %s/int --video %s/int/a.mp4 2>%s/err.txt & "
+           "p=$!; sleep 1.5; kill -TERM $p; wait $p",
+           g_cli, WEFT_VIEW_SCENE, g_dir, g_dir, g_dir);
+  int rc = system(cmd);
+  rc = WIFEXITED(rc) ? WEXITSTATUS(rc) : 255;
+  char *err = err_text();
+  if (rc == 1 && err && strstr(err, "cannot render headless")) {
+    free(err);
+    SKIP("no headless renderer here");
+  }
+  free(err);
+  CHECK_EQ_INT(rc, 143);
+  char dir[500];
+  snprintf(dir, sizeof dir, "%s/int", g_dir);
+  DIR *d = opendir(dir);
+  for (struct dirent *e; d && (e = readdir(d));)
+    if (strstr(e->d_name, ".mp4")) TH_FAIL("left behind: %s", e->d_name);
+  if (d) closedir(d);
+}
+
 int main(int argc, char **argv) {
   g_cli = getenv("WEFT_CLI");
   if (!g_cli) {
@@ -111,7 +136,8 @@ int main(int argc, char **argv) {
     perror("mkdtemp");
     return 1;
   }
-  th_test tests[] = {TH_TEST(video_frames_and_size), TH_TEST(bad_paths_exit_2_naming_them)};
+  th_test tests[] = {TH_TEST(video_frames_and_size), TH_TEST(bad_paths_exit_2_naming_them),
+                     TH_TEST(interrupted_run_leaves_no_video)};
   int rc = th_main(argc, argv, tests, TH_COUNT(tests));
   char cmd[600];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
