@@ -239,7 +239,8 @@ static wf_status write_manifest(wfo_usd *u) {
     wf_world_object o;
     wf_world_object_get(u->w, i, &o);
     wf_atomic_file_printf(f, "        over \"%s\"\n        {\n", u->obj_name[i]);
-    wf_atomic_file_printf(f, "            point3f[] points\n            vector3f[] velocities\n");
+    wf_atomic_file_printf(f, "            point3f[] points\n            vector3f[] velocities\n"
+                             "            float3[] extent\n");
     wf_atomic_file_printf(f, o.kind == WF_WORLD_CLOTH ? "            normal3f[] normals\n"
                                                       : "            float[] widths\n");
     wf_atomic_file_printf(f, "        }\n");
@@ -286,6 +287,19 @@ static wf_status write_frame_layer(wfo_usd *u, int64_t frame) {
         u->xyz[3 * j + k] = u->pos[j][k];
     wf_atomic_file_printf(f, "        over \"%s\"\n        {\n", u->obj_name[i]);
     put_array3(f, "point3f[]", "points", fr, u->xyz, n);
+    /* extent: the bounds of the points (grown by each particle's radius) */
+    float lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
+    for (size_t j = 0; j < n; j++)
+      for (int k = 0; k < 3; k++) {
+        float r = o.kind == WF_WORLD_CLOTH ? 0.0f : u->pos[j][3];
+        float a = u->pos[j][k] - r, b = u->pos[j][k] + r;
+        lo[k] = j == 0 || a < lo[k] ? a : lo[k];
+        hi[k] = j == 0 || b > hi[k] ? b : hi[k];
+      }
+    wf_atomic_file_printf(f,
+                          "            float3[] extent.timeSamples = {\n                %lld: "
+                          "[(%.9g, %.9g, %.9g), (%.9g, %.9g, %.9g)],\n            }\n",
+                          fr, lo[0], lo[1], lo[2], hi[0], hi[1], hi[2]);
     for (size_t j = 0; j < n; j++)
       for (int k = 0; k < 3; k++)
         u->xyz[3 * j + k] = u->vel[j][k];

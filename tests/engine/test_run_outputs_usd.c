@@ -175,6 +175,13 @@ TEST(stage_and_frames_equal_the_world) {
       for (int j = 0; j < n; j++)
         bad += v[j] != 2.0f * pos[j][3];
     }
+    float ext[6];
+    CHECK_EQ_INT(samples(layer, obj.name, "extent", 2, 3, ext, 2), 2);
+    for (int j = 0; j < n; j++) /* every point (and particle sphere) inside the extent */
+      for (int k = 0; k < 3; k++) {
+        float r = obj.kind == WF_WORLD_CLOTH ? 0.0f : pos[j][3];
+        bad += pos[j][k] - r < ext[k] || pos[j][k] + r > ext[3 + k];
+      }
     if (bad) TH_FAIL("%s: %d values differ from the world's", obj.name, bad);
     free(pos), free(vel), free(v);
   }
