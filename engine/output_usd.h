@@ -10,7 +10,8 @@
  *  - usd/manifest.usda  the attributes the frames animate (the value clips' manifest).
  *  - usd/frame_<n>.usda one written frame: time samples at time code n (frame number) of points,
  *                       widths (2 radius), velocities and extent of particles; points,
- *                       normals, velocities and extent of cloths; translate, orient and visibility of colliders.
+ *                       normals, velocities and extent of cloths; translate, orient and
+ *                       visibility of colliders.
  *  - scene.usda         the stage: metadata (timeCodesPerSecond = fps, start and end time
  *                       codes, upAxis, metersPerUnit 1), static.usda as a sublayer, and value
  *                       clips on /World listing every frame layer written so far.
