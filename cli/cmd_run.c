@@ -33,7 +33,8 @@ void wf_cmd_run_usage(FILE *f) {
   fputs(
       "usage: weft run SCENE [--frames N] [--out DIR] [--device D[,D...]]\n"
       "                [--set key.path=value ...] [--every N] [--resume CHECKPOINT]\n"
-      "                [--resume-with-changes CHECKPOINT] [--render] [--quiet]\n"
+      "                [--resume-with-changes CHECKPOINT] [--render]\n"
+      "                [--video FILE] [--quiet]\n"
       "\n"
       "Runs a scene headless and writes its outputs (the scene's `outputs`: PLY, VTK .vtp/.pvd,\n"
       "stats.csv, PNG, checkpoints) into the output directory, from frame 0 (the initial state).\n"
@@ -56,6 +57,10 @@ void wf_cmd_run_usage(FILE *f) {
       "                      2, ... (frame 0, then every N frames; ffmpeg -i frame_%%06d.png),\n"
       "                      headless through EGL with the viewer's renderer; Mesa without a GPU.\n"
       "                      \"png\" in outputs.formats does the same\n"
+      "  --video FILE        also encode those pictures into a video (H.264 when FFmpeg has\n"
+      "                      libx264, else MPEG-4 part 2; yuv420p; container from the name:\n"
+      "                      .mp4, .mkv, .mov, .avi) at fps / every frames per second; kept\n"
+      "                      only when the run ends well\n"
       "  --quiet             no progress output\n"
       "  -h, --help          show this help\n"
       "\n"
@@ -197,7 +202,7 @@ static int check_resume(wf_world *w, const char *ckpt, bool accept) {
 /* ---- the command ---------------------------------------------------------------------------- */
 
 int wf_cmd_run(int argc, char **argv) {
-  const char *out_dir = NULL, *resume = NULL;
+  const char *out_dir = NULL, *resume = NULL, *video = NULL;
   wf_cli_scene_args sa = {.cmd = "weft run", .usage = wf_cmd_run_usage, .takes_frames = true};
   long every = 0;
   bool quiet = false, render = false, accept_changes = false;
@@ -214,6 +219,8 @@ int wf_cmd_run(int argc, char **argv) {
         fprintf(stderr, "weft run: --every '%s': expected an integer >= 1\n", argv[i]);
         return WF_EXIT_USAGE;
       }
+    } else if (strcmp(a, "--video") == 0 && has_value) {
+      video = argv[++i];
     } else if (strcmp(a, "--out") == 0 && has_value) {
       out_dir = argv[++i];
     } else if (strcmp(a, "--resume") == 0 && has_value) {
@@ -251,12 +258,18 @@ int wf_cmd_run(int argc, char **argv) {
   /* "png" in outputs.formats is --render: pictures need the viewer's renderer, which the library
    * must not link (viewer/ and cli/ sit above engine/), so this program draws them */
   if (od.formats & WF_SCENE_OUT_PNG) render = true;
-  if (render && (rc = wf_cli_render_open("weft run", sc, w, dir, &rend)) != 0) {
+  if ((render || video) &&
+      (rc = wf_cli_render_open("weft run", sc, w, render ? dir : NULL, &rend)) != 0) {
     if (rc == WF_EXIT_USAGE && (od.formats & WF_SCENE_OUT_PNG))
       fprintf(stderr, "weft run: (\"png\" is in outputs.formats: remove it, or build weft with "
                       "the viewer)\n");
     goto done;
   }
+  /* --video: the same pictures, at the rate they are written (cli/video.h) */
+  if (video &&
+      (rc = wf_cli_render_video(
+           rend, video, 1.0 / wf_world_frame_dt(w) / (double)(od.every > 0 ? od.every : 1))) != 0)
+    goto done;
   wf_scene_destroy(sc);
   sc = NULL;
   int64_t start = wf_world_frame(w), total = wf_world_frames(w);
@@ -341,6 +354,7 @@ int wf_cmd_run(int argc, char **argv) {
                  n_checkpoints, n_pictures);
   }
 done:
+  if (wf_cli_render_finish(rend, rc == WF_EXIT_OK) != 0 && rc == WF_EXIT_OK) rc = WF_EXIT_FAILURE;
   if (o && wf_run_outputs_close(o) != WF_OK && rc == WF_EXIT_OK)
     rc = fail_runtime("closing the outputs");
   wf_cli_render_close(rend);

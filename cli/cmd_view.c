@@ -37,6 +37,7 @@
 
 #include "cli.h"
 #include "render_frames.h"
+#include "video.h"
 #include "weft/weft.h"
 
 void wf_cmd_view_usage(FILE *f) {
@@ -64,6 +65,7 @@ void wf_cmd_view_usage(FILE *f) {
       "\n"
       "keys: left drag orbit, right/middle drag pan, wheel zoom, space pause, . or N step,\n"
       "R reset, + / - speed, W wireframe, C colour by object / speed, P screenshot, V vsync,\n"
+      "O record a video (weft_NNNN.mp4 in the current directory, at simulation.fps),\n"
       "H help, Esc quit. See viewer/README.md.\n"
       "\n"
       "Exit status: 0 ok, 1 runtime failure (also: no display), 2 bad usage or invalid scene.\n",
@@ -321,7 +323,61 @@ typedef struct run_ctl {
   double t_first, t_last, deadline;
   long displayed;
   char why[1200];
+  /* the record key (O): every drawn frame into weft_NNNN.mp4 at the scene's fps (cli/video.h) */
+  double fps;
+  wf_cli_video *video;
+  uint8_t *rgba;
+  int video_w, video_h, video_next;
+  char video_path[600];
 } run_ctl;
+
+static void record_stop(run_ctl *c, char *msg, size_t n) {
+  if (!c->video) return;
+  bool ok = wf_cli_video_close(c->video, true) == 0;
+  c->video = NULL;
+  free(c->rgba), c->rgba = NULL;
+  snprintf(msg, n, ok ? "saved %s" : "could not save %s (see the terminal)", c->video_path);
+  fprintf(stderr, "weft view: %s\n", msg);
+}
+
+static void record(void *user, wf_viewer *v, char *msg, size_t n) {
+  run_ctl *c = user;
+  if (c->video) {
+    record_stop(c, msg, n);
+    return;
+  }
+  int w, h;
+  wf_render_size(wf_viewer_renderer(v), &w, &h);
+  for (;; c->video_next++) { /* the first free name: never overwrite an earlier video */
+    snprintf(c->video_path, sizeof c->video_path, "weft_%04d.mp4", c->video_next);
+    if (access(c->video_path, F_OK) != 0 || c->video_next >= 9999) break;
+  }
+  c->video_next++;
+  c->rgba = malloc((size_t)w * (size_t)h * 4);
+  if (!c->rgba || wf_cli_video_open("weft view", c->video_path, w, h, c->fps, &c->video) != 0) {
+    free(c->rgba), c->rgba = NULL;
+    snprintf(msg, n, "cannot record %s (see the terminal)", c->video_path);
+    return;
+  }
+  c->video_w = w, c->video_h = h;
+  snprintf(msg, n, "recording %s (O stops)", c->video_path);
+}
+
+/* A recording takes the 3-D view of each drawn frame (no overlay); a resized window ends it. */
+static void record_frame(run_ctl *c, wf_viewer *v) {
+  char msg[700];
+  int w, h;
+  wf_render *r = wf_viewer_renderer(v);
+  wf_render_size(r, &w, &h);
+  if (w != c->video_w || h != c->video_h) {
+    record_stop(c, msg, sizeof msg);
+    fputs("weft view: (the window was resized: the recording ended)\n", stderr);
+    return;
+  }
+  if (wf_render_read_rgba(r, c->rgba, (size_t)w * (size_t)h * 4) != WF_OK ||
+      wf_cli_video_frame(c->video, c->rgba) != 0)
+    record_stop(c, msg, sizeof msg);
+}
 
 /* True once the simulation has stopped (target reached or failed) and its last frame is shown. */
 static bool sim_finished_and_shown(view_app *a, bool *failed) {
@@ -339,6 +395,7 @@ static bool on_frame(void *user, wf_viewer *v, long frame) {
   if (frame == 0) c->t_first = t;
   c->t_last = t;
   c->displayed = frame + 1;
+  if (c->video) record_frame(c, v);
   if (c->bench) {
     wf_viewer_stats s;
     wf_viewer_stats_get(v, &s);
@@ -589,7 +646,11 @@ int wf_cmd_view(int argc, char **argv) {
     wf_shutdown();
     return WF_EXIT_FAILURE;
   }
-  run_ctl c = {.a = &a, .screenshot = shot, .bench = bench, .deadline = wf_cli_now_s() + 600.0};
+  run_ctl c = {.a = &a,
+               .screenshot = shot,
+               .bench = bench,
+               .deadline = wf_cli_now_s() + 600.0,
+               .fps = 1.0 / wf_world_frame_dt(a.w)};
   if (display) {
     char title[600];
     snprintf(title, sizeof title, "weft view %s", scene_path);
@@ -601,6 +662,8 @@ int wf_cmd_view(int argc, char **argv) {
                          .camera = &cam,
                          .on_frame = on_frame,
                          .on_frame_user = &c,
+                         .record = record,
+                         .record_user = &c,
                          .log = wf_cli_log,
                          .log_user = (void *)"weft view"};
     vd.source = (wf_viewer_source){.user = &a,
@@ -623,6 +686,8 @@ int wf_cmd_view(int argc, char **argv) {
       rc = WF_EXIT_FAILURE;
     }
   }
+  char msg[700];
+  record_stop(&c, msg, sizeof msg); /* a recording still on when the window closed */
   pthread_mutex_lock(&a.lock);
   a.quit = true;
   pthread_cond_broadcast(&a.cond);

@@ -10,6 +10,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "render_frames.h"
+#include "video.h"
 
 #include <errno.h>
 #include <math.h>
@@ -380,7 +381,9 @@ wf_render_camera wf_cli_frames_camera(const wf_cli_frames *f) { return f->base.c
 
 struct wf_cli_render {
   const char *who;
-  char dir[4096];
+  char dir[4096]; /* "" when no PNG is written (--video alone) */
+  wf_cli_video *video;
+  uint8_t *rgba; /* a frame for the video */
   wf_world *w;
   wf_cli_frames *frames;
   wf_render *r;
@@ -390,6 +393,8 @@ struct wf_cli_render {
 
 void wf_cli_render_close(wf_cli_render *r) {
   if (!r) return;
+  wf_cli_video_close(r->video, false); /* not finished: removed */
+  free(r->rgba);
   wf_render_destroy(r->r);
   wf_cli_frames_destroy(r->frames);
   for (int i = 0; i < r->n_objects; i++) {
@@ -410,8 +415,8 @@ int wf_cli_render_open(const char *who, const wf_scene *sc, wf_world *w, const c
   }
   r->who = who;
   r->w = w;
-  if (snprintf(r->dir, sizeof r->dir, "%s/render", out_dir) >= (int)sizeof r->dir ||
-      (mkdir(r->dir, 0777) != 0 && errno != EEXIST)) {
+  if (out_dir && (snprintf(r->dir, sizeof r->dir, "%s/render", out_dir) >= (int)sizeof r->dir ||
+                  (mkdir(r->dir, 0777) != 0 && errno != EEXIST))) {
     fprintf(stderr, "%s: --render: cannot create '%s': %s\n", who, r->dir, strerror(errno));
     free(r);
     return 1;
@@ -456,13 +461,36 @@ int wf_cli_render_frame(wf_cli_render *r, int64_t frame, int64_t number) {
   wf_status st = wf_render_draw(r->r, &s);
   if (st == WF_OK && s.color_mode == WF_COLOR_BY_SPEED)
     st = wf_render_draw_speed_bar(r->r, s.speed_max);
-  if (st == WF_OK) st = wf_render_write_png(r->r, path);
+  if (st == WF_OK && r->dir[0]) st = wf_render_write_png(r->r, path);
+  if (st == WF_OK && r->video) {
+    int w, h;
+    wf_render_size(r->r, &w, &h);
+    st = wf_render_read_rgba(r->r, r->rgba, (size_t)w * (size_t)h * 4);
+  }
   if (st != WF_OK) {
     fprintf(stderr, "%s: --render: frame %lld: %s\n", r->who, (long long)frame,
             wf_render_last_error());
     return 1;
   }
-  return 0;
+  return r->video ? wf_cli_video_frame(r->video, r->rgba) : 0;
+}
+
+int wf_cli_render_video(wf_cli_render *r, const char *path, double fps) {
+  int w, h;
+  wf_render_size(r->r, &w, &h);
+  r->rgba = malloc((size_t)w * (size_t)h * 4);
+  if (!r->rgba) {
+    fprintf(stderr, "%s: --video: out of memory\n", r->who);
+    return 1;
+  }
+  return wf_cli_video_open(r->who, path, w, h, fps, &r->video);
+}
+
+int wf_cli_render_finish(wf_cli_render *r, bool keep) {
+  if (!r) return 0;
+  int rc = wf_cli_video_close(r->video, keep);
+  r->video = NULL;
+  return rc;
 }
 
 #else
@@ -477,7 +505,8 @@ int wf_cli_render_open(const char *who, const wf_scene *sc, wf_world *w, const c
   *out = NULL;
   fprintf(
       stderr,
-      "%s: --render needs the viewer, and this weft was built without it (WEFT_VIEWER=OFF: "
+      "%s: --render and --video need the viewer, and this weft was built without it "
+      "(WEFT_VIEWER=OFF: "
       "epoxy, EGL, GLFW, cglm or stb was missing when it was configured; see viewer/README.md)\n",
       who);
   return 2;
@@ -485,6 +514,14 @@ int wf_cli_render_open(const char *who, const wf_scene *sc, wf_world *w, const c
 int wf_cli_render_frame(wf_cli_render *r, int64_t frame, int64_t number) {
   (void)r, (void)frame, (void)number;
   return 1;
+}
+int wf_cli_render_video(wf_cli_render *r, const char *path, double fps) {
+  (void)r, (void)path, (void)fps;
+  return 2;
+}
+int wf_cli_render_finish(wf_cli_render *r, bool keep) {
+  (void)r, (void)keep;
+  return 0;
 }
 void wf_cli_render_close(wf_cli_render *r) { (void)r; }
 

@@ -51,7 +51,8 @@ wf_render_camera wf_cli_frames_camera(const wf_cli_frames *f);
  * headless (EGL; Mesa's llvmpipe without a GPU) at the scene's render.width x render.height,
  * numbered by the caller (consecutively from 0, so that ffmpeg's %06d pattern reads them). */
 typedef struct wf_cli_render wf_cli_render;
-/* Creates <out_dir>/render and the headless renderer. On failure prints why (prefixed with
+/* Creates <out_dir>/render (out_dir NULL: no PNG files, for --video alone) and the headless
+ * renderer. On failure prints why (prefixed with
  * `who`) and returns the exit code: 1, or 2 when weft was built without the viewer. */
 int wf_cli_render_open(const char *who, const wf_scene *sc, wf_world *w, const char *out_dir,
                        wf_cli_render **out);
@@ -59,6 +60,14 @@ int wf_cli_render_open(const char *who, const wf_scene *sc, wf_world *w, const c
  * picture `number`, frame_<number>.png (atomically: a temporary file renamed). Prints why on
  * failure and returns non-zero. */
 int wf_cli_render_frame(wf_cli_render *r, int64_t frame, int64_t number);
+/* `weft run --video`: from now on each wf_cli_render_frame also encodes the picture into the
+ * video at `path` (cli/video.h; fps frames per second). Prints why on failure and returns the
+ * exit code (2: the path cannot be written, or no FFmpeg). */
+int wf_cli_render_video(wf_cli_render *r, const char *path, double fps);
+/* Ends the video: keep renames it to its path, else it is removed. Returns non-zero (after
+ * printing why) when keeping fails. */
+int wf_cli_render_finish(wf_cli_render *r, bool keep);
+/* Frees r; a video not finished is removed. */
 void wf_cli_render_close(wf_cli_render *r);
 
 #endif

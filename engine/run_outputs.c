@@ -25,6 +25,7 @@
 #include <cjson/cJSON.h>
 
 #include "internal/error.h"
+#include "output_usd.h"
 #include "weft/io.h"
 #include "weft/outputs.h"
 
@@ -47,6 +48,8 @@ size_t wf_run_outputs_path(char *buf, size_t n, const char *dir, wf_run_file fil
     break;
   case WF_RUN_FILE_SUMMARY: len = snprintf(buf, n, "%s/run.json", dir); break;
   case WF_RUN_FILE_RESUME_LOG: len = snprintf(buf, n, "%s/resume_log.txt", dir); break;
+  case WF_RUN_FILE_USD: len = snprintf(buf, n, "%s/scene.usda", dir); break;
+  case WF_RUN_FILE_USD_FRAME: len = snprintf(buf, n, "%s/usd/frame_%06lld.usda", dir, f); break;
   }
   if (len < 0 || (size_t)len >= n) {
     wf__error(WF_ERR_INVALID, __func__, "a path in '%s' is too long, or file %d is unknown", dir,
@@ -97,6 +100,7 @@ struct wf_run_outputs {
   wf_pvd_entry *entries; /* per object: this frame's entry of scene.pvd */
   char (*rel)[96];       /* per object: the file those entries name */
   wf_scene_up_axis up_axis;
+  wfo_usd *usd;            /* USD only */
   wf_csv *csv;             /* CSV only */
   int csv_n;               /* its columns */
   double *row;             /* csv_n values */
@@ -128,7 +132,8 @@ static const char *const csv_force[] = {"fx", "fy", "fz", "tx", "ty", "tz"};
 static int csv_forces_at(const wf_run_outputs *o) { return CSV_FIXED + CSV_PER * o->n_objects; }
 
 wf_run_outputs_desc wf_run_outputs_desc_default(void) {
-  wf_run_outputs_desc d = {"out", WF_SCENE_OUT_VTK | WF_SCENE_OUT_CSV, 1, 0, 0, WF_SCENE_UP_Y};
+  wf_run_outputs_desc d = {"out", WF_SCENE_OUT_VTK | WF_SCENE_OUT_CSV, 1, 0, 0, WF_SCENE_UP_Y,
+                           NULL};
   return d;
 }
 
@@ -140,6 +145,7 @@ wf_run_outputs_desc wf_run_outputs_desc_from_scene(const wf_scene *sc) {
   d.every = sc->outputs.every;
   d.checkpoint_every = sc->outputs.checkpoint_every;
   d.up_axis = sc->outputs.up_axis;
+  d.scene = sc;
   return d;
 }
 
@@ -413,6 +419,8 @@ wf_status wf_run_outputs_create(wf_world *w, const wf_run_outputs_desc *desc,
   wf_status st = wf_dir_create(o->dir);
   if (st == WF_OK) st = alloc_buffers(o);
   if (st == WF_OK && (o->formats & WF_SCENE_OUT_VTK)) st = open_collections(o, d.resume_frame);
+  if (st == WF_OK && (o->formats & WF_SCENE_OUT_USD))
+    st = wfo_usd_create(w, d.scene, o->dir, o->every, o->up_axis, d.resume_frame, &o->usd);
   if (st == WF_OK && (o->formats & WF_SCENE_OUT_CSV)) st = open_csv(o, d.resume_frame);
   o->first_frame = d.resume_frame;
   if (st == WF_OK) st = write_resume_log(o);
@@ -433,6 +441,7 @@ wf_status wf_run_outputs_close(wf_run_outputs *o) {
   for (int i = 0; o->pvd && i < o->n_objects; i++)
     wf_pvd_destroy(o->pvd[i]);
   wf_pvd_destroy(o->scene_pvd);
+  wfo_usd_destroy(o->usd);
   if (o->csv) st = wf_csv_close(o->csv);
   wf_world_stop stop;
   if (o->csv && st == WF_OK && wf_world_stop_reason(o->w, &stop) &&
@@ -466,8 +475,8 @@ unsigned wf_run_outputs_due(const wf_run_outputs *o, int64_t frame) {
 
 /* Area-weighted vertex normals of a triangle mesh (unit length; 0 for a vertex of no triangle
  * with area), from the positions xyz, into n. */
-static void vertex_normals(const float *xyz, size_t count, const uint32_t *tri, size_t tris,
-                           float *n) {
+void wfo_vertex_normals(const float *xyz, size_t count, const uint32_t *tri, size_t tris,
+                        float *n) {
   memset(n, 0, count * 3 * sizeof *n);
   for (size_t t = 0; t < tris; t++) {
     const float *a = &xyz[3 * tri[3 * t]], *b = &xyz[3 * tri[3 * t + 1]],
@@ -513,7 +522,7 @@ static wf_status gather(wf_run_outputs *o, int i, wf_world_object *obj) {
     o->radius[j] = o->pos[j][3];
     o->id[j] = obj->first + (uint32_t)j;
   }
-  if (cloth) vertex_normals(o->xyz, n, obj->triangles, obj->triangle_count, o->normal);
+  if (cloth) wfo_vertex_normals(o->xyz, n, obj->triangles, obj->triangle_count, o->normal);
   if (o->up_axis == WF_SCENE_UP_Z) {
     to_z_up(o->xyz, n), to_z_up(o->v3, n), to_z_up(o->w3, n);
     if (cloth) to_z_up(o->normal, n);
@@ -567,6 +576,7 @@ wf_status wf_run_outputs_write_frame(wf_run_outputs *o, int64_t frame, double ms
   /* scene.pvd lists the frame once every object's file is there */
   if (st == WF_OK && (o->formats & WF_SCENE_OUT_VTK) && o->n_objects)
     st = wf_pvd_add_entries(o->scene_pvd, o->entries, (size_t)o->n_objects);
+  if (st == WF_OK && o->usd) st = wfo_usd_write_frame(o->usd, frame);
   if (st == WF_OK && o->csv) {
     wf_world_stats s;
     st = wf_world_stats_get(o->w, &s);

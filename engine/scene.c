@@ -238,7 +238,7 @@ static const char *const radii_names[] = {"fixed", "uniform", "lognormal"};
 static const char *const integrator_names[] = {"xpbd", "spring"};
 static const char *const collider_names[] = {"plane", "sphere", "box", "capsule", "mesh"};
 static const char *const color_names[] = {"object", "speed"};
-static const char *const format_names[] = {"ply", "vtk", "csv", "png", "checkpoint"};
+static const char *const format_names[] = {"ply", "vtk", "csv", "png", "checkpoint", "usd"};
 static const char *const up_axis_names[] = {"y", "z"};
 static const char *const pin_names[] = {"top-left", "top-right", "bottom-left", "bottom-right",
                                         "top",      "bottom",    "left",        "right"};

@@ -8,6 +8,7 @@ pkgs=(build-essential cmake ninja-build pkg-config clang
       libassimp-dev                     # mesh collider files (OBJ, STL, PLY, glTF)
       libepoxy-dev libglfw3-dev libcglm-dev libstb-dev libegl-dev  # viewer and --render
       libegl-mesa0 libgl1-mesa-dri xvfb xauth                        # rendering without a GPU (CI)
+      libavcodec-dev libavformat-dev libswscale-dev libavutil-dev  # weft run --video (FFmpeg)
       gnuplot-nox                       # the plots of docs/validation.md (scripts/validation/)
       python3-vtk9 python3-meshio)      # real readers of the output files (tests/scripts/)
 missing=()

@@ -246,6 +246,7 @@ typedef enum wf_viewer_action {
   WF_VIEWER_HELP,       /* H or F1 */
   WF_VIEWER_VSYNC,      /* V */
   WF_VIEWER_QUIT,       /* Esc */
+  WF_VIEWER_RECORD,     /* O: start / stop recording a video (desc.record) */
 } wf_viewer_action;
 
 typedef struct wf_viewer_desc {
@@ -263,6 +264,11 @@ typedef struct wf_viewer_desc {
   /** Called after each drawn frame (frame counts from 0); return false to close the window. */
   bool (*on_frame)(void *user, wf_viewer *v, long frame);
   void *on_frame_user;
+  /** The record key (WF_VIEWER_RECORD): starts or stops a recording (the caller encodes the
+   *  frames, e.g. in on_frame) and puts a line for the overlay in msg. NULL: the key says that
+   *  this program cannot record. */
+  void (*record)(void *user, wf_viewer *v, char *msg, size_t msg_size);
+  void *record_user;
   void (*log)(int level, const char *message, void *user);
   void *log_user;
 } wf_viewer_desc;

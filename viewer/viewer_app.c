@@ -137,6 +137,7 @@ wf_viewer_action wf_viewer_action_for_key(int key, unsigned codepoint) {
   case GLFW_KEY_H:
   case GLFW_KEY_F1: return WF_VIEWER_HELP;
   case GLFW_KEY_V: return WF_VIEWER_VSYNC;
+  case GLFW_KEY_O: return WF_VIEWER_RECORD;
   case GLFW_KEY_ESCAPE: return WF_VIEWER_QUIT;
   default: return WF_VIEWER_NONE;
   }
@@ -192,6 +193,12 @@ void wf_viewer_apply(wf_viewer *v, wf_viewer_action a) {
     glfwSwapInterval(v->vsync ? 1 : 0);
     break;
   case WF_VIEWER_QUIT: glfwSetWindowShouldClose(v->win, GLFW_TRUE); break;
+  case WF_VIEWER_RECORD: {
+    char msg[4200] = "this program cannot record video";
+    if (v->desc.record) v->desc.record(v->desc.record_user, v, msg, sizeof msg);
+    say(v, 4.0, "%s", msg);
+    break;
+  }
   }
 }
 
@@ -267,6 +274,7 @@ static void draw_overlay(wf_viewer *v, int fb_w, int fb_h, const wf_render_stats
                              "W             wireframe\n"
                              "C             colour by object / by speed\n"
                              "P             screenshot (PNG)\n"
+                             "O             record video on / off\n"
                              "V             vsync on / off\n"
                              "H or F1       this help\n"
                              "Esc           quit";

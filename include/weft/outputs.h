@@ -59,6 +59,19 @@
  *  - resume_log.txt         appended at create when the world was restored from a checkpoint whose
  *                           scene differed (wf_world_load_checkpoint_with_changes) or could not be
  *                           checked: the checkpoint, its frame and each accepted change.
+ *  - scene.usda             WF_SCENE_OUT_USD: an ASCII USD stage over the whole run (Houdini,
+ *    usd/static.usda        Omniverse, usdview, Blender): /World/objects/<name> a Points prim per
+ *    usd/manifest.usda      emitter (points, widths = 2 radius, velocities) and a Mesh per cloth
+ *    usd/frame_<frame>.usda (points, normals, velocities, topology, primvars:st for a grid),
+ *                           /World/colliders/<name> an Xform per collider (translate, orient
+ *                           and visibility over time; its shape as the child "shape": Sphere,
+ *                           Cube, Capsule, a quad for a plane, the triangles of a mesh). Time
+ *                           code = frame number, timeCodesPerSecond = fps, upAxis "Y" (or "Z":
+ *                           /World turned a quarter about +x), metersPerUnit 1. Each written
+ *                           frame is a layer of its own under usd/, which scene.usda lists as
+ *                           value clips; scene.usda is replaced after each frame, so it always
+ *                           opens and lists the frames written (a resume keeps the earlier ones).
+ *                           Needs desc.scene for colliders and texture coordinates.
  * WF_SCENE_OUT_PNG is not written here: pictures need the viewer's renderer, which the library does
  * not link. `weft run` draws them (render/frame_<n>.png, n = 0, 1, 2, ... in order).
  *
@@ -101,6 +114,8 @@ typedef struct wf_run_outputs_desc {
                                entries are kept (see the guide). 0: a fresh run */
   wf_scene_up_axis up_axis; /* axes of the PLY and VTK files (weft/scene.h); default
                                WF_SCENE_UP_Y: as simulated */
+  const wf_scene *scene;    /* USD: the colliders and grid sizes (NULL: none); read at create
+                               only. wf_run_outputs_desc_from_scene sets it */
 } wf_run_outputs_desc;
 
 /** Bits of wf_run_outputs_due. */
@@ -116,7 +131,9 @@ typedef enum wf_run_file {
   WF_RUN_FILE_LAST_GOOD = 5,  /* checkpoint_last_good_<frame>.wfck (object unused) */
   WF_RUN_FILE_SCENE_PVD = 6,  /* scene.pvd: every object's .vtp (object and frame unused) */
   WF_RUN_FILE_SUMMARY = 7,    /* run.json (object and frame unused) */
-  WF_RUN_FILE_RESUME_LOG = 8  /* resume_log.txt (object and frame unused) */
+  WF_RUN_FILE_RESUME_LOG = 8, /* resume_log.txt (object and frame unused) */
+  WF_RUN_FILE_USD = 9,        /* scene.usda (object and frame unused) */
+  WF_RUN_FILE_USD_FRAME = 10  /* usd/frame_<frame>.usda (object unused) */
 } wf_run_file;
 
 /** Default: dir "out", VTK and CSV every frame, a checkpoint after the last frame, fresh run. */

@@ -103,13 +103,15 @@ typedef enum wf_scene_color_by {
  *  (x, y, z) written as (x, -z, y), and velocities, angular velocities and normals alike
  *  (Blender's axes: z up, y forward). */
 typedef enum wf_scene_up_axis { WF_SCENE_UP_Y = 0, WF_SCENE_UP_Z = 1 } wf_scene_up_axis;
-/** Bits of wf_scene_outputs.formats (outputs.formats: "ply", "vtk", "csv", "png", "checkpoint"). */
+/** Bits of wf_scene_outputs.formats (outputs.formats: "ply", "vtk", "csv", "png", "checkpoint",
+ *  "usd"). */
 enum {
   WF_SCENE_OUT_PLY = 1u << 0,
   WF_SCENE_OUT_VTK = 1u << 1,
   WF_SCENE_OUT_CSV = 1u << 2,
   WF_SCENE_OUT_PNG = 1u << 3,
   WF_SCENE_OUT_CHECKPOINT = 1u << 4,
+  WF_SCENE_OUT_USD = 1u << 5, /* scene.usda (weft/outputs.h) */
 };
 
 /** simulation.stop_when[i]: what ends a run before its last frame (docs/scenes.md). */

@@ -497,7 +497,7 @@ TEST(value_errors) {
                     "cloths[0]: a cloth is either a 'grid' or a 'mesh', not both");
   CHECK_PARSE_ERROR(
       "{\"outputs\": {\"formats\": [\"vtk\", \"jpg\"]}}",
-      "outputs.formats[1]: expected one of ply, vtk, csv, png, checkpoint, got \"jpg\"");
+      "outputs.formats[1]: expected one of ply, vtk, csv, png, checkpoint, usd, got \"jpg\"");
   CHECK_PARSE_ERROR("{\"outputs\": {\"formats\": [\"plyy\"]}}",
                     "outputs.formats[0]: unknown format \"plyy\" (did you mean 'ply'?)");
   CHECK_PARSE_ERROR("{\"camera\": {\"fov_deg\": 180}}",

@@ -76,7 +76,14 @@ typedef struct run_state {
   wf_viewer_stats stats;
   uint8_t window[VT_W * VT_H * 4]; /* the window's back buffer at frame 2: scene + overlay */
   bool window_read;
+  int records; /* calls of desc.record (the O key) */
 } run_state;
+
+static void on_record(void *user, wf_viewer *v, char *msg, size_t n) {
+  (void)v;
+  ((run_state *)user)->records++;
+  snprintf(msg, n, "recording (test)");
+}
 
 static bool on_frame(void *user, wf_viewer *v, long frame) {
   run_state *rs = user;
@@ -103,6 +110,7 @@ static bool on_frame(void *user, wf_viewer *v, long frame) {
     wf_viewer_apply(v, WF_VIEWER_RESET);
     wf_viewer_apply(v, WF_VIEWER_WIREFRAME);
     wf_viewer_apply(v, WF_VIEWER_HELP);
+    wf_viewer_apply(v, WF_VIEWER_RECORD);
   }
   return true;
 }
@@ -121,6 +129,7 @@ TEST(key_bindings) {
   CHECK_EQ_INT(wf_viewer_action_for_key(GLFW_KEY_H, 0), WF_VIEWER_HELP);
   CHECK_EQ_INT(wf_viewer_action_for_key(GLFW_KEY_F1, 0), WF_VIEWER_HELP);
   CHECK_EQ_INT(wf_viewer_action_for_key(GLFW_KEY_ESCAPE, 0), WF_VIEWER_QUIT);
+  CHECK_EQ_INT(wf_viewer_action_for_key(GLFW_KEY_O, 0), WF_VIEWER_RECORD);
   CHECK_EQ_INT(wf_viewer_action_for_key(GLFW_KEY_Q, 0), WF_VIEWER_NONE);
   CHECK_EQ_INT(wf_viewer_action_for_key(0, 'w'), WF_VIEWER_NONE); /* letters: key events only */
 }
@@ -148,7 +157,9 @@ TEST(window_matches_headless) {
                       .screenshot_dir = g_tmp,
                       .max_frames = 6,
                       .on_frame = on_frame,
-                      .on_frame_user = &rs};
+                      .on_frame_user = &rs,
+                      .record = on_record,
+                      .record_user = &rs};
   wf_status st = wf_viewer_run(&d);
   if (st == WF_ERR_UNSUPPORTED) SKIP("%s", wf_render_last_error());
   if (st != WF_OK) {
@@ -167,6 +178,7 @@ TEST(window_matches_headless) {
   CHECK_EQ_INT(src.resets, 1);
   CHECK_EQ_INT(src.speed_calls, 3);
   CHECK_NEAR(src.speed, 2.0, 0.0);
+  CHECK_EQ_INT(rs.records, 1); /* the record key reaches desc.record */
   /* the framebuffer: Xvfb has no HiDPI scaling, so it is the requested size */
   CHECK_EQ_INT(rs.stats.framebuffer_width, VT_W);
   CHECK_EQ_INT(rs.stats.framebuffer_height, VT_H);
