@@ -683,7 +683,7 @@ static float *timed_run(bool no_graph, int parts, int frames) {
   d.no_graph = no_graph;
   wf_device *devs[3];
   for (int k = 0; k < parts; k++) {
-    char name[8];
+    char name[16];
     snprintf(name, sizeof name, "cpu:%d", k);
     if (wf_device_get(name, &devs[k]) != WF_OK) return NULL;
     d.devices[k] = devs[k];
