@@ -32,7 +32,7 @@ int wf_cli_split_equals(int argc, char **argv, char ***out) {
     }
   }
   v[n] = NULL;
-  *out = v; /* lives as long as the process */
+  *out = v; /* the caller frees it (when it is not argv) */
   return n;
 }
 

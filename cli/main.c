@@ -1,5 +1,6 @@
 /* `weft`: the command-line program. main() only dispatches to a subcommand (cmd_*.c). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -34,8 +35,7 @@ static void usage(FILE *f) {
         f);
 }
 
-int main(int argc, char **argv) {
-  argc = wf_cli_split_equals(argc, argv, &argv); /* --frames=2 is --frames 2 everywhere */
+static int weft_main(int argc, char **argv) {
   if (argc < 2) {
     usage(stderr);
     return WF_EXIT_USAGE;
@@ -68,4 +68,12 @@ int main(int argc, char **argv) {
   else
     fprintf(stderr, "weft: unknown command '%s' (weft --help lists the commands)\n", cmd);
   return WF_EXIT_USAGE;
+}
+
+int main(int argc, char **argv) {
+  char **args;
+  int n = wf_cli_split_equals(argc, argv, &args); /* --frames=2 is --frames 2 everywhere */
+  int rc = weft_main(n, args);
+  if (args != argv) free(args);
+  return rc;
 }

@@ -116,7 +116,7 @@ TEST(did_you_mean) {
   char dir[600];
   test_dir(dir, sizeof dir, "mean");
   struct {
-    const char *args[4], *want;
+    const char *args[5], *want; /* NULL-terminated */
   } cases[] = {
       {{"runn", "x.json"}, "unknown command 'runn'; did you mean 'run'?"},
       {{"valdiate", "x.json"}, "did you mean 'validate'?"},
