@@ -60,7 +60,7 @@ struct wf_world {
   char *physics_json;
   wf_world_resume resume;
   wf_scene_change resume_changes[WF_WORLD_MAX_CHANGES];
-  int n_colliders;    /* the scene's, given to every solver in scene order (world_forces.c) */
+  int n_colliders; /* the scene's, given to every solver in scene order (world_forces.c) */
   char (*collider_names)[WF_SCENE_NAME_MAX];
 };
 

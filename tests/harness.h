@@ -220,8 +220,9 @@ static inline int th_resolve(void) {
 }
 
 /* The standard runtime: four CPU devices, so cpu:0/cpu:1 exist for two-device tests, CPU
- * kernels on WEFT_CPU_THREADS threads (default 1), and the CPU memory cap of WEFT_CPU_MEMORY_LIMIT (bytes, K/M/G suffix; ctest sets it for test_oom) as
- * the weft command reads it: the library itself reads no environment. */
+ * kernels on WEFT_CPU_THREADS threads (default 1), and the CPU memory cap of WEFT_CPU_MEMORY_LIMIT
+ * (bytes, K/M/G suffix; ctest sets it for test_oom) as the weft command reads it: the library
+ * itself reads no environment. */
 static inline wf_init_desc th_init_desc(void) {
   /* One thread a CPU kernel unless WEFT_CPU_THREADS says otherwise: ctest runs two programs at
      once on 2-core CI machines, and a pool in each would oversubscribe the cores. The *_threads

@@ -692,7 +692,7 @@ static wf_status buffers_upload(const char *fn, wfc_part *c, const host_lists *L
   };
   wf_status st = WF_OK;
   for (int b = 0; b < B_COUNT && st == WF_OK; b++) {
-    if (b >= B_Q && b <= B_TEMP) continue; /* the vertex grid's: grid_alloc, when needed */
+    if (b >= B_Q && b <= B_TEMP) continue;          /* the vertex grid's: grid_alloc, when needed */
     if (b >= B_CC_EDGES && b <= B_CC_MAX) continue; /* cloth contact's: contact_alloc */
     if (!spec[b].bytes && (b == B_ADJ_START || b == B_ADJ || b == B_CONS || b == B_LAMBDA ||
                            b == B_GRID_REST || b == B_SYNC))
