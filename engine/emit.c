@@ -215,6 +215,16 @@ static int larger_first(const void *a, const void *b) {
   return x->i < y->i ? -1 : x->i > y->i;
 }
 
+/* The first centre listed in the cell (dx, dy, dz) away from cell cc, or -1 (none, or outside
+ * the grid): where both walks below start. */
+static int32_t neighbour_head(const rsa_grid *g, const int64_t cc[3], int64_t dx, int64_t dy,
+                              int64_t dz) {
+  int64_t q[3] = {cc[0] + dx, cc[1] + dy, cc[2] + dz};
+  for (int k = 0; k < 3; k++)
+    if (q[k] < 0 || q[k] >= g->dims[k]) return -1;
+  return g->head[(q[2] * g->dims[1] + q[1]) * g->dims[0] + q[0]];
+}
+
 /* Whether a sphere of radius r at x (from the centre) lies in the region and overlaps no
  * placed one. */
 static bool fits(const wf_scene_emitter *e, const rsa_grid *g, const double h[3],
@@ -231,12 +241,7 @@ static bool fits(const wf_scene_emitter *e, const rsa_grid *g, const double h[3]
   for (int64_t dz = -1; dz <= 1; dz++)
     for (int64_t dy = -1; dy <= 1; dy++)
       for (int64_t dx = -1; dx <= 1; dx++) {
-        int64_t q[3] = {cc[0] + dx, cc[1] + dy, cc[2] + dz};
-        if (q[0] < 0 || q[1] < 0 || q[2] < 0 || q[0] >= g->dims[0] || q[1] >= g->dims[1] ||
-            q[2] >= g->dims[2])
-          continue;
-        for (int32_t j = g->head[(q[2] * g->dims[1] + q[1]) * g->dims[0] + q[0]]; j >= 0;
-             j = g->next[j]) {
+        for (int32_t j = neighbour_head(g, cc, dx, dy, dz); j >= 0; j = g->next[j]) {
           double d0 = x[0] - c[j][0], d1 = x[1] - c[j][1], d2 = x[2] - c[j][2];
           double rr = r + rad[j];
           if (d0 * d0 + d1 * d1 + d2 * d2 < rr * rr) return false;
@@ -270,12 +275,7 @@ static bool voxel_closed(const wf_scene_emitter *e, const rsa_grid *g, const dou
   for (int64_t dz = -1; dz <= 1; dz++)
     for (int64_t dy = -1; dy <= 1; dy++)
       for (int64_t dx = -1; dx <= 1; dx++) {
-        int64_t q[3] = {cc[0] + dx, cc[1] + dy, cc[2] + dz};
-        if (q[0] < 0 || q[1] < 0 || q[2] < 0 || q[0] >= g->dims[0] || q[1] >= g->dims[1] ||
-            q[2] >= g->dims[2])
-          continue;
-        for (int32_t j = g->head[(q[2] * g->dims[1] + q[1]) * g->dims[0] + q[0]]; j >= 0;
-             j = g->next[j]) {
+        for (int32_t j = neighbour_head(g, cc, dx, dy, dz); j >= 0; j = g->next[j]) {
           double far = 0.0; /* the voxel's farthest point from c_j */
           for (int k = 0; k < 3; k++) {
             double d = fabs(c[j][k] - mid[k]) + half;
