@@ -142,6 +142,8 @@ struct wfp_part {
    * (or run of substeps) spanned */
   unsigned long long force_host[WFX_MAX_COLLIDERS * WFX_FORCE_WORDS];
   double force_seconds;
+  bool forces_on; /* the kernels sum the impulses (wfp_part_measure_forces); off: no adds, no clear
+                   */
   struct {
     wfp_hook_fn fn;
     void *user;
@@ -1027,7 +1029,7 @@ static wfp_collide_args collide_args(wfp_part *ps) {
                             .anchor = ps->drift_anchor,
                             .drift = ps->drift_ctl,
                             .min_blocks = ps->min_blocks,
-                            .forces = ptr(ps, B_FORCE)};
+                            .forces = ps->forces_on ? ptr(ps, B_FORCE) : NULL};
 }
 
 static wfp_frame_args frame_args(wfp_part *ps) {
@@ -1228,6 +1230,18 @@ size_t wfp_part_device_bytes(const wfp_part *ps) {
 }
 
 uint32_t wfp_part_collider_count(const wfp_part *ps) { return ps->params.n_colliders; }
+
+wf_status wfp_part_measure_forces(wfp_part *ps, bool on) {
+  if (ps->forces_on == on) return WF_OK;
+  drop_graph(ps); /* the captured frame has the kernels' table pointer and the clear baked in */
+  ps->forces_on = on;
+  /* zero until a frame has summed them (the table holds an older frame's, or nothing) */
+  TRY(wf_memset(ps->buf[B_FORCE], 0, 0, WFX_FORCE_BYTES, ps->stream),
+      "clearing the collider forces");
+  return WF_OK;
+}
+
+bool wfp_part_measuring_forces(const wfp_part *ps) { return ps->forces_on; }
 
 wf_status wfp_part_forces(wfp_part *ps, const unsigned long long **table, double *seconds) {
   TRY(wf_stream_synchronize(ps->stream), "waiting for the solver");
@@ -1537,8 +1551,9 @@ void wfp_part_hook_remove(wfp_part *ps, wfp_hook_fn fn, void *user) {
 
 wf_status wfp_frame_enqueue_begin(wfp_part *ps) {
   wfp_frame_args fa = frame_args(ps);
-  TRY(wf_memset(ps->buf[B_FORCE], 0, 0, WFX_FORCE_BYTES, ps->stream),
-      "clearing the collider forces");
+  if (ps->forces_on)
+    TRY(wf_memset(ps->buf[B_FORCE], 0, 0, WFX_FORCE_BYTES, ps->stream),
+        "clearing the collider forces");
   return launch(ps, &wfp_frame_begin, 1, &fa, sizeof fa);
 }
 

@@ -60,6 +60,11 @@ uint32_t wfp_part_capacity(const wfp_part *ps);
  * impulses on its colliders, WFX_FORCE_WORDS per collider (collider_force.h), in *table (the
  * partition's own copy, valid until the next call), and the seconds they were summed over. */
 wf_status wfp_part_forces(wfp_part *ps, const unsigned long long **table, double *seconds);
+/* Whether the kernels sum the impulses on the colliders (off at creation: the sums cost ~10% of a
+ * substep where every particle touches a collider). Turning it on or off drops the captured frame
+ * and zeroes the sums; the frames after it sum them. Results are bitwise the same either way. */
+wf_status wfp_part_measure_forces(wfp_part *ps, bool on);
+bool wfp_part_measuring_forces(const wfp_part *ps);
 uint32_t wfp_part_collider_count(const wfp_part *ps);
 wf_status wfp_part_download_omega(wfp_part *ps, float (*omega)[4]);
 /* Logs a warning for each material whose smallest particles need more substeps than the desc

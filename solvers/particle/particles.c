@@ -894,6 +894,17 @@ wf_status wf_particles_set_collider_pose(wf_particles *sp, uint32_t index,
   return WF_OK;
 }
 
+wf_status wf_particles_measure_collider_forces(wf_particles *sp, bool on) {
+  if (!sp) return fail(WF_ERR_INVALID, "wf_particles_measure_collider_forces: solver is NULL");
+  if (wfp_part_measuring_forces(sp->parts[0].ps) == on) return WF_OK;
+  for (int p = 0; p < sp->np; p++) {
+    wf_status st = wfp_part_measure_forces(sp->parts[p].ps, on);
+    if (st != WF_OK) return st;
+  }
+  wfpt_frame_stale(&sp->frame); /* the kernels' table pointers and the clears changed */
+  return WF_OK;
+}
+
 /* The partitions' integer sums, added in any order (collider_force.h): the same bits for any
  * number of partitions. */
 wf_status wf_particles_collider_force(wf_particles *sp, uint32_t index, double force[3],
@@ -904,6 +915,11 @@ wf_status wf_particles_collider_force(wf_particles *sp, uint32_t index, double f
   if (index >= n)
     return wf__error(WF_ERR_INVALID, fn, "particles '%s': collider %u does not exist (%u added)",
                      sp->name, index, n);
+  if (!wfp_part_measuring_forces(sp->parts[0].ps)) { /* from the next frame on */
+    for (int j = 0; j < 3; j++)
+      force[j] = torque[j] = 0.0;
+    return wf_particles_measure_collider_forces(sp, true);
+  }
   const unsigned long long *tables[MAXP];
   double seconds = 0.0;
   int np = sp->forces_in_0 ? 1 : sp->np;
