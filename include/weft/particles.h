@@ -406,6 +406,15 @@ WF_API wf_status wf_particles_add(wf_particles *ps, uint32_t n, const float (*po
 WF_API wf_status wf_particles_add_timed(wf_particles *ps, uint32_t n, const float (*pos)[4],
                                         const float (*vel)[4], const float *birth,
                                         uint32_t material, uint32_t *first);
+/** wf_particles_add_timed with the positions (xyz) relative to `origin`, a point of the world in
+ *  double, instead of the world's origin: each is moved into the solver's frame as origin + pos
+ *  - wf_particles_origin in double and rounded to float once (taken as it is when `origin` is
+ *  the solver's). A solver whose origin is not fixed yet (no particles, no origin_given) takes
+ *  `origin` as its own; give whole metres, so that a scene moved by whole metres keeps its bits
+ *  (docs/precision.md). The scene's emitters add their particles so. */
+WF_API wf_status wf_particles_add_relative(wf_particles *ps, const double origin[3], uint32_t n,
+                                           const float (*pos)[4], const float (*vel)[4],
+                                           const float *birth, uint32_t material, uint32_t *first);
 /** Sets the birth times of particles [first, first + n) (birth[i], s; see
  *  wf_particles_add_timed) without touching anything else: a restore from a checkpoint that lacks
  *  the granular state (which carries them) gives them back. Waits for the solver. */

@@ -657,8 +657,9 @@ static wf_status append(wfp_part *ps, uint32_t n, const wfp_f4 *pos, const wfp_f
   return upload_params(ps);
 }
 
-wf_status wfp_part_add(wfp_part *ps, uint32_t n, const float (*pos)[4], const float (*vel)[4],
-                       const float *birth, uint32_t material, uint32_t *first) {
+wf_status wfp_part_add(wfp_part *ps, const double *from, uint32_t n, const float (*pos)[4],
+                       const float (*vel)[4], const float *birth, uint32_t material,
+                       uint32_t *first) {
   if (!ps) return fail(WF_ERR_INVALID, "particles: solver is NULL");
   if (n == 0) return fail(WF_ERR_INVALID, "particles '%s': n is 0 (zero particles)", ps->name);
   if (!pos) return fail(WF_ERR_INVALID, "particles '%s': pos is NULL", ps->name);
@@ -692,10 +693,15 @@ wf_status wfp_part_add(wfp_part *ps, uint32_t n, const float (*pos)[4], const fl
     free(p), free(v);
     return fail(WF_ERR_OUT_OF_MEMORY, "particles '%s': out of host memory", ps->name);
   }
-  const double *o = ps->origin; /* world positions into the solver's frame, in double */
+  /* positions relative to `from` (NULL: world positions) into the solver's frame, in double,
+   * rounded once; relative to the solver's own origin they are taken as they are */
+  static const double world[3] = {0.0, 0.0, 0.0};
+  const double *f = from ? from : world, *o = ps->origin;
+  double sh[3] = {f[0] - o[0], f[1] - o[1], f[2] - o[2]};
   for (uint32_t i = 0; i < n; i++) {
-    p[i] = (wfp_f4){(float)((double)pos[i][0] - o[0]), (float)((double)pos[i][1] - o[1]),
-                    (float)((double)pos[i][2] - o[2]), pos[i][3]};
+    p[i] = (wfp_f4){sh[0] == 0.0 ? pos[i][0] : (float)((double)pos[i][0] + sh[0]),
+                    sh[1] == 0.0 ? pos[i][1] : (float)((double)pos[i][1] + sh[1]),
+                    sh[2] == 0.0 ? pos[i][2] : (float)((double)pos[i][2] + sh[2]), pos[i][3]};
     if (vel)
       v[i] = (wfp_f4){vel[i][0], vel[i][1], vel[i][2], vel[i][3]};
     else

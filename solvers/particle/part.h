@@ -25,8 +25,10 @@ wf_status wfp_part_add_material(wfp_part *ps, const wf_particle_material *m, uin
 wf_status wfp_part_set_material(wfp_part *ps, uint32_t index, const wf_particle_material *m);
 wf_status wfp_part_emit(wfp_part *ps, const wf_particles_emitter *e, uint32_t *first,
                         uint32_t *count);
-wf_status wfp_part_add(wfp_part *ps, uint32_t n, const float (*pos)[4], const float (*vel)[4],
-                       const float *birth, uint32_t material, uint32_t *first);
+/* pos relative to `from` (NULL: world positions), moved into the solver's frame in double. */
+wf_status wfp_part_add(wfp_part *ps, const double *from, uint32_t n, const float (*pos)[4],
+                       const float (*vel)[4], const float *birth, uint32_t material,
+                       uint32_t *first);
 wf_status wfp_part_add_collider(wfp_part *ps, const wf_collider_desc *c, uint32_t *index);
 wf_status wfp_part_set_collider_pose(wfp_part *ps, uint32_t k, const wf_collider_pose *pose);
 wf_particles_params wfp_part_params_get(const wfp_part *ps);

@@ -828,6 +828,27 @@ wf_status wf_particles_add(wf_particles *sp, uint32_t n, const float (*pos)[4],
   return wf_particles_add_timed(sp, n, pos, vel, NULL, material, first);
 }
 
+wf_status wf_particles_add_relative(wf_particles *sp, const double origin[3], uint32_t n,
+                                    const float (*pos)[4], const float (*vel)[4],
+                                    const float *birth, uint32_t material, uint32_t *first) {
+  if (!sp) return fail(WF_ERR_INVALID, "particles: solver is NULL");
+  if (!origin || !isfinite(origin[0]) || !isfinite(origin[1]) || !isfinite(origin[2]))
+    return fail(WF_ERR_INVALID,
+                "particles '%s': wf_particles_add_relative: origin is NULL or "
+                "not finite",
+                sp->name);
+  wf_status st = WF_OK;
+  bool was_fixed = sp->origin_fixed;
+  if (!sp->origin_fixed && (st = origin_fix(sp, origin)) != WF_OK) return st;
+  if (sp->np == 1) {
+    st = wfp_part_add(sp->parts[0].ps, origin, n, pos, vel, birth, material, first);
+    return st == WF_OK ? st : origin_undo(sp, was_fixed, st);
+  }
+  st = undistribute(sp);
+  if (st == WF_OK) st = wfp_part_add(sp->parts[0].ps, origin, n, pos, vel, birth, material, first);
+  return st == WF_OK ? after_add(sp) : origin_undo(sp, was_fixed, st);
+}
+
 wf_status wf_particles_add_timed(wf_particles *sp, uint32_t n, const float (*pos)[4],
                                  const float (*vel)[4], const float *birth, uint32_t material,
                                  uint32_t *first) {
@@ -844,11 +865,11 @@ wf_status wf_particles_add_timed(wf_particles *sp, uint32_t n, const float (*pos
       return st;
   }
   if (sp->np == 1) {
-    st = wfp_part_add(sp->parts[0].ps, n, pos, vel, birth, material, first);
+    st = wfp_part_add(sp->parts[0].ps, NULL, n, pos, vel, birth, material, first);
     return st == WF_OK ? st : origin_undo(sp, was_fixed, st);
   }
   st = undistribute(sp);
-  if (st == WF_OK) st = wfp_part_add(sp->parts[0].ps, n, pos, vel, birth, material, first);
+  if (st == WF_OK) st = wfp_part_add(sp->parts[0].ps, NULL, n, pos, vel, birth, material, first);
   return st == WF_OK ? after_add(sp) : origin_undo(sp, was_fixed, st);
 }
 
