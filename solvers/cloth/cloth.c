@@ -335,8 +335,11 @@ static void params_build(wfc_part *c) {
 static wf_status upload_params(wfc_part *c, const char *fn) {
   params_build(c);
   /* mesh colliders look for triangles within twice the thickness and 1 cm (a vertex's travel in a
-   * few substeps) */
-  TRY(wfx_sync_reach(c->colliders, c->params.n_colliders, 2.0f * c->params.thickness + 0.01f,
+   * few substeps); each vertex keeps its candidate triangles (mesh_query.h, wfm_cache) while it
+   * moves less than a quarter of that, at most 1 mm (bench/collider_bench.c measured the lists'
+   * cost against the skin) */
+  float reach = 2.0f * c->params.thickness + 0.01f;
+  TRY(wfx_sync_reach(c->colliders, c->params.n_colliders, reach, fminf(0.001f, 0.25f * reach),
                      c->buf[B_COLLIDERS], c->stream),
       "uploading a collider");
   TRY(wf_upload(c->buf[B_PARAMS], 0, &c->params, sizeof c->params, c->stream),
@@ -849,6 +852,10 @@ wf_status wfc_part_add_collider(wfc_part *c, const wf_collider_desc *d, uint32_t
   }
   if (st0 == WF_OK)
     st0 = wfx_dev_upload(fn, owner, &dl, c->dev, c->stream, &w, &c->collider_dev[k]);
+  /* a mesh: a candidate list per vertex for the XPBD finalize (wfc_finalize_elem) */
+  if (st0 == WF_OK &&
+      (st0 = wfx_dev_cache(fn, owner, c->dev, c->stream, c->nv, &w, &c->collider_dev[k])) != WF_OK)
+    wfx_dev_release(&c->collider_dev[k], c->stream);
   free(keys);
   if (st0 != WF_OK) return st0;
   wfp_collider_to_frame(&w, c->topo.origin); /* the kernels see positions relative to it */

@@ -209,8 +209,8 @@ double wf_particles_zeta_for_restitution(double e) {
 static wf_status upload_params(wfp_part *ps) {
   ps->params.count = ps->count;
   /* mesh colliders look for triangles within a cell (>= the largest particle's diameter) */
-  TRY(wfx_sync_reach(ps->colliders, ps->params.n_colliders, ps->params.cell, ps->buf[B_COLLIDERS],
-                     ps->stream),
+  TRY(wfx_sync_reach(ps->colliders, ps->params.n_colliders, ps->params.cell, 0.0f,
+                     ps->buf[B_COLLIDERS], ps->stream),
       "uploading a collider");
   TRY(wf_upload(ps->buf[B_PARAMS], 0, &ps->params, sizeof ps->params, ps->stream),
       "uploading the parameter block");
