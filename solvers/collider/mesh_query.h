@@ -270,18 +270,22 @@ WF_HD static inline float wfm_distance_cached(const wfm_node *nodes, const wfm_t
   int fresh = c->count != WFM_CACHE_NONE && c->reach2 == reach2 && c->skin == skin &&
               wfm_dot(m, m) <= skin * skin;
   if (!fresh) { /* make the list at x */
-    float key;
-    int32_t b = wfm_pick(nodes, tris, x, INFINITY, &key);
-    float D = b >= 0 ? sqrtf(key) : 1e30f; /* >= the distance (key >= d²) */
-    /* a triangle that can answer within skin of x: within sqrt(1 + tie) (D + skin) of that point
-     * and within reach of it; so within that + skin of x (a relative 1e-4 and 1e-6 of the
-     * coordinates' size added for the rounding of the distances in float) */
+    /* a triangle that can answer within skin of x: within sqrt(1 + tie) (D + skin) of that
+     * point, D the distance from x, and within reach of it; so within that + skin of x (a
+     * relative 1e-4 and 1e-6 of the coordinates' size added for the rounding of the distances in
+     * float). D is looked for only up to reach + 2 skin: none that near, none can answer. */
     float reach = reach2 < INFINITY ? sqrtf(reach2) : INFINITY;
+    float pad = 1e-6f * (1.0f + fabsf(x[0]) + fabsf(x[1]) + fabsf(x[2]));
+    float far_ = (reach + 2.0f * skin) * 1.0001f + pad, key;
+    int32_t b = wfm_pick(nodes, tris, x, far_ < INFINITY ? far_ * far_ : INFINITY, &key);
+    float D = sqrtf(key); /* >= the distance (key >= d²) */
     float lim = fminf(1.000005f * (D + skin), reach) + skin;
-    lim = lim * 1.0001f + 1e-6f * (1.0f + fabsf(x[0]) + fabsf(x[1]) + fabsf(x[2]));
+    lim = lim * 1.0001f + pad;
     c->ref[0] = x[0], c->ref[1] = x[1], c->ref[2] = x[2];
     c->reach2 = reach2, c->skin = skin;
-    if (lim < INFINITY)
+    if (b < 0)
+      c->count = 0; /* nothing within reach + 2 skin */
+    else if (lim < INFINITY)
       wfm_collect(nodes, tris, x, lim * lim, c);
     else
       c->count = WFM_CACHE_FULL;
