@@ -266,6 +266,8 @@ WF_HD static inline float wfm_distance_cached(const wfm_node *nodes, const wfm_t
                                               const float *x, float thickness, float reach2,
                                               const float *ref, float skin, wfm_cache *c,
                                               float *n) {
+  if (!nodes || !(wfm_box_d2(&nodes[0], x) <= reach2))         /* the mesh's box is beyond reach: */
+    return wfm_finish(tris, -1, x, thickness, reach2, ref, n); /* no list read or made */
   float m[3] = {x[0] - c->ref[0], x[1] - c->ref[1], x[2] - c->ref[2]};
   int fresh = c->count != WFM_CACHE_NONE && c->reach2 == reach2 && c->skin == skin &&
               wfm_dot(m, m) <= skin * skin;

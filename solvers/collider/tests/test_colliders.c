@@ -113,7 +113,7 @@ TEST(mesh_sphere_distance) {
 }
 
 /* The candidate cache (mesh_query.h, wfm_distance_cached) answers bit for bit as the tree walk
- * (wfm_distance): 800 points near a 64 x 128 sphere mesh (a closed solid: its poles join 128
+ * (wfm_distance): 500 points near a 64 x 128 sphere mesh (a closed solid: its poles join 128
  * triangles, more than a list holds, so full lists occur) and a 64 x 64 shell plane (thickness
  * 1 cm, with the previous point as ref), each moving 40 steps of random length up to twice the
  * skin (lists kept and made again) with a jump now and then; half-way the reach changes and then
@@ -127,7 +127,7 @@ TEST(mesh_cache_answers_as_the_tree) {
   CHECK_OK(wf_collider_mesh_create("plane", (const float(*)[3])gm.v, gm.nv,
                                    (const uint32_t(*)[3])gm.t, gm.nt, &m[1]));
   REQUIRE(m[0] && m[1]);
-  enum { N = 800, STEPS = 40 };
+  enum { N = 500, STEPS = 40 };
   wfm_cache *cache = malloc(N * sizeof *cache);
   float(*x)[3] = malloc(N * sizeof *x), (*prev)[3] = malloc(N * sizeof *prev);
   REQUIRE(cache && x && prev);
