@@ -32,8 +32,9 @@
  * nothing answers). The list is made again (two tree walks) when the point has moved more than
  * skin, the reach changed or the list was not made; while it holds, a query tests the few listed
  * triangles instead of walking the tree. A list that would exceed WFM_CACHE_TRIS triangles is
- * marked full and the query walks the tree. Either way the answer is the key's, so the cache
- * changes the cost, never the bits. */
+ * marked full and the query walks the tree; so does a point that moves about a skin a query
+ * (wfm_cache). Either way the answer is the key's, so the cache changes the cost, never the
+ * bits. */
 #ifndef WEFT_COLLIDER_MESH_QUERY_H
 #define WEFT_COLLIDER_MESH_QUERY_H
 
@@ -221,16 +222,22 @@ WF_HD static inline float wfm_distance(const wfm_node *nodes, const wfm_tri *tri
 
 /* ---- candidate cache (see above) ---------------------------------------------------------- */
 
-#define WFM_CACHE_TRIS 26          /* triangles a list holds: 128 bytes a point */
+#define WFM_CACHE_TRIS 25          /* triangles a list holds: 128 bytes a point */
 #define WFM_CACHE_NONE 0xffffffffu /* count: no list (made at the next query) */
 #define WFM_CACHE_FULL 0xfffffffeu /* count: more candidates than fit: walk the tree */
+#define WFM_CACHE_WALK 0xfffffffdu /* count: a fast point: walk the tree, ref follows it */
 
-/* One point's list, 128 bytes. Memory set to 0xff bytes is an empty cache (count NONE). */
+/* One point's list, 128 bytes. Memory set to 0xff bytes is an empty cache (count NONE).
+ * A point that outruns its list within two queries (moving about a skin a query, where a list
+ * would be made at nearly every query, costing two walks) walks the tree instead (count WALK,
+ * ref its last point) until it moves less than a quarter skin in a query, then gets a list
+ * again. Which way a query goes changes its cost only. */
 typedef struct wfm_cache {
-  float ref[3];   /* the point (mesh frame) the list was made at */
-  uint32_t count; /* listed triangles, or WFM_CACHE_NONE / WFM_CACHE_FULL */
+  float ref[3];   /* the point (mesh frame) the list was made at (WALK: the last query's) */
+  uint32_t count; /* listed triangles, or WFM_CACHE_NONE / _FULL / _WALK */
   float reach2;   /* the reach² it was made for */
   float skin;     /* how far the point may move from ref with the list still complete, m */
+  uint32_t uses;  /* queries the list answered since it was made */
   uint32_t tri[WFM_CACHE_TRIS];
 } wfm_cache;
 
@@ -269,9 +276,25 @@ WF_HD static inline float wfm_distance_cached(const wfm_node *nodes, const wfm_t
   if (!nodes || !(wfm_box_d2(&nodes[0], x) <= reach2))         /* the mesh's box is beyond reach: */
     return wfm_finish(tris, -1, x, thickness, reach2, ref, n); /* no list read or made */
   float m[3] = {x[0] - c->ref[0], x[1] - c->ref[1], x[2] - c->ref[2]};
-  int fresh = c->count != WFM_CACHE_NONE && c->reach2 == reach2 && c->skin == skin &&
-              wfm_dot(m, m) <= skin * skin;
-  if (!fresh) { /* make the list at x */
+  float moved2 = wfm_dot(m, m);
+  int same = c->count != WFM_CACHE_NONE && c->reach2 == reach2 && c->skin == skin;
+  int walk = 0, fresh = same && c->count != WFM_CACHE_WALK && moved2 <= skin * skin;
+  if (same && c->count == WFM_CACHE_WALK) { /* a fast point: walk while it stays fast */
+    c->ref[0] = x[0], c->ref[1] = x[1], c->ref[2] = x[2];
+    walk = moved2 > 0.0625f * skin * skin;
+  } else if (same && !fresh && c->count != WFM_CACHE_FULL && c->uses <= 2u) {
+    c->ref[0] = x[0], c->ref[1] = x[1], c->ref[2] = x[2]; /* outran its list: walk */
+    c->count = WFM_CACHE_WALK;
+    walk = 1;
+  }
+  if (walk) {
+    float key;
+    int32_t b = wfm_pick(nodes, tris, x, reach2, &key);
+    return wfm_finish(tris, b, x, thickness, reach2, ref, n);
+  }
+  if (fresh) {
+    c->uses += c->uses < 0xffffffffu;
+  } else { /* make the list at x */
     /* a triangle that can answer within skin of x: within sqrt(1 + tie) (D + skin) of that
      * point, D the distance from x, and within reach of it; so within that + skin of x (a
      * relative 1e-4 and 1e-6 of the coordinates' size added for the rounding of the distances in
@@ -284,7 +307,7 @@ WF_HD static inline float wfm_distance_cached(const wfm_node *nodes, const wfm_t
     float lim = fminf(1.000005f * (D + skin), reach) + skin;
     lim = lim * 1.0001f + pad;
     c->ref[0] = x[0], c->ref[1] = x[1], c->ref[2] = x[2];
-    c->reach2 = reach2, c->skin = skin;
+    c->reach2 = reach2, c->skin = skin, c->uses = 0;
     if (b < 0)
       c->count = 0; /* nothing within reach + 2 skin */
     else if (lim < INFINITY)

@@ -115,8 +115,10 @@ TEST(mesh_sphere_distance) {
 /* The candidate cache (mesh_query.h, wfm_distance_cached) answers bit for bit as the tree walk
  * (wfm_distance): 500 points near a 64 x 128 sphere mesh (a closed solid: its poles join 128
  * triangles, more than a list holds, so full lists occur) and a 64 x 64 shell plane (thickness
- * 1 cm, with the previous point as ref), each moving 40 steps of random length up to twice the
- * skin (lists kept and made again) with a jump now and then; half-way the reach changes and then
+ * 1 cm, with the previous point as ref), each moving 40 steps of random length up to 0.3 (half
+ * of them) or 2 skins (lists kept, made again, or outrun: the point walks) with a jump now and
+ * then; half-way
+ * the reach changes and then
  * the skin (every list is made again). Distances and normals are compared as bits. */
 TEST(mesh_cache_answers_as_the_tree) {
   const float c[3] = {0.0f, 0.0f, 0.0f};
@@ -146,7 +148,7 @@ TEST(mesh_cache_answers_as_the_tree) {
       }
       memcpy(prev[i], x[i], sizeof x[i]);
     }
-    long differ = 0, full = 0, queries = 0;
+    long differ = 0, full = 0, walks = 0, listed = 0, queries = 0;
     for (int step = 0; step < STEPS; step++) {
       if (step == STEPS / 2) reach = 0.02f;
       if (step == 3 * STEPS / 4) skin = 0.001f;
@@ -158,9 +160,12 @@ TEST(mesh_cache_answers_as_the_tree) {
                                       skin, &cache[i], nb);
         differ += memcmp(&a, &b, sizeof a) != 0 || memcmp(na, nb, sizeof na) != 0;
         full += cache[i].count == WFM_CACHE_FULL;
+        walks += cache[i].count == WFM_CACHE_WALK;
+        listed += cache[i].count < WFM_CACHE_WALK;
         queries++;
         memcpy(prev[i], x[i], sizeof x[i]);
-        float len = urand(0.0f, 2.0f * skin) * (i % 97 == step % 97 ? 10.0f : 1.0f);
+        float len =
+            urand(0.0f, (i % 2 ? 2.0f : 0.3f) * skin) * (i % 97 == step % 97 ? 10.0f : 1.0f);
         float d[3] = {urand(-1.0f, 1.0f), urand(-1.0f, 1.0f), urand(-1.0f, 1.0f)};
         float dl = sqrtf(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]) + 1e-6f;
         for (int q = 0; q < 3; q++)
@@ -169,9 +174,12 @@ TEST(mesh_cache_answers_as_the_tree) {
     }
     CHECK_EQ_INT(differ, 0);
     if (k == 0) CHECK(full > 0); /* the poles overflow a list: the fallback was exercised */
-    printf(
-        "  %s: %ld queries, %ld differ from the tree walk, %.1f%% through the tree (full lists)\n",
-        k ? "shell plane" : "sphere", queries, differ, 100.0 * full / queries);
+    CHECK(walks > 0);            /* and points that outran their lists walked */
+    CHECK(listed > queries / 4); /* while the slow half mostly kept its lists */
+    printf("  %s: %ld queries, %ld differ from the tree walk; %.1f%% listed, %.1f%% full, %.1f%% "
+           "walking\n",
+           k ? "shell plane" : "sphere", queries, differ, 100.0 * listed / queries,
+           100.0 * full / queries, 100.0 * walks / queries);
   }
   free(cache), free(x), free(prev);
   wf_collider_mesh_destroy(m[0]), wf_collider_mesh_destroy(m[1]);
