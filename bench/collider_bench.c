@@ -5,10 +5,14 @@
  *    ~100k triangles (a 224 x 224 grid of two triangles a cell, thickness 2 cm, its top surface at
  *    y = 0: the same contact geometry). Reported: ms/frame of each and the ratio mesh / box (the
  *    target on an H200 at 2M particles is <= 1.25).
- * 2. Cloth: an N x N XPBD cloth (default 256²) dropped onto a sphere of radius 0.5, once the
- *    analytic sphere and once a ~100k-triangle mesh of it (a 224 x 224 latitude-longitude
- *    sphere), each frame followed by a readback of the positions into host memory. Reported:
- *    ms/frame with readback of each (the target for the mesh on an H200 is <= 0.15 ms).
+ * 2. Cloth: an N x N XPBD cloth (default 256²) dropped from 2 cm above onto a sphere of radius
+ *    0.5, once the analytic sphere and once a ~100k-triangle mesh of it (a 224 x 224
+ *    latitude-longitude sphere), each frame followed by a readback of the positions into host
+ *    memory. The cloth touches the sphere from the second frame on and drapes over it during the
+ *    timed frames, so the mesh queries run where they cost (near the surface), not only the
+ *    rejection by the mesh's box (the cloth started 10 cm above the sphere until 2026-11-27 and
+ *    reached it only in the last timed frames). Reported: ms/frame with readback of each (the
+ *    target for the mesh on an H200 is <= 0.15 ms).
  *
  * Frames are timed on the host (launch to the end of the readback or of the frame), after two
  * warm-up frames; the median of --frames is reported. */
@@ -179,7 +183,7 @@ static int cloth_run(const cb_opts *o, wf_device *dev, const wf_collider_mesh *m
   wf_cloth_grid gr = wf_cloth_grid_default();
   gr.size[0] = gr.size[1] = 1.5f;
   gr.resolution[0] = gr.resolution[1] = o->cloth;
-  gr.center[1] = 0.6f;
+  gr.center[1] = 0.52f; /* 1.5 cm above the top: in contact from the first frames on */
   CHECK(wf_cloth_create_grid(&d, &gr, &cl));
   wf_collider_desc s = wf_collider_desc_default();
   s.name = "ball";

@@ -41,6 +41,22 @@ void wf_cli_print_scene_errors(const char *path) {
   }
 }
 
+/* Check k of the scene's stability checks: its cloths' (a mass-spring cloth past its explicit
+ * step's limit), then its emitters' (particles whose contacts are resolved in too few substeps).
+ * *stable false: msg holds the warning. */
+static wf_status stability(const wf_scene *sc, int k, bool *stable, char *msg, size_t n) {
+  if (k < sc->cloth_count) {
+    wf_cloth_stability s;
+    wf_status st = wf_scene_cloth_stability(sc, k, &s, msg, n);
+    *stable = st != WF_OK || s.stable;
+    return st;
+  }
+  wf_particles_stability_result s;
+  wf_status st = wf_scene_particle_stability(sc, k - sc->cloth_count, &s, msg, n);
+  *stable = st != WF_OK || s.ok;
+  return st;
+}
+
 int wf_cmd_validate(int argc, char **argv) {
   bool print = false;
   int n_files = 0;
@@ -82,22 +98,13 @@ int wf_cmd_validate(int argc, char **argv) {
     } else {
       fprintf(stdout, "%s: ok\n", argv[i]);
     }
-    /* a mass-spring cloth past its explicit step's limit: a warning, the scene stays valid */
-    for (int k = 0; k < sc->cloth_count; k++) {
-      wf_cloth_stability s;
+    /* a model past its step's stability limit: a warning, the scene stays valid */
+    for (int k = 0; k < sc->cloth_count + sc->emitter_count; k++) {
       char msg[512];
-      if (wf_scene_cloth_stability(sc, k, &s, msg, sizeof msg) != WF_OK)
+      bool stable = true;
+      if (stability(sc, k, &stable, msg, sizeof msg) != WF_OK)
         fprintf(stderr, "weft validate: %s: %s\n", argv[i], wf_last_error());
-      else if (!s.stable)
-        fprintf(stderr, "weft validate: %s: warning: %s\n", argv[i], msg);
-    }
-    /* particles whose contacts are resolved in too few substeps: a warning too */
-    for (int k = 0; k < sc->emitter_count; k++) {
-      wf_particles_stability_result s;
-      char msg[512];
-      if (wf_scene_particle_stability(sc, k, &s, msg, sizeof msg) != WF_OK)
-        fprintf(stderr, "weft validate: %s: %s\n", argv[i], wf_last_error());
-      else if (!s.ok)
+      else if (!stable)
         fprintf(stderr, "weft validate: %s: warning: %s\n", argv[i], msg);
     }
     wf_scene_destroy(sc);

@@ -154,8 +154,10 @@ static float unit_jitter(uint64_t *state) {
   return (float)((double)(*state >> 40) / (double)(1ull << 23) - 1.0);
 }
 
-static uint64_t lattice_fill(const wf_scene_emitter *e, uint32_t first_id, float (*pos)[4],
-                             uint64_t count) {
+/* Positions relative to o: the centre (as the solver's lattice takes it, a float) plus the offset,
+ * in double, minus o, rounded once (solvers/particle/part.c, lattice_points). */
+static uint64_t lattice_fill(const wf_scene_emitter *e, uint32_t first_id, const double o[3],
+                             float (*pos)[4], uint64_t count) {
   uint64_t cells[3], n = 0;
   lattice_cells(e, cells);
   for (uint64_t iz = 0; iz < cells[2]; iz++)
@@ -168,7 +170,7 @@ static uint64_t lattice_fill(const wf_scene_emitter *e, uint32_t first_id, float
         for (int k = 0; k < 3; k++)
           d[k] += (float)e->jitter * unit_jitter(&rng);
         for (int k = 0; k < 3; k++)
-          pos[n][k] = (float)e->center[k] + d[k];
+          pos[n][k] = (float)((double)(float)e->center[k] + (double)d[k] - o[k]);
         pos[n][3] = (float)radius_of(e, n);
         n++;
       }
@@ -288,7 +290,8 @@ static bool voxel_closed(const wf_scene_emitter *e, const rsa_grid *g, const dou
   return false;
 }
 
-static wf_status random_fill(const wf_scene_emitter *e, float (*pos)[4], uint64_t n) {
+static wf_status random_fill(const wf_scene_emitter *e, const double o[3], float (*pos)[4],
+                             uint64_t n) {
   static const char fn[] = "wf_scene_emitter_points";
   double h[3];
   bound_half(e, h);
@@ -389,8 +392,8 @@ static wf_status random_fill(const wf_scene_emitter *e, float (*pos)[4], uint64_
     rad[p] = r;
     g.next[p] = g.head[cell], g.head[cell] = (int32_t)p;
     placed_volume += 4.0 / 3.0 * WFE_PI * r * r * r;
-    for (int k = 0; k < 3; k++)
-      pos[p][k] = (float)(e->center[k] + x[k]);
+    for (int k = 0; k < 3; k++) /* x is relative to the centre: the same wherever it is */
+      pos[p][k] = (float)((e->center[k] - o[k]) + x[k]);
     pos[p][3] = (float)r;
   }
 done:
@@ -398,8 +401,43 @@ done:
   return st;
 }
 
-/* ---- continuous emitters (a disc inlet) ------------------------------------------------------
+/* ---- continuous emitters (an inlet: a disc, a rectangle, an annulus) ---------------------------
  */
+
+bool wfe_pours(const wf_scene_emitter *e) {
+  return e->shape == WF_SCENE_SHAPE_DISC || e->shape == WF_SCENE_SHAPE_RECTANGLE ||
+         e->shape == WF_SCENE_SHAPE_ANNULUS;
+}
+
+double wfe_inlet_area(const wf_scene_emitter *e, double rmax) {
+  double ro = e->disc_radius - rmax, ri = e->inner_radius + rmax;
+  switch (e->shape) {
+  case WF_SCENE_SHAPE_DISC: return WFE_PI * ro * ro;
+  case WF_SCENE_SHAPE_ANNULUS: return WFE_PI * (ro * ro - ri * ri);
+  case WF_SCENE_SHAPE_RECTANGLE:
+    return (e->inlet_size[0] - 2.0 * rmax) * (e->inlet_size[1] - 2.0 * rmax);
+  default: return 0.0;
+  }
+}
+
+/* A uniformly random point (p, q) of the inlet, in its coordinates along u and w, where a sphere
+ * of radius r lies wholly inside it; false when the draw fell outside (drawn again). */
+static bool inlet_point(const wf_scene_emitter *e, double r, uint64_t *s, double *p, double *q) {
+  if (e->shape == WF_SCENE_SHAPE_RECTANGLE) {
+    *p = (2.0 * u01(s) - 1.0) * (0.5 * e->inlet_size[0] - r);
+    *q = (2.0 * u01(s) - 1.0) * (0.5 * e->inlet_size[1] - r);
+    return true;
+  }
+  double R = e->disc_radius - r; /* a disc, or an annulus's outer edge: the square around it */
+  *p = (2.0 * u01(s) - 1.0) * R, *q = (2.0 * u01(s) - 1.0) * R;
+  double d2 = *p * *p + *q * *q;
+  if (d2 > R * R) return false;
+  if (e->shape == WF_SCENE_SHAPE_ANNULUS) {
+    double ri = e->inner_radius + r;
+    if (d2 < ri * ri) return false;
+  }
+  return true;
+}
 
 uint64_t wfe_pour_count(const wf_scene_emitter *e) {
   double n = ceil(e->rate * (e->end - e->start));
@@ -412,11 +450,14 @@ double wfe_pour_birth(const wf_scene_emitter *e, uint64_t k) {
 }
 
 /* The pour's feed line (wf_particles_add_timed): particle k, born at t_k = start + k / rate at a
- * random point p_k of the disc (the whole sphere inside it), starts at p_k - v t_k and travels
+ * random point p_k of the inlet (the whole sphere inside it), starts at p_k - v t_k and travels
  * with v until t_k, so it reaches p_k then. Nothing on the line interacts, but the particles are
  * placed so that none overlaps another on the line: they are born apart, and gravity then acts
- * alike on neighbours born close in time. u, w span the disc (perpendicular to v). */
-static wf_status pour_fill(const wf_scene_emitter *e, float (*pos)[4], float *birth, uint64_t n) {
+ * alike on neighbours born close in time. u, w span the inlet (perpendicular to v); the points
+ * are computed relative to the centre, so the draws and the overlap tests do not depend on where
+ * the inlet is. */
+static wf_status pour_fill(const wf_scene_emitter *e, const double o[3], float (*pos)[4],
+                           float *birth, uint64_t n) {
   static const char fn[] = "wf_scene_emitter_points";
   double v[3] = {e->velocity[0], e->velocity[1], e->velocity[2]};
   double speed = sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
@@ -441,15 +482,15 @@ static wf_status pour_fill(const wf_scene_emitter *e, float (*pos)[4], float *bi
   double(*y)[3] = malloc(n * sizeof *y);
   if (!y) return wf__error(WF_ERR_OUT_OF_MEMORY, fn, "emitter '%s': out of host memory", e->name);
   for (uint64_t k = 0; k < n; k++) {
-    double r = radius_of(e, k), t = wfe_pour_birth(e, k), R = e->disc_radius - r;
+    double r = radius_of(e, k), t = wfe_pour_birth(e, k);
     while (first < k && (t - wfe_pour_birth(e, first)) * speed >= reach)
       first++;
     bool ok = false;
     for (int tries = 0; tries < MAX_POUR_TRIES && !ok; tries++) {
-      double p = (2.0 * u01(&s) - 1.0) * R, q = (2.0 * u01(&s) - 1.0) * R;
-      if (p * p + q * q > R * R) continue;
+      double p, q;
+      if (!inlet_point(e, r, &s, &p, &q)) continue;
       for (int c = 0; c < 3; c++)
-        y[k][c] = e->center[c] + p * u[c] + q * w[c] - v[c] * t;
+        y[k][c] = p * u[c] + q * w[c] - v[c] * t;
       ok = true;
       for (uint64_t j = first; j < k && ok; j++) {
         double d0 = y[k][0] - y[j][0], d1 = y[k][1] - y[j][1], d2 = y[k][2] - y[j][2];
@@ -462,11 +503,11 @@ static wf_status pour_fill(const wf_scene_emitter *e, float (*pos)[4], float *bi
       return wf__error(WF_ERR_INVALID, fn,
                        "emitter '%s': the pour is too dense for its inlet: particle %llu (born at "
                        "%.6g s) finds no room among those born just before it; lower rate, raise "
-                       "the speed or widen disc_radius",
+                       "the speed or widen the inlet",
                        e->name, (unsigned long long)k, t);
     }
     for (int c = 0; c < 3; c++)
-      pos[k][c] = (float)y[k][c];
+      pos[k][c] = (float)((e->center[c] - o[c]) + y[k][c]);
     pos[k][3] = (float)r;
     birth[k] = (float)t;
   }
@@ -480,7 +521,7 @@ static wf_status pour_fill(const wf_scene_emitter *e, float (*pos)[4], float *bi
 uint64_t wf_scene_emitter_count(const wf_scene_emitter *e) {
   if (!e) return 0;
   if (e->shape == WF_SCENE_SHAPE_FILE) return e->file_rows;
-  if (e->shape == WF_SCENE_SHAPE_DISC) return wfe_pour_count(e);
+  if (wfe_pours(e)) return wfe_pour_count(e);
   if (e->packing == WF_SCENE_PACK_RANDOM) return random_count(e);
   if (!(e->spacing > 0)) return 0;
   uint64_t cells[3];
@@ -501,17 +542,41 @@ uint64_t wf_scene_emitter_count(const wf_scene_emitter *e) {
 
 wf_status wf_scene_emitter_points(const wf_scene_emitter *e, uint32_t first_id, float (*pos)[4],
                                   float (*vel)[4], float *birth, uint64_t count) {
+  static const double zero[3] = {0.0, 0.0, 0.0};
+  double unused[3];
+  return wfe_points_at(e, first_id, zero, unused, pos, vel, birth, count);
+}
+
+/* The solver's automatic origin for a box of points (particles.c, origin_auto). */
+static void origin_of_box(const double lo[3], const double hi[3], double o[3]) {
+  for (int k = 0; k < 3; k++)
+    o[k] = round(0.5 * (lo[k] + hi[k]));
+}
+
+wf_status wfe_points_at(const wf_scene_emitter *e, uint32_t first_id, const double *origin,
+                        double picked[3], float (*pos)[4], float (*vel)[4], float *birth,
+                        uint64_t count) {
   static const char fn[] = "wf_scene_emitter_points";
   if (!e || !pos || !vel || count == 0)
     return wf__error(WF_ERR_INVALID, fn, "emitter, pos or vel is NULL, or count is 0");
-  if (e->shape == WF_SCENE_SHAPE_DISC && !birth)
-    return wf__error(WF_ERR_INVALID, fn, "emitter '%s': a disc pours: birth must not be NULL",
+  if (wfe_pours(e) && !birth)
+    return wf__error(WF_ERR_INVALID, fn, "emitter '%s': an inlet pours: birth must not be NULL",
                      e->name);
-  if (birth && e->shape != WF_SCENE_SHAPE_DISC) memset(birth, 0, (size_t)count * sizeof *birth);
+  if (birth && !wfe_pours(e)) memset(birth, 0, (size_t)count * sizeof *birth);
   if (count != wf_scene_emitter_count(e))
     return wf__error(WF_ERR_INVALID, fn, "emitter '%s': count %llu is not the emitter's %llu",
                      e->name, (unsigned long long)count,
                      (unsigned long long)wf_scene_emitter_count(e));
+  double o[3];
+  if (origin) {
+    memcpy(o, origin, sizeof o);
+  } else if (e->shape != WF_SCENE_SHAPE_FILE) {
+    double c[3] = {e->center[0], e->center[1], e->center[2]};
+    if (wfe_solver_lattice(e) || (!wfe_pours(e) && e->packing == WF_SCENE_PACK_LATTICE))
+      for (int k = 0; k < 3; k++) /* the centre as the lattice takes it */
+        c[k] = (double)(float)c[k];
+    origin_of_box(c, c, o);
+  }
   bool file_vel = false;
   if (e->shape == WF_SCENE_SHAPE_FILE) {
     wfe_rows rows;
@@ -526,24 +591,32 @@ wf_status wf_scene_emitter_points(const wf_scene_emitter *e, uint32_t first_id, 
                        "scene was read",
                        e->name, e->file_path, (unsigned long long)n, (unsigned long long)count);
     }
+    if (!origin) {
+      double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+      for (uint64_t i = 0; i < n; i++)
+        for (int k = 0; k < 3; k++)
+          lo[k] = fmin(lo[k], rows.xyz[i][k]), hi[k] = fmax(hi[k], rows.xyz[i][k]);
+      origin_of_box(lo, hi, o);
+    }
     for (uint64_t i = 0; i < n; i++) {
-      for (int k = 0; k < 3; k++)
-        pos[i][k] = rows.xyz[i][k];
+      for (int k = 0; k < 3; k++) /* the file's value, relative to o in double, rounded once */
+        pos[i][k] = (float)(rows.xyz[i][k] - o[k]);
       pos[i][3] = rows.radius ? rows.radius[i] : (float)e->radius;
       for (int k = 0; k < 3; k++)
         vel[i][k] = rows.vel ? rows.vel[i][k] : (float)e->velocity[k];
     }
     file_vel = true;
     wfe_rows_free(&rows);
-  } else if (e->shape == WF_SCENE_SHAPE_DISC) {
-    wf_status st = pour_fill(e, pos, birth, count);
+  } else if (wfe_pours(e)) {
+    wf_status st = pour_fill(e, o, pos, birth, count);
     if (st != WF_OK) return st;
   } else if (e->packing == WF_SCENE_PACK_RANDOM) {
-    wf_status st = random_fill(e, pos, count);
+    wf_status st = random_fill(e, o, pos, count);
     if (st != WF_OK) return st;
-  } else if (lattice_fill(e, first_id, pos, count) != count) {
+  } else if (lattice_fill(e, first_id, o, pos, count) != count) {
     return wf__error(WF_ERR_INVALID, fn, "emitter '%s': the lattice's count changed", e->name);
   }
+  memcpy(picked, o, sizeof o);
   for (uint64_t i = 0; i < count; i++) {
     if (!file_vel)
       for (int k = 0; k < 3; k++)

@@ -79,7 +79,7 @@ static int add_row(reader *rd, long line, const double v[C_N], const char *where
       rd->cap = cap;
     }
     for (int k = 0; k < 3; k++)
-      rd->rows->xyz[rd->n][k] = (float)v[C_X + k];
+      rd->rows->xyz[rd->n][k] = v[C_X + k];
     if (rd->has_r) rd->rows->radius[rd->n] = (float)v[C_R];
     if (rd->has_v)
       for (int k = 0; k < 3; k++)

@@ -284,6 +284,12 @@ static wf_status open_csv(wf_run_outputs *o, int64_t resume) {
       snprintf(c, WF_SCENE_NAME_MAX + 16, "%s.%s", wf_world_collider_name(o->w, k), csv_force[q]);
       cols[at] = c;
     }
+  /* the force columns are read every written frame: the solvers sum them from the first */
+  st = n_col > 0 ? wf_world_measure_collider_forces(o->w, true) : WF_OK;
+  if (st != WF_OK) {
+    free(cols), free(names);
+    return st;
+  }
   bool keep = resume > 0 && rename(o->path, old) == 0;
   st = wf_csv_open(o->path, cols, o->csv_n, &o->csv);
   free(cols), free(names);

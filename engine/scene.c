@@ -86,18 +86,23 @@ static const field material_fields[] = {
 #define CYL_ONLY    (1u << WF_SCENE_SHAPE_CYLINDER)
 #define REGIONS     (BOX_ONLY | SPHERE_ONLY | CYL_ONLY)
 #define DISC_ONLY   (1u << WF_SCENE_SHAPE_DISC)
+#define RECT_ONLY   (1u << WF_SCENE_SHAPE_RECTANGLE)
+#define RING_ONLY   (1u << WF_SCENE_SHAPE_ANNULUS)
+#define INLETS      (DISC_ONLY | RECT_ONLY | RING_ONLY)
 static const field emitter_fields[] = {
-    {"center", F_VEC3, EMI(center), {0, 1, 0}, ANY, REGIONS | DISC_ONLY},
-    {"disc_radius", F_NUM, EMI(disc_radius), {0.1}, GT0, DISC_ONLY},
-    {"rate", F_NUM, EMI(rate), {100}, GT0, DISC_ONLY},
-    {"start", F_NUM, EMI(start), {0}, GE0, DISC_ONLY},
-    {"end", F_NUM, EMI(end), {1}, GT0, DISC_ONLY},
+    {"center", F_VEC3, EMI(center), {0, 1, 0}, ANY, REGIONS | INLETS},
+    {"disc_radius", F_NUM, EMI(disc_radius), {0.1}, GT0, DISC_ONLY | RING_ONLY},
+    {"inner_radius", F_NUM, EMI(inner_radius), {0.05}, GT0, RING_ONLY},
+    {"inlet_size", F_VEC2, EMI(inlet_size), {0.2, 0.2}, GT0, RECT_ONLY},
+    {"rate", F_NUM, EMI(rate), {100}, GT0, INLETS},
+    {"start", F_NUM, EMI(start), {0}, GE0, INLETS},
+    {"end", F_NUM, EMI(end), {1}, GT0, INLETS},
     {"half_extents", F_VEC3, EMI(half_extents), {0.5, 0.5, 0.5}, GT0, BOX_ONLY},
     {"sphere_radius", F_NUM, EMI(sphere_radius), {0.5}, GT0, SPHERE_ONLY},
     {"cylinder_radius", F_NUM, EMI(cylinder_radius), {0.5}, GT0, CYL_ONLY},
     {"height", F_NUM, EMI(height), {1}, GT0, CYL_ONLY},
     {"radius", F_NUM, EMI(radius), {0.05}, GT0, 0},
-    {"seed", F_U53, EMI(seed), {0}, 0, MAX_U53, 0, REGIONS | DISC_ONLY},
+    {"seed", F_U53, EMI(seed), {0}, 0, MAX_U53, 0, REGIONS | INLETS},
     {"velocity", F_VEC3, EMI(velocity), {0}, ANY, 0},
     {"density", F_NUM, EMI(density), {1000}, GT0, 0},
     {"mass", F_NUM, EMI(mass), {0}, GE0, 0},
@@ -232,7 +237,8 @@ static const field render_fields[] = {
 #define NF(t) ((int)(sizeof(t) / sizeof((t)[0])))
 
 static const char *const contact_names[] = {"dem", "xpbd", "hertz"};
-static const char *const shape_names[] = {"box", "sphere", "cylinder", "file", "disc"};
+static const char *const shape_names[] = {"box",  "sphere",    "cylinder", "file",
+                                          "disc", "rectangle", "annulus"};
 static const char *const packing_names[] = {"lattice", "random"};
 static const char *const radii_names[] = {"fixed", "uniform", "lognormal"};
 static const char *const integrator_names[] = {"xpbd", "spring"};
@@ -755,9 +761,10 @@ static void read_particle_file(ctx *c, const cJSON *v, const char *p, wf_scene_e
   e->file_rows = rows;
 }
 
-/* A pour: dynamic particles entering through the disc with a velocity across it, the window,
- * and a feed (the particles per volume the inlet passes) sparse enough to place its particles
- * apart: at most 0.3 of the volume the disc sweeps (engine/emit.c's pour_fill places them). */
+/* A pour: dynamic particles entering through the inlet with a velocity across it, the window, an
+ * inlet wider than the particles, and a feed (the particles per volume the inlet passes) sparse
+ * enough to place its particles apart: at most 0.3 of the volume the inlet's centres sweep
+ * (engine/emit.c's pour_fill places them). */
 static void check_pour(ctx *c, const cJSON *o, const char *p, wf_scene_emitter *e, double rmax) {
   char kp[80];
   e->spacing = 2.0 * rmax; /* unused by a pour; set so the struct is complete */
@@ -766,13 +773,14 @@ static void check_pour(ctx *c, const cJSON *o, const char *p, wf_scene_emitter *
   if (!(speed > 0)) {
     path_key(kp, sizeof kp, p, "velocity");
     wfs_error(c->err, kp,
-              "a disc pours through itself: give a non-zero velocity (m/s), "
-              "perpendicular to the disc");
+              "an inlet pours through itself: give a non-zero velocity (m/s), "
+              "perpendicular to the %s",
+              shape_names[e->shape]);
     return;
   }
   if (e->kinematic) {
     path_key(kp, sizeof kp, p, "kinematic");
-    wfs_error(c->err, kp, "a disc pours dynamic particles");
+    wfs_error(c->err, kp, "a %s pours dynamic particles", shape_names[e->shape]);
     return;
   }
   if (!(e->end > e->start)) {
@@ -780,9 +788,26 @@ static void check_pour(ctx *c, const cJSON *o, const char *p, wf_scene_emitter *
     wfs_error(c->err, kp, "%g must be after start = %g (s)", e->end, e->start);
     return;
   }
-  if (!(e->disc_radius > rmax)) {
+  if (e->shape != WF_SCENE_SHAPE_RECTANGLE && !(e->disc_radius > rmax)) {
     path_key(kp, sizeof kp, p, "disc_radius");
     wfs_error(c->err, kp, "%g m is too small for particles of radius %g m", e->disc_radius, rmax);
+    return;
+  }
+  if (e->shape == WF_SCENE_SHAPE_ANNULUS && !(e->disc_radius - e->inner_radius > 2.0 * rmax)) {
+    path_key(kp, sizeof kp, p, "inner_radius");
+    wfs_error(c->err, kp,
+              "%g m leaves a ring of %g m up to disc_radius %g m: too narrow for particles of "
+              "radius %g m (it must be wider than their diameter)",
+              e->inner_radius, e->disc_radius - e->inner_radius, e->disc_radius, rmax);
+    return;
+  }
+  if (e->shape == WF_SCENE_SHAPE_RECTANGLE &&
+      !(e->inlet_size[0] > 2.0 * rmax && e->inlet_size[1] > 2.0 * rmax)) {
+    path_key(kp, sizeof kp, p, "inlet_size");
+    wfs_error(c->err, kp,
+              "[%g, %g] m is too small for particles of radius %g m (each side must "
+              "be wider than their diameter)",
+              e->inlet_size[0], e->inlet_size[1], rmax);
     return;
   }
   uint64_t n = wf_scene_emitter_count(e);
@@ -799,15 +824,13 @@ static void check_pour(ctx *c, const cJSON *o, const char *p, wf_scene_emitter *
     r3 = pow(e->radius, 3) * exp(4.5 * e->radius_sigma * e->radius_sigma);
   else
     r3 = pow(e->radius, 3);
-  double feed = e->rate * 4.0 / 3.0 * M_PI * r3 /
-                (M_PI * (e->disc_radius - rmax) * (e->disc_radius - rmax) * speed);
+  double feed = e->rate * 4.0 / 3.0 * M_PI * r3 / (wfe_inlet_area(e, rmax) * speed);
   if (feed > 0.3) {
     path_key(kp, sizeof kp, p, "rate");
     wfs_error(c->err, kp,
-              "%g particles/s through a disc of radius %g m at %g m/s fill %.2f of the volume it "
-              "sweeps; at most 0.3 can be placed apart: lower rate, raise the speed or widen "
-              "disc_radius",
-              e->rate, e->disc_radius, speed, feed);
+              "%g particles/s through the %s at %g m/s fill %.2f of the volume it sweeps; at "
+              "most 0.3 can be placed apart: lower rate, raise the speed or widen the %s",
+              e->rate, shape_names[e->shape], speed, feed, shape_names[e->shape]);
   }
 }
 
@@ -866,7 +889,7 @@ static void check_emitter(ctx *c, const cJSON *o, const char *p, wf_scene_emitte
     }
   }
   double rmax = e->radius_distribution == WF_SCENE_RADII_FIXED ? e->radius : e->radius_max;
-  if (e->shape == WF_SCENE_SHAPE_DISC) {
+  if (wfe_pours(e)) {
     check_pour(c, o, p, e, rmax);
     return;
   }
@@ -943,13 +966,13 @@ static void read_emitters(ctx *c, const cJSON *root) {
                   "emitter");
       read_fields(c, o, p, radii_fields, NF(radii_fields), e, WF_SCENE_SHAPE_FILE, shape_names,
                   "emitter");
-    } else if (e->shape == WF_SCENE_SHAPE_DISC) { /* a pour: radii, but no packing */
+    } else if (wfe_pours(e)) { /* a pour: radii, but no packing */
       if (get(o, "packing")) {
         char kp[80];
         path_key(kp, sizeof kp, p, "packing");
-        wfs_error(c->err, kp, "does not apply to a disc emitter (it pours)");
+        wfs_error(c->err, kp, "does not apply to a %s emitter (it pours)", shape_names[e->shape]);
       }
-      read_fields(c, o, p, packing_fields, NF(packing_fields), e, WF_SCENE_SHAPE_DISC, shape_names,
+      read_fields(c, o, p, packing_fields, NF(packing_fields), e, (int)e->shape, shape_names,
                   "emitter");
       e->radius_distribution = (wf_scene_radii)read_enum(c, o, p, "radius_distribution",
                                                          radii_names, NF(radii_names), 0);
@@ -1986,7 +2009,7 @@ char *wf_scene_to_json(const wf_scene *sc) {
     print_fields(o, emitter_fields, NF(emitter_fields), e, (int)e->shape);
     if (e->shape == WF_SCENE_SHAPE_FILE) {
       cJSON_AddStringToObject(o, "file", e->file ? e->file : "");
-    } else if (e->shape == WF_SCENE_SHAPE_DISC) {
+    } else if (wfe_pours(e)) {
       cJSON_AddStringToObject(o, "radius_distribution", radii_names[e->radius_distribution]);
       print_fields(o, radii_fields, NF(radii_fields), e, (int)e->radius_distribution);
       if (e->radius_distribution == WF_SCENE_RADII_UNIFORM) cJSON_DeleteItemFromObject(o, "radius");

@@ -467,17 +467,23 @@ static wf_status emit(wf_particles *ps, const wf_scene_emitter *se, wfw_object *
   if (n == 0 || n > (1u << 30))
     return wf__error(WF_ERR_INVALID, NULL, "%llu particles: an emitter makes 1 to 2^30",
                      (unsigned long long)n);
-  bool pour = se->shape == WF_SCENE_SHAPE_DISC;
+  bool pour = wfe_pours(se);
   float(*pos)[4] = malloc((size_t)n * 16), (*vel)[4] = malloc((size_t)n * 16);
   float *birth = pour ? malloc((size_t)n * sizeof *birth) : NULL;
-  wf_status st = pos && vel && (birth || !pour)
-                     ? wf_scene_emitter_points(se, wf_particles_count(ps), pos, vel, birth, n)
-                     : wf__error(WF_ERR_OUT_OF_MEMORY, NULL, "out of host memory");
+  /* placed relative to the particles' origin in double (docs/precision.md): the first emitter's
+   * picks it (its centre, rounded to whole metres), later ones take the solver's */
+  uint32_t have = wf_particles_count(ps);
+  double origin[3] = {0.0, 0.0, 0.0};
+  wf_status st = have > 0 ? wf_particles_origin(ps, origin) : WF_OK;
+  if (st == WF_OK)
+    st = pos && vel && (birth || !pour)
+             ? wfe_points_at(se, have, have > 0 ? origin : NULL, origin, pos, vel, birth, n)
+             : wf__error(WF_ERR_OUT_OF_MEMORY, NULL, "out of host memory");
   /* a pour's particles are all there from the start, waiting on its feed line for their births:
    * the count, and the captured frame, stay as they are while it pours */
   if (st == WF_OK)
-    st = wf_particles_add_timed(ps, (uint32_t)n, (const float(*)[4])pos, (const float(*)[4])vel,
-                                birth, se->material, &o->first);
+    st = wf_particles_add_relative(ps, origin, (uint32_t)n, (const float(*)[4])pos,
+                                   (const float(*)[4])vel, birth, se->material, &o->first);
   if (st == WF_OK) o->count = (uint32_t)n;
   if (st == WF_OK && pour) o->pour_start = se->start, o->pour_rate = se->rate;
   free(pos), free(vel), free(birth);

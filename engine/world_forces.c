@@ -14,6 +14,19 @@ const char *wf_world_collider_name(const wf_world *w, int k) {
   return w && k >= 0 && k < w->n_colliders ? w->collider_names[k] : NULL;
 }
 
+wf_status wf_world_measure_collider_forces(wf_world *w, bool on) {
+  if (!w) return wf__error(WF_ERR_INVALID, "wf_world_measure_collider_forces", "world is NULL");
+  if (w->ps) {
+    wf_status st = wf_particles_measure_collider_forces(w->ps, on);
+    if (st != WF_OK) return st;
+  }
+  for (int i = 0; i < w->n_cloths; i++) {
+    wf_status st = wf_cloth_measure_collider_forces(w->cloths[i], on);
+    if (st != WF_OK) return st;
+  }
+  return WF_OK;
+}
+
 wf_status wf_world_collider_force(wf_world *w, int k, double force[3], double torque[3]) {
   static const char fn[] = "wf_world_collider_force";
   if (!w || !force || !torque) return wf__error(WF_ERR_INVALID, fn, "NULL argument");

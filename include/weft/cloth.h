@@ -405,9 +405,17 @@ WF_API wf_status wf_cloth_add_collider(wf_cloth *c, const wf_collider_desc *desc
  *  the cloth's origin), each contact at the collider's surface point. A cloth resting on or
  *  hanging from a collider gives its weight: force[1] = -m g. 64-bit fixed point, as
  *  wf_particles_collider_force: bitwise the same for any number of partitions and on the CPU
- *  and CUDA backends. Waits for the frames enqueued; zero before the first. */
+ *  and CUDA backends. Waits for the frames enqueued; zero before the first. Summed only while
+ *  measured (wf_cloth_measure_collider_forces): a cloth that does not measure them reads zero
+ *  here, and this first call turns the measuring on from the next frame enqueued on. */
 WF_API wf_status wf_cloth_collider_force(wf_cloth *c, uint32_t index, double force[3],
                                          double torque[3]);
+/** Whether the frames sum the impulses on the colliders (wf_cloth_collider_force). Off when the
+ *  cloth is created: a mass-spring frame with colliders then stays one launch (no clear before
+ *  it) and the contacts add nothing. Turning it on or off takes effect from the next frame
+ *  enqueued (the captured frame is recorded again) and zeroes the sums; the cloth's motion is
+ *  bitwise the same either way. */
+WF_API wf_status wf_cloth_measure_collider_forces(wf_cloth *c, bool on);
 /** Sets collider `index`'s pose and velocities from pose->time on (weft/collider.h), in every
  *  partition's device-side table; no recapture. Attached vertices keep the linear velocity only. */
 WF_API wf_status wf_cloth_set_collider_pose(wf_cloth *c, uint32_t index,

@@ -52,14 +52,16 @@ typedef enum wf_scene_contact_model {
   WF_SCENE_CONTACT_HERTZ = 2 /* Hertz–Mindlin normal and tangential springs (WF_CONTACT_HERTZ) */
 } wf_scene_contact_model;
 /** particles[i].shape: the region an emitter fills ("box", "sphere", "cylinder"), "file": the
- *  particles a PLY or CSV file lists, or "disc": an inlet that pours particles over a time
- *  window. */
+ *  particles a PLY or CSV file lists, or an inlet that pours particles over a time window:
+ *  "disc", "rectangle" or "annulus" (perpendicular to the velocity). */
 typedef enum wf_scene_shape {
   WF_SCENE_SHAPE_BOX = 0,
   WF_SCENE_SHAPE_SPHERE = 1,
   WF_SCENE_SHAPE_CYLINDER = 2, /* axis along y */
   WF_SCENE_SHAPE_FILE = 3,
-  WF_SCENE_SHAPE_DISC = 4 /* a continuous emitter: a disc inlet pouring `rate` particles/s */
+  WF_SCENE_SHAPE_DISC = 4,      /* a continuous emitter: a disc inlet pouring `rate` particles/s */
+  WF_SCENE_SHAPE_RECTANGLE = 5, /* ... through a rectangle (inlet_size) */
+  WF_SCENE_SHAPE_ANNULUS = 6    /* ... through a ring (inner_radius to disc_radius) */
 } wf_scene_shape;
 /** particles[i].packing: a cubic "lattice" or a seeded "random" packing (random sequential
  *  addition to a target packing fraction). */
@@ -186,22 +188,26 @@ typedef struct wf_scene_emitter {
   wf_scene_packing packing;           /* default lattice */
   double packing_fraction;            /* random: target Σ 4/3 π r³ / region volume, in
                                          (0, WF_SCENE_RANDOM_PACKING_MAX]; default 0.3 */
-  double spacing;     /* lattice spacing, m, >= 2 * largest radius; default 2 * largest */
-  double jitter;      /* lattice, m, [0, spacing / 2); default 0 */
-  uint64_t seed;      /* jitter, radii and random packing seed; default 0 */
-  double disc_radius; /* disc: the inlet's radius, m, > 0; the disc is perpendicular to
-                         velocity (which must not be zero); default 0.1 */
-  double rate;        /* disc: particles per second, > 0; default 100 */
-  double start, end;  /* disc: the window, s: particle k is born at start + k / rate while that
-                         is before end; defaults 0 and 1 */
-  char *file;         /* file: the path as written */
-  char *file_path;    /* file: the path that was found (relative to the scene's directory) */
-  uint64_t file_rows; /* file: particles it lists */
-  double velocity[3]; /* m/s */
-  double density;     /* kg/m³, > 0; default 1000 */
-  double mass;        /* kg per particle, >= 0; > 0 overrides density; default 0 */
-  bool kinematic;     /* inverse mass 0: moves with its velocity, ignores forces */
-  uint32_t material;  /* index into wf_scene.materials */
+  double spacing;       /* lattice spacing, m, >= 2 * largest radius; default 2 * largest */
+  double jitter;        /* lattice, m, [0, spacing / 2); default 0 */
+  uint64_t seed;        /* jitter, radii and random packing seed; default 0 */
+  double disc_radius;   /* disc, annulus: the inlet's (outer) radius, m, > 0; the inlet is
+                           perpendicular to velocity (which must not be zero); default 0.1 */
+  double inner_radius;  /* annulus: the hole's radius, m, > 0, < disc_radius; default 0.05 */
+  double inlet_size[2]; /* rectangle: its sides, m, each > 0, along u and w (docs/scenes.md: u is
+                           the world axis least aligned with velocity made perpendicular to it,
+                           w = velocity / |velocity| x u); default 0.2, 0.2 */
+  double rate;          /* inlets: particles per second, > 0; default 100 */
+  double start, end;    /* inlets: the window, s: particle k is born at start + k / rate while
+                           that is before end; defaults 0 and 1 */
+  char *file;           /* file: the path as written */
+  char *file_path;      /* file: the path that was found (relative to the scene's directory) */
+  uint64_t file_rows;   /* file: particles it lists */
+  double velocity[3];   /* m/s */
+  double density;       /* kg/m³, > 0; default 1000 */
+  double mass;          /* kg per particle, >= 0; > 0 overrides density; default 0 */
+  bool kinematic;       /* inverse mass 0: moves with its velocity, ignores forces */
+  uint32_t material;    /* index into wf_scene.materials */
 } wf_scene_emitter;
 
 /** How a cloth pin selects its vertices. */

@@ -245,8 +245,15 @@ WF_API const char *wf_world_collider_name(const wf_world *w, int k);
  *  frame, averaged over it: the particles' (wf_particles_collider_force) plus every cloth's
  *  (wf_cloth_collider_force). The torque is about the collider's pivot where its pose puts it
  *  (scene key pivot, default the origin). Waits for the frames enqueued; bitwise the same for any
- *  number of devices and on the CPU and CUDA backends. WF_ERR_INVALID when k is out of range. */
+ *  number of devices and on the CPU and CUDA backends. WF_ERR_INVALID when k is out of range.
+ *  The solvers sum these forces only while measured (wf_world_measure_collider_forces; off when
+ *  the world is created, on when its run outputs write stats.csv): the first call on a world that
+ *  does not measure them reads zero and turns the measuring on from the next frame on. */
 WF_API wf_status wf_world_collider_force(wf_world *w, int k, double force[3], double torque[3]);
+/** Whether every solver of the world sums the forces on the colliders (wf_world_collider_force),
+ *  from the next frame on: wf_particles_measure_collider_forces and
+ *  wf_cloth_measure_collider_forces for each. The motion is bitwise the same either way. */
+WF_API wf_status wf_world_measure_collider_forces(wf_world *w, bool on);
 
 /** Writes a checkpoint of the current state to path (atomically, weft/io.h). Format version 3:
  *  the particles' and each cloth's positions relative to their solver's origin

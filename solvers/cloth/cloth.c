@@ -113,6 +113,8 @@ struct wfc_part {
   /* the last frame's collider impulses as read (wfc_part_forces), and its substeps */
   unsigned long long force_host[WFX_MAX_COLLIDERS * WFX_FORCE_WORDS];
   int force_substeps;
+  bool forces_on; /* the kernels sum the impulses (wfc_part_measure_forces); off: no adds, no clear
+                   */
   char name[64];
   wf_device *dev;
   wf_stream *stream;
@@ -333,8 +335,11 @@ static void params_build(wfc_part *c) {
 static wf_status upload_params(wfc_part *c, const char *fn) {
   params_build(c);
   /* mesh colliders look for triangles within twice the thickness and 1 cm (a vertex's travel in a
-   * few substeps) */
-  TRY(wfx_sync_reach(c->colliders, c->params.n_colliders, 2.0f * c->params.thickness + 0.01f,
+   * few substeps); each vertex keeps its candidate triangles (mesh_query.h, wfm_cache) while it
+   * moves less than a quarter of that, at most 1 mm (bench/collider_bench.c measured the lists'
+   * cost against the skin) */
+  float reach = 2.0f * c->params.thickness + 0.01f;
+  TRY(wfx_sync_reach(c->colliders, c->params.n_colliders, reach, fminf(0.001f, 0.25f * reach),
                      c->buf[B_COLLIDERS], c->stream),
       "uploading a collider");
   TRY(wf_upload(c->buf[B_PARAMS], 0, &c->params, sizeof c->params, c->stream),
@@ -847,6 +852,10 @@ wf_status wfc_part_add_collider(wfc_part *c, const wf_collider_desc *d, uint32_t
   }
   if (st0 == WF_OK)
     st0 = wfx_dev_upload(fn, owner, &dl, c->dev, c->stream, &w, &c->collider_dev[k]);
+  /* a mesh: a candidate list per vertex for the XPBD finalize (wfc_finalize_elem) */
+  if (st0 == WF_OK &&
+      (st0 = wfx_dev_cache(fn, owner, c->dev, c->stream, c->nv, &w, &c->collider_dev[k])) != WF_OK)
+    wfx_dev_release(&c->collider_dev[k], c->stream);
   free(keys);
   if (st0 != WF_OK) return st0;
   wfp_collider_to_frame(&w, c->topo.origin); /* the kernels see positions relative to it */
@@ -854,7 +863,7 @@ wf_status wfc_part_add_collider(wfc_part *c, const wf_collider_desc *d, uint32_t
   TRY(wf_upload(c->buf[B_COLLIDERS], k * sizeof w, &w, sizeof w, c->stream),
       "uploading a collider");
   c->params.n_colliders = k + 1;
-  if (k == 0 && c->graph) { /* the captured frame has no clear of the collider forces */
+  if (k == 0 && c->forces_on && c->graph) { /* the captured frame has no clear of the forces */
     TRY(wf_stream_synchronize(c->stream), "waiting for the solver");
     wf_graph_destroy(c->graph);
     c->graph = NULL;
@@ -964,7 +973,7 @@ static wfc_spring_args spring_args(const wfc_part *c, int in) {
                            .adj = ptr(c, B_ADJ),
                            .mesh = mesh_view(c),
                            .n = c->nv,
-                           .forces = ptr(c, B_FORCE)};
+                           .forces = c->forces_on ? ptr(c, B_FORCE) : NULL};
 }
 
 static wfc_predict_args predict_args(const wfc_part *c) {
@@ -1001,7 +1010,7 @@ static wfc_finalize_args finalize_args(const wfc_part *c) {
                              .pred = ptr(c, B_POS1),
                              .vpred = ptr(c, B_VEL1),
                              .n = c->nv,
-                             .forces = ptr(c, B_FORCE)};
+                             .forces = c->forces_on ? ptr(c, B_FORCE) : NULL};
 }
 
 static wfc_q_args q_args(const wfc_part *c, int in) {
@@ -1289,12 +1298,13 @@ static wf_status readback_after(wfc_part *c, const char *fn) {
 }
 
 /* A frame (or run of substeps) begins: the collider impulses start from zero. A cloth without
- * colliders skips the clear, so that its mass-spring frame stays one launch (cloth_fast.h); the
- * first collider added drops the captured frame (wfc_part_add_collider). With colliders the
+ * colliders, or that does not measure their forces (wfc_part_measure_forces), skips the clear,
+ * so that its mass-spring frame stays one launch (cloth_fast.h); the first collider added to a
+ * measuring cloth drops the captured frame (wfc_part_add_collider). Measuring with colliders, the
  * clear is one memset node of 6 KiB before the launch. */
 static wf_status forces_begin(wfc_part *c, const char *fn, int substeps) {
   c->force_substeps = substeps;
-  if (c->params.n_colliders == 0) return WF_OK;
+  if (c->params.n_colliders == 0 || !c->forces_on) return WF_OK;
   TRY(wf_memset(c->buf[B_FORCE], 0, 0, WFX_FORCE_BYTES, c->stream), "clearing the collider forces");
   return WF_OK;
 }
@@ -1686,6 +1696,22 @@ wf_status wfc_enqueue_frame_begin(wfc_part *c, const char *fn, int substeps) {
 }
 
 uint32_t wfc_part_collider_count(const wfc_part *c) { return c->params.n_colliders; }
+
+wf_status wfc_part_measure_forces(wfc_part *c, bool on) {
+  static const char fn[] = "wf_cloth_measure_collider_forces";
+  if (c->forces_on == on) return WF_OK;
+  if (c->graph) { /* it has the kernels' table pointers and the clear (or none) baked in */
+    TRY(wf_stream_synchronize(c->stream), "waiting for the solver");
+    wf_graph_destroy(c->graph);
+    c->graph = NULL;
+  }
+  c->forces_on = on;
+  /* zero until a frame has summed them (the table holds an older frame's, or nothing) */
+  TRY(wf_memset(c->buf[B_FORCE], 0, 0, WFX_FORCE_BYTES, c->stream), "clearing the collider forces");
+  return WF_OK;
+}
+
+bool wfc_part_measuring_forces(const wfc_part *c) { return c->forces_on; }
 
 wf_status wfc_part_forces(wfc_part *c, const unsigned long long **table, double *seconds) {
   static const char fn[] = "wf_cloth_collider_force";

@@ -482,6 +482,18 @@ wf_status wf_cloth_partition_view(const wf_cloth *cs, int i, wf_partition_view *
   return wfc_part_state_buffers(pt->c, &out->pos, &out->vel, &out->clock);
 }
 
+wf_status wf_cloth_measure_collider_forces(wf_cloth *cs, bool on) {
+  static const char fn[] = "wf_cloth_measure_collider_forces";
+  if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
+  if (wfc_part_measuring_forces(cs->parts[0].c) == on) return WF_OK;
+  for (int p = 0; p < cs->np; p++) {
+    wf_status st = wfc_part_measure_forces(cs->parts[p].c, on);
+    if (st != WF_OK) return st;
+  }
+  if (!whole(cs)) wfpt_frame_stale(&cs->frame); /* the kernels' pointers and the clear changed */
+  return WF_OK;
+}
+
 /* The partitions' integer sums, in any order (collider_force.h): the same bits for any number of
  * partitions. */
 wf_status wf_cloth_collider_force(wf_cloth *cs, uint32_t index, double force[3], double torque[3]) {
@@ -491,6 +503,11 @@ wf_status wf_cloth_collider_force(wf_cloth *cs, uint32_t index, double force[3],
   if (index >= n)
     return wf__error(WF_ERR_INVALID, fn, "cloth '%s': collider %u does not exist (%u added)",
                      cs->name, index, n);
+  if (!wfc_part_measuring_forces(cs->parts[0].c)) { /* from the next frame on */
+    for (int j = 0; j < 3; j++)
+      force[j] = torque[j] = 0.0;
+    return wf_cloth_measure_collider_forces(cs, true);
+  }
   const unsigned long long *tables[WFPT_MAX];
   double seconds = 0.0;
   for (int p = 0; p < cs->np; p++) {

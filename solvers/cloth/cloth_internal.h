@@ -102,6 +102,10 @@ wf_status wfc_enqueue_frame_begin(wfc_part *c, const char *fn, int substeps);
 /* Waits for the cloth, then: the last frame's sums of the impulses on its colliders
  * (WFX_FORCE_WORDS per collider, the partition's own copy) and the seconds they span. */
 wf_status wfc_part_forces(wfc_part *c, const unsigned long long **table, double *seconds);
+/* Whether the kernels sum the impulses on the colliders (off at creation). Turning it on or off
+ * drops the captured frame and zeroes the sums; the motion is bitwise the same either way. */
+wf_status wfc_part_measure_forces(wfc_part *c, bool on);
+bool wfc_part_measuring_forces(const wfc_part *c);
 uint32_t wfc_part_collider_count(const wfc_part *c);
 wf_status wfc_enqueue_frame_end(wfc_part *c, const char *fn, int substeps);
 wf_status wfc_enqueue_springs_range(wfc_part *c, const char *fn, int in, uint32_t begin,

@@ -382,13 +382,15 @@ WF_HD static inline wfc_v3 wfc_aero(const wfc_params *p, const wfc_mesh_view *m,
  * the velocity: the approaching normal part (relative to the collider) is removed and the
  * tangential part is reduced by Coulomb friction, at most to zero. The collider takes the
  * opposite of the vertex's momentum change, (v_before - v_after) / w, at its surface point
- * (F: collider_force.h; NULL: not counted; w: the vertex's inverse mass). */
+ * (F: collider_force.h; NULL: not counted; w: the vertex's inverse mass). i: the vertex, whose
+ * entry of a mesh collider's candidate cache the query uses (the same result, cheaper), or
+ * WFX_NO_CACHE where several threads may run the same vertex (the one-launch frame's lanes). */
 WF_HD static inline void wfc_collide(const wfc_params *p, const wfp_collider *cs, float t,
-                                     wfc_v3 *x, wfc_v3 *v, float w, wfx_forces *F) {
+                                     wfc_v3 *x, wfc_v3 *v, float w, uint32_t i, wfx_forces *F) {
   for (uint32_t k = 0; k < p->n_colliders; k++) {
     const wfp_collider *c = &cs[k];
     float n[3];
-    float phi = wfp_collider_sdf(c, t, x->x, x->y, x->z, n);
+    float phi = wfx_collider_sdf_at(c, t, x->x, x->y, x->z, i, n);
     if (!(phi < p->thickness)) continue;
     wfc_v3 nn = wfc_v(n[0], n[1], n[2]);
     *x = wfc_add(*x, wfc_scale(nn, p->thickness - phi));
@@ -646,7 +648,7 @@ WF_HD static inline uint32_t wfc_spring_finish(const wfc_params *p, const wfp_co
     wfc_v3 acc = wfc_add(wfc_xyz(p->gravity), wfc_scale(f, w));
     v = wfc_scale(wfc_add(v, wfc_scale(acc, dt)), p->damp);
     x = wfc_add(x, wfc_scale(v, dt));
-    wfc_collide(p, colliders, t_end, &x, &v, w, F);
+    wfc_collide(p, colliders, t_end, &x, &v, w, WFX_NO_CACHE, F);
   } else {
     x = wfc_add(x, wfc_scale(v, dt)); /* pinned: moves with its (attachment's) velocity */
   }
@@ -823,7 +825,7 @@ WF_HD static inline uint32_t wfc_finalize_elem(const wfc_finalize_args *a, uint3
     wfc_v3 vp = wfc_xyz(a->vpred[i]);
     wfc_v3 s0 = wfc_scale(vp, p->dt);
     v = wfc_add(vp, wfc_scale(wfc_sub(wfc_xyz(s4), s0), p->inv_dt));
-    wfc_collide(p, a->colliders, (float)a->clock_in->time, &q, &v, x4.w, F);
+    wfc_collide(p, a->colliders, (float)a->clock_in->time, &q, &v, x4.w, i, F);
     v = wfc_scale(v, p->damp);
   } else {
     v = wfc_xyz(a->vel[i]);

@@ -220,8 +220,22 @@ wf_status wfx_dev_upload(const char *func, const char *owner, const wf_collider_
   return st;
 }
 
+wf_status wfx_dev_cache(const char *func, const char *owner, wf_device *dev, wf_stream *s,
+                        uint32_t points, wfp_collider *c, wfx_dev *x) {
+  if (c->type != WFP_MESH || points == 0) return WF_OK;
+  size_t bytes = (size_t)points * sizeof(wfm_cache);
+  wf_status st = wf_buffer_create(dev, bytes, 0, s, &x->cache);
+  if (st == WF_OK) st = wf_memset(x->cache, 0xff, 0, bytes, s); /* every list: none yet */
+  if (st != WF_OK)
+    return wf__error(st, func, "%s: a mesh collider's candidate lists (%zu bytes): %s", owner,
+                     bytes, wf_last_error());
+  c->cache = wf_buffer_ptr(x->cache);
+  return WF_OK;
+}
+
 void wfx_dev_release(wfx_dev *x, wf_stream *s) {
   if (!x) return;
+  wf_buffer_destroy(x->cache, s);
   wf_buffer_destroy(x->keys, s);
   wf_buffer_destroy(x->nodes, s);
   wf_buffer_destroy(x->tris, s);
@@ -276,11 +290,11 @@ wf_status wf_collider_pose_at(const wf_collider_desc *d, float t, wf_collider_po
   return WF_OK;
 }
 
-wf_status wfx_sync_reach(wfp_collider *cols, uint32_t n, float reach, wf_buffer *table,
+wf_status wfx_sync_reach(wfp_collider *cols, uint32_t n, float reach, float skin, wf_buffer *table,
                          wf_stream *s) {
   for (uint32_t k = 0; k < n; k++) {
-    if (cols[k].type != WFP_MESH || cols[k].reach == reach) continue;
-    cols[k].reach = reach;
+    if (cols[k].type != WFP_MESH || (cols[k].reach == reach && cols[k].skin == skin)) continue;
+    cols[k].reach = reach, cols[k].skin = skin;
     wf_status st = wf_upload(table, k * sizeof *cols, &cols[k], sizeof *cols, s);
     if (st != WF_OK) return st;
   }

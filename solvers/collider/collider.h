@@ -18,20 +18,27 @@ wf_status wfp_collider_from_desc(const char *func, const char *owner, const wf_c
 /* One collider's device data in one partition. */
 typedef struct wfx_dev {
   wf_buffer *keys, *nodes, *tris;
+  wf_buffer *cache; /* a mesh's candidate lists (wfx_dev_cache), or NULL */
 } wfx_dev;
 
 /* Copies d's keyframes and mesh onto dev (on stream s) and points c (converted from d) at them.
  * reach: how far from the surface the solver needs distances (INFINITY: everywhere). */
 wf_status wfx_dev_upload(const char *func, const char *owner, const wf_collider_desc *d,
                          wf_device *dev, wf_stream *s, wfp_collider *c, wfx_dev *out);
+/* Gives mesh collider c (uploaded by wfx_dev_upload into x) a candidate cache of `points` empty
+ * lists on dev (mesh_query.h, wfm_cache): the solver's point i queries it through
+ * wfx_collider_sdf_at(..., i, ...). Other colliders: nothing. */
+wf_status wfx_dev_cache(const char *func, const char *owner, wf_device *dev, wf_stream *s,
+                        uint32_t points, wfp_collider *c, wfx_dev *x);
 /* Frees what wfx_dev_upload made (stream-ordered on s). */
 void wfx_dev_release(wfx_dev *x, wf_stream *s);
 
-/* Sets the reach (how far from a mesh its distances are needed: the solver's contact range) of
- * the mesh colliders among cols[0..n) and uploads those that changed into table (an array of
- * wfp_collider on the device) on stream s. Every partition of a solver must use the same reach:
- * the query's result depends on it only beyond it, but its tie-breaking order does. */
-wf_status wfx_sync_reach(wfp_collider *cols, uint32_t n, float reach, wf_buffer *table,
+/* Sets the reach (how far from a mesh its distances are needed: the solver's contact range) and
+ * the candidate caches' skin (mesh_query.h; used only by colliders with a cache) of the mesh
+ * colliders among cols[0..n) and uploads those that changed into table (an array of wfp_collider
+ * on the device) on stream s. Every partition of a solver must use the same reach (triangles at
+ * its edge answer or not by it); the skin changes the cost only. */
+wf_status wfx_sync_reach(wfp_collider *cols, uint32_t n, float reach, float skin, wf_buffer *table,
                          wf_stream *s);
 
 /* Validates pose and makes c follow it (constant motion from pose->time; keyframes dropped). */

@@ -84,7 +84,10 @@ typedef struct wfp_collider {
   const wfm_node *nodes;
   const wfm_tri *tris;
   float reach; /* mesh: triangles farther than this are not looked for (INFINITY: all) */
-  float pad[1];
+  float skin;  /* mesh with a cache: how far a point moves before its list is made again, m */
+  /* mesh: one candidate list per point of the solver's partition (mesh_query.h, wfm_cache), or
+   * NULL; used by the queries that pass a point's index (wfx_collider_sdf_at) */
+  wfm_cache *cache;
   /* xyz: the shift of an analytic shape into the solver's frame that the pose does not carry
    * (the reference point of its force and torque is the posed pivot + ref: collider_force.h) */
   wfp_f4 ref;
@@ -187,10 +190,13 @@ WF_HD static inline int wfx_collider_active(const wfp_collider *c, float t) {
   return t >= c->t_on && t < c->t_off;
 }
 
+#define WFX_NO_CACHE 0xffffffffu /* a point index that uses no candidate cache */
+
 /* Signed distance from the shape-frame point (px, py, pz) to the shape, with the normal n in the
- * shape frame; ref: a shell's earlier point (mesh_query.h), or NULL. */
+ * shape frame; ref: a shell's earlier point (mesh_query.h), or NULL; idx: the point's entry in
+ * a mesh's candidate cache (c->cache), or WFX_NO_CACHE. The result does not depend on the cache. */
 WF_HD static inline float wfx_shape_sdf(const wfp_collider *c, float px, float py, float pz,
-                                        const float *ref, float *n) {
+                                        const float *ref, uint32_t idx, float *n) {
   switch (c->type) {
   case WFP_PLANE:
     n[0] = c->a.x, n[1] = c->a.y, n[2] = c->a.z;
@@ -215,6 +221,9 @@ WF_HD static inline float wfx_shape_sdf(const wfp_collider *c, float px, float p
   case WFP_MESH: {
     float x[3] = {px, py, pz};
     float r2 = c->reach < 1e30f ? c->reach * c->reach : INFINITY;
+    if (c->cache && idx != WFX_NO_CACHE && c->skin > 0.0f)
+      return wfm_distance_cached(c->nodes, c->tris, x, c->pivot.w, r2, ref, c->skin, &c->cache[idx],
+                                 n);
     return wfm_distance(c->nodes, c->tris, x, c->pivot.w, r2, ref, n);
   }
   default: { /* sphere, capsule: distance to a point / segment minus the radius */
@@ -252,7 +261,8 @@ WF_HD static inline void wfx_to_shape(const wfp_collider *c, const wfx_pose *P, 
  * normal n (world frame). Not existing at t: WFX_FAR. With from (may be NULL): the point was at
  * from->xyz at time t0, which decides the side of a shell it has crossed (mesh_query.h). */
 WF_HD static inline float wfx_collider_sdf(const wfp_collider *c, float t, float x, float y,
-                                           float z, float t0, const wfp_f4 *from, float *n) {
+                                           float z, float t0, const wfp_f4 *from, uint32_t idx,
+                                           float *n) {
   if (!wfx_collider_active(c, t)) {
     n[0] = 0.0f, n[1] = 1.0f, n[2] = 0.0f;
     return WFX_FAR;
@@ -266,7 +276,7 @@ WF_HD static inline float wfx_collider_sdf(const wfp_collider *c, float t, float
     wfx_to_shape(c, &P0, from->x, from->y, from->z, rb);
     ref = rb;
   }
-  float phi = wfx_shape_sdf(c, b[0], b[1], b[2], ref, nb);
+  float phi = wfx_shape_sdf(c, b[0], b[1], b[2], ref, idx, nb);
   if (c->flags & WFX_TURNS)
     wfx_qrot(P.q, 0, nb, n);
   else
@@ -276,13 +286,21 @@ WF_HD static inline float wfx_collider_sdf(const wfp_collider *c, float t, float
 
 WF_HD static inline float wfp_collider_sdf(const wfp_collider *c, float t, float x, float y,
                                            float z, float *n) {
-  return wfx_collider_sdf(c, t, x, y, z, t, NULL, n);
+  return wfx_collider_sdf(c, t, x, y, z, t, NULL, WFX_NO_CACHE, n);
+}
+
+/* wfp_collider_sdf for point idx of the solver's partition, through a mesh's candidate cache
+ * where it has one (c->cache): the same result, cheaper where the point moves little. Each index
+ * must be queried by one thread at a time (the cache entry is read and written). */
+WF_HD static inline float wfx_collider_sdf_at(const wfp_collider *c, float t, float x, float y,
+                                              float z, uint32_t idx, float *n) {
+  return wfx_collider_sdf(c, t, x, y, z, t, NULL, idx, n);
 }
 
 /* The same for a point that was at x0 at time t0 (a substep before): shells keep it on its side. */
 WF_HD static inline float wfp_collider_sdf_from(const wfp_collider *c, float t, float x, float y,
                                                 float z, float t0, wfp_f4 x0, float *n) {
-  return wfx_collider_sdf(c, t, x, y, z, t0, &x0, n);
+  return wfx_collider_sdf(c, t, x, y, z, t0, &x0, WFX_NO_CACHE, n);
 }
 
 /* The velocity of collider c's surface at the world point (x, y, z) at time t: v + w x r, r from

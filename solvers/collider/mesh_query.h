@@ -8,17 +8,33 @@
  *  - wfm_tri: the three vertices; their w components hold the unit face normal (counter-clockwise
  *    winding seen from outside: the outward normal of a closed mesh).
  *
- * The query walks the tree nearest box first with a fixed-size stack and prunes boxes farther than
- * the best triangle so far; the order of the walk depends only on the data, so the CPU and CUDA
- * backends visit the same triangles and round the same operations (no FMA contraction on either
- * side): bitwise equal results.
+ * Which triangle answers (wfm_key): the one of least key d² (1 + tie (1 - cos²)), d the distance
+ * to it and cos that of the angle between the offset and its normal, ties of the key by the
+ * lower index, among those with key <= reach². The key is d² but for a relative 1e-5 that
+ * prefers, where the closest point is on an edge or a vertex and several triangles tie, the one
+ * whose plane the point is most squarely in front of. It is a function of the triangles within
+ * reach alone, not of the order they are looked at in: the tree walk (wfm_pick, nearest box
+ * first, pruning boxes whose distance exceeds the best key: key >= d² >= the box's), a list of
+ * candidates (wfm_cache below) and any number of partitions give the same triangle, and the CPU
+ * and CUDA backends round the same operations (no FMA contraction on either side): bitwise equal
+ * results.
  *
- * Sign (closed meshes): the side of the closest triangle's plane. Where the closest point is on an
- * edge or a vertex several triangles tie; among them the one whose plane the point is farthest
- * from (largest |cos| between the offset and the normal) decides. That is exact on edges and on
- * convex or concave vertices, and is the classic weak spot only on saddle vertices of very coarse
- * meshes. Shells (thickness > 0, open or closed): the unsigned distance minus half the thickness,
- * the normal pointing from the surface to the point. */
+ * Sign (closed meshes): the side of the chosen triangle's plane, which on edges and on convex or
+ * concave vertices is the right one (the classic weak spot is saddle vertices of very coarse
+ * meshes). Shells (thickness > 0, open or closed): the unsigned distance minus half the
+ * thickness, the normal pointing from the surface to the point.
+ *
+ * Candidate cache (wfm_cache, wfm_distance_cached): a caller that queries the same moving point
+ * substep after substep (a cloth vertex) keeps, per point, the triangles that can answer for any
+ * point within `skin` of where the list was made: with D the distance there, a triangle can be
+ * the answer at a point b within skin only if its distance from b is at most sqrt(1 + tie) (D +
+ * skin), so from the list's point at most that + skin (and at most reach + skin: beyond reach
+ * nothing answers). The list is made again (two tree walks) when the point has moved more than
+ * skin, the reach changed or the list was not made; while it holds, a query tests the few listed
+ * triangles instead of walking the tree. A list that would exceed WFM_CACHE_TRIS triangles is
+ * marked full and the query walks the tree; so does a point that moves about a skin a query
+ * (wfm_cache). Either way the answer is the key's, so the cache changes the cost, never the
+ * bits. */
 #ifndef WEFT_COLLIDER_MESH_QUERY_H
 #define WEFT_COLLIDER_MESH_QUERY_H
 
@@ -105,57 +121,66 @@ WF_HD static inline float wfm_closest(const wfm_tri *t, const float *x, float *c
   return d2sum;
 }
 
-/* Signed distance from x to the mesh (shell: thickness > 0) with the outward unit normal in n.
- * reach2: only triangles closer than sqrt(reach2) are looked at; with none, returns +reach (or
- * 1e30 for an infinite reach) and n = (0, 1, 0). ref (shells; may be NULL): where the point was
- * a moment before. A point that has crossed the closest triangle's plane since then is inside the
- * shell on ref's side (negative distance, the normal back towards ref), so a particle that moves
- * more than half the thickness in a substep is still put back where it came from. */
-WF_HD static inline float wfm_distance(const wfm_node *nodes, const wfm_tri *tris, const float *x,
-                                       float thickness, float reach2, const float *ref, float *n) {
-  const float tie = 1e-5f; /* relative: squared distances this close are one closest point */
-  float best = reach2, best_cos = -1.0f;
+#define WFM_TIE 1e-5f /* relative: the key's preference for the squarest of tied triangles */
+
+/* The key of triangle t at x (see above); d2 receives the squared distance. */
+WF_HD static inline float wfm_key(const wfm_tri *t, const float *x, float *d2) {
+  float cp[3];
+  float dd = wfm_closest(t, x, cp);
+  float e[3] = {x[0] - cp[0], x[1] - cp[1], x[2] - cp[2]};
+  float fn[3] = {t->a.w, t->b.w, t->c.w};
+  float en = wfm_dot(e, fn);
+  float c2 = dd > 0.0f ? en * en / dd : 1.0f; /* cos² of the offset to the normal */
+  c2 = c2 > 1.0f ? 1.0f : c2;
+  *d2 = dd;
+  return dd + dd * (WFM_TIE * (1.0f - c2));
+}
+
+/* Whether (key k, triangle i) comes before the best so far (bk, bt; bt < 0: none). */
+WF_HD static inline int wfm_better(float k, uint32_t i, float bk, int32_t bt) {
+  return k < bk || (k == bk && (bt < 0 || i < (uint32_t)bt));
+}
+
+/* The tree walk: the answering triangle among those with key <= lim (-1: none) and its key. */
+WF_HD static inline int32_t wfm_pick(const wfm_node *nodes, const wfm_tri *tris, const float *x,
+                                     float lim, float *key) {
+  float best = lim;
   int32_t bt = -1;
-  float bcp[3] = {0.0f, 0.0f, 0.0f};
   uint32_t stack[WFM_STACK];
   int sp = 0;
   if (nodes && wfm_box_d2(&nodes[0], x) <= best) stack[sp++] = 0u;
   while (sp > 0) {
     const wfm_node *nd = &nodes[stack[--sp]];
-    if (wfm_box_d2(nd, x) > best * (1.0f + tie)) continue;
+    if (wfm_box_d2(nd, x) > best) continue;
     if (nd->count > 0u) {
       for (uint32_t i = nd->first; i < nd->first + nd->count; i++) {
-        const wfm_tri *t = &tris[i];
-        float cp[3];
-        float d2 = wfm_closest(t, x, cp);
-        if (d2 > best * (1.0f + tie)) continue;
-        float e[3] = {x[0] - cp[0], x[1] - cp[1], x[2] - cp[2]};
-        float fn[3] = {t->a.w, t->b.w, t->c.w};
-        float en = wfm_dot(e, fn);
-        float c2 = d2 > 0.0f ? en * en / d2 : 1.0f; /* cos² of the offset to the normal */
-        /* strictly nearer, or a tie the point is more squarely in front of */
-        if (bt < 0 || d2 < best * (1.0f - tie) || c2 > best_cos) {
-          bt = (int32_t)i, best_cos = c2;
-          bcp[0] = cp[0], bcp[1] = cp[1], bcp[2] = cp[2];
-        }
-        if (d2 < best) best = d2;
+        float d2, k = wfm_key(&tris[i], x, &d2);
+        if (k <= lim && wfm_better(k, i, best, bt)) bt = (int32_t)i, best = k;
       }
     } else {
       uint32_t l = nd->first, r = nd->first + 1u;
       float dl = wfm_box_d2(&nodes[l], x), dr = wfm_box_d2(&nodes[r], x);
-      float lim = best * (1.0f + tie);
       /* the nearer child is popped first */
       uint32_t near_ = dl <= dr ? l : r, far_ = dl <= dr ? r : l;
       float dn = dl <= dr ? dl : dr, df = dl <= dr ? dr : dl;
-      if (df <= lim && sp < WFM_STACK) stack[sp++] = far_;
-      if (dn <= lim && sp < WFM_STACK) stack[sp++] = near_;
+      if (df <= best && sp < WFM_STACK) stack[sp++] = far_;
+      if (dn <= best && sp < WFM_STACK) stack[sp++] = near_;
     }
   }
+  *key = best;
+  return bt;
+}
+
+/* The signed distance and normal from the answering triangle bt (see wfm_distance). */
+WF_HD static inline float wfm_finish(const wfm_tri *tris, int32_t bt, const float *x,
+                                     float thickness, float reach2, const float *ref, float *n) {
   if (bt < 0) {
     n[0] = 0.0f, n[1] = 1.0f, n[2] = 0.0f;
     return reach2 < INFINITY ? sqrtf(reach2) : 1e30f;
   }
   const wfm_tri *t = &tris[bt];
+  float bcp[3];
+  wfm_closest(t, x, bcp);
   float fn[3] = {t->a.w, t->b.w, t->c.w};
   float e[3] = {x[0] - bcp[0], x[1] - bcp[1], x[2] - bcp[2]};
   float d = sqrtf(wfm_dot(e, e));
@@ -179,6 +204,130 @@ WF_HD static inline float wfm_distance(const wfm_node *nodes, const wfm_tri *tri
   else
     n[0] = fn[0], n[1] = fn[1], n[2] = fn[2];
   return side * d;
+}
+
+/* Signed distance from x to the mesh (shell: thickness > 0) with the outward unit normal in n.
+ * reach2: only triangles of key <= reach2 (within reach, to the key's 1e-5) answer; with none,
+ * returns +reach (or 1e30 for an infinite reach) and n = (0, 1, 0). ref (shells; may be NULL):
+ * where the point was a moment before. A point that has crossed the answering triangle's plane
+ * since then is inside the shell on ref's side (negative distance, the normal back towards ref),
+ * so a particle that moves more than half the thickness in a substep is still put back where it
+ * came from. */
+WF_HD static inline float wfm_distance(const wfm_node *nodes, const wfm_tri *tris, const float *x,
+                                       float thickness, float reach2, const float *ref, float *n) {
+  float key;
+  int32_t bt = wfm_pick(nodes, tris, x, reach2, &key);
+  return wfm_finish(tris, bt, x, thickness, reach2, ref, n);
+}
+
+/* ---- candidate cache (see above) ---------------------------------------------------------- */
+
+#define WFM_CACHE_TRIS 25          /* triangles a list holds: 128 bytes a point */
+#define WFM_CACHE_NONE 0xffffffffu /* count: no list (made at the next query) */
+#define WFM_CACHE_FULL 0xfffffffeu /* count: more candidates than fit: walk the tree */
+#define WFM_CACHE_WALK 0xfffffffdu /* count: a fast point: walk the tree, ref follows it */
+
+/* One point's list, 128 bytes. Memory set to 0xff bytes is an empty cache (count NONE).
+ * A point that outruns its list within two queries (moving about a skin a query, where a list
+ * would be made at nearly every query, costing two walks) walks the tree instead (count WALK,
+ * ref its last point) until it moves less than a quarter skin in a query, then gets a list
+ * again. Which way a query goes changes its cost only. */
+typedef struct wfm_cache {
+  float ref[3];   /* the point (mesh frame) the list was made at (WALK: the last query's) */
+  uint32_t count; /* listed triangles, or WFM_CACHE_NONE / _FULL / _WALK */
+  float reach2;   /* the reach² it was made for */
+  float skin;     /* how far the point may move from ref with the list still complete, m */
+  uint32_t uses;  /* queries the list answered since it was made */
+  uint32_t tri[WFM_CACHE_TRIS];
+} wfm_cache;
+
+/* Collects into c the triangles within sqrt(lim2) of x, in the walk's order; count FULL when
+ * more than fit. */
+WF_HD static inline void wfm_collect(const wfm_node *nodes, const wfm_tri *tris, const float *x,
+                                     float lim2, wfm_cache *c) {
+  uint32_t stack[WFM_STACK], n = 0;
+  int sp = 0;
+  if (nodes && wfm_box_d2(&nodes[0], x) <= lim2) stack[sp++] = 0u;
+  while (sp > 0 && n != WFM_CACHE_FULL) {
+    const wfm_node *nd = &nodes[stack[--sp]];
+    if (nd->count > 0u) {
+      for (uint32_t i = nd->first; i < nd->first + nd->count && n != WFM_CACHE_FULL; i++) {
+        float cp[3];
+        if (!(wfm_closest(&tris[i], x, cp) <= lim2)) continue;
+        if (n == WFM_CACHE_TRIS)
+          n = WFM_CACHE_FULL;
+        else
+          c->tri[n++] = i;
+      }
+    } else {
+      for (uint32_t k = 0; k < 2u; k++)
+        if (wfm_box_d2(&nodes[nd->first + k], x) <= lim2 && sp < WFM_STACK)
+          stack[sp++] = nd->first + k;
+    }
+  }
+  c->count = n;
+}
+
+/* wfm_distance through point x's cache c (see above): the same result, bit for bit. skin > 0. */
+WF_HD static inline float wfm_distance_cached(const wfm_node *nodes, const wfm_tri *tris,
+                                              const float *x, float thickness, float reach2,
+                                              const float *ref, float skin, wfm_cache *c,
+                                              float *n) {
+  if (!nodes || !(wfm_box_d2(&nodes[0], x) <= reach2))         /* the mesh's box is beyond reach: */
+    return wfm_finish(tris, -1, x, thickness, reach2, ref, n); /* no list read or made */
+  float m[3] = {x[0] - c->ref[0], x[1] - c->ref[1], x[2] - c->ref[2]};
+  float moved2 = wfm_dot(m, m);
+  int same = c->count != WFM_CACHE_NONE && c->reach2 == reach2 && c->skin == skin;
+  int walk = 0, fresh = same && c->count != WFM_CACHE_WALK && moved2 <= skin * skin;
+  if (same && c->count == WFM_CACHE_WALK) { /* a fast point: walk while it stays fast */
+    c->ref[0] = x[0], c->ref[1] = x[1], c->ref[2] = x[2];
+    walk = moved2 > 0.0625f * skin * skin;
+  } else if (same && !fresh && c->count != WFM_CACHE_FULL && c->uses <= 2u) {
+    c->ref[0] = x[0], c->ref[1] = x[1], c->ref[2] = x[2]; /* outran its list: walk */
+    c->count = WFM_CACHE_WALK;
+    walk = 1;
+  }
+  if (walk) {
+    float key;
+    int32_t b = wfm_pick(nodes, tris, x, reach2, &key);
+    return wfm_finish(tris, b, x, thickness, reach2, ref, n);
+  }
+  if (fresh) {
+    c->uses += c->uses < 0xffffffffu;
+  } else { /* make the list at x */
+    /* a triangle that can answer within skin of x: within sqrt(1 + tie) (D + skin) of that
+     * point, D the distance from x, and within reach of it; so within that + skin of x (a
+     * relative 1e-4 and 1e-6 of the coordinates' size added for the rounding of the distances in
+     * float). D is looked for only up to reach + 2 skin: none that near, none can answer. */
+    float reach = reach2 < INFINITY ? sqrtf(reach2) : INFINITY;
+    float pad = 1e-6f * (1.0f + fabsf(x[0]) + fabsf(x[1]) + fabsf(x[2]));
+    float far_ = (reach + 2.0f * skin) * 1.0001f + pad, key;
+    int32_t b = wfm_pick(nodes, tris, x, far_ < INFINITY ? far_ * far_ : INFINITY, &key);
+    float D = sqrtf(key); /* >= the distance (key >= d²) */
+    float lim = fminf(1.000005f * (D + skin), reach) + skin;
+    lim = lim * 1.0001f + pad;
+    c->ref[0] = x[0], c->ref[1] = x[1], c->ref[2] = x[2];
+    c->reach2 = reach2, c->skin = skin, c->uses = 0;
+    if (b < 0)
+      c->count = 0; /* nothing within reach + 2 skin */
+    else if (lim < INFINITY)
+      wfm_collect(nodes, tris, x, lim * lim, c);
+    else
+      c->count = WFM_CACHE_FULL;
+  }
+  int32_t bt = -1;
+  if (c->count == WFM_CACHE_FULL) {
+    float key;
+    bt = wfm_pick(nodes, tris, x, reach2, &key);
+  } else {
+    float best = reach2;
+    for (uint32_t j = 0; j < c->count; j++) {
+      uint32_t i = c->tri[j];
+      float d2, k = wfm_key(&tris[i], x, &d2);
+      if (k <= reach2 && wfm_better(k, i, best, bt)) bt = (int32_t)i, best = k;
+    }
+  }
+  return wfm_finish(tris, bt, x, thickness, reach2, ref, n);
 }
 
 #endif

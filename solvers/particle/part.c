@@ -142,6 +142,8 @@ struct wfp_part {
    * (or run of substeps) spanned */
   unsigned long long force_host[WFX_MAX_COLLIDERS * WFX_FORCE_WORDS];
   double force_seconds;
+  bool forces_on; /* the kernels sum the impulses (wfp_part_measure_forces); off: no adds, no clear
+                   */
   struct {
     wfp_hook_fn fn;
     void *user;
@@ -207,8 +209,8 @@ double wf_particles_zeta_for_restitution(double e) {
 static wf_status upload_params(wfp_part *ps) {
   ps->params.count = ps->count;
   /* mesh colliders look for triangles within a cell (>= the largest particle's diameter) */
-  TRY(wfx_sync_reach(ps->colliders, ps->params.n_colliders, ps->params.cell, ps->buf[B_COLLIDERS],
-                     ps->stream),
+  TRY(wfx_sync_reach(ps->colliders, ps->params.n_colliders, ps->params.cell, 0.0f,
+                     ps->buf[B_COLLIDERS], ps->stream),
       "uploading a collider");
   TRY(wf_upload(ps->buf[B_PARAMS], 0, &ps->params, sizeof ps->params, ps->stream),
       "uploading the parameter block");
@@ -655,8 +657,9 @@ static wf_status append(wfp_part *ps, uint32_t n, const wfp_f4 *pos, const wfp_f
   return upload_params(ps);
 }
 
-wf_status wfp_part_add(wfp_part *ps, uint32_t n, const float (*pos)[4], const float (*vel)[4],
-                       const float *birth, uint32_t material, uint32_t *first) {
+wf_status wfp_part_add(wfp_part *ps, const double *from, uint32_t n, const float (*pos)[4],
+                       const float (*vel)[4], const float *birth, uint32_t material,
+                       uint32_t *first) {
   if (!ps) return fail(WF_ERR_INVALID, "particles: solver is NULL");
   if (n == 0) return fail(WF_ERR_INVALID, "particles '%s': n is 0 (zero particles)", ps->name);
   if (!pos) return fail(WF_ERR_INVALID, "particles '%s': pos is NULL", ps->name);
@@ -690,10 +693,15 @@ wf_status wfp_part_add(wfp_part *ps, uint32_t n, const float (*pos)[4], const fl
     free(p), free(v);
     return fail(WF_ERR_OUT_OF_MEMORY, "particles '%s': out of host memory", ps->name);
   }
-  const double *o = ps->origin; /* world positions into the solver's frame, in double */
+  /* positions relative to `from` (NULL: world positions) into the solver's frame, in double,
+   * rounded once; relative to the solver's own origin they are taken as they are */
+  static const double world[3] = {0.0, 0.0, 0.0};
+  const double *f = from ? from : world, *o = ps->origin;
+  double sh[3] = {f[0] - o[0], f[1] - o[1], f[2] - o[2]};
   for (uint32_t i = 0; i < n; i++) {
-    p[i] = (wfp_f4){(float)((double)pos[i][0] - o[0]), (float)((double)pos[i][1] - o[1]),
-                    (float)((double)pos[i][2] - o[2]), pos[i][3]};
+    p[i] = (wfp_f4){sh[0] == 0.0 ? pos[i][0] : (float)((double)pos[i][0] + sh[0]),
+                    sh[1] == 0.0 ? pos[i][1] : (float)((double)pos[i][1] + sh[1]),
+                    sh[2] == 0.0 ? pos[i][2] : (float)((double)pos[i][2] + sh[2]), pos[i][3]};
     if (vel)
       v[i] = (wfp_f4){vel[i][0], vel[i][1], vel[i][2], vel[i][3]};
     else
@@ -1027,7 +1035,7 @@ static wfp_collide_args collide_args(wfp_part *ps) {
                             .anchor = ps->drift_anchor,
                             .drift = ps->drift_ctl,
                             .min_blocks = ps->min_blocks,
-                            .forces = ptr(ps, B_FORCE)};
+                            .forces = ps->forces_on ? ptr(ps, B_FORCE) : NULL};
 }
 
 static wfp_frame_args frame_args(wfp_part *ps) {
@@ -1228,6 +1236,18 @@ size_t wfp_part_device_bytes(const wfp_part *ps) {
 }
 
 uint32_t wfp_part_collider_count(const wfp_part *ps) { return ps->params.n_colliders; }
+
+wf_status wfp_part_measure_forces(wfp_part *ps, bool on) {
+  if (ps->forces_on == on) return WF_OK;
+  drop_graph(ps); /* the captured frame has the kernels' table pointer and the clear baked in */
+  ps->forces_on = on;
+  /* zero until a frame has summed them (the table holds an older frame's, or nothing) */
+  TRY(wf_memset(ps->buf[B_FORCE], 0, 0, WFX_FORCE_BYTES, ps->stream),
+      "clearing the collider forces");
+  return WF_OK;
+}
+
+bool wfp_part_measuring_forces(const wfp_part *ps) { return ps->forces_on; }
 
 wf_status wfp_part_forces(wfp_part *ps, const unsigned long long **table, double *seconds) {
   TRY(wf_stream_synchronize(ps->stream), "waiting for the solver");
@@ -1537,8 +1557,9 @@ void wfp_part_hook_remove(wfp_part *ps, wfp_hook_fn fn, void *user) {
 
 wf_status wfp_frame_enqueue_begin(wfp_part *ps) {
   wfp_frame_args fa = frame_args(ps);
-  TRY(wf_memset(ps->buf[B_FORCE], 0, 0, WFX_FORCE_BYTES, ps->stream),
-      "clearing the collider forces");
+  if (ps->forces_on)
+    TRY(wf_memset(ps->buf[B_FORCE], 0, 0, WFX_FORCE_BYTES, ps->stream),
+        "clearing the collider forces");
   return launch(ps, &wfp_frame_begin, 1, &fa, sizeof fa);
 }
 

@@ -25,8 +25,10 @@ wf_status wfp_part_add_material(wfp_part *ps, const wf_particle_material *m, uin
 wf_status wfp_part_set_material(wfp_part *ps, uint32_t index, const wf_particle_material *m);
 wf_status wfp_part_emit(wfp_part *ps, const wf_particles_emitter *e, uint32_t *first,
                         uint32_t *count);
-wf_status wfp_part_add(wfp_part *ps, uint32_t n, const float (*pos)[4], const float (*vel)[4],
-                       const float *birth, uint32_t material, uint32_t *first);
+/* pos relative to `from` (NULL: world positions), moved into the solver's frame in double. */
+wf_status wfp_part_add(wfp_part *ps, const double *from, uint32_t n, const float (*pos)[4],
+                       const float (*vel)[4], const float *birth, uint32_t material,
+                       uint32_t *first);
 wf_status wfp_part_add_collider(wfp_part *ps, const wf_collider_desc *c, uint32_t *index);
 wf_status wfp_part_set_collider_pose(wfp_part *ps, uint32_t k, const wf_collider_pose *pose);
 wf_particles_params wfp_part_params_get(const wfp_part *ps);
@@ -60,6 +62,11 @@ uint32_t wfp_part_capacity(const wfp_part *ps);
  * impulses on its colliders, WFX_FORCE_WORDS per collider (collider_force.h), in *table (the
  * partition's own copy, valid until the next call), and the seconds they were summed over. */
 wf_status wfp_part_forces(wfp_part *ps, const unsigned long long **table, double *seconds);
+/* Whether the kernels sum the impulses on the colliders (off at creation: the sums cost ~10% of a
+ * substep where every particle touches a collider). Turning it on or off drops the captured frame
+ * and zeroes the sums; the frames after it sum them. Results are bitwise the same either way. */
+wf_status wfp_part_measure_forces(wfp_part *ps, bool on);
+bool wfp_part_measuring_forces(const wfp_part *ps);
 uint32_t wfp_part_collider_count(const wfp_part *ps);
 wf_status wfp_part_download_omega(wfp_part *ps, float (*omega)[4]);
 /* Logs a warning for each material whose smallest particles need more substeps than the desc

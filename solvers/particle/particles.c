@@ -828,6 +828,27 @@ wf_status wf_particles_add(wf_particles *sp, uint32_t n, const float (*pos)[4],
   return wf_particles_add_timed(sp, n, pos, vel, NULL, material, first);
 }
 
+wf_status wf_particles_add_relative(wf_particles *sp, const double origin[3], uint32_t n,
+                                    const float (*pos)[4], const float (*vel)[4],
+                                    const float *birth, uint32_t material, uint32_t *first) {
+  if (!sp) return fail(WF_ERR_INVALID, "particles: solver is NULL");
+  if (!origin || !isfinite(origin[0]) || !isfinite(origin[1]) || !isfinite(origin[2]))
+    return fail(WF_ERR_INVALID,
+                "particles '%s': wf_particles_add_relative: origin is NULL or "
+                "not finite",
+                sp->name);
+  wf_status st = WF_OK;
+  bool was_fixed = sp->origin_fixed;
+  if (!sp->origin_fixed && (st = origin_fix(sp, origin)) != WF_OK) return st;
+  if (sp->np == 1) {
+    st = wfp_part_add(sp->parts[0].ps, origin, n, pos, vel, birth, material, first);
+    return st == WF_OK ? st : origin_undo(sp, was_fixed, st);
+  }
+  st = undistribute(sp);
+  if (st == WF_OK) st = wfp_part_add(sp->parts[0].ps, origin, n, pos, vel, birth, material, first);
+  return st == WF_OK ? after_add(sp) : origin_undo(sp, was_fixed, st);
+}
+
 wf_status wf_particles_add_timed(wf_particles *sp, uint32_t n, const float (*pos)[4],
                                  const float (*vel)[4], const float *birth, uint32_t material,
                                  uint32_t *first) {
@@ -844,11 +865,11 @@ wf_status wf_particles_add_timed(wf_particles *sp, uint32_t n, const float (*pos
       return st;
   }
   if (sp->np == 1) {
-    st = wfp_part_add(sp->parts[0].ps, n, pos, vel, birth, material, first);
+    st = wfp_part_add(sp->parts[0].ps, NULL, n, pos, vel, birth, material, first);
     return st == WF_OK ? st : origin_undo(sp, was_fixed, st);
   }
   st = undistribute(sp);
-  if (st == WF_OK) st = wfp_part_add(sp->parts[0].ps, n, pos, vel, birth, material, first);
+  if (st == WF_OK) st = wfp_part_add(sp->parts[0].ps, NULL, n, pos, vel, birth, material, first);
   return st == WF_OK ? after_add(sp) : origin_undo(sp, was_fixed, st);
 }
 
@@ -894,6 +915,17 @@ wf_status wf_particles_set_collider_pose(wf_particles *sp, uint32_t index,
   return WF_OK;
 }
 
+wf_status wf_particles_measure_collider_forces(wf_particles *sp, bool on) {
+  if (!sp) return fail(WF_ERR_INVALID, "wf_particles_measure_collider_forces: solver is NULL");
+  if (wfp_part_measuring_forces(sp->parts[0].ps) == on) return WF_OK;
+  for (int p = 0; p < sp->np; p++) {
+    wf_status st = wfp_part_measure_forces(sp->parts[p].ps, on);
+    if (st != WF_OK) return st;
+  }
+  wfpt_frame_stale(&sp->frame); /* the kernels' table pointers and the clears changed */
+  return WF_OK;
+}
+
 /* The partitions' integer sums, added in any order (collider_force.h): the same bits for any
  * number of partitions. */
 wf_status wf_particles_collider_force(wf_particles *sp, uint32_t index, double force[3],
@@ -904,6 +936,11 @@ wf_status wf_particles_collider_force(wf_particles *sp, uint32_t index, double f
   if (index >= n)
     return wf__error(WF_ERR_INVALID, fn, "particles '%s': collider %u does not exist (%u added)",
                      sp->name, index, n);
+  if (!wfp_part_measuring_forces(sp->parts[0].ps)) { /* from the next frame on */
+    for (int j = 0; j < 3; j++)
+      force[j] = torque[j] = 0.0;
+    return wf_particles_measure_collider_forces(sp, true);
+  }
   const unsigned long long *tables[MAXP];
   double seconds = 0.0;
   int np = sp->forces_in_0 ? 1 : sp->np;

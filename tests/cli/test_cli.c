@@ -9,6 +9,8 @@
  */
 #include "harness.h"
 
+#include "cli/cli_proc.h"
+
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
@@ -46,54 +48,10 @@ static void test_dir(char *out, size_t n, const char *name) {
   mkdir(out, 0777);
 }
 
-/* Starts `weft ARGS...` (NULL-terminated) with stdout and stderr into files of dir; returns the
- * child's pid or -1. */
+/* Starts `weft ARGS...` (NULL-terminated) in the test's directory, stdout and stderr into files
+ * of dir (cli_proc.h); returns the child's pid or -1. */
 static pid_t cli_spawn(const char *dir, const char *const *args) {
-  char out[700], err[700];
-  snprintf(out, sizeof out, "%s/stdout.txt", dir);
-  snprintf(err, sizeof err, "%s/stderr.txt", dir);
-  const char *argv[64];
-  int n = 0;
-  argv[n++] = cli;
-  for (int i = 0; args[i] && n < 63; i++)
-    argv[n++] = args[i];
-  argv[n] = NULL;
-  fflush(stdout);
-  fflush(stderr);
-  pid_t pid = fork();
-  if (pid == 0) {
-    int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0666);
-    int e = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0666);
-    int in = open("/dev/null", O_RDONLY);
-    if (o < 0 || e < 0 || in < 0) _exit(126);
-    dup2(in, 0), dup2(o, 1), dup2(e, 2);
-    /* a default SIGINT in the child, whatever the test runner set */
-    signal(SIGINT, SIG_DFL);
-    execv(cli, (char *const *)argv);
-    _exit(127);
-  }
-  return pid;
-}
-
-/* Waits for pid at most timeout_s seconds (then kills it); returns its exit code, or -1 when it
- * ended by a signal (which it prints) or did not end. */
-static int cli_wait(pid_t pid, double timeout_s) {
-  if (pid < 0) return -1;
-  double t0 = th_now_ms();
-  for (;;) {
-    int ws;
-    pid_t r = waitpid(pid, &ws, WNOHANG);
-    if (r == pid && WIFSIGNALED(ws)) fprintf(stderr, "  weft died by signal %d\n", WTERMSIG(ws));
-    if (r == pid) return WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
-    if (r < 0) return -1;
-    if (th_now_ms() - t0 > timeout_s * 1e3) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &ws, 0);
-      fprintf(stderr, "  weft did not finish within %.0f s\n", timeout_s);
-      return -1;
-    }
-    th_sleep_ms(10);
-  }
+  return cli_spawn_in(cli, dir, CLI_CWD_KEEP, args);
 }
 
 #define CLI(dir, ...) cli_wait(cli_spawn(dir, (const char *const[]){__VA_ARGS__, NULL}), 90)

@@ -7,6 +7,8 @@
  * each takes well under a second. */
 #include "harness.h"
 
+#include "cli/cli_proc.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -29,42 +31,10 @@ static void write_text(const char *path, const char *text) {
   if (f) fputs(text, f), fclose(f);
 }
 
-/* Runs `weft ARGS...` (NULL-terminated) with stdout and stderr into files of dir; returns its
- * exit code, or -1 when it died or took more than 60 s. */
+/* Runs `weft ARGS...` (NULL-terminated) in dir, stdout and stderr into files of dir (cli_proc.h);
+ * returns its exit code, or -1 when it died or took more than 60 s. */
 static int cli_run(const char *dir, const char *const *args) {
-  char out[700], err[700];
-  snprintf(out, sizeof out, "%s/stdout.txt", dir);
-  snprintf(err, sizeof err, "%s/stderr.txt", dir);
-  const char *argv[64];
-  int n = 0;
-  argv[n++] = cli;
-  for (int i = 0; args[i] && n < 63; i++)
-    argv[n++] = args[i];
-  argv[n] = NULL;
-  fflush(stdout), fflush(stderr);
-  pid_t pid = fork();
-  if (pid == 0) {
-    int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0666);
-    int e = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0666);
-    int in = open("/dev/null", O_RDONLY);
-    if (o < 0 || e < 0 || in < 0 || chdir(dir) != 0) _exit(126);
-    dup2(in, 0), dup2(o, 1), dup2(e, 2);
-    execv(cli, (char *const *)argv);
-    _exit(127);
-  }
-  double t0 = th_now_ms();
-  for (;;) {
-    int ws;
-    pid_t r = waitpid(pid, &ws, WNOHANG);
-    if (r == pid) return WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
-    if (r < 0) return -1;
-    if (th_now_ms() - t0 > 60e3) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &ws, 0);
-      return -1;
-    }
-    th_sleep_ms(5);
-  }
+  return cli_wait(cli_spawn_in(cli, dir, CLI_CWD_DIR, args), 60);
 }
 
 #define CLI(dir, ...) cli_run(dir, (const char *const[]){__VA_ARGS__, NULL})

@@ -673,6 +673,282 @@ TEST(pour_errors) {
   expect_scene_error("\"rate\": 5", NULL, "particles[0].rate", "does not apply to a box");
 }
 
+/* ---- inlet shapes ----------------------------------------------------------------------------
+ */
+
+/* Pours of `rate` = 2000 particles/s over [0.1, 0.6) s: 1000 particles, particle k born at
+ * 0.1 + k / 2000 s (float), each on its feed line so that pos + v birth is its inlet point (in
+ * the inlet's plane through the centre, to 2e-5 m: pos is a float near 1.5 m, 1.2e-7 m, plus
+ * v birth in float), with the whole sphere inside the inlet (to the same 2e-5 m), and no two
+ * overlapping on the line (to 1e-5 m, float positions). The points are uniform over the inlet:
+ * a rectangle's mean offset along each side is 0 within 4 standard errors (side half-width a:
+ * σ = a / sqrt(3)); an annulus's points fall within the median radius sqrt((a² + b²) / 2) (half
+ * the area between a = inner + r and b = outer - r) with probability 1/2, within 4 standard
+ * errors (sqrt(1/4 / N)). Velocity (0, -2, 0): u = x, w = z; velocity (0, 0, -1): u = x,
+ * w = -y (docs/scenes.md). */
+typedef struct inlet_case {
+  const char *json;
+  double v[3], u[3], w[3];
+  int shape;   /* WF_SCENE_SHAPE_* */
+  double a, b; /* rectangle: half sides; annulus: inner and outer radius */
+} inlet_case;
+
+TEST(inlet_shapes) {
+  const inlet_case cases[] = {
+      {"\"shape\": \"rectangle\", \"inlet_size\": [0.3, 0.12], \"velocity\": [0, -2, 0]",
+       {0, -2, 0},
+       {1, 0, 0},
+       {0, 0, 1},
+       WF_SCENE_SHAPE_RECTANGLE,
+       0.15,
+       0.06},
+      {"\"shape\": \"rectangle\", \"inlet_size\": [0.4, 0.1], \"velocity\": [0, 0, -1]",
+       {0, 0, -1},
+       {1, 0, 0},
+       {0, -1, 0},
+       WF_SCENE_SHAPE_RECTANGLE,
+       0.2,
+       0.05},
+      {"\"shape\": \"annulus\", \"disc_radius\": 0.12, \"inner_radius\": 0.07, "
+       "\"velocity\": [0, -2, 0]",
+       {0, -2, 0},
+       {1, 0, 0},
+       {0, 0, 1},
+       WF_SCENE_SHAPE_ANNULUS,
+       0.07,
+       0.12},
+  };
+  const double c[3] = {0.25, 1.5, -0.5}, r = 0.004;
+  for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+    const inlet_case *ic = &cases[ci];
+    char js[512];
+    snprintf(js, sizeof js,
+             "\"center\": [0.25, 1.5, -0.5], \"radius\": 0.004, \"rate\": 2000, \"start\": 0.1, "
+             "\"end\": 0.6, \"seed\": 5, %s",
+             ic->json);
+    wf_scene *sc = scene_of(js, NULL);
+    REQUIRE(sc);
+    const wf_scene_emitter *e = &sc->emitters[0];
+    CHECK_EQ_INT((int)e->shape, ic->shape);
+    uint64_t n = wf_scene_emitter_count(e);
+    CHECK_EQ_INT(n, 1000);
+    float(*p)[4] = malloc((size_t)n * 32);
+    float *birth = malloc((size_t)n * sizeof *birth);
+    REQUIRE(p && birth);
+    CHECK_OK(wf_scene_emitter_points(e, 0, p, p + n, birth, n));
+    double off = 0.0, offq = 0.0, inside_median = 0.0, worst_plane = 0.0, worst_edge = -1.0;
+    int bad_birth = 0;
+    for (uint64_t k = 0; k < n; k++) {
+      if ((float)(0.1 + (double)k / 2000.0) != birth[k]) bad_birth++;
+      double y[3], pu = 0.0, pw = 0.0, pv = 0.0;
+      for (int j = 0; j < 3; j++) {
+        y[j] = (double)p[k][j] + ic->v[j] * birth[k] - c[j];
+        pu += y[j] * ic->u[j], pw += y[j] * ic->w[j], pv += y[j] * ic->v[j];
+      }
+      worst_plane = fmax(worst_plane, fabs(pv));
+      if (ic->shape == WF_SCENE_SHAPE_RECTANGLE) {
+        worst_edge = fmax(worst_edge, fmax(fabs(pu) - (ic->a - r), fabs(pw) - (ic->b - r)));
+        off += pu, offq += pw;
+      } else {
+        double d = sqrt(pu * pu + pw * pw), lo = ic->a + r, hi = ic->b - r;
+        worst_edge = fmax(worst_edge, fmax(lo - d, d - hi));
+        inside_median += d * d < 0.5 * (lo * lo + hi * hi);
+      }
+    }
+    CHECK_EQ_INT(bad_birth, 0);
+    CHECK(worst_plane < 2e-5);
+    CHECK(worst_edge < 2e-5);
+    CHECK(worst_edge > -1e-3); /* and they reach the edge: the whole inlet is used */
+    if (ic->shape == WF_SCENE_SHAPE_RECTANGLE) {
+      double se_u = (ic->a - r) / sqrt(3.0 * n), se_w = (ic->b - r) / sqrt(3.0 * n);
+      CHECK(fabs(off / n) < 4.0 * se_u);
+      CHECK(fabs(offq / n) < 4.0 * se_w);
+    } else {
+      CHECK(fabs(inside_median / n - 0.5) < 4.0 * sqrt(0.25 / n));
+    }
+    int overlaps = 0;
+    for (uint64_t i = 0; i < n; i++)
+      for (uint64_t j = i + 1; j < n; j++) {
+        double d2 = 0.0;
+        for (int q = 0; q < 3; q++)
+          d2 += ((double)p[i][q] - p[j][q]) * ((double)p[i][q] - p[j][q]);
+        overlaps += d2 < (2.0 * r - 1e-5) * (2.0 * r - 1e-5);
+      }
+    CHECK_EQ_INT(overlaps, 0);
+    printf("  %s: %llu particles, births k/2000 s, inlet plane within %.1e m, edge margin %.1e m\n",
+           ic->json, (unsigned long long)n, worst_plane, worst_edge);
+    free(p), free(birth);
+    wf_scene_destroy(sc);
+  }
+}
+
+/* A rectangle's pour in a world: every particle is born (count by inverse mass) by the end of
+ * the window, at the rate, and the scene round-trips through its canonical JSON. */
+TEST(inlet_rectangle_world) {
+  const char *text =
+      "{\"simulation\": {\"fps\": 60, \"substeps\": 16, \"devices\": \"cpu\", \"deterministic\": "
+      "true}, \"particles\": [{\"name\": \"slot\", \"shape\": \"rectangle\", \"center\": [0, 0.5, "
+      "0], \"inlet_size\": [0.2, 0.05], \"velocity\": [0, -1, 0], \"rate\": 600, \"start\": "
+      "0.05, \"end\": 0.25, \"radius\": 0.004, \"seed\": 3}]}";
+  wf_world *w = NULL;
+  if (make_world(text, NULL, 0, "cpu:0", &w) != WF_OK) return;
+  wf_world_object o;
+  CHECK_OK(wf_world_object_get(w, 0, &o));
+  CHECK_EQ_INT(o.point_count, 120);
+  float p[120][4], v[120][4];
+  CHECK_OK(wf_world_step(w, 9)); /* t = 0.15 s: floor((0.15 - 1/960 - 0.05) 600) + 1 = 60 */
+  int n = born(w, p, v);
+  CHECK(abs(n - 60) <= 1);
+  CHECK_OK(wf_world_step(w, 7));
+  CHECK_EQ_INT(born(w, p, v), 120);
+  wf_world_destroy(w);
+  wf_scene *sc = NULL;
+  CHECK_OK(wf_scene_parse(text, strlen(text), "slot.json", NULL, NULL, &sc));
+  REQUIRE(sc);
+  char *json = wf_scene_to_json(sc);
+  CHECK(json && strstr(json, "\"inlet_size\"") && strstr(json, "\"rectangle\"") &&
+        !strstr(json, "disc_radius"));
+  wf_scene *b = NULL;
+  CHECK_OK(wf_scene_parse(json, strlen(json), "canonical.json", NULL, NULL, &b));
+  if (b) {
+    CHECK(b->emitters[0].inlet_size[0] == 0.2 && b->emitters[0].inlet_size[1] == 0.05);
+    wf_scene_destroy(b);
+  }
+  free(json);
+  wf_scene_destroy(sc);
+}
+
+TEST(inlet_errors) {
+  expect_scene_error("\"shape\": \"annulus\", \"velocity\": [0, -1, 0], \"inner_radius\": 0.095",
+                     NULL, "particles[0].inner_radius", "too narrow");
+  expect_scene_error("\"shape\": \"rectangle\", \"velocity\": [0, -1, 0], \"inlet_size\": [0.5, "
+                     "0.09]",
+                     NULL, "particles[0].inlet_size", "too small");
+  expect_scene_error("\"shape\": \"rectangle\", \"velocity\": [0, -1, 0], \"disc_radius\": 0.2",
+                     NULL, "particles[0].disc_radius", "does not apply to a rectangle");
+  expect_scene_error("\"shape\": \"disc\", \"velocity\": [0, -1, 0], \"inlet_size\": [1, 1]", NULL,
+                     "particles[0].inlet_size", "does not apply to a disc");
+  expect_scene_error(
+      "\"shape\": \"annulus\", \"velocity\": [0, -1, 0], \"radius\": 0.01, \"rate\": 1e5", NULL,
+      "particles[0].rate", "at most 0.3");
+  expect_scene_error("\"shape\": \"rectangle\"", NULL, "particles[0].velocity",
+                     "non-zero velocity");
+}
+
+/* ---- far from the world's origin ------------------------------------------------------------
+ */
+
+/* The particles' local positions and origin in a world's checkpoint (frame 0). */
+static float *local_positions(wf_world *w, const char *tag, double origin[3], size_t *bytes) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/far_%s.wfck", tmp_root, tag);
+  float *out = NULL;
+  wf_ckpt_reader *r = NULL;
+  const void *d = NULL;
+  size_t nb = 0;
+  if (wf_world_save(w, path) != WF_OK || wf_ckpt_open_file(path, &r) != WF_OK) {
+    TH_FAIL("%s: %s", tag, wf_last_error());
+    return NULL;
+  }
+  if (wf_ckpt_section(r, "particles/origin", &d, &nb) == WF_OK && nb == 24) memcpy(origin, d, 24);
+  if (wf_ckpt_section(r, "particles/pos", &d, &nb) == WF_OK && (out = malloc(nb + 1)))
+    memcpy(out, d, nb), *bytes = nb;
+  wf_ckpt_close(r);
+  remove(path);
+  if (!out) TH_FAIL("%s: no particles/pos", tag);
+  return out;
+}
+
+/* Emitters made on the host place their particles relative to the particles' origin in double
+ * (docs/precision.md): a scene moved by (1000, 50, -1000) m gives bitwise the same local
+ * positions, and an origin moved by exactly that, for a random packing, a jittered cylinder
+ * lattice of log-normal radii, a rectangle's pour and a CSV file. (The centres and the file's
+ * coordinates are exact in binary, so the moved scene is exactly the scene plus the shift; a
+ * decimal centre is itself rounded in double at 1000 m, by 1e-13 m, which can move a float by one
+ * ulp in a few cases in a million.) Control: world positions in float there are rounded to
+ * 6.1e-5 m, so the old way (float world positions minus the origin) is off by up to 3e-5 m, which
+ * the test measures to show that it could fail. */
+TEST(far_from_origin_same_packing) {
+  char csv[2][512];
+  for (int s = 0; s < 2; s++) {
+    snprintf(csv[s], sizeof csv[s], "%s/far%d.csv", tmp_root, s);
+    FILE *f = fopen(csv[s], "w");
+    REQUIRE(f);
+    fprintf(f, "x,y,z,radius\n");
+    for (int i = 0; i < 64; i++) { /* multiples of 2^-20 m: exact in double at 1000 m */
+      double x = 0.3 * (i % 4) + (double)(i * 7919 % 1000) / 1048576.0;
+      double y = 1.0 + 0.3 * (i / 4 % 4) + (double)(i * 104729 % 1000) / 1048576.0;
+      double z = 0.3 * (i / 16) + (double)(i * 1299709 % 1000) / 1048576.0;
+      if (s) x += 1000.0, y += 50.0, z -= 1000.0;
+      fprintf(f, "%.17g,%.17g,%.17g,0.1\n", x, y, z);
+    }
+    fclose(f);
+  }
+  static const char *const emitters[] = {
+      "\"shape\": \"box\", \"center\": [%s], \"half_extents\": [0.3, 0.2, 0.25], \"packing\": "
+      "\"random\", \"packing_fraction\": 0.25, \"radius\": 0.02, \"seed\": 9",
+      "\"shape\": \"cylinder\", \"center\": [%s], \"cylinder_radius\": 0.2, \"height\": 0.2, "
+      "\"radius\": 0.02, \"radius_distribution\": \"lognormal\", \"radius_sigma\": 0.1, "
+      "\"spacing\": 0.06, \"jitter\": 0.005, \"seed\": 4",
+      "\"shape\": \"rectangle\", \"center\": [%s], \"inlet_size\": [0.2, 0.1], \"velocity\": [0, "
+      "-1, 0], \"rate\": 300, \"end\": 0.5, \"radius\": 0.005, \"seed\": 2",
+      "\"shape\": \"file\", \"file\": \"%s\"",
+  };
+  const char *centres[2] = {"0.25, 1.5, -0.375", "1000.25, 51.5, -1000.375"};
+  const double shift[3] = {1000.0, 50.0, -1000.0};
+  for (size_t k = 0; k < sizeof emitters / sizeof emitters[0]; k++) {
+    float *pos[2] = {NULL, NULL};
+    double origin[2][3] = {{0}};
+    size_t bytes[2] = {0, 0};
+    double control = 0.0;
+    for (int s = 0; s < 2; s++) {
+      char em[512], text[1024];
+      snprintf(em, sizeof em, emitters[k], k == 3 ? (s ? "far1.csv" : "far0.csv") : centres[s]);
+      snprintf(text, sizeof text,
+               "{\"simulation\": {\"devices\": \"cpu\", \"deterministic\": true}, "
+               "\"particles\": [{\"name\": \"grains\", %s}]}",
+               em);
+      wf_scene *sc = NULL;
+      if (wf_scene_parse(text, strlen(text), "far.json", tmp_root, NULL, &sc) != WF_OK) {
+        TH_FAIL("%zu: %s", k, wf_scene_errors());
+        break;
+      }
+      wf_world_desc d = wf_world_desc_default();
+      d.device = "cpu:0";
+      wf_world *w = NULL;
+      CHECK_OK(wf_world_create(sc, &d, &w));
+      wf_scene_destroy(sc);
+      if (!w) break;
+      pos[s] = local_positions(w, s ? "far" : "near", origin[s], &bytes[s]);
+      if (s == 1 && pos[1]) { /* the control: float world positions minus the origin */
+        size_t n = bytes[1] / 16;
+        float(*wp)[4] = malloc(n * 32 + 32);
+        if (wp && wf_world_object_download(w, 0, wp, wp + n) == WF_OK)
+          for (size_t i = 0; i < n; i++)
+            for (int q = 0; q < 3; q++)
+              control = fmax(control, fabs(((double)wp[i][q] - origin[1][q]) - pos[1][4 * i + q]));
+        free(wp);
+      }
+      wf_world_destroy(w);
+    }
+    if (pos[0] && pos[1]) {
+      CHECK(bytes[0] == bytes[1] && bytes[0] > 0);
+      for (int q = 0; q < 3; q++)
+        CHECK(origin[1][q] - origin[0][q] == shift[q]);
+      char what[64];
+      snprintf(what, sizeof what, "emitter %zu", k);
+      if (bytes[0] == bytes[1]) same_state(pos[0], pos[1], bytes[0], what);
+      printf("  emitter %zu: %zu particles, origins (%g, %g, %g) and (%g, %g, %g): local bits "
+             "equal; float world positions would be off by %.2e m\n",
+             k, bytes[0] / 16, origin[0][0], origin[0][1], origin[0][2], origin[1][0], origin[1][1],
+             origin[1][2], control);
+      CHECK(control > 1e-6); /* the control can fail */
+    }
+    free(pos[0]), free(pos[1]);
+  }
+  remove(csv[0]), remove(csv[1]);
+}
+
 /* The solver's births (wf_particles_add_timed) inside the captured frame: a block of grains and
  * 36 particles born in 4 layers falling onto it give bitwise the same state with the frame
  * captured and enqueued one substep at a time (no_graph), and on 1 and 3 partitions; a particle
@@ -815,6 +1091,10 @@ int main(int argc, char **argv) {
       TH_TEST(pour_count_vs_time),
       TH_TEST(pour_checkpoint_resume),
       TH_TEST(pour_errors),
+      TH_TEST(inlet_shapes),
+      TH_TEST(inlet_rectangle_world),
+      TH_TEST(inlet_errors),
+      TH_TEST(far_from_origin_same_packing),
       TH_TEST(births_in_the_captured_frame),
       TH_TEST(world_split_bitwise),
   };

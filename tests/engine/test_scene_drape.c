@@ -84,6 +84,7 @@ static wf_world *run(const wf_scene *sc, const char *what) {
     TH_FAIL("%s: wf_world_create: %s", what, wf_last_error());
     return NULL;
   }
+  if (wf_world_measure_collider_forces(w, true) != WF_OK) TH_FAIL("%s: %s", what, wf_last_error());
   return w;
 }
 

@@ -208,6 +208,8 @@ TEST(checkpoint_resume_forces_bitwise) {
   CHECK_OK(wf_world_create(sc, &wd, &resumed));
   wf_scene_destroy(sc);
   REQUIRE(full && half && resumed);
+  CHECK_OK(wf_world_measure_collider_forces(full, true));
+  CHECK_OK(wf_world_measure_collider_forces(resumed, true));
   CHECK_OK(wf_world_step(full, 6));
   CHECK_OK(wf_world_step(half, 3));
   CHECK_OK(wf_world_save(half, path));

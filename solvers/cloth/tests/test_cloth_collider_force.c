@@ -37,6 +37,7 @@ static wf_cloth *sheet(int integrator, float cx, float y, float cz, float size, 
   g.center[0] = cx, g.center[1] = y, g.center[2] = cz;
   wf_cloth *c = NULL;
   if (wf_cloth_create_grid(&d, &g, &c) != WF_OK) TH_FAIL("create: %s", wf_last_error());
+  if (c && wf_cloth_measure_collider_forces(c, true) != WF_OK) TH_FAIL("%s", wf_last_error());
   return c;
 }
 
@@ -134,6 +135,59 @@ static void partitions_bitwise(int integrator) {
   }
 }
 
+/* Positions and velocities (8 floats a vertex) of c. */
+static float *cloth_state(wf_cloth *c, uint32_t *n) {
+  *n = wf_cloth_count(c);
+  float *s = calloc((size_t)*n * 8 + 1, sizeof *s);
+  if (s && wf_cloth_download(c, (float(*)[4])s, (float(*)[4])(s + 4 * *n)) != WF_OK) {
+    TH_FAIL("download: %s", wf_last_error());
+    free(s);
+    s = NULL;
+  }
+  return s;
+}
+
+/* The sums are made only when measured (wf_cloth_measure_collider_forces), and measuring does
+ * not change the motion: a cloth that does not measure them lands on the sphere bitwise as one
+ * that does (1 and 2 partitions); its first read is zero and turns the measuring on, and the next
+ * frame's force is bitwise the measuring cloth's. */
+static void measured_on_demand(int integrator) {
+  for (int np = 1; np <= 2; np++) {
+    wf_cloth *a = sheet(integrator, 0.0f, 0.36f, 0.0f, 1.0f, np);
+    wf_cloth *b = sheet(integrator, 0.0f, 0.36f, 0.0f, 1.0f, np);
+    REQUIRE(a && b);
+    CHECK_OK(wf_cloth_measure_collider_forces(b, false));
+    wf_collider_desc s = wf_collider_desc_default();
+    s.name = "ball", s.type = WF_COLLIDER_SPHERE, s.radius = 0.3f;
+    CHECK_OK(wf_cloth_add_collider(a, &s, NULL));
+    CHECK_OK(wf_cloth_add_collider(b, &s, NULL));
+    CHECK_OK(wf_cloth_step_frames(a, 20));
+    CHECK_OK(wf_cloth_step_frames(b, 20));
+    uint32_t na, nb;
+    float *sa = cloth_state(a, &na), *sb = cloth_state(b, &nb);
+    REQUIRE(sa && sb && na == nb);
+    if (memcmp(sa, sb, (size_t)na * 8 * sizeof *sa) != 0)
+      TH_FAIL("%d partitions: measuring the forces changed the motion", np);
+    free(sa), free(sb);
+    double fa[6], fb[6] = {1, 1, 1, 1, 1, 1};
+    CHECK_OK(wf_cloth_collider_force(b, 0, fb, fb + 3)); /* not measured: zero, and on */
+    CHECK(fb[0] == 0.0 && fb[1] == 0.0 && fb[5] == 0.0);
+    CHECK_OK(wf_cloth_step_frames(a, 1));
+    CHECK_OK(wf_cloth_step_frames(b, 1));
+    CHECK_OK(wf_cloth_collider_force(a, 0, fa, fa + 3));
+    CHECK_OK(wf_cloth_collider_force(b, 0, fb, fb + 3));
+    CHECK(fa[1] < -0.01); /* the cloth presses on the ball: not a comparison of zeros */
+    if (memcmp(fa, fb, sizeof fa) != 0)
+      TH_FAIL("%d partitions: force y %.17g measured from the start, %.17g from frame 20", np,
+              fa[1], fb[1]);
+    wf_cloth_destroy(a);
+    wf_cloth_destroy(b);
+  }
+}
+
+TEST(springs_measured_on_demand) { measured_on_demand(WF_CLOTH_SPRINGS); }
+TEST(xpbd_measured_on_demand) { measured_on_demand(WF_CLOTH_XPBD); }
+
 TEST(springs_forces_bitwise_1_to_4_partitions) { partitions_bitwise(WF_CLOTH_SPRINGS); }
 TEST(xpbd_forces_bitwise_1_to_4_partitions) { partitions_bitwise(WF_CLOTH_XPBD); }
 
@@ -151,6 +205,8 @@ int main(int argc, char **argv) {
       TH_TEST(springs_drape_weight_on_sphere),
       TH_TEST(xpbd_drape_weight_on_sphere),
       TH_TEST(table_torque_is_r_cross_f),
+      TH_TEST(springs_measured_on_demand),
+      TH_TEST(xpbd_measured_on_demand),
       TH_TEST(springs_forces_bitwise_1_to_4_partitions),
       TH_TEST(xpbd_forces_bitwise_1_to_4_partitions),
       TH_TEST(bad_arguments),

@@ -23,7 +23,8 @@ static float *run_on(wf_device *dev, int integrator, uint32_t *n, double forces[
     return NULL;
   }
   float *s = NULL;
-  if (wf_cloth_step_frames(c, 30) == WF_OK) s = scene_state(c, n);
+  if (wf_cloth_measure_collider_forces(c, true) == WF_OK && wf_cloth_step_frames(c, 30) == WF_OK)
+    s = scene_state(c, n);
   if (!s) TH_FAIL("%s: %s", wf_device_name(dev), wf_last_error());
   memset(forces, 0, 64 * sizeof forces[0]);
   for (uint32_t k = 0; s && k < 64; k++)

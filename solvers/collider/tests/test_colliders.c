@@ -9,6 +9,7 @@
 #include "harness.h"
 #include "meshes.h"
 #include "solvers/collider/collider_math.h"
+#include "solvers/collider/mesh_internal.h"
 #include "weft/weft.h"
 
 static const double PI = 3.14159265358979323846;
@@ -109,6 +110,80 @@ TEST(mesh_sphere_distance) {
   printf("  sphere mesh: worst |phi - exact| %.3g m (sagitta %.3g m)\n", worst, sag);
   wf_collider_mesh_destroy(m);
   tm_free(&s);
+}
+
+/* The candidate cache (mesh_query.h, wfm_distance_cached) answers bit for bit as the tree walk
+ * (wfm_distance): 500 points near a 64 x 128 sphere mesh (a closed solid: its poles join 128
+ * triangles, more than a list holds, so full lists occur) and a 64 x 64 shell plane (thickness
+ * 1 cm, with the previous point as ref), each moving 40 steps of random length up to 0.3 (half
+ * of them) or 2 skins (lists kept, made again, or outrun: the point walks) with a jump now and
+ * then; half-way
+ * the reach changes and then
+ * the skin (every list is made again). Distances and normals are compared as bits. */
+TEST(mesh_cache_answers_as_the_tree) {
+  const float c[3] = {0.0f, 0.0f, 0.0f};
+  tm_mesh sm = tm_sphere(c, 0.5f, 64, 128), gm = tm_grid(0.6f, 0.0f, 64);
+  wf_collider_mesh *m[2] = {NULL, NULL};
+  CHECK_OK(wf_collider_mesh_create("sphere", (const float(*)[3])sm.v, sm.nv,
+                                   (const uint32_t(*)[3])sm.t, sm.nt, &m[0]));
+  CHECK_OK(wf_collider_mesh_create("plane", (const float(*)[3])gm.v, gm.nv,
+                                   (const uint32_t(*)[3])gm.t, gm.nt, &m[1]));
+  REQUIRE(m[0] && m[1]);
+  enum { N = 500, STEPS = 40 };
+  wfm_cache *cache = malloc(N * sizeof *cache);
+  float(*x)[3] = malloc(N * sizeof *x), (*prev)[3] = malloc(N * sizeof *prev);
+  REQUIRE(cache && x && prev);
+  for (int k = 0; k < 2; k++) {
+    float thick = k ? 0.01f : 0.0f, reach = 0.03f, skin = 0.002f;
+    memset(cache, 0xff, N * sizeof *cache);
+    for (int i = 0; i < N; i++) {
+      if (k == 0) { /* 0 to 4 cm outside or inside the sphere, poles included */
+        float u = urand(-1.0f, 1.0f), ph = urand(0.0f, 6.2831853f), sq = sqrtf(1.0f - u * u);
+        float rr = 0.5f + urand(-0.04f, 0.04f);
+        if (i < 40) u = i % 2 ? 1.0f : -1.0f, sq = 0.0f;
+        x[i][0] = rr * sq * cosf(ph), x[i][1] = rr * u, x[i][2] = rr * sq * sinf(ph);
+      } else { /* within 4 cm of the plane, on both sides */
+        x[i][0] = urand(-0.55f, 0.55f), x[i][1] = urand(-0.04f, 0.04f),
+        x[i][2] = urand(-0.55f, 0.55f);
+      }
+      memcpy(prev[i], x[i], sizeof x[i]);
+    }
+    long differ = 0, full = 0, walks = 0, listed = 0, queries = 0;
+    for (int step = 0; step < STEPS; step++) {
+      if (step == STEPS / 2) reach = 0.02f;
+      if (step == 3 * STEPS / 4) skin = 0.001f;
+      for (int i = 0; i < N; i++) {
+        float na[3], nb[3];
+        const float *ref = k ? prev[i] : NULL;
+        float a = wfm_distance(m[k]->nodes, m[k]->tris, x[i], thick, reach * reach, ref, na);
+        float b = wfm_distance_cached(m[k]->nodes, m[k]->tris, x[i], thick, reach * reach, ref,
+                                      skin, &cache[i], nb);
+        differ += memcmp(&a, &b, sizeof a) != 0 || memcmp(na, nb, sizeof na) != 0;
+        full += cache[i].count == WFM_CACHE_FULL;
+        walks += cache[i].count == WFM_CACHE_WALK;
+        listed += cache[i].count < WFM_CACHE_WALK;
+        queries++;
+        memcpy(prev[i], x[i], sizeof x[i]);
+        float len =
+            urand(0.0f, (i % 2 ? 2.0f : 0.3f) * skin) * (i % 97 == step % 97 ? 10.0f : 1.0f);
+        float d[3] = {urand(-1.0f, 1.0f), urand(-1.0f, 1.0f), urand(-1.0f, 1.0f)};
+        float dl = sqrtf(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]) + 1e-6f;
+        for (int q = 0; q < 3; q++)
+          x[i][q] += d[q] / dl * len;
+      }
+    }
+    CHECK_EQ_INT(differ, 0);
+    if (k == 0) CHECK(full > 0); /* the poles overflow a list: the fallback was exercised */
+    CHECK(walks > 0);            /* and points that outran their lists walked */
+    CHECK(listed > queries / 4); /* while the slow half mostly kept its lists */
+    printf("  %s: %ld queries, %ld differ from the tree walk; %.1f%% listed, %.1f%% full, %.1f%% "
+           "walking\n",
+           k ? "shell plane" : "sphere", queries, differ, 100.0 * listed / queries,
+           100.0 * full / queries, 100.0 * walks / queries);
+  }
+  free(cache), free(x), free(prev);
+  wf_collider_mesh_destroy(m[0]), wf_collider_mesh_destroy(m[1]);
+  tm_free(&sm), tm_free(&gm);
 }
 
 /* Bad meshes and bad colliders: each refused with a message naming what is wrong. Degenerate
@@ -770,6 +845,7 @@ int main(int argc, char **argv) {
   static const th_test tests[] = {TH_TEST(sincos_polynomial),
                                   TH_TEST(mesh_box_distance),
                                   TH_TEST(mesh_sphere_distance),
+                                  TH_TEST(mesh_cache_answers_as_the_tree),
                                   TH_TEST(mesh_bad_input),
                                   TH_TEST(mesh_files),
                                   TH_TEST(particle_rests_on_mesh_plane),

@@ -9,14 +9,15 @@
 #define G 9.81
 
 typedef struct pile_opts {
-  int model;     /* WF_CONTACT_DEM / XPBD */
-  float cx, cz;  /* the block's centre, m */
-  bool walls;    /* four side walls around it */
-  int devices;   /* partitions (0: th_dev0 only) */
-  float gravity; /* m/s² down */
-  float push;    /* > 0: a wall at x = cx - 0.35 moving at this speed in +x */
-  bool layer;    /* one layer of separate grains (0.12 m apart), not a block */
-  float relax;   /* XPBD relaxation (0: the default) */
+  int model;       /* WF_CONTACT_DEM / XPBD */
+  float cx, cz;    /* the block's centre, m */
+  bool walls;      /* four side walls around it */
+  int devices;     /* partitions (0: th_dev0 only) */
+  float gravity;   /* m/s² down */
+  float push;      /* > 0: a wall at x = cx - 0.35 moving at this speed in +x */
+  bool layer;      /* one layer of separate grains (0.12 m apart), not a block */
+  float relax;     /* XPBD relaxation (0: the default) */
+  bool unmeasured; /* leave wf_particles_measure_collider_forces off */
 } pile_opts;
 
 static wf_device *dev_of(int i) {
@@ -79,6 +80,7 @@ static wf_particles *pile(const pile_opts *o) {
   int n = o->walls ? 5 : o->push > 0.0f ? 2 : 1;
   for (int k = 0; k < n && st == WF_OK; k++)
     st = wf_particles_add_collider(ps, &c[k], NULL);
+  if (st == WF_OK && !o->unmeasured) st = wf_particles_measure_collider_forces(ps, true);
   if (st != WF_OK) {
     TH_FAIL("setup: %s", wf_last_error());
     wf_particles_destroy(ps);
@@ -272,6 +274,65 @@ static void partitions_bitwise(int model) {
 TEST(dem_forces_bitwise_1_to_4_partitions) { partitions_bitwise(WF_CONTACT_DEM); }
 TEST(xpbd_forces_bitwise_1_to_4_partitions) { partitions_bitwise(WF_CONTACT_XPBD); }
 
+/* Positions and velocities (8 floats a particle) of ps. */
+static float *state_of(wf_particles *ps, uint32_t *n) {
+  *n = wf_particles_count(ps);
+  float *s = calloc((size_t)*n * 8 + 1, sizeof *s);
+  if (s && wf_particles_download(ps, (float(*)[4])s, (float(*)[4])(s + 4 * *n)) != WF_OK) {
+    TH_FAIL("download: %s", wf_last_error());
+    free(s);
+    s = NULL;
+  }
+  return s;
+}
+
+/* The sums are made only when measured (wf_particles_measure_collider_forces), and measuring does
+ * not change the motion: a pile that never measured them moves bitwise as one that did (1 and 2
+ * partitions, DEM and XPBD); its first read is zero and turns the measuring on, after which the
+ * next frame's forces are bitwise those of the pile that measured all along; turning it off again
+ * keeps the motion. */
+static void measured_on_demand(int model) {
+  for (int np = 1; np <= 2; np++) {
+    pile_opts a = {.model = model, .walls = true, .gravity = (float)G, .devices = np};
+    pile_opts b = a;
+    b.unmeasured = true;
+    wf_particles *pa = pile(&a), *pb = pile(&b);
+    REQUIRE(pa && pb);
+    CHECK_OK(wf_particles_step_frames(pa, 10));
+    CHECK_OK(wf_particles_step_frames(pb, 10));
+    uint32_t na, nb;
+    float *sa = state_of(pa, &na), *sb = state_of(pb, &nb);
+    REQUIRE(sa && sb && na == nb);
+    if (memcmp(sa, sb, (size_t)na * 8 * sizeof *sa) != 0)
+      TH_FAIL("%d partitions: measuring the forces changed the motion", np);
+    double fa[6], fb[6] = {1, 1, 1, 1, 1, 1};
+    CHECK_OK(wf_particles_collider_force(pb, 0, fb, fb + 3)); /* not measured: zero, and on */
+    CHECK(fb[0] == 0.0 && fb[1] == 0.0 && fb[5] == 0.0);
+    CHECK_OK(wf_particles_step_frames(pa, 1));
+    CHECK_OK(wf_particles_step_frames(pb, 1));
+    CHECK_OK(wf_particles_collider_force(pa, 0, fa, fa + 3));
+    CHECK_OK(wf_particles_collider_force(pb, 0, fb, fb + 3));
+    CHECK(fa[1] < -1.0); /* the pile pushes the floor down: not a comparison of zeros */
+    if (memcmp(fa, fb, sizeof fa) != 0)
+      TH_FAIL("%d partitions: floor fy %.17g measured from the start, %.17g from frame 10", np,
+              fa[1], fb[1]);
+    CHECK_OK(wf_particles_measure_collider_forces(pa, false));
+    CHECK_OK(wf_particles_step_frames(pa, 2));
+    CHECK_OK(wf_particles_step_frames(pb, 2));
+    free(sa), free(sb);
+    sa = state_of(pa, &na), sb = state_of(pb, &nb);
+    REQUIRE(sa && sb);
+    if (memcmp(sa, sb, (size_t)na * 8 * sizeof *sa) != 0)
+      TH_FAIL("%d partitions: turning the measuring off changed the motion", np);
+    free(sa), free(sb);
+    wf_particles_destroy(pa);
+    wf_particles_destroy(pb);
+  }
+}
+
+TEST(dem_measured_on_demand) { measured_on_demand(WF_CONTACT_DEM); }
+TEST(xpbd_measured_on_demand) { measured_on_demand(WF_CONTACT_XPBD); }
+
 TEST(bad_arguments) {
   pile_opts o = {.model = WF_CONTACT_DEM, .gravity = (float)G};
   wf_particles *ps = pile(&o);
@@ -287,6 +348,8 @@ TEST(bad_arguments) {
 int main(int argc, char **argv) {
   static const th_test tests[] = {
       TH_TEST(dem_pile_weight),
+      TH_TEST(dem_measured_on_demand),
+      TH_TEST(xpbd_measured_on_demand),
       TH_TEST(xpbd_layer_weight),
       TH_TEST(dem_momentum_balance_in_impact),
       TH_TEST(off_centre_load_torque),

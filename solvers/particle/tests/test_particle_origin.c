@@ -396,6 +396,46 @@ static void resume_far(int model) {
 TEST(dem_far_resume_bitwise) { resume_far(WF_CONTACT_DEM); }
 TEST(xpbd_far_resume_bitwise) { resume_far(WF_CONTACT_XPBD); }
 
+/* wf_particles_add_relative: a solver without an origin takes the given one and the positions'
+ * bits as they are; a later add relative to another point is moved by the difference in double
+ * and rounded once (x + 1 m here); on 1 and 2 partitions alike; a NULL or non-finite origin is
+ * refused. */
+TEST(add_relative) {
+  for (int np = 1; np <= 2; np++) {
+    wf_particles_desc d = wf_particles_desc_default();
+    d.name = "rel";
+    d.device_count = np;
+    for (int i = 0; i < np; i++)
+      d.devices[i] = th_dev0;
+    wf_particles *ps = NULL;
+    CHECK_OK(wf_particles_create(&d, &ps));
+    REQUIRE(ps);
+    const double o1[3] = {1000.0, 50.0, -1000.0}, o2[3] = {1001.0, 50.0, -1000.0};
+    float p[2][4] = {{0.1234567f, -0.25f, 0.3f, 0.05f}, {0.7654321f, 0.5f, -0.3f, 0.05f}};
+    float v[2][4] = {{0, 0, 0, 1}, {0, 0, 0, 1}};
+    CHECK_OK(wf_particles_add_relative(ps, o1, 1, (const float(*)[4])p, (const float(*)[4])v, NULL,
+                                       0, NULL));
+    CHECK_OK(wf_particles_add_relative(ps, o2, 1, (const float(*)[4])(p + 1),
+                                       (const float(*)[4])(v + 1), NULL, 0, NULL));
+    double o[3];
+    CHECK_OK(wf_particles_origin(ps, o));
+    CHECK(o[0] == o1[0] && o[1] == o1[1] && o[2] == o1[2]);
+    float got[2][4], gv[2][4];
+    CHECK_OK(wf_particles_download_local(ps, got, gv));
+    CHECK(memcmp(got[0], p[0], 16) == 0);
+    CHECK(got[1][0] == (float)((double)p[1][0] + 1.0) && got[1][1] == p[1][1] &&
+          got[1][2] == p[1][2]);
+    const double bad[3] = {0.0, NAN, 0.0};
+    CHECK_ERROR(wf_particles_add_relative(ps, bad, 1, (const float(*)[4])p, (const float(*)[4])v,
+                                          NULL, 0, NULL),
+                WF_ERR_INVALID, "origin");
+    CHECK_STATUS(wf_particles_add_relative(ps, NULL, 1, (const float(*)[4])p, (const float(*)[4])v,
+                                           NULL, 0, NULL),
+                 WF_ERR_INVALID);
+    wf_particles_destroy(ps);
+  }
+}
+
 TEST(origin_api) {
   wf_particles_desc d = desc_of(WF_CONTACT_DEM, 4, NULL, 1);
   wf_particles *ps = NULL;
@@ -460,6 +500,7 @@ int main(int argc, char **argv) {
                                   TH_TEST(xpbd_far_split_1_2_3_4_bitwise),
                                   TH_TEST(dem_far_resume_bitwise),
                                   TH_TEST(xpbd_far_resume_bitwise),
+                                  TH_TEST(add_relative),
                                   TH_TEST(origin_api)};
   return th_main(argc, argv, tests, TH_COUNT(tests));
 }

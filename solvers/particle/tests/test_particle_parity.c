@@ -48,7 +48,8 @@ static float *run_on(const char *device, int which, int frames, uint32_t *count,
   }
   uint32_t n = wf_particles_count(ps);
   float *s = calloc(1, (size_t)n * 48 + FORCE_BYTES);
-  st = wf_particles_step_frames(ps, frames);
+  st = wf_particles_measure_collider_forces(ps, true);
+  if (st == WF_OK) st = wf_particles_step_frames(ps, frames);
   if (st == WF_OK) st = wf_particles_download(ps, (float(*)[4])s, (float(*)[4])(s + 4 * n));
   if (st == WF_OK) st = wf_particles_download_omega(ps, (float(*)[4])(s + 8 * n));
   if (st == WF_OK) st = wf_particles_energy_get(ps, e);
