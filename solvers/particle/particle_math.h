@@ -554,30 +554,58 @@ WF_HD static inline void wfp_granular(const wfp_params *p, const wfp_coef *c, co
 
 /* A particle's history slots during its substep: the slot of key (found, or a free one claimed),
  * or -1 when every slot is taken (the contact then has no history: counted). `used` marks the
- * slots touched in this substep; the rest are freed at its end (wfp_slots_end). */
+ * slots touched in this substep; the rest are freed at its end (wfp_slots_end).
+ *
+ * The slots are kept packed: the held contacts first, in slots 0 .. m - 1, free slots after them
+ * (wfp_slots_end closes the gaps it leaves; wfp_hist_pack packs a history from elsewhere). So the
+ * search stops at the first free slot, which is also the one a new contact claims: a particle
+ * with m contacts reads m + 1 slots (32 bytes each) instead of all WFP_HIST_SLOTS. Which slot
+ * holds a contact changes nothing else: the set of partners held, and so which contacts find no
+ * slot when all are taken, is that of any other placement. */
 WF_HD static inline int wfp_slot(wfp_hist *h, uint32_t key, uint32_t *used) {
-  int free_ = -1;
-  for (int k = 0; k < WFP_HIST_SLOTS; k++) {
+  int k = 0;
+  for (; k < WFP_HIST_SLOTS; k++) {
     uint32_t kk = h[k].key;
-    if (kk == key) {
-      *used |= 1u << k;
-      return k;
+    if (kk == key) break;
+    if (kk == WFP_HIST_EMPTY) {
+      h[k].key = key;
+      break;
     }
-    if (kk == WFP_HIST_EMPTY && free_ < 0) free_ = k;
   }
-  if (free_ >= 0) {
-    *used |= 1u << free_;
-    h[free_].key = key;
-  }
-  return free_;
+  if (k == WFP_HIST_SLOTS) return -1;
+  *used |= 1u << k;
+  return k;
 }
 
+/* The end of the substep: the slots not used are freed and the used ones moved down, in order,
+ * over the gaps, so the slots stay packed. */
 WF_HD static inline void wfp_slots_end(wfp_hist *h, uint32_t used) {
-  for (int k = 0; k < WFP_HIST_SLOTS; k++)
-    if (!((used >> k) & 1u) && h[k].key != WFP_HIST_EMPTY) {
-      wfp_hist e = {0.0f, 0.0f, 0.0f, WFP_HIST_EMPTY, 0.0f, 0.0f, 0.0f, 0.0f};
-      h[k] = e;
+  int d = 0, k = 0;
+  for (; k < WFP_HIST_SLOTS && h[k].key != WFP_HIST_EMPTY; k++)
+    if ((used >> k) & 1u) {
+      if (d != k) h[d] = h[k];
+      d++;
     }
+  for (; d < k; d++) {
+    wfp_hist e = {0.0f, 0.0f, 0.0f, WFP_HIST_EMPTY, 0.0f, 0.0f, 0.0f, 0.0f};
+    h[d] = e;
+  }
+}
+
+/* Packs one particle's WFP_HIST_SLOTS slots (see wfp_slot): the held ones first, in their order,
+ * then free ones (zeroed). For histories written by earlier versions or by hand, in any
+ * placement. */
+WF_HD static inline void wfp_hist_pack(wfp_hist *h) {
+  int d = 0;
+  for (int k = 0; k < WFP_HIST_SLOTS; k++)
+    if (h[k].key != WFP_HIST_EMPTY) {
+      if (d != k) h[d] = h[k];
+      d++;
+    }
+  for (; d < WFP_HIST_SLOTS; d++) {
+    wfp_hist e = {0.0f, 0.0f, 0.0f, WFP_HIST_EMPTY, 0.0f, 0.0f, 0.0f, 0.0f};
+    h[d] = e;
+  }
 }
 
 /* A contact through its slot (or a scratch one when there is none). Returns 1 on overflow. */
