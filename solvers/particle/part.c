@@ -29,6 +29,19 @@
  * (which this replaced: CUB's radix sort took three passes over 22-bit keys for 2M particles),
  * and the order the contacts sum in, so results do not depend on the atomics' order.
  *
+ * A substep's launches (one partition; a captured frame replays them as graph nodes):
+ *     1  keys       wfp_keys          cell key, count per cell (atomic), extent, flags
+ *     2  scan       wfp_scan          CUB DeviceScan: 2 kernels (tile-state init, scan)
+ *     3  scatter    wfp_scatter       slot in the cell by arrival; thread 0 advances the clock
+ *     4  place      wfp_place         rank in the cell by local index, sorted copies; clears the
+ *                                     counts for the next substep (the scan has read them)
+ *     5  contacts   wfp_contacts_*    pairs, colliders, history, integration (one kernel)
+ * 6 kernel nodes. Before: 8 (a memset of the counts ahead of the keys and a one-thread clock
+ * kernel after the contacts, now folded into place and scatter: the contacts read the substep's
+ * start time from wfp_clock.start). A frame adds 3 nodes (collider forces cleared, extent reset,
+ * clock copied out). The split solver adds its halo kernels (particles.c); coupled solvers'
+ * hooks add theirs.
+ *
  * The grid's box (wfp_params.dims) is refitted between frames without waiting: each frame ends
  * with a copy of the clock (which holds the frame's extent in cells) into pinned memory and an
  * event; the next step reads it if that event has completed and uploads new dimensions if the
@@ -987,7 +1000,9 @@ static wfp_scatter_args scatter_args(wfp_part *ps, const uint32_t *live) {
                             .arrival = ptr(ps, B_VALS),
                             .start = ptr(ps, B_CELLS),
                             .tmp = ptr(ps, B_KEYS_OUT),
-                            .live = live};
+                            .live = live,
+                            .clock = ptr(ps, B_CLOCK),
+                            .params = ptr(ps, B_PARAMS)};
 }
 
 static wfp_place_args place_args(wfp_part *ps, const uint32_t *live) {
@@ -1003,7 +1018,9 @@ static wfp_place_args place_args(wfp_part *ps, const uint32_t *live) {
                           .svel = ptr(ps, B_SVEL),
                           .somega = ptr(ps, B_SOMEGA),
                           .smat = ptr(ps, B_SMAT),
-                          .live = live};
+                          .live = live,
+                          .count = ptr(ps, B_COUNTS),
+                          .count_n = ps->table + 1};
 }
 
 static wfp_collide_args collide_args(wfp_part *ps) {
@@ -1038,21 +1055,21 @@ static wfp_frame_args frame_args(wfp_part *ps) {
   if (marks) TRY(wf_event_record(marks[i], ps->stream), "recording a profile event")
 
 /* A substep's first part: the grid by counting (particle_math.h, wfp_scan_args) up to the keys
- * and counts per cell, of every particle but those whose skip is NaN (skip NULL: all). */
+ * and counts per cell, of every particle but those whose skip is NaN (skip NULL: all). The counts
+ * are zero here: allocated so, and cleared by the last substep's placement. */
 static wf_status substep_keys(wfp_part *ps, wf_event **marks, const float *skip) {
   uint32_t n = ps->count;
   if (n == 0) return WF_OK; /* (substep_rest runs the coupled solvers' hooks) */
   MARK(0);
-  TRY(wf_memset(ps->buf[B_COUNTS], 0, 0, ((size_t)ps->table + 1) * 4, ps->stream),
-      "clearing the cell counts");
   n = ps->launch > n ? ps->launch : n; /* the kernels read the count on the device */
   wfp_keys_args ka = keys_args(ps);
   ka.skip = skip;
   return launch(ps, &wfp_keys, n, &ka, sizeof ka);
 }
 
-/* The rest: the start table, arrival order, then each cell in local-index order with the
- * sorted copies; contacts, colliders and integration; the clock. */
+/* The rest: the start table, arrival order (and the clock's advance), then each cell in
+ * local-index order with the sorted copies (and the counts cleared); contacts, colliders and
+ * integration. */
 static wf_status substep_rest(wfp_part *ps, wf_event **marks) {
   uint32_t n = ps->count;
   if (n == 0) { /* coupled solvers still take their substep */
@@ -1078,8 +1095,6 @@ static wf_status substep_rest(wfp_part *ps, wf_event **marks) {
   const wf_kernel *collide = ps->params.model == WFP_XPBD ? &wfp_contacts_xpbd : &wfp_contacts_dem;
   if ((st = launch(ps, collide, n, &ca, sizeof ca)) != WF_OK) return st;
   MARK(5);
-  wfp_frame_args aa = frame_args(ps);
-  if ((st = launch(ps, &wfp_advance, 1, &aa, sizeof aa)) != WF_OK) return st;
   return run_hooks(ps, WFP_HOOK_SUBSTEP);
 }
 
@@ -1332,7 +1347,8 @@ wf_status wfp_part_set_state(wfp_part *ps, const float (*pos)[4], const float (*
     TRY(wf_memset(ps->buf[B_HIST], 0, 0, (size_t)ps->count * HIST_BYTES, ps->stream),
         "clearing the contact history");
   }
-  wfp_clock clock = {.time = time, .substeps = substeps, .flags = 0, .first_bad = UINT32_MAX};
+  wfp_clock clock = {
+      .time = time, .substeps = substeps, .flags = 0, .first_bad = UINT32_MAX, .start = time};
   TRY(wf_upload(ps->buf[B_CLOCK], 0, &clock, sizeof clock, ps->stream), "uploading the clock");
   ps->frame_pending = false;
   if (ps->count) {
@@ -1632,7 +1648,8 @@ wf_status wfp_part_resize(wfp_part *ps, uint32_t n, float max_radius, const int3
 }
 
 wf_status wfp_clock_set(wfp_part *ps, double time, uint64_t substeps) {
-  wfp_clock clock = {.time = time, .substeps = substeps, .flags = 0, .first_bad = UINT32_MAX};
+  wfp_clock clock = {
+      .time = time, .substeps = substeps, .flags = 0, .first_bad = UINT32_MAX, .start = time};
   for (int k = 0; k < 3; k++)
     clock.lo[k] = INT32_MAX, clock.hi[k] = INT32_MIN;
   TRY(wf_upload(ps->buf[B_CLOCK], 0, &clock, sizeof clock, ps->stream), "uploading the clock");

@@ -123,15 +123,20 @@ static void scan_cpu(const void *args, size_t begin, size_t end) {
 }
 
 static void scatter_cpu(const void *args, size_t begin, size_t end) {
-  end = wfp_live(((const wfp_scatter_args *)args)->live, end);
+  const wfp_scatter_args *a = args;
+  if (begin == 0 && end > 0 && a->clock) wfp_clock_advance(a->clock, a->params);
+  end = wfp_live(a->live, end);
   for (size_t i = begin; i < end; i++)
-    wfp_scatter_elem(args, (uint32_t)i);
+    wfp_scatter_elem(a, (uint32_t)i);
 }
 
+/* (The counts are cleared by the piece that starts the launch: one memset.) */
 static void place_cpu(const void *args, size_t begin, size_t end) {
-  end = wfp_live(((const wfp_place_args *)args)->live, end);
+  const wfp_place_args *a = args;
+  if (begin == 0 && end > 0 && a->count) memset(a->count, 0, (size_t)a->count_n * 4);
+  end = wfp_live(a->live, end);
   for (size_t s = begin; s < end; s++)
-    wfp_place_elem(args, (uint32_t)s);
+    wfp_place_elem(a, (uint32_t)s);
 }
 
 static void cells_cpu(const void *args, size_t begin, size_t end) {
@@ -170,13 +175,6 @@ static void collide_xpbd_cpu(const void *args, size_t begin, size_t end) {
     if (fl) raise_contact_flags(a, fl, a->vals[s]);
   }
   wfx_forces_flush(&F, a->forces);
-}
-
-static void advance_cpu(const void *args, size_t begin, size_t end) {
-  const wfp_frame_args *a = args;
-  if (begin > 0 || end == 0) return;
-  a->clock->time += (double)a->params->dt;
-  a->clock->substeps++;
 }
 
 static void frame_begin_cpu(const void *args, size_t begin, size_t end) {
@@ -295,7 +293,6 @@ const wf_kernel wfp_contacts_dem = {"particle_collide_dem", collide_dem_cpu,
                                     WFP_CUDA(wfp_collide_dem_cuda), WF_GRAIN_HEAVY};
 const wf_kernel wfp_contacts_xpbd = {"particle_collide_xpbd", collide_xpbd_cpu,
                                      WFP_CUDA(wfp_collide_xpbd_cuda), WF_GRAIN_HEAVY};
-const wf_kernel wfp_advance = {"particle_advance", advance_cpu, WFP_CUDA(wfp_advance_cuda), 0};
 const wf_kernel wfp_frame_begin = {"particle_frame_begin", frame_begin_cpu,
                                    WFP_CUDA(wfp_frame_begin_cuda), 0};
 const wf_kernel wfp_stamp = {"particle_stamp", stamp_cpu, WFP_CUDA(wfp_stamp_cuda), 0};

@@ -74,13 +74,20 @@ __global__ void cells_kernel(wfp_cells_args a, size_t n) {
   if (s < n) wfp_cells_elem(&a, (uint32_t)s);
 }
 
+/* Thread 0 also advances the clock (nothing else in this kernel reads it). */
 __global__ void scatter_kernel(wfp_scatter_args a, size_t n) {
   size_t i = index();
+  if (i == 0 && a.clock) wfp_clock_advance(a.clock, a.params);
   if (i < wfp_live(a.live, n)) wfp_scatter_elem(&a, (uint32_t)i);
 }
 
+/* The launch's threads also clear the cell counts, striding over the table (the scan read them;
+ * the placement reads the start table, never the counts). */
 __global__ void place_kernel(wfp_place_args a, size_t n) {
   size_t s = index();
+  if (a.count)
+    for (size_t k = s; k < a.count_n; k += (size_t)gridDim.x * blockDim.x)
+      a.count[k] = 0u;
   if (s < wfp_live(a.live, n)) wfp_place_elem(&a, (uint32_t)s);
 }
 
@@ -110,11 +117,6 @@ __global__ void __launch_bounds__(kBlock, MINB) collide_xpbd_kernel(wfp_collide_
   wfx_forces F = {a.forces, 0};
   uint32_t fl = wfp_collide_xpbd(&a, (uint32_t)s, list + threadIdx.x, kBlock, &F);
   if (fl) raise_flags(a, fl, a.vals[s]);
-}
-
-__global__ void advance_kernel(wfp_frame_args a) {
-  a.clock->time += (double)a.params->dt;
-  a.clock->substeps++;
 }
 
 __global__ void frame_begin_kernel(wfp_frame_args a) {
@@ -251,10 +253,6 @@ extern "C" void wfp_collide_xpbd_cuda(const void *args, size_t n, void *stream) 
   const wfp_collide_args a = *(const wfp_collide_args *)args;
   cudaStream_t s = (cudaStream_t)stream;
   WFP_LAUNCH_COLLIDE(collide_xpbd_kernel)
-}
-
-extern "C" void wfp_advance_cuda(const void *args, size_t n, void *stream) {
-  advance_kernel<<<1, 1, 0, (cudaStream_t)stream>>>(*(const wfp_frame_args *)args);
 }
 
 extern "C" void wfp_frame_begin_cuda(const void *args, size_t n, void *stream) {

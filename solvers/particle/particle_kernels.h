@@ -15,11 +15,11 @@ extern const wf_kernel wfp_keys;    /* n = count: cell keys, identity values or 
 extern const wf_kernel wfp_sort;    /* n = 1: stable sort of (key, local index) pairs by key */
 extern const wf_kernel wfp_cells;   /* n = count: cell start table (after a WFP_EMPTY memset) */
 extern const wf_kernel wfp_scan;    /* n = 1: exclusive sum (the counting sort's start table) */
-extern const wf_kernel wfp_scatter; /* n = count: particles to their cells, arrival order */
-extern const wf_kernel wfp_place;   /* n = count: cells in local-index order; sorted copies */
+extern const wf_kernel wfp_scatter; /* n = count: particles to their cells; the clock advances */
+extern const wf_kernel
+    wfp_place; /* n = count: cells in local-index order; sorted copies; counts 0 */
 extern const wf_kernel wfp_contacts_dem;     /* n = count: DEM contacts, colliders, integration */
 extern const wf_kernel wfp_contacts_xpbd;    /* n = count: the same with XPBD contacts */
-extern const wf_kernel wfp_advance;          /* n = 1: clock */
 extern const wf_kernel wfp_frame_begin;      /* n = 1: resets the frame's extent */
 extern const wf_kernel wfp_stamp;            /* n = 1: the device's clock (ns) to *at */
 extern const wf_kernel wfp_halo_pack;        /* n = ghosts: gathers owned particles to send */
@@ -49,7 +49,6 @@ void wfp_place_cuda(const void *args, size_t n, void *stream);
 size_t wfp_scan_temp_bytes_cuda(uint32_t n);
 void wfp_collide_dem_cuda(const void *args, size_t n, void *stream);
 void wfp_collide_xpbd_cuda(const void *args, size_t n, void *stream);
-void wfp_advance_cuda(const void *args, size_t n, void *stream);
 void wfp_frame_begin_cuda(const void *args, size_t n, void *stream);
 void wfp_halo_pack_cuda(const void *args, size_t n, void *stream);
 void wfp_halo_unpack_keys_cuda(const void *args, size_t n, void *stream);

@@ -118,6 +118,9 @@ typedef struct wfp_clock {
   int32_t lo[3], hi[3];
   uint32_t overflows; /* contacts computed without a history slot (all full), since creation */
   uint32_t pad;
+  /* the running substep's start, the contact kernels' "now": the substep's scatter advances the
+   * clock (wfp_clock_advance) before the contacts read it, which saves the substep a launch */
+  double start;
 } wfp_clock;
 
 /* How many of the n elements a launch covers are in use: a frame captured into a graph launches
@@ -176,6 +179,9 @@ typedef struct wfp_scatter_args { /* per particle i: tmp[start[keys[i]] + arriva
   const uint32_t *keys, *arrival, *start;
   uint32_t *tmp;
   const uint32_t *live; /* the particles in use (wfp_live) */
+  /* NULL, or the substep's clock: element 0 advances it (wfp_clock_advance), launch or not */
+  wfp_clock *clock;
+  const wfp_params *params;
 } wfp_scatter_args;
 
 typedef struct wfp_place_args { /* per slot s: the particle tmp[s], ranked in its cell */
@@ -186,6 +192,10 @@ typedef struct wfp_place_args { /* per slot s: the particle tmp[s], ranked in it
   wfp_f4 *spos, *svel, *somega;
   uint16_t *smat;
   const uint32_t *live; /* the particles in use (wfp_live) */
+  /* NULL, or the cell counts (count_n entries), which the scan has consumed: cleared here, over
+   * the whole launch, for the next substep's keys (which saves the substep a memset) */
+  uint32_t *count;
+  uint32_t count_n;
 } wfp_place_args;
 
 /* The split solver's drift check, on the device: the flag a kernel sets when a particle moved
@@ -374,6 +384,15 @@ WF_HD static inline uint32_t wfp_key_elem(const wfp_params *p, wfp_f4 x, uint32_
   uint32_t flags = bad ? WFP_FLAG_CELL_RANGE : 0u;
   if (!(wfp_finite(x.x) && wfp_finite(x.y) && wfp_finite(x.z))) flags |= WFP_FLAG_NONFINITE;
   return flags;
+}
+
+/* The substep begins on the clock: its start is kept for the contact kernels (wfp_clock.start),
+ * time moves on by dt, one more substep. The same double addition as ever, so the times are
+ * bitwise those of a separate launch. */
+WF_HD static inline void wfp_clock_advance(wfp_clock *c, const wfp_params *p) {
+  c->start = c->time;
+  c->time += (double)p->dt;
+  c->substeps++;
 }
 
 /* Slot s of the sorted keys starts its cell when its key differs from the previous one. */
@@ -1116,7 +1135,7 @@ WF_HD static inline uint32_t wfp_collide_dem(const wfp_collide_args *a, uint32_t
   const wfp_material *m = &a->mats[a->smat[s]];
   float f[3] = {0.0f, 0.0f, 0.0f}, tau[3] = {0.0f, 0.0f, 0.0f};
   uint32_t over = 0u;
-  float now = (float)a->clock->time;
+  float now = (float)a->clock->start;
   if (v.w < 0.0f && now >= w.w) v.w = -v.w; /* born at this substep */
   if (v.w > 0.0f) { /* kinematic particles move with their velocity: no contacts, no history */
     wfp_hist *slots = &a->hist[(size_t)i * WFP_HIST_SLOTS];
@@ -1135,7 +1154,7 @@ WF_HD static inline uint32_t wfp_collide_dem(const wfp_collide_args *a, uint32_t
         over += wfp_pair(a, x, v, w, m, list[l * stride], slots, &used, f, tau);
       if (seen_ - skip_ <= WFP_CONTACT_LIST) break;
     }
-    float time = (float)a->clock->time;
+    float time = (float)a->clock->start;
     for (uint32_t k = 0; k < p->n_colliders; k++)
       over += wfp_collider_force(p, &a->colliders[k], k, time, x, v, w, m, slots, &used, f, tau, F);
     wfp_slots_end(slots, used);
@@ -1144,7 +1163,7 @@ WF_HD static inline uint32_t wfp_collide_dem(const wfp_collide_args *a, uint32_t
   flags |= wfp_integrate(p, f, &x, &v);
   /* The springs let a fast or heavily loaded particle sink into a collider; its centre never
    * crosses the surface: it is put back on it and stops moving inwards (no tunnelling). */
-  float time0 = (float)a->clock->time, time1 = time0 + p->dt;
+  float time0 = (float)a->clock->start, time1 = time0 + p->dt;
   for (uint32_t k = 0; k < p->n_colliders && v.w > 0.0f; k++) {
     const wfp_collider *col = &a->colliders[k];
     float n[3];
@@ -1176,7 +1195,7 @@ WF_HD static inline uint32_t wfp_collide_xpbd(const wfp_collide_args *a, uint32_
                                               uint32_t stride, wfx_forces *F) {
   const wfp_params *p = a->params;
   wfp_f4 x = a->spos[s], v = a->svel[s], om = a->somega[s];
-  float now = (float)a->clock->time;
+  float now = (float)a->clock->start;
   if (v.w < 0.0f && now >= om.w) v.w = -v.w; /* born at this substep */
   if (!wfp_owned(a, a->vals[s])) F = NULL;   /* a ghost: its owner adds its contacts */
   float w = v.w, h = p->dt;
@@ -1221,7 +1240,7 @@ WF_HD static inline uint32_t wfp_collide_xpbd(const wfp_collide_args *a, uint32_
     }
     /* colliders in order, as they are at the end of the substep; the last impact faster than
      * gravity alone gives in two substeps bounces with the collider's restitution */
-    float t1 = (float)a->clock->time + h;
+    float t1 = (float)a->clock->start + h;
     float g = sqrtf(wfp_dot3(p->gravity.x, p->gravity.y, p->gravity.z, p->gravity.x, p->gravity.y,
                              p->gravity.z));
     float bn[3] = {0.0f, 0.0f, 0.0f}, bounce = 0.0f, bv[3], bcv[3] = {0.0f, 0.0f, 0.0f};
