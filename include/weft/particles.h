@@ -498,8 +498,11 @@ WF_API wf_status wf_particles_download_omega(wf_particles *ps, float (*omega)[4]
  *  wf_particles_download; a restore calls wf_particles_set_state (which clears it: particles at
  *  rest, no contacts remembered) and then wf_particles_granular_state_set with the saved blob;
  *  the frames that follow are then bitwise those of the original run, for any number of
- *  partitions. The blob's size depends on the particle count only (a header, then 16 + 256
- *  bytes a particle); set checks its header and size. */
+ *  partitions. The blob's size depends on the particle count only (a 16-byte header, the
+ *  angular velocities, 16 bytes a particle, then the histories, 256 bytes a particle: 8 slots of
+ *  32 bytes, the partner's key a uint32 at byte 12 of a slot, 0 for a free slot; get returns each
+ *  particle's held contacts in its first slots, set accepts them in any slots); set checks its
+ *  header and size. */
 WF_API size_t wf_particles_granular_state_bytes(const wf_particles *ps);
 WF_API wf_status wf_particles_granular_state_get(wf_particles *ps, void *blob, size_t bytes);
 WF_API wf_status wf_particles_granular_state_set(wf_particles *ps, const void *blob, size_t bytes);
