@@ -179,6 +179,12 @@ typedef struct wf_particles_tuning {
                              contact kernel needs ~100 registers: capped at 40 by 6 blocks it
                              spilled 1.4 KB a thread and ran 8x slower on an H100). The CPU
                              backend ignores it. */
+  int one_launch;         /* a frame's substeps in one launch (one partition, no coupled
+                             solvers): 1 on, -1 off (a launch a stage of every substep), 0
+                             automatic: on CUDA devices for scenes of at most 4 particles a
+                             thread of the most blocks of 256 that stay resident (SMs x blocks
+                             a SM x 256 x 4), off on the CPU (where on runs the stages on one
+                             thread: for tests). The same bits either way. */
 } wf_particles_tuning;
 
 typedef struct wf_particles_desc {

@@ -112,8 +112,9 @@ enum {
   B_MATS,
   B_COLLIDERS,
   B_CLOCK,
-  B_FORCE,  /* the frame's impulses on the colliders (collider_force.h), zeroed as it begins */
-  B_MIRROR, /* pinned host copy of the clock, written at the end of every frame */
+  B_FORCE,   /* the frame's impulses on the colliders (collider_force.h), zeroed as it begins */
+  B_PARTIAL, /* the one-launch frame's scan: a sum per block (wfp_frame_run_args.partial) */
+  B_MIRROR,  /* pinned host copy of the clock, written at the end of every frame */
   B_COUNT
 };
 
@@ -126,6 +127,8 @@ struct wfp_part {
   uint32_t capacity, count, table;
   uint32_t launch;           /* 0, or the size the substep's kernels are launched over (wfp_live) */
   int32_t min_blocks;        /* the contact kernels' variant (wfp_collide_args.min_blocks) */
+  int one_launch;            /* wf_particles_tuning.one_launch: -1 off, 0 automatic, 1 on */
+  uint32_t frame_blocks;     /* CUDA: the one-launch frame's most blocks (0: CPU, or unknown) */
   uint32_t generation;       /* counts the times the buffers were replaced (grow) */
   const float *drift_anchor; /* the split's drift check (wfp_part_set_drift), or NULL */
   wfp_drift_ctl *drift_ctl;
@@ -362,6 +365,11 @@ static wf_status check_desc(const wf_particles_desc *desc, const char *name) {
                 "particles '%s': tuning.contact_min_blocks %d must be 4 to 8, or -1 (no cap; 0: "
                 "automatic)",
                 name, mb);
+  int ol = desc->tuning.one_launch;
+  if (ol < -1 || ol > 1)
+    return fail(WF_ERR_INVALID,
+                "particles '%s': tuning.one_launch %d must be -1 (off), 0 (automatic) or 1 (on)",
+                name, ol);
   wf_particles_params p0 = params_of(desc);
   return check_params(name, &p0);
 }
@@ -378,6 +386,8 @@ static wf_status part_new(wf_device *dev, const wf_particles_desc *desc, const c
   ps->capacity = desc->capacity ? desc->capacity : 1024;
   int mb = desc->tuning.contact_min_blocks;
   ps->min_blocks = mb <= 0 ? 0 : mb; /* automatic: no cap (see particles.h) */
+  ps->one_launch = desc->tuning.one_launch;
+  ps->frame_blocks = wfp_frame_blocks(dev, desc->contact_model == WF_CONTACT_XPBD);
   if (desc->stream) {
     ps->stream = desc->stream;
   } else {
@@ -395,8 +405,10 @@ static wf_status part_new(wf_device *dev, const wf_particles_desc *desc, const c
 /* Buffers: the capacity-sized ones, the fixed tables, the pinned clock mirror, the frame event. */
 static wf_status alloc_buffers(wfp_part *ps) {
   wf_status st = alloc_sized(ps, ps->capacity, ps->buf, &ps->table, &ps->bits);
-  size_t fixed[B_COUNT - B_SIZED] = {sizeof(wfp_params), sizeof ps->mats, sizeof ps->colliders,
-                                     sizeof(wfp_clock),  WFX_FORCE_BYTES, sizeof(wfp_clock)};
+  size_t fixed[B_COUNT - B_SIZED] = {sizeof(wfp_params),   sizeof ps->mats,
+                                     sizeof ps->colliders, sizeof(wfp_clock),
+                                     WFX_FORCE_BYTES,      ((size_t)ps->frame_blocks + 1) * 4,
+                                     sizeof(wfp_clock)};
   wf_device *host = NULL; /* pinned buffers live on a CPU device */
   if (st == WF_OK && (st = wf_device_get("cpu", &host)) != WF_OK) fail_gpu(st, "finding cpu:0");
   for (int b = B_SIZED; b < B_COUNT && st == WF_OK; b++) {
@@ -1115,12 +1127,48 @@ static wf_status touch_all(wfp_part *ps) {
   return WF_OK;
 }
 
+/* Whether the frame's substeps go in one launch (wfp_frame): never with coupled solvers' hooks
+ * (they run inside the substeps) or while profiling; tuning.one_launch ON on any device (the
+ * CPU then runs the stages on one thread: for tests), OFF never; automatic on CUDA devices when
+ * the particles are few enough that a launch of the most resident blocks gives each thread at
+ * most WFP_ONE_LAUNCH_PER_THREAD of them (small scenes, which the per-stage launches' gaps
+ * dominate; a large one runs its memory-bound stages better at their own occupancy). */
+#define WFP_ONE_LAUNCH_PER_THREAD 4u
+static bool one_launch(const wfp_part *ps) {
+  if (ps->n_hooks > 0 || ps->one_launch < 0) return false;
+  if (ps->one_launch > 0) return true;
+  uint32_t n = ps->launch > ps->count ? ps->launch : ps->count;
+  return ps->frame_blocks > 0 &&
+         (uint64_t)n <= (uint64_t)ps->frame_blocks * 256u * WFP_ONE_LAUNCH_PER_THREAD;
+}
+
+/* n substeps in one launch: the stage kernels' arguments, as enqueue_substep would pass them. */
+static wf_status enqueue_one_launch(wfp_part *ps, int n) {
+  if (ps->count == 0 || n <= 0) return WF_OK; /* (the substeps would launch nothing either) */
+  wfp_params *params = ptr(ps, B_PARAMS);
+  const uint32_t *live = &params->count;
+  wfp_frame_run_args fa = {.keys = keys_args(ps),
+                           .scan = scan_args(ps),
+                           .scatter = scatter_args(ps, live),
+                           .place = place_args(ps, live),
+                           .collide = collide_args(ps),
+                           .substeps = (uint32_t)n,
+                           .launch = ps->launch > ps->count ? ps->launch : ps->count,
+                           .xpbd = ps->params.model == WFP_XPBD,
+                           .partial_n = ps->frame_blocks,
+                           .partial = ptr(ps, B_PARTIAL)};
+  return launch(ps, &wfp_frame, 1, &fa, sizeof fa);
+}
+
 /* A frame's worth of work: reset the extent, n substeps, then publish the clock (time, flags,
  * extent) to the pinned mirror. */
 static wf_status enqueue_frame(wfp_part *ps, int n, wf_event **marks) {
   wf_status st = wfp_frame_enqueue_begin(ps);
-  for (int i = 0; i < n && st == WF_OK; i++)
-    st = enqueue_substep(ps, marks ? marks + 6 * i : NULL);
+  if (st == WF_OK && !marks && one_launch(ps))
+    st = enqueue_one_launch(ps, n);
+  else
+    for (int i = 0; i < n && st == WF_OK; i++)
+      st = enqueue_substep(ps, marks ? marks + 6 * i : NULL);
   if (st == WF_OK) st = run_hooks(ps, WFP_HOOK_FRAME);
   if (st == WF_OK) st = touch_all(ps);
   if (st == WF_OK) {

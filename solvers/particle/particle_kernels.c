@@ -177,6 +177,23 @@ static void collide_xpbd_cpu(const void *args, size_t begin, size_t end) {
   wfx_forces_flush(&F, a->forces);
 }
 
+/* The one-launch frame (n == 1): the stages' loops in order, substep after substep, on the
+ * stream's thread (the loops are those of the stage kernels: the same bits). */
+static void frame_cpu(const void *args, size_t begin, size_t end) {
+  const wfp_frame_run_args *a = args;
+  if (begin > 0 || end == 0) return;
+  for (uint32_t k = 0; k < a->substeps; k++) {
+    keys_cpu(&a->keys, 0, a->launch);
+    scan_cpu(&a->scan, 0, 1);
+    scatter_cpu(&a->scatter, 0, a->launch);
+    place_cpu(&a->place, 0, a->launch);
+    if (a->xpbd)
+      collide_xpbd_cpu(&a->collide, 0, a->launch);
+    else
+      collide_dem_cpu(&a->collide, 0, a->launch);
+  }
+}
+
 static void frame_begin_cpu(const void *args, size_t begin, size_t end) {
   const wfp_frame_args *a = args;
   if (begin > 0 || end == 0) return;
@@ -293,6 +310,7 @@ const wf_kernel wfp_contacts_dem = {"particle_collide_dem", collide_dem_cpu,
                                     WFP_CUDA(wfp_collide_dem_cuda), WF_GRAIN_HEAVY};
 const wf_kernel wfp_contacts_xpbd = {"particle_collide_xpbd", collide_xpbd_cpu,
                                      WFP_CUDA(wfp_collide_xpbd_cuda), WF_GRAIN_HEAVY};
+const wf_kernel wfp_frame = {"particle_frame", frame_cpu, WFP_CUDA(wfp_frame_cuda), 0};
 const wf_kernel wfp_frame_begin = {"particle_frame_begin", frame_begin_cpu,
                                    WFP_CUDA(wfp_frame_begin_cuda), 0};
 const wf_kernel wfp_stamp = {"particle_stamp", stamp_cpu, WFP_CUDA(wfp_stamp_cuda), 0};
@@ -311,6 +329,16 @@ const wf_kernel wfp_migrate_keys = {"particle_migrate_keys", migrate_keys_cpu,
                                     WFP_CUDA(wfp_migrate_keys_cuda), WF_GRAIN_LIGHT};
 const wf_kernel wfp_migrate = {"particle_migrate", migrate_cpu, WFP_CUDA(wfp_migrate_cuda),
                                WF_GRAIN_LIGHT};
+
+uint32_t wfp_frame_blocks(wf_device *dev, bool xpbd) {
+#ifdef WEFT_HAVE_CUDA
+  wf_device_info info;
+  if (wf_device_is_cuda(dev) && wf_device_info_get(dev, &info) == WF_OK)
+    return wfp_frame_blocks_cuda(info.ordinal, info.multiprocessors, xpbd ? 1 : 0);
+#endif
+  (void)dev, (void)xpbd;
+  return 0;
+}
 
 size_t wfp_scan_temp_bytes(wf_device *dev, uint32_t n) {
 #ifdef WEFT_HAVE_CUDA

@@ -18,10 +18,11 @@ extern const wf_kernel wfp_scan;    /* n = 1: exclusive sum (the counting sort's
 extern const wf_kernel wfp_scatter; /* n = count: particles to their cells; the clock advances */
 extern const wf_kernel
     wfp_place; /* n = count: cells in local-index order; sorted copies; counts 0 */
-extern const wf_kernel wfp_contacts_dem;     /* n = count: DEM contacts, colliders, integration */
-extern const wf_kernel wfp_contacts_xpbd;    /* n = count: the same with XPBD contacts */
-extern const wf_kernel wfp_frame_begin;      /* n = 1: resets the frame's extent */
-extern const wf_kernel wfp_stamp;            /* n = 1: the device's clock (ns) to *at */
+extern const wf_kernel wfp_contacts_dem;  /* n = count: DEM contacts, colliders, integration */
+extern const wf_kernel wfp_contacts_xpbd; /* n = count: the same with XPBD contacts */
+extern const wf_kernel wfp_frame_begin;   /* n = 1: resets the frame's extent */
+extern const wf_kernel wfp_frame; /* n = 1: a frame's substeps in one launch (wfp_frame_run_args) */
+extern const wf_kernel wfp_stamp; /* n = 1: the device's clock (ns) to *at */
 extern const wf_kernel wfp_halo_pack;        /* n = ghosts: gathers owned particles to send */
 extern const wf_kernel wfp_halo_unpack;      /* n = ghosts: scatters received ones into ghosts */
 extern const wf_kernel wfp_halo_unpack_keys; /* n = ghosts: the unpack, then the ghosts' keys */
@@ -38,7 +39,12 @@ size_t wfp_select_temp_bytes(wf_device *dev, uint32_t n);
 /* CUB temporary storage on dev for the exclusive sum of n entries (wfp_scan); 0 on CPU devices,
  * and 0 on a CUDA device means failure. */
 size_t wfp_scan_temp_bytes(wf_device *dev, uint32_t n);
+/* The one-launch frame's blocks on dev (CUDA: multiprocessors x the blocks of 256 threads one
+ * holds at once: the cooperative launch's most); 0 on CPU devices or on failure. */
+uint32_t wfp_frame_blocks(wf_device *dev, bool xpbd);
 #ifdef WEFT_HAVE_CUDA
+void wfp_frame_cuda(const void *args, size_t n, void *stream);
+uint32_t wfp_frame_blocks_cuda(int ordinal, int multiprocessors, int xpbd);
 void wfp_keys_cuda(const void *args, size_t n, void *stream);
 void wfp_sort_cuda(const void *args, size_t n, void *stream);
 void wfp_cells_cuda(const void *args, size_t n, void *stream);

@@ -332,10 +332,29 @@ typedef struct wfp_migrate_args {
   wfp_hist *hist, *snap_hist;
 } wfp_migrate_args;
 
-typedef struct wfp_frame_args { /* one element: begin = reset the extent; end = time += dt ... */
+typedef struct wfp_frame_args { /* one element: resets the frame's extent */
   const wfp_params *params;
   wfp_clock *clock;
 } wfp_frame_args;
+
+/* The one-launch frame (wfp_frame): `substeps` substeps of one partition without hooks, each the
+ * substep's stages in order (keys, scan, scatter, place, contacts) over these very arguments and
+ * the same per-element functions, so the states are bitwise those of the kernel-per-stage path.
+ * CUDA: one cooperative launch, a grid-stride loop a stage and grid.sync() between stages, the
+ * scan done by the blocks (a sum per block into `partial`, then each block's share scanned from
+ * the sum of those before it). CPU: the stages' loops one after another, on one thread. */
+typedef struct wfp_frame_run_args {
+  wfp_keys_args keys; /* (skip NULL) */
+  wfp_scan_args scan;
+  wfp_scatter_args scatter;
+  wfp_place_args place;
+  wfp_collide_args collide;
+  uint32_t substeps;
+  uint32_t launch;    /* the per-particle stages' size (wfp_live's n): at least the count */
+  uint32_t xpbd;      /* the XPBD contacts, else DEM (linear or Hertz) */
+  uint32_t partial_n; /* CUDA: entries of partial, an upper bound on the blocks */
+  uint32_t *partial;  /* CUDA: one sum a block for the scan */
+} wfp_frame_run_args;
 
 /* ---- per-element math -------------------------------------------------------------------------
  */
