@@ -1136,7 +1136,8 @@ static wf_status touch_all(wfp_part *ps) {
 #define WFP_ONE_LAUNCH_PER_THREAD 4u
 static bool one_launch(const wfp_part *ps) {
   if (ps->n_hooks > 0 || ps->one_launch < 0) return false;
-  if (ps->one_launch > 0) return true;
+  /* (a CUDA device whose occupancy could not be read gets no cooperative launch) */
+  if (ps->one_launch > 0) return !wf_device_is_cuda(ps->dev) || ps->frame_blocks > 0;
   uint32_t n = ps->launch > ps->count ? ps->launch : ps->count;
   return ps->frame_blocks > 0 &&
          (uint64_t)n <= (uint64_t)ps->frame_blocks * 256u * WFP_ONE_LAUNCH_PER_THREAD;
