@@ -15,10 +15,13 @@
  *     state      pos 16 + vel 16 + gid 4 + material 2                =  38 B
  *     granular   omega 16 + contact history 8 slots · 32             = 272 B
  *     sorted     spos 16 + svel 16 + somega 16 + smat 2              =  50 B
- *     ordering   keys 4 + arrival 4 + arrival order 4 + sorted index 4 = 16 B
+ *     ordering   keys 4 + arrival, then sorted index 4 + arrival order 4 = 12 B
  *     grid       cell start + cell count 2 · 4 (T + 1 entries)       =   8 B
  *                                                                     ------
- *                                                                     384 B
+ *                                                                     380 B
+ * (the sorted index shares the arrival's buffer, B_VALS: the scatter reads the last arrival
+ * before the placement writes the first sorted index, and the next substep's keys write the
+ * arrivals after the contacts read the last index)
  * plus a fixed part (parameter block, 256 materials, 64 colliders, clock: ~16 KiB) and, on CUDA
  * devices, CUB's temporary storage for the scan. wfp_part_device_bytes() reports it all.
  *
@@ -103,7 +106,6 @@ enum {
   B_KEYS,
   B_VALS,
   B_KEYS_OUT,
-  B_VALS_OUT,
   B_CELLS,
   B_COUNTS,
   B_TEMP,
@@ -278,7 +280,6 @@ static wf_status alloc_sized(wfp_part *ps, uint32_t capacity, wf_buffer **buf, u
                            [B_KEYS] = C * 4,
                            [B_VALS] = C * 4,
                            [B_KEYS_OUT] = C * 4,
-                           [B_VALS_OUT] = C * 4,
                            [B_CELLS] = ((size_t)T + 1) * 4,
                            [B_COUNTS] = ((size_t)T + 1) * 4,
                            [B_TEMP] = 0};
@@ -1021,7 +1022,7 @@ static wfp_place_args place_args(wfp_part *ps, const uint32_t *live) {
   return (wfp_place_args){.tmp = ptr(ps, B_KEYS_OUT),
                           .keys = ptr(ps, B_KEYS),
                           .start = ptr(ps, B_CELLS),
-                          .vals = ptr(ps, B_VALS_OUT),
+                          .vals = ptr(ps, B_VALS), /* over the arrivals: see the top */
                           .pos = ptr(ps, B_POS),
                           .vel = ptr(ps, B_VEL),
                           .omega = ptr(ps, B_OMEGA),
@@ -1044,7 +1045,7 @@ static wfp_collide_args collide_args(wfp_part *ps) {
                             .svel = ptr(ps, B_SVEL),
                             .smat = ptr(ps, B_SMAT),
                             .keys = ptr(ps, B_KEYS_OUT),
-                            .vals = ptr(ps, B_VALS_OUT),
+                            .vals = ptr(ps, B_VALS),
                             .cell_start = ptr(ps, B_CELLS),
                             .cell_end = NULL, /* the dense table needs no end table */
                             .pos = ptr(ps, B_POS),

@@ -1,6 +1,7 @@
 /* The particle solver's kernels (wf_kernel objects) and their CUDA launch wrappers. The math is in
- * particle_math.h; the CPU loops are in particle_kernels.c, the CUDA side in particle_kernels.cu.
- */
+ * particle_math.h; the CPU loops are in particle_kernels.c, the CUDA side in particle_kernels.cu
+ * (the one-launch frame, wfp_frame, in particle_frame.cu; their shared device helpers in
+ * particle_device.cuh). */
 #ifndef WEFT_PARTICLE_KERNELS_H
 #define WEFT_PARTICLE_KERNELS_H
 

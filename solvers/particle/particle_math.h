@@ -662,9 +662,17 @@ WF_HD static inline uint32_t wfp_granular_slot(const wfp_params *p, const wfp_co
 
 /* Loads of data no kernel writes while it reads them: on CUDA devices through the read-only
  * data cache (the compiler cannot prove that by itself: the written arrays are in the same
- * argument struct). */
+ * argument struct). A translation unit whose kernel writes these arrays and reads them again
+ * later in the same launch (the one-launch frame, particle_frame.cu) defines WFP_PLAIN_LOADS
+ * before including this header: the read-only path is not coherent within a launch, so it loads
+ * them plainly (the functions are static: each unit has its own). */
+#if defined(__CUDA_ARCH__) && !defined(WFP_PLAIN_LOADS)
+#define WFP_LDG 1
+#else
+#define WFP_LDG 0
+#endif
 WF_HD static inline wfp_f4 wfp_ld4(const wfp_f4 *p) {
-#if defined(__CUDA_ARCH__)
+#if WFP_LDG
   float4 v = __ldg((const float4 *)p);
   wfp_f4 r;
   r.x = v.x, r.y = v.y, r.z = v.z, r.w = v.w;
@@ -675,7 +683,7 @@ WF_HD static inline wfp_f4 wfp_ld4(const wfp_f4 *p) {
 }
 
 WF_HD static inline uint32_t wfp_ld32(const uint32_t *p) {
-#if defined(__CUDA_ARCH__)
+#if WFP_LDG
   return __ldg((const unsigned int *)p);
 #else
   return *p;
@@ -683,7 +691,7 @@ WF_HD static inline uint32_t wfp_ld32(const uint32_t *p) {
 }
 
 WF_HD static inline uint16_t wfp_ld16(const uint16_t *p) {
-#if defined(__CUDA_ARCH__)
+#if WFP_LDG
   return __ldg((const unsigned short *)p);
 #else
   return *p;
