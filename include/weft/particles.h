@@ -27,14 +27,15 @@
  * entries would cost ~96 bytes per particle, and `weft bench particles --profile` shows the
  * rebuild is a minority of the substep.
  *
- * Device memory per particle (wf_particles_device_bytes; 384 B, about 200M particles on 80 GB):
+ * Device memory per particle (wf_particles_device_bytes; 380 B, about 200M particles on 80 GB):
  *     state        position + radius 16, velocity + inverse mass 16, global id 4, material 2
  *     granular     angular velocity 16, contact history 8 slots x 32 (tangential spring 12,
  *                  partner's id 4, rolling spring 12, spare 4) = 256
  *     sorted       the sorted copies of position, velocity, angular velocity (16 each), material 2
- *     ordering     cell key, arrival in the cell, arrival order, sorted index (4 each)
+ *     ordering     cell key, arrival in the cell (then the sorted index, in the same array),
+ *                  arrival order (4 each)
  *     grid         cell start and cell count (4 each, one entry per particle of capacity)
- * The granular state is two thirds of it: 6 history slots would fit 320 B (more contacts then go
+ * The granular state is two thirds of it: 6 history slots would fit 316 B (more contacts then go
  * without history in dense packings: each is counted in stats.history_overflows).
  *
  * The grid is a periodic box of cells refitted to the particles between frames
