@@ -33,9 +33,12 @@
  *   (slot, key, two starts, pos 16, vel 16, material 2 in; index 4, pos, vel, material out);
  *   contacts 70 + 4 T/N (sorted pos, vel, material, index, cell starts in; pos and vel out);
  *   T = table entries. The granular state adds (DEM and Hertz): place 32 (omega in, sorted
- *   omega out); contacts 32 (sorted omega in, omega out) and the contact history, read whole
- *   while its keys are searched and written back, 2 x 256 (an upper bound: slots not touched are
- *   not written). XPBD moves no granular state. */
+ *   omega out); contacts 32 (sorted omega in, omega out) and the contact history. A particle's
+ *   held contacts sit packed in its first slots (32 B each) and the search stops at the first
+ *   free one, so a particle holding m contacts reads min(m + 1, 8) slots and writes m: 32
+ *   (min(m + 1, 8) + m) bytes, averaged over the particles as they are at the end of the timed
+ *   frames (read from the granular blob; printed as "history"). Before the slots were packed
+ *   the search read all 8, and the model counted 2 x 256. XPBD moves no granular state. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "particle_bench.h"
@@ -91,10 +94,40 @@ static wf_status build_column(wf_particles *ps, uint64_t n) {
   return bench_column("particles", n, add_to_solver, ps);
 }
 
-static double bytes_per_particle_substep(const wf_particles *ps, uint64_t n, int model) {
+/* The contact history's traffic a particle-substep (see the top), and the mean contacts held,
+ * from the granular blob (weft/particles.h: a 16-byte header, 16 bytes a particle, then 8 slots
+ * of 32 bytes a particle, the partner's key at byte 12 of a slot, 0 for a free one). */
+static double history_bytes(wf_particles *ps, double *held) {
+  size_t bytes = wf_particles_granular_state_bytes(ps);
+  uint32_t n = wf_particles_count(ps);
+  unsigned char *blob = malloc(bytes ? bytes : 1);
+  *held = 0.0;
+  if (!blob || !n || wf_particles_granular_state_get(ps, blob, bytes) != WF_OK) {
+    free(blob);
+    return 0.0;
+  }
+  const unsigned char *h = blob + 16 + (size_t)n * 16;
+  double sum = 0.0, m_sum = 0.0;
+  for (uint32_t i = 0; i < n; i++) {
+    int m = 0;
+    for (; m < 8; m++) {
+      uint32_t key;
+      memcpy(&key, h + ((size_t)i * 8 + (size_t)m) * 32 + 12, 4);
+      if (!key) break;
+    }
+    sum += 32.0 * ((m < 8 ? m + 1 : 8) + m);
+    m_sum += m;
+  }
+  free(blob);
+  *held = m_sum / n;
+  return sum / n;
+}
+
+static double bytes_per_particle_substep(const wf_particles *ps, uint64_t n, int model,
+                                         double history) {
   uint64_t table = wf_particles_capacity(ps) > 64 ? wf_particles_capacity(ps) : 64;
   double t = (double)table / (double)n;
-  double granular = model == WF_CONTACT_XPBD ? 0.0 : 32.0 + 32.0 + 2.0 * 256.0;
+  double granular = model == WF_CONTACT_XPBD ? 0.0 : 32.0 + 32.0 + history;
   return 4.0 * t + 32.0 + 8.0 * t + 16.0 + 88.0 + 70.0 + 4.0 * t + granular;
 }
 
@@ -194,13 +227,17 @@ static int run_size(pb_ctx *c, uint64_t n, int model) {
   CHECK(wf_particles_check(ps)); /* nothing blew up or left the grid */
   double med = bench_median(ms, c->o.frames);
   double rate = (double)n * 64.0 / (med * 1e-3);
-  double bpp = bytes_per_particle_substep(ps, n, model);
+  double held = 0.0, hist_b = model == WF_CONTACT_XPBD ? 0.0 : history_bytes(ps, &held);
+  double bpp = bytes_per_particle_substep(ps, n, model, hist_b);
   double gbs = bpp * (double)n * 64.0 / (med * 1e-3) * 1e-9;
   double mem = (double)wf_particles_device_bytes(ps) / (double)n;
   double grid_b = mem - STATE_BYTES - GRANULAR_BYTES;
   fprintf(c->out, "%6s %12llu %10.3f %14.3e %6.0f = %3.0f + %3.0f + %4.0f %10.0f %8.1f %8.1f%%\n",
           model_name(model), (unsigned long long)n, med, rate, mem, STATE_BYTES, GRANULAR_BYTES,
           grid_b, bpp, gbs, c->bandwidth_gbs > 0 ? 100.0 * gbs / c->bandwidth_gbs : 0.0);
+  if (model != WF_CONTACT_XPBD)
+    fprintf(c->out, "%6s %12s history: %.2f contacts held a particle, %.0f B/p-substep of it\n", "",
+            "", held, hist_b);
   c->last_rate = rate;
   fflush(c->out);
   char metric[64];
@@ -216,6 +253,9 @@ static int run_size(pb_ctx *c, uint64_t n, int model) {
   snprintf(metric, sizeof metric, "%s_n%llu_device_bytes_per_particle", model_name(model),
            (unsigned long long)n);
   add_row(c, "particles", metric, mem, "B");
+  snprintf(metric, sizeof metric, "%s_n%llu_history_contacts_per_particle", model_name(model),
+           (unsigned long long)n);
+  if (model != WF_CONTACT_XPBD) add_row(c, "particles", metric, held, "1");
   const char *part[3] = {"state", "granular", "grid"};
   const double part_b[3] = {STATE_BYTES, GRANULAR_BYTES, grid_b};
   for (int k = 0; k < 3; k++) {
@@ -372,9 +412,11 @@ int wf_bench_particles(int argc, char **argv, FILE *out) {
       "  velocity + inverse mass 16, global id 4, material 2) + granular (angular velocity 16,\n"
       "  contact history 8 slots x 32: tangential spring 12, partner id 4, rolling spring 12,\n"
       "  spare 4; allocated for every model) + grid (the rest: sorted copies of position,\n"
-      "  velocity, angular velocity and material, cell key, arrival, order and sorted index,\n"
+      "  velocity, angular velocity and material, cell key, arrival (then sorted index) and\n"
+      "  arrival order,\n"
       "  cell start and count, scan storage). B/p-substp: modelled DRAM traffic a\n"
-      "  particle-substep (see bench/particle_bench.c); of bw: that traffic over the measured\n"
+      "  particle-substep (see bench/particle_bench.c; the history's part from the contacts\n"
+      "  held at the end, printed below each row); of bw: that traffic over the measured\n"
       "  bandwidth.%s\n\n",
       c->o.baseline ? " old: the linear model without rotation or history, as recorded in\n"
                       "  --baseline (its code is gone: compare on the machine it names)."

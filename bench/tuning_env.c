@@ -79,6 +79,12 @@ int bench_cloth_tuning_env(const char *bench, wf_cloth_tuning *t) {
 }
 
 int bench_particles_tuning_env(const char *bench, wf_particles_tuning *t) {
+  const char *o = env("WEFT_PARTICLE_ONE_LAUNCH");
+  if (o) {
+    if (strcmp(o, "0") && strcmp(o, "1"))
+      return bad(bench, "WEFT_PARTICLE_ONE_LAUNCH", o, "0 or 1");
+    t->one_launch = o[0] == '1' ? 1 : -1;
+  }
   const char *v = env("WEFT_PARTICLE_MINBLOCKS");
   long n;
   if (!v) return 0;

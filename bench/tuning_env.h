@@ -11,6 +11,7 @@
  *   WEFT_CLOTH_TILE=0|WxH        tiles OFF | ON with tile W x H
  *   WEFT_CLOTH_TILE_STEPS=N      tile_steps N
  *   WEFT_PARTICLE_MINBLOCKS=N    contact_min_blocks N (0: -1, no register cap)
+ *   WEFT_PARTICLE_ONE_LAUNCH=0|1 one_launch off (-1) or on (1); unset: automatic
  *
  * Unset or empty: automatic. A value not of the form shown makes them print why (as
  * "weft bench <bench>: ...") and return 2; a number is passed on as it is, and creation rejects
@@ -24,7 +25,8 @@
 /** Fills *t from the WEFT_CLOTH_* variables (the fields of unset ones are left as they are).
  *  Returns 0, or 2 after printing why. */
 int bench_cloth_tuning_env(const char *bench, wf_cloth_tuning *t);
-/** Fills *t from WEFT_PARTICLE_MINBLOCKS. Returns 0, or 2 after printing why. */
+/** Fills *t from WEFT_PARTICLE_MINBLOCKS and WEFT_PARTICLE_ONE_LAUNCH. Returns 0, or 2 after
+ * printing why. */
 int bench_particles_tuning_env(const char *bench, wf_particles_tuning *t);
 
 #endif

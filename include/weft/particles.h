@@ -27,14 +27,15 @@
  * entries would cost ~96 bytes per particle, and `weft bench particles --profile` shows the
  * rebuild is a minority of the substep.
  *
- * Device memory per particle (wf_particles_device_bytes; 384 B, about 200M particles on 80 GB):
+ * Device memory per particle (wf_particles_device_bytes; 380 B, about 200M particles on 80 GB):
  *     state        position + radius 16, velocity + inverse mass 16, global id 4, material 2
  *     granular     angular velocity 16, contact history 8 slots x 32 (tangential spring 12,
  *                  partner's id 4, rolling spring 12, spare 4) = 256
  *     sorted       the sorted copies of position, velocity, angular velocity (16 each), material 2
- *     ordering     cell key, arrival in the cell, arrival order, sorted index (4 each)
+ *     ordering     cell key, arrival in the cell (then the sorted index, in the same array),
+ *                  arrival order (4 each)
  *     grid         cell start and cell count (4 each, one entry per particle of capacity)
- * The granular state is two thirds of it: 6 history slots would fit 320 B (more contacts then go
+ * The granular state is two thirds of it: 6 history slots would fit 316 B (more contacts then go
  * without history in dense packings: each is counted in stats.history_overflows).
  *
  * The grid is a periodic box of cells refitted to the particles between frames
@@ -179,6 +180,12 @@ typedef struct wf_particles_tuning {
                              contact kernel needs ~100 registers: capped at 40 by 6 blocks it
                              spilled 1.4 KB a thread and ran 8x slower on an H100). The CPU
                              backend ignores it. */
+  int one_launch;         /* a frame's substeps in one launch (one partition, no coupled
+                             solvers): 1 on, -1 off (a launch a stage of every substep), 0
+                             automatic: on CUDA devices for scenes of at most 4 particles a
+                             thread of the most blocks of 256 that stay resident (SMs x blocks
+                             a SM x 256 x 4), off on the CPU (where on runs the stages on one
+                             thread: for tests). The same bits either way. */
 } wf_particles_tuning;
 
 typedef struct wf_particles_desc {
@@ -517,8 +524,11 @@ WF_API wf_status wf_particles_download_omega(wf_particles *ps, float (*omega)[4]
  *  wf_particles_download; a restore calls wf_particles_set_state (which clears it: particles at
  *  rest, no contacts remembered) and then wf_particles_granular_state_set with the saved blob;
  *  the frames that follow are then bitwise those of the original run, for any number of
- *  partitions. The blob's size depends on the particle count only (a header, then 16 + 256
- *  bytes a particle); set checks its header and size. */
+ *  partitions. The blob's size depends on the particle count only (a 16-byte header, the
+ *  angular velocities, 16 bytes a particle, then the histories, 256 bytes a particle: 8 slots of
+ *  32 bytes, the partner's key a uint32 at byte 12 of a slot, 0 for a free slot; get returns each
+ *  particle's held contacts in its first slots, set accepts them in any slots); set checks its
+ *  header and size. */
 WF_API size_t wf_particles_granular_state_bytes(const wf_particles *ps);
 WF_API wf_status wf_particles_granular_state_get(wf_particles *ps, void *blob, size_t bytes);
 WF_API wf_status wf_particles_granular_state_set(wf_particles *ps, const void *blob, size_t bytes);

@@ -15,10 +15,13 @@
  *     state      pos 16 + vel 16 + gid 4 + material 2                =  38 B
  *     granular   omega 16 + contact history 8 slots · 32             = 272 B
  *     sorted     spos 16 + svel 16 + somega 16 + smat 2              =  50 B
- *     ordering   keys 4 + arrival 4 + arrival order 4 + sorted index 4 = 16 B
+ *     ordering   keys 4 + arrival, then sorted index 4 + arrival order 4 = 12 B
  *     grid       cell start + cell count 2 · 4 (T + 1 entries)       =   8 B
  *                                                                     ------
- *                                                                     384 B
+ *                                                                     380 B
+ * (the sorted index shares the arrival's buffer, B_VALS: the scatter reads the last arrival
+ * before the placement writes the first sorted index, and the next substep's keys write the
+ * arrivals after the contacts read the last index)
  * plus a fixed part (parameter block, 256 materials, 64 colliders, clock: ~16 KiB) and, on CUDA
  * devices, CUB's temporary storage for the scan. wfp_part_device_bytes() reports it all.
  *
@@ -28,6 +31,19 @@
  * range, then ordered within the cell by local index. That is the order of a stable sort by key
  * (which this replaced: CUB's radix sort took three passes over 22-bit keys for 2M particles),
  * and the order the contacts sum in, so results do not depend on the atomics' order.
+ *
+ * A substep's launches (one partition; a captured frame replays them as graph nodes):
+ *     1  keys       wfp_keys          cell key, count per cell (atomic), extent, flags
+ *     2  scan       wfp_scan          CUB DeviceScan: 2 kernels (tile-state init, scan)
+ *     3  scatter    wfp_scatter       slot in the cell by arrival; thread 0 advances the clock
+ *     4  place      wfp_place         rank in the cell by local index, sorted copies; clears the
+ *                                     counts for the next substep (the scan has read them)
+ *     5  contacts   wfp_contacts_*    pairs, colliders, history, integration (one kernel)
+ * 6 kernel nodes. Before: 8 (a memset of the counts ahead of the keys and a one-thread clock
+ * kernel after the contacts, now folded into place and scatter: the contacts read the substep's
+ * start time from wfp_clock.start). A frame adds 3 nodes (collider forces cleared, extent reset,
+ * clock copied out). The split solver adds its halo kernels (particles.c); coupled solvers'
+ * hooks add theirs.
  *
  * The grid's box (wfp_params.dims) is refitted between frames without waiting: each frame ends
  * with a copy of the clock (which holds the frame's extent in cells) into pinned memory and an
@@ -90,7 +106,6 @@ enum {
   B_KEYS,
   B_VALS,
   B_KEYS_OUT,
-  B_VALS_OUT,
   B_CELLS,
   B_COUNTS,
   B_TEMP,
@@ -99,8 +114,9 @@ enum {
   B_MATS,
   B_COLLIDERS,
   B_CLOCK,
-  B_FORCE,  /* the frame's impulses on the colliders (collider_force.h), zeroed as it begins */
-  B_MIRROR, /* pinned host copy of the clock, written at the end of every frame */
+  B_FORCE,   /* the frame's impulses on the colliders (collider_force.h), zeroed as it begins */
+  B_PARTIAL, /* the one-launch frame's scan: a sum per block (wfp_frame_run_args.partial) */
+  B_MIRROR,  /* pinned host copy of the clock, written at the end of every frame */
   B_COUNT
 };
 
@@ -113,6 +129,8 @@ struct wfp_part {
   uint32_t capacity, count, table;
   uint32_t launch;           /* 0, or the size the substep's kernels are launched over (wfp_live) */
   int32_t min_blocks;        /* the contact kernels' variant (wfp_collide_args.min_blocks) */
+  int one_launch;            /* wf_particles_tuning.one_launch: -1 off, 0 automatic, 1 on */
+  uint32_t frame_blocks;     /* CUDA: the one-launch frame's most blocks (0: CPU, or unknown) */
   uint32_t generation;       /* counts the times the buffers were replaced (grow) */
   const float *drift_anchor; /* the split's drift check (wfp_part_set_drift), or NULL */
   wfp_drift_ctl *drift_ctl;
@@ -264,7 +282,6 @@ static wf_status alloc_sized(wfp_part *ps, uint32_t capacity, wf_buffer **buf, u
                            [B_KEYS] = C * 4,
                            [B_VALS] = C * 4,
                            [B_KEYS_OUT] = C * 4,
-                           [B_VALS_OUT] = C * 4,
                            [B_CELLS] = ((size_t)T + 1) * 4,
                            [B_COUNTS] = ((size_t)T + 1) * 4,
                            [B_TEMP] = 0};
@@ -351,6 +368,11 @@ static wf_status check_desc(const wf_particles_desc *desc, const char *name) {
                 "particles '%s': tuning.contact_min_blocks %d must be 4 to 8, or -1 (no cap; 0: "
                 "automatic)",
                 name, mb);
+  int ol = desc->tuning.one_launch;
+  if (ol < -1 || ol > 1)
+    return fail(WF_ERR_INVALID,
+                "particles '%s': tuning.one_launch %d must be -1 (off), 0 (automatic) or 1 (on)",
+                name, ol);
   wf_particles_params p0 = params_of(desc);
   return check_params(name, &p0);
 }
@@ -367,6 +389,8 @@ static wf_status part_new(wf_device *dev, const wf_particles_desc *desc, const c
   ps->capacity = desc->capacity ? desc->capacity : 1024;
   int mb = desc->tuning.contact_min_blocks;
   ps->min_blocks = mb <= 0 ? 0 : mb; /* automatic: no cap (see particles.h) */
+  ps->one_launch = desc->tuning.one_launch;
+  ps->frame_blocks = wfp_frame_blocks(dev, desc->contact_model == WF_CONTACT_XPBD);
   if (desc->stream) {
     ps->stream = desc->stream;
   } else {
@@ -384,8 +408,10 @@ static wf_status part_new(wf_device *dev, const wf_particles_desc *desc, const c
 /* Buffers: the capacity-sized ones, the fixed tables, the pinned clock mirror, the frame event. */
 static wf_status alloc_buffers(wfp_part *ps) {
   wf_status st = alloc_sized(ps, ps->capacity, ps->buf, &ps->table, &ps->bits);
-  size_t fixed[B_COUNT - B_SIZED] = {sizeof(wfp_params), sizeof ps->mats, sizeof ps->colliders,
-                                     sizeof(wfp_clock),  WFX_FORCE_BYTES, sizeof(wfp_clock)};
+  size_t fixed[B_COUNT - B_SIZED] = {sizeof(wfp_params),   sizeof ps->mats,
+                                     sizeof ps->colliders, sizeof(wfp_clock),
+                                     WFX_FORCE_BYTES,      ((size_t)ps->frame_blocks + 1) * 4,
+                                     sizeof(wfp_clock)};
   wf_device *host = NULL; /* pinned buffers live on a CPU device */
   if (st == WF_OK && (st = wf_device_get("cpu", &host)) != WF_OK) fail_gpu(st, "finding cpu:0");
   for (int b = B_SIZED; b < B_COUNT && st == WF_OK; b++) {
@@ -995,14 +1021,16 @@ static wfp_scatter_args scatter_args(wfp_part *ps, const uint32_t *live) {
                             .arrival = ptr(ps, B_VALS),
                             .start = ptr(ps, B_CELLS),
                             .tmp = ptr(ps, B_KEYS_OUT),
-                            .live = live};
+                            .live = live,
+                            .clock = ptr(ps, B_CLOCK),
+                            .params = ptr(ps, B_PARAMS)};
 }
 
 static wfp_place_args place_args(wfp_part *ps, const uint32_t *live) {
   return (wfp_place_args){.tmp = ptr(ps, B_KEYS_OUT),
                           .keys = ptr(ps, B_KEYS),
                           .start = ptr(ps, B_CELLS),
-                          .vals = ptr(ps, B_VALS_OUT),
+                          .vals = ptr(ps, B_VALS), /* over the arrivals: see the top */
                           .pos = ptr(ps, B_POS),
                           .vel = ptr(ps, B_VEL),
                           .omega = ptr(ps, B_OMEGA),
@@ -1011,7 +1039,9 @@ static wfp_place_args place_args(wfp_part *ps, const uint32_t *live) {
                           .svel = ptr(ps, B_SVEL),
                           .somega = ptr(ps, B_SOMEGA),
                           .smat = ptr(ps, B_SMAT),
-                          .live = live};
+                          .live = live,
+                          .count = ptr(ps, B_COUNTS),
+                          .count_n = ps->table + 1};
 }
 
 static wfp_collide_args collide_args(wfp_part *ps) {
@@ -1023,7 +1053,7 @@ static wfp_collide_args collide_args(wfp_part *ps) {
                             .svel = ptr(ps, B_SVEL),
                             .smat = ptr(ps, B_SMAT),
                             .keys = ptr(ps, B_KEYS_OUT),
-                            .vals = ptr(ps, B_VALS_OUT),
+                            .vals = ptr(ps, B_VALS),
                             .cell_start = ptr(ps, B_CELLS),
                             .cell_end = NULL, /* the dense table needs no end table */
                             .pos = ptr(ps, B_POS),
@@ -1046,21 +1076,21 @@ static wfp_frame_args frame_args(wfp_part *ps) {
   if (marks) TRY(wf_event_record(marks[i], ps->stream), "recording a profile event")
 
 /* A substep's first part: the grid by counting (particle_math.h, wfp_scan_args) up to the keys
- * and counts per cell, of every particle but those whose skip is NaN (skip NULL: all). */
+ * and counts per cell, of every particle but those whose skip is NaN (skip NULL: all). The counts
+ * are zero here: allocated so, and cleared by the last substep's placement. */
 static wf_status substep_keys(wfp_part *ps, wf_event **marks, const float *skip) {
   uint32_t n = ps->count;
   if (n == 0) return WF_OK; /* (substep_rest runs the coupled solvers' hooks) */
   MARK(0);
-  TRY(wf_memset(ps->buf[B_COUNTS], 0, 0, ((size_t)ps->table + 1) * 4, ps->stream),
-      "clearing the cell counts");
   n = ps->launch > n ? ps->launch : n; /* the kernels read the count on the device */
   wfp_keys_args ka = keys_args(ps);
   ka.skip = skip;
   return launch(ps, &wfp_keys, n, &ka, sizeof ka);
 }
 
-/* The rest: the start table, arrival order, then each cell in local-index order with the
- * sorted copies; contacts, colliders and integration; the clock. */
+/* The rest: the start table, arrival order (and the clock's advance), then each cell in
+ * local-index order with the sorted copies (and the counts cleared); contacts, colliders and
+ * integration. */
 static wf_status substep_rest(wfp_part *ps, wf_event **marks) {
   uint32_t n = ps->count;
   if (n == 0) { /* coupled solvers still take their substep */
@@ -1086,8 +1116,6 @@ static wf_status substep_rest(wfp_part *ps, wf_event **marks) {
   const wf_kernel *collide = ps->params.model == WFP_XPBD ? &wfp_contacts_xpbd : &wfp_contacts_dem;
   if ((st = launch(ps, collide, n, &ca, sizeof ca)) != WF_OK) return st;
   MARK(5);
-  wfp_frame_args aa = frame_args(ps);
-  if ((st = launch(ps, &wfp_advance, 1, &aa, sizeof aa)) != WF_OK) return st;
   return run_hooks(ps, WFP_HOOK_SUBSTEP);
 }
 
@@ -1108,12 +1136,49 @@ static wf_status touch_all(wfp_part *ps) {
   return WF_OK;
 }
 
+/* Whether the frame's substeps go in one launch (wfp_frame): never with coupled solvers' hooks
+ * (they run inside the substeps) or while profiling; tuning.one_launch ON on any device (the
+ * CPU then runs the stages on one thread: for tests), OFF never; automatic on CUDA devices when
+ * the particles are few enough that a launch of the most resident blocks gives each thread at
+ * most WFP_ONE_LAUNCH_PER_THREAD of them (small scenes, which the per-stage launches' gaps
+ * dominate; a large one runs its memory-bound stages better at their own occupancy). */
+#define WFP_ONE_LAUNCH_PER_THREAD 4u
+static bool one_launch(const wfp_part *ps) {
+  if (ps->n_hooks > 0 || ps->one_launch < 0) return false;
+  /* (a CUDA device whose occupancy could not be read gets no cooperative launch) */
+  if (ps->one_launch > 0) return !wf_device_is_cuda(ps->dev) || ps->frame_blocks > 0;
+  uint32_t n = ps->launch > ps->count ? ps->launch : ps->count;
+  return ps->frame_blocks > 0 &&
+         (uint64_t)n <= (uint64_t)ps->frame_blocks * 256u * WFP_ONE_LAUNCH_PER_THREAD;
+}
+
+/* n substeps in one launch: the stage kernels' arguments, as enqueue_substep would pass them. */
+static wf_status enqueue_one_launch(wfp_part *ps, int n) {
+  if (ps->count == 0 || n <= 0) return WF_OK; /* (the substeps would launch nothing either) */
+  wfp_params *params = ptr(ps, B_PARAMS);
+  const uint32_t *live = &params->count;
+  wfp_frame_run_args fa = {.keys = keys_args(ps),
+                           .scan = scan_args(ps),
+                           .scatter = scatter_args(ps, live),
+                           .place = place_args(ps, live),
+                           .collide = collide_args(ps),
+                           .substeps = (uint32_t)n,
+                           .launch = ps->launch > ps->count ? ps->launch : ps->count,
+                           .xpbd = ps->params.model == WFP_XPBD,
+                           .partial_n = ps->frame_blocks,
+                           .partial = ptr(ps, B_PARTIAL)};
+  return launch(ps, &wfp_frame, 1, &fa, sizeof fa);
+}
+
 /* A frame's worth of work: reset the extent, n substeps, then publish the clock (time, flags,
  * extent) to the pinned mirror. */
 static wf_status enqueue_frame(wfp_part *ps, int n, wf_event **marks) {
   wf_status st = wfp_frame_enqueue_begin(ps);
-  for (int i = 0; i < n && st == WF_OK; i++)
-    st = enqueue_substep(ps, marks ? marks + 6 * i : NULL);
+  if (st == WF_OK && !marks && one_launch(ps))
+    st = enqueue_one_launch(ps, n);
+  else
+    for (int i = 0; i < n && st == WF_OK; i++)
+      st = enqueue_substep(ps, marks ? marks + 6 * i : NULL);
   if (st == WF_OK) st = run_hooks(ps, WFP_HOOK_FRAME);
   if (st == WF_OK) st = touch_all(ps);
   if (st == WF_OK) {
@@ -1352,7 +1417,8 @@ wf_status wfp_part_set_state(wfp_part *ps, const float (*pos)[4], const float (*
     TRY(wf_memset(ps->buf[B_HIST], 0, 0, (size_t)ps->count * HIST_BYTES, ps->stream),
         "clearing the contact history");
   }
-  wfp_clock clock = {.time = time, .substeps = substeps, .flags = 0, .first_bad = UINT32_MAX};
+  wfp_clock clock = {
+      .time = time, .substeps = substeps, .flags = 0, .first_bad = UINT32_MAX, .start = time};
   TRY(wf_upload(ps->buf[B_CLOCK], 0, &clock, sizeof clock, ps->stream), "uploading the clock");
   ps->frame_pending = false;
   if (ps->count) {
@@ -1653,7 +1719,8 @@ wf_status wfp_part_resize(wfp_part *ps, uint32_t n, float max_radius, const int3
 }
 
 wf_status wfp_clock_set(wfp_part *ps, double time, uint64_t substeps) {
-  wfp_clock clock = {.time = time, .substeps = substeps, .flags = 0, .first_bad = UINT32_MAX};
+  wfp_clock clock = {
+      .time = time, .substeps = substeps, .flags = 0, .first_bad = UINT32_MAX, .start = time};
   for (int k = 0; k < 3; k++)
     clock.lo[k] = INT32_MAX, clock.hi[k] = INT32_MIN;
   TRY(wf_upload(ps->buf[B_CLOCK], 0, &clock, sizeof clock, ps->stream), "uploading the clock");

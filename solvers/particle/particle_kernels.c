@@ -123,15 +123,20 @@ static void scan_cpu(const void *args, size_t begin, size_t end) {
 }
 
 static void scatter_cpu(const void *args, size_t begin, size_t end) {
-  end = wfp_live(((const wfp_scatter_args *)args)->live, end);
+  const wfp_scatter_args *a = args;
+  if (begin == 0 && end > 0 && a->clock) wfp_clock_advance(a->clock, a->params);
+  end = wfp_live(a->live, end);
   for (size_t i = begin; i < end; i++)
-    wfp_scatter_elem(args, (uint32_t)i);
+    wfp_scatter_elem(a, (uint32_t)i);
 }
 
+/* (The counts are cleared by the piece that starts the launch: one memset.) */
 static void place_cpu(const void *args, size_t begin, size_t end) {
-  end = wfp_live(((const wfp_place_args *)args)->live, end);
+  const wfp_place_args *a = args;
+  if (begin == 0 && end > 0 && a->count) memset(a->count, 0, (size_t)a->count_n * 4);
+  end = wfp_live(a->live, end);
   for (size_t s = begin; s < end; s++)
-    wfp_place_elem(args, (uint32_t)s);
+    wfp_place_elem(a, (uint32_t)s);
 }
 
 static void cells_cpu(const void *args, size_t begin, size_t end) {
@@ -172,11 +177,21 @@ static void collide_xpbd_cpu(const void *args, size_t begin, size_t end) {
   wfx_forces_flush(&F, a->forces);
 }
 
-static void advance_cpu(const void *args, size_t begin, size_t end) {
-  const wfp_frame_args *a = args;
+/* The one-launch frame (n == 1): the stages' loops in order, substep after substep, on the
+ * stream's thread (the loops are those of the stage kernels: the same bits). */
+static void frame_cpu(const void *args, size_t begin, size_t end) {
+  const wfp_frame_run_args *a = args;
   if (begin > 0 || end == 0) return;
-  a->clock->time += (double)a->params->dt;
-  a->clock->substeps++;
+  for (uint32_t k = 0; k < a->substeps; k++) {
+    keys_cpu(&a->keys, 0, a->launch);
+    scan_cpu(&a->scan, 0, 1);
+    scatter_cpu(&a->scatter, 0, a->launch);
+    place_cpu(&a->place, 0, a->launch);
+    if (a->xpbd)
+      collide_xpbd_cpu(&a->collide, 0, a->launch);
+    else
+      collide_dem_cpu(&a->collide, 0, a->launch);
+  }
 }
 
 static void frame_begin_cpu(const void *args, size_t begin, size_t end) {
@@ -295,7 +310,7 @@ const wf_kernel wfp_contacts_dem = {"particle_collide_dem", collide_dem_cpu,
                                     WFP_CUDA(wfp_collide_dem_cuda), WF_GRAIN_HEAVY};
 const wf_kernel wfp_contacts_xpbd = {"particle_collide_xpbd", collide_xpbd_cpu,
                                      WFP_CUDA(wfp_collide_xpbd_cuda), WF_GRAIN_HEAVY};
-const wf_kernel wfp_advance = {"particle_advance", advance_cpu, WFP_CUDA(wfp_advance_cuda), 0};
+const wf_kernel wfp_frame = {"particle_frame", frame_cpu, WFP_CUDA(wfp_frame_cuda), 0};
 const wf_kernel wfp_frame_begin = {"particle_frame_begin", frame_begin_cpu,
                                    WFP_CUDA(wfp_frame_begin_cuda), 0};
 const wf_kernel wfp_stamp = {"particle_stamp", stamp_cpu, WFP_CUDA(wfp_stamp_cuda), 0};
@@ -314,6 +329,16 @@ const wf_kernel wfp_migrate_keys = {"particle_migrate_keys", migrate_keys_cpu,
                                     WFP_CUDA(wfp_migrate_keys_cuda), WF_GRAIN_LIGHT};
 const wf_kernel wfp_migrate = {"particle_migrate", migrate_cpu, WFP_CUDA(wfp_migrate_cuda),
                                WF_GRAIN_LIGHT};
+
+uint32_t wfp_frame_blocks(wf_device *dev, bool xpbd) {
+#ifdef WEFT_HAVE_CUDA
+  wf_device_info info;
+  if (wf_device_is_cuda(dev) && wf_device_info_get(dev, &info) == WF_OK)
+    return wfp_frame_blocks_cuda(info.ordinal, info.multiprocessors, xpbd ? 1 : 0);
+#endif
+  (void)dev, (void)xpbd;
+  return 0;
+}
 
 size_t wfp_scan_temp_bytes(wf_device *dev, uint32_t n) {
 #ifdef WEFT_HAVE_CUDA

@@ -10,52 +10,16 @@
 #include <stdlib.h>
 #include <thrust/iterator/counting_iterator.h>
 
+#include "particle_device.cuh"
 #include "particle_kernels.h"
 
 namespace {
 
-constexpr unsigned kBlock = 256;
+using namespace wfp_device; /* kBlock, raise_flags, keys_block */
 
 unsigned grid_for(size_t n) { return (unsigned)((n + kBlock - 1) / kBlock); }
 
 __device__ size_t index() { return (size_t)blockIdx.x * blockDim.x + threadIdx.x; }
-
-__device__ void raise_flags(wfp_clock *c, uint32_t flags, uint32_t i) {
-  atomicOr(&c->flags, flags);
-  atomicMin(&c->first_bad, i);
-}
-
-/* A contact kernel's flags: the drift check's to the split's flag (every thread that sees one
- * stores the same 1), the rest to the clock. */
-__device__ void raise_flags(const wfp_collide_args &a, uint32_t flags, uint32_t i) {
-  if (flags & WFP_FLAG_DRIFT) a.drift->flag = 1u;
-  if (flags & ~WFP_FLAG_DRIFT) raise_flags(a.clock, flags & ~WFP_FLAG_DRIFT, i);
-}
-
-/* The key of particle i where `live` (every thread of the block calls it), plus the extent of
- * the cells: reduced per warp (__reduce_*_sync), then per block in shared memory, then one
- * global integer atomic per block and axis. */
-__device__ void keys_block(const wfp_keys_args &a, bool live, uint32_t i) {
-  __shared__ int32_t lo[3], hi[3];
-  if (threadIdx.x < 3) lo[threadIdx.x] = INT32_MAX, hi[threadIdx.x] = INT32_MIN;
-  __syncthreads();
-  int32_t c[3] = {INT32_MAX, INT32_MAX, INT32_MAX}, d[3] = {INT32_MIN, INT32_MIN, INT32_MIN};
-  if (live) {
-    uint32_t fl = wfp_key_elem(a.params, a.pos[i], &a.keys[i], c);
-    a.vals[i] = a.count ? atomicAdd(&a.count[a.keys[i]], 1u) : (uint32_t)i;
-    if (fl) raise_flags(a.clock, fl, i);
-    d[0] = c[0], d[1] = c[1], d[2] = c[2];
-  }
-  for (int k = 0; k < 3; k++) {
-    int32_t l = __reduce_min_sync(0xffffffffu, c[k]), h = __reduce_max_sync(0xffffffffu, d[k]);
-    if ((threadIdx.x & 31) == 0) atomicMin(&lo[k], l), atomicMax(&hi[k], h);
-  }
-  __syncthreads();
-  if (threadIdx.x < 3 && lo[threadIdx.x] != INT32_MAX) {
-    atomicMin(&a.clock->lo[threadIdx.x], lo[threadIdx.x]);
-    atomicMax(&a.clock->hi[threadIdx.x], hi[threadIdx.x]);
-  }
-}
 
 __global__ void keys_kernel(wfp_keys_args a, size_t n) {
   size_t i = index();
@@ -74,13 +38,20 @@ __global__ void cells_kernel(wfp_cells_args a, size_t n) {
   if (s < n) wfp_cells_elem(&a, (uint32_t)s);
 }
 
+/* Thread 0 also advances the clock (nothing else in this kernel reads it). */
 __global__ void scatter_kernel(wfp_scatter_args a, size_t n) {
   size_t i = index();
+  if (i == 0 && a.clock) wfp_clock_advance(a.clock, a.params);
   if (i < wfp_live(a.live, n)) wfp_scatter_elem(&a, (uint32_t)i);
 }
 
+/* The launch's threads also clear the cell counts, striding over the table (the scan read them;
+ * the placement reads the start table, never the counts). */
 __global__ void place_kernel(wfp_place_args a, size_t n) {
   size_t s = index();
+  if (a.count)
+    for (size_t k = s; k < a.count_n; k += (size_t)gridDim.x * blockDim.x)
+      a.count[k] = 0u;
   if (s < wfp_live(a.live, n)) wfp_place_elem(&a, (uint32_t)s);
 }
 
@@ -110,11 +81,6 @@ __global__ void __launch_bounds__(kBlock, MINB) collide_xpbd_kernel(wfp_collide_
   wfx_forces F = {a.forces, 0};
   uint32_t fl = wfp_collide_xpbd(&a, (uint32_t)s, list + threadIdx.x, kBlock, &F);
   if (fl) raise_flags(a, fl, a.vals[s]);
-}
-
-__global__ void advance_kernel(wfp_frame_args a) {
-  a.clock->time += (double)a.params->dt;
-  a.clock->substeps++;
 }
 
 __global__ void frame_begin_kernel(wfp_frame_args a) {
@@ -251,10 +217,6 @@ extern "C" void wfp_collide_xpbd_cuda(const void *args, size_t n, void *stream) 
   const wfp_collide_args a = *(const wfp_collide_args *)args;
   cudaStream_t s = (cudaStream_t)stream;
   WFP_LAUNCH_COLLIDE(collide_xpbd_kernel)
-}
-
-extern "C" void wfp_advance_cuda(const void *args, size_t n, void *stream) {
-  advance_kernel<<<1, 1, 0, (cudaStream_t)stream>>>(*(const wfp_frame_args *)args);
 }
 
 extern "C" void wfp_frame_begin_cuda(const void *args, size_t n, void *stream) {

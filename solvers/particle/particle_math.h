@@ -118,6 +118,9 @@ typedef struct wfp_clock {
   int32_t lo[3], hi[3];
   uint32_t overflows; /* contacts computed without a history slot (all full), since creation */
   uint32_t pad;
+  /* the running substep's start, the contact kernels' "now": the substep's scatter advances the
+   * clock (wfp_clock_advance) before the contacts read it, which saves the substep a launch */
+  double start;
 } wfp_clock;
 
 /* How many of the n elements a launch covers are in use: a frame captured into a graph launches
@@ -176,6 +179,9 @@ typedef struct wfp_scatter_args { /* per particle i: tmp[start[keys[i]] + arriva
   const uint32_t *keys, *arrival, *start;
   uint32_t *tmp;
   const uint32_t *live; /* the particles in use (wfp_live) */
+  /* NULL, or the substep's clock: element 0 advances it (wfp_clock_advance), launch or not */
+  wfp_clock *clock;
+  const wfp_params *params;
 } wfp_scatter_args;
 
 typedef struct wfp_place_args { /* per slot s: the particle tmp[s], ranked in its cell */
@@ -186,6 +192,10 @@ typedef struct wfp_place_args { /* per slot s: the particle tmp[s], ranked in it
   wfp_f4 *spos, *svel, *somega;
   uint16_t *smat;
   const uint32_t *live; /* the particles in use (wfp_live) */
+  /* NULL, or the cell counts (count_n entries), which the scan has consumed: cleared here, over
+   * the whole launch, for the next substep's keys (which saves the substep a memset) */
+  uint32_t *count;
+  uint32_t count_n;
 } wfp_place_args;
 
 /* The split solver's drift check, on the device: the flag a kernel sets when a particle moved
@@ -322,10 +332,29 @@ typedef struct wfp_migrate_args {
   wfp_hist *hist, *snap_hist;
 } wfp_migrate_args;
 
-typedef struct wfp_frame_args { /* one element: begin = reset the extent; end = time += dt ... */
+typedef struct wfp_frame_args { /* one element: resets the frame's extent */
   const wfp_params *params;
   wfp_clock *clock;
 } wfp_frame_args;
+
+/* The one-launch frame (wfp_frame): `substeps` substeps of one partition without hooks, each the
+ * substep's stages in order (keys, scan, scatter, place, contacts) over these very arguments and
+ * the same per-element functions, so the states are bitwise those of the kernel-per-stage path.
+ * CUDA: one cooperative launch, a grid-stride loop a stage and grid.sync() between stages, the
+ * scan done by the blocks (a sum per block into `partial`, then each block's share scanned from
+ * the sum of those before it). CPU: the stages' loops one after another, on one thread. */
+typedef struct wfp_frame_run_args {
+  wfp_keys_args keys; /* (skip NULL) */
+  wfp_scan_args scan;
+  wfp_scatter_args scatter;
+  wfp_place_args place;
+  wfp_collide_args collide;
+  uint32_t substeps;
+  uint32_t launch;    /* the per-particle stages' size (wfp_live's n): at least the count */
+  uint32_t xpbd;      /* the XPBD contacts, else DEM (linear or Hertz) */
+  uint32_t partial_n; /* CUDA: entries of partial, an upper bound on the blocks */
+  uint32_t *partial;  /* CUDA: one sum a block for the scan */
+} wfp_frame_run_args;
 
 /* ---- per-element math -------------------------------------------------------------------------
  */
@@ -374,6 +403,15 @@ WF_HD static inline uint32_t wfp_key_elem(const wfp_params *p, wfp_f4 x, uint32_
   uint32_t flags = bad ? WFP_FLAG_CELL_RANGE : 0u;
   if (!(wfp_finite(x.x) && wfp_finite(x.y) && wfp_finite(x.z))) flags |= WFP_FLAG_NONFINITE;
   return flags;
+}
+
+/* The substep begins on the clock: its start is kept for the contact kernels (wfp_clock.start),
+ * time moves on by dt, one more substep. The same double addition as ever, so the times are
+ * bitwise those of a separate launch. */
+WF_HD static inline void wfp_clock_advance(wfp_clock *c, const wfp_params *p) {
+  c->start = c->time;
+  c->time += (double)p->dt;
+  c->substeps++;
 }
 
 /* Slot s of the sorted keys starts its cell when its key differs from the previous one. */
@@ -554,30 +592,58 @@ WF_HD static inline void wfp_granular(const wfp_params *p, const wfp_coef *c, co
 
 /* A particle's history slots during its substep: the slot of key (found, or a free one claimed),
  * or -1 when every slot is taken (the contact then has no history: counted). `used` marks the
- * slots touched in this substep; the rest are freed at its end (wfp_slots_end). */
+ * slots touched in this substep; the rest are freed at its end (wfp_slots_end).
+ *
+ * The slots are kept packed: the held contacts first, in slots 0 .. m - 1, free slots after them
+ * (wfp_slots_end closes the gaps it leaves; wfp_hist_pack packs a history from elsewhere). So the
+ * search stops at the first free slot, which is also the one a new contact claims: a particle
+ * with m contacts reads m + 1 slots (32 bytes each) instead of all WFP_HIST_SLOTS. Which slot
+ * holds a contact changes nothing else: the set of partners held, and so which contacts find no
+ * slot when all are taken, is that of any other placement. */
 WF_HD static inline int wfp_slot(wfp_hist *h, uint32_t key, uint32_t *used) {
-  int free_ = -1;
-  for (int k = 0; k < WFP_HIST_SLOTS; k++) {
+  int k = 0;
+  for (; k < WFP_HIST_SLOTS; k++) {
     uint32_t kk = h[k].key;
-    if (kk == key) {
-      *used |= 1u << k;
-      return k;
+    if (kk == key) break;
+    if (kk == WFP_HIST_EMPTY) {
+      h[k].key = key;
+      break;
     }
-    if (kk == WFP_HIST_EMPTY && free_ < 0) free_ = k;
   }
-  if (free_ >= 0) {
-    *used |= 1u << free_;
-    h[free_].key = key;
-  }
-  return free_;
+  if (k == WFP_HIST_SLOTS) return -1;
+  *used |= 1u << k;
+  return k;
 }
 
+/* The end of the substep: the slots not used are freed and the used ones moved down, in order,
+ * over the gaps, so the slots stay packed. */
 WF_HD static inline void wfp_slots_end(wfp_hist *h, uint32_t used) {
-  for (int k = 0; k < WFP_HIST_SLOTS; k++)
-    if (!((used >> k) & 1u) && h[k].key != WFP_HIST_EMPTY) {
-      wfp_hist e = {0.0f, 0.0f, 0.0f, WFP_HIST_EMPTY, 0.0f, 0.0f, 0.0f, 0.0f};
-      h[k] = e;
+  int d = 0, k = 0;
+  for (; k < WFP_HIST_SLOTS && h[k].key != WFP_HIST_EMPTY; k++)
+    if ((used >> k) & 1u) {
+      if (d != k) h[d] = h[k];
+      d++;
     }
+  for (; d < k; d++) {
+    wfp_hist e = {0.0f, 0.0f, 0.0f, WFP_HIST_EMPTY, 0.0f, 0.0f, 0.0f, 0.0f};
+    h[d] = e;
+  }
+}
+
+/* Packs one particle's WFP_HIST_SLOTS slots (see wfp_slot): the held ones first, in their order,
+ * then free ones (zeroed). For histories written by earlier versions or by hand, in any
+ * placement. */
+WF_HD static inline void wfp_hist_pack(wfp_hist *h) {
+  int d = 0;
+  for (int k = 0; k < WFP_HIST_SLOTS; k++)
+    if (h[k].key != WFP_HIST_EMPTY) {
+      if (d != k) h[d] = h[k];
+      d++;
+    }
+  for (; d < WFP_HIST_SLOTS; d++) {
+    wfp_hist e = {0.0f, 0.0f, 0.0f, WFP_HIST_EMPTY, 0.0f, 0.0f, 0.0f, 0.0f};
+    h[d] = e;
+  }
 }
 
 /* A contact through its slot (or a scratch one when there is none). Returns 1 on overflow. */
@@ -596,9 +662,17 @@ WF_HD static inline uint32_t wfp_granular_slot(const wfp_params *p, const wfp_co
 
 /* Loads of data no kernel writes while it reads them: on CUDA devices through the read-only
  * data cache (the compiler cannot prove that by itself: the written arrays are in the same
- * argument struct). */
+ * argument struct). A translation unit whose kernel writes these arrays and reads them again
+ * later in the same launch (the one-launch frame, particle_frame.cu) defines WFP_PLAIN_LOADS
+ * before including this header: the read-only path is not coherent within a launch, so it loads
+ * them plainly (the functions are static: each unit has its own). */
+#if defined(__CUDA_ARCH__) && !defined(WFP_PLAIN_LOADS)
+#define WFP_LDG 1
+#else
+#define WFP_LDG 0
+#endif
 WF_HD static inline wfp_f4 wfp_ld4(const wfp_f4 *p) {
-#if defined(__CUDA_ARCH__)
+#if WFP_LDG
   float4 v = __ldg((const float4 *)p);
   wfp_f4 r;
   r.x = v.x, r.y = v.y, r.z = v.z, r.w = v.w;
@@ -609,7 +683,7 @@ WF_HD static inline wfp_f4 wfp_ld4(const wfp_f4 *p) {
 }
 
 WF_HD static inline uint32_t wfp_ld32(const uint32_t *p) {
-#if defined(__CUDA_ARCH__)
+#if WFP_LDG
   return __ldg((const unsigned int *)p);
 #else
   return *p;
@@ -617,7 +691,7 @@ WF_HD static inline uint32_t wfp_ld32(const uint32_t *p) {
 }
 
 WF_HD static inline uint16_t wfp_ld16(const uint16_t *p) {
-#if defined(__CUDA_ARCH__)
+#if WFP_LDG
   return __ldg((const unsigned short *)p);
 #else
   return *p;
@@ -1088,7 +1162,7 @@ WF_HD static inline uint32_t wfp_collide_dem(const wfp_collide_args *a, uint32_t
   const wfp_material *m = &a->mats[a->smat[s]];
   float f[3] = {0.0f, 0.0f, 0.0f}, tau[3] = {0.0f, 0.0f, 0.0f};
   uint32_t over = 0u;
-  float now = (float)a->clock->time;
+  float now = (float)a->clock->start;
   if (v.w < 0.0f && now >= w.w) v.w = -v.w; /* born at this substep */
   if (v.w > 0.0f) { /* kinematic particles move with their velocity: no contacts, no history */
     wfp_hist *slots = &a->hist[(size_t)i * WFP_HIST_SLOTS];
@@ -1107,7 +1181,7 @@ WF_HD static inline uint32_t wfp_collide_dem(const wfp_collide_args *a, uint32_t
         over += wfp_pair(a, x, v, w, m, list[l * stride], slots, &used, f, tau);
       if (seen_ - skip_ <= WFP_CONTACT_LIST) break;
     }
-    float time = (float)a->clock->time;
+    float time = (float)a->clock->start;
     for (uint32_t k = 0; k < p->n_colliders; k++)
       over += wfp_collider_force(p, &a->colliders[k], k, time, x, v, w, m, slots, &used, f, tau, F);
     wfp_slots_end(slots, used);
@@ -1116,7 +1190,7 @@ WF_HD static inline uint32_t wfp_collide_dem(const wfp_collide_args *a, uint32_t
   flags |= wfp_integrate(p, f, &x, &v);
   /* The springs let a fast or heavily loaded particle sink into a collider; its centre never
    * crosses the surface: it is put back on it and stops moving inwards (no tunnelling). */
-  float time0 = (float)a->clock->time, time1 = time0 + p->dt;
+  float time0 = (float)a->clock->start, time1 = time0 + p->dt;
   for (uint32_t k = 0; k < p->n_colliders && v.w > 0.0f; k++) {
     const wfp_collider *col = &a->colliders[k];
     float n[3];
@@ -1148,7 +1222,7 @@ WF_HD static inline uint32_t wfp_collide_xpbd(const wfp_collide_args *a, uint32_
                                               uint32_t stride, wfx_forces *F) {
   const wfp_params *p = a->params;
   wfp_f4 x = a->spos[s], v = a->svel[s], om = a->somega[s];
-  float now = (float)a->clock->time;
+  float now = (float)a->clock->start;
   if (v.w < 0.0f && now >= om.w) v.w = -v.w; /* born at this substep */
   if (!wfp_owned(a, a->vals[s])) F = NULL;   /* a ghost: its owner adds its contacts */
   float w = v.w, h = p->dt;
@@ -1193,7 +1267,7 @@ WF_HD static inline uint32_t wfp_collide_xpbd(const wfp_collide_args *a, uint32_
     }
     /* colliders in order, as they are at the end of the substep; the last impact faster than
      * gravity alone gives in two substeps bounces with the collider's restitution */
-    float t1 = (float)a->clock->time + h;
+    float t1 = (float)a->clock->start + h;
     float g = sqrtf(wfp_dot3(p->gravity.x, p->gravity.y, p->gravity.z, p->gravity.x, p->gravity.y,
                              p->gravity.z));
     float bn[3] = {0.0f, 0.0f, 0.0f}, bounce = 0.0f, bv[3], bcv[3] = {0.0f, 0.0f, 0.0f};

@@ -1250,15 +1250,23 @@ wf_status wf_particles_granular_state_set(wf_particles *sp, const void *blob, si
                 sp->name, h.count, bytes, n);
   const unsigned char *b = blob;
   const wfp_f4 *w = (const wfp_f4 *)(b + sizeof h);
-  const wfp_hist *hi = (const wfp_hist *)(b + sizeof h + (size_t)n * 16);
-  if (sp->np == 1) return wfp_part_granular_set(sp->parts[0].ps, w, hi);
-  wf_status st = undistribute(sp); /* everything in partition 0, global-id order */
-  if (st != WF_OK) return st;
-  if (n) {
-    memcpy(sp->omega, w, (size_t)n * 16);
-    memcpy(sp->hist, hi, (size_t)n * HIST_BYTES);
+  /* the solver keeps each particle's slots packed (wfp_slot); a blob may hold them anywhere */
+  wfp_hist *hi = malloc((size_t)(n ? n : 1) * HIST_BYTES);
+  if (!hi) return fail(WF_ERR_OUT_OF_MEMORY, "particles '%s': out of host memory", sp->name);
+  memcpy(hi, b + sizeof h + (size_t)n * 16, (size_t)n * HIST_BYTES);
+  for (uint32_t i = 0; i < n; i++)
+    wfp_hist_pack(&hi[(size_t)i * WFP_HIST_SLOTS]);
+  wf_status st = WF_OK;
+  if (sp->np > 1) {
+    st = undistribute(sp); /* everything in partition 0, global-id order */
+    if (st == WF_OK && n) {
+      memcpy(sp->omega, w, (size_t)n * 16);
+      memcpy(sp->hist, hi, (size_t)n * HIST_BYTES);
+    }
   }
-  return wfp_part_granular_set(sp->parts[0].ps, w, hi);
+  if (st == WF_OK) st = wfp_part_granular_set(sp->parts[0].ps, w, hi);
+  free(hi);
+  return st;
 }
 
 /* ---- partition views and the gather on the device ----------------------------------------- */

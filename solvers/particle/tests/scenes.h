@@ -12,9 +12,11 @@ static int scene_contact_model = WF_CONTACT_DEM;
 static int scene_substeps = 0;
 static float scene_stiffness = 0.0f;
 static float scene_relaxation = 0.0f; /* 0: the default */
+static int scene_one_launch = 0;      /* wf_particles_tuning.one_launch (0: automatic) */
 
 static inline void scene_apply(wf_particles_desc *d, wf_particle_material *m) {
   d->contact_model = scene_contact_model;
+  d->tuning.one_launch = scene_one_launch;
   if (scene_relaxation > 0.0f) d->relaxation = scene_relaxation;
   if (scene_substeps > 0) d->substeps = scene_substeps;
   if (m && scene_stiffness > 0.0f) m->stiffness = scene_stiffness;

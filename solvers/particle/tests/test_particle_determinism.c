@@ -63,6 +63,53 @@ TEST(graph_vs_direct_bitwise) {
   }
 }
 
+/* The one-launch frame (wf_particles_tuning.one_launch) runs the stages of every substep over the
+ * same arguments with the same per-element functions as the launch-a-stage path: the states, the
+ * clock and the history overflows are bitwise equal, captured or not. On CUDA this compares the
+ * cooperative kernel (grid-wide scan, grid.sync() between stages) with the stage kernels.
+ * Tolerance: none. */
+static void one_launch_bitwise(int model) {
+  const int frames = 8;
+  scene_fn scenes[] = {pile4, scene_colliders};
+  scene_contact_model = model;
+  for (int k = 0; k < 2; k++)
+    for (int direct = 0; direct < 2; direct++) {
+      float *st[2] = {NULL, NULL};
+      uint32_t n[2] = {0, 0};
+      wf_particles_stats stats[2];
+      for (int one = 0; one < 2; one++) {
+        scene_one_launch = one ? 1 : -1;
+        wf_particles *ps;
+        if (scenes[k](th_dev0, direct != 0, &ps) != WF_OK) {
+          TH_FAIL("scene: %s", wf_last_error());
+          break;
+        }
+        n[one] = wf_particles_count(ps);
+        st[one] = malloc((size_t)n[one] * 32);
+        CHECK_OK(wf_particles_step_frames(ps, frames));
+        CHECK_OK(
+            wf_particles_download(ps, (float(*)[4])st[one], (float(*)[4])(st[one] + 4 * n[one])));
+        CHECK_OK(wf_particles_stats_get(ps, &stats[one]));
+        wf_particles_destroy(ps);
+      }
+      scene_one_launch = 0;
+      if (st[0] && st[1] && n[0] == n[1] && n[0] > 0) {
+        compare(st[0], st[1], n[0], k ? "colliders, one launch" : "pile, one launch");
+        CHECK(stats[0].time == stats[1].time && stats[0].substeps == stats[1].substeps);
+        CHECK(stats[0].history_overflows == stats[1].history_overflows);
+        CHECK(stats[1].substeps > 0);
+      } else {
+        TH_FAIL("scene %d: no state", k);
+      }
+      free(st[0]), free(st[1]);
+    }
+  scene_contact_model = WF_CONTACT_DEM;
+}
+
+TEST(one_launch_bitwise_linear) { one_launch_bitwise(WF_CONTACT_DEM); }
+TEST(one_launch_bitwise_hertz) { one_launch_bitwise(WF_CONTACT_HERTZ); }
+TEST(one_launch_bitwise_xpbd) { one_launch_bitwise(WF_CONTACT_XPBD); }
+
 /* Gravity is read from the device parameter block: switching it off between two replays of the
  * same captured frame makes the velocity constant (exactly: v += dt · 0). */
 TEST(params_without_recapture) {
@@ -114,7 +161,10 @@ TEST(add_after_capture) {
 }
 
 int main(int argc, char **argv) {
-  static const th_test tests[] = {TH_TEST(two_runs_bitwise), TH_TEST(graph_vs_direct_bitwise),
-                                  TH_TEST(params_without_recapture), TH_TEST(add_after_capture)};
+  static const th_test tests[] = {
+      TH_TEST(two_runs_bitwise),          TH_TEST(graph_vs_direct_bitwise),
+      TH_TEST(params_without_recapture),  TH_TEST(add_after_capture),
+      TH_TEST(one_launch_bitwise_linear), TH_TEST(one_launch_bitwise_hertz),
+      TH_TEST(one_launch_bitwise_xpbd)};
   return th_main(argc, argv, tests, TH_COUNT(tests));
 }
