@@ -60,6 +60,7 @@
 #include "cloth_internal.h"
 #include "cloth_kernels.h"
 #include "cloth_mesh.h"
+#include "cloth_xpbd_frame.h"
 #include "coupling.h"
 #include "internal/error.h"
 #include "solvers/particle/collider.h"
@@ -135,6 +136,8 @@ struct wfc_part {
   int sub_in_frame;    /* coupled springs: substeps recorded since the frame began */
   bool fast_off;       /* tuning.one_launch OFF or a partition: no one-launch frames */
   wfc_frame_plan plan; /* springs: how a one-launch frame spreads over the device */
+  bool xpbd_fast;      /* XPBD: the one-launch frame applies (cloth_xpbd_frame.h) */
+  wfc_xpbd_plan xplan; /* XPBD: how it spreads over the device */
   uint32_t barrier;    /* WFC_BARRIER_* of resident frames (tuning.grid_sync) */
   uint32_t reach;      /* largest |i - j| over the vertices j that vertex i reads */
   wf_buffer *rb;       /* per-frame readback destination (wf_cloth_set_frame_readback), or NULL */
@@ -630,8 +633,32 @@ static wf_status lists_of_partition(const char *fn, wfc_part *c, const wfc_local
   return WF_OK;
 }
 
-/* Plan: the counts, and how a frame runs (springs: the one-launch frame's plan; a partition
- * has none: its frames update owned vertices only). */
+/* XPBD: whether the one-launch frame (cloth_xpbd_frame.h) can run this cloth, and its plan;
+ * otherwise one log line that says why its frames run stage by stage (a split over partitions
+ * says so once, in cloth_api.c; tuning.one_launch OFF is asked for, so it is not logged). */
+static void xpbd_frame_setup(wfc_part *c) {
+  const wf_cloth_desc *d = &c->desc;
+  const char *why = d->self_collision ? "self-collision sorts a vertex grid between stages"
+                    : d->contact      ? "cloth contact sorts a vertex grid between stages"
+                    : c->colours > WFC_XPBD_FRAME_COLOURS
+                        ? "its constraints need more colours than the one-launch frame takes"
+                        : NULL;
+  c->xpbd_fast = !why;
+  if (why) {
+    wf__log(WF_LOG_INFO, "cloth '%s': the XPBD frame runs stage by stage: %s", c->name, why);
+    return;
+  }
+  uint32_t widest = 0;
+  for (uint32_t q = 0; q < c->colours; q++) {
+    uint32_t m = c->colour_start[q + 1] - c->colour_start[q];
+    widest = m > widest ? m : widest;
+  }
+  wfc_xpbd_frame_plan(wf_device_is_cuda(c->dev) ? wf_device_ordinal(c->dev) : -1, c->nv, widest,
+                      d->tuning.block, d->tuning.resident != WF_CLOTH_TUNE_OFF, &c->xplan);
+}
+
+/* Plan: the counts, and how a frame runs (the one-launch frame's plan; a partition has none:
+ * its frames update owned vertices only). */
 static void frame_setup(wfc_part *c, const host_lists *L, bool partition) {
   c->springs = L->sp.count;
   c->constraints = L->cons.count;
@@ -639,6 +666,7 @@ static void frame_setup(wfc_part *c, const host_lists *L, bool partition) {
   c->fast_off = partition || c->desc.tuning.one_launch == WF_CLOTH_TUNE_OFF;
   if (!partition && c->desc.integrator == WF_CLOTH_SPRINGS)
     frame_plan(c, &L->sp, L->grid_rest != NULL);
+  if (!c->fast_off && c->desc.integrator == WF_CLOTH_XPBD) xpbd_frame_setup(c);
 }
 
 /* The solver's stream: the desc's, or one of its own. */
@@ -1257,8 +1285,30 @@ static wf_status springs_frame(wfc_part *c, const char *fn, int n, void *host_po
   return launch(c, fn, &wfc_spring_frame, c->nv, &fa, sizeof fa);
 }
 
+/* The frame is one launch: springs (cloth_fast.h) or XPBD (cloth_xpbd_frame.h) without the
+ * vertex grid's stages (self-collision, coupling) or contact, on one partition. */
 static bool one_launch(const wfc_part *c) {
-  return c->desc.integrator == WF_CLOTH_SPRINGS && !grid_on(c) && !c->desc.contact && !c->fast_off;
+  if (grid_on(c) || c->desc.contact || c->fast_off) return false;
+  return c->desc.integrator == WF_CLOTH_SPRINGS || c->xpbd_fast;
+}
+
+/* XPBD: n substeps in one launch (cloth_xpbd_frame.h), the stages of substep() in its order;
+ * host_pos: where the last one also writes the positions, or NULL. */
+static wf_status xpbd_frame(wfc_part *c, const char *fn, int n, void *host_pos) {
+  wfc_xpbd_frame_args fa = {.predict = predict_args(c),
+                            .solve = solve_args(c, 0),
+                            .finalize = finalize_args(c),
+                            .n = c->n_update,
+                            .constraints = c->constraints,
+                            .colours = c->colours,
+                            .iterations = (uint32_t)c->desc.iterations,
+                            .substeps = (uint32_t)n,
+                            .plan = c->xplan,
+                            .host_pos = host_pos,
+                            .host_xyz = c->rb_layout == WF_CLOTH_XYZ};
+  for (uint32_t q = 0; q <= c->colours; q++)
+    fa.colour_start[q] = c->colour_start[q];
+  return launch(c, fn, &wfc_xpbd_frame, c->nv, &fa, sizeof fa);
 }
 
 /* The readback buffer's memory when the frame kernel can write the positions into it itself:
@@ -1308,6 +1358,10 @@ static wf_status enqueue_substeps_rb(wfc_part *c, const char *fn, int n, bool fr
   if (frame && c->rb && !direct) { /* the general path: copy or pack after the frame */
     st = enqueue_substeps_rb(c, fn, n, false);
     return st != WF_OK ? st : readback_after(c, fn);
+  }
+  if (one_launch(c) && n > 0 && !springs) {
+    st = xpbd_frame(c, fn, n, direct);
+    return st != WF_OK ? st : touch_all(c, fn);
   }
   if (one_launch(c) && n > 0) {
     st = springs_frame(c, fn, n, direct);
@@ -1620,12 +1674,21 @@ wf_status wfc_part_info_get(const wfc_part *c, wf_cloth_info *out) {
     if (c->buf[b]) out->device_bytes += wf_buffer_size(c->buf[b]);
   out->graph_nodes = c->graph ? wf_graph_node_count(c->graph) : 0;
   bool springs = c->desc.integrator == WF_CLOTH_SPRINGS;
-  out->frame_kernel = !springs || grid_on(c) || c->fast_off ? WF_CLOTH_FRAME_PER_SUBSTEP
-                      : c->plan.mode == WFC_FRAME_RESIDENT  ? WF_CLOTH_FRAME_RESIDENT
-                                                            : WF_CLOTH_FRAME_STRIDE;
-  out->resident_max = springs && !c->fast_off ? c->plan.resident_max : 0;
+  out->frame_kernel = !one_launch(c)                                ? WF_CLOTH_FRAME_PER_SUBSTEP
+                      : !springs && c->xplan.mode == WFC_XPBD_BLOCK ? WF_CLOTH_FRAME_RESIDENT
+                      : !springs                                    ? WF_CLOTH_FRAME_STRIDE
+                      : c->plan.mode == WFC_FRAME_RESIDENT          ? WF_CLOTH_FRAME_RESIDENT
+                                                                    : WF_CLOTH_FRAME_STRIDE;
+  out->resident_max = springs && !c->fast_off ? c->plan.resident_max
+                      : c->xpbd_fast          ? WFC_XPBD_BLOCK_MAX
+                                              : 0;
   out->frame_readback_direct = readback_direct(c) != NULL;
   bool res = out->frame_kernel == WF_CLOTH_FRAME_RESIDENT;
+  if (!springs) { /* XPBD: one block (resident) or a grid-stride frame, a thread an element */
+    out->frame_lanes = 1;
+    out->frame_block = one_launch(c) ? c->xplan.block : 0;
+    return WF_OK;
+  }
   out->frame_lanes = res ? c->plan.lanes : 1;
   out->frame_smem = res ? c->plan.smem : 0;
   out->frame_tile[0] = res ? c->plan.tile_w : 0;

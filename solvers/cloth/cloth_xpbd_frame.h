@@ -1,0 +1,125 @@
+/* The XPBD integrator's one-launch frame: every substep of a frame (prediction, the coloured
+ * Gauss–Seidel passes of every iteration, the finalize with colliders) in one kernel launch,
+ * with the positions of the last substep written straight into the per-frame readback.
+ *
+ * The staged XPBD frame (cloth.c: substep_begin, substep_end) launches per substep a predict
+ * kernel, a clear of the multipliers, one solve kernel per colour and iteration and a finalize
+ * kernel: 16 x (3 + 4 x colours) graph nodes at 16 substeps and 4 iterations, each paying a
+ * launch gap. This frame runs the same stages in the same order inside one launch, with a
+ * barrier where a kernel boundary was:
+ *
+ *   substep s:  PREDICT (every vertex; the multipliers cleared)   | barrier
+ *               for each iteration, for each colour q:
+ *                 SOLVE colour q (each constraint writes only its own vertices) | barrier
+ *               FINALIZE (every vertex: x += step, colliders, velocity, damping;
+ *                         the last substep also writes the readback)   | barrier (not after
+ *                                                                          the last substep)
+ *
+ * Graph-coloured Gauss–Seidel in the colour order of the staged path: every stage calls the
+ * per-element function of the staged kernel (wfc_predict_elem, wfc_solve_elem,
+ * wfc_finalize_elem of cloth_math.h) on the same values, and inside a stage the elements are
+ * independent (a vertex writes only itself; the constraints of a colour share no vertex), so
+ * how the elements spread over threads changes nothing: the frame gives bitwise the state of
+ * the staged path, on both backends (tests: test_cloth_xpbd_frame).
+ *
+ * Two modes (wfc_xpbd_plan.mode, chosen at creation, wf_cloth_info.frame_kernel):
+ *  BLOCK (frame_kernel RESIDENT): the whole cloth in one thread block (n <= WFC_XPBD_BLOCK_MAX
+ *    vertices): the barriers are __syncthreads(), tens of nanoseconds, and the cloth's state
+ *    stays in the SM's L1 between stages. For small cloths, where the staged frame is all launch
+ *    gaps.
+ *  GRID (frame_kernel STRIDE): a cooperative launch of at most the resident blocks, grid-stride
+ *    loops over the vertices and over each colour's constraints, cooperative groups' grid.sync()
+ *    as the barrier (a few microseconds: 2 + iterations x colours of them a substep).
+ * tuning.resident OFF forces GRID; tuning.block sets the threads a block. The CPU backend runs
+ * both as the same loops (the stages in order over all elements): the modes differ only in how
+ * the CUDA threads share the elements.
+ *
+ * Cloths that need more than this frame has fall back to the staged frame (cloth.c:
+ * xpbd_fast_ok, with one log line at creation): a split over several partitions (each
+ * partition's stages meet the halo exchange between stages), self-collision and particle
+ * coupling (the vertex grid's sort between stages), cloth contact, more than
+ * WFC_XPBD_FRAME_COLOURS colours, and tuning.one_launch OFF. Pins (inverse mass 0), kinematic
+ * attachments, every collider kind (meshes included: wfc_finalize_elem's wfc_collide),
+ * aerodynamics (wfc_predict_elem), collider forces and the per-frame readback are in it.
+ */
+#ifndef WEFT_CLOTH_XPBD_FRAME_H
+#define WEFT_CLOTH_XPBD_FRAME_H
+
+#include <stdbool.h>
+
+#include "cloth_math.h"
+#include "weft/gpu.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The most colours a one-launch XPBD frame takes (their offsets travel in the launch's
+ * arguments); a grid cloth has about 20. */
+#define WFC_XPBD_FRAME_COLOURS 64u
+/* The most vertices the BLOCK mode takes: one SM's worth of work per stage stays shorter than
+ * a grid-wide barrier up to about this size (64 x 64; to be tuned by `weft bench cloth`). */
+#define WFC_XPBD_BLOCK_MAX 4096u
+/* Threads a block: BLOCK mode (the one block) and GRID mode. */
+#define WFC_XPBD_BLOCK_THREADS 512u
+#define WFC_XPBD_GRID_THREADS  256u
+
+enum {
+  WFC_XPBD_BLOCK = 0, /* one block, __syncthreads() between stages */
+  WFC_XPBD_GRID = 1,  /* cooperative launch, grid.sync() between stages */
+};
+
+typedef struct wfc_xpbd_plan {
+  uint32_t mode;   /* WFC_XPBD_* */
+  uint32_t block;  /* threads a block */
+  uint32_t blocks; /* blocks of the launch (BLOCK: 1) */
+} wfc_xpbd_plan;
+
+typedef struct wfc_xpbd_frame_args {
+  wfc_predict_args predict;   /* the staged kernels' arguments, as cloth.c builds them */
+  wfc_solve_args solve;       /* cons, lambda: of constraint 0 (a colour adds its offset) */
+  wfc_finalize_args finalize; /* with forces and flags */
+  uint32_t n;                 /* vertices */
+  uint32_t constraints;       /* all colours' */
+  uint32_t colours, iterations, substeps;
+  uint32_t colour_start[WFC_XPBD_FRAME_COLOURS + 1];
+  wfc_xpbd_plan plan;
+  void *host_pos;    /* NULL, or where the last substep also writes the positions (host memory) */
+  uint32_t host_xyz; /* 0: host_pos holds xyzw (16 bytes a vertex), 1: packed xyz (12 bytes) */
+} wfc_xpbd_frame_args;
+
+/* The solve arguments of colour q: the staged path's (cloth.c: solve_args) for that colour. */
+WF_HD static inline wfc_solve_args wfc_xpbd_colour_args(const wfc_xpbd_frame_args *a, uint32_t q) {
+  wfc_solve_args s = a->solve;
+  s.cons += a->colour_start[q];
+  if (s.lambda) s.lambda += a->colour_start[q];
+  return s;
+}
+
+/* The readback of vertex i's position x (the last substep; host_pos is set). */
+WF_HD static inline void wfc_xpbd_put(const wfc_xpbd_frame_args *a, uint32_t i, wfp_f4 x) {
+  if (a->host_xyz)
+    wfc_put_xyz((float *)a->host_pos, i, x);
+  else
+    ((wfp_f4 *)a->host_pos)[i] = x;
+}
+
+/* n = vertices: args->substeps XPBD substeps (see above). */
+extern const wf_kernel wfc_xpbd_frame;
+
+/* The plan of a one-launch XPBD frame over n vertices whose largest colour has `widest`
+ * constraints, on a CUDA device (ordinal >= 0: its occupancy) or the CPU backend (ordinal < 0).
+ * block: threads a block asked (0: automatic); resident false: GRID whatever the size. */
+void wfc_xpbd_frame_plan(int ordinal, uint32_t n, uint32_t widest, uint32_t block, bool resident,
+                         wfc_xpbd_plan *out);
+
+#ifdef WEFT_HAVE_CUDA
+void wfc_xpbd_frame_cuda(const void *args, size_t n, void *stream);
+void wfc_xpbd_frame_plan_cuda(int ordinal, uint32_t n, uint32_t widest, uint32_t block,
+                              bool resident, wfc_xpbd_plan *out);
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+#endif
