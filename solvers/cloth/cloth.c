@@ -94,7 +94,8 @@ enum {
   B_CEND,
   B_TEMP,
   B_GRID_REST, /* springs on a grid: rest lengths per vertex (cloth_fast.h) */
-  B_SYNC,      /* springs, resident one-launch frames: a barrier counter per block */
+  B_SYNC,      /* resident one-launch frames (XPBD: GRID): a barrier counter per block */
+  B_XBAND,     /* XPBD, the one-launch GRID frame: its bands (cloth_xpbd_frame.h) */
   B_FORCE,     /* the frame's impulses on the colliders (collider_force.h), zeroed as it begins */
   B_CC_EDGES,  /* cloth contact (cloth_contact.h): edges, vertex -> edges, owned triangles and
                   edges, the corrected end positions */
@@ -138,6 +139,7 @@ struct wfc_part {
   wfc_frame_plan plan; /* springs: how a one-launch frame spreads over the device */
   bool xpbd_fast;      /* XPBD: the one-launch frame applies (cloth_xpbd_frame.h) */
   wfc_xpbd_plan xplan; /* XPBD: how it spreads over the device */
+  uint32_t *xband;     /* XPBD, GRID: the bands until they are uploaded */
   uint32_t barrier;    /* WFC_BARRIER_* of resident frames (tuning.grid_sync) */
   uint32_t reach;      /* largest |i - j| over the vertices j that vertex i reads */
   wf_buffer *rb;       /* per-frame readback destination (wf_cloth_set_frame_readback), or NULL */
@@ -365,6 +367,7 @@ void wfc_part_destroy(wfc_part *c) {
   wfc_topology_free(&c->topo);
   free(c->colour_start);
   free(c->pinned);
+  free(c->xband);
   free(c);
 }
 
@@ -636,7 +639,7 @@ static wf_status lists_of_partition(const char *fn, wfc_part *c, const wfc_local
 /* XPBD: whether the one-launch frame (cloth_xpbd_frame.h) can run this cloth, and its plan;
  * otherwise one log line that says why its frames run stage by stage (a split over partitions
  * says so once, in cloth_api.c; tuning.one_launch OFF is asked for, so it is not logged). */
-static void xpbd_frame_setup(wfc_part *c) {
+static wf_status xpbd_frame_setup(const char *fn, wfc_part *c, const wfc_constraints *cons) {
   const wf_cloth_desc *d = &c->desc;
   const char *why = d->self_collision ? "self-collision sorts a vertex grid between stages"
                     : d->contact      ? "cloth contact sorts a vertex grid between stages"
@@ -646,27 +649,28 @@ static void xpbd_frame_setup(wfc_part *c) {
   c->xpbd_fast = !why;
   if (why) {
     wf__log(WF_LOG_INFO, "cloth '%s': the XPBD frame runs stage by stage: %s", c->name, why);
-    return;
+    return WF_OK;
   }
-  uint32_t widest = 0;
-  for (uint32_t q = 0; q < c->colours; q++) {
-    uint32_t m = c->colour_start[q + 1] - c->colour_start[q];
-    widest = m > widest ? m : widest;
-  }
-  wfc_xpbd_frame_plan(wf_device_is_cuda(c->dev) ? wf_device_ordinal(c->dev) : -1, c->nv, widest,
-                      d->tuning.block, d->tuning.resident != WF_CLOTH_TUNE_OFF, &c->xplan);
+  uint32_t reach = wfc_xpbd_reach(cons->cons, cons->count, c->topo.tris, c->nt);
+  wfc_xpbd_frame_plan(wf_device_is_cuda(c->dev) ? wf_device_ordinal(c->dev) : -1, c->nv, reach,
+                      d->tuning.block, d->tuning.resident != WF_CLOTH_TUNE_OFF,
+                      d->tuning.grid_sync == WF_CLOTH_TUNE_ON, &c->xplan);
+  if (c->xplan.mode != WFC_XPBD_GRID) return WF_OK;
+  c->xband = wfc_xpbd_bands_build(cons->cons, cons->count, c->colour_start, c->colours, &c->xplan);
+  return c->xband ? WF_OK : wfc_oom(fn, c->name);
 }
 
 /* Plan: the counts, and how a frame runs (the one-launch frame's plan; a partition has none:
  * its frames update owned vertices only). */
-static void frame_setup(wfc_part *c, const host_lists *L, bool partition) {
+static wf_status frame_setup(const char *fn, wfc_part *c, const host_lists *L, bool partition) {
   c->springs = L->sp.count;
   c->constraints = L->cons.count;
   c->colours = L->cons.colours;
   c->fast_off = partition || c->desc.tuning.one_launch == WF_CLOTH_TUNE_OFF;
   if (!partition && c->desc.integrator == WF_CLOTH_SPRINGS)
     frame_plan(c, &L->sp, L->grid_rest != NULL);
-  if (!c->fast_off && c->desc.integrator == WF_CLOTH_XPBD) xpbd_frame_setup(c);
+  if (!c->fast_off && c->desc.integrator == WF_CLOTH_XPBD) return xpbd_frame_setup(fn, c, &L->cons);
+  return WF_OK;
 }
 
 /* The solver's stream: the desc's, or one of its own. */
@@ -679,6 +683,13 @@ static wf_status stream_open(const char *fn, wfc_part *c) {
   if (st != WF_OK) return fail_gpu(st, fn, c, "creating the solver's stream");
   c->own_stream = true;
   return WF_OK;
+}
+
+/* The barrier counters a resident one-launch frame needs: a block's. */
+static size_t sync_blocks(const wfc_part *c) {
+  if (c->desc.integrator == WF_CLOTH_SPRINGS)
+    return c->plan.mode == WFC_FRAME_RESIDENT ? c->plan.blocks : 0;
+  return c->xpbd_fast && c->xplan.mode == WFC_XPBD_GRID ? c->xplan.blocks : 0;
 }
 
 /* Buffers and upload: every buffer the integrator uses, filled from the lists (both state halves
@@ -715,7 +726,11 @@ static wf_status buffers_upload(const char *fn, wfc_part *c, const host_lists *L
       [B_CONS] = {(size_t)L->cons.count * sizeof(wfc_constraint), L->cons.cons},
       [B_LAMBDA] = {lambda ? (size_t)L->cons.count * 4 : 0, NULL},
       [B_GRID_REST] = {L->grid_rest ? nv * WFC_R_COUNT * sizeof(float) : 0, L->grid_rest},
-      [B_SYNC] = {c->plan.mode == WFC_FRAME_RESIDENT ? (size_t)c->plan.blocks * 4 : 0, NULL},
+      [B_SYNC] = {sync_blocks(c) * 4, NULL},
+      [B_XBAND] = {c->xband
+                       ? ((size_t)c->constraints + (size_t)c->colours * (c->xplan.blocks + 1)) * 4
+                       : 0,
+                   c->xband},
       [B_FORCE] = {WFX_FORCE_BYTES, NULL},
   };
   wf_status st = WF_OK;
@@ -723,11 +738,13 @@ static wf_status buffers_upload(const char *fn, wfc_part *c, const host_lists *L
     if (b >= B_Q && b <= B_TEMP) continue;          /* the vertex grid's: grid_alloc, when needed */
     if (b >= B_CC_EDGES && b <= B_CC_MAX) continue; /* cloth contact's: contact_alloc */
     if (!spec[b].bytes && (b == B_ADJ_START || b == B_ADJ || b == B_CONS || b == B_LAMBDA ||
-                           b == B_GRID_REST || b == B_SYNC))
+                           b == B_GRID_REST || b == B_SYNC || b == B_XBAND))
       continue; /* not used by this integrator */
     st = make_buffer(c, fn, b, spec[b].bytes, spec[b].data);
   }
   free(x);
+  free(c->xband); /* uploaded */
+  c->xband = NULL;
   if (st == WF_OK && (c->desc.self_collision || c->desc.contact)) st = grid_alloc(c, fn);
   if (st == WF_OK && c->desc.contact) st = contact_alloc(c, fn);
   return st != WF_OK ? st : upload_params(c, fn);
@@ -760,7 +777,7 @@ static wf_status create_whole(const char *fn, wf_device *dev, const wf_cloth_des
   host_lists L = {0};
   st = part_new(fn, dev, desc, name, topo, &c);
   if (st == WF_OK) st = lists_build(fn, c, &L);
-  if (st == WF_OK) frame_setup(c, &L, false);
+  if (st == WF_OK) st = frame_setup(fn, c, &L, false);
   return part_finish(fn, c, &L, st, out);
 }
 
@@ -1304,6 +1321,10 @@ static wf_status xpbd_frame(wfc_part *c, const char *fn, int n, void *host_pos) 
                             .iterations = (uint32_t)c->desc.iterations,
                             .substeps = (uint32_t)n,
                             .plan = c->xplan,
+                            .perm = c->buf[B_XBAND] ? ptr(c, B_XBAND) : NULL,
+                            .band = c->buf[B_XBAND] ? (uint32_t *)ptr(c, B_XBAND) + c->constraints
+                                                    : NULL,
+                            .sync = c->buf[B_SYNC] ? ptr(c, B_SYNC) : NULL,
                             .host_pos = host_pos,
                             .host_xyz = c->rb_layout == WF_CLOTH_XYZ};
   for (uint32_t q = 0; q <= c->colours; q++)
@@ -1687,6 +1708,8 @@ wf_status wfc_part_info_get(const wfc_part *c, wf_cloth_info *out) {
   if (!springs) { /* XPBD: one block (resident) or a grid-stride frame, a thread an element */
     out->frame_lanes = 1;
     out->frame_block = one_launch(c) ? c->xplan.block : 0;
+    out->frame_grid_sync =
+        one_launch(c) && c->xplan.mode == WFC_XPBD_GRID && c->xplan.barrier == WFC_XPBD_SYNC_GRID;
     return WF_OK;
   }
   out->frame_lanes = res ? c->plan.lanes : 1;
@@ -1731,7 +1754,7 @@ wf_status wfc_cloth_create_local(const char *fn, wf_device *dev, const wf_cloth_
   if (st == WF_OK) st = lists_of_partition(fn, c, local, &L);
   if (st == WF_OK) {
     c->n_update = local->n_update;
-    frame_setup(c, &L, true);
+    st = frame_setup(fn, c, &L, true);
   }
   return part_finish(fn, c, &L, st, out);
 }

@@ -27,12 +27,15 @@
  *    vertices): the barriers are __syncthreads(), tens of nanoseconds, and the cloth's state
  *    stays in the SM's L1 between stages. For small cloths, where the staged frame is all launch
  *    gaps.
- *  GRID (frame_kernel STRIDE): a cooperative launch of at most the resident blocks, grid-stride
- *    loops over the vertices and over each colour's constraints, cooperative groups' grid.sync()
- *    as the barrier (a few microseconds: 2 + iterations x colours of them a substep).
+ *  GRID (frame_kernel STRIDE): a cooperative launch of at most the resident blocks, each owning
+ *    a band of consecutive vertices and, of each colour, the constraints whose lowest vertex is
+ *    in its band (the bands, below). The barrier: each block waits only for the few blocks whose
+ *    bands are within a constraint's reach of its own (the counters of the springs' resident
+ *    frame, cloth_fast.cu), or grid.sync() (tuning.grid_sync ON, or a cloth whose constraints
+ *    reach too far). 2 + iterations x colours barriers a substep.
  * tuning.resident OFF forces GRID; tuning.block sets the threads a block. The CPU backend runs
- * both as the same loops (the stages in order over all elements): the modes differ only in how
- * the CUDA threads share the elements.
+ * the same stages in the same order, GRID block by block over the bands (so the band tables
+ * are exercised by the CPU tests: a constraint missed or solved twice changes the state).
  *
  * Cloths that need more than this frame has fall back to the staged frame (cloth.c:
  * xpbd_fast_ok, with one log line at creation): a split over several partitions (each
@@ -63,18 +66,39 @@ extern "C" {
 /* Threads a block: BLOCK mode (the one block) and GRID mode. */
 #define WFC_XPBD_BLOCK_THREADS 512u
 #define WFC_XPBD_GRID_THREADS  256u
+/* GRID: the most blocks a block may wait for at a neighbour barrier; beyond (a mesh whose
+ * vertex numbering spreads its constraints far apart) grid.sync() is the cheaper barrier. */
+#define WFC_XPBD_MAX_NEIGHBOURS 16u
 
 enum {
   WFC_XPBD_BLOCK = 0, /* one block, __syncthreads() between stages */
-  WFC_XPBD_GRID = 1,  /* cooperative launch, grid.sync() between stages */
+  WFC_XPBD_GRID = 1,  /* cooperative launch of banded blocks, a barrier between stages */
+};
+
+/* GRID mode's barrier (wfc_xpbd_plan.barrier). */
+enum {
+  WFC_XPBD_SYNC_NEIGHBOURS = 0, /* each block waits for the blocks whose bands overlap its own */
+  WFC_XPBD_SYNC_GRID = 1,       /* cooperative groups' grid.sync() (tuning.grid_sync ON) */
 };
 
 typedef struct wfc_xpbd_plan {
-  uint32_t mode;   /* WFC_XPBD_* */
-  uint32_t block;  /* threads a block */
-  uint32_t blocks; /* blocks of the launch (BLOCK: 1) */
+  uint32_t mode;    /* WFC_XPBD_* */
+  uint32_t block;   /* threads a block */
+  uint32_t blocks;  /* blocks of the launch (BLOCK: 1) */
+  uint32_t vpb;     /* GRID: vertices a block owns, [b vpb, (b + 1) vpb) (the last: fewer) */
+  uint32_t barrier; /* GRID: WFC_XPBD_SYNC_* */
+  uint32_t near;    /* GRID, neighbour barrier: block b waits for b - near .. b + near */
 } wfc_xpbd_plan;
 
+/* GRID mode's bands. Block b owns the vertices [b vpb, (b + 1) vpb) and, of every colour, the
+ * constraints whose lowest vertex it owns: perm[band[q (blocks + 1) + b] ..
+ * band[q (blocks + 1) + b + 1]) lists them (indices into the constraints; each colour's segment of
+ * perm is a permutation of that colour, ordered by block). With `reach` the largest span
+ * (highest - lowest vertex) of a constraint or triangle, a block reads and writes only vertices in
+ * [b vpb - reach, (b + 1) vpb - 1 + reach] in any stage (predict's aerodynamics reads its
+ * triangles), so two blocks can touch one vertex only if |b - b'| <= near = (vpb - 1 + 2 reach) /
+ * vpb: the neighbour barrier waits for those. The constraints buffer itself keeps its order (the
+ * staged frame, the energies and the split read it). */
 typedef struct wfc_xpbd_frame_args {
   wfc_predict_args predict;   /* the staged kernels' arguments, as cloth.c builds them */
   wfc_solve_args solve;       /* cons, lambda: of constraint 0 (a colour adds its offset) */
@@ -84,6 +108,9 @@ typedef struct wfc_xpbd_frame_args {
   uint32_t colours, iterations, substeps;
   uint32_t colour_start[WFC_XPBD_FRAME_COLOURS + 1];
   wfc_xpbd_plan plan;
+  const uint32_t *perm; /* GRID: the bands (see above) */
+  const uint32_t *band;
+  uint32_t *sync;    /* GRID, neighbour barrier: a counter a block (barriers passed; 0 at first) */
   void *host_pos;    /* NULL, or where the last substep also writes the positions (host memory) */
   uint32_t host_xyz; /* 0: host_pos holds xyzw (16 bytes a vertex), 1: packed xyz (12 bytes) */
 } wfc_xpbd_frame_args;
@@ -94,6 +121,22 @@ WF_HD static inline wfc_solve_args wfc_xpbd_colour_args(const wfc_xpbd_frame_arg
   s.cons += a->colour_start[q];
   if (s.lambda) s.lambda += a->colour_start[q];
   return s;
+}
+
+/* GRID: the range of perm holding block b's constraints of colour q. */
+WF_HD static inline void wfc_xpbd_band(const wfc_xpbd_frame_args *a, uint32_t q, uint32_t b,
+                                       uint32_t *lo, uint32_t *hi) {
+  const uint32_t *row = a->band + (size_t)q * (a->plan.blocks + 1u);
+  *lo = row[b];
+  *hi = row[b + 1u];
+}
+
+/* GRID: the vertices block b owns, [*lo, *hi). */
+WF_HD static inline void wfc_xpbd_vertices(const wfc_xpbd_frame_args *a, uint32_t b, uint32_t *lo,
+                                           uint32_t *hi) {
+  uint64_t l = (uint64_t)b * a->plan.vpb, h = l + a->plan.vpb;
+  *lo = l < a->n ? (uint32_t)l : a->n;
+  *hi = h < a->n ? (uint32_t)h : a->n;
 }
 
 /* The readback of vertex i's position x (the last substep; host_pos is set). */
@@ -107,16 +150,31 @@ WF_HD static inline void wfc_xpbd_put(const wfc_xpbd_frame_args *a, uint32_t i, 
 /* n = vertices: args->substeps XPBD substeps (see above). */
 extern const wf_kernel wfc_xpbd_frame;
 
-/* The plan of a one-launch XPBD frame over n vertices whose largest colour has `widest`
- * constraints, on a CUDA device (ordinal >= 0: its occupancy) or the CPU backend (ordinal < 0).
- * block: threads a block asked (0: automatic); resident false: GRID whatever the size. */
-void wfc_xpbd_frame_plan(int ordinal, uint32_t n, uint32_t widest, uint32_t block, bool resident,
-                         wfc_xpbd_plan *out);
+/* The plan of a one-launch XPBD frame over n vertices whose constraints and triangles span at
+ * most `reach` vertices, on a CUDA device (ordinal >= 0: its occupancy) or the CPU backend
+ * (ordinal < 0: the blocks a GPU would get without an occupancy limit). block: threads a block
+ * asked (0: automatic); resident false: GRID whatever the size; grid_sync: GRID meets at
+ * grid.sync() (also where a block would have more than WFC_XPBD_MAX_NEIGHBOURS neighbours). */
+void wfc_xpbd_frame_plan(int ordinal, uint32_t n, uint32_t reach, uint32_t block, bool resident,
+                         bool grid_sync, wfc_xpbd_plan *out);
+
+/* GRID's bands and barrier once the blocks are chosen (both backends' plans end with it). */
+void wfc_xpbd_plan_bands(uint32_t n, uint32_t reach, bool grid_sync, wfc_xpbd_plan *out);
+
+/* The largest span (highest - lowest vertex) of a constraint or triangle (the bands' reach). */
+uint32_t wfc_xpbd_reach(const wfc_constraint *cons, uint32_t count, const uint32_t *tris,
+                        uint32_t nt);
+
+/* GRID's perm and band tables (see above) for the plan, in one malloc'd array: perm (count
+ * entries), then band (colours x (blocks + 1)). NULL when out of memory. */
+uint32_t *wfc_xpbd_bands_build(const wfc_constraint *cons, uint32_t count,
+                               const uint32_t *colour_start, uint32_t colours,
+                               const wfc_xpbd_plan *plan);
 
 #ifdef WEFT_HAVE_CUDA
 void wfc_xpbd_frame_cuda(const void *args, size_t n, void *stream);
-void wfc_xpbd_frame_plan_cuda(int ordinal, uint32_t n, uint32_t widest, uint32_t block,
-                              bool resident, wfc_xpbd_plan *out);
+void wfc_xpbd_frame_plan_cuda(int ordinal, uint32_t n, uint32_t reach, uint32_t block,
+                              bool resident, bool grid_sync, wfc_xpbd_plan *out);
 #endif
 
 #ifdef __cplusplus

@@ -20,9 +20,17 @@ enum { PATH_AUTO, PATH_STRIDE, PATH_STAGED };
 
 typedef wf_status (*builder)(const wf_cloth_tuning *t, wf_cloth **out);
 
+/* The one-launch frame's threads a block and barrier (tuning.block, tuning.grid_sync) the
+ * builders ask for: small blocks make the grid-stride frame's bands many (a block of 32 threads
+ * owns 32 vertices, so a 32 x 32 cloth has 32 bands, each waiting for the bands within a
+ * constraint's reach: a hinge spans up to 2 rows and a vertex). */
+static uint32_t g_block;
+static int g_grid_sync;
+
 static wf_cloth_tuning tuning_of(int path) {
   wf_cloth_tuning t;
   memset(&t, 0, sizeof t);
+  if (path != PATH_STAGED) t.block = g_block, t.grid_sync = g_grid_sync;
   if (path == PATH_STAGED) t.one_launch = WF_CLOTH_TUNE_OFF;
   if (path == PATH_STRIDE) t.resident = WF_CLOTH_TUNE_OFF;
   return t;
@@ -178,6 +186,39 @@ static void compare(const char *what, builder build, int frames, int path, uint3
 TEST(busy_scene_bitwise) {
   compare("busy, resident", build_busy, 25, PATH_AUTO, WF_CLOTH_FRAME_RESIDENT);
   compare("busy, stride", build_busy, 25, PATH_STRIDE, WF_CLOTH_FRAME_STRIDE);
+  g_block = 32;
+  compare("busy, stride in 4 bands", build_busy, 25, PATH_STRIDE, WF_CLOTH_FRAME_STRIDE);
+  g_block = 0;
+}
+
+/* The grid-stride frame's bands and barriers: 32 bands of 32 vertices at 32 x 32 waiting for
+ * their neighbours, the same with grid.sync() (tuning.grid_sync ON), and blocks of 64. */
+TEST(bands_bitwise) {
+  g_nu = 32, g_nr = 32, g_substeps = 16, g_iterations = 4;
+  static const struct {
+    uint32_t block;
+    int grid_sync;
+    uint32_t blocks_want, gs_want;
+  } cases[] = {{32, WF_CLOTH_TUNE_AUTO, 32, 0},
+               {32, WF_CLOTH_TUNE_ON, 32, 1},
+               {64, WF_CLOTH_TUNE_AUTO, 16, 0}};
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    g_block = cases[k].block, g_grid_sync = cases[k].grid_sync;
+    wf_cloth *probe = NULL;
+    wf_cloth_tuning t = tuning_of(PATH_STRIDE);
+    CHECK_OK(build_classic(&t, &probe));
+    REQUIRE(probe);
+    wf_cloth_info info;
+    CHECK_OK(wf_cloth_info_get(probe, &info));
+    wf_cloth_destroy(probe);
+    CHECK_EQ_INT(info.frame_block, cases[k].block);
+    CHECK_EQ_INT(info.frame_grid_sync, cases[k].gs_want);
+    char what[64];
+    snprintf(what, sizeof what, "classic 32x32, stride, blocks of %u%s", cases[k].block,
+             cases[k].gs_want ? ", grid.sync" : "");
+    compare(what, build_classic, 3, PATH_STRIDE, WF_CLOTH_FRAME_STRIDE);
+  }
+  g_block = 0, g_grid_sync = 0;
 }
 
 /* The bench's setup: 4 iterations at 16 and 15 substeps, and 1 iteration (no multipliers). */
@@ -417,6 +458,7 @@ TEST(fallbacks_run_staged) {
 int main(int argc, char **argv) {
   static const th_test tests[] = {TH_TEST(busy_scene_bitwise),
                                   TH_TEST(classic_32_bitwise),
+                                  TH_TEST(bands_bitwise),
                                   TH_TEST(mesh_collider_and_obj_bitwise),
                                   TH_TEST(resident_limit_bitwise),
                                   TH_TEST(frame_readback),
