@@ -653,7 +653,10 @@ static wf_status xpbd_frame_setup(const char *fn, wfc_part *c, const wfc_constra
   }
   uint32_t reach = wfc_xpbd_reach(cons->cons, cons->count, c->topo.tris, c->nt);
   wfc_xpbd_frame_plan(wf_device_is_cuda(c->dev) ? wf_device_ordinal(c->dev) : -1, c->nv, reach,
-                      d->tuning.block, d->tuning.resident != WF_CLOTH_TUNE_OFF,
+                      d->tuning.block,
+                      d->tuning.resident == WF_CLOTH_TUNE_OFF  ? 0u
+                      : d->tuning.resident == WF_CLOTH_TUNE_ON ? WFC_XPBD_BLOCK_MAX_ASKED
+                                                               : WFC_XPBD_BLOCK_MAX,
                       d->tuning.grid_sync == WF_CLOTH_TUNE_ON, &c->xplan);
   if (c->xplan.mode != WFC_XPBD_GRID) return WF_OK;
   c->xband = wfc_xpbd_bands_build(cons->cons, cons->count, c->colour_start, c->colours, &c->xplan);
@@ -1483,6 +1486,11 @@ wf_status wfc_part_couple(wfc_part *c, wf_particles *ps) {
                      c->name, v.name, (double)dt_c, (double)c->desc.frame_dt, c->desc.substeps,
                      (double)dt_p, (double)v.frame_dt, v.substeps);
   if ((st = grid_alloc(c, fn)) != WF_OK) return st;
+  if (c->xpbd_fast)
+    wf__log(WF_LOG_INFO,
+            "cloth '%s': coupled to particles '%s', its XPBD frame runs stage by stage (inside "
+            "the particles' substeps)",
+            c->name, v.name);
   c->ps = ps;
   c->ps_radius = v.max_radius;
   c->sub_in_frame = 0;
@@ -1700,9 +1708,10 @@ wf_status wfc_part_info_get(const wfc_part *c, wf_cloth_info *out) {
                       : !springs                                    ? WF_CLOTH_FRAME_STRIDE
                       : c->plan.mode == WFC_FRAME_RESIDENT          ? WF_CLOTH_FRAME_RESIDENT
                                                                     : WF_CLOTH_FRAME_STRIDE;
-  out->resident_max = springs && !c->fast_off ? c->plan.resident_max
-                      : c->xpbd_fast          ? WFC_XPBD_BLOCK_MAX
-                                              : 0;
+  out->resident_max = springs && !c->fast_off                       ? c->plan.resident_max
+                      : !c->xpbd_fast                               ? 0
+                      : c->desc.tuning.resident == WF_CLOTH_TUNE_ON ? WFC_XPBD_BLOCK_MAX_ASKED
+                                                                    : WFC_XPBD_BLOCK_MAX;
   out->frame_readback_direct = readback_direct(c) != NULL;
   bool res = out->frame_kernel == WF_CLOTH_FRAME_RESIDENT;
   if (!springs) { /* XPBD: one block (resident) or a grid-stride frame, a thread an element */

@@ -101,12 +101,12 @@ void wfc_xpbd_plan_bands(uint32_t n, uint32_t reach, bool grid_sync, wfc_xpbd_pl
                                                                  : WFC_XPBD_SYNC_NEIGHBOURS;
 }
 
-void wfc_xpbd_frame_plan(int ordinal, uint32_t n, uint32_t reach, uint32_t block, bool resident,
-                         bool grid_sync, wfc_xpbd_plan *out) {
+void wfc_xpbd_frame_plan(int ordinal, uint32_t n, uint32_t reach, uint32_t block,
+                         uint32_t block_max, bool grid_sync, wfc_xpbd_plan *out) {
   memset(out, 0, sizeof *out);
 #ifdef WEFT_HAVE_CUDA
   if (ordinal >= 0) {
-    wfc_xpbd_frame_plan_cuda(ordinal, n, reach, block, resident, grid_sync, out);
+    wfc_xpbd_frame_plan_cuda(ordinal, n, reach, block, block_max, grid_sync, out);
     return;
   }
 #else
@@ -114,7 +114,7 @@ void wfc_xpbd_frame_plan(int ordinal, uint32_t n, uint32_t reach, uint32_t block
 #endif
   /* the plan a GPU would get, without its occupancy limit */
   uint32_t b = block ? block : WFC_XPBD_BLOCK_THREADS;
-  out->mode = resident && n <= WFC_XPBD_BLOCK_MAX ? WFC_XPBD_BLOCK : WFC_XPBD_GRID;
+  out->mode = n <= block_max ? WFC_XPBD_BLOCK : WFC_XPBD_GRID;
   if (out->mode == WFC_XPBD_GRID && !block) b = WFC_XPBD_GRID_THREADS;
   b = b < 32 ? 32 : b > WFC_XPBD_BLOCK_THREADS ? WFC_XPBD_BLOCK_THREADS : b / 32 * 32;
   out->block = b;

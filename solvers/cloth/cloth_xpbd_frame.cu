@@ -188,13 +188,13 @@ uint32_t warps_of(uint32_t b) {
 } // namespace
 
 extern "C" void wfc_xpbd_frame_plan_cuda(int ordinal, uint32_t n, uint32_t reach, uint32_t block,
-                                         bool resident, bool grid_sync, wfc_xpbd_plan *out) {
+                                         uint32_t block_max, bool grid_sync, wfc_xpbd_plan *out) {
   int old = 0, sms = 0, per_sm = 0, per_sm_gs = 0;
   cudaGetDevice(&old);
   cudaSetDevice(ordinal);
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ordinal);
   if (sms < 1) sms = 1;
-  if (resident && n <= WFC_XPBD_BLOCK_MAX) {
+  if (n <= block_max) {
     out->mode = WFC_XPBD_BLOCK;
     out->block = warps_of(block ? block : WFC_XPBD_BLOCK_THREADS);
     out->blocks = 1;

@@ -33,7 +33,8 @@
  *    bands are within a constraint's reach of its own (the counters of the springs' resident
  *    frame, cloth_fast.cu), or grid.sync() (tuning.grid_sync ON, or a cloth whose constraints
  *    reach too far). 2 + iterations x colours barriers a substep.
- * tuning.resident OFF forces GRID; tuning.block sets the threads a block. The CPU backend runs
+ * tuning.resident OFF forces GRID, ON lets BLOCK take up to WFC_XPBD_BLOCK_MAX_ASKED vertices
+ * (for measuring); tuning.block sets the threads a block. The CPU backend runs
  * the same stages in the same order, GRID block by block over the bands (so the band tables
  * are exercised by the CPU tests: a constraint missed or solved twice changes the state).
  *
@@ -63,6 +64,9 @@ extern "C" {
 /* The most vertices the BLOCK mode takes: one SM's worth of work per stage stays shorter than
  * a grid-wide barrier up to about this size (64 x 64; to be tuned by `weft bench cloth`). */
 #define WFC_XPBD_BLOCK_MAX 4096u
+/* ... and the most it takes when asked (tuning.resident ON), for measuring where one block stops
+ * paying (the stages of a 256 x 256 cloth on one SM). */
+#define WFC_XPBD_BLOCK_MAX_ASKED 65536u
 /* Threads a block: BLOCK mode (the one block) and GRID mode. */
 #define WFC_XPBD_BLOCK_THREADS 512u
 #define WFC_XPBD_GRID_THREADS  256u
@@ -153,10 +157,11 @@ extern const wf_kernel wfc_xpbd_frame;
 /* The plan of a one-launch XPBD frame over n vertices whose constraints and triangles span at
  * most `reach` vertices, on a CUDA device (ordinal >= 0: its occupancy) or the CPU backend
  * (ordinal < 0: the blocks a GPU would get without an occupancy limit). block: threads a block
- * asked (0: automatic); resident false: GRID whatever the size; grid_sync: GRID meets at
- * grid.sync() (also where a block would have more than WFC_XPBD_MAX_NEIGHBOURS neighbours). */
-void wfc_xpbd_frame_plan(int ordinal, uint32_t n, uint32_t reach, uint32_t block, bool resident,
-                         bool grid_sync, wfc_xpbd_plan *out);
+ * asked (0: automatic); block_max: the most vertices BLOCK takes (0: GRID whatever the size;
+ * WFC_XPBD_BLOCK_MAX by default); grid_sync: GRID meets at grid.sync() (also where a block would
+ * have more than WFC_XPBD_MAX_NEIGHBOURS neighbours). */
+void wfc_xpbd_frame_plan(int ordinal, uint32_t n, uint32_t reach, uint32_t block,
+                         uint32_t block_max, bool grid_sync, wfc_xpbd_plan *out);
 
 /* GRID's bands and barrier once the blocks are chosen (both backends' plans end with it). */
 void wfc_xpbd_plan_bands(uint32_t n, uint32_t reach, bool grid_sync, wfc_xpbd_plan *out);
@@ -174,7 +179,7 @@ uint32_t *wfc_xpbd_bands_build(const wfc_constraint *cons, uint32_t count,
 #ifdef WEFT_HAVE_CUDA
 void wfc_xpbd_frame_cuda(const void *args, size_t n, void *stream);
 void wfc_xpbd_frame_plan_cuda(int ordinal, uint32_t n, uint32_t reach, uint32_t block,
-                              bool resident, bool grid_sync, wfc_xpbd_plan *out);
+                              uint32_t block_max, bool grid_sync, wfc_xpbd_plan *out);
 #endif
 
 #ifdef __cplusplus
