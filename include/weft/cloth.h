@@ -208,14 +208,17 @@ enum { WF_CLOTH_TUNE_AUTO = 0, WF_CLOTH_TUNE_ON = 1, WF_CLOTH_TUNE_OFF = 2 };
  *  report what was chosen. */
 typedef struct wf_cloth_tuning {
   int one_launch;   /* WF_CLOTH_TUNE_*: OFF runs kernels per substep (the general path); AUTO and ON
-                       run a mass-spring frame in one launch */
+                       run a mass-spring or XPBD frame in one launch */
   int resident;     /* WF_CLOTH_TUNE_*: OFF runs one-launch frames as a grid-stride loop; AUTO and
-                       ON keep a thread a vertex resident where every vertex fits at once */
+                       ON keep a thread a vertex resident where every vertex fits at once (XPBD:
+                       one block up to 4096 vertices, ON: up to 65536) */
   int grid_sync;    /* WF_CLOTH_TUNE_*: ON makes resident frames meet at grid.sync() between
-                       substeps; AUTO and OFF: each block waits for its neighbours only */
+                       substeps (XPBD: the grid-stride frame between stages); AUTO and OFF: each
+                       block waits for its neighbours only */
   uint32_t block;   /* threads a block of resident frames, 1 to 1024, rounded by the device to
-                       whole warps it can run (32 to 256 on CUDA); 0: automatic (the vertices
-                       spread over the multiprocessors, at most 256 a block) */
+                       whole warps it can run (32 to 256 on CUDA; XPBD's frames 32 to 512); 0:
+                       automatic (the vertices spread over the multiprocessors, at most 256 a
+                       block; XPBD: 512 in one block, 256 grid-stride) */
   uint32_t lanes;   /* resident grid cloths: at most this many threads a vertex, 1, 2 or 4; 0:
                        automatic (the most that stay resident) */
   int smem;         /* WF_CLOTH_TUNE_*: resident grid cloths stage their neighbourhood in shared
