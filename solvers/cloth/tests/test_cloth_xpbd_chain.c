@@ -128,6 +128,9 @@ static int chain_run(int substeps, int iterations, chain_result *r) {
     TH_FAIL("chain: %s", wf_last_error());
     return 0;
   }
+  wf_cloth_info ci; /* these results are the one-launch frame's (bitwise the staged frame's) */
+  if (wf_cloth_info_get(c, &ci) == WF_OK && ci.frame_kernel != WF_CLOTH_FRAME_RESIDENT)
+    TH_FAIL("chain: frame kernel %u, want the one-block XPBD frame", ci.frame_kernel);
   /* m/2 at the free end; the start: the discrete first mode, each link kept at length a */
   double mass[NV], shape[NV];
   for (int k = 0; k < NV; k++)
