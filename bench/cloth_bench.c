@@ -18,7 +18,9 @@
  * neighbours staged in shared memory; stride: a grid-stride loop; substep: one launch per substep).
  *
  * XPBD runs three ways: "xpbd" (1 iteration, copy after the frame: the earlier rows),
- * "xpbd4-rb" (4 iterations, wf_cloth_set_frame_readback: the issue-29 target's setup) and
+ * "xpbd4-rb" (4 iterations, tuning.one_launch ON, wf_cloth_set_frame_readback: the issue-29
+ * target's setup; ON so that a CPU device runs the one-launch frame too, which it does only when
+ * asked) and
  * "xpbd4-stg" (4 iterations with tuning.one_launch OFF: the staged frame, a launch per stage, as
  * the baseline of the same run). Their kernel column: "block" (the one-launch frame in one
  * block), "stride" (the one-launch grid-stride frame), "stages" (a launch per stage);
@@ -198,7 +200,7 @@ typedef struct run_cfg {
   bool step;      /* false: no frame, only the readback and the wait */
   bool contact;   /* cloth contact on (wf_cloth_desc.contact) */
   int iterations; /* XPBD: iterations a substep (0: 1) */
-  bool staged;    /* tuning.one_launch OFF: kernels per substep (XPBD: per stage) */
+  int one_launch; /* tuning.one_launch (WF_CLOTH_TUNE_*; OFF: kernels per substep or stage) */
 } run_cfg;
 
 /* Median ms of cfg->frames measured frames after 5 warm-up frames: [step a frame] [read back]
@@ -227,8 +229,8 @@ static int run_cfg_ms(wf_device *dev, wf_device *host, const run_cfg *cfg, doubl
   g.center[1] = 0.0f;
   d.devices[0] = dev;
   d.contact = cfg->contact;
+  d.tuning.one_launch = cfg->one_launch; /* the variant's; the environment's over it */
   if (bench_cloth_tuning_env("cloth", &d.tuning)) goto done;
-  if (cfg->staged) d.tuning.one_launch = WF_CLOTH_TUNE_OFF;
   wf_status st = ms ? wf_cloth_create_grid(&d, &g, &c) : WF_ERR_OUT_OF_MEMORY;
   if (st == WF_OK) st = wf_cloth_pin_named(c, "top-left", NULL);
   if (st == WF_OK) st = wf_cloth_pin_named(c, "top-right", NULL);
@@ -294,8 +296,9 @@ static const char *kernel_name(const wf_cloth_info *info, int integrator) {
 }
 
 static int run_one(wf_device *dev, wf_device *host, int N, int integrator, int readback, int frames,
-                   bool contact, int iterations, bool staged, run_result *r, wf_cloth_info *info) {
-  run_cfg cfg = {N, integrator, 16, frames, readback, true, contact, iterations, staged};
+                   bool contact, int iterations, int one_launch, run_result *r,
+                   wf_cloth_info *info) {
+  run_cfg cfg = {N, integrator, 16, frames, readback, true, contact, iterations, one_launch};
   if (run_cfg_ms(dev, host, &cfg, &r->ms, info)) return 1;
   r->vss = (double)N * N * 16 / (r->ms * 1e-3);
   r->bytes = model_bytes(integrator, iterations > 0 ? iterations : 1, N, info);
@@ -372,20 +375,21 @@ int wf_bench_cloth(int argc, char **argv) {
     int integrator, readback;
     bool contact;
     int iterations;
-    bool staged;
-  } variants[] = {{"springs", "springs", WF_CLOTH_SPRINGS, RB_COPY, false, 1, false},
-                  {"springs-rb", "springs_rb", WF_CLOTH_SPRINGS, RB_FRAME, false, 1, false},
-                  {"springs-xyz", "springs_xyz", WF_CLOTH_SPRINGS, RB_FRAME_XYZ, false, 1, false},
-                  {"xpbd", "xpbd", WF_CLOTH_XPBD, RB_COPY, false, 1, false},
-                  {"xpbd4-rb", "xpbd4_rb", WF_CLOTH_XPBD, RB_FRAME, false, 4, false},
-                  {"xpbd4-stg", "xpbd4_staged", WF_CLOTH_XPBD, RB_COPY, false, 4, true},
-                  {"xpbd-contact", "xpbd_contact", WF_CLOTH_XPBD, RB_COPY, true, 1, false}};
+    int one_launch; /* tuning.one_launch */
+  } variants[] = {
+      {"springs", "springs", WF_CLOTH_SPRINGS, RB_COPY, false, 1, WF_CLOTH_TUNE_AUTO},
+      {"springs-rb", "springs_rb", WF_CLOTH_SPRINGS, RB_FRAME, false, 1, WF_CLOTH_TUNE_AUTO},
+      {"springs-xyz", "springs_xyz", WF_CLOTH_SPRINGS, RB_FRAME_XYZ, false, 1, WF_CLOTH_TUNE_AUTO},
+      {"xpbd", "xpbd", WF_CLOTH_XPBD, RB_COPY, false, 1, WF_CLOTH_TUNE_AUTO},
+      {"xpbd4-rb", "xpbd4_rb", WF_CLOTH_XPBD, RB_FRAME, false, 4, WF_CLOTH_TUNE_ON},
+      {"xpbd4-stg", "xpbd4_staged", WF_CLOTH_XPBD, RB_COPY, false, 4, WF_CLOTH_TUNE_OFF},
+      {"xpbd-contact", "xpbd_contact", WF_CLOTH_XPBD, RB_COPY, true, 1, WF_CLOTH_TUNE_AUTO}};
   for (int v = 0; v < (o.contact ? 7 : 6); v++)
     for (int k = 0; k < n_sizes; k++) {
       run_result r;
       wf_cloth_info ci;
       if (run_one(dev, host, sizes[k], variants[v].integrator, variants[v].readback, frames,
-                  variants[v].contact, variants[v].iterations, variants[v].staged, &r, &ci))
+                  variants[v].contact, variants[v].iterations, variants[v].one_launch, &r, &ci))
         goto fail;
       char sz[24], metric[64];
       snprintf(sz, sizeof sz, "%dx%d", sizes[k], sizes[k]);
@@ -426,7 +430,7 @@ static int profile_one(wf_device *dev, wf_device *host, int N, int frames, bench
   static const int S[] = {1, 2, 4, 8, 16};
   double t[5], sync_ms, copy_ms, copy16, rb16, xyz16;
   wf_cloth_info ci;
-  run_cfg cfg = {N, WF_CLOTH_SPRINGS, 16, frames, RB_NONE, false, false, 1, false};
+  run_cfg cfg = {N, WF_CLOTH_SPRINGS, 16, frames, RB_NONE, false, false, 1, 0};
   if (run_cfg_ms(dev, host, &cfg, &sync_ms, &ci)) return 1;
   cfg.readback = RB_COPY;
   if (run_cfg_ms(dev, host, &cfg, &copy_ms, &ci)) return 1;

@@ -208,7 +208,8 @@ enum { WF_CLOTH_TUNE_AUTO = 0, WF_CLOTH_TUNE_ON = 1, WF_CLOTH_TUNE_OFF = 2 };
  *  report what was chosen. */
 typedef struct wf_cloth_tuning {
   int one_launch;   /* WF_CLOTH_TUNE_*: OFF runs kernels per substep (the general path); AUTO and ON
-                       run a mass-spring or XPBD frame in one launch */
+                       run a mass-spring or XPBD frame in one launch (XPBD on a CPU device: only
+                       ON; AUTO keeps the staged frame, whose kernels use the CPU worker pool) */
   int resident;     /* WF_CLOTH_TUNE_*: OFF runs one-launch frames as a grid-stride loop; AUTO and
                        ON keep a thread a vertex resident where every vertex fits at once (XPBD:
                        one block up to 4096 vertices, ON: up to 65536) */

@@ -638,9 +638,16 @@ static wf_status lists_of_partition(const char *fn, wfc_part *c, const wfc_local
 
 /* XPBD: whether the one-launch frame (cloth_xpbd_frame.h) can run this cloth, and its plan;
  * otherwise one log line that says why its frames run stage by stage (a split over partitions
- * says so once, in cloth_api.c; tuning.one_launch OFF is asked for, so it is not logged). */
+ * says so once, in cloth_api.c; tuning.one_launch OFF is asked for, so it is not logged). On a
+ * CPU device the one-launch frame runs only when asked (tuning.one_launch ON): it is one call
+ * on one thread, where the staged frame's solve kernels split over the CPU backend's worker
+ * pool (cpu_grain), which is worth more than the launches it saves. */
 static wf_status xpbd_frame_setup(const char *fn, wfc_part *c, const wfc_constraints *cons) {
   const wf_cloth_desc *d = &c->desc;
+  if (!wf_device_is_cuda(c->dev) && d->tuning.one_launch != WF_CLOTH_TUNE_ON) {
+    c->xpbd_fast = false;
+    return WF_OK;
+  }
   const char *why = d->self_collision ? "self-collision sorts a vertex grid between stages"
                     : d->contact      ? "cloth contact sorts a vertex grid between stages"
                     : c->colours > WFC_XPBD_FRAME_COLOURS

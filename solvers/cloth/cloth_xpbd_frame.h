@@ -38,6 +38,11 @@
  * the same stages in the same order, GRID block by block over the bands (so the band tables
  * are exercised by the CPU tests: a constraint missed or solved twice changes the state).
  *
+ * Where it runs: by default on CUDA devices. On a CPU device only with tuning.one_launch ON
+ * (the tests' way to run its CPU side): there the frame is one call on one thread, while the
+ * staged frame's solve kernels split over the CPU backend's worker pool (wf_kernel.cpu_grain),
+ * which is worth more than the launch hand-overs the frame saves.
+ *
  * Cloths that need more than this frame has fall back to the staged frame (cloth.c:
  * xpbd_fast_ok, with one log line at creation): a split over several partitions (each
  * partition's stages meet the halo exchange between stages), self-collision and particle
