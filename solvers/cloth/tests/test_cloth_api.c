@@ -180,8 +180,8 @@ TEST(parameter_errors) {
   wf_cloth_grid g = wf_cloth_grid_default();
   g.resolution[1] = 0;
   d.devices[0] = th_dev0;
-  CHECK_ERR(wf_cloth_create_grid(&d, &g, &c), WF_ERR_INVALID, "sheet", "grid.resolution[1]",
-            "zero resolution");
+  CHECK_ERR(wf_cloth_create_grid(&d, &g, &c), WF_ERR_INVALID, "sheet",
+            "grid.resolution[1]", "zero resolution");
   g = wf_cloth_grid_default();
   g.v_axis[0] = 1.0f, g.v_axis[2] = 0.0f;
   d.devices[0] = th_dev0;
@@ -189,8 +189,8 @@ TEST(parameter_errors) {
   g = wf_cloth_grid_default();
   d.material.stretch_stiffness = -3.0f;
   d.devices[0] = th_dev0;
-  CHECK_ERR(wf_cloth_create_grid(&d, &g, &c), WF_ERR_INVALID, "sheet", "material.stretch_stiffness",
-            "-3");
+  CHECK_ERR(wf_cloth_create_grid(&d, &g, &c), WF_ERR_INVALID, "sheet",
+            "material.stretch_stiffness", "-3");
   d = wf_cloth_desc_default();
   d.name = "sheet";
   d.material.bend_compliance = -1.0f;

@@ -86,7 +86,8 @@ static int pendulum(int substeps, double theta0, double seconds, pendulum_result
   g.v_axis[0] = (float)sin(theta0), g.v_axis[1] = (float)cos(theta0), g.v_axis[2] = 0.0f;
   wf_cloth *c;
   d.devices[0] = th_dev0;
-  if (wf_cloth_create_grid(&d, &g, &c) != WF_OK || wf_cloth_pin_named(c, "top", NULL) != WF_OK) {
+  if (wf_cloth_create_grid(&d, &g, &c) != WF_OK ||
+      wf_cloth_pin_named(c, "top", NULL) != WF_OK) {
     TH_FAIL("pendulum: %s", wf_last_error());
     return 0;
   }
