@@ -20,10 +20,9 @@
  * XPBD runs three ways: "xpbd" (1 iteration, copy after the frame: the earlier rows),
  * "xpbd4-rb" (4 iterations, tuning.one_launch ON, wf_cloth_set_frame_readback: the issue-29
  * target's setup; ON so that a CPU device runs the one-launch frame too, which it does only when
- * asked) and
- * "xpbd4-stg" (4 iterations with tuning.one_launch OFF: the staged frame, a launch per stage, as
- * the baseline of the same run). Their kernel column: "block" (the one-launch frame in one
- * block), "stride" (the one-launch grid-stride frame), "stages" (a launch per stage);
+ * asked) and "xpbd4-stg" (4 iterations with tuning.one_launch OFF: the staged frame, a launch
+ * per stage, as the baseline of the same run). Their kernel column: "block" (the one-launch frame
+ * in one block), "stride" (the one-launch grid-stride frame), "stages" (a launch per stage);
  * cloth_xpbd_frame.h describes them.
  *
  * --profile separates, per size, the fixed per-frame cost from the per-substep cost of the
@@ -77,9 +76,9 @@ void wf_bench_cloth_usage(FILE *f) {
         "device memory bandwidth. Mass-spring runs twice: springs (wf_cloth_copy_positions after\n"
         "each frame), springs-rb (wf_cloth_set_frame_readback: the frame kernel writes the\n"
         "positions, 16 bytes a vertex, into the pinned buffer itself) and springs-xyz (the same\n"
-        "as packed x, y, z: 12 bytes a vertex). XPBD runs xpbd (1 iteration), xpbd4-rb (4 "
-        "iterations,\n"
-        "frame readback) and xpbd4-stg (4 iterations, a launch per stage: the baseline).\n"
+        "as packed x, y, z: 12 bytes a vertex). XPBD runs xpbd (1 iteration), xpbd4-rb\n"
+        "(4 iterations, the one-launch frame, frame readback) and xpbd4-stg (4 iterations, a\n"
+        "launch per stage: the baseline).\n"
         "\n"
         "options:\n"
         "  --device NAME   cpu, cpu:N, cuda, cuda:N (default: cuda:0 when usable, else cpu:0)\n"
