@@ -241,7 +241,7 @@ TEST(classic_32_odd_substeps_one_iteration_bitwise) {
   g_iterations = 4;
 }
 
-TEST(mesh_collider_and_obj_bitwise) {
+TEST(mesh_collider_bitwise) {
   compare("sheet on a mesh floor", build_mesh_floor, 12, PATH_AUTO, WF_CLOTH_FRAME_RESIDENT);
   { /* the sheet lies on the mesh by then: it presses the floor down (the force the floor gets) */
     wf_cloth *c = NULL;
@@ -255,10 +255,14 @@ TEST(mesh_collider_and_obj_bitwise) {
       TH_FAIL("the mesh floor gets %g N upwards: the sheet never reached it", f[0][1]);
     wf_cloth_destroy(c);
   }
+}
+
+TEST(mesh_collider_stride_bitwise) {
   compare("sheet on a mesh floor, stride", build_mesh_floor, 12, PATH_STRIDE,
           WF_CLOTH_FRAME_STRIDE);
-  compare("OBJ sheet", build_obj, 6, PATH_AUTO, WF_CLOTH_FRAME_RESIDENT);
 }
+
+TEST(obj_cloth_bitwise) { compare("OBJ sheet", build_obj, 6, PATH_AUTO, WF_CLOTH_FRAME_RESIDENT); }
 
 /* The largest grid of 64 columns the resident frame takes, and one row more (grid-stride; one
  * block with tuning.resident ON). */
@@ -489,7 +493,9 @@ int main(int argc, char **argv) {
                                   TH_TEST(classic_32_bitwise),
                                   TH_TEST(classic_32_odd_substeps_one_iteration_bitwise),
                                   TH_TEST(bands_bitwise),
-                                  TH_TEST(mesh_collider_and_obj_bitwise),
+                                  TH_TEST(mesh_collider_bitwise),
+                                  TH_TEST(mesh_collider_stride_bitwise),
+                                  TH_TEST(obj_cloth_bitwise),
                                   TH_TEST(resident_limit_bitwise),
                                   TH_TEST(frame_readback),
                                   TH_TEST(checkpoint_resume_bitwise),
