@@ -17,6 +17,14 @@
  * frame ran (res/L<n>: a resident frame, n threads a vertex holding its state in registers, "/sm":
  * neighbours staged in shared memory; stride: a grid-stride loop; substep: one launch per substep).
  *
+ * XPBD runs three ways: "xpbd" (1 iteration, copy after the frame: the earlier rows),
+ * "xpbd4-rb" (4 iterations, tuning.one_launch ON, wf_cloth_set_frame_readback: the issue-29
+ * target's setup; ON so that a CPU device runs the one-launch frame too, which it does only when
+ * asked) and "xpbd4-stg" (4 iterations with tuning.one_launch OFF: the staged frame, a launch
+ * per stage, as the baseline of the same run). Their kernel column: "block" (the one-launch frame
+ * in one block), "stride" (the one-launch grid-stride frame), "stages" (a launch per stage);
+ * cloth_xpbd_frame.h describes them.
+ *
  * --profile separates, per size, the fixed per-frame cost from the per-substep cost of the
  * mass-spring frame: the median of a bare stream synchronize, of copy + synchronize, of frames of
  * S = 1, 2, 4, 8, 16 substeps (the substep dt kept at 1/960 s) without readback, fitted by least
@@ -68,7 +76,9 @@ void wf_bench_cloth_usage(FILE *f) {
         "device memory bandwidth. Mass-spring runs twice: springs (wf_cloth_copy_positions after\n"
         "each frame), springs-rb (wf_cloth_set_frame_readback: the frame kernel writes the\n"
         "positions, 16 bytes a vertex, into the pinned buffer itself) and springs-xyz (the same\n"
-        "as packed x, y, z: 12 bytes a vertex).\n"
+        "as packed x, y, z: 12 bytes a vertex). XPBD runs xpbd (1 iteration), xpbd4-rb\n"
+        "(4 iterations, the one-launch frame, frame readback) and xpbd4-stg (4 iterations, a\n"
+        "launch per stage: the baseline).\n"
         "\n"
         "options:\n"
         "  --device NAME   cpu, cpu:N, cuda, cuda:N (default: cuda:0 when usable, else cpu:0)\n"
@@ -170,13 +180,15 @@ typedef struct run_result {
   double ms, vss, bytes, gbs;
 } run_result;
 
-/* Bytes one substep moves, by the model in the file comment. */
-static double model_bytes(int integrator, double N, const wf_cloth_info *info) {
+/* Bytes one substep moves, by the model in the file comment (XPBD: the constraints' share once
+ * an iteration). */
+static double model_bytes(int integrator, int iterations, double N, const wf_cloth_info *info) {
   double nv = N * N;
   if (integrator == WF_CLOTH_SPRINGS) return nv * (68.0) + 2.0 * info->springs * 8.0;
   double distance = 2.0 * N * (N - 1) + 2.0 * (N - 1) * (N - 1);
   double bend = (double)info->constraints - distance;
-  return nv * 48.0 + distance * (24.0 + 2 * 48.0) + bend * (24.0 + 4 * 48.0) + nv * 64.0;
+  return nv * 48.0 + iterations * (distance * (24.0 + 2 * 48.0) + bend * (24.0 + 4 * 48.0)) +
+         nv * 64.0;
 }
 
 /* Readback of a measured frame. */
@@ -184,8 +196,10 @@ enum { RB_NONE, RB_COPY, RB_FRAME, RB_FRAME_XYZ };
 
 typedef struct run_cfg {
   int N, integrator, substeps, frames, readback;
-  bool step;    /* false: no frame, only the readback and the wait */
-  bool contact; /* cloth contact on (wf_cloth_desc.contact) */
+  bool step;      /* false: no frame, only the readback and the wait */
+  bool contact;   /* cloth contact on (wf_cloth_desc.contact) */
+  int iterations; /* XPBD: iterations a substep (0: 1) */
+  int one_launch; /* tuning.one_launch (WF_CLOTH_TUNE_*; OFF: kernels per substep or stage) */
 } run_cfg;
 
 /* Median ms of cfg->frames measured frames after 5 warm-up frames: [step a frame] [read back]
@@ -201,7 +215,7 @@ static int run_cfg_ms(wf_device *dev, wf_device *host, const run_cfg *cfg, doubl
   d.integrator = cfg->integrator;
   d.substeps = cfg->substeps;
   d.frame_dt = (float)cfg->substeps / 960.0f; /* 1/60 s at 16 substeps; dt is always 1/960 s */
-  d.iterations = 1;
+  d.iterations = cfg->iterations > 0 ? cfg->iterations : 1;
   d.material.particle_mass = 0.1f;
   d.material.coefficients = true; /* the measured setup: fixed per-spring coefficients */
   d.material.stretch_stiffness = d.material.shear_stiffness = d.material.bend_stiffness = 1000.0f;
@@ -214,6 +228,7 @@ static int run_cfg_ms(wf_device *dev, wf_device *host, const run_cfg *cfg, doubl
   g.center[1] = 0.0f;
   d.devices[0] = dev;
   d.contact = cfg->contact;
+  d.tuning.one_launch = cfg->one_launch; /* the variant's; the environment's over it */
   if (bench_cloth_tuning_env("cloth", &d.tuning)) goto done;
   wf_status st = ms ? wf_cloth_create_grid(&d, &g, &c) : WF_ERR_OUT_OF_MEMORY;
   if (st == WF_OK) st = wf_cloth_pin_named(c, "top-left", NULL);
@@ -258,8 +273,14 @@ done:
 /* "tile<W>x<H>/L<lanes>" (resident in tiles of W x H, lanes a boundary vertex), "res/L<lanes>[/sm]"
  * (resident: threads a vertex, neighbours staged in shared memory), "stride" or "substep". Returns
  * a static buffer (the bench is single-threaded). */
-static const char *kernel_name(const wf_cloth_info *info) {
+static const char *kernel_name(const wf_cloth_info *info, int integrator) {
   static char buf[32];
+  if (integrator == WF_CLOTH_XPBD) /* one block, or grid-stride (cloth_xpbd_frame.h) */
+    switch (info->frame_kernel) {
+    case WF_CLOTH_FRAME_RESIDENT: return "block";
+    case WF_CLOTH_FRAME_STRIDE: return info->frame_grid_sync ? "stride/gs" : "stride";
+    default: return "stages";
+    }
   switch (info->frame_kernel) {
   case WF_CLOTH_FRAME_RESIDENT:
     if (info->frame_tile[0])
@@ -274,11 +295,12 @@ static const char *kernel_name(const wf_cloth_info *info) {
 }
 
 static int run_one(wf_device *dev, wf_device *host, int N, int integrator, int readback, int frames,
-                   bool contact, run_result *r, wf_cloth_info *info) {
-  run_cfg cfg = {N, integrator, 16, frames, readback, true, contact};
+                   bool contact, int iterations, int one_launch, run_result *r,
+                   wf_cloth_info *info) {
+  run_cfg cfg = {N, integrator, 16, frames, readback, true, contact, iterations, one_launch};
   if (run_cfg_ms(dev, host, &cfg, &r->ms, info)) return 1;
   r->vss = (double)N * N * 16 / (r->ms * 1e-3);
-  r->bytes = model_bytes(integrator, N, info);
+  r->bytes = model_bytes(integrator, iterations > 0 ? iterations : 1, N, info);
   r->gbs = r->bytes * 16 / (r->ms * 1e-3) * 1e-9;
   return 0;
 }
@@ -351,23 +373,28 @@ int wf_bench_cloth(int argc, char **argv) {
     const char *name, *metric;
     int integrator, readback;
     bool contact;
-  } variants[] = {{"springs", "springs", WF_CLOTH_SPRINGS, RB_COPY, false},
-                  {"springs-rb", "springs_rb", WF_CLOTH_SPRINGS, RB_FRAME, false},
-                  {"springs-xyz", "springs_xyz", WF_CLOTH_SPRINGS, RB_FRAME_XYZ, false},
-                  {"xpbd", "xpbd", WF_CLOTH_XPBD, RB_COPY, false},
-                  {"xpbd-contact", "xpbd_contact", WF_CLOTH_XPBD, RB_COPY, true}};
-  for (int v = 0; v < (o.contact ? 5 : 4); v++)
+    int iterations;
+    int one_launch; /* tuning.one_launch */
+  } variants[] = {
+      {"springs", "springs", WF_CLOTH_SPRINGS, RB_COPY, false, 1, WF_CLOTH_TUNE_AUTO},
+      {"springs-rb", "springs_rb", WF_CLOTH_SPRINGS, RB_FRAME, false, 1, WF_CLOTH_TUNE_AUTO},
+      {"springs-xyz", "springs_xyz", WF_CLOTH_SPRINGS, RB_FRAME_XYZ, false, 1, WF_CLOTH_TUNE_AUTO},
+      {"xpbd", "xpbd", WF_CLOTH_XPBD, RB_COPY, false, 1, WF_CLOTH_TUNE_AUTO},
+      {"xpbd4-rb", "xpbd4_rb", WF_CLOTH_XPBD, RB_FRAME, false, 4, WF_CLOTH_TUNE_ON},
+      {"xpbd4-stg", "xpbd4_staged", WF_CLOTH_XPBD, RB_COPY, false, 4, WF_CLOTH_TUNE_OFF},
+      {"xpbd-contact", "xpbd_contact", WF_CLOTH_XPBD, RB_COPY, true, 1, WF_CLOTH_TUNE_AUTO}};
+  for (int v = 0; v < (o.contact ? 7 : 6); v++)
     for (int k = 0; k < n_sizes; k++) {
       run_result r;
       wf_cloth_info ci;
       if (run_one(dev, host, sizes[k], variants[v].integrator, variants[v].readback, frames,
-                  variants[v].contact, &r, &ci))
+                  variants[v].contact, variants[v].iterations, variants[v].one_launch, &r, &ci))
         goto fail;
       char sz[24], metric[64];
       snprintf(sz, sizeof sz, "%dx%d", sizes[k], sizes[k]);
       printf("%-11s %-10s %10d %9s %12.4f %16.4g %14.3f %10.1f %7.1f%%\n", variants[v].name, sz,
-             sizes[k] * sizes[k], kernel_name(&ci), r.ms, r.vss, r.bytes * 1e-6, r.gbs,
-             bw > 0 ? 100.0 * r.gbs / bw : 0.0);
+             sizes[k] * sizes[k], kernel_name(&ci, variants[v].integrator), r.ms, r.vss,
+             r.bytes * 1e-6, r.gbs, bw > 0 ? 100.0 * r.gbs / bw : 0.0);
       fflush(stdout);
       const char *iname = variants[v].metric;
       snprintf(metric, sizeof metric, "%s_%s_ms_per_frame", iname, sz);
@@ -402,7 +429,7 @@ static int profile_one(wf_device *dev, wf_device *host, int N, int frames, bench
   static const int S[] = {1, 2, 4, 8, 16};
   double t[5], sync_ms, copy_ms, copy16, rb16, xyz16;
   wf_cloth_info ci;
-  run_cfg cfg = {N, WF_CLOTH_SPRINGS, 16, frames, RB_NONE, false, false};
+  run_cfg cfg = {N, WF_CLOTH_SPRINGS, 16, frames, RB_NONE, false, false, 1, 0};
   if (run_cfg_ms(dev, host, &cfg, &sync_ms, &ci)) return 1;
   cfg.readback = RB_COPY;
   if (run_cfg_ms(dev, host, &cfg, &copy_ms, &ci)) return 1;
@@ -424,9 +451,9 @@ static int profile_one(wf_device *dev, wf_device *host, int N, int frames, bench
   double b = (5 * sxy - sx * sy) / (5 * sxx - sx * sx), a = (sy - b * sx) / 5;
   char sz[24], metric[64];
   snprintf(sz, sizeof sz, "%dx%d", N, N);
-  printf("%-10s %9s %9.1f %11.1f %9.1f %9.2f %10.1f %10.1f %10.1f %10.1f\n", sz, kernel_name(&ci),
-         sync_ms * 1e3, copy_ms * 1e3, a * 1e3, b * 1e3, t[4] * 1e3, copy16 * 1e3, rb16 * 1e3,
-         xyz16 * 1e3);
+  printf("%-10s %9s %9.1f %11.1f %9.1f %9.2f %10.1f %10.1f %10.1f %10.1f\n", sz,
+         kernel_name(&ci, WF_CLOTH_SPRINGS), sync_ms * 1e3, copy_ms * 1e3, a * 1e3, b * 1e3,
+         t[4] * 1e3, copy16 * 1e3, rb16 * 1e3, xyz16 * 1e3);
   fflush(stdout);
   const struct {
     const char *what;

@@ -198,23 +198,28 @@ typedef struct wf_cloth_stability {
 /** A tuning choice (wf_cloth_tuning's switches): zero is the automatic one. */
 enum { WF_CLOTH_TUNE_AUTO = 0, WF_CLOTH_TUNE_ON = 1, WF_CLOTH_TUNE_OFF = 2 };
 
-/** How the mass-spring one-launch frames (wf_cloth_info.frame_kernel) spread over the device: for
+/** How the one-launch frames (wf_cloth_info.frame_kernel) spread over the device: for
  *  measurements and A/B runs. All zero (the default) is the automatic choice, which is the one to
  *  keep unless a measurement says otherwise. Every choice gives bitwise the same states; only the
- *  speed changes. XPBD cloths, cloths with self-collision or coupling, and cloths over several
- *  devices run kernels per substep and ignore it (the values are still checked). A value out of
+ *  speed changes. XPBD cloths use one_launch, resident (OFF: the grid-stride frame) and block;
+ *  cloths with self-collision, coupling or contact, and cloths over several devices run kernels
+ *  per substep and ignore it (the values are still checked). A value out of
  *  range fails creation with WF_ERR_INVALID naming the field. wf_cloth_info's frame_* fields
  *  report what was chosen. */
 typedef struct wf_cloth_tuning {
   int one_launch;   /* WF_CLOTH_TUNE_*: OFF runs kernels per substep (the general path); AUTO and ON
-                       run a mass-spring frame in one launch */
+                       run a mass-spring or XPBD frame in one launch (XPBD on a CPU device: only
+                       ON; AUTO keeps the staged frame, whose kernels use the CPU worker pool) */
   int resident;     /* WF_CLOTH_TUNE_*: OFF runs one-launch frames as a grid-stride loop; AUTO and
-                       ON keep a thread a vertex resident where every vertex fits at once */
+                       ON keep a thread a vertex resident where every vertex fits at once (XPBD:
+                       one block up to 4096 vertices, ON: up to 65536) */
   int grid_sync;    /* WF_CLOTH_TUNE_*: ON makes resident frames meet at grid.sync() between
-                       substeps; AUTO and OFF: each block waits for its neighbours only */
+                       substeps (XPBD: the grid-stride frame between stages); AUTO and OFF: each
+                       block waits for its neighbours only */
   uint32_t block;   /* threads a block of resident frames, 1 to 1024, rounded by the device to
-                       whole warps it can run (32 to 256 on CUDA); 0: automatic (the vertices
-                       spread over the multiprocessors, at most 256 a block) */
+                       whole warps it can run (32 to 256 on CUDA; XPBD's frames 32 to 512); 0:
+                       automatic (the vertices spread over the multiprocessors, at most 256 a
+                       block; XPBD: 512 in one block, 256 grid-stride) */
   uint32_t lanes;   /* resident grid cloths: at most this many threads a vertex, 1, 2 or 4; 0:
                        automatic (the most that stay resident) */
   int smem;         /* WF_CLOTH_TUNE_*: resident grid cloths stage their neighbourhood in shared
@@ -304,10 +309,15 @@ typedef struct wf_cloth_params {
 
 /** How a frame of a cloth runs (wf_cloth_info.frame_kernel). */
 enum {
-  WF_CLOTH_FRAME_PER_SUBSTEP = 0, /* kernels per substep (XPBD, self-collision, coupling) */
-  WF_CLOTH_FRAME_STRIDE = 1,      /* mass-spring: one launch a frame, grid-stride over vertices */
+  WF_CLOTH_FRAME_PER_SUBSTEP = 0, /* kernels per substep or stage (self-collision, coupling,
+                                     contact, several devices, tuning.one_launch OFF) */
+  WF_CLOTH_FRAME_STRIDE = 1,      /* one launch a frame, grid-stride over vertices (XPBD: and
+                                     constraints), a grid-wide barrier between substeps (XPBD:
+                                     between stages) */
   WF_CLOTH_FRAME_RESIDENT = 2     /* mass-spring: one launch a frame, a thread per vertex holding
-                                     its state in registers (vertices <= resident_max) */
+                                     its state in registers (vertices <= resident_max); XPBD: one
+                                     launch of one block, the whole cloth in one SM (vertices <=
+                                     resident_max) */
 };
 
 /** Facts about a created cloth. */
@@ -321,8 +331,8 @@ typedef struct wf_cloth_info {
   size_t device_bytes;   /* device memory held by the solver */
   size_t graph_nodes;    /* nodes of the captured frame (0 before the first frame or no_graph) */
   uint32_t frame_kernel; /* WF_CLOTH_FRAME_*: how wf_cloth_step_frames runs a frame */
-  uint32_t resident_max; /* mass-spring: the most vertices a resident frame takes on this device
-                            (the CPU backend: a fixed 4096); 0 for XPBD */
+  uint32_t resident_max; /* the most vertices a resident frame takes on this device (mass-spring
+                            on the CPU backend: a fixed 4096; XPBD: 4096); 0 without one */
   uint32_t frame_readback_direct; /* 1: the frame kernel writes the per-frame readback itself */
   uint32_t frame_lanes; /* resident frames: threads a vertex (1, 2, 4; tuning.lanes); else 1 */
   uint32_t frame_smem;  /* resident frames: 1 = neighbours staged in shared memory (tuning.smem) */
@@ -330,7 +340,8 @@ typedef struct wf_cloth_info {
                                 tuning.tiles); 0 x 0: not tiled */
   uint32_t frame_tile_steps; /* tiled frames: substeps between the tiles' exchanges, 1 or 2
                                 (tuning.tile_steps); 0: not tiled */
-  uint32_t frame_block;      /* resident frames: threads a block (tuning.block); else 0 */
+  uint32_t frame_block;      /* resident frames (XPBD: either one-launch frame): threads a block
+                                (tuning.block); else 0 */
   uint32_t frame_grid_sync;  /* resident frames: 1 = grid.sync() between substeps
                                 (tuning.grid_sync); else 0 */
   /* the partitioning (the frame_* fields above are partition 0's; device_bytes and graph_nodes

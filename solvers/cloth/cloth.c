@@ -60,6 +60,7 @@
 #include "cloth_internal.h"
 #include "cloth_kernels.h"
 #include "cloth_mesh.h"
+#include "cloth_xpbd_frame.h"
 #include "coupling.h"
 #include "internal/error.h"
 #include "solvers/particle/collider.h"
@@ -93,7 +94,8 @@ enum {
   B_CEND,
   B_TEMP,
   B_GRID_REST, /* springs on a grid: rest lengths per vertex (cloth_fast.h) */
-  B_SYNC,      /* springs, resident one-launch frames: a barrier counter per block */
+  B_SYNC,      /* resident one-launch frames (XPBD: GRID): a barrier counter per block */
+  B_XBAND,     /* XPBD, the one-launch GRID frame: its bands (cloth_xpbd_frame.h) */
   B_FORCE,     /* the frame's impulses on the colliders (collider_force.h), zeroed as it begins */
   B_CC_EDGES,  /* cloth contact (cloth_contact.h): edges, vertex -> edges, owned triangles and
                   edges, the corrected end positions */
@@ -137,6 +139,9 @@ struct wfc_part {
   int sub_in_frame;    /* coupled springs: substeps recorded since the frame began */
   bool fast_off;       /* tuning.one_launch OFF or a partition: no one-launch frames */
   wfc_frame_plan plan; /* springs: how a one-launch frame spreads over the device */
+  bool xpbd_fast;      /* XPBD: the one-launch frame applies (cloth_xpbd_frame.h) */
+  wfc_xpbd_plan xplan; /* XPBD: how it spreads over the device */
+  uint32_t *xband;     /* XPBD, GRID: the bands until they are uploaded */
   uint32_t barrier;    /* WFC_BARRIER_* of resident frames (tuning.grid_sync) */
   uint32_t reach;      /* largest |i - j| over the vertices j that vertex i reads */
   wf_buffer *rb;       /* per-frame readback destination (wf_cloth_set_frame_readback), or NULL */
@@ -367,6 +372,7 @@ void wfc_part_destroy(wfc_part *c) {
   wfc_topology_free(&c->topo);
   free(c->colour_start);
   free(c->pinned);
+  free(c->xband);
   free(c);
 }
 
@@ -635,15 +641,51 @@ static wf_status lists_of_partition(const char *fn, wfc_part *c, const wfc_local
   return WF_OK;
 }
 
-/* Plan: the counts, and how a frame runs (springs: the one-launch frame's plan; a partition
- * has none: its frames update owned vertices only). */
-static void frame_setup(wfc_part *c, const host_lists *L, bool partition) {
+/* XPBD: whether the one-launch frame (cloth_xpbd_frame.h) can run this cloth, and its plan;
+ * otherwise one log line that says why its frames run stage by stage (a split over partitions
+ * says so once, in cloth_api.c; tuning.one_launch OFF is asked for, so it is not logged). On a
+ * CPU device the one-launch frame runs only when asked (tuning.one_launch ON): it is one call
+ * on one thread, where the staged frame's solve kernels split over the CPU backend's worker
+ * pool (cpu_grain), which is worth more than the launches it saves. */
+static wf_status xpbd_frame_setup(const char *fn, wfc_part *c, const wfc_constraints *cons) {
+  const wf_cloth_desc *d = &c->desc;
+  if (!wf_device_is_cuda(c->dev) && d->tuning.one_launch != WF_CLOTH_TUNE_ON) {
+    c->xpbd_fast = false;
+    return WF_OK;
+  }
+  const char *why = d->self_collision ? "self-collision sorts a vertex grid between stages"
+                    : d->contact      ? "cloth contact sorts a vertex grid between stages"
+                    : c->colours > WFC_XPBD_FRAME_COLOURS
+                        ? "its constraints need more colours than the one-launch frame takes"
+                        : NULL;
+  c->xpbd_fast = !why;
+  if (why) {
+    wf__log(WF_LOG_INFO, "cloth '%s': the XPBD frame runs stage by stage: %s", c->name, why);
+    return WF_OK;
+  }
+  uint32_t reach = wfc_xpbd_reach(cons->cons, cons->count, c->topo.tris, c->nt);
+  wfc_xpbd_frame_plan(wf_device_is_cuda(c->dev) ? wf_device_ordinal(c->dev) : -1, c->nv, reach,
+                      d->tuning.block,
+                      d->tuning.resident == WF_CLOTH_TUNE_OFF  ? 0u
+                      : d->tuning.resident == WF_CLOTH_TUNE_ON ? WFC_XPBD_BLOCK_MAX_ASKED
+                                                               : WFC_XPBD_BLOCK_MAX,
+                      d->tuning.grid_sync == WF_CLOTH_TUNE_ON, &c->xplan);
+  if (c->xplan.mode != WFC_XPBD_GRID) return WF_OK;
+  c->xband = wfc_xpbd_bands_build(cons->cons, cons->count, c->colour_start, c->colours, &c->xplan);
+  return c->xband ? WF_OK : wfc_oom(fn, c->name);
+}
+
+/* Plan: the counts, and how a frame runs (the one-launch frame's plan; a partition has none:
+ * its frames update owned vertices only). */
+static wf_status frame_setup(const char *fn, wfc_part *c, const host_lists *L, bool partition) {
   c->springs = L->sp.count;
   c->constraints = L->cons.count;
   c->colours = L->cons.colours;
   c->fast_off = partition || c->desc.tuning.one_launch == WF_CLOTH_TUNE_OFF;
   if (!partition && c->desc.integrator == WF_CLOTH_SPRINGS)
     frame_plan(c, &L->sp, L->grid_rest != NULL);
+  if (!c->fast_off && c->desc.integrator == WF_CLOTH_XPBD) return xpbd_frame_setup(fn, c, &L->cons);
+  return WF_OK;
 }
 
 /* The solver's stream: the desc's, or one of its own. */
@@ -656,6 +698,13 @@ static wf_status stream_open(const char *fn, wfc_part *c) {
   if (st != WF_OK) return fail_gpu(st, fn, c, "creating the solver's stream");
   c->own_stream = true;
   return WF_OK;
+}
+
+/* The barrier counters a resident one-launch frame needs: a block's. */
+static size_t sync_blocks(const wfc_part *c) {
+  if (c->desc.integrator == WF_CLOTH_SPRINGS)
+    return c->plan.mode == WFC_FRAME_RESIDENT ? c->plan.blocks : 0;
+  return c->xpbd_fast && c->xplan.mode == WFC_XPBD_GRID ? c->xplan.blocks : 0;
 }
 
 /* Buffers and upload: every buffer the integrator uses, filled from the lists (both state halves
@@ -692,7 +741,11 @@ static wf_status buffers_upload(const char *fn, wfc_part *c, const host_lists *L
       [B_CONS] = {(size_t)L->cons.count * sizeof(wfc_constraint), L->cons.cons},
       [B_LAMBDA] = {lambda ? (size_t)L->cons.count * 4 : 0, NULL},
       [B_GRID_REST] = {L->grid_rest ? nv * WFC_R_COUNT * sizeof(float) : 0, L->grid_rest},
-      [B_SYNC] = {c->plan.mode == WFC_FRAME_RESIDENT ? (size_t)c->plan.blocks * 4 : 0, NULL},
+      [B_SYNC] = {sync_blocks(c) * 4, NULL},
+      [B_XBAND] = {c->xband
+                       ? ((size_t)c->constraints + (size_t)c->colours * (c->xplan.blocks + 1)) * 4
+                       : 0,
+                   c->xband},
       [B_FORCE] = {WFX_FORCE_BYTES, NULL},
   };
   wf_status st = WF_OK;
@@ -700,11 +753,13 @@ static wf_status buffers_upload(const char *fn, wfc_part *c, const host_lists *L
     if (b >= B_Q && b <= B_TEMP) continue;          /* the vertex grid's: grid_alloc, when needed */
     if (b >= B_CC_EDGES && b <= B_CC_MAX) continue; /* cloth contact's: contact_alloc */
     if (!spec[b].bytes && (b == B_ADJ_START || b == B_ADJ || b == B_CONS || b == B_LAMBDA ||
-                           b == B_GRID_REST || b == B_SYNC))
+                           b == B_GRID_REST || b == B_SYNC || b == B_XBAND))
       continue; /* not used by this integrator */
     st = make_buffer(c, fn, b, spec[b].bytes, spec[b].data);
   }
   free(x);
+  free(c->xband); /* uploaded */
+  c->xband = NULL;
   if (st == WF_OK && (c->desc.self_collision || c->desc.contact)) st = grid_alloc(c, fn);
   if (st == WF_OK && c->desc.contact) st = contact_alloc(c, fn);
   return st != WF_OK ? st : upload_params(c, fn);
@@ -737,7 +792,7 @@ static wf_status create_whole(const char *fn, wf_device *dev, const wf_cloth_des
   host_lists L = {0};
   st = part_new(fn, dev, desc, name, topo, &c);
   if (st == WF_OK) st = lists_build(fn, c, &L);
-  if (st == WF_OK) frame_setup(c, &L, false);
+  if (st == WF_OK) st = frame_setup(fn, c, &L, false);
   return part_finish(fn, c, &L, st, out);
 }
 
@@ -1266,8 +1321,34 @@ static wf_status springs_frame(wfc_part *c, const char *fn, int n, void *host_po
   return launch(c, fn, &wfc_spring_frame, c->nv, &fa, sizeof fa);
 }
 
+/* The frame is one launch: springs (cloth_fast.h) or XPBD (cloth_xpbd_frame.h) without the
+ * vertex grid's stages (self-collision, coupling) or contact, on one partition. */
 static bool one_launch(const wfc_part *c) {
-  return c->desc.integrator == WF_CLOTH_SPRINGS && !grid_on(c) && !c->desc.contact && !c->fast_off;
+  if (grid_on(c) || c->desc.contact || c->fast_off) return false;
+  return c->desc.integrator == WF_CLOTH_SPRINGS || c->xpbd_fast;
+}
+
+/* XPBD: n substeps in one launch (cloth_xpbd_frame.h), the stages of substep() in its order;
+ * host_pos: where the last one also writes the positions, or NULL. */
+static wf_status xpbd_frame(wfc_part *c, const char *fn, int n, void *host_pos) {
+  wfc_xpbd_frame_args fa = {.predict = predict_args(c),
+                            .solve = solve_args(c, 0),
+                            .finalize = finalize_args(c),
+                            .n = c->n_update,
+                            .constraints = c->constraints,
+                            .colours = c->colours,
+                            .iterations = (uint32_t)c->desc.iterations,
+                            .substeps = (uint32_t)n,
+                            .plan = c->xplan,
+                            .perm = c->buf[B_XBAND] ? ptr(c, B_XBAND) : NULL,
+                            .band = c->buf[B_XBAND] ? (uint32_t *)ptr(c, B_XBAND) + c->constraints
+                                                    : NULL,
+                            .sync = c->buf[B_SYNC] ? ptr(c, B_SYNC) : NULL,
+                            .host_pos = host_pos,
+                            .host_xyz = c->rb_layout == WF_CLOTH_XYZ};
+  for (uint32_t q = 0; q <= c->colours; q++)
+    fa.colour_start[q] = c->colour_start[q];
+  return launch(c, fn, &wfc_xpbd_frame, c->nv, &fa, sizeof fa);
 }
 
 /* The readback buffer's memory when the frame kernel can write the positions into it itself:
@@ -1318,6 +1399,10 @@ static wf_status enqueue_substeps_rb(wfc_part *c, const char *fn, int n, bool fr
   if (frame && c->rb && !direct) { /* the general path: copy or pack after the frame */
     st = enqueue_substeps_rb(c, fn, n, false);
     return st != WF_OK ? st : readback_after(c, fn);
+  }
+  if (one_launch(c) && n > 0 && !springs) {
+    st = xpbd_frame(c, fn, n, direct);
+    return st != WF_OK ? st : touch_all(c, fn);
   }
   if (one_launch(c) && n > 0) {
     st = springs_frame(c, fn, n, direct);
@@ -1418,6 +1503,11 @@ wf_status wfc_part_couple(wfc_part *c, wf_particles *ps) {
                      c->name, v.name, (double)dt_c, (double)c->desc.frame_dt, c->desc.substeps,
                      (double)dt_p, (double)v.frame_dt, v.substeps);
   if ((st = grid_alloc(c, fn)) != WF_OK) return st;
+  if (c->xpbd_fast)
+    wf__log(WF_LOG_INFO,
+            "cloth '%s': coupled to particles '%s', its XPBD frame runs stage by stage (inside "
+            "the particles' substeps)",
+            c->name, v.name);
   c->ps = ps;
   c->ps_radius = v.max_radius;
   c->sub_in_frame = 0;
@@ -1630,12 +1720,24 @@ wf_status wfc_part_info_get(const wfc_part *c, wf_cloth_info *out) {
     if (c->buf[b]) out->device_bytes += wf_buffer_size(c->buf[b]);
   out->graph_nodes = c->graph ? wf_graph_node_count(c->graph) : 0;
   bool springs = c->desc.integrator == WF_CLOTH_SPRINGS;
-  out->frame_kernel = !springs || grid_on(c) || c->fast_off ? WF_CLOTH_FRAME_PER_SUBSTEP
-                      : c->plan.mode == WFC_FRAME_RESIDENT  ? WF_CLOTH_FRAME_RESIDENT
-                                                            : WF_CLOTH_FRAME_STRIDE;
-  out->resident_max = springs && !c->fast_off ? c->plan.resident_max : 0;
+  out->frame_kernel = !one_launch(c)                                ? WF_CLOTH_FRAME_PER_SUBSTEP
+                      : !springs && c->xplan.mode == WFC_XPBD_BLOCK ? WF_CLOTH_FRAME_RESIDENT
+                      : !springs                                    ? WF_CLOTH_FRAME_STRIDE
+                      : c->plan.mode == WFC_FRAME_RESIDENT          ? WF_CLOTH_FRAME_RESIDENT
+                                                                    : WF_CLOTH_FRAME_STRIDE;
+  out->resident_max = springs && !c->fast_off                       ? c->plan.resident_max
+                      : !c->xpbd_fast                               ? 0
+                      : c->desc.tuning.resident == WF_CLOTH_TUNE_ON ? WFC_XPBD_BLOCK_MAX_ASKED
+                                                                    : WFC_XPBD_BLOCK_MAX;
   out->frame_readback_direct = readback_direct(c) != NULL;
   bool res = out->frame_kernel == WF_CLOTH_FRAME_RESIDENT;
+  if (!springs) { /* XPBD: one block (resident) or a grid-stride frame, a thread an element */
+    out->frame_lanes = 1;
+    out->frame_block = one_launch(c) ? c->xplan.block : 0;
+    out->frame_grid_sync =
+        one_launch(c) && c->xplan.mode == WFC_XPBD_GRID && c->xplan.barrier == WFC_XPBD_SYNC_GRID;
+    return WF_OK;
+  }
   out->frame_lanes = res ? c->plan.lanes : 1;
   out->frame_smem = res ? c->plan.smem : 0;
   out->frame_tile[0] = res ? c->plan.tile_w : 0;
@@ -1678,7 +1780,7 @@ wf_status wfc_cloth_create_local(const char *fn, wf_device *dev, const wf_cloth_
   if (st == WF_OK) st = lists_of_partition(fn, c, local, &L);
   if (st == WF_OK) {
     c->n_update = local->n_update;
-    frame_setup(c, &L, true);
+    st = frame_setup(fn, c, &L, true);
   }
   return part_finish(fn, c, &L, st, out);
 }

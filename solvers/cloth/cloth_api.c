@@ -91,6 +91,11 @@ static wf_status create(const char *fn, const wf_cloth_desc *desc, const wf_clot
   cs->desc = *desc;
   cs->desc.name = cs->name;
   cs->np = n;
+  if (n > 1 && desc->tuning.one_launch != WF_CLOTH_TUNE_OFF) /* cloth_xpbd_frame.h, cloth_fast.h */
+    wf__log(WF_LOG_INFO,
+            "cloth '%s': over %d partitions the frame runs kernels per substep or stage (the "
+            "one-launch frames are for one partition)",
+            cs->name, n);
   wf_status st = n == 1 ? create_whole(fn, devs[0], desc, grid, mesh, cs)
                         : wfc_create_parts(fn, devs, desc, grid, mesh, cs);
   if (st != WF_OK) wf_cloth_destroy(cs);

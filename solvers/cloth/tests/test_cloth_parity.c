@@ -8,7 +8,8 @@
  * sizes where CUDA runs it resident (a thread per vertex, state in registers): the bench's setup
  * at 64 x 64, at the largest resident grid of the device and one row above (grid-stride), with
  * the positions the CUDA frame wrote straight into pinned host memory (per-frame readback)
- * compared as well. Tolerance: none. */
+ * compared as well; and the XPBD one-launch frame (one block, grid-stride) likewise. Tolerance:
+ * none. */
 #define _POSIX_C_SOURCE 200809L /* before any system header: harness.h needs POSIX */
 
 #include "cloth_scenes.h"
@@ -122,10 +123,20 @@ TEST(coupled_cpu_cuda_bitwise) {
   }
 }
 
-/* The bench's setup (bench/cloth_bench.c) on an nu x nr grid, with wind, drag and a sphere. */
+/* The integrator and tuning of classic() (the mass-spring setup unless a test changes them). */
+static int g_integrator = WF_CLOTH_SPRINGS;
+static wf_cloth_tuning g_tune;
+
+/* The bench's setup (bench/cloth_bench.c) on an nu x nr grid, with wind, drag and a sphere
+ * (XPBD: compliance 1e-3, 4 iterations). */
 static wf_status classic(wf_device *dev, int nu, int nr, wf_cloth **out) {
   wf_cloth_desc d = wf_cloth_desc_default();
   d.name = "classic";
+  d.integrator = g_integrator;
+  d.iterations = 4;
+  d.tuning = g_tune;
+  d.material.stretch_compliance = d.material.shear_compliance = 1e-3f;
+  d.material.bend_compliance = 1e-3f;
   d.wind[0] = 1.0f;
   d.material.drag = 0.5f;
   d.material.particle_mass = 0.1f;
@@ -153,7 +164,7 @@ static void classic_case(int nu, int nr, int frames, uint32_t want) {
   wf_device *devs[2] = {th_host, th_dev0};
   wf_buffer *rb = NULL;
   char what[96];
-  snprintf(what, sizeof what, "classic %dx%d springs", nu, nr);
+  snprintf(what, sizeof what, "classic %dx%d %s", nu, nr, g_integrator ? "xpbd" : "springs");
   for (int k = 0; k < 2; k++) {
     wf_cloth *c = NULL;
     wf_status st = classic(devs[k], nu, nr, &c);
@@ -197,9 +208,30 @@ TEST(one_launch_frames_cpu_cuda_bitwise) {
   classic_case(256, (int)(max / 256) + 1, 2, WF_CLOTH_FRAME_STRIDE);
 }
 
+/* The XPBD one-launch frame (cloth_xpbd_frame.h), 4 iterations: one block at 32 x 32 and at
+ * the resident limit (64 x 64), grid-stride one row above it, at 128 x 128 and with
+ * tuning.resident OFF at 48 x 48 (in blocks of 256 and of 32 threads: 9 and 72 bands), each
+ * against the CPU backend's one-launch frame with the per-frame readback. */
+TEST(xpbd_frames_cpu_cuda_bitwise) {
+  CUDA_ONLY("compares cpu:0 with cuda:0");
+  g_integrator = WF_CLOTH_XPBD;
+  g_tune.one_launch = WF_CLOTH_TUNE_ON; /* the CPU backend's one-launch frame too */
+  classic_case(32, 32, 6, WF_CLOTH_FRAME_RESIDENT);
+  classic_case(64, 64, 3, WF_CLOTH_FRAME_RESIDENT);
+  classic_case(64, 65, 3, WF_CLOTH_FRAME_STRIDE);
+  classic_case(128, 128, 2, WF_CLOTH_FRAME_STRIDE);
+  g_tune.resident = WF_CLOTH_TUNE_OFF;
+  classic_case(48, 48, 3, WF_CLOTH_FRAME_STRIDE);
+  g_tune.block = 32; /* 72 bands of 32 vertices, neighbour barriers */
+  classic_case(48, 48, 3, WF_CLOTH_FRAME_STRIDE);
+  memset(&g_tune, 0, sizeof g_tune);
+  g_integrator = WF_CLOTH_SPRINGS;
+}
+
 int main(int argc, char **argv) {
   static const th_test tests[] = {
       TH_TEST(cpu_cuda_bitwise), TH_TEST(self_collision_cpu_cuda_bitwise),
-      TH_TEST(coupled_cpu_cuda_bitwise), TH_TEST(one_launch_frames_cpu_cuda_bitwise)};
+      TH_TEST(coupled_cpu_cuda_bitwise), TH_TEST(one_launch_frames_cpu_cuda_bitwise),
+      TH_TEST(xpbd_frames_cpu_cuda_bitwise)};
   return th_main(argc, argv, tests, TH_COUNT(tests));
 }

@@ -123,11 +123,15 @@ static int chain_run(int substeps, int iterations, chain_result *r) {
   g.center[0] = 0.0f, g.center[1] = (float)(-0.5 * chain_len), g.center[2] = 0.0f; /* pivot at 0 */
   g.v_axis[0] = 0.0f, g.v_axis[1] = 1.0f, g.v_axis[2] = 0.0f;
   d.devices[0] = th_dev0;
+  d.tuning.one_launch = WF_CLOTH_TUNE_ON; /* the one-launch frame on a CPU device too */
   wf_cloth *c;
   if (wf_cloth_create_grid(&d, &g, &c) != WF_OK || wf_cloth_pin_named(c, "top", NULL) != WF_OK) {
     TH_FAIL("chain: %s", wf_last_error());
     return 0;
   }
+  wf_cloth_info ci; /* these results are the one-launch frame's (bitwise the staged frame's) */
+  if (wf_cloth_info_get(c, &ci) == WF_OK && ci.frame_kernel != WF_CLOTH_FRAME_RESIDENT)
+    TH_FAIL("chain: frame kernel %u, want the one-block XPBD frame", ci.frame_kernel);
   /* m/2 at the free end; the start: the discrete first mode, each link kept at length a */
   double mass[NV], shape[NV];
   for (int k = 0; k < NV; k++)
