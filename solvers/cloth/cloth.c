@@ -145,6 +145,7 @@ struct wfc_part {
   wf_buffer *energy[3]; /* wfc_part_energy's rows and XPBD lists, made at its first call */
   wfx_dev collider_dev[WFC_MAX_COLLIDERS]; /* keyframes and meshes on this partition's device */
   float longest_edge;                      /* contact: the longest rest edge, m */
+  const void *group; /* the contact group stepping this cloth (cloth_group.c), or NULL */
 };
 
 static void *ptr(const wfc_part *c, int b) { return wf_buffer_ptr(c->buf[b]); }
@@ -1347,6 +1348,13 @@ static wf_status coupled_error(const wfc_part *c, const char *fn) {
                    c->name, ps);
 }
 
+static wf_status grouped_error(const wfc_part *c, const char *fn) {
+  return wf__error(WF_ERR_INVALID, fn,
+                   "cloth '%s' is in a contact group: step the group (wf_cloth_group_step_frames), "
+                   "which steps the cloth too",
+                   c->name);
+}
+
 /* ---- coupling with a particle solver --------------------------------------------------------- */
 
 /* The particle solver's substep hooks (coupling.h): on its stream, in its substeps, captured
@@ -1386,6 +1394,7 @@ static wf_status couple_hook(void *user, int event) {
 
 wf_status wfc_part_couple(wfc_part *c, wf_particles *ps) {
   static const char fn[] = "wf_cloth_couple";
+  if (c->group && ps) return grouped_error(c, fn);
   if (c->ps) { /* uncouple first (also when coupling again, e.g. after adding particles) */
     wfp_hook_remove(c->ps, couple_hook, c);
     c->ps = NULL;
@@ -1419,6 +1428,7 @@ wf_status wfc_part_couple(wfc_part *c, wf_particles *ps) {
 wf_status wfc_part_step_frames(wfc_part *c, int frames) {
   static const char fn[] = "wf_cloth_step_frames";
   if (c->ps) return coupled_error(c, fn);
+  if (c->group) return grouped_error(c, fn);
   if (frames == 0) return WF_OK;
   if (c->desc.no_graph) { /* frame by frame: the collider forces are the last frame's */
     for (int f = 0; f < frames; f++) {
@@ -1442,6 +1452,7 @@ wf_status wfc_part_step_substeps(wfc_part *c, int n) {
   if (n < 0)
     return wf__error(WF_ERR_INVALID, fn, "cloth '%s': substeps %d must be >= 0", c->name, n);
   if (c->ps) return coupled_error(c, fn);
+  if (c->group) return grouped_error(c, fn);
   return n ? enqueue_substeps(c, fn, n) : WF_OK;
 }
 
@@ -1751,3 +1762,41 @@ wf_status wfc_flags_get(wfc_part *c, const char *fn, uint32_t *bad, uint32_t *fi
   *first_bad = f.first_bad;
   return WF_OK;
 }
+
+/* ---- contact groups (cloth_group.c) ---------------------------------------------------------- */
+
+wf_status wfc_enqueue_substep_pre(wfc_part *c, const char *fn, int in) {
+  wf_status st = substep_begin(c, fn, in);
+  if (st != WF_OK) return st;
+  if (grid_on(c) && (st = stage_apply(c, fn, in)) != WF_OK) return st;
+  if (c->desc.integrator == WF_CLOTH_XPBD) return WF_OK;
+  wfc_spring_args a = spring_args(c, in);
+  return launch(c, fn, &wfc_spring_step, c->n_update, &a, sizeof a);
+}
+
+wf_status wfc_enqueue_substep_post(wfc_part *c, const char *fn) {
+  if (c->desc.integrator != WF_CLOTH_XPBD) return WF_OK;
+  wfc_finalize_args fa = finalize_args(c);
+  return launch(c, fn, &wfc_xpbd_finalize, c->n_update, &fa, sizeof fa);
+}
+
+void wfc_contact_buffers(const wfc_part *c, int in, wf_buffer **x0, wf_buffer **x1,
+                         wf_buffer **vel) {
+  if (c->desc.integrator == WF_CLOTH_XPBD) {
+    *x0 = c->buf[B_POS0], *x1 = c->buf[B_POS1], *vel = NULL;
+    return;
+  }
+  *x0 = c->buf[in ? B_POS1 : B_POS0];
+  *x1 = c->buf[in ? B_POS0 : B_POS1];
+  *vel = c->buf[in ? B_VEL0 : B_VEL1];
+}
+
+wf_status wfc_enqueue_readback(wfc_part *c, const char *fn) {
+  return c->rb ? readback_after(c, fn) : WF_OK;
+}
+
+const wfc_params *wfc_part_params(const wfc_part *c) { return &c->params; }
+const wf_cloth_desc *wfc_part_desc(const wfc_part *c) { return &c->desc; }
+const void *wfc_part_group(const wfc_part *c) { return c->group; }
+bool wfc_part_coupled(const wfc_part *c) { return c->ps != NULL; }
+void wfc_part_set_group(wfc_part *c, const void *group) { c->group = group; }
