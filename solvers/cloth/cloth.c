@@ -105,7 +105,10 @@ enum {
   B_CC_OE,
   B_CC_OUT,
   B_CC_PIECE,
-  B_CC_MAX, /* the substep's largest displacement and longest edge, as float bits */
+  B_CC_MAX,    /* the substep's largest displacement and longest edge, as float bits */
+  B_CC_CSTART, /* the contact grid's cell tables (wfcc_grid_table cells) and sort scratch */
+  B_CC_CEND,
+  B_CC_TEMP,
   B_COUNT
 };
 
@@ -146,6 +149,8 @@ struct wfc_part {
   wfx_dev collider_dev[WFC_MAX_COLLIDERS]; /* keyframes and meshes on this partition's device */
   float longest_edge;                      /* contact: the longest rest edge, m */
   const void *group; /* the contact group stepping this cloth (cloth_group.c), or NULL */
+  uint32_t cc_table; /* cells of the contact grid's box (wfcc_grid_table) */
+  int cc_bits;       /* its key bits */
 };
 
 static void *ptr(const wfc_part *c, int b) { return wf_buffer_ptr(c->buf[b]); }
@@ -324,9 +329,10 @@ static void params_build(wfc_part *c) {
     cc->edge_cap = 1.25f * c->longest_edge; /* the device sets it every substep */
     cc->mu_s = d->contact_static_friction;
     cc->mu_k = d->contact_dynamic_friction;
-    if (c->table) {
+    if (c->cc_table) {
       int bits;
-      wfc_grid_params_init(&cc->grid, (cc->reach + 2.0f * cc->edge_cap) / 0.98f, c->table, &bits);
+      wfc_grid_params_init(&cc->grid, (cc->reach + 2.0f * cc->edge_cap) / 0.98f, c->cc_table,
+                           &bits);
     }
   }
 }
@@ -487,6 +493,16 @@ static wf_status contact_alloc(wfc_part *c, const char *fn) {
               {B_CC_OE, ne * 4, h.own_e},    {B_CC_OUT, nv * sizeof(wfp_f4), NULL},
               {B_CC_PIECE, nv * 4, h.piece}, {B_CC_MAX, 8, NULL}};
   wf_status st = WF_OK;
+  wfc_grid_params g;
+  c->cc_table = wfcc_grid_table(c->nv);
+  wfc_grid_params_init(&g, 1.0f, c->cc_table, &c->cc_bits);
+  size_t temp = wfc_grid_sort_temp_bytes(c->dev, c->nv, c->cc_bits);
+  if ((st = make_buffer(c, fn, B_CC_CSTART, (size_t)c->cc_table * 4, NULL)) != WF_OK ||
+      (st = make_buffer(c, fn, B_CC_CEND, (size_t)c->cc_table * 4, NULL)) != WF_OK ||
+      (temp && (st = make_buffer(c, fn, B_CC_TEMP, temp, NULL)) != WF_OK)) {
+    wfcc_host_free(&h);
+    return st;
+  }
   for (size_t k = 0; k < sizeof spec / sizeof spec[0] && st == WF_OK; k++)
     st = make_buffer(c, fn, spec[k].b, spec[k].bytes, spec[k].data);
   wfcc_host_free(&h);
@@ -693,8 +709,8 @@ static wf_status buffers_upload(const char *fn, wfc_part *c, const host_lists *L
   };
   wf_status st = WF_OK;
   for (int b = 0; b < B_COUNT && st == WF_OK; b++) {
-    if (b >= B_Q && b <= B_TEMP) continue;          /* the vertex grid's: grid_alloc, when needed */
-    if (b >= B_CC_EDGES && b <= B_CC_MAX) continue; /* cloth contact's: contact_alloc */
+    if (b >= B_Q && b <= B_TEMP) continue; /* the vertex grid's: grid_alloc, when needed */
+    if (b >= B_CC_EDGES && b <= B_CC_TEMP) continue; /* cloth contact's: contact_alloc */
     if (!spec[b].bytes && (b == B_ADJ_START || b == B_ADJ || b == B_CONS || b == B_LAMBDA ||
                            b == B_GRID_REST || b == B_SYNC))
       continue; /* not used by this integrator */
@@ -1149,16 +1165,17 @@ static wf_status stage_contact(wfc_part *c, const char *fn, int b0, int b1, int 
       .params = p, .x0 = ptr(c, b0), .keys = ptr(c, B_KEYS), .vals = ptr(c, B_VALS)};
   if ((st = launch(c, fn, &wfcc_keys, c->nv, &ka, sizeof ka)) != WF_OK) return st;
   TRY(wfc_grid_sort(c->stream, ptr(c, B_KEYS), ptr(c, B_VALS), ptr(c, B_KEYS_OUT),
-                    ptr(c, B_VALS_OUT), c->nv, c->bits, c->buf[B_TEMP] ? ptr(c, B_TEMP) : NULL,
-                    c->buf[B_TEMP] ? wf_buffer_size(c->buf[B_TEMP]) : 0),
+                    ptr(c, B_VALS_OUT), c->nv, c->cc_bits,
+                    c->buf[B_CC_TEMP] ? ptr(c, B_CC_TEMP) : NULL,
+                    c->buf[B_CC_TEMP] ? wf_buffer_size(c->buf[B_CC_TEMP]) : 0),
       "sorting the contact grid");
-  TRY(wfc_grid_cells(c->stream, c->buf[B_CSTART], c->buf[B_CEND], ptr(c, B_KEYS_OUT), c->nv,
-                     c->table),
+  TRY(wfc_grid_cells(c->stream, c->buf[B_CC_CSTART], c->buf[B_CC_CEND], ptr(c, B_KEYS_OUT), c->nv,
+                     c->cc_table),
       "building the contact grid's cells");
   wfcc_gather_args ga = {.params = p,
                          .grid = {.params = &p->contact.grid,
-                                  .cell_start = ptr(c, B_CSTART),
-                                  .cell_end = ptr(c, B_CEND),
+                                  .cell_start = ptr(c, B_CC_CSTART),
+                                  .cell_end = ptr(c, B_CC_CEND),
                                   .vals = ptr(c, B_VALS_OUT),
                                   .q = ptr(c, b0)},
                          .x0 = ptr(c, b0),

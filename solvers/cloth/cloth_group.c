@@ -236,7 +236,7 @@ static wf_status upload_all(wf_cloth_group *g, const char *fn) {
     return wf__error(WF_ERR_OUT_OF_MEMORY, fn, "cloth group: out of host memory");
   }
   size_t nv = g->nv, nt = g->nt, ne = h.ne;
-  g->table = g->nv > 64 ? g->nv : 64;
+  g->table = wfcc_grid_table(g->nv);
   wfc_grid_params gp;
   wfc_grid_params_init(&gp, 1.0f, g->table, &g->bits);
   group_params(g, longest);
