@@ -563,6 +563,7 @@ typedef struct wf_cloth_group_desc {
   float static_friction;  /* μs between the layers of the group's cloths; default 0.5 (cotton on
                              cotton, ~0.5-0.6) */
   float dynamic_friction; /* μk while sliding; default 0.4 */
+  bool no_graph;          /* true: frames enqueued stage by stage, not captured (the same bits) */
 } wf_cloth_group_desc;
 
 WF_API wf_cloth_group_desc wf_cloth_group_desc_default(void);
@@ -575,7 +576,9 @@ WF_API wf_cloth_group_desc wf_cloth_group_desc_default(void);
 WF_API wf_status wf_cloth_group_create(wf_cloth *const *cloths, uint32_t count,
                                        const wf_cloth_group_desc *desc, wf_cloth_group **out);
 /** Steps every cloth of the group `frames` frames, substep by substep together (each cloth's
- *  per-frame readback as its own frames do). Frames are enqueued stage by stage (not captured). */
+ *  per-frame readback as its own frames do). A frame of the group is captured once into one graph
+ *  on the group's stream (the cloths' streams forked into it) and launched with one call;
+ *  captured again after a change it bakes in (a cloth's first collider, its per-frame readback). */
 WF_API wf_status wf_cloth_group_step_frames(wf_cloth_group *g, int frames);
 /** Steps n substeps (>= 0) of every cloth together: the state after each can be read. */
 WF_API wf_status wf_cloth_group_step_substeps(wf_cloth_group *g, int n);

@@ -149,6 +149,7 @@ struct wfc_part {
   wfx_dev collider_dev[WFC_MAX_COLLIDERS]; /* keyframes and meshes on this partition's device */
   float longest_edge;                      /* contact: the longest rest edge, m */
   const void *group; /* the contact group stepping this cloth (cloth_group.c), or NULL */
+  uint32_t epoch;    /* counts the changes that drop a captured frame (a contact group's too) */
   uint32_t cc_table; /* cells of the contact grid's box (wfcc_grid_table) */
   int cc_bits;       /* its key bits */
 };
@@ -871,6 +872,7 @@ wf_status wfc_part_add_collider(wfc_part *c, const wf_collider_desc *d, uint32_t
   TRY(wf_upload(c->buf[B_COLLIDERS], k * sizeof w, &w, sizeof w, c->stream),
       "uploading a collider");
   c->params.n_colliders = k + 1;
+  if (k == 0) c->epoch++;
   if (k == 0 && c->graph) { /* the captured frame has no clear of the collider forces */
     TRY(wf_stream_synchronize(c->stream), "waiting for the solver");
     wf_graph_destroy(c->graph);
@@ -1619,6 +1621,7 @@ wf_status wfc_part_set_frame_readback_as(wfc_part *c, wf_buffer *dst, size_t off
   TRY(wf_stream_synchronize(c->stream), "waiting for the solver");
   if (c->graph) wf_graph_destroy(c->graph);
   c->graph = NULL;
+  c->epoch++;
   c->rb = dst;
   c->rb_off = dst ? off : 0;
   c->rb_layout = layout;
@@ -1816,4 +1819,5 @@ const wfc_params *wfc_part_params(const wfc_part *c) { return &c->params; }
 const wf_cloth_desc *wfc_part_desc(const wfc_part *c) { return &c->desc; }
 const void *wfc_part_group(const wfc_part *c) { return c->group; }
 bool wfc_part_coupled(const wfc_part *c) { return c->ps != NULL; }
+uint32_t wfc_part_epoch(const wfc_part *c) { return c->epoch; }
 void wfc_part_set_group(wfc_part *c, const void *group) { c->group = group; }

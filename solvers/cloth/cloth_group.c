@@ -77,6 +77,8 @@ struct wf_cloth_group {
   int bits;
   wfc_params params;
   wf_buffer *buf[G_COUNT];
+  wf_graph *graph;  /* the captured frame, or NULL */
+  uint32_t *epochs; /* n: each cloth's wfc_part_epoch when it was captured */
 };
 
 wf_cloth_group_desc wf_cloth_group_desc_default(void) {
@@ -109,12 +111,13 @@ static wf_status make_buf(wf_cloth_group *g, const char *fn, int b, size_t bytes
 void wf_cloth_group_destroy(wf_cloth_group *g) {
   if (!g) return;
   if (g->stream) wf_stream_synchronize(g->stream);
+  if (g->graph) wf_graph_destroy(g->graph);
   for (int b = 0; b < G_COUNT; b++)
     if (g->buf[b]) wf_buffer_destroy(g->buf[b], g->stream);
   for (uint32_t k = 0; k < g->n && g->parts; k++)
     if (g->parts[k] && wfc_part_group(g->parts[k]) == g) wfc_part_set_group(g->parts[k], NULL);
   if (g->stream) wf_stream_destroy(g->stream);
-  free(g->cloths), free(g->parts), free(g->first), free(g->tris);
+  free(g->cloths), free(g->parts), free(g->first), free(g->tris), free(g->epochs);
   free(g);
 }
 
@@ -311,7 +314,8 @@ wf_status wf_cloth_group_create(wf_cloth *const *cloths, uint32_t count,
   g->cloths = malloc(count * sizeof *g->cloths);
   g->parts = calloc(count, sizeof *g->parts);
   g->first = malloc((count + 1) * sizeof *g->first);
-  if (!g->cloths || !g->parts || !g->first) {
+  g->epochs = calloc(count, sizeof *g->epochs);
+  if (!g->cloths || !g->parts || !g->first || !g->epochs) {
     wf_cloth_group_destroy(g);
     return wf__error(WF_ERR_OUT_OF_MEMORY, fn, "cloth group: out of host memory");
   }
@@ -465,13 +469,52 @@ static wf_status group_run(wf_cloth_group *g, const char *fn, int n, bool frame)
   return st;
 }
 
+/* Captures a frame into g->graph: the cloths' streams forked from the group's and joined back. */
+static wf_status capture(wf_cloth_group *g, const char *fn) {
+  GTRY(wf_capture_begin(g->stream), "beginning the frame capture");
+  wf_status st = join(g, fn, false);
+  if (st == WF_OK) st = group_run(g, fn, g->substeps, true);
+  wf_status stj = join(g, fn, true); /* joined back even after a failure: the capture can end */
+  if (st == WF_OK) st = stj;
+  wf_graph *graph = NULL;
+  wf_status st2 = wf_capture_end(g->stream, &graph);
+  if (st != WF_OK) {
+    if (graph) wf_graph_destroy(graph);
+    return st;
+  }
+  if (st2 != WF_OK) return gfail(st2, fn, "ending the frame capture");
+  g->graph = graph;
+  for (uint32_t k = 0; k < g->n; k++)
+    g->epochs[k] = wfc_part_epoch(g->parts[k]);
+  return WF_OK;
+}
+
 wf_status wf_cloth_group_step_frames(wf_cloth_group *g, int frames) {
   static const char fn[] = "wf_cloth_group_step_frames";
   if (!g) return wf__error(WF_ERR_INVALID, fn, "group is NULL");
   if (frames < 0) return wf__error(WF_ERR_INVALID, fn, "frames %d must be >= 0", frames);
   wf_status st = WF_OK;
-  for (int f = 0; f < frames && st == WF_OK; f++)
-    st = group_run(g, fn, g->substeps, true);
+  if (g->desc.no_graph) {
+    for (int f = 0; f < frames && st == WF_OK; f++)
+      st = group_run(g, fn, g->substeps, true);
+    return st;
+  }
+  if (!frames) return WF_OK;
+  bool stale = false;
+  for (uint32_t k = 0; k < g->n; k++)
+    stale = stale || g->epochs[k] != wfc_part_epoch(g->parts[k]);
+  if (g->graph && stale) { /* what it baked in changed: capture again */
+    GTRY(wf_stream_synchronize(g->stream), "waiting for the group");
+    wf_graph_destroy(g->graph);
+    g->graph = NULL;
+  }
+  if ((st = join(g, fn, true)) != WF_OK) return st; /* after what the cloths have enqueued */
+  if (!g->graph && (st = capture(g, fn)) != WF_OK) return st;
+  for (int f = 0; f < frames; f++)
+    GTRY(wf_graph_launch(g->graph, g->stream), "launching a frame");
+  if ((st = join(g, fn, false)) != WF_OK) return st; /* the cloths' next work after the frames */
+  for (uint32_t k = 0; k < g->n && st == WF_OK; k++)
+    st = wfc_touch(g->parts[k], fn);
   return st;
 }
 

@@ -136,5 +136,8 @@ const wf_cloth_desc *wfc_part_desc(const wfc_part *c);
 const void *wfc_part_group(const wfc_part *c);
 void wfc_part_set_group(wfc_part *c, const void *group);
 bool wfc_part_coupled(const wfc_part *c);
+/* Changes whenever what a captured frame bakes in changes (the first collider, the per-frame
+ * readback): a group's captured frame is captured again. */
+uint32_t wfc_part_epoch(const wfc_part *c);
 
 #endif
