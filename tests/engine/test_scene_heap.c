@@ -3,12 +3,17 @@
  * triangles intersect, within a sheet or between sheets (wf_cloth_intersections_count over all
  * four as one set, exact); at the end the sheets lie on each other (some vertex of each upper
  * sheet within 3 thicknesses of the sheet under it: they did meet, so the count was tested);
- * and without cloth_collision the sheets fall through each other (so the check can fail).
+ * and without cloth_collision the sheets fall through each other (so the check can fail); a
+ * checkpoint of the heap resumes bitwise.
  *
  * The fast variant (CI, < 3 s a case) runs the scene with 10 x 10 sheets for 24 frames (0.4 s:
  * the lowest lands on the ball at ~0.13 s, the others on it one after the other); the scene as
  * written (16 x 16, 150 frames) with WEFT_TEST_SLOW=1. Runs on `--device` (cpu by default).
  */
+#define _POSIX_C_SOURCE 200809L /* getpid */
+
+#include <unistd.h>
+
 #include "harness.h"
 
 #include "weft/cloth.h"
@@ -123,6 +128,50 @@ TEST(heap_without_cloth_collision_intersects) {
   CHECK(worst > 0);
 }
 
+/* A checkpoint of the heap (each cloth's state; the group holds none) resumed into a new world
+ * continues bitwise as the uninterrupted run: 16 frames against 10 + save + load + 6 (the sheets
+ * meet from about frame 10 on: the resumed frames hold contact between cloths). */
+TEST(heap_checkpoint_resume_bitwise) {
+  const char *sets[] = {SMALL};
+  char scene[512], path[256];
+  snprintf(scene, sizeof scene, "%s/scenes/cloth_heap.json", WEFT_SOURCE_DIR);
+  snprintf(path, sizeof path, "%s/weft_test_heap_%d.wfck",
+           getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
+  wf_scene_overrides ov = {sets, 4};
+  wf_scene *sc = NULL;
+  if (wf_scene_load(scene, &ov, &sc) != WF_OK) {
+    TH_FAIL("%s: %s", scene, wf_scene_errors());
+    return;
+  }
+  wf_world_desc d = wf_world_desc_default();
+  d.device = th_kind;
+  wf_world *full = NULL, *half = NULL, *resumed = NULL;
+  CHECK_OK(wf_world_create(sc, &d, &full));
+  CHECK_OK(wf_world_create(sc, &d, &half));
+  CHECK_OK(wf_world_create(sc, &d, &resumed));
+  int first = sc->emitter_count;
+  wf_scene_destroy(sc);
+  if (!full || !half || !resumed) {
+    wf_world_destroy(full), wf_world_destroy(half), wf_world_destroy(resumed);
+    return;
+  }
+  CHECK_OK(wf_world_step(full, 16));
+  CHECK_OK(wf_world_step(half, 10));
+  CHECK_OK(wf_world_save(half, path));
+  CHECK_OK(wf_world_load_checkpoint(resumed, path));
+  CHECK_OK(wf_world_step(resumed, 6));
+  static float a[MAXV][4], b[MAXV][4];
+  for (int i = 0; i < SHEETS; i++) {
+    wf_world_object o;
+    CHECK_OK(wf_world_object_get(full, first + i, &o));
+    CHECK_OK(wf_world_object_download(full, first + i, a, NULL));
+    CHECK_OK(wf_world_object_download(resumed, first + i, b, NULL));
+    CHECK(memcmp(a, b, sizeof(float[4]) * o.point_count) == 0);
+  }
+  remove(path);
+  wf_world_destroy(full), wf_world_destroy(half), wf_world_destroy(resumed);
+}
+
 TEST(heap_full_scene) {
   if (!slow_enabled()) SKIP("the scene as written: WEFT_TEST_SLOW=1");
   double gap, th;
@@ -133,8 +182,8 @@ TEST(heap_full_scene) {
 }
 
 int main(int argc, char **argv) {
-  static const th_test tests[] = {TH_TEST(heap_holds),
-                                  TH_TEST(heap_without_cloth_collision_intersects),
-                                  TH_TEST(heap_full_scene)};
+  static const th_test tests[] = {
+      TH_TEST(heap_holds), TH_TEST(heap_without_cloth_collision_intersects),
+      TH_TEST(heap_checkpoint_resume_bitwise), TH_TEST(heap_full_scene)};
   return th_main(argc, argv, tests, TH_COUNT(tests));
 }
