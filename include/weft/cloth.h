@@ -62,7 +62,7 @@
  * over the last few substeps before it touches), and in a flat sheet the nearest such primitive
  * is about 0.7 edge away, so a vertex moves at most ~0.28 edge a substep (2.7 m/s for 1 cm edges
  * at 16 substeps of 1/60 s). Deterministic (fixed gather order, no atomics on floats): bitwise
- * run to run and on both backends. One device; frames run per substep (docs/cloth_contact.md).
+ * run to run and on both backends. One device (docs/cloth_contact.md).
  *
  * Coupling with particles (wf_cloth_couple): cloth vertices and particles collide, each vertex a
  * point kept material.thickness from the particles' surfaces, with equal and opposite impulses
