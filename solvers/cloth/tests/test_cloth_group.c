@@ -394,6 +394,38 @@ TEST(group_bitwise_and_checkpoint) {
   CHECK(memcmp(a, r, sizeof a) == 0);
 }
 
+/* A per-frame readback set on a cloth of a group after the group's frame was captured is baked
+ * into the frame captured again (wfc_part_epoch): after 3 more frames the pinned buffer holds
+ * the cloth's positions as the solver holds them, bit for bit (without the recapture it would
+ * still hold the zeros it was made with). */
+TEST(group_recaptures_after_a_readback) {
+  static mesh lo, up;
+  sheets(&lo, &up, 0.03f);
+  wf_cloth_desc d = desc_of(WF_CLOTH_XPBD, "lower");
+  wf_cloth *a, *b;
+  wf_cloth_group *g;
+  wf_buffer *rb;
+  CHECK_OK(make(&d, &lo, &a));
+  d.name = "upper";
+  CHECK_OK(make(&d, &up, &b));
+  wf_cloth *pair[2] = {a, b};
+  CHECK_OK(wf_cloth_group_create(pair, 2, NULL, &g));
+  CHECK_OK(wf_cloth_group_step_frames(g, 2));
+  size_t bytes = sizeof(float[4]) * up.nv;
+  CHECK_OK(wf_buffer_create(th_host, bytes, WF_BUFFER_PINNED | WF_BUFFER_ZERO, NULL, &rb));
+  CHECK_OK(wf_cloth_set_frame_readback(b, rb, 0));
+  CHECK_OK(wf_cloth_group_step_frames(g, 3));
+  static float p[MAXV][4], q[MAXV][4];
+  CHECK_OK(wf_cloth_download_local(b, p, NULL));
+  CHECK_OK(wf_download(q, rb, 0, bytes));
+  CHECK(memcmp(p, q, bytes) == 0);
+  CHECK(q[0][1] != 0.0f); /* it was written (the sheet is at about 3 cm) */
+  CHECK_OK(wf_cloth_set_frame_readback(b, NULL, 0));
+  wf_cloth_group_destroy(g);
+  wf_buffer_destroy(rb, NULL);
+  wf_cloth_destroy(a), wf_cloth_destroy(b);
+}
+
 TEST(group_cpu_cuda_bitwise) {
   CUDA_ONLY("compares cpu:0 with cuda:0");
   static float a[MAXV][4], b[MAXV][4];
@@ -458,6 +490,7 @@ int main(int argc, char **argv) {
                                   TH_TEST(friction_slope_between_cloths_xpbd),
                                   TH_TEST(friction_slope_between_cloths_springs),
                                   TH_TEST(group_bitwise_and_checkpoint),
+                                  TH_TEST(group_recaptures_after_a_readback),
                                   TH_TEST(group_cpu_cuda_bitwise),
                                   TH_TEST(group_errors)};
   return th_main(argc, argv, tests, TH_COUNT(tests));
