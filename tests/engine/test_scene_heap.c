@@ -168,6 +168,21 @@ TEST(heap_checkpoint_resume_bitwise) {
     CHECK_OK(wf_world_object_download(resumed, first + i, b, NULL));
     CHECK(memcmp(a, b, sizeof(float[4]) * o.point_count) == 0);
   }
+  /* the heap's physics includes cloth_collision: a world without it refuses the checkpoint,
+   * naming the key */
+  const char *off[] = {SMALL, "simulation.cloth_collision=false"};
+  wf_scene_overrides ov2 = {off, 5};
+  wf_world *other = NULL;
+  if (wf_scene_load(scene, &ov2, &sc) == WF_OK) {
+    CHECK_OK(wf_world_create(sc, &d, &other));
+    wf_scene_destroy(sc);
+    if (other)
+      CHECK_ERROR(wf_world_load_checkpoint(other, path), WF_ERR_INVALID,
+                  "simulation.cloth_collision");
+    wf_world_destroy(other);
+  } else {
+    TH_FAIL("%s", wf_scene_errors());
+  }
   remove(path);
   wf_world_destroy(full), wf_world_destroy(half), wf_world_destroy(resumed);
 }
