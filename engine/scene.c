@@ -65,6 +65,7 @@ static const field sim_fields[] = {
     {"max_speed", F_NUM, SIM(max_speed), {0}, GE0, 0},
     {"max_penetration", F_NUM, SIM(max_penetration), {0}, GE0, 0},
     {"coupling", F_BOOL, SIM(coupling), {1}, ANY, 0},
+    {"cloth_collision", F_BOOL, SIM(cloth_collision), {0}, ANY, 0},
 };
 #define MAT(m) offsetof(wf_scene_material, m)
 static const field material_fields[] = {

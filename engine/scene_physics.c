@@ -66,6 +66,10 @@ char *wfw_scene_physics_json(const wf_scene *sc) {
                                     "stop_when"};
   for (size_t i = 0; sim && i < sizeof run / sizeof run[0]; i++)
     drop(sim, run[i]);
+  /* cloth_collision off is the physics of scenes written before the key existed: recorded only
+   * when on, so their checkpoints still resume */
+  cJSON *cc = sim ? cJSON_GetObjectItemCaseSensitive(sim, "cloth_collision") : NULL;
+  if (cc && cJSON_IsFalse(cc)) drop(sim, "cloth_collision");
   /* names are not physics (objects are matched by their place in the lists): references by name
    * become the index they name */
   static const char *const lists[] = {"materials", "particles", "cloths", "colliders"};

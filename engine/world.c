@@ -364,10 +364,23 @@ static const char *cloth_name(const wf_world *w, int i) {
   return w->objects[w->n_objects - w->n_cloths + i].name;
 }
 
-/* The solver of scene cloth i over its devices (the first cloth_devices of the world's). */
+/* The cloths of the contact group (simulation.cloth_collision): those with `contact`. */
+static bool grouped(const wf_scene *sc, int i) {
+  return sc->simulation.cloth_collision && sc->cloths[i].contact;
+}
+
+/* The solver of scene cloth i over its devices (the first cloth_devices of the world's). The
+ * cloths of a contact group share the first one's origin (wf_cloth_group_create needs it). */
 static wf_status cloth_solver(wf_world *w, const wf_scene *sc, int i) {
   const wf_scene_cloth *c = &sc->cloths[i];
   wf_cloth_desc d = cloth_desc_of(sc, c);
+  for (int j = 0; j < i && grouped(sc, i); j++)
+    if (grouped(sc, j)) {
+      wf_status st = wf_cloth_origin(w->cloths[j], d.origin);
+      if (st != WF_OK) return st;
+      d.origin_given = true;
+      break;
+    }
   d.stream = w->stream; /* shared with the particle solver when coupled, else NULL */
   d.device_count = cloth_devices(w, c);
   for (int k = 0; k < d.device_count; k++)
@@ -433,6 +446,44 @@ wf_status wf_scene_particle_stability(const wf_scene *sc, int i, wf_particles_st
              e->name, sm->name, out->contact_time, out->tangential_time,
              (double)d.frame_dt / d.substeps, out->substeps_needed, d.substeps);
   return st;
+}
+
+static wf_status group_error(wf_status st) {
+  char inner[900];
+  snprintf(inner, sizeof inner, "%s", wf_last_error());
+  return wf__error(st, NULL, "simulation.cloth_collision: %s", inner);
+}
+
+/* simulation.cloth_collision: the cloths with `contact` in one contact group, with the least
+ * friction of theirs (the slipperier surface governs the pair). */
+static wf_status create_group(wf_world *w, const wf_scene *sc) {
+  if (!sc->simulation.cloth_collision) return WF_OK;
+  wf_cloth **members = calloc((size_t)sc->cloth_count + 1, sizeof *members);
+  w->in_group = calloc((size_t)sc->cloth_count + 1, sizeof *w->in_group);
+  if (!members || !w->in_group) {
+    free(members);
+    return wf__error(WF_ERR_OUT_OF_MEMORY, "wf_world_create", "out of host memory");
+  }
+  wf_cloth_group_desc gd = wf_cloth_group_desc_default();
+  uint32_t n = 0;
+  for (int i = 0; i < sc->cloth_count; i++) {
+    if (!grouped(sc, i)) continue;
+    const wf_scene_cloth *c = &sc->cloths[i];
+    if (n == 0 || c->contact_static_friction < gd.static_friction)
+      gd.static_friction = (float)c->contact_static_friction;
+    if (n == 0 || c->contact_dynamic_friction < gd.dynamic_friction)
+      gd.dynamic_friction = (float)c->contact_dynamic_friction;
+    members[n++] = w->cloths[i];
+    w->in_group[i] = true;
+  }
+  wf_status st = WF_OK;
+  if (n && w->stream)
+    st = wf__error(WF_ERR_INVALID, NULL,
+                   "cloths in contact with each other cannot also be coupled to particles (the "
+                   "particle frames step coupled cloths); set simulation.coupling to false");
+  if (st == WF_OK && n) st = wf_cloth_group_create(members, n, &gd, &w->cgroup);
+  free(members);
+  return st == WF_OK ? WF_OK : group_error(st);
 }
 
 static wf_status create_cloth(wf_world *w, const wf_scene *sc, int i) {
@@ -638,6 +689,7 @@ wf_status wf_world_create(const wf_scene *sc, const wf_world_desc *desc, wf_worl
     if (!w->cpos[i] || !w->cvel[i])
       st = wf__error(WF_ERR_OUT_OF_MEMORY, "wf_world_create", "out of host memory");
   }
+  if (st == WF_OK) st = create_group(w, sc);
   if (st == WF_OK) st = health_create(w, sc);
   if (st != WF_OK) {
     wf_device *devs[WFW_MAX_DEVICES];
@@ -658,7 +710,9 @@ wf_status wf_world_create(const wf_scene *sc, const wf_world_desc *desc, wf_worl
 
 void wf_world_destroy(wf_world *w) {
   if (!w) return;
-  wfw_health_destroy(w->health); /* first: it reads the solvers' partitions */
+  wfw_health_destroy(w->health);     /* first: it reads the solvers' partitions */
+  wf_cloth_group_destroy(w->cgroup); /* before its cloths */
+  free(w->in_group);
   wf_particles_destroy(w->ps);
   for (int i = 0; i < w->n_cloths; i++) {
     if (w->cloths) wf_cloth_destroy(w->cloths[i]);
@@ -707,9 +761,12 @@ wf_status wf_world_step(wf_world *w, int frames) {
     if (w->ps && (st = wf_particles_step_frames(w->ps, 1)) != WF_OK)
       return fail_object(st, "particles", 0, "particles");
     for (int i = 0; i < w->n_cloths && !w->stream; i++) { /* coupled: stepped by the particles */
+      if (w->in_group && w->in_group[i]) continue;        /* stepped by the contact group */
       if ((st = wf_cloth_step_frames(w->cloths[i], 1)) != WF_OK)
         return fail_object(st, "cloths", i, cloth_name(w, i));
     }
+    if (w->cgroup && (st = wf_cloth_group_step_frames(w->cgroup, 1)) != WF_OK)
+      return group_error(st);
     w->frame++;
     if ((st = wfw_health_after_frame(w->health, w->frame)) != WF_OK) return st;
     if ((st = wfw_stop_after_frame(w)) != WF_OK) return st;

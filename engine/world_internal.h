@@ -43,6 +43,10 @@ struct wf_world {
   uint32_t n_particles;
   int n_cloths;
   wf_cloth **cloths; /* per cloth: its solver, over one device or several */
+  /* simulation.cloth_collision: the cloths with `contact` in one contact group, stepped by it
+   * (in_group[i]), or NULL */
+  wf_cloth_group *cgroup;
+  bool *in_group;
   int n_objects;
   wfw_object *objects;
   char *scene_json;

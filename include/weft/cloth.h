@@ -53,7 +53,8 @@
  *
  * Cloth contact (desc.contact): vertex–triangle and edge–edge proximity contact with a thickness
  * (material.thickness), within the cloth and between its disconnected pieces (give several
- * cloths as one mesh of several pieces to make them collide), with static and dynamic friction
+ * cloths as one mesh of several pieces, or separate cloths in a contact group: wf_cloth_group),
+ * with static and dynamic friction
  * between layers. Every substep, each vertex's motion is bounded by 0.4 of the distance from its
  * primitives to the nearest primitive sharing no vertex with them, at the substep's start, so a
  * state without intersecting triangles (wf_cloth_intersections) stays without: layers never pass
@@ -61,7 +62,7 @@
  * over the last few substeps before it touches), and in a flat sheet the nearest such primitive
  * is about 0.7 edge away, so a vertex moves at most ~0.28 edge a substep (2.7 m/s for 1 cm edges
  * at 16 substeps of 1/60 s). Deterministic (fixed gather order, no atomics on floats): bitwise
- * run to run and on both backends. One device; frames run per substep (docs/cloth_contact.md).
+ * run to run and on both backends. One device (docs/cloth_contact.md).
  *
  * Coupling with particles (wf_cloth_couple): cloth vertices and particles collide, each vertex a
  * point kept material.thickness from the particles' surfaces, with equal and opposite impulses
@@ -567,6 +568,44 @@ WF_API wf_status wf_cloth_intersections_count(const float *xyz, size_t stride,
 /** wf_cloth_intersections_count of a cloth's current state (waits; the solver's own positions,
  *  wf_cloth_download_local). 0 is what cloth contact (wf_cloth_desc.contact) promises. */
 WF_API wf_status wf_cloth_intersections(wf_cloth *c, uint64_t *count);
+
+/* ---- contact groups: contact between separate cloths -------------------------------------- */
+
+/** A contact group: separate cloths that collide with each other and with themselves (vertex–
+ *  triangle and edge–edge contact, as desc.contact does within one cloth: the same stage, over
+ *  all the group's vertices at once), with friction between the layers of different cloths.
+ *  While a cloth is in a group, the group steps it (wf_cloth_step_frames / _step_substeps on it
+ *  are refused); destroy the group before its cloths. */
+typedef struct wf_cloth_group wf_cloth_group;
+
+typedef struct wf_cloth_group_desc {
+  float static_friction;  /* μs between the layers of the group's cloths; default 0.5 (cotton on
+                             cotton, ~0.5-0.6) */
+  float dynamic_friction; /* μk while sliding; default 0.4 */
+  bool no_graph;          /* true: frames enqueued stage by stage, not captured (the same bits) */
+} wf_cloth_group_desc;
+
+WF_API wf_cloth_group_desc wf_cloth_group_desc_default(void);
+/** Makes a group of `count` (>= 1) cloths. They must run on one device each, the same one, with
+ *  the same integrator, frame_dt and substeps, share one origin (wf_cloth_origin: give them the
+ *  same desc.origin; positions are compared as the solvers hold them), and not be coupled to
+ *  particles or in another group. The thickness kept between layers is the largest
+ *  material.thickness of the cloths (read now). Their own desc.contact is not needed: the group
+ *  does contact for all of them. WF_ERR_INVALID naming the cloth otherwise. */
+WF_API wf_status wf_cloth_group_create(wf_cloth *const *cloths, uint32_t count,
+                                       const wf_cloth_group_desc *desc, wf_cloth_group **out);
+/** Steps every cloth of the group `frames` frames, substep by substep together (each cloth's
+ *  per-frame readback as its own frames do). A frame of the group is captured once into one graph
+ *  on the group's stream (the cloths' streams forked into it) and launched with one call;
+ *  captured again after a change it bakes in (a cloth's first collider, its per-frame readback). */
+WF_API wf_status wf_cloth_group_step_frames(wf_cloth_group *g, int frames);
+/** Steps n substeps (>= 0) of every cloth together: the state after each can be read. */
+WF_API wf_status wf_cloth_group_step_substeps(wf_cloth_group *g, int n);
+/** wf_cloth_intersections_count over all the group's cloths as one set (waits): pairs within a
+ *  cloth and between cloths. 0 is what the group promises. */
+WF_API wf_status wf_cloth_group_intersections(wf_cloth_group *g, uint64_t *count);
+/** Waits for the group and frees it; its cloths are free to step on their own again. */
+WF_API void wf_cloth_group_destroy(wf_cloth_group *g);
 
 /** Number of vertices of the whole cloth. */
 WF_API uint32_t wf_cloth_count(const wf_cloth *c);

@@ -147,6 +147,9 @@ typedef struct wf_scene_simulation {
   double max_speed;                     /* watchdog: m/s, 0 = off */
   double max_penetration;               /* watchdog: m, 0 = off */
   bool coupling; /* cloths and particles collide (two-way) when both exist; default true */
+  /* the cloths with `contact` collide with each other too (one contact group, weft/cloth.h:
+   * wf_cloth_group); default false */
+  bool cloth_collision;
   /* stop_when: a rule or a list of them; the first met ends the run (weft/world.h:
    * wf_world_stop_reason). None by default: a run ends at its last frame. */
   int stop_count;

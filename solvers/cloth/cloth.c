@@ -107,7 +107,10 @@ enum {
   B_CC_OE,
   B_CC_OUT,
   B_CC_PIECE,
-  B_CC_MAX, /* the substep's largest displacement and longest edge, as float bits */
+  B_CC_MAX,    /* the substep's largest displacement and longest edge, as float bits */
+  B_CC_CSTART, /* the contact grid's cell tables (wfcc_grid_table cells) and sort scratch */
+  B_CC_CEND,
+  B_CC_TEMP,
   B_COUNT
 };
 
@@ -152,6 +155,10 @@ struct wfc_part {
   wf_buffer *energy[3]; /* wfc_part_energy's rows and XPBD lists, made at its first call */
   wfx_dev collider_dev[WFC_MAX_COLLIDERS]; /* keyframes and meshes on this partition's device */
   float longest_edge;                      /* contact: the longest rest edge, m */
+  const void *group; /* the contact group stepping this cloth (cloth_group.c), or NULL */
+  uint32_t epoch;    /* counts the changes that drop a captured frame (a contact group's too) */
+  uint32_t cc_table; /* cells of the contact grid's box (wfcc_grid_table) */
+  int cc_bits;       /* its key bits */
 };
 
 static void *ptr(const wfc_part *c, int b) { return wf_buffer_ptr(c->buf[b]); }
@@ -330,9 +337,10 @@ static void params_build(wfc_part *c) {
     cc->edge_cap = 1.25f * c->longest_edge; /* the device sets it every substep */
     cc->mu_s = d->contact_static_friction;
     cc->mu_k = d->contact_dynamic_friction;
-    if (c->table) {
+    if (c->cc_table) {
       int bits;
-      wfc_grid_params_init(&cc->grid, (cc->reach + 2.0f * cc->edge_cap) / 0.98f, c->table, &bits);
+      wfc_grid_params_init(&cc->grid, (cc->reach + 2.0f * cc->edge_cap) / 0.98f, c->cc_table,
+                           &bits);
     }
   }
 }
@@ -497,6 +505,16 @@ static wf_status contact_alloc(wfc_part *c, const char *fn) {
               {B_CC_OE, ne * 4, h.own_e},    {B_CC_OUT, nv * sizeof(wfp_f4), NULL},
               {B_CC_PIECE, nv * 4, h.piece}, {B_CC_MAX, 8, NULL}};
   wf_status st = WF_OK;
+  wfc_grid_params g;
+  c->cc_table = wfcc_grid_table(c->nv);
+  wfc_grid_params_init(&g, 1.0f, c->cc_table, &c->cc_bits);
+  size_t temp = wfc_grid_sort_temp_bytes(c->dev, c->nv, c->cc_bits);
+  if ((st = make_buffer(c, fn, B_CC_CSTART, (size_t)c->cc_table * 4, NULL)) != WF_OK ||
+      (st = make_buffer(c, fn, B_CC_CEND, (size_t)c->cc_table * 4, NULL)) != WF_OK ||
+      (temp && (st = make_buffer(c, fn, B_CC_TEMP, temp, NULL)) != WF_OK)) {
+    wfcc_host_free(&h);
+    return st;
+  }
   for (size_t k = 0; k < sizeof spec / sizeof spec[0] && st == WF_OK; k++)
     st = make_buffer(c, fn, spec[k].b, spec[k].bytes, spec[k].data);
   wfcc_host_free(&h);
@@ -750,8 +768,8 @@ static wf_status buffers_upload(const char *fn, wfc_part *c, const host_lists *L
   };
   wf_status st = WF_OK;
   for (int b = 0; b < B_COUNT && st == WF_OK; b++) {
-    if (b >= B_Q && b <= B_TEMP) continue;          /* the vertex grid's: grid_alloc, when needed */
-    if (b >= B_CC_EDGES && b <= B_CC_MAX) continue; /* cloth contact's: contact_alloc */
+    if (b >= B_Q && b <= B_TEMP) continue; /* the vertex grid's: grid_alloc, when needed */
+    if (b >= B_CC_EDGES && b <= B_CC_TEMP) continue; /* cloth contact's: contact_alloc */
     if (!spec[b].bytes && (b == B_ADJ_START || b == B_ADJ || b == B_CONS || b == B_LAMBDA ||
                            b == B_GRID_REST || b == B_SYNC || b == B_XBAND))
       continue; /* not used by this integrator */
@@ -918,6 +936,7 @@ wf_status wfc_part_add_collider(wfc_part *c, const wf_collider_desc *d, uint32_t
   TRY(wf_upload(c->buf[B_COLLIDERS], k * sizeof w, &w, sizeof w, c->stream),
       "uploading a collider");
   c->params.n_colliders = k + 1;
+  if (k == 0) c->epoch++; /* a group's captured frame is captured again */
   if (k == 0 && c->forces_on && c->graph) { /* the captured frame has no clear of the forces */
     TRY(wf_stream_synchronize(c->stream), "waiting for the solver");
     wf_graph_destroy(c->graph);
@@ -1212,16 +1231,17 @@ static wf_status stage_contact(wfc_part *c, const char *fn, int b0, int b1, int 
       .params = p, .x0 = ptr(c, b0), .keys = ptr(c, B_KEYS), .vals = ptr(c, B_VALS)};
   if ((st = launch(c, fn, &wfcc_keys, c->nv, &ka, sizeof ka)) != WF_OK) return st;
   TRY(wfc_grid_sort(c->stream, ptr(c, B_KEYS), ptr(c, B_VALS), ptr(c, B_KEYS_OUT),
-                    ptr(c, B_VALS_OUT), c->nv, c->bits, c->buf[B_TEMP] ? ptr(c, B_TEMP) : NULL,
-                    c->buf[B_TEMP] ? wf_buffer_size(c->buf[B_TEMP]) : 0),
+                    ptr(c, B_VALS_OUT), c->nv, c->cc_bits,
+                    c->buf[B_CC_TEMP] ? ptr(c, B_CC_TEMP) : NULL,
+                    c->buf[B_CC_TEMP] ? wf_buffer_size(c->buf[B_CC_TEMP]) : 0),
       "sorting the contact grid");
-  TRY(wfc_grid_cells(c->stream, c->buf[B_CSTART], c->buf[B_CEND], ptr(c, B_KEYS_OUT), c->nv,
-                     c->table),
+  TRY(wfc_grid_cells(c->stream, c->buf[B_CC_CSTART], c->buf[B_CC_CEND], ptr(c, B_KEYS_OUT), c->nv,
+                     c->cc_table),
       "building the contact grid's cells");
   wfcc_gather_args ga = {.params = p,
                          .grid = {.params = &p->contact.grid,
-                                  .cell_start = ptr(c, B_CSTART),
-                                  .cell_end = ptr(c, B_CEND),
+                                  .cell_start = ptr(c, B_CC_CSTART),
+                                  .cell_end = ptr(c, B_CC_CEND),
                                   .vals = ptr(c, B_VALS_OUT),
                                   .q = ptr(c, b0)},
                          .x0 = ptr(c, b0),
@@ -1442,6 +1462,13 @@ static wf_status coupled_error(const wfc_part *c, const char *fn) {
                    c->name, ps);
 }
 
+static wf_status grouped_error(const wfc_part *c, const char *fn) {
+  return wf__error(WF_ERR_INVALID, fn,
+                   "cloth '%s' is in a contact group: step the group (wf_cloth_group_step_frames), "
+                   "which steps the cloth too",
+                   c->name);
+}
+
 /* ---- coupling with a particle solver --------------------------------------------------------- */
 
 /* The particle solver's substep hooks (coupling.h): on its stream, in its substeps, captured
@@ -1481,6 +1508,7 @@ static wf_status couple_hook(void *user, int event) {
 
 wf_status wfc_part_couple(wfc_part *c, wf_particles *ps) {
   static const char fn[] = "wf_cloth_couple";
+  if (c->group && ps) return grouped_error(c, fn);
   if (c->ps) { /* uncouple first (also when coupling again, e.g. after adding particles) */
     wfp_hook_remove(c->ps, couple_hook, c);
     c->ps = NULL;
@@ -1519,6 +1547,7 @@ wf_status wfc_part_couple(wfc_part *c, wf_particles *ps) {
 wf_status wfc_part_step_frames(wfc_part *c, int frames) {
   static const char fn[] = "wf_cloth_step_frames";
   if (c->ps) return coupled_error(c, fn);
+  if (c->group) return grouped_error(c, fn);
   if (frames == 0) return WF_OK;
   if (c->desc.no_graph) { /* frame by frame: the collider forces are the last frame's */
     for (int f = 0; f < frames; f++) {
@@ -1542,6 +1571,7 @@ wf_status wfc_part_step_substeps(wfc_part *c, int n) {
   if (n < 0)
     return wf__error(WF_ERR_INVALID, fn, "cloth '%s': substeps %d must be >= 0", c->name, n);
   if (c->ps) return coupled_error(c, fn);
+  if (c->group) return grouped_error(c, fn);
   return n ? enqueue_substeps(c, fn, n) : WF_OK;
 }
 
@@ -1691,6 +1721,7 @@ wf_status wfc_part_set_frame_readback_as(wfc_part *c, wf_buffer *dst, size_t off
   TRY(wf_stream_synchronize(c->stream), "waiting for the solver");
   if (c->graph) wf_graph_destroy(c->graph);
   c->graph = NULL;
+  c->epoch++;
   c->rb = dst;
   c->rb_off = dst ? off : 0;
   c->rb_layout = layout;
@@ -1879,3 +1910,42 @@ wf_status wfc_flags_get(wfc_part *c, const char *fn, uint32_t *bad, uint32_t *fi
   *first_bad = f.first_bad;
   return WF_OK;
 }
+
+/* ---- contact groups (cloth_group.c) ---------------------------------------------------------- */
+
+wf_status wfc_enqueue_substep_pre(wfc_part *c, const char *fn, int in) {
+  wf_status st = substep_begin(c, fn, in);
+  if (st != WF_OK) return st;
+  if (grid_on(c) && (st = stage_apply(c, fn, in)) != WF_OK) return st;
+  if (c->desc.integrator == WF_CLOTH_XPBD) return WF_OK;
+  wfc_spring_args a = spring_args(c, in);
+  return launch(c, fn, &wfc_spring_step, c->n_update, &a, sizeof a);
+}
+
+wf_status wfc_enqueue_substep_post(wfc_part *c, const char *fn) {
+  if (c->desc.integrator != WF_CLOTH_XPBD) return WF_OK;
+  wfc_finalize_args fa = finalize_args(c);
+  return launch(c, fn, &wfc_xpbd_finalize, c->n_update, &fa, sizeof fa);
+}
+
+void wfc_contact_buffers(const wfc_part *c, int in, wf_buffer **x0, wf_buffer **x1,
+                         wf_buffer **vel) {
+  if (c->desc.integrator == WF_CLOTH_XPBD) {
+    *x0 = c->buf[B_POS0], *x1 = c->buf[B_POS1], *vel = NULL;
+    return;
+  }
+  *x0 = c->buf[in ? B_POS1 : B_POS0];
+  *x1 = c->buf[in ? B_POS0 : B_POS1];
+  *vel = c->buf[in ? B_VEL0 : B_VEL1];
+}
+
+wf_status wfc_enqueue_readback(wfc_part *c, const char *fn) {
+  return c->rb ? readback_after(c, fn) : WF_OK;
+}
+
+const wfc_params *wfc_part_params(const wfc_part *c) { return &c->params; }
+const wf_cloth_desc *wfc_part_desc(const wfc_part *c) { return &c->desc; }
+const void *wfc_part_group(const wfc_part *c) { return c->group; }
+bool wfc_part_coupled(const wfc_part *c) { return c->ps != NULL; }
+uint32_t wfc_part_epoch(const wfc_part *c) { return c->epoch; }
+void wfc_part_set_group(wfc_part *c, const void *group) { c->group = group; }

@@ -356,11 +356,14 @@ WF_HD static inline int wfcc_has(const uint32_t *t, int n, uint32_t v) {
 
 enum { WFCC_RING = 16 }; /* triangles or edges of a vertex whose boxes a gather keeps */
 
-/* What a gather keeps of its vertex i: position, the boxes of its first triangles and edges. */
+/* What a gather keeps of its vertex i: position, the boxes of its first triangles and edges,
+ * and the box of its whole ring (every triangle with i: it holds every edge with i too, the
+ * mesh's edges being its triangles'). */
 typedef struct wfcc_self {
   uint32_t i;
   wfc_v3 p0;
   wfcc_box tb[WFCC_RING], eb[WFCC_RING];
+  wfcc_box ring;
 } wfcc_self;
 
 /* The pairs of vertex i with partner vertex w found by the walk: i against the triangles w
@@ -386,7 +389,10 @@ WF_HD static inline void wfcc_visit(const wfcc_gather_args *a, const wfcc_self *
       uint32_t v[4] = {i, t[0], t[1], t[2]};
       wfcc_pair(a, WFCC_VT, v, 0, m, acc, n);
     }
-    for (uint32_t q = T->vt_start[i]; q < T->vt_start[i + 1u]; q++) {
+    /* the ring's box is at most as far from w as any of its triangles' (the same floats' min
+     * and max): when it is reach away, every pair of this loop would return at its box test */
+    for (uint32_t q = T->vt_start[i]; q < T->vt_start[i + 1u] && wfcc_box_gap2(&me->ring, &wb) < r2;
+         q++) {
       uint32_t k = q - T->vt_start[i];
       if (k < WFCC_RING && !(wfcc_box_gap2(&me->tb[k], &wb) < r2)) continue;
       const uint32_t *t = T->tris + 3u * T->vt_list[q];
@@ -400,6 +406,7 @@ WF_HD static inline void wfcc_visit(const wfcc_gather_args *a, const wfcc_self *
     const uint32_t *ef = T->edges + 2u * f;
     wfc_v3 fx[2] = {wfc_xyz(a->x0[ef[0]]), wfc_xyz(a->x0[ef[1]])};
     wfcc_box fb = wfcc_box_of(fx, 2);
+    if (!(wfcc_box_gap2(&me->ring, &fb) < r2)) continue; /* every edge of i is as far or farther */
     for (uint32_t q2 = T->ve_start[i]; q2 < T->ve_start[i + 1u]; q2++) {
       uint32_t k = q2 - T->ve_start[i];
       if (k < WFCC_RING && !(wfcc_box_gap2(&me->eb[k], &fb) < r2)) continue;
@@ -420,6 +427,14 @@ WF_HD static inline void wfcc_gather_elem(const wfcc_gather_args *a, uint32_t i)
   wfp_f4 xi = a->x0[i];
   wfcc_self me;
   me.i = i, me.p0 = wfc_xyz(xi);
+  me.ring.lo = me.p0, me.ring.hi = me.p0;
+  for (uint32_t q = T->vt_start[i]; q < T->vt_start[i + 1u]; q++) {
+    const uint32_t *t = T->tris + 3u * T->vt_list[q];
+    wfc_v3 tx[4] = {me.ring.lo, me.ring.hi, wfc_xyz(a->x0[t[0]]), wfc_xyz(a->x0[t[1]])};
+    wfcc_box b = wfcc_box_of(tx, 4);
+    wfc_v3 ux[3] = {b.lo, b.hi, wfc_xyz(a->x0[t[2]])};
+    me.ring = wfcc_box_of(ux, 3);
+  }
   for (uint32_t q = T->vt_start[i]; q < T->vt_start[i + 1u] && q - T->vt_start[i] < WFCC_RING;
        q++) {
     const uint32_t *t = T->tris + 3u * T->vt_list[q];

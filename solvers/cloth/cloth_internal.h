@@ -123,4 +123,25 @@ wf_buffer *wfc_buffer(const wfc_part *c, int which);
  * *first_bad its local index. */
 wf_status wfc_flags_get(wfc_part *c, const char *fn, uint32_t *bad, uint32_t *first_bad);
 
+/* Contact groups (cloth_group.c): the substep of a cloth of a group in two parts around the
+ * group's contact stage. pre: everything up to the end guess (XPBD: predict and constraints;
+ * springs: the spring step into the other half), the cloth's own contact stage left out; post:
+ * XPBD's finalize (springs: nothing). The end guess and the start of the substep are in the
+ * buffers wfc_contact_buffers gives (x1: XPBD's step; vel: springs' end velocities, else NULL). */
+wf_status wfc_enqueue_substep_pre(wfc_part *c, const char *fn, int in);
+wf_status wfc_enqueue_substep_post(wfc_part *c, const char *fn);
+void wfc_contact_buffers(const wfc_part *c, int in, wf_buffer **x0, wf_buffer **x1,
+                         wf_buffer **vel);
+/* The per-frame readback after a frame stepped by someone else (nothing without one). */
+wf_status wfc_enqueue_readback(wfc_part *c, const char *fn);
+const wfc_params *wfc_part_params(const wfc_part *c);
+const wf_cloth_desc *wfc_part_desc(const wfc_part *c);
+/* The group stepping the cloth (its own step calls are refused while set), or NULL. */
+const void *wfc_part_group(const wfc_part *c);
+void wfc_part_set_group(wfc_part *c, const void *group);
+bool wfc_part_coupled(const wfc_part *c);
+/* Changes whenever what a captured frame bakes in changes (the first collider, the per-frame
+ * readback): a group's captured frame is captured again. */
+uint32_t wfc_part_epoch(const wfc_part *c);
+
 #endif
