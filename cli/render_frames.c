@@ -339,7 +339,7 @@ void wf_cli_frames_fill(wf_cli_frames *f, int buffer, int64_t frame, const float
                       wf_cli_palette[i % WF_CLI_PALETTE_N][2], 1.0f};
     if (o->kind == WF_WORLD_PARTICLES) {
       wf_render_points *p = &fs->points[np++];
-      *p = (wf_render_points){.xyzr = &pos[i][0][0], .count = o->point_count};
+      *p = (wf_render_points){.xyzr = &pos[i][0][0], .count = o->point_count, .name = o->name};
       memcpy(p->color, color, sizeof color);
       if (vel && vel[i]) {
         speeds_of(f, i, frame, pos[i], vel[i], fs->speed[i]);
@@ -351,7 +351,8 @@ void wf_cli_frames_fill(wf_cli_frames *f, int buffer, int64_t frame, const float
                             .stride = 4,
                             .vertex_count = o->point_count,
                             .indices = o->triangles,
-                            .triangle_count = o->triangle_count};
+                            .triangle_count = o->triangle_count,
+                            .name = o->name};
       memcpy(m->color, color, sizeof color);
       if (vel) { /* the ring has no cloth velocities: speeds from the positions' change */
         speeds_of(f, i, frame, pos[i], vel[i], fs->speed[i]);

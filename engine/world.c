@@ -692,7 +692,8 @@ wf_status wf_world_step(wf_world *w, int frames) {
   wf_status st = wfw_health_read(w->health, w->frame, false); /* an unhealthy frame stops it */
   if (st != WF_OK) return st;
   for (int f = 0; f < frames && w->stop.rule < 0; f++) { /* a stop rule ends the run */
-    for (int i = 0; i < w->n_cloths && gusty; i++) {     /* before the frame of coupled cloths */
+    if (w->drag.active && (st = wfw_drag_apply(w)) != WF_OK) return st;
+    for (int i = 0; i < w->n_cloths && gusty; i++) { /* before the frame of coupled cloths */
       wf_cloth_params p = wf_cloth_params_get(w->cloths[i]);
       wind_at(w, w->frame, p.wind);
       if ((st = wf_cloth_params_set(w->cloths[i], &p)) != WF_OK)

@@ -56,7 +56,8 @@ typedef struct wf_render_points {
   const float *xyzr;  /* count x (x, y, z, radius) */
   const float *speed; /* optional: count speeds (m/s) for WF_COLOR_BY_SPEED */
   size_t count;
-  float color[4]; /* rgba in [0,1]; unset: a palette colour by index */
+  float color[4];   /* rgba in [0,1]; unset: a palette colour by index */
+  const char *name; /* optional: the object's name (the panel's object list) */
 } wf_render_points;
 
 /** A triangle mesh (cloth). Normals are computed per vertex (area-weighted, smooth); both sides are
@@ -70,6 +71,7 @@ typedef struct wf_render_mesh {
   const float *speed;  /* optional: vertex_count speeds for WF_COLOR_BY_SPEED */
   float color[4];      /* front side; unset: a palette colour by index */
   float back_color[4]; /* back side; unset: color darkened by 0.7 */
+  const char *name;    /* optional: the object's name (the panel's object list) */
 } wf_render_mesh;
 
 typedef enum wf_render_collider_type {
@@ -211,7 +213,19 @@ typedef struct wf_viewer_sim_stats {
   const char *devices; /* "cuda:0 NVIDIA H200, cuda:1 ..." (copied) */
   const char *status;  /* optional one-line status (copied) */
   double realtime;     /* simulated seconds per wall-clock second lately; 0: unknown */
+  bool has_energy;     /* total_energy and max_speed below are set (the panel's plots) */
+  double total_energy; /* J, of frame energy_frame */
+  double max_speed;    /* m/s, of frame energy_frame */
+  uint64_t energy_frame;
 } wf_viewer_sim_stats;
+
+/** The simulation's parameters the panel shows and changes (wf_viewer_source.params_*). */
+typedef struct wf_viewer_params {
+  float gravity[3];     /* m/s² */
+  float damping;        /* global velocity damping, 1/s */
+  float drag_stiffness; /* N/m of the mouse spring (wf_panel_pick); 0: the source's default */
+  float drag_damping;   /* N·s/m of the mouse spring */
+} wf_viewer_params;
 
 /** The frame source: how the window gets frames and sends commands. Every callback is called on
  *  the window's thread and must not block. Only `latest` is required. */
@@ -228,6 +242,14 @@ typedef struct wf_viewer_source {
   void (*reset)(void *user);                   /* back to the initial state */
   void (*set_speed)(void *user, double speed); /* simulated time per frame, x1 = real time */
   void (*stats)(void *user, wf_viewer_sim_stats *out);
+  /* optional, for the panel (viewer/panel.h): */
+  bool (*params_get)(void *user, wf_viewer_params *out);
+  void (*params_set)(void *user, const wf_viewer_params *p);
+  /** Pulls point `point` of object `object` (the frame's point sets, then its meshes: the world's
+   *  objects in order) towards target (m, world) by a spring; active false ends the drag. */
+  void (*drag)(void *user, int object, uint32_t point, const float target[3], bool active);
+  /** Loads the scene file again (the panel's button, or the watched file changed). */
+  void (*reload)(void *user);
 } wf_viewer_source;
 
 typedef struct wf_viewer wf_viewer;
@@ -247,6 +269,7 @@ typedef enum wf_viewer_action {
   WF_VIEWER_VSYNC,      /* V */
   WF_VIEWER_QUIT,       /* Esc */
   WF_VIEWER_RECORD,     /* O: start / stop recording a video (desc.record) */
+  WF_VIEWER_PANEL,      /* Tab: the panel on / off (viewer/panel.h) */
 } wf_viewer_action;
 
 typedef struct wf_viewer_desc {
@@ -271,6 +294,11 @@ typedef struct wf_viewer_desc {
   void *record_user;
   void (*log)(int level, const char *message, void *user);
   void *log_user;
+  /** The panel (viewer/panel.h; built with Dear ImGui): shown from the start when set (Tab
+   *  toggles it). watch_path: a file whose modification time is polled twice a second; a change
+   *  calls source.reload. */
+  bool show_panel;
+  const char *watch_path;
 } wf_viewer_desc;
 
 /** Opens the window and runs until it is closed (Esc, the close button, max_frames, on_frame).

@@ -18,31 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "viewer_app.h"
 #include "viewer_internal.h"
-
-struct wf_viewer {
-  wf_viewer_desc desc;
-  GLFWwindow *win;
-  wf_render *r;
-  wf__overlay *ov;
-  wf_render_camera cam, cam_initial;
-  bool have_cam;
-  wf_render_scene held;
-  bool holding, seen_frame;
-  bool paused, wireframe, help, vsync;
-  wf_render_color_mode color_mode;
-  double speed;
-  int shot_next;
-  char message[4200]; /* holds a screenshot path (up to 4096) */
-  double message_until;
-  bool drag[3];
-  double mouse_x, mouse_y;
-  wf_viewer_stats stats;
-  double fps_t0;
-  int fps_frames;
-  wf_viewer_sim_stats sim;
-  char devices[256], status[256];
-};
 
 static double now_s(void) {
   struct timespec t;
@@ -138,6 +115,7 @@ wf_viewer_action wf_viewer_action_for_key(int key, unsigned codepoint) {
   case GLFW_KEY_F1: return WF_VIEWER_HELP;
   case GLFW_KEY_V: return WF_VIEWER_VSYNC;
   case GLFW_KEY_O: return WF_VIEWER_RECORD;
+  case GLFW_KEY_TAB: return WF_VIEWER_PANEL;
   case GLFW_KEY_ESCAPE: return WF_VIEWER_QUIT;
   default: return WF_VIEWER_NONE;
   }
@@ -193,6 +171,11 @@ void wf_viewer_apply(wf_viewer *v, wf_viewer_action a) {
     glfwSwapInterval(v->vsync ? 1 : 0);
     break;
   case WF_VIEWER_QUIT: glfwSetWindowShouldClose(v->win, GLFW_TRUE); break;
+  case WF_VIEWER_PANEL:
+    v->panel = !v->panel;
+    if (v->panel && !v->gui)
+      say(v, 4.0, "%s", "this weft was built without Dear ImGui: no panel (viewer/README.md)");
+    break;
   case WF_VIEWER_RECORD: {
     char msg[4200] = "this program cannot record video";
     if (v->desc.record) v->desc.record(v->desc.record_user, v, msg, sizeof msg);
@@ -206,23 +189,40 @@ void wf_viewer_apply(wf_viewer *v, wf_viewer_action a) {
 
 static void on_key(GLFWwindow *w, int key, int scancode, int action, int mods) {
   if (action != GLFW_PRESS) return;
+  wf_viewer *v = glfwGetWindowUserPointer(w);
+  if (wf__panel_gui_wants_keyboard(v)) return;
   wf_viewer_apply(glfwGetWindowUserPointer(w), wf_viewer_action_for_key(key, 0));
 }
 
 static void on_char(GLFWwindow *w, unsigned codepoint) {
+  if (wf__panel_gui_wants_keyboard(glfwGetWindowUserPointer(w))) return;
   wf_viewer_apply(glfwGetWindowUserPointer(w), wf_viewer_action_for_key(0, codepoint));
 }
 
 static void on_button(GLFWwindow *w, int button, int action, int mods) {
   wf_viewer *v = glfwGetWindowUserPointer(w);
-  if (button >= 0 && button < 3) v->drag[button] = action == GLFW_PRESS;
   glfwGetCursorPos(w, &v->mouse_x, &v->mouse_y);
+  if (action == GLFW_RELEASE && button == GLFW_MOUSE_BUTTON_LEFT) wf_panel_drag_end(v);
+  if (action == GLFW_PRESS && wf__panel_gui_wants_mouse(v)) return;
+  if (action == GLFW_PRESS && button == GLFW_MOUSE_BUTTON_LEFT && (mods & GLFW_MOD_CONTROL)) {
+    /* Ctrl + left: pick a particle or vertex and drag it by a spring */
+    wf_panel_pick_result r;
+    if (wf_panel_pick(v, v->mouse_x, v->mouse_y, &r)) {
+      char what[200];
+      snprintf(what, sizeof what, "dragging %s, point %u", wf_panel_object_name(v, r.object),
+               r.point);
+      say(v, 2.0, "%s", what);
+    }
+    return;
+  }
+  if (button >= 0 && button < 3) v->drag[button] = action == GLFW_PRESS;
 }
 
 static void on_cursor(GLFWwindow *w, double x, double y) {
   wf_viewer *v = glfwGetWindowUserPointer(w);
   float dx = (float)(x - v->mouse_x), dy = (float)(y - v->mouse_y);
   v->mouse_x = x, v->mouse_y = y;
+  if (wf_panel_drag_to(v, x, y, NULL)) return;
   if (!v->have_cam) return;
   int ww, wh;
   glfwGetWindowSize(w, &ww, &wh);
@@ -234,6 +234,7 @@ static void on_cursor(GLFWwindow *w, double x, double y) {
 
 static void on_scroll(GLFWwindow *w, double xoff, double yoff) {
   wf_viewer *v = glfwGetWindowUserPointer(w);
+  if (wf__panel_gui_wants_mouse(v)) return;
   if (v->have_cam) camera_zoom(&v->cam, (float)yoff);
 }
 
@@ -275,6 +276,8 @@ static void draw_overlay(wf_viewer *v, int fb_w, int fb_h, const wf_render_stats
                              "C             colour by object / by speed\n"
                              "P             screenshot (PNG)\n"
                              "O             record video on / off\n"
+                             "Tab           panel on / off\n"
+                             "Ctrl+left     drag a particle / vertex\n"
                              "V             vsync on / off\n"
                              "H or F1       this help\n"
                              "Esc           quit";
@@ -338,6 +341,7 @@ static wf_status run_loop(wf_viewer *v) {
       snprintf(v->status, sizeof v->status, "%s", s.status ? s.status : "");
       v->sim = s;
     }
+    wf__panel_after_stats(v, t0);
     float sx = 1.0f, sy = 1.0f;
     glfwGetWindowContentScale(v->win, &sx, &sy);
     v->stats.content_scale = sx > 0.0f ? sx : 1.0f;
@@ -354,6 +358,7 @@ static wf_status run_loop(wf_viewer *v) {
     if (v->have_cam) scene.camera = v->cam;
     scene.wireframe = v->wireframe;
     scene.color_mode = v->color_mode;
+    scene = wf__panel_visible_scene(v, &scene);
     wf_status st = wf_render_resize(v->r, fb_w, fb_h);
     if (st == WF_OK) st = wf_render_draw(v->r, &scene);
     if (st == WF_OK) st = wf_render_present(v->r, 0, fb_w, fb_h);
@@ -361,6 +366,7 @@ static wf_status run_loop(wf_viewer *v) {
     wf_render_stats rs;
     wf_render_stats_get(v->r, &rs);
     if (!v->desc.hide_overlay) draw_overlay(v, fb_w, fb_h, &rs);
+    if (v->panel) wf__panel_gui_frame(v);
     v->stats.render_ms = (now_s() - t0) * 1e3;
     v->stats.paused = v->paused, v->stats.wireframe = v->wireframe;
     v->stats.color_mode = v->color_mode, v->stats.sim_speed = v->speed;
@@ -390,6 +396,7 @@ wf_status wf_viewer_run(const wf_viewer_desc *desc) {
   v->desc = *desc;
   v->speed = 1.0;
   v->vsync = !desc->no_vsync;
+  v->panel = desc->show_panel;
   v->stats.content_scale = 1.0f;
   if (desc->camera) {
     v->cam = v->cam_initial = *desc->camera;
@@ -436,6 +443,7 @@ wf_status wf_viewer_run(const wf_viewer_desc *desc) {
   glfwSetMouseButtonCallback(v->win, on_button);
   glfwSetCursorPosCallback(v->win, on_cursor);
   glfwSetScrollCallback(v->win, on_scroll);
+  v->gui = wf__panel_gui_init(v); /* after ours: Dear ImGui's callbacks chain to them */
 
   int fb_w, fb_h;
   glfwGetFramebufferSize(v->win, &fb_w, &fb_h);
@@ -451,7 +459,9 @@ wf_status wf_viewer_run(const wf_viewer_desc *desc) {
     if (desc->start_paused) set_paused(v, true);
     st = run_loop(v);
   }
+  wf_panel_drag_end(v);
   if (v->holding && desc->source.release) desc->source.release(desc->source.user, &v->held);
+  if (v->gui) wf__panel_gui_shutdown(v);
   wf__overlay_destroy(v->ov);
   wf_render_destroy(v->r);
   glfwDestroyWindow(v->win);

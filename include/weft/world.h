@@ -237,6 +237,41 @@ WF_API wf_status wf_world_object_download(wf_world *w, int index, float (*pos)[4
  *  where the contact model does not turn the particles. WF_ERR_INVALID for a cloth. */
 WF_API wf_status wf_world_object_download_omega(wf_world *w, int index, float (*omega)[4]);
 
+/** The parameters every solver of a world shares that can change between frames (no
+ *  recapture): wf_world_params_get / _set. */
+typedef struct wf_world_params {
+  float gravity[3]; /* m/s² */
+  float damping;    /* global velocity damping, 1/s (>= 0) */
+} wf_world_params;
+
+/** The parameters in effect (the scene's, or what wf_world_params_set last set). */
+WF_API wf_status wf_world_params_get(const wf_world *w, wf_world_params *out);
+/** Sets gravity and damping of the particles and of every cloth from the next frame enqueued on.
+ *  WF_ERR_INVALID naming the field for a non-finite value or a negative damping. */
+WF_API wf_status wf_world_params_set(wf_world *w, const wf_world_params *p);
+
+/** A drag: a spring-damper pulling one point (a particle of an emitter, a vertex of a cloth)
+ *  towards a target, as a mouse does in an interactive viewer (wf_world_drag_set). */
+typedef struct wf_world_drag {
+  int object;       /* wf_world_object_get index */
+  uint32_t point;   /* particle / vertex within the object */
+  double target[3]; /* m, world coordinates */
+  double stiffness; /* N/m; 0: m ω² with ω = 2π × 2 Hz on the point's mass m (then damping 0:
+                       critical, 2 m ω), so one default suits a sand grain and a sheet alike */
+  double damping;   /* N·s/m (>= 0) */
+} wf_world_drag;
+
+/** Starts (or moves) the drag: before every frame wf_world_step enqueues from now on, the point's
+ *  velocity gets the backward-Euler step of the spring-damper over the frame time, so it is stable
+ *  for any stiffness; the rest of the state is left bitwise as it was. Pinned vertices and
+ *  kinematic particles do not move. Each dragged frame waits for the solver and round-trips the
+ *  dragged object's state through the host (engine/world_interact.c): an interactive tool, not a
+ *  force of the scene's physics, and not saved in checkpoints. WF_ERR_INVALID naming the object
+ *  for an index out of range, a negative stiffness or damping, or a non-finite target. */
+WF_API wf_status wf_world_drag_set(wf_world *w, const wf_world_drag *d);
+/** Ends the drag (no-op when none is active). */
+WF_API void wf_world_drag_clear(wf_world *w);
+
 /** Number of colliders (the scene's, in scene order; every solver has them all). */
 WF_API int wf_world_collider_count(const wf_world *w);
 /** Collider k's scene name, or NULL when k is out of range. */
