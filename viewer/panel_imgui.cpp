@@ -61,9 +61,10 @@ static void section_run(wf_viewer *v) {
   if (ImGui::Button("Reload")) wf_panel_reload(v);
   ImGui::Text("frame %llu   speed x%g", (unsigned long long)v->sim.frame, s.sim_speed);
   int mode = (int)s.color_mode;
-  const char *modes[] = {"object", "speed"};
-  if (ImGui::Combo("colour by", &mode, modes, 2) && mode != (int)s.color_mode)
-    wf_viewer_apply(v, WF_VIEWER_COLOR_MODE);
+  const char *modes[] = {"object", "speed", "strain", "contact force"};
+  if (ImGui::Combo("colour by", &mode, modes, 4))
+    while ((int)v->color_mode != mode)
+      wf_viewer_apply(v, WF_VIEWER_COLOR_MODE);
 }
 
 static void section_objects(wf_viewer *v) {

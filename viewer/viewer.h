@@ -49,12 +49,16 @@ enum { WF_RENDER_MAX_LIGHTS = 4 };
 typedef enum wf_render_color_mode {
   WF_COLOR_BY_OBJECT = 0, /* each object's colour */
   WF_COLOR_BY_SPEED = 1,  /* a blue-to-red ramp of speed / speed_max, where speeds are given */
+  WF_COLOR_BY_STRAIN = 2, /* the same ramp of mesh strain / strain_max (meshes with strain) */
+  WF_COLOR_BY_FORCE = 3,  /* the same ramp of point force / force_max (points with force) */
 } wf_render_color_mode;
+/* Objects without the mode's values are drawn in their own colour. */
 
 /** A set of spheres, drawn as ray-cast impostors with exact depth. */
 typedef struct wf_render_points {
   const float *xyzr;  /* count x (x, y, z, radius) */
   const float *speed; /* optional: count speeds (m/s) for WF_COLOR_BY_SPEED */
+  const float *force; /* optional: count contact forces (N) for WF_COLOR_BY_FORCE */
   size_t count;
   float color[4];   /* rgba in [0,1]; unset: a palette colour by index */
   const char *name; /* optional: the object's name (the panel's object list) */
@@ -69,6 +73,7 @@ typedef struct wf_render_mesh {
   const uint32_t *indices; /* triangle_count x 3 vertex indices */
   size_t triangle_count;
   const float *speed;  /* optional: vertex_count speeds for WF_COLOR_BY_SPEED */
+  const float *strain; /* optional: vertex_count strains (dimensionless) for WF_COLOR_BY_STRAIN */
   float color[4];      /* front side; unset: a palette colour by index */
   float back_color[4]; /* back side; unset: color darkened by 0.7 */
   const char *name;    /* optional: the object's name (the panel's object list) */
@@ -132,10 +137,12 @@ typedef struct wf_render_scene {
   float ambient[3]; /* unset: 0.22 grey */
   float background[4]; /* unset: (0.11, 0.12, 0.14, 1) */
   wf_render_color_mode color_mode;
-  float speed_max; /* top of the speed ramp; 0: the largest speed in the scene */
-  bool wireframe;  /* meshes and colliders as lines */
-  bool shadows;    /* the first light casts shadows (a shadow map over the points, meshes and
-                      bounded colliders; the planes and the grid receive them) */
+  float speed_max;  /* top of the speed ramp; 0: the largest speed in the scene */
+  float strain_max; /* top of the strain ramp; 0: the largest strain in the scene */
+  float force_max;  /* top of the force ramp, N; 0: the largest force in the scene */
+  bool wireframe;   /* meshes and colliders as lines */
+  bool shadows;     /* the first light casts shadows (a shadow map over the points, meshes and
+                       bounded colliders; the planes and the grid receive them) */
   wf_render_grid grid;
 } wf_render_scene;
 
@@ -183,6 +190,9 @@ wf_status wf_render_present(wf_render *r, unsigned fb, int width, int height);
 /** The last drawn frame as width*height*4 bytes RGBA, first row at the top. bytes must be at least
  *  that. */
 wf_status wf_render_read_rgba(wf_render *r, uint8_t *rgba, size_t bytes);
+/** The colour bar of the ramp of colour mode `mode` (not WF_COLOR_BY_OBJECT): as
+ *  wf_render_draw_speed_bar with the mode's unit ("m/s", "strain", "N") after the top value. */
+wf_status wf_render_draw_color_bar(wf_render *r, wf_render_color_mode mode, float top);
 /** Draws the colour bar of the speed ramp (0, speed_max / 2 and speed_max m/s under it) over the
  *  bottom-left corner of the last drawn frame, as the window's overlay does, so pictures coloured
  *  by speed say what the colours mean. Text at 1x up to 720 rows, larger above. */
@@ -263,7 +273,7 @@ typedef enum wf_viewer_action {
   WF_VIEWER_FASTER,     /* '+': simulation speed x2 (at most 64) */
   WF_VIEWER_SLOWER,     /* '-': simulation speed / 2 (at least 1/64) */
   WF_VIEWER_WIREFRAME,  /* W */
-  WF_VIEWER_COLOR_MODE, /* C: by object / by speed */
+  WF_VIEWER_COLOR_MODE, /* C: by object, speed, strain, contact force, in turn */
   WF_VIEWER_SCREENSHOT, /* P: <screenshot_dir>/weft_NNNN.png */
   WF_VIEWER_HELP,       /* H or F1 */
   WF_VIEWER_VSYNC,      /* V */

@@ -161,8 +161,8 @@ void wf_viewer_apply(wf_viewer *v, wf_viewer_action a) {
   case WF_VIEWER_FASTER: set_speed(v, v->speed * 2.0); break;
   case WF_VIEWER_SLOWER: set_speed(v, v->speed * 0.5); break;
   case WF_VIEWER_WIREFRAME: v->wireframe = !v->wireframe; break;
-  case WF_VIEWER_COLOR_MODE:
-    v->color_mode = v->color_mode == WF_COLOR_BY_SPEED ? WF_COLOR_BY_OBJECT : WF_COLOR_BY_SPEED;
+  case WF_VIEWER_COLOR_MODE: /* object, speed, strain, contact force, in turn */
+    v->color_mode = (wf_render_color_mode)(((int)v->color_mode + 1) % 4);
     break;
   case WF_VIEWER_SCREENSHOT: screenshot_next(v); break;
   case WF_VIEWER_HELP: v->help = !v->help; break;
@@ -257,7 +257,10 @@ static void draw_overlay(wf_viewer *v, int fb_w, int fb_h, const wf_render_stats
   snprintf(line[1], sizeof line[1],
            "frame %llu   particles %zu   triangles %zu   colliders %zu   colour: %s%s",
            (unsigned long long)v->sim.frame, rs->points, rs->triangles, rs->colliders,
-           v->color_mode == WF_COLOR_BY_SPEED ? "speed" : "object",
+           v->color_mode == WF_COLOR_BY_SPEED    ? "speed"
+           : v->color_mode == WF_COLOR_BY_STRAIN ? "strain"
+           : v->color_mode == WF_COLOR_BY_FORCE  ? "contact force"
+                                                 : "object",
            v->wireframe ? "   wireframe" : "");
   snprintf(line[2], sizeof line[2], "%s%s%s   |   H: help", v->devices[0] ? v->devices : "",
            v->devices[0] ? "   |   " : "", wf_render_info(v->r));
@@ -273,7 +276,7 @@ static void draw_overlay(wf_viewer *v, int fb_w, int fb_h, const wf_render_stats
                              "R             reset simulation and camera\n"
                              "+ / -         simulation speed x2 / /2\n"
                              "W             wireframe\n"
-                             "C             colour by object / by speed\n"
+                             "C             colour: object, speed, strain, force\n"
                              "P             screenshot (PNG)\n"
                              "O             record video on / off\n"
                              "Tab           panel on / off\n"
@@ -295,8 +298,13 @@ static void draw_overlay(wf_viewer *v, int fb_w, int fb_h, const wf_render_stats
     wf__overlay_box(v->ov, hb.x, hb.y, hb.w, hb.h, box);
     wf__overlay_text(v->ov, hb.x + 6.0f, hb.y + 4.0f, help, white);
   }
-  if (v->color_mode == WF_COLOR_BY_SPEED) /* the colour bar: the ramp and its speeds */
-    wf__overlay_speed_bar(v->ov, &bar, v->holding ? v->held.speed_max : 0.0f);
+  if (v->color_mode != WF_COLOR_BY_OBJECT) { /* the colour bar: the ramp and its values */
+    float top = !v->holding                           ? 0.0f
+                : v->color_mode == WF_COLOR_BY_STRAIN ? v->held.strain_max
+                : v->color_mode == WF_COLOR_BY_FORCE  ? v->held.force_max
+                                                      : v->held.speed_max;
+    wf__overlay_color_bar(v->ov, &bar, top, wf__color_mode_unit(v->color_mode));
+  }
   wf__overlay_flush(v->ov, fb_w, fb_h, scale);
 }
 
