@@ -252,11 +252,20 @@ void wf__overlay_speed_bar(wf__overlay *o, const wf__overlay_row *bar, float top
   wf__overlay_color_bar(o, bar, top, "m/s");
 }
 
-void wf__overlay_color_bar(wf__overlay *o, const wf__overlay_row *bar, float top,
+void wf__overlay_color_bar(wf__overlay *o, const wf__overlay_row *bar_in, float top,
                            const char *unit) {
   static const uint8_t white[4] = {235, 235, 235, 255}, box[4] = {0, 0, 0, 150};
-  /* room for "12.3 m/s" (9 characters), or a longer unit's label */
-  float chars = fmaxf(9.0f, (float)(strlen(unit) + 4));
+  char label[48];
+  if (top > 0)
+    snprintf(label, sizeof label, "%.3g %s", top, unit);
+  else
+    snprintf(label, sizeof label, "max %s", unit);
+  /* the layout leaves room for "12.3 m/s" and a space (9 characters); a longer label ("0.1
+   * strain") takes it from the ramp */
+  wf__overlay_row b = *bar_in;
+  const wf__overlay_row *bar = &b;
+  float chars = fmaxf(9.0f, (float)strlen(label) + 1.0f);
+  b.w = fmaxf(40.0f, b.w - (chars - 9.0f) * WF__OVERLAY_CHAR_W);
   wf__overlay_box(o, bar->x - 3.0f, bar->y - 3.0f, bar->w + 12.0f + chars * WF__OVERLAY_CHAR_W,
                   bar->h + WF__OVERLAY_LINE_H + 8.0f, box);
   for (int k = 0; k < 4; k++)
@@ -269,11 +278,8 @@ void wf__overlay_color_bar(wf__overlay *o, const wf__overlay_row *bar, float top
     snprintf(num, sizeof num, "%.3g", 0.5 * top);
     wf__overlay_text(o, bar->x + 0.5f * bar->w - 0.5f * WF__OVERLAY_CHAR_W * (float)strlen(num), ty,
                      num, white);
-    snprintf(num, sizeof num, "%.3g %s", top, unit);
-  } else {
-    snprintf(num, sizeof num, "max %s", unit);
   }
-  wf__overlay_text(o, bar->x + bar->w + 6.0f, bar->y - 1.0f, num, white);
+  wf__overlay_text(o, bar->x + bar->w + 6.0f, bar->y - 1.0f, label, white);
 }
 
 wf_status wf_render_draw_speed_bar(wf_render *r, float speed_max) {
