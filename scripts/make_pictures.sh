@@ -4,13 +4,14 @@
 # (docs/images/<scene>.gif, `weft run --video`, FFmpeg's GIF encoder) and the plot of its
 # stats.csv (docs/images/<scene>_stats.svg, scripts/plot_stats.py). Keep each file under 300 KB:
 # small pictures, a frame every EVERY simulation frames.
-# Usage: scripts/make_pictures.sh [BUILD_DIR] [SCENE ...]   (default: build; scenes below)
+# Usage: scripts/make_pictures.sh [BUILD_DIR] [SCENE ...]   (default: build; the scenes below,
+# the ones that render in seconds on llvmpipe; the large granular scenes take minutes)
 #   FRAMES (default 60), EVERY (4), WIDTH x HEIGHT (240 x 150) override the defaults.
 # Without a GPU the pictures come from Mesa's llvmpipe: slow for the large granular scenes.
 set -eu
 build=${1:-build}
 [ $# -gt 0 ] && shift
-scenes=${*:-cloth_drape}
+scenes=${*:-cloth_drape cloth_fold cloth_table pour split_pile cloth_on_particles}
 root=$(cd "$(dirname "$0")/.." && pwd)
 weft=$build/weft
 [ -x "$weft" ] || { echo "make_pictures: $weft not found (build first)" >&2; exit 2; }
