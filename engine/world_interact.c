@@ -2,7 +2,13 @@
  * parameters every solver shares (gravity, damping) and a drag, a spring that pulls one point of
  * an object towards a target (weft/world.h: wf_world_params_*, wf_world_drag_*).
  *
- * The drag is applied on the host before each frame while it is active: the object's state is
+ * A particle's drag (DEM and Hertz contact models) lives in the particle solver's parameter
+ * block (wf_particles_drag_set): a spring k (t − x) − c v added to its force in every substep of
+ * the captured frame, nothing on the host per frame. The default stiffness needs the particle's
+ * mass, downloaded once per picked particle. Cloth vertices, and particles under the XPBD
+ * model, take the host path below.
+ *
+ * The host path is applied before each frame while it is active: the object's state is
  * downloaded (waiting for the solver), the point's velocity gets the spring's impulse over the
  * frame, and the state is put back exactly as it was otherwise (positions relative to the
  * solver's origin, the clock, and for particles the granular state: angular velocities and the
@@ -95,6 +101,30 @@ wf_status wf_world_drag_set(wf_world *w, const wf_world_drag *d) {
     if (!isfinite(d->target[k]))
       return wf__error(WF_ERR_INVALID, "wf_world_drag_set", "object %d '%s': target[%d] = %g",
                        d->object, o->name, k, d->target[k]);
+  if (o->kind == WF_WORLD_PARTICLES && w->ps) { /* in the captured frame, when the model allows */
+    if (!w->drag.im_known || w->drag.im_object != d->object || w->drag.im_point != d->point) {
+      float(*vel)[4] = malloc((size_t)o->count * 16 + 16);
+      wf_status st = vel ? wf_world_object_download(w, d->object, NULL, vel) : WF_ERR_OUT_OF_MEMORY;
+      if (st == WF_OK) w->drag.inv_mass = vel[d->point][3];
+      free(vel);
+      if (st != WF_OK) return st;
+      w->drag.im_known = true, w->drag.im_object = d->object, w->drag.im_point = d->point;
+    }
+    double k = d->stiffness, c = d->damping, im = w->drag.inv_mass;
+    if (k == 0.0 && im > 0.0) {
+      double omega = 2.0 * WFW_PI * WFW_DRAG_DEFAULT_HZ;
+      k = omega * omega / im;
+      if (c == 0.0) c = 2.0 * omega / im;
+    }
+    wf_status st = wf_particles_drag_set(w->ps, o->first + d->point, d->target, (float)k, (float)c);
+    if (st == WF_OK) {
+      w->drag.active = false, w->drag.device = true; /* nothing for the host to do per frame */
+      return WF_OK;
+    }
+    if (st != WF_ERR_UNSUPPORTED) return st;
+    wf_clear_error(); /* XPBD: the host path below */
+  }
+  if (w->drag.device) wf_world_drag_clear(w);
   w->drag.active = true;
   w->drag.object = d->object;
   w->drag.point = d->point;
@@ -106,7 +136,10 @@ wf_status wf_world_drag_set(wf_world *w, const wf_world_drag *d) {
 }
 
 void wf_world_drag_clear(wf_world *w) {
-  if (w) w->drag.active = false;
+  if (!w) return;
+  w->drag.active = false;
+  if (w->drag.device && w->ps && wf_particles_drag_clear(w->ps) != WF_OK) wf_clear_error();
+  w->drag.device = false;
 }
 
 /* The implicit spring-damper step of the file comment on one point (local coordinates). */

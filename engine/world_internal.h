@@ -68,6 +68,11 @@ struct wf_world {
     int object;
     uint32_t point;
     double target[3], stiffness, damping;
+    bool device;   /* in the particle solver's parameter block (wf_particles_drag_set) */
+    bool im_known; /* inv_mass is that of (im_object, im_point) */
+    int im_object;
+    uint32_t im_point;
+    float inv_mass;
   } drag;
 };
 
