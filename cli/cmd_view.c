@@ -64,6 +64,8 @@ void wf_cmd_view_usage(FILE *f) {
       "  --color-by MODE[:MAX] colour by object, speed, strain (cloth) or contact_force\n"
       "                      (particles), the ramp's top at MAX (m/s, strain, N; default: fixed\n"
       "                      from the scene, see docs/scenes.md render)\n"
+      "  --screenshot-window PATH\n"
+      "                      the same with the whole window: overlay and panel too\n"
       "  --panel             open with the panel shown (Tab toggles it): objects, parameters,\n"
       "                      pause/step/reset/reload, energy and speed plots\n"
       "  -h, --help          show this help\n"
@@ -430,6 +432,7 @@ typedef struct run_ctl {
   int video_w, video_h, video_next;
   char video_path[600];
   int width, height; /* the window's (or headless picture's) size asked for */
+  bool whole_window; /* --screenshot-window: the overlay and the panel too */
 } run_ctl;
 
 static void record_stop(run_ctl *c, char *msg, size_t n) {
@@ -517,7 +520,8 @@ static bool on_frame(void *user, wf_viewer *v, long frame) {
       snprintf(c->why, sizeof c->why, "the simulation stopped: %s", c->a->sim_error);
       return false;
     }
-    if (c->screenshot && wf_viewer_screenshot(v, c->screenshot) != WF_OK) {
+    if (c->screenshot && (c->whole_window ? wf_viewer_screenshot_window(v, c->screenshot)
+                                          : wf_viewer_screenshot(v, c->screenshot)) != WF_OK) {
       c->rc = WF_EXIT_FAILURE;
       snprintf(c->why, sizeof c->why, "writing the screenshot: %s", wf_render_last_error());
     }
@@ -627,7 +631,7 @@ static void bench_print(const view_app *a, const run_ctl *c, bool headless) {
 
 typedef struct view_opts {
   const char *shot;
-  bool bench, ahead, display, panel;
+  bool bench, ahead, display, panel, whole_window;
   int width, height;
 } view_opts;
 
@@ -658,7 +662,7 @@ int wf_cmd_view(int argc, char **argv) {
   const char *shot = NULL;
   wf_cli_scene_args sa = {.cmd = "weft view", .usage = wf_cmd_view_usage, .takes_frames = true};
   int width = 1280, height = 800;
-  bool bench = false, ahead = false, paced = false, panel = false;
+  bool bench = false, ahead = false, paced = false, panel = false, whole_window = false;
   for (int i = 1; i < argc; i++) {
     const char *o = argv[i];
     bool has_value = i + 1 < argc;
@@ -679,6 +683,8 @@ int wf_cmd_view(int argc, char **argv) {
       }
     } else if (strcmp(o, "--screenshot") == 0 && has_value) {
       shot = argv[++i];
+    } else if (strcmp(o, "--screenshot-window") == 0 && has_value) {
+      shot = argv[++i], whole_window = true;
     } else if ((rc = wf_cli_common_arg(&sa, argc, argv, &i)) != WF_CLI_NEXT) {
       return rc;
     }
@@ -711,6 +717,7 @@ int wf_cmd_view(int argc, char **argv) {
                  .ahead = ahead,
                  .display = display,
                  .panel = panel,
+                 .whole_window = whole_window,
                  .width = width,
                  .height = height};
   for (;;) { /* the panel's reload (or the scene file changed) starts again from the file */
@@ -734,7 +741,7 @@ static int view_once(wf_cli_scene_args *sa_in, const view_opts *o, bool *reload)
   view_app a = {.target = sa.frames,
                 .paced = !ahead && !bench,
                 .speed = 1.0,
-                .energy = display && !bench && !shot};
+                .energy = display && !bench && (!shot || o->panel)};
   int rc = wf_cli_start_world(&sa, &init, &sc, &a.w);
   if (rc != WF_EXIT_OK) return rc;
   wf_world_params_get(a.w, &a.params);
@@ -799,6 +806,7 @@ static int view_once(wf_cli_scene_args *sa_in, const view_opts *o, bool *reload)
   }
   a.shadows = shadows;
   run_ctl c = {.a = &a,
+               .whole_window = o->whole_window,
                .width = width,
                .height = height,
                .screenshot = shot,

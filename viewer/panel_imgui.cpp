@@ -86,7 +86,7 @@ static void section_params(wf_viewer *v) {
   bool changed = false;
   changed |= ImGui::DragFloat3("gravity m/s2", p.gravity, 0.05f, -100.0f, 100.0f, "%.2f");
   changed |= ImGui::SliderFloat("damping 1/s", &p.damping, 0.0f, 20.0f, "%.3f");
-  changed |= ImGui::DragFloat("drag k N/m", &p.drag_stiffness, 1.0f, 0.001f, 1e6f, "%.3g",
+  changed |= ImGui::DragFloat("drag k N/m (0: auto)", &p.drag_stiffness, 1.0f, 0.001f, 1e6f, "%.3g",
                               ImGuiSliderFlags_Logarithmic);
   changed |= ImGui::DragFloat("drag c N s/m", &p.drag_damping, 0.01f, 0.0f, 1e4f, "%.3g");
   if (changed) wf_panel_params_set(v, &p);

@@ -316,6 +316,9 @@ typedef struct wf_viewer_desc {
 wf_status wf_viewer_run(const wf_viewer_desc *desc);
 /** Writes the last drawn 3-D view (without the text overlay) to path as a PNG. */
 wf_status wf_viewer_screenshot(wf_viewer *v, const char *path);
+/** Writes the whole window as it will be shown (the 3-D view, the overlay and the panel) to path
+ *  as a PNG; call from on_frame (before the swap). */
+wf_status wf_viewer_screenshot_window(wf_viewer *v, const char *path);
 /** Does what a key would (see wf_viewer_action). */
 void wf_viewer_apply(wf_viewer *v, wf_viewer_action action);
 /** The action bound to a GLFW key (key callback) or, when key is 0, to a typed character. */

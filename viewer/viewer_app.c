@@ -483,6 +483,31 @@ wf_status wf_viewer_screenshot(wf_viewer *v, const char *path) {
   return wf_render_write_png(v->r, path);
 }
 
+wf_status wf_viewer_screenshot_window(wf_viewer *v, const char *path) {
+  if (!v) return wf__render_error(WF_ERR_INVALID, __func__, "viewer is NULL");
+  int w, h;
+  glfwGetFramebufferSize(v->win, &w, &h);
+  uint8_t *rgba = malloc((size_t)w * (size_t)h * 4), *row = malloc((size_t)w * 4);
+  if (!rgba || !row) {
+    free(rgba), free(row);
+    return wf__render_error(WF_ERR_OUT_OF_MEMORY, __func__, "%d x %d pixels", w, h);
+  }
+  glBindFramebuffer(GL_READ_FRAMEBUFFER, 0);
+  glReadBuffer(GL_BACK); /* on_frame runs before the swap: the frame being shown next */
+  glPixelStorei(GL_PACK_ALIGNMENT, 1);
+  glReadPixels(0, 0, w, h, GL_RGBA, GL_UNSIGNED_BYTE, rgba);
+  for (int y = 0; y < h / 2; y++) { /* GL's first row is the bottom */
+    memcpy(row, rgba + (size_t)y * w * 4, (size_t)w * 4);
+    memcpy(rgba + (size_t)y * w * 4, rgba + (size_t)(h - 1 - y) * w * 4, (size_t)w * 4);
+    memcpy(rgba + (size_t)(h - 1 - y) * w * 4, row, (size_t)w * 4);
+  }
+  for (size_t i = 0; i < (size_t)w * h; i++)
+    rgba[4 * i + 3] = 255;
+  wf_status st = wf_png_write_rgba(path, w, h, rgba);
+  free(rgba), free(row);
+  return st;
+}
+
 wf_render *wf_viewer_renderer(wf_viewer *v) { return v ? v->r : NULL; }
 
 void wf_viewer_stats_get(const wf_viewer *v, wf_viewer_stats *out) {
