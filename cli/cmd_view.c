@@ -138,6 +138,11 @@ typedef struct view_app {
      the energies it reports (at most 10 a second), and a reload request */
   wf_world_params params;
   bool params_dirty, energy, reload;
+  int n_mats; /* the particle materials the panel shows (at most WF_VIEWER_MAX_MATERIALS) */
+  wf_particle_material mats[WF_VIEWER_MAX_MATERIALS];
+  char mat_names[WF_VIEWER_MAX_MATERIALS][32];
+  bool mats_dirty;
+  char param_msg[400]; /* a change the solver refused, for the status line */
   wf_world_drag drag;
   bool drag_on, drag_dirty;
   double energy_t, total_energy, max_speed;
@@ -222,10 +227,20 @@ static void *sim_main(void *arg) {
     bool paced = a->paced && !a->paused;
     double speed = a->speed;
     bool set_params = a->params_dirty, set_drag = a->drag_dirty, drag_on = a->drag_on;
+    bool set_mats = a->mats_dirty;
     wf_world_params params = a->params;
     wf_world_drag drag = a->drag;
-    a->params_dirty = a->drag_dirty = false;
+    wf_particle_material mats[WF_VIEWER_MAX_MATERIALS];
+    memcpy(mats, a->mats, sizeof mats);
+    a->params_dirty = a->drag_dirty = a->mats_dirty = false;
     pthread_mutex_unlock(&a->lock);
+    for (int m = 0; set_mats && m < a->n_mats; m++)
+      if (wf_world_particle_material_set(a->w, m, &mats[m]) != WF_OK) {
+        pthread_mutex_lock(&a->lock); /* refused (e.g. friction above static_friction): say so */
+        snprintf(a->param_msg, sizeof a->param_msg, "%.390s", wf_last_error());
+        pthread_mutex_unlock(&a->lock);
+        wf_clear_error();
+      }
     if (set_params && wf_world_params_set(a->w, &params) != WF_OK) {
       sim_fail(a, "setting the parameters");
       return NULL;
@@ -343,6 +358,8 @@ static void src_stats(void *user, wf_viewer_sim_stats *out) {
   pthread_mutex_lock(&a->lock);
   if (a->sim_status != WF_OK)
     snprintf(a->status, sizeof a->status, "stopped: %.280s", a->sim_error);
+  else if (a->param_msg[0])
+    snprintf(a->status, sizeof a->status, "%.290s", a->param_msg);
   else if (a->sim_done)
     snprintf(a->status, sizeof a->status, "finished at frame %ld", a->target);
   else
@@ -379,6 +396,13 @@ static bool src_params_get(void *user, wf_viewer_params *out) {
     out->gravity[k] = a->params.gravity[k];
   out->damping = a->params.damping;
   out->drag_stiffness = (float)a->drag.stiffness, out->drag_damping = (float)a->drag.damping;
+  out->material_count = a->n_mats;
+  for (int m = 0; m < a->n_mats; m++) {
+    snprintf(out->materials[m].name, sizeof out->materials[m].name, "%s", a->mat_names[m]);
+    out->materials[m].stiffness = a->mats[m].stiffness;
+    out->materials[m].friction = a->mats[m].friction;
+    out->materials[m].restitution = a->mats[m].restitution;
+  }
   pthread_mutex_unlock(&a->lock);
   return true;
 }
@@ -393,6 +417,15 @@ static void src_params_set(void *user, const wf_viewer_params *p) {
   a->drag.stiffness = p->drag_stiffness > 0.0f ? p->drag_stiffness : 0.0;
   a->drag.damping = p->drag_damping > 0.0f ? p->drag_damping : 0.0;
   a->drag_dirty = a->drag_on;
+  for (int m = 0; m < a->n_mats && m < p->material_count; m++) {
+    wf_particle_material *q = &a->mats[m];
+    const wf_viewer_material *in = &p->materials[m];
+    if (q->stiffness == in->stiffness && q->friction == in->friction &&
+        q->restitution == in->restitution)
+      continue;
+    q->stiffness = in->stiffness, q->friction = in->friction, q->restitution = in->restitution;
+    a->mats_dirty = true, a->param_msg[0] = '\0';
+  }
   pthread_cond_broadcast(&a->cond);
   pthread_mutex_unlock(&a->lock);
 }
@@ -745,6 +778,12 @@ static int view_once(wf_cli_scene_args *sa_in, const view_opts *o, bool *reload)
   int rc = wf_cli_start_world(&sa, &init, &sc, &a.w);
   if (rc != WF_EXIT_OK) return rc;
   wf_world_params_get(a.w, &a.params);
+  a.n_mats = wf_world_particle_material_count(a.w);
+  if (a.n_mats > WF_VIEWER_MAX_MATERIALS) a.n_mats = WF_VIEWER_MAX_MATERIALS;
+  for (int m = 0; m < a.n_mats; m++) {
+    wf_world_particle_material_get(a.w, m, &a.mats[m]);
+    snprintf(a.mat_names[m], sizeof a.mat_names[m], "%s", wf_world_particle_material_name(a.w, m));
+  }
   pthread_mutex_init(&a.lock, NULL);
   pthread_cond_init(&a.cond, NULL);
   wf_world_readback_desc rd = wf_world_readback_desc_default();

@@ -83,6 +83,38 @@ wf_status wf_world_params_set(wf_world *w, const wf_world_params *p) {
   return WF_OK;
 }
 
+int wf_world_particle_material_count(const wf_world *w) { return w && w->ps ? w->n_pmats : 0; }
+
+const char *wf_world_particle_material_name(const wf_world *w, int i) {
+  return w && w->ps && i >= 0 && i < w->n_pmats ? w->pmat_names[i] : NULL;
+}
+
+wf_status wf_world_particle_material_get(const wf_world *w, int i, wf_particle_material *out) {
+  if (!w || !out) return wf__error(WF_ERR_INVALID, "wf_world_particle_material_get", "NULL");
+  if (!w->ps || i < 0 || i >= w->n_pmats)
+    return wf__error(WF_ERR_INVALID, "wf_world_particle_material_get",
+                     "materials[%d]: the world has %d particle materials", i,
+                     w->ps ? w->n_pmats : 0);
+  *out = w->pmats[i];
+  return WF_OK;
+}
+
+wf_status wf_world_particle_material_set(wf_world *w, int i, const wf_particle_material *m) {
+  if (!w || !m) return wf__error(WF_ERR_INVALID, "wf_world_particle_material_set", "NULL");
+  if (!w->ps || i < 0 || i >= w->n_pmats)
+    return wf__error(WF_ERR_INVALID, "wf_world_particle_material_set",
+                     "materials[%d]: the world has %d particle materials", i,
+                     w->ps ? w->n_pmats : 0);
+  wf_status st = wf_particles_set_material(w->ps, (uint32_t)i, m);
+  if (st != WF_OK) {
+    char inner[900];
+    snprintf(inner, sizeof inner, "%s", wf_last_error());
+    return wf__error(st, NULL, "materials[%d] '%s': %s", i, w->pmat_names[i], inner);
+  }
+  w->pmats[i] = *m;
+  return WF_OK;
+}
+
 wf_status wf_world_drag_set(wf_world *w, const wf_world_drag *d) {
   if (!w || !d) return wf__error(WF_ERR_INVALID, "wf_world_drag_set", "NULL argument");
   if (d->object < 0 || d->object >= w->n_objects)

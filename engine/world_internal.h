@@ -62,6 +62,11 @@ struct wf_world {
   wf_scene_change resume_changes[WF_WORLD_MAX_CHANGES];
   int n_colliders; /* the scene's, given to every solver in scene order (world_forces.c) */
   char (*collider_names)[WF_SCENE_NAME_MAX];
+  /* the particle materials as the solver has them (scene order; material 0 the default when the
+   * scene lists none), for wf_world_particle_material_get/_set */
+  int n_pmats;
+  wf_particle_material *pmats;
+  char (*pmat_names)[WF_SCENE_NAME_MAX];
   /* an interactive drag (world_interact.c): applied before each frame while active */
   struct {
     bool active;

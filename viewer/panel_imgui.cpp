@@ -86,9 +86,19 @@ static void section_params(wf_viewer *v) {
   bool changed = false;
   changed |= ImGui::DragFloat3("gravity m/s2", p.gravity, 0.05f, -100.0f, 100.0f, "%.2f");
   changed |= ImGui::SliderFloat("damping 1/s", &p.damping, 0.0f, 20.0f, "%.3f");
-  changed |= ImGui::DragFloat("drag k N/m (0: auto)", &p.drag_stiffness, 1.0f, 0.001f, 1e6f, "%.3g",
+  changed |= ImGui::DragFloat("drag k N/m, 0 auto", &p.drag_stiffness, 1.0f, 0.001f, 1e6f, "%.3g",
                               ImGuiSliderFlags_Logarithmic);
   changed |= ImGui::DragFloat("drag c N s/m", &p.drag_damping, 0.01f, 0.0f, 1e4f, "%.3g");
+  for (int m = 0; m < p.material_count && m < WF_VIEWER_MAX_MATERIALS; m++) {
+    wf_viewer_material *mt = &p.materials[m];
+    ImGui::PushID(100 + m);
+    ImGui::Text("material '%s'", mt->name);
+    changed |= ImGui::DragFloat("stiffness N/m", &mt->stiffness, mt->stiffness * 0.01f + 1e-3f,
+                                1e-3f, 1e9f, "%.4g", ImGuiSliderFlags_Logarithmic);
+    changed |= ImGui::SliderFloat("friction", &mt->friction, 0.0f, 2.0f, "%.3f");
+    changed |= ImGui::SliderFloat("restitution", &mt->restitution, 0.0f, 1.0f, "%.3f");
+    ImGui::PopID();
+  }
   if (changed) wf_panel_params_set(v, &p);
   ImGui::TextDisabled("Ctrl + left drag: pull a particle / vertex");
   if (wf_panel_dragging(v))
@@ -117,14 +127,16 @@ extern "C" void wf__panel_gui_frame(wf_viewer *v) {
   ImGui::NewFrame();
   int w, h;
   glfwGetWindowSize(v->win, &w, &h);
-  ImGui::SetNextWindowPos(ImVec2((float)w - 350.0f, 10.0f), ImGuiCond_FirstUseEver);
-  ImGui::SetNextWindowSize(ImVec2(340.0f, 520.0f), ImGuiCond_FirstUseEver);
+  ImGui::SetNextWindowPos(ImVec2((float)w - 390.0f, 10.0f), ImGuiCond_FirstUseEver);
+  ImGui::SetNextWindowSize(ImVec2(380.0f, 580.0f), ImGuiCond_FirstUseEver);
   ImGui::SetNextWindowBgAlpha(0.85f);
   if (ImGui::Begin("weft panel (Tab)")) {
+    ImGui::PushItemWidth(ImGui::GetWindowWidth() * 0.5f); /* room for the labels with units */
     section_run(v);
     section_objects(v);
     section_params(v);
     section_plots(v);
+    ImGui::PopItemWidth();
   }
   ImGui::End();
   ImGui::Render();

@@ -229,12 +229,23 @@ typedef struct wf_viewer_sim_stats {
   uint64_t energy_frame;
 } wf_viewer_sim_stats;
 
+enum { WF_VIEWER_MAX_MATERIALS = 8 };
+/** A contact material the panel shows and changes (particles: weft/particles.h). */
+typedef struct wf_viewer_material {
+  char name[32];
+  float stiffness;   /* N/m (linear contacts; XPBD: 1 / compliance) */
+  float friction;    /* Coulomb coefficient */
+  float restitution; /* [0, 1] */
+} wf_viewer_material;
+
 /** The simulation's parameters the panel shows and changes (wf_viewer_source.params_*). */
 typedef struct wf_viewer_params {
   float gravity[3];     /* m/s² */
   float damping;        /* global velocity damping, 1/s */
   float drag_stiffness; /* N/m of the mouse spring (wf_panel_pick); 0: the source's default */
   float drag_damping;   /* N·s/m of the mouse spring */
+  int material_count;   /* the first WF_VIEWER_MAX_MATERIALS materials */
+  wf_viewer_material materials[WF_VIEWER_MAX_MATERIALS];
 } wf_viewer_params;
 
 /** The frame source: how the window gets frames and sends commands. Every callback is called on

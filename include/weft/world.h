@@ -250,6 +250,17 @@ WF_API wf_status wf_world_params_get(const wf_world *w, wf_world_params *out);
  *  WF_ERR_INVALID naming the field for a non-finite value or a negative damping. */
 WF_API wf_status wf_world_params_set(wf_world *w, const wf_world_params *p);
 
+/** The particle materials (the scene's `materials`, in order; one, "default", when it lists none;
+ *  0 without particles), their names, and their values as the solver has them. Set replaces
+ *  material i from the next frame enqueued on (wf_particles_set_material: stiffness, friction,
+ *  restitution, ... ; no recapture); WF_ERR_INVALID naming materials[i] for an index out of range
+ *  or a value the solver refuses. Not saved in checkpoints (the scene's values are). */
+WF_API int wf_world_particle_material_count(const wf_world *w);
+WF_API const char *wf_world_particle_material_name(const wf_world *w, int i);
+WF_API wf_status wf_world_particle_material_get(const wf_world *w, int i,
+                                                wf_particle_material *out);
+WF_API wf_status wf_world_particle_material_set(wf_world *w, int i, const wf_particle_material *m);
+
 /** A drag: a spring-damper pulling one point (a particle of an emitter, a vertex of a cloth)
  *  towards a target, as a mouse does in an interactive viewer (wf_world_drag_set). */
 typedef struct wf_world_drag {

@@ -215,10 +215,34 @@ TEST(drag_cloth_vertex_and_errors) {
   wf_world_destroy(w);
 }
 
+/* The particle materials: the scene's default one listed, a change read back, bad indices and
+ * values refused naming the material. */
+TEST(particle_materials) {
+  wf_world *w = make_world();
+  REQUIRE(w);
+  CHECK_EQ_INT(wf_world_particle_material_count(w), 1);
+  CHECK(strcmp(wf_world_particle_material_name(w, 0), "default") == 0);
+  CHECK(wf_world_particle_material_name(w, 1) == NULL);
+  wf_particle_material m;
+  CHECK_OK(wf_world_particle_material_get(w, 0, &m));
+  CHECK_NEAR(m.stiffness, wf_particle_material_default().stiffness, 0.0f);
+  m.friction = 0.2f, m.stiffness = 500.0f;
+  CHECK_OK(wf_world_particle_material_set(w, 0, &m));
+  wf_particle_material back;
+  CHECK_OK(wf_world_particle_material_get(w, 0, &back));
+  CHECK_NEAR(back.friction, 0.2f, 0.0f);
+  CHECK_NEAR(back.stiffness, 500.0f, 0.0f);
+  CHECK_OK(wf_world_step(w, 1));
+  CHECK_ERROR(wf_world_particle_material_get(w, 1, &m), WF_ERR_INVALID, "materials[1]");
+  m.stiffness = -1.0f;
+  CHECK_ERROR(wf_world_particle_material_set(w, 0, &m), WF_ERR_INVALID, "materials[0] 'default'");
+  wf_world_destroy(w);
+}
+
 int main(int argc, char **argv) {
   static const th_test tests[] = {
-      TH_TEST(params_change_gravity), TH_TEST(drag_in_the_frame_follows_the_spring),
-      TH_TEST(drag_bitwise_on_two_devices), TH_TEST(drag_on_the_host_under_xpbd),
-      TH_TEST(drag_cloth_vertex_and_errors)};
+      TH_TEST(params_change_gravity),        TH_TEST(drag_in_the_frame_follows_the_spring),
+      TH_TEST(drag_bitwise_on_two_devices),  TH_TEST(drag_on_the_host_under_xpbd),
+      TH_TEST(drag_cloth_vertex_and_errors), TH_TEST(particle_materials)};
   return th_main(argc, argv, tests, TH_COUNT(tests));
 }
