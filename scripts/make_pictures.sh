@@ -1,6 +1,6 @@
 #!/bin/sh
 # Renders the README's pictures with weft's own commands: for each scene, a still
-# (docs/images/<scene>.png, the last frame of `weft run --render`), a short animation
+# (docs/images/<scene>_last.png, the last frame of `weft run --render`), a short animation
 # (docs/images/<scene>.gif, `weft run --video`, FFmpeg's GIF encoder) and the plot of its
 # stats.csv (docs/images/<scene>_stats.svg, scripts/plot_stats.py). Keep each file under 300 KB:
 # small pictures, a frame every EVERY simulation frames.
@@ -26,7 +26,7 @@ for s in $scenes; do
     --video "$out/$s.gif" --out "$tmp/$s" --set render.width="$width" \
     --set render.height="$height" --quiet
   last=$(ls "$tmp/$s/render/"frame_*.png | tail -n 1)
-  cp "$last" "$out/$s.png"
+  cp "$last" "$out/${s}_last.png"
   python3 "$root/scripts/plot_stats.py" "$tmp/$s/stats.csv" -o "$out/${s}_stats.svg"
-  ls -l "$out/$s.png" "$out/$s.gif" "$out/${s}_stats.svg"
+  ls -l "$out/${s}_last.png" "$out/$s.gif" "$out/${s}_stats.svg"
 done
