@@ -49,10 +49,13 @@ typedef struct wf_cli_scene_args {
   const char *path;       /* the scene, or NULL */
   const char *sets[WF_CLI_MAX_SETS];
   int n_sets;
-  const char *device; /* --device D[,D...], or NULL: the scene's */
-  long frames;        /* --frames N, or 0: the scene's */
+  const char *device;      /* --device D[,D...], or NULL: the scene's */
+  long frames;             /* --frames N, or 0: the scene's */
+  char color_sets[2][128]; /* --color-by MODE[:MAX] as render.color_by and render.*_max sets */
 } wf_cli_scene_args;
-/* For an argument the command's own options did not take: `--set V` (advances *i), an unknown
+/* For an argument the command's own options did not take: `--set V` (advances *i),
+ * `--color-by MODE[:MAX]` (render.color_by=MODE and the top of its ramp, render.speed_max,
+ * strain_max or force_max = MAX; advances *i), an unknown
  * option (error), or the scene path (a second one is an error). Returns WF_EXIT_OK or
  * WF_EXIT_USAGE after printing why. */
 int wf_cli_scene_arg(wf_cli_scene_args *sa, int argc, char **argv, int *i);

@@ -48,6 +48,32 @@ int wf_cli_scene_arg(wf_cli_scene_args *sa, int argc, char **argv, int *i) {
       return WF_EXIT_USAGE;
     }
     sa->sets[sa->n_sets++] = argv[++*i];
+  } else if (strcmp(a, "--color-by") == 0 && *i + 1 < argc) {
+    static const char *const modes[][2] = {{"object", NULL},
+                                           {"speed", "speed_max"},
+                                           {"strain", "strain_max"},
+                                           {"contact_force", "force_max"}};
+    const char *v = argv[++*i], *colon = strchr(v, ':');
+    size_t len = colon ? (size_t)(colon - v) : strlen(v);
+    int m = -1;
+    for (int k = 0; k < 4; k++)
+      if (strlen(modes[k][0]) == len && strncmp(v, modes[k][0], len) == 0) m = k;
+    char *end = NULL;
+    double top = colon ? strtod(colon + 1, &end) : 0.0;
+    if (m < 0 || (colon && (end == colon + 1 || *end || !(top > 0.0) || !modes[m][1])) ||
+        sa->n_sets + 2 > WF_CLI_MAX_SETS) {
+      fprintf(stderr,
+              "%s: --color-by '%s': expected object, speed, strain or contact_force, optionally "
+              "with :MAX (> 0: m/s, strain or N at the top of the colour ramp)\n",
+              sa->cmd, v);
+      return WF_EXIT_USAGE;
+    }
+    snprintf(sa->color_sets[0], sizeof sa->color_sets[0], "render.color_by=%s", modes[m][0]);
+    sa->sets[sa->n_sets++] = sa->color_sets[0];
+    if (colon) {
+      snprintf(sa->color_sets[1], sizeof sa->color_sets[1], "render.%s=%.17g", modes[m][1], top);
+      sa->sets[sa->n_sets++] = sa->color_sets[1];
+    }
   } else if (a[0] == '-' && a[1]) {
     wf_cli_unknown_option(sa->cmd, a, sa->usage);
     return WF_EXIT_USAGE;

@@ -57,6 +57,8 @@ void wf_cmd_run_usage(FILE *f) {
       "                      2, ... (frame 0, then every N frames; ffmpeg -i frame_%%06d.png),\n"
       "                      headless through EGL with the viewer's renderer; Mesa without a GPU.\n"
       "                      \"png\" in outputs.formats does the same\n"
+      "  --color-by MODE[:MAX] colour the pictures by object, speed, strain (cloth) or\n"
+      "                      contact_force (particles), the ramp's top at MAX (m/s, strain, N)\n"
       "  --video FILE        also encode those pictures into a video (H.264 when FFmpeg has\n"
       "                      libx264, else MPEG-4 part 2; yuv420p; container from the name:\n"
       "                      .mp4, .mkv, .mov, .avi) at fps / every frames per second; kept\n"

@@ -10,6 +10,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "render_frames.h"
+#include "render_values.h"
 #include "video.h"
 
 #include <errno.h>
@@ -34,6 +35,7 @@ typedef struct frame_set {
   wf_render_points *points;
   wf_render_mesh *meshes;
   float **speed; /* per object: point_count speeds (particles with velocities) */
+  float **value; /* per object: strains (cloth) or contact forces (particles), render_values.h */
 } frame_set;
 
 struct wf_cli_frames {
@@ -43,9 +45,13 @@ struct wf_cli_frames {
   wf_world_object *objects;
   int n_sets;
   frame_set *sets;
-  double dt;           /* simulated seconds a frame */
-  float (**prev)[4];   /* per object: positions of the frame filled before (for speeds) */
-  int64_t *prev_frame; /* its frame; -1: none */
+  double dt;             /* simulated seconds a frame */
+  float (**prev)[4];     /* per object: positions of the frame filled before (for speeds) */
+  int64_t *prev_frame;   /* its frame; -1: none */
+  wf_cli_values *values; /* strain and contact force (render_values.h) */
+  bool forces;           /* compute the contact forces every frame (see wf_cli_frames_create) */
+  float planes[4 * 64];  /* the plane colliders: unit normal, offset */
+  int n_planes;
 };
 
 static void d3(float *dst, const double *src) {
@@ -234,6 +240,43 @@ static void ground_and_range(const wf_scene *sc, wf_world *w, wf_render_scene *b
   b->speed_max = (float)(v > 0 && isfinite(v) ? v : 1.0);
 }
 
+/* Strain and contact force (render_values.h): rest lengths from the current state, the plane
+ * colliders, the ramps' tops (render.strain_max, else 0.1; render.force_max, else 10 weights of
+ * the heaviest particle). Contact forces cost a hashed-grid pass a frame on the host: done every
+ * frame when the scene colours by them or has at most WF_CLI_FORCE_PARTICLES particles. */
+#define WF_CLI_FORCE_PARTICLES 300000u
+static bool values_setup(wf_cli_frames *f, const wf_scene *sc, wf_world *w) {
+  float(**pos)[4] = calloc((size_t)f->n_objects + 1, sizeof *pos);
+  bool ok = pos != NULL;
+  uint64_t particles = 0;
+  for (int i = 0; ok && i < f->n_objects; i++) {
+    ok = (pos[i] = malloc((size_t)f->objects[i].point_count * 16 + 16)) != NULL &&
+         wf_world_object_download(w, i, pos[i], NULL) == WF_OK;
+    if (f->objects[i].kind == WF_WORLD_PARTICLES) particles += f->objects[i].point_count;
+  }
+  ok = ok && wf_cli_values_create(sc, w, (const float(*const *)[4])pos, &f->values) == WF_OK;
+  for (int i = 0; pos && i < f->n_objects; i++)
+    free(pos[i]);
+  free(pos);
+  if (!ok) return false;
+  for (int i = 0; i < f->base.collider_count && f->n_planes < 64; i++) {
+    const wf_render_collider *c = &f->base.colliders[i];
+    double n = sqrt((double)c->normal[0] * c->normal[0] + (double)c->normal[1] * c->normal[1] +
+                    (double)c->normal[2] * c->normal[2]);
+    if (c->type != WF_RENDER_PLANE || !(n > 0.0)) continue;
+    float *p = f->planes + 4 * f->n_planes++;
+    for (int k = 0; k < 3; k++)
+      p[k] = (float)(c->normal[k] / n);
+    p[3] = (float)(c->offset / n);
+  }
+  f->forces = sc->render.color_by == WF_SCENE_COLOR_CONTACT_FORCE ||
+              (particles > 0 && particles <= WF_CLI_FORCE_PARTICLES);
+  f->base.strain_max = sc->render.strain_max > 0 ? (float)sc->render.strain_max : 0.1f;
+  f->base.force_max = sc->render.force_max > 0 ? (float)sc->render.force_max
+                                               : (float)wf_cli_values_force_scale(f->values);
+  return true;
+}
+
 wf_status wf_cli_frames_create(const wf_scene *sc, wf_world *w, int buffers, wf_cli_frames **out) {
   *out = NULL;
   wf_cli_frames *f = calloc(1, sizeof *f);
@@ -263,9 +306,12 @@ wf_status wf_cli_frames_create(const wf_scene *sc, wf_world *w, int buffers, wf_
     fs->points = calloc((size_t)f->n_points + 1, sizeof *fs->points);
     fs->meshes = calloc((size_t)f->n_meshes + 1, sizeof *fs->meshes);
     fs->speed = calloc((size_t)f->n_objects + 1, sizeof *fs->speed);
-    ok = fs->points && fs->meshes && fs->speed;
-    for (int i = 0; ok && i < f->n_objects; i++) /* particles and cloth vertices alike */
+    fs->value = calloc((size_t)f->n_objects + 1, sizeof *fs->value);
+    ok = fs->points && fs->meshes && fs->speed && fs->value;
+    for (int i = 0; ok && i < f->n_objects; i++) { /* particles and cloth vertices alike */
       ok = (fs->speed[i] = malloc((size_t)f->objects[i].point_count * sizeof(float) + 4)) != NULL;
+      ok = ok && (fs->value[i] = calloc((size_t)f->objects[i].point_count + 1, sizeof(float)));
+    }
   }
   if (!ok) {
     wf_cli_frames_destroy(f);
@@ -282,10 +328,15 @@ wf_status wf_cli_frames_create(const wf_scene *sc, wf_world *w, int buffers, wf_
   for (int k = 0; k < 3; k++)
     b->background[k] = (float)sc->render.background[k];
   b->background[3] = 1.0f;
-  b->color_mode =
-      sc->render.color_by == WF_SCENE_COLOR_SPEED ? WF_COLOR_BY_SPEED : WF_COLOR_BY_OBJECT;
+  static const wf_render_color_mode modes[] = {WF_COLOR_BY_OBJECT, WF_COLOR_BY_SPEED,
+                                               WF_COLOR_BY_STRAIN, WF_COLOR_BY_FORCE};
+  b->color_mode = modes[sc->render.color_by];
   b->shadows = sc->render.shadows;
   ground_and_range(sc, w, b);
+  if (!values_setup(f, sc, w)) {
+    wf_cli_frames_destroy(f);
+    return WF_ERR_OUT_OF_MEMORY;
+  }
   *out = f;
   return WF_OK;
 }
@@ -295,11 +346,15 @@ void wf_cli_frames_destroy(wf_cli_frames *f) {
   for (int s = 0; f->sets && s < f->n_sets; s++) {
     for (int i = 0; f->sets[s].speed && i < f->n_objects; i++)
       free(f->sets[s].speed[i]);
+    for (int i = 0; f->sets[s].value && i < f->n_objects; i++)
+      free(f->sets[s].value[i]);
     free(f->sets[s].points), free(f->sets[s].meshes), free(f->sets[s].speed);
+    free(f->sets[s].value);
   }
   for (int i = 0; f->prev && i < f->n_objects; i++)
     free(f->prev[i]);
   free(f->prev), free(f->prev_frame);
+  wf_cli_values_destroy(f->values);
   free(f->sets), free(f->objects), free(f->colliders);
   free(f);
 }
@@ -339,8 +394,9 @@ void wf_cli_frames_fill(wf_cli_frames *f, int buffer, int64_t frame, const float
                       wf_cli_palette[i % WF_CLI_PALETTE_N][2], 1.0f};
     if (o->kind == WF_WORLD_PARTICLES) {
       wf_render_points *p = &fs->points[np++];
-      *p = (wf_render_points){.xyzr = &pos[i][0][0], .count = o->point_count};
+      *p = (wf_render_points){.xyzr = &pos[i][0][0], .count = o->point_count, .name = o->name};
       memcpy(p->color, color, sizeof color);
+      if (f->forces) p->force = fs->value[i];
       if (vel && vel[i]) {
         speeds_of(f, i, frame, pos[i], vel[i], fs->speed[i]);
         p->speed = fs->speed[i];
@@ -351,14 +407,20 @@ void wf_cli_frames_fill(wf_cli_frames *f, int buffer, int64_t frame, const float
                             .stride = 4,
                             .vertex_count = o->point_count,
                             .indices = o->triangles,
-                            .triangle_count = o->triangle_count};
+                            .triangle_count = o->triangle_count,
+                            .name = o->name};
       memcpy(m->color, color, sizeof color);
+      wf_cli_values_strain(f->values, i, pos[i], fs->value[i]);
+      m->strain = fs->value[i];
       if (vel) { /* the ring has no cloth velocities: speeds from the positions' change */
         speeds_of(f, i, frame, pos[i], vel[i], fs->speed[i]);
         m->speed = fs->speed[i];
       }
     }
   }
+  if (f->forces && wf_cli_values_force(f->values, pos, f->planes, f->n_planes, fs->value) != WF_OK)
+    for (int i = 0; i < np; i++) /* no memory for the grid: drawn in the objects' colours */
+      fs->points[i].force = NULL;
   out->points = fs->points;
   out->point_set_count = np;
   out->meshes = fs->meshes;
@@ -459,8 +521,11 @@ int wf_cli_render_frame(wf_cli_render *r, int64_t frame, int64_t number) {
   char path[4200];
   snprintf(path, sizeof path, "%s/frame_%06lld.png", r->dir, (long long)number);
   wf_status st = wf_render_draw(r->r, &s);
-  if (st == WF_OK && s.color_mode == WF_COLOR_BY_SPEED)
-    st = wf_render_draw_speed_bar(r->r, s.speed_max);
+  if (st == WF_OK && s.color_mode != WF_COLOR_BY_OBJECT)
+    st = wf_render_draw_color_bar(r->r, s.color_mode,
+                                  s.color_mode == WF_COLOR_BY_STRAIN  ? s.strain_max
+                                  : s.color_mode == WF_COLOR_BY_FORCE ? s.force_max
+                                                                      : s.speed_max);
   if (st == WF_OK && r->dir[0]) st = wf_render_write_png(r->r, path);
   if (st == WF_OK && r->video) {
     int w, h;

@@ -93,8 +93,13 @@ int wf_cli_video_open(const char *who, const char *path, int width, int height, 
     free(tmp), video_free(v);
     return 2;
   }
-  const AVCodec *codec = avcodec_find_encoder_by_name("libx264");
-  if (!codec || avformat_query_codec(v->fmt->oformat, codec->id, FF_COMPLIANCE_NORMAL) != 1)
+  /* a .gif: FFmpeg's GIF encoder on 8-bit RGB (3-3-2, no palette search: small and plain) */
+  bool gif = v->fmt->oformat->video_codec == AV_CODEC_ID_GIF;
+  enum AVPixelFormat pix = gif ? AV_PIX_FMT_RGB8 : AV_PIX_FMT_YUV420P;
+  const AVCodec *codec =
+      gif ? avcodec_find_encoder(AV_CODEC_ID_GIF) : avcodec_find_encoder_by_name("libx264");
+  if (!gif &&
+      (!codec || avformat_query_codec(v->fmt->oformat, codec->id, FF_COMPLIANCE_NORMAL) != 1))
     codec = avcodec_find_encoder(AV_CODEC_ID_MPEG4);
   if (!codec) {
     fprintf(stderr, "%s: --video '%s': this FFmpeg has neither libx264 nor an MPEG-4 encoder\n",
@@ -106,8 +111,8 @@ int wf_cli_video_open(const char *who, const char *path, int width, int height, 
   v->enc = avcodec_alloc_context3(codec);
   v->frame = av_frame_alloc();
   v->pkt = av_packet_alloc();
-  v->sws = sws_getContext(v->w, v->h, AV_PIX_FMT_RGBA, v->w, v->h, AV_PIX_FMT_YUV420P, SWS_BILINEAR,
-                          NULL, NULL, NULL);
+  v->sws =
+      sws_getContext(v->w, v->h, AV_PIX_FMT_RGBA, v->w, v->h, pix, SWS_BILINEAR, NULL, NULL, NULL);
   if (!v->st || !v->enc || !v->frame || !v->pkt || !v->sws) {
     fprintf(stderr, "%s: --video '%s': out of memory\n", who, path);
     free(tmp), video_free(v);
@@ -115,12 +120,14 @@ int wf_cli_video_open(const char *who, const char *path, int width, int height, 
   }
   AVRational rate = av_d2q(fps, 100000);
   v->enc->width = v->w, v->enc->height = v->h;
-  v->enc->pix_fmt = AV_PIX_FMT_YUV420P;
+  v->enc->pix_fmt = pix;
   v->enc->time_base = av_inv_q(rate);
   v->enc->framerate = rate;
   v->enc->gop_size = 30;
   if (v->fmt->oformat->flags & AVFMT_GLOBALHEADER) v->enc->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
-  if (codec->id == AV_CODEC_ID_H264) {
+  if (gif) {
+    /* no options: every frame whole, looped by the muxer */
+  } else if (codec->id == AV_CODEC_ID_H264) {
     av_opt_set(v->enc->priv_data, "preset", "veryfast", 0);
     av_opt_set(v->enc->priv_data, "crf", "20", 0);
   } else { /* MPEG-4 part 2 at a fixed quantiser: near lossless for flat-shaded pictures */
@@ -136,7 +143,7 @@ int wf_cli_video_open(const char *who, const char *path, int width, int height, 
     free(tmp), video_free(v);
     return 1;
   }
-  v->frame->format = AV_PIX_FMT_YUV420P, v->frame->width = v->w, v->frame->height = v->h;
+  v->frame->format = pix, v->frame->width = v->w, v->frame->height = v->h;
   if ((err = av_frame_get_buffer(v->frame, 0)) < 0) {
     av_fail(v, "frame", err);
     free(tmp), video_free(v);

@@ -233,6 +233,8 @@ static const field render_fields[] = {
     {"height", F_INT, REN(height), {720}, 1, 16384, 0, 0},
     {"background", F_VEC3, REN(background), {0.1, 0.1, 0.12}, 0, 1, 0, 0},
     {"speed_max", F_NUM, REN(speed_max), {0}, GE0, 0},
+    {"strain_max", F_NUM, REN(strain_max), {0}, GE0, 0},
+    {"force_max", F_NUM, REN(force_max), {0}, GE0, 0},
     {"shadows", F_BOOL, REN(shadows), {1}, ANY, 0},
 };
 #define NF(t) ((int)(sizeof(t) / sizeof((t)[0])))
@@ -244,7 +246,7 @@ static const char *const packing_names[] = {"lattice", "random"};
 static const char *const radii_names[] = {"fixed", "uniform", "lognormal"};
 static const char *const integrator_names[] = {"xpbd", "spring"};
 static const char *const collider_names[] = {"plane", "sphere", "box", "capsule", "mesh"};
-static const char *const color_names[] = {"object", "speed"};
+static const char *const color_names[] = {"object", "speed", "strain", "contact_force"};
 static const char *const format_names[] = {"ply", "vtk", "csv", "png", "checkpoint", "usd"};
 static const char *const up_axis_names[] = {"y", "z"};
 static const char *const pin_names[] = {"top-left", "top-right", "bottom-left", "bottom-right",

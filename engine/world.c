@@ -559,8 +559,17 @@ static wf_status create_particles(wf_world *w, const wf_scene *sc) {
   d.device_count = w->n_devices;
   wf_status st = wf_particles_create(&d, &w->ps);
   if (st != WF_OK) return st;
+  w->n_pmats = sc->material_count > 0 ? sc->material_count : 1;
+  w->pmats = calloc((size_t)w->n_pmats, sizeof *w->pmats);
+  w->pmat_names = calloc((size_t)w->n_pmats, sizeof *w->pmat_names);
+  if (!w->pmats || !w->pmat_names)
+    return wf__error(WF_ERR_OUT_OF_MEMORY, "wf_world_create", "materials");
+  w->pmats[0] = wf_particle_material_default();
+  snprintf(w->pmat_names[0], sizeof w->pmat_names[0], "default");
   for (int i = 0; i < sc->material_count && st == WF_OK; i++) {
     wf_particle_material m = material_of(&sc->materials[i]);
+    w->pmats[i] = m;
+    snprintf(w->pmat_names[i], sizeof w->pmat_names[i], "%s", sc->materials[i].name);
     st = i == 0 ? wf_particles_set_material(w->ps, 0, &m)
                 : wf_particles_add_material(w->ps, &m, NULL);
     if (st != WF_OK) return fail_object(st, "materials", i, sc->materials[i].name);
@@ -722,6 +731,7 @@ void wf_world_destroy(wf_world *w) {
   free(w->cloths), free(w->cpos), free(w->cvel);
   if (w->stream) wf_stream_destroy(w->stream); /* after the solvers that ran on it */
   free(w->ppos), free(w->pvel);
+  free(w->pmats), free(w->pmat_names);
   free(w->objects);
   free(w->scene_json);
   free(w->physics_json);
@@ -752,7 +762,8 @@ wf_status wf_world_step(wf_world *w, int frames) {
   wf_status st = wfw_health_read(w->health, w->frame, false); /* an unhealthy frame stops it */
   if (st != WF_OK) return st;
   for (int f = 0; f < frames && w->stop.rule < 0; f++) { /* a stop rule ends the run */
-    for (int i = 0; i < w->n_cloths && gusty; i++) {     /* before the frame of coupled cloths */
+    if (w->drag.active && (st = wfw_drag_apply(w)) != WF_OK) return st;
+    for (int i = 0; i < w->n_cloths && gusty; i++) { /* before the frame of coupled cloths */
       wf_cloth_params p = wf_cloth_params_get(w->cloths[i]);
       wind_at(w, w->frame, p.wind);
       if ((st = wf_cloth_params_set(w->cloths[i], &p)) != WF_OK)

@@ -66,7 +66,28 @@ struct wf_world {
   wf_scene_change resume_changes[WF_WORLD_MAX_CHANGES];
   int n_colliders; /* the scene's, given to every solver in scene order (world_forces.c) */
   char (*collider_names)[WF_SCENE_NAME_MAX];
+  /* the particle materials as the solver has them (scene order; material 0 the default when the
+   * scene lists none), for wf_world_particle_material_get/_set */
+  int n_pmats;
+  wf_particle_material *pmats;
+  char (*pmat_names)[WF_SCENE_NAME_MAX];
+  /* an interactive drag (world_interact.c): applied before each frame while active */
+  struct {
+    bool active;
+    int object;
+    uint32_t point;
+    double target[3], stiffness, damping;
+    bool device;   /* in the particle solver's parameter block (wf_particles_drag_set) */
+    bool im_known; /* inv_mass is that of (im_object, im_point) */
+    int im_object;
+    uint32_t im_point;
+    float inv_mass;
+  } drag;
 };
+
+/* world_interact.c: the drag's impulse on its point, before the frame w->frame + 1 is enqueued
+ * (waits for the solver; a no-op when no drag is active). */
+wf_status wfw_drag_apply(wf_world *w);
 
 /* scene_physics.c: the physics of a scene as compact canonical JSON (malloc'ed; NULL when out of
  * memory), and the differences between two of them (the first max into out; returns how many in

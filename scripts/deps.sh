@@ -7,6 +7,7 @@ pkgs=(build-essential cmake ninja-build pkg-config clang
       libmetis-dev                      # cloth mesh partitioning
       libassimp-dev                     # mesh collider files (OBJ, STL, PLY, glTF)
       libepoxy-dev libglfw3-dev libcglm-dev libstb-dev libegl-dev  # viewer and --render
+      libimgui-dev                      # the viewer's panel (Dear ImGui, GLFW + OpenGL3 backends)
       libegl-mesa0 libgl1-mesa-dri xvfb xauth                        # rendering without a GPU (CI)
       libavcodec-dev libavformat-dev libswscale-dev libavutil-dev  # weft run --video (FFmpeg)
       gnuplot-nox                       # the plots of docs/validation.md (scripts/validation/)

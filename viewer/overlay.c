@@ -1,6 +1,7 @@
 /* The text overlay of the window: stb_easy_font turns text into quads (in its own vertex format:
  * x, y, z floats and 4 colour bytes), which are queued with translucent boxes and drawn in one
  * call per frame in framebuffer pixels, scaled by the HiDPI content scale. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -238,9 +239,34 @@ static const uint8_t ramp[5][4] = {{26, 51, 230, 255},
                                    {242, 217, 26, 255},
                                    {230, 38, 26, 255}};
 
+const char *wf__color_mode_unit(wf_render_color_mode m) {
+  switch (m) {
+  case WF_COLOR_BY_SPEED: return "m/s";
+  case WF_COLOR_BY_STRAIN: return "strain";
+  case WF_COLOR_BY_FORCE: return "N";
+  default: return "";
+  }
+}
+
 void wf__overlay_speed_bar(wf__overlay *o, const wf__overlay_row *bar, float top) {
+  wf__overlay_color_bar(o, bar, top, "m/s");
+}
+
+void wf__overlay_color_bar(wf__overlay *o, const wf__overlay_row *bar_in, float top,
+                           const char *unit) {
   static const uint8_t white[4] = {235, 235, 235, 255}, box[4] = {0, 0, 0, 150};
-  wf__overlay_box(o, bar->x - 3.0f, bar->y - 3.0f, bar->w + 12.0f + 9.0f * WF__OVERLAY_CHAR_W,
+  char label[48];
+  if (top > 0)
+    snprintf(label, sizeof label, "%.3g %s", top, unit);
+  else
+    snprintf(label, sizeof label, "max %s", unit);
+  /* the layout leaves room for "12.3 m/s" and a space (9 characters); a longer label ("0.1
+   * strain") takes it from the ramp */
+  wf__overlay_row b = *bar_in;
+  const wf__overlay_row *bar = &b;
+  float chars = fmaxf(9.0f, (float)strlen(label) + 1.0f);
+  b.w = fmaxf(40.0f, b.w - (chars - 9.0f) * WF__OVERLAY_CHAR_W);
+  wf__overlay_box(o, bar->x - 3.0f, bar->y - 3.0f, bar->w + 12.0f + chars * WF__OVERLAY_CHAR_W,
                   bar->h + WF__OVERLAY_LINE_H + 8.0f, box);
   for (int k = 0; k < 4; k++)
     wf__overlay_gradient(o, bar->x + bar->w * (float)k / 4.0f, bar->y, bar->w / 4.0f, bar->h,
@@ -252,14 +278,15 @@ void wf__overlay_speed_bar(wf__overlay *o, const wf__overlay_row *bar, float top
     snprintf(num, sizeof num, "%.3g", 0.5 * top);
     wf__overlay_text(o, bar->x + 0.5f * bar->w - 0.5f * WF__OVERLAY_CHAR_W * (float)strlen(num), ty,
                      num, white);
-    snprintf(num, sizeof num, "%.3g m/s", top);
-  } else {
-    snprintf(num, sizeof num, "max m/s");
   }
-  wf__overlay_text(o, bar->x + bar->w + 6.0f, bar->y - 1.0f, num, white);
+  wf__overlay_text(o, bar->x + bar->w + 6.0f, bar->y - 1.0f, label, white);
 }
 
 wf_status wf_render_draw_speed_bar(wf_render *r, float speed_max) {
+  return wf_render_draw_color_bar(r, WF_COLOR_BY_SPEED, speed_max);
+}
+
+wf_status wf_render_draw_color_bar(wf_render *r, wf_render_color_mode mode, float speed_max) {
   if (!r || !r->drawn)
     return wf__render_error(WF_ERR_INVALID, __func__, "renderer %p has drawn no frame", (void *)r);
   if (!r->overlay) {
@@ -271,7 +298,7 @@ wf_status wf_render_draw_speed_bar(wf_render *r, float speed_max) {
   float uw = (float)r->width / scale, uh = (float)r->height / scale;
   wf__overlay_row rows[1], hb, bar;
   wf__overlay_layout(NULL, 0, NULL, uw, uh, rows, 1, &hb, &bar);
-  wf__overlay_speed_bar(r->overlay, &bar, speed_max);
+  wf__overlay_color_bar(r->overlay, &bar, speed_max, wf__color_mode_unit(mode));
   glBindFramebuffer(GL_FRAMEBUFFER, r->fbo_resolve);
   wf__overlay_flush(r->overlay, r->width, r->height, scale);
   glBindFramebuffer(GL_FRAMEBUFFER, 0);

@@ -285,6 +285,7 @@ wf_status wf_render_headless_create(int width, int height, wf_render **out) {
 
 void wf_render_destroy(wf_render *r) {
   if (!r) return;
+  free(r->mode_points), free(r->mode_meshes);
   if (!r->headless || make_current(r) == WF_OK) {
     delete_targets(r);
     GLuint progs[3] = {r->prog_sphere, r->prog_mesh, r->prog_grid};
@@ -799,10 +800,44 @@ static wf_status check_scene(const wf_render_scene *s) {
   return WF_OK;
 }
 
-wf_status wf_render_draw(wf_render *r, const wf_render_scene *scene) {
-  if (!r || !scene)
+/* Colour by strain or force: the scene with those values where the speeds go, on the speed
+ * ramp (the shaders know one ramp). Objects without them get no values: their own colour. */
+static wf_status value_scene(wf_render *r, const wf_render_scene *s, wf_render_scene *out) {
+  *out = *s;
+  if (s->color_mode != WF_COLOR_BY_STRAIN && s->color_mode != WF_COLOR_BY_FORCE) return WF_OK;
+  if (s->point_set_count > r->mode_points_cap) {
+    wf_render_points *p = realloc(r->mode_points, (size_t)s->point_set_count * sizeof *p);
+    if (!p) return wf__render_error(WF_ERR_OUT_OF_MEMORY, "wf_render_draw", "points");
+    r->mode_points = p, r->mode_points_cap = s->point_set_count;
+  }
+  if (s->mesh_count > r->mode_meshes_cap) {
+    wf_render_mesh *m = realloc(r->mode_meshes, (size_t)s->mesh_count * sizeof *m);
+    if (!m) return wf__render_error(WF_ERR_OUT_OF_MEMORY, "wf_render_draw", "meshes");
+    r->mode_meshes = m, r->mode_meshes_cap = s->mesh_count;
+  }
+  bool strain = s->color_mode == WF_COLOR_BY_STRAIN;
+  for (int i = 0; i < s->point_set_count; i++) {
+    r->mode_points[i] = s->points[i];
+    r->mode_points[i].speed = strain ? NULL : s->points[i].force;
+  }
+  for (int i = 0; i < s->mesh_count; i++) {
+    r->mode_meshes[i] = s->meshes[i];
+    r->mode_meshes[i].speed = strain ? s->meshes[i].strain : NULL;
+  }
+  out->points = r->mode_points, out->meshes = r->mode_meshes;
+  out->color_mode = WF_COLOR_BY_SPEED;
+  out->speed_max = strain ? s->strain_max : s->force_max;
+  return WF_OK;
+}
+
+wf_status wf_render_draw(wf_render *r, const wf_render_scene *scene_in) {
+  if (!r || !scene_in)
     return wf__render_error(WF_ERR_INVALID, __func__, "renderer %p, scene %p", (void *)r,
-                            (const void *)scene);
+                            (const void *)scene_in);
+  wf_render_scene mapped;
+  wf_status vst = value_scene(r, scene_in, &mapped);
+  if (vst != WF_OK) return vst;
+  const wf_render_scene *scene = &mapped;
   wf_status st = check_scene(scene);
   if (st == WF_OK) st = make_current(r);
   if (st != WF_OK) return st;

@@ -49,14 +49,19 @@ enum { WF_RENDER_MAX_LIGHTS = 4 };
 typedef enum wf_render_color_mode {
   WF_COLOR_BY_OBJECT = 0, /* each object's colour */
   WF_COLOR_BY_SPEED = 1,  /* a blue-to-red ramp of speed / speed_max, where speeds are given */
+  WF_COLOR_BY_STRAIN = 2, /* the same ramp of mesh strain / strain_max (meshes with strain) */
+  WF_COLOR_BY_FORCE = 3,  /* the same ramp of point force / force_max (points with force) */
 } wf_render_color_mode;
+/* Objects without the mode's values are drawn in their own colour. */
 
 /** A set of spheres, drawn as ray-cast impostors with exact depth. */
 typedef struct wf_render_points {
   const float *xyzr;  /* count x (x, y, z, radius) */
   const float *speed; /* optional: count speeds (m/s) for WF_COLOR_BY_SPEED */
+  const float *force; /* optional: count contact forces (N) for WF_COLOR_BY_FORCE */
   size_t count;
-  float color[4]; /* rgba in [0,1]; unset: a palette colour by index */
+  float color[4];   /* rgba in [0,1]; unset: a palette colour by index */
+  const char *name; /* optional: the object's name (the panel's object list) */
 } wf_render_points;
 
 /** A triangle mesh (cloth). Normals are computed per vertex (area-weighted, smooth); both sides are
@@ -68,8 +73,10 @@ typedef struct wf_render_mesh {
   const uint32_t *indices; /* triangle_count x 3 vertex indices */
   size_t triangle_count;
   const float *speed;  /* optional: vertex_count speeds for WF_COLOR_BY_SPEED */
+  const float *strain; /* optional: vertex_count strains (dimensionless) for WF_COLOR_BY_STRAIN */
   float color[4];      /* front side; unset: a palette colour by index */
   float back_color[4]; /* back side; unset: color darkened by 0.7 */
+  const char *name;    /* optional: the object's name (the panel's object list) */
 } wf_render_mesh;
 
 typedef enum wf_render_collider_type {
@@ -130,10 +137,12 @@ typedef struct wf_render_scene {
   float ambient[3]; /* unset: 0.22 grey */
   float background[4]; /* unset: (0.11, 0.12, 0.14, 1) */
   wf_render_color_mode color_mode;
-  float speed_max; /* top of the speed ramp; 0: the largest speed in the scene */
-  bool wireframe;  /* meshes and colliders as lines */
-  bool shadows;    /* the first light casts shadows (a shadow map over the points, meshes and
-                      bounded colliders; the planes and the grid receive them) */
+  float speed_max;  /* top of the speed ramp; 0: the largest speed in the scene */
+  float strain_max; /* top of the strain ramp; 0: the largest strain in the scene */
+  float force_max;  /* top of the force ramp, N; 0: the largest force in the scene */
+  bool wireframe;   /* meshes and colliders as lines */
+  bool shadows;     /* the first light casts shadows (a shadow map over the points, meshes and
+                       bounded colliders; the planes and the grid receive them) */
   wf_render_grid grid;
 } wf_render_scene;
 
@@ -181,6 +190,9 @@ wf_status wf_render_present(wf_render *r, unsigned fb, int width, int height);
 /** The last drawn frame as width*height*4 bytes RGBA, first row at the top. bytes must be at least
  *  that. */
 wf_status wf_render_read_rgba(wf_render *r, uint8_t *rgba, size_t bytes);
+/** The colour bar of the ramp of colour mode `mode` (not WF_COLOR_BY_OBJECT): as
+ *  wf_render_draw_speed_bar with the mode's unit ("m/s", "strain", "N") after the top value. */
+wf_status wf_render_draw_color_bar(wf_render *r, wf_render_color_mode mode, float top);
 /** Draws the colour bar of the speed ramp (0, speed_max / 2 and speed_max m/s under it) over the
  *  bottom-left corner of the last drawn frame, as the window's overlay does, so pictures coloured
  *  by speed say what the colours mean. Text at 1x up to 720 rows, larger above. */
@@ -211,7 +223,30 @@ typedef struct wf_viewer_sim_stats {
   const char *devices; /* "cuda:0 NVIDIA H200, cuda:1 ..." (copied) */
   const char *status;  /* optional one-line status (copied) */
   double realtime;     /* simulated seconds per wall-clock second lately; 0: unknown */
+  bool has_energy;     /* total_energy and max_speed below are set (the panel's plots) */
+  double total_energy; /* J, of frame energy_frame */
+  double max_speed;    /* m/s, of frame energy_frame */
+  uint64_t energy_frame;
 } wf_viewer_sim_stats;
+
+enum { WF_VIEWER_MAX_MATERIALS = 8 };
+/** A contact material the panel shows and changes (particles: weft/particles.h). */
+typedef struct wf_viewer_material {
+  char name[32];
+  float stiffness;   /* N/m (linear contacts; XPBD: 1 / compliance) */
+  float friction;    /* Coulomb coefficient */
+  float restitution; /* [0, 1] */
+} wf_viewer_material;
+
+/** The simulation's parameters the panel shows and changes (wf_viewer_source.params_*). */
+typedef struct wf_viewer_params {
+  float gravity[3];     /* m/s² */
+  float damping;        /* global velocity damping, 1/s */
+  float drag_stiffness; /* N/m of the mouse spring (wf_panel_pick); 0: the source's default */
+  float drag_damping;   /* N·s/m of the mouse spring */
+  int material_count;   /* the first WF_VIEWER_MAX_MATERIALS materials */
+  wf_viewer_material materials[WF_VIEWER_MAX_MATERIALS];
+} wf_viewer_params;
 
 /** The frame source: how the window gets frames and sends commands. Every callback is called on
  *  the window's thread and must not block. Only `latest` is required. */
@@ -228,6 +263,14 @@ typedef struct wf_viewer_source {
   void (*reset)(void *user);                   /* back to the initial state */
   void (*set_speed)(void *user, double speed); /* simulated time per frame, x1 = real time */
   void (*stats)(void *user, wf_viewer_sim_stats *out);
+  /* optional, for the panel (viewer/panel.h): */
+  bool (*params_get)(void *user, wf_viewer_params *out);
+  void (*params_set)(void *user, const wf_viewer_params *p);
+  /** Pulls point `point` of object `object` (the frame's point sets, then its meshes: the world's
+   *  objects in order) towards target (m, world) by a spring; active false ends the drag. */
+  void (*drag)(void *user, int object, uint32_t point, const float target[3], bool active);
+  /** Loads the scene file again (the panel's button, or the watched file changed). */
+  void (*reload)(void *user);
 } wf_viewer_source;
 
 typedef struct wf_viewer wf_viewer;
@@ -241,12 +284,13 @@ typedef enum wf_viewer_action {
   WF_VIEWER_FASTER,     /* '+': simulation speed x2 (at most 64) */
   WF_VIEWER_SLOWER,     /* '-': simulation speed / 2 (at least 1/64) */
   WF_VIEWER_WIREFRAME,  /* W */
-  WF_VIEWER_COLOR_MODE, /* C: by object / by speed */
+  WF_VIEWER_COLOR_MODE, /* C: by object, speed, strain, contact force, in turn */
   WF_VIEWER_SCREENSHOT, /* P: <screenshot_dir>/weft_NNNN.png */
   WF_VIEWER_HELP,       /* H or F1 */
   WF_VIEWER_VSYNC,      /* V */
   WF_VIEWER_QUIT,       /* Esc */
   WF_VIEWER_RECORD,     /* O: start / stop recording a video (desc.record) */
+  WF_VIEWER_PANEL,      /* Tab: the panel on / off (viewer/panel.h) */
 } wf_viewer_action;
 
 typedef struct wf_viewer_desc {
@@ -271,6 +315,11 @@ typedef struct wf_viewer_desc {
   void *record_user;
   void (*log)(int level, const char *message, void *user);
   void *log_user;
+  /** The panel (viewer/panel.h; built with Dear ImGui): shown from the start when set (Tab
+   *  toggles it). watch_path: a file whose modification time is polled twice a second; a change
+   *  calls source.reload. */
+  bool show_panel;
+  const char *watch_path;
 } wf_viewer_desc;
 
 /** Opens the window and runs until it is closed (Esc, the close button, max_frames, on_frame).
@@ -278,6 +327,9 @@ typedef struct wf_viewer_desc {
 wf_status wf_viewer_run(const wf_viewer_desc *desc);
 /** Writes the last drawn 3-D view (without the text overlay) to path as a PNG. */
 wf_status wf_viewer_screenshot(wf_viewer *v, const char *path);
+/** Writes the whole window as it will be shown (the 3-D view, the overlay and the panel) to path
+ *  as a PNG; call from on_frame (before the swap). */
+wf_status wf_viewer_screenshot_window(wf_viewer *v, const char *path);
 /** Does what a key would (see wf_viewer_action). */
 void wf_viewer_apply(wf_viewer *v, wf_viewer_action action);
 /** The action bound to a GLFW key (key callback) or, when key is 0, to a typed character. */

@@ -18,31 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "viewer_app.h"
 #include "viewer_internal.h"
-
-struct wf_viewer {
-  wf_viewer_desc desc;
-  GLFWwindow *win;
-  wf_render *r;
-  wf__overlay *ov;
-  wf_render_camera cam, cam_initial;
-  bool have_cam;
-  wf_render_scene held;
-  bool holding, seen_frame;
-  bool paused, wireframe, help, vsync;
-  wf_render_color_mode color_mode;
-  double speed;
-  int shot_next;
-  char message[4200]; /* holds a screenshot path (up to 4096) */
-  double message_until;
-  bool drag[3];
-  double mouse_x, mouse_y;
-  wf_viewer_stats stats;
-  double fps_t0;
-  int fps_frames;
-  wf_viewer_sim_stats sim;
-  char devices[256], status[256];
-};
 
 static double now_s(void) {
   struct timespec t;
@@ -138,6 +115,7 @@ wf_viewer_action wf_viewer_action_for_key(int key, unsigned codepoint) {
   case GLFW_KEY_F1: return WF_VIEWER_HELP;
   case GLFW_KEY_V: return WF_VIEWER_VSYNC;
   case GLFW_KEY_O: return WF_VIEWER_RECORD;
+  case GLFW_KEY_TAB: return WF_VIEWER_PANEL;
   case GLFW_KEY_ESCAPE: return WF_VIEWER_QUIT;
   default: return WF_VIEWER_NONE;
   }
@@ -183,8 +161,8 @@ void wf_viewer_apply(wf_viewer *v, wf_viewer_action a) {
   case WF_VIEWER_FASTER: set_speed(v, v->speed * 2.0); break;
   case WF_VIEWER_SLOWER: set_speed(v, v->speed * 0.5); break;
   case WF_VIEWER_WIREFRAME: v->wireframe = !v->wireframe; break;
-  case WF_VIEWER_COLOR_MODE:
-    v->color_mode = v->color_mode == WF_COLOR_BY_SPEED ? WF_COLOR_BY_OBJECT : WF_COLOR_BY_SPEED;
+  case WF_VIEWER_COLOR_MODE: /* object, speed, strain, contact force, in turn */
+    v->color_mode = (wf_render_color_mode)(((int)v->color_mode + 1) % 4);
     break;
   case WF_VIEWER_SCREENSHOT: screenshot_next(v); break;
   case WF_VIEWER_HELP: v->help = !v->help; break;
@@ -193,6 +171,11 @@ void wf_viewer_apply(wf_viewer *v, wf_viewer_action a) {
     glfwSwapInterval(v->vsync ? 1 : 0);
     break;
   case WF_VIEWER_QUIT: glfwSetWindowShouldClose(v->win, GLFW_TRUE); break;
+  case WF_VIEWER_PANEL:
+    v->panel = !v->panel;
+    if (v->panel && !v->gui)
+      say(v, 4.0, "%s", "this weft was built without Dear ImGui: no panel (viewer/README.md)");
+    break;
   case WF_VIEWER_RECORD: {
     char msg[4200] = "this program cannot record video";
     if (v->desc.record) v->desc.record(v->desc.record_user, v, msg, sizeof msg);
@@ -206,23 +189,40 @@ void wf_viewer_apply(wf_viewer *v, wf_viewer_action a) {
 
 static void on_key(GLFWwindow *w, int key, int scancode, int action, int mods) {
   if (action != GLFW_PRESS) return;
+  wf_viewer *v = glfwGetWindowUserPointer(w);
+  if (wf__panel_gui_wants_keyboard(v)) return;
   wf_viewer_apply(glfwGetWindowUserPointer(w), wf_viewer_action_for_key(key, 0));
 }
 
 static void on_char(GLFWwindow *w, unsigned codepoint) {
+  if (wf__panel_gui_wants_keyboard(glfwGetWindowUserPointer(w))) return;
   wf_viewer_apply(glfwGetWindowUserPointer(w), wf_viewer_action_for_key(0, codepoint));
 }
 
 static void on_button(GLFWwindow *w, int button, int action, int mods) {
   wf_viewer *v = glfwGetWindowUserPointer(w);
-  if (button >= 0 && button < 3) v->drag[button] = action == GLFW_PRESS;
   glfwGetCursorPos(w, &v->mouse_x, &v->mouse_y);
+  if (action == GLFW_RELEASE && button == GLFW_MOUSE_BUTTON_LEFT) wf_panel_drag_end(v);
+  if (action == GLFW_PRESS && wf__panel_gui_wants_mouse(v)) return;
+  if (action == GLFW_PRESS && button == GLFW_MOUSE_BUTTON_LEFT && (mods & GLFW_MOD_CONTROL)) {
+    /* Ctrl + left: pick a particle or vertex and drag it by a spring */
+    wf_panel_pick_result r;
+    if (wf_panel_pick(v, v->mouse_x, v->mouse_y, &r)) {
+      char what[200];
+      snprintf(what, sizeof what, "dragging %s, point %u", wf_panel_object_name(v, r.object),
+               r.point);
+      say(v, 2.0, "%s", what);
+    }
+    return;
+  }
+  if (button >= 0 && button < 3) v->drag[button] = action == GLFW_PRESS;
 }
 
 static void on_cursor(GLFWwindow *w, double x, double y) {
   wf_viewer *v = glfwGetWindowUserPointer(w);
   float dx = (float)(x - v->mouse_x), dy = (float)(y - v->mouse_y);
   v->mouse_x = x, v->mouse_y = y;
+  if (wf_panel_drag_to(v, x, y, NULL)) return;
   if (!v->have_cam) return;
   int ww, wh;
   glfwGetWindowSize(w, &ww, &wh);
@@ -234,6 +234,7 @@ static void on_cursor(GLFWwindow *w, double x, double y) {
 
 static void on_scroll(GLFWwindow *w, double xoff, double yoff) {
   wf_viewer *v = glfwGetWindowUserPointer(w);
+  if (wf__panel_gui_wants_mouse(v)) return;
   if (v->have_cam) camera_zoom(&v->cam, (float)yoff);
 }
 
@@ -256,7 +257,10 @@ static void draw_overlay(wf_viewer *v, int fb_w, int fb_h, const wf_render_stats
   snprintf(line[1], sizeof line[1],
            "frame %llu   particles %zu   triangles %zu   colliders %zu   colour: %s%s",
            (unsigned long long)v->sim.frame, rs->points, rs->triangles, rs->colliders,
-           v->color_mode == WF_COLOR_BY_SPEED ? "speed" : "object",
+           v->color_mode == WF_COLOR_BY_SPEED    ? "speed"
+           : v->color_mode == WF_COLOR_BY_STRAIN ? "strain"
+           : v->color_mode == WF_COLOR_BY_FORCE  ? "contact force"
+                                                 : "object",
            v->wireframe ? "   wireframe" : "");
   snprintf(line[2], sizeof line[2], "%s%s%s   |   H: help", v->devices[0] ? v->devices : "",
            v->devices[0] ? "   |   " : "", wf_render_info(v->r));
@@ -272,9 +276,11 @@ static void draw_overlay(wf_viewer *v, int fb_w, int fb_h, const wf_render_stats
                              "R             reset simulation and camera\n"
                              "+ / -         simulation speed x2 / /2\n"
                              "W             wireframe\n"
-                             "C             colour by object / by speed\n"
+                             "C             colour: object, speed, strain, force\n"
                              "P             screenshot (PNG)\n"
                              "O             record video on / off\n"
+                             "Tab           panel on / off\n"
+                             "Ctrl+left     drag a particle / vertex\n"
                              "V             vsync on / off\n"
                              "H or F1       this help\n"
                              "Esc           quit";
@@ -292,8 +298,13 @@ static void draw_overlay(wf_viewer *v, int fb_w, int fb_h, const wf_render_stats
     wf__overlay_box(v->ov, hb.x, hb.y, hb.w, hb.h, box);
     wf__overlay_text(v->ov, hb.x + 6.0f, hb.y + 4.0f, help, white);
   }
-  if (v->color_mode == WF_COLOR_BY_SPEED) /* the colour bar: the ramp and its speeds */
-    wf__overlay_speed_bar(v->ov, &bar, v->holding ? v->held.speed_max : 0.0f);
+  if (v->color_mode != WF_COLOR_BY_OBJECT) { /* the colour bar: the ramp and its values */
+    float top = !v->holding                           ? 0.0f
+                : v->color_mode == WF_COLOR_BY_STRAIN ? v->held.strain_max
+                : v->color_mode == WF_COLOR_BY_FORCE  ? v->held.force_max
+                                                      : v->held.speed_max;
+    wf__overlay_color_bar(v->ov, &bar, top, wf__color_mode_unit(v->color_mode));
+  }
   wf__overlay_flush(v->ov, fb_w, fb_h, scale);
 }
 
@@ -338,6 +349,7 @@ static wf_status run_loop(wf_viewer *v) {
       snprintf(v->status, sizeof v->status, "%s", s.status ? s.status : "");
       v->sim = s;
     }
+    wf__panel_after_stats(v, t0);
     float sx = 1.0f, sy = 1.0f;
     glfwGetWindowContentScale(v->win, &sx, &sy);
     v->stats.content_scale = sx > 0.0f ? sx : 1.0f;
@@ -354,6 +366,7 @@ static wf_status run_loop(wf_viewer *v) {
     if (v->have_cam) scene.camera = v->cam;
     scene.wireframe = v->wireframe;
     scene.color_mode = v->color_mode;
+    scene = wf__panel_visible_scene(v, &scene);
     wf_status st = wf_render_resize(v->r, fb_w, fb_h);
     if (st == WF_OK) st = wf_render_draw(v->r, &scene);
     if (st == WF_OK) st = wf_render_present(v->r, 0, fb_w, fb_h);
@@ -361,6 +374,7 @@ static wf_status run_loop(wf_viewer *v) {
     wf_render_stats rs;
     wf_render_stats_get(v->r, &rs);
     if (!v->desc.hide_overlay) draw_overlay(v, fb_w, fb_h, &rs);
+    if (v->panel) wf__panel_gui_frame(v);
     v->stats.render_ms = (now_s() - t0) * 1e3;
     v->stats.paused = v->paused, v->stats.wireframe = v->wireframe;
     v->stats.color_mode = v->color_mode, v->stats.sim_speed = v->speed;
@@ -390,6 +404,7 @@ wf_status wf_viewer_run(const wf_viewer_desc *desc) {
   v->desc = *desc;
   v->speed = 1.0;
   v->vsync = !desc->no_vsync;
+  v->panel = desc->show_panel;
   v->stats.content_scale = 1.0f;
   if (desc->camera) {
     v->cam = v->cam_initial = *desc->camera;
@@ -436,6 +451,7 @@ wf_status wf_viewer_run(const wf_viewer_desc *desc) {
   glfwSetMouseButtonCallback(v->win, on_button);
   glfwSetCursorPosCallback(v->win, on_cursor);
   glfwSetScrollCallback(v->win, on_scroll);
+  v->gui = wf__panel_gui_init(v); /* after ours: Dear ImGui's callbacks chain to them */
 
   int fb_w, fb_h;
   glfwGetFramebufferSize(v->win, &fb_w, &fb_h);
@@ -451,7 +467,9 @@ wf_status wf_viewer_run(const wf_viewer_desc *desc) {
     if (desc->start_paused) set_paused(v, true);
     st = run_loop(v);
   }
+  wf_panel_drag_end(v);
   if (v->holding && desc->source.release) desc->source.release(desc->source.user, &v->held);
+  if (v->gui) wf__panel_gui_shutdown(v);
   wf__overlay_destroy(v->ov);
   wf_render_destroy(v->r);
   glfwDestroyWindow(v->win);
@@ -463,6 +481,31 @@ wf_status wf_viewer_run(const wf_viewer_desc *desc) {
 wf_status wf_viewer_screenshot(wf_viewer *v, const char *path) {
   if (!v) return wf__render_error(WF_ERR_INVALID, __func__, "viewer is NULL");
   return wf_render_write_png(v->r, path);
+}
+
+wf_status wf_viewer_screenshot_window(wf_viewer *v, const char *path) {
+  if (!v) return wf__render_error(WF_ERR_INVALID, __func__, "viewer is NULL");
+  int w, h;
+  glfwGetFramebufferSize(v->win, &w, &h);
+  uint8_t *rgba = malloc((size_t)w * (size_t)h * 4), *row = malloc((size_t)w * 4);
+  if (!rgba || !row) {
+    free(rgba), free(row);
+    return wf__render_error(WF_ERR_OUT_OF_MEMORY, __func__, "%d x %d pixels", w, h);
+  }
+  glBindFramebuffer(GL_READ_FRAMEBUFFER, 0);
+  glReadBuffer(GL_BACK); /* on_frame runs before the swap: the frame being shown next */
+  glPixelStorei(GL_PACK_ALIGNMENT, 1);
+  glReadPixels(0, 0, w, h, GL_RGBA, GL_UNSIGNED_BYTE, rgba);
+  for (int y = 0; y < h / 2; y++) { /* GL's first row is the bottom */
+    memcpy(row, rgba + (size_t)y * w * 4, (size_t)w * 4);
+    memcpy(rgba + (size_t)y * w * 4, rgba + (size_t)(h - 1 - y) * w * 4, (size_t)w * 4);
+    memcpy(rgba + (size_t)(h - 1 - y) * w * 4, row, (size_t)w * 4);
+  }
+  for (size_t i = 0; i < (size_t)w * h; i++)
+    rgba[4 * i + 3] = 255;
+  wf_status st = wf_png_write_rgba(path, w, h, rgba);
+  free(rgba), free(row);
+  return st;
 }
 
 wf_render *wf_viewer_renderer(wf_viewer *v) { return v ? v->r : NULL; }

@@ -81,6 +81,10 @@ int wf__overlay_layout(const char *const *lines, int n_lines, const char *help, 
 /* Queues the colour bar of the speed ramp at bar (from wf__overlay_layout): a box, the ramp, and
  * 0, top / 2 and top m/s (top <= 0: "max m/s"). */
 void wf__overlay_speed_bar(wf__overlay *o, const wf__overlay_row *bar, float top);
+/* The same for any ramp, with unit after the top value ("m/s", "strain", "N"). */
+void wf__overlay_color_bar(wf__overlay *o, const wf__overlay_row *bar, float top, const char *unit);
+/* The unit of colour mode m's ramp ("" for WF_COLOR_BY_OBJECT). */
+const char *wf__color_mode_unit(wf_render_color_mode m);
 /* Draws what was queued into the bound framebuffer of fb_w x fb_h pixels, scaled by scale. */
 void wf__overlay_flush(wf__overlay *o, int fb_w, int fb_h, float scale);
 
@@ -144,6 +148,10 @@ struct wf_render {
   int timer_next;
 
   wf__overlay *overlay; /* wf_render_draw_speed_bar's text and boxes, made on first use */
+  /* colour by strain / force: the scene's objects with those values in place of the speeds */
+  wf_render_points *mode_points;
+  wf_render_mesh *mode_meshes;
+  int mode_points_cap, mode_meshes_cap;
 
   wf_render_stats stats;
   bool drawn; /* a frame is in fbo_resolve */

@@ -459,6 +459,19 @@ WF_API wf_status wf_particles_collider_force(wf_particles *ps, uint32_t index, d
  *  sums; the particles' motion is bitwise the same either way. */
 WF_API wf_status wf_particles_measure_collider_forces(wf_particles *ps, bool on);
 
+/** Pulls particle `gid` (global id) towards target (m, in the world) by a spring of stiffness
+ *  (N/m) and a dashpot of damping (N·s/m) added to its force in every substep, from the next
+ *  frame enqueued on: the drag lives in the device parameter block the captured frame reads
+ *  (no recapture, no wait), in every partition, and the contact kernel adds it to the particle
+ *  whose global id matches, so the result is bitwise the same for any number of partitions and
+ *  on the CPU and CUDA backends. Explicit within the substep, with k capped at 1 / (2 w h²) and
+ *  c at 1 / (2 w h) (w the inverse mass, h the substep) for stability. Kinematic particles do
+ *  not move. Call between frames (a mouse drag: at every move). WF_ERR_UNSUPPORTED with the
+ *  XPBD contact model; WF_ERR_INVALID for an id out of range or a negative or non-finite value. */
+WF_API wf_status wf_particles_drag_set(wf_particles *ps, uint32_t gid, const double target[3],
+                                       float stiffness, float damping);
+/** Ends the drag. */
+WF_API wf_status wf_particles_drag_clear(wf_particles *ps);
 /** The parameters in effect (the desc's, or what wf_particles_params_set last set). */
 WF_API wf_particles_params wf_particles_params_get(const wf_particles *ps);
 /** Changes time step, gravity and damping. No recapture. */

@@ -95,10 +95,13 @@ typedef enum wf_scene_collider_type {
   WF_SCENE_CAPSULE = 3,
   WF_SCENE_MESH = 4
 } wf_scene_collider_type;
-/** render.color_by: one colour per "object", or colour by "speed". */
+/** render.color_by: one colour per "object", or colour by "speed", "strain" (cloth) or
+ *  "contact_force" (particles). */
 typedef enum wf_scene_color_by {
   WF_SCENE_COLOR_OBJECT = 0,
-  WF_SCENE_COLOR_SPEED = 1
+  WF_SCENE_COLOR_SPEED = 1,
+  WF_SCENE_COLOR_STRAIN = 2,       /* cloth vertices: largest stretch of their edges */
+  WF_SCENE_COLOR_CONTACT_FORCE = 3 /* particles: sum of their contacts' normal forces */
 } wf_scene_color_by;
 /** outputs.up_axis: the axes of the PLY and VTK files. "y": as simulated (weft's scenes are
  *  y-up: gravity along -y); "z": turned a quarter turn about x so that +y becomes +z, each point
@@ -358,10 +361,13 @@ typedef struct wf_scene_render {
   int width, height;    /* pixels, [1, 16384]; default 1280 x 720 */
   double background[3]; /* RGB in [0, 1]; default (0.1, 0.1, 0.12) */
   wf_scene_color_by color_by;
-  bool shadows;     /* the first light casts shadows; default true */
-  double speed_max; /* m/s at the top of the speed colour ramp; 0 (default): fixed at the start
-                       from the scene (free fall from the top of the objects to the ground, or
-                       the fastest initial speed, whichever is larger) */
+  bool shadows;      /* the first light casts shadows; default true */
+  double speed_max;  /* m/s at the top of the speed colour ramp; 0 (default): fixed at the start
+                        from the scene (free fall from the top of the objects to the ground, or
+                        the fastest initial speed, whichever is larger) */
+  double strain_max; /* strain (|l - L| / L) at the top of the strain ramp; 0 (default): 0.1 */
+  double force_max;  /* N at the top of the contact-force ramp; 0 (default): 10 times the weight
+                        of the heaviest particle */
 } wf_scene_render;
 
 /** A validated scene. Counts are >= 0 and every index refers to an existing element. */

@@ -237,6 +237,56 @@ WF_API wf_status wf_world_object_download(wf_world *w, int index, float (*pos)[4
  *  where the contact model does not turn the particles. WF_ERR_INVALID for a cloth. */
 WF_API wf_status wf_world_object_download_omega(wf_world *w, int index, float (*omega)[4]);
 
+/** The parameters every solver of a world shares that can change between frames (no
+ *  recapture): wf_world_params_get / _set. */
+typedef struct wf_world_params {
+  float gravity[3]; /* m/s² */
+  float damping;    /* global velocity damping, 1/s (>= 0) */
+} wf_world_params;
+
+/** The parameters in effect (the scene's, or what wf_world_params_set last set). */
+WF_API wf_status wf_world_params_get(const wf_world *w, wf_world_params *out);
+/** Sets gravity and damping of the particles and of every cloth from the next frame enqueued on.
+ *  WF_ERR_INVALID naming the field for a non-finite value or a negative damping. */
+WF_API wf_status wf_world_params_set(wf_world *w, const wf_world_params *p);
+
+/** The particle materials (the scene's `materials`, in order; one, "default", when it lists none;
+ *  0 without particles), their names, and their values as the solver has them. Set replaces
+ *  material i from the next frame enqueued on (wf_particles_set_material: stiffness, friction,
+ *  restitution, ... ; no recapture); WF_ERR_INVALID naming materials[i] for an index out of range
+ *  or a value the solver refuses. Not saved in checkpoints (the scene's values are). */
+WF_API int wf_world_particle_material_count(const wf_world *w);
+WF_API const char *wf_world_particle_material_name(const wf_world *w, int i);
+WF_API wf_status wf_world_particle_material_get(const wf_world *w, int i,
+                                                wf_particle_material *out);
+WF_API wf_status wf_world_particle_material_set(wf_world *w, int i, const wf_particle_material *m);
+
+/** A drag: a spring-damper pulling one point (a particle of an emitter, a vertex of a cloth)
+ *  towards a target, as a mouse does in an interactive viewer (wf_world_drag_set). */
+typedef struct wf_world_drag {
+  int object;       /* wf_world_object_get index */
+  uint32_t point;   /* particle / vertex within the object */
+  double target[3]; /* m, world coordinates */
+  double stiffness; /* N/m; 0: m ω² with ω = 2π × 2 Hz on the point's mass m (then damping 0:
+                       critical, 2 m ω), so one default suits a sand grain and a sheet alike */
+  double damping;   /* N·s/m (>= 0) */
+} wf_world_drag;
+
+/** Starts (or moves) the drag, from the next frame enqueued on. A particle (DEM or Hertz
+ *  contacts): the spring and dashpot act in every substep inside the captured frame
+ *  (wf_particles_drag_set: device memory the graph reads; bitwise the same on any number of
+ *  devices and on both backends); the first call for a particle waits to read its mass. A cloth
+ *  vertex, or a particle under XPBD: before every frame the point's velocity gets the
+ *  backward-Euler step of the spring-damper over the frame time (stable for any stiffness), the
+ *  rest of the state left bitwise as it was; each such frame waits for the solver and
+ *  round-trips the object's state through the host (engine/world_interact.c). Pinned vertices
+ *  and kinematic particles do not move. An interactive tool, not part of the scene's physics:
+ *  not saved in checkpoints. WF_ERR_INVALID naming the object
+ *  for an index out of range, a negative stiffness or damping, or a non-finite target. */
+WF_API wf_status wf_world_drag_set(wf_world *w, const wf_world_drag *d);
+/** Ends the drag (no-op when none is active). */
+WF_API void wf_world_drag_clear(wf_world *w);
+
 /** Number of colliders (the scene's, in scene order; every solver has them all). */
 WF_API int wf_world_collider_count(const wf_world *w);
 /** Collider k's scene name, or NULL when k is out of range. */

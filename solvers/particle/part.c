@@ -975,6 +975,19 @@ wf_status wfp_part_params_set(wfp_part *ps, const wf_particles_params *p) {
   return upload_params(ps);
 }
 
+wf_status wfp_part_drag_set(wfp_part *ps, bool on, uint32_t gid, const double target[3],
+                            float stiffness, float damping) {
+  if (!ps) return fail(WF_ERR_INVALID, "particles: NULL argument");
+  ps->params.drag_on = on ? 1u : 0u;
+  ps->params.drag_gid = gid;
+  ps->params.drag_k = stiffness, ps->params.drag_c = damping;
+  double o[3];
+  wfp_part_origin(ps, o);
+  ps->params.drag_target = (wfp_f4){(float)(target[0] - o[0]), (float)(target[1] - o[1]),
+                                    (float)(target[2] - o[2]), 0.0f};
+  return upload_params(ps);
+}
+
 /* ---- the step ----------------------------------------------------------------------------------
  */
 

@@ -33,6 +33,9 @@ wf_status wfp_part_add_collider(wfp_part *ps, const wf_collider_desc *c, uint32_
 wf_status wfp_part_set_collider_pose(wfp_part *ps, uint32_t k, const wf_collider_pose *pose);
 wf_particles_params wfp_part_params_get(const wfp_part *ps);
 wf_status wfp_part_params_set(wfp_part *ps, const wf_particles_params *p);
+/* The drag of wf_particles_drag_set in this partition's parameter block (target in the world). */
+wf_status wfp_part_drag_set(wfp_part *ps, bool on, uint32_t gid, const double target[3],
+                            float stiffness, float damping);
 wf_status wfp_part_step_frames(wfp_part *ps, int frames);
 wf_status wfp_part_step_substeps(wfp_part *ps, int n);
 uint32_t wfp_part_count(const wfp_part *ps);

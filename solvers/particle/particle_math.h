@@ -106,6 +106,12 @@ typedef struct wfp_params {
   uint32_t n_colliders;
   uint32_t model;   /* WFP_DEM, WFP_HERTZ or WFP_XPBD */
   float relaxation; /* XPBD: Jacobi averaging factor omega */
+  /* a drag (wf_particles_drag_set): the particle of global id drag_gid pulled towards
+   * drag_target (the partition's local coordinates) by a spring drag_k (N/m) and a dashpot
+   * drag_c (N·s/m) in every substep; drag_on 0: none */
+  uint32_t drag_on, drag_gid;
+  float drag_k, drag_c;
+  wfp_f4 drag_target;
 } wfp_params;
 
 /* Written by the kernels: simulated time, the error flags, and the extent (in cells) of the
@@ -798,6 +804,17 @@ WF_HD static inline uint32_t wfp_collider_force(const wfp_params *p, const wfp_c
   return over;
 }
 
+/* The drag's force on the dragged particle, added to f: k (t - x) - c v, explicit within the
+ * substep, with k capped at 1 / (2 w h²) and c at 1 / (2 w h) (w the inverse mass, h the
+ * substep) so that a stiff spring on a light grain cannot make the step unstable. */
+WF_HD static inline void wfp_drag_force(const wfp_params *p, wfp_f4 x, wfp_f4 v, float *f) {
+  float h = p->dt, w = v.w;
+  float k = fminf(p->drag_k, 0.5f / (w * h * h)), c = fminf(p->drag_c, 0.5f / (w * h));
+  f[0] += k * (p->drag_target.x - x.x) - c * v.x;
+  f[1] += k * (p->drag_target.y - x.y) - c * v.y;
+  f[2] += k * (p->drag_target.z - x.z) - c * v.z;
+}
+
 /* Semi-implicit Euler for one particle: v += dt (g + F w); v *= damp; x += dt v. Returns flags. */
 WF_HD static inline uint32_t wfp_integrate(const wfp_params *p, const float *f, wfp_f4 *x,
                                            wfp_f4 *v) {
@@ -1186,6 +1203,7 @@ WF_HD static inline uint32_t wfp_collide_dem(const wfp_collide_args *a, uint32_t
       over += wfp_collider_force(p, &a->colliders[k], k, time, x, v, w, m, slots, &used, f, tau, F);
     wfp_slots_end(slots, used);
   }
+  if (p->drag_on && v.w > 0.0f && wfp_ld32(&a->gid[i]) == p->drag_gid) wfp_drag_force(p, x, v, f);
   uint32_t flags = wfp_integrate_rotation(p, tau, x.w, v.w, &w);
   flags |= wfp_integrate(p, f, &x, &v);
   /* The springs let a fast or heavily loaded particle sink into a collider; its centre never

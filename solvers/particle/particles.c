@@ -970,6 +970,38 @@ wf_status wf_particles_params_set(wf_particles *sp, const wf_particles_params *p
   return WF_OK;
 }
 
+wf_status wf_particles_drag_set(wf_particles *sp, uint32_t gid, const double target[3],
+                                float stiffness, float damping) {
+  if (!sp || !target) return fail(WF_ERR_INVALID, "particles: NULL argument");
+  if (sp->desc.contact_model == WF_CONTACT_XPBD)
+    return fail(WF_ERR_UNSUPPORTED, "particles: a drag needs a force-based contact model (DEM or "
+                                    "Hertz), not XPBD");
+  if (gid >= wf_particles_count(sp))
+    return fail(WF_ERR_INVALID, "particles: drag of particle %u of %u", gid,
+                wf_particles_count(sp));
+  if (!(stiffness >= 0.0f) || !isfinite(stiffness) || !(damping >= 0.0f) || !isfinite(damping) ||
+      !isfinite(target[0]) || !isfinite(target[1]) || !isfinite(target[2]))
+    return fail(WF_ERR_INVALID,
+                "particles: drag of particle %u: stiffness %g N/m and damping %g "
+                "N*s/m must be finite and >= 0, the target finite",
+                gid, (double)stiffness, (double)damping);
+  for (int i = 0; i < sp->np; i++) {
+    wf_status st = wfp_part_drag_set(sp->parts[i].ps, true, gid, target, stiffness, damping);
+    if (st != WF_OK) return st;
+  }
+  return WF_OK;
+}
+
+wf_status wf_particles_drag_clear(wf_particles *sp) {
+  if (!sp) return fail(WF_ERR_INVALID, "particles: NULL argument");
+  static const double zero[3] = {0, 0, 0};
+  for (int i = 0; i < sp->np; i++) {
+    wf_status st = wfp_part_drag_set(sp->parts[i].ps, false, 0, zero, 0.0f, 0.0f);
+    if (st != WF_OK) return st;
+  }
+  return WF_OK;
+}
+
 wf_status wf_particles_step_substeps(wf_particles *sp, int n) {
   if (!sp) return fail(WF_ERR_INVALID, "particles: solver is NULL");
   if (sp->np == 1) return wfp_part_step_substeps(sp->parts[0].ps, n);

@@ -529,7 +529,7 @@ TEST(unknown_keys) {
   /* nothing close: the valid keys are listed */
   CHECK_PARSE_ERROR("{\"render\": {\"zzzzzz\": 1}}",
                     "render.zzzzzz: unknown key (valid keys here: color_by, width, height, "
-                    "background, speed_max, shadows)");
+                    "background, speed_max, strain_max, force_max, shadows)");
 }
 
 TEST(references_and_names) {

@@ -42,8 +42,9 @@
 enum { PW = 160, PH = 120 };
 static char g_dir[256];
 
-/* Renders scene (scenes/<name>.json) for frames frames and compares the last picture. */
-static void check_picture(const char *name, const char *frames) {
+/* Renders scene (scenes/<name>.json) for frames frames and compares the last picture; color_by
+ * (NULL: the scene's) sets render.color_by, and the reference is then <name>_<color_by>_WxH. */
+static void check_picture_as(const char *name, const char *frames, const char *color_by) {
   const char *cli = getenv("WEFT_CLI");
   if (!cli || !*cli) SKIP("WEFT_CLI is not set (ctest sets it to the weft program)");
   wf_render *r = NULL; /* as weft run --render will: a headless GL context, or skip */
@@ -52,16 +53,24 @@ static void check_picture(const char *name, const char *frames) {
   wf_render_destroy(r);
   char scene[600], out[600], got[700], ref[700];
   snprintf(scene, sizeof scene, "%s/scenes/%s.json", WEFT_SOURCE_DIR, name);
-  snprintf(out, sizeof out, "%s/%s", g_dir, name);
+  char tag[200], color_set[220];
+  snprintf(tag, sizeof tag, "%s%s%s", name, color_by ? "_" : "", color_by ? color_by : "");
+  snprintf(color_set, sizeof color_set, "render.color_by=%s", color_by ? color_by : "object");
+  snprintf(out, sizeof out, "%s/%s", g_dir, tag);
   snprintf(got, sizeof got, "%s/render/frame_000001.png", out);
-  snprintf(ref, sizeof ref, "%s/viewer/tests/reference/%s_%dx%d.png", WEFT_SOURCE_DIR, name, PW,
-           PH);
+  snprintf(ref, sizeof ref, "%s/viewer/tests/reference/%s_%dx%d.png", WEFT_SOURCE_DIR, tag, PW, PH);
   pid_t pid = fork();
   if (pid == 0) {
     int null = open("/dev/null", O_WRONLY);
     if (null >= 0) dup2(null, 1), dup2(null, 2);
-    execl(cli, cli, "run", scene, "--frames", frames, "--every", frames, "--render", "--set",
-          "render.width=160", "--set", "render.height=120", "--out", out, "--quiet", (char *)NULL);
+    if (color_by)
+      execl(cli, cli, "run", scene, "--frames", frames, "--every", frames, "--render", "--set",
+            "render.width=160", "--set", "render.height=120", "--set", color_set, "--out", out,
+            "--quiet", (char *)NULL);
+    else
+      execl(cli, cli, "run", scene, "--frames", frames, "--every", frames, "--render", "--set",
+            "render.width=160", "--set", "render.height=120", "--out", out, "--quiet",
+            (char *)NULL);
     _exit(127);
   }
   int ws = 0;
@@ -102,6 +111,17 @@ static void check_picture(const char *name, const char *frames) {
   if (a) stbi_image_free(a);
   if (b) stbi_image_free(b);
 }
+
+static void check_picture(const char *name, const char *frames) {
+  check_picture_as(name, frames, NULL);
+}
+
+/* The drape coloured by strain: the stretch over the sphere's top on the ramp, the bar labelled
+ * "0.1 strain" (render.strain_max's default). */
+TEST(reference_strain) { check_picture_as("cloth_drape", "4", "strain"); }
+/* Particles in a box under a cloth coloured by contact force (N; the cloth in its own colour):
+ * the bottom layers carry the weight of those above. */
+TEST(reference_contact_force) { check_picture_as("cloth_on_particles", "4", "contact_force"); }
 
 /* The flag: cloth coloured by speed (blue to red), the pole, the ground grid. */
 TEST(reference_flag) { check_picture("flag", "6"); }
@@ -158,7 +178,8 @@ int main(int argc, char **argv) {
     perror("mkdtemp");
     return 1;
   }
-  static const th_test tests[] = {TH_TEST(reference_flag), TH_TEST(reference_cloth_drape),
+  static const th_test tests[] = {TH_TEST(reference_flag),       TH_TEST(reference_cloth_drape),
+                                  TH_TEST(reference_strain),     TH_TEST(reference_contact_force),
                                   TH_TEST(overlay_layout_small), TH_TEST(overlay_layout_tiny),
                                   TH_TEST(overlay_layout_large)};
   int rc = th_main(argc, argv, tests, TH_COUNT(tests));
