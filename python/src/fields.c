@@ -34,14 +34,30 @@ static int set_one(void *base, const wfpy_field *f, PyObject *v, const char *wha
   case 'i':
   case 'u':
   case 'U': {
-    long long x = PyLong_AsLongLong(v);
-    if (x == -1 && PyErr_Occurred()) goto bad;
-    if (f->type == 'i')
-      *(int *)p = (int)x;
-    else if (f->type == 'u')
-      *(uint32_t *)p = (uint32_t)x;
-    else
-      *(uint64_t *)p = (uint64_t)x;
+    long long tmp[16];
+    if (f->n == 1) {
+      tmp[0] = PyLong_AsLongLong(v);
+    } else {
+      PyObject *fast = PySequence_Fast(v, "");
+      if (!fast) goto bad;
+      if (PySequence_Fast_GET_SIZE(fast) != f->n) {
+        Py_DECREF(fast);
+        PyErr_Format(PyExc_ValueError, "%s: %s expects %d integers", what, f->key, f->n);
+        return -1;
+      }
+      for (int i = 0; i < f->n; i++)
+        tmp[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(fast, i));
+      Py_DECREF(fast);
+    }
+    if (PyErr_Occurred()) goto bad;
+    for (int i = 0; i < f->n; i++) {
+      if (f->type == 'i')
+        ((int *)p)[i] = (int)tmp[i];
+      else if (f->type == 'u')
+        ((uint32_t *)p)[i] = (uint32_t)tmp[i];
+      else
+        ((uint64_t *)p)[i] = (uint64_t)tmp[i];
+    }
     return 0;
   }
   case 'b': {
@@ -81,11 +97,11 @@ static int set_one(void *base, const wfpy_field *f, PyObject *v, const char *wha
 bad:
   PyErr_Clear();
   PyErr_Format(PyExc_TypeError, "%s: %s: expected %s, got %R", what, f->key,
-               f->type == 's'                        ? "a string"
-               : f->type == 'b'                      ? "a bool"
-               : strchr("iuU", f->type) && f->n == 1 ? "an integer"
-               : f->n == 1                           ? "a number"
-                                                     : "a sequence of numbers",
+               f->type == 's'           ? "a string"
+               : f->type == 'b'         ? "a bool"
+               : strchr("iuU", f->type) ? (f->n == 1 ? "an integer" : "a sequence of integers")
+               : f->n == 1              ? "a number"
+                                        : "a sequence of numbers",
                v);
   return -1;
 }

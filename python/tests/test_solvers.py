@@ -1,0 +1,77 @@
+"""Particles and cloth built in code, against closed forms: free fall under the solver's
+integrator, and a collider posed between frames moving what rests on it by exactly its
+displacement."""
+import numpy as np
+import pytest
+
+import weft
+
+G = 9.81
+
+
+def test_free_fall_matches_the_discrete_closed_form(cpu):
+    # Symplectic Euler (v += g dt, then x += v dt) from rest: after N substeps
+    # y = y0 - g dt^2 N (N + 1) / 2 exactly in real arithmetic. The positions are floats relative
+    # to the particle's origin (10 m, docs/precision.md), each of the N = 1920 additions rounds by
+    # at most half an ulp of |y - y0| <= 1.3 m (6e-8): a bound of 1.2e-4 m; 2e-4 m leaves margin
+    # yet is 3x smaller than the continuous ½ g t² differs by (g dt t / 2 = 6.4e-4 m), so the test
+    # tells the integrator apart.
+    p = weft.Particles(device=cpu, substeps=64, frame_dt=1 / 60, gravity=[0, -G, 0])
+    p.add(np.array([[0, 10, 0, 0.05]], np.float32), np.array([[0, 0, 0, 1.0]], np.float32))
+    p.step(30)
+    pos, vel = p.download()
+    n, dt = 30 * 64, np.float32(1 / 60) / 64
+    assert abs(pos[0, 1] - (10 - G * dt * dt * n * (n + 1) / 2)) < 2e-4
+    assert abs(vel[0, 1] - (-G * dt * n)) < 1e-4  # n additions of g dt (float): ~1e-5
+    st = p.stats()
+    assert st["count"] == 1 and st["substeps"] == n
+
+
+
+
+def settle_on_plane(cpu, lift):
+    p = weft.Particles(device=cpu, substeps=64)
+    mat = p.add_material(stiffness=1e4, restitution=0.0, friction=0.5)
+    r = 0.05
+    p.add(np.array([[0, r, 0, r]], np.float32), np.array([[0, 0, 0, 1 / 0.5]], np.float32),
+          material=mat)
+    ground = p.add_collider(type="plane", restitution=0.0, name="floor")
+    p.step(30)
+    if lift:
+        p.set_collider_pose(ground, time=30 / 60, position=[0, lift, 0])
+    p.step(90)
+    return p.download()[0][0, 1]
+
+
+def test_collider_pose_set_between_frames_moves_the_rest_height(cpu):
+    # A 0.5 kg particle at rest on the plane y = 0 sits at r - m g / k. Posing the plane at
+    # y = lift (a translation of its pivot, no recapture) must move the rest height by exactly
+    # lift: after 1.5 s the critically damped contact (restitution 0, period 2π sqrt(m/k) = 44 ms)
+    # has settled to far below 1e-5 m, which bounds the float error of the heights (~1e-7) too.
+    base = settle_on_plane(cpu, 0.0)
+    lifted = settle_on_plane(cpu, 0.02)
+    assert abs(base - (0.05 - 0.5 * G / 1e4)) < 1e-5
+    assert abs((lifted - base) - 0.02) < 1e-5
+
+
+def test_cloth_settings_and_errors(cpu):
+    with pytest.raises(KeyError, match="unknown key 'colour'"):
+        weft.Cloth.grid(device=cpu, colour="red")
+    with pytest.raises(ValueError, match="'springs', 'xpbd'"):
+        weft.Cloth.grid(device=cpu, integrator="rk4")
+    with pytest.raises(weft.Error) as e:  # the solver's own message names the cloth and field
+        weft.Cloth.grid(device=cpu, name="sheet", material={"stretch_modulus": -3})
+    assert "sheet" in str(e.value) and "stretch_modulus" in str(e.value)
+    c = weft.Cloth.grid(device=cpu, resolution=[4, 3], size=[0.3, 0.2], integrator="xpbd")
+    assert c.count == 12 and c.triangles().shape == (12, 3)
+    assert c.pin("top") == 4
+
+
+def test_cloth_copy_positions_into_a_buffer(cpu):
+    c = weft.Cloth.grid(device=cpu, resolution=[4, 4])
+    c.step(2)
+    buf = weft.Buffer((16, 4), "float32", device=cpu)
+    c.copy_positions(buf)
+    pos, _ = c.download()
+    local = np.asarray(buf)  # the solver's own positions: relative to the cloth's origin (0, 1, 0)
+    assert np.allclose(local[:, :3] + [0, 1, 0], pos[:, :3], atol=1e-6)
