@@ -259,6 +259,17 @@ static PyObject *buffer_touch(PyObject *self, PyObject *arg) {
   Py_RETURN_NONE;
 }
 
+/* np.asarray reaches this only when __array_interface__ is absent: a CUDA buffer. Without it
+ * NumPy would silently make a 0-d object array. */
+static PyObject *buffer_array(PyObject *self, PyObject *args, PyObject *kw) {
+  wfpy_Buffer *b = (wfpy_Buffer *)self;
+  return PyErr_Format(PyExc_TypeError,
+                      "weft.Buffer on %s is device memory, which NumPy cannot view: use "
+                      "download() for a host copy (after the buffer's pending work), or CuPy / "
+                      "PyTorch through __cuda_array_interface__ or DLPack",
+                      wf_device_name(wf_buffer_device(b->b)));
+}
+
 static PyObject *buffer_get_ptr(PyObject *self, void *c) {
   return PyLong_FromVoidPtr(wf_buffer_ptr(((wfpy_Buffer *)self)->b));
 }
@@ -302,6 +313,8 @@ static PyMethodDef buffer_methods[] = {
     {"touch", buffer_touch, METH_O,
      "touch(stream): work on stream (e.g. a foreign kernel) used the buffer: later weft work on "
      "it waits for that stream."},
+    {"__array__", (PyCFunction)(void (*)(void))buffer_array, METH_VARARGS | METH_KEYWORDS,
+     "Refuses: reached only for device memory (CPU buffers have __array_interface__)."},
     {"__dlpack__", (PyCFunction)(void (*)(void))wfpy_buffer_dlpack, METH_VARARGS | METH_KEYWORDS,
      "DLPack export (zero-copy)."},
     {"__dlpack_device__", wfpy_buffer_dlpack_device, METH_NOARGS, "(device type, device id)"},
