@@ -300,6 +300,39 @@ static PyObject *particles_copy_state(PyObject *self, PyObject *args, PyObject *
   Py_RETURN_NONE;
 }
 
+/* A wf_buffer over rows of a partition's state, owned by the solver: a wrap that keeps the solver
+ * object alive, so a tensor over it cannot outlive the memory. */
+static PyObject *state_rows(PyObject *solver, wf_device *d, wf_buffer *b, uint32_t rows) {
+  wfpy_Buffer *o = (wfpy_Buffer *)wfpy_BufferType.tp_alloc(&wfpy_BufferType, 0);
+  if (!o) return NULL;
+  o->kind = 'f';
+  o->itemsize = 4;
+  o->ndim = 2;
+  o->shape[0] = rows;
+  o->shape[1] = 4;
+  o->owner = Py_NewRef(solver);
+  o->device = wfpy_device_new(d);
+  wf_status st = o->device ? wf_buffer_wrap(d, wf_buffer_ptr(b), (size_t)rows * 16, &o->b) : WF_OK;
+  if (!o->device || st < 0) {
+    Py_DECREF(o);
+    return st < 0 ? wfpy_raise(st) : NULL;
+  }
+  return (PyObject *)o;
+}
+
+static PyObject *particles_partition_view(PyObject *self, PyObject *args) {
+  int i = 0;
+  if (!PyArg_ParseTuple(args, "|i", &i)) return NULL;
+  wf_partition_view v;
+  wf_status st = wf_particles_partition_view(PS(self), i, &v);
+  if (st < 0) return wfpy_raise(st);
+  return Py_BuildValue("{s:N,s:N,s:N,s:N,s:I,s:I,s:(ddd)}", "device", wfpy_device_new(v.device),
+                       "stream", wfpy_stream_borrowed(v.stream), "pos",
+                       state_rows(self, v.device, v.pos, v.rows), "vel",
+                       state_rows(self, v.device, v.vel, v.rows), "first", v.first, "rows", v.rows,
+                       "origin", v.origin[0], v.origin[1], v.origin[2]);
+}
+
 static PyObject *particles_stats(PyObject *self, PyObject *unused) {
   wf_particles_stats s;
   wf_particles *ps = PS(self);
@@ -357,6 +390,11 @@ static PyMethodDef particles_methods[] = {
      "set_state(pos, vel, time=0, substeps=0): replace the state and the clock."},
     {"copy_state", KW(particles_copy_state),
      "copy_state(pos=None, vel=None, stream=None): asynchronous copies into weft.Buffers."},
+    {"partition_view", particles_partition_view, METH_VARARGS,
+     "partition_view(i=0) -> dict: device, stream, pos and vel (weft.Buffers (rows, 4) over the "
+     "solver's own state on its device, zero-copy; positions relative to origin), first, rows, "
+     "origin. Valid until particles are added (weft/partition.h); work on them must be ordered "
+     "with stream."},
     {"stats", particles_stats, METH_NOARGS, "Waits; a dict of wf_particles_stats."},
     {"set_params", KW(particles_set_params),
      "set_params(frame_dt=, gravity=, damping=): no recapture."},
