@@ -332,6 +332,41 @@ static PyGetSetDef buffer_getset[] = {
      NULL},
     {NULL, NULL, NULL, NULL, NULL}};
 
+/* The buffer protocol (memoryview, mpi4py, struct): CPU buffers only, after a host wait, as
+ * __array_interface__. */
+static int buffer_getbuffer(PyObject *self, Py_buffer *view, int flags) {
+  wfpy_Buffer *b = (wfpy_Buffer *)self;
+  if (wf_device_is_cuda(wf_buffer_device(b->b))) {
+    PyErr_Format(PyExc_BufferError,
+                 "weft.Buffer on %s is device memory: use __cuda_array_interface__ / DLPack, or "
+                 "download()",
+                 wf_device_name(wf_buffer_device(b->b)));
+    return -1;
+  }
+  if (wfpy_buffer_host_sync(b) < 0) return -1;
+  static const char *const ints[] = {"b", "h", "i", "q"}, *const uints[] = {"B", "H", "I", "Q"},
+                           *const floats[] = {"", "e", "f", "d"};
+  int lg = b->itemsize == 1 ? 0 : b->itemsize == 2 ? 1 : b->itemsize == 4 ? 2 : 3;
+  const char *fmt = b->kind == 'b'   ? "?"
+                    : b->kind == 'f' ? floats[lg]
+                    : b->kind == 'u' ? uints[lg]
+                                     : ints[lg];
+  view->buf = wf_buffer_ptr(b->b);
+  view->obj = Py_NewRef(self);
+  view->len = (Py_ssize_t)(wfpy_buffer_count(b) * (size_t)b->itemsize);
+  view->readonly = 0;
+  view->itemsize = b->itemsize;
+  view->format = (flags & PyBUF_FORMAT) ? (char *)fmt : NULL;
+  view->ndim = b->ndim;
+  view->shape = (flags & PyBUF_ND) ? b->shape : NULL;
+  view->strides = NULL; /* C-contiguous */
+  view->suboffsets = NULL;
+  view->internal = NULL;
+  return 0;
+}
+
+static PyBufferProcs buffer_as_buffer = {buffer_getbuffer, NULL};
+
 PyTypeObject wfpy_BufferType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "weft.Buffer",
     .tp_basicsize = sizeof(wfpy_Buffer),
@@ -344,4 +379,5 @@ PyTypeObject wfpy_BufferType = {
     .tp_methods = buffer_methods,
     .tp_getset = buffer_getset,
     .tp_weaklistoffset = offsetof(wfpy_Buffer, weakrefs),
+    .tp_as_buffer = &buffer_as_buffer,
 };

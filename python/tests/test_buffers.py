@@ -16,7 +16,8 @@ def test_numpy_view_is_the_buffer(cpu):
     b = weft.Buffer((8, 4), "float32", device=cpu, zero=True)
     a = np.asarray(b)
     assert a.__array_interface__["data"][0] == b.ptr
-    assert a.shape == (8, 4) and a.dtype == np.float32 and a.base is b
+    # NumPy takes the buffer protocol first: a.base is a memoryview of b, which holds b
+    assert a.shape == (8, 4) and a.dtype == np.float32 and getattr(a.base, "obj", a.base) is b
     a[3, 2] = 5.0  # writes land in the buffer: download is the C layer's copy
     assert b.download()[3, 2] == 5.0
 
@@ -104,3 +105,17 @@ def test_weft_write_into_wrapped_memory_is_seen_by_owner(cpu):
     w.copy_from(src, stream=s)
     w.synchronize()  # the torch side has no stream protocol on CPU: wait explicitly
     assert float(t[-1]) == 4.0 and float(t[0]) == 4.0
+
+
+def test_buffer_protocol_is_zero_copy_and_waits(cpu):
+    b = weft.Buffer((3, 2), "int16", device=cpu, zero=True)
+    m = memoryview(b)
+    assert m.format == "h" and m.shape == (3, 2) and m.nbytes == 12
+    assert np.frombuffer(b, np.int16).ctypes.data == b.ptr
+    n = 8 << 20
+    src = weft.Buffer((n,), "float32", device=cpu)
+    src.upload(np.full(n, 2.0, np.float32))
+    s = weft.Stream(cpu)
+    dst = weft.Buffer((n,), "float32", device=cpu, zero=True, stream=s)
+    dst.copy_from(src, stream=s)
+    assert memoryview(dst).cast("B").cast("f")[n - 1] == 2.0  # waited for the copy
