@@ -119,3 +119,13 @@ def test_buffer_protocol_is_zero_copy_and_waits(cpu):
     dst = weft.Buffer((n,), "float32", device=cpu, zero=True, stream=s)
     dst.copy_from(src, stream=s)
     assert memoryview(dst).cast("B").cast("f")[n - 1] == 2.0  # waited for the copy
+
+
+def test_torch_interop_helpers(cpu):
+    from weft.torch_interop import from_torch, to_torch
+
+    t = torch.arange(6, dtype=torch.int64)
+    b = from_torch(t)
+    assert b.ptr == t.data_ptr() and b.dtype == "int64"
+    back = to_torch(b)
+    assert back.data_ptr() == t.data_ptr() and torch.equal(back, t)
