@@ -94,3 +94,33 @@ def test_particle_substeps_captured_after_eager_steps(cpu):
     (p1, v1), (p2, v2) = cap.download(), eager.download()
     assert np.array_equal(p1, p2) and np.array_equal(v1, v2)
     assert cap.stats()["substeps"] == 1 + 160 + 3
+
+
+def test_capture_forks_and_joins_another_stream(cpu):
+    # wf_stream_wait_stream forks a second stream into the capture and joins it back: the graph
+    # holds both copies, in order (b after a's fill, c after b).
+    s, side = weft.Stream(cpu), weft.Stream(cpu)
+    a = weft.Buffer((1024,), "float32", device=cpu)
+    a.upload(np.full(1024, 5.0, np.float32))
+    b = weft.Buffer((1024,), "float32", device=cpu, zero=True)
+    c = weft.Buffer((1024,), "float32", device=cpu, zero=True)
+    with weft.capture(s) as g:
+        b.copy_from(a, stream=s)
+        side.wait_stream(s)  # fork
+        c.copy_from(b, stream=side)
+        s.wait_stream(side)  # join
+    assert g.node_count == 2
+    g.launch()
+    s.synchronize()
+    assert float(c.download().min()) == 5.0
+
+
+def test_unjoined_fork_fails_the_capture_with_advice(cpu):
+    s, side = weft.Stream(cpu), weft.Stream(cpu)
+    b = weft.Buffer((16,), "float32", device=cpu)
+    with pytest.raises(weft.Error) as e:
+        with weft.capture(s):
+            b.fill_bytes(0, stream=s)
+            side.wait_stream(s)
+            b.fill_bytes(1, stream=side)  # never joined back
+    assert e.value.status_name == "WF_ERR_CAPTURE"

@@ -49,3 +49,16 @@ def test_bad_arguments_raise_python_errors(cpu):
     with pytest.raises(weft.Error) as e:
         weft.Buffer(4, device=cpu).upload(b"x" * 32)  # past the end: the C layer refuses
     assert "outside" in str(e.value) or "range" in str(e.value)
+
+
+def test_pushed_stream_is_the_current_one(cpu):
+    s = weft.Stream(cpu)
+    s.push()
+    try:
+        assert cpu.stream == s
+        b = weft.Buffer(8, device=cpu)  # ordered on the current stream: s
+        b.fill_bytes(0)
+    finally:
+        s.pop()
+    assert cpu.stream != s
+    assert not b.download().any()

@@ -75,3 +75,20 @@ def test_cloth_copy_positions_into_a_buffer(cpu):
     pos, _ = c.download()
     local = np.asarray(buf)  # the solver's own positions: relative to the cloth's origin (0, 1, 0)
     assert np.allclose(local[:, :3] + [0, 1, 0], pos[:, :3], atol=1e-6)
+
+
+def test_particles_over_two_cpu_devices_bitwise_one(cpu):
+    # weft/particles.h: the state after N frames is bitwise that of one partition, for any
+    # number of partitions. Tolerance: none.
+    weft.cpu_devices_ensure(2)
+
+    def run(devices):
+        p = weft.Particles(device=devices, substeps=16)
+        p.emit(center=[0, 0.3, 0], half_extents=[0.15, 0.1, 0.1], radius=0.02, spacing=0.04,
+               jitter=0.002, seed=3)
+        p.add_collider(type="plane")
+        p.step(10)
+        return p.download()
+
+    (p1, v1), (p2, v2) = run("cpu:0"), run(["cpu:0", "cpu:1"])
+    assert np.array_equal(p1, p2) and np.array_equal(v1, v2)
