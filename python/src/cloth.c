@@ -10,9 +10,6 @@ typedef struct {
 
 #define CL(self) (((wfpy_Cloth *)(self))->c)
 
-int wfpy_devices_arg(PyObject *obj, wf_device **out, int max, int *count);
-PyObject *wfpy_dict_or_kw(PyObject *dict, PyObject *kw, const char *what);
-
 static const char *const integrators[] = {"springs", "xpbd", NULL};
 
 #define D(k, t, n) WFPY_F(wf_cloth_desc, k, t, n)

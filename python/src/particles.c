@@ -52,7 +52,6 @@ static const wfpy_field emitter_fields[] = {
 #undef E
 
 /* devices: None, a device, a name, or a list of them (one partition each) */
-int wfpy_devices_arg(PyObject *obj, wf_device **out, int max, int *count);
 int wfpy_devices_arg(PyObject *obj, wf_device **out, int max, int *count) {
   *count = 0;
   if (!obj || obj == Py_None) return 0;
@@ -168,7 +167,6 @@ static PyObject *particles_add(PyObject *self, PyObject *args, PyObject *kw) {
 
 /* A dict argument or keyword arguments, not both: the one given (new reference; None if neither).
  */
-PyObject *wfpy_dict_or_kw(PyObject *dict, PyObject *kw, const char *what);
 PyObject *wfpy_dict_or_kw(PyObject *dict, PyObject *kw, const char *what) {
   int has_kw = kw && PyDict_Size(kw) > 0;
   if (has_kw && dict != Py_None)

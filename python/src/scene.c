@@ -7,7 +7,6 @@ typedef struct {
   PyObject_HEAD wf_scene *sc;
 } wfpy_Scene;
 
-wf_scene *wfpy_scene_get(PyObject *obj);
 wf_scene *wfpy_scene_get(PyObject *obj) {
   if (!PyObject_TypeCheck(obj, &wfpy_SceneType)) {
     PyErr_Format(PyExc_TypeError, "expected a weft.Scene, got %s", Py_TYPE(obj)->tp_name);

@@ -55,13 +55,13 @@ typedef struct {
 extern PyTypeObject wfpy_DeviceType, wfpy_StreamType, wfpy_EventType, wfpy_BufferType,
     wfpy_GraphType, wfpy_SceneType, wfpy_WorldType, wfpy_ParticlesType, wfpy_ClothType;
 
-/* Raises weft.Error for st (< 0) with wf_last_error()'s text and returns NULL; for st >= 0
- * returns Py_None-free NULL-free sentinel: callers write `if (st < 0) return wfpy_raise(st);`. */
+/* Raises weft.Error for st (< 0) with wf_last_error()'s text (.status, .status_name set) and
+ * returns NULL: callers write `if (st < 0) return wfpy_raise(st);`. */
 PyObject *wfpy_raise(wf_status st);
 /* The same with an explicit message (scene errors, which keep all their lines). */
 PyObject *wfpy_raise_msg(wf_status st, const char *msg);
-/* The wf_device of obj: a weft.Device, a name ("cpu:0", "cuda"), or None (def_dev, may be NULL
- * for the default device). Returns NULL with an exception set on failure. */
+/* The wf_device of obj: a weft.Device, a name ("cpu:0", "cuda"), or None (the default device).
+ * Returns NULL with an exception set on failure. */
 wf_device *wfpy_device_arg(PyObject *obj);
 /* A weft.Device object for d (new reference). */
 PyObject *wfpy_device_new(wf_device *d);
@@ -72,7 +72,6 @@ int wfpy_stream_arg(PyObject *obj, wf_stream **out);
 PyObject *wfpy_stream_borrowed(wf_stream *s);
 
 /* Buffers (buffer.c, buffer_export.c, buffer_import.c). */
-PyObject *wfpy_buffer_export_getattr_table(void);
 int wfpy_dtype_parse(PyObject *dtype, char *kind, int *itemsize);
 PyObject *wfpy_buffer_typestr(const wfpy_Buffer *b);
 size_t wfpy_buffer_count(const wfpy_Buffer *b);
@@ -91,6 +90,13 @@ PyObject *wfpy_numpy_empty(Py_ssize_t rows, Py_ssize_t cols, const char *dtype, 
 int wfpy_float_rows(PyObject *obj, int cols, Py_buffer *view, Py_ssize_t *rows);
 /* Reads n floats from a sequence into out. */
 int wfpy_floats(PyObject *seq, float *out, int n, const char *what);
+
+/* devices: None, a device, a name, or a list of them (one partition each; particles.c) */
+int wfpy_devices_arg(PyObject *obj, wf_device **out, int max, int *count);
+/* A dict argument or keyword arguments, not both: the one given (new reference; particles.c). */
+PyObject *wfpy_dict_or_kw(PyObject *dict, PyObject *kw, const char *what);
+/* The wf_scene of a weft.Scene (scene.c); NULL with TypeError for anything else. */
+wf_scene *wfpy_scene_get(PyObject *obj);
 
 /* Colliders (collider.c): a dict / keyword mapping onto wf_collider_desc and wf_collider_pose. */
 int wfpy_collider_desc(PyObject *dict, wf_collider_desc *out);

@@ -2,8 +2,6 @@
  * anything that reads the state (stats, download, save) waits for it. */
 #include "wfpy.h"
 
-wf_scene *wfpy_scene_get(PyObject *obj);
-
 typedef struct {
   PyObject_HEAD wf_world *w;
 } wfpy_World;
