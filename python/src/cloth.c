@@ -202,9 +202,11 @@ static PyObject *cloth_add_collider(PyObject *self, PyObject *args, PyObject *kw
   if (!PyArg_ParseTuple(args, "|O", &dict)) return NULL;
   PyObject *d = wfpy_dict_or_kw(dict, kw, "add_collider");
   wf_collider_desc c;
-  int bad = !d || wfpy_collider_desc(d, &c) < 0;
+  wfpy_collider_extra extra;
+  int bad = !d || wfpy_collider_desc(d, &c, &extra) < 0;
   uint32_t index = 0;
   wf_status st = bad ? WF_OK : wf_cloth_add_collider(CL(self), &c, &index);
+  if (!bad) wfpy_collider_extra_free(&extra);
   Py_XDECREF(d);
   if (bad) return NULL;
   if (st < 0) return wfpy_raise(st);

@@ -99,7 +99,13 @@ PyObject *wfpy_dict_or_kw(PyObject *dict, PyObject *kw, const char *what);
 wf_scene *wfpy_scene_get(PyObject *obj);
 
 /* Colliders (collider.c): a dict / keyword mapping onto wf_collider_desc and wf_collider_pose. */
-int wfpy_collider_desc(PyObject *dict, wf_collider_desc *out);
+typedef struct {
+  wf_collider_mesh *mesh; /* made from "vertices"/"triangles", freed after the add */
+  wf_collider_key *keys;  /* from "keys" */
+  uint32_t key_count;
+} wfpy_collider_extra;
+int wfpy_collider_desc(PyObject *dict, wf_collider_desc *out, wfpy_collider_extra *extra);
+void wfpy_collider_extra_free(wfpy_collider_extra *extra);
 int wfpy_collider_pose(PyObject *dict, wf_collider_pose *out);
 
 /* Type and function registration of each file. */

@@ -110,3 +110,34 @@ def test_free_cloth_mesh_falls_like_a_point(cpu):
     assert np.abs(pos[:, [0, 2]] - verts[:, [0, 2]]).max() < 1e-6  # nothing pushes sideways
     e = c.energy()
     assert e["elastic"] < 1e-12  # springs never stretched
+
+
+def settle_on(cpu, frames=120, **collider):
+    p = weft.Particles(device=cpu, substeps=64)
+    mat = p.add_material(stiffness=1e4, restitution=0.0, friction=0.5)
+    p.add(np.array([[0, 0.05, 0, 0.05]], np.float32),
+          np.array([[0, 0, 0, 1 / 0.5]], np.float32), material=mat)
+    p.add_collider(restitution=0.0, **collider)
+    p.step(frames)
+    return p.download()[0][0, 1]
+
+
+def test_mesh_and_keyframed_colliders_from_python(cpu):
+    # A closed box mesh whose top face is y = 0 holds the particle where the plane y = 0 does
+    # (the distance to that face is exactly the height above it; 1e-6 m allows for the mesh
+    # query's different float path). Keyframes lifting the plane by 0.02 m between 0.5 s and
+    # 0.75 s lift the rest height by 0.02 m (settled: see the pose test).
+    base = settle_on(cpu, type="plane")
+    v = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 0) for z in (-1, 1)], np.float32)
+    # vertex index = 4 x + 2 y + z over {0, 1}: the six faces, counter-clockwise from outside
+    quads = [(0, 1, 3, 2), (4, 6, 7, 5), (0, 4, 5, 1), (2, 3, 7, 6), (0, 2, 6, 4), (1, 5, 7, 3)]
+    tris = np.array([t for a, b, c, d in quads for t in ((a, b, c), (a, c, d))], np.uint32)
+    on_mesh = settle_on(cpu, type="mesh", name="block", vertices=v, triangles=tris)
+    assert abs(on_mesh - base) < 1e-6
+    keyed = settle_on(cpu, type="plane", keys=[
+        {"time": 0.0, "position": [0, 0, 0]},
+        {"time": 0.5, "position": [0, 0, 0]},
+        {"time": 0.75, "position": [0, 0.02, 0]}])
+    assert abs((keyed - base) - 0.02) < 1e-5
+    with pytest.raises(TypeError, match="both vertices and triangles"):
+        settle_on(cpu, type="mesh", vertices=v)
