@@ -256,7 +256,10 @@ static PyObject *cloth_step_substeps(PyObject *self, PyObject *args) {
   Py_RETURN_NONE;
 }
 
-static PyObject *cloth_download(PyObject *self, PyObject *unused) {
+static PyObject *cloth_download(PyObject *self, PyObject *args, PyObject *kw) {
+  static char *kws[] = {"local", NULL};
+  int local = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "|p", kws, &local)) return NULL;
   uint32_t n = wf_cloth_count(CL(self));
   void *p, *v;
   PyObject *pos = wfpy_numpy_empty(n, 4, "float32", &p);
@@ -267,7 +270,7 @@ static PyObject *cloth_download(PyObject *self, PyObject *unused) {
   }
   wf_cloth *c = CL(self);
   wf_status st;
-  Py_BEGIN_ALLOW_THREADS st = wf_cloth_download(c, p, v);
+  Py_BEGIN_ALLOW_THREADS st = local ? wf_cloth_download_local(c, p, v) : wf_cloth_download(c, p, v);
   Py_END_ALLOW_THREADS if (st < 0) {
     Py_DECREF(pos);
     Py_DECREF(vel);
@@ -310,6 +313,47 @@ static PyObject *cloth_energy(PyObject *self, PyObject *unused) {
                        "elastic", e.elastic, "total", e.total);
 }
 
+static PyObject *cloth_set_params(PyObject *self, PyObject *args, PyObject *kw) {
+  wf_cloth_params p = wf_cloth_params_get(CL(self));
+  static const wfpy_field fields[] = {
+      WFPY_F(wf_cloth_params, frame_dt, 'f', 1), WFPY_F(wf_cloth_params, gravity, 'f', 3),
+      WFPY_F(wf_cloth_params, wind, 'f', 3),     WFPY_F(wf_cloth_params, air_density, 'f', 1),
+      WFPY_F(wf_cloth_params, damping, 'f', 1),  {NULL, 0, 0, 0, NULL}};
+  if (wfpy_fields_set(&p, fields, kw, "set_params") < 0) return NULL;
+  wf_status st = wf_cloth_params_set(CL(self), &p);
+  if (st < 0) return wfpy_raise(st);
+  Py_RETURN_NONE;
+}
+
+static PyObject *cloth_set_state(PyObject *self, PyObject *args, PyObject *kw) {
+  static char *kws[] = {"pos", "vel", "time", "substeps", "local", NULL};
+  PyObject *po, *vo;
+  double time = 0;
+  unsigned long long substeps = 0;
+  int local = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|dKp", kws, &po, &vo, &time, &substeps, &local))
+    return NULL;
+  Py_buffer pv, vv;
+  Py_ssize_t np_, nv;
+  if (wfpy_float_rows(po, 4, &pv, &np_) < 0) return NULL;
+  if (wfpy_float_rows(vo, 4, &vv, &nv) < 0) {
+    PyBuffer_Release(&pv);
+    return NULL;
+  }
+  uint32_t n = wf_cloth_count(CL(self));
+  wf_status st = WF_OK;
+  if (np_ == n && nv == n)
+    st = local ? wf_cloth_set_state_local(CL(self), pv.buf, vv.buf, time, substeps)
+               : wf_cloth_set_state(CL(self), pv.buf, vv.buf, time, substeps);
+  PyBuffer_Release(&pv);
+  PyBuffer_Release(&vv);
+  if (np_ != n || nv != n)
+    return PyErr_Format(PyExc_ValueError, "set_state: %u vertices, got %zd and %zd rows", n, np_,
+                        nv);
+  if (st < 0) return wfpy_raise(st);
+  Py_RETURN_NONE;
+}
+
 static PyObject *cloth_get(PyObject *self, void *which) {
   switch ((intptr_t)which) {
   case 0: return PyLong_FromUnsignedLong(wf_cloth_count(CL(self)));
@@ -334,10 +378,18 @@ static PyMethodDef cloth_methods[] = {
     {"step", cloth_step, METH_VARARGS, "step(frames=1): enqueue frames (asynchronous)."},
     {"step_substeps", cloth_step_substeps, METH_VARARGS,
      "step_substeps(n): enqueue substeps kernel by kernel (capturable into a weft.capture)."},
-    {"download", cloth_download, METH_NOARGS, "Waits; (pos, vel) float32 (n, 4) arrays."},
+    {"download", KW(cloth_download),
+     "download(local=False) -> (pos, vel): waits; float32 (n, 4); local: relative to the "
+     "cloth's origin, as the solver keeps them (bitwise restorable with set_state(local=True))."},
     {"copy_positions", KW(cloth_copy_positions),
      "copy_positions(dst, offset=0, stream=None): xyz + inverse mass rows into a weft.Buffer "
      "(the solver's own positions, relative to its origin)."},
+    {"set_params", KW(cloth_set_params),
+     "set_params(frame_dt=, gravity=, wind=, air_density=, damping=): between frames, no "
+     "recapture."},
+    {"set_state", KW(cloth_set_state),
+     "set_state(pos, vel, time=0, substeps=0, local=False): (n, 4) float32; local=True with "
+     "download(local=True)'s rows continues bitwise."},
     {"triangles", cloth_triangles, METH_NOARGS, "(t, 3) uint32 vertex indices."},
     {"energy", cloth_energy, METH_NOARGS, "Waits; kinetic, potential, elastic, total (J)."},
     {NULL, NULL, 0, NULL}};
