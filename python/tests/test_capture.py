@@ -47,7 +47,7 @@ def test_capture_records_copies_and_replays_them(cpu):
     assert np.array_equal(b.download(), np.arange(256, dtype=np.float32))
 
 
-@pytest.mark.parametrize("what", ["download", "asarray", "synchronize"])
+@pytest.mark.parametrize("what", ["download", "asarray", "synchronize", "upload", "pinned"])
 def test_illegal_operations_inside_capture_raise_with_advice(cpu, what):
     s = weft.Stream(cpu)
     b = weft.Buffer((64,), "float32", device=cpu, zero=True)
@@ -55,10 +55,14 @@ def test_illegal_operations_inside_capture_raise_with_advice(cpu, what):
         with weft.capture(s):
             b.fill_bytes(0, stream=s)
             {"download": b.download, "asarray": lambda: np.asarray(b),
-             "synchronize": s.synchronize}[what]()
+             "synchronize": s.synchronize,
+             "upload": lambda: b.upload(np.ones(64, np.float32), stream=s),  # pageable source
+             "pinned": lambda: weft.Buffer(64, device=cpu, pinned=True)}[what]()
     assert e.value.status_name == "WF_ERR_CAPTURE"
-    assert "capture" in str(e.value) and ("instead" in str(e.value) or "first" in str(e.value)
-                                          or "inside the capture" in str(e.value))
+    advice = {"download": "WF_BUFFER_PINNED", "asarray": "end the capture first",
+              "synchronize": "end the capture first", "upload": "WF_BUFFER_PINNED buffer and use",
+              "pinned": "before wf_capture_begin"}[what]
+    assert "captur" in str(e.value) and advice in str(e.value)  # what to do instead, from C
     assert not s.capturing  # the context ended the capture on the way out
     s.synchronize()  # and the stream works again
 
