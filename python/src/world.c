@@ -151,6 +151,20 @@ static PyObject *world_collider_force(PyObject *self, PyObject *arg) {
   return Py_BuildValue("((ddd)(ddd))", f[0], f[1], f[2], t[0], t[1], t[2]);
 }
 
+static PyObject *world_set_collider_pose(PyObject *self, PyObject *args, PyObject *kw) {
+  int k;
+  PyObject *dict = Py_None;
+  if (!PyArg_ParseTuple(args, "i|O", &k, &dict)) return NULL;
+  PyObject *d = wfpy_dict_or_kw(dict, kw, "set_collider_pose");
+  wf_collider_pose p;
+  int bad = !d || wfpy_collider_pose(d, &p) < 0;
+  Py_XDECREF(d);
+  if (bad) return NULL;
+  wf_status st = wf_world_set_collider_pose(W(self), k, &p);
+  if (st < 0) return wfpy_raise(st);
+  Py_RETURN_NONE;
+}
+
 static PyObject *world_get(PyObject *self, void *which) {
   wf_world *w = W(self);
   switch ((intptr_t)which) {
@@ -184,6 +198,10 @@ static PyMethodDef world_methods[] = {
      "object(i) -> dict: name, kind, point_count, first, triangles."},
     {"download", world_download, METH_O,
      "download(i) -> (pos, vel): float32 arrays (n, 4), as wf_world_object_download gives them."},
+    {"set_collider_pose", (PyCFunction)(void (*)(void))world_set_collider_pose,
+     METH_VARARGS | METH_KEYWORDS,
+     "set_collider_pose(k, pose dict or keywords: time, position, rotation, velocity, "
+     "angular_velocity): in every solver, between frames (not checkpointed)."},
     {"collider_force", world_collider_force, METH_O,
      "collider_force(k) -> (force N, torque N·m) over the last frame."},
     {NULL, NULL, 0, NULL}};
