@@ -357,6 +357,8 @@ static wf_status collider_data(wfw_health *h, hpart *p, uint32_t k, const wf_col
   return st;
 }
 
+double wfw_health_max_penetration(const wfw_health *h) { return h ? h->max_pen : 0.0; }
+
 /* The colliders of part p: the scene's, moved into the frame of its positions (origin), with
  * their device data (collider_data). */
 static wf_status part_colliders(wfw_health *h, hpart *p, const wfp_collider *cols,

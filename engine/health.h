@@ -55,6 +55,10 @@ typedef struct wfw_health_desc {
  * colliders with it, as the solvers did. */
 wf_collider_desc wfw_collider_of(const wf_scene_collider *c);
 
+/* The penetration watchdog's limit (simulation.max_penetration, m; 0: off). While it is on, the
+ * check holds its own copies of the scene's colliders and cannot follow a pose the host sets. */
+double wfw_health_max_penetration(const wfw_health *h);
+
 /* Creates the check (copying what it needs from d) and snapshots the current state as the last
  * good one. */
 wf_status wfw_health_create(const wfw_health_desc *d, wfw_health **out);

@@ -11,7 +11,9 @@ pkgs=(build-essential cmake ninja-build pkg-config clang
       libegl-mesa0 libgl1-mesa-dri xvfb xauth                        # rendering without a GPU (CI)
       libavcodec-dev libavformat-dev libswscale-dev libavutil-dev  # weft run --video (FFmpeg)
       gnuplot-nox                       # the plots of docs/validation.md (scripts/validation/)
-      python3-vtk9 python3-meshio)      # real readers of the output files (tests/scripts/)
+      python3-vtk9 python3-meshio       # real readers of the output files (tests/scripts/)
+      python3-dev python3-numpy python3-pytest python3-torch python3-setuptools  # python/ (import weft)
+      python3-matplotlib python3-mpi4py openmpi-bin)  # examples/python/
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -6,6 +6,8 @@
 #   examples/external_stream  C + CUDA; built only when nvcc is found, run only when a GPU is
 #                             present (it exits 77, reported as skipped, when the installed weft
 #                             has no CUDA backend)
+#   python/ (import weft)     the installed package imported from <prefix>/lib/python3/dist-packages
+#                             and a scene stepped, when it was built (Python 3 + NumPy found)
 # Exits non-zero on any failure. weft is built in build-examples/ (kept, so a second run is
 # incremental) without its tests; WEFT_EXAMPLES_CUDA=ON|AUTO builds it with the CUDA backend
 # (default OFF: CPU only, quicker). The prefix and the examples' builds are removed at the end.
@@ -48,6 +50,25 @@ rm -f "$work/embed_pkgconfig/embed_pkgconfig"
 PKG_CONFIG_PATH="$prefix/lib/pkgconfig" make -C "$work/embed_pkgconfig" \
   CFLAGS="-O2 -Wall -Wextra -Werror"
 "$work/embed_pkgconfig/embed_pkgconfig" "$root/scenes/cloth_drape.json" 20
+
+pydir="$prefix/lib/python3/dist-packages"
+if [ -d "$pydir/weft" ]; then # built when CMake found Python 3 with NumPy (WEFT_PYTHON=AUTO)
+  step "python: the installed package (import weft from $pydir)"
+  py=/usr/bin/python3
+  [ -x "$py" ] || py=python3
+  (cd "$work" && PYTHONPATH="$pydir" "$py" -c "
+import numpy as np, weft
+w = weft.World(weft.Scene.load('$root/scenes/cloth_drape.json'), device='cpu')
+w.step(5)
+pos, _ = w.download(0)
+assert np.isfinite(pos).all() and w.frame == 5
+b = weft.Buffer((4, 4), device='cpu', zero=True)
+assert np.asarray(b).__array_interface__['data'][0] == b.ptr
+print('python: installed weft stepped cloth_drape 5 frames,', len(pos), 'vertices')
+")
+else
+  echo "python: not built (no Python 3 development files or NumPy), skipped"
+fi
 
 if command -v nvcc >/dev/null; then
   step "external_stream (C + CUDA, $(command -v nvcc))"

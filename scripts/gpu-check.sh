@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# On a machine with an NVIDIA GPU: builds weft with CUDA, runs the gpu and parity tests, then runs
+# On a machine with an NVIDIA GPU: builds weft with CUDA, runs the gpu, parity and python tests, then runs
 # every gpu test again under compute-sanitizer's memcheck, racecheck, initcheck and synccheck, and
 # a short run of every bundled scene (scenes/*.json: a few frames through `weft run` on cuda:0,
 # with every output it writes) under the same four tools. Exits non-zero on any failure or
@@ -44,6 +44,9 @@ cmake --build "$dir" -j"$(nproc)" || exit 1
 fail=0
 if [ $mode != sanitize ]; then
   (cd "$dir" && ctest -L 'gpu|parity' --output-on-failure --timeout 600) || fail=1
+  # the Python package's tests (python/tests/test_cuda.py runs on the GPU: torch/CuPy zero-copy,
+  # the joint capture with PyTorch replayed 1000 times); absent when WEFT_PYTHON found no Python
+  (cd "$dir" && ctest -L python --output-on-failure --timeout 600 --no-tests=ignore) || fail=1
 fi
 [ $mode = tests ] && exit $fail
 

@@ -304,6 +304,13 @@ WF_API wf_status wf_world_collider_force(wf_world *w, int k, double force[3], do
  *  from the next frame on: wf_particles_measure_collider_forces and
  *  wf_cloth_measure_collider_forces for each. The motion is bitwise the same either way. */
 WF_API wf_status wf_world_measure_collider_forces(wf_world *w, bool on);
+/** Sets collider k's pose from pose->time on (weft/collider.h) in every solver of the world (the
+ *  particles' and every cloth's: wf_particles_set_collider_pose, wf_cloth_set_collider_pose),
+ *  replacing its keyframes or constant motion; no recapture. Call between frames. A pose is not
+ *  part of a checkpoint: set it again after wf_world_load_checkpoint. WF_ERR_UNSUPPORTED while
+ *  the health check watches penetration (simulation.max_penetration > 0: its copies of the
+ *  colliders follow the scene only); WF_ERR_INVALID when k is out of range. */
+WF_API wf_status wf_world_set_collider_pose(wf_world *w, int k, const wf_collider_pose *pose);
 
 /** Writes a checkpoint of the current state to path (atomically, weft/io.h). Format version 3:
  *  the particles' and each cloth's positions relative to their solver's origin

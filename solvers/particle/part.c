@@ -1260,9 +1260,13 @@ wf_status wfp_part_step_substeps(wfp_part *ps, int n) {
   if (!ps) return fail(WF_ERR_INVALID, "particles: solver is NULL");
   if (n < 0) return fail(WF_ERR_INVALID, "particles '%s': substeps %d must be >= 0", ps->name, n);
   if (n == 0) return WF_OK;
-  wf_status st = refit(ps);
+  /* Inside a capture (weft's, or the host program's on a wrapped stream: PyTorch's joint capture)
+     the host must not query the last frame's event, so the box is not refitted (results do not
+     depend on it) and no frame event is recorded; the first step after the capture refits. */
+  bool capturing = wf_stream_is_capturing(ps->stream);
+  wf_status st = capturing ? WF_OK : refit(ps);
   if (st == WF_OK) st = enqueue_frame(ps, n, NULL);
-  if (st == WF_OK) st = frame_launched(ps);
+  if (st == WF_OK && !capturing) st = frame_launched(ps);
   ps->force_seconds = (double)n * (double)ps->params.dt;
   return st;
 }
