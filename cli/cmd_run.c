@@ -248,6 +248,15 @@ int wf_cmd_run(int argc, char **argv) {
   /* which files, named how, and when: the engine's run outputs (weft/outputs.h) */
   wf_run_outputs_desc od = wf_run_outputs_desc_from_scene(sc);
   if (out_dir) od.dir = out_dir;
+  /* over MPI ranks every rank reads the state at the same points (collectives); rank 0 writes to
+   * the directory, rank r > 0 the same files to <dir>/ranks/<r> (a check, not pieces yet) */
+  char rank_dir[4200];
+  if (wf_cli_mpi_rank() > 0) {
+    snprintf(rank_dir, sizeof rank_dir, "%s/ranks/%d", od.dir && *od.dir ? od.dir : "out",
+             wf_cli_mpi_rank());
+    od.dir = rank_dir;
+    quiet = true;
+  }
   if (every > 0) od.every = (int)every;
   od.resume_frame = wf_world_frame(w);
   if (wf_run_outputs_create(w, &od, &o) != WF_OK) {
@@ -336,7 +345,9 @@ int wf_cmd_run(int argc, char **argv) {
       n_checkpoints++;
     }
     progress_show(&pr, f, f == wf_world_last_frame(w));
-    if (wf_run_guard_signal() && f < wf_world_last_frame(w)) {
+    /* over MPI ranks the launcher signals each rank when it gets to it: they agree, and every
+     * rank stops after the same frame */
+    if (wf_cli_mpi_any(wf_run_guard_signal() != 0) && f < wf_world_last_frame(w)) {
       rc = wf_run_guard_interrupted(w, dir, "run");
       goto done;
     }

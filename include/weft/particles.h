@@ -596,6 +596,9 @@ typedef struct wf_particles_info {
 WF_API wf_status wf_particles_info_get(const wf_particles *ps, wf_particles_info *out);
 /** Number of partitions (= devices). */
 WF_API int wf_particles_partition_count(const wf_particles *ps);
+/** Whether this process holds partition i (always, but over MPI ranks: then only its rank's
+ *  block; wf_particles_partition_view refuses the others). */
+WF_API bool wf_particles_partition_is_local(const wf_particles *ps, int i);
 /** Partition i's state on its own device, after the frames enqueued so far (weft/partition.h):
  *  the rows it owns with their global ids (one partition: every particle, ids NULL, first 0, the
  *  solver's own buffers). Several partitions: enqueues, on the partition's stream, a gather of

@@ -356,6 +356,10 @@ wf_status wf_particles_create(const wf_particles_desc *desc, wf_particles **out)
 
 int wf_particles_partition_count(const wf_particles *sp) { return sp ? sp->np : 0; }
 
+bool wf_particles_partition_is_local(const wf_particles *sp, int i) {
+  return sp && i >= 0 && i < sp->np && MINE(sp, i);
+}
+
 uint32_t wf_particles_count(const wf_particles *sp) {
   if (!sp) return 0;
   return sp->np == 1 ? wfp_part_count(LEAD(sp)) : sp->count;
@@ -1510,16 +1514,24 @@ static wf_status copy_gathered(wf_particles *sp, wf_buffer *pos, size_t pos_off,
   return WF_OK;
 }
 
+/* copy_state over MPI ranks: the state gathered on every rank's host (settle, a collective),
+ * then uploaded; not asynchronous (the ranks' gather waits for their frames). */
+static wf_status copy_ranks(wf_particles *sp, wf_buffer *pos, size_t pos_off, wf_buffer *vel,
+                            size_t vel_off, wf_stream *s) {
+  wf_status st = settle(sp);
+  if (st != WF_OK || !sp->count) return st;
+  if (!s) s = wfp_part_stream(LEAD(sp));
+  if (pos) TRY(wf_upload(pos, pos_off, sp->pos, (size_t)sp->count * 16, s), "copying the state");
+  if (vel) TRY(wf_upload(vel, vel_off, sp->vel, (size_t)sp->count * 16, s), "copying the state");
+  return WF_OK;
+}
+
 wf_status wf_particles_copy_state(wf_particles *sp, wf_buffer *pos, size_t pos_off, wf_buffer *vel,
                                   size_t vel_off, wf_stream *s) {
   if (!sp) return fail(WF_ERR_INVALID, "particles: solver is NULL");
   if (sp->np == 1 || !sp->distributed)
     return wfp_part_copy_state(LEAD(sp), pos, pos_off, vel, vel_off, s);
-  if (sp->ranks)
-    return fail(WF_ERR_UNSUPPORTED,
-                "particles '%s': copy_state over MPI ranks is not supported yet (use "
-                "wf_particles_download)",
-                sp->name);
+  if (sp->ranks) return copy_ranks(sp, pos, pos_off, vel, vel_off, s);
   return copy_gathered(sp, pos, pos_off, vel, vel_off, s ? s : wfp_part_stream(LEAD(sp)));
 }
 

@@ -55,6 +55,21 @@ wf_status wfpt_comm_size(const void *comm, int *size, int *rank) {
   return WF_OK;
 }
 
+wf_status wfpt_comm_agree(const void *comm, bool failed, int *failed_rank) {
+  *failed_rank = -1;
+  if (!comm) return WF_OK;
+  int rank = 0, lowest = 0;
+  MPI_Comm c = *(const MPI_Comm *)comm;
+  MPI_Comm_rank(c, &rank);
+  int mine = failed ? rank : 0x7fffffff;
+  int err = MPI_Allreduce(&mine, &lowest, 1, MPI_INT, MPI_MIN, c);
+  if (err != MPI_SUCCESS)
+    return wf__error(WF_ERR_BACKEND, NULL, "rank %d: agreeing on a status: MPI error %d", rank,
+                     err);
+  *failed_rank = lowest == 0x7fffffff ? -1 : lowest;
+  return WF_OK;
+}
+
 wf_status wfpt_ranks_open(wfpt_set *s, const void *comm) {
   s->rank = 0, s->ranks = 1;
   if (!comm) {
@@ -175,6 +190,13 @@ wf_status wfpt_comm_size(const void *comm, int *size, int *rank) {
   return wf__error(WF_ERR_UNSUPPORTED, NULL,
                    "an MPI communicator was given but this libweft was built without MPI "
                    "(configure with -DWEFT_MPI=ON and an MPI installed)");
+}
+
+wf_status wfpt_comm_agree(const void *comm, bool failed, int *failed_rank) {
+  *failed_rank = -1;
+  if (!comm) return WF_OK;
+  int size, rank;
+  return wfpt_comm_size(comm, &size, &rank);
 }
 
 wf_status wfpt_ranks_open(wfpt_set *s, const void *comm) {

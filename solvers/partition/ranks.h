@@ -24,6 +24,10 @@ bool wfpt_mpi_built(void);
 /* The size of the application's communicator (a pointer to an MPI_Comm); 1 without MPI. */
 wf_status wfpt_comm_size(const void *comm, int *size, int *rank);
 
+/* Over the application's communicator (a pointer to an MPI_Comm): *failed_rank becomes the
+ * lowest rank whose `failed` is true, or -1 when none is; every rank must call it. */
+wf_status wfpt_comm_agree(const void *comm, bool failed, int *failed_rank);
+
 /* set_create's part: duplicates the communicator, sets rank, ranks, rank_of and lead. */
 wf_status wfpt_ranks_open(wfpt_set *s, const void *comm);
 void wfpt_ranks_close(wfpt_set *s);
