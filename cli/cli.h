@@ -107,6 +107,10 @@ const void *wf_cli_mpi_comm(void);
 int wf_cli_mpi_rank(void);
 int wf_cli_mpi_ranks(void);
 bool wf_cli_mpi_any(bool flag);
+/* Over several ranks, every rank's exit status so far: rc when this rank failed, else
+ * WF_EXIT_FAILURE (saying which rank) when another did, else 0. A collective: the ranks call it
+ * at the same points, so a failure on one rank stops them all there. */
+int wf_cli_mpi_agree(int rc, const char *cmd);
 
 int wf_cli_start_world(const wf_cli_scene_args *sa, struct wf_init_desc *init, struct wf_scene **sc,
                        struct wf_world **w);

@@ -45,6 +45,16 @@ const void *wf_cli_mpi_comm(void) { return ranks_ > 1 ? &world_ : NULL; }
 int wf_cli_mpi_rank(void) { return rank_; }
 int wf_cli_mpi_ranks(void) { return ranks_; }
 
+int wf_cli_mpi_agree(int rc, const char *cmd) {
+  if (ranks_ <= 1) return rc;
+  int mine = rc ? rank_ : 0x7fffffff, lowest = 0x7fffffff;
+  MPI_Allreduce(&mine, &lowest, 1, MPI_INT, MPI_MIN, world_);
+  if (rc || lowest == 0x7fffffff) return rc;
+  fprintf(stderr, "\n%s: rank %d: stopping: MPI rank %d failed (its message above)\n", cmd, rank_,
+          lowest);
+  return WF_EXIT_FAILURE;
+}
+
 bool wf_cli_mpi_any(bool flag) {
   if (ranks_ <= 1) return flag;
   int v = flag, all = 0;
@@ -60,5 +70,6 @@ const void *wf_cli_mpi_comm(void) { return NULL; }
 int wf_cli_mpi_rank(void) { return 0; }
 int wf_cli_mpi_ranks(void) { return 1; }
 bool wf_cli_mpi_any(bool flag) { return flag; }
+int wf_cli_mpi_agree(int rc, const char *cmd) { return rc; }
 
 #endif

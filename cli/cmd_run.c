@@ -199,6 +199,14 @@ static int check_resume(wf_world *w, const char *ckpt, bool accept) {
   return WF_EXIT_USAGE;
 }
 
+/* An output failed on this rank. One process: the run guard's stop (the last good state kept).
+ * Over MPI ranks only this rank failed, and the guard's reads of the state would wait for the
+ * others: the message, and the ranks agree to stop (wf_cli_mpi_agree). */
+static int failed(wf_world *w, const char *dir, const char *what) {
+  if (wf_cli_mpi_ranks() > 1) return fail_runtime(what);
+  return wf_run_guard_failed(w, dir, "run", what);
+}
+
 /* ---- the command ---------------------------------------------------------------------------- */
 
 int wf_cmd_run(int argc, char **argv) {
@@ -259,10 +267,8 @@ int wf_cmd_run(int argc, char **argv) {
   }
   if (every > 0) od.every = (int)every;
   od.resume_frame = wf_world_frame(w);
-  if (wf_run_outputs_create(w, &od, &o) != WF_OK) {
-    rc = fail_runtime("opening the outputs");
-    goto done;
-  }
+  if (wf_run_outputs_create(w, &od, &o) != WF_OK) rc = fail_runtime("opening the outputs");
+  if ((rc = wf_cli_mpi_agree(rc, "weft run")) != WF_EXIT_OK) goto done;
   const char *dir = wf_run_outputs_dir(o);
   /* "png" in outputs.formats is --render: pictures need the viewer's renderer, which the library
    * must not link (viewer/ and cli/ sit above engine/), so this program draws them */
@@ -303,10 +309,8 @@ int wf_cmd_run(int argc, char **argv) {
   long n_frames_out = 0, n_checkpoints = 0, n_pictures = 0; /* for the closing line */
   double t_start = wf_cli_now_s();
   if (start == 0) { /* the initial state is frame 0 */
-    if (wf_run_outputs_write_frame(o, 0, 0.0) != WF_OK) {
-      rc = wf_run_guard_failed(w, dir, "run", "writing the outputs");
-      goto done;
-    }
+    if (wf_run_outputs_write_frame(o, 0, 0.0) != WF_OK) rc = failed(w, dir, "writing the outputs");
+    if ((rc = wf_cli_mpi_agree(rc, "weft run")) != WF_EXIT_OK) goto done;
     n_frames_out++;
     if (rend && wf_cli_render_frame(rend, 0, 0) != 0) {
       rc = WF_EXIT_FAILURE;
@@ -318,6 +322,9 @@ int wf_cmd_run(int argc, char **argv) {
   int64_t f_row = start;
   for (int64_t f = start + 1; f <= wf_world_last_frame(w); f++) { /* a stop rule shortens it */
     if (wf_world_step(w, 1) != WF_OK) {
+      if (wf_cli_mpi_ranks() > 1) /* every rank stops here (the world agreed): say which one */
+        fprintf(stderr, "\nweft run: MPI rank %d of %d: stepping frame %lld: %s\n",
+                wf_cli_mpi_rank(), wf_cli_mpi_ranks(), (long long)f, wf_last_error());
       rc = wf_run_guard_failed(w, dir, "run", "stepping");
       goto done;
     }
@@ -325,10 +332,8 @@ int wf_cmd_run(int argc, char **argv) {
     if (due & WF_RUN_OUTPUTS_FRAME) {
       wf_device_synchronize(wf_world_device(w));
       double t = wf_cli_now_s(), ms = 1e3 * (t - t_row) / (double)(f - f_row);
-      if (wf_run_outputs_write_frame(o, f, ms) != WF_OK) {
-        rc = wf_run_guard_failed(w, dir, "run", "writing the outputs");
-        goto done;
-      }
+      if (wf_run_outputs_write_frame(o, f, ms) != WF_OK) rc = failed(w, dir, "writing the outputs");
+      if ((rc = wf_cli_mpi_agree(rc, "weft run")) != WF_EXIT_OK) goto done;
       t_row = wf_cli_now_s(), f_row = f;
       n_frames_out++;
       if (rend && wf_cli_render_frame(rend, f, (f + every_out - 1) / every_out) != 0) {
@@ -338,10 +343,9 @@ int wf_cmd_run(int argc, char **argv) {
       n_pictures += rend != NULL;
     }
     if (due & WF_RUN_OUTPUTS_CHECKPOINT) {
-      if (wf_run_outputs_write_checkpoint(o, f) != WF_OK) {
-        rc = wf_run_guard_failed(w, dir, "run", "writing a checkpoint");
-        goto done;
-      }
+      if (wf_run_outputs_write_checkpoint(o, f) != WF_OK)
+        rc = failed(w, dir, "writing a checkpoint");
+      if ((rc = wf_cli_mpi_agree(rc, "weft run")) != WF_EXIT_OK) goto done;
       n_checkpoints++;
     }
     progress_show(&pr, f, f == wf_world_last_frame(w));

@@ -701,7 +701,9 @@ static wf_status agree(wf_world *w, wf_status st) {
   char mine[1024];
   snprintf(mine, sizeof mine, "%s", st != WF_OK ? wf_last_error() : "");
   wf_status st2 = wfpt_comm_agree(w->mpi_comm, st != WF_OK, &failed);
-  if (st != WF_OK) return wf__error(st, NULL, "%s", mine);
+  int size = 1, rank = 0;
+  wfpt_comm_size(w->mpi_comm, &size, &rank);
+  if (st != WF_OK) return wf__error(st, NULL, "MPI rank %d of %d: %s", rank, size, mine);
   if (st2 != WF_OK) return st2;
   if (failed >= 0)
     return wf__error(WF_ERR_DEVICE, NULL,

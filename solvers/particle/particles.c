@@ -1458,7 +1458,7 @@ wf_status wf_particles_partition_view(wf_particles *sp, int i, wf_partition_view
   TRY(wfp_part_state_buffers(pt->ps, &out->pos, &out->vel, &out->clock), "finding the state");
   memcpy(out->origin, sp->origin, sizeof out->origin); /* shared by every partition */
   if (sp->np == 1 || !sp->distributed) { /* partition 0 holds everything in global-id order */
-    out->rows = i == 0 ? wf_particles_count(sp) : 0;
+    out->rows = i == sp->lead ? wf_particles_count(sp) : 0;
     return WF_OK;
   }
   /* a rerun first if a particle outran the skin: the partitions' state must be exact (one wait

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# `mpirun -np N weft run` against one process (label mpi): run as `test_mpi_run.sh CASE`, with
+# WEFT_CLI (the weft program), MPIEXEC (mpirun) and WEFT_SCENES (scenes/) in the environment.
+#   same_2, same_3, same_4  scenes/split_mixed.json (particles split over the ranks, two cloths),
+#                           10 frames: stats.csv (but its ms_per_frame timing column), every .vtp
+#                           and .ply and the final checkpoint byte-identical to one process with
+#                           the same devices (3; 4 for same_4)
+#   resume_3_to_2           3 ranks write a checkpoint at frame 5; 2 ranks resume it to frame 10;
+#                           the checkpoint at 10 is the one-process run's, byte for byte
+#   rank_fails              a health check that fails mid-run (simulation.max_speed) stops every
+#                           rank at the same frame (where one rank fails, the others say which):
+#                           exit 1 everywhere, messages naming the rank and the reason
+#   sigterm                 SIGTERM to the ranks: every rank checkpoints after the same frame and
+#                           exits 143
+# Tolerance: none (cmp). Each case takes 2-6 s on 2 cores.
+set -u
+case_=${1:?case}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+scene=$WEFT_SCENES/split_mixed.json
+mpi() { local n=$1; shift; "$MPIEXEC" -np "$n" --oversubscribe "$WEFT_CLI" "$@"; }
+fail() { echo "FAIL: $*"; exit 1; }
+
+# stats.csv without column 11 (ms_per_frame, a timing)
+stats() { cut -d, -f1-10,12- "$1/stats.csv"; }
+
+same_outputs() { # dir_a dir_b
+  [ -s "$1/stats.csv" ] || fail "$1/stats.csv missing"
+  cmp <(stats "$1") <(stats "$2") || fail "stats.csv differs between $1 and $2"
+  local n=0
+  for f in "$1"/*.vtp "$1"/*.ply "$1"/*.wfck; do
+    [ -e "$f" ] || continue
+    cmp -s "$f" "$2/$(basename "$f")" || fail "$(basename "$f") differs"
+    n=$((n + 1))
+  done
+  [ "$n" -ge 6 ] || fail "only $n files compared"
+  echo "same: stats.csv and $n files"
+}
+
+case $case_ in
+same_2 | same_3 | same_4)
+  n=${case_#same_}
+  devs=()
+  [ "$n" = 4 ] && devs=(--device cpu:0,cpu:1,cpu:2,cpu:3)
+  "$WEFT_CLI" run "$scene" --frames 10 --out "$tmp/one" --quiet "${devs[@]}" || fail "one process"
+  mpi "$n" run "$scene" --frames 10 --out "$tmp/mpi" --quiet "${devs[@]}" || fail "mpirun -np $n"
+  same_outputs "$tmp/one" "$tmp/mpi"
+  same_outputs "$tmp/one" "$tmp/mpi/ranks/1"
+  ;;
+resume_3_to_2)
+  "$WEFT_CLI" run "$scene" --frames 10 --out "$tmp/one" --quiet || fail "one process"
+  mpi 3 run "$scene" --frames 5 --out "$tmp/a" --quiet --every 5 || fail "3 ranks"
+  mpi 2 run "$scene" --frames 10 --out "$tmp/b" --quiet --every 5 \
+    --resume "$tmp/a/checkpoint_000005.wfck" ||
+    fail "2 ranks resuming"
+  cmp "$tmp/one/checkpoint_000010.wfck" "$tmp/b/checkpoint_000010.wfck" ||
+    fail "the resumed checkpoint differs"
+  cmp <(stats "$tmp/one" | tail -1) <(stats "$tmp/b" | tail -1) ||
+    fail "the resumed stats.csv's last row differs"
+  echo "resumed on 2 ranks from 3: bitwise"
+  ;;
+rank_fails)
+  mpi 2 run "$scene" --frames 30 --out "$tmp/f" --quiet --set simulation.max_speed=0.4 \
+    >"$tmp/log" 2>&1
+  rc=$?
+  cat "$tmp/log"
+  [ "$rc" = 1 ] || fail "exit $rc, expected 1"
+  grep -q "rank [0-9]" "$tmp/log" || fail "no rank named"
+  grep -qi "speed" "$tmp/log" || fail "no reason named"
+  ;;
+sigterm)
+  "$MPIEXEC" -np 2 --oversubscribe "$WEFT_CLI" run "$scene" --frames 100000 --out "$tmp/s" \
+    --quiet >"$tmp/log" 2>&1 &
+  pid=$!
+  for _ in $(seq 1 100); do # until both ranks stepped a frame (stats.csv has frame 0)
+    [ -s "$tmp/s/stats.csv" ] && [ -s "$tmp/s/ranks/1/stats.csv" ] && break
+    sleep 0.1
+  done
+  sleep 1
+  # as a scheduler does (srun, or Slurm's job end): SIGTERM to every rank, which the ranks get at
+  # different times; mpirun itself, signalled, would exit 1 whatever its ranks do
+  ranks=$(pgrep -P $pid)
+  [ -n "$ranks" ] || fail "no rank processes under mpirun $pid"
+  kill -TERM $ranks
+  wait $pid
+  rc=$?
+  cat "$tmp/log"
+  [ "$rc" = 143 ] || fail "exit $rc, expected 143"
+  a=$(ls "$tmp/s" | grep -c '^checkpoint_.*\.wfck$')
+  b=$(ls "$tmp/s/ranks/1" | grep -c '^checkpoint_.*\.wfck$')
+  [ "$a" = 1 ] && [ "$b" = 1 ] || fail "checkpoints: rank 0 $a, rank 1 $b"
+  [ "$(ls "$tmp/s" | grep '^checkpoint_')" = "$(ls "$tmp/s/ranks/1" | grep '^checkpoint_')" ] ||
+    fail "the ranks stopped after different frames"
+  echo "SIGTERM: both ranks checkpointed $(ls "$tmp/s" | grep '^checkpoint_') and exited 143"
+  ;;
+*) fail "unknown case $case_" ;;
+esac
