@@ -8,9 +8,18 @@
 
 #include "internal/error.h"
 
+#include "weft/partition.h"
+
 #ifdef WEFT_HAVE_MPI
 #include <mpi.h>
+#if defined(__has_include)
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h> /* Open MPI's extensions: MPIX_Query_cuda_support */
 #endif
+#endif
+#endif
+
+#include <stdio.h>
 
 static void assign(wfpt_set *s) {
   s->lead = -1;
@@ -42,6 +51,29 @@ static wf_status mpi_fail(const wfpt_set *s, int err, const char *doing) {
 }
 
 bool wfpt_mpi_built(void) { return true; }
+
+/* CUDA-aware: Open MPI says at compile time whether the extension exists (MPIX_CUDA_AWARE_SUPPORT
+ * defined, 0 or 1) and at run time whether the library it runs with supports it. */
+bool wf_mpi_available(bool *cuda_aware, char *version, size_t version_bytes) {
+  if (cuda_aware) {
+    *cuda_aware = false;
+#if defined(OMPI_HAVE_MPI_EXT_CUDA) && OMPI_HAVE_MPI_EXT_CUDA
+    *cuda_aware = MPIX_Query_cuda_support() != 0;
+#endif
+  }
+  if (version && version_bytes) {
+    char text[MPI_MAX_LIBRARY_VERSION_STRING] = "";
+    int len = 0;
+    MPI_Get_library_version(text, &len);
+    for (int i = 0; i < len; i++) /* the first line */
+      if (text[i] == '\n' || text[i] == ',') {
+        text[i] = '\0';
+        break;
+      }
+    snprintf(version, version_bytes, "%s", text);
+  }
+  return true;
+}
 
 wf_status wfpt_comm_size(const void *comm, int *size, int *rank) {
   int init = 0;
@@ -184,6 +216,12 @@ wf_status wfpt_ranks_bcast(wfpt_set *s, void *buf, size_t bytes, int root) {
 #else /* one process: no MPI */
 
 bool wfpt_mpi_built(void) { return false; }
+
+bool wf_mpi_available(bool *cuda_aware, char *version, size_t version_bytes) {
+  if (cuda_aware) *cuda_aware = false;
+  if (version && version_bytes) snprintf(version, version_bytes, "none");
+  return false;
+}
 
 wf_status wfpt_comm_size(const void *comm, int *size, int *rank) {
   *size = 1, *rank = 0;

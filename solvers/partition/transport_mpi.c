@@ -16,8 +16,9 @@
  * rank posts an exchange's receives and sends (wfpt_send) before it waits for any of them, so no
  * rank waits for a message its peer has not sent. A rank's download waits only for its own
  * sender, an upload only for what came: the bytes moved are exactly the peer copy's, so the result
- * is bitwise that of one process. CUDA-aware MPIs (MPIX_Query_cuda_support) could take device
- * pointers directly and skip both staging copies; that path is not written yet.
+ * is bitwise that of one process. CUDA-aware MPIs (wf_mpi_available, MPIX_Query_cuda_support in
+ * ranks.c) could take device pointers directly and skip both staging copies; that path is not
+ * written yet.
  */
 #include <stdlib.h>
 #include <string.h>
