@@ -997,7 +997,7 @@ static wf_status select_halos(wf_particles *sp, const migration *mg, uint64_t *b
  * drift flag raised), in the phases above; only the first waits. */
 /* Over MPI ranks: every rank gathers the whole state from the partitions' owned rows and
  * distributes it again (the slabs' cuts from the same master copy, so the same on every rank).
- * The simplest correct migration: each repartition moves the whole state (about 100 bytes a
+ * The simplest correct migration: each repartition moves the whole state (312 bytes a
  * particle with its contact history) to every rank, where the device repartition moves only
  * what crosses a boundary. The result does not depend on where the cuts fall, so it is bitwise
  * that of one process. */

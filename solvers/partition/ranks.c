@@ -160,7 +160,7 @@ wf_status wfpt_ranks_max_f64(wfpt_set *s, double *v, int n) {
 }
 
 /* Counts and displacements are ints in MPI 3: a rank's share is limited to 2 GiB (the gather of
- * a whole particle state, 100 bytes a particle with its history, up to about 20M particles a
+ * a whole particle state, 312 bytes a particle with its history, up to about 6M particles a
  * rank). */
 wf_status wfpt_ranks_allgather(wfpt_set *s, const void *mine, size_t bytes, void **all,
                                size_t *total) {

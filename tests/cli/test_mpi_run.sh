@@ -12,6 +12,7 @@
 #                           exit 1 everywhere, messages naming the rank and the reason
 #   sigterm                 SIGTERM to the ranks: every rank checkpoints after the same frame and
 #                           exits 143
+#   bench                   mpirun -np 2 weft bench scaling --mpi --quick: its rows and its model
 # Tolerance: none (cmp). Each case takes 2-6 s on 2 cores.
 set -u
 case_=${1:?case}
@@ -93,6 +94,15 @@ sigterm)
   [ "$(ls "$tmp/s" | grep '^checkpoint_')" = "$(ls "$tmp/s/ranks/1" | grep '^checkpoint_')" ] ||
     fail "the ranks stopped after different frames"
   echo "SIGTERM: both ranks checkpointed $(ls "$tmp/s" | grep '^checkpoint_') and exited 143"
+  ;;
+bench)
+  mpi 2 bench scaling --mpi --device cpu --quick --only particles >"$tmp/log" 2>&1 ||
+    { cat "$tmp/log"; fail "weft bench scaling --mpi"; }
+  cat "$tmp/log"
+  grep -q "^strong *2 " "$tmp/log" && grep -q "^weak *2 " "$tmp/log" || fail "no scaling rows"
+  grep -q "^model, strong scaling" "$tmp/log" || fail "no model"
+  "$WEFT_CLI" bench scaling --mpi >/dev/null 2>&1
+  [ $? = 2 ] || fail "--mpi outside an MPI job should exit 2"
   ;;
 *) fail "unknown case $case_" ;;
 esac
