@@ -12,6 +12,8 @@
 #                           exit 1 everywhere, messages naming the rank and the reason
 #   sigterm                 SIGTERM to the ranks: every rank checkpoints after the same frame and
 #                           exits 143
+#   pieces                  3 ranks: each writes its piece of the particles' .vtp, rank 0 the .pvtp
+#                           and <object>_pieces.pvd; the pieces' arrays end to end are the .vtp's
 #   bench                   mpirun -np 2 weft bench scaling --mpi --quick: its rows and its model
 # Tolerance: none (cmp). Each case takes 2-6 s on 2 cores.
 set -u
@@ -94,6 +96,27 @@ sigterm)
   [ "$(ls "$tmp/s" | grep '^checkpoint_')" = "$(ls "$tmp/s/ranks/1" | grep '^checkpoint_')" ] ||
     fail "the ranks stopped after different frames"
   echo "SIGTERM: both ranks checkpointed $(ls "$tmp/s" | grep '^checkpoint_') and exited 143"
+  ;;
+pieces)
+  mpi 3 run "$scene" --frames 10 --out "$tmp/p" --quiet || fail "mpirun -np 3"
+  grep -c '<Piece Source="sand_000010_p[0-2].vtp"/>' "$tmp/p/sand_000010.pvtp" | grep -qx 3 ||
+    fail "the .pvtp does not name 3 pieces"
+  grep -q 'file="sand_000010.pvtp"' "$tmp/p/sand_pieces.pvd" || fail "the pieces' .pvd"
+  # the pieces' point arrays (velocity, radius, id, angular_velocity, the points), decoded from
+  # their base64 and put end to end, are the whole .vtp's, byte for byte
+  python3 - "$tmp/p" <<'PY' || fail "the pieces are not the whole .vtp"
+import base64, re, sys
+d = sys.argv[1]
+def arrays(path):  # the first 5 data arrays, without their UInt64 byte count
+    text = open(path).read()
+    blobs = re.findall(r'format="binary">\s*([A-Za-z0-9+/=]+)\s*</DataArray>', text)
+    return [base64.b64decode(b)[8:] for b in blobs[:5]]
+whole = arrays(f"{d}/sand_000010.vtp")
+parts = [arrays(f"{d}/sand_000010_p{p}.vtp") for p in range(3)]
+ok = all(b"".join(p[k] for p in parts) == whole[k] for k in range(5)) and len(whole[4]) > 0
+print("pieces == whole:", ok, [len(p[4]) // 12 for p in parts], len(whole[4]) // 12, "points")
+sys.exit(0 if ok else 1)
+PY
   ;;
 bench)
   mpi 2 bench scaling --mpi --device cpu --quick --only particles >"$tmp/log" 2>&1 ||
