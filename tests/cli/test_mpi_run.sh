@@ -8,8 +8,9 @@
 #   resume_3_to_2           3 ranks write a checkpoint at frame 5; 2 ranks resume it to frame 10;
 #                           the checkpoint at 10 is the one-process run's, byte for byte
 #   rank_fails              a health check that fails mid-run (simulation.max_speed) stops every
-#                           rank at the same frame (where one rank fails, the others say which):
-#                           exit 1 everywhere, messages naming the rank and the reason
+#                           rank at the same frame: exit 1 everywhere, messages naming the rank and
+#                           the reason; and one rank alone failing (its output directory) stops
+#                           both, the other naming it
 #   sigterm                 SIGTERM to the ranks: every rank checkpoints after the same frame and
 #                           exits 143
 #   pieces                  3 ranks: each writes its piece of the particles' .vtp, rank 0 the .pvtp
@@ -71,6 +72,17 @@ rank_fails)
   [ "$rc" = 1 ] || fail "exit $rc, expected 1"
   grep -q "rank [0-9]" "$tmp/log" || fail "no rank named"
   grep -qi "speed" "$tmp/log" || fail "no reason named"
+  # one rank alone fails (rank 1 cannot make its output directory: <out>/ranks is a file): both
+  # stop before the first frame, rank 0 naming rank 1
+  mkdir -p "$tmp/g" && touch "$tmp/g/ranks"
+  mpi 2 run "$scene" --frames 30 --out "$tmp/g" --quiet >"$tmp/log2" 2>&1
+  rc=$?
+  cat "$tmp/log2"
+  [ "$rc" = 1 ] || fail "exit $rc, expected 1 (one rank failing)"
+  grep -q "rank 0: stopping: MPI rank 1 failed" "$tmp/log2" || fail "rank 0 does not name rank 1"
+  grep -q "opening the outputs" "$tmp/log2" || fail "rank 1 does not say what failed"
+  [ ! -e "$tmp/g/stats.csv" ] || [ "$(wc -l <"$tmp/g/stats.csv")" -le 1 ] ||
+    fail "rank 0 stepped on alone"
   ;;
 sigterm)
   "$MPIEXEC" -np 2 --oversubscribe "$WEFT_CLI" run "$scene" --frames 100000 --out "$tmp/s" \
