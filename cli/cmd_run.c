@@ -277,6 +277,12 @@ int wf_cmd_run(int argc, char **argv) {
   /* "png" in outputs.formats is --render: pictures need the viewer's renderer, which the library
    * must not link (viewer/ and cli/ sit above engine/), so this program draws them */
   if (od.formats & WF_SCENE_OUT_PNG) render = true;
+  if ((render || video) && wf_cli_mpi_ranks() > 1) { /* (every rank would decide alike) */
+    fprintf(stderr, "weft run: --render, --video and \"png\" are not supported over MPI ranks "
+                    "yet: run without them (the .vtp/.pvtp outputs open in ParaView)\n");
+    rc = WF_EXIT_USAGE;
+    goto done;
+  }
   if ((render || video) &&
       (rc = wf_cli_render_open("weft run", sc, w, render ? dir : NULL, &rend)) != 0) {
     if (rc == WF_EXIT_USAGE && (od.formats & WF_SCENE_OUT_PNG))
