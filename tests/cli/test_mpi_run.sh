@@ -16,7 +16,7 @@
 #   pieces                  3 ranks: each writes its piece of the particles' .vtp, rank 0 the .pvtp
 #                           and <object>_pieces.pvd; the pieces' arrays end to end are the .vtp's
 #   bench                   mpirun -np 2 weft bench scaling --mpi --quick: its rows and its model
-# Tolerance: none (cmp). Each case takes 2-6 s on 2 cores.
+# Tolerance: none (cmp). Each case takes 3-12 s on 2 cores, mostly mpirun starting the ranks.
 set -u
 case_=${1:?case}
 tmp=$(mktemp -d)
@@ -131,7 +131,8 @@ sys.exit(0 if ok else 1)
 PY
   ;;
 bench)
-  mpi 2 bench scaling --mpi --device cpu --quick --only particles >"$tmp/log" 2>&1 ||
+  mpi 2 bench scaling --mpi --device cpu --quick --only particles --particles 2048 \
+    --per-device 1024 --frames 2 >"$tmp/log" 2>&1 ||
     { cat "$tmp/log"; fail "weft bench scaling --mpi"; }
   cat "$tmp/log"
   grep -q "^strong *2 " "$tmp/log" && grep -q "^weak *2 " "$tmp/log" || fail "no scaling rows"
