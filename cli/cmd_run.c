@@ -257,8 +257,9 @@ int wf_cmd_run(int argc, char **argv) {
   wf_run_outputs_desc od = wf_run_outputs_desc_from_scene(sc);
   if (out_dir) od.dir = out_dir;
   /* over MPI ranks every rank reads the state at the same points (collectives); rank 0 writes to
-   * the directory, rank r > 0 the same files to <dir>/ranks/<r> (a check); and every rank writes
-   * its piece of each particle object's .vtp into the directory, rank 0 the .pvtp over them */
+   * the directory, rank r > 0 nothing (outputs.discard) but its piece of each particle object's
+   * .vtp (rank 0 the .pvtp over them); a stopped run's checkpoint of rank r goes to
+   * <dir>/ranks/<r> */
   char rank_dir[4200], piece_dir[4096];
   snprintf(piece_dir, sizeof piece_dir, "%s", od.dir && *od.dir ? od.dir : "out");
   od.piece = wf_cli_mpi_rank(), od.pieces = wf_cli_mpi_ranks(); /* every rank its piece */
@@ -267,6 +268,7 @@ int wf_cmd_run(int argc, char **argv) {
     snprintf(rank_dir, sizeof rank_dir, "%s/ranks/%d", od.dir && *od.dir ? od.dir : "out",
              wf_cli_mpi_rank());
     od.dir = rank_dir;
+    od.discard = true; /* the same reads of the world as rank 0's outputs, no files but pieces */
     quiet = true;
   }
   if (every > 0) od.every = (int)every;

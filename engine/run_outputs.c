@@ -110,6 +110,7 @@ struct wf_run_outputs {
   float *xyz, *v3, *w3, *normal, *radius;
   uint32_t *id;
   int64_t first_frame; /* the frame the run started from (resume_frame) */
+  bool discard;        /* wf_run_outputs_desc.discard: the world's calls, no files but pieces */
   int piece, pieces;   /* wf_run_outputs_desc's: this run's piece of `pieces` (> 1), or none */
   char *piece_dir;     /* where the pieces and the .pvtp go */
   wf_pvd **piece_pvd;  /* per object, piece 0 of a particle object: <object>_pieces.pvd */
@@ -136,7 +137,7 @@ static int csv_forces_at(const wf_run_outputs *o) { return CSV_FIXED + CSV_PER *
 
 wf_run_outputs_desc wf_run_outputs_desc_default(void) {
   wf_run_outputs_desc d = {
-      "out", WF_SCENE_OUT_VTK | WF_SCENE_OUT_CSV, 1, 0, 0, WF_SCENE_UP_Y, NULL, 0, 0, NULL};
+      "out", WF_SCENE_OUT_VTK | WF_SCENE_OUT_CSV, 1, 0, 0, WF_SCENE_UP_Y, NULL, 0, 0, NULL, false};
   return d;
 }
 
@@ -266,6 +267,10 @@ static wf_status open_csv(wf_run_outputs *o, int64_t resume) {
   if (!o->row || !o->energy || !cols || !names) {
     free(cols), free(names);
     return wf__error(WF_ERR_OUT_OF_MEMORY, "wf_run_outputs_create", "no memory for stats.csv");
+  }
+  if (o->discard) { /* the row is computed (the same world calls), never written */
+    free(cols), free(names);
+    return WF_OK;
   }
   for (int k = 0; k < CSV_BASE; k++)
     cols[k] = csv_columns[k];
@@ -421,15 +426,17 @@ wf_status wf_run_outputs_create(wf_world *w, const wf_run_outputs_desc *desc,
   o->checkpoint_every = d.checkpoint_every > 0 ? d.checkpoint_every : 0;
   o->up_axis = d.up_axis == WF_SCENE_UP_Z ? WF_SCENE_UP_Z : WF_SCENE_UP_Y;
   o->n_objects = wf_world_object_count(w);
+  o->discard = d.discard;
   wf_status st = wf_dir_create(o->dir);
   if (st == WF_OK) st = alloc_buffers(o);
-  if (st == WF_OK && (o->formats & WF_SCENE_OUT_VTK)) st = open_collections(o, d.resume_frame);
-  if (st == WF_OK && (o->formats & WF_SCENE_OUT_USD))
+  if (st == WF_OK && (o->formats & WF_SCENE_OUT_VTK) && !o->discard)
+    st = open_collections(o, d.resume_frame);
+  if (st == WF_OK && (o->formats & WF_SCENE_OUT_USD) && !o->discard)
     st = wfo_usd_create(w, d.scene, o->dir, o->every, o->up_axis, d.resume_frame, &o->usd);
   if (st == WF_OK && (o->formats & WF_SCENE_OUT_CSV)) st = open_csv(o, d.resume_frame);
   o->first_frame = d.resume_frame;
   if (st == WF_OK && (o->formats & WF_SCENE_OUT_VTK) && d.pieces > 1) st = open_pieces(o, &d);
-  if (st == WF_OK) st = write_resume_log(o);
+  if (st == WF_OK && !o->discard) st = write_resume_log(o);
   if (st != WF_OK) {
     char msg[1024];
     snprintf(msg, sizeof msg, "%s", wf_last_error());
@@ -456,7 +463,7 @@ wf_status wf_run_outputs_close(wf_run_outputs *o) {
   if (o->csv && st == WF_OK && wf_world_stop_reason(o->w, &stop) &&
       stop.frame > o->first_frame) /* the rule fired in this run: say so under its rows */
     st = append_line(o, WF_RUN_FILE_CSV, "# stopped: %s\n", stop.text);
-  if (o->opened) {
+  if (o->opened && !o->discard) {
     wf_status s2 = write_summary(o);
     if (st == WF_OK) st = s2;
   }
@@ -632,8 +639,8 @@ static wf_status write_vtp(wf_run_outputs *o, int i, const wf_world_object *obj,
                    cloth ? mesh : points,
                    cloth ? 2 : 4,
                    true};
-  st = wf_vtp_write(o->path, &d);
-  if (st == WF_OK) st = wf_pvd_add(o->pvd[i], o->entries[i].time, 0, o->rel[i]);
+  if (!o->discard) st = wf_vtp_write(o->path, &d);
+  if (st == WF_OK && !o->discard) st = wf_pvd_add(o->pvd[i], o->entries[i].time, 0, o->rel[i]);
   if (st == WF_OK && o->pieces > 1 && !cloth) st = write_piece(o, i, obj, points, frame);
   return st;
 }
@@ -641,18 +648,21 @@ static wf_status write_vtp(wf_run_outputs *o, int i, const wf_world_object *obj,
 wf_status wf_run_outputs_write_frame(wf_run_outputs *o, int64_t frame, double ms_per_frame) {
   if (!o) return wf__error(WF_ERR_INVALID, __func__, "o is NULL");
   wf_status st = wf_world_check(o->w);
-  bool points = o->formats & (WF_SCENE_OUT_PLY | WF_SCENE_OUT_VTK);
+  /* (discard: the USD writer's reads of the state are the gather's, made here instead) */
+  bool points = o->formats & (WF_SCENE_OUT_PLY | WF_SCENE_OUT_VTK) ||
+                (o->discard && (o->formats & WF_SCENE_OUT_USD));
   for (int i = 0; points && i < o->n_objects && st == WF_OK; i++) {
     wf_world_object obj;
     st = gather(o, i, &obj);
-    if (st == WF_OK && (o->formats & WF_SCENE_OUT_PLY)) st = write_ply(o, &obj, frame);
+    if (st == WF_OK && (o->formats & WF_SCENE_OUT_PLY) && !o->discard)
+      st = write_ply(o, &obj, frame);
     if (st == WF_OK && (o->formats & WF_SCENE_OUT_VTK)) st = write_vtp(o, i, &obj, frame);
   }
   /* scene.pvd lists the frame once every object's file is there */
-  if (st == WF_OK && (o->formats & WF_SCENE_OUT_VTK) && o->n_objects)
+  if (st == WF_OK && (o->formats & WF_SCENE_OUT_VTK) && o->n_objects && !o->discard)
     st = wf_pvd_add_entries(o->scene_pvd, o->entries, (size_t)o->n_objects);
   if (st == WF_OK && o->usd) st = wfo_usd_write_frame(o->usd, frame);
-  if (st == WF_OK && o->csv) {
+  if (st == WF_OK && (o->csv || (o->discard && (o->formats & WF_SCENE_OUT_CSV)))) {
     wf_world_stats s;
     st = wf_world_stats_get(o->w, &s);
     if (st == WF_OK) st = wf_world_energy_get(o->w, o->energy, NULL);
@@ -680,7 +690,7 @@ wf_status wf_run_outputs_write_frame(wf_run_outputs *o, int64_t frame, double ms
       double *r = o->row + csv_forces_at(o) + 6 * k;
       st = wf_world_collider_force(o->w, k, r, r + 3);
     }
-    if (st == WF_OK) st = wf_csv_append(o->csv, o->row);
+    if (st == WF_OK && o->csv) st = wf_csv_append(o->csv, o->row);
   }
   return st;
 }
@@ -688,6 +698,14 @@ wf_status wf_run_outputs_write_frame(wf_run_outputs *o, int64_t frame, double ms
 wf_status wf_run_outputs_write_checkpoint(wf_run_outputs *o, int64_t frame) {
   if (!o) return wf__error(WF_ERR_INVALID, __func__, "o is NULL");
   wf_status st = wf_world_check(o->w); /* never a checkpoint of an unhealthy frame */
+  if (st == WF_OK && o->discard) {     /* the same reads of the world, into a file removed after */
+    const char *tmp = getenv("TMPDIR");
+    snprintf(o->path, sizeof o->path, "%s/weft-discarded-%ld.wfck", tmp && *tmp ? tmp : "/tmp",
+             (long)getpid());
+    st = wf_world_save(o->w, o->path);
+    remove(o->path);
+    return st;
+  }
   if (st == WF_OK) st = name(o, WF_RUN_FILE_CHECKPOINT, NULL, frame);
   return st != WF_OK ? st : wf_world_save(o->w, o->path);
 }

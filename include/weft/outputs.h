@@ -125,6 +125,11 @@ typedef struct wf_run_outputs_desc {
    * the frames it wrote). 0 or 1: no pieces. */
   int piece, pieces;
   const char *piece_dir;
+  /* true: make every call the run's outputs make on the world (over MPI ranks they are
+   * collectives, so every rank must make them) but write no file but the pieces; checkpoints go
+   * to a temporary file that is removed. The directory is still created (the run guard writes a
+   * stopped run's checkpoint there). weft run sets it on MPI ranks > 0. */
+  bool discard;
 } wf_run_outputs_desc;
 
 /** Bits of wf_run_outputs_due. */
