@@ -41,6 +41,7 @@
 #include <string.h>
 
 #include "bench_util.h"
+#include "scaling_mpi.h"
 #include "tuning_env.h"
 #include "weft/weft.h"
 
@@ -64,6 +65,7 @@ typedef struct sb_opts {
   bool no_particles, no_cloth;      /* --only cloth / --only particles */
   uint64_t cloth, cloth_per_device; /* grid sides (strong; weak per device); 0: the defaults */
   bool balance_count;               /* --balance count (default: time) */
+  bool mpi;                         /* --mpi: over the ranks of the MPI job (scaling_mpi.c) */
 } sb_opts;
 
 typedef struct sb_ctx {
@@ -73,6 +75,10 @@ typedef struct sb_ctx {
   int n_devs; /* devices of the chosen kind that exist */
   bench_row rows[MAX_ROWS];
   int n_rows;
+  /* --mpi: the job's communicator (measure() splits over its ranks when set), this rank, the
+   * ranks, this rank's index on its node (its device: devs[local % n_devs]) */
+  const void *comm;
+  int rank, ranks, local;
 } sb_ctx;
 
 /* What one configuration measured. */
@@ -86,6 +92,7 @@ typedef struct sb_result {
   bool peer;                     /* every pair of devices has peer access */
   uint32_t owned_min, owned_max; /* particles per partition, as of the last repartition */
   wf_overlap ov;                 /* more than one device: the halo copies' overlap */
+  double row_bytes;              /* a particle's bytes in the gather over MPI ranks */
 } sb_result;
 
 static void add_row(sb_ctx *c, const char *bench, const char *metric, double v, const char *unit) {
@@ -114,8 +121,10 @@ static wf_status build_column(wf_particles *sp, uint64_t n, uint32_t material) {
   return bench_column("scaling", n, add_to_split, &t);
 }
 
-/* Waits for every device of the first k: each partition's work runs on streams of its own. */
+/* Waits for every device of the first k: each partition's work runs on streams of its own. Over
+ * MPI ranks: this rank's device. */
 static wf_status sync_devices(sb_ctx *c, int k) {
+  if (c->comm) return wf_device_synchronize(c->devs[c->local % c->n_devs]);
   for (int i = 0; i < k; i++) {
     wf_status st = wf_device_synchronize(c->devs[i]);
     if (st != WF_OK) return st;
@@ -144,8 +153,15 @@ static int measure(sb_ctx *c, int k, uint64_t n, sb_result *res) {
    * the frame graph's launch sizes) every frame */
   if (!c->o.balance_count) d.imbalance = 0.03f;
   for (int i = 0; i < k; i++)
-    d.devices[i] = c->devs[i];
+    d.devices[i] = c->devs[i % c->n_devs];
   d.device_count = k;
+  if (c->comm && k > 1) { /* a partition a rank, on the rank's own device */
+    for (int i = 0; i < k; i++)
+      d.devices[i] = c->devs[c->local % c->n_devs];
+    d.mpi_comm = c->comm;
+    d.balance = WF_BALANCE_COUNT; /* (by time is not supported over ranks yet) */
+    d.imbalance = 0.0f;
+  }
   if (bench_particles_tuning_env("scaling", &d.tuning)) goto done;
   CHECK(wf_particles_create(&d, &sp));
   wf_particle_material m = wf_particle_material_default();
@@ -174,7 +190,8 @@ static int measure(sb_ctx *c, int k, uint64_t n, sb_result *res) {
     ms[f] = (bench_now_s() - t0) * 1e3;
   }
   CHECK(wf_particles_info_get(sp, &i1));
-  if (k > 1) CHECK(wf_particles_overlap_measure(sp, c->o.frames, &res->ov));
+  if (k > 1 && !c->comm) CHECK(wf_particles_overlap_measure(sp, c->o.frames, &res->ov));
+  res->row_bytes = 40.0 + (double)wf_particles_granular_state_bytes(sp) / (double)n;
   /* nothing blew up or got lost */
   wf_particles_stats stats;
   CHECK(wf_particles_stats_get(sp, &stats));
@@ -493,58 +510,63 @@ static int cloth_run(sb_ctx *c, bool cuda) {
 }
 
 void wf_bench_scaling_usage(FILE *f) {
-  fputs("usage: weft bench scaling [--device cuda|cpu] [--gpus K,K,...] [--particles N]\n"
-        "                          [--per-device N] [--frames F] [--csv FILE] [--machine NAME]\n"
-        "                          [--only particles|cloth] [--cloth SIDE]\n"
-        "                          [--cloth-per-device SIDE] [--quick]\n"
-        "\n"
-        "The particle benchmark's column (radius 0.1, spacing 0.2, jitter 0.01, DEM stiffness\n"
-        "8000, damping 2, friction 1, 64 substeps per frame at 60 frames/s, the plane y = 0)\n"
-        "in the split solver, on the first K devices of one kind. Strong scaling: N particles on\n"
-        "K devices; weak scaling: N per device times K. Each frame is timed by the host's clock\n"
-        "around the step and a synchronization (the host-side repartition between frames\n"
-        "included); the median is reported with the speed-up t1/tK (strong), the efficiency\n"
-        "(t1/(K tK) strong, t1/tK weak), particle-substeps/s, halo MB moved per frame, host\n"
-        "repartition ms per frame, frames run again (skin too thin), a frame without the halo\n"
-        "copies (no-halo ms), the copies of a frame alone (halo ms), the fraction of the\n"
-        "copies' time hidden behind compute, and whether the devices have peer access. The\n"
-        "one-device baseline is always measured.\n"
-        "\n"
-        "Then the split cloth (weft bench cloth's classic mass-spring setup: spacing 0.1,\n"
-        "mass 0.1, stiffness 1000, damping 10, top corners pinned, 16 substeps per frame):\n"
-        "strong scaling of an N x N grid, weak scaling with N x N vertices per device; besides\n"
-        "the same columns: an ordinary frame (ov ms), a frame without the halo copies\n"
-        "(no-halo ms), the longest partition's kernels timed by device events (compute ms),\n"
-        "the halo copies of a frame alone (halo ms) and the fraction of the copies' time hidden\n"
-        "behind compute (wf_cloth_overlap_measure). CSV benchmark\n"
-        "scaling_<mode>_c<NU>x<NR>_gpus<K>.\n"
-        "\n"
-        "options:\n"
-        "  --device KIND     cuda or cpu (default: cuda if usable, else cpu; cpu uses the\n"
-        "                    devices cpu:0..3, which share this machine's cores)\n"
-        "  --gpus LIST       device counts (default 1,2,4); counts beyond the devices that exist\n"
-        "                    are skipped\n"
-        "  --particles N     strong scaling: particles (default 16777216 on CUDA, 65536 on CPU;\n"
-        "                    --quick: 262144 / 8192)\n"
-        "  --per-device N    weak scaling: particles per device (default 16777216 on CUDA, 16384\n"
-        "                    on CPU; --quick: 262144 / 4096)\n"
-        "  --frames F        timed frames per run, after 2 warm-up frames (default 10; --quick 3)\n"
-        "  --csv FILE        append results as machine,date,benchmark,metric,value,unit rows\n"
-        "                    (benchmark scaling_<strong|weak>_p<N>_gpus<K>)\n"
-        "  --machine NAME    machine name for the CSV (default: hostname and device product)\n"
-        "  --only WHAT       particles or cloth (default: both)\n"
-        "  --balance HOW     the particle slabs: time (default: equal compute, each partition's\n"
-        "                    particles weighted by its measured time per particle) or count\n"
-        "                    (equal particle counts)\n"
-        "  --cloth N         cloth strong scaling: an N x N grid (default 4096 on CUDA, 128 on\n"
-        "                    CPU; --quick: 512 / 48)\n"
-        "  --cloth-per-device N\n"
-        "                    cloth weak scaling: N x N vertices per device; K devices run an\n"
-        "                    (aN) x (bN) grid, K = ab, a >= b (default 2048 on CUDA, 64 on CPU;\n"
-        "                    --quick: 256 / 24)\n"
-        "  --quick           small and short (for CI)\n"
-        "  -h, --help        show this help\n",
-        f);
+  fputs(
+      "usage: weft bench scaling [--device cuda|cpu] [--gpus K,K,...] [--particles N]\n"
+      "                          [--per-device N] [--frames F] [--csv FILE] [--machine NAME]\n"
+      "                          [--only particles|cloth] [--cloth SIDE]\n"
+      "                          [--cloth-per-device SIDE] [--mpi] [--quick]\n"
+      "\n"
+      "The particle benchmark's column (radius 0.1, spacing 0.2, jitter 0.01, DEM stiffness\n"
+      "8000, damping 2, friction 1, 64 substeps per frame at 60 frames/s, the plane y = 0)\n"
+      "in the split solver, on the first K devices of one kind. Strong scaling: N particles on\n"
+      "K devices; weak scaling: N per device times K. Each frame is timed by the host's clock\n"
+      "around the step and a synchronization (the host-side repartition between frames\n"
+      "included); the median is reported with the speed-up t1/tK (strong), the efficiency\n"
+      "(t1/(K tK) strong, t1/tK weak), particle-substeps/s, halo MB moved per frame, host\n"
+      "repartition ms per frame, frames run again (skin too thin), a frame without the halo\n"
+      "copies (no-halo ms), the copies of a frame alone (halo ms), the fraction of the\n"
+      "copies' time hidden behind compute, and whether the devices have peer access. The\n"
+      "one-device baseline is always measured.\n"
+      "\n"
+      "Then the split cloth (weft bench cloth's classic mass-spring setup: spacing 0.1,\n"
+      "mass 0.1, stiffness 1000, damping 10, top corners pinned, 16 substeps per frame):\n"
+      "strong scaling of an N x N grid, weak scaling with N x N vertices per device; besides\n"
+      "the same columns: an ordinary frame (ov ms), a frame without the halo copies\n"
+      "(no-halo ms), the longest partition's kernels timed by device events (compute ms),\n"
+      "the halo copies of a frame alone (halo ms) and the fraction of the copies' time hidden\n"
+      "behind compute (wf_cloth_overlap_measure). CSV benchmark\n"
+      "scaling_<mode>_c<NU>x<NR>_gpus<K>.\n"
+      "\n"
+      "options:\n"
+      "  --device KIND     cuda or cpu (default: cuda if usable, else cpu; cpu uses the\n"
+      "                    devices cpu:0..3, which share this machine's cores)\n"
+      "  --gpus LIST       device counts (default 1,2,4); counts beyond the devices that exist\n"
+      "                    are skipped\n"
+      "  --particles N     strong scaling: particles (default 16777216 on CUDA, 65536 on CPU;\n"
+      "                    --quick: 262144 / 8192)\n"
+      "  --per-device N    weak scaling: particles per device (default 16777216 on CUDA, 16384\n"
+      "                    on CPU; --quick: 262144 / 4096)\n"
+      "  --frames F        timed frames per run, after 2 warm-up frames (default 10; --quick 3)\n"
+      "  --csv FILE        append results as machine,date,benchmark,metric,value,unit rows\n"
+      "                    (benchmark scaling_<strong|weak>_p<N>_gpus<K>)\n"
+      "  --machine NAME    machine name for the CSV (default: hostname and device product)\n"
+      "  --only WHAT       particles or cloth (default: both)\n"
+      "  --balance HOW     the particle slabs: time (default: equal compute, each partition's\n"
+      "                    particles weighted by its measured time per particle) or count\n"
+      "                    (equal particle counts)\n"
+      "  --cloth N         cloth strong scaling: an N x N grid (default 4096 on CUDA, 128 on\n"
+      "                    CPU; --quick: 512 / 48)\n"
+      "  --cloth-per-device N\n"
+      "                    cloth weak scaling: N x N vertices per device; K devices run an\n"
+      "                    (aN) x (bN) grid, K = ab, a >= b (default 2048 on CUDA, 64 on CPU;\n"
+      "                    --quick: 256 / 24)\n"
+      "  --mpi             under an MPI launcher (mpirun -np R weft bench scaling --mpi): the\n"
+      "                    particles over the R ranks, a partition a rank, against one\n"
+      "                    process on one device; the link between ranks 0 and 1 and a model\n"
+      "                    of a frame on M nodes from the measured figures (docs/multi-device.md)\n"
+      "  --quick           small and short (for CI)\n"
+      "  -h, --help        show this help\n",
+      f);
 }
 
 static int parse_count(const char *opt, const char *s, uint64_t *out) {
@@ -638,6 +660,8 @@ static int parse(int argc, char **argv, sb_opts *o, FILE *out) {
       return 0;
     } else if (!strcmp(a, "--quick")) {
       o->quick = true;
+    } else if (!strcmp(a, "--mpi")) {
+      o->mpi = true;
     } else if (!takes_value(a)) {
       fprintf(stderr, "weft bench scaling: unknown option '%s' (see --help)\n", a);
       return 2;
@@ -728,6 +752,135 @@ static int start(sb_ctx *c) {
   return 0;
 }
 
+/* ---- over MPI ranks (--mpi) ----------------------------------------------------------------
+ *
+ * Under mpirun with R ranks: the column split into R partitions, one a rank on the rank's own
+ * device (the node's local rank picks it), halos through MPI (staged through host memory: the
+ * host waits, nothing of it is hidden behind compute), the state all-gathered at every
+ * repartition (docs/multi-device.md, "MPI"). Strong scaling: N particles on 1 device (rank 0
+ * alone, one process) and on R ranks; weak: per-device x R. Then the link between ranks 0 and 1
+ * (ping-pong: latency of 8 bytes, rate of 1 MiB one way) and the model of a frame on M nodes of
+ * one rank each, from what was measured:
+ *
+ *   t(M) = t1 / M                                   the one-device frame, split evenly
+ *        + K * 2 * (lat + b / rate)                 K substeps, each rank's two halo messages
+ *        + (M - 1) / M * N * row / rate + (M - 1) * lat     the all-gather of each repartition
+ *
+ * with b the bytes of one halo message (measured halo bytes per frame / K / links) and row the
+ * bytes of a particle in the gather. Where the nodes' link is slower than this machine's, rate
+ * and lat are the only inputs that change. */
+static int mpi_main(sb_ctx *c) {
+  int rank = 0, ranks = 1, local = 0;
+  const void *comm = NULL;
+  if (!sb_mpi_job(&rank, &ranks, &local, &comm) || ranks < 2) {
+    bool cuda_aware;
+    fprintf(stderr,
+            "weft bench scaling: --mpi runs under an MPI launcher with 2 or more ranks "
+            "(mpirun -np 4 weft bench scaling --mpi)%s\n",
+            wf_mpi_available(&cuda_aware, NULL, 0) ? "" : "; this weft was built without MPI");
+    return 2;
+  }
+  c->rank = rank, c->ranks = ranks, c->local = local;
+  if (start(c)) return 1;
+  bool cuda = wf_device_is_cuda(c->devs[0]);
+  if (!c->o.particles)
+    c->o.particles = cuda ? (c->o.quick ? 262144 : 16777216) : (c->o.quick ? 8192 : 65536);
+  if (!c->o.per_device)
+    c->o.per_device = cuda ? (c->o.quick ? 262144 : 16777216) : (c->o.quick ? 4096 : 16384);
+  if (!c->o.frames) c->o.frames = c->o.quick ? 3 : 10;
+  FILE *out = rank == 0 ? c->out : NULL;
+  double rate = 0.0, lat = 0.0;
+  sb_mpi_link((size_t)1 << 20, c->o.quick ? 5 : 20, &rate, &lat);
+  if (out) {
+    fprintf(out,
+            "weft %s bench scaling --mpi: the split particle solver over %d MPI ranks, a "
+            "partition a rank on its %s device; column, DEM, %d substeps/frame, median of %d "
+            "frames (the slowest rank's) after 2 warm-up frames; slabs balanced by count\n"
+            "link rank 0 <-> 1: %.3g GB/s, latency %.3g us (ping-pong, 1 MiB and 8 B)\n",
+            WF_VERSION_STRING, ranks, c->o.kind, SUBSTEPS, c->o.frames, rate * 1e-9, lat * 1e6);
+    if (!cuda)
+      fprintf(out, "note: CPU devices share this machine's cores: these figures exercise the "
+                   "ranks' split, they do not measure scaling\n");
+    fprintf(out, "\n%-6s %5s %12s %10s %10s %10s %13s %14s %10s %10s\n", "mode", "ranks",
+            "particles", "t1 ms", "ms/frame", "efficiency", "halo MB/frame", "gather MB/rep",
+            "model ms", "hidden");
+  }
+  int rc = 1;
+  sb_result strong = {0};
+  double t1_strong = 0.0;
+  for (int mode = MODE_STRONG; mode <= MODE_WEAK; mode++) {
+    uint64_t n1 = mode == MODE_STRONG ? c->o.particles : c->o.per_device;
+    uint64_t n = mode == MODE_STRONG ? n1 : n1 * (uint64_t)ranks;
+    sb_result r1 = {0}, r = {0};
+    c->comm = NULL; /* the one-process baseline, rank 0 alone */
+    int bad = rank == 0 ? measure(c, 1, n1, &r1) : 0;
+    sb_mpi_idle_barrier(); /* the other ranks wait without taking rank 0's cores */
+    if (sb_mpi_max(bad)) goto done;
+    double t1 = sb_mpi_bcast(r1.ms);
+    c->comm = comm;
+    bad = measure(c, ranks, n, &r);
+    c->comm = NULL;
+    if (sb_mpi_max(bad)) goto done;
+    double ms = sb_mpi_max(r.ms);
+    int links = 2 * (ranks - 1);
+    double b = links ? (double)r.halo_bytes / SUBSTEPS / links : 0.0;
+    double t_halo = rate > 0.0 ? SUBSTEPS * 2.0 * (lat + b / rate) : 0.0;
+    double gather = (double)n * r.row_bytes;
+    double t_gather =
+        rate > 0.0 ? (double)(ranks - 1) / ranks * gather / rate + (ranks - 1) * lat : 0.0;
+    double model = (mode == MODE_STRONG ? t1 / ranks : t1) + 1e3 * (t_halo + t_gather);
+    double eff = ms > 0.0 ? (mode == MODE_STRONG ? t1 / (ranks * ms) : t1 / ms) : 0.0;
+    if (mode == MODE_STRONG) strong = r, t1_strong = t1;
+    if (out)
+      fprintf(out, "%-6s %5d %12llu %10.3f %10.3f %10.3f %13.3f %14.3f %10.3f %10s\n",
+              mode_names[mode], ranks, (unsigned long long)n, t1, ms, eff,
+              (double)r.halo_bytes * 1e-6, gather * 1e-6, model, "0 (staged)");
+    char bench[48];
+    snprintf(bench, sizeof bench, "mpi_%s_p%llu_ranks%d", mode_names[mode], (unsigned long long)n,
+             ranks);
+    add_row(c, bench, "ms_per_frame", ms, "ms");
+    add_row(c, bench, "efficiency", eff, "1");
+    add_row(c, bench, "halo_bytes_per_frame", (double)r.halo_bytes, "B");
+    add_row(c, bench, "gather_bytes_per_repartition", gather, "B");
+    add_row(c, bench, "model_ms_per_frame", model, "ms");
+  }
+  if (out && rate > 0.0) { /* the model on M nodes, strong scaling of the measured column */
+    double n = (double)c->o.particles;
+    int links = 2 * (ranks - 1);
+    double b = links ? (double)strong.halo_bytes / SUBSTEPS / links : 0.0;
+    fprintf(out,
+            "\nmodel, strong scaling of %.0f particles on M nodes (a rank each; link %.3g GB/s, "
+            "%.3g us; halo message %.0f B, gather row %.0f B; t1 %.3f ms):\n%6s %12s %12s %12s "
+            "%12s %10s\n",
+            n, rate * 1e-9, lat * 1e6, b, strong.row_bytes, t1_strong, "M", "compute ms", "halo ms",
+            "gather ms", "frame ms", "efficiency");
+    static const int nodes[] = {2, 4, 8, 16, 64, 256};
+    for (size_t i = 0; i < sizeof nodes / sizeof *nodes; i++) {
+      int m = nodes[i];
+      double tc = t1_strong / m;
+      double th = 1e3 * SUBSTEPS * 2.0 * (lat + b / rate);
+      double tg = 1e3 * ((double)(m - 1) / m * n * strong.row_bytes / rate + (m - 1) * lat);
+      double t = tc + th + tg;
+      fprintf(out, "%6d %12.3f %12.3f %12.3f %12.3f %10.3f\n", m, tc, th, tg, t,
+              t > 0.0 ? t1_strong / (m * t) : 0.0);
+    }
+  }
+  if (out && c->o.csv) {
+    char machine[512];
+    if (c->o.machine)
+      snprintf(machine, sizeof machine, "%s", c->o.machine);
+    else
+      bench_machine_name(c->devs[0], machine, sizeof machine);
+    if (bench_csv_append(c->o.csv, machine, c->rows, c->n_rows, out)) goto done;
+  }
+  rc = 0;
+done:
+  if (out) fflush(out);
+  sb_mpi_barrier();
+  wf_shutdown();
+  return rc;
+}
+
 int wf_bench_scaling(int argc, char **argv, FILE *out) {
   static sb_ctx ctx;
   sb_ctx *c = &ctx;
@@ -735,6 +888,7 @@ int wf_bench_scaling(int argc, char **argv, FILE *out) {
   c->out = out;
   int rc = parse(argc, argv, &c->o, out);
   if (rc >= 0) return rc;
+  if (c->o.mpi) return mpi_main(c);
   if (start(c)) return 1;
   rc = 1;
   bool cuda = wf_device_is_cuda(c->devs[0]);

@@ -100,6 +100,21 @@ int wf_cli_common_arg(wf_cli_scene_args *sa, int argc, char **argv, int *i);
 /* wf_cli_start_scene with *init (NULL: warnings and errors to stderr through wf_cli_log), then the
  * world of the scene on sa->device with sa->frames. Returns WF_EXIT_OK with *sc and *w to destroy
  * (and the runtime to shut down), or the exit code after printing why, with nothing left. */
+/* cli_mpi.c: MPI when launched as one rank of several (mpirun, srun), else nothing. start
+ * before the command, end after it (returns the exit status, the worst of the ranks' when this
+ * rank's is 0); comm: MPI_COMM_WORLD's address over several ranks, else NULL; any: the OR of
+ * every rank's flag (a collective). */
+void wf_cli_mpi_start(int *argc, char ***argv);
+int wf_cli_mpi_end(int rc);
+const void *wf_cli_mpi_comm(void);
+int wf_cli_mpi_rank(void);
+int wf_cli_mpi_ranks(void);
+bool wf_cli_mpi_any(bool flag);
+/* Over several ranks, every rank's exit status so far: rc when this rank failed, else
+ * WF_EXIT_FAILURE (saying which rank) when another did, else 0. A collective: the ranks call it
+ * at the same points, so a failure on one rank stops them all there. */
+int wf_cli_mpi_agree(int rc, const char *cmd);
+
 int wf_cli_start_world(const wf_cli_scene_args *sa, struct wf_init_desc *init, struct wf_scene **sc,
                        struct wf_world **w);
 

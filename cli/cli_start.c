@@ -76,6 +76,7 @@ int wf_cli_start_world(const wf_cli_scene_args *sa, struct wf_init_desc *init, s
   wf_world_desc wd = wf_world_desc_default();
   wd.device = sa->device;
   wd.frames = (int)sa->frames;
+  wd.mpi_comm = wf_cli_mpi_comm(); /* several ranks: the world spans them */
   if (wf_world_create(*sc, &wd, w) != WF_OK) {
     fprintf(stderr, "%s: creating the world: %s\n", sa->cmd, wf_last_error());
     wf_scene_destroy(*sc);

@@ -61,6 +61,12 @@ static void print_text(const wf_runtime_info *rt, const wf_device_info *info, in
            rt->cuda_architectures[0] ? rt->cuda_architectures : "unknown");
   else
     printf("           cuda: no (built without the CUDA backend)\n");
+  bool cuda_aware = false;
+  char mpi[128];
+  if (wf_mpi_available(&cuda_aware, mpi, sizeof mpi))
+    printf("           mpi: yes (%s; CUDA-aware: %s)\n", mpi, cuda_aware ? "yes" : "no");
+  else
+    printf("           mpi: no (built without MPI: WEFT_MPI)\n");
   if (rt->cuda_compiled) {
     printf("cuda       driver %s, runtime %s, %d device%s found\n",
            cuda_version_str(rt->cuda_driver_version, drv, sizeof drv),

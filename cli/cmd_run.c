@@ -201,6 +201,14 @@ static int check_resume(wf_world *w, const char *ckpt, bool accept) {
   return WF_EXIT_USAGE;
 }
 
+/* An output failed on this rank. One process: the run guard's stop (the last good state kept).
+ * Over MPI ranks only this rank failed, and the guard's reads of the state would wait for the
+ * others: the message, and the ranks agree to stop (wf_cli_mpi_agree). */
+static int failed(wf_world *w, const char *dir, const char *what) {
+  if (wf_cli_mpi_ranks() > 1) return fail_runtime(what);
+  return wf_run_guard_failed(w, dir, "run", what);
+}
+
 /* ---- the command ---------------------------------------------------------------------------- */
 
 int wf_cmd_run(int argc, char **argv) {
@@ -250,16 +258,35 @@ int wf_cmd_run(int argc, char **argv) {
   /* which files, named how, and when: the engine's run outputs (weft/outputs.h) */
   wf_run_outputs_desc od = wf_run_outputs_desc_from_scene(sc);
   if (out_dir) od.dir = out_dir;
+  /* over MPI ranks every rank reads the state at the same points (collectives); rank 0 writes to
+   * the directory, rank r > 0 nothing (outputs.discard) but its piece of each particle object's
+   * .vtp (rank 0 the .pvtp over them); a stopped run's checkpoint of rank r goes to
+   * <dir>/ranks/<r> */
+  char rank_dir[4200], piece_dir[4096];
+  snprintf(piece_dir, sizeof piece_dir, "%s", od.dir && *od.dir ? od.dir : "out");
+  od.piece = wf_cli_mpi_rank(), od.pieces = wf_cli_mpi_ranks(); /* every rank its piece */
+  od.piece_dir = piece_dir;
+  if (wf_cli_mpi_rank() > 0) {
+    snprintf(rank_dir, sizeof rank_dir, "%s/ranks/%d", od.dir && *od.dir ? od.dir : "out",
+             wf_cli_mpi_rank());
+    od.dir = rank_dir;
+    od.discard = true; /* the same reads of the world as rank 0's outputs, no files but pieces */
+    quiet = true;
+  }
   if (every > 0) od.every = (int)every;
   od.resume_frame = wf_world_frame(w);
-  if (wf_run_outputs_create(w, &od, &o) != WF_OK) {
-    rc = fail_runtime("opening the outputs");
-    goto done;
-  }
+  if (wf_run_outputs_create(w, &od, &o) != WF_OK) rc = fail_runtime("opening the outputs");
+  if ((rc = wf_cli_mpi_agree(rc, "weft run")) != WF_EXIT_OK) goto done;
   const char *dir = wf_run_outputs_dir(o);
   /* "png" in outputs.formats is --render: pictures need the viewer's renderer, which the library
    * must not link (viewer/ and cli/ sit above engine/), so this program draws them */
   if (od.formats & WF_SCENE_OUT_PNG) render = true;
+  if ((render || video) && wf_cli_mpi_ranks() > 1) { /* (every rank would decide alike) */
+    fprintf(stderr, "weft run: --render, --video and \"png\" are not supported over MPI ranks "
+                    "yet: run without them (the .vtp/.pvtp outputs open in ParaView)\n");
+    rc = WF_EXIT_USAGE;
+    goto done;
+  }
   if ((render || video) &&
       (rc = wf_cli_render_open("weft run", sc, w, render ? dir : NULL, &rend)) != 0) {
     if (rc == WF_EXIT_USAGE && (od.formats & WF_SCENE_OUT_PNG))
@@ -296,10 +323,8 @@ int wf_cmd_run(int argc, char **argv) {
   long n_frames_out = 0, n_checkpoints = 0, n_pictures = 0; /* for the closing line */
   double t_start = wf_cli_now_s();
   if (start == 0) { /* the initial state is frame 0 */
-    if (wf_run_outputs_write_frame(o, 0, 0.0) != WF_OK) {
-      rc = wf_run_guard_failed(w, dir, "run", "writing the outputs");
-      goto done;
-    }
+    if (wf_run_outputs_write_frame(o, 0, 0.0) != WF_OK) rc = failed(w, dir, "writing the outputs");
+    if ((rc = wf_cli_mpi_agree(rc, "weft run")) != WF_EXIT_OK) goto done;
     n_frames_out++;
     if (rend && wf_cli_render_frame(rend, 0, 0) != 0) {
       rc = WF_EXIT_FAILURE;
@@ -311,6 +336,9 @@ int wf_cmd_run(int argc, char **argv) {
   int64_t f_row = start;
   for (int64_t f = start + 1; f <= wf_world_last_frame(w); f++) { /* a stop rule shortens it */
     if (wf_world_step(w, 1) != WF_OK) {
+      if (wf_cli_mpi_ranks() > 1) /* every rank stops here (the world agreed): say which one */
+        fprintf(stderr, "\nweft run: MPI rank %d of %d: stepping frame %lld: %s\n",
+                wf_cli_mpi_rank(), wf_cli_mpi_ranks(), (long long)f, wf_last_error());
       rc = wf_run_guard_failed(w, dir, "run", "stepping");
       goto done;
     }
@@ -318,10 +346,8 @@ int wf_cmd_run(int argc, char **argv) {
     if (due & WF_RUN_OUTPUTS_FRAME) {
       wf_device_synchronize(wf_world_device(w));
       double t = wf_cli_now_s(), ms = 1e3 * (t - t_row) / (double)(f - f_row);
-      if (wf_run_outputs_write_frame(o, f, ms) != WF_OK) {
-        rc = wf_run_guard_failed(w, dir, "run", "writing the outputs");
-        goto done;
-      }
+      if (wf_run_outputs_write_frame(o, f, ms) != WF_OK) rc = failed(w, dir, "writing the outputs");
+      if ((rc = wf_cli_mpi_agree(rc, "weft run")) != WF_EXIT_OK) goto done;
       t_row = wf_cli_now_s(), f_row = f;
       n_frames_out++;
       if (rend && wf_cli_render_frame(rend, f, (f + every_out - 1) / every_out) != 0) {
@@ -331,14 +357,15 @@ int wf_cmd_run(int argc, char **argv) {
       n_pictures += rend != NULL;
     }
     if (due & WF_RUN_OUTPUTS_CHECKPOINT) {
-      if (wf_run_outputs_write_checkpoint(o, f) != WF_OK) {
-        rc = wf_run_guard_failed(w, dir, "run", "writing a checkpoint");
-        goto done;
-      }
+      if (wf_run_outputs_write_checkpoint(o, f) != WF_OK)
+        rc = failed(w, dir, "writing a checkpoint");
+      if ((rc = wf_cli_mpi_agree(rc, "weft run")) != WF_EXIT_OK) goto done;
       n_checkpoints++;
     }
     progress_show(&pr, f, f == wf_world_last_frame(w));
-    if (wf_run_guard_signal() && f < wf_world_last_frame(w)) {
+    /* over MPI ranks the launcher signals each rank when it gets to it: they agree, and every
+     * rank stops after the same frame */
+    if (wf_cli_mpi_any(wf_run_guard_signal() != 0) && f < wf_world_last_frame(w)) {
       rc = wf_run_guard_interrupted(w, dir, "run");
       goto done;
     }

@@ -71,9 +71,10 @@ static int weft_main(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+  wf_cli_mpi_start(&argc, &argv); /* one rank of several (mpirun): cli_mpi.c */
   char **args;
   int n = wf_cli_split_equals(argc, argv, &args); /* --frames=2 is --frames 2 everywhere */
   int rc = weft_main(n, args);
   if (args != argv) free(args);
-  return rc;
+  return wf_cli_mpi_end(rc);
 }

@@ -143,8 +143,22 @@ static wf_status fail_gpu(wf_status st, const char *what) {
 
 static void *ptr(const wf_buffer *b) { return b ? wf_buffer_ptr(b) : NULL; }
 
+/* The partitions this process checks: over MPI ranks only its own (each rank checks its block,
+ * and the world agrees on the verdicts, world.c). */
 static int partition_count(const wfw_health_source *s) {
-  return s->ps ? wf_particles_partition_count(s->ps) : wf_cloth_partition_count(s->cloth);
+  if (!s->ps) return wf_cloth_partition_count(s->cloth);
+  int n = 0;
+  for (int i = 0; i < wf_particles_partition_count(s->ps); i++)
+    n += wf_particles_partition_is_local(s->ps, i);
+  return n;
+}
+
+/* The solver's index of this process's j-th partition. */
+static int partition_index(const wfw_health_source *s, int j) {
+  if (!s->ps) return j;
+  for (int i = 0; i < wf_particles_partition_count(s->ps); i++)
+    if (wf_particles_partition_is_local(s->ps, i) && j-- == 0) return i;
+  return -1;
 }
 
 static wf_status partition_view(const wfw_health_source *s, int i, wf_partition_view *v) {
@@ -393,7 +407,7 @@ static wf_status create_parts(wfw_health *h, const wfp_collider *cols, const wf_
   for (int s = 0; s < h->n_sources && st == WF_OK; s++)
     for (int i = h->source_parts[s]; i < h->source_parts[s + 1] && st == WF_OK; i++) {
       hpart *p = &h->parts[i];
-      p->source = s, p->index = i - h->source_parts[s];
+      p->source = s, p->index = partition_index(&h->sources[s], i - h->source_parts[s]);
       wf_partition_view v;
       if ((st = partition_view(&h->sources[s], p->index, &v)) != WF_OK)
         return fail_gpu(st, "looking up a partition");

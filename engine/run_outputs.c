@@ -110,6 +110,10 @@ struct wf_run_outputs {
   float *xyz, *v3, *w3, *normal, *radius;
   uint32_t *id;
   int64_t first_frame; /* the frame the run started from (resume_frame) */
+  bool discard;        /* wf_run_outputs_desc.discard: the world's calls, no files but pieces */
+  int piece, pieces;   /* wf_run_outputs_desc's: this run's piece of `pieces` (> 1), or none */
+  char *piece_dir;     /* where the pieces and the .pvtp go */
+  wf_pvd **piece_pvd;  /* per object, piece 0 of a particle object: <object>_pieces.pvd */
   bool opened;         /* create succeeded: close writes run.json */
   char path[4096];
 };
@@ -132,8 +136,8 @@ static const char *const csv_force[] = {"fx", "fy", "fz", "tx", "ty", "tz"};
 static int csv_forces_at(const wf_run_outputs *o) { return CSV_FIXED + CSV_PER * o->n_objects; }
 
 wf_run_outputs_desc wf_run_outputs_desc_default(void) {
-  wf_run_outputs_desc d = {"out", WF_SCENE_OUT_VTK | WF_SCENE_OUT_CSV, 1, 0, 0, WF_SCENE_UP_Y,
-                           NULL};
+  wf_run_outputs_desc d = {
+      "out", WF_SCENE_OUT_VTK | WF_SCENE_OUT_CSV, 1, 0, 0, WF_SCENE_UP_Y, NULL, 0, 0, NULL, false};
   return d;
 }
 
@@ -263,6 +267,10 @@ static wf_status open_csv(wf_run_outputs *o, int64_t resume) {
   if (!o->row || !o->energy || !cols || !names) {
     free(cols), free(names);
     return wf__error(WF_ERR_OUT_OF_MEMORY, "wf_run_outputs_create", "no memory for stats.csv");
+  }
+  if (o->discard) { /* the row is computed (the same world calls), never written */
+    free(cols), free(names);
+    return WF_OK;
   }
   for (int k = 0; k < CSV_BASE; k++)
     cols[k] = csv_columns[k];
@@ -399,6 +407,8 @@ static wf_status write_summary(wf_run_outputs *o) {
   return st;
 }
 
+static wf_status open_pieces(wf_run_outputs *o, const wf_run_outputs_desc *d);
+
 wf_status wf_run_outputs_create(wf_world *w, const wf_run_outputs_desc *desc,
                                 wf_run_outputs **out) {
   if (!w || !out) return wf__error(WF_ERR_INVALID, __func__, "w or out is NULL");
@@ -422,14 +432,17 @@ wf_status wf_run_outputs_create(wf_world *w, const wf_run_outputs_desc *desc,
   o->checkpoint_every = d.checkpoint_every > 0 ? d.checkpoint_every : 0;
   o->up_axis = d.up_axis == WF_SCENE_UP_Z ? WF_SCENE_UP_Z : WF_SCENE_UP_Y;
   o->n_objects = wf_world_object_count(w);
+  o->discard = d.discard;
   wf_status st = wf_dir_create(o->dir);
   if (st == WF_OK) st = alloc_buffers(o);
-  if (st == WF_OK && (o->formats & WF_SCENE_OUT_VTK)) st = open_collections(o, d.resume_frame);
-  if (st == WF_OK && (o->formats & WF_SCENE_OUT_USD))
+  if (st == WF_OK && (o->formats & WF_SCENE_OUT_VTK) && !o->discard)
+    st = open_collections(o, d.resume_frame);
+  if (st == WF_OK && (o->formats & WF_SCENE_OUT_USD) && !o->discard)
     st = wfo_usd_create(w, d.scene, o->dir, o->every, o->up_axis, d.resume_frame, &o->usd);
   if (st == WF_OK && (o->formats & WF_SCENE_OUT_CSV)) st = open_csv(o, d.resume_frame);
   o->first_frame = d.resume_frame;
-  if (st == WF_OK) st = write_resume_log(o);
+  if (st == WF_OK && (o->formats & WF_SCENE_OUT_VTK) && d.pieces > 1) st = open_pieces(o, &d);
+  if (st == WF_OK && !o->discard) st = write_resume_log(o);
   if (st != WF_OK) {
     char msg[1024];
     snprintf(msg, sizeof msg, "%s", wf_last_error());
@@ -446,6 +459,9 @@ wf_status wf_run_outputs_close(wf_run_outputs *o) {
   wf_status st = WF_OK;
   for (int i = 0; o->pvd && i < o->n_objects; i++)
     wf_pvd_destroy(o->pvd[i]);
+  for (int i = 0; o->piece_pvd && i < o->n_objects; i++)
+    wf_pvd_destroy(o->piece_pvd[i]);
+  free(o->piece_pvd), free(o->piece_dir);
   wf_pvd_destroy(o->scene_pvd);
   wfo_usd_destroy(o->usd);
   if (o->csv) st = wf_csv_close(o->csv);
@@ -453,7 +469,7 @@ wf_status wf_run_outputs_close(wf_run_outputs *o) {
   if (o->csv && st == WF_OK && wf_world_stop_reason(o->w, &stop) &&
       stop.frame > o->first_frame) /* the rule fired in this run: say so under its rows */
     st = append_line(o, WF_RUN_FILE_CSV, "# stopped: %s\n", stop.text);
-  if (o->opened) {
+  if (o->opened && !o->discard) {
     wf_status s2 = write_summary(o);
     if (st == WF_OK) st = s2;
   }
@@ -548,6 +564,70 @@ static wf_status write_ply(wf_run_outputs *o, const wf_world_object *obj, int64_
   return wf_ply_write_points(o->path, &p);
 }
 
+/* ---- pieces (wf_run_outputs_desc.pieces) ---------------------------------------------------- */
+
+static wf_status open_pieces(wf_run_outputs *o, const wf_run_outputs_desc *d) {
+  const char *dir = d->piece_dir && *d->piece_dir ? d->piece_dir : o->dir;
+  o->piece = d->piece, o->pieces = d->pieces;
+  o->piece_dir = strdup(dir);
+  o->piece_pvd = calloc((size_t)o->n_objects + 1, sizeof *o->piece_pvd);
+  if (!o->piece_dir || !o->piece_pvd)
+    return wf__error(WF_ERR_OUT_OF_MEMORY, __func__, "no memory for the pieces");
+  wf_status st = wf_dir_create(o->piece_dir);
+  for (int i = 0; i < o->n_objects && st == WF_OK && o->piece == 0; i++) {
+    wf_world_object obj;
+    if ((st = wf_world_object_get(o->w, i, &obj)) != WF_OK || obj.kind != WF_WORLD_PARTICLES)
+      continue;
+    snprintf(o->path, sizeof o->path, "%s/%s_pieces.pvd", o->piece_dir, obj.name);
+    st = wf_pvd_create(o->path, &o->piece_pvd[i]);
+  }
+  return st;
+}
+
+static const char *vtk_type(wf_vtk_type t) { return t == WF_VTK_UINT32 ? "UInt32" : "Float32"; }
+
+/* Piece `piece` of particle object i's frame (rows [a, b) of the arrays write_vtp wrote), and on
+ * piece 0 the .pvtp over every piece and its entry in <object>_pieces.pvd. */
+static wf_status write_piece(wf_run_outputs *o, int i, const wf_world_object *obj,
+                             const wf_vtk_array *arrays, int64_t frame) {
+  size_t n = obj->point_count;
+  size_t a = n * (size_t)o->piece / (size_t)o->pieces;
+  size_t b = n * (size_t)(o->piece + 1) / (size_t)o->pieces;
+  wf_vtk_array part[4];
+  for (int k = 0; k < 4; k++) {
+    part[k] = arrays[k];
+    part[k].data = (const char *)arrays[k].data + a * (size_t)arrays[k].components * 4;
+  }
+  snprintf(o->path, sizeof o->path, "%s/%s_%06lld_p%d.vtp", o->piece_dir, obj->name,
+           (long long)frame, o->piece);
+  wf_vtp_desc d = {b - a, o->xyz + 3 * a, 0, NULL, part, 4, true};
+  wf_status st = wf_vtp_write(o->path, &d);
+  if (st != WF_OK || o->piece != 0) return st;
+  snprintf(o->path, sizeof o->path, "%s/%s_%06lld.pvtp", o->piece_dir, obj->name, (long long)frame);
+  wf_atomic_file *f = NULL;
+  if ((st = wf_atomic_file_open(o->path, &f)) != WF_OK) return st;
+  wf_atomic_file_printf(f, "<?xml version=\"1.0\"?>\n<VTKFile type=\"PPolyData\" version=\"1.0\" "
+                           "byte_order=\"LittleEndian\" header_type=\"UInt64\">\n"
+                           "  <PPolyData GhostLevel=\"0\">\n    <PPointData>\n");
+  for (int k = 0; k < 4; k++)
+    wf_atomic_file_printf(f,
+                          "      <PDataArray type=\"%s\" Name=\"%s\" "
+                          "NumberOfComponents=\"%d\"/>\n",
+                          vtk_type(arrays[k].type), arrays[k].name, arrays[k].components);
+  wf_atomic_file_printf(f, "    </PPointData>\n    <PPoints>\n      <PDataArray type=\"Float32\" "
+                           "NumberOfComponents=\"3\"/>\n    </PPoints>\n");
+  for (int p = 0; p < o->pieces; p++)
+    wf_atomic_file_printf(f, "    <Piece Source=\"%s_%06lld_p%d.vtp\"/>\n", obj->name,
+                          (long long)frame, p);
+  wf_atomic_file_printf(f, "  </PPolyData>\n</VTKFile>\n");
+  if ((st = wf_atomic_file_commit(f)) != WF_OK) return st;
+  char rel[160];
+  snprintf(rel, sizeof rel, "%s_%06lld.pvtp", obj->name, (long long)frame);
+  return o->piece_pvd[i]
+             ? wf_pvd_add(o->piece_pvd[i], (double)frame * wf_world_frame_dt(o->w), 0, rel)
+             : WF_OK;
+}
+
 static wf_status write_vtp(wf_run_outputs *o, int i, const wf_world_object *obj, int64_t frame) {
   wf_status st = scene_entry(o, i, obj->name, frame);
   if (st != WF_OK) return st;
@@ -565,25 +645,30 @@ static wf_status write_vtp(wf_run_outputs *o, int i, const wf_world_object *obj,
                    cloth ? mesh : points,
                    cloth ? 2 : 4,
                    true};
-  st = wf_vtp_write(o->path, &d);
-  return st != WF_OK ? st : wf_pvd_add(o->pvd[i], o->entries[i].time, 0, o->rel[i]);
+  if (!o->discard) st = wf_vtp_write(o->path, &d);
+  if (st == WF_OK && !o->discard) st = wf_pvd_add(o->pvd[i], o->entries[i].time, 0, o->rel[i]);
+  if (st == WF_OK && o->pieces > 1 && !cloth) st = write_piece(o, i, obj, points, frame);
+  return st;
 }
 
 wf_status wf_run_outputs_write_frame(wf_run_outputs *o, int64_t frame, double ms_per_frame) {
   if (!o) return wf__error(WF_ERR_INVALID, __func__, "o is NULL");
   wf_status st = wf_world_check(o->w);
-  bool points = o->formats & (WF_SCENE_OUT_PLY | WF_SCENE_OUT_VTK);
+  /* (discard: the USD writer's reads of the state are the gather's, made here instead) */
+  bool points = o->formats & (WF_SCENE_OUT_PLY | WF_SCENE_OUT_VTK) ||
+                (o->discard && (o->formats & WF_SCENE_OUT_USD));
   for (int i = 0; points && i < o->n_objects && st == WF_OK; i++) {
     wf_world_object obj;
     st = gather(o, i, &obj);
-    if (st == WF_OK && (o->formats & WF_SCENE_OUT_PLY)) st = write_ply(o, &obj, frame);
+    if (st == WF_OK && (o->formats & WF_SCENE_OUT_PLY) && !o->discard)
+      st = write_ply(o, &obj, frame);
     if (st == WF_OK && (o->formats & WF_SCENE_OUT_VTK)) st = write_vtp(o, i, &obj, frame);
   }
   /* scene.pvd lists the frame once every object's file is there */
-  if (st == WF_OK && (o->formats & WF_SCENE_OUT_VTK) && o->n_objects)
+  if (st == WF_OK && (o->formats & WF_SCENE_OUT_VTK) && o->n_objects && !o->discard)
     st = wf_pvd_add_entries(o->scene_pvd, o->entries, (size_t)o->n_objects);
   if (st == WF_OK && o->usd) st = wfo_usd_write_frame(o->usd, frame);
-  if (st == WF_OK && o->csv) {
+  if (st == WF_OK && (o->csv || (o->discard && (o->formats & WF_SCENE_OUT_CSV)))) {
     wf_world_stats s;
     st = wf_world_stats_get(o->w, &s);
     if (st == WF_OK) st = wf_world_energy_get(o->w, o->energy, NULL);
@@ -611,7 +696,7 @@ wf_status wf_run_outputs_write_frame(wf_run_outputs *o, int64_t frame, double ms
       double *r = o->row + csv_forces_at(o) + 6 * k;
       st = wf_world_collider_force(o->w, k, r, r + 3);
     }
-    if (st == WF_OK) st = wf_csv_append(o->csv, o->row);
+    if (st == WF_OK && o->csv) st = wf_csv_append(o->csv, o->row);
   }
   return st;
 }
@@ -619,6 +704,14 @@ wf_status wf_run_outputs_write_frame(wf_run_outputs *o, int64_t frame, double ms
 wf_status wf_run_outputs_write_checkpoint(wf_run_outputs *o, int64_t frame) {
   if (!o) return wf__error(WF_ERR_INVALID, __func__, "o is NULL");
   wf_status st = wf_world_check(o->w); /* never a checkpoint of an unhealthy frame */
+  if (st == WF_OK && o->discard) {     /* the same reads of the world, into a file removed after */
+    const char *tmp = getenv("TMPDIR");
+    snprintf(o->path, sizeof o->path, "%s/weft-discarded-%ld.wfck", tmp && *tmp ? tmp : "/tmp",
+             (long)getpid());
+    st = wf_world_save(o->w, o->path);
+    remove(o->path);
+    return st;
+  }
   if (st == WF_OK) st = name(o, WF_RUN_FILE_CHECKPOINT, NULL, frame);
   return st != WF_OK ? st : wf_world_save(o->w, o->path);
 }

@@ -39,6 +39,7 @@
 #include "weft/particles.h"
 
 #include "emit.h"
+#include "solvers/partition/ranks.h"
 #include "world_internal.h"
 
 /* A solver call failed: keep its message, prefixed with the object ("cloths[1] 'flag': ..."). */
@@ -48,7 +49,9 @@ static wf_status fail_object(wf_status st, const char *list, int index, const ch
   return wf__error(st, NULL, "%s[%d] '%s': %s", list, index, name, inner);
 }
 
-wf_world_desc wf_world_desc_default(void) { return (wf_world_desc){.device = NULL, .frames = 0}; }
+wf_world_desc wf_world_desc_default(void) {
+  return (wf_world_desc){.device = NULL, .frames = 0, .mpi_comm = NULL};
+}
 
 /* ---- devices -------------------------------------------------------------------------------- */
 
@@ -357,7 +360,9 @@ static wf_cloth_mesh_desc mesh_of(const wf_scene_cloth *c) {
  * (wf_cloth_copy_positions_on, readback), as it does the particles. */
 
 static int cloth_devices(const wf_world *w, const wf_scene_cloth *c) {
-  return c->self_collision || c->contact ? 1 : w->n_devices;
+  /* over MPI ranks a cloth is not split between ranks yet: each rank runs it whole (the same
+   * bits on every rank, and those of a split: the cloth's result does not depend on it) */
+  return c->self_collision || c->contact || w->mpi_comm ? 1 : w->n_devices;
 }
 
 static const char *cloth_name(const wf_world *w, int i) {
@@ -557,6 +562,7 @@ static wf_status create_particles(wf_world *w, const wf_scene *sc) {
   for (int i = 0; i < w->n_devices; i++)
     d.devices[i] = w->devices[i];
   d.device_count = w->n_devices;
+  d.mpi_comm = w->mpi_comm;
   wf_status st = wf_particles_create(&d, &w->ps);
   if (st != WF_OK) return st;
   w->n_pmats = sc->material_count > 0 ? sc->material_count : 1;
@@ -638,6 +644,7 @@ wf_status wf_world_create(const wf_scene *sc, const wf_world_desc *desc, wf_worl
   w->gust_frequency = sc->forces.gust_frequency;
   w->max_speed = sc->simulation.max_speed;
   w->cache_frame = -1;
+  w->mpi_comm = dd.mpi_comm;
   w->n_stop = sc->simulation.stop_count;
   memcpy(w->stop_rules, sc->simulation.stop_when, sizeof w->stop_rules);
   w->stop.rule = -1;
@@ -755,12 +762,32 @@ static void wind_at(const wf_world *w, int64_t f, float out[3]) {
     out[k] = (float)(w->wind[k] + g * dir[k]);
 }
 
+/* Over MPI ranks: a status every rank agrees on (one allreduce a frame). A rank that failed keeps
+ * its own message; the others fail naming the lowest rank that did, so every rank stops at the
+ * same frame, between frames, instead of waiting for a halo that never comes. */
+static wf_status agree(wf_world *w, wf_status st) {
+  if (!w->mpi_comm) return st;
+  int failed = -1;
+  char mine[1024];
+  snprintf(mine, sizeof mine, "%s", st != WF_OK ? wf_last_error() : "");
+  wf_status st2 = wfpt_comm_agree(w->mpi_comm, st != WF_OK, &failed);
+  int size = 1, rank = 0;
+  wfpt_comm_size(w->mpi_comm, &size, &rank);
+  if (st != WF_OK) return wf__error(st, NULL, "MPI rank %d of %d: %s", rank, size, mine);
+  if (st2 != WF_OK) return st2;
+  if (failed >= 0)
+    return wf__error(WF_ERR_DEVICE, NULL,
+                     "MPI rank %d failed at frame %lld (see its message); every rank stops", failed,
+                     (long long)w->frame);
+  return WF_OK;
+}
+
 wf_status wf_world_step(wf_world *w, int frames) {
   if (!w) return wf__error(WF_ERR_INVALID, "wf_world_step", "world is NULL");
   if (frames < 0) return wf__error(WF_ERR_INVALID, "wf_world_step", "frames %d < 0", frames);
   bool gusty = w->gust_amplitude > 0.0 && w->gust_frequency > 0.0;
   wf_status st = wfw_health_read(w->health, w->frame, false); /* an unhealthy frame stops it */
-  if (st != WF_OK) return st;
+  if ((st = agree(w, st)) != WF_OK) return st;
   for (int f = 0; f < frames && w->stop.rule < 0; f++) { /* a stop rule ends the run */
     if (w->drag.active && (st = wfw_drag_apply(w)) != WF_OK) return st;
     for (int i = 0; i < w->n_cloths && gusty; i++) { /* before the frame of coupled cloths */
@@ -779,8 +806,9 @@ wf_status wf_world_step(wf_world *w, int frames) {
     if (w->cgroup && (st = wf_cloth_group_step_frames(w->cgroup, 1)) != WF_OK)
       return group_error(st);
     w->frame++;
-    if ((st = wfw_health_after_frame(w->health, w->frame)) != WF_OK) return st;
-    if ((st = wfw_stop_after_frame(w)) != WF_OK) return st;
+    st = wfw_health_after_frame(w->health, w->frame);
+    if (st == WF_OK) st = wfw_stop_after_frame(w);
+    if ((st = agree(w, st)) != WF_OK) return st;
   }
   return WF_OK;
 }

@@ -38,8 +38,9 @@ struct wf_world {
   double wind[3], gust_amplitude, gust_frequency;
   double max_speed;
   int64_t frame;
-  wf_particles *ps;  /* the particles over devices[0..n_devices) (a partition each), or NULL */
-  wf_stream *stream; /* shared by the particles and the cloths coupled to them, or NULL */
+  wf_particles *ps;     /* the particles over devices[0..n_devices) (a partition each), or NULL */
+  const void *mpi_comm; /* wf_world_desc.mpi_comm: over MPI ranks, or NULL */
+  wf_stream *stream;    /* shared by the particles and the cloths coupled to them, or NULL */
   uint32_t n_particles;
   int n_cloths;
   wf_cloth **cloths; /* per cloth: its solver, over one device or several */

@@ -4,6 +4,7 @@
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config clang
       libcjson-dev                      # scene files
+      libopenmpi-dev openmpi-bin        # MPI ranks (WEFT_MPI=AUTO builds them when found)
       libmetis-dev                      # cloth mesh partitioning
       libassimp-dev                     # mesh collider files (OBJ, STL, PLY, glTF)
       libepoxy-dev libglfw3-dev libcglm-dev libstb-dev libegl-dev  # viewer and --render

@@ -8,6 +8,7 @@
 #                             has no CUDA backend)
 #   python/ (import weft)     the installed package imported from <prefix>/lib/python3/dist-packages
 #                             and a scene stepped, when it was built (Python 3 + NumPy found)
+#   examples/mpi              the particles over 2 MPI ranks (mpirun), when an MPI is installed
 # Exits non-zero on any failure. weft is built in build-examples/ (kept, so a second run is
 # incremental) without its tests; WEFT_EXAMPLES_CUDA=ON|AUTO builds it with the CUDA backend
 # (default OFF: CPU only, quicker). The prefix and the examples' builds are removed at the end.
@@ -90,5 +91,17 @@ if command -v nvcc >/dev/null; then
   fi
 else
   echo "external_stream: not built (no nvcc)"
+fi
+# examples/mpi: the particles over MPI ranks, where an MPI is installed (and so in the installed
+# weft: WEFT_MPI=AUTO). Root is allowed through Open MPI's variables (CI runs as root).
+if command -v mpicc >/dev/null && command -v mpirun >/dev/null; then
+  step "mpi (particles over 2 MPI ranks)"
+  cmake -S examples/mpi -B "$work/mpi" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \
+    -DCMAKE_C_FLAGS=-Werror >/dev/null
+  cmake --build "$work/mpi"
+  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+    mpirun -np 2 --oversubscribe "$work/mpi/mpi_particles" 4
+else
+  echo "mpi: not built (no mpicc/mpirun: scripts/deps.sh installs Open MPI)"
 fi
 step "all passed"

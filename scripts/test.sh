@@ -27,10 +27,16 @@ run_suite "default build" build -DCMAKE_BUILD_TYPE=RelWithDebInfo
 scripts/examples.sh # install into a temporary prefix; build and run examples/ against it
 [ "${WEFT_TEST_QUICK:-0}" = 1 ] && exit 0
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-run_suite "AddressSanitizer + UndefinedBehaviorSanitizer" build-asan -DWEFT_CUDA=OFF -DWEFT_PYTHON=OFF \
-  -DCMAKE_BUILD_TYPE=Debug -DWEFT_SANITIZE=address,undefined
+# The sanitizer suites build without the Python package (an instrumented extension cannot be
+# loaded by an uninstrumented python) and without MPI (-DWEFT_MPI=OFF): Open MPI's MPI_Init/MPI_Finalize are
+# known to leave allocations LeakSanitizer reports and its progress threads to trip TSan, inside
+# Open MPI (not weft's to fix; not measured on this project), and the mpi tests (up to 4 ranks a
+# case, ~2 min in all) would multiply under the sanitizers on 2 cores. So these suites also check
+# that everything builds and runs without MPI; the default build runs the mpi tests.
+run_suite "AddressSanitizer + UndefinedBehaviorSanitizer" build-asan -DWEFT_CUDA=OFF \
+  -DWEFT_MPI=OFF -DWEFT_PYTHON=OFF -DCMAKE_BUILD_TYPE=Debug -DWEFT_SANITIZE=address,undefined
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/scripts/tsan.supp"
-run_suite "ThreadSanitizer" build-tsan -DWEFT_CUDA=OFF -DWEFT_PYTHON=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DWEFT_SANITIZE=thread
+run_suite "ThreadSanitizer" build-tsan -DWEFT_CUDA=OFF -DWEFT_MPI=OFF -DWEFT_PYTHON=OFF \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWEFT_SANITIZE=thread
 echo "== fuzzing (${WEFT_FUZZ_SECONDS:-60} s per target)"
 scripts/fuzz.sh "${WEFT_FUZZ_SECONDS:-60}"

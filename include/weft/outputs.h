@@ -116,6 +116,20 @@ typedef struct wf_run_outputs_desc {
                                WF_SCENE_UP_Y: as simulated */
   const wf_scene *scene;    /* USD: the colliders and grid sizes (NULL: none); read at create
                                only. wf_run_outputs_desc_from_scene sets it */
+  /* Pieces (a world over MPI ranks, weft run under mpirun): with pieces > 1, every VTK frame of a
+   * particle object also goes out as `pieces` files, this run writing piece `piece` (the
+   * object's particles [piece n / pieces, (piece + 1) n / pieces) in id order) as
+   * <object>_<frame>_p<piece>.vtp into piece_dir (NULL: dir); piece 0 also writes
+   * <object>_<frame>.pvtp there, naming every piece (ParaView and VTK's XMLPPolyDataReader open
+   * it as one data set), and the collection <object>_pieces.pvd of those (a resumed run lists
+   * the frames it wrote). 0 or 1: no pieces. */
+  int piece, pieces;
+  const char *piece_dir;
+  /* true: make every call the run's outputs make on the world (over MPI ranks they are
+   * collectives, so every rank must make them) but write no file but the pieces; checkpoints go
+   * to a temporary file that is removed. The directory is still created (the run guard writes a
+   * stopped run's checkpoint there). weft run sets it on MPI ranks > 0. */
+  bool discard;
 } wf_run_outputs_desc;
 
 /** Bits of wf_run_outputs_due. */

@@ -221,6 +221,15 @@ typedef struct wf_particles_desc {
    * (finite). Fixed from then on; wf_particles_origin reports it. */
   bool origin_given;
   double origin[3];
+  /* MPI ranks (docs/multi-device.md, "MPI"): NULL, one process. Else a pointer to an MPI_Comm
+   * (the application's, after MPI_Init; weft duplicates it, so its messages never meet the
+   * caller's). The device_count partitions are then shared by the communicator's ranks in
+   * blocks (partition p is rank p * ranks / device_count's; device_count >= ranks), each rank
+   * creating only its own partitions, on devices[p]; halos between ranks go through MPI. Every
+   * rank makes the same calls with the same arguments (the same scene), and the result is
+   * bitwise that of one process with the same device_count. A libweft built without MPI refuses
+   * it (WF_ERR_UNSUPPORTED). */
+  const void *mpi_comm;
 } wf_particles_desc;
 
 /** Contact material. Start from wf_particle_material_default(): glass beads (soda-lime glass:
@@ -629,6 +638,9 @@ typedef struct wf_particles_info {
 WF_API wf_status wf_particles_info_get(const wf_particles *ps, wf_particles_info *out);
 /** Number of partitions (= devices). */
 WF_API int wf_particles_partition_count(const wf_particles *ps);
+/** Whether this process holds partition i (always, but over MPI ranks: then only its rank's
+ *  block; wf_particles_partition_view refuses the others). */
+WF_API bool wf_particles_partition_is_local(const wf_particles *ps, int i);
 /** Partition i's state on its own device, after the frames enqueued so far (weft/partition.h):
  *  the rows it owns with their global ids (one partition: every particle, ids NULL, first 0, the
  *  solver's own buffers). Several partitions: enqueues, on the partition's stream, a gather of

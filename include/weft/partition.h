@@ -15,6 +15,8 @@
 #ifndef WEFT_PARTITION_H
 #define WEFT_PARTITION_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "weft/gpu.h"
@@ -60,6 +62,13 @@ typedef struct wf_overlap {
   double hidden_fraction;
   uint64_t halo_bytes_per_frame; /* bytes the halo copies move per frame, all partitions */
 } wf_overlap;
+
+/** MPI ranks (docs/multi-device.md, "MPI"): whether this libweft was built with MPI (WEFT_MPI;
+ *  then wf_particles_desc.mpi_comm and wf_world_desc.mpi_comm act). *cuda_aware (may be NULL):
+ *  whether its MPI takes CUDA device memory (Open MPI's MPIX_Query_cuda_support, as the
+ *  library it runs with says; false where the MPI cannot say). The halo transport stages through
+ * host memory either way for now. `version` (may be NULL) gets the MPI library's version text. */
+WF_API bool wf_mpi_available(bool *cuda_aware, char *version, size_t version_bytes);
 
 #ifdef __cplusplus
 }

@@ -67,6 +67,13 @@ typedef struct wf_world_desc {
   const char *device; /* NULL: the scene's simulation.devices; else a device name, "auto", "all"
                          or names separated by commas ("cpu:0,cpu:1": particles split over them) */
   int frames;         /* > 0: replaces simulation.frames (wf_world_frames); 0: the scene's */
+  /* NULL: one process. Else a pointer to an MPI_Comm (after MPI_Init) whose ranks each create
+   * this world from the same scene and devices: the particles' partitions (one a device) are
+   * shared by the ranks in blocks (wf_particles_desc.mpi_comm), every cloth runs whole on each
+   * rank's first device, and every rank steps, reads and checks the world at the same points
+   * (each call is collective). A check that fails on one rank fails wf_world_step on every rank,
+   * naming the rank. Bitwise the state of one process with the same devices. */
+  const void *mpi_comm;
 } wf_world_desc;
 
 /** Kinds of objects. */

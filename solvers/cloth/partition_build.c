@@ -592,7 +592,7 @@ static wf_status build_parts(const char *fn, wf_cloth *cs, wf_device *const *dev
   wf_stream *streams[WFPT_MAX];
   for (int p = 0; p < cs->np; p++)
     streams[p] = wfc_stream_of(cs, p);
-  wfpt_set_desc sd = {what, cs->np, devices, streams, NULL};
+  wfpt_set_desc sd = {.what = what, .n = cs->np, .devices = devices, .streams = streams};
   return wfpt_set_create(&sd, &cs->set);
 }
 

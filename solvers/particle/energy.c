@@ -94,7 +94,7 @@ static void ework_free(ework *w, wf_stream *s) {
  * buffers (after a wait that reports its flags, as a download does), else the master copy
  * gathered by the download and uploaded into w's buffers. */
 static wf_status state_on_device(wf_particles *sp, ework *w, wfp_energy_args *a) {
-  wfp_part *p0 = sp->parts[0].ps;
+  wfp_part *p0 = sp->parts[sp->lead].ps;
   wf_stream *s = wfp_part_stream(p0);
   wf_device *dev = wfp_part_device(p0);
   if (sp->np == 1) {
@@ -130,7 +130,7 @@ static wf_status state_on_device(wf_particles *sp, ework *w, wfp_energy_args *a)
 static wf_status rows_compute(wf_particles *sp, ework *w) {
   static const char fn[] = "wf_particles_energy_get";
   uint32_t n = w->n = wf_particles_count(sp);
-  wfp_part *p0 = sp->parts[0].ps;
+  wfp_part *p0 = sp->parts[sp->lead].ps;
   wf_stream *s = wfp_part_stream(p0);
   wf_device *dev = wfp_part_device(p0);
   if (n == 0) return sp->np == 1 ? wfp_part_check(p0) : wf_particles_check(sp);
@@ -234,7 +234,7 @@ wf_status wf_particles_energy_ranges(wf_particles *sp, int n, const uint32_t *fi
     e->elastic = e->contact + e->collider;
     e->total = e->kinetic + e->rotational + e->potential + e->elastic;
   }
-  ework_free(&w, wfp_part_stream(sp->parts[0].ps));
+  ework_free(&w, wfp_part_stream(sp->parts[sp->lead].ps));
   return st;
 }
 

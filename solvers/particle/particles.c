@@ -54,6 +54,7 @@
 #include "particle_kernels.h"
 #include "particles_impl.h"
 #include "solvers/partition/measure.h"
+#include "solvers/partition/ranks.h"
 #include "solvers/partition/transport.h"
 
 #define fail(st, ...) wf__error(st, NULL, __VA_ARGS__)
@@ -95,6 +96,7 @@ void wfp_dbuf_free(dbuf *d, wf_stream *s) {
  * sends on (their staging on both ends and index lists). */
 static size_t part_bytes(const wf_particles *sp, int p) {
   const part *pt = &sp->parts[p];
+  if (!pt->ps) return 0; /* another rank's */
   const dbuf *own[] = PART_DBUFS(pt);
   size_t bytes = wfp_part_device_bytes(pt->ps);
   for (size_t b = 0; b < sizeof own / sizeof own[0]; b++)
@@ -219,9 +221,33 @@ static wf_status part_create(wf_particles *sp, int p, wf_device *dev, const wf_s
                        &pt->flag),
       "allocating a flag");
   for (int q = 0; q < p; q++)
-    if (sp->parts[q].dev != dev && (!wf_device_can_access_peer(dev, sp->parts[q].dev) ||
-                                    !wf_device_can_access_peer(sp->parts[q].dev, dev)))
+    if (MINE(sp, q) && sp->parts[q].dev != dev &&
+        (!wf_device_can_access_peer(dev, sp->parts[q].dev) ||
+         !wf_device_can_access_peer(sp->parts[q].dev, dev)))
       sp->info.peer = false;
+  return WF_OK;
+}
+
+/* Over MPI ranks (desc.mpi_comm): this rank and the number of ranks, and the lead partition;
+ * what a split over ranks does not do yet is refused here. */
+static wf_status ranks_of(wf_particles *sp, int *rank, int *ranks) {
+  wf_status st = wfpt_comm_size(sp->desc.mpi_comm, ranks, rank);
+  if (st != WF_OK) return st;
+  if (sp->np < *ranks)
+    return fail(WF_ERR_INVALID,
+                "particles '%s': %d partitions over %d MPI ranks: every rank needs one (give at "
+                "least %d devices)",
+                sp->name, sp->np, *ranks, *ranks);
+  if (sp->desc.balance == WF_BALANCE_TIME && *ranks > 1)
+    return fail(WF_ERR_UNSUPPORTED,
+                "particles '%s': balance WF_BALANCE_TIME over MPI ranks is not supported yet "
+                "(use WF_BALANCE_COUNT)",
+                sp->name);
+  if (sp->np == 1) return WF_OK; /* one partition: nothing is split */
+  sp->ranks = true;
+  sp->desc.no_graph = true; /* (transport.h: the MPI waits are the host's) */
+  for (int p = sp->np - 1; p >= 0; p--)
+    if (wfpt_rank_of(p, sp->np, *ranks) == *rank) sp->lead = p;
   return WF_OK;
 }
 
@@ -238,7 +264,11 @@ static wf_status set_create(wf_particles *sp) {
     devs[p] = sp->parts[p].dev, streams[p] = wfp_part_stream(sp->parts[p].ps);
   char what[96];
   snprintf(what, sizeof what, "particles '%s'", sp->name);
-  wfpt_set_desc d = {.what = what, .n = sp->np, .devices = devs, .streams = streams};
+  wfpt_set_desc d = {.what = what,
+                     .n = sp->np,
+                     .devices = devs,
+                     .streams = streams,
+                     .mpi_comm = sp->ranks ? sp->desc.mpi_comm : NULL};
   wf_status st = wfpt_set_create(&d, &sp->set);
   if (st != WF_OK) return st;
   wfpt_frame_ops ops = {
@@ -251,6 +281,7 @@ static wf_status set_create(wf_particles *sp) {
  * its frame). */
 static wf_status origin_fix(wf_particles *sp, const double origin[3]) {
   for (int p = 0; p < sp->np; p++) {
+    if (!MINE(sp, p)) continue;
     wf_status st = wfp_part_origin_set(sp->parts[p].ps, origin);
     if (st != WF_OK) return st;
   }
@@ -307,8 +338,11 @@ wf_status wf_particles_create(const wf_particles_desc *desc, wf_particles **out)
   sp->skin_factor = 1.0f;
   sp->info.partitions = n;
   sp->info.peer = true;
+  int rank = 0, ranks = 1;
+  if (desc->mpi_comm) st = ranks_of(sp, &rank, &ranks);
   for (int p = 0; p < n && st == WF_OK; p++)
-    st = part_create(sp, p, devices[p], n == 1 ? desc->stream : NULL);
+    if (wfpt_rank_of(p, n, ranks) == rank)
+      st = part_create(sp, p, devices[p], n == 1 ? desc->stream : NULL);
   if (st == WF_OK) st = set_create(sp);
   if (st == WF_OK && n > 1) st = master_reserve(sp, 0);
   if (st == WF_OK && desc->origin_given) st = origin_fix(sp, desc->origin);
@@ -322,18 +356,102 @@ wf_status wf_particles_create(const wf_particles_desc *desc, wf_particles **out)
 
 int wf_particles_partition_count(const wf_particles *sp) { return sp ? sp->np : 0; }
 
+bool wf_particles_partition_is_local(const wf_particles *sp, int i) {
+  return sp && i >= 0 && i < sp->np && MINE(sp, i);
+}
+
 uint32_t wf_particles_count(const wf_particles *sp) {
   if (!sp) return 0;
-  return sp->np == 1 ? wfp_part_count(sp->parts[0].ps) : sp->count;
+  return sp->np == 1 ? wfp_part_count(LEAD(sp)) : sp->count;
 }
 
 /* ---- gathering the state ------------------------------------------------------------------- */
+
+/* One particle's row in the gather over MPI ranks. */
+typedef struct ranks_row {
+  uint32_t gid;
+  uint16_t mat, pad;
+  wfp_f4 pos, vel, omega;
+  wfp_hist hist[WFP_HIST_SLOTS];
+} ranks_row;
+
+/* gather over MPI ranks: each rank's partitions' owned rows, to every rank (wfpt_ranks_allgather),
+ * by global id. Every rank ends with the whole state. */
+static wf_status gather_ranks(wf_particles *sp, wfp_f4 *pos, wfp_f4 *vel, uint16_t *mat,
+                              wfp_f4 *omega, wfp_hist *hist) {
+  size_t most = 1, owned = 0;
+  for (int p = 0; p < sp->np; p++)
+    if (MINE(sp, p)) {
+      if (sp->parts[p].n_local > most) most = sp->parts[p].n_local;
+      owned += sp->parts[p].n_owned;
+    }
+  wfp_f4 *lp = malloc(most * sizeof *lp), *lv = malloc(most * sizeof *lv);
+  uint16_t *lm = malloc(most * sizeof *lm);
+  uint32_t *lg = malloc(most * sizeof *lg);
+  float *la = malloc(most * sizeof *la);
+  wfp_f4 *lw = malloc(most * sizeof *lw);
+  wfp_hist *lh = malloc(most * HIST_BYTES);
+  ranks_row *rows = calloc(owned ? owned : 1, sizeof *rows);
+  wf_status st = (lp && lv && lm && lg && la && lw && lh && rows)
+                     ? WF_OK
+                     : fail(WF_ERR_OUT_OF_MEMORY, "particles '%s': out of host memory", sp->name);
+  size_t r = 0;
+  for (int p = 0; p < sp->np && st == WF_OK; p++) {
+    part *pt = &sp->parts[p];
+    if (!MINE(sp, p) || !pt->n_local) continue;
+    st = wfp_part_get_all(pt->ps, lp, lv, lm, lg, lw, lh);
+    if (st != WF_OK) break;
+    if ((st = wf_download(la, pt->anchor.b, 0, (size_t)pt->n_local * 4)) != WF_OK) {
+      wfp_fail_gpu(sp->name, st, "reading the owners");
+      break;
+    }
+    for (uint32_t i = 0; i < pt->n_local && r < owned; i++) {
+      if (la[i] != la[i]) continue; /* a ghost */
+      ranks_row *w = &rows[r++];
+      w->gid = lg[i], w->mat = lm[i], w->pos = lp[i], w->vel = lv[i], w->omega = lw[i];
+      memcpy(w->hist, &lh[(size_t)i * WFP_HIST_SLOTS], HIST_BYTES);
+    }
+  }
+  free(lp), free(lv), free(lm), free(lg), free(la), free(lw), free(lh);
+  /* every rank enters the collective, also one that failed above (with nothing to give) */
+  void *all = NULL;
+  size_t total = 0;
+  wf_status st2 =
+      wfpt_ranks_allgather(sp->set, rows, st == WF_OK ? r * sizeof *rows : 0, &all, &total);
+  free(rows);
+  if (st == WF_OK) st = st2;
+  size_t n = total / sizeof(ranks_row);
+  if (st == WF_OK && n != sp->count)
+    st = fail(WF_ERR_INVALID, "particles '%s': rank %d gathered %zu particles of %u", sp->name,
+              sp->set->rank, n, sp->count);
+  const ranks_row *a = all;
+  for (size_t i = 0; i < n && st == WF_OK; i++) {
+    uint32_t g = a[i].gid;
+    if (g >= sp->count) {
+      st = fail(WF_ERR_INVALID, "particles '%s': gathered global id %u of %u", sp->name, g,
+                sp->count);
+      break;
+    }
+    if (pos) pos[g] = a[i].pos;
+    if (vel) vel[g] = a[i].vel;
+    if (mat) mat[g] = a[i].mat;
+    if (omega) omega[g] = a[i].omega;
+    if (hist) memcpy(&hist[(size_t)g * WFP_HIST_SLOTS], a[i].hist, HIST_BYTES);
+  }
+  free(all);
+  return st;
+}
+
+wf_status wfp_ranks_gather(wf_particles *sp) {
+  return gather_ranks(sp, sp->pos, sp->vel, sp->mat, sp->omega, sp->hist);
+}
 
 /* Current state of every particle into pos/vel/mat (global-id order): each partition's owned
  * particles (those with an anchor) by their global ids. */
 static wf_status gather(wf_particles *sp, wfp_f4 *pos, wfp_f4 *vel, uint16_t *mat, wfp_f4 *omega,
                         wfp_hist *hist) {
-  if (!sp->distributed) return wfp_part_get_all(sp->parts[0].ps, pos, vel, mat, NULL, omega, hist);
+  if (!sp->distributed) return wfp_part_get_all(LEAD(sp), pos, vel, mat, NULL, omega, hist);
+  if (sp->ranks) return gather_ranks(sp, pos, vel, mat, omega, hist);
   size_t most = 1;
   for (int p = 0; p < sp->np; p++)
     if (sp->parts[p].n_local > most) most = sp->parts[p].n_local;
@@ -383,7 +501,7 @@ static wf_status settle(wf_particles *sp) {
  * seconds and the substep count at the start of the solver's clock block. */
 wf_status wfp_clock_get(wf_particles *sp, double *time, uint64_t *substeps) {
   wf_buffer *clock;
-  wfp_part *ps = sp->parts[0].ps;
+  wfp_part *ps = LEAD(sp);
   TRY(wfp_part_state_buffers(ps, NULL, NULL, &clock), "finding the clock");
   TRY(wf_stream_synchronize(wfp_part_stream(ps)), "waiting for the solver");
   TRY(wf_download(time, clock, 0, 8), "reading the clock");
@@ -401,6 +519,7 @@ bool wfp_stamping(const wf_particles *sp) {
 static wf_status stamps_reserve(wf_particles *sp) {
   for (int p = 0; p < sp->np; p++) {
     part *pt = &sp->parts[p];
+    if (!MINE(sp, p)) continue;
     size_t bytes = 4 * (size_t)sp->desc.substeps * 8;
     wf_status st = wfp_dbuf_reserve(sp, &pt->stamps, pt->dev, wfp_part_stream(pt->ps), bytes);
     if (st != WF_OK) return st;
@@ -512,10 +631,13 @@ static wf_status frame_end(wf_particles *sp) {
   if (st != WF_OK) return st;
   for (int l = 0; l < set->n_links; l++) {
     const halo *h = &sp->halos[l];
-    TRY(wf_buffer_touch(h->src_idx.b, wfp_part_stream(sp->parts[h->from].ps)), "ordering");
-    TRY(wf_buffer_touch(h->dst_idx.b, wfp_part_stream(sp->parts[h->to].ps)), "ordering");
+    if (MINE(sp, h->from))
+      TRY(wf_buffer_touch(h->src_idx.b, wfp_part_stream(sp->parts[h->from].ps)), "ordering");
+    if (MINE(sp, h->to))
+      TRY(wf_buffer_touch(h->dst_idx.b, wfp_part_stream(sp->parts[h->to].ps)), "ordering");
   }
   for (int p = 0; p < sp->np; p++) {
+    if (!MINE(sp, p)) continue;
     wf_stream *s = wfp_part_stream(sp->parts[p].ps);
     if (sp->parts[p].anchor.b) TRY(wf_buffer_touch(sp->parts[p].anchor.b, s), "ordering");
     TRY(wf_buffer_touch(sp->parts[p].flag, s), "ordering");
@@ -535,12 +657,13 @@ static wf_status frame_enqueue(void *ctx, wfpt_mode mode) {
   wf_status st;
   const bool work = mode != WFPT_COPIES;
   for (int p = 0; p < sp->np && work; p++)
-    if ((st = wfp_frame_enqueue_begin(sp->parts[p].ps)) != WF_OK) return st;
+    if (MINE(sp, p) && (st = wfp_frame_enqueue_begin(sp->parts[p].ps)) != WF_OK) return st;
   if ((st = wfpt_frame_start(sp->set)) != WF_OK) return st;
   const int K = sp->desc.substeps;
   for (int k = 0; k < K; k++) {
     for (int p = 0; p < sp->np && work; p++) {
       wfp_part *ps = sp->parts[p].ps;
+      if (!ps) continue;         /* another rank's */
       const bool ghosts = k > 0; /* the exchange after substep k - 1 comes in */
       const float *skip = ghosts ? wf_buffer_ptr(sp->parts[p].anchor.b) : NULL;
       if ((st = stamp(sp, p, 4 * k)) != WF_OK) return st;
@@ -554,15 +677,15 @@ static wf_status frame_enqueue(void *ctx, wfpt_mode mode) {
       if ((st = stamp(sp, p, 4 * k + 3)) != WF_OK) return st;
     }
     for (int p = 0; p < sp->np && !work; p++) /* (their waits) */
-      if ((st = halo_pack(sp, p)) != WF_OK) return st;
+      if (MINE(sp, p) && (st = halo_pack(sp, p)) != WF_OK) return st;
     if ((st = wfpt_send(sp->set, 0)) != WF_OK) return st;
     for (int p = 0; p < sp->np && (!work || k == K - 1); p++)
-      if ((st = wfpt_recv_wait(sp->set, p, 0)) != WF_OK ||
-          (st = halo_unpack(sp, p, false)) != WF_OK)
+      if (MINE(sp, p) && ((st = wfpt_recv_wait(sp->set, p, 0)) != WF_OK ||
+                          (st = halo_unpack(sp, p, false)) != WF_OK))
         return st;
   }
   for (int p = 0; p < sp->np && work; p++)
-    if ((st = wfp_frame_enqueue_end(sp->parts[p].ps)) != WF_OK) return st;
+    if (MINE(sp, p) && (st = wfp_frame_enqueue_end(sp->parts[p].ps)) != WF_OK) return st;
   return frame_end(sp);
 }
 
@@ -589,6 +712,7 @@ static void frame_key(void *ctx, wfpt_key *key) {
 static wf_status frames_launched(void *ctx) {
   wf_particles *sp = ctx;
   for (int p = 0; p < sp->np; p++) {
+    if (!MINE(sp, p)) continue;
     wf_status st = wfp_frames_launched(sp->parts[p].ps);
     if (st != WF_OK) return st;
   }
@@ -607,8 +731,8 @@ wf_status wfp_launch_frames(wf_particles *sp, int frames) {
 
 wf_status wf_particles_step_frames(wf_particles *sp, int frames) {
   if (!sp) return fail(WF_ERR_INVALID, "particles: solver is NULL");
-  wfp_part_stability_check(sp->parts[0].ps); /* (partition 0 saw every particle added) */
-  if (sp->np == 1) return wfp_part_step_frames(sp->parts[0].ps, frames);
+  wfp_part_stability_check(LEAD(sp)); /* (the lead partition saw every particle added) */
+  if (sp->np == 1) return wfp_part_step_frames(LEAD(sp), frames);
   if (frames < 0)
     return fail(WF_ERR_INVALID, "particles '%s': frames %d must be >= 0", sp->name, frames);
   wf_status st = WF_OK;
@@ -676,7 +800,7 @@ static wf_status state_of(wf_particles *sp, float (*pos)[4], float (*vel)[4]);
 /* One partition: `frames` ordinary frames (after a warm-up), each waited for, timed on the
  * host's clock; the median is the frame, its compute and the frame without halo alike. */
 static wf_status measure_one(wf_particles *sp, int frames, wf_overlap *out) {
-  wfp_part *ps = sp->parts[0].ps;
+  wfp_part *ps = LEAD(sp);
   double *ms = malloc((size_t)frames * sizeof *ms);
   if (!ms) return fail(WF_ERR_OUT_OF_MEMORY, "particles '%s': out of host memory", sp->name);
   wf_status st = WF_OK;
@@ -696,7 +820,7 @@ static wf_status measure_one(wf_particles *sp, int frames, wf_overlap *out) {
 /* One partition has no repartition snapshot to go back to: the measure keeps a copy of the state
  * and its clock on the host and puts it back after. */
 static wf_status overlap_one(wf_particles *sp, int frames, wf_overlap *out) {
-  wfp_part *ps = sp->parts[0].ps;
+  wfp_part *ps = LEAD(sp);
   uint32_t n = wfp_part_count(ps);
   float(*pos)[4] = malloc((size_t)(n ? n : 1) * 16), (*vel)[4] = malloc((size_t)(n ? n : 1) * 16);
   wf_particles_stats stats;
@@ -729,6 +853,10 @@ wf_status wf_particles_overlap_measure(wf_particles *sp, int frames, wf_overlap 
     return fail(WF_ERR_INVALID, "particles '%s': overlap measure: frames %d must be >= 1", sp->name,
                 frames);
   if (sp->np == 1) return overlap_one(sp, frames, out);
+  if (sp->ranks)
+    return fail(WF_ERR_UNSUPPORTED,
+                "particles '%s': the overlap measure over MPI ranks is not supported yet",
+                sp->name);
   /* start at a repartition: its snapshot is the state to give back (wfp_restore) */
   wf_status st = !sp->distributed || sp->frames_since > 0 ? wfp_repartition(sp) : WF_OK;
   bool ran = st == WF_OK;
@@ -762,20 +890,21 @@ static wf_status undistribute(wf_particles *sp) {
   for (uint32_t i = 0; i < n; i++)
     gid[i] = i;
   /* partition 0 must accept larger particles again: its cell size follows the desc */
-  st = wfp_cell_size_set(sp->parts[0].ps, sp->desc.cell_size);
+  st = wfp_cell_size_set(LEAD(sp), sp->desc.cell_size);
   sp->cell = 0.0f;
-  for (int p = 1; p < sp->np && st == WF_OK; p++) {
+  for (int p = 0; p < sp->np && st == WF_OK; p++) {
+    if (p == sp->lead) continue;
     sp->parts[p].n_local = sp->parts[p].n_owned = 0;
-    st = wfp_part_replace(sp->parts[p].ps, 0, NULL, NULL, NULL, NULL, NULL, NULL);
+    if (MINE(sp, p)) st = wfp_part_replace(sp->parts[p].ps, 0, NULL, NULL, NULL, NULL, NULL, NULL);
   }
   if (st == WF_OK)
-    st = wfp_part_replace(sp->parts[0].ps, n, sp->pos, sp->vel, sp->mat, gid, sp->omega, sp->hist);
+    st = wfp_part_replace(LEAD(sp), n, sp->pos, sp->vel, sp->mat, gid, sp->omega, sp->hist);
   free(gid);
   if (st != WF_OK) return st;
-  sp->parts[0].n_local = sp->parts[0].n_owned = n;
+  sp->parts[sp->lead].n_local = sp->parts[sp->lead].n_owned = n;
   /* partition 0 holds everything, ghosts none: no drift check (its anchors are the last split's;
    * the next repartition sets them again), and every particle's collider contacts count */
-  wfp_part_set_drift(sp->parts[0].ps, NULL, NULL);
+  wfp_part_set_drift(LEAD(sp), NULL, NULL);
   wfpt_links_clear(sp->set);
   sp->distributed = false;
   sp->frames_since = 0;
@@ -785,7 +914,7 @@ static wf_status undistribute(wf_particles *sp) {
 }
 
 static wf_status after_add(wf_particles *sp) {
-  sp->count = wfp_part_count(sp->parts[0].ps);
+  sp->count = wfp_part_count(LEAD(sp));
   wf_status st = master_reserve(sp, sp->count);
   if (st == WF_OK) st = gather(sp, sp->pos, sp->vel, sp->mat, sp->omega, sp->hist);
   return st;
@@ -799,8 +928,8 @@ static wf_status after_gathered(wf_particles *sp) {
   uint64_t k = 0;
   wf_status st = after_add(sp);
   if (st == WF_OK) st = wfp_clock_get(sp, &t, &k);
-  for (int p = 1; p < sp->np && st == WF_OK; p++)
-    st = wfp_clock_set(sp->parts[p].ps, t, k);
+  for (int p = 0; p < sp->np && st == WF_OK; p++)
+    if (p != sp->lead && MINE(sp, p)) st = wfp_clock_set(sp->parts[p].ps, t, k);
   return st;
 }
 
@@ -815,11 +944,11 @@ wf_status wf_particles_emit(wf_particles *sp, const wf_particles_emitter *e, uin
     if ((st = origin_auto(sp, c, c)) != WF_OK) return st;
   }
   if (sp->np == 1) {
-    st = wfp_part_emit(sp->parts[0].ps, e, first, count);
+    st = wfp_part_emit(LEAD(sp), e, first, count);
     return st == WF_OK ? st : origin_undo(sp, was_fixed, st);
   }
   st = undistribute(sp);
-  if (st == WF_OK) st = wfp_part_emit(sp->parts[0].ps, e, first, count);
+  if (st == WF_OK) st = wfp_part_emit(LEAD(sp), e, first, count);
   return st == WF_OK ? after_add(sp) : origin_undo(sp, was_fixed, st);
 }
 
@@ -865,11 +994,11 @@ wf_status wf_particles_add_timed(wf_particles *sp, uint32_t n, const float (*pos
       return st;
   }
   if (sp->np == 1) {
-    st = wfp_part_add(sp->parts[0].ps, NULL, n, pos, vel, birth, material, first);
+    st = wfp_part_add(LEAD(sp), NULL, n, pos, vel, birth, material, first);
     return st == WF_OK ? st : origin_undo(sp, was_fixed, st);
   }
   st = undistribute(sp);
-  if (st == WF_OK) st = wfp_part_add(sp->parts[0].ps, NULL, n, pos, vel, birth, material, first);
+  if (st == WF_OK) st = wfp_part_add(LEAD(sp), NULL, n, pos, vel, birth, material, first);
   return st == WF_OK ? after_add(sp) : origin_undo(sp, was_fixed, st);
 }
 
@@ -877,6 +1006,7 @@ wf_status wf_particles_add_material(wf_particles *sp, const wf_particle_material
                                     uint32_t *index) {
   if (!sp) return fail(WF_ERR_INVALID, "particles: solver is NULL");
   for (int p = 0; p < sp->np; p++) {
+    if (!MINE(sp, p)) continue;
     wf_status st = wfp_part_add_material(sp->parts[p].ps, m, index);
     if (st != WF_OK) return st;
   }
@@ -888,6 +1018,7 @@ wf_status wf_particles_set_material(wf_particles *sp, uint32_t index,
                                     const wf_particle_material *m) {
   if (!sp) return fail(WF_ERR_INVALID, "particles: solver is NULL");
   for (int p = 0; p < sp->np; p++) {
+    if (!MINE(sp, p)) continue;
     wf_status st = wfp_part_set_material(sp->parts[p].ps, index, m);
     if (st != WF_OK) return st;
   }
@@ -897,6 +1028,7 @@ wf_status wf_particles_set_material(wf_particles *sp, uint32_t index,
 wf_status wf_particles_add_collider(wf_particles *sp, const wf_collider_desc *c, uint32_t *index) {
   if (!sp) return fail(WF_ERR_INVALID, "particles: solver is NULL");
   for (int p = 0; p < sp->np; p++) {
+    if (!MINE(sp, p)) continue;
     wf_status st = wfp_part_add_collider(sp->parts[p].ps, c, index);
     if (st != WF_OK) return st;
   }
@@ -909,6 +1041,7 @@ wf_status wf_particles_set_collider_pose(wf_particles *sp, uint32_t index,
                                          const wf_collider_pose *pose) {
   if (!sp) return fail(WF_ERR_INVALID, "wf_particles_set_collider_pose: solver is NULL");
   for (int p = 0; p < sp->np; p++) {
+    if (!MINE(sp, p)) continue;
     wf_status st = wfp_part_set_collider_pose(sp->parts[p].ps, index, pose);
     if (st != WF_OK) return st;
   }
@@ -932,7 +1065,7 @@ wf_status wf_particles_collider_force(wf_particles *sp, uint32_t index, double f
                                       double torque[3]) {
   static const char fn[] = "wf_particles_collider_force";
   if (!sp || !force || !torque) return wf__error(WF_ERR_INVALID, fn, "NULL argument");
-  uint32_t n = wfp_part_collider_count(sp->parts[0].ps);
+  uint32_t n = wfp_part_collider_count(LEAD(sp));
   if (index >= n)
     return wf__error(WF_ERR_INVALID, fn, "particles '%s': collider %u does not exist (%u added)",
                      sp->name, index, n);
@@ -943,9 +1076,32 @@ wf_status wf_particles_collider_force(wf_particles *sp, uint32_t index, double f
   }
   const unsigned long long *tables[MAXP];
   double seconds = 0.0;
+  if (sp->ranks && !sp->forces_in_0) { /* this rank's partitions' sums, then every rank's */
+    unsigned long long sum[WFX_FORCE_WORDS] = {0};
+    uint64_t sum64[WFX_FORCE_WORDS];
+    double sec = 0.0;
+    wf_status st = WF_OK;
+    for (int p = 0; p < sp->np && st == WF_OK; p++) {
+      if (!MINE(sp, p)) continue;
+      if ((st = wfp_part_forces(sp->parts[p].ps, &tables[0], &sec)) != WF_OK) break;
+      for (int w = 0; w < WFX_FORCE_WORDS; w++)
+        sum[w] += tables[0][(size_t)index * WFX_FORCE_WORDS + w];
+    }
+    for (int w = 0; w < WFX_FORCE_WORDS; w++)
+      sum64[w] = sum[w];
+    wf_status st2 = wfpt_ranks_sum_u64(sp->set, sum64, WFX_FORCE_WORDS);
+    if (st != WF_OK || st2 != WF_OK) return st != WF_OK ? st : st2;
+    unsigned long long table[WFX_MAX_COLLIDERS * WFX_FORCE_WORDS] = {0};
+    for (int w = 0; w < WFX_FORCE_WORDS; w++)
+      table[(size_t)index * WFX_FORCE_WORDS + w] = sum64[w];
+    const unsigned long long *one = table;
+    wfx_forces_read(&one, 1, index, sec, force, torque);
+    return WF_OK;
+  }
   int np = sp->forces_in_0 ? 1 : sp->np;
   for (int p = 0; p < np; p++) {
-    wf_status st = wfp_part_forces(sp->parts[p].ps, &tables[p], &seconds);
+    int q = sp->forces_in_0 ? sp->lead : p;
+    wf_status st = wfp_part_forces(sp->parts[q].ps, &tables[p], &seconds);
     if (st != WF_OK) return st;
   }
   wfx_forces_read(tables, np, index, seconds, force, torque);
@@ -953,7 +1109,7 @@ wf_status wf_particles_collider_force(wf_particles *sp, uint32_t index, double f
 }
 
 wf_particles_params wf_particles_params_get(const wf_particles *sp) {
-  return sp ? wfp_part_params_get(sp->parts[0].ps) : (wf_particles_params){0};
+  return sp ? wfp_part_params_get(LEAD(sp)) : (wf_particles_params){0};
 }
 
 /* Every partition takes the parameters (a device block: no recapture); the desc keeps them for
@@ -961,6 +1117,7 @@ wf_particles_params wf_particles_params_get(const wf_particles *sp) {
 wf_status wf_particles_params_set(wf_particles *sp, const wf_particles_params *p) {
   if (!sp || !p) return fail(WF_ERR_INVALID, "particles: NULL argument");
   for (int i = 0; i < sp->np; i++) {
+    if (!MINE(sp, i)) continue;
     wf_status st = wfp_part_params_set(sp->parts[i].ps, p);
     if (st != WF_OK) return st;
   }
@@ -1004,24 +1161,24 @@ wf_status wf_particles_drag_clear(wf_particles *sp) {
 
 wf_status wf_particles_step_substeps(wf_particles *sp, int n) {
   if (!sp) return fail(WF_ERR_INVALID, "particles: solver is NULL");
-  if (sp->np == 1) return wfp_part_step_substeps(sp->parts[0].ps, n);
+  if (sp->np == 1) return wfp_part_step_substeps(LEAD(sp), n);
   wf_status st = undistribute(sp);
-  if (st == WF_OK) st = wfp_part_step_substeps(sp->parts[0].ps, n);
+  if (st == WF_OK) st = wfp_part_step_substeps(LEAD(sp), n);
   if (st == WF_OK) sp->forces_in_0 = true; /* the others hold an older frame's */
   return st == WF_OK ? after_gathered(sp) : st;
 }
 
 wf_status wf_particles_profile(wf_particles *sp, int substeps, wf_particles_profile_result *out) {
   if (!sp) return fail(WF_ERR_INVALID, "particles: solver is NULL");
-  if (sp->np == 1) return wfp_part_profile(sp->parts[0].ps, substeps, out);
+  if (sp->np == 1) return wfp_part_profile(LEAD(sp), substeps, out);
   wf_status st = undistribute(sp);
-  if (st == WF_OK) st = wfp_part_profile(sp->parts[0].ps, substeps, out);
+  if (st == WF_OK) st = wfp_part_profile(LEAD(sp), substeps, out);
   if (st == WF_OK) sp->forces_in_0 = true;
   return st == WF_OK ? after_gathered(sp) : st;
 }
 
 wf_stream *wf_particles_stream(const wf_particles *sp) {
-  return sp ? wfp_part_stream(sp->parts[0].ps) : NULL;
+  return sp ? wfp_part_stream(LEAD(sp)) : NULL;
 }
 
 size_t wf_particles_device_bytes(const wf_particles *sp) {
@@ -1042,11 +1199,28 @@ uint32_t wf_particles_capacity(const wf_particles *sp) {
 
 /* The state in global-id order into pos, vel (either NULL), as it is: no flags reported. */
 static wf_status state_of(wf_particles *sp, float (*pos)[4], float (*vel)[4]) {
-  if (sp->np == 1) return wfp_part_get(sp->parts[0].ps, (wfp_f4 *)pos, (wfp_f4 *)vel, NULL, NULL);
+  if (sp->np == 1) return wfp_part_get(LEAD(sp), (wfp_f4 *)pos, (wfp_f4 *)vel, NULL, NULL);
   wf_status st = settle(sp);
   if (st != WF_OK) return st;
   if (pos && sp->count) memcpy(pos, sp->pos, (size_t)sp->count * 16);
   if (vel && sp->count) memcpy(vel, sp->vel, (size_t)sp->count * 16);
+  return WF_OK;
+}
+
+/* Over MPI ranks, a check that failed on one rank fails on every rank (an agreed stop: each
+ * rank's flag, OR-ed over the ranks), the others naming the rank that failed. Every rank calls
+ * it at the same points (check, download), so none is left waiting in a collective. */
+static wf_status agree(wf_particles *sp, wf_status st) {
+  if (!sp->ranks || !sp->set) return st;
+  uint64_t bad[WF_MAX_DEVICES] = {0}; /* (ranks <= partitions) */
+  if (st != WF_OK) bad[sp->set->rank] = 1;
+  wf_status st2 = wfpt_ranks_sum_u64(sp->set, bad, sp->set->ranks);
+  if (st != WF_OK) return st;
+  if (st2 != WF_OK) return st2;
+  for (int r = 0; r < sp->set->ranks; r++)
+    if (bad[r])
+      return fail(WF_ERR_DEVICE, "particles '%s': rank %d failed (this is rank %d); stopping",
+                  sp->name, r, sp->set->rank);
   return WF_OK;
 }
 
@@ -1055,8 +1229,8 @@ wf_status wf_particles_check(wf_particles *sp) {
   wf_status st =
       sp->np > 1 && sp->distributed && sp->frames_since > 0 ? wfp_rerun_if_moved(sp) : WF_OK;
   for (int p = 0; p < sp->np && st == WF_OK; p++)
-    st = wfp_part_check(sp->parts[p].ps);
-  return st;
+    if (MINE(sp, p)) st = wfp_part_check(sp->parts[p].ps);
+  return agree(sp, st);
 }
 
 /* The solver holds positions relative to the origin (docs/precision.md); the world's are
@@ -1084,10 +1258,11 @@ wf_status wf_particles_download(wf_particles *sp, float (*pos)[4], float (*vel)[
 
 wf_status wf_particles_download_local(wf_particles *sp, float (*pos)[4], float (*vel)[4]) {
   if (!sp) return fail(WF_ERR_INVALID, "particles: solver is NULL");
-  if (sp->np == 1) return wfp_part_download(sp->parts[0].ps, pos, vel);
+  if (sp->np == 1) return wfp_part_download(LEAD(sp), pos, vel);
   wf_status st = settle(sp);
   for (int p = 0; p < sp->np && st == WF_OK; p++)
-    st = wfp_part_check(sp->parts[p].ps);
+    if (MINE(sp, p)) st = wfp_part_check(sp->parts[p].ps);
+  st = agree(sp, st);
   return st == WF_OK ? state_of(sp, pos, vel) : st;
 }
 
@@ -1111,20 +1286,24 @@ wf_status wf_particles_time(wf_particles *sp, double *seconds, uint64_t *substep
 
 static wf_status stats_kinematic(wf_particles *sp, wf_particles_stats *out) {
   if (!sp || !out) return fail(WF_ERR_INVALID, "particles: NULL argument");
-  if (sp->np == 1) return wfp_part_stats_get(sp->parts[0].ps, out);
+  if (sp->np == 1) return wfp_part_stats_get(LEAD(sp), out);
   wf_status st = settle(sp);
   if (st != WF_OK) return st;
   memset(out, 0, sizeof *out);
   out->count = sp->count;
   wfp_stats_add(out, sp->count, (const float(*)[4])sp->pos, (const float(*)[4])sp->vel,
                 (const float(*)[4])sp->omega);
+  uint64_t overflows = 0;
   for (int p = 0; p < sp->np; p++) { /* the overflow counters of every partition */
     wf_buffer *clock;
     uint32_t over = 0;
+    if (!MINE(sp, p)) continue;
     TRY(wfp_part_state_buffers(sp->parts[p].ps, NULL, NULL, &clock), "finding the clock");
     TRY(wf_download(&over, clock, offsetof(wfp_clock, overflows), 4), "reading the clock");
-    out->history_overflows += over;
+    overflows += over;
   }
+  if (sp->ranks && (st = wfpt_ranks_sum_u64(sp->set, &overflows, 1)) != WF_OK) return st;
+  out->history_overflows += (uint32_t)overflows;
   return wfp_clock_get(sp, &out->time, &out->substeps);
 }
 
@@ -1171,15 +1350,16 @@ wf_status wf_particles_set_state(wf_particles *sp, const float (*pos)[4], const 
 wf_status wf_particles_set_state_local(wf_particles *sp, const float (*pos)[4],
                                        const float (*vel)[4], double time, uint64_t substeps) {
   if (!sp) return fail(WF_ERR_INVALID, "particles: solver is NULL");
-  if (sp->np == 1) return wfp_part_set_state(sp->parts[0].ps, pos, vel, time, substeps);
+  if (sp->np == 1) return wfp_part_set_state(LEAD(sp), pos, vel, time, substeps);
   if (!pos || !vel)
     return fail(WF_ERR_INVALID, "particles '%s': set_state: pos or vel is NULL", sp->name);
   wf_status st = undistribute(sp);
   if (st != WF_OK) return st;
   static const float none[1][4] = {{0.0f, 0.0f, 0.0f, 0.0f}};
   for (int p = 0; p < sp->np && st == WF_OK; p++)
-    st = p == 0 ? wfp_part_set_state(sp->parts[0].ps, pos, vel, time, substeps)
-                : wfp_part_set_state(sp->parts[p].ps, none, none, time, substeps);
+    st = p == sp->lead ? wfp_part_set_state(LEAD(sp), pos, vel, time, substeps)
+         : MINE(sp, p) ? wfp_part_set_state(sp->parts[p].ps, none, none, time, substeps)
+                       : WF_OK;
   if (st != WF_OK) return st;
   if (sp->count) {
     memcpy(sp->pos, pos, (size_t)sp->count * 16);
@@ -1196,10 +1376,10 @@ wf_status wf_particles_set_state_local(wf_particles *sp, const float (*pos)[4],
 
 wf_status wf_particles_download_omega(wf_particles *sp, float (*omega)[4]) {
   if (!sp || !omega) return fail(WF_ERR_INVALID, "particles: download_omega: NULL argument");
-  if (sp->np == 1) return wfp_part_download_omega(sp->parts[0].ps, omega);
+  if (sp->np == 1) return wfp_part_download_omega(LEAD(sp), omega);
   wf_status st = settle(sp);
   for (int p = 0; p < sp->np && st == WF_OK; p++)
-    st = wfp_part_check(sp->parts[p].ps);
+    if (MINE(sp, p)) st = wfp_part_check(sp->parts[p].ps);
   if (st == WF_OK && sp->count) memcpy(omega, sp->omega, (size_t)sp->count * 16);
   return st;
 }
@@ -1230,7 +1410,7 @@ wf_status wf_particles_granular_state_get(wf_particles *sp, void *blob, size_t b
   wfp_hist *hi = (wfp_hist *)(b + sizeof h + (size_t)n * 16);
   wf_status st;
   if (sp->np == 1) {
-    st = wfp_part_get_all(sp->parts[0].ps, NULL, NULL, NULL, NULL, w, hi);
+    st = wfp_part_get_all(LEAD(sp), NULL, NULL, NULL, NULL, w, hi);
   } else {
     st = settle(sp);
     if (st == WF_OK && n) {
@@ -1296,7 +1476,7 @@ wf_status wf_particles_granular_state_set(wf_particles *sp, const void *blob, si
       memcpy(sp->hist, hi, (size_t)n * HIST_BYTES);
     }
   }
-  if (st == WF_OK) st = wfp_part_granular_set(sp->parts[0].ps, w, hi);
+  if (st == WF_OK) st = wfp_part_granular_set(LEAD(sp), w, hi);
   free(hi);
   return st;
 }
@@ -1347,12 +1527,15 @@ wf_status wf_particles_partition_view(wf_particles *sp, int i, wf_partition_view
     return fail(WF_ERR_INVALID, "particles '%s': partition %d out of range (%d partitions)",
                 sp->name, i, sp->np);
   part *pt = &sp->parts[i];
+  if (!MINE(sp, i))
+    return fail(WF_ERR_INVALID, "particles '%s': partition %d is held by MPI rank %d", sp->name, i,
+                sp->set->rank_of[i]);
   out->device = pt->dev;
   out->stream = wfp_part_stream(pt->ps);
   TRY(wfp_part_state_buffers(pt->ps, &out->pos, &out->vel, &out->clock), "finding the state");
   memcpy(out->origin, sp->origin, sizeof out->origin); /* shared by every partition */
   if (sp->np == 1 || !sp->distributed) { /* partition 0 holds everything in global-id order */
-    out->rows = i == 0 ? wf_particles_count(sp) : 0;
+    out->rows = i == sp->lead ? wf_particles_count(sp) : 0;
     return WF_OK;
   }
   /* a rerun first if a particle outran the skin: the partitions' state must be exact (one wait
@@ -1408,12 +1591,25 @@ static wf_status copy_gathered(wf_particles *sp, wf_buffer *pos, size_t pos_off,
   return WF_OK;
 }
 
+/* copy_state over MPI ranks: the state gathered on every rank's host (settle, a collective),
+ * then uploaded; not asynchronous (the ranks' gather waits for their frames). */
+static wf_status copy_ranks(wf_particles *sp, wf_buffer *pos, size_t pos_off, wf_buffer *vel,
+                            size_t vel_off, wf_stream *s) {
+  wf_status st = settle(sp);
+  if (st != WF_OK || !sp->count) return st;
+  if (!s) s = wfp_part_stream(LEAD(sp));
+  if (pos) TRY(wf_upload(pos, pos_off, sp->pos, (size_t)sp->count * 16, s), "copying the state");
+  if (vel) TRY(wf_upload(vel, vel_off, sp->vel, (size_t)sp->count * 16, s), "copying the state");
+  return WF_OK;
+}
+
 wf_status wf_particles_copy_state(wf_particles *sp, wf_buffer *pos, size_t pos_off, wf_buffer *vel,
                                   size_t vel_off, wf_stream *s) {
   if (!sp) return fail(WF_ERR_INVALID, "particles: solver is NULL");
   if (sp->np == 1 || !sp->distributed)
-    return wfp_part_copy_state(sp->parts[0].ps, pos, pos_off, vel, vel_off, s);
-  return copy_gathered(sp, pos, pos_off, vel, vel_off, s ? s : wfp_part_stream(sp->parts[0].ps));
+    return wfp_part_copy_state(LEAD(sp), pos, pos_off, vel, vel_off, s);
+  if (sp->ranks) return copy_ranks(sp, pos, pos_off, vel, vel_off, s);
+  return copy_gathered(sp, pos, pos_off, vel, vel_off, s ? s : wfp_part_stream(LEAD(sp)));
 }
 
 /* ---- the cloth coupling's access (solvers/cloth/coupling.h): one partition only ------------- */
@@ -1429,14 +1625,14 @@ static wf_status one_partition(const wf_particles *sp, const char *what) {
 
 wf_status wfp_view_get(wf_particles *sp, wfp_view *out) {
   wf_status st = one_partition(sp, "coupling");
-  return st == WF_OK ? wfp_part_view_get(sp->parts[0].ps, out) : st;
+  return st == WF_OK ? wfp_part_view_get(LEAD(sp), out) : st;
 }
 
 wf_status wfp_hook_add(wf_particles *sp, wfp_hook_fn fn, void *user) {
   wf_status st = one_partition(sp, "coupling");
-  return st == WF_OK ? wfp_part_hook_add(sp->parts[0].ps, fn, user) : st;
+  return st == WF_OK ? wfp_part_hook_add(LEAD(sp), fn, user) : st;
 }
 
 void wfp_hook_remove(wf_particles *sp, wfp_hook_fn fn, void *user) {
-  if (sp && sp->np == 1) wfp_part_hook_remove(sp->parts[0].ps, fn, user);
+  if (sp && sp->np == 1) wfp_part_hook_remove(LEAD(sp), fn, user);
 }

@@ -20,8 +20,11 @@
 #include "solvers/partition/gather.h"
 #include "solvers/partition/partition.h"
 
-#define MAXP       WFP_SPLIT_MAXP
-#define HIST_BYTES (WFP_HIST_SLOTS * sizeof(wfp_hist)) /* one particle's history */
+#define MAXP WFP_SPLIT_MAXP
+/* Whether this process holds partition p (over MPI ranks, another rank's has no solver here). */
+#define MINE(sp, p) ((sp)->parts[p].ps != NULL)
+#define LEAD(sp)    ((sp)->parts[(sp)->lead].ps)
+#define HIST_BYTES  (WFP_HIST_SLOTS * sizeof(wfp_hist)) /* one particle's history */
 /* What a halo exchange carries a ghost: position, velocity and angular velocity. */
 #define HALO_BYTES 48
 
@@ -70,7 +73,13 @@ struct wf_particles {
   char name[64];
   wf_particles_desc desc;
   int np;
-  part parts[MAXP];
+  part parts[MAXP]; /* over MPI ranks, another rank's partition has no ps (and no buffers) */
+  /* The first partition this process holds: 0, but over MPI ranks (desc.mpi_comm) the first of
+   * this rank's block. Before the first distribution (and after particles are added) it holds
+   * the whole system; over ranks every rank's lead does, the same (every rank makes the same
+   * calls), so the master copy is the same on every rank. */
+  int lead;
+  bool ranks;       /* over MPI ranks (desc.mpi_comm; repartition.c: the migration over ranks) */
   wfpt_set *set;    /* the partitions' streams, copy streams and links */
   wfpt_frame frame; /* the frame over every partition, its graph and key */
   halo *halos;      /* [cap_halos], halos[l] beside set->links[l] */
@@ -145,6 +154,11 @@ wf_status wfp_restore(wf_particles *sp);
 /* The indices i < pt->n_local on pt's stream of the particles whose tag has `bit` (bit 0: the
  * owned ones, anchor not NaN) at out[0..), or with `counted` their count at out[0] and the
  * indices from out[1] (a link's lists). */
+/* Over MPI ranks: the owned rows of this rank's partitions gathered on every rank into the
+ * master copy (global-id order), then the distribution from it, the same on every rank
+ * (the simplest correct migration: its cost is the whole state to every rank at every
+ * repartition). */
+wf_status wfp_ranks_gather(wf_particles *sp);
 wf_status wfp_select_local(wf_particles *sp, part *pt, uint32_t bit, dbuf *out, bool counted);
 
 #endif

@@ -32,6 +32,7 @@
 #include "particle_kernels.h"
 #include "particles_impl.h"
 #include "solvers/partition/measure.h"
+#include "solvers/partition/ranks.h"
 
 /* How far (a share of the skin) a particle may move along the axis between repartitions: half
  * the skin, less a margin for XPBD's predicted positions (they reach h·v beyond the state). */
@@ -90,6 +91,7 @@ static wf_status halo_add(wf_particles *sp, int q, int p, uint32_t n, halo **out
     wfp_dbuf_free(&h->dst_idx, wfp_part_stream(sp->parts[h->to].ps));
     h->launch = 0;
   }
+  /* (over MPI ranks each rank keeps the link list of every pair, its side's buffers only) */
   h->from = q, h->to = p, h->n = n;
   h->launch = launch_for(n, h->launch, 0, 4);
   size_t m = h->launch;
@@ -98,9 +100,9 @@ static wf_status halo_add(wf_particles *sp, int q, int p, uint32_t n, halo **out
   wf_status st = wfpt_link_add(sp->set, q, p, 1, &k);
   if (st == WF_OK) st = wfpt_link_reserve(sp->set, k, m * HALO_BYTES);
   if (st == WF_OK) st = wfpt_slot_add(sp->set, k, 0, k->recv, 0, k->send, 0, m * HALO_BYTES);
-  if (st == WF_OK)
+  if (st == WF_OK && from->ps)
     st = wfp_dbuf_reserve(sp, &h->src_idx, from->dev, wfp_part_stream(from->ps), (m + 1) * 4);
-  if (st == WF_OK)
+  if (st == WF_OK && to->ps)
     st = wfp_dbuf_reserve(sp, &h->dst_idx, to->dev, wfp_part_stream(to->ps), (m + 1) * 4);
   *out = h;
   return st;
@@ -120,11 +122,12 @@ static wf_status drift_flags(wf_particles *sp, bool *moved) {
   *moved = false;
   for (int p = 0; p < sp->np; p++) {
     uint32_t f = 0;
+    if (!MINE(sp, p)) continue;
     TRY(wf_stream_synchronize(wfp_part_stream(sp->parts[p].ps)), "waiting for a partition");
     TRY(wf_download(&f, sp->parts[p].flag, 0, 4), "reading the drift flag");
     if (f) *moved = true;
   }
-  return WF_OK;
+  return sp->ranks ? wfpt_ranks_any(sp->set, moved) : WF_OK; /* every rank reruns, or none */
 }
 
 /* The partitions' slabs from the cuts. */
@@ -150,8 +153,9 @@ static void partitioned(wf_particles *sp, uint64_t bytes) {
   sp->frames_since = 0;
   /* the contact kernels check the drift (wfp_drift_ctl); one partition has no boundaries */
   for (int p = 0; p < sp->np; p++)
-    wfp_part_set_drift(sp->parts[p].ps, sp->np > 1 ? wf_buffer_ptr(sp->parts[p].anchor.b) : NULL,
-                       wf_buffer_ptr(sp->parts[p].flag));
+    if (MINE(sp, p))
+      wfp_part_set_drift(sp->parts[p].ps, sp->np > 1 ? wf_buffer_ptr(sp->parts[p].anchor.b) : NULL,
+                         wf_buffer_ptr(sp->parts[p].flag));
 }
 
 /* ---- slabs and cuts ------------------------------------------------------------------------ */
@@ -268,6 +272,7 @@ static wf_status size_from_master(wf_particles *sp, float *w) {
   float cell = sp->desc.cell_size > 0.0f ? sp->desc.cell_size : 2.0f * rmax;
   if (cell != sp->cell && cell > 0.0f) {
     for (int p = 0; p < sp->np; p++) {
+      if (!MINE(sp, p)) continue;
       wf_status st = wfp_cell_size_set(sp->parts[p].ps, cell);
       if (st != WF_OK) return st;
     }
@@ -361,6 +366,11 @@ static wf_status assign_members(wf_particles *sp, layout *lay, float w) {
 static wf_status fill_partition(wf_particles *sp, layout *lay, int p) {
   part *pt = &sp->parts[p];
   size_t m = lay->members[p].n;
+  if (!pt->ps) { /* another rank's: its counts only (the info block) */
+    pt->n_local = (uint32_t)m;
+    pt->n_owned = lay->owned[p];
+    return WF_OK;
+  }
   for (size_t j = 0; j < m; j++) {
     uint32_t e = lay->members[p].a[j], g = e & 0x7fffffffu;
     bool owned = !(e & 0x80000000u);
@@ -404,14 +414,15 @@ static wf_status fill_links_into(wf_particles *sp, layout *lay, int p, uint64_t 
     if ((st = halo_add(sp, q, p, (uint32_t)c, &h)) != WF_OK) break;
     uint32_t *idx = lay->idx;
     idx[0] = (uint32_t)c;
-    for (size_t j = 0; j < c; j++)
+    for (size_t j = 0; j < c && MINE(sp, q); j++)
       idx[1 + j] = lay->loc[gs->a[j]];
-    if ((st = wf_upload(h->src_idx.b, 0, idx, (c + 1) * 4, wfp_part_stream(sp->parts[q].ps))) !=
-        WF_OK)
+    if (MINE(sp, q) && (st = wf_upload(h->src_idx.b, 0, idx, (c + 1) * 4,
+                                       wfp_part_stream(sp->parts[q].ps))) != WF_OK)
       break;
-    for (size_t j = 0; j < c; j++)
+    for (size_t j = 0; j < c && MINE(sp, p); j++)
       idx[1 + j] = lay->slot_of[gs->a[j]];
-    st = wf_upload(h->dst_idx.b, 0, idx, (c + 1) * 4, wfp_part_stream(sp->parts[p].ps));
+    if (MINE(sp, p))
+      st = wf_upload(h->dst_idx.b, 0, idx, (c + 1) * 4, wfp_part_stream(sp->parts[p].ps));
     *bytes += (uint64_t)c * HALO_BYTES;
   }
   return st;
@@ -431,14 +442,15 @@ static wf_status distribute(wf_particles *sp) {
   uint64_t bytes = 0;
   for (int p = 0; p < sp->np && st == WF_OK; p++) {
     st = fill_partition(sp, lay, p);
-    if (st == WF_OK) st = drift_arm(sp, &sp->parts[p]);
+    if (st == WF_OK && MINE(sp, p)) st = drift_arm(sp, &sp->parts[p]);
     if (st == WF_OK) st = fill_links_into(sp, lay, p, &bytes);
   }
   layout_free(lay);
   free(lay);
   if (st != WF_OK) return st;
   for (int p = 0; p < sp->np; p++)
-    TRY(wf_stream_synchronize(wfp_part_stream(sp->parts[p].ps)), "uploading halo lists");
+    if (MINE(sp, p))
+      TRY(wf_stream_synchronize(wfp_part_stream(sp->parts[p].ps)), "uploading halo lists");
   partitioned(sp, bytes);
   return WF_OK;
 }
@@ -448,6 +460,7 @@ static wf_status distribute(wf_particles *sp) {
 wf_status wfp_restore(wf_particles *sp) {
   for (int p = 0; p < sp->np; p++) {
     part *pt = &sp->parts[p];
+    if (!pt->ps) continue;
     wf_stream *s = wfp_part_stream(pt->ps);
     wf_buffer *pos, *vel, *omega, *hist;
     TRY(wfp_part_state_buffers(pt->ps, &pos, &vel, NULL), "finding the state buffers");
@@ -982,7 +995,19 @@ static wf_status select_halos(wf_particles *sp, const migration *mg, uint64_t *b
 
 /* The repartition on the devices, from the partitions' current state (which must be exact: no
  * drift flag raised), in the phases above; only the first waits. */
+/* Over MPI ranks: every rank gathers the whole state from the partitions' owned rows and
+ * distributes it again (the slabs' cuts from the same master copy, so the same on every rank).
+ * The simplest correct migration: each repartition moves the whole state (312 bytes a
+ * particle with its contact history) to every rank, where the device repartition moves only
+ * what crosses a boundary. The result does not depend on where the cuts fall, so it is bitwise
+ * that of one process. */
+static wf_status ranks_repartition(wf_particles *sp) {
+  wf_status st = wfp_ranks_gather(sp);
+  return st == WF_OK ? distribute(sp) : st;
+}
+
 static wf_status device_repartition(wf_particles *sp) {
+  if (sp->ranks) return ranks_repartition(sp);
   migration mg;
   memset(&mg, 0, sizeof mg);
   mg.len = counts_len(sp->np);

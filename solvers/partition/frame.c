@@ -4,6 +4,7 @@
 
 #include <string.h>
 
+#include "internal/error.h"
 #include "measure.h"
 
 void wfpt_frame_init(wfpt_frame *f, wfpt_set *s, const wfpt_frame_ops *ops, bool no_graph) {
@@ -13,7 +14,7 @@ void wfpt_frame_init(wfpt_frame *f, wfpt_set *s, const wfpt_frame_ops *ops, bool
 
 void wfpt_frame_release(wfpt_frame *f) {
   if (f->graph) {
-    wf_stream_synchronize(f->set->part[0].stream);
+    wf_stream_synchronize(f->set->part[f->set->lead].stream);
     wf_graph_destroy(f->graph);
   }
   f->graph = NULL;
@@ -38,9 +39,10 @@ bool wfpt_frame_current(wfpt_frame *f) {
 }
 
 wf_status wfpt_fork(wfpt_set *s) {
-  wf_stream *s0 = s->part[0].stream;
+  wf_stream *s0 = s->part[s->lead].stream;
   for (int p = 0; p < s->n; p++) {
-    wf_status st = p > 0 ? wf_stream_wait_stream(s->part[p].stream, s0) : WF_OK;
+    if (!wfpt_local(s, p)) continue;
+    wf_status st = p != s->lead ? wf_stream_wait_stream(s->part[p].stream, s0) : WF_OK;
     if (st == WF_OK && s->part[p].copy) st = wf_stream_wait_stream(s->part[p].copy, s0);
     if (st != WF_OK) return wfpt_fail(s, st, "forking a frame");
   }
@@ -48,9 +50,10 @@ wf_status wfpt_fork(wfpt_set *s) {
 }
 
 wf_status wfpt_join(wfpt_set *s) {
-  wf_stream *s0 = s->part[0].stream;
+  wf_stream *s0 = s->part[s->lead].stream;
   for (int p = 0; p < s->n; p++) {
-    wf_status st = p > 0 ? wf_stream_wait_stream(s0, s->part[p].stream) : WF_OK;
+    if (!wfpt_local(s, p)) continue;
+    wf_status st = p != s->lead ? wf_stream_wait_stream(s0, s->part[p].stream) : WF_OK;
     if (st == WF_OK && s->part[p].copy) st = wf_stream_wait_stream(s0, s->part[p].copy);
     if (st != WF_OK) return wfpt_fail(s, st, "joining a frame");
   }
@@ -69,8 +72,11 @@ static wf_status enqueue(wfpt_frame *f, wfpt_mode mode) {
 wf_status wfpt_capture(wfpt_frame *f, wfpt_mode mode, wf_graph **g) {
   double t0 = wfpt_now_ms();
   wfpt_set *s = f->set;
-  wf_stream *s0 = s->part[0].stream;
+  wf_stream *s0 = s->part[s->lead].stream;
   wf_status st;
+  if (s->mpi) /* (transport.h: MPI waits are the host's, so frames run stage by stage) */
+    return wf__error(WF_ERR_UNSUPPORTED, NULL,
+                     "%s: a frame over MPI ranks runs stage by stage and is not captured", s->what);
   /* the graph replaced must have finished (wf_capture_end_update) */
   if (mode == WFPT_FULL && f->graph && (st = wf_stream_synchronize(s0)) != WF_OK)
     return wfpt_fail(s, st, "waiting for a frame");
@@ -96,10 +102,10 @@ wf_status wfpt_capture(wfpt_frame *f, wfpt_mode mode, wf_graph **g) {
 
 wf_status wfpt_run_frames(wfpt_frame *f, int frames, wfpt_mode mode, wf_graph *g) {
   wfpt_set *s = f->set;
-  wf_stream *s0 = s->part[0].stream;
+  wf_stream *s0 = s->part[s->lead].stream;
   wf_status st = wfpt_join(s); /* after whatever is queued on the other streams */
   if (st != WF_OK) return st;
-  bool graphed = g || (!f->no_graph && mode == WFPT_FULL);
+  bool graphed = g || (!f->no_graph && !s->mpi && mode == WFPT_FULL);
   if (graphed && !g && !wfpt_frame_current(f) && (st = wfpt_capture(f, WFPT_FULL, NULL)) != WF_OK)
     return st;
   for (int i = 0; i < frames; i++) {
@@ -109,8 +115,9 @@ wf_status wfpt_run_frames(wfpt_frame *f, int frames, wfpt_mode mode, wf_graph *g
       st = wfpt_fail(s, st, "launching a frame");
     if (st != WF_OK) return st;
   }
-  for (int p = 1; p < s->n; p++)
-    if ((st = wf_stream_wait_stream(s->part[p].stream, s0)) != WF_OK)
+  for (int p = 0; p < s->n; p++)
+    if (p != s->lead && wfpt_local(s, p) &&
+        (st = wf_stream_wait_stream(s->part[p].stream, s0)) != WF_OK)
       return wfpt_fail(s, st, "ordering after the frames");
   return f->ops.launched ? f->ops.launched(f->ops.ctx) : WF_OK;
 }

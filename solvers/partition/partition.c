@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "internal/error.h"
+#include "ranks.h"
 #include "transport.h"
 
 wf_status wfpt_fail(const wfpt_set *s, wf_status st, const char *doing) {
@@ -41,24 +42,35 @@ wf_status wfpt_set_create(const wfpt_set_desc *d, wfpt_set **out) {
   if (d->n < 1 || d->n > WFPT_MAX)
     return wf__error(WF_ERR_INVALID, NULL, "%s: %d partitions; 1 to %d are supported", what, d->n,
                      WFPT_MAX);
-  for (int p = 0; p < d->n; p++) {
-    if (!d->devices[p] || !d->streams[p])
-      return wf__error(WF_ERR_INVALID, NULL, "%s: partition %d has no device or stream", what, p);
-    /* one frame graph spans every partition's streams */
-    if (wf_device_is_cuda(d->devices[p]) != wf_device_is_cuda(d->devices[0]))
-      return wf__error(WF_ERR_INVALID, NULL,
-                       "%s: devices '%s' and '%s' are of different kinds (CUDA and CPU): one frame "
-                       "graph cannot span both",
-                       what, wf_device_name(d->devices[0]), wf_device_name(d->devices[p]));
-  }
   wfpt_set *s = calloc(1, sizeof *s);
   if (!s) return wf__error(WF_ERR_OUT_OF_MEMORY, NULL, "%s: out of host memory", what);
   snprintf(s->what, sizeof s->what, "%s", what);
   s->n = d->n;
-  s->tr = d->transport ? d->transport : &wfpt_transport_peer;
-  s->mode = WFPT_FULL;
-  wf_status st = WF_OK;
+  wf_status st = wfpt_ranks_open(s, d->mpi_comm);
+  if (st != WF_OK) {
+    free(s);
+    return st;
+  }
   for (int p = 0; p < d->n && st == WF_OK; p++) {
+    if (!wfpt_local(s, p)) continue; /* another rank's */
+    if (!d->devices[p] || !d->streams[p])
+      st = wf__error(WF_ERR_INVALID, NULL, "%s: partition %d has no device or stream", what, p);
+    /* one frame graph spans every partition's streams */
+    else if (wf_device_is_cuda(d->devices[p]) != wf_device_is_cuda(d->devices[s->lead]))
+      st = wf__error(WF_ERR_INVALID, NULL,
+                     "%s: devices '%s' and '%s' are of different kinds (CUDA and CPU): one frame "
+                     "graph cannot span both",
+                     what, wf_device_name(d->devices[s->lead]), wf_device_name(d->devices[p]));
+  }
+  if (st != WF_OK) {
+    wfpt_ranks_close(s);
+    free(s);
+    return st;
+  }
+  s->tr = d->transport ? d->transport : s->mpi ? &wfpt_transport_mpi : &wfpt_transport_peer;
+  s->mode = WFPT_FULL;
+  for (int p = 0; p < d->n && st == WF_OK; p++) {
+    if (!wfpt_local(s, p)) continue;
     s->part[p].dev = d->devices[p];
     s->part[p].stream = d->streams[p];
     if (d->n > 1 && (st = wf_stream_create(d->devices[p], 0, &s->part[p].copy)) != WF_OK)
@@ -75,13 +87,14 @@ wf_status wfpt_set_create(const wfpt_set_desc *d, wfpt_set **out) {
 static void link_free(wfpt_set *s, wfpt_link *k) {
   if (k->send) wf_buffer_destroy(k->send, s->part[k->from].stream);
   if (k->recv) wf_buffer_destroy(k->recv, s->part[k->to].stream);
+  wfpt_mpi_link_free(s, k);
   k->send = k->recv = NULL, k->staged = 0;
 }
 
 void wfpt_set_destroy(wfpt_set *s) {
   if (!s) return;
   for (int p = 0; p < s->n; p++) {
-    wf_stream_synchronize(s->part[p].stream);
+    if (s->part[p].stream) wf_stream_synchronize(s->part[p].stream);
     if (s->part[p].copy) wf_stream_synchronize(s->part[p].copy);
   }
   for (int l = 0; l < s->cap_links; l++) { /* unused slots may still hold buffers */
@@ -99,6 +112,7 @@ void wfpt_set_destroy(wfpt_set *s) {
     }
   for (int p = 0; p < s->n; p++)
     if (s->part[p].copy) wf_stream_destroy(s->part[p].copy);
+  wfpt_ranks_close(s);
   free(s);
 }
 
@@ -107,10 +121,10 @@ void wfpt_links_clear(wfpt_set *s) { s->n_links = 0; }
 /* The pair's events, made on first use and kept (partition.h: a captured frame names them). */
 static wf_status pair_events(wfpt_set *s, wfpt_link *k) {
   wf_status st = WF_OK;
-  if (!s->recv_free[k->to][k->from] &&
+  if (wfpt_local(s, k->to) && !s->recv_free[k->to][k->from] &&
       (st = wf_event_create(s->part[k->to].dev, 0, &s->recv_free[k->to][k->from])) != WF_OK)
     return wfpt_fail_link(s, k, -1, st, "creating an event");
-  if (!s->copied[k->from][k->to] &&
+  if (wfpt_local(s, k->from) && !s->copied[k->from][k->to] &&
       (st = wf_event_create(s->part[k->from].dev, 0, &s->copied[k->from][k->to])) != WF_OK)
     return wfpt_fail_link(s, k, -1, st, "creating an event");
   return WF_OK;
@@ -151,14 +165,16 @@ wf_status wfpt_link_add(wfpt_set *s, int from, int to, int n_slots, wfpt_link **
 }
 
 wf_status wfpt_link_reserve(wfpt_set *s, wfpt_link *k, size_t bytes) {
-  if (k->send && k->staged >= bytes) return WF_OK;
+  if (k->staged && k->staged >= bytes) return WF_OK;
   size_t cap = k->staged + k->staged / 2;
   if (cap < bytes) cap = bytes;
   if (cap < 256) cap = 256;
   wf_buffer *send = NULL, *recv = NULL;
-  wf_status st =
-      wf_buffer_create(s->part[k->from].dev, cap, WF_BUFFER_ZERO, s->part[k->from].stream, &send);
-  if (st == WF_OK)
+  wf_status st = WF_OK; /* (each rank makes its own side's) */
+  if (wfpt_local(s, k->from))
+    st =
+        wf_buffer_create(s->part[k->from].dev, cap, WF_BUFFER_ZERO, s->part[k->from].stream, &send);
+  if (st == WF_OK && wfpt_local(s, k->to))
     st = wf_buffer_create(s->part[k->to].dev, cap, WF_BUFFER_ZERO, s->part[k->to].stream, &recv);
   if (st != WF_OK) {
     if (send) wf_buffer_destroy(send, s->part[k->from].stream);

@@ -91,14 +91,29 @@ typedef struct wfpt_set {
   wf_event *copied[WFPT_MAX][WFPT_MAX];    /* [from][to], on from's device */
   const wfpt_transport *tr;
   wfpt_mode mode;
+  /* MPI ranks (ranks.h): the rank that holds each partition; this process's rank and the number
+   * of ranks; lead, the first partition this rank holds (its stream forks and joins the frames).
+   * One process: every partition is rank 0's, lead 0, mpi NULL. A partition of another rank has
+   * no device, stream or copy stream here. */
+  int rank, ranks, lead;
+  int rank_of[WFPT_MAX];
+  void *mpi; /* ranks.c's state (the set's own communicator); NULL: one process */
 } wfpt_set;
 
+/* Whether this process holds partition p (its device, streams and state). */
+static inline bool wfpt_local(const wfpt_set *s, int p) { return s->rank_of[p] == s->rank; }
+
 typedef struct wfpt_set_desc {
-  const char *what;                /* for messages; NULL: "partitions" */
-  int n;                           /* 1 .. WFPT_MAX */
-  wf_device *const *devices;       /* n */
-  wf_stream *const *streams;       /* n compute streams, one on each device */
-  const wfpt_transport *transport; /* NULL: wfpt_transport_peer */
+  const char *what;          /* for messages; NULL: "partitions" */
+  int n;                     /* 1 .. WFPT_MAX */
+  wf_device *const *devices; /* n */
+  wf_stream *const *streams; /* n compute streams, one on each device */
+  const wfpt_transport
+      *transport; /* NULL: wfpt_transport_peer (with mpi_comm: wfpt_transport_mpi) */
+  /* NULL: one process holds every partition. Else it points at an MPI_Comm (ranks.h) whose ranks
+   * share the n partitions, in blocks (wfpt_rank_of): devices[p] and streams[p] are read for
+   * this rank's partitions only (the others' may be NULL). */
+  const void *mpi_comm;
 } wfpt_set_desc;
 
 wf_status wfpt_set_create(const wfpt_set_desc *d, wfpt_set **out);

@@ -1,6 +1,9 @@
 /* The transport's rule points over a set's links (transport.h): which links take part in an
  * exchange of a slot, on which partition's stream each point is enqueued. The transport itself
- * (transport_peer.c, MPI next) does the ordering of one link. */
+ * (transport_peer.c, transport_mpi.c) does the ordering of one link. Over MPI ranks a rank
+ * enqueues only the points of its own partitions: the sender's side of a link on the sender's
+ * rank, the receiver's on the receiver's (frame_start and frame_end go to the transport for
+ * every link; it knows which side is here). */
 #include "transport.h"
 
 static bool in_slot(const wfpt_link *k, int slot) {
@@ -19,7 +22,7 @@ wf_status wfpt_frame_start(wfpt_set *s) {
 wf_status wfpt_release(wfpt_set *s, int to, int slot) {
   for (int l = 0; l < s->n_links; l++) {
     wfpt_link *k = &s->links[l];
-    if ((to >= 0 && k->to != to) || !in_slot(k, slot)) continue;
+    if ((to >= 0 && k->to != to) || !in_slot(k, slot) || !wfpt_local(s, k->to)) continue;
     wf_status st = s->tr->release(s, k, slot, s->part[k->to].stream);
     if (st != WF_OK) return st;
   }
@@ -28,7 +31,7 @@ wf_status wfpt_release(wfpt_set *s, int to, int slot) {
 
 wf_status wfpt_send_reuse(wfpt_set *s, int p, int slot) {
   for (int q = p < 0 ? 0 : p; q < (p < 0 ? s->n : p + 1); q++) {
-    if (!wfpt_sends(s, q, slot)) continue;
+    if (!wfpt_local(s, q) || !wfpt_sends(s, q, slot)) continue;
     wf_status st = s->tr->send_reuse(s, q, s->part[q].stream);
     if (st != WF_OK) return st;
   }
@@ -36,14 +39,17 @@ wf_status wfpt_send_reuse(wfpt_set *s, int p, int slot) {
 }
 
 wf_status wfpt_post_send(wfpt_set *s, wfpt_link *k, int slot) {
+  if (!wfpt_local(s, k->from)) return WF_OK;
   return s->tr->post_send(s, k, slot, s->part[k->from].stream);
 }
 
 wf_status wfpt_post_recv(wfpt_set *s, wfpt_link *k, int slot) {
+  if (!wfpt_local(s, k->to)) return WF_OK;
   return s->tr->post_recv(s, k, slot, s->part[k->to].stream);
 }
 
 wf_status wfpt_wait(wfpt_set *s, wfpt_link *k, int slot) {
+  if (!wfpt_local(s, k->to)) return WF_OK;
   return s->tr->wait(s, k, slot, s->part[k->to].stream);
 }
 

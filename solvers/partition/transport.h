@@ -30,10 +30,11 @@
  * post_recv has nothing to do. Where peers cannot reach each other the GPU layer stages the copy
  * through pinned host memory.
  *
- * MPI ranks (next): a rank holds some partitions of the set; a link between two of its own
- * partitions stays a peer copy, a link between ranks is owned by both ends, each filling in only
- * its side's buffers. post_send on the sender's rank waits (on the copy stream) for the pack and
- * for a "receive posted" token, then MPI_Isend's each segment's source region (tag: link, slot,
+ * MPI ranks (transport_mpi.c does the staged form of what follows; the device-direct and
+ * stream-triggered forms are next): a rank holds some partitions of the set; a link between two of
+ * its own partitions stays a peer copy, a link between ranks is owned by both ends, each filling in
+ * only its side's buffers. post_send on the sender's rank waits (on the copy stream) for the pack
+ * and for a "receive posted" token, then MPI_Isend's each segment's source region (tag: link, slot,
  * segment), from device memory where the MPI is CUDA-aware, else from a pinned host buffer the
  * copy stream filled; the request lives in wfpt_link.tr. post_recv on the receiver's rank posts
  * MPI_Irecv's into the destination regions (or pinned buffers) once recv_free is reached, which
@@ -65,6 +66,12 @@ struct wfpt_transport {
 };
 
 extern const wfpt_transport wfpt_transport_peer;
+/* Links between two partitions of this rank: the peer transport's points; links between ranks:
+ * MPI messages staged through host memory (transport_mpi.c). Without MPI it refuses every link
+ * between ranks (there are none: a set cannot be made over ranks). */
+extern const wfpt_transport wfpt_transport_mpi;
+/* The MPI state of link k (its host buffers; requests completed first). */
+void wfpt_mpi_link_free(wfpt_set *s, wfpt_link *k);
 
 /* The rule points over every link with something in `slot` (slot -1 for release and recv_wait:
  * every link into `to`, whatever its slots; to -1: every receiver). */

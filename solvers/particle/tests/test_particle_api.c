@@ -230,12 +230,31 @@ TEST(memory_budget) {
   wf_particles_destroy(ps);
 }
 
+/* A communicator (wf_particles_desc.mpi_comm) where it cannot work is refused, saying why: a
+ * libweft built without MPI says so (WF_ERR_UNSUPPORTED); one with MPI, in this program that never
+ * called MPI_Init, says MPI is not initialized (WF_ERR_INVALID). Nothing is created either way. */
+TEST(mpi_comm_refused_where_it_cannot_work) {
+  wf_particles_desc d = wf_particles_desc_default();
+  d.devices[0] = d.devices[1] = th_dev0;
+  d.device_count = 2;
+  long long not_a_comm = 0; /* never read: the refusal comes first */
+  d.mpi_comm = &not_a_comm;
+  wf_particles *ps = NULL;
+  if (wf_mpi_available(NULL, NULL, 0))
+    CHECK_ERROR(wf_particles_create(&d, &ps), WF_ERR_INVALID, "MPI is not initialized");
+  else
+    CHECK_ERROR(wf_particles_create(&d, &ps), WF_ERR_UNSUPPORTED, "built without MPI");
+  CHECK(ps == NULL);
+  wf_particles_destroy(ps);
+}
+
 int main(int argc, char **argv) {
   static const th_test tests[] = {TH_TEST(bad_input_names_the_field),
                                   TH_TEST(blow_up_is_reported),
                                   TH_TEST(emitter_lattice),
                                   TH_TEST(capacity_grows),
                                   TH_TEST(grid_box_does_not_change_results),
-                                  TH_TEST(memory_budget)};
+                                  TH_TEST(memory_budget),
+                                  TH_TEST(mpi_comm_refused_where_it_cannot_work)};
   return th_main(argc, argv, tests, TH_COUNT(tests));
 }

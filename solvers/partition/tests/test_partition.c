@@ -136,7 +136,7 @@ static wf_status ring_create(ring *r, int n, bool no_graph) {
       st = wf_buffer_touch(r->state[p], s);
   }
   if (st != WF_OK) return st;
-  wfpt_set_desc d = {"ring", n, devs, r->stream, NULL};
+  wfpt_set_desc d = {.what = "ring", .n = n, .devices = devs, .streams = r->stream};
   if ((st = wfpt_set_create(&d, &r->set)) != WF_OK) return st;
   for (int p = 0; p < n && n > 1 && st == WF_OK; p++) {
     int to = (p + 1) % n;
@@ -354,8 +354,8 @@ TEST(critical_path_of_substeps) {
 
 /* The particles' overlap measure's compute (wfpt_critical_path) on known substep times: the
  * longest path through the substeps, where a partition's substep waits for its own substep before
- * and for those of the partitions it takes ghosts from. The times are small integers, so every sum is
- * exact; the bounds on random times hold exactly too (rounding is monotone, and the path adds
+ * and for those of the partitions it takes ghosts from. The times are small integers, so every sum
+ * is exact; the bounds on random times hold exactly too (rounding is monotone, and the path adds
  * each partition's times in the order its own sum does). */
 TEST(critical_path_of_the_particles_substeps) {
   /* one partition: its sum */

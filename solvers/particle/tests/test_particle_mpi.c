@@ -1,0 +1,204 @@
+/* One wf_particles over the ranks of an MPI job (wf_particles_desc.mpi_comm): every rank builds
+ * the same system, holds only its block of the partitions, and exchanges halos with the other
+ * ranks through MPI. The state after N frames must be bitwise that of one process with the same
+ * partition count (and so of one device: test_particle_split). Tolerance everywhere: none
+ * (memcmp); the halo bytes are moved, not recomputed, and every particle's sums keep their order.
+ *
+ * Run by ctest under `mpirun -np 2|3|4 --oversubscribe` (label mpi); each rank also runs the
+ * one-process reference on its own CPU devices, so each rank checks every particle. Run alone
+ * (one rank) it checks the MPI path with every partition on one rank. */
+#include <mpi.h>
+
+#include "harness.h"
+#include "weft/particles.h"
+
+static int rank_, ranks_;
+static MPI_Comm world_;
+
+typedef struct opts {
+  int model;   /* WF_CONTACT_DEM / XPBD */
+  int kind;    /* 0 column on the ground, 1 two blocks colliding along x */
+  float skin;  /* 0 automatic */
+  int parts;   /* partitions */
+  bool ranked; /* over the MPI ranks */
+} opts;
+
+static wf_status build(const opts *o, wf_particles **out) {
+  wf_particles_desc d = wf_particles_desc_default();
+  d.name = o->ranked ? "mpi" : "one-process";
+  d.substeps = 16;
+  d.contact_model = o->model;
+  if (o->kind == 1) d.gravity[1] = 0.0f;
+  for (int i = 0; i < o->parts; i++) {
+    char name[16];
+    snprintf(name, sizeof name, "cpu:%d", i % 4);
+    if (wf_device_get(name, &d.devices[i]) != WF_OK) return WF_ERR_DEVICE;
+  }
+  d.device_count = o->parts;
+  d.skin = o->skin;
+  if (o->ranked) d.mpi_comm = &world_;
+  wf_status st = wf_particles_create(&d, out);
+  if (st != WF_OK) return st;
+  wf_particles *ps = *out;
+  wf_particle_material m = wf_particle_material_default();
+  m.stiffness = 1e4f, m.restitution = 0.4f, m.friction = 0.5f;
+  uint32_t mi = 0;
+  if ((st = wf_particles_add_material(ps, &m, &mi)) != WF_OK) return st;
+  wf_particles_emitter e = wf_particles_emitter_default();
+  e.radius = 0.05f, e.spacing = 0.1f, e.jitter = 0.004f, e.seed = 7, e.material = mi;
+  if (o->kind == 1) {
+    e.name = "left";
+    e.center[0] = -0.6f;
+    e.half_extents[0] = 0.3f, e.half_extents[1] = 0.2f, e.half_extents[2] = 0.2f;
+    e.velocity[0] = 2.0f;
+    if ((st = wf_particles_emit(ps, &e, NULL, NULL)) != WF_OK) return st;
+    e.name = "right", e.seed = 8, e.center[0] = 0.6f, e.velocity[0] = -2.0f;
+    return wf_particles_emit(ps, &e, NULL, NULL);
+  }
+  e.name = "column";
+  e.half_extents[0] = e.half_extents[2] = 0.3f;
+  e.half_extents[1] = 0.8f;
+  e.center[1] = 0.86f; /* the bottom layer 1 cm above contact: on the ground in 3 frames */
+  if ((st = wf_particles_emit(ps, &e, NULL, NULL)) != WF_OK) return st;
+  wf_collider_desc g = wf_collider_desc_default();
+  g.name = "ground";
+  g.restitution = 0.3f;
+  return wf_particles_add_collider(ps, &g, NULL);
+}
+
+/* pos then vel, 32 bytes a particle; NULL on failure (reported) */
+static float *state_of(wf_particles *ps) {
+  uint32_t n = wf_particles_count(ps);
+  float *s = malloc((size_t)n * 32 + 32);
+  if (wf_particles_download(ps, (float(*)[4])s, (float(*)[4])(s + 4 * n)) != WF_OK) {
+    TH_FAIL("download: %s", wf_last_error());
+    free(s);
+    return NULL;
+  }
+  return s;
+}
+
+static bool same(const float *a, const float *b, uint32_t n, const char *what) {
+  if (memcmp(a, b, (size_t)n * 32) == 0) return true;
+  for (uint32_t i = 0; i < 8 * n; i++)
+    if (memcmp(&a[i], &b[i], 4) != 0) {
+      TH_FAIL("rank %d: %s: first difference at float %u (particle %u, %s): %.9g vs %.9g", rank_,
+              what, i, (i / 4) % n, i < 4 * n ? "pos" : "vel", a[i], b[i]);
+      break;
+    }
+  return false;
+}
+
+/* The ranked system and the one-process one, `frames` frames in `steps` calls (a download
+ * between calls), compared bitwise after each call; and their statistics and ground force. */
+static void compare(opts o, int frames, int steps) {
+  wf_particles *ref = NULL, *mpi = NULL;
+  o.ranked = false;
+  wf_status st = build(&o, &ref);
+  o.ranked = true;
+  if (st == WF_OK) st = build(&o, &mpi);
+  if (st != WF_OK) {
+    TH_FAIL("rank %d: build: %s", rank_, wf_last_error());
+    wf_particles_destroy(ref), wf_particles_destroy(mpi);
+    return;
+  }
+  uint32_t n = wf_particles_count(ref);
+  CHECK_EQ_INT(wf_particles_count(mpi), n);
+  for (int s = 0; s < steps && th_fails == 0; s++) {
+    CHECK_OK(wf_particles_step_frames(ref, frames / steps));
+    CHECK_OK(wf_particles_step_frames(mpi, frames / steps));
+    float *a = state_of(ref), *b = state_of(mpi);
+    if (a && b) same(a, b, n, "state");
+    free(a), free(b);
+  }
+  wf_particles_stats sa, sb;
+  CHECK_OK(wf_particles_stats_get(ref, &sa));
+  CHECK_OK(wf_particles_stats_get(mpi, &sb));
+  CHECK(sa.kinetic_energy == sb.kinetic_energy && sa.time == sb.time &&
+        sa.substeps == sb.substeps && sa.potential_energy == sb.potential_energy);
+  if (o.kind == 0) {
+    double fa[3], ta[3], fb[3], tb[3];
+    CHECK_OK(wf_particles_collider_force(ref, 0, fa, ta));
+    CHECK_OK(wf_particles_collider_force(mpi, 0, fb, tb));
+    CHECK(memcmp(fa, fb, sizeof fa) == 0 && memcmp(ta, tb, sizeof ta) == 0);
+    /* the pile pushes the ground down (force[1] < 0): the comparison above means something */
+    CHECK(fa[1] < 0.0);
+  }
+  wf_particles_info info;
+  CHECK_OK(wf_particles_info_get(mpi, &info));
+  CHECK_EQ_INT(info.partitions, o.parts);
+  wf_particles_destroy(ref);
+  wf_particles_destroy(mpi);
+}
+
+TEST(column_dem_bitwise_4_partitions) { compare((opts){WF_CONTACT_DEM, 0, 0.0f, 4, true}, 6, 2); }
+
+TEST(column_dem_bitwise_one_partition_a_rank) {
+  compare((opts){WF_CONTACT_DEM, 0, 0.0f, ranks_, true}, 6, 1);
+}
+
+TEST(column_xpbd_bitwise) { compare((opts){WF_CONTACT_XPBD, 0, 0.0f, 4, true}, 6, 1); }
+
+/* Two blocks fly through each other's slabs: particles migrate between ranks both ways. */
+TEST(migration_both_directions_bitwise) { compare((opts){WF_CONTACT_DEM, 1, 0.0f, 4, true}, 8, 2); }
+
+/* A skin far too thin: a particle outruns it, every rank reruns its frames (the flag is agreed
+ * over the ranks) with a wider one; still bitwise. */
+TEST(thin_skin_reruns_bitwise) { compare((opts){WF_CONTACT_DEM, 1, 1e-4f, 4, true}, 4, 1); }
+
+/* Particles added after stepping began go back to the lead partition of every rank. */
+TEST(add_after_stepping_bitwise) {
+  opts o = {WF_CONTACT_DEM, 0, 0.0f, 4, false};
+  wf_particles *ref = NULL, *mpi = NULL;
+  REQUIRE(build(&o, &ref) == WF_OK);
+  o.ranked = true;
+  REQUIRE(build(&o, &mpi) == WF_OK);
+  wf_particles_emitter e = wf_particles_emitter_default();
+  e.radius = 0.05f, e.spacing = 0.1f, e.seed = 3, e.name = "late";
+  e.center[1] = 2.2f, e.half_extents[0] = e.half_extents[2] = 0.2f, e.half_extents[1] = 0.1f;
+  wf_particles *both[2] = {ref, mpi};
+  for (int i = 0; i < 2; i++) {
+    CHECK_OK(wf_particles_step_frames(both[i], 2));
+    CHECK_OK(wf_particles_emit(both[i], &e, NULL, NULL));
+    CHECK_OK(wf_particles_step_frames(both[i], 2));
+  }
+  uint32_t n = wf_particles_count(ref);
+  CHECK_EQ_INT(wf_particles_count(mpi), n);
+  float *a = state_of(ref), *b = state_of(mpi);
+  if (a && b) same(a, b, n, "state after adding");
+  free(a), free(b);
+  wf_particles_destroy(ref);
+  wf_particles_destroy(mpi);
+}
+
+/* More ranks than partitions is refused, naming the counts. */
+TEST(too_few_partitions_refused) {
+  if (ranks_ < 2) SKIP("one rank");
+  opts o = {WF_CONTACT_DEM, 0, 0.0f, 1, true};
+  o.parts = ranks_ - 1 > 1 ? ranks_ - 1 : 2;
+  if (o.parts >= ranks_) SKIP("needs 3 or more ranks");
+  wf_particles *ps = NULL;
+  CHECK_ERROR(build(&o, &ps), WF_ERR_INVALID, "MPI ranks");
+  wf_particles_destroy(ps);
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  world_ = MPI_COMM_WORLD;
+  MPI_Comm_rank(world_, &rank_);
+  MPI_Comm_size(world_, &ranks_);
+  static const th_test tests[] = {
+      TH_TEST(column_dem_bitwise_4_partitions),
+      TH_TEST(column_dem_bitwise_one_partition_a_rank),
+      TH_TEST(column_xpbd_bitwise),
+      TH_TEST(migration_both_directions_bitwise),
+      TH_TEST(thin_skin_reruns_bitwise),
+      TH_TEST(add_after_stepping_bitwise),
+      TH_TEST(too_few_partitions_refused),
+  };
+  int rc = th_main(argc, argv, tests, TH_COUNT(tests));
+  int worst = 0;
+  MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, world_);
+  MPI_Finalize();
+  return worst;
+}

@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# `mpirun -np N weft run` against one process (label mpi): run as `test_mpi_run.sh CASE`, with
+# WEFT_CLI (the weft program), MPIEXEC (mpirun) and WEFT_SCENES (scenes/) in the environment.
+#   same_2, same_3, same_4  scenes/split_mixed.json (particles split over the ranks, two cloths),
+#                           10 frames: stats.csv (but its ms_per_frame timing column), every .vtp
+#                           and .ply and the final checkpoint byte-identical to one process with
+#                           the same devices (3; 4 for same_4); rank r > 0 writes no files of its
+#                           own (its <out>/ranks/<r> stays empty)
+#   resume_3_to_2           3 ranks write a checkpoint at frame 5; 2 ranks resume it to frame 10;
+#                           the checkpoint at 10 is the one-process run's, byte for byte
+#   rank_fails              a health check that fails mid-run (simulation.max_speed) stops every
+#                           rank at the same frame: exit 1 everywhere, messages naming the rank and
+#                           the reason; and one rank alone failing (its output directory) stops
+#                           both, the other naming it
+#   sigterm                 SIGTERM to the ranks: every rank checkpoints after the same frame and
+#                           exits 143
+#   pieces                  3 ranks: each writes its piece of the particles' .vtp, rank 0 the .pvtp
+#                           and <object>_pieces.pvd; the pieces' arrays end to end are the .vtp's
+#   bench                   mpirun -np 2 weft bench scaling --mpi --quick: its rows and its model
+# Tolerance: none (cmp). Each case takes 3-12 s on 2 cores, mostly mpirun starting the ranks.
+set -u
+case_=${1:?case}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+scene=$WEFT_SCENES/split_mixed.json
+mpi() { local n=$1; shift; "$MPIEXEC" -np "$n" --oversubscribe "$WEFT_CLI" "$@"; }
+fail() { echo "FAIL: $*"; exit 1; }
+
+# stats.csv without column 11 (ms_per_frame, a timing)
+stats() { cut -d, -f1-10,12- "$1/stats.csv"; }
+
+same_outputs() { # dir_a dir_b
+  [ -s "$1/stats.csv" ] || fail "$1/stats.csv missing"
+  cmp <(stats "$1") <(stats "$2") || fail "stats.csv differs between $1 and $2"
+  local n=0
+  for f in "$1"/*.vtp "$1"/*.ply "$1"/*.wfck; do
+    [ -e "$f" ] || continue
+    cmp -s "$f" "$2/$(basename "$f")" || fail "$(basename "$f") differs"
+    n=$((n + 1))
+  done
+  [ "$n" -ge 6 ] || fail "only $n files compared"
+  echo "same: stats.csv and $n files"
+}
+
+case $case_ in
+same_2 | same_3 | same_4)
+  n=${case_#same_}
+  devs=()
+  [ "$n" = 4 ] && devs=(--device cpu:0,cpu:1,cpu:2,cpu:3)
+  "$WEFT_CLI" run "$scene" --frames 10 --out "$tmp/one" --quiet "${devs[@]}" || fail "one process"
+  mpi "$n" run "$scene" --frames 10 --out "$tmp/mpi" --quiet "${devs[@]}" || fail "mpirun -np $n"
+  same_outputs "$tmp/one" "$tmp/mpi"
+  # the other ranks wrote nothing of their own (outputs.discard) but their pieces
+  [ -z "$(ls -A "$tmp/mpi/ranks/1")" ] || fail "rank 1 wrote $(ls "$tmp/mpi/ranks/1" | head -3)"
+  ;;
+resume_3_to_2)
+  "$WEFT_CLI" run "$scene" --frames 10 --out "$tmp/one" --quiet || fail "one process"
+  mpi 3 run "$scene" --frames 5 --out "$tmp/a" --quiet --every 5 || fail "3 ranks"
+  mpi 2 run "$scene" --frames 10 --out "$tmp/b" --quiet --every 5 \
+    --resume "$tmp/a/checkpoint_000005.wfck" ||
+    fail "2 ranks resuming"
+  cmp "$tmp/one/checkpoint_000010.wfck" "$tmp/b/checkpoint_000010.wfck" ||
+    fail "the resumed checkpoint differs"
+  cmp <(stats "$tmp/one" | tail -1) <(stats "$tmp/b" | tail -1) ||
+    fail "the resumed stats.csv's last row differs"
+  echo "resumed on 2 ranks from 3: bitwise"
+  ;;
+rank_fails)
+  mpi 2 run "$scene" --frames 30 --out "$tmp/f" --quiet --set simulation.max_speed=0.4 \
+    >"$tmp/log" 2>&1
+  rc=$?
+  cat "$tmp/log"
+  [ "$rc" = 1 ] || fail "exit $rc, expected 1"
+  grep -q "rank [0-9]" "$tmp/log" || fail "no rank named"
+  grep -qi "speed" "$tmp/log" || fail "no reason named"
+  # one rank alone fails (rank 1 cannot make its output directory: <out>/ranks is a file): both
+  # stop before the first frame, rank 0 naming rank 1
+  mkdir -p "$tmp/g" && touch "$tmp/g/ranks"
+  mpi 2 run "$scene" --frames 30 --out "$tmp/g" --quiet >"$tmp/log2" 2>&1
+  rc=$?
+  cat "$tmp/log2"
+  [ "$rc" = 1 ] || fail "exit $rc, expected 1 (one rank failing)"
+  grep -q "rank 0: stopping: MPI rank 1 failed" "$tmp/log2" || fail "rank 0 does not name rank 1"
+  grep -q "opening the outputs" "$tmp/log2" || fail "rank 1 does not say what failed"
+  [ ! -e "$tmp/g/stats.csv" ] || [ "$(wc -l <"$tmp/g/stats.csv")" -le 1 ] ||
+    fail "rank 0 stepped on alone"
+  ;;
+sigterm)
+  "$MPIEXEC" -np 2 --oversubscribe "$WEFT_CLI" run "$scene" --frames 100000 --out "$tmp/s" \
+    --quiet >"$tmp/log" 2>&1 &
+  pid=$!
+  for _ in $(seq 1 100); do # until the ranks are stepping (rank 0 wrote frame 0)
+    [ -s "$tmp/s/stats.csv" ] && break
+    sleep 0.1
+  done
+  sleep 1
+  # as a scheduler does (srun, or Slurm's job end): SIGTERM to every rank, which the ranks get at
+  # different times; mpirun itself, signalled, would exit 1 whatever its ranks do
+  ranks=$(pgrep -P $pid)
+  [ -n "$ranks" ] || fail "no rank processes under mpirun $pid"
+  kill -TERM $ranks
+  wait $pid
+  rc=$?
+  cat "$tmp/log"
+  [ "$rc" = 143 ] || fail "exit $rc, expected 143"
+  a=$(ls "$tmp/s" | grep -c '^checkpoint_.*\.wfck$')
+  b=$(ls "$tmp/s/ranks/1" | grep -c '^checkpoint_.*\.wfck$')
+  [ "$a" = 1 ] && [ "$b" = 1 ] || fail "checkpoints: rank 0 $a, rank 1 $b"
+  [ "$(ls "$tmp/s" | grep '^checkpoint_')" = "$(ls "$tmp/s/ranks/1" | grep '^checkpoint_')" ] ||
+    fail "the ranks stopped after different frames"
+  echo "SIGTERM: both ranks checkpointed $(ls "$tmp/s" | grep '^checkpoint_') and exited 143"
+  ;;
+pieces)
+  mpi 3 run "$scene" --frames 10 --out "$tmp/p" --quiet || fail "mpirun -np 3"
+  grep -c '<Piece Source="sand_000010_p[0-2].vtp"/>' "$tmp/p/sand_000010.pvtp" | grep -qx 3 ||
+    fail "the .pvtp does not name 3 pieces"
+  grep -q 'file="sand_000010.pvtp"' "$tmp/p/sand_pieces.pvd" || fail "the pieces' .pvd"
+  # the pieces' point arrays (velocity, radius, id, angular_velocity, the points), decoded from
+  # their base64 and put end to end, are the whole .vtp's, byte for byte
+  python3 - "$tmp/p" <<'PY' || fail "the pieces are not the whole .vtp"
+import base64, re, sys
+d = sys.argv[1]
+def arrays(path):  # the first 5 data arrays, without their UInt64 byte count
+    text = open(path).read()
+    blobs = re.findall(r'format="binary">\s*([A-Za-z0-9+/=]+)\s*</DataArray>', text)
+    return [base64.b64decode(b)[8:] for b in blobs[:5]]
+whole = arrays(f"{d}/sand_000010.vtp")
+parts = [arrays(f"{d}/sand_000010_p{p}.vtp") for p in range(3)]
+ok = all(b"".join(p[k] for p in parts) == whole[k] for k in range(5)) and len(whole[4]) > 0
+print("pieces == whole:", ok, [len(p[4]) // 12 for p in parts], len(whole[4]) // 12, "points")
+sys.exit(0 if ok else 1)
+PY
+  ;;
+bench)
+  mpi 2 bench scaling --mpi --device cpu --quick --only particles --particles 2048 \
+    --per-device 1024 --frames 2 >"$tmp/log" 2>&1 ||
+    { cat "$tmp/log"; fail "weft bench scaling --mpi"; }
+  cat "$tmp/log"
+  grep -q "^strong *2 " "$tmp/log" && grep -q "^weak *2 " "$tmp/log" || fail "no scaling rows"
+  grep -q "^model, strong scaling" "$tmp/log" || fail "no model"
+  "$WEFT_CLI" bench scaling --mpi >/dev/null 2>&1
+  [ $? = 2 ] || fail "--mpi outside an MPI job should exit 2"
+  ;;
+*) fail "unknown case $case_" ;;
+esac
