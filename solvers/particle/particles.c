@@ -970,11 +970,11 @@ wf_status wf_particles_add_relative(wf_particles *sp, const double origin[3], ui
   bool was_fixed = sp->origin_fixed;
   if (!sp->origin_fixed && (st = origin_fix(sp, origin)) != WF_OK) return st;
   if (sp->np == 1) {
-    st = wfp_part_add(sp->parts[0].ps, origin, n, pos, vel, birth, material, first);
+    st = wfp_part_add(LEAD(sp), origin, n, pos, vel, birth, material, first);
     return st == WF_OK ? st : origin_undo(sp, was_fixed, st);
   }
   st = undistribute(sp);
-  if (st == WF_OK) st = wfp_part_add(sp->parts[0].ps, origin, n, pos, vel, birth, material, first);
+  if (st == WF_OK) st = wfp_part_add(LEAD(sp), origin, n, pos, vel, birth, material, first);
   return st == WF_OK ? after_add(sp) : origin_undo(sp, was_fixed, st);
 }
 
@@ -1050,7 +1050,7 @@ wf_status wf_particles_set_collider_pose(wf_particles *sp, uint32_t index,
 
 wf_status wf_particles_measure_collider_forces(wf_particles *sp, bool on) {
   if (!sp) return fail(WF_ERR_INVALID, "wf_particles_measure_collider_forces: solver is NULL");
-  if (wfp_part_measuring_forces(sp->parts[0].ps) == on) return WF_OK;
+  if (wfp_part_measuring_forces(LEAD(sp)) == on) return WF_OK;
   for (int p = 0; p < sp->np; p++) {
     wf_status st = wfp_part_measure_forces(sp->parts[p].ps, on);
     if (st != WF_OK) return st;
@@ -1069,7 +1069,7 @@ wf_status wf_particles_collider_force(wf_particles *sp, uint32_t index, double f
   if (index >= n)
     return wf__error(WF_ERR_INVALID, fn, "particles '%s': collider %u does not exist (%u added)",
                      sp->name, index, n);
-  if (!wfp_part_measuring_forces(sp->parts[0].ps)) { /* from the next frame on */
+  if (!wfp_part_measuring_forces(LEAD(sp))) { /* from the next frame on */
     for (int j = 0; j < 3; j++)
       force[j] = torque[j] = 0.0;
     return wf_particles_measure_collider_forces(sp, true);
