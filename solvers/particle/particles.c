@@ -1052,6 +1052,7 @@ wf_status wf_particles_measure_collider_forces(wf_particles *sp, bool on) {
   if (!sp) return fail(WF_ERR_INVALID, "wf_particles_measure_collider_forces: solver is NULL");
   if (wfp_part_measuring_forces(LEAD(sp)) == on) return WF_OK;
   for (int p = 0; p < sp->np; p++) {
+    if (!MINE(sp, p)) continue; /* another rank's */
     wf_status st = wfp_part_measure_forces(sp->parts[p].ps, on);
     if (st != WF_OK) return st;
   }

@@ -40,6 +40,7 @@ static wf_status build(const opts *o, wf_particles **out) {
   wf_status st = wf_particles_create(&d, out);
   if (st != WF_OK) return st;
   wf_particles *ps = *out;
+  if ((st = wf_particles_measure_collider_forces(ps, true)) != WF_OK) return st; /* compared */
   wf_particle_material m = wf_particle_material_default();
   m.stiffness = 1e4f, m.restitution = 0.4f, m.friction = 0.5f;
   uint32_t mi = 0;
