@@ -936,7 +936,7 @@ wf_status wfc_part_add_collider(wfc_part *c, const wf_collider_desc *d, uint32_t
   TRY(wf_upload(c->buf[B_COLLIDERS], k * sizeof w, &w, sizeof w, c->stream),
       "uploading a collider");
   c->params.n_colliders = k + 1;
-  if (k == 0) c->epoch++; /* a group's captured frame is captured again */
+  if (k == 0) c->epoch++;                   /* a group's captured frame is captured again */
   if (k == 0 && c->forces_on && c->graph) { /* the captured frame has no clear of the forces */
     TRY(wf_stream_synchronize(c->stream), "waiting for the solver");
     wf_graph_destroy(c->graph);

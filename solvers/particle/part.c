@@ -1159,7 +1159,7 @@ static wf_status touch_all(wfp_part *ps) {
  * (DEM) and 5.49 (Hertz) against 4.95 and 3.86 per stage, so automatic is OFF until the
  * one-launch frame beats the stages (WFP_ONE_LAUNCH_AUTO). */
 #define WFP_ONE_LAUNCH_PER_THREAD 4u
-#define WFP_ONE_LAUNCH_AUTO 0
+#define WFP_ONE_LAUNCH_AUTO       0
 static bool one_launch(const wfp_part *ps) {
   if (ps->n_hooks > 0 || ps->one_launch < 0) return false;
   /* (a CUDA device whose occupancy could not be read gets no cooperative launch) */
