@@ -197,63 +197,35 @@ static PyObject *cloth_pin_region(PyObject *self, PyObject *args) {
   return PyLong_FromUnsignedLong(count);
 }
 
+/* the solver's calls for the methods both solvers share (solver.c) */
+static wf_status add_collider_(void *h, const wf_collider_desc *d, uint32_t *i) {
+  return wf_cloth_add_collider(h, d, i);
+}
+static wf_status set_collider_pose_(void *h, uint32_t i, const wf_collider_pose *p) {
+  return wf_cloth_set_collider_pose(h, i, p);
+}
+static wf_status collider_force_(void *h, uint32_t i, double f[3], double t[3]) {
+  return wf_cloth_collider_force(h, i, f, t);
+}
+static wf_status step_frames_(void *h, int n) { return wf_cloth_step_frames(h, n); }
+static wf_status step_substeps_(void *h, int n) { return wf_cloth_step_substeps(h, n); }
+static const wfpy_solver_ops ops = {add_collider_, set_collider_pose_, collider_force_,
+                                    step_frames_, step_substeps_};
+
 static PyObject *cloth_add_collider(PyObject *self, PyObject *args, PyObject *kw) {
-  PyObject *dict = Py_None;
-  if (!PyArg_ParseTuple(args, "|O", &dict)) return NULL;
-  PyObject *d = wfpy_dict_or_kw(dict, kw, "add_collider");
-  wf_collider_desc c;
-  wfpy_collider_extra extra;
-  int bad = !d || wfpy_collider_desc(d, &c, &extra) < 0;
-  uint32_t index = 0;
-  wf_status st = bad ? WF_OK : wf_cloth_add_collider(CL(self), &c, &index);
-  if (!bad) wfpy_collider_extra_free(&extra);
-  Py_XDECREF(d);
-  if (bad) return NULL;
-  if (st < 0) return wfpy_raise(st);
-  return PyLong_FromUnsignedLong(index);
+  return wfpy_solver_add_collider(&ops, CL(self), args, kw);
 }
-
 static PyObject *cloth_set_collider_pose(PyObject *self, PyObject *args, PyObject *kw) {
-  unsigned index;
-  PyObject *dict = Py_None;
-  if (!PyArg_ParseTuple(args, "I|O", &index, &dict)) return NULL;
-  PyObject *d = wfpy_dict_or_kw(dict, kw, "set_collider_pose");
-  wf_collider_pose p;
-  int bad = !d || wfpy_collider_pose(d, &p) < 0;
-  Py_XDECREF(d);
-  if (bad) return NULL;
-  wf_status st = wf_cloth_set_collider_pose(CL(self), index, &p);
-  if (st < 0) return wfpy_raise(st);
-  Py_RETURN_NONE;
+  return wfpy_solver_set_collider_pose(&ops, CL(self), args, kw);
 }
-
 static PyObject *cloth_collider_force(PyObject *self, PyObject *arg) {
-  unsigned long k = PyLong_AsUnsignedLong(arg);
-  if (PyErr_Occurred()) return NULL;
-  double f[3], t[3];
-  wf_cloth *c = CL(self);
-  wf_status st;
-  Py_BEGIN_ALLOW_THREADS st = wf_cloth_collider_force(c, (uint32_t)k, f, t);
-  Py_END_ALLOW_THREADS if (st < 0) return wfpy_raise(st);
-  return Py_BuildValue("((ddd)(ddd))", f[0], f[1], f[2], t[0], t[1], t[2]);
+  return wfpy_solver_collider_force(&ops, CL(self), arg);
 }
-
 static PyObject *cloth_step(PyObject *self, PyObject *args) {
-  int frames = 1;
-  if (!PyArg_ParseTuple(args, "|i", &frames)) return NULL;
-  wf_cloth *c = CL(self);
-  wf_status st;
-  Py_BEGIN_ALLOW_THREADS st = wf_cloth_step_frames(c, frames);
-  Py_END_ALLOW_THREADS if (st < 0) return wfpy_raise(st);
-  Py_RETURN_NONE;
+  return wfpy_solver_step(&ops, CL(self), args);
 }
-
 static PyObject *cloth_step_substeps(PyObject *self, PyObject *args) {
-  int n = 1;
-  if (!PyArg_ParseTuple(args, "|i", &n)) return NULL;
-  wf_status st = wf_cloth_step_substeps(CL(self), n);
-  if (st < 0) return wfpy_raise(st);
-  Py_RETURN_NONE;
+  return wfpy_solver_step_substeps(&ops, CL(self), args);
 }
 
 static PyObject *cloth_download(PyObject *self, PyObject *args, PyObject *kw) {

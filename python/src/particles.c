@@ -165,72 +165,35 @@ static PyObject *particles_add(PyObject *self, PyObject *args, PyObject *kw) {
   return PyLong_FromUnsignedLong(first);
 }
 
-/* A dict argument or keyword arguments, not both: the one given (new reference; None if neither).
- */
-PyObject *wfpy_dict_or_kw(PyObject *dict, PyObject *kw, const char *what) {
-  int has_kw = kw && PyDict_Size(kw) > 0;
-  if (has_kw && dict != Py_None)
-    return PyErr_Format(PyExc_TypeError, "%s: give a dict or keyword arguments, not both", what);
-  return Py_NewRef(has_kw ? kw : dict);
+/* the solver's calls for the methods both solvers share (solver.c) */
+static wf_status add_collider_(void *h, const wf_collider_desc *d, uint32_t *i) {
+  return wf_particles_add_collider(h, d, i);
 }
+static wf_status set_collider_pose_(void *h, uint32_t i, const wf_collider_pose *p) {
+  return wf_particles_set_collider_pose(h, i, p);
+}
+static wf_status collider_force_(void *h, uint32_t i, double f[3], double t[3]) {
+  return wf_particles_collider_force(h, i, f, t);
+}
+static wf_status step_frames_(void *h, int n) { return wf_particles_step_frames(h, n); }
+static wf_status step_substeps_(void *h, int n) { return wf_particles_step_substeps(h, n); }
+static const wfpy_solver_ops ops = {add_collider_, set_collider_pose_, collider_force_,
+                                    step_frames_, step_substeps_};
 
 static PyObject *particles_add_collider(PyObject *self, PyObject *args, PyObject *kw) {
-  PyObject *dict = Py_None;
-  if (!PyArg_ParseTuple(args, "|O", &dict)) return NULL;
-  PyObject *d = wfpy_dict_or_kw(dict, kw, "add_collider");
-  wf_collider_desc c;
-  wfpy_collider_extra extra;
-  int bad = !d || wfpy_collider_desc(d, &c, &extra) < 0;
-  uint32_t index = 0;
-  wf_status st = bad ? WF_OK : wf_particles_add_collider(PS(self), &c, &index);
-  if (!bad) wfpy_collider_extra_free(&extra);
-  Py_XDECREF(d);
-  if (bad) return NULL;
-  if (st < 0) return wfpy_raise(st);
-  return PyLong_FromUnsignedLong(index);
+  return wfpy_solver_add_collider(&ops, PS(self), args, kw);
 }
-
 static PyObject *particles_set_collider_pose(PyObject *self, PyObject *args, PyObject *kw) {
-  unsigned index;
-  PyObject *dict = Py_None;
-  if (!PyArg_ParseTuple(args, "I|O", &index, &dict)) return NULL;
-  PyObject *d = wfpy_dict_or_kw(dict, kw, "set_collider_pose");
-  wf_collider_pose p;
-  int bad = !d || wfpy_collider_pose(d, &p) < 0;
-  Py_XDECREF(d);
-  if (bad) return NULL;
-  wf_status st = wf_particles_set_collider_pose(PS(self), index, &p);
-  if (st < 0) return wfpy_raise(st);
-  Py_RETURN_NONE;
+  return wfpy_solver_set_collider_pose(&ops, PS(self), args, kw);
 }
-
 static PyObject *particles_collider_force(PyObject *self, PyObject *arg) {
-  unsigned long k = PyLong_AsUnsignedLong(arg);
-  if (PyErr_Occurred()) return NULL;
-  double f[3], t[3];
-  wf_particles *ps = PS(self);
-  wf_status st;
-  Py_BEGIN_ALLOW_THREADS st = wf_particles_collider_force(ps, (uint32_t)k, f, t);
-  Py_END_ALLOW_THREADS if (st < 0) return wfpy_raise(st);
-  return Py_BuildValue("((ddd)(ddd))", f[0], f[1], f[2], t[0], t[1], t[2]);
+  return wfpy_solver_collider_force(&ops, PS(self), arg);
 }
-
 static PyObject *particles_step(PyObject *self, PyObject *args) {
-  int frames = 1;
-  if (!PyArg_ParseTuple(args, "|i", &frames)) return NULL;
-  wf_particles *ps = PS(self);
-  wf_status st;
-  Py_BEGIN_ALLOW_THREADS st = wf_particles_step_frames(ps, frames);
-  Py_END_ALLOW_THREADS if (st < 0) return wfpy_raise(st);
-  Py_RETURN_NONE;
+  return wfpy_solver_step(&ops, PS(self), args);
 }
-
 static PyObject *particles_step_substeps(PyObject *self, PyObject *args) {
-  int n = 1;
-  if (!PyArg_ParseTuple(args, "|i", &n)) return NULL;
-  wf_status st = wf_particles_step_substeps(PS(self), n);
-  if (st < 0) return wfpy_raise(st);
-  Py_RETURN_NONE;
+  return wfpy_solver_step_substeps(&ops, PS(self), args);
 }
 
 static PyObject *particles_download(PyObject *self, PyObject *unused) {

@@ -93,7 +93,7 @@ int wfpy_floats(PyObject *seq, float *out, int n, const char *what);
 
 /* devices: None, a device, a name, or a list of them (one partition each; particles.c) */
 int wfpy_devices_arg(PyObject *obj, wf_device **out, int max, int *count);
-/* A dict argument or keyword arguments, not both: the one given (new reference; particles.c). */
+/* A dict argument or keyword arguments, not both: the one given (new reference; solver.c). */
 PyObject *wfpy_dict_or_kw(PyObject *dict, PyObject *kw, const char *what);
 /* The wf_scene of a weft.Scene (scene.c); NULL with TypeError for anything else. */
 wf_scene *wfpy_scene_get(PyObject *obj);
@@ -107,6 +107,23 @@ typedef struct {
 int wfpy_collider_desc(PyObject *dict, wf_collider_desc *out, wfpy_collider_extra *extra);
 void wfpy_collider_extra_free(wfpy_collider_extra *extra);
 int wfpy_collider_pose(PyObject *dict, wf_collider_pose *out);
+
+/* The methods both solvers' types share (solver.c), over a table of the solver's calls; each
+ * entry adapts one libweft function to the solver's handle `h`. */
+typedef struct {
+  wf_status (*add_collider)(void *h, const wf_collider_desc *desc, uint32_t *index);
+  wf_status (*set_collider_pose)(void *h, uint32_t index, const wf_collider_pose *pose);
+  wf_status (*collider_force)(void *h, uint32_t index, double force[3], double torque[3]);
+  wf_status (*step_frames)(void *h, int frames);
+  wf_status (*step_substeps)(void *h, int substeps);
+} wfpy_solver_ops;
+PyObject *wfpy_solver_add_collider(const wfpy_solver_ops *ops, void *h, PyObject *args,
+                                   PyObject *kw);
+PyObject *wfpy_solver_set_collider_pose(const wfpy_solver_ops *ops, void *h, PyObject *args,
+                                        PyObject *kw);
+PyObject *wfpy_solver_collider_force(const wfpy_solver_ops *ops, void *h, PyObject *arg);
+PyObject *wfpy_solver_step(const wfpy_solver_ops *ops, void *h, PyObject *args);
+PyObject *wfpy_solver_step_substeps(const wfpy_solver_ops *ops, void *h, PyObject *args);
 
 /* Type and function registration of each file. */
 int wfpy_add_types(PyObject *m);
