@@ -90,6 +90,7 @@ typedef struct sb_result {
   uint64_t reruns;               /* during the timed frames */
   uint64_t reruns_total;         /* since creation (warm-up included) */
   bool peer;                     /* every pair of devices has peer access */
+  int mpi_halo;                  /* over ranks: the halo path (wf_particles_info.mpi_halo) */
   uint32_t owned_min, owned_max; /* particles per partition, as of the last repartition */
   wf_overlap ov;                 /* more than one device: the halo copies' overlap */
   double row_bytes;              /* a particle's bytes in the gather over MPI ranks */
@@ -161,6 +162,7 @@ static int measure(sb_ctx *c, int k, uint64_t n, sb_result *res) {
     d.mpi_comm = c->comm;
     d.balance = WF_BALANCE_COUNT; /* (by time is not supported over ranks yet) */
     d.imbalance = 0.0f;
+    if (bench_mpi_halo_env("scaling", &d.mpi_halo)) goto done;
   }
   if (bench_particles_tuning_env("scaling", &d.tuning)) goto done;
   CHECK(wf_particles_create(&d, &sp));
@@ -209,6 +211,7 @@ static int measure(sb_ctx *c, int k, uint64_t n, sb_result *res) {
   res->reruns = i1.reruns - i0.reruns;
   res->reruns_total = i1.reruns;
   res->peer = i1.peer;
+  res->mpi_halo = i1.mpi_halo;
   res->owned_min = UINT32_MAX;
   for (int p = 0; p < i1.partitions && p < MAX_DEVICES; p++) {
     if (i1.owned[p] < res->owned_min) res->owned_min = i1.owned[p];
@@ -834,7 +837,8 @@ static int mpi_main(sb_ctx *c) {
     if (out)
       fprintf(out, "%-6s %5d %12llu %10.3f %10.3f %10.3f %13.3f %14.3f %10.3f %10s\n",
               mode_names[mode], ranks, (unsigned long long)n, t1, ms, eff,
-              (double)r.halo_bytes * 1e-6, gather * 1e-6, model, "0 (staged)");
+              (double)r.halo_bytes * 1e-6, gather * 1e-6, model,
+              r.mpi_halo == WF_MPI_HALO_DIRECT ? "0 (direct)" : "0 (staged)");
     char bench[48];
     snprintf(bench, sizeof bench, "mpi_%s_p%llu_ranks%d", mode_names[mode], (unsigned long long)n,
              ranks);

@@ -92,3 +92,15 @@ int bench_particles_tuning_env(const char *bench, wf_particles_tuning *t) {
   t->contact_min_blocks = n == 0 ? -1 : (int)n;
   return 0;
 }
+
+int bench_mpi_halo_env(const char *bench, int *halo) {
+  static const char *const names[] = {"auto", "staged", "direct"};
+  const char *v = env("WEFT_MPI_HALO");
+  if (!v) return 0;
+  for (int i = 0; i < 3; i++)
+    if (strcmp(v, names[i]) == 0) {
+      *halo = i;
+      return 0;
+    }
+  return bad(bench, "WEFT_MPI_HALO", v, "auto, staged or direct");
+}

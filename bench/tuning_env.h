@@ -12,6 +12,7 @@
  *   WEFT_CLOTH_TILE_STEPS=N      tile_steps N
  *   WEFT_PARTICLE_MINBLOCKS=N    contact_min_blocks N (0: -1, no register cap)
  *   WEFT_PARTICLE_ONE_LAUNCH=0|1 one_launch off (-1) or on (1); unset: automatic
+ *   WEFT_MPI_HALO=auto|staged|direct  mpi_halo over MPI ranks (wf_mpi_halo)
  *
  * Unset or empty: automatic. A value not of the form shown makes them print why (as
  * "weft bench <bench>: ...") and return 2; a number is passed on as it is, and creation rejects
@@ -28,5 +29,8 @@ int bench_cloth_tuning_env(const char *bench, wf_cloth_tuning *t);
 /** Fills *t from WEFT_PARTICLE_MINBLOCKS and WEFT_PARTICLE_ONE_LAUNCH. Returns 0, or 2 after
  * printing why. */
 int bench_particles_tuning_env(const char *bench, wf_particles_tuning *t);
+/** *halo from WEFT_MPI_HALO (a wf_mpi_halo; unset: left as it is). Returns 0, or 2 after printing
+ *  why. */
+int bench_mpi_halo_env(const char *bench, int *halo);
 
 #endif

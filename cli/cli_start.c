@@ -4,6 +4,7 @@
  * the shared options read and fail the same way in each. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -61,6 +62,18 @@ static int check_devices(const wf_cli_scene_args *sa, const wf_scene *sc) {
   return WF_EXIT_OK;
 }
 
+/* WEFT_MPI_HALO=auto|staged|direct: how halos between MPI ranks travel (wf_mpi_halo); unset or
+ * empty: auto. -1 (after a message) for anything else. */
+static int mpi_halo_from_env(const char *cmd) {
+  static const char *const names[] = {"auto", "staged", "direct"};
+  const char *e = getenv("WEFT_MPI_HALO");
+  if (!e || !*e) return WF_MPI_HALO_AUTO;
+  for (int i = 0; i < 3; i++)
+    if (strcmp(e, names[i]) == 0) return i;
+  fprintf(stderr, "%s: WEFT_MPI_HALO='%s': expected auto, staged or direct\n", cmd, e);
+  return -1;
+}
+
 int wf_cli_start_world(const wf_cli_scene_args *sa, struct wf_init_desc *init, struct wf_scene **sc,
                        struct wf_world **w) {
   wf_init_desc warn = {.log_level = WF_LOG_WARN, .log = wf_cli_log};
@@ -73,7 +86,15 @@ int wf_cli_start_world(const wf_cli_scene_args *sa, struct wf_init_desc *init, s
     wf_shutdown();
     return rc;
   }
+  int halo = mpi_halo_from_env(sa->cmd);
+  if (halo < 0) {
+    wf_scene_destroy(*sc);
+    *sc = NULL;
+    wf_shutdown();
+    return WF_EXIT_USAGE;
+  }
   wf_world_desc wd = wf_world_desc_default();
+  wd.mpi_halo = halo;
   wd.device = sa->device;
   wd.frames = (int)sa->frames;
   wd.mpi_comm = wf_cli_mpi_comm(); /* several ranks: the world spans them */

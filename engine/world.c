@@ -563,6 +563,7 @@ static wf_status create_particles(wf_world *w, const wf_scene *sc) {
     d.devices[i] = w->devices[i];
   d.device_count = w->n_devices;
   d.mpi_comm = w->mpi_comm;
+  d.mpi_halo = w->mpi_halo;
   wf_status st = wf_particles_create(&d, &w->ps);
   if (st != WF_OK) return st;
   w->n_pmats = sc->material_count > 0 ? sc->material_count : 1;
@@ -645,6 +646,7 @@ wf_status wf_world_create(const wf_scene *sc, const wf_world_desc *desc, wf_worl
   w->max_speed = sc->simulation.max_speed;
   w->cache_frame = -1;
   w->mpi_comm = dd.mpi_comm;
+  w->mpi_halo = dd.mpi_halo;
   w->n_stop = sc->simulation.stop_count;
   memcpy(w->stop_rules, sc->simulation.stop_when, sizeof w->stop_rules);
   w->stop.rule = -1;

@@ -40,6 +40,7 @@ struct wf_world {
   int64_t frame;
   wf_particles *ps;     /* the particles over devices[0..n_devices) (a partition each), or NULL */
   const void *mpi_comm; /* wf_world_desc.mpi_comm: over MPI ranks, or NULL */
+  int mpi_halo;         /* wf_world_desc.mpi_halo */
   wf_stream *stream;    /* shared by the particles and the cloths coupled to them, or NULL */
   uint32_t n_particles;
   int n_cloths;

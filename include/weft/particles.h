@@ -230,6 +230,9 @@ typedef struct wf_particles_desc {
    * bitwise that of one process with the same device_count. A libweft built without MPI refuses
    * it (WF_ERR_UNSUPPORTED). */
   const void *mpi_comm;
+  /* with mpi_comm: how halos between ranks travel (wf_mpi_halo; 0: AUTO, direct where the MPI
+   * can take the devices' memory) */
+  int mpi_halo;
 } wf_particles_desc;
 
 /** Contact material. Start from wf_particle_material_default(): glass beads (soda-lime glass:
@@ -631,6 +634,9 @@ typedef struct wf_particles_info {
   /* WF_BALANCE_TIME: each partition's substeps in the last frame before the last repartition,
    * ms on its device's clock (the halo waits left out); 0 where not measured */
   double compute_ms[WF_MAX_DEVICES];
+  /* over MPI ranks: how this rank's partitions send and receive halos between ranks
+   * (WF_MPI_HALO_DIRECT or _STAGED, as desc.mpi_halo resolved); 0 in one process */
+  int mpi_halo;
 } wf_particles_info;
 
 /** The partitioning as of the last repartition (before the first frame of several devices, the

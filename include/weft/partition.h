@@ -66,9 +66,22 @@ typedef struct wf_overlap {
 /** MPI ranks (docs/multi-device.md, "MPI"): whether this libweft was built with MPI (WEFT_MPI;
  *  then wf_particles_desc.mpi_comm and wf_world_desc.mpi_comm act). *cuda_aware (may be NULL):
  *  whether its MPI takes CUDA device memory (Open MPI's MPIX_Query_cuda_support, as the
- *  library it runs with says; false where the MPI cannot say). The halo transport stages through
- * host memory either way for now. `version` (may be NULL) gets the MPI library's version text. */
+ *  library it runs with says; false where the MPI cannot say). `version` (may be NULL) gets the
+ *  MPI library's version text. */
 WF_API bool wf_mpi_available(bool *cuda_aware, char *version, size_t version_bytes);
+
+/** How halos between MPI ranks travel (wf_particles_desc.mpi_halo, wf_world_desc.mpi_halo).
+ *  DIRECT: MPI reads and writes the partitions' own buffers (with one segment a message, as the
+ *  particles' halos are, no copy at all; several are gathered on the device first): CPU devices'
+ *  memory is host memory, and CUDA device memory needs a CUDA-aware MPI (wf_mpi_available), else
+ *  creation fails. STAGED: every message is copied through host memory on both sides. AUTO (0):
+ *  DIRECT where the MPI can take the partition's memory (CPU devices; CUDA with a CUDA-aware MPI),
+ *  else STAGED. The bytes moved are the same either way: results are bitwise equal. */
+typedef enum wf_mpi_halo {
+  WF_MPI_HALO_AUTO = 0,
+  WF_MPI_HALO_STAGED,
+  WF_MPI_HALO_DIRECT
+} wf_mpi_halo;
 
 #ifdef __cplusplus
 }

@@ -74,6 +74,7 @@ typedef struct wf_world_desc {
    * (each call is collective). A check that fails on one rank fails wf_world_step on every rank,
    * naming the rank. Bitwise the state of one process with the same devices. */
   const void *mpi_comm;
+  int mpi_halo; /* with mpi_comm: wf_mpi_halo (wf_particles_desc.mpi_halo); 0: AUTO */
 } wf_world_desc;
 
 /** Kinds of objects. */

@@ -268,7 +268,8 @@ static wf_status set_create(wf_particles *sp) {
                      .n = sp->np,
                      .devices = devs,
                      .streams = streams,
-                     .mpi_comm = sp->ranks ? sp->desc.mpi_comm : NULL};
+                     .mpi_comm = sp->ranks ? sp->desc.mpi_comm : NULL,
+                     .mpi_halo = sp->desc.mpi_halo};
   wf_status st = wfpt_set_create(&d, &sp->set);
   if (st != WF_OK) return st;
   wfpt_frame_ops ops = {
@@ -1322,6 +1323,9 @@ wf_status wf_particles_info_get(const wf_particles *sp, wf_particles_info *out) 
   }
   out->captures = sp->frame.captures;
   out->capture_ms = sp->frame.capture_ms;
+  out->mpi_halo = 0;
+  if (sp->set && sp->set->mpi) /* every local partition resolves alike on one backend */
+    out->mpi_halo = sp->set->direct[sp->set->lead] ? WF_MPI_HALO_DIRECT : WF_MPI_HALO_STAGED;
   for (int p = 0; p < sp->np; p++)
     out->device_bytes[p] = part_bytes(sp, p);
   return WF_OK;

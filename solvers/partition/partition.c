@@ -33,6 +33,29 @@ static wf_status oom(const wfpt_set *s) {
   return wf__error(WF_ERR_OUT_OF_MEMORY, NULL, "%s: out of host memory", s->what);
 }
 
+/* Over ranks: whether MPI takes each local partition's buffers itself (wf_mpi_halo). A CPU
+ * device's memory is host memory, which any MPI reads; a CUDA device's needs a CUDA-aware one. */
+static wf_status halo_paths(wfpt_set *s, const wfpt_set_desc *d) {
+  if (d->mpi_halo < WF_MPI_HALO_AUTO || d->mpi_halo > WF_MPI_HALO_DIRECT)
+    return wf__error(WF_ERR_INVALID, NULL,
+                     "%s: mpi_halo %d is not a wf_mpi_halo (0 auto, 1 staged, "
+                     "2 direct)",
+                     s->what, d->mpi_halo);
+  bool aware = false;
+  wf_mpi_available(&aware, NULL, 0);
+  for (int p = 0; p < d->n; p++) {
+    if (!wfpt_local(s, p)) continue;
+    bool takes = !wf_device_is_cuda(d->devices[p]) || aware;
+    if (d->mpi_halo == WF_MPI_HALO_DIRECT && !takes)
+      return wf__error(WF_ERR_UNSUPPORTED, NULL,
+                       "%s: rank %d: mpi_halo direct needs a CUDA-aware MPI for device '%s', and "
+                       "this MPI is not one (wf_mpi_available): use staged or auto",
+                       s->what, s->rank, wf_device_name(d->devices[p]));
+    s->direct[p] = d->mpi_halo == WF_MPI_HALO_DIRECT || (d->mpi_halo == WF_MPI_HALO_AUTO && takes);
+  }
+  return WF_OK;
+}
+
 wf_status wfpt_set_create(const wfpt_set_desc *d, wfpt_set **out) {
   if (!out) return wf__error(WF_ERR_INVALID, NULL, "partitions: out is NULL");
   *out = NULL;
@@ -62,6 +85,12 @@ wf_status wfpt_set_create(const wfpt_set_desc *d, wfpt_set **out) {
                      "graph cannot span both",
                      what, wf_device_name(d->devices[s->lead]), wf_device_name(d->devices[p]));
   }
+  if (st != WF_OK) {
+    wfpt_ranks_close(s);
+    free(s);
+    return st;
+  }
+  if (s->mpi) st = halo_paths(s, d);
   if (st != WF_OK) {
     wfpt_ranks_close(s);
     free(s);

@@ -98,6 +98,9 @@ typedef struct wfpt_set {
   int rank, ranks, lead;
   int rank_of[WFPT_MAX];
   void *mpi; /* ranks.c's state (the set's own communicator); NULL: one process */
+  /* over ranks: whether MPI reads and writes partition p's buffers itself (wf_mpi_halo DIRECT,
+   * resolved at creation for this rank's partitions) rather than host copies of them */
+  bool direct[WFPT_MAX];
 } wfpt_set;
 
 /* Whether this process holds partition p (its device, streams and state). */
@@ -114,6 +117,7 @@ typedef struct wfpt_set_desc {
    * share the n partitions, in blocks (wfpt_rank_of): devices[p] and streams[p] are read for
    * this rank's partitions only (the others' may be NULL). */
   const void *mpi_comm;
+  int mpi_halo; /* with mpi_comm: wf_mpi_halo */
 } wfpt_set_desc;
 
 wf_status wfpt_set_create(const wfpt_set_desc *d, wfpt_set **out);

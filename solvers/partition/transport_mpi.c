@@ -2,23 +2,31 @@
  * between two partitions of this rank is the peer transport's; a link between ranks is owned by
  * both ends, each doing only its side:
  *
- *   sender's rank:    post_send   waits for the pack (the host waits for the sender's stream),
- *                                 downloads the slot's segments into the link's host buffer (after
- *                                 the link's previous MPI_Isend is complete) and MPI_Isend's it
- *   receiver's rank:  post_recv   MPI_Irecv into the link's other host buffer
- *                     wait        MPI_Wait, then uploads the segments into the receive regions on
- *                                 the receiver's stream (after its last read of them: stream order)
+ *   sender's rank:    post_send   waits for the pack (the host waits for the sender's stream), then
+ *                                 MPI_Isend's the slot's segments as one message (after the link's
+ *                                 previous MPI_Isend is complete)
+ *   receiver's rank:  post_recv   MPI_Irecv of that message
+ *                     wait        MPI_Wait, then the message's segments are in place
  *                     frame_end   (sender) completes the link's MPI_Isend
  *
- * Staged through host memory and waited for by the host, so a frame over ranks runs stage by
- * stage (frame.c refuses to capture it). One message per link and slot, tagged with the pair
- * and the slot; the messages of one pair of ranks are not overtaken (MPI's order), and every
- * rank posts an exchange's receives and sends (wfpt_send) before it waits for any of them, so no
- * rank waits for a message its peer has not sent. A rank's download waits only for its own
- * sender, an upload only for what came: the bytes moved are exactly the peer copy's, so the result
- * is bitwise that of one process. CUDA-aware MPIs (wf_mpi_available, MPIX_Query_cuda_support in
- * ranks.c) could take device pointers directly and skip both staging copies; that path is not
- * written yet.
+ * Two paths move a message (wf_mpi_halo, resolved per partition at creation: wfpt_set.direct):
+ *  - direct: MPI reads and writes the partitions' own buffers. A slot of one segment (the
+ *    particles' halo: the pack kernel's staging buffer to the receiver's) is sent from, and
+ *    received into, the segment's region itself: no copy. Several segments are gathered on the
+ *    device into a buffer of the link's (wf_copy on the stream) and scattered after the receive.
+ *    Because MPI then reads the send region until the send completes, the next pack waits for it
+ *    (send_reuse), and because it writes the receive region whenever the message lands, the
+ *    receive is posted only after the receiver's stream is idle (its last read of the region).
+ *    CPU devices' memory is host memory, so any MPI takes it; CUDA memory needs a CUDA-aware MPI.
+ *  - staged: each side copies through a host buffer of the link's (wf_download after the pack,
+ *    wf_upload on the receiver's stream after the wait).
+ *
+ * Either way waited for by the host, so a frame over ranks runs stage by stage (frame.c refuses
+ * to capture it). One message per link and slot, tagged with the pair and the slot; the messages
+ * of one pair of ranks are not overtaken (MPI's order), and every rank posts an exchange's
+ * receives and sends (wfpt_send) before it waits for any of them, so no rank waits for a message
+ * its peer has not sent. The bytes moved are exactly the peer copy's on both paths, so the result
+ * is bitwise that of one process.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +41,8 @@
 typedef struct mpi_link {
   void *out, *in; /* host staging: what goes, what came */
   size_t out_cap, in_cap;
+  /* direct path, several segments: gathered / scattered on the local partition's device */
+  wf_buffer *dout, *din;
   MPI_Request send, recv;
 } mpi_link;
 
@@ -86,8 +96,36 @@ void wfpt_mpi_link_free(wfpt_set *s, wfpt_link *k) {
       MPI_Wait(&m->recv, MPI_STATUS_IGNORE);
     }
   }
+  if (m->dout) wf_buffer_destroy(m->dout, s->part[k->from].stream);
+  if (m->din) wf_buffer_destroy(m->din, s->part[k->to].stream);
   free(m->out), free(m->in), free(m);
   k->tr = NULL;
+}
+
+/* A device buffer of the link's of at least `bytes` on partition p's device (grown by half
+ * again: its address changes only when a count outgrows it). */
+static wf_status grow_dev(wfpt_set *s, int p, wf_buffer **b, size_t bytes) {
+  if (*b && wf_buffer_size(*b) >= bytes) return WF_OK;
+  wf_stream *stream = s->part[p].stream;
+  if (*b) wf_buffer_destroy(*b, stream);
+  *b = NULL;
+  wf_status st = wf_buffer_create(s->part[p].dev, bytes + bytes / 2 + 16, 0, stream, b);
+  return st == WF_OK ? WF_OK : wfpt_fail(s, st, "allocating an MPI message buffer");
+}
+
+/* The segments of a slot checked against their buffers (dst: the receiving side's regions). */
+static wf_status check_segs(const wfpt_set *s, const wfpt_link *k, int slot, bool dst) {
+  const wfpt_slot *sl = &k->slot[slot];
+  for (uint32_t i = 0; i < sl->n; i++) {
+    const wfpt_seg *g = &sl->seg[i];
+    const wf_buffer *b = dst ? g->dst : g->src;
+    size_t off = dst ? g->dst_off : g->src_off;
+    if (!b || off + g->bytes > wf_buffer_size(b))
+      return wf__error(WF_ERR_INVALID, NULL, "%s: link %d -> %d (slot %d): segment %u has %s",
+                       s->what, k->from, k->to, slot, i,
+                       b ? "a region past the end of its buffer" : "a NULL buffer");
+  }
+  return WF_OK;
 }
 
 static wf_status mpi_frame_start(wfpt_set *s, wfpt_link *k) {
@@ -103,15 +141,62 @@ static wf_status mpi_post_recv(wfpt_set *s, wfpt_link *k, int slot, wf_stream *s
   mpi_link *m = NULL;
   wf_status st = state_of(s, k, &m);
   if (st != WF_OK) return st;
-  size_t bytes = k->slot[slot].bytes;
+  const wfpt_slot *sl = &k->slot[slot];
+  size_t bytes = sl->bytes;
   if (bytes > (size_t)0x7fffffff)
     return wf__error(WF_ERR_INVALID, NULL, "%s: link %d -> %d: %zu bytes in one message", s->what,
                      k->from, k->to, bytes);
-  if (!grow(&m->in, &m->in_cap, bytes ? bytes : 1))
-    return wf__error(WF_ERR_OUT_OF_MEMORY, NULL, "%s: out of host memory", s->what);
-  int err = MPI_Irecv(m->in, (int)bytes, MPI_BYTE, s->rank_of[k->from], tag_of(k, slot), comm(s),
+  void *into;
+  if (s->direct[k->to]) {
+    /* MPI writes the region when the message lands: the stream's reads of it must be done */
+    if ((st = wf_stream_synchronize(stream)) != WF_OK)
+      return wfpt_fail_link(s, k, slot, st, "waiting for the last read of a receive region");
+    bool in_place = sl->n == 1 && s->mode != WFPT_NO_COPY;
+    if (in_place && (st = check_segs(s, k, slot, true)) != WF_OK) return st;
+    if (!in_place && (st = grow_dev(s, k->to, &m->din, bytes ? bytes : 1)) != WF_OK) return st;
+    into = in_place ? (char *)wf_buffer_ptr(sl->seg[0].dst) + sl->seg[0].dst_off
+                    : wf_buffer_ptr(m->din);
+  } else {
+    if (!grow(&m->in, &m->in_cap, bytes ? bytes : 1))
+      return wf__error(WF_ERR_OUT_OF_MEMORY, NULL, "%s: out of host memory", s->what);
+    into = m->in;
+  }
+  int err = MPI_Irecv(into, (int)bytes, MPI_BYTE, s->rank_of[k->from], tag_of(k, slot), comm(s),
                       &m->recv);
   return err == MPI_SUCCESS ? WF_OK : mpi_fail(s, k, slot, err, "posting a receive");
+}
+
+/* What the sender's message is: the one segment's region itself (direct), or the segments
+ * gathered into the link's device buffer (direct) or host buffer (staged). Runs after the pack. */
+static wf_status gather(wfpt_set *s, wfpt_link *k, int slot, mpi_link *m, wf_stream *stream,
+                        const void **from) {
+  const wfpt_slot *sl = &k->slot[slot];
+  wf_status st = check_segs(s, k, slot, false);
+  if (st != WF_OK) return st;
+  bool copy = s->mode != WFPT_NO_COPY;
+  if (s->direct[k->from] && sl->n == 1 && copy) {
+    *from = (const char *)wf_buffer_ptr(sl->seg[0].src) + sl->seg[0].src_off;
+    return WF_OK;
+  }
+  if (s->direct[k->from]) {
+    if ((st = grow_dev(s, k->from, &m->dout, sl->bytes ? sl->bytes : 1)) != WF_OK) return st;
+  } else if (!grow(&m->out, &m->out_cap, sl->bytes ? sl->bytes : 1)) {
+    return wf__error(WF_ERR_OUT_OF_MEMORY, NULL, "%s: out of host memory", s->what);
+  }
+  size_t at = 0;
+  for (uint32_t i = 0; i < sl->n && copy; i++) {
+    const wfpt_seg *g = &sl->seg[i];
+    if (g->bytes && s->direct[k->from])
+      st = wf_copy(m->dout, at, g->src, g->src_off, g->bytes, stream);
+    else if (g->bytes)
+      st = wf_download((char *)m->out + at, g->src, g->src_off, g->bytes);
+    if (st != WF_OK) return wfpt_fail_link(s, k, slot, st, "staging a halo");
+    at += g->bytes;
+  }
+  if (s->direct[k->from] && (st = wf_stream_synchronize(stream)) != WF_OK) /* the gather */
+    return wfpt_fail_link(s, k, slot, st, "gathering a halo");
+  *from = s->direct[k->from] ? wf_buffer_ptr(m->dout) : m->out;
+  return WF_OK;
 }
 
 static wf_status mpi_post_send(wfpt_set *s, wfpt_link *k, int slot, wf_stream *stream) {
@@ -119,26 +204,14 @@ static wf_status mpi_post_send(wfpt_set *s, wfpt_link *k, int slot, wf_stream *s
   mpi_link *m = NULL;
   wf_status st = state_of(s, k, &m);
   if (st != WF_OK) return st;
-  const wfpt_slot *sl = &k->slot[slot];
-  int err = MPI_Wait(&m->send, MPI_STATUS_IGNORE); /* the host buffer is free again */
+  int err = MPI_Wait(&m->send, MPI_STATUS_IGNORE); /* the message buffer is free again */
   if (err != MPI_SUCCESS) return mpi_fail(s, k, slot, err, "completing a send");
-  if (!grow(&m->out, &m->out_cap, sl->bytes ? sl->bytes : 1))
-    return wf__error(WF_ERR_OUT_OF_MEMORY, NULL, "%s: out of host memory", s->what);
   if ((st = wf_stream_synchronize(stream)) != WF_OK) /* the pack */
     return wfpt_fail_link(s, k, slot, st, "waiting for the pack");
-  size_t at = 0;
-  for (uint32_t i = 0; i < sl->n; i++) {
-    const wfpt_seg *g = &sl->seg[i];
-    if (!g->src || g->src_off + g->bytes > wf_buffer_size(g->src))
-      return wf__error(WF_ERR_INVALID, NULL, "%s: link %d -> %d (slot %d): segment %u has %s",
-                       s->what, k->from, k->to, slot, i,
-                       g->src ? "a region past the end of its buffer" : "a NULL buffer");
-    if (g->bytes && s->mode != WFPT_NO_COPY &&
-        (st = wf_download((char *)m->out + at, g->src, g->src_off, g->bytes)) != WF_OK)
-      return wfpt_fail_link(s, k, slot, st, "staging a halo");
-    at += g->bytes;
-  }
-  err = MPI_Isend(m->out, (int)at, MPI_BYTE, s->rank_of[k->to], tag_of(k, slot), comm(s), &m->send);
+  const void *from = NULL;
+  if ((st = gather(s, k, slot, m, stream, &from)) != WF_OK) return st;
+  err = MPI_Isend(from, (int)k->slot[slot].bytes, MPI_BYTE, s->rank_of[k->to], tag_of(k, slot),
+                  comm(s), &m->send);
   return err == MPI_SUCCESS ? WF_OK : mpi_fail(s, k, slot, err, "sending a halo");
 }
 
@@ -151,25 +224,34 @@ static wf_status mpi_wait(wfpt_set *s, wfpt_link *k, int slot, wf_stream *stream
   int err = MPI_Wait(&m->recv, MPI_STATUS_IGNORE);
   if (err != MPI_SUCCESS) return mpi_fail(s, k, slot, err, "receiving a halo");
   const wfpt_slot *sl = &k->slot[slot];
+  bool direct = s->direct[k->to];
+  if (s->mode == WFPT_NO_COPY || (direct && sl->n == 1)) return WF_OK; /* in place already */
+  wf_status st = check_segs(s, k, slot, true);
+  if (st != WF_OK) return st;
   size_t at = 0;
   for (uint32_t i = 0; i < sl->n; i++) {
     const wfpt_seg *g = &sl->seg[i];
-    if (!g->dst || g->dst_off + g->bytes > wf_buffer_size(g->dst))
-      return wf__error(WF_ERR_INVALID, NULL, "%s: link %d -> %d (slot %d): segment %u has %s",
-                       s->what, k->from, k->to, slot, i,
-                       g->dst ? "a region past the end of its buffer" : "a NULL buffer");
-    wf_status st;
-    if (g->bytes && s->mode != WFPT_NO_COPY &&
-        (st = wf_upload(g->dst, g->dst_off, (char *)m->in + at, g->bytes, stream)) != WF_OK)
-      return wfpt_fail_link(s, k, slot, st, "unstaging a halo");
+    if (g->bytes && direct)
+      st = wf_copy(g->dst, g->dst_off, m->din, at, g->bytes, stream);
+    else if (g->bytes)
+      st = wf_upload(g->dst, g->dst_off, (char *)m->in + at, g->bytes, stream);
+    if (st != WF_OK) return wfpt_fail_link(s, k, slot, st, "unstaging a halo");
     at += g->bytes;
   }
   return WF_OK;
 }
 
 /* The pack may overwrite the send regions: the peer links' copies are waited for on the stream;
- * the links between ranks read them in post_send, before it returned. */
+ * the staged links between ranks read them in post_send, before it returned, but a direct link
+ * sent from the region itself, so its send must be complete. */
 static wf_status mpi_send_reuse(wfpt_set *s, int p, wf_stream *stream) {
+  for (int l = 0; l < s->n_links && s->direct[p]; l++) {
+    wfpt_link *k = &s->links[l];
+    mpi_link *m = k->tr;
+    if (k->from != p || !between_ranks(s, k) || !m) continue;
+    int err = MPI_Wait(&m->send, MPI_STATUS_IGNORE);
+    if (err != MPI_SUCCESS) return mpi_fail(s, k, -1, err, "completing a send");
+  }
   return s->part[p].copy ? wfpt_transport_peer.send_reuse(s, p, stream) : WF_OK;
 }
 

@@ -5,7 +5,9 @@
 #                           10 frames: stats.csv (but its ms_per_frame timing column), every .vtp
 #                           and .ply and the final checkpoint byte-identical to one process with
 #                           the same devices (3; 4 for same_4); rank r > 0 writes no files of its
-#                           own (its <out>/ranks/<r> stays empty)
+#                           own (its <out>/ranks/<r> stays empty); same_3 also with
+#                           WEFT_MPI_HALO=staged (host copies instead of MPI on the buffers)
+#                           and refuses a WEFT_MPI_HALO that is none of auto/staged/direct
 #   resume_3_to_2           3 ranks write a checkpoint at frame 5; 2 ranks resume it to frame 10;
 #                           the checkpoint at 10 is the one-process run's, byte for byte
 #   rank_fails              a health check that fails mid-run (simulation.max_speed) stops every
@@ -53,6 +55,16 @@ same_2 | same_3 | same_4)
   same_outputs "$tmp/one" "$tmp/mpi"
   # the other ranks wrote nothing of their own (outputs.discard) but their pieces
   [ -z "$(ls -A "$tmp/mpi/ranks/1")" ] || fail "rank 1 wrote $(ls "$tmp/mpi/ranks/1" | head -3)"
+  if [ "$n" = 3 ]; then # halos through host copies (WEFT_MPI_HALO) give the same bytes
+    WEFT_MPI_HALO=staged mpi 3 run "$scene" --frames 10 --out "$tmp/staged" --quiet ||
+      fail "mpirun -np 3, staged halos"
+    same_outputs "$tmp/one" "$tmp/staged"
+    WEFT_MPI_HALO=sideways "$WEFT_CLI" run "$scene" --frames 1 --out "$tmp/bad" --quiet \
+      2>"$tmp/err"
+    rc=$?
+    [ "$rc" = 2 ] && grep -q "WEFT_MPI_HALO='sideways'" "$tmp/err" ||
+      fail "a bad WEFT_MPI_HALO: exit $rc, $(cat "$tmp/err")"
+  fi
   ;;
 resume_3_to_2)
   "$WEFT_CLI" run "$scene" --frames 10 --out "$tmp/one" --quiet || fail "one process"

@@ -21,6 +21,7 @@ typedef struct opts {
   float skin;  /* 0 automatic */
   int parts;   /* partitions */
   bool ranked; /* over the MPI ranks */
+  int halo;    /* wf_mpi_halo */
 } opts;
 
 static wf_status build(const opts *o, wf_particles **out) {
@@ -36,7 +37,7 @@ static wf_status build(const opts *o, wf_particles **out) {
   }
   d.device_count = o->parts;
   d.skin = o->skin;
-  if (o->ranked) d.mpi_comm = &world_;
+  if (o->ranked) d.mpi_comm = &world_, d.mpi_halo = o->halo;
   wf_status st = wf_particles_create(&d, out);
   if (st != WF_OK) return st;
   wf_particles *ps = *out;
@@ -128,28 +129,59 @@ static void compare(opts o, int frames, int steps) {
   wf_particles_info info;
   CHECK_OK(wf_particles_info_get(mpi, &info));
   CHECK_EQ_INT(info.partitions, o.parts);
+  /* CPU devices' memory is host memory: AUTO sends from and receives into it directly (one
+   * partition has no halo and no path) */
+  int path = o.halo == WF_MPI_HALO_STAGED ? WF_MPI_HALO_STAGED : WF_MPI_HALO_DIRECT;
+  CHECK_EQ_INT(info.mpi_halo, o.parts > 1 ? path : 0);
   wf_particles_destroy(ref);
   wf_particles_destroy(mpi);
 }
 
-TEST(column_dem_bitwise_4_partitions) { compare((opts){WF_CONTACT_DEM, 0, 0.0f, 4, true}, 6, 2); }
-
-TEST(column_dem_bitwise_one_partition_a_rank) {
-  compare((opts){WF_CONTACT_DEM, 0, 0.0f, ranks_, true}, 6, 1);
+TEST(column_dem_bitwise_4_partitions) {
+  compare((opts){WF_CONTACT_DEM, 0, 0.0f, 4, true, WF_MPI_HALO_AUTO}, 6, 2);
 }
 
-TEST(column_xpbd_bitwise) { compare((opts){WF_CONTACT_XPBD, 0, 0.0f, 4, true}, 6, 1); }
+TEST(column_dem_bitwise_one_partition_a_rank) {
+  compare((opts){WF_CONTACT_DEM, 0, 0.0f, ranks_, true, WF_MPI_HALO_AUTO}, 6, 1);
+}
+
+TEST(column_xpbd_bitwise) {
+  compare((opts){WF_CONTACT_XPBD, 0, 0.0f, 4, true, WF_MPI_HALO_AUTO}, 6, 1);
+}
 
 /* Two blocks fly through each other's slabs: particles migrate between ranks both ways. */
-TEST(migration_both_directions_bitwise) { compare((opts){WF_CONTACT_DEM, 1, 0.0f, 4, true}, 8, 2); }
+TEST(migration_both_directions_bitwise) {
+  compare((opts){WF_CONTACT_DEM, 1, 0.0f, 4, true, WF_MPI_HALO_AUTO}, 8, 2);
+}
 
 /* A skin far too thin: a particle outruns it, every rank reruns its frames (the flag is agreed
  * over the ranks) with a wider one; still bitwise. */
-TEST(thin_skin_reruns_bitwise) { compare((opts){WF_CONTACT_DEM, 1, 1e-4f, 4, true}, 4, 1); }
+TEST(thin_skin_reruns_bitwise) {
+  compare((opts){WF_CONTACT_DEM, 1, 1e-4f, 4, true, WF_MPI_HALO_AUTO}, 4, 1);
+}
+
+/* Both ways of moving a halo between ranks (wf_mpi_halo): through host copies, and MPI reading
+ * and writing the partitions' buffers (the default on CPU devices, asked for explicitly here). */
+TEST(column_dem_staged_bitwise) {
+  compare((opts){WF_CONTACT_DEM, 0, 0.0f, 4, true, WF_MPI_HALO_STAGED}, 6, 2);
+}
+TEST(migration_staged_bitwise) {
+  compare((opts){WF_CONTACT_DEM, 1, 0.0f, 4, true, WF_MPI_HALO_STAGED}, 8, 2);
+}
+TEST(migration_direct_bitwise) {
+  compare((opts){WF_CONTACT_DEM, 1, 0.0f, 4, true, WF_MPI_HALO_DIRECT}, 8, 2);
+}
+
+/* An mpi_halo that is no wf_mpi_halo is refused, naming the field. */
+TEST(bad_halo_refused) {
+  wf_particles *ps = NULL;
+  CHECK_ERROR(build(&(opts){WF_CONTACT_DEM, 0, 0.0f, 4, true, 7}, &ps), WF_ERR_INVALID, "mpi_halo");
+  wf_particles_destroy(ps);
+}
 
 /* Particles added after stepping began go back to the lead partition of every rank. */
 TEST(add_after_stepping_bitwise) {
-  opts o = {WF_CONTACT_DEM, 0, 0.0f, 4, false};
+  opts o = {WF_CONTACT_DEM, 0, 0.0f, 4, false, WF_MPI_HALO_AUTO};
   wf_particles *ref = NULL, *mpi = NULL;
   REQUIRE(build(&o, &ref) == WF_OK);
   o.ranked = true;
@@ -175,7 +207,7 @@ TEST(add_after_stepping_bitwise) {
 /* More ranks than partitions is refused, naming the counts. */
 TEST(too_few_partitions_refused) {
   if (ranks_ < 2) SKIP("one rank");
-  opts o = {WF_CONTACT_DEM, 0, 0.0f, 1, true};
+  opts o = {WF_CONTACT_DEM, 0, 0.0f, 1, true, WF_MPI_HALO_AUTO};
   o.parts = ranks_ - 1 > 1 ? ranks_ - 1 : 2;
   if (o.parts >= ranks_) SKIP("needs 3 or more ranks");
   wf_particles *ps = NULL;
@@ -196,6 +228,10 @@ int main(int argc, char **argv) {
       TH_TEST(thin_skin_reruns_bitwise),
       TH_TEST(add_after_stepping_bitwise),
       TH_TEST(too_few_partitions_refused),
+      TH_TEST(column_dem_staged_bitwise),
+      TH_TEST(migration_staged_bitwise),
+      TH_TEST(migration_direct_bitwise),
+      TH_TEST(bad_halo_refused),
   };
   int rc = th_main(argc, argv, tests, TH_COUNT(tests));
   int worst = 0;
