@@ -35,8 +35,9 @@
  *                colour share a vertex; one launch per colour and iteration.
  *
  * A frame is `substeps` substeps, captured once into a graph and replayed (desc.no_graph: enqueued
- * one by one; both give bit-identical states). Gravity, wind, stiffness, damping and colliders live
- * in a device-side parameter block: changing them needs no recapture. Results are bitwise
+ * one by one; both give bit-identical states). Gravity, wind, stiffness, damping, colliders and a
+ * drag on one vertex (wf_cloth_drag_set: a mouse spring) live in a device-side parameter block:
+ * changing them needs no recapture. Results are bitwise
  * reproducible run to run and equal on the CPU and CUDA backends (no atomics on floats, fixed
  * gather orders, no FMA contraction).
  *
