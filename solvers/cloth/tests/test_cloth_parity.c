@@ -189,7 +189,8 @@ static void classic_case(int nu, int nr, int frames, uint32_t want) {
         st = wf_buffer_create(th_host, (size_t)nu * nr * 16, WF_BUFFER_PINNED, NULL, &rb);
       if (st == WF_OK) st = wf_cloth_set_frame_readback(c, rb, 0);
       if (st == WF_OK) st = wf_cloth_info_get(c, &info);
-      if (st == WF_OK) CHECK_EQ_INT(info.frame_readback_direct, 1);
+      if (st == WF_OK) /* the one-launch frames write it themselves; other frames copy it */
+        CHECK_EQ_INT(info.frame_readback_direct, want != WF_CLOTH_FRAME_PER_SUBSTEP);
     }
     for (int f = 0; f < frames && st == WF_OK; f++) {
       if (g_drag) st = classic_drag(c, nu, nr, f, frames);
@@ -252,14 +253,14 @@ TEST(drag_cpu_cuda_bitwise) {
   CUDA_ONLY("compares cpu:0 with cuda:0");
   g_drag = true;
   classic_case(64, 64, 6, WF_CLOTH_FRAME_RESIDENT);
-  classic_case(256, 256, 4, WF_CLOTH_FRAME_RESIDENT);
+  classic_case(256, 256, 2, WF_CLOTH_FRAME_RESIDENT);
   wf_cloth *probe = NULL;
   wf_cloth_info info;
   CHECK_OK(classic(th_dev0, 4, 4, &probe));
   REQUIRE(probe);
   CHECK_OK(wf_cloth_info_get(probe, &info));
   wf_cloth_destroy(probe);
-  classic_case(256, (int)(info.resident_max / 256) + 1, 4, WF_CLOTH_FRAME_STRIDE);
+  classic_case(256, (int)(info.resident_max / 256) + 1, 2, WF_CLOTH_FRAME_STRIDE);
   g_tune.one_launch = WF_CLOTH_TUNE_OFF;
   classic_case(48, 48, 6, WF_CLOTH_FRAME_PER_SUBSTEP);
   g_integrator = WF_CLOTH_XPBD;
