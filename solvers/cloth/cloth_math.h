@@ -425,7 +425,7 @@ WF_HD static inline void wfc_collide(const wfc_params *p, const wfp_collider *cs
 /* The drag's force on vertex i (wf_cloth_drag_set), added to the force f on it: k (t - x) - c v,
  * explicit within the substep, with k capped at 1 / (2 w h²) and c at 1 / (2 w h) (w the inverse
  * mass, h the substep), as the particle solver's drag: alone, the spring-damper on the vertex is
- * then stable (ω h <= 1 and w c h <= 1/2) however stiff the caller asks it to be. Only a free
+ * then stable (ω h <= 1/√2 and w c h <= 1/2) however stiff the caller asks it to be. Only a free
  * vertex (w > 0) is pulled; an untaken branch otherwise, so that a cloth without a drag computes
  * the same bits as before it existed. Both integrators call it (springs: wfc_spring_finish; XPBD:
  * wfc_predict_elem), and so does every frame path, one-launch or per substep. */
