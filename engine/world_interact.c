@@ -2,17 +2,17 @@
  * parameters every solver shares (gravity, damping) and a drag, a spring that pulls one point of
  * an object towards a target (weft/world.h: wf_world_params_*, wf_world_drag_*).
  *
- * A particle's drag (DEM and Hertz contact models) lives in the particle solver's parameter
- * block (wf_particles_drag_set): a spring k (t − x) − c v added to its force in every substep of
- * the captured frame, nothing on the host per frame. The default stiffness needs the particle's
- * mass, downloaded once per picked particle. Cloth vertices, and particles under the XPBD
- * model, take the host path below.
+ * A drag of a cloth vertex, or of a particle (DEM and Hertz contact models), lives in that
+ * solver's parameter block (wf_cloth_drag_set, wf_particles_drag_set): a spring k (t − x) − c v
+ * added to the point's force in every substep of the captured frame, nothing on the host per
+ * frame, no recapture when the target moves. The default stiffness needs the point's mass,
+ * downloaded once per picked point. Particles under the XPBD model take the host path below.
  *
- * The host path is applied before each frame while it is active: the object's state is
+ * The host path is applied before each frame while it is active: the particles' state is
  * downloaded (waiting for the solver), the point's velocity gets the spring's impulse over the
  * frame, and the state is put back exactly as it was otherwise (positions relative to the
- * solver's origin, the clock, and for particles the granular state: angular velocities and the
- * contact history), so the other points continue bitwise as they would have. The impulse is the
+ * solver's origin, the clock, and the granular state: angular velocities and the contact
+ * history), so the other points continue bitwise as they would have. The impulse is the
  * backward-Euler step of a spring-damper on the point alone (force k (t − x) − c v, evaluated
  * at the end of the frame, x' = x + h v'):
  *     v' = (v + h m⁻¹ k (t − x)) / (1 + h m⁻¹ c + h² m⁻¹ k),
@@ -133,12 +133,16 @@ wf_status wf_world_drag_set(wf_world *w, const wf_world_drag *d) {
     if (!isfinite(d->target[k]))
       return wf__error(WF_ERR_INVALID, "wf_world_drag_set", "object %d '%s': target[%d] = %g",
                        d->object, o->name, k, d->target[k]);
-  if (o->kind == WF_WORLD_PARTICLES && w->ps) { /* in the captured frame, when the model allows */
+  bool cloth = o->kind == WF_WORLD_CLOTH;
+  if (cloth || (o->kind == WF_WORLD_PARTICLES && w->ps)) { /* in the captured frame */
     if (!w->drag.im_known || w->drag.im_object != d->object || w->drag.im_point != d->point) {
       float(*vel)[4] = malloc((size_t)o->count * 16 + 16);
-      wf_status st = vel ? wf_world_object_download(w, d->object, NULL, vel) : WF_ERR_OUT_OF_MEMORY;
-      if (st == WF_OK) w->drag.inv_mass = vel[d->point][3];
-      free(vel);
+      float(*pos)[4] = cloth ? malloc((size_t)o->count * 16 + 16) : NULL;
+      wf_status st = vel && (pos || !cloth) ? wf_world_object_download(w, d->object, pos, vel)
+                                            : WF_ERR_OUT_OF_MEMORY;
+      /* the inverse mass: a cloth's in pos.w, a particle's in vel.w */
+      if (st == WF_OK) w->drag.inv_mass = cloth ? pos[d->point][3] : vel[d->point][3];
+      free(vel), free(pos);
       if (st != WF_OK) return st;
       w->drag.im_known = true, w->drag.im_object = d->object, w->drag.im_point = d->point;
     }
@@ -148,13 +152,18 @@ wf_status wf_world_drag_set(wf_world *w, const wf_world_drag *d) {
       k = omega * omega / im;
       if (c == 0.0) c = 2.0 * omega / im;
     }
-    wf_status st = wf_particles_drag_set(w->ps, o->first + d->point, d->target, (float)k, (float)c);
+    /* another object held the drag: end it there first (one drag a world) */
+    if (w->drag.device && w->drag.object != d->object) wf_world_drag_clear(w);
+    wf_status st =
+        cloth ? wf_cloth_drag_set(w->cloths[o->cloth], d->point, d->target, (float)k, (float)c)
+              : wf_particles_drag_set(w->ps, o->first + d->point, d->target, (float)k, (float)c);
     if (st == WF_OK) {
       w->drag.active = false, w->drag.device = true; /* nothing for the host to do per frame */
+      w->drag.object = d->object, w->drag.point = d->point;
       return WF_OK;
     }
-    if (st != WF_ERR_UNSUPPORTED) return st;
-    wf_clear_error(); /* XPBD: the host path below */
+    if (cloth || st != WF_ERR_UNSUPPORTED) return st;
+    wf_clear_error(); /* XPBD particles: the host path below */
   }
   if (w->drag.device) wf_world_drag_clear(w);
   w->drag.active = true;
@@ -170,7 +179,13 @@ wf_status wf_world_drag_set(wf_world *w, const wf_world_drag *d) {
 void wf_world_drag_clear(wf_world *w) {
   if (!w) return;
   w->drag.active = false;
-  if (w->drag.device && w->ps && wf_particles_drag_clear(w->ps) != WF_OK) wf_clear_error();
+  if (w->drag.device && w->drag.object >= 0 && w->drag.object < w->n_objects) {
+    const wfw_object *o = &w->objects[w->drag.object];
+    wf_status st = o->kind == WF_WORLD_CLOTH ? wf_cloth_drag_clear(w->cloths[o->cloth])
+                   : w->ps                   ? wf_particles_drag_clear(w->ps)
+                                             : WF_OK;
+    if (st != WF_OK) wf_clear_error();
+  }
   w->drag.device = false;
 }
 
@@ -189,25 +204,6 @@ static void drag_point(const wf_world *w, const double origin[3], float pos[4], 
     double x = (double)pos[j] + origin[j];
     vel[j] = (float)(((double)vel[j] + h * im * k * (w->drag.target[j] - x)) / den);
   }
-}
-
-static wf_status drag_cloth(wf_world *w, const wfw_object *o) {
-  wf_cloth *c = w->cloths[o->cloth];
-  size_t bytes = (size_t)o->count * 4 * sizeof(float);
-  float(*pos)[4] = malloc(bytes), (*vel)[4] = malloc(bytes);
-  double t = 0.0, origin[3];
-  uint64_t sub = 0;
-  wf_status st = pos && vel ? WF_OK : wf__error(WF_ERR_OUT_OF_MEMORY, "wf_world_step", "drag");
-  if (st == WF_OK) st = wf_cloth_download_local(c, pos, vel);
-  if (st == WF_OK) st = wf_cloth_time(c, &t, &sub);
-  if (st == WF_OK) st = wf_cloth_origin(c, origin);
-  if (st == WF_OK) {
-    uint32_t i = w->drag.point;
-    drag_point(w, origin, pos[i], vel[i], pos[i][3]);
-    st = wf_cloth_set_state_local(c, (const float(*)[4])pos, (const float(*)[4])vel, t, sub);
-  }
-  free(pos), free(vel);
-  return st;
 }
 
 static wf_status drag_particles(wf_world *w, const wfw_object *o) {
@@ -237,7 +233,7 @@ static wf_status drag_particles(wf_world *w, const wfw_object *o) {
 wf_status wfw_drag_apply(wf_world *w) {
   if (!w->drag.active) return WF_OK;
   const wfw_object *o = &w->objects[w->drag.object];
-  wf_status st = o->kind == WF_WORLD_CLOTH ? drag_cloth(w, o) : drag_particles(w, o);
+  wf_status st = drag_particles(w, o); /* cloth drags are always in the frame */
   if (st != WF_OK) {
     char inner[900];
     snprintf(inner, sizeof inner, "%s", wf_last_error());

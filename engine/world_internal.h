@@ -79,7 +79,8 @@ struct wf_world {
     int object;
     uint32_t point;
     double target[3], stiffness, damping;
-    bool device;   /* in the particle solver's parameter block (wf_particles_drag_set) */
+    bool device;   /* in a solver's parameter block (wf_cloth_drag_set, wf_particles_drag_set)
+                      for object, point */
     bool im_known; /* inv_mass is that of (im_object, im_point) */
     int im_object;
     uint32_t im_point;
@@ -87,8 +88,8 @@ struct wf_world {
   } drag;
 };
 
-/* world_interact.c: the drag's impulse on its point, before the frame w->frame + 1 is enqueued
- * (waits for the solver; a no-op when no drag is active). */
+/* world_interact.c: the host path's impulse on the dragged particle (XPBD contacts), before the
+ * frame w->frame + 1 is enqueued (waits for the solver; a no-op when no such drag is active). */
 wf_status wfw_drag_apply(wf_world *w);
 
 /* scene_physics.c: the physics of a scene as compact canonical JSON (malloc'ed; NULL when out of

@@ -35,8 +35,9 @@
  *                colour share a vertex; one launch per colour and iteration.
  *
  * A frame is `substeps` substeps, captured once into a graph and replayed (desc.no_graph: enqueued
- * one by one; both give bit-identical states). Gravity, wind, stiffness, damping and colliders live
- * in a device-side parameter block: changing them needs no recapture. Results are bitwise
+ * one by one; both give bit-identical states). Gravity, wind, stiffness, damping, colliders and a
+ * drag on one vertex (wf_cloth_drag_set: a mouse spring) live in a device-side parameter block:
+ * changing them needs no recapture. Results are bitwise
  * reproducible run to run and equal on the CPU and CUDA backends (no atomics on floats, fixed
  * gather orders, no FMA contraction).
  *
@@ -331,6 +332,9 @@ typedef struct wf_cloth_info {
   uint32_t grid[2];      /* resolution of a grid cloth; 0 x 0 for meshes */
   size_t device_bytes;   /* device memory held by the solver */
   size_t graph_nodes;    /* nodes of the captured frame (0 before the first frame or no_graph) */
+  uint64_t captures;     /* frames captured by wf_cloth_step_frames so far (several devices: of
+                            the one graph of all partitions); parameter, pose and drag changes
+                            leave it as it is */
   uint32_t frame_kernel; /* WF_CLOTH_FRAME_*: how wf_cloth_step_frames runs a frame */
   uint32_t resident_max; /* the most vertices a resident frame takes on this device (mass-spring
                             on the CPU backend: a fixed 4096; XPBD: 4096); 0 without one */
@@ -439,6 +443,26 @@ WF_API wf_status wf_cloth_set_material(wf_cloth *c, const wf_cloth_material *m);
 WF_API wf_cloth_params wf_cloth_params_get(const wf_cloth *c);
 /** Changes time step, gravity, wind, air density and damping. No recapture. */
 WF_API wf_status wf_cloth_params_set(wf_cloth *c, const wf_cloth_params *p);
+/** Pulls vertex `vertex` towards target (m, in the world) by a spring of stiffness (N/m) and a
+ *  dashpot of damping (N·s/m), k (t − x) − c v added to its force in every substep, from the next
+ *  frame enqueued on (a mouse drag: call it at every move). The drag lives in the parameter block
+ *  the captured frame reads: no recapture, no wait. The target is put into the cloth's frame
+ *  (relative to wf_cloth_origin, in double, rounded once: docs/precision.md). Mass-spring: added
+ *  to the vertex's spring force; XPBD: an external force in the prediction (not a constraint), so
+ *  both integrators and every frame path (one-launch or per substep, contact groups, coupling)
+ *  take it, and a cloth without a drag computes the same bits as one that never had one. Several
+ *  devices: only the partition owning the vertex applies it; the result is bitwise the one-device
+ *  result, and the same on the CPU and CUDA backends. Explicit within the substep, with k capped at
+ *  1 / (2 w h²) and c at 1 / (2 w h) (w the vertex's inverse mass, h the substep) for stability, as
+ *  wf_particles_drag_set. A pinned or attached vertex (inverse mass 0) is not moved: the call is
+ *  accepted and the spring does nothing. One drag a cloth: a call replaces the previous one. Not
+ *  part of the state (checkpoints, wf_cloth_set_state keep it as it is). WF_ERR_INVALID naming
+ *  the cloth and the vertex for a vertex out of range, a non-finite target, or a negative or
+ *  non-finite stiffness or damping. */
+WF_API wf_status wf_cloth_drag_set(wf_cloth *c, uint32_t vertex, const double target[3],
+                                   float stiffness, float damping);
+/** Ends the drag (no-op when none is set). No recapture. */
+WF_API wf_status wf_cloth_drag_clear(wf_cloth *c);
 
 /** Couples the cloth with a particle solver, two-way: each cloth vertex is kept material.thickness
  *  from every particle's surface, the correction shared by inverse mass between the vertex and

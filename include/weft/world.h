@@ -280,17 +280,18 @@ typedef struct wf_world_drag {
   double damping;   /* N·s/m (>= 0) */
 } wf_world_drag;
 
-/** Starts (or moves) the drag, from the next frame enqueued on. A particle (DEM or Hertz
- *  contacts): the spring and dashpot act in every substep inside the captured frame
- *  (wf_particles_drag_set: device memory the graph reads; bitwise the same on any number of
- *  devices and on both backends); the first call for a particle waits to read its mass. A cloth
- *  vertex, or a particle under XPBD: before every frame the point's velocity gets the
- *  backward-Euler step of the spring-damper over the frame time (stable for any stiffness), the
- *  rest of the state left bitwise as it was; each such frame waits for the solver and
- *  round-trips the object's state through the host (engine/world_interact.c). Pinned vertices
- *  and kinematic particles do not move. An interactive tool, not part of the scene's physics:
- *  not saved in checkpoints. WF_ERR_INVALID naming the object
- *  for an index out of range, a negative stiffness or damping, or a non-finite target. */
+/** Starts (or moves) the drag, from the next frame enqueued on. A cloth vertex, or a particle
+ *  (DEM or Hertz contacts): the spring and dashpot act in every substep inside the captured frame
+ *  (wf_cloth_drag_set, wf_particles_drag_set: device memory the graph reads, so moving the target
+ *  neither recaptures nor waits; bitwise the same on any number of devices and on both backends);
+ *  the first call for a point waits to read its mass. A particle under XPBD: before every frame
+ *  the point's velocity gets the backward-Euler step of the spring-damper over the frame time
+ *  (stable for any stiffness), the rest of the state left bitwise as it was; each such frame
+ *  waits for the solver and round-trips the particles' state through the host
+ *  (engine/world_interact.c). Pinned vertices and kinematic particles do not move. An
+ *  interactive tool, not part of the scene's physics: not saved in checkpoints. WF_ERR_INVALID
+ *  naming the object for an index out of range, a negative stiffness or damping, or a
+ *  non-finite target. */
 WF_API wf_status wf_world_drag_set(wf_world *w, const wf_world_drag *d);
 /** Ends the drag (no-op when none is active). */
 WF_API void wf_world_drag_clear(wf_world *w);

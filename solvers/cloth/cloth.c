@@ -135,6 +135,7 @@ struct wfc_part {
   uint32_t n_pinned;
   wf_buffer *buf[B_COUNT];
   wf_graph *graph;
+  uint64_t captures;   /* frames captured into c->graph so far (wf_cloth_info.captures) */
   uint32_t table;      /* cells of the vertex grid's box (0: no grid buffers yet) */
   int bits;            /* key bits of the vertex grid */
   wf_particles *ps;    /* coupled particle solver, or NULL */
@@ -1001,6 +1002,19 @@ wf_status wfc_part_params_set(wfc_part *c, const wf_cloth_params *p) {
   return upload_params(c, fn);
 }
 
+/* The drag lives in the parameter block beside the other parameters: the captured frame reads
+ * it, so setting, moving or ending it needs no recapture. params_build leaves its fields alone. */
+wf_status wfc_part_drag_set(wfc_part *c, bool on, uint32_t vertex, const float target[3],
+                            float stiffness, float damping) {
+  static const char fn[] = "wf_cloth_drag_set";
+  c->params.drag_on = on ? 1u : 0u;
+  c->params.drag_vertex = on ? vertex : 0u;
+  c->params.drag_k = on ? stiffness : 0.0f, c->params.drag_c = on ? damping : 0.0f;
+  c->params.drag_target =
+      on ? (wfp_f4){target[0], target[1], target[2], 0.0f} : (wfp_f4){0.0f, 0.0f, 0.0f, 0.0f};
+  return upload_params(c, fn);
+}
+
 /* ---- the substep ------------------------------------------------------------------------------
  */
 
@@ -1450,6 +1464,7 @@ static wf_status capture_frame(wfc_part *c, const char *fn) {
   }
   if (st2 != WF_OK) return fail_gpu(st2, fn, c, "ending the frame capture");
   c->graph = g;
+  c->captures++;
   return WF_OK;
 }
 
@@ -1750,6 +1765,7 @@ wf_status wfc_part_info_get(const wfc_part *c, wf_cloth_info *out) {
   for (int b = 0; b < B_COUNT; b++)
     if (c->buf[b]) out->device_bytes += wf_buffer_size(c->buf[b]);
   out->graph_nodes = c->graph ? wf_graph_node_count(c->graph) : 0;
+  out->captures = c->captures;
   bool springs = c->desc.integrator == WF_CLOTH_SPRINGS;
   out->frame_kernel = !one_launch(c)                                ? WF_CLOTH_FRAME_PER_SUBSTEP
                       : !springs && c->xplan.mode == WFC_XPBD_BLOCK ? WF_CLOTH_FRAME_RESIDENT

@@ -261,6 +261,56 @@ wf_status wf_cloth_params_set(wf_cloth *cs, const wf_cloth_params *prm) {
   return WF_OK;
 }
 
+/* Only the partition that owns the vertex applies the spring (the per-vertex stages update owned
+ * vertices only; its ghost copies elsewhere get its bits from the halo exchange), at its local
+ * index; every other partition's drag is off. The target goes into the cloth's frame in double,
+ * rounded once, as every partition has the cloth's origin: the same float target, the same bits
+ * as on one device. */
+wf_status wf_cloth_drag_set(wf_cloth *cs, uint32_t vertex, const double target[3], float stiffness,
+                            float damping) {
+  static const char fn[] = "wf_cloth_drag_set";
+  if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
+  if (vertex >= cs->nv)
+    return wf__error(WF_ERR_INVALID, fn,
+                     "cloth '%s': drag of vertex %u: out of range (%u vertices)", cs->name, vertex,
+                     cs->nv);
+  if (!target)
+    return wf__error(WF_ERR_INVALID, fn, "cloth '%s': drag of vertex %u: target is NULL", cs->name,
+                     vertex);
+  float local[3];
+  for (int k = 0; k < 3; k++) {
+    local[k] = (float)(target[k] - cs->origin[k]);
+    if (!isfinite(target[k]) || !isfinite(local[k]))
+      return wf__error(WF_ERR_INVALID, fn,
+                       "cloth '%s': drag of vertex %u: target[%d] = %g is not finite (or not in "
+                       "float range of the cloth's origin)",
+                       cs->name, vertex, k, target[k]);
+  }
+  if (!(stiffness >= 0.0f) || !isfinite(stiffness) || !(damping >= 0.0f) || !isfinite(damping))
+    return wf__error(WF_ERR_INVALID, fn,
+                     "cloth '%s': drag of vertex %u: stiffness %g N/m and damping %g N*s/m must "
+                     "be finite and >= 0",
+                     cs->name, vertex, (double)stiffness, (double)damping);
+  for (int p = 0; p < cs->np; p++) {
+    uint32_t l = cs->lid ? cs->lid[(size_t)p * cs->nv + vertex] : vertex;
+    bool own = cs->np == 1 || cs->owner[vertex] == p;
+    wf_status st = wfc_part_drag_set(cs->parts[p].c, own, own ? l : 0u, local, stiffness, damping);
+    if (st != WF_OK) return st;
+  }
+  return WF_OK;
+}
+
+wf_status wf_cloth_drag_clear(wf_cloth *cs) {
+  static const char fn[] = "wf_cloth_drag_clear";
+  if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
+  static const float zero[3] = {0.0f, 0.0f, 0.0f};
+  for (int p = 0; p < cs->np; p++) {
+    wf_status st = wfc_part_drag_set(cs->parts[p].c, false, 0u, zero, 0.0f, 0.0f);
+    if (st != WF_OK) return st;
+  }
+  return WF_OK;
+}
+
 /* ---- frames ---------------------------------------------------------------------------------- */
 
 wf_status wf_cloth_step_frames(wf_cloth *cs, int frames) {
@@ -445,6 +495,7 @@ static void info_parts(const wf_cloth *cs, wf_cloth_info *out) {
   out->frame_lanes = p0.frame_lanes;
   out->frame_smem = p0.frame_smem;
   out->graph_nodes = cs->frame.graph ? wf_graph_node_count(cs->frame.graph) : 0;
+  out->captures = cs->frame.captures;
   for (int p = 0; p < cs->np; p++) {
     wf_cloth_info pi;
     wfc_part_info_get(cs->parts[p].c, &pi);

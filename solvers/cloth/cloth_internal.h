@@ -39,6 +39,10 @@ wf_status wfc_part_set_material(wfc_part *c, const wf_cloth_material *m);
 wf_cloth_params wfc_part_params_get(const wfc_part *c);
 wf_status wfc_part_params_set(wfc_part *c, const wf_cloth_params *p);
 wf_status wfc_part_couple(wfc_part *c, wf_particles *ps);
+/* The drag of wf_cloth_drag_set in this partition's parameter block: on, the local vertex it
+ * owns, the target in the cloth's frame (relative to its origin); off (on false): none here. */
+wf_status wfc_part_drag_set(wfc_part *c, bool on, uint32_t vertex, const float target[3],
+                            float stiffness, float damping);
 wf_status wfc_part_step_frames(wfc_part *c, int frames);
 wf_status wfc_part_step_substeps(wfc_part *c, int n);
 wf_status wfc_part_download(wfc_part *c, float (*pos)[4], float (*vel)[4]);

@@ -105,6 +105,12 @@ typedef struct wfc_params {
    * frame) is at x + particle_shift in the cloth's (coupling.h: wfc_particles_origin) */
   wfp_f4 particle_shift;
   wfcc_params contact; /* cloth contact (wf_cloth_desc.contact) */
+  /* a drag (wf_cloth_drag_set): vertex drag_vertex (this partition's local index; only the
+   * partition that owns it has drag_on) pulled towards drag_target (the cloth's frame) by a
+   * spring drag_k (N/m) and a dashpot drag_c (N·s/m) in every substep; drag_on 0: none */
+  wfp_f4 drag_target;
+  float drag_k, drag_c;
+  uint32_t drag_on, drag_vertex;
 } wfc_params;
 
 /* Shared inputs of the per-vertex kernels. */
@@ -416,6 +422,22 @@ WF_HD static inline void wfc_collide(const wfc_params *p, const wfp_collider *cs
   }
 }
 
+/* The drag's force on vertex i (wf_cloth_drag_set), added to the force f on it: k (t - x) - c v,
+ * explicit within the substep, with k capped at 1 / (2 w h²) and c at 1 / (2 w h) (w the inverse
+ * mass, h the substep), as the particle solver's drag: alone, the spring-damper on the vertex is
+ * then stable (ω h <= 1/√2 and w c h <= 1/2) however stiff the caller asks it to be. Only a free
+ * vertex (w > 0) is pulled; an untaken branch otherwise, so that a cloth without a drag computes
+ * the same bits as before it existed. Both integrators call it (springs: wfc_spring_finish; XPBD:
+ * wfc_predict_elem), and so does every frame path, one-launch or per substep. */
+WF_HD static inline wfc_v3 wfc_drag_add(const wfc_params *p, uint32_t i, wfc_v3 x, wfc_v3 v,
+                                        float w, wfc_v3 f) {
+  if (!p->drag_on || i != p->drag_vertex || !(w > 0.0f)) return f;
+  float h = p->dt;
+  float k = fminf(p->drag_k, 0.5f / (w * h * h)), c = fminf(p->drag_c, 0.5f / (w * h));
+  wfc_v3 d = wfc_sub(wfc_xyz(p->drag_target), x);
+  return wfc_add(f, wfc_sub(wfc_scale(d, k), wfc_scale(v, c)));
+}
+
 /* ---- per-element kernels ----------------------------------------------------------------------
  */
 
@@ -645,6 +667,7 @@ WF_HD static inline uint32_t wfc_spring_finish(const wfc_params *p, const wfp_co
   float t_end = (float)(time + (double)dt);
   if (w > 0.0f) {
     if (p->aero) f = wfc_add(f, wfc_aero(p, &a->mesh, a->pos_in, a->vel_in, i));
+    f = wfc_drag_add(p, i, x, v, w, f);
     wfc_v3 acc = wfc_add(wfc_xyz(p->gravity), wfc_scale(f, w));
     v = wfc_scale(wfc_add(v, wfc_scale(acc, dt)), p->damp);
     x = wfc_add(x, wfc_scale(v, dt));
@@ -721,7 +744,13 @@ WF_HD static inline uint32_t wfc_spring_elem(const wfc_spring_args *a, uint32_t 
  * (+0.13% from Bernoulli's period, energy only lost) at every count, so it was the rounding, not
  * the method. Exact arithmetic gives the same states either way. */
 
-/* XPBD prediction of vertex i: v' = v + dt (g + F_aero w), step dt v' (pinned: dt v). */
+/* XPBD prediction of vertex i: v' = v + dt (g + (F_aero + F_drag) w), step dt v' (pinned: dt v).
+ * The drag (wfc_drag_add) is a force here, not a compliant constraint: the prediction is the one
+ * per-vertex stage every XPBD path runs on owned vertices only (per substep, the one-launch
+ * frames, a partition's overlap ranges), so one line covers them all, and a partition that does
+ * not own the vertex never sees it; a constraint would need a place in the colour schedule (and
+ * its halo refresh over several devices, and the one-launch frame's bands) and a multiplier, for
+ * a stiffness a mouse spring does not need exactly. Capped as in wfc_drag_add, it is stable. */
 WF_HD static inline void wfc_predict_elem(const wfc_predict_args *a, uint32_t i) {
   const wfc_params *p = a->params;
   wfp_f4 x4 = a->pos[i], v4 = a->vel[i];
@@ -735,6 +764,9 @@ WF_HD static inline void wfc_predict_elem(const wfc_predict_args *a, uint32_t i)
   if (x4.w > 0.0f) {
     wfc_v3 acc = wfc_xyz(p->gravity);
     if (p->aero) acc = wfc_add(acc, wfc_scale(wfc_aero(p, &a->mesh, a->pos, a->vel, i), x4.w));
+    if (p->drag_on && i == p->drag_vertex) /* the other vertices: not even a +0 added */
+      acc = wfc_add(
+          acc, wfc_scale(wfc_drag_add(p, i, wfc_xyz(x4), v, x4.w, wfc_v(0.0f, 0.0f, 0.0f)), x4.w));
     v = wfc_add(v, wfc_scale(acc, p->dt));
   }
   wfc_v3 s = wfc_scale(v, p->dt);

@@ -16,6 +16,11 @@
  *   world_interact.c over the frame, v' = (v + h ω² (t − x)) / (1 + 2 h ω + h² ω²), x' = x + h v'
  *   (h = 1/60 s), 30 frames within 1e-5 m.
  * - a pinned cloth vertex does not move when dragged; a free one moves towards the target.
+ * - a cloth vertex's drag is in the captured frame (wf_cloth_drag_set): with a target moving every
+ *   frame the world on two devices (the cloth split in two) is bitwise the world on one, the
+ *   dragged vertex moves towards the target, and the other objects are bitwise those of an
+ *   undragged run; moving the drag from a particle to a cloth vertex ends the particle's spring
+ *   (it coasts: x' = x + v / 60 within 1e-6 m, gravity 0).
  */
 #include "harness.h"
 
@@ -215,6 +220,65 @@ TEST(drag_cloth_vertex_and_errors) {
   wf_world_destroy(w);
 }
 
+/* Drags cloth vertex 15 (the free bottom-right corner) 10 frames towards a target moving 5 cm a
+ * frame; ref, when given, steps along undragged. */
+static void cloth_drag_run(wf_world *w, wf_world *ref, float start[4], float end[4]) {
+  float pos[16][4];
+  CHECK_OK(wf_world_object_download(w, 2, pos, NULL));
+  memcpy(start, pos[15], 16);
+  for (int f = 0; f < 10; f++) {
+    wf_world_drag d = {.object = 2,
+                       .point = 15,
+                       .target = {pos[15][0] + 0.5, pos[15][1] + 0.05 * f, pos[15][2] + 0.3}};
+    CHECK_OK(wf_world_drag_set(w, &d));
+    CHECK_OK(wf_world_step(w, 1));
+    if (ref) CHECK_OK(wf_world_step(ref, 1));
+  }
+  float now[16][4];
+  CHECK_OK(wf_world_object_download(w, 2, now, NULL));
+  memcpy(end, now[15], 16);
+}
+
+TEST(drag_cloth_vertex_in_the_frame) {
+  const char *uncoupled = "simulation.coupling=false";
+  wf_world *one = make_world_on("cpu:0", uncoupled), *two = make_world_on("cpu:0,cpu:1", uncoupled);
+  wf_world *ref = make_world_on("cpu:0", uncoupled);
+  REQUIRE(one && two && ref);
+  wf_world_placement pl;
+  CHECK_OK(wf_world_placement_get(two, 1, &pl));
+  printf("  two devices: the cloth's second partition owns %llu of 16 vertices\n",
+         (unsigned long long)pl.vertices);
+  CHECK(pl.vertices > 0 && pl.vertices < 16); /* the cloth is split */
+  float s1[4], e1[4], s2[4], e2[4];
+  cloth_drag_run(one, ref, s1, e1);
+  cloth_drag_run(two, NULL, s2, e2);
+  printf("  dragged cloth corner moved (%.3f %.3f %.3f) m towards (+0.5, +0.45, +0.3)\n",
+         e1[0] - s1[0], e1[1] - s1[1], e1[2] - s1[2]);
+  CHECK(e1[0] - s1[0] > 0.1f && e1[2] - s1[2] > 0.05f);
+  for (int i = 0; i < wf_world_object_count(one); i++) {
+    CHECK(same_object(one, two, i));
+    if (i != 2) CHECK(same_object(one, ref, i)); /* the particles: untouched */
+  }
+  CHECK(!same_object(one, ref, 2));
+  wf_world_destroy(one);
+  wf_world_destroy(two);
+  wf_world_destroy(ref);
+  /* from a particle to a cloth vertex: the particle's spring ends */
+  wf_world *w = make_world();
+  REQUIRE(w);
+  double worst;
+  drag_run(w, NULL, true, &worst);
+  wf_world_drag d = {.object = 2, .point = 15, .target = {0.0, 8.0, 0.0}};
+  CHECK_OK(wf_world_drag_set(w, &d));
+  float before[4], after[4], vel[4];
+  CHECK_OK(wf_world_object_download(w, 0, &before, &vel));
+  CHECK_OK(wf_world_step(w, 1));
+  CHECK_OK(wf_world_object_download(w, 0, &after, NULL));
+  CHECK_NEAR(after[1], before[1] + vel[1] / 60.0f, 1e-6f);
+  wf_world_drag_clear(w);
+  wf_world_destroy(w);
+}
+
 /* The particle materials: the scene's default one listed, a change read back, bad indices and
  * values refused naming the material. */
 TEST(particle_materials) {
@@ -240,9 +304,12 @@ TEST(particle_materials) {
 }
 
 int main(int argc, char **argv) {
-  static const th_test tests[] = {
-      TH_TEST(params_change_gravity),        TH_TEST(drag_in_the_frame_follows_the_spring),
-      TH_TEST(drag_bitwise_on_two_devices),  TH_TEST(drag_on_the_host_under_xpbd),
-      TH_TEST(drag_cloth_vertex_and_errors), TH_TEST(particle_materials)};
+  static const th_test tests[] = {TH_TEST(params_change_gravity),
+                                  TH_TEST(drag_in_the_frame_follows_the_spring),
+                                  TH_TEST(drag_bitwise_on_two_devices),
+                                  TH_TEST(drag_on_the_host_under_xpbd),
+                                  TH_TEST(drag_cloth_vertex_and_errors),
+                                  TH_TEST(drag_cloth_vertex_in_the_frame),
+                                  TH_TEST(particle_materials)};
   return th_main(argc, argv, tests, TH_COUNT(tests));
 }

@@ -8,7 +8,8 @@
  * sizes where CUDA runs it resident (a thread per vertex, state in registers): the bench's setup
  * at 64 x 64, at the largest resident grid of the device and one row above (grid-stride), with
  * the positions the CUDA frame wrote straight into pinned host memory (per-frame readback)
- * compared as well; and the XPBD one-launch frame (one block, grid-stride) likewise. Tolerance:
+ * compared as well; and the XPBD one-launch frame (one block, grid-stride) likewise; and a vertex
+ * dragged towards a moving target (wf_cloth_drag_set) on each of those frame paths. Tolerance:
  * none. */
 #define _POSIX_C_SOURCE 200809L /* before any system header: harness.h needs POSIX */
 
@@ -123,9 +124,21 @@ TEST(coupled_cpu_cuda_bitwise) {
   }
 }
 
-/* The integrator and tuning of classic() (the mass-spring setup unless a test changes them). */
+/* The integrator and tuning of classic() (the mass-spring setup unless a test changes them), and
+ * whether classic_case drags a vertex (wf_cloth_drag_set) with a target that moves every frame. */
 static int g_integrator = WF_CLOTH_SPRINGS;
 static wf_cloth_tuning g_tune;
+static bool g_drag;
+
+/* classic_case's drag before frame f of an nu x nr grid: the middle vertex (on a corner of the
+ * tiled frame's tiles at 256 x 256), then one inside a tile, then none; stiff (capped). */
+static wf_status classic_drag(wf_cloth *c, int nu, int nr, int f, int frames) {
+  if (f >= frames - 1 && frames > 2) return wf_cloth_drag_clear(c);
+  uint32_t v = (uint32_t)(nr / 2) * (uint32_t)nu + (uint32_t)(nu / 2);
+  if (f >= frames / 2) v += 3u * (uint32_t)nu + 5u;
+  const double t[3] = {0.1 + 0.05 * f, 0.3, 0.2 - 0.03 * f};
+  return wf_cloth_drag_set(c, v, t, f & 1 ? 500.0f : 5e6f, 2.0f);
+}
 
 /* The bench's setup (bench/cloth_bench.c) on an nu x nr grid, with wind, drag and a sphere
  * (XPBD: compliance 1e-3, 4 iterations). */
@@ -176,9 +189,13 @@ static void classic_case(int nu, int nr, int frames, uint32_t want) {
         st = wf_buffer_create(th_host, (size_t)nu * nr * 16, WF_BUFFER_PINNED, NULL, &rb);
       if (st == WF_OK) st = wf_cloth_set_frame_readback(c, rb, 0);
       if (st == WF_OK) st = wf_cloth_info_get(c, &info);
-      if (st == WF_OK) CHECK_EQ_INT(info.frame_readback_direct, 1);
+      if (st == WF_OK) /* the one-launch frames write it themselves; other frames copy it */
+        CHECK_EQ_INT(info.frame_readback_direct, want != WF_CLOTH_FRAME_PER_SUBSTEP);
     }
-    if (st == WF_OK) st = wf_cloth_step_frames(c, frames);
+    for (int f = 0; f < frames && st == WF_OK; f++) {
+      if (g_drag) st = classic_drag(c, nu, nr, f, frames);
+      if (st == WF_OK) st = wf_cloth_step_frames(c, 1);
+    }
     if (st == WF_OK) s[k] = scene_state(c, &n[k]);
     if (!s[k]) TH_FAIL("%s: %s", wf_device_name(devs[k]), wf_last_error());
     wf_cloth_destroy(c);
@@ -228,10 +245,40 @@ TEST(xpbd_frames_cpu_cuda_bitwise) {
   g_integrator = WF_CLOTH_SPRINGS;
 }
 
+/* A dragged vertex (wf_cloth_drag_set) with a target moving every frame, on every CUDA frame
+ * path: mass-spring resident (lanes), tiled (256 x 256, the vertex on a tile corner) and
+ * grid-stride, XPBD's one block and grid-stride, and the kernels per substep; the busy scene's
+ * per-substep frame is covered by one_launch OFF. */
+TEST(drag_cpu_cuda_bitwise) {
+  CUDA_ONLY("compares cpu:0 with cuda:0");
+  g_drag = true;
+  classic_case(64, 64, 6, WF_CLOTH_FRAME_RESIDENT);
+  classic_case(256, 256, 2, WF_CLOTH_FRAME_RESIDENT);
+  wf_cloth *probe = NULL;
+  wf_cloth_info info;
+  CHECK_OK(classic(th_dev0, 4, 4, &probe));
+  REQUIRE(probe);
+  CHECK_OK(wf_cloth_info_get(probe, &info));
+  wf_cloth_destroy(probe);
+  classic_case(256, (int)(info.resident_max / 256) + 1, 2, WF_CLOTH_FRAME_STRIDE);
+  g_tune.one_launch = WF_CLOTH_TUNE_OFF;
+  classic_case(48, 48, 6, WF_CLOTH_FRAME_PER_SUBSTEP);
+  g_integrator = WF_CLOTH_XPBD;
+  classic_case(48, 48, 6, WF_CLOTH_FRAME_PER_SUBSTEP);
+  g_tune.one_launch = WF_CLOTH_TUNE_ON;
+  classic_case(32, 32, 6, WF_CLOTH_FRAME_RESIDENT);
+  classic_case(64, 65, 4, WF_CLOTH_FRAME_STRIDE);
+  memset(&g_tune, 0, sizeof g_tune);
+  g_integrator = WF_CLOTH_SPRINGS;
+  g_drag = false;
+}
+
 int main(int argc, char **argv) {
-  static const th_test tests[] = {
-      TH_TEST(cpu_cuda_bitwise), TH_TEST(self_collision_cpu_cuda_bitwise),
-      TH_TEST(coupled_cpu_cuda_bitwise), TH_TEST(one_launch_frames_cpu_cuda_bitwise),
-      TH_TEST(xpbd_frames_cpu_cuda_bitwise)};
+  static const th_test tests[] = {TH_TEST(cpu_cuda_bitwise),
+                                  TH_TEST(self_collision_cpu_cuda_bitwise),
+                                  TH_TEST(coupled_cpu_cuda_bitwise),
+                                  TH_TEST(one_launch_frames_cpu_cuda_bitwise),
+                                  TH_TEST(xpbd_frames_cpu_cuda_bitwise),
+                                  TH_TEST(drag_cpu_cuda_bitwise)};
   return th_main(argc, argv, tests, TH_COUNT(tests));
 }
