@@ -270,8 +270,9 @@ static wf_status open_csv(wf_run_outputs *o, int64_t resume) {
   }
   if (o->discard) { /* the row is computed (the same world calls), never written */
     free(cols), free(names);
-    /* measured as on the rank that writes it: the force reads are collective over MPI ranks */
-    return n_col > 0 ? wf_world_measure_collider_forces(o->w, true) : WF_OK;
+    /* no measuring of its own: over MPI ranks the solvers agree on it at the next step (the
+     * rank that writes stats.csv turned it on), and their force reads are not collectives */
+    return WF_OK;
   }
   for (int k = 0; k < CSV_BASE; k++)
     cols[k] = csv_columns[k];

@@ -465,7 +465,11 @@ WF_API wf_status wf_particles_collider_force(wf_particles *ps, uint32_t index, d
  *  the solver is created: the sums cost up to ~13% of a CPU substep where every particle touches
  *  a collider (a single layer on a floor), nothing where none does. Turning it on or off takes
  *  effect from the next frame enqueued (the captured frame is recorded again) and zeroes the
- *  sums; the particles' motion is bitwise the same either way. */
+ *  sums; the particles' motion is bitwise the same either way. Over MPI ranks (desc.mpi_comm)
+ *  neither this nor wf_particles_collider_force is a collective: each rank's call records its
+ *  wish, the next step measures on every rank when any rank wishes it (one allreduce of a flag
+ *  a step), and the frames sum every rank's tables, so a force read on some ranks only waits
+ *  for none and gives every rank the same bits. */
 WF_API wf_status wf_particles_measure_collider_forces(wf_particles *ps, bool on);
 
 /** Pulls particle `gid` (global id) towards target (m, in the world) by a spring of stiffness

@@ -289,7 +289,8 @@ typedef struct wf_world_drag {
  *  round-trips the object's state through the host (engine/world_interact.c). Pinned vertices
  *  and kinematic particles do not move. An interactive tool, not part of the scene's physics:
  *  not saved in checkpoints. WF_ERR_INVALID naming the object
- *  for an index out of range, a negative stiffness or damping, or a non-finite target. */
+ *  for an index out of range, a negative stiffness or damping, or a non-finite target;
+ *  WF_ERR_UNSUPPORTED over MPI ranks (wf_world_desc.mpi_comm). */
 WF_API wf_status wf_world_drag_set(wf_world *w, const wf_world_drag *d);
 /** Ends the drag (no-op when none is active). */
 WF_API void wf_world_drag_clear(wf_world *w);

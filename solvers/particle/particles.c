@@ -719,6 +719,8 @@ static wf_status frames_launched(void *ctx) {
   return WF_OK;
 }
 
+static wf_status forces_sum_ranks(wf_particles *sp, wf_status st);
+
 wf_status wfp_launch_frames(wf_particles *sp, int frames) {
   if (frames <= 0) return WF_OK;
   sp->exact = false;
@@ -726,7 +728,7 @@ wf_status wfp_launch_frames(wf_particles *sp, int frames) {
   wf_status st = wfp_stamping(sp) ? stamps_reserve(sp) : WF_OK;
   if (st == WF_OK) st = wfpt_run_frames(&sp->frame, frames, WFPT_FULL, NULL);
   if (st == WF_OK) sp->frames_since += frames;
-  return st;
+  return forces_sum_ranks(sp, st);
 }
 
 wf_status wf_particles_step_frames(wf_particles *sp, int frames) {
@@ -735,7 +737,7 @@ wf_status wf_particles_step_frames(wf_particles *sp, int frames) {
   if (sp->np == 1) return wfp_part_step_frames(LEAD(sp), frames);
   if (frames < 0)
     return fail(WF_ERR_INVALID, "particles '%s': frames %d must be >= 0", sp->name, frames);
-  wf_status st = WF_OK;
+  wf_status st = wfp_forces_agree(sp);
   for (int f = 0; f < frames && st == WF_OK; f++) {
     if (!sp->distributed || sp->frames_since >= sp->desc.repartition_frames)
       st = wfp_repartition(sp);
@@ -1048,20 +1050,65 @@ wf_status wf_particles_set_collider_pose(wf_particles *sp, uint32_t index,
   return WF_OK;
 }
 
-wf_status wf_particles_measure_collider_forces(wf_particles *sp, bool on) {
-  if (!sp) return fail(WF_ERR_INVALID, "wf_particles_measure_collider_forces: solver is NULL");
+/* Switches the measuring in this process's partitions (the kernels' table pointers and clears
+ * are baked into the captured frame: it is captured again). */
+static wf_status forces_apply(wf_particles *sp, bool on) {
   if (wfp_part_measuring_forces(LEAD(sp)) == on) return WF_OK;
   for (int p = 0; p < sp->np; p++) {
     if (!MINE(sp, p)) continue; /* another rank's */
     wf_status st = wfp_part_measure_forces(sp->parts[p].ps, on);
     if (st != WF_OK) return st;
   }
-  wfpt_frame_stale(&sp->frame); /* the kernels' table pointers and the clears changed */
+  memset(sp->force_sum, 0, sizeof sp->force_sum); /* zero until a frame has summed them */
+  sp->force_seconds = 0.0;
+  wfpt_frame_stale(&sp->frame);
+  return WF_OK;
+}
+
+/* Over MPI ranks the switch only records this rank's word: a caller may switch on one rank and
+ * not the others (rank 0 writing stats.csv, the others discarding it), and measuring that
+ * differs between ranks made the ranks' force reads differ in their collectives (a hang). */
+wf_status wf_particles_measure_collider_forces(wf_particles *sp, bool on) {
+  if (!sp) return fail(WF_ERR_INVALID, "wf_particles_measure_collider_forces: solver is NULL");
+  sp->forces_want = on;
+  return sp->ranks ? WF_OK : forces_apply(sp, on);
+}
+
+/* Over MPI ranks, before a step (every rank steps, so every rank gets here): measuring is on
+ * where any rank wants it (one allreduce of a flag a step call). */
+wf_status wfp_forces_agree(wf_particles *sp) {
+  if (!sp->ranks) return WF_OK;
+  bool on = sp->forces_want;
+  wf_status st = wfpt_ranks_any(sp->set, &on);
+  return st == WF_OK ? forces_apply(sp, on) : st;
+}
+
+/* Over MPI ranks, after frames (every rank, also one whose frames failed: it gives zeros): the
+ * sums of every rank's partitions into force_sum, added as integers (any order, the same bits),
+ * so that wf_particles_collider_force reads them without a collective. */
+static wf_status forces_sum_ranks(wf_particles *sp, wf_status st) {
+  if (!sp->ranks || !wfp_part_measuring_forces(LEAD(sp))) return st;
+  uint64_t sum[WFX_MAX_COLLIDERS * WFX_FORCE_WORDS] = {0};
+  double sec = 0.0;
+  for (int p = 0; p < sp->np && st == WF_OK; p++) {
+    const unsigned long long *table = NULL;
+    if (!MINE(sp, p)) continue;
+    if ((st = wfp_part_forces(sp->parts[p].ps, &table, &sec)) != WF_OK) break;
+    for (size_t w = 0; w < WFX_MAX_COLLIDERS * WFX_FORCE_WORDS; w++)
+      sum[w] += table[w];
+  }
+  if (st != WF_OK) memset(sum, 0, sizeof sum);
+  wf_status st2 = wfpt_ranks_sum_u64(sp->set, sum, WFX_MAX_COLLIDERS * WFX_FORCE_WORDS);
+  if (st != WF_OK || st2 != WF_OK) return st != WF_OK ? st : st2;
+  for (size_t w = 0; w < WFX_MAX_COLLIDERS * WFX_FORCE_WORDS; w++)
+    sp->force_sum[w] = sum[w];
+  sp->force_seconds = sec;
   return WF_OK;
 }
 
 /* The partitions' integer sums, added in any order (collider_force.h): the same bits for any
- * number of partitions. */
+ * number of partitions. Over MPI ranks the sums the last frames made over every rank: no rank
+ * waits for another here. */
 wf_status wf_particles_collider_force(wf_particles *sp, uint32_t index, double force[3],
                                       double torque[3]) {
   static const char fn[] = "wf_particles_collider_force";
@@ -1076,29 +1123,12 @@ wf_status wf_particles_collider_force(wf_particles *sp, uint32_t index, double f
     return wf_particles_measure_collider_forces(sp, true);
   }
   const unsigned long long *tables[MAXP];
-  double seconds = 0.0;
-  if (sp->ranks && !sp->forces_in_0) { /* this rank's partitions' sums, then every rank's */
-    unsigned long long sum[WFX_FORCE_WORDS] = {0};
-    uint64_t sum64[WFX_FORCE_WORDS];
-    double sec = 0.0;
-    wf_status st = WF_OK;
-    for (int p = 0; p < sp->np && st == WF_OK; p++) {
-      if (!MINE(sp, p)) continue;
-      if ((st = wfp_part_forces(sp->parts[p].ps, &tables[0], &sec)) != WF_OK) break;
-      for (int w = 0; w < WFX_FORCE_WORDS; w++)
-        sum[w] += tables[0][(size_t)index * WFX_FORCE_WORDS + w];
-    }
-    for (int w = 0; w < WFX_FORCE_WORDS; w++)
-      sum64[w] = sum[w];
-    wf_status st2 = wfpt_ranks_sum_u64(sp->set, sum64, WFX_FORCE_WORDS);
-    if (st != WF_OK || st2 != WF_OK) return st != WF_OK ? st : st2;
-    unsigned long long table[WFX_MAX_COLLIDERS * WFX_FORCE_WORDS] = {0};
-    for (int w = 0; w < WFX_FORCE_WORDS; w++)
-      table[(size_t)index * WFX_FORCE_WORDS + w] = sum64[w];
-    const unsigned long long *one = table;
-    wfx_forces_read(&one, 1, index, sec, force, torque);
+  if (sp->ranks && !sp->forces_in_0) {
+    tables[0] = sp->force_sum;
+    wfx_forces_read(tables, 1, index, sp->force_seconds, force, torque);
     return WF_OK;
   }
+  double seconds = 0.0;
   int np = sp->forces_in_0 ? 1 : sp->np;
   for (int p = 0; p < np; p++) {
     int q = sp->forces_in_0 ? sp->lead : p;
@@ -1163,7 +1193,8 @@ wf_status wf_particles_drag_clear(wf_particles *sp) {
 wf_status wf_particles_step_substeps(wf_particles *sp, int n) {
   if (!sp) return fail(WF_ERR_INVALID, "particles: solver is NULL");
   if (sp->np == 1) return wfp_part_step_substeps(LEAD(sp), n);
-  wf_status st = undistribute(sp);
+  wf_status st = wfp_forces_agree(sp);
+  if (st == WF_OK) st = undistribute(sp);
   if (st == WF_OK) st = wfp_part_step_substeps(LEAD(sp), n);
   if (st == WF_OK) sp->forces_in_0 = true; /* the others hold an older frame's */
   return st == WF_OK ? after_gathered(sp) : st;
@@ -1172,7 +1203,8 @@ wf_status wf_particles_step_substeps(wf_particles *sp, int n) {
 wf_status wf_particles_profile(wf_particles *sp, int substeps, wf_particles_profile_result *out) {
   if (!sp) return fail(WF_ERR_INVALID, "particles: solver is NULL");
   if (sp->np == 1) return wfp_part_profile(LEAD(sp), substeps, out);
-  wf_status st = undistribute(sp);
+  wf_status st = wfp_forces_agree(sp);
+  if (st == WF_OK) st = undistribute(sp);
   if (st == WF_OK) st = wfp_part_profile(LEAD(sp), substeps, out);
   if (st == WF_OK) sp->forces_in_0 = true;
   return st == WF_OK ? after_gathered(sp) : st;
