@@ -620,7 +620,8 @@ static wf_status health_create(wf_world *w, const wf_scene *sc) {
                        .n_sources = n,
                        .sources = src,
                        .n_objects = w->n_objects,
-                       .objects = obj};
+                       .objects = obj,
+                       .mpi_comm = w->mpi_comm};
   if (st == WF_OK) st = wfw_health_create(&d, &w->health);
   free(src), free(obj);
   return st;

@@ -28,6 +28,12 @@ wf_status wfpt_comm_size(const void *comm, int *size, int *rank);
  * lowest rank whose `failed` is true, or -1 when none is; every rank must call it. */
 wf_status wfpt_comm_agree(const void *comm, bool failed, int *failed_rank);
 
+/* Every rank's `bytes` at `mine` over the application's communicator (NULL: this process's
+ * alone), concatenated in rank order, into *all (malloc'ed, the caller frees it; *total its
+ * size); what names the caller in a message. Every rank must call it. */
+wf_status wfpt_comm_allgather(const void *comm, const char *what, const void *mine, size_t bytes,
+                              void **all, size_t *total);
+
 /* set_create's part: duplicates the communicator, sets rank, ranks, rank_of and lead. */
 wf_status wfpt_ranks_open(wfpt_set *s, const void *comm);
 void wfpt_ranks_close(wfpt_set *s);

@@ -17,6 +17,12 @@
 #   pieces                  3 ranks: each writes its piece of the particles' .vtp, rank 0 the .pvtp
 #                           and <object>_pieces.pvd; the pieces' arrays end to end are the .vtp's
 #   bench                   mpirun -np 2 weft bench scaling --mpi --quick: its rows and its model
+#   last_good_2, last_good_3  tests/scenes/blowup.json (3 partitions) blows up at frame 14, long
+#                           after the first repartition: every rank stops at the same frame and
+#                           writes checkpoint_last_good_000013.wfck byte-identical to one
+#                           process's (the verdict is agreed before any snapshot is taken, the
+#                           snapshot gathered over the ranks), and resuming it on 2 ranks gives
+#                           the one-process resume's checkpoint two frames on, byte for byte
 # Tolerance: none (cmp). Each case takes 3-12 s on 2 cores, mostly mpirun starting the ranks.
 set -u
 case_=${1:?case}
@@ -141,6 +147,40 @@ bench)
   grep -q "^model, strong scaling" "$tmp/log" || fail "no model"
   "$WEFT_CLI" bench scaling --mpi >/dev/null 2>&1
   [ $? = 2 ] || fail "--mpi outside an MPI job should exit 2"
+  ;;
+last_good_2 | last_good_3)
+  n=${case_#last_good_}
+  blow=$(cd "$(dirname "$0")/../scenes" && pwd)/blowup.json
+  args=(--set simulation.coupling=false --device cpu:0,cpu:1,cpu:2 --quiet)
+  "$WEFT_CLI" run "$blow" "${args[@]}" --out "$tmp/one" >"$tmp/log1" 2>&1
+  rc=$?
+  [ "$rc" = 1 ] || { cat "$tmp/log1"; fail "one process: exit $rc, expected 1"; }
+  one=$(ls "$tmp/one" | grep '^checkpoint_last_good_.*\.wfck$')
+  [ -n "$one" ] || fail "one process wrote no last-good checkpoint"
+  good=${one#checkpoint_last_good_}
+  good=$((10#${good%.wfck}))
+  # the particles are distributed (repartitioned) at every frame from the first on
+  [ "$good" -ge 2 ] || fail "the blow-up comes before the first repartition (frame $good)"
+  mpi "$n" run "$blow" "${args[@]}" --out "$tmp/mpi" >"$tmp/log" 2>&1
+  rc=$?
+  cat "$tmp/log"
+  [ "$rc" = 1 ] || fail "mpirun -np $n: exit $rc, expected 1"
+  cmp "$tmp/one/$one" "$tmp/mpi/$one" || fail "rank 0's $one differs from one process's"
+  for r in $(seq 1 $((n - 1))); do
+    cmp "$tmp/one/$one" "$tmp/mpi/ranks/$r/$one" || fail "rank $r's $one differs"
+  done
+  cmp <(stats "$tmp/one") <(stats "$tmp/mpi") || fail "stats.csv differs"
+  # resumed with the watchdog off, two frames on: one process from its own, 2 ranks from the
+  # ranks' checkpoint
+  end=$((good + 2))
+  resume=(--set simulation.max_speed=0 --frames $end --every $end)
+  "$WEFT_CLI" run "$blow" "${args[@]}" "${resume[@]}" --resume "$tmp/one/$one" --out "$tmp/r1" \
+    >"$tmp/log1" 2>&1 || { cat "$tmp/log1"; fail "one process resuming"; }
+  mpi 2 run "$blow" "${args[@]}" "${resume[@]}" --resume "$tmp/mpi/$one" --out "$tmp/r2" \
+    >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "2 ranks resuming"; }
+  f=$(printf 'checkpoint_%06d.wfck' $end)
+  cmp "$tmp/r1/$f" "$tmp/r2/$f" || fail "the resumed $f differs"
+  echo "last good frame $good on $n ranks: one process's checkpoint; resumed to $end: bitwise"
   ;;
 *) fail "unknown case $case_" ;;
 esac
