@@ -650,6 +650,14 @@ WF_API bool wf_particles_partition_is_local(const wf_particles *ps, int i);
  *  solver's own buffers). Several partitions: enqueues, on the partition's stream, a gather of
  *  its owned rows (ghosts left out) into buffers of the view's own; valid until the next frame. */
 WF_API wf_status wf_particles_partition_view(wf_particles *ps, int i, wf_partition_view *out);
+/** The global ids of the particles this process owns, ascending, into ids (room for
+ *  wf_particles_count; NULL: only *n), *n of them. One process owns every particle. Over MPI
+ *  ranks a rank owns those of its partitions (its slabs) as of the last read of the whole state
+ *  (wf_particles_download and the other reads that gather it, which every rank makes); before
+ *  the first distribution rank 0 owns them all. The ranks' sets are disjoint and cover every
+ *  particle. Not a collective. WF_ERR_INVALID over ranks when the state was not read since the
+ *  last repartition. */
+WF_API wf_status wf_particles_owned_ids(wf_particles *ps, uint32_t *ids, uint32_t *n);
 
 /** Measures the overlap of the halo copies with the substeps (fills *out; weft/partition.h).
  *  Repartitions first (unless a repartition is what came last), runs one warm-up and then

@@ -243,6 +243,12 @@ WF_API wf_status wf_world_object_download(wf_world *w, int index, float (*pos)[4
  *  point_count rows in the object's order, as wf_particles_download_omega gives them). All zero
  *  where the contact model does not turn the particles. WF_ERR_INVALID for a cloth. */
 WF_API wf_status wf_world_object_download_omega(wf_world *w, int index, float (*omega)[4]);
+/** The rows of object `index` (0 .. point_count - 1, ascending) whose points this process owns,
+ *  into rows (room for point_count; NULL: only *n), *n of them: every row in one process, and of
+ *  a cloth (each MPI rank runs the cloths whole); over MPI ranks a particle object's rows that
+ *  the rank's partitions own (wf_particles_owned_ids: as of the last read of the state). The
+ *  ranks' rows are disjoint and cover the object. */
+WF_API wf_status wf_world_object_owned(wf_world *w, int index, uint32_t *rows, uint32_t *n);
 
 /** The parameters every solver of a world shares that can change between frames (no
  *  recapture): wf_world_params_get / _set. */

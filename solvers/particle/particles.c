@@ -144,6 +144,7 @@ void wf_particles_destroy(wf_particles *sp) {
     wfp_part_destroy(pt->ps);
   }
   free(sp->pos), free(sp->vel), free(sp->mat), free(sp->omega), free(sp->hist);
+  free(sp->owned_ids);
   free(sp);
 }
 
@@ -375,6 +376,46 @@ typedef struct ranks_row {
   wfp_hist hist[WFP_HIST_SLOTS];
 } ranks_row;
 
+static int cmp_u32(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* The ids of the rows this rank gives to a gather, ascending (wf_particles_owned_ids). */
+static wf_status owned_record(wf_particles *sp, const struct ranks_row *rows, size_t n) {
+  uint32_t *ids = realloc(sp->owned_ids, (n ? n : 1) * sizeof *ids);
+  if (!ids) return fail(WF_ERR_OUT_OF_MEMORY, "particles '%s': out of host memory", sp->name);
+  for (size_t i = 0; i < n; i++)
+    ids[i] = rows[i].gid;
+  qsort(ids, n, sizeof *ids, cmp_u32); /* partitions each in id order: a merge would do */
+  sp->owned_ids = ids, sp->n_owned_ids = (uint32_t)n, sp->owned_valid = true;
+  return WF_OK;
+}
+
+wf_status wf_particles_owned_ids(wf_particles *sp, uint32_t *ids, uint32_t *n) {
+  static const char fn[] = "wf_particles_owned_ids";
+  if (!sp || !n) return wf__error(WF_ERR_INVALID, fn, "NULL argument");
+  *n = 0;
+  uint32_t count = wf_particles_count(sp);
+  /* one process owns every particle; over ranks, before the first distribution (and after
+   * particles are added) every rank's lead holds them all, and rank 0 is their owner */
+  if (!sp->ranks || !sp->distributed) {
+    if (sp->ranks && !MINE(sp, 0)) return WF_OK;
+    for (uint32_t i = 0; ids && i < count; i++)
+      ids[i] = i;
+    *n = count;
+    return WF_OK;
+  }
+  if (!sp->owned_valid)
+    return wf__error(WF_ERR_INVALID, fn,
+                     "particles '%s': rank %d: the state was not read since the last "
+                     "repartition (read it first: wf_particles_download on every rank)",
+                     sp->name, sp->set->rank);
+  if (ids) memcpy(ids, sp->owned_ids, (size_t)sp->n_owned_ids * sizeof *ids);
+  *n = sp->n_owned_ids;
+  return WF_OK;
+}
+
 /* gather over MPI ranks: each rank's partitions' owned rows, to every rank (wfpt_ranks_allgather),
  * by global id. Every rank ends with the whole state. */
 static wf_status gather_ranks(wf_particles *sp, wfp_f4 *pos, wfp_f4 *vel, uint16_t *mat,
@@ -413,6 +454,7 @@ static wf_status gather_ranks(wf_particles *sp, wfp_f4 *pos, wfp_f4 *vel, uint16
     }
   }
   free(lp), free(lv), free(lm), free(lg), free(la), free(lw), free(lh);
+  if (st == WF_OK) st = owned_record(sp, rows, r);
   /* every rank enters the collective, also one that failed above (with nothing to give) */
   void *all = NULL;
   size_t total = 0;

@@ -106,6 +106,11 @@ struct wf_particles {
    * step turns measuring on on every rank when any rank wants it (wfp_forces_agree). The frames
    * then sum every rank's tables into force_sum (an allreduce inside the step, which every rank
    * makes), so reading a force is not a collective and no rank can leave another waiting. */
+  /* Over MPI ranks: the global ids of the particles this rank's partitions owned at the last
+   * gather of the state (gather_ranks, ascending), for wf_particles_owned_ids; owned_valid
+   * false from a repartition until the next gather. */
+  uint32_t *owned_ids, n_owned_ids;
+  bool owned_valid;
   bool forces_want;
   unsigned long long force_sum[WFX_MAX_COLLIDERS * WFX_FORCE_WORDS];
   double force_seconds;

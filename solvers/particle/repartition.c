@@ -1052,6 +1052,7 @@ wf_status wfp_rerun_if_moved(wf_particles *sp) {
 wf_status wfp_repartition(wf_particles *sp) {
   double t0 = wfpt_now_ms();
   wf_status st;
+  sp->owned_valid = false; /* the partitions' particles change: known again at the next gather */
   /* repartition_ms: the host's time in the repartition, not its wait for the frames before */
   if (!sp->distributed) {
     st = distribute(sp);

@@ -92,6 +92,26 @@ static bool same(const float *a, const float *b, uint32_t n, const char *what) {
   return false;
 }
 
+/* After a read of the state: the ids each rank owns (wf_particles_owned_ids) ascend, and over
+ * the ranks every particle is owned exactly once. */
+static void owned_cover(wf_particles *ps, uint32_t n) {
+  uint32_t *ids = malloc((size_t)n * 4 + 4), m = 0;
+  int *once = calloc((size_t)n + 1, sizeof *once);
+  REQUIRE(ids && once);
+  CHECK_OK(wf_particles_owned_ids(ps, ids, &m));
+  for (uint32_t i = 0; i < m && i < n; i++) {
+    if (i > 0 && ids[i] <= ids[i - 1]) TH_FAIL("rank %d: owned ids not ascending at %u", rank_, i);
+    if (ids[i] < n) once[ids[i]]++;
+  }
+  MPI_Allreduce(MPI_IN_PLACE, once, (int)n, MPI_INT, MPI_SUM, world_);
+  for (uint32_t g = 0; g < n; g++)
+    if (once[g] != 1) {
+      TH_FAIL("rank %d: particle %u is owned by %d ranks", rank_, g, once[g]);
+      break;
+    }
+  free(ids), free(once);
+}
+
 /* The ranked system and the one-process one, `frames` frames in `steps` calls (a download
  * between calls), compared bitwise after each call; and their statistics and ground force. */
 static void compare(opts o, int frames, int steps) {
@@ -114,6 +134,7 @@ static void compare(opts o, int frames, int steps) {
     if (a && b) same(a, b, n, "state");
     free(a), free(b);
   }
+  owned_cover(mpi, n);
   wf_particles_stats sa, sb;
   CHECK_OK(wf_particles_stats_get(ref, &sa));
   CHECK_OK(wf_particles_stats_get(mpi, &sb));
