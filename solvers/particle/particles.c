@@ -368,21 +368,13 @@ uint32_t wf_particles_count(const wf_particles *sp) {
 
 /* ---- gathering the state ------------------------------------------------------------------- */
 
-/* One particle's row in the gather over MPI ranks. */
-typedef struct ranks_row {
-  uint32_t gid;
-  uint16_t mat, pad;
-  wfp_f4 pos, vel, omega;
-  wfp_hist hist[WFP_HIST_SLOTS];
-} ranks_row;
-
 static int cmp_u32(const void *a, const void *b) {
   uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
   return (x > y) - (x < y);
 }
 
 /* The ids of the rows this rank gives to a gather, ascending (wf_particles_owned_ids). */
-static wf_status owned_record(wf_particles *sp, const struct ranks_row *rows, size_t n) {
+static wf_status owned_record(wf_particles *sp, const wfp_rank_row *rows, size_t n) {
   uint32_t *ids = realloc(sp->owned_ids, (n ? n : 1) * sizeof *ids);
   if (!ids) return fail(WF_ERR_OUT_OF_MEMORY, "particles '%s': out of host memory", sp->name);
   for (size_t i = 0; i < n; i++)
@@ -416,10 +408,9 @@ wf_status wf_particles_owned_ids(wf_particles *sp, uint32_t *ids, uint32_t *n) {
   return WF_OK;
 }
 
-/* gather over MPI ranks: each rank's partitions' owned rows, to every rank (wfpt_ranks_allgather),
- * by global id. Every rank ends with the whole state. */
-static wf_status gather_ranks(wf_particles *sp, wfp_f4 *pos, wfp_f4 *vel, uint16_t *mat,
-                              wfp_f4 *omega, wfp_hist *hist) {
+/* Over MPI ranks: this rank's partitions' owned rows (ghosts left out), partition by partition,
+ * into *out (malloc'ed, *n of them; the caller frees it, also on failure). */
+wf_status wfp_ranks_local_rows(wf_particles *sp, wfp_rank_row **out, size_t *n) {
   size_t most = 1, owned = 0;
   for (int p = 0; p < sp->np; p++)
     if (MINE(sp, p)) {
@@ -432,7 +423,7 @@ static wf_status gather_ranks(wf_particles *sp, wfp_f4 *pos, wfp_f4 *vel, uint16
   float *la = malloc(most * sizeof *la);
   wfp_f4 *lw = malloc(most * sizeof *lw);
   wfp_hist *lh = malloc(most * HIST_BYTES);
-  ranks_row *rows = calloc(owned ? owned : 1, sizeof *rows);
+  wfp_rank_row *rows = calloc(owned ? owned : 1, sizeof *rows);
   wf_status st = (lp && lv && lm && lg && la && lw && lh && rows)
                      ? WF_OK
                      : fail(WF_ERR_OUT_OF_MEMORY, "particles '%s': out of host memory", sp->name);
@@ -448,12 +439,23 @@ static wf_status gather_ranks(wf_particles *sp, wfp_f4 *pos, wfp_f4 *vel, uint16
     }
     for (uint32_t i = 0; i < pt->n_local && r < owned; i++) {
       if (la[i] != la[i]) continue; /* a ghost */
-      ranks_row *w = &rows[r++];
+      wfp_rank_row *w = &rows[r++];
       w->gid = lg[i], w->mat = lm[i], w->pos = lp[i], w->vel = lv[i], w->omega = lw[i];
       memcpy(w->hist, &lh[(size_t)i * WFP_HIST_SLOTS], HIST_BYTES);
     }
   }
   free(lp), free(lv), free(lm), free(lg), free(la), free(lw), free(lh);
+  *out = rows, *n = r;
+  return st;
+}
+
+/* gather over MPI ranks: each rank's partitions' owned rows, to every rank (wfpt_ranks_allgather),
+ * by global id. Every rank ends with the whole state. */
+static wf_status gather_ranks(wf_particles *sp, wfp_f4 *pos, wfp_f4 *vel, uint16_t *mat,
+                              wfp_f4 *omega, wfp_hist *hist) {
+  wfp_rank_row *rows = NULL;
+  size_t r = 0;
+  wf_status st = wfp_ranks_local_rows(sp, &rows, &r);
   if (st == WF_OK) st = owned_record(sp, rows, r);
   /* every rank enters the collective, also one that failed above (with nothing to give) */
   void *all = NULL;
@@ -462,11 +464,11 @@ static wf_status gather_ranks(wf_particles *sp, wfp_f4 *pos, wfp_f4 *vel, uint16
       wfpt_ranks_allgather(sp->set, rows, st == WF_OK ? r * sizeof *rows : 0, &all, &total);
   free(rows);
   if (st == WF_OK) st = st2;
-  size_t n = total / sizeof(ranks_row);
+  size_t n = total / sizeof(wfp_rank_row);
   if (st == WF_OK && n != sp->count)
     st = fail(WF_ERR_INVALID, "particles '%s': rank %d gathered %zu particles of %u", sp->name,
               sp->set->rank, n, sp->count);
-  const ranks_row *a = all;
+  const wfp_rank_row *a = all;
   for (size_t i = 0; i < n && st == WF_OK; i++) {
     uint32_t g = a[i].gid;
     if (g >= sp->count) {

@@ -142,6 +142,18 @@ wf_status wfp_fail_gpu(const char *name, wf_status st, const char *what);
 wf_status wfp_dbuf_reserve(wf_particles *sp, dbuf *d, wf_device *dev, wf_stream *s, size_t bytes);
 void wfp_dbuf_free(dbuf *d, wf_stream *s);
 
+/* One particle's row moved between MPI ranks (the gather of the state, the repartition). */
+typedef struct wfp_rank_row {
+  uint32_t gid;
+  uint16_t mat, pad;
+  wfp_f4 pos, vel, omega;
+  wfp_hist hist[WFP_HIST_SLOTS];
+} wfp_rank_row;
+
+/* particles.c: over MPI ranks, this rank's partitions' owned rows (*out malloc'ed, *n rows; the
+ * caller frees it, also on failure). Not a collective. */
+wf_status wfp_ranks_local_rows(wf_particles *sp, wfp_rank_row **out, size_t *n);
+
 /* particles.c: the frame */
 wf_status wfp_launch_frames(wf_particles *sp, int frames);
 /* Over MPI ranks, before stepping: the measuring of the collider forces agreed (forces_want). */

@@ -226,6 +226,60 @@ wf_status wfpt_ranks_allgather(wfpt_set *s, const void *mine, size_t bytes, void
   return allgather_on(comm_of(s), s->what, mine, bytes, all, total);
 }
 
+wf_status wfpt_ranks_alltoallv(wfpt_set *s, const void *send, const size_t *bytes, void **recv,
+                               size_t *total) {
+  *recv = NULL, *total = 0;
+  if (!s->mpi) {
+    *recv = malloc(bytes[0] ? bytes[0] : 1);
+    if (!*recv) return wf__error(WF_ERR_OUT_OF_MEMORY, NULL, "%s: out of host memory", s->what);
+    if (bytes[0]) memcpy(*recv, send, bytes[0]);
+    *total = bytes[0];
+    return WF_OK;
+  }
+  int n = s->ranks;
+  int *sc = calloc((size_t)n * 4, sizeof *sc);
+  if (!sc) return wf__error(WF_ERR_OUT_OF_MEMORY, NULL, "%s: out of host memory", s->what);
+  int *sd = sc + n, *rc = sc + 2 * n, *rd = sc + 3 * n;
+  size_t at = 0;
+  wf_status st = WF_OK;
+  for (int r = 0; r < n; r++) {
+    if (bytes[r] > (size_t)0x7fffffff || at > (size_t)0x7fffffff)
+      st = wf__error(WF_ERR_INVALID, NULL,
+                     "%s: rank %d: %zu bytes to send; MPI counts stop at 2 GiB a rank", s->what,
+                     s->rank, bytes[r]);
+    sc[r] = (int)bytes[r], sd[r] = (int)at, at += bytes[r];
+  }
+  if (st != WF_OK) /* still in the collectives, sending nothing */
+    for (int r = 0; r < n; r++)
+      sc[r] = 0, sd[r] = 0;
+  int err = MPI_Alltoall(sc, 1, MPI_INT, rc, 1, MPI_INT, comm_of(s));
+  size_t sum = 0;
+  for (int r = 0; r < n && err == MPI_SUCCESS; r++)
+    rd[r] = (int)sum, sum += (size_t)rc[r];
+  if (err != MPI_SUCCESS) {
+    st = mpi_fail(s, err, "exchanging the sizes");
+  } else if (sum > (size_t)0x7fffffff) {
+    st = wf__error(WF_ERR_INVALID, NULL, "%s: %zu bytes to receive; MPI counts stop at 2 GiB",
+                   s->what, sum);
+    for (int r = 0; r < n; r++) /* (the exchange below still happens, receiving nothing) */
+      rc[r] = 0, rd[r] = 0;
+  }
+  void *in = err == MPI_SUCCESS ? malloc(sum ? sum : 1) : NULL;
+  if (err == MPI_SUCCESS) {
+    int e2 = MPI_Alltoallv(send, sc, sd, MPI_BYTE, in, rc, rd, MPI_BYTE, comm_of(s));
+    if (e2 != MPI_SUCCESS && st == WF_OK) st = mpi_fail(s, e2, "exchanging the rows");
+    if (!in && st == WF_OK)
+      st = wf__error(WF_ERR_OUT_OF_MEMORY, NULL, "%s: out of host memory", s->what);
+  }
+  free(sc);
+  if (st != WF_OK) {
+    free(in);
+    return st;
+  }
+  *recv = in, *total = sum;
+  return WF_OK;
+}
+
 wf_status wfpt_comm_allgather(const void *comm, const char *what, const void *mine, size_t bytes,
                               void **all, size_t *total) {
   *all = NULL, *total = 0;
@@ -299,6 +353,15 @@ wf_status wfpt_ranks_allgather(wfpt_set *s, const void *mine, size_t bytes, void
 }
 
 wf_status wfpt_ranks_bcast(wfpt_set *s, void *buf, size_t bytes, int root) { return WF_OK; }
+
+wf_status wfpt_ranks_alltoallv(wfpt_set *s, const void *send, const size_t *bytes, void **recv,
+                               size_t *total) {
+  *recv = malloc(bytes[0] ? bytes[0] : 1), *total = 0;
+  if (!*recv) return wf__error(WF_ERR_OUT_OF_MEMORY, NULL, "%s: out of host memory", s->what);
+  if (bytes[0]) memcpy(*recv, send, bytes[0]);
+  *total = bytes[0];
+  return WF_OK;
+}
 
 wf_status wfpt_comm_allgather(const void *comm, const char *what, const void *mine, size_t bytes,
                               void **all, size_t *total) {

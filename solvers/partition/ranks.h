@@ -50,6 +50,10 @@ wf_status wfpt_ranks_max_f64(wfpt_set *s, double *v, int n);
  * frees it; *total its size). */
 wf_status wfpt_ranks_allgather(wfpt_set *s, const void *mine, size_t bytes, void **all,
                                size_t *total);
+/* Each rank sends bytes[r] bytes to rank r, from `send` in rank order, and receives every rank's
+ * bytes for it, in rank order, into *recv (malloc'ed, the caller frees it; *total its size). */
+wf_status wfpt_ranks_alltoallv(wfpt_set *s, const void *send, const size_t *bytes, void **recv,
+                               size_t *total);
 /* Rank `root`'s bytes to every rank (buf: root's in, the others' out). */
 wf_status wfpt_ranks_bcast(wfpt_set *s, void *buf, size_t bytes, int root);
 
