@@ -1163,6 +1163,7 @@ static wf_status route_rows(wf_particles *sp, const wfp_rank_row *mine, size_t n
 static wf_status ranks_repartition(wf_particles *sp) {
   wfp_rank_row *mine = NULL, *rows = NULL;
   size_t n = 0, m = 0;
+  sp->owned_valid = false; /* (also in a rerun's repartition) */
   wf_status st = wfp_ranks_local_rows(sp, &mine, &n);
   /* the sizes and bounds over every rank (every rank enters, also one that failed) */
   float rmax = 0.0f, vmax = 0.0f, lo[3] = {INFINITY, INFINITY, INFINITY},
