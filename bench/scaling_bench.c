@@ -93,7 +93,7 @@ typedef struct sb_result {
   int mpi_halo;                  /* over ranks: the halo path (wf_particles_info.mpi_halo) */
   uint32_t owned_min, owned_max; /* particles per partition, as of the last repartition */
   wf_overlap ov;                 /* more than one device: the halo copies' overlap */
-  double row_bytes;              /* a particle's bytes in the gather over MPI ranks */
+  double row_bytes;              /* a particle's bytes in the repartition over MPI ranks */
 } sb_result;
 
 static void add_row(sb_ctx *c, const char *bench, const char *metric, double v, const char *unit) {
@@ -759,19 +759,23 @@ static int start(sb_ctx *c) {
  *
  * Under mpirun with R ranks: the column split into R partitions, one a rank on the rank's own
  * device (the node's local rank picks it), halos through MPI (staged through host memory: the
- * host waits, nothing of it is hidden behind compute), the state all-gathered at every
- * repartition (docs/multi-device.md, "MPI"). Strong scaling: N particles on 1 device (rank 0
- * alone, one process) and on R ranks; weak: per-device x R. Then the link between ranks 0 and 1
- * (ping-pong: latency of 8 bytes, rate of 1 MiB one way) and the model of a frame on M nodes of
- * one rank each, from what was measured:
+ * host waits, nothing of it is hidden behind compute), at every repartition each row sent to the
+ * ranks that own it or hold it as a ghost (docs/multi-device.md, "MPI"). Strong scaling: N
+ * particles on 1 device (rank 0 alone, one process) and on R ranks; weak: per-device x R. Then the
+ * link between ranks 0 and 1 (ping-pong: latency of 8 bytes, rate of 1 MiB one way) and the model
+ * of a frame on M nodes of one rank each, from what was measured:
  *
  *   t(M) = t1 / M                                   the one-device frame, split evenly
  *        + K * 2 * (lat + b / rate)                 K substeps, each rank's two halo messages
- *        + (M - 1) / M * N * row / rate + (M - 1) * lat     the all-gather of each repartition
+ *        + 2 * (lat + g * row / rate)               each repartition: a rank's ghost rows from
+ *                                                   its two neighbours (and what migrates)
  *
- * with b the bytes of one halo message (measured halo bytes per frame / K / links) and row the
- * bytes of a particle in the gather. Where the nodes' link is slower than this machine's, rate
- * and lat are the only inputs that change. */
+ * with b the bytes of one halo message (measured halo bytes per frame / K / links), g = b / 48
+ * the ghost rows of a link (48 bytes a ghost a substep) and row the bytes of a particle in the
+ * repartition. Like the halo, g does not grow with M: a slab's boundary is the same plane. Where
+ * the nodes' link is slower than this machine's, rate and lat are the only inputs that change. */
+enum { HALO_ROW = 48 }; /* a ghost's bytes in a halo message (position, velocity, omega) */
+
 static int mpi_main(sb_ctx *c) {
   int rank = 0, ranks = 1, local = 0;
   const void *comm = NULL;
@@ -805,7 +809,7 @@ static int mpi_main(sb_ctx *c) {
       fprintf(out, "note: CPU devices share this machine's cores: these figures exercise the "
                    "ranks' split, they do not measure scaling\n");
     fprintf(out, "\n%-6s %5s %12s %10s %10s %10s %13s %14s %10s %10s\n", "mode", "ranks",
-            "particles", "t1 ms", "ms/frame", "efficiency", "halo MB/frame", "gather MB/rep",
+            "particles", "t1 ms", "ms/frame", "efficiency", "halo MB/frame", "moved MB/rep",
             "model ms", "hidden");
   }
   int rc = 1;
@@ -828,16 +832,16 @@ static int mpi_main(sb_ctx *c) {
     int links = 2 * (ranks - 1);
     double b = links ? (double)r.halo_bytes / SUBSTEPS / links : 0.0;
     double t_halo = rate > 0.0 ? SUBSTEPS * 2.0 * (lat + b / rate) : 0.0;
-    double gather = (double)n * r.row_bytes;
-    double t_gather =
-        rate > 0.0 ? (double)(ranks - 1) / ranks * gather / rate + (ranks - 1) * lat : 0.0;
-    double model = (mode == MODE_STRONG ? t1 / ranks : t1) + 1e3 * (t_halo + t_gather);
+    double g = b / HALO_ROW; /* ghost rows of a link */
+    double moved = links * g * r.row_bytes;
+    double t_move = rate > 0.0 ? 2.0 * (lat + g * r.row_bytes / rate) : 0.0;
+    double model = (mode == MODE_STRONG ? t1 / ranks : t1) + 1e3 * (t_halo + t_move);
     double eff = ms > 0.0 ? (mode == MODE_STRONG ? t1 / (ranks * ms) : t1 / ms) : 0.0;
     if (mode == MODE_STRONG) strong = r, t1_strong = t1;
     if (out)
       fprintf(out, "%-6s %5d %12llu %10.3f %10.3f %10.3f %13.3f %14.3f %10.3f %10s\n",
               mode_names[mode], ranks, (unsigned long long)n, t1, ms, eff,
-              (double)r.halo_bytes * 1e-6, gather * 1e-6, model,
+              (double)r.halo_bytes * 1e-6, moved * 1e-6, model,
               r.mpi_halo == WF_MPI_HALO_DIRECT ? "0 (direct)" : "0 (staged)");
     char bench[48];
     snprintf(bench, sizeof bench, "mpi_%s_p%llu_ranks%d", mode_names[mode], (unsigned long long)n,
@@ -845,25 +849,26 @@ static int mpi_main(sb_ctx *c) {
     add_row(c, bench, "ms_per_frame", ms, "ms");
     add_row(c, bench, "efficiency", eff, "1");
     add_row(c, bench, "halo_bytes_per_frame", (double)r.halo_bytes, "B");
-    add_row(c, bench, "gather_bytes_per_repartition", gather, "B");
+    add_row(c, bench, "moved_bytes_per_repartition", moved, "B");
     add_row(c, bench, "model_ms_per_frame", model, "ms");
   }
   if (out && rate > 0.0) { /* the model on M nodes, strong scaling of the measured column */
     double n = (double)c->o.particles;
     int links = 2 * (ranks - 1);
     double b = links ? (double)strong.halo_bytes / SUBSTEPS / links : 0.0;
-    fprintf(out,
-            "\nmodel, strong scaling of %.0f particles on M nodes (a rank each; link %.3g GB/s, "
-            "%.3g us; halo message %.0f B, gather row %.0f B; t1 %.3f ms):\n%6s %12s %12s %12s "
-            "%12s %10s\n",
-            n, rate * 1e-9, lat * 1e6, b, strong.row_bytes, t1_strong, "M", "compute ms", "halo ms",
-            "gather ms", "frame ms", "efficiency");
+    fprintf(
+        out,
+        "\nmodel, strong scaling of %.0f particles on M nodes (a rank each; link %.3g GB/s, "
+        "%.3g us; halo message %.0f B, repartition row %.0f B; t1 %.3f ms):\n%6s %12s %12s %12s "
+        "%12s %10s\n",
+        n, rate * 1e-9, lat * 1e6, b, strong.row_bytes, t1_strong, "M", "compute ms", "halo ms",
+        "moved ms", "frame ms", "efficiency");
     static const int nodes[] = {2, 4, 8, 16, 64, 256};
     for (size_t i = 0; i < sizeof nodes / sizeof *nodes; i++) {
       int m = nodes[i];
       double tc = t1_strong / m;
       double th = 1e3 * SUBSTEPS * 2.0 * (lat + b / rate);
-      double tg = 1e3 * ((double)(m - 1) / m * n * strong.row_bytes / rate + (m - 1) * lat);
+      double tg = 1e3 * 2.0 * (lat + b / HALO_ROW * strong.row_bytes / rate);
       double t = tc + th + tg;
       fprintf(out, "%6d %12.3f %12.3f %12.3f %12.3f %10.3f\n", m, tc, th, tg, t,
               t > 0.0 ? t1_strong / (m * t) : 0.0);

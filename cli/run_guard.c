@@ -46,8 +46,13 @@ static bool solver_stop(const char *msg) {
 static int write_last_good(wf_world *w, const char *dir, const char *cmd, const char *msg) {
   char path[4200];
   wf_world_health h;
-  if (wf_world_health_get(w, true, &h) != WF_OK) return -1;
-  if (h.quantity == WF_HEALTH_OK && !solver_stop(msg)) return -1;
+  bool read = wf_world_health_get(w, true, &h) == WF_OK;
+  bool write = read && (h.quantity != WF_HEALTH_OK || solver_stop(msg));
+  /* over MPI ranks every rank writes it or none: its gather of the snapshot is a collective (the
+   * verdicts are agreed, but a solver's stop is this rank's message, the others name the rank) */
+  if (wf_cli_mpi_ranks() > 1) write = wf_cli_mpi_any(write);
+  if (!write) return -1;
+  if (!read) memset(&h, 0, sizeof h), h.message = msg, h.last_good_frame = wf_world_frame(w);
   fprintf(stderr, "\nweft %s: stopped: %s\n", cmd, h.quantity == WF_HEALTH_OK ? msg : h.message);
   int64_t good = h.last_good_frame;
   wf_run_outputs_path(path, sizeof path, dir, WF_RUN_FILE_LAST_GOOD, NULL, good);

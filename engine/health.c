@@ -59,6 +59,16 @@
  *    synchronizing every lane.
  *  - A restore (checkpoint load) waits for the checks in flight, forgets every verdict and
  *    snapshots the restored state unconditionally.
+ *
+ * Over MPI ranks (wfw_health_desc.mpi_comm) each rank checks and snapshots only the partitions it
+ * holds, and a verdict of its own would let a rank that found a bad point keep the frame before
+ * while the others commit the bad frame: the last-good checkpoint would mix two frames. So before
+ * VERDICT the host waits for the rank's records (a frame over ranks waits on the host for MPI
+ * anyway), and the ranks exchange, per source, their record with the smallest key (one
+ * allgather of a record a source a frame); every rank puts the smallest of all in front of its
+ * records, and VERDICT, the gate, COMMIT and the host's reading see what one process sees: the
+ * same verdict, frame, point and message on every rank. wfw_health_last_good then gathers the
+ * snapshots' rows over the ranks (a collective: every rank writes the last-good checkpoint).
  */
 #include "health.h"
 
@@ -71,6 +81,7 @@
 #include "internal/error.h"
 #include "solvers/collider/collider.h"
 #include "solvers/particle/collider.h"
+#include "solvers/partition/ranks.h"
 
 enum { SLOTS = WF_WORLD_HEALTH_DEPTH, MAX_LANES = WF_MAX_DEVICES + 1 };
 
@@ -126,6 +137,7 @@ struct wfw_health {
   char object_name[WF_SCENE_NAME_MAX];
   char collider_name[WF_SCENE_NAME_MAX];
   char message[1024];
+  const void *comm; /* wfw_health_desc.mpi_comm */
 };
 
 /* A GPU-layer or solver call failed: keep its message, with what the check was doing. */
@@ -430,6 +442,7 @@ wf_status wfw_health_create(const wfw_health_desc *d, wfw_health **out) {
   *out = h; /* on failure the caller destroys it */
   const wf_scene *sc = d->scene;
   h->fps = d->fps;
+  h->comm = d->mpi_comm;
   h->n_colliders = (uint32_t)sc->collider_count;
   h->collider_names = calloc((size_t)sc->collider_count + 1, sizeof *h->collider_names);
   wfp_collider *cols = calloc((size_t)sc->collider_count + 1, sizeof *cols);
@@ -536,6 +549,55 @@ static wf_status gather_records(wfw_health *h) {
   return WF_OK;
 }
 
+static const wfh_record *source_worst(const wfw_health *h, int s, const wfh_record *rec);
+
+/* Over MPI ranks, before VERDICT (see the file comment): this rank's records on the first device
+ * become every rank's smallest record a source, in front of each source's records (the others
+ * "healthy"). Every rank calls it once a frame, also with no point to report. */
+static wf_status agree_records(wfw_health *h) {
+  wf_stream *first = h->lanes[0].stream;
+  wfh_record *rec = malloc(h->record_bytes), *mine = malloc((size_t)h->n_sources * sizeof *mine);
+  wf_status st =
+      rec && mine ? WF_OK
+                  : wf__error(WF_ERR_OUT_OF_MEMORY, NULL, "world health check: out of host memory");
+  if (st == WF_OK && (st = wf_stream_synchronize(first)) != WF_OK)
+    st = fail_gpu(st, "waiting for the records");
+  if (st == WF_OK && (st = wf_download(rec, h->lanes[0].records, 0, h->record_bytes)) != WF_OK)
+    st = fail_gpu(st, "reading the records");
+  for (int s = 0; s < h->n_sources && rec && mine; s++) {
+    const wfh_record *r = st == WF_OK ? source_worst(h, s, rec) : NULL;
+    if (r)
+      mine[s] = *r;
+    else
+      memset(&mine[s], 0xff, sizeof mine[s]); /* key WFH_NO_KEY: healthy */
+  }
+  /* every rank enters the collective, also one that failed above (it reports nothing) */
+  void *all = NULL;
+  size_t total = 0;
+  wf_status st2 = wfpt_comm_allgather(h->comm, "world health check", mine,
+                                      mine ? (size_t)h->n_sources * sizeof *mine : 0, &all, &total);
+  if (st == WF_OK) st = st2;
+  size_t n = total / sizeof(wfh_record);
+  const wfh_record *a = all;
+  for (int s = 0; s < h->n_sources && st == WF_OK; s++) {
+    const wfh_record *best = NULL; /* the smallest key over the ranks (rank order on ties) */
+    for (size_t k = (size_t)s; k < n; k += (size_t)h->n_sources)
+      if (a[k].key != WFH_NO_KEY && (!best || a[k].key < best->key)) best = &a[k];
+    int lo = h->source_parts[s], hi = h->source_parts[s + 1];
+    if (lo == hi) {
+      st = wf__error(WF_ERR_INVALID, NULL,
+                     "world health check: a source has no partition on this MPI rank");
+      break;
+    }
+    memset(&rec[lo], 0xff, (size_t)(hi - lo) * sizeof *rec);
+    if (best) rec[lo] = *best;
+  }
+  if (st == WF_OK && (st = wf_upload(h->lanes[0].records, 0, rec, h->record_bytes, first)) != WF_OK)
+    st = fail_gpu(st, "writing the agreed records");
+  free(all), free(rec), free(mine);
+  return st;
+}
+
 static wf_status enqueue_check(wfw_health *h, int64_t frame, hslot *slot) {
   wf_status st = fetch_views(h);
   if (st == WF_OK) st = join_partitions(h, true);
@@ -547,6 +609,7 @@ static wf_status enqueue_check(wfw_health *h, int64_t frame, hslot *slot) {
         "clearing the records");
   if ((st = enqueue_partition_checks(h, frame)) != WF_OK || (st = gather_records(h)) != WF_OK)
     return st;
+  if (h->comm && (st = agree_records(h)) != WF_OK) return st;
   wfh_verdict_args v = {wf_buffer_ptr(records), (uint32_t)h->n_parts, gate_of(h, 0), frame};
   TRY(wf_launch(&wfh_verdict_kernel, 1, &v, sizeof v, first), "launching the verdict");
   TRY(wf_buffer_touch(records, first), "ordering the records");
@@ -665,7 +728,9 @@ wf_status wfw_health_after_frame(wfw_health *h, int64_t frame) {
   /* the slot this frame takes held frame - SLOTS: read it (and any older) first */
   wf_status st = drain(h, frame - SLOTS, true);
   if (st == WF_OK) st = enqueue_check(h, frame, &h->slots[frame % SLOTS]);
-  if (st == WF_OK) st = drain(h, frame, false);
+  /* over MPI ranks the records are agreed already: every rank reads the frame now, so every
+   * rank stops at the same frame */
+  if (st == WF_OK) st = drain(h, frame, h->comm != NULL);
   return st != WF_OK ? st : health_error(h);
 }
 
@@ -713,9 +778,16 @@ wf_status wfw_health_get(wfw_health *h, int64_t frame, bool wait, wf_world_healt
 
 /* ---- the last-good state on the host -------------------------------------------------------- */
 
-/* Part p's snapshot into the global-order arrays of its source; *meta: what it held. */
+/* One row of a snapshot gathered over MPI ranks. */
+typedef struct hrow {
+  uint32_t id;
+  float pos[4], vel[4];
+} hrow;
+
+/* Part p's snapshot: into the global-order arrays of its source, or, with rows_out, appended to
+ * *rows_out (n_out of them) to be gathered over the ranks; *meta: what it held. */
 static wf_status snapshot_read(wfw_health *h, const hpart *p, float (*pos)[4], float (*vel)[4],
-                               wfh_snap_meta *meta, void *tmp) {
+                               wfh_snap_meta *meta, void *tmp, hrow *rows_out, size_t *n_out) {
   uint32_t count = h->sources[p->source].count;
   TRY(wf_download(meta, p->meta, 0, sizeof *meta), "reading the last-good snapshot");
   uint32_t rows = meta->rows;
@@ -734,29 +806,93 @@ static wf_status snapshot_read(wfw_health *h, const hpart *p, float (*pos)[4], f
     if (g >= count)
       return wf__error(WF_ERR_INVALID, NULL,
                        "world health check: a snapshot row has global id %u of %u", g, count);
+    if (rows_out) {
+      hrow *o = &rows_out[(*n_out)++];
+      o->id = g;
+      memcpy(o->pos, sp[r], 16), memcpy(o->vel, sv[r], 16);
+      continue;
+    }
     memcpy(pos[g], sp[r], 16);
     memcpy(vel[g], sv[r], 16);
   }
   return WF_OK;
 }
 
+/* Source s split over MPI ranks (particles): every rank's snapshot rows, gathered (a collective:
+ * every rank calls it, also one that failed reading, which gives none) and put in global-id
+ * order. Before the first distribution every rank's lead partition holds every particle (the
+ * same bits on every rank), so an id may come more than once: counted once. */
+static wf_status source_gather(wfw_health *h, int s, float (*pos)[4], float (*vel)[4],
+                               wfw_clock *clock, void *tmp, wf_status st) {
+  uint32_t count = h->sources[s].count;
+  size_t cap = 0, n = 0;
+  for (int i = h->source_parts[s]; i < h->source_parts[s + 1]; i++)
+    cap += h->parts[i].cap;
+  hrow *rows = malloc((cap ? cap : 1) * sizeof *rows);
+  uint8_t *seen = calloc((size_t)count / 8 + 1, 1);
+  if (st == WF_OK && (!rows || !seen))
+    st = wf__error(WF_ERR_OUT_OF_MEMORY, "wf_world_save_last_good", "out of host memory");
+  bool clocked = false; /* the clock of the first partition holding rows (before the first
+                         * distribution the others have not stepped) */
+  for (int i = h->source_parts[s]; i < h->source_parts[s + 1] && st == WF_OK; i++) {
+    wfh_snap_meta m;
+    st = snapshot_read(h, &h->parts[i], NULL, NULL, &m, tmp, rows, &n);
+    if (st == WF_OK && (!clocked || i == h->source_parts[s])) {
+      memcpy(&clock[s], m.clock, sizeof clock[s]);
+      clocked = m.rows > 0;
+    }
+  }
+  void *all = NULL;
+  size_t total = 0;
+  wf_status st2 = wfpt_comm_allgather(h->comm, "world health check: the last-good snapshot", rows,
+                                      st == WF_OK ? n * sizeof *rows : 0, &all, &total);
+  if (st == WF_OK) st = st2;
+  const hrow *a = all;
+  uint64_t distinct = 0;
+  for (size_t k = 0; st == WF_OK && k < total / sizeof *a; k++) {
+    uint32_t g = a[k].id;
+    if (g >= count) {
+      st =
+          wf__error(WF_ERR_INVALID, NULL,
+                    "world health check: a gathered snapshot row has global id %u of %u", g, count);
+      break;
+    }
+    if (seen[g / 8] & (1u << (g % 8))) continue;
+    seen[g / 8] |= (uint8_t)(1u << (g % 8));
+    distinct++;
+    memcpy(pos[g], a[k].pos, 16), memcpy(vel[g], a[k].vel, 16);
+  }
+  if (st == WF_OK && distinct != count)
+    st = wf__error(WF_ERR_INVALID, NULL,
+                   "world health check: the ranks' snapshots hold %llu of %u points",
+                   (unsigned long long)distinct, count);
+  free(all), free(rows), free(seen);
+  return st;
+}
+
 wf_status wfw_health_last_good(wfw_health *h, int64_t now, float (**pos)[4], float (**vel)[4],
                                wfw_clock *clock, int64_t *frame) {
   wf_status st = drain(h, now, true);
   if (st == WF_OK) st = sync_lanes(h);
-  if (st != WF_OK) return st;
-  wfh_gate g;
-  TRY(wf_download(&g, h->lanes[0].records, h->gate_off, sizeof g), "reading the gate");
+  wfh_gate g = {0};
+  if (st == WF_OK && (st = wf_download(&g, h->lanes[0].records, h->gate_off, sizeof g)) != WF_OK)
+    st = fail_gpu(st, "reading the gate");
   size_t most = 1;
   for (int i = 0; i < h->n_parts; i++)
     if (h->parts[i].cap > most) most = h->parts[i].cap;
   void *tmp = malloc(most * 36);
-  if (!tmp) return wf__error(WF_ERR_OUT_OF_MEMORY, "wf_world_save_last_good", "out of host memory");
-  for (int s = 0; s < h->n_sources && st == WF_OK; s++) {
+  if (!tmp && st == WF_OK)
+    st = wf__error(WF_ERR_OUT_OF_MEMORY, "wf_world_save_last_good", "out of host memory");
+  for (int s = 0; s < h->n_sources; s++) {
+    if (h->comm && h->sources[s].ps) { /* split over the ranks: a collective, even after an error */
+      st = source_gather(h, s, pos[s], vel[s], clock, tmp, st);
+      continue;
+    }
     uint64_t rows = 0;
     for (int i = h->source_parts[s]; i < h->source_parts[s + 1] && st == WF_OK; i++) {
       wfh_snap_meta m;
-      if ((st = snapshot_read(h, &h->parts[i], pos[s], vel[s], &m, tmp)) != WF_OK) break;
+      if ((st = snapshot_read(h, &h->parts[i], pos[s], vel[s], &m, tmp, NULL, NULL)) != WF_OK)
+        break;
       rows += m.rows;
       if (i == h->source_parts[s]) memcpy(&clock[s], m.clock, sizeof clock[s]); /* partition 0's */
     }

@@ -49,6 +49,9 @@ typedef struct wfw_health_desc {
   const wfw_health_source *sources;
   int n_objects;
   const wfw_health_object *objects;
+  /* the world's MPI communicator (a pointer to an MPI_Comm), or NULL: each rank checks its own
+   * partitions and the ranks agree on every frame's verdict before any snapshot is taken */
+  const void *mpi_comm;
 } wfw_health_desc;
 
 /* A scene collider as the solvers are given it (engine/world.c); the check converts the scene's

@@ -270,8 +270,9 @@ static wf_status open_csv(wf_run_outputs *o, int64_t resume) {
   }
   if (o->discard) { /* the row is computed (the same world calls), never written */
     free(cols), free(names);
-    /* measured as on the rank that writes it: the force reads are collective over MPI ranks */
-    return n_col > 0 ? wf_world_measure_collider_forces(o->w, true) : WF_OK;
+    /* no measuring of its own: over MPI ranks the solvers agree on it at the next step (the
+     * rank that writes stats.csv turned it on), and their force reads are not collectives */
+    return WF_OK;
   }
   for (int k = 0; k < CSV_BASE; k++)
     cols[k] = csv_columns[k];
@@ -587,22 +588,36 @@ static wf_status open_pieces(wf_run_outputs *o, const wf_run_outputs_desc *d) {
 
 static const char *vtk_type(wf_vtk_type t) { return t == WF_VTK_UINT32 ? "UInt32" : "Float32"; }
 
-/* Piece `piece` of particle object i's frame (rows [a, b) of the arrays write_vtp wrote), and on
- * piece 0 the .pvtp over every piece and its entry in <object>_pieces.pvd. */
+/* Piece `piece` of particle object i's frame: the rows of the arrays write_vtp wrote whose
+ * particles this rank's partitions own (wf_world_object_owned, in id order; the state was just
+ * read, so as of this frame), and on piece 0 the .pvtp over every piece and its entry in
+ * <object>_pieces.pvd. Each rank writes what it simulates, and the pieces are the whole. */
 static wf_status write_piece(wf_run_outputs *o, int i, const wf_world_object *obj,
                              const wf_vtk_array *arrays, int64_t frame) {
   size_t n = obj->point_count;
-  size_t a = n * (size_t)o->piece / (size_t)o->pieces;
-  size_t b = n * (size_t)(o->piece + 1) / (size_t)o->pieces;
+  uint32_t m = 0, *rows = malloc((n ? n : 1) * sizeof *rows);
+  float *cols = malloc((n ? n : 1) * 11 * sizeof *cols); /* xyz, then each array's */
+  wf_status st = rows && cols ? WF_OK
+                              : wf__error(WF_ERR_OUT_OF_MEMORY, "wf_run_outputs_write_frame",
+                                          "no memory for a piece of %zu points", n);
+  if (st == WF_OK) st = wf_world_object_owned(o->w, i, rows, &m);
   wf_vtk_array part[4];
-  for (int k = 0; k < 4; k++) {
-    part[k] = arrays[k];
-    part[k].data = (const char *)arrays[k].data + a * (size_t)arrays[k].components * 4;
+  float *xyz = cols, *at = cols + 3 * (size_t)m;
+  for (int k = 0; k < 4 && st == WF_OK; k++) { /* 4-byte elements: floats and uint32 ids alike */
+    int c = arrays[k].components;
+    part[k] = arrays[k], part[k].data = at;
+    for (uint32_t r = 0; r < m; r++)
+      memcpy(at + (size_t)r * c, (const char *)arrays[k].data + (size_t)rows[r] * c * 4,
+             (size_t)c * 4);
+    at += (size_t)m * c;
   }
+  for (uint32_t r = 0; r < m && st == WF_OK; r++)
+    memcpy(xyz + 3 * (size_t)r, o->xyz + 3 * (size_t)rows[r], 12);
   snprintf(o->path, sizeof o->path, "%s/%s_%06lld_p%d.vtp", o->piece_dir, obj->name,
            (long long)frame, o->piece);
-  wf_vtp_desc d = {b - a, o->xyz + 3 * a, 0, NULL, part, 4, true};
-  wf_status st = wf_vtp_write(o->path, &d);
+  wf_vtp_desc d = {m, xyz, 0, NULL, part, 4, true};
+  if (st == WF_OK) st = wf_vtp_write(o->path, &d);
+  free(rows), free(cols);
   if (st != WF_OK || o->piece != 0) return st;
   snprintf(o->path, sizeof o->path, "%s/%s_%06lld.pvtp", o->piece_dir, obj->name, (long long)frame);
   wf_atomic_file *f = NULL;

@@ -621,7 +621,8 @@ static wf_status health_create(wf_world *w, const wf_scene *sc) {
                        .n_sources = n,
                        .sources = src,
                        .n_objects = w->n_objects,
-                       .objects = obj};
+                       .objects = obj,
+                       .mpi_comm = w->mpi_comm};
   if (st == WF_OK) st = wfw_health_create(&d, &w->health);
   free(src), free(obj);
   return st;
@@ -962,6 +963,32 @@ wf_status wf_world_object_download_omega(wf_world *w, int index, float (*omega)[
   st = wf_particles_download_omega(w->ps, all);
   if (st == WF_OK) memcpy(omega, all + info.first, (size_t)info.point_count * 16);
   free(all);
+  return st != WF_OK ? fail_object(st, "particles", index, info.name) : WF_OK;
+}
+
+/* A particle object's rows are the solver's owned ids within its range (both ascending). */
+wf_status wf_world_object_owned(wf_world *w, int index, uint32_t *rows, uint32_t *n) {
+  static const char fn[] = "wf_world_object_owned";
+  wf_world_object info;
+  if (!n) return wf__error(WF_ERR_INVALID, fn, "n is NULL");
+  *n = 0;
+  wf_status st = wf_world_object_get(w, index, &info);
+  if (st != WF_OK) return st;
+  if (info.kind != WF_WORLD_PARTICLES || !w->ps) { /* every rank runs the cloths whole */
+    for (uint32_t i = 0; rows && i < info.point_count; i++)
+      rows[i] = i;
+    *n = info.point_count;
+    return WF_OK;
+  }
+  uint32_t *ids = malloc((size_t)w->n_particles * sizeof *ids + 4), m = 0;
+  if (!ids) return wf__error(WF_ERR_OUT_OF_MEMORY, fn, "no memory for %u ids", w->n_particles);
+  st = wf_particles_owned_ids(w->ps, ids, &m);
+  for (uint32_t i = 0; st == WF_OK && i < m; i++)
+    if (ids[i] >= info.first && ids[i] - info.first < info.point_count) {
+      if (rows) rows[*n] = ids[i] - info.first;
+      (*n)++;
+    }
+  free(ids);
   return st != WF_OK ? fail_object(st, "particles", index, info.name) : WF_OK;
 }
 

@@ -117,6 +117,11 @@ wf_status wf_world_particle_material_set(wf_world *w, int i, const wf_particle_m
 
 wf_status wf_world_drag_set(wf_world *w, const wf_world_drag *d) {
   if (!w || !d) return wf__error(WF_ERR_INVALID, "wf_world_drag_set", "NULL argument");
+  /* a drag is one viewer's hand: set on one rank it would turn on reads of the state that are
+   * collectives over the ranks (the host path) for that rank alone */
+  if (w->mpi_comm)
+    return wf__error(WF_ERR_UNSUPPORTED, "wf_world_drag_set",
+                     "a drag is not supported over MPI ranks (an interactive tool of one process)");
   if (d->object < 0 || d->object >= w->n_objects)
     return wf__error(WF_ERR_INVALID, "wf_world_drag_set", "object %d: the world has %d", d->object,
                      w->n_objects);

@@ -118,7 +118,8 @@ typedef struct wf_run_outputs_desc {
                                only. wf_run_outputs_desc_from_scene sets it */
   /* Pieces (a world over MPI ranks, weft run under mpirun): with pieces > 1, every VTK frame of a
    * particle object also goes out as `pieces` files, this run writing piece `piece` (the
-   * object's particles [piece n / pieces, (piece + 1) n / pieces) in id order) as
+   * object's particles this process owns, wf_world_object_owned: over MPI ranks, with piece the
+   * rank and pieces the rank count, those of the rank's partitions, in id order) as
    * <object>_<frame>_p<piece>.vtp into piece_dir (NULL: dir); piece 0 also writes
    * <object>_<frame>.pvtp there, naming every piece (ParaView and VTK's XMLPPolyDataReader open
    * it as one data set), and the collection <object>_pieces.pvd of those (a resumed run lists

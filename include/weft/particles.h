@@ -468,7 +468,11 @@ WF_API wf_status wf_particles_collider_force(wf_particles *ps, uint32_t index, d
  *  the solver is created: the sums cost up to ~13% of a CPU substep where every particle touches
  *  a collider (a single layer on a floor), nothing where none does. Turning it on or off takes
  *  effect from the next frame enqueued (the captured frame is recorded again) and zeroes the
- *  sums; the particles' motion is bitwise the same either way. */
+ *  sums; the particles' motion is bitwise the same either way. Over MPI ranks (desc.mpi_comm)
+ *  neither this nor wf_particles_collider_force is a collective: each rank's call records its
+ *  wish, the next step measures on every rank when any rank wishes it (one allreduce of a flag
+ *  a step), and the frames sum every rank's tables, so a force read on some ranks only waits
+ *  for none and gives every rank the same bits. */
 WF_API wf_status wf_particles_measure_collider_forces(wf_particles *ps, bool on);
 
 /** Pulls particle `gid` (global id) towards target (m, in the world) by a spring of stiffness
@@ -652,6 +656,14 @@ WF_API bool wf_particles_partition_is_local(const wf_particles *ps, int i);
  *  solver's own buffers). Several partitions: enqueues, on the partition's stream, a gather of
  *  its owned rows (ghosts left out) into buffers of the view's own; valid until the next frame. */
 WF_API wf_status wf_particles_partition_view(wf_particles *ps, int i, wf_partition_view *out);
+/** The global ids of the particles this process owns, ascending, into ids (room for
+ *  wf_particles_count; NULL: only *n), *n of them. One process owns every particle. Over MPI
+ *  ranks a rank owns those of its partitions (its slabs) as of the last read of the whole state
+ *  (wf_particles_download and the other reads that gather it, which every rank makes); before
+ *  the first distribution rank 0 owns them all. The ranks' sets are disjoint and cover every
+ *  particle. Not a collective. WF_ERR_INVALID over ranks when the state was not read since the
+ *  last repartition. */
+WF_API wf_status wf_particles_owned_ids(wf_particles *ps, uint32_t *ids, uint32_t *n);
 
 /** Measures the overlap of the halo copies with the substeps (fills *out; weft/partition.h).
  *  Repartitions first (unless a repartition is what came last), runs one warm-up and then

@@ -244,6 +244,12 @@ WF_API wf_status wf_world_object_download(wf_world *w, int index, float (*pos)[4
  *  point_count rows in the object's order, as wf_particles_download_omega gives them). All zero
  *  where the contact model does not turn the particles. WF_ERR_INVALID for a cloth. */
 WF_API wf_status wf_world_object_download_omega(wf_world *w, int index, float (*omega)[4]);
+/** The rows of object `index` (0 .. point_count - 1, ascending) whose points this process owns,
+ *  into rows (room for point_count; NULL: only *n), *n of them: every row in one process, and of
+ *  a cloth (each MPI rank runs the cloths whole); over MPI ranks a particle object's rows that
+ *  the rank's partitions own (wf_particles_owned_ids: as of the last read of the state). The
+ *  ranks' rows are disjoint and cover the object. */
+WF_API wf_status wf_world_object_owned(wf_world *w, int index, uint32_t *rows, uint32_t *n);
 
 /** The parameters every solver of a world shares that can change between frames (no
  *  recapture): wf_world_params_get / _set. */
@@ -291,7 +297,7 @@ typedef struct wf_world_drag {
  *  (engine/world_interact.c). Pinned vertices and kinematic particles do not move. An
  *  interactive tool, not part of the scene's physics: not saved in checkpoints. WF_ERR_INVALID
  *  naming the object for an index out of range, a negative stiffness or damping, or a
- *  non-finite target. */
+ *  non-finite target; WF_ERR_UNSUPPORTED over MPI ranks (wf_world_desc.mpi_comm). */
 WF_API wf_status wf_world_drag_set(wf_world *w, const wf_world_drag *d);
 /** Ends the drag (no-op when none is active). */
 WF_API void wf_world_drag_clear(wf_world *w);

@@ -144,6 +144,7 @@ void wf_particles_destroy(wf_particles *sp) {
     wfp_part_destroy(pt->ps);
   }
   free(sp->pos), free(sp->vel), free(sp->mat), free(sp->omega), free(sp->hist);
+  free(sp->owned_ids);
   free(sp);
 }
 
@@ -368,18 +369,49 @@ uint32_t wf_particles_count(const wf_particles *sp) {
 
 /* ---- gathering the state ------------------------------------------------------------------- */
 
-/* One particle's row in the gather over MPI ranks. */
-typedef struct ranks_row {
-  uint32_t gid;
-  uint16_t mat, pad;
-  wfp_f4 pos, vel, omega;
-  wfp_hist hist[WFP_HIST_SLOTS];
-} ranks_row;
+static int cmp_u32(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return (x > y) - (x < y);
+}
 
-/* gather over MPI ranks: each rank's partitions' owned rows, to every rank (wfpt_ranks_allgather),
- * by global id. Every rank ends with the whole state. */
-static wf_status gather_ranks(wf_particles *sp, wfp_f4 *pos, wfp_f4 *vel, uint16_t *mat,
-                              wfp_f4 *omega, wfp_hist *hist) {
+/* The ids of the rows this rank gives to a gather, ascending (wf_particles_owned_ids). */
+static wf_status owned_record(wf_particles *sp, const wfp_rank_row *rows, size_t n) {
+  uint32_t *ids = realloc(sp->owned_ids, (n ? n : 1) * sizeof *ids);
+  if (!ids) return fail(WF_ERR_OUT_OF_MEMORY, "particles '%s': out of host memory", sp->name);
+  for (size_t i = 0; i < n; i++)
+    ids[i] = rows[i].gid;
+  qsort(ids, n, sizeof *ids, cmp_u32); /* partitions each in id order: a merge would do */
+  sp->owned_ids = ids, sp->n_owned_ids = (uint32_t)n, sp->owned_valid = true;
+  return WF_OK;
+}
+
+wf_status wf_particles_owned_ids(wf_particles *sp, uint32_t *ids, uint32_t *n) {
+  static const char fn[] = "wf_particles_owned_ids";
+  if (!sp || !n) return wf__error(WF_ERR_INVALID, fn, "NULL argument");
+  *n = 0;
+  uint32_t count = wf_particles_count(sp);
+  /* one process owns every particle; over ranks, before the first distribution (and after
+   * particles are added) every rank's lead holds them all, and rank 0 is their owner */
+  if (!sp->ranks || !sp->distributed) {
+    if (sp->ranks && !MINE(sp, 0)) return WF_OK;
+    for (uint32_t i = 0; ids && i < count; i++)
+      ids[i] = i;
+    *n = count;
+    return WF_OK;
+  }
+  if (!sp->owned_valid)
+    return wf__error(WF_ERR_INVALID, fn,
+                     "particles '%s': rank %d: the state was not read since the last "
+                     "repartition (read it first: wf_particles_download on every rank)",
+                     sp->name, sp->set->rank);
+  if (ids) memcpy(ids, sp->owned_ids, (size_t)sp->n_owned_ids * sizeof *ids);
+  *n = sp->n_owned_ids;
+  return WF_OK;
+}
+
+/* Over MPI ranks: this rank's partitions' owned rows (ghosts left out), partition by partition,
+ * into *out (malloc'ed, *n of them; the caller frees it, also on failure). */
+wf_status wfp_ranks_local_rows(wf_particles *sp, wfp_rank_row **out, size_t *n) {
   size_t most = 1, owned = 0;
   for (int p = 0; p < sp->np; p++)
     if (MINE(sp, p)) {
@@ -392,7 +424,7 @@ static wf_status gather_ranks(wf_particles *sp, wfp_f4 *pos, wfp_f4 *vel, uint16
   float *la = malloc(most * sizeof *la);
   wfp_f4 *lw = malloc(most * sizeof *lw);
   wfp_hist *lh = malloc(most * HIST_BYTES);
-  ranks_row *rows = calloc(owned ? owned : 1, sizeof *rows);
+  wfp_rank_row *rows = calloc(owned ? owned : 1, sizeof *rows);
   wf_status st = (lp && lv && lm && lg && la && lw && lh && rows)
                      ? WF_OK
                      : fail(WF_ERR_OUT_OF_MEMORY, "particles '%s': out of host memory", sp->name);
@@ -408,12 +440,24 @@ static wf_status gather_ranks(wf_particles *sp, wfp_f4 *pos, wfp_f4 *vel, uint16
     }
     for (uint32_t i = 0; i < pt->n_local && r < owned; i++) {
       if (la[i] != la[i]) continue; /* a ghost */
-      ranks_row *w = &rows[r++];
+      wfp_rank_row *w = &rows[r++];
       w->gid = lg[i], w->mat = lm[i], w->pos = lp[i], w->vel = lv[i], w->omega = lw[i];
       memcpy(w->hist, &lh[(size_t)i * WFP_HIST_SLOTS], HIST_BYTES);
     }
   }
   free(lp), free(lv), free(lm), free(lg), free(la), free(lw), free(lh);
+  *out = rows, *n = r;
+  return st;
+}
+
+/* gather over MPI ranks: each rank's partitions' owned rows, to every rank (wfpt_ranks_allgather),
+ * by global id. Every rank ends with the whole state. */
+static wf_status gather_ranks(wf_particles *sp, wfp_f4 *pos, wfp_f4 *vel, uint16_t *mat,
+                              wfp_f4 *omega, wfp_hist *hist) {
+  wfp_rank_row *rows = NULL;
+  size_t r = 0;
+  wf_status st = wfp_ranks_local_rows(sp, &rows, &r);
+  if (st == WF_OK) st = owned_record(sp, rows, r);
   /* every rank enters the collective, also one that failed above (with nothing to give) */
   void *all = NULL;
   size_t total = 0;
@@ -421,11 +465,11 @@ static wf_status gather_ranks(wf_particles *sp, wfp_f4 *pos, wfp_f4 *vel, uint16
       wfpt_ranks_allgather(sp->set, rows, st == WF_OK ? r * sizeof *rows : 0, &all, &total);
   free(rows);
   if (st == WF_OK) st = st2;
-  size_t n = total / sizeof(ranks_row);
+  size_t n = total / sizeof(wfp_rank_row);
   if (st == WF_OK && n != sp->count)
     st = fail(WF_ERR_INVALID, "particles '%s': rank %d gathered %zu particles of %u", sp->name,
               sp->set->rank, n, sp->count);
-  const ranks_row *a = all;
+  const wfp_rank_row *a = all;
   for (size_t i = 0; i < n && st == WF_OK; i++) {
     uint32_t g = a[i].gid;
     if (g >= sp->count) {
@@ -720,6 +764,8 @@ static wf_status frames_launched(void *ctx) {
   return WF_OK;
 }
 
+static wf_status forces_sum_ranks(wf_particles *sp, wf_status st);
+
 wf_status wfp_launch_frames(wf_particles *sp, int frames) {
   if (frames <= 0) return WF_OK;
   sp->exact = false;
@@ -727,7 +773,7 @@ wf_status wfp_launch_frames(wf_particles *sp, int frames) {
   wf_status st = wfp_stamping(sp) ? stamps_reserve(sp) : WF_OK;
   if (st == WF_OK) st = wfpt_run_frames(&sp->frame, frames, WFPT_FULL, NULL);
   if (st == WF_OK) sp->frames_since += frames;
-  return st;
+  return forces_sum_ranks(sp, st);
 }
 
 wf_status wf_particles_step_frames(wf_particles *sp, int frames) {
@@ -736,7 +782,7 @@ wf_status wf_particles_step_frames(wf_particles *sp, int frames) {
   if (sp->np == 1) return wfp_part_step_frames(LEAD(sp), frames);
   if (frames < 0)
     return fail(WF_ERR_INVALID, "particles '%s': frames %d must be >= 0", sp->name, frames);
-  wf_status st = WF_OK;
+  wf_status st = wfp_forces_agree(sp);
   for (int f = 0; f < frames && st == WF_OK; f++) {
     if (!sp->distributed || sp->frames_since >= sp->desc.repartition_frames)
       st = wfp_repartition(sp);
@@ -1049,20 +1095,65 @@ wf_status wf_particles_set_collider_pose(wf_particles *sp, uint32_t index,
   return WF_OK;
 }
 
-wf_status wf_particles_measure_collider_forces(wf_particles *sp, bool on) {
-  if (!sp) return fail(WF_ERR_INVALID, "wf_particles_measure_collider_forces: solver is NULL");
+/* Switches the measuring in this process's partitions (the kernels' table pointers and clears
+ * are baked into the captured frame: it is captured again). */
+static wf_status forces_apply(wf_particles *sp, bool on) {
   if (wfp_part_measuring_forces(LEAD(sp)) == on) return WF_OK;
   for (int p = 0; p < sp->np; p++) {
     if (!MINE(sp, p)) continue; /* another rank's */
     wf_status st = wfp_part_measure_forces(sp->parts[p].ps, on);
     if (st != WF_OK) return st;
   }
-  wfpt_frame_stale(&sp->frame); /* the kernels' table pointers and the clears changed */
+  memset(sp->force_sum, 0, sizeof sp->force_sum); /* zero until a frame has summed them */
+  sp->force_seconds = 0.0;
+  wfpt_frame_stale(&sp->frame);
+  return WF_OK;
+}
+
+/* Over MPI ranks the switch only records this rank's word: a caller may switch on one rank and
+ * not the others (rank 0 writing stats.csv, the others discarding it), and measuring that
+ * differs between ranks made the ranks' force reads differ in their collectives (a hang). */
+wf_status wf_particles_measure_collider_forces(wf_particles *sp, bool on) {
+  if (!sp) return fail(WF_ERR_INVALID, "wf_particles_measure_collider_forces: solver is NULL");
+  sp->forces_want = on;
+  return sp->ranks ? WF_OK : forces_apply(sp, on);
+}
+
+/* Over MPI ranks, before a step (every rank steps, so every rank gets here): measuring is on
+ * where any rank wants it (one allreduce of a flag a step call). */
+wf_status wfp_forces_agree(wf_particles *sp) {
+  if (!sp->ranks) return WF_OK;
+  bool on = sp->forces_want;
+  wf_status st = wfpt_ranks_any(sp->set, &on);
+  return st == WF_OK ? forces_apply(sp, on) : st;
+}
+
+/* Over MPI ranks, after frames (every rank, also one whose frames failed: it gives zeros): the
+ * sums of every rank's partitions into force_sum, added as integers (any order, the same bits),
+ * so that wf_particles_collider_force reads them without a collective. */
+static wf_status forces_sum_ranks(wf_particles *sp, wf_status st) {
+  if (!sp->ranks || !wfp_part_measuring_forces(LEAD(sp))) return st;
+  uint64_t sum[WFX_MAX_COLLIDERS * WFX_FORCE_WORDS] = {0};
+  double sec = 0.0;
+  for (int p = 0; p < sp->np && st == WF_OK; p++) {
+    const unsigned long long *table = NULL;
+    if (!MINE(sp, p)) continue;
+    if ((st = wfp_part_forces(sp->parts[p].ps, &table, &sec)) != WF_OK) break;
+    for (size_t w = 0; w < WFX_MAX_COLLIDERS * WFX_FORCE_WORDS; w++)
+      sum[w] += table[w];
+  }
+  if (st != WF_OK) memset(sum, 0, sizeof sum);
+  wf_status st2 = wfpt_ranks_sum_u64(sp->set, sum, WFX_MAX_COLLIDERS * WFX_FORCE_WORDS);
+  if (st != WF_OK || st2 != WF_OK) return st != WF_OK ? st : st2;
+  for (size_t w = 0; w < WFX_MAX_COLLIDERS * WFX_FORCE_WORDS; w++)
+    sp->force_sum[w] = sum[w];
+  sp->force_seconds = sec;
   return WF_OK;
 }
 
 /* The partitions' integer sums, added in any order (collider_force.h): the same bits for any
- * number of partitions. */
+ * number of partitions. Over MPI ranks the sums the last frames made over every rank: no rank
+ * waits for another here. */
 wf_status wf_particles_collider_force(wf_particles *sp, uint32_t index, double force[3],
                                       double torque[3]) {
   static const char fn[] = "wf_particles_collider_force";
@@ -1077,29 +1168,12 @@ wf_status wf_particles_collider_force(wf_particles *sp, uint32_t index, double f
     return wf_particles_measure_collider_forces(sp, true);
   }
   const unsigned long long *tables[MAXP];
-  double seconds = 0.0;
-  if (sp->ranks && !sp->forces_in_0) { /* this rank's partitions' sums, then every rank's */
-    unsigned long long sum[WFX_FORCE_WORDS] = {0};
-    uint64_t sum64[WFX_FORCE_WORDS];
-    double sec = 0.0;
-    wf_status st = WF_OK;
-    for (int p = 0; p < sp->np && st == WF_OK; p++) {
-      if (!MINE(sp, p)) continue;
-      if ((st = wfp_part_forces(sp->parts[p].ps, &tables[0], &sec)) != WF_OK) break;
-      for (int w = 0; w < WFX_FORCE_WORDS; w++)
-        sum[w] += tables[0][(size_t)index * WFX_FORCE_WORDS + w];
-    }
-    for (int w = 0; w < WFX_FORCE_WORDS; w++)
-      sum64[w] = sum[w];
-    wf_status st2 = wfpt_ranks_sum_u64(sp->set, sum64, WFX_FORCE_WORDS);
-    if (st != WF_OK || st2 != WF_OK) return st != WF_OK ? st : st2;
-    unsigned long long table[WFX_MAX_COLLIDERS * WFX_FORCE_WORDS] = {0};
-    for (int w = 0; w < WFX_FORCE_WORDS; w++)
-      table[(size_t)index * WFX_FORCE_WORDS + w] = sum64[w];
-    const unsigned long long *one = table;
-    wfx_forces_read(&one, 1, index, sec, force, torque);
+  if (sp->ranks && !sp->forces_in_0) {
+    tables[0] = sp->force_sum;
+    wfx_forces_read(tables, 1, index, sp->force_seconds, force, torque);
     return WF_OK;
   }
+  double seconds = 0.0;
   int np = sp->forces_in_0 ? 1 : sp->np;
   for (int p = 0; p < np; p++) {
     int q = sp->forces_in_0 ? sp->lead : p;
@@ -1164,7 +1238,8 @@ wf_status wf_particles_drag_clear(wf_particles *sp) {
 wf_status wf_particles_step_substeps(wf_particles *sp, int n) {
   if (!sp) return fail(WF_ERR_INVALID, "particles: solver is NULL");
   if (sp->np == 1) return wfp_part_step_substeps(LEAD(sp), n);
-  wf_status st = undistribute(sp);
+  wf_status st = wfp_forces_agree(sp);
+  if (st == WF_OK) st = undistribute(sp);
   if (st == WF_OK) st = wfp_part_step_substeps(LEAD(sp), n);
   if (st == WF_OK) sp->forces_in_0 = true; /* the others hold an older frame's */
   return st == WF_OK ? after_gathered(sp) : st;
@@ -1173,7 +1248,8 @@ wf_status wf_particles_step_substeps(wf_particles *sp, int n) {
 wf_status wf_particles_profile(wf_particles *sp, int substeps, wf_particles_profile_result *out) {
   if (!sp) return fail(WF_ERR_INVALID, "particles: solver is NULL");
   if (sp->np == 1) return wfp_part_profile(LEAD(sp), substeps, out);
-  wf_status st = undistribute(sp);
+  wf_status st = wfp_forces_agree(sp);
+  if (st == WF_OK) st = undistribute(sp);
   if (st == WF_OK) st = wfp_part_profile(LEAD(sp), substeps, out);
   if (st == WF_OK) sp->forces_in_0 = true;
   return st == WF_OK ? after_gathered(sp) : st;

@@ -101,6 +101,19 @@ struct wf_particles {
   int frames_since; /* frames run since the last repartition */
   bool exact;       /* no particle outran the skin in those frames (checked since) */
   bool forces_in_0; /* the last step ran in partition 0 alone (step_substeps): its forces only */
+  /* Over MPI ranks the measuring of the collider forces is agreed, not switched by each rank:
+   * forces_want is this rank's last word (wf_particles_measure_collider_forces), and the next
+   * step turns measuring on on every rank when any rank wants it (wfp_forces_agree). The frames
+   * then sum every rank's tables into force_sum (an allreduce inside the step, which every rank
+   * makes), so reading a force is not a collective and no rank can leave another waiting. */
+  /* Over MPI ranks: the global ids of the particles this rank's partitions owned at the last
+   * gather of the state (gather_ranks, ascending), for wf_particles_owned_ids; owned_valid
+   * false from a repartition until the next gather. */
+  uint32_t *owned_ids, n_owned_ids;
+  bool owned_valid;
+  bool forces_want;
+  unsigned long long force_sum[WFX_MAX_COLLIDERS * WFX_FORCE_WORDS];
+  double force_seconds;
   int axis;
   bool have_cuts;
   float cuts[MAXP];  /* np - 1 slab boundaries */
@@ -129,8 +142,22 @@ wf_status wfp_fail_gpu(const char *name, wf_status st, const char *what);
 wf_status wfp_dbuf_reserve(wf_particles *sp, dbuf *d, wf_device *dev, wf_stream *s, size_t bytes);
 void wfp_dbuf_free(dbuf *d, wf_stream *s);
 
+/* One particle's row moved between MPI ranks (the gather of the state, the repartition). */
+typedef struct wfp_rank_row {
+  uint32_t gid;
+  uint16_t mat, pad;
+  wfp_f4 pos, vel, omega;
+  wfp_hist hist[WFP_HIST_SLOTS];
+} wfp_rank_row;
+
+/* particles.c: over MPI ranks, this rank's partitions' owned rows (*out malloc'ed, *n rows; the
+ * caller frees it, also on failure). Not a collective. */
+wf_status wfp_ranks_local_rows(wf_particles *sp, wfp_rank_row **out, size_t *n);
+
 /* particles.c: the frame */
 wf_status wfp_launch_frames(wf_particles *sp, int frames);
+/* Over MPI ranks, before stepping: the measuring of the collider forces agreed (forces_want). */
+wf_status wfp_forces_agree(wf_particles *sp);
 /* Whether the frame being enqueued times every partition's substeps (more than one, and
  * WF_BALANCE_TIME or the overlap measure's WFPT_COMPUTE frame). */
 bool wfp_stamping(const wf_particles *sp);

@@ -258,17 +258,22 @@ static bool list_push(grow_list *l, uint32_t v) {
 
 /* ---- the distribution from the host ------------------------------------------------------- */
 
-/* From the master copy: the cell size (the solver's rule, twice the largest radius, unless the
- * desc fixes it) for every partition, the largest radius and speed, the skin; *w the ghosts'
- * reach beyond a slab. */
-static wf_status size_from_master(wf_particles *sp, float *w) {
-  float rmax = 0.0f, vmax = 0.0f;
-  for (uint32_t i = 0; i < sp->count; i++) {
-    rmax = fmaxf(rmax, sp->pos[i].w);
-    float v2 =
-        sp->vel[i].x * sp->vel[i].x + sp->vel[i].y * sp->vel[i].y + sp->vel[i].z * sp->vel[i].z;
-    vmax = fmaxf(vmax, sqrtf(v2));
+/* The largest radius and speed of n rows (the master copy's, or a rank's). */
+static void size_scan(const wfp_f4 *pos, const wfp_f4 *vel, size_t stride, size_t n, float *rmax,
+                      float *vmax) {
+  for (size_t i = 0; i < n; i++) {
+    const wfp_f4 *x = (const wfp_f4 *)((const char *)pos + i * stride);
+    const wfp_f4 *v = (const wfp_f4 *)((const char *)vel + i * stride);
+    *rmax = fmaxf(*rmax, x->w);
+    float v2 = v->x * v->x + v->y * v->y + v->z * v->z;
+    *vmax = fmaxf(*vmax, sqrtf(v2));
   }
+}
+
+/* From the largest radius and speed of every particle: the cell size (the solver's rule, twice
+ * the largest radius, unless the desc fixes it) for every partition, the skin; *w the ghosts'
+ * reach beyond a slab. */
+static wf_status size_from(wf_particles *sp, float rmax, float vmax, float *w) {
   float cell = sp->desc.cell_size > 0.0f ? sp->desc.cell_size : 2.0f * rmax;
   if (cell != sp->cell && cell > 0.0f) {
     for (int p = 0; p < sp->np; p++) {
@@ -282,6 +287,12 @@ static wf_status size_from_master(wf_particles *sp, float *w) {
   sp->skin = skin_for(sp, vmax);
   *w = cell + sp->skin;
   return WF_OK;
+}
+
+static wf_status size_from_master(wf_particles *sp, float *w) {
+  float rmax = 0.0f, vmax = 0.0f;
+  size_scan(sp->pos, sp->vel, sizeof(wfp_f4), sp->count, &rmax, &vmax);
+  return size_from(sp, rmax, vmax, w);
 }
 
 /* The slabs from the master copy: cut at the count quantiles the first time, and again when the
@@ -303,6 +314,16 @@ static wf_status slabs_from_master(wf_particles *sp) {
   slab_bounds(sp);
   return st;
 }
+
+/* The rows a distribution places, ascending in global id: the master copy (every particle, row
+ * i is global id i) or, over MPI ranks, the rows this rank's partitions will hold. */
+typedef struct rows_src {
+  uint32_t n;
+  const wfp_f4 *pos, *vel, *omega;
+  const uint16_t *mat;
+  const wfp_hist *hist;
+  const uint32_t *gid; /* NULL: row i is global id i */
+} rows_src;
 
 /* Who holds what (assign_members), and host rows for the largest partition. */
 typedef struct layout {
@@ -328,14 +349,15 @@ static void layout_free(layout *lay) {
   free(lay->la), free(lay->idx), free(lay->gid), free(lay->lw), free(lay->lh);
 }
 
-/* Membership: the particles in global-id order (so every local list is in that order), each to
- * its owner's list and, as a ghost, to those of the partitions whose slab is within w. */
-static wf_status assign_members(wf_particles *sp, layout *lay, float w) {
-  uint32_t n = sp->count;
+/* Membership: the rows in global-id order (so every local list is in that order), each to its
+ * owner's list and, as a ghost, to those of the partitions whose slab is within w. Lists, loc and
+ * slot_of hold row indices. */
+static wf_status assign_members(wf_particles *sp, layout *lay, float w, const rows_src *src) {
+  uint32_t n = src->n;
   lay->loc = malloc((size_t)(n ? n : 1) * 4);
   bool ok = lay->loc != NULL;
   for (uint32_t i = 0; i < n && ok; i++) {
-    float x = axis_of(sp->pos[i], sp->axis);
+    float x = axis_of(src->pos[i], sp->axis);
     int q = owner_of(sp, x);
     grow_list *mine = &lay->members[q];
     lay->loc[i] = (uint32_t)mine->n;
@@ -361,26 +383,33 @@ static wf_status assign_members(wf_particles *sp, layout *lay, float w) {
   return ok ? WF_OK : fail(WF_ERR_OUT_OF_MEMORY, "particles '%s': out of host memory", sp->name);
 }
 
+/* The counts every rank agrees on over MPI ranks (ranks_repartition): [q * np + p] the ghosts
+ * p takes from q, then per partition its owned particles and its members (owned and ghosts);
+ * each entry is given by the rank that holds p. NULL: this process's layout has them all. */
+static size_t agreed_len(int np) { return (size_t)np * (size_t)np + 2 * (size_t)np; }
+
 /* Partition p's particles (owned and ghosts, global-id order) with their anchors and the
  * snapshot a rerun starts from; its ghosts' slots into lay->slot_of. */
-static wf_status fill_partition(wf_particles *sp, layout *lay, int p) {
+static wf_status fill_partition(wf_particles *sp, layout *lay, int p, const rows_src *src,
+                                const uint64_t *agreed) {
   part *pt = &sp->parts[p];
   size_t m = lay->members[p].n;
   if (!pt->ps) { /* another rank's: its counts only (the info block) */
-    pt->n_local = (uint32_t)m;
-    pt->n_owned = lay->owned[p];
+    size_t at = (size_t)sp->np * (size_t)sp->np;
+    pt->n_local = agreed ? (uint32_t)agreed[at + (size_t)sp->np + (size_t)p] : (uint32_t)m;
+    pt->n_owned = agreed ? (uint32_t)agreed[at + (size_t)p] : lay->owned[p];
     return WF_OK;
   }
   for (size_t j = 0; j < m; j++) {
     uint32_t e = lay->members[p].a[j], g = e & 0x7fffffffu;
     bool owned = !(e & 0x80000000u);
-    lay->gid[j] = g;
+    lay->gid[j] = src->gid ? src->gid[g] : g;
     if (!owned) lay->slot_of[g] = (uint32_t)j;
-    lay->lp[j] = sp->pos[g], lay->lv[j] = sp->vel[g], lay->lm[j] = sp->mat[g];
-    lay->lw[j] = sp->omega[g];
-    memcpy(&lay->lh[j * WFP_HIST_SLOTS], &sp->hist[(size_t)g * WFP_HIST_SLOTS], HIST_BYTES);
+    lay->lp[j] = src->pos[g], lay->lv[j] = src->vel[g], lay->lm[j] = src->mat[g];
+    lay->lw[j] = src->omega[g];
+    memcpy(&lay->lh[j * WFP_HIST_SLOTS], &src->hist[(size_t)g * WFP_HIST_SLOTS], HIST_BYTES);
     /* ghosts get no anchor (NaN never compares as moved): their owner checks them */
-    lay->la[j] = owned ? axis_of(sp->pos[g], sp->axis) : NAN;
+    lay->la[j] = owned ? axis_of(src->pos[g], sp->axis) : NAN;
   }
   pt->n_local = (uint32_t)m;
   pt->n_owned = lay->owned[p];
@@ -404,11 +433,16 @@ static wf_status fill_partition(wf_particles *sp, layout *lay, int p) {
 
 /* The links into p (after fill_partition(p): its ghost slots) with their index lists, counts
  * first; their bytes per substep added to *bytes. */
-static wf_status fill_links_into(wf_particles *sp, layout *lay, int p, uint64_t *bytes) {
+static wf_status fill_links_into(wf_particles *sp, layout *lay, int p, uint64_t *bytes,
+                                 const uint64_t *agreed) {
   wf_status st = WF_OK;
   for (int q = 0; q < sp->np && st == WF_OK; q++) {
     grow_list *gs = &lay->ghost_src[q][p];
-    size_t c = gs->n;
+    size_t c = agreed ? (size_t)agreed[(size_t)q * (size_t)sp->np + (size_t)p] : gs->n;
+    if ((MINE(sp, q) || MINE(sp, p)) && c != gs->n)
+      return fail(WF_ERR_INVALID,
+                  "particles '%s': rank %d: link %d -> %d has %zu ghosts here, %zu agreed",
+                  sp->name, sp->set->rank, q, p, gs->n, c);
     if (!c) continue;
     halo *h = NULL;
     if ((st = halo_add(sp, q, p, (uint32_t)c, &h)) != WF_OK) break;
@@ -428,31 +462,54 @@ static wf_status fill_links_into(wf_particles *sp, layout *lay, int p, uint64_t 
   return st;
 }
 
-/* Distributes the master state (sp->pos/vel/mat, global-id order) over the partitions: owners by
- * slab, ghosts within w of each slab, the links and their index lists. */
-static wf_status distribute(wf_particles *sp) {
-  float w = 0.0f;
-  wf_status st = size_from_master(sp, &w);
-  if (st == WF_OK) st = slabs_from_master(sp);
-  if (st != WF_OK) return st;
+/* Places the rows over the partitions (the slabs and w set): owners by slab, ghosts within w of
+ * each slab, the links and their index lists. ranked: the rows are this rank's partitions' only,
+ * and the ranks agree on the counts of the others (one sum of agreed_len words). */
+static wf_status place(wf_particles *sp, const rows_src *src, float w, bool ranked, wf_status st) {
   layout *lay = calloc(1, sizeof *lay);
-  if (!lay) return fail(WF_ERR_OUT_OF_MEMORY, "particles '%s': out of host memory", sp->name);
-  st = assign_members(sp, lay, w);
+  uint64_t *agreed = ranked ? calloc(agreed_len(sp->np), sizeof *agreed) : NULL;
+  if (st == WF_OK && (!lay || (ranked && !agreed)))
+    st = fail(WF_ERR_OUT_OF_MEMORY, "particles '%s': out of host memory", sp->name);
+  if (st == WF_OK) st = assign_members(sp, lay, w, src);
+  if (ranked) { /* every rank enters the sum, also one that failed (giving zeros) */
+    size_t at = (size_t)sp->np * (size_t)sp->np;
+    for (int p = 0; p < sp->np && st == WF_OK && agreed; p++) {
+      if (!MINE(sp, p)) continue;
+      for (int q = 0; q < sp->np; q++)
+        agreed[(size_t)q * (size_t)sp->np + (size_t)p] = lay->ghost_src[q][p].n;
+      agreed[at + (size_t)p] = lay->owned[p];
+      agreed[at + (size_t)sp->np + (size_t)p] = lay->members[p].n;
+    }
+    uint64_t none[1] = {0};
+    wf_status st2 =
+        wfpt_ranks_sum_u64(sp->set, agreed ? agreed : none, agreed ? (int)agreed_len(sp->np) : 1);
+    if (st == WF_OK) st = st2;
+  }
   wfpt_links_clear(sp->set);
   uint64_t bytes = 0;
   for (int p = 0; p < sp->np && st == WF_OK; p++) {
-    st = fill_partition(sp, lay, p);
+    st = fill_partition(sp, lay, p, src, agreed);
     if (st == WF_OK && MINE(sp, p)) st = drift_arm(sp, &sp->parts[p]);
-    if (st == WF_OK) st = fill_links_into(sp, lay, p, &bytes);
+    if (st == WF_OK) st = fill_links_into(sp, lay, p, &bytes, agreed);
   }
-  layout_free(lay);
-  free(lay);
+  if (lay) layout_free(lay);
+  free(lay), free(agreed);
   if (st != WF_OK) return st;
   for (int p = 0; p < sp->np; p++)
     if (MINE(sp, p))
       TRY(wf_stream_synchronize(wfp_part_stream(sp->parts[p].ps)), "uploading halo lists");
   partitioned(sp, bytes);
   return WF_OK;
+}
+
+/* Distributes the master state (sp->pos/vel/mat, global-id order) over the partitions. */
+static wf_status distribute(wf_particles *sp) {
+  float w = 0.0f;
+  wf_status st = size_from_master(sp, &w);
+  if (st == WF_OK) st = slabs_from_master(sp);
+  if (st != WF_OK) return st;
+  rows_src m = {sp->count, sp->pos, sp->vel, sp->omega, sp->mat, sp->hist, NULL};
+  return place(sp, &m, w, false, WF_OK);
 }
 
 /* Every partition back to the snapshot of the last repartition, state and clock; the layout,
@@ -995,15 +1052,161 @@ static wf_status select_halos(wf_particles *sp, const migration *mg, uint64_t *b
 
 /* The repartition on the devices, from the partitions' current state (which must be exact: no
  * drift flag raised), in the phases above; only the first waits. */
-/* Over MPI ranks: every rank gathers the whole state from the partitions' owned rows and
- * distributes it again (the slabs' cuts from the same master copy, so the same on every rank).
- * The simplest correct migration: each repartition moves the whole state (312 bytes a
- * particle with its contact history) to every rank, where the device repartition moves only
- * what crosses a boundary. The result does not depend on where the cuts fall, so it is bitwise
- * that of one process. */
+/* ---- the repartition over MPI ranks --------------------------------------------------------- */
+
+/* Over MPI ranks the partitions' rows travel through the hosts, but only to where they are
+ * needed: each rank reads its partitions' owned rows (wfp_ranks_local_rows) and the ranks agree
+ * on the sizes (the largest radius and speed, the bounds: one max of 8 doubles) and on the slabs
+ * (the counts a slab: one sum of np words; a rebalance, when the largest slab is over the
+ * imbalance allowed, gathers the coordinate along the axis: 4 bytes a particle). Every row then
+ * goes to the ranks whose partitions will own it or hold it as a ghost (one all-to-all; a row
+ * stays on its rank when the rank keeps it), each rank places the rows it got in global-id
+ * order as distribute places the master copy, and the ranks agree on the counts of the
+ * partitions and links they do not hold (place). A repartition moves what crosses a rank's
+ * boundary and the ghosts across them, 312 bytes a particle, instead of the whole state to
+ * every rank; the host holds the rank's rows, not the whole state. The cuts are computed from
+ * the same values as from a master copy (maxima, sums and the k-th smallest coordinate do not
+ * depend on the order), so the layout is the one distribute would make, and the result that of
+ * one process. */
+
+static int cmp_row_gid(const void *a, const void *b) {
+  uint32_t x = ((const wfp_rank_row *)a)->gid, y = ((const wfp_rank_row *)b)->gid;
+  return (x > y) - (x < y);
+}
+
+/* The slabs from the ranks' rows (mine[0..n)): the master copy's rule (slabs_from_master) with
+ * agreed counts, bounds (lo, hi) and, for a rebalance, gathered coordinates. Collective. */
+static wf_status slabs_from_ranks(wf_particles *sp, const wfp_rank_row *mine, size_t n,
+                                  const float lo[3], const float hi[3], wf_status st) {
+  bool cut = !sp->have_cuts;
+  if (!cut) {
+    uint64_t cnt[MAXP] = {0}, most = 0, all = 0;
+    for (size_t i = 0; i < n && st == WF_OK; i++)
+      cnt[owner_of(sp, axis_of(mine[i].pos, sp->axis))]++;
+    wf_status st2 = wfpt_ranks_sum_u64(sp->set, cnt, sp->np);
+    if (st == WF_OK) st = st2;
+    for (int p = 0; p < sp->np; p++)
+      most = cnt[p] > most ? cnt[p] : most, all += cnt[p];
+    double mean = (double)all / sp->np;
+    cut = all && (double)most / mean - 1.0 > sp->desc.imbalance;
+  }
+  if (cut) { /* (every rank decides alike: the values are agreed) */
+    int axis = 0;
+    for (int k = 1; k < 3; k++)
+      if (hi[k] - lo[k] > hi[axis] - lo[axis]) axis = k;
+    float *c = malloc((n ? n : 1) * sizeof *c);
+    if (!c && st == WF_OK)
+      st = fail(WF_ERR_OUT_OF_MEMORY, "particles '%s': out of host memory", sp->name);
+    for (size_t i = 0; c && i < n; i++)
+      c[i] = axis_of(mine[i].pos, axis);
+    void *all = NULL;
+    size_t total = 0;
+    wf_status st2 = wfpt_ranks_allgather(sp->set, c, st == WF_OK ? n * sizeof *c : 0, &all, &total);
+    free(c);
+    if (st == WF_OK) st = st2;
+    if (st == WF_OK) cut_at_quantiles(sp, axis, all, total / sizeof(float));
+    free(all);
+  }
+  slab_bounds(sp);
+  return st;
+}
+
+/* Where row r goes: a bit per rank whose partitions will own it or hold it as a ghost (the
+ * membership rule of assign_members). */
+static uint64_t row_ranks(const wf_particles *sp, const wfp_rank_row *r, float w) {
+  float x = axis_of(r->pos, sp->axis);
+  int q = owner_of(sp, x);
+  uint64_t m = 1ull << sp->set->rank_of[q];
+  for (int p = q - 1; p >= 0 && x < sp->parts[p].hi + w; p--)
+    m |= 1ull << sp->set->rank_of[p];
+  for (int p = q + 1; p < sp->np && x >= sp->parts[p].lo - w; p++)
+    m |= 1ull << sp->set->rank_of[p];
+  return m;
+}
+
+/* Each row to the ranks that need it (one all-to-all); *out: the rows this rank's partitions will
+ * hold, ascending in global id. Collective. */
+static wf_status route_rows(wf_particles *sp, const wfp_rank_row *mine, size_t n, float w,
+                            wfp_rank_row **out, size_t *n_out, wf_status st) {
+  int R = sp->set->ranks;
+  size_t *bytes = calloc((size_t)R, sizeof *bytes), *at = calloc((size_t)R, sizeof *at);
+  uint64_t *dest = malloc((n ? n : 1) * sizeof *dest);
+  if (st == WF_OK && (!bytes || !at || !dest))
+    st = fail(WF_ERR_OUT_OF_MEMORY, "particles '%s': out of host memory", sp->name);
+  size_t sends = 0;
+  for (size_t i = 0; i < n && st == WF_OK; i++) {
+    dest[i] = row_ranks(sp, &mine[i], w);
+    for (int r = 0; r < R; r++)
+      if (dest[i] >> r & 1u) bytes[r] += sizeof *mine, sends++;
+  }
+  wfp_rank_row *send = malloc((sends ? sends : 1) * sizeof *send);
+  if (st == WF_OK && !send)
+    st = fail(WF_ERR_OUT_OF_MEMORY, "particles '%s': out of host memory", sp->name);
+  for (int r = 1; r < R && st == WF_OK; r++)
+    at[r] = at[r - 1] + bytes[r - 1] / sizeof *mine;
+  for (size_t i = 0; i < n && st == WF_OK; i++)
+    for (int r = 0; r < R; r++)
+      if (dest[i] >> r & 1u) send[at[r]++] = mine[i];
+  if (st != WF_OK && bytes) /* still in the collective, sending nothing */
+    memset(bytes, 0, (size_t)R * sizeof *bytes);
+  size_t none[WF_MAX_DEVICES] = {0};
+  void *in = NULL;
+  size_t total = 0;
+  wf_status st2 = wfpt_ranks_alltoallv(sp->set, send, bytes ? bytes : none, &in, &total);
+  if (st == WF_OK) st = st2;
+  free(bytes), free(at), free(dest), free(send);
+  *out = in, *n_out = total / sizeof **out;
+  if (st == WF_OK) qsort(in, *n_out, sizeof **out, cmp_row_gid);
+  return st;
+}
+
 static wf_status ranks_repartition(wf_particles *sp) {
-  wf_status st = wfp_ranks_gather(sp);
-  return st == WF_OK ? distribute(sp) : st;
+  wfp_rank_row *mine = NULL, *rows = NULL;
+  size_t n = 0, m = 0;
+  sp->owned_valid = false; /* (also in a rerun's repartition) */
+  wf_status st = wfp_ranks_local_rows(sp, &mine, &n);
+  /* the sizes and bounds over every rank (every rank enters, also one that failed) */
+  float rmax = 0.0f, vmax = 0.0f, lo[3] = {INFINITY, INFINITY, INFINITY},
+        hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+  if (st == WF_OK) {
+    size_scan(&mine[0].pos, &mine[0].vel, sizeof *mine, n, &rmax, &vmax);
+    for (size_t i = 0; i < n; i++) {
+      float x[3] = {mine[i].pos.x, mine[i].pos.y, mine[i].pos.z};
+      for (int k = 0; k < 3; k++)
+        lo[k] = fminf(lo[k], x[k]), hi[k] = fmaxf(hi[k], x[k]);
+    }
+  }
+  double mx[8] = {rmax, vmax, -lo[0], -lo[1], -lo[2], hi[0], hi[1], hi[2]};
+  wf_status st2 = wfpt_ranks_max_f64(sp->set, mx, 8);
+  if (st == WF_OK) st = st2;
+  for (int k = 0; k < 3; k++) /* (floats through doubles: exact) */
+    lo[k] = (float)-mx[2 + k], hi[k] = (float)mx[5 + k];
+  float w = 0.0f;
+  if (st == WF_OK) st = size_from(sp, (float)mx[0], (float)mx[1], &w);
+  st = slabs_from_ranks(sp, mine, st == WF_OK ? n : 0, lo, hi, st);
+  st = route_rows(sp, mine, st == WF_OK ? n : 0, w, &rows, &m, st);
+  free(mine);
+  wfp_f4 *pos = NULL, *vel = NULL, *omega = NULL;
+  uint16_t *mat = NULL;
+  wfp_hist *hist = NULL;
+  uint32_t *gid = NULL;
+  if (st == WF_OK) {
+    size_t k = m ? m : 1;
+    pos = malloc(k * sizeof *pos), vel = malloc(k * sizeof *vel), omega = malloc(k * 16);
+    mat = malloc(k * sizeof *mat), hist = malloc(k * HIST_BYTES), gid = malloc(k * 4);
+    if (!pos || !vel || !omega || !mat || !hist || !gid)
+      st = fail(WF_ERR_OUT_OF_MEMORY, "particles '%s': out of host memory", sp->name);
+  }
+  for (size_t i = 0; i < m && st == WF_OK; i++) {
+    pos[i] = rows[i].pos, vel[i] = rows[i].vel, omega[i] = rows[i].omega;
+    mat[i] = rows[i].mat, gid[i] = rows[i].gid;
+    memcpy(&hist[i * WFP_HIST_SLOTS], rows[i].hist, HIST_BYTES);
+  }
+  free(rows);
+  rows_src src = {(uint32_t)(st == WF_OK ? m : 0), pos, vel, omega, mat, hist, gid};
+  st = place(sp, &src, w, true, st);
+  free(pos), free(vel), free(omega), free(mat), free(hist), free(gid);
+  return st;
 }
 
 static wf_status device_repartition(wf_particles *sp) {
@@ -1052,6 +1255,7 @@ wf_status wfp_rerun_if_moved(wf_particles *sp) {
 wf_status wfp_repartition(wf_particles *sp) {
   double t0 = wfpt_now_ms();
   wf_status st;
+  sp->owned_valid = false; /* the partitions' particles change: known again at the next gather */
   /* repartition_ms: the host's time in the repartition, not its wait for the frames before */
   if (!sp->distributed) {
     st = distribute(sp);

@@ -50,6 +50,14 @@ static wf_status mpi_fail(const wfpt_set *s, int err, const char *doing) {
                    doing, text);
 }
 
+/* An MPI call on the application's communicator failed: its message after `doing`. */
+static wf_status comm_fail(int err, const char *doing) {
+  char text[MPI_MAX_ERROR_STRING] = "";
+  int len = 0;
+  MPI_Error_string(err, text, &len);
+  return wf__error(WF_ERR_BACKEND, NULL, "%s: %s", doing, text);
+}
+
 bool wfpt_mpi_built(void) { return true; }
 
 /* CUDA-aware: Open MPI says at compile time whether the extension exists (MPIX_CUDA_AWARE_SUPPORT
@@ -161,7 +169,50 @@ wf_status wfpt_ranks_max_f64(wfpt_set *s, double *v, int n) {
 
 /* Counts and displacements are ints in MPI 3: a rank's share is limited to 2 GiB (the gather of
  * a whole particle state, 312 bytes a particle with its history, up to about 6M particles a
- * rank). */
+ * rank). what: the set or the caller named in a message. */
+static wf_status allgather_on(MPI_Comm c, const char *what, const void *mine, size_t bytes,
+                              void **all, size_t *total) {
+  int n = 1, rank = 0;
+  MPI_Comm_size(c, &n);
+  MPI_Comm_rank(c, &rank);
+  if (bytes > (size_t)0x7fffffff)
+    return wf__error(WF_ERR_INVALID, NULL,
+                     "%s: rank %d: %zu bytes to gather; MPI counts stop at 2 GiB a rank", what,
+                     rank, bytes);
+  int *cnt = malloc((size_t)n * sizeof *cnt), *at = malloc((size_t)n * sizeof *at);
+  if (!cnt || !at) {
+    free(cnt), free(at);
+    return wf__error(WF_ERR_OUT_OF_MEMORY, NULL, "%s: out of host memory", what);
+  }
+  int me = (int)bytes;
+  int err = MPI_Allgather(&me, 1, MPI_INT, cnt, 1, MPI_INT, c);
+  size_t sum = 0;
+  for (int r = 0; r < n && err == MPI_SUCCESS; r++)
+    at[r] = (int)sum, sum += (size_t)cnt[r];
+  wf_status st = WF_OK;
+  char doing[160];
+  if (err != MPI_SUCCESS) {
+    snprintf(doing, sizeof doing, "%s: rank %d: gathering the sizes", what, rank);
+    st = comm_fail(err, doing);
+  } else if (sum > (size_t)0x7fffffff) {
+    st = wf__error(WF_ERR_INVALID, NULL, "%s: %zu bytes to gather; MPI counts stop at 2 GiB", what,
+                   sum);
+  } else if (!(*all = malloc(sum ? sum : 1))) {
+    st = wf__error(WF_ERR_OUT_OF_MEMORY, NULL, "%s: out of host memory", what);
+  }
+  if (st == WF_OK) {
+    err = MPI_Allgatherv(mine, me, MPI_BYTE, *all, cnt, at, MPI_BYTE, c);
+    snprintf(doing, sizeof doing, "%s: rank %d: gathering the state", what, rank);
+    if (err != MPI_SUCCESS) st = comm_fail(err, doing);
+  }
+  if (st != WF_OK)
+    free(*all), *all = NULL;
+  else
+    *total = sum;
+  free(cnt), free(at);
+  return st;
+}
+
 wf_status wfpt_ranks_allgather(wfpt_set *s, const void *mine, size_t bytes, void **all,
                                size_t *total) {
   *all = NULL, *total = 0;
@@ -172,39 +223,74 @@ wf_status wfpt_ranks_allgather(wfpt_set *s, const void *mine, size_t bytes, void
     *total = bytes;
     return WF_OK;
   }
-  if (bytes > (size_t)0x7fffffff)
-    return wf__error(WF_ERR_INVALID, NULL,
-                     "%s: rank %d: %zu bytes to gather; MPI counts stop at 2 GiB a rank", s->what,
-                     s->rank, bytes);
-  int n = s->ranks;
-  int *cnt = malloc((size_t)n * sizeof *cnt), *at = malloc((size_t)n * sizeof *at);
-  if (!cnt || !at) {
-    free(cnt), free(at);
-    return wf__error(WF_ERR_OUT_OF_MEMORY, NULL, "%s: out of host memory", s->what);
+  return allgather_on(comm_of(s), s->what, mine, bytes, all, total);
+}
+
+wf_status wfpt_ranks_alltoallv(wfpt_set *s, const void *send, const size_t *bytes, void **recv,
+                               size_t *total) {
+  *recv = NULL, *total = 0;
+  if (!s->mpi) {
+    *recv = malloc(bytes[0] ? bytes[0] : 1);
+    if (!*recv) return wf__error(WF_ERR_OUT_OF_MEMORY, NULL, "%s: out of host memory", s->what);
+    if (bytes[0]) memcpy(*recv, send, bytes[0]);
+    *total = bytes[0];
+    return WF_OK;
   }
-  int me = (int)bytes;
-  int err = MPI_Allgather(&me, 1, MPI_INT, cnt, 1, MPI_INT, comm_of(s));
+  int n = s->ranks;
+  int *sc = calloc((size_t)n * 4, sizeof *sc);
+  if (!sc) return wf__error(WF_ERR_OUT_OF_MEMORY, NULL, "%s: out of host memory", s->what);
+  int *sd = sc + n, *rc = sc + 2 * n, *rd = sc + 3 * n;
+  size_t at = 0;
+  wf_status st = WF_OK;
+  for (int r = 0; r < n; r++) {
+    if (bytes[r] > (size_t)0x7fffffff || at > (size_t)0x7fffffff)
+      st = wf__error(WF_ERR_INVALID, NULL,
+                     "%s: rank %d: %zu bytes to send; MPI counts stop at 2 GiB a rank", s->what,
+                     s->rank, bytes[r]);
+    sc[r] = (int)bytes[r], sd[r] = (int)at, at += bytes[r];
+  }
+  if (st != WF_OK) /* still in the collectives, sending nothing */
+    for (int r = 0; r < n; r++)
+      sc[r] = 0, sd[r] = 0;
+  int err = MPI_Alltoall(sc, 1, MPI_INT, rc, 1, MPI_INT, comm_of(s));
   size_t sum = 0;
   for (int r = 0; r < n && err == MPI_SUCCESS; r++)
-    at[r] = (int)sum, sum += (size_t)cnt[r];
-  wf_status st = WF_OK;
-  if (err != MPI_SUCCESS)
-    st = mpi_fail(s, err, "gathering the sizes");
-  else if (sum > (size_t)0x7fffffff)
-    st = wf__error(WF_ERR_INVALID, NULL, "%s: %zu bytes to gather; MPI counts stop at 2 GiB",
+    rd[r] = (int)sum, sum += (size_t)rc[r];
+  if (err != MPI_SUCCESS) {
+    st = mpi_fail(s, err, "exchanging the sizes");
+  } else if (sum > (size_t)0x7fffffff) {
+    st = wf__error(WF_ERR_INVALID, NULL, "%s: %zu bytes to receive; MPI counts stop at 2 GiB",
                    s->what, sum);
-  else if (!(*all = malloc(sum ? sum : 1)))
-    st = wf__error(WF_ERR_OUT_OF_MEMORY, NULL, "%s: out of host memory", s->what);
-  if (st == WF_OK) {
-    err = MPI_Allgatherv(mine, me, MPI_BYTE, *all, cnt, at, MPI_BYTE, comm_of(s));
-    if (err != MPI_SUCCESS) st = mpi_fail(s, err, "gathering the state");
+    for (int r = 0; r < n; r++) /* (the exchange below still happens, receiving nothing) */
+      rc[r] = 0, rd[r] = 0;
   }
-  if (st != WF_OK)
-    free(*all), *all = NULL;
-  else
-    *total = sum;
-  free(cnt), free(at);
-  return st;
+  void *in = err == MPI_SUCCESS ? malloc(sum ? sum : 1) : NULL;
+  if (err == MPI_SUCCESS) {
+    int e2 = MPI_Alltoallv(send, sc, sd, MPI_BYTE, in, rc, rd, MPI_BYTE, comm_of(s));
+    if (e2 != MPI_SUCCESS && st == WF_OK) st = mpi_fail(s, e2, "exchanging the rows");
+    if (!in && st == WF_OK)
+      st = wf__error(WF_ERR_OUT_OF_MEMORY, NULL, "%s: out of host memory", s->what);
+  }
+  free(sc);
+  if (st != WF_OK) {
+    free(in);
+    return st;
+  }
+  *recv = in, *total = sum;
+  return WF_OK;
+}
+
+wf_status wfpt_comm_allgather(const void *comm, const char *what, const void *mine, size_t bytes,
+                              void **all, size_t *total) {
+  *all = NULL, *total = 0;
+  if (!comm) {
+    *all = malloc(bytes ? bytes : 1);
+    if (!*all) return wf__error(WF_ERR_OUT_OF_MEMORY, NULL, "%s: out of host memory", what);
+    if (bytes) memcpy(*all, mine, bytes);
+    *total = bytes;
+    return WF_OK;
+  }
+  return allgather_on(*(const MPI_Comm *)comm, what, mine, bytes, all, total);
 }
 
 wf_status wfpt_ranks_bcast(wfpt_set *s, void *buf, size_t bytes, int root) {
@@ -267,5 +353,28 @@ wf_status wfpt_ranks_allgather(wfpt_set *s, const void *mine, size_t bytes, void
 }
 
 wf_status wfpt_ranks_bcast(wfpt_set *s, void *buf, size_t bytes, int root) { return WF_OK; }
+
+wf_status wfpt_ranks_alltoallv(wfpt_set *s, const void *send, const size_t *bytes, void **recv,
+                               size_t *total) {
+  *recv = malloc(bytes[0] ? bytes[0] : 1), *total = 0;
+  if (!*recv) return wf__error(WF_ERR_OUT_OF_MEMORY, NULL, "%s: out of host memory", s->what);
+  if (bytes[0]) memcpy(*recv, send, bytes[0]);
+  *total = bytes[0];
+  return WF_OK;
+}
+
+wf_status wfpt_comm_allgather(const void *comm, const char *what, const void *mine, size_t bytes,
+                              void **all, size_t *total) {
+  *all = NULL, *total = 0;
+  if (comm) {
+    int size, rank;
+    return wfpt_comm_size(comm, &size, &rank);
+  }
+  *all = malloc(bytes ? bytes : 1);
+  if (!*all) return wf__error(WF_ERR_OUT_OF_MEMORY, NULL, "%s: out of host memory", what);
+  if (bytes) memcpy(*all, mine, bytes);
+  *total = bytes;
+  return WF_OK;
+}
 
 #endif

@@ -28,6 +28,12 @@ wf_status wfpt_comm_size(const void *comm, int *size, int *rank);
  * lowest rank whose `failed` is true, or -1 when none is; every rank must call it. */
 wf_status wfpt_comm_agree(const void *comm, bool failed, int *failed_rank);
 
+/* Every rank's `bytes` at `mine` over the application's communicator (NULL: this process's
+ * alone), concatenated in rank order, into *all (malloc'ed, the caller frees it; *total its
+ * size); what names the caller in a message. Every rank must call it. */
+wf_status wfpt_comm_allgather(const void *comm, const char *what, const void *mine, size_t bytes,
+                              void **all, size_t *total);
+
 /* set_create's part: duplicates the communicator, sets rank, ranks, rank_of and lead. */
 wf_status wfpt_ranks_open(wfpt_set *s, const void *comm);
 void wfpt_ranks_close(wfpt_set *s);
@@ -43,6 +49,10 @@ wf_status wfpt_ranks_max_f64(wfpt_set *s, double *v, int n);
 /* Every rank's `bytes` at `mine`, concatenated in rank order, into *all (malloc'ed, the caller
  * frees it; *total its size). */
 wf_status wfpt_ranks_allgather(wfpt_set *s, const void *mine, size_t bytes, void **all,
+                               size_t *total);
+/* Each rank sends bytes[r] bytes to rank r, from `send` in rank order, and receives every rank's
+ * bytes for it, in rank order, into *recv (malloc'ed, the caller frees it; *total its size). */
+wf_status wfpt_ranks_alltoallv(wfpt_set *s, const void *send, const size_t *bytes, void **recv,
                                size_t *total);
 /* Rank `root`'s bytes to every rank (buf: root's in, the others' out). */
 wf_status wfpt_ranks_bcast(wfpt_set *s, void *buf, size_t bytes, int root);

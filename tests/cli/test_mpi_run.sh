@@ -16,9 +16,16 @@
 #                           both, the other naming it
 #   sigterm                 SIGTERM to the ranks: every rank checkpoints after the same frame and
 #                           exits 143
-#   pieces                  3 ranks: each writes its piece of the particles' .vtp, rank 0 the .pvtp
-#                           and <object>_pieces.pvd; the pieces' arrays end to end are the .vtp's
+#   pieces                  3 ranks: each writes its piece of the particles' .vtp (the particles its
+#                           partitions own, in id order), rank 0 the .pvtp and <object>_pieces.pvd;
+#                           the pieces' ids are disjoint and with their values make the whole .vtp
 #   bench                   mpirun -np 2 weft bench scaling --mpi --quick: its rows and its model
+#   last_good_2, last_good_3  tests/scenes/blowup.json (3 partitions) blows up at frame 14, long
+#                           after the first repartition: every rank stops at the same frame and
+#                           writes checkpoint_last_good_000013.wfck byte-identical to one
+#                           process's (the verdict is agreed before any snapshot is taken, the
+#                           snapshot gathered over the ranks), and resuming it on 2 ranks gives
+#                           the one-process resume's checkpoint two frames on, byte for byte
 # Tolerance: none (cmp). Each case takes 3-12 s on 2 cores, mostly mpirun starting the ranks.
 set -u
 case_=${1:?case}
@@ -129,19 +136,39 @@ pieces)
     fail "the .pvtp does not name 3 pieces"
   grep -q 'file="sand_000010.pvtp"' "$tmp/p/sand_pieces.pvd" || fail "the pieces' .pvd"
   # the pieces' point arrays (velocity, radius, id, angular_velocity, the points), decoded from
-  # their base64 and put end to end, are the whole .vtp's, byte for byte
+  # their base64: each piece in ascending id order, no id in two pieces, and together the whole
+  # .vtp's ids with each particle's values byte for byte (each rank writes the particles its
+  # partitions own, so the pieces are the ranks' slabs, not blocks of ids)
   python3 - "$tmp/p" <<'PY' || fail "the pieces are not the whole .vtp"
-import base64, re, sys
+import base64, re, struct, sys
 d = sys.argv[1]
+size = [12, 4, 4, 12, 12]  # bytes a point of each array
 def arrays(path):  # the first 5 data arrays, without their UInt64 byte count
     text = open(path).read()
-    blobs = re.findall(r'format="binary">\s*([A-Za-z0-9+/=]+)\s*</DataArray>', text)
+    blobs = re.findall(r'format="binary">\s*([A-Za-z0-9+/=]*)\s*</DataArray>', text)
     return [base64.b64decode(b)[8:] for b in blobs[:5]]
-whole = arrays(f"{d}/sand_000010.vtp")
-parts = [arrays(f"{d}/sand_000010_p{p}.vtp") for p in range(3)]
-ok = all(b"".join(p[k] for p in parts) == whole[k] for k in range(5)) and len(whole[4]) > 0
-print("pieces == whole:", ok, [len(p[4]) // 12 for p in parts], len(whole[4]) // 12, "points")
-sys.exit(0 if ok else 1)
+def rows(a):  # id -> the point's bytes in each array
+    n = len(a[2]) // 4
+    ids = struct.unpack(f"<{n}I", a[2])
+    return ids, {g: tuple(a[k][j * size[k]:(j + 1) * size[k]] for k in range(5))
+                 for j, g in enumerate(ids)}
+whole_ids, whole = rows(arrays(f"{d}/sand_000010.vtp"))
+union, sizes, ok, lo, hi = {}, [], True, [], []
+for p in range(3):
+    ids, r = rows(arrays(f"{d}/sand_000010_p{p}.vtp"))
+    sizes.append(len(ids))
+    ok = ok and list(ids) == sorted(ids) and not (set(r) & set(union)) and len(ids) > 0
+    union.update(r)
+    xyz = [struct.unpack("<3f", v[4]) for v in r.values()]
+    lo.append([min(x[k] for x in xyz) for k in range(3)] if xyz else [0.0] * 3)
+    hi.append([max(x[k] for x in xyz) for k in range(3)] if xyz else [0.0] * 3)
+ok = ok and union == whole and len(whole) > 0
+# slabs along one axis, in rank order: a piece ends where the next begins, but for what its
+# particles moved in the frame since the repartition (2% of the extent); blocks of ids overlap
+slabs = [k for k in range(3)
+         if all(hi[p][k] < lo[p + 1][k] + 0.02 * (hi[2][k] - lo[0][k]) for p in range(2))]
+print("pieces == whole:", ok, sizes, len(whole), "points; slabs along axis", slabs)
+sys.exit(0 if ok and slabs else 1)
 PY
   ;;
 bench)
@@ -153,6 +180,40 @@ bench)
   grep -q "^model, strong scaling" "$tmp/log" || fail "no model"
   "$WEFT_CLI" bench scaling --mpi >/dev/null 2>&1
   [ $? = 2 ] || fail "--mpi outside an MPI job should exit 2"
+  ;;
+last_good_2 | last_good_3)
+  n=${case_#last_good_}
+  blow=$(cd "$(dirname "$0")/../scenes" && pwd)/blowup.json
+  args=(--set simulation.coupling=false --device cpu:0,cpu:1,cpu:2 --quiet)
+  "$WEFT_CLI" run "$blow" "${args[@]}" --out "$tmp/one" >"$tmp/log1" 2>&1
+  rc=$?
+  [ "$rc" = 1 ] || { cat "$tmp/log1"; fail "one process: exit $rc, expected 1"; }
+  one=$(ls "$tmp/one" | grep '^checkpoint_last_good_.*\.wfck$')
+  [ -n "$one" ] || fail "one process wrote no last-good checkpoint"
+  good=${one#checkpoint_last_good_}
+  good=$((10#${good%.wfck}))
+  # the particles are distributed (repartitioned) at every frame from the first on
+  [ "$good" -ge 2 ] || fail "the blow-up comes before the first repartition (frame $good)"
+  mpi "$n" run "$blow" "${args[@]}" --out "$tmp/mpi" >"$tmp/log" 2>&1
+  rc=$?
+  cat "$tmp/log"
+  [ "$rc" = 1 ] || fail "mpirun -np $n: exit $rc, expected 1"
+  cmp "$tmp/one/$one" "$tmp/mpi/$one" || fail "rank 0's $one differs from one process's"
+  for r in $(seq 1 $((n - 1))); do
+    cmp "$tmp/one/$one" "$tmp/mpi/ranks/$r/$one" || fail "rank $r's $one differs"
+  done
+  cmp <(stats "$tmp/one") <(stats "$tmp/mpi") || fail "stats.csv differs"
+  # resumed with the watchdog off, two frames on: one process from its own, 2 ranks from the
+  # ranks' checkpoint
+  end=$((good + 2))
+  resume=(--set simulation.max_speed=0 --frames $end --every $end)
+  "$WEFT_CLI" run "$blow" "${args[@]}" "${resume[@]}" --resume "$tmp/one/$one" --out "$tmp/r1" \
+    >"$tmp/log1" 2>&1 || { cat "$tmp/log1"; fail "one process resuming"; }
+  mpi 2 run "$blow" "${args[@]}" "${resume[@]}" --resume "$tmp/mpi/$one" --out "$tmp/r2" \
+    >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "2 ranks resuming"; }
+  f=$(printf 'checkpoint_%06d.wfck' $end)
+  cmp "$tmp/r1/$f" "$tmp/r2/$f" || fail "the resumed $f differs"
+  echo "last good frame $good on $n ranks: one process's checkpoint; resumed to $end: bitwise"
   ;;
 *) fail "unknown case $case_" ;;
 esac
