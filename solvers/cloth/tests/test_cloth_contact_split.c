@@ -256,6 +256,34 @@ static void checkpoint(int integrator) {
 TEST(checkpoint_xpbd) { checkpoint(WF_CLOTH_XPBD); }
 TEST(checkpoint_springs) { checkpoint(WF_CLOTH_SPRINGS); }
 
+/* wf_cloth_overlap_measure on a split cloth with contact (its frames of every kind, the contact
+ * exchange and stage among them): the state, the clock and the frames after it are bitwise
+ * those of a run without it, and the bytes it reports count the contact copies (32 bytes a
+ * vertex a partition does not own, a substep). */
+TEST(overlap_measure) {
+  run_opts o = {SCENE_FOLD, WF_CLOTH_XPBD, false, 0};
+  static frame_state a, b;
+  wf_cloth *c = NULL;
+  wf_overlap ov;
+  wf_cloth_info info;
+  CHECK_OK(make(&o, 3, &c));
+  CHECK_OK(wf_cloth_step_frames(c, 8));
+  CHECK_OK(wf_cloth_overlap_measure(c, 2, &ov));
+  CHECK_OK(wf_cloth_step_frames(c, 4));
+  CHECK(get_state(c, &a));
+  CHECK_OK(wf_cloth_info_get(c, &info));
+  uint32_t nv = wf_cloth_count(c);
+  wf_cloth_destroy(c);
+  CHECK(ov.frame_ms > 0.0 && ov.hidden_fraction >= 0.0 && ov.hidden_fraction <= 1.0);
+  uint64_t contact = (uint64_t)2 * nv * 32 * 16; /* (3 - 1) x nv x 32 bytes, 16 substeps */
+  CHECK(info.halo_bytes_per_frame > contact);
+  CHECK_OK(make(&o, 3, &c));
+  CHECK_OK(wf_cloth_step_frames(c, 12));
+  CHECK(get_state(c, &b));
+  wf_cloth_destroy(c);
+  CHECK(same_state(&a, &b, nv));
+}
+
 /* What stays refused: self-collision over several devices, and a contact group of a split cloth
  * (errors name the cloth and say what to do). */
 TEST(refusals) {
@@ -286,9 +314,10 @@ TEST(refusals) {
 }
 
 int main(int argc, char **argv) {
-  static const th_test tests[] = {
-      TH_TEST(fold_xpbd),           TH_TEST(fold_springs),       TH_TEST(fold_xpbd_staged),
-      TH_TEST(fold_springs_staged), TH_TEST(sheets_xpbd),        TH_TEST(sheets_springs),
-      TH_TEST(checkpoint_xpbd),     TH_TEST(checkpoint_springs), TH_TEST(refusals)};
+  static const th_test tests[] = {TH_TEST(fold_xpbd),        TH_TEST(fold_springs),
+                                  TH_TEST(fold_xpbd_staged), TH_TEST(fold_springs_staged),
+                                  TH_TEST(sheets_xpbd),      TH_TEST(sheets_springs),
+                                  TH_TEST(checkpoint_xpbd),  TH_TEST(checkpoint_springs),
+                                  TH_TEST(overlap_measure),  TH_TEST(refusals)};
   return th_main(argc, argv, tests, TH_COUNT(tests));
 }
