@@ -354,24 +354,26 @@ static wf_cloth_mesh_desc mesh_of(const wf_scene_cloth *c) {
 }
 
 /* ---- cloths: where they run ------------------------------------------------------------------
- * Every cloth is one wf_cloth: over all the world's devices, except a cloth with self-collision,
- * which needs one device and runs on the first (cloth_devices decides). The rest of the world
- * reads a cloth through its partition views (health) or gathers it on the devices
+ * Every cloth is one wf_cloth: over all the world's devices (with `contact` too: each partition
+ * then sees every vertex's positions, cloth_parts.h), except a cloth with self-collision, whose
+ * vertex grid spans the whole cloth, and the cloths of a contact group, which runs on one
+ * device: those run whole on the first (cloth_devices decides). The rest of the world reads a
+ * cloth through its partition views (health) or gathers it on the devices
  * (wf_cloth_copy_positions_on, readback), as it does the particles. */
-
-static int cloth_devices(const wf_world *w, const wf_scene_cloth *c) {
-  /* over MPI ranks a cloth is not split between ranks yet: each rank runs it whole (the same
-   * bits on every rank, and those of a split: the cloth's result does not depend on it) */
-  return c->self_collision || c->contact || w->mpi_comm ? 1 : w->n_devices;
-}
-
-static const char *cloth_name(const wf_world *w, int i) {
-  return w->objects[w->n_objects - w->n_cloths + i].name;
-}
 
 /* The cloths of the contact group (simulation.cloth_collision): those with `contact`. */
 static bool grouped(const wf_scene *sc, int i) {
   return sc->simulation.cloth_collision && sc->cloths[i].contact;
+}
+
+static int cloth_devices(const wf_world *w, const wf_scene *sc, int i) {
+  /* over MPI ranks a cloth is not split between ranks yet: each rank runs it whole (the same
+   * bits on every rank, and those of a split: the cloth's result does not depend on it) */
+  return sc->cloths[i].self_collision || grouped(sc, i) || w->mpi_comm ? 1 : w->n_devices;
+}
+
+static const char *cloth_name(const wf_world *w, int i) {
+  return w->objects[w->n_objects - w->n_cloths + i].name;
 }
 
 /* The solver of scene cloth i over its devices (the first cloth_devices of the world's). The
@@ -387,7 +389,7 @@ static wf_status cloth_solver(wf_world *w, const wf_scene *sc, int i) {
       break;
     }
   d.stream = w->stream; /* shared with the particle solver when coupled, else NULL */
-  d.device_count = cloth_devices(w, c);
+  d.device_count = cloth_devices(w, sc, i);
   for (int k = 0; k < d.device_count; k++)
     d.devices[k] = w->devices[k];
   if (!c->is_mesh) {

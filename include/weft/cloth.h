@@ -63,7 +63,8 @@
  * over the last few substeps before it touches), and in a flat sheet the nearest such primitive
  * is about 0.7 edge away, so a vertex moves at most ~0.28 edge a substep (2.7 m/s for 1 cm edges
  * at 16 substeps of 1/60 s). Deterministic (fixed gather order, no atomics on floats): bitwise
- * run to run and on both backends. One device (docs/cloth_contact.md).
+ * run to run and on both backends, and over several devices bitwise one device's
+ * (docs/cloth_contact.md).
  *
  * Coupling with particles (wf_cloth_couple): cloth vertices and particles collide, each vertex a
  * point kept material.thickness from the particles' surfaces, with equal and opposite impulses
@@ -252,8 +253,9 @@ typedef struct wf_cloth_desc {
   bool self_collision;        /* vertices keep material.thickness apart; default false */
   /* Cloth contact (vertex–triangle and edge–edge, within the cloth and between its disconnected
    * pieces): layers keep material.thickness apart with friction, and no triangle passes through
-   * another (a bound on each vertex's motion a substep; see "Cloth contact" above). One device
-   * only; default false. */
+   * another (a bound on each vertex's motion a substep; see "Cloth contact" above). Over several
+   * devices too (each partition reads every vertex's positions each substep; bitwise one
+   * device's); default false. */
   bool contact;
   float contact_static_friction;  /* μs between layers: a layer at rest on another holds while
                                      the tangential pull is below μs x the normal; default 0.5 */

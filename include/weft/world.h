@@ -25,8 +25,9 @@
  * usable, else cpu:0, "all" -> every CUDA device (with none, every CPU device wf_init made). A
  * world on several devices (a list in simulation.devices, "all" with several, or a comma list in
  * wf_world_desc.device) splits its particles over them (one wf_particles, weft/particles.h)
- * and every cloth over them too (one wf_cloth, weft/cloth.h), except a cloth with
- * self_collision or contact, which cannot be split and stays whole on the first device. The state
+ * and every cloth over them too (one wf_cloth, weft/cloth.h), with contact too, except a cloth
+ * with self_collision and the cloths of a contact group (simulation.cloth_collision), which
+ * cannot be split and stay whole on the first device. The state
  * after N frames is bitwise that of one device of the same kind. The first device also holds the
  * health check, the readback ring and a copy of each split cloth's state (refreshed after every
  * frame); the particles are gathered there on the devices for the check and the readback. A split
@@ -224,7 +225,8 @@ typedef struct wf_world_placement {
   uint64_t vertices;     /* cloth vertices this device owns (all of a whole cloth's) */
   size_t device_bytes;   /* device memory of the particle solver (or partition) on it, bytes */
   int whole_cloths;      /* of `cloths`, those kept whole here (device 0 only): on several devices,
-                            a cloth with self_collision, which cannot be split */
+                            a cloth with self_collision or in a contact group, which cannot be
+                            split */
   uint64_t cloth_ghosts; /* split cloths: ghost vertices (copies of other devices') held here */
   size_t cloth_bytes;    /* device memory of the cloths (or cloth partitions) on it, bytes */
 } wf_world_placement;

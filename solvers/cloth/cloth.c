@@ -107,6 +107,18 @@ enum {
   B_CC_OE,
   B_CC_OUT,
   B_CC_PIECE,
+  B_CC_TRIS, /* a partition of a split cloth (cloth_parts.h): the whole cloth's triangles and
+                vertex -> triangle lists, its start positions and end guesses (global order),
+                the other partitions' owned ones as the transport brings them (in the
+                concatenation of every partition's owned vertices) and that concatenation's
+                global ids */
+  B_CC_VT_START,
+  B_CC_VT,
+  B_CC_X0,
+  B_CC_X1,
+  B_CC_CAT0,
+  B_CC_CAT1,
+  B_CC_GID,
   B_CC_MAX,    /* the substep's largest displacement and longest edge, as float bits */
   B_CC_CSTART, /* the contact grid's cell tables (wfcc_grid_table cells) and sort scratch */
   B_CC_CEND,
@@ -160,6 +172,12 @@ struct wfc_part {
   uint32_t epoch;    /* counts the changes that drop a captured frame (a contact group's too) */
   uint32_t cc_table; /* cells of the contact grid's box (wfcc_grid_table) */
   int cc_bits;       /* its key bits */
+  /* contact in a partition of a split cloth: the whole cloth's vertices, where this partition's
+   * owned ones start in the concatenation (B_CC_GID); while it is made, the whole topology and
+   * that concatenation (wfc_local), else NULL */
+  uint32_t cc_nv, cc_first;
+  const wfc_topology *cc_whole;
+  const uint32_t *cc_cat_gid;
 };
 
 static void *ptr(const wfc_part *c, int b) { return wf_buffer_ptr(c->buf[b]); }
@@ -461,17 +479,25 @@ static wf_status make_buffer(wfc_part *c, const char *fn, int b, size_t bytes, c
 }
 
 /* The vertex grid's buffers (self-collision, coupling), once. */
+/* The topology cloth contact runs over: the cloth's own, or in a partition of a split cloth
+ * (while it is made) the whole cloth's: its contact stage gathers over every vertex. */
+static const wfc_topology *contact_topo(const wfc_part *c) {
+  return c->cc_whole ? c->cc_whole : &c->topo;
+}
+
 static wf_status grid_alloc(wfc_part *c, const char *fn) {
   if (c->table) return WF_OK;
-  size_t nv = c->nv;
-  uint32_t table = c->nv > 64 ? c->nv : 64;
+  /* a partition has no self-collision or coupling: the grid is contact's, over the whole cloth */
+  const wfc_topology *t = contact_topo(c);
+  size_t nv = t->nv;
+  uint32_t table = t->nv > 64 ? t->nv : 64;
   wfc_grid_params g;
   int bits;
   wfc_grid_params_init(&g, 1.0f, table, &bits);
   wfp_f4 *rest = malloc(nv * sizeof *rest);
   if (!rest) return wfc_oom(fn, c->name);
-  for (uint32_t i = 0; i < c->nv; i++)
-    rest[i] = (wfp_f4){c->topo.x[i][0], c->topo.x[i][1], c->topo.x[i][2], 0.0f};
+  for (uint32_t i = 0; i < t->nv; i++)
+    rest[i] = (wfp_f4){t->x[i][0], t->x[i][1], t->x[i][2], 0.0f};
   size_t bytes[] = {nv * sizeof(wfp_f4),
                     nv * sizeof(wfp_f4),
                     nv * sizeof(wfp_f4),
@@ -481,7 +507,7 @@ static wf_status grid_alloc(wfc_part *c, const char *fn) {
                     nv * 4,
                     (size_t)table * 4,
                     (size_t)table * 4,
-                    wfc_grid_sort_temp_bytes(c->dev, c->nv, bits)};
+                    wfc_grid_sort_temp_bytes(c->dev, t->nv, bits)};
   wf_status st = WF_OK;
   for (int b = B_Q; b <= B_TEMP && st == WF_OK; b++)
     if (bytes[b - B_Q]) st = make_buffer(c, fn, b, bytes[b - B_Q], b == B_REST ? rest : NULL);
@@ -493,23 +519,40 @@ static wf_status grid_alloc(wfc_part *c, const char *fn) {
 
 /* Cloth contact's topology and output buffer (cloth_contact.h), once. */
 static wf_status contact_alloc(wfc_part *c, const char *fn) {
+  const wfc_topology *t = contact_topo(c);
+  bool split = c->cc_whole != NULL;
   wfcc_host h;
-  if (!wfcc_host_build(&c->topo, &h, &c->longest_edge)) return wfc_oom(fn, c->name);
-  size_t nv = c->nv, ne = h.ne, nt = c->nt;
+  if (!wfcc_host_build(t, &h, &c->longest_edge)) return wfc_oom(fn, c->name);
+  size_t nv = t->nv, ne = h.ne, nt = t->nt, v4 = nv * sizeof(wfp_f4);
   struct {
     int b;
     size_t bytes;
     const void *data;
-  } spec[] = {{B_CC_EDGES, ne * 8, h.edges}, {B_CC_VE_START, (nv + 1) * 4, h.ve_start},
-              {B_CC_VE, ne * 8, h.ve_list},  {B_CC_OT_START, (nv + 1) * 4, h.own_t_start},
-              {B_CC_OT, nt * 4, h.own_t},    {B_CC_OE_START, (nv + 1) * 4, h.own_e_start},
-              {B_CC_OE, ne * 4, h.own_e},    {B_CC_OUT, nv * sizeof(wfp_f4), NULL},
-              {B_CC_PIECE, nv * 4, h.piece}, {B_CC_MAX, 8, NULL}};
+  } spec[] = {{B_CC_EDGES, ne * 8, h.edges},
+              {B_CC_VE_START, (nv + 1) * 4, h.ve_start},
+              {B_CC_VE, ne * 8, h.ve_list},
+              {B_CC_OT_START, (nv + 1) * 4, h.own_t_start},
+              {B_CC_OT, nt * 4, h.own_t},
+              {B_CC_OE_START, (nv + 1) * 4, h.own_e_start},
+              {B_CC_OE, ne * 4, h.own_e},
+              {B_CC_OUT, (size_t)c->nv * sizeof(wfp_f4), NULL},
+              {B_CC_PIECE, nv * 4, h.piece},
+              {B_CC_MAX, 8, NULL},
+              /* a partition's: the whole cloth's arrays (cloth_parts.h, "Contact") */
+              {split ? B_CC_TRIS : -1, nt * 12, t->tris},
+              {split ? B_CC_VT_START : -1, (nv + 1) * 4, t->vt_start},
+              {split ? B_CC_VT : -1, nt * 12, t->vt_list},
+              {split ? B_CC_X0 : -1, v4, NULL},
+              {split ? B_CC_X1 : -1, v4, NULL},
+              {split ? B_CC_CAT0 : -1, v4, NULL},
+              {split ? B_CC_CAT1 : -1, v4, NULL},
+              {split ? B_CC_GID : -1, nv * 4, c->cc_cat_gid}};
   wf_status st = WF_OK;
   wfc_grid_params g;
-  c->cc_table = wfcc_grid_table(c->nv);
+  c->cc_nv = t->nv;
+  c->cc_table = wfcc_grid_table(t->nv);
   wfc_grid_params_init(&g, 1.0f, c->cc_table, &c->cc_bits);
-  size_t temp = wfc_grid_sort_temp_bytes(c->dev, c->nv, c->cc_bits);
+  size_t temp = wfc_grid_sort_temp_bytes(c->dev, t->nv, c->cc_bits);
   if ((st = make_buffer(c, fn, B_CC_CSTART, (size_t)c->cc_table * 4, NULL)) != WF_OK ||
       (st = make_buffer(c, fn, B_CC_CEND, (size_t)c->cc_table * 4, NULL)) != WF_OK ||
       (temp && (st = make_buffer(c, fn, B_CC_TEMP, temp, NULL)) != WF_OK)) {
@@ -517,7 +560,7 @@ static wf_status contact_alloc(wfc_part *c, const char *fn) {
     return st;
   }
   for (size_t k = 0; k < sizeof spec / sizeof spec[0] && st == WF_OK; k++)
-    st = make_buffer(c, fn, spec[k].b, spec[k].bytes, spec[k].data);
+    if (spec[k].b >= 0) st = make_buffer(c, fn, spec[k].b, spec[k].bytes, spec[k].data);
   wfcc_host_free(&h);
   return st;
 }
@@ -1225,31 +1268,48 @@ static wf_status stage_apply(wfc_part *c, const char *fn, int in) {
 
 /* CONTACT stage (cloth_contact.h): from x0 (buffer b0) and the end guess in b1 (XPBD: the step),
  * the grid over x0, each vertex's corrected and bounded end, written back (springs: and the
- * velocities in bv). */
+ * velocities in bv). In a partition of a split cloth the stage runs over the whole cloth's arrays
+ * (cloth_parts.h, "Contact"): SCATTER first puts every vertex's x0 and x1 at its global index,
+ * from the partition's own state and the other partitions' owned vertices the transport brought
+ * (B_CC_CAT0/1); the grid is the whole cloth's, so every owned vertex gathers the pairs one
+ * device gathers, in its order; GATHER and APPLY run over the owned vertices only. */
 static wf_status stage_contact(wfc_part *c, const char *fn, int b0, int b1, int bv) {
   if (!c->desc.contact) return WF_OK;
   const wfc_params *p = ptr(c, B_PARAMS);
   uint32_t step = c->desc.integrator == WF_CLOTH_XPBD ? 1u : 0u;
+  bool split = c->buf[B_CC_X0] != NULL;
+  uint32_t n = c->cc_nv; /* the vertices of the grid: the whole cloth's */
+  void *x0 = split ? ptr(c, B_CC_X0) : ptr(c, b0), *x1 = split ? ptr(c, B_CC_X1) : ptr(c, b1);
   wf_status st;
-  wfcc_disp_args da = {.x0 = ptr(c, b0),
-                       .x1 = ptr(c, b1),
+  if (split) {
+    wfcc_scatter_args sa = {.cat0 = ptr(c, B_CC_CAT0),
+                            .cat1 = ptr(c, B_CC_CAT1),
+                            .own0 = ptr(c, b0),
+                            .own1 = ptr(c, b1),
+                            .gid = ptr(c, B_CC_GID),
+                            .own_first = c->cc_first,
+                            .own_n = c->n_update,
+                            .x0 = x0,
+                            .x1 = x1};
+    if ((st = launch(c, fn, &wfcc_scatter, n, &sa, sizeof sa)) != WF_OK) return st;
+  }
+  wfcc_disp_args da = {.x0 = x0,
+                       .x1 = x1,
                        .ve_start = ptr(c, B_CC_VE_START),
                        .ve_list = ptr(c, B_CC_VE),
                        .edges = ptr(c, B_CC_EDGES),
                        .max_bits = ptr(c, B_CC_MAX),
                        .step = step};
-  if ((st = launch(c, fn, &wfcc_disp, c->nv, &da, sizeof da)) != WF_OK) return st;
+  if ((st = launch(c, fn, &wfcc_disp, n, &da, sizeof da)) != WF_OK) return st;
   wfcc_reach_args ra = {.params = ptr(c, B_PARAMS), .max_bits = ptr(c, B_CC_MAX)};
   if ((st = launch(c, fn, &wfcc_reach, 1, &ra, sizeof ra)) != WF_OK) return st;
-  wfcc_keys_args ka = {
-      .params = p, .x0 = ptr(c, b0), .keys = ptr(c, B_KEYS), .vals = ptr(c, B_VALS)};
-  if ((st = launch(c, fn, &wfcc_keys, c->nv, &ka, sizeof ka)) != WF_OK) return st;
+  wfcc_keys_args ka = {.params = p, .x0 = x0, .keys = ptr(c, B_KEYS), .vals = ptr(c, B_VALS)};
+  if ((st = launch(c, fn, &wfcc_keys, n, &ka, sizeof ka)) != WF_OK) return st;
   TRY(wfc_grid_sort(c->stream, ptr(c, B_KEYS), ptr(c, B_VALS), ptr(c, B_KEYS_OUT),
-                    ptr(c, B_VALS_OUT), c->nv, c->cc_bits,
-                    c->buf[B_CC_TEMP] ? ptr(c, B_CC_TEMP) : NULL,
+                    ptr(c, B_VALS_OUT), n, c->cc_bits, c->buf[B_CC_TEMP] ? ptr(c, B_CC_TEMP) : NULL,
                     c->buf[B_CC_TEMP] ? wf_buffer_size(c->buf[B_CC_TEMP]) : 0),
       "sorting the contact grid");
-  TRY(wfc_grid_cells(c->stream, c->buf[B_CC_CSTART], c->buf[B_CC_CEND], ptr(c, B_KEYS_OUT), c->nv,
+  TRY(wfc_grid_cells(c->stream, c->buf[B_CC_CSTART], c->buf[B_CC_CEND], ptr(c, B_KEYS_OUT), n,
                      c->cc_table),
       "building the contact grid's cells");
   wfcc_gather_args ga = {.params = p,
@@ -1257,13 +1317,13 @@ static wf_status stage_contact(wfc_part *c, const char *fn, int b0, int b1, int 
                                   .cell_start = ptr(c, B_CC_CSTART),
                                   .cell_end = ptr(c, B_CC_CEND),
                                   .vals = ptr(c, B_VALS_OUT),
-                                  .q = ptr(c, b0)},
-                         .x0 = ptr(c, b0),
-                         .x1 = ptr(c, b1),
+                                  .q = x0},
+                         .x0 = x0,
+                         .x1 = x1,
                          .rest = ptr(c, B_REST),
-                         .topo = {.tris = ptr(c, B_TRIS),
-                                  .vt_start = ptr(c, B_TRI_START),
-                                  .vt_list = ptr(c, B_TRI_LIST),
+                         .topo = {.tris = ptr(c, split ? B_CC_TRIS : B_TRIS),
+                                  .vt_start = ptr(c, split ? B_CC_VT_START : B_TRI_START),
+                                  .vt_list = ptr(c, split ? B_CC_VT : B_TRI_LIST),
                                   .edges = ptr(c, B_CC_EDGES),
                                   .ve_start = ptr(c, B_CC_VE_START),
                                   .ve_list = ptr(c, B_CC_VE),
@@ -1272,16 +1332,17 @@ static wf_status stage_contact(wfc_part *c, const char *fn, int b0, int b1, int 
                                   .own_e_start = ptr(c, B_CC_OE_START),
                                   .own_e = ptr(c, B_CC_OE),
                                   .piece = ptr(c, B_CC_PIECE)},
+                         .ids = split ? (const uint32_t *)ptr(c, B_CC_GID) + c->cc_first : NULL,
                          .out = ptr(c, B_CC_OUT),
                          .step = step};
-  if ((st = launch(c, fn, &wfcc_gather, c->nv, &ga, sizeof ga)) != WF_OK) return st;
+  if ((st = launch(c, fn, &wfcc_gather, c->n_update, &ga, sizeof ga)) != WF_OK) return st;
   wfcc_apply_args aa = {.params = p,
                         .out = ptr(c, B_CC_OUT),
                         .x0 = ptr(c, b0),
                         .x1 = ptr(c, b1),
                         .vel = step ? NULL : ptr(c, bv),
                         .step = step};
-  return launch(c, fn, &wfcc_apply, c->nv, &aa, sizeof aa);
+  return launch(c, fn, &wfcc_apply, c->n_update, &aa, sizeof aa);
 }
 
 /* XPBD: one Gauss-Seidel pass over the constraints of colour q. */
@@ -1827,9 +1888,12 @@ wf_status wfc_cloth_create_local(const char *fn, wf_device *dev, const wf_cloth_
   if (st == WF_OK) st = lists_of_partition(fn, c, local, &L);
   if (st == WF_OK) {
     c->n_update = local->n_update;
+    c->cc_whole = local->whole, c->cc_cat_gid = local->cat_gid, c->cc_first = local->cat_first;
     st = frame_setup(fn, c, &L, true);
   }
-  return part_finish(fn, c, &L, st, out);
+  st = part_finish(fn, c, &L, st, out);
+  if (st == WF_OK) (*out)->cc_whole = NULL, (*out)->cc_cat_gid = NULL; /* the caller's */
+  return st;
 }
 
 wf_status wfc_check_desc(const char *fn, const wf_cloth_desc *desc, const char *name) {
@@ -1910,6 +1974,15 @@ wf_status wfc_enqueue_finalize_range(wfc_part *c, const char *fn, uint32_t begin
 }
 
 wf_status wfc_touch(wfc_part *c, const char *fn) { return touch_all(c, fn); }
+
+wf_status wfc_enqueue_contact(wfc_part *c, const char *fn, int in) {
+  if (c->desc.integrator == WF_CLOTH_XPBD) return stage_contact(c, fn, B_POS0, B_POS1, -1);
+  return stage_contact(c, fn, in ? B_POS1 : B_POS0, in ? B_POS0 : B_POS1, in ? B_VEL0 : B_VEL1);
+}
+
+wf_buffer *wfc_contact_cat(const wfc_part *c, int which) {
+  return c->buf[which ? B_CC_CAT1 : B_CC_CAT0];
+}
 
 uint32_t wfc_colours(const wfc_part *c) { return c->colours; }
 

@@ -47,6 +47,12 @@ static void gather_cpu(const void *args, size_t begin, size_t end) {
     wfcc_gather_elem(a, (uint32_t)i);
 }
 
+static void scatter_cpu(const void *args, size_t begin, size_t end) {
+  const wfcc_scatter_args *a = args;
+  for (size_t i = begin; i < end; i++)
+    wfcc_scatter_elem(a, (uint32_t)i);
+}
+
 static void apply_cpu(const void *args, size_t begin, size_t end) {
   const wfcc_apply_args *a = args;
   for (size_t i = begin; i < end; i++)
@@ -60,6 +66,8 @@ const wf_kernel wfcc_keys = {"cloth_contact_keys", keys_cpu, WFCC_CUDA(wfcc_keys
                              WF_GRAIN_LIGHT};
 const wf_kernel wfcc_gather = {"cloth_contact_gather", gather_cpu, WFCC_CUDA(wfcc_gather_cuda),
                                WF_GRAIN_HEAVY};
+const wf_kernel wfcc_scatter = {"cloth_contact_scatter", scatter_cpu, WFCC_CUDA(wfcc_scatter_cuda),
+                                WF_GRAIN_LIGHT};
 const wf_kernel wfcc_apply = {"cloth_contact_apply", apply_cpu, WFCC_CUDA(wfcc_apply_cuda),
                               WF_GRAIN_LIGHT};
 

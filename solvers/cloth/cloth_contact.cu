@@ -29,6 +29,7 @@ WFCC_KERNEL(reach_kernel, wfcc_reach_args, wfcc_reach_elem)
 WFCC_KERNEL(keys_kernel, wfcc_keys_args, wfcc_keys_elem)
 WFCC_KERNEL(gather_kernel, wfcc_gather_args, wfcc_gather_elem)
 WFCC_KERNEL(apply_kernel, wfcc_apply_args, wfcc_apply_elem)
+WFCC_KERNEL(scatter_kernel, wfcc_scatter_args, wfcc_scatter_elem)
 #undef WFCC_KERNEL
 
 } // namespace
@@ -43,4 +44,5 @@ WFCC_WRAPPER(wfcc_reach_cuda, reach_kernel, wfcc_reach_args)
 WFCC_WRAPPER(wfcc_keys_cuda, keys_kernel, wfcc_keys_args)
 WFCC_WRAPPER(wfcc_gather_cuda, gather_kernel, wfcc_gather_args)
 WFCC_WRAPPER(wfcc_apply_cuda, apply_kernel, wfcc_apply_args)
+WFCC_WRAPPER(wfcc_scatter_cuda, scatter_kernel, wfcc_scatter_args)
 #undef WFCC_WRAPPER

@@ -88,16 +88,30 @@ typedef struct wfcc_keys_args { /* per vertex: key of x0[i] in the contact grid,
   uint32_t *keys, *vals;
 } wfcc_keys_args;
 
-typedef struct wfcc_gather_args { /* per vertex: out[i] = the corrected, bounded end position */
+typedef struct wfcc_gather_args { /* per element k: out[k] = the corrected, bounded end position
+                                     of vertex ids[k] (ids NULL: of vertex k) */
   const wfc_params *params;
   wfc_cgrid grid;   /* over x0 (its params: &params->contact.grid) */
   const wfp_f4 *x0; /* start of the substep (w: inverse mass) */
   const wfp_f4 *x1; /* end guess, or the step x1 - x0 when step != 0 (XPBD) */
   const wfp_f4 *rest;
   wfcc_topo topo;
+  const uint32_t *ids; /* a partition of a split cloth: its owned vertices' global ids */
   wfp_f4 *out;
   uint32_t step;
 } wfcc_gather_args;
+
+/* A partition of a split cloth (cloth_parts.h): per element k of the concatenation of every
+ * partition's owned vertices (partition q's in its local order, at cat_first[q]), the start x0
+ * and end guess x1 of global vertex gid[k] into the whole cloth's arrays x0, x1, from the copies
+ * the transport brought (cat0, cat1) or, for the partition's own range [own_first, own_first +
+ * own_n), from its own state (own0, own1). Plain copies: the bits of one device's arrays. */
+typedef struct wfcc_scatter_args {
+  const wfp_f4 *cat0, *cat1, *own0, *own1;
+  const uint32_t *gid;
+  uint32_t own_first, own_n;
+  wfp_f4 *x0, *x1;
+} wfcc_scatter_args;
 
 typedef struct wfcc_apply_args { /* per vertex: x1 (or the step) from out; springs: velocity */
   const wfc_params *params;
@@ -420,7 +434,15 @@ WF_HD static inline void wfcc_visit(const wfcc_gather_args *a, const wfcc_self *
   }
 }
 
-WF_HD static inline void wfcc_gather_elem(const wfcc_gather_args *a, uint32_t i) {
+WF_HD static inline void wfcc_scatter_elem(const wfcc_scatter_args *a, uint32_t k) {
+  uint32_t g = a->gid[k], o = k - a->own_first;
+  int own = k >= a->own_first && o < a->own_n;
+  a->x0[g] = own ? a->own0[o] : a->cat0[k];
+  a->x1[g] = own ? a->own1[o] : a->cat1[k];
+}
+
+WF_HD static inline void wfcc_gather_elem(const wfcc_gather_args *a, uint32_t k) {
+  uint32_t i = a->ids ? a->ids[k] : k;
   const wfcc_params *p = &a->params->contact;
   const wfcc_topo *T = &a->topo;
   const wfc_cgrid *g = &a->grid;
@@ -470,7 +492,7 @@ WF_HD static inline void wfcc_gather_elem(const wfcc_gather_args *a, uint32_t i)
       x = wfc_add(me.p0, wfc_scale(d, b / len));
   }
   wfp_f4 o = {x.x, x.y, x.z, xi.w};
-  a->out[i] = o;
+  a->out[k] = o;
 }
 
 WF_HD static inline void wfcc_apply_elem(const wfcc_apply_args *a, uint32_t i) {
@@ -489,17 +511,19 @@ WF_HD static inline void wfcc_apply_elem(const wfcc_apply_args *a, uint32_t i) {
   a->x1[i] = nx;
 }
 
-extern const wf_kernel wfcc_disp;   /* n = vertices */
-extern const wf_kernel wfcc_reach;  /* n = 1 */
-extern const wf_kernel wfcc_keys;   /* n = vertices */
-extern const wf_kernel wfcc_gather; /* n = vertices */
-extern const wf_kernel wfcc_apply;  /* n = vertices */
+extern const wf_kernel wfcc_disp;    /* n = vertices */
+extern const wf_kernel wfcc_reach;   /* n = 1 */
+extern const wf_kernel wfcc_keys;    /* n = vertices */
+extern const wf_kernel wfcc_gather;  /* n = vertices (a partition: its owned ones) */
+extern const wf_kernel wfcc_scatter; /* n = the whole cloth's vertices */
+extern const wf_kernel wfcc_apply;   /* n = vertices */
 
 #ifdef WEFT_HAVE_CUDA
 void wfcc_disp_cuda(const void *args, size_t n, void *stream);
 void wfcc_reach_cuda(const void *args, size_t n, void *stream);
 void wfcc_keys_cuda(const void *args, size_t n, void *stream);
 void wfcc_gather_cuda(const void *args, size_t n, void *stream);
+void wfcc_scatter_cuda(const void *args, size_t n, void *stream);
 void wfcc_apply_cuda(const void *args, size_t n, void *stream);
 #endif
 

@@ -128,7 +128,8 @@ static wf_status check_member(const char *fn, wf_cloth *const *cl, uint32_t k) {
   if (c->np != 1)
     return wf__error(WF_ERR_UNSUPPORTED, fn,
                      "cloth '%s' runs over %d devices: a contact group needs every cloth on one "
-                     "device",
+                     "device (create it with device_count 1, or give it desc.contact alone: a "
+                     "split cloth collides with itself)",
                      c->name, c->np);
   wfc_part *p = c->parts[0].c, *p0 = cl[0]->parts[0].c;
   if (wfc_part_group(p))

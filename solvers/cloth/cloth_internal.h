@@ -75,6 +75,12 @@ typedef struct wfc_local {
   const wfc_constraints *cons; /* XPBD: by global colour, global order within a colour */
   double spacing;              /* the whole mesh's spacing (wfc_mesh_spacing) */
   bool grid;                   /* the whole cloth is a grid */
+  /* contact (cloth_parts.h, "Contact"): the whole cloth's topology (with its edges) and the
+   * concatenation of every partition's owned vertices (global ids, whole->nv of them), this
+   * partition's at cat_first; read while the partition is made. NULL without contact. */
+  const wfc_topology *whole;
+  const uint32_t *cat_gid;
+  uint32_t cat_first;
 } wfc_local;
 
 /* The device buffers the halo exchanges. */
@@ -119,6 +125,12 @@ wf_status wfc_enqueue_clear_multipliers(wfc_part *c, const char *fn);
 wf_status wfc_enqueue_finalize_range(wfc_part *c, const char *fn, uint32_t begin, uint32_t end);
 /* Marks every buffer as used on the cloth's stream (after frames launched by someone else). */
 wf_status wfc_touch(wfc_part *c, const char *fn);
+/* A partition's contact stage (cloth_contact.h) after the end guess (springs: of the substep
+ * from half `in`; XPBD: after the constraints), over the whole cloth's positions: its own owned
+ * vertices and the others' copied into wfc_contact_cat (which 0: the start positions, 1: the end
+ * guesses) before it; it corrects the owned vertices only. Nothing without contact. */
+wf_status wfc_enqueue_contact(wfc_part *c, const char *fn, int in);
+wf_buffer *wfc_contact_cat(const wfc_part *c, int which);
 
 /* XPBD colours (0 for mass-spring); the buffer `which` (WFC_BUF_*). */
 uint32_t wfc_colours(const wfc_part *c);

@@ -59,6 +59,9 @@
  *   WFC_SLOT_V1       every ghost's POS1 and VEL1 (mass-spring substeps from half 0)
  *   WFC_SLOT_V0       every ghost's POS0 and VEL0 (mass-spring from half 1; XPBD finalize)
  *   WFC_SLOT_P1       every ghost's POS1 (XPBD predict)
+ *   WFC_SLOT_CC0      contact: from's owned POS0 and POS1 (the substep's start and end guess:
+ *                     XPBD, and mass-spring substeps from half 0) into to's contact copies
+ *   WFC_SLOT_CC1      contact: from's owned POS1 and POS0 (mass-spring from half 1)
  *   WFC_SLOT_COLOUR0 + c   the ghosts XPBD colour c's pass leaves stale, POS1
  *
  * A ghost slot has one segment per run of the link's sources and buffer, from a view of q's
@@ -75,6 +78,25 @@
  * half, which the exchange does not write, so which launch computes a vertex does not change its
  * bits. The colour passes' exchanges do not overlap (each pass needs the previous one's ghosts).
  *
+ * Contact (desc.contact; cloth_contact.h). Contact partners are spatial and change every substep,
+ * so a topological halo cannot hold them. Each partition holds the whole cloth's contact
+ * topology (edges, triangles, the lists of what each vertex has and owns, rest positions) and,
+ * each substep, read-only copies of every vertex's start position and end guess: after the
+ * integrator's end guess (springs: the spring step; XPBD: the last colour pass) every partition
+ * sends its owned vertices' two positions to every other (slot CC0 or CC1: two segments a link,
+ * straight from its state into the receiver's copies, B_CC_CAT0/1, at the sender's place in the
+ * concatenation of the partitions' owned vertices: so there is a link for every ordered pair).
+ * Each partition then runs the one-device stage on the whole cloth's arrays: SCATTER puts each
+ * copy at its global index (the partition's own owned vertices from its state), then REACH
+ * (maxima over every vertex), the grid (keys over every vertex in global order, the stable sort:
+ * cells list their vertices in global order, as on one device), and GATHER and APPLY over its
+ * owned vertices only. So each owned vertex gathers the same pairs in the same order from the
+ * same bits as on one device, and writes only itself: the result is one device's, bit for bit.
+ * The ghost exchange after the stage (springs: V0/V1; XPBD: finalize's V0) carries the corrected
+ * positions and velocities. The cost: per substep each partition receives 32 bytes per vertex it
+ * does not own and sorts the whole cloth's grid (the gather, the heavy part, stays per owned
+ * vertex); memory: the whole contact topology and four vertex arrays per partition.
+ *
  * A frame of all partitions is captured once into one graph on partition 0's stream (wfpt_frame)
  * and launched with one call. Nothing changes the counts after creation, so the frame has no key
  * of its own and is never recaptured.
@@ -88,13 +110,14 @@
 
 #define WFC_NONE UINT32_MAX
 
-enum { WFC_SLOT_V1, WFC_SLOT_V0, WFC_SLOT_P1, WFC_SLOT_COLOUR0 };
+enum { WFC_SLOT_V1, WFC_SLOT_V0, WFC_SLOT_P1, WFC_SLOT_CC0, WFC_SLOT_CC1, WFC_SLOT_COLOUR0 };
 
 /* The cloth's side of link l (cs->set->links[l]). */
 typedef struct wfc_halo_link {
   uint32_t n;          /* ghosts of the link */
   uint32_t first;      /* to-local index of the first: they are to's ghosts [first, first + n) */
   wf_buffer *ghost[4]; /* views of to's state buffers (WFC_BUF_*) over [first, first + n) */
+  wf_buffer *cat[2];   /* contact: views of to's wfc_contact_cat over from's owned range */
   uint32_t *off;       /* colour c: index list entries [off[c], off[c + 1]) */
   wf_buffer *src_idx;  /* on from's device: from-local indices to send, or NULL (no colour) */
   wf_buffer *dst_idx;  /* on to's device: to-local ghost slots */
@@ -105,11 +128,12 @@ typedef struct wfc_piece {
   wfc_part *c;
   wf_device *dev;
   uint32_t n_local, n_owned;
-  uint32_t n_send;    /* owned vertices [0, n_send) are ghosts elsewhere (the send set) */
-  uint32_t *gid;      /* local -> global vertex id */
-  uint32_t *send_gid; /* the send set's global ids (gid's first n_send, known before gid) */
-  wf_buffer *ids;     /* on dev: gid's first n_owned (wf_cloth_partition_view, the gather) */
-  wf_buffer *sent[4]; /* views of the state buffers (WFC_BUF_*) over the send set */
+  uint32_t n_send;     /* owned vertices [0, n_send) are ghosts elsewhere (the send set) */
+  uint32_t *gid;       /* local -> global vertex id */
+  uint32_t *send_gid;  /* the send set's global ids (gid's first n_send, known before gid) */
+  wf_buffer *ids;      /* on dev: gid's first n_owned (wf_cloth_partition_view, the gather) */
+  wf_buffer *sent[4];  /* views of the state buffers (WFC_BUF_*) over the send set */
+  wf_buffer *owned[2]; /* contact: views of POS0 and POS1 over the owned vertices */
 } wfc_piece;
 
 struct wf_cloth {

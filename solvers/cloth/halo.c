@@ -88,6 +88,28 @@ static wf_status stage_range(wf_cloth *cs, const char *fn, int p, int stage, int
   }
 }
 
+/* Contact (cloth_parts.h, "Contact"), after the end guess of a substep (springs: from half
+ * `in`): every partition's owned start positions and end guesses to every other partition's
+ * contact copies, then each partition's contact stage over the whole cloth, which corrects its
+ * owned vertices. The transfers follow the senders' work so far (their end guesses) and the
+ * receivers' last read of their copies (the stage before: release); the stage waits for the
+ * transfers into its partition, and for those out of it (send_reuse), since it writes the end
+ * guesses they read. */
+static wf_status contact_stage(wf_cloth *cs, const char *fn, int in) {
+  if (!cs->desc.contact) return WF_OK;
+  wfpt_set *set = cs->set;
+  int slot = in ? WFC_SLOT_CC1 : WFC_SLOT_CC0;
+  wf_status st = wfpt_release(set, -1, slot);
+  if (st == WF_OK) st = wfpt_send(set, slot);
+  if (st == WF_OK) st = wfpt_recv_wait(set, -1, slot);
+  if (st == WF_OK) st = wfpt_send_reuse(set, -1, slot);
+  for (int p = 0; p < cs->np && st == WF_OK && kernels_on(cs); p++)
+    if ((st = mark(cs, fn, p, false)) == WF_OK &&
+        (st = wfc_enqueue_contact(cs->parts[p].c, fn, in)) == WF_OK)
+      st = mark(cs, fn, p, true);
+  return st;
+}
+
 /* A per-vertex stage of every partition, then the exchange of every ghost in ghost slot `slot`.
  * The overlap: each partition first computes its send set (owned [0, n_send)) and starts the
  * transfers out of it; then computes its interior [n_send, n_owned) while they move; then waits
@@ -102,6 +124,17 @@ static wf_status stage_exchanged(wf_cloth *cs, const char *fn, int stage, int in
   wfpt_set *set = cs->set;
   wf_status st = wfpt_send_reuse(set, -1, slot);
   if (st == WF_OK) st = wfpt_release(set, -1, slot);
+  if (stage == STAGE_SPRINGS && cs->desc.contact) {
+    /* the ghosts take the ends the contact stage corrects: the substep, contact, then the
+     * transfers (nothing left to overlap them with) */
+    for (int p = 0; p < cs->np && st == WF_OK; p++)
+      if ((st = mark(cs, fn, p, false)) == WF_OK &&
+          (st = stage_range(cs, fn, p, stage, in, 0, cs->parts[p].n_owned)) == WF_OK)
+        st = mark(cs, fn, p, true);
+    if (st == WF_OK) st = contact_stage(cs, fn, in);
+    if (st == WF_OK) st = wfpt_send(set, slot);
+    return st == WF_OK ? wfpt_recv_wait(set, -1, slot) : st;
+  }
   for (int p = 0; p < cs->np && st == WF_OK; p++)
     if ((st = mark(cs, fn, p, false)) == WF_OK)
       st = stage_range(cs, fn, p, stage, in, 0, cs->parts[p].n_send);
@@ -134,6 +167,7 @@ static wf_status xpbd_substep(wf_cloth *cs, const char *fn) {
       bool last = it == iterations - 1 && q == colours - 1;
       if (st == WF_OK && !last) st = colour_exchange(cs, fn, q, WFC_BUF_POS1);
     }
+  if (st == WF_OK) st = contact_stage(cs, fn, 0); /* x0: POS0, x1: the step in POS1 */
   return st == WF_OK ? stage_exchanged(cs, fn, STAGE_FINALIZE, 1, WFC_SLOT_V0) : st;
 }
 
@@ -202,6 +236,7 @@ wf_status wfc_measure_parts(wf_cloth *cs, const char *fn, int frames, wf_overlap
   uint32_t per_substep = cs->desc.integrator == WF_CLOTH_SPRINGS
                              ? 1
                              : 2 + (uint32_t)cs->desc.iterations * wfc_colours(cs->parts[0].c);
+  per_substep += cs->desc.contact ? 1u : 0u; /* the contact stage's stretch */
   uint32_t cap = per_substep * (uint32_t)cs->desc.substeps;
   size_t n_marks = cs->set->n_links ? 2 * (size_t)cs->np * cap : 0;
   wf_event **marks = n_marks ? calloc(n_marks, sizeof *marks) : NULL;

@@ -20,13 +20,17 @@ typedef struct model {
   float *inv_mass;
   uint8_t *in;    /* one byte per vertex (mark_members) */
   uint32_t *ltri; /* per triangle: its local index in the partition being built, or WFC_NONE */
+  /* contact: every partition's owned vertices (global ids), partition p's in its local order
+   * from cat_first[p] (cloth_parts.h, "Contact"); NULL without contact */
+  uint32_t *cat_gid;
+  uint32_t cat_first[WFPT_MAX + 1];
 } model;
 
 static void model_free(model *m) {
   wfc_topology_free(&m->t);
   wfc_springs_free(&m->sp_store);
   wfc_constraints_free(&m->cons_store);
-  free(m->inv_mass), free(m->in), free(m->ltri);
+  free(m->inv_mass), free(m->in), free(m->ltri), free(m->cat_gid);
 }
 
 static int cmp_u64(const void *a, const void *b) {
@@ -159,6 +163,22 @@ static wf_status number_local(const char *fn, wf_cloth *cs, int p, const model *
   return WF_OK;
 }
 
+/* Contact: the concatenation of every partition's owned vertices (md->cat_gid, cat_first), each
+ * partition's in its local order: the contact copies' layout on every device. */
+static wf_status concat_owned(const char *fn, wf_cloth *cs, model *md) {
+  md->cat_first[0] = 0;
+  for (int p = 0; p < cs->np; p++)
+    md->cat_first[p + 1] = md->cat_first[p] + cs->parts[p].n_owned;
+  if (!cs->desc.contact) return WF_OK;
+  if (!(md->cat_gid = malloc(((size_t)cs->nv + 1) * sizeof *md->cat_gid)))
+    return wfc_oom(fn, cs->name);
+  for (uint32_t g = 0; g < cs->nv; g++) {
+    int q = cs->owner[g];
+    md->cat_gid[md->cat_first[q] + cs->lid[(size_t)q * cs->nv + g]] = g;
+  }
+  return WF_OK;
+}
+
 /* ---- a partition's local model ----------------------------------------------------------------
  */
 
@@ -269,12 +289,14 @@ static wf_status build_part(const char *fn, wf_cloth *cs, int p, const model *md
   if (st == WF_OK) {
     wf_cloth_desc d = cs->desc;
     d.stream = NULL;
-    wfc_local local = {pt->n_owned,
-                       lmass,
-                       md->sp ? &ls : NULL,
-                       md->cons ? &lc : NULL,
-                       wfc_mesh_spacing(&md->t),
-                       md->t.grid[0] > 0};
+    wfc_local local = {.n_update = pt->n_owned,
+                       .inv_mass = lmass,
+                       .springs = md->sp ? &ls : NULL,
+                       .cons = md->cons ? &lc : NULL,
+                       .spacing = wfc_mesh_spacing(&md->t),
+                       .grid = md->t.grid[0] > 0};
+    if (cs->desc.contact) /* the whole cloth's contact stage (cloth_parts.h, "Contact") */
+      local.whole = &md->t, local.cat_gid = md->cat_gid, local.cat_first = md->cat_first[p];
     st = wfc_cloth_create_local(fn, pt->dev, &d, &lt, &local, &pt->c); /* takes lt */
   }
   wfc_topology_free(&lt);
@@ -400,11 +422,35 @@ static wf_status colour_slots(wf_cloth *cs, const char *fn, int l, uint32_t colo
   return st;
 }
 
+/* Contact: link l's slots CC0 and CC1, the sender's owned POS0 and POS1 into the receiver's
+ * contact copies (wfc_contact_cat) at the sender's place in the concatenation, cat_first: CC0
+ * (XPBD, and mass-spring substeps from half 0) x0 = POS0, x1 = POS1; CC1 (mass-spring from half
+ * 1) x0 = POS1, x1 = POS0. */
+static wf_status contact_slots(wf_cloth *cs, const char *fn, int l, uint32_t cat_first) {
+  wfpt_link *k = &cs->set->links[l];
+  wfc_halo_link *cl = &cs->links[l];
+  const wfc_piece *from = &cs->parts[k->from];
+  bool springs = cs->desc.integrator == WF_CLOTH_SPRINGS;
+  size_t bytes = (size_t)from->n_owned * 16;
+  wf_status st = WF_OK;
+  for (int w = 0; w < 2 && st == WF_OK; w++) {
+    char *cat = wf_buffer_ptr(wfc_contact_cat(cs->parts[k->to].c, w));
+    st = wf_buffer_wrap(cs->parts[k->to].dev, cat + (size_t)cat_first * 16, bytes, &cl->cat[w]);
+    if (st != WF_OK) return wfc_fail(cs, fn, st, "making a view of the contact copies");
+  }
+  for (int w = 0; w < 2 && st == WF_OK; w++) {
+    st = wfpt_slot_add(cs->set, k, WFC_SLOT_CC0, cl->cat[w], 0, from->owned[w], 0, bytes);
+    if (st == WF_OK && springs)
+      st = wfpt_slot_add(cs->set, k, WFC_SLOT_CC1, cl->cat[w], 0, from->owned[1 - w], 0, bytes);
+  }
+  return st;
+}
+
 /* The links into partition p, by sender, with their slots; src, dst: room for p's ghosts and
  * stale-ghost entries. */
-static wf_status links_into(wf_cloth *cs, const char *fn, int p, const wfc_constraints *cons,
-                            uint32_t *src, uint32_t *dst, const uint32_t *cstart,
-                            const uint32_t *clist) {
+static wf_status links_into(wf_cloth *cs, const char *fn, int p, const model *md, uint32_t *src,
+                            uint32_t *dst, const uint32_t *cstart, const uint32_t *clist) {
+  const wfc_constraints *cons = md->cons;
   const wfc_piece *pt = &cs->parts[p];
   wf_status st = WF_OK;
   for (int q = 0; q < cs->np && st == WF_OK; q++) {
@@ -415,25 +461,32 @@ static wf_status links_into(wf_cloth *cs, const char *fn, int p, const wfc_const
         src[m++] = lq[pt->gid[i]];
         if (first == WFC_NONE) first = i; /* number_local put them in one range */
       }
-    if (!m) continue;
+    /* contact: every other partition sends its owned vertices, ghosts or not */
+    if (q == p || (!m && !cs->desc.contact)) continue;
     wfpt_link *k = NULL;
     uint32_t colours = cons ? cons->colours : 0;
     if ((st = wfpt_link_add(cs->set, q, p, WFC_SLOT_COLOUR0 + (int)colours, &k)) != WF_OK) break;
     int l = cs->set->n_links - 1;
     cs->links[l].n = m, cs->links[l].first = first;
-    st = ghost_slots(cs, fn, l, src, m);
+    if (m) st = ghost_slots(cs, fn, l, src, m);
     if (st == WF_OK && cons) st = colour_slots(cs, fn, l, colours, cstart, clist, src, dst);
+    if (st == WF_OK && cs->desc.contact) st = contact_slots(cs, fn, l, md->cat_first[q]);
   }
   return st;
 }
 
 /* The halo links (q -> p for every ghost of p owned by q), in the order: receiver, then
  * sender. */
-static wf_status build_links(const char *fn, wf_cloth *cs, const wfc_constraints *cons) {
+static wf_status build_links(const char *fn, wf_cloth *cs, const model *md) {
+  const wfc_constraints *cons = md->cons;
   wf_status st = WF_OK;
   for (int p = 0; p < cs->np && st == WF_OK; p++)
     for (int w = 0; w < 4 && st == WF_OK && cs->parts[p].n_send; w++)
       st = state_view(cs, fn, p, w, 0, cs->parts[p].n_send, &cs->parts[p].sent[w]);
+  for (int p = 0; p < cs->np && st == WF_OK && cs->desc.contact; p++)
+    for (int w = 0; w < 2 && st == WF_OK; w++)
+      st = state_view(cs, fn, p, w ? WFC_BUF_POS1 : WFC_BUF_POS0, 0, cs->parts[p].n_owned,
+                      &cs->parts[p].owned[w]);
   if (st != WF_OK) return st;
   if (!(cs->links = calloc((size_t)cs->np * (size_t)cs->np, sizeof *cs->links)))
     return wfc_oom(fn, cs->name);
@@ -443,7 +496,7 @@ static wf_status build_links(const char *fn, wf_cloth *cs, const wfc_constraints
     if (cons && (st = stale_ghosts(fn, cs, p, cons, &cstart, &clist)) != WF_OK) break;
     size_t cap = (size_t)pt->n_local + (cons ? cstart[cons->colours] : 0) + 1;
     uint32_t *src = malloc(cap * 4), *dst = malloc(cap * 4);
-    st = src && dst ? links_into(cs, fn, p, cons, src, dst, cstart, clist) : wfc_oom(fn, cs->name);
+    st = src && dst ? links_into(cs, fn, p, md, src, dst, cstart, clist) : wfc_oom(fn, cs->name);
     free(src), free(dst), free(cstart), free(clist);
   }
   return st;
@@ -486,6 +539,7 @@ static void fill_info(wf_cloth *cs) {
   }
   uint64_t count = 0, bytes = 0, b;
 #define ADD(slot) (b = wfpt_slot_bytes(cs->set, (slot)), count += b > 0, bytes += b)
+  if (cs->desc.contact) ADD(WFC_SLOT_CC0); /* springs: CC0 or CC1, the same bytes */
   if (cs->desc.integrator == WF_CLOTH_SPRINGS) {
     ADD(WFC_SLOT_V1);
   } else {
@@ -520,11 +574,6 @@ static wf_status check_parts_desc(const char *fn, wf_device *const *devices, int
     return wf__error(WF_ERR_UNSUPPORTED, fn,
                      "cloth '%s': self_collision is not supported across devices (its "
                      "vertex grid spans the whole cloth): run it on one device",
-                     name);
-  if (desc->contact)
-    return wf__error(WF_ERR_UNSUPPORTED, fn,
-                     "cloth '%s': contact is not supported across devices yet (no ghost "
-                     "primitives): run it on one device",
                      name);
   if (!(sd->imbalance > 0.0f) || !isfinite(sd->imbalance))
     return wf__error(WF_ERR_INVALID, fn, "cloth '%s': imbalance %g must be > 0", name,
@@ -611,8 +660,9 @@ wf_status wfc_create_parts(const char *fn, wf_device *const *devices, const wf_c
   if (st == WF_OK) mark_ghosts(cs, &md);
   for (int p = 0; p < n && st == WF_OK; p++)
     st = number_owned(fn, cs, p);
+  if (st == WF_OK) st = concat_owned(fn, cs, &md);
   if (st == WF_OK) st = build_parts(fn, cs, devices, &md);
-  if (st == WF_OK) st = build_links(fn, cs, md.cons);
+  if (st == WF_OK) st = build_links(fn, cs, &md);
   for (int p = 0; p < n && st == WF_OK; p++)
     if ((st = wf_stream_synchronize(wfc_stream_of(cs, p))) != WF_OK)
       st = wfc_fail(cs, fn, st, "uploading the partitions");
@@ -639,6 +689,8 @@ void wfc_free_parts(wf_cloth *cs) {
     wf_stream *sto = wfc_stream_of(cs, cs->set->links[l].to);
     for (int w = 0; w < 4; w++)
       if (k->ghost[w]) wf_buffer_destroy(k->ghost[w], sto);
+    for (int w = 0; w < 2; w++)
+      if (k->cat[w]) wf_buffer_destroy(k->cat[w], sto);
     if (k->src_idx) wf_buffer_destroy(k->src_idx, sf);
     if (k->dst_idx) wf_buffer_destroy(k->dst_idx, sto);
     free(k->off);
@@ -649,6 +701,8 @@ void wfc_free_parts(wf_cloth *cs) {
     wfc_piece *pt = &cs->parts[p];
     for (int w = 0; w < 4; w++)
       if (pt->sent[w]) wf_buffer_destroy(pt->sent[w], wfc_stream_of(cs, p));
+    for (int w = 0; w < 2; w++)
+      if (pt->owned[w]) wf_buffer_destroy(pt->owned[w], wfc_stream_of(cs, p));
     if (pt->ids) wf_buffer_destroy(pt->ids, wfc_stream_of(cs, p));
     wfc_part_destroy(pt->c);
     free(pt->gid), free(pt->send_gid);

@@ -8,8 +8,9 @@
  * Also: checkpoints of a split cloth saved on 3 devices are the bytes a 1-device run saves and
  * resume bitwise on 1 and on 3; the health check names the same vertex, frame and value; the
  * readback ring delivers what the downloads return; a self-colliding cloth stays whole and says so
- * in the placement report. Tolerance everywhere: none (memcmp): the split cloth solver computes
- * every vertex from the same bits in the same order as one solver.
+ * in the placement report; a cloth with contact splits (bitwise, no intersecting triangle pair at
+ * any frame end) while a contact group stays whole. Tolerance everywhere: none (memcmp): the split
+ * cloth solver computes every vertex from the same bits in the same order as one solver.
  *
  * CPU devices only (cpu:0..3 of the harness), so it runs in CI. WEFT_SOURCE_DIR locates scenes/.
  */
@@ -422,11 +423,104 @@ TEST(self_colliding_cloth_stays_whole) {
   wf_world_destroy(w), wf_world_destroy(ref);
 }
 
+/* A strip with cloth contact falling on the ground piles into folds on itself. On several
+ * devices it is split like any cloth (each partition sees every vertex's positions in the
+ * contact stage, cloth_parts.h), and every frame end is bitwise cpu:0's with no intersecting
+ * triangle pair (wf_cloth_intersections_count on the downloaded positions). */
+static const char contact_text[] =
+    "{\"simulation\": {\"fps\": 60, \"substeps\": 16, \"frames\": 24, \"devices\": \"cpu\","
+    "  \"deterministic\": true},"
+    " \"colliders\": [{\"name\": \"ground\", \"type\": \"plane\"}],"
+    " \"cloths\": [{\"name\": \"strip\", \"grid\": {\"size\": [0.072, 0.936], \"resolution\":"
+    "  [4, 40]}, \"center\": [0, 0.49, 0], \"rotation\": [5, 0, 0], \"integrator\": \"xpbd\","
+    "  \"iterations\": 4, \"contact\": true,"
+    "  \"material\": {\"preset\": \"cotton\", \"thickness\": 0.005}}]}";
+
+enum { CONTACT_FRAMES = 24, CONTACT_NV = 160 };
+
+/* Steps w frame by frame into states[f] (CONTACT_NV positions, then velocities); 0 intersecting
+ * pairs at every frame end. */
+static void contact_frames(wf_world *w, float (*states)[2 * CONTACT_NV][4], const char *what) {
+  wf_world_object o;
+  CHECK_OK(wf_world_object_get(w, 0, &o));
+  REQUIRE(o.kind == WF_WORLD_CLOTH && o.point_count == CONTACT_NV);
+  for (int f = 0; f < CONTACT_FRAMES; f++) {
+    uint64_t n = 1;
+    CHECK_OK(wf_world_step(w, 1));
+    CHECK_OK(wf_world_object_download(w, 0, states[f], states[f] + CONTACT_NV));
+    CHECK_OK(wf_cloth_intersections_count(&states[f][0][0], 4, CONTACT_NV, o.triangles,
+                                          o.triangle_count, &n));
+    if (n) TH_FAIL("%s: %llu intersecting pairs at frame %d", what, (unsigned long long)n, f + 1);
+  }
+}
+
+TEST(contact_cloth_splits_bitwise) {
+  static float want[CONTACT_FRAMES][2 * CONTACT_NV][4], got[CONTACT_FRAMES][2 * CONTACT_NV][4];
+  wf_world *ref = NULL;
+  if (make_world(contact_text, NULL, 0, "cpu:0", &ref) != WF_OK) return;
+  contact_frames(ref, want, "cpu:0");
+  wf_world_destroy(ref);
+  /* it did fall and pile: the top end ends below a third of its height (0.96 m) */
+  CHECK(want[CONTACT_FRAMES - 1][CONTACT_NV - 1][1] < 0.32f);
+  const char *lists[] = {"cpu:0,cpu:1", "cpu:0,cpu:1,cpu:2", "all"};
+  for (int k = 0; k < 3; k++) {
+    wf_world *w = NULL;
+    if (make_world(contact_text, NULL, 0, lists[k], &w) != WF_OK) continue;
+    for (int i = 0; i < k + 2; i++) {
+      wf_world_placement p;
+      CHECK_OK(wf_world_placement_get(w, i, &p));
+      CHECK_EQ_INT(p.cloths, 1);
+      CHECK_EQ_INT(p.whole_cloths, 0);
+      CHECK(p.vertices > 0 && p.vertices < CONTACT_NV);
+    }
+    contact_frames(w, got, lists[k]);
+    for (int f = 0; f < CONTACT_FRAMES; f++)
+      if (!same_state(&want[f][0][0], &got[f][0][0], sizeof want[f], lists[k])) {
+        TH_FAIL("%s: frame %d differs from cpu:0", lists[k], f + 1);
+        break;
+      }
+    wf_world_destroy(w);
+  }
+}
+
+/* The cloths of a contact group (simulation.cloth_collision) run on one device: on 3 devices
+ * they stay whole on the first, and the result is cpu:0's. */
+TEST(contact_group_stays_whole) {
+  static const char text[] =
+      "{\"simulation\": {\"fps\": 60, \"substeps\": 16, \"frames\": 6, \"devices\": \"cpu\","
+      "  \"cloth_collision\": true},"
+      " \"colliders\": [{\"name\": \"ground\", \"type\": \"plane\"}],"
+      " \"cloths\": [{\"name\": \"lower\", \"grid\": {\"size\": [0.3, 0.3], \"resolution\":"
+      "  [8, 8]}, \"center\": [0, 0.05, 0], \"rotation\": [-90, 0, 0], \"contact\": true,"
+      "  \"integrator\": \"xpbd\", \"material\": {\"thickness\": 0.005}},"
+      "  {\"name\": \"upper\", \"grid\": {\"size\": [0.3, 0.3], \"resolution\": [8, 8]},"
+      "   \"center\": [0.01, 0.1, 0], \"rotation\": [-90, 0, 0], \"contact\": true,"
+      "   \"integrator\": \"xpbd\", \"material\": {\"thickness\": 0.005}}]}";
+  wf_world *ref = NULL, *w = NULL;
+  if (make_world(text, NULL, 0, "cpu:0", &ref) != WF_OK) return;
+  if (make_world(text, NULL, 0, "cpu:0,cpu:1,cpu:2", &w) != WF_OK) {
+    wf_world_destroy(ref);
+    return;
+  }
+  for (int i = 0; i < 3; i++) {
+    wf_world_placement p;
+    CHECK_OK(wf_world_placement_get(w, i, &p));
+    CHECK_EQ_INT(p.whole_cloths, i == 0 ? 2 : 0);
+  }
+  size_t ba = 0, bb = 0;
+  float *a = step(ref, 6) == WF_OK ? world_state(ref, &ba) : NULL;
+  float *b = step(w, 6) == WF_OK ? world_state(w, &bb) : NULL;
+  CHECK(a && b && ba == bb && same_state(a, b, ba, "a contact group kept whole"));
+  free(a), free(b);
+  wf_world_destroy(w), wf_world_destroy(ref);
+}
+
 int main(int argc, char **argv) {
   static const th_test tests[] = {
       TH_TEST(cloths_split_is_bitwise),          TH_TEST(bundled_mixed_scene_is_bitwise),
       TH_TEST(pins_on_the_partition_boundary),   TH_TEST(checkpoint_of_split_cloths),
       TH_TEST(health_names_the_vertex_on_split), TH_TEST(readback_of_split_cloths),
-      TH_TEST(self_colliding_cloth_stays_whole)};
+      TH_TEST(self_colliding_cloth_stays_whole), TH_TEST(contact_cloth_splits_bitwise),
+      TH_TEST(contact_group_stays_whole)};
   return th_main(argc, argv, tests, TH_COUNT(tests));
 }
