@@ -110,15 +110,30 @@ static wf_status state_on_device(wf_particles *sp, ework *w, wfp_energy_args *a)
   wf_status st = pos && vel ? wf_particles_download_local(sp, (float(*)[4])pos, (float(*)[4])vel)
                             : wf__error(WF_ERR_OUT_OF_MEMORY, "wf_particles_energy_get",
                                         "particles '%s': out of host memory", sp->name);
-  /* the download gathered the master copy: material, omega and history beside pos and vel */
+  /* one process: the download gathered the master copy, material, omega and history beside pos
+   * and vel. Over distributed MPI ranks, which keep no master copy, these three columns are
+   * gathered for this call only (every rank enters the gather) */
   const void *data[5] = {pos, vel, sp->mat, sp->omega, sp->hist};
+  uint16_t *mat = NULL;
+  wfp_f4 *omega = NULL;
+  wfp_hist *hist = NULL;
+  if (sp->ranks && sp->distributed) {
+    mat = malloc(n * 2), omega = malloc(n * 16), hist = malloc(n * HIST_BYTES);
+    wf_status st2 = wfp_state_columns(sp, WFP_COL_MAT | WFP_COL_OMEGA | WFP_COL_HIST, NULL, NULL,
+                                      mat, omega, hist);
+    if (st == WF_OK) st = st2;
+    if (st == WF_OK && (!mat || !omega || !hist))
+      st = wf__error(WF_ERR_OUT_OF_MEMORY, "wf_particles_energy_get",
+                     "particles '%s': out of host memory", sp->name);
+    data[2] = mat, data[3] = omega, data[4] = hist;
+  }
   const size_t bytes[5] = {n * 16, n * 16, n * 2, n * 16, n * HIST_BYTES};
   for (int b = 0; b < 5 && st == WF_OK; b++) {
     st = wf_buffer_create(dev, bytes[b], 0, s, &w->buf[E_POS + b]);
     if (st == WF_OK) st = wf_upload(w->buf[E_POS + b], 0, data[b], bytes[b], s);
     if (st != WF_OK) wfp_fail_gpu(sp->name, st, "uploading the state for the energies");
   }
-  free(pos), free(vel);
+  free(pos), free(vel), free(mat), free(omega), free(hist);
   if (st != WF_OK) return st;
   a->pos = wf_buffer_ptr(w->buf[E_POS]), a->vel = wf_buffer_ptr(w->buf[E_VEL]);
   a->mat = wf_buffer_ptr(w->buf[E_MAT]), a->omega = wf_buffer_ptr(w->buf[E_OMEGA]);
