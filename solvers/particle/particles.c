@@ -10,7 +10,9 @@
  * (those in its slab of space along the split axis) and ghosts (everyone else's particles within
  * w = contact range + skin of the slab), all in ascending global-id order. The host holds a copy
  * of the whole state only when it distributes the system (after particles are added) and when
- * the caller reads the state; repartitions run on the devices (repartition.c).
+ * the caller reads the state; repartitions run on the devices (repartition.c). Over MPI ranks a
+ * rank frees that copy once the system is distributed, and its reads gather only the columns
+ * they return (wfp_state_columns): a rank's host need not hold the whole system between calls.
  *
  * Why the result does not depend on the split: a particle's substep reads only particles within
  * the contact range (the cell size, the largest diameter), visits them in an order fixed by
@@ -469,11 +471,22 @@ wf_status wfp_ranks_local_rows(wf_particles *sp, wfp_rank_row **out, size_t *n) 
   return st;
 }
 
-/* gather over MPI ranks: each rank's partitions' owned rows to every rank by global id, the
- * columns in `cols` only, into the arrays given (NULL: not kept). The ids go first (4 bytes a
- * particle), then one column at a time (wfpt_ranks_allgather), so besides the caller's arrays a
- * rank holds the ids and one column of the whole system, never its 312-byte rows. */
-static wf_status gather_ranks(wf_particles *sp, unsigned cols, wfp_f4 *pos, wfp_f4 *vel,
+/* Every rank's `bytes` at `mine` to every rank (root < 0), or to rank `root` alone (the others
+ * receive nothing), in rank order. */
+static wf_status ranks_collect(wf_particles *sp, int root, const void *mine, size_t bytes,
+                               void **all, size_t *total) {
+  if (root < 0) return wfpt_ranks_allgather(sp->set, mine, bytes, all, total);
+  size_t to[MAXP] = {0}; /* (ranks <= partitions) */
+  to[root] = bytes;
+  return wfpt_ranks_alltoallv(sp->set, mine, to, all, total);
+}
+
+/* gather over MPI ranks: each rank's partitions' owned rows by global id to every rank (root
+ * < 0) or to rank `root` alone, the columns in `cols` only, into the arrays given (NULL: not
+ * kept; the other ranks' are not read when root >= 0). The ids go first (4 bytes a particle),
+ * then one column at a time, so besides the caller's arrays a receiving rank holds the ids and
+ * one column of the whole system, never its 312-byte rows. */
+static wf_status gather_ranks(wf_particles *sp, unsigned cols, int root, wfp_f4 *pos, wfp_f4 *vel,
                               uint16_t *mat, wfp_f4 *omega, wfp_hist *hist) {
   static const size_t width[5] = {16, 16, 2, 16, HIST_BYTES};
   static const size_t at[5] = {offsetof(wfp_rank_row, pos), offsetof(wfp_rank_row, vel),
@@ -493,10 +506,11 @@ static wf_status gather_ranks(wf_particles *sp, unsigned cols, wfp_f4 *pos, wfp_
     memcpy(col + i * 4, &rows[i].gid, 4);
   void *ids = NULL;
   size_t total = 0;
-  wf_status st2 = wfpt_ranks_allgather(sp->set, col, st == WF_OK ? r * 4 : 0, &ids, &total);
+  wf_status st2 = ranks_collect(sp, root, col, st == WF_OK ? r * 4 : 0, &ids, &total);
   if (st == WF_OK) st = st2;
+  bool keep = root < 0 || sp->set->rank == root; /* a receiver */
   size_t n = total / 4;
-  if (st == WF_OK && n != sp->count)
+  if (st == WF_OK && keep && n != sp->count)
     st = fail(WF_ERR_INVALID, "particles '%s': rank %d gathered %zu particles of %u", sp->name,
               sp->set->rank, n, sp->count);
   const uint32_t *g = ids;
@@ -509,7 +523,7 @@ static wf_status gather_ranks(wf_particles *sp, unsigned cols, wfp_f4 *pos, wfp_
     for (size_t i = 0; i < r && st == WF_OK; i++)
       memcpy(col + i * width[c], (const unsigned char *)&rows[i] + at[c], width[c]);
     void *all = NULL;
-    st2 = wfpt_ranks_allgather(sp->set, col, st == WF_OK ? r * width[c] : 0, &all, &total);
+    st2 = ranks_collect(sp, root, col, st == WF_OK ? r * width[c] : 0, &all, &total);
     if (st == WF_OK) st = st2;
     if (st == WF_OK && total != n * width[c])
       st = fail(WF_ERR_INVALID, "particles '%s': rank %d gathered %zu bytes of a column, not %zu",
@@ -530,7 +544,7 @@ static wf_status gather(wf_particles *sp, wfp_f4 *pos, wfp_f4 *vel, uint16_t *ma
   if (sp->ranks) {
     unsigned cols = (pos ? WFP_COL_POS : 0) | (vel ? WFP_COL_VEL : 0) | (mat ? WFP_COL_MAT : 0) |
                     (omega ? WFP_COL_OMEGA : 0) | (hist ? WFP_COL_HIST : 0);
-    return gather_ranks(sp, cols, pos, vel, mat, omega, hist);
+    return gather_ranks(sp, cols, -1, pos, vel, mat, omega, hist);
   }
   size_t most = 1;
   for (int p = 0; p < sp->np; p++)
@@ -585,11 +599,11 @@ static wf_status settle(wf_particles *sp) {
   return gather(sp, sp->pos, sp->vel, sp->mat, sp->omega, sp->hist);
 }
 
-wf_status wfp_state_columns(wf_particles *sp, unsigned cols, wfp_f4 *pos, wfp_f4 *vel,
+wf_status wfp_state_columns(wf_particles *sp, unsigned cols, int root, wfp_f4 *pos, wfp_f4 *vel,
                             uint16_t *mat, wfp_f4 *omega, wfp_hist *hist) {
   wf_status st = exact(sp);
   if (st != WF_OK) return st;
-  if (ranked(sp)) return gather_ranks(sp, cols, pos, vel, mat, omega, hist);
+  if (ranked(sp)) return gather_ranks(sp, cols, root, pos, vel, mat, omega, hist);
   if ((st = gather(sp, sp->pos, sp->vel, sp->mat, sp->omega, sp->hist)) != WF_OK) return st;
   size_t n = sp->count;
   if (pos && (cols & WFP_COL_POS) && n) memcpy(pos, sp->pos, n * 16);
@@ -1337,7 +1351,7 @@ uint32_t wf_particles_capacity(const wf_particles *sp) {
 static wf_status state_of(wf_particles *sp, float (*pos)[4], float (*vel)[4]) {
   if (sp->np == 1) return wfp_part_get(LEAD(sp), (wfp_f4 *)pos, (wfp_f4 *)vel, NULL, NULL);
   if (ranked(sp)) /* straight into the caller's arrays: 32 bytes a particle (and its id) */
-    return wfp_state_columns(sp, WFP_COL_POS | WFP_COL_VEL, (wfp_f4 *)pos, (wfp_f4 *)vel, NULL,
+    return wfp_state_columns(sp, WFP_COL_POS | WFP_COL_VEL, -1, (wfp_f4 *)pos, (wfp_f4 *)vel, NULL,
                              NULL, NULL);
   wf_status st = settle(sp);
   if (st != WF_OK) return st;
@@ -1478,26 +1492,42 @@ wf_status wf_particles_time(wf_particles *sp, double *seconds, uint64_t *substep
 
 /* Over distributed ranks: the sums of wfp_stats_add over every particle in global-id order, as
  * one process makes them (floating-point sums depend on their order, and the ranks' slabs
- * interleave the ids), from the three columns they read gathered for this call only (48 bytes
- * a particle, freed on return). */
+ * interleave the ids): the three columns they read are gathered on rank 0 alone for this call
+ * (48 bytes a particle there, freed on return; the other ranks send their own rows), which sums
+ * them and broadcasts the result with its status. */
 static wf_status stats_ranked(wf_particles *sp, wf_particles_stats *out) {
-  size_t n = sp->count ? sp->count : 1;
-  wfp_f4 *x = malloc(n * 16), *v = malloc(n * 16), *w = malloc(n * 16);
+  bool root = sp->set->rank == 0;
+  size_t n = root && sp->count ? sp->count : 1;
+  wfp_f4 *x = root ? malloc(n * 16) : NULL, *v = root ? malloc(n * 16) : NULL,
+         *w = root ? malloc(n * 16) : NULL;
   /* every rank enters the gather, also one out of memory (NULL arrays: gathered, not kept) */
   wf_status st =
-      wfp_state_columns(sp, WFP_COL_POS | WFP_COL_VEL | WFP_COL_OMEGA, x, v, NULL, w, NULL);
-  if (st == WF_OK && (!x || !v || !w))
+      wfp_state_columns(sp, WFP_COL_POS | WFP_COL_VEL | WFP_COL_OMEGA, 0, x, v, NULL, w, NULL);
+  if (st == WF_OK && root && (!x || !v || !w))
     st = fail(WF_ERR_OUT_OF_MEMORY,
-              "particles '%s': rank %d: out of host memory for the "
-              "statistics of %u particles",
-              sp->name, sp->set->rank, sp->count);
-  if (st == WF_OK) {
-    memset(out, 0, sizeof *out);
-    out->count = sp->count;
-    wfp_stats_add(out, sp->count, (const float(*)[4])x, (const float(*)[4])v, (const float(*)[4])w);
+              "particles '%s': rank 0: out of host memory for the statistics of %u particles",
+              sp->name, sp->count);
+  struct {
+    int64_t st;
+    wf_particles_stats s;
+  } res;
+  memset(&res, 0, sizeof res);
+  res.st = st;
+  if (root && st == WF_OK) {
+    res.s.count = sp->count;
+    wfp_stats_add(&res.s, sp->count, (const float(*)[4])x, (const float(*)[4])v,
+                  (const float(*)[4])w);
   }
   free(x), free(v), free(w);
-  return st;
+  wf_status st2 = wfpt_ranks_bcast(sp->set, &res, sizeof res, 0);
+  if (st != WF_OK) return st;
+  if (st2 != WF_OK) return st2;
+  if (res.st != WF_OK)
+    return fail((wf_status)res.st,
+                "particles '%s': rank 0 failed to sum the statistics (this is rank %d)", sp->name,
+                sp->set->rank);
+  *out = res.s;
+  return WF_OK;
 }
 
 static wf_status stats_kinematic(wf_particles *sp, wf_particles_stats *out) {
@@ -1600,7 +1630,8 @@ wf_status wf_particles_download_omega(wf_particles *sp, float (*omega)[4]) {
   if (!sp || !omega) return fail(WF_ERR_INVALID, "particles: download_omega: NULL argument");
   if (sp->np == 1) return wfp_part_download_omega(LEAD(sp), omega);
   if (ranked(sp)) { /* the gather first, on every rank, as settle's */
-    wf_status st = wfp_state_columns(sp, WFP_COL_OMEGA, NULL, NULL, NULL, (wfp_f4 *)omega, NULL);
+    wf_status st =
+        wfp_state_columns(sp, WFP_COL_OMEGA, -1, NULL, NULL, NULL, (wfp_f4 *)omega, NULL);
     for (int p = 0; p < sp->np && st == WF_OK; p++)
       if (MINE(sp, p)) st = wfp_part_check(sp->parts[p].ps);
     return st;
@@ -1640,7 +1671,7 @@ wf_status wf_particles_granular_state_get(wf_particles *sp, void *blob, size_t b
   if (sp->np == 1) {
     st = wfp_part_get_all(LEAD(sp), NULL, NULL, NULL, NULL, w, hi);
   } else if (ranked(sp)) { /* straight into the blob */
-    st = wfp_state_columns(sp, WFP_COL_OMEGA | WFP_COL_HIST, NULL, NULL, NULL, w, hi);
+    st = wfp_state_columns(sp, WFP_COL_OMEGA | WFP_COL_HIST, -1, NULL, NULL, NULL, w, hi);
   } else {
     st = settle(sp);
     if (st == WF_OK && n) {
@@ -1828,7 +1859,7 @@ static wf_status copy_ranks(wf_particles *sp, wf_buffer *pos, size_t pos_off, wf
                             size_t vel_off, wf_stream *s) {
   size_t n = sp->count ? sp->count : 1;
   wfp_f4 *x = malloc(n * 16), *v = malloc(n * 16);
-  wf_status st = wfp_state_columns(sp, WFP_COL_POS | WFP_COL_VEL, x, v, NULL, NULL, NULL);
+  wf_status st = wfp_state_columns(sp, WFP_COL_POS | WFP_COL_VEL, -1, x, v, NULL, NULL, NULL);
   if (st == WF_OK && (!x || !v))
     st = fail(WF_ERR_OUT_OF_MEMORY, "particles '%s': rank %d: out of host memory", sp->name,
               sp->set->rank);

@@ -191,10 +191,11 @@ wf_status wfp_restore(wf_particles *sp);
 void wfp_master_release(wf_particles *sp);
 /* particles.c: the columns of the whole state wanted (WFP_COL_*) in global-id order into the
  * arrays given (NULL: gathered, not kept), after the frames are made exact: from the master copy,
- * or over distributed ranks gathered from every rank a column at a time. A collective over ranks:
- * `cols` (not which arrays are NULL) says which collectives it makes. */
+ * or over distributed ranks gathered a column at a time, on every rank (root < 0) or on rank
+ * `root` alone (the others' arrays are not written). A collective over ranks: `cols` and `root`
+ * (not which arrays are NULL) say which collectives it makes. */
 enum { WFP_COL_POS = 1, WFP_COL_VEL = 2, WFP_COL_MAT = 4, WFP_COL_OMEGA = 8, WFP_COL_HIST = 16 };
-wf_status wfp_state_columns(wf_particles *sp, unsigned cols, wfp_f4 *pos, wfp_f4 *vel,
+wf_status wfp_state_columns(wf_particles *sp, unsigned cols, int root, wfp_f4 *pos, wfp_f4 *vel,
                             uint16_t *mat, wfp_f4 *omega, wfp_hist *hist);
 wf_status wfp_select_local(wf_particles *sp, part *pt, uint32_t bit, dbuf *out, bool counted);
 
