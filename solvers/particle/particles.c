@@ -1350,7 +1350,7 @@ uint32_t wf_particles_capacity(const wf_particles *sp) {
 /* The state in global-id order into pos, vel (either NULL), as it is: no flags reported. */
 static wf_status state_of(wf_particles *sp, float (*pos)[4], float (*vel)[4]) {
   if (sp->np == 1) return wfp_part_get(LEAD(sp), (wfp_f4 *)pos, (wfp_f4 *)vel, NULL, NULL);
-  if (ranked(sp)) /* straight into the caller's arrays: 32 bytes a particle (and its id) */
+  if (ranked(sp)) /* two columns into the caller's arrays: 32 bytes a particle (and its id) */
     return wfp_state_columns(sp, WFP_COL_POS | WFP_COL_VEL, -1, (wfp_f4 *)pos, (wfp_f4 *)vel, NULL,
                              NULL, NULL);
   wf_status st = settle(sp);
