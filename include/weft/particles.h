@@ -641,6 +641,12 @@ typedef struct wf_particles_info {
   /* over MPI ranks: how this rank's partitions send and receive halos between ranks
    * (WF_MPI_HALO_DIRECT or _STAGED, as desc.mpi_halo resolved); 0 in one process */
   int mpi_halo;
+  /* host memory the solver holds on this process between calls, bytes: its record, the master
+   * copy of the whole state (312 bytes a particle) while it has one, the owned ids. Over MPI
+   * ranks the master copy lives only from adding particles (or set_state) to the next
+   * distribution, so after a frame a rank holds a few bytes a particle it owns, not the
+   * system; the reads allocate what they return for the call only. */
+  uint64_t host_bytes;
 } wf_particles_info;
 
 /** The partitioning as of the last repartition (before the first frame of several devices, the
@@ -664,6 +670,13 @@ WF_API wf_status wf_particles_partition_view(wf_particles *ps, int i, wf_partiti
  *  particle. Not a collective. WF_ERR_INVALID over ranks when the state was not read since the
  *  last repartition. */
 WF_API wf_status wf_particles_owned_ids(wf_particles *ps, uint32_t *ids, uint32_t *n);
+/** The particles this process owns (as wf_particles_owned_ids, which it updates), ascending in
+ *  global id: their ids, positions (in the world, as wf_particles_download) and velocities into
+ *  ids, pos, vel (any may be NULL; room for wf_particles_count), *n of them. Nothing of the state
+ *  crosses between MPI ranks, so a rank needs room only for its own rows; over ranks it is still
+ *  a collective (the drift check and the health verdict are agreed), which every rank calls. */
+WF_API wf_status wf_particles_download_owned(wf_particles *ps, uint32_t *ids, float (*pos)[4],
+                                             float (*vel)[4], uint32_t *n);
 
 /** Measures the overlap of the halo copies with the substeps (fills *out; weft/partition.h).
  *  Repartitions first (unless a repartition is what came last), runs one warm-up and then

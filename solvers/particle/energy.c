@@ -5,9 +5,13 @@
  * With one partition the kernels read the solver's own buffers (its particles are in global-id
  * order): nothing of the state crosses to the host, only the rows come back. With several, the
  * state is the master copy the solver gathers in global-id order (its download), uploaded to
- * partition 0's device. The grid is the energy pass's own, not the solver's: the solver's grids
- * are per partition, in local order, with ghosts, and their cells are refitted between frames,
- * while every row must depend on the whole state only (the same bits for 1..N partitions). */
+ * partition 0's device. Over MPI ranks (once distributed, when no rank keeps a master copy) the
+ * state is gathered on rank 0 alone for the call, rank 0 computes the rows and sums them as one
+ * process does, and broadcasts the sums: the same bits on every rank, and the whole state held
+ * by one rank only while it computes. The grid is the energy pass's own, not the solver's: the
+ * solver's grids are per partition, in local order, with ghosts, and their cells are refitted
+ * between frames, while every row must depend on the whole state only (the same bits for 1..N
+ * partitions). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +20,7 @@
 #include "particle_energy.h"
 #include "particle_kernels.h"
 #include "particles_impl.h"
+#include "solvers/partition/ranks.h"
 
 #ifdef WEFT_HAVE_CUDA
 #define WFP_CUDA(f) f
@@ -90,9 +95,40 @@ static void ework_free(ework *w, wf_stream *s) {
   free(w->rows);
 }
 
+#define ALL_COLUMNS (WFP_COL_POS | WFP_COL_VEL | WFP_COL_MAT | WFP_COL_OMEGA | WFP_COL_HIST)
+
+/* Over distributed MPI ranks the energies are computed on rank 0 alone, from the whole state
+ * gathered there for the call (every row depends on the whole state, and the sums run in
+ * global-id order), and rank 0 broadcasts the sums: a rank r > 0 only sends its rows. */
+static bool on_rank_0(const wf_particles *sp) { return sp->ranks && sp->distributed; }
+
+/* A rank r > 0's part: the check and the gather rank 0 makes (the same collectives). */
+static wf_status rows_send(wf_particles *sp) {
+  wf_status st = wf_particles_check(sp);
+  if (st != WF_OK) return st; /* (agreed: rank 0 stops too) */
+  return wfp_state_columns(sp, ALL_COLUMNS, 0, NULL, NULL, NULL, NULL, NULL);
+}
+
+/* Rank 0's status, then (when it is WF_OK) its sums out[0..n), to every rank; st is this rank's
+ * own, which comes first. */
+static wf_status sums_share(wf_particles *sp, wf_status st, int n, wf_particles_energy *out) {
+  int64_t code = st;
+  wf_status st2 = wfpt_ranks_bcast(sp->set, &code, sizeof code, 0);
+  if (st2 == WF_OK && code == WF_OK)
+    st2 = wfpt_ranks_bcast(sp->set, out, (size_t)n * sizeof *out, 0);
+  if (st != WF_OK) return st;
+  if (st2 != WF_OK) return st2;
+  if (code != WF_OK)
+    return wf__error((wf_status)code, "wf_particles_energy_get",
+                     "particles '%s': rank 0 failed to compute the energies (this is rank %d)",
+                     sp->name, sp->set->rank);
+  return WF_OK;
+}
+
 /* The state in global-id order on partition 0's device: with one partition the solver's own
  * buffers (after a wait that reports its flags, as a download does), else the master copy
- * gathered by the download and uploaded into w's buffers. */
+ * gathered by the download (over distributed ranks: the columns gathered on rank 0) and
+ * uploaded into w's buffers. */
 static wf_status state_on_device(wf_particles *sp, ework *w, wfp_energy_args *a) {
   wfp_part *p0 = sp->parts[sp->lead].ps;
   wf_stream *s = wfp_part_stream(p0);
@@ -105,20 +141,38 @@ static wf_status state_on_device(wf_particles *sp, ework *w, wfp_energy_args *a)
     return WF_OK;
   }
   size_t n = w->n;
-  wfp_f4 *pos = malloc(n * 16), *vel = malloc(n * 16);
-  /* the solver's own positions: the colliders in the tables are in its frame */
-  wf_status st = pos && vel ? wf_particles_download_local(sp, (float(*)[4])pos, (float(*)[4])vel)
-                            : wf__error(WF_ERR_OUT_OF_MEMORY, "wf_particles_energy_get",
-                                        "particles '%s': out of host memory", sp->name);
-  /* the download gathered the master copy: material, omega and history beside pos and vel */
-  const void *data[5] = {pos, vel, sp->mat, sp->omega, sp->hist};
+  wfp_f4 *pos = NULL, *vel = NULL, *omega = NULL;
+  uint16_t *mat = NULL;
+  wfp_hist *hist = NULL;
+  wf_status st;
+  if (sp->ranks && sp->distributed) { /* rank 0 (rows_compute): every column gathered here */
+    if ((st = wf_particles_check(sp)) != WF_OK) return st; /* (agreed: on every rank) */
+    pos = malloc(n * 16), vel = malloc(n * 16), omega = malloc(n * 16);
+    mat = malloc(n * 2), hist = malloc(n * HIST_BYTES);
+    st = wfp_state_columns(sp, ALL_COLUMNS, 0, pos, vel, mat, omega, hist);
+    if (st == WF_OK && (!pos || !vel || !mat || !omega || !hist))
+      st = wf__error(WF_ERR_OUT_OF_MEMORY, "wf_particles_energy_get",
+                     "particles '%s': rank 0: out of host memory for the energies of %zu "
+                     "particles",
+                     sp->name, n);
+  } else {
+    pos = malloc(n * 16), vel = malloc(n * 16);
+    /* the solver's own positions: the colliders in the tables are in its frame */
+    st = pos && vel ? wf_particles_download_local(sp, (float(*)[4])pos, (float(*)[4])vel)
+                    : wf__error(WF_ERR_OUT_OF_MEMORY, "wf_particles_energy_get",
+                                "particles '%s': out of host memory", sp->name);
+  }
+  /* one process: the download gathered the master copy, material, omega and history beside pos
+   * and vel */
+  const void *data[5] = {pos, vel, mat ? mat : sp->mat, omega ? omega : sp->omega,
+                         hist ? hist : sp->hist};
   const size_t bytes[5] = {n * 16, n * 16, n * 2, n * 16, n * HIST_BYTES};
   for (int b = 0; b < 5 && st == WF_OK; b++) {
     st = wf_buffer_create(dev, bytes[b], 0, s, &w->buf[E_POS + b]);
     if (st == WF_OK) st = wf_upload(w->buf[E_POS + b], 0, data[b], bytes[b], s);
     if (st != WF_OK) wfp_fail_gpu(sp->name, st, "uploading the state for the energies");
   }
-  free(pos), free(vel);
+  free(pos), free(vel), free(mat), free(omega), free(hist);
   if (st != WF_OK) return st;
   a->pos = wf_buffer_ptr(w->buf[E_POS]), a->vel = wf_buffer_ptr(w->buf[E_VEL]);
   a->mat = wf_buffer_ptr(w->buf[E_MAT]), a->omega = wf_buffer_ptr(w->buf[E_OMEGA]);
@@ -134,17 +188,18 @@ static wf_status rows_compute(wf_particles *sp, ework *w) {
   wf_stream *s = wfp_part_stream(p0);
   wf_device *dev = wfp_part_device(p0);
   if (n == 0) return sp->np == 1 ? wfp_part_check(p0) : wf_particles_check(sp);
+  if (on_rank_0(sp) && sp->set->rank != 0) return rows_send(sp);
   int bits = 6;
   while ((1u << bits) < 2u * n)
     bits++;
   w->table = 1u << bits; /* at least 64 slots and 2 n */
+  wfp_energy_args a;
+  memset(&a, 0, sizeof a);
+  wf_status st = state_on_device(sp, w, &a); /* (first: over ranks, its collectives) */
+  if (st != WF_OK) return st;
   w->rows = malloc((size_t)n * sizeof *w->rows);
   if (!w->rows)
     return wf__error(WF_ERR_OUT_OF_MEMORY, fn, "particles '%s': out of host memory", sp->name);
-  wfp_energy_args a;
-  memset(&a, 0, sizeof a);
-  wf_status st = state_on_device(sp, w, &a);
-  if (st != WF_OK) return st;
   uint32_t chunks = (n + WFP_ENERGY_CHUNK - 1) / WFP_ENERGY_CHUNK;
   size_t temp = wfp_sort_temp_bytes(dev, n, bits);
   const size_t bytes[E_COUNT] = {[E_KEYS] = (size_t)n * 4,
@@ -220,7 +275,8 @@ wf_status wf_particles_energy_ranges(wf_particles *sp, int n, const uint32_t *fi
                        sp->name, r, first[r], first[r], count[r], total);
   ework w = {0};
   wf_status st = rows_compute(sp, &w);
-  for (int r = 0; r < n && st == WF_OK; r++) {
+  bool shared = on_rank_0(sp) && w.n > 0, sums = !shared || sp->set->rank == 0;
+  for (int r = 0; r < n && st == WF_OK && sums; r++) {
     wf_particles_energy *e = &out[r];
     memset(e, 0, sizeof *e);
     for (uint32_t i = first[r]; i < first[r] + count[r]; i++) {
@@ -235,7 +291,7 @@ wf_status wf_particles_energy_ranges(wf_particles *sp, int n, const uint32_t *fi
     e->total = e->kinetic + e->rotational + e->potential + e->elastic;
   }
   ework_free(&w, wfp_part_stream(sp->parts[sp->lead].ps));
-  return st;
+  return shared ? sums_share(sp, st, n, out) : st;
 }
 
 wf_status wf_particles_energy_get(wf_particles *sp, wf_particles_energy *out) {

@@ -10,7 +10,9 @@
  * (those in its slab of space along the split axis) and ghosts (everyone else's particles within
  * w = contact range + skin of the slab), all in ascending global-id order. The host holds a copy
  * of the whole state only when it distributes the system (after particles are added) and when
- * the caller reads the state; repartitions run on the devices (repartition.c).
+ * the caller reads the state; repartitions run on the devices (repartition.c). Over MPI ranks a
+ * rank frees that copy once the system is distributed, and its reads gather only the columns
+ * they return (wfp_state_columns): a rank's host need not hold the whole system between calls.
  *
  * Why the result does not depend on the split: a particle's substep reads only particles within
  * the contact range (the cell size, the largest diameter), visits them in an order fixed by
@@ -164,7 +166,26 @@ static wf_status master_reserve(wf_particles *sp, uint32_t n) {
                 "particles '%s': out of host memory for %u "
                 "particles",
                 sp->name, n);
+  sp->master_n = n ? n : 1;
   return WF_OK;
+}
+
+/* The master copy's bytes a particle: position, velocity, material, omega, contact history. */
+#define MASTER_ROW ((size_t)16 + 16 + 2 + 16 + HIST_BYTES)
+
+void wfp_master_release(wf_particles *sp) {
+  if (!sp->ranks) return; /* one process reads its state through it */
+  free(sp->pos), free(sp->vel), free(sp->mat), free(sp->omega), free(sp->hist);
+  sp->pos = sp->vel = sp->omega = NULL, sp->mat = NULL, sp->hist = NULL;
+  sp->master_n = 0;
+}
+
+/* Host bytes this solver holds between calls (wf_particles_info.host_bytes). */
+static uint64_t host_bytes(const wf_particles *sp) {
+  uint64_t b = sizeof *sp + (uint64_t)sp->cap_halos * sizeof(halo);
+  b += (uint64_t)sp->master_n * MASTER_ROW;
+  if (sp->owned_ids) b += (uint64_t)(sp->n_owned_ids ? sp->n_owned_ids : 1) * 4;
+  return b;
 }
 
 /* The desc's devices (none: the default device) into devices[0..*n), checked (their kinds by
@@ -450,45 +471,69 @@ wf_status wfp_ranks_local_rows(wf_particles *sp, wfp_rank_row **out, size_t *n) 
   return st;
 }
 
-/* gather over MPI ranks: each rank's partitions' owned rows, to every rank (wfpt_ranks_allgather),
- * by global id. Every rank ends with the whole state. */
-static wf_status gather_ranks(wf_particles *sp, wfp_f4 *pos, wfp_f4 *vel, uint16_t *mat,
-                              wfp_f4 *omega, wfp_hist *hist) {
+/* Every rank's `bytes` at `mine` to every rank (root < 0), or to rank `root` alone (the others
+ * receive nothing), in rank order. */
+static wf_status ranks_collect(wf_particles *sp, int root, const void *mine, size_t bytes,
+                               void **all, size_t *total) {
+  if (root < 0) return wfpt_ranks_allgather(sp->set, mine, bytes, all, total);
+  size_t to[MAXP] = {0}; /* (ranks <= partitions) */
+  to[root] = bytes;
+  return wfpt_ranks_alltoallv(sp->set, mine, to, all, total);
+}
+
+/* gather over MPI ranks: each rank's partitions' owned rows by global id to every rank (root
+ * < 0) or to rank `root` alone, the columns in `cols` only, into the arrays given (NULL: not
+ * kept; the other ranks' are not read when root >= 0). The ids go first (4 bytes a particle),
+ * then one column at a time, so besides the caller's arrays a receiving rank holds the ids and
+ * one column of the whole system, never its 312-byte rows. */
+static wf_status gather_ranks(wf_particles *sp, unsigned cols, int root, wfp_f4 *pos, wfp_f4 *vel,
+                              uint16_t *mat, wfp_f4 *omega, wfp_hist *hist) {
+  static const size_t width[5] = {16, 16, 2, 16, HIST_BYTES};
+  static const size_t at[5] = {offsetof(wfp_rank_row, pos), offsetof(wfp_rank_row, vel),
+                               offsetof(wfp_rank_row, mat), offsetof(wfp_rank_row, omega),
+                               offsetof(wfp_rank_row, hist)};
+  unsigned char *dst[5] = {(unsigned char *)pos, (unsigned char *)vel, (unsigned char *)mat,
+                           (unsigned char *)omega, (unsigned char *)hist};
   wfp_rank_row *rows = NULL;
   size_t r = 0;
   wf_status st = wfp_ranks_local_rows(sp, &rows, &r);
   if (st == WF_OK) st = owned_record(sp, rows, r);
-  /* every rank enters the collective, also one that failed above (with nothing to give) */
-  void *all = NULL;
+  /* every rank enters every collective, also one that failed (with nothing to give) */
+  unsigned char *col = malloc((r ? r : 1) * HIST_BYTES);
+  if (st == WF_OK && !col)
+    st = fail(WF_ERR_OUT_OF_MEMORY, "particles '%s': out of host memory", sp->name);
+  for (size_t i = 0; i < r && st == WF_OK; i++)
+    memcpy(col + i * 4, &rows[i].gid, 4);
+  void *ids = NULL;
   size_t total = 0;
-  wf_status st2 =
-      wfpt_ranks_allgather(sp->set, rows, st == WF_OK ? r * sizeof *rows : 0, &all, &total);
-  free(rows);
+  wf_status st2 = ranks_collect(sp, root, col, st == WF_OK ? r * 4 : 0, &ids, &total);
   if (st == WF_OK) st = st2;
-  size_t n = total / sizeof(wfp_rank_row);
-  if (st == WF_OK && n != sp->count)
+  bool keep = root < 0 || sp->set->rank == root; /* a receiver */
+  size_t n = total / 4;
+  if (st == WF_OK && keep && n != sp->count)
     st = fail(WF_ERR_INVALID, "particles '%s': rank %d gathered %zu particles of %u", sp->name,
               sp->set->rank, n, sp->count);
-  const wfp_rank_row *a = all;
-  for (size_t i = 0; i < n && st == WF_OK; i++) {
-    uint32_t g = a[i].gid;
-    if (g >= sp->count) {
-      st = fail(WF_ERR_INVALID, "particles '%s': gathered global id %u of %u", sp->name, g,
+  const uint32_t *g = ids;
+  for (size_t i = 0; i < n && st == WF_OK; i++)
+    if (g[i] >= sp->count)
+      st = fail(WF_ERR_INVALID, "particles '%s': gathered global id %u of %u", sp->name, g[i],
                 sp->count);
-      break;
-    }
-    if (pos) pos[g] = a[i].pos;
-    if (vel) vel[g] = a[i].vel;
-    if (mat) mat[g] = a[i].mat;
-    if (omega) omega[g] = a[i].omega;
-    if (hist) memcpy(&hist[(size_t)g * WFP_HIST_SLOTS], a[i].hist, HIST_BYTES);
+  for (int c = 0; c < 5; c++) {
+    if (!(cols & (1u << c))) continue;
+    for (size_t i = 0; i < r && st == WF_OK; i++)
+      memcpy(col + i * width[c], (const unsigned char *)&rows[i] + at[c], width[c]);
+    void *all = NULL;
+    st2 = ranks_collect(sp, root, col, st == WF_OK ? r * width[c] : 0, &all, &total);
+    if (st == WF_OK) st = st2;
+    if (st == WF_OK && total != n * width[c])
+      st = fail(WF_ERR_INVALID, "particles '%s': rank %d gathered %zu bytes of a column, not %zu",
+                sp->name, sp->set->rank, total, n * width[c]);
+    for (size_t i = 0; i < n && st == WF_OK && dst[c]; i++)
+      memcpy(dst[c] + (size_t)g[i] * width[c], (const unsigned char *)all + i * width[c], width[c]);
+    free(all);
   }
-  free(all);
+  free(ids), free(col), free(rows);
   return st;
-}
-
-wf_status wfp_ranks_gather(wf_particles *sp) {
-  return gather_ranks(sp, sp->pos, sp->vel, sp->mat, sp->omega, sp->hist);
 }
 
 /* Current state of every particle into pos/vel/mat (global-id order): each partition's owned
@@ -496,7 +541,11 @@ wf_status wfp_ranks_gather(wf_particles *sp) {
 static wf_status gather(wf_particles *sp, wfp_f4 *pos, wfp_f4 *vel, uint16_t *mat, wfp_f4 *omega,
                         wfp_hist *hist) {
   if (!sp->distributed) return wfp_part_get_all(LEAD(sp), pos, vel, mat, NULL, omega, hist);
-  if (sp->ranks) return gather_ranks(sp, pos, vel, mat, omega, hist);
+  if (sp->ranks) {
+    unsigned cols = (pos ? WFP_COL_POS : 0) | (vel ? WFP_COL_VEL : 0) | (mat ? WFP_COL_MAT : 0) |
+                    (omega ? WFP_COL_OMEGA : 0) | (hist ? WFP_COL_HIST : 0);
+    return gather_ranks(sp, cols, -1, pos, vel, mat, omega, hist);
+  }
   size_t most = 1;
   for (int p = 0; p < sp->np; p++)
     if (sp->parts[p].n_local > most) most = sp->parts[p].n_local;
@@ -533,13 +582,36 @@ static wf_status gather(wf_particles *sp, wfp_f4 *pos, wfp_f4 *vel, uint16_t *ma
   return st;
 }
 
+/* Over distributed MPI ranks the reads gather only the columns they return (wfp_state_columns),
+ * and the master copy exists only to undistribute the system. */
+static bool ranked(const wf_particles *sp) { return sp->ranks && sp->distributed; }
+
+/* The frames since the last repartition made exact (rerun while a particle outran the skin). */
+static wf_status exact(wf_particles *sp) {
+  return sp->distributed && sp->frames_since > 0 ? wfp_rerun_if_moved(sp) : WF_OK;
+}
+
 /* Brings the master copy (sp->pos/vel/mat) up to date with the partitions. */
 static wf_status settle(wf_particles *sp) {
-  if (sp->distributed && sp->frames_since > 0) {
-    wf_status st = wfp_rerun_if_moved(sp);
-    if (st != WF_OK) return st;
-  }
+  wf_status st = exact(sp);
+  if (st != WF_OK) return st;
+  if (ranked(sp) && (st = master_reserve(sp, sp->count)) != WF_OK) return st;
   return gather(sp, sp->pos, sp->vel, sp->mat, sp->omega, sp->hist);
+}
+
+wf_status wfp_state_columns(wf_particles *sp, unsigned cols, int root, wfp_f4 *pos, wfp_f4 *vel,
+                            uint16_t *mat, wfp_f4 *omega, wfp_hist *hist) {
+  wf_status st = exact(sp);
+  if (st != WF_OK) return st;
+  if (ranked(sp)) return gather_ranks(sp, cols, root, pos, vel, mat, omega, hist);
+  if ((st = gather(sp, sp->pos, sp->vel, sp->mat, sp->omega, sp->hist)) != WF_OK) return st;
+  size_t n = sp->count;
+  if (pos && (cols & WFP_COL_POS) && n) memcpy(pos, sp->pos, n * 16);
+  if (vel && (cols & WFP_COL_VEL) && n) memcpy(vel, sp->vel, n * 16);
+  if (mat && (cols & WFP_COL_MAT) && n) memcpy(mat, sp->mat, n * 2);
+  if (omega && (cols & WFP_COL_OMEGA) && n) memcpy(omega, sp->omega, n * 16);
+  if (hist && (cols & WFP_COL_HIST) && n) memcpy(hist, sp->hist, n * HIST_BYTES);
+  return WF_OK;
 }
 
 /* The clock of the system (partition 0's; every partition keeps the same one): the simulated
@@ -1278,6 +1350,9 @@ uint32_t wf_particles_capacity(const wf_particles *sp) {
 /* The state in global-id order into pos, vel (either NULL), as it is: no flags reported. */
 static wf_status state_of(wf_particles *sp, float (*pos)[4], float (*vel)[4]) {
   if (sp->np == 1) return wfp_part_get(LEAD(sp), (wfp_f4 *)pos, (wfp_f4 *)vel, NULL, NULL);
+  if (ranked(sp)) /* two columns into the caller's arrays: 32 bytes a particle (and its id) */
+    return wfp_state_columns(sp, WFP_COL_POS | WFP_COL_VEL, -1, (wfp_f4 *)pos, (wfp_f4 *)vel, NULL,
+                             NULL, NULL);
   wf_status st = settle(sp);
   if (st != WF_OK) return st;
   if (pos && sp->count) memcpy(pos, sp->pos, (size_t)sp->count * 16);
@@ -1337,11 +1412,64 @@ wf_status wf_particles_download(wf_particles *sp, float (*pos)[4], float (*vel)[
 wf_status wf_particles_download_local(wf_particles *sp, float (*pos)[4], float (*vel)[4]) {
   if (!sp) return fail(WF_ERR_INVALID, "particles: solver is NULL");
   if (sp->np == 1) return wfp_part_download(LEAD(sp), pos, vel);
-  wf_status st = settle(sp);
+  wf_status st = ranked(sp) ? exact(sp) : settle(sp);
   for (int p = 0; p < sp->np && st == WF_OK; p++)
     if (MINE(sp, p)) st = wfp_part_check(sp->parts[p].ps);
   st = agree(sp, st);
   return st == WF_OK ? state_of(sp, pos, vel) : st;
+}
+
+static int cmp_row_gid(const void *a, const void *b) {
+  return cmp_u32(&((const wfp_rank_row *)a)->gid, &((const wfp_rank_row *)b)->gid);
+}
+
+/* Over distributed ranks: the rank's own partitions' owned rows, read from its devices and
+ * sorted by id; nothing of the state crosses between ranks. Before the first distribution rank
+ * 0 owns every particle (wf_particles_owned_ids) and reads them from its lead partition. */
+static wf_status owned_rows_out(wf_particles *sp, uint32_t *ids, float (*pos)[4], float (*vel)[4],
+                                uint32_t *n) {
+  if (!sp->distributed) {
+    if (!MINE(sp, 0)) return WF_OK;
+    uint32_t count = wf_particles_count(sp);
+    wf_status st = wfp_part_get(LEAD(sp), (wfp_f4 *)pos, (wfp_f4 *)vel, NULL, NULL);
+    for (uint32_t i = 0; st == WF_OK && ids && i < count; i++)
+      ids[i] = i;
+    if (st == WF_OK) *n = count;
+    return st;
+  }
+  wfp_rank_row *rows = NULL;
+  size_t r = 0;
+  wf_status st = wfp_ranks_local_rows(sp, &rows, &r);
+  if (st == WF_OK) st = owned_record(sp, rows, r);
+  if (st == WF_OK) qsort(rows, r, sizeof *rows, cmp_row_gid);
+  for (size_t i = 0; i < r && st == WF_OK; i++) {
+    if (ids) ids[i] = rows[i].gid;
+    if (pos) memcpy(pos[i], &rows[i].pos, 16);
+    if (vel) memcpy(vel[i], &rows[i].vel, 16);
+  }
+  if (st == WF_OK) *n = (uint32_t)r;
+  free(rows);
+  return st;
+}
+
+wf_status wf_particles_download_owned(wf_particles *sp, uint32_t *ids, float (*pos)[4],
+                                      float (*vel)[4], uint32_t *n) {
+  static const char fn[] = "wf_particles_download_owned";
+  if (!sp || !n) return wf__error(WF_ERR_INVALID, fn, "NULL argument");
+  *n = 0;
+  if (!sp->ranks) { /* one process owns every particle */
+    uint32_t count = wf_particles_count(sp);
+    wf_status st = wf_particles_download(sp, pos, vel);
+    for (uint32_t i = 0; st == WF_OK && ids && i < count; i++)
+      ids[i] = i;
+    if (st == WF_OK) *n = count;
+    return st;
+  }
+  /* the frames made exact and the partitions checked, agreed over the ranks as a download's */
+  wf_status st = wf_particles_check(sp);
+  if (st == WF_OK) st = owned_rows_out(sp, ids, pos, vel, n);
+  if (st == WF_OK) to_world(sp, pos, *n);
+  return st;
 }
 
 /* The kinetic energy, momentum and speed (stats_kinematic), then the potential and elastic
@@ -1358,19 +1486,61 @@ wf_status wf_particles_stats_get(wf_particles *sp, wf_particles_stats *out) {
 
 wf_status wf_particles_time(wf_particles *sp, double *seconds, uint64_t *substeps) {
   if (!sp || !seconds || !substeps) return fail(WF_ERR_INVALID, "particles: NULL argument");
-  wf_status st = sp->np == 1 ? WF_OK : settle(sp);
+  wf_status st = sp->np == 1 ? WF_OK : ranked(sp) ? exact(sp) : settle(sp);
   return st != WF_OK ? st : wfp_clock_get(sp, seconds, substeps);
+}
+
+/* Over distributed ranks: the sums of wfp_stats_add over every particle in global-id order, as
+ * one process makes them (floating-point sums depend on their order, and the ranks' slabs
+ * interleave the ids): the three columns they read are gathered on rank 0 alone for this call
+ * (48 bytes a particle there, freed on return; the other ranks send their own rows), which sums
+ * them and broadcasts the result with its status. */
+static wf_status stats_ranked(wf_particles *sp, wf_particles_stats *out) {
+  bool root = sp->set->rank == 0;
+  size_t n = root && sp->count ? sp->count : 1;
+  wfp_f4 *x = root ? malloc(n * 16) : NULL, *v = root ? malloc(n * 16) : NULL,
+         *w = root ? malloc(n * 16) : NULL;
+  /* every rank enters the gather, also one out of memory (NULL arrays: gathered, not kept) */
+  wf_status st =
+      wfp_state_columns(sp, WFP_COL_POS | WFP_COL_VEL | WFP_COL_OMEGA, 0, x, v, NULL, w, NULL);
+  if (st == WF_OK && root && (!x || !v || !w))
+    st = fail(WF_ERR_OUT_OF_MEMORY,
+              "particles '%s': rank 0: out of host memory for the statistics of %u particles",
+              sp->name, sp->count);
+  struct {
+    int64_t st;
+    wf_particles_stats s;
+  } res;
+  memset(&res, 0, sizeof res);
+  res.st = st;
+  if (root && st == WF_OK) {
+    res.s.count = sp->count;
+    wfp_stats_add(&res.s, sp->count, (const float(*)[4])x, (const float(*)[4])v,
+                  (const float(*)[4])w);
+  }
+  free(x), free(v), free(w);
+  wf_status st2 = wfpt_ranks_bcast(sp->set, &res, sizeof res, 0);
+  if (st != WF_OK) return st;
+  if (st2 != WF_OK) return st2;
+  if (res.st != WF_OK)
+    return fail((wf_status)res.st,
+                "particles '%s': rank 0 failed to sum the statistics (this is rank %d)", sp->name,
+                sp->set->rank);
+  *out = res.s;
+  return WF_OK;
 }
 
 static wf_status stats_kinematic(wf_particles *sp, wf_particles_stats *out) {
   if (!sp || !out) return fail(WF_ERR_INVALID, "particles: NULL argument");
   if (sp->np == 1) return wfp_part_stats_get(LEAD(sp), out);
-  wf_status st = settle(sp);
+  wf_status st = ranked(sp) ? stats_ranked(sp, out) : settle(sp);
   if (st != WF_OK) return st;
-  memset(out, 0, sizeof *out);
-  out->count = sp->count;
-  wfp_stats_add(out, sp->count, (const float(*)[4])sp->pos, (const float(*)[4])sp->vel,
-                (const float(*)[4])sp->omega);
+  if (!ranked(sp)) {
+    memset(out, 0, sizeof *out);
+    out->count = sp->count;
+    wfp_stats_add(out, sp->count, (const float(*)[4])sp->pos, (const float(*)[4])sp->vel,
+                  (const float(*)[4])sp->omega);
+  }
   uint64_t overflows = 0;
   for (int p = 0; p < sp->np; p++) { /* the overflow counters of every partition */
     wf_buffer *clock;
@@ -1404,6 +1574,7 @@ wf_status wf_particles_info_get(const wf_particles *sp, wf_particles_info *out) 
     out->mpi_halo = sp->set->direct[sp->set->lead] ? WF_MPI_HALO_DIRECT : WF_MPI_HALO_STAGED;
   for (int p = 0; p < sp->np; p++)
     out->device_bytes[p] = part_bytes(sp, p);
+  out->host_bytes = host_bytes(sp);
   return WF_OK;
 }
 
@@ -1458,6 +1629,13 @@ wf_status wf_particles_set_state_local(wf_particles *sp, const float (*pos)[4],
 wf_status wf_particles_download_omega(wf_particles *sp, float (*omega)[4]) {
   if (!sp || !omega) return fail(WF_ERR_INVALID, "particles: download_omega: NULL argument");
   if (sp->np == 1) return wfp_part_download_omega(LEAD(sp), omega);
+  if (ranked(sp)) { /* the gather first, on every rank, as settle's */
+    wf_status st =
+        wfp_state_columns(sp, WFP_COL_OMEGA, -1, NULL, NULL, NULL, (wfp_f4 *)omega, NULL);
+    for (int p = 0; p < sp->np && st == WF_OK; p++)
+      if (MINE(sp, p)) st = wfp_part_check(sp->parts[p].ps);
+    return st;
+  }
   wf_status st = settle(sp);
   for (int p = 0; p < sp->np && st == WF_OK; p++)
     if (MINE(sp, p)) st = wfp_part_check(sp->parts[p].ps);
@@ -1492,6 +1670,8 @@ wf_status wf_particles_granular_state_get(wf_particles *sp, void *blob, size_t b
   wf_status st;
   if (sp->np == 1) {
     st = wfp_part_get_all(LEAD(sp), NULL, NULL, NULL, NULL, w, hi);
+  } else if (ranked(sp)) { /* straight into the blob */
+    st = wfp_state_columns(sp, WFP_COL_OMEGA | WFP_COL_HIST, -1, NULL, NULL, NULL, w, hi);
   } else {
     st = settle(sp);
     if (st == WF_OK && n) {
@@ -1672,16 +1852,24 @@ static wf_status copy_gathered(wf_particles *sp, wf_buffer *pos, size_t pos_off,
   return WF_OK;
 }
 
-/* copy_state over MPI ranks: the state gathered on every rank's host (settle, a collective),
- * then uploaded; not asynchronous (the ranks' gather waits for their frames). */
+/* copy_state over MPI ranks: positions and velocities gathered on every rank's host for this
+ * call (a collective), then uploaded (pageable: the upload is done when it returns); not
+ * asynchronous (the ranks' gather waits for their frames). */
 static wf_status copy_ranks(wf_particles *sp, wf_buffer *pos, size_t pos_off, wf_buffer *vel,
                             size_t vel_off, wf_stream *s) {
-  wf_status st = settle(sp);
-  if (st != WF_OK || !sp->count) return st;
+  size_t n = sp->count ? sp->count : 1;
+  wfp_f4 *x = malloc(n * 16), *v = malloc(n * 16);
+  wf_status st = wfp_state_columns(sp, WFP_COL_POS | WFP_COL_VEL, -1, x, v, NULL, NULL, NULL);
+  if (st == WF_OK && (!x || !v))
+    st = fail(WF_ERR_OUT_OF_MEMORY, "particles '%s': rank %d: out of host memory", sp->name,
+              sp->set->rank);
   if (!s) s = wfp_part_stream(LEAD(sp));
-  if (pos) TRY(wf_upload(pos, pos_off, sp->pos, (size_t)sp->count * 16, s), "copying the state");
-  if (vel) TRY(wf_upload(vel, vel_off, sp->vel, (size_t)sp->count * 16, s), "copying the state");
-  return WF_OK;
+  if (st == WF_OK && pos && sp->count && (st = wf_upload(pos, pos_off, x, n * 16, s)) != WF_OK)
+    wfp_fail_gpu(sp->name, st, "copying the state");
+  if (st == WF_OK && vel && sp->count && (st = wf_upload(vel, vel_off, v, n * 16, s)) != WF_OK)
+    wfp_fail_gpu(sp->name, st, "copying the state");
+  free(x), free(v);
+  return st;
 }
 
 wf_status wf_particles_copy_state(wf_particles *sp, wf_buffer *pos, size_t pos_off, wf_buffer *vel,

@@ -96,6 +96,11 @@ struct wf_particles {
   uint16_t *mat;
   wfp_f4 *omega; /* the granular state (WFP_HIST_SLOTS history slots a particle) */
   wfp_hist *hist;
+  /* the rows the master copy has room for (wf_particles_info.host_bytes). Over MPI ranks it is
+   * held only while the system is not distributed (from adding particles, set_state or a
+   * granular state to the next frame's distribution), then freed (wfp_master_release): a rank
+   * holds its share on its devices, and the reads gather only what they return. */
+  uint32_t master_n;
   double snap_time;
   uint64_t snap_substeps;
   int frames_since; /* frames run since the last repartition */
@@ -181,11 +186,17 @@ wf_status wfp_restore(wf_particles *sp);
 /* The indices i < pt->n_local on pt's stream of the particles whose tag has `bit` (bit 0: the
  * owned ones, anchor not NaN) at out[0..), or with `counted` their count at out[0] and the
  * indices from out[1] (a link's lists). */
-/* Over MPI ranks: the owned rows of this rank's partitions gathered on every rank into the
- * master copy (global-id order), then the distribution from it, the same on every rank
- * (the simplest correct migration: its cost is the whole state to every rank at every
- * repartition). */
-wf_status wfp_ranks_gather(wf_particles *sp);
+/* particles.c: over MPI ranks, the master copy freed once the system is distributed (nothing in
+ * one process, which keeps it). */
+void wfp_master_release(wf_particles *sp);
+/* particles.c: the columns of the whole state wanted (WFP_COL_*) in global-id order into the
+ * arrays given (NULL: gathered, not kept), after the frames are made exact: from the master copy,
+ * or over distributed ranks gathered a column at a time, on every rank (root < 0) or on rank
+ * `root` alone (the others' arrays are not written). A collective over ranks: `cols` and `root`
+ * (not which arrays are NULL) say which collectives it makes. */
+enum { WFP_COL_POS = 1, WFP_COL_VEL = 2, WFP_COL_MAT = 4, WFP_COL_OMEGA = 8, WFP_COL_HIST = 16 };
+wf_status wfp_state_columns(wf_particles *sp, unsigned cols, int root, wfp_f4 *pos, wfp_f4 *vel,
+                            uint16_t *mat, wfp_f4 *omega, wfp_hist *hist);
 wf_status wfp_select_local(wf_particles *sp, part *pt, uint32_t bit, dbuf *out, bool counted);
 
 #endif

@@ -1260,6 +1260,7 @@ wf_status wfp_repartition(wf_particles *sp) {
   if (!sp->distributed) {
     st = distribute(sp);
     if (st == WF_OK) st = wfp_clock_get(sp, &sp->snap_time, &sp->snap_substeps);
+    if (st == WF_OK) wfp_master_release(sp); /* over ranks: each holds its share from now on */
   } else {
     st = wfp_rerun_if_moved(sp);
     t0 = wfpt_now_ms();

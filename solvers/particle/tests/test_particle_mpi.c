@@ -247,6 +247,84 @@ TEST(add_after_stepping_bitwise) {
   wf_particles_destroy(mpi);
 }
 
+/* The host memory of a rank: the master copy of the whole state (306 bytes a particle: position,
+ * velocity, omega, material, 256 bytes of contact history) is held from adding particles to the
+ * first distribution, then freed; stepping and every read (download, statistics, energies, the
+ * granular state, omega) leave a rank holding its record and its owned ids only. The claim
+ * checked: after them a rank holds at most its record (before - 306 n) plus a 1/ranks share of
+ * the rows, where before it held the whole system. */
+TEST(host_bytes_a_share_of_the_system) {
+  opts o = {WF_CONTACT_DEM, 0, 0.0f, 4, true, false, WF_MPI_HALO_AUTO};
+  wf_particles *ps = NULL;
+  REQUIRE(build(&o, &ps) == WF_OK);
+  uint32_t n = wf_particles_count(ps);
+  wf_particles_info info;
+  CHECK_OK(wf_particles_info_get(ps, &info));
+  uint64_t before = info.host_bytes, row = 306, record = before - row * n;
+  CHECK(before >= row * n); /* the master copy, on every rank */
+  uint64_t after[2] = {0, 0};
+  for (int round = 0; round < 2 && th_fails == 0; round++) {
+    CHECK_OK(wf_particles_step_frames(ps, 2));
+    CHECK_OK(wf_particles_info_get(ps, &info));
+    after[0] = info.host_bytes; /* after the first distribution and frames */
+    wf_particles_stats stats;
+    wf_particles_energy e;
+    CHECK_OK(wf_particles_stats_get(ps, &stats));
+    CHECK_OK(wf_particles_energy_get(ps, &e));
+    float *s = state_of(ps);
+    float(*w)[4] = malloc((size_t)n * 16 + 16);
+    size_t gb = wf_particles_granular_state_bytes(ps);
+    void *blob = malloc(gb);
+    REQUIRE(s && w && blob);
+    CHECK_OK(wf_particles_download_omega(ps, w));
+    CHECK_OK(wf_particles_granular_state_get(ps, blob, gb));
+    free(s), free(w), free(blob);
+    CHECK_OK(wf_particles_info_get(ps, &info));
+    after[1] = info.host_bytes; /* after every read */
+  }
+  uint64_t share = record + row * n / (uint64_t)ranks_;
+  if (rank_ == 0 || th_fails)
+    printf("rank %d of %d: %u particles (%llu bytes of rows): host bytes %llu before the first "
+           "distribution, %llu after the frames, %llu after the reads (bound %llu)\n",
+           rank_, ranks_, n, (unsigned long long)(row * n), (unsigned long long)before,
+           (unsigned long long)after[0], (unsigned long long)after[1], (unsigned long long)share);
+  CHECK(after[0] <= share && after[1] <= share);
+  CHECK(after[1] < before - row * n / 2); /* the master copy is gone */
+  wf_particles_destroy(ps);
+}
+
+/* wf_particles_download_owned: each rank's own rows, ascending, are the whole download's rows of
+ * those ids, byte for byte, and over the ranks every particle is read once. */
+TEST(download_owned_is_the_download_of_the_owned) {
+  opts o = {WF_CONTACT_DEM, 1, 0.0f, 4, true, false, WF_MPI_HALO_AUTO};
+  wf_particles *ps = NULL;
+  REQUIRE(build(&o, &ps) == WF_OK);
+  uint32_t n = wf_particles_count(ps);
+  uint32_t *ids = malloc((size_t)n * 4 + 4), m = 0;
+  float(*pos)[4] = malloc((size_t)n * 16 + 16), (*vel)[4] = malloc((size_t)n * 16 + 16);
+  REQUIRE(ids && pos && vel);
+  for (int round = 0; round < 3 && th_fails == 0; round++) {
+    if (round > 0) CHECK_OK(wf_particles_step_frames(ps, 2)); /* round 0: not distributed */
+    CHECK_OK(wf_particles_download_owned(ps, ids, pos, vel, &m));
+    owned_cover(ps, n);
+    float *s = state_of(ps);
+    REQUIRE(s);
+    for (uint32_t i = 0; i < m; i++) {
+      if (ids[i] >= n || (i > 0 && ids[i] <= ids[i - 1])) {
+        TH_FAIL("rank %d: owned id %u at %u: not ascending below %u", rank_, ids[i], i, n);
+        break;
+      }
+      if (memcmp(pos[i], s + 4 * ids[i], 16) != 0 || memcmp(vel[i], s + 4 * (n + ids[i]), 16)) {
+        TH_FAIL("rank %d, round %d: particle %u differs from the download", rank_, round, ids[i]);
+        break;
+      }
+    }
+    free(s);
+  }
+  free(ids), free(pos), free(vel);
+  wf_particles_destroy(ps);
+}
+
 /* More ranks than partitions is refused, naming the counts. */
 TEST(too_few_partitions_refused) {
   if (ranks_ < 2) SKIP("one rank");
@@ -276,6 +354,8 @@ int main(int argc, char **argv) {
       TH_TEST(migration_staged_bitwise),
       TH_TEST(migration_direct_bitwise),
       TH_TEST(bad_halo_refused),
+      TH_TEST(host_bytes_a_share_of_the_system),
+      TH_TEST(download_owned_is_the_download_of_the_owned),
   };
   int rc = th_main(argc, argv, tests, TH_COUNT(tests));
   int worst = 0;

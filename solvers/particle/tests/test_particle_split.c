@@ -576,10 +576,55 @@ TEST(partition_views_and_device_gather) {
   }
 }
 
+/* One process owns every particle: wf_particles_download_owned gives ids 0..n-1 and the
+ * download's rows byte for byte, for 1 and 3 partitions. wf_particles_info.host_bytes: one
+ * partition keeps no master copy (under 306 bytes a particle), several keep theirs (at least
+ * 306 bytes a particle: position, velocity, omega, material and the 256-byte history). */
+TEST(download_owned_in_one_process) {
+  scene_opts o = {.model = WF_CONTACT_DEM, .imbalance = -1};
+  int counts[] = {1, 3};
+  for (int c = 0; c < 2; c++) {
+    wf_device *devs[4];
+    pick_devices(counts[c], devs);
+    sys s;
+    wf_status st = build(&o, devs, counts[c], &s);
+    if (st == WF_OK) st = sys_step(&s, 3);
+    if (st != WF_OK) {
+      TH_FAIL("%d partitions: %s", counts[c], wf_last_error());
+      sys_free(&s);
+      continue;
+    }
+    uint32_t n = sys_count(&s), m = 0;
+    uint32_t *ids = malloc((size_t)n * 4 + 4);
+    float *got = malloc((size_t)n * 32 + 32), *want = malloc((size_t)n * 32 + 32);
+    REQUIRE(ids && got && want);
+    /* in the world, as wf_particles_download (sys_state reads the solver's own positions) */
+    CHECK_OK(wf_particles_download(s.ps, (float(*)[4])want, (float(*)[4])(want + 4 * (size_t)n)));
+    CHECK_OK(wf_particles_download_owned(s.ps, ids, (float(*)[4])got,
+                                         (float(*)[4])(got + 4 * (size_t)n), &m));
+    CHECK_EQ_INT(m, n);
+    for (uint32_t i = 0; i < m && i < n; i++)
+      if (ids[i] != i) {
+        TH_FAIL("%d partitions: owned id %u at %u", counts[c], ids[i], i);
+        break;
+      }
+    char what[64];
+    snprintf(what, sizeof what, "%d partitions: owned rows vs downloaded", counts[c]);
+    same(want, got, n, what);
+    wf_particles_info info;
+    CHECK_OK(wf_particles_info_get(s.ps, &info));
+    if (counts[c] == 1) CHECK(info.host_bytes > 0 && info.host_bytes < 306ull * n);
+    if (counts[c] > 1) CHECK(info.host_bytes >= 306ull * n);
+    free(ids), free(got), free(want);
+    sys_free(&s);
+  }
+}
+
 int main(int argc, char **argv) {
   static const th_test tests[] = {
       TH_TEST(column_bitwise_1_2_3_4_partitions),
       TH_TEST(partition_views_and_device_gather),
+      TH_TEST(download_owned_in_one_process),
       TH_TEST(column_xpbd_bitwise),
       TH_TEST(rebalance_keeps_slabs_even),
       TH_TEST(balance_by_time_bitwise),
