@@ -37,6 +37,15 @@ static void wf_bench_busy_cpu(const void *args, size_t begin, size_t end) {
     wf_bench_busy_finish(a, i, 0);
 }
 
+static void wf_bench_work_cpu(const void *args, size_t begin, size_t end) {
+  const wf_bench_work_args *a = args;
+  for (size_t i = begin; i < end; i++) {
+    uint64_t deadline = wf_bench_now_ns() + a->ns;
+    while (wf_bench_now_ns() < deadline) {
+    }
+  }
+}
+
 #ifdef WEFT_HAVE_CUDA
 #define WF_BENCH_CUDA(f) f
 #else
@@ -50,3 +59,4 @@ const wf_kernel wf_bench_tiny_split_kernel = {
     "bench_tiny_split", wf_bench_tiny_cpu, WF_BENCH_CUDA(wf_bench_tiny_cuda), WF_BENCH_TINY_N / 2};
 const wf_kernel wf_bench_busy_kernel = {"bench_busy", wf_bench_busy_cpu,
                                         WF_BENCH_CUDA(wf_bench_busy_cuda), 0};
+const wf_kernel wf_bench_work_kernel = {"bench_work", wf_bench_work_cpu, NULL, 1};

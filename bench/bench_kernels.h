@@ -53,10 +53,17 @@ WF_HD static inline void wf_bench_busy_finish(const wf_bench_busy_args *a, size_
 void wf_bench_tiny_cuda(const void *args, size_t n, void *native_stream);
 void wf_bench_busy_cuda(const void *args, size_t n, void *native_stream);
 
+/** CPU devices only: every element keeps its thread busy for ns nanoseconds (no sleeping), and
+ *  the kernel's grain is 1, so n elements are n pieces of the same work for the worker pool. */
+typedef struct wf_bench_work_args {
+  uint64_t ns;
+} wf_bench_work_args;
+
 /* The kernels for wf_launch; .cuda is NULL when weft_bench is built without CUDA. */
 extern const wf_kernel wf_bench_tiny_kernel;
 extern const wf_kernel wf_bench_tiny_split_kernel;
 extern const wf_kernel wf_bench_busy_kernel;
+extern const wf_kernel wf_bench_work_kernel; /* CPU only */
 
 #ifdef __cplusplus
 }

@@ -145,7 +145,7 @@ static int bench_launch(bench_ctx *c) {
   wf_graph *g = NULL;
   float *host = NULL;
   double stream_dev[256], stream_host[256], graph_dev[256], graph_host[256];
-  double raw_dev[256], raw_host[256], split_dev[256];
+  double raw_dev[256], raw_host[256], split_dev[256], share_dev[256];
   bool cpu = !wf_device_is_cuda(c->dev);
   void *native = NULL;
   uint64_t expected = 0; /* how many times every element has been incremented */
@@ -187,6 +187,23 @@ static int bench_launch(bench_ctx *c) {
     CHECK(event_seconds(e0, e1, &sec));
     split_dev[r] = sec * 1e6 / K;
     expected += (uint64_t)K;
+  }
+
+  /* On a CPU device, kernels that keep every thread busy: one piece of SHARE_US each, as many
+   * pieces as threads. Spread perfectly a kernel lasts SHARE_US; what it takes beyond that is
+   * the hand-over (posting the job, the pool's threads taking their pieces, the launcher waiting
+   * for them), paid by every split kernel and every stage of a one-launch frame. */
+  enum { SHARE_US = 20 };
+  const wf_bench_work_args wa = {SHARE_US * 1000u};
+  const int threads = cpu_threads(), KS = K / 5 > 0 ? K / 5 : 1;
+  for (int r = 0; cpu && r < R; r++) {
+    CHECK(wf_event_record(e0, s));
+    for (int k = 0; k < KS; k++)
+      CHECK(wf_launch(&wf_bench_work_kernel, (size_t)threads, &wa, sizeof wa, s));
+    CHECK(wf_event_record(e1, s));
+    double sec;
+    CHECK(event_seconds(e0, e1, &sec));
+    share_dev[r] = sec * 1e6 / KS - SHARE_US;
   }
 
   /* On CUDA, the same kernels launched straight on the cudaStream_t, without wf_launch: the
@@ -266,6 +283,11 @@ static int bench_launch(bench_ctx *c) {
     fprintf(c->out, "  %-16s %9.3f us/kernel  (in 2 pieces on %d threads: the pool adds %.3f us)\n",
             "split launches", bench_median(split_dev, R), cpu_threads(),
             bench_median(split_dev, R) - sd);
+  if (cpu)
+    fprintf(c->out,
+            "  %-16s %9.3f us/kernel  (hand-over of a kernel of %d pieces of %d us on %d "
+            "threads: its time beyond %d us)\n",
+            "shared launches", bench_median(share_dev, R), threads, SHARE_US, threads, SHARE_US);
   if (native)
     fprintf(c->out,
             "  %-16s %9.3f us/kernel %12.3f us/launch  (kernel<<<>>> on the native stream, "
@@ -285,6 +307,7 @@ static int bench_launch(bench_ctx *c) {
   if (cpu) {
     add_row(c, "launch", "split_device_per_kernel", bench_median(split_dev, R), "us");
     add_row(c, "launch", "split_pool_cost_per_kernel", bench_median(split_dev, R) - sd, "us");
+    add_row(c, "launch", "shared_handover_per_kernel", bench_median(share_dev, R), "us");
   }
   if (native) {
     add_row(c, "launch", "raw_cuda_device_per_kernel", bench_median(raw_dev, R), "us");

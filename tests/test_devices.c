@@ -239,6 +239,73 @@ TEST(cpu_threads_split_kernels) {
   CHECK_OK(th_init());
 }
 
+/* A one-launch kernel (grain 0) of stages split with wf_cpu_parallel_for: stage k writes
+ * x[i] = x[i] + x[n - 1 - i] of stage k - 1, so a stage that started before the one before it
+ * ended would read a half-updated array. Each stage's pieces sleep (as who_cpu) so the pool's
+ * threads take part. */
+typedef struct stages_args {
+  uint64_t *x, *y; /* the state, and the next stage's */
+  uint32_t *thread;
+  size_t n;
+  int stages;
+} stages_args;
+static void stage_piece(const void *args, size_t begin, size_t end) {
+  const stages_args *a = args;
+  if (!who_me) who_me = atomic_fetch_add(&who_next, 1u);
+  struct timespec t = {0, 1000000};
+  nanosleep(&t, NULL);
+  for (size_t i = begin; i < end; i++) {
+    a->y[i] = a->x[i] + 3u * a->x[a->n - 1 - i] + 1u;
+    a->thread[i] = who_me;
+  }
+}
+static void stages_cpu(const void *args, size_t begin, size_t end) {
+  const stages_args *a = args;
+  (void)begin, (void)end;
+  stages_args st = *a;
+  for (int k = 0; k < a->stages; k++) {
+    wf_cpu_parallel_for(stage_piece, &st, st.n, 64);
+    uint64_t *t = st.x;
+    st.x = st.y, st.y = t;
+  }
+}
+
+TEST(cpu_parallel_for_stages) {
+  /* the stages of a one-launch kernel on 3 threads: the same bits as on 1, several threads took
+     part, and the result is the serial loop's */
+  enum { N = 4096, STAGES = 9 };
+  static uint64_t x0[N], ref[2][N];
+  for (int i = 0; i < N; i++)
+    x0[i] = ref[0][i] = (uint64_t)i * 2654435761u;
+  for (int k = 0; k < STAGES; k++)
+    for (int i = 0; i < N; i++)
+      ref[(k + 1) & 1][i] = ref[k & 1][i] + 3u * ref[k & 1][N - 1 - i] + 1u;
+  const int counts[2] = {3, 1};
+  for (int c = 0; c < 2; c++) {
+    wf_shutdown();
+    CHECK_OK(wf_init(&(wf_init_desc){.cpu_devices = 1, .no_cuda = true, .cpu_threads = counts[c]}));
+    wf_device *cpu = wf_device_at(0);
+    wf_stream *s = wf_device_stream(cpu);
+    wf_buffer *b = NULL;
+    size_t bytes = 2 * N * sizeof(uint64_t) + N * sizeof(uint32_t);
+    CHECK_OK(wf_buffer_create(cpu, bytes, WF_BUFFER_ZERO, s, &b));
+    CHECK_OK(wf_upload(b, 0, x0, N * sizeof(uint64_t), s));
+    uint64_t *p = wf_buffer_ptr(b);
+    stages_args a = {p, p + N, (uint32_t *)(p + 2 * N), N, STAGES};
+    const wf_kernel k = {"stages", stages_cpu, NULL, 0};
+    CHECK_OK(wf_launch(&k, 1, &a, sizeof a, s));
+    CHECK_OK(wf_stream_synchronize(s));
+    CHECK(memcmp(p + (STAGES & 1) * N, ref[STAGES & 1], N * sizeof(uint64_t)) == 0);
+    uint32_t distinct = 1;
+    for (int i = 1; i < N; i++)
+      if (a.thread[i] != a.thread[0]) distinct = 2;
+    CHECK_EQ_INT(distinct, counts[c] > 1 ? 2 : 1);
+    wf_buffer_destroy(b, s);
+  }
+  wf_shutdown();
+  CHECK_OK(th_init());
+}
+
 TEST(cpu_memory_limit) {
   wf_shutdown();
   const size_t limit = (size_t)1 << 20;
@@ -388,6 +455,7 @@ int main(int argc, char **argv) {
       TH_TEST(init_options),
       TH_TEST(cpu_memory_limit),
       TH_TEST(cpu_threads_split_kernels),
+      TH_TEST(cpu_parallel_for_stages),
       TH_TEST(cpu_devices_added_at_runtime),
   };
   return th_main(argc, argv, tests, TH_COUNT(tests));

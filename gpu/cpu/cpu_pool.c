@@ -8,10 +8,15 @@
  * to wake up, so a launch costs no more than the one-piece call when the pool is busy or asleep.
  * Pieces are claimed with one atomic counter; which thread runs which piece changes from run to
  * run, and that is why only kernels whose elements are independent (as on a GPU) opt in: their
- * result does not depend on it.
+ * result does not depend on it. A one-launch frame (a kernel of cpu_grain 0 whose stages need
+ * each other's results) splits each stage the same way through wf_cpu_parallel_for.
  *
- * Pool threads that ran out of work spin for a short while (a substep launches its kernels back
- * to back) and then sleep on a condition variable. */
+ * The hand-over is what a stage of a few tens of microseconds pays, thousands of times a frame
+ * (an XPBD colour), so neither side sleeps while the other is about to answer: a pool thread
+ * that ran out of work spins for a short while (a substep launches its kernels back to back)
+ * before it sleeps on a condition variable, and the launcher, its own pieces done, spins on the
+ * job's user count (atomic) while the others finish theirs, and sleeps only after that long.
+ * Both spins yield the core every few microseconds, for the machine's other threads. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -27,7 +32,7 @@ typedef struct pool_job {
   size_t n, piece;       /* elements, and elements a piece (the last one may be shorter) */
   uint32_t pieces;       /* ceil(n / piece) */
   _Atomic uint32_t next; /* the next piece to claim */
-  int users;             /* pool threads inside the job (under the pool's lock) */
+  _Atomic int users;     /* pool threads inside the job (they join under the pool's lock) */
   struct pool_job *link;
 } pool_job;
 
@@ -37,12 +42,21 @@ static struct {
   pool_job *jobs;            /* open jobs, newest first */
   _Atomic uint64_t posted;   /* jobs posted so far: what spinning threads watch */
   int sleepers;              /* pool threads waiting on `work` */
+  int leavers;               /* launchers waiting on `left` */
   int threads;               /* pool threads (the launching thread makes one more) */
   bool up, stop;
   pthread_t *th;
 } P = {.m = PTHREAD_MUTEX_INITIALIZER,
        .work = PTHREAD_COND_INITIALIZER,
        .left = PTHREAD_COND_INITIALIZER};
+
+#define SPIN_NS 50000L /* how long either side spins before it sleeps */
+
+static long ns_since(const struct timespec *t0) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (t.tv_sec - t0->tv_sec) * 1000000000L + (t.tv_nsec - t0->tv_nsec);
+}
 
 static void run_pieces(pool_job *j) {
   uint32_t k;
@@ -71,13 +85,12 @@ static void *pool_thread(void *arg) {
       /* spin about 50 us for the next kernel of the substep before going to sleep */
       seen = atomic_load_explicit(&P.posted, memory_order_relaxed);
       pthread_mutex_unlock(&P.m);
-      struct timespec t0, t;
+      struct timespec t0;
       clock_gettime(CLOCK_MONOTONIC, &t0);
       for (int i = 0;; i++) {
         if (atomic_load_explicit(&P.posted, memory_order_relaxed) != seen) break;
         if ((i & 63) == 63) {
-          clock_gettime(CLOCK_MONOTONIC, &t);
-          if ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) > 50000L) break;
+          if (ns_since(&t0) > SPIN_NS) break;
           sched_yield();
         }
       }
@@ -89,11 +102,13 @@ static void *pool_thread(void *arg) {
       }
       continue;
     }
-    j->users++;
+    atomic_fetch_add_explicit(&j->users, 1, memory_order_relaxed);
     pthread_mutex_unlock(&P.m);
     run_pieces(j);
     pthread_mutex_lock(&P.m);
-    if (--j->users == 0) pthread_cond_broadcast(&P.left);
+    /* the last access to j: its launcher may return as soon as it reads 0 */
+    if (atomic_fetch_sub_explicit(&j->users, 1, memory_order_release) == 1 && P.leavers)
+      pthread_cond_broadcast(&P.left);
   }
   pthread_mutex_unlock(&P.m);
   return NULL;
@@ -145,22 +160,38 @@ void wf__cpu_pool_run(void (*fn)(const void *, size_t, size_t), const void *args
     fn(args, 0, n);
     return;
   }
-  /* about four pieces a thread, for balance, none smaller than the grain */
-  size_t want = (size_t)(P.threads + 1) * 4u, by_grain = n / grain;
+  /* about four pieces a thread, for balance, none smaller than the grain, and a multiple of the
+     threads where there are more pieces than threads: 5 pieces on 2 threads end with one
+     thread idle for a fifth of the kernel (an XPBD colour of 367 constraints), 4 do not */
+  size_t T = (size_t)P.threads + 1, want = T * 4u, by_grain = n / grain;
   size_t pieces = want < by_grain ? want : by_grain;
+  if (pieces > T) pieces -= pieces % T;
   pool_job j = {.fn = fn, .args = args, .n = n};
   j.piece = (n + pieces - 1) / pieces;
   j.pieces = (uint32_t)((n + j.piece - 1) / j.piece);
   atomic_init(&j.next, 0u);
+  atomic_init(&j.users, 0);
   j.link = P.jobs;
   P.jobs = &j;
   atomic_fetch_add_explicit(&P.posted, 1u, memory_order_relaxed);
   if (P.sleepers) pthread_cond_broadcast(&P.work);
   pthread_mutex_unlock(&P.m);
   run_pieces(&j);
+  /* every piece is claimed: wait for the pool threads still in one, spinning first. A thread
+     joins only under the lock while the job is listed, so 0 read under the lock stays 0. */
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (int i = 0; atomic_load_explicit(&j.users, memory_order_acquire) > 0; i++)
+    if ((i & 63) == 63) {
+      if (ns_since(&t0) > SPIN_NS) break;
+      sched_yield();
+    }
   pthread_mutex_lock(&P.m);
-  while (j.users > 0)
+  while (atomic_load_explicit(&j.users, memory_order_acquire) > 0) {
+    P.leavers++;
     pthread_cond_wait(&P.left, &P.m);
+    P.leavers--;
+  }
   pool_job **p = &P.jobs;
   while (*p != &j)
     p = &(*p)->link;
@@ -188,4 +219,9 @@ void wf__cpu_pool_stop(void) {
   P.up = false;
   P.stop = false;
   pthread_mutex_unlock(&P.m);
+}
+
+void wf_cpu_parallel_for(void (*fn)(const void *args, size_t begin, size_t end), const void *args,
+                         size_t n, size_t grain) {
+  wf__cpu_pool_run(fn, args, n, grain);
 }

@@ -331,6 +331,14 @@ typedef struct wf_kernel {
  *  long beside the pool's hand-over of a few. */
 #define WF_GRAIN_HEAVY 64
 #define WF_GRAIN_LIGHT 4096
+/** For the CPU function of a kernel whose launch must run as one call (cpu_grain 0) because its
+ *  stages read each other's results (a one-launch frame: substeps, colours): runs one stage,
+ *  fn(args, b, e) over pieces of [0, n), on the CPU worker pool as a launch with cpu_grain =
+ *  grain would, and returns when every piece is done, so the next stage sees all of it. The
+ *  launch's rule holds for the stage: its elements are independent. With one CPU thread
+ *  (wf_init_desc.cpu_threads), grain 0 or n below two grains it is the call fn(args, 0, n). */
+WF_API void wf_cpu_parallel_for(void (*fn)(const void *args, size_t begin, size_t end),
+                                const void *args, size_t n, size_t grain);
 /** Enqueues k over n elements on s (NULL: the default device's current stream). args (args_size
  *  bytes) are copied before the call returns. */
 WF_API wf_status wf_launch(const wf_kernel *k, size_t n, const void *args, size_t args_size,

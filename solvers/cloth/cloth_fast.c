@@ -44,17 +44,30 @@ static wfc_v3 lanes_force(const wfc_params *p, const wfc_spring_args *h, uint32_
   return wfc_tree4(s[0], s[1], s[2], s[3]);
 }
 
-/* The CPU backend runs a launch as one call over all elements, so the substeps are ordered.
- * Resident mode runs what a CUDA thread of the resident frame runs, vertex by vertex: its own
+/* One substep of the frame over the vertices [lo + begin, lo + end): a stage of
+ * wf_cpu_parallel_for. Each vertex reads only the input half and writes only its own slots of
+ * the output half (flags and collider impulses are integer sums), so the pieces may run in any
+ * order on any thread with the same result bit for bit. */
+typedef struct spring_stage {
+  const wfc_frame_args *a;
+  uint32_t s;  /* the substep */
+  size_t lo;   /* the launch's first vertex */
+  double time; /* the clock at the substep's start */
+} spring_stage;
+
+/* Resident mode runs what a CUDA thread of the resident frame runs, vertex by vertex: its own
  * state comes from the input half (on the device it is in registers, and equal: it is what the
  * thread wrote there), the clock from a local double that advances by dt each substep (the clock
  * the per-substep path stores and reloads). Grid cloths go block by block (block / lanes
  * vertices), with the lanes emulated (lanes_force) and, with staging, the block's neighbourhood
- * copied first into a buffer the gather reads (as the shared memory on the device). */
-static void spring_frame_cpu(const void *args, size_t begin, size_t end) {
-  const wfc_frame_args *a = args;
-  double time = a->half[0].clock_in->time;
-  uint64_t subs = a->half[0].clock_in->substeps;
+ * copied first into a buffer the gather reads (as the shared memory on the device; a piece that
+ * starts inside a block stages that block's). */
+static void spring_substep_cpu(const void *args, size_t begin, size_t end) {
+  const spring_stage *st = args;
+  const wfc_frame_args *a = st->a;
+  const uint32_t s = st->s;
+  const double time = st->time;
+  begin += st->lo, end += st->lo;
   const bool resident = a->plan.mode == WFC_FRAME_RESIDENT;
   const bool lanes = resident && a->rest6;
   const uint32_t L = lanes ? a->plan.lanes : 1, vpb = lanes ? a->plan.block / L : 1;
@@ -62,57 +75,68 @@ static void spring_frame_cpu(const void *args, size_t begin, size_t end) {
   wfp_f4 *stage = lanes && a->plan.smem ? malloc((size_t)a->plan.span * 2 * sizeof *stage) : NULL;
   unsigned long long table[WFX_MAX_COLLIDERS * WFX_FORCE_WORDS]; /* collider_force.h */
   wfx_forces F = {a->half[0].forces ? table : NULL, 0};
+  const wfc_spring_args *h = &a->half[s & 1u];
+  const wfc_params *p = h->params;
+  bool last = s + 1 == a->substeps;
+  uint32_t lo_v = 0, hi_v = 0; /* the staged vertices of the current block */
+  for (size_t i = begin; i < end; i++) {
+    uint32_t fl;
+    if (lanes) {
+      const wfp_f4 *P = h->pos_in, *V = h->vel_in;
+      uint32_t li = (uint32_t)i;
+      uint32_t first = (uint32_t)i / vpb * vpb;
+      if (stage) {
+        if (i == begin || (uint32_t)i == first) { /* a new block: stage its neighbourhood */
+          lo_v = first > a->reach ? first - a->reach : 0;
+          uint64_t hv = (uint64_t)first + vpb - 1 + a->reach;
+          hi_v = hv > n - 1 ? n - 1 : (uint32_t)hv;
+          for (uint32_t t = 0; t <= hi_v - lo_v; t++) {
+            stage[t] = h->pos_in[lo_v + t];
+            stage[a->plan.span + t] = h->vel_in[lo_v + t];
+          }
+        }
+        P = stage, V = stage + a->plan.span, li = (uint32_t)i - lo_v;
+      }
+      wfp_f4 x4 = h->pos_in[i], v4 = h->vel_in[i];
+      wfc_v3 f = wfc_v(0.0f, 0.0f, 0.0f);
+      if (x4.w > 0.0f) f = lanes_force(p, h, L, P, V, li, (uint32_t)i, wfc_xyz(x4), wfc_xyz(v4));
+      fl = wfc_spring_finish(p, h->colliders, h, (uint32_t)i, time, f, &x4, &v4, &F);
+      h->pos_out[i] = x4;
+      h->vel_out[i] = v4;
+    } else if (resident) {
+      wfp_f4 x4 = h->pos_in[i], v4 = h->vel_in[i];
+      fl = wfc_spring_vertex(p, h->colliders, h, NULL, a->nu, a->nr, (uint32_t)i, time, &x4, &v4,
+                             &F);
+      h->pos_out[i] = x4;
+      h->vel_out[i] = v4;
+    } else {
+      fl = wfc_frame_elem(a, s, (uint32_t)i, &F);
+    }
+    if (last && a->host_pos) wfc_frame_put(a, i, h->pos_out[i]);
+    if (fl) flag_vertex(h->flags, fl, (uint32_t)i);
+  }
+  wfx_forces_flush(&F, h->forces);
+  free(stage);
+}
+
+/* The launch is one call (cpu_grain 0: a substep needs every vertex of the one before), and each
+ * substep a stage split over the CPU worker pool. */
+static void spring_frame_cpu(const void *args, size_t begin, size_t end) {
+  const wfc_frame_args *a = args;
+  spring_stage st = {.a = a, .lo = begin, .time = a->half[0].clock_in->time};
+  uint64_t subs = a->half[0].clock_in->substeps;
+  const bool resident = a->plan.mode == WFC_FRAME_RESIDENT;
   for (uint32_t s = 0; s < a->substeps; s++) {
     const wfc_spring_args *h = &a->half[s & 1u];
-    const wfc_params *p = h->params;
-    bool last = s + 1 == a->substeps;
-    uint32_t lo_v = 0, hi_v = 0; /* the staged vertices of the current block */
-    for (size_t i = begin; i < end; i++) {
-      uint32_t fl;
-      if (lanes) {
-        const wfp_f4 *P = h->pos_in, *V = h->vel_in;
-        uint32_t li = (uint32_t)i;
-        uint32_t first = (uint32_t)i / vpb * vpb;
-        if (stage) {
-          if (i == begin || (uint32_t)i == first) { /* a new block: stage its neighbourhood */
-            lo_v = first > a->reach ? first - a->reach : 0;
-            uint64_t hv = (uint64_t)first + vpb - 1 + a->reach;
-            hi_v = hv > n - 1 ? n - 1 : (uint32_t)hv;
-            for (uint32_t t = 0; t <= hi_v - lo_v; t++) {
-              stage[t] = h->pos_in[lo_v + t];
-              stage[a->plan.span + t] = h->vel_in[lo_v + t];
-            }
-          }
-          P = stage, V = stage + a->plan.span, li = (uint32_t)i - lo_v;
-        }
-        wfp_f4 x4 = h->pos_in[i], v4 = h->vel_in[i];
-        wfc_v3 f = wfc_v(0.0f, 0.0f, 0.0f);
-        if (x4.w > 0.0f) f = lanes_force(p, h, L, P, V, li, (uint32_t)i, wfc_xyz(x4), wfc_xyz(v4));
-        fl = wfc_spring_finish(p, h->colliders, h, (uint32_t)i, time, f, &x4, &v4, &F);
-        h->pos_out[i] = x4;
-        h->vel_out[i] = v4;
-      } else if (resident) {
-        wfp_f4 x4 = h->pos_in[i], v4 = h->vel_in[i];
-        fl = wfc_spring_vertex(p, h->colliders, h, NULL, a->nu, a->nr, (uint32_t)i, time, &x4, &v4,
-                               &F);
-        h->pos_out[i] = x4;
-        h->vel_out[i] = v4;
-      } else {
-        fl = wfc_frame_elem(a, s, (uint32_t)i, &F);
-      }
-      if (last && a->host_pos) wfc_frame_put(a, i, h->pos_out[i]);
-      if (fl) flag_vertex(h->flags, fl, (uint32_t)i);
-    }
-    time += (double)p->dt;
+    st.s = s;
+    wf_cpu_parallel_for(spring_substep_cpu, &st, end - begin, WF_GRAIN_HEAVY);
+    st.time += (double)h->params->dt;
     subs++;
-    wfx_forces_flush(&F, h->forces);
-    F.touched = 0;
     if (resident && begin == 0 && end > 0) {
-      wfc_clock c = {.time = time, .substeps = subs};
+      wfc_clock c = {.time = st.time, .substeps = subs};
       *h->clock_out = c;
     }
   }
-  free(stage);
 }
 
 const wf_kernel wfc_spring_frame = {"cloth_spring_frame", spring_frame_cpu,

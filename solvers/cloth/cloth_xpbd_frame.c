@@ -20,65 +20,107 @@ static void flag_vertex(wfc_flags *f, uint32_t fl, uint32_t i) {
   }
 }
 
-/* The kernel's cpu_grain is 0: the backend calls it once over [0, n), so the stages below are
- * ordered as the barriers of the CUDA kernel order them; GRID goes block by block over the
- * bands, as the CUDA blocks share the elements. The collider impulses of a substep go into a
- * table of the call's, added to the cloth's after each finalize (integer sums: the order of the
- * additions does not matter). */
+/* A stage of a substep over the items [begin, end): GRID mode's blocks, otherwise the stage's
+ * elements (vertices, or a colour's constraints). The stage function of wf_cpu_parallel_for. */
+typedef struct xpbd_stage {
+  const wfc_xpbd_frame_args *a;
+  wfc_solve_args sa; /* SOLVE: colour q's arguments */
+  uint32_t q;        /* SOLVE: the colour */
+  bool last;         /* FINALIZE: the frame's last substep (the readback) */
+} xpbd_stage;
+
+/* PREDICT, and the multipliers cleared: in GRID mode a block's vertices and its bands; otherwise
+ * vertices [begin, end) and the same share of the constraints. */
+static void predict_stage(const void *args, size_t begin, size_t end) {
+  const xpbd_stage *st = args;
+  const wfc_xpbd_frame_args *a = st->a;
+  if (a->plan.mode != WFC_XPBD_GRID) {
+    for (size_t i = begin; i < end; i++)
+      wfc_predict_elem(&a->predict, (uint32_t)i);
+    if (!a->solve.lambda) return;
+    size_t k0 = a->n ? (size_t)((uint64_t)a->constraints * begin / a->n) : 0;
+    size_t k1 = a->n ? (size_t)((uint64_t)a->constraints * end / a->n) : a->constraints;
+    for (size_t k = k0; k < k1; k++)
+      a->solve.lambda[k] = 0.0f;
+    return;
+  }
+  for (size_t b = begin; b < end; b++) {
+    uint32_t lo, hi;
+    wfc_xpbd_vertices(a, (uint32_t)b, &lo, &hi);
+    for (uint32_t i = lo; i < hi; i++)
+      wfc_predict_elem(&a->predict, i);
+    if (!a->solve.lambda) continue;
+    for (uint32_t q = 0; q < a->colours; q++) {
+      uint32_t j0, j1;
+      wfc_xpbd_band(a, q, (uint32_t)b, &j0, &j1);
+      for (uint32_t j = j0; j < j1; j++)
+        a->solve.lambda[a->perm[j]] = 0.0f;
+    }
+  }
+}
+
+/* SOLVE colour q: the constraints of a colour share no vertex. */
+static void solve_stage(const void *args, size_t begin, size_t end) {
+  const xpbd_stage *st = args;
+  const wfc_xpbd_frame_args *a = st->a;
+  if (a->plan.mode != WFC_XPBD_GRID) {
+    for (size_t k = begin; k < end; k++)
+      wfc_solve_elem(&st->sa, (uint32_t)k);
+    return;
+  }
+  const uint32_t c0 = a->colour_start[st->q];
+  for (size_t b = begin; b < end; b++) {
+    uint32_t j0, j1;
+    wfc_xpbd_band(a, st->q, (uint32_t)b, &j0, &j1);
+    for (uint32_t j = j0; j < j1; j++)
+      wfc_solve_elem(&st->sa, a->perm[j] - c0);
+  }
+}
+
+/* FINALIZE; the collider impulses go into a table of the piece's, added to the cloth's at its
+ * end (integer sums: the order of the additions does not matter). */
+static void finalize_stage(const void *args, size_t begin, size_t end) {
+  const xpbd_stage *st = args;
+  const wfc_xpbd_frame_args *a = st->a;
+  unsigned long long table[WFX_MAX_COLLIDERS * WFX_FORCE_WORDS]; /* collider_force.h */
+  wfx_forces F = {a->finalize.forces ? table : NULL, 0};
+  uint32_t lo = (uint32_t)begin, hi = (uint32_t)end;
+  if (a->plan.mode == WFC_XPBD_GRID) {
+    uint32_t l2;
+    wfc_xpbd_vertices(a, (uint32_t)begin, &lo, &l2);
+    wfc_xpbd_vertices(a, (uint32_t)end - 1u, &l2, &hi);
+  }
+  for (uint32_t i = lo; i < hi; i++) {
+    uint32_t fl = wfc_finalize_elem(&a->finalize, i, &F);
+    if (st->last && a->host_pos) wfc_xpbd_put(a, i, a->finalize.pos[i]);
+    if (fl) flag_vertex(a->finalize.flags, fl, i);
+  }
+  wfx_forces_flush(&F, a->finalize.forces);
+}
+
+/* The kernel's cpu_grain is 0: the backend calls it once over [0, n), and the stages below run
+ * in the order the barriers of the CUDA kernel give them, each one split over the CPU worker
+ * pool (wf_cpu_parallel_for: every piece of a stage is done before the next stage starts), with
+ * the staged kernels' grains. GRID goes by blocks (a block's bands, as the CUDA blocks share the
+ * elements); the order within a stage does not change a bit of the result. */
 static void xpbd_frame_cpu(const void *args, size_t begin, size_t end) {
   const wfc_xpbd_frame_args *a = args;
   (void)begin, (void)end;
   const bool grid = a->plan.mode == WFC_XPBD_GRID;
-  const uint32_t B = grid ? a->plan.blocks : 1u;
-  unsigned long long table[WFX_MAX_COLLIDERS * WFX_FORCE_WORDS]; /* collider_force.h */
-  wfx_forces F = {a->finalize.forces ? table : NULL, 0};
+  const size_t items = grid ? a->plan.blocks : a->n;
+  xpbd_stage st = {.a = a};
   for (uint32_t s = 0; s < a->substeps; s++) {
-    const bool last = s + 1 == a->substeps;
-    for (uint32_t b = 0; b < B; b++) { /* PREDICT, and the multipliers cleared */
-      uint32_t lo = 0, hi = a->n;
-      if (grid) wfc_xpbd_vertices(a, b, &lo, &hi);
-      for (uint32_t i = lo; i < hi; i++)
-        wfc_predict_elem(&a->predict, i);
-      if (!a->solve.lambda) continue;
-      if (!grid) {
-        for (uint32_t k = 0; k < a->constraints; k++)
-          a->solve.lambda[k] = 0.0f;
-        continue;
-      }
-      for (uint32_t q = 0; q < a->colours; q++) {
-        uint32_t j0, j1;
-        wfc_xpbd_band(a, q, b, &j0, &j1);
-        for (uint32_t j = j0; j < j1; j++)
-          a->solve.lambda[a->perm[j]] = 0.0f;
-      }
-    }
+    wf_cpu_parallel_for(predict_stage, &st, items, grid ? 1 : WF_GRAIN_LIGHT);
     for (uint32_t it = 0; it < a->iterations; it++)
-      for (uint32_t q = 0; q < a->colours; q++) { /* SOLVE colour q */
-        const wfc_solve_args sa = wfc_xpbd_colour_args(a, q);
-        const uint32_t c0 = a->colour_start[q], m = a->colour_start[q + 1] - c0;
-        if (!grid) {
-          for (uint32_t k = 0; k < m; k++)
-            wfc_solve_elem(&sa, k);
-          continue;
-        }
-        for (uint32_t b = 0; b < B; b++) {
-          uint32_t j0, j1;
-          wfc_xpbd_band(a, q, b, &j0, &j1);
-          for (uint32_t j = j0; j < j1; j++)
-            wfc_solve_elem(&sa, a->perm[j] - c0);
-        }
+      for (uint32_t q = 0; q < a->colours; q++) {
+        st.q = q;
+        st.sa = wfc_xpbd_colour_args(a, q);
+        size_t m = grid ? a->plan.blocks : a->colour_start[q + 1] - a->colour_start[q];
+        wf_cpu_parallel_for(solve_stage, &st, m, grid ? 1 : WF_GRAIN_HEAVY);
       }
-    for (uint32_t b = 0; b < B; b++) { /* FINALIZE */
-      uint32_t lo = 0, hi = a->n;
-      if (grid) wfc_xpbd_vertices(a, b, &lo, &hi);
-      for (uint32_t i = lo; i < hi; i++) {
-        uint32_t fl = wfc_finalize_elem(&a->finalize, i, &F);
-        if (last && a->host_pos) wfc_xpbd_put(a, i, a->finalize.pos[i]);
-        if (fl) flag_vertex(a->finalize.flags, fl, i);
-      }
-    }
-    wfx_forces_flush(&F, a->finalize.forces);
-    F.touched = 0;
+    st.last = s + 1 == a->substeps;
+    wf_cpu_parallel_for(finalize_stage, &st, items, grid ? 1 : WF_GRAIN_LIGHT);
+    st.last = false;
   }
 }
 
