@@ -19,31 +19,7 @@
 
 enum { MAXV = 600, MAXT = 1100 };
 
-typedef struct mesh {
-  float v[MAXV][3];
-  uint32_t t[MAXT][3];
-  uint32_t nv, nt;
-} mesh;
-
-/* Adds an nu x nw grid of spacing h centred at c in the plane spanned by u and w. */
-static void add_grid(mesh *m, int nu, int nw, float h, const float c[3], const float u[3],
-                     const float w[3]) {
-  uint32_t base = m->nv;
-  for (int j = 0; j < nw; j++)
-    for (int i = 0; i < nu; i++) {
-      float a = ((float)i - 0.5f * (float)(nu - 1)) * h,
-            b = ((float)j - 0.5f * (float)(nw - 1)) * h;
-      for (int k = 0; k < 3; k++)
-        m->v[m->nv][k] = c[k] + a * u[k] + b * w[k];
-      m->nv++;
-    }
-  for (int j = 0; j + 1 < nw; j++)
-    for (int i = 0; i + 1 < nu; i++) {
-      uint32_t a = base + (uint32_t)(j * nu + i), b = a + 1, cc = a + (uint32_t)nu, d = cc + 1;
-      m->t[m->nt][0] = a, m->t[m->nt][1] = cc, m->t[m->nt][2] = b, m->nt++;
-      m->t[m->nt][0] = b, m->t[m->nt][1] = cc, m->t[m->nt][2] = d, m->nt++;
-    }
-}
+#include "cloth_pieces.h" /* mesh, add_grid */
 
 /* A failed call in a function that returns a value: fail the test, go on. */
 #define OK(e)                                                                                      \

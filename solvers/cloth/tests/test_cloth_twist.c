@@ -16,30 +16,13 @@ enum { MAXV = 400, MAXT = 800 };
 
 #define PI 3.14159265358979323846
 
-typedef struct mesh {
-  float v[MAXV][3];
-  uint32_t t[MAXT][3];
-  uint32_t nv, nt;
-} mesh;
+#include "cloth_pieces.h" /* mesh, add_grid */
 
-/* An nu x nw grid of spacing h centred at c in the plane spanned by u and w (vertex j * nu + i). */
+/* An nu x nw grid, alone in m (vertex j * nu + i). */
 static void grid(mesh *m, int nu, int nw, float h, const float c[3], const float u[3],
                  const float w[3]) {
   m->nv = m->nt = 0;
-  for (int j = 0; j < nw; j++)
-    for (int i = 0; i < nu; i++) {
-      float a = ((float)i - 0.5f * (float)(nu - 1)) * h,
-            b = ((float)j - 0.5f * (float)(nw - 1)) * h;
-      for (int k = 0; k < 3; k++)
-        m->v[m->nv][k] = c[k] + a * u[k] + b * w[k];
-      m->nv++;
-    }
-  for (int j = 0; j + 1 < nw; j++)
-    for (int i = 0; i + 1 < nu; i++) {
-      uint32_t a = (uint32_t)(j * nu + i), b = a + 1, cc = a + (uint32_t)nu, d = cc + 1;
-      m->t[m->nt][0] = a, m->t[m->nt][1] = cc, m->t[m->nt][2] = b, m->nt++;
-      m->t[m->nt][0] = b, m->t[m->nt][1] = cc, m->t[m->nt][2] = d, m->nt++;
-    }
+  add_grid(m, nu, nw, h, c, u, w);
 }
 
 static const float X[3] = {1, 0, 0}, Z[3] = {0, 0, 1};
