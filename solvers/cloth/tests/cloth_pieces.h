@@ -7,6 +7,8 @@
 
 #include <stdint.h>
 
+#include "weft/cloth.h"
+
 typedef struct mesh {
   float v[MAXV][3];
   uint32_t t[MAXT][3];
@@ -32,6 +34,26 @@ static inline void add_grid(mesh *m, int nu, int nw, float h, const float c[3], 
       m->t[m->nt][0] = a, m->t[m->nt][1] = cc, m->t[m->nt][2] = b, m->nt++;
       m->t[m->nt][0] = b, m->t[m->nt][1] = cc, m->t[m->nt][2] = d, m->nt++;
     }
+}
+
+/* The contact tests' cloth: a light cotton (0.15 kg/m², 5 mm thick), stiff enough for a
+ * mass-spring substep of 1/60/32 s. */
+static inline void pieces_cotton(wf_cloth_material *m) {
+  m->density = 0.15f;
+  m->thickness = 0.005f;
+  m->stretch_modulus = 30.0f;
+  m->shear_modulus = 10.0f;
+  m->bend_rigidity = 1e-5f;
+}
+
+/* A cloth of m's pieces. */
+static inline wf_status pieces_create(const wf_cloth_desc *d, const mesh *m, wf_cloth **c) {
+  wf_cloth_mesh_desc md = wf_cloth_mesh_desc_default();
+  md.vertices = (const float(*)[3])m->v;
+  md.vertex_count = m->nv;
+  md.triangles = (const uint32_t(*)[3])m->t;
+  md.triangle_count = m->nt;
+  return wf_cloth_create_mesh(d, &md, c);
 }
 
 #endif

@@ -42,21 +42,8 @@ static wf_cloth_desc desc_of(int integrator, const char *name) {
   d.substeps = integrator == WF_CLOTH_XPBD ? 16 : 32;
   d.damping = 0.0f;
   d.origin_given = true;
-  d.material.density = 0.15f;
-  d.material.thickness = 0.005f;
-  d.material.stretch_modulus = 30.0f;
-  d.material.shear_modulus = 10.0f;
-  d.material.bend_rigidity = 1e-5f;
+  pieces_cotton(&d.material);
   return d;
-}
-
-static wf_status make(const wf_cloth_desc *d, const mesh *m, wf_cloth **c) {
-  wf_cloth_mesh_desc md = wf_cloth_mesh_desc_default();
-  md.vertices = (const float(*)[3])m->v;
-  md.vertex_count = m->nv;
-  md.triangles = (const uint32_t(*)[3])m->t;
-  md.triangle_count = m->nt;
-  return wf_cloth_create_mesh(d, &md, c);
 }
 
 static const float X[3] = {1, 0, 0}, Z[3] = {0, 0, 1};
@@ -81,7 +68,7 @@ static wf_status make_both(int integrator, bool contact, wf_cloth **out) {
   wf_cloth_desc d = desc_of(integrator, "both");
   d.contact = contact;
   d.damping = 0.5f;
-  wf_status st = make(&d, &both, out);
+  wf_status st = pieces_create(&d, &both, out);
   for (uint32_t j = 0; j < 16 && st == WF_OK; j++)
     for (uint32_t i = 0; i < 16 && st == WF_OK; i++)
       if (i == 0 || j == 0 || i == 15 || j == 15) st = wf_cloth_pin(*out, j * 16 + i);
@@ -134,9 +121,9 @@ TEST(group_equals_pieces_xpbd) {
   wf_cloth *one, *a, *b;
   wf_cloth_group *g;
   CHECK_OK(make_both(WF_CLOTH_XPBD, true, &one));
-  CHECK_OK(make(&d, &lo, &a));
+  CHECK_OK(pieces_create(&d, &lo, &a));
   d.name = "upper";
-  CHECK_OK(make(&d, &up, &b));
+  CHECK_OK(pieces_create(&d, &up, &b));
   for (uint32_t j = 0; j < 16; j++)
     for (uint32_t i = 0; i < 16; i++)
       if (i == 0 || j == 0 || i == 15 || j == 15) CHECK_OK(wf_cloth_pin(a, j * 16 + i));
@@ -166,7 +153,8 @@ static double slide(int integrator, bool grouped, float mu, int frames, uint64_t
   wf_cloth *a = NULL, *b = NULL;
   wf_cloth_group *g = NULL;
   *worst = 0, *lowest = 1.0f;
-  if (make(&d, &lo, &a) != WF_OK || (d.name = "upper", make(&d, &up, &b)) != WF_OK) {
+  if (pieces_create(&d, &lo, &a) != WF_OK ||
+      (d.name = "upper", pieces_create(&d, &up, &b)) != WF_OK) {
     TH_FAIL("%s", wf_last_error());
     wf_cloth_destroy(a);
     return NAN;
@@ -259,9 +247,9 @@ static double slope_slide(int integrator, double theta_deg, int frames) {
   d.gravity[0] = (float)(9.81 * sin(th)), d.gravity[1] = (float)(-9.81 * cos(th)), d.gravity[2] = 0;
   wf_cloth *a, *b;
   wf_cloth_group *g;
-  OK(make(&d, &lo, &a));
+  OK(pieces_create(&d, &lo, &a));
   d.name = "upper";
-  OK(make(&d, &up, &b));
+  OK(pieces_create(&d, &up, &b));
   for (uint32_t i = 0; i < lo.nv; i++)
     OK(wf_cloth_pin(a, i));
   wf_cloth *pair[2] = {a, b};
@@ -323,7 +311,7 @@ static void heap_run(int integrator, int frames, float (*out)[4], float (*save_p
   for (int i = 0; i < 3; i++) {
     wf_cloth_desc d = desc_of(integrator, names[i]);
     d.no_graph = false;
-    CHECK_OK(make(&d, &m[i], &c[i]));
+    CHECK_OK(pieces_create(&d, &m[i], &c[i]));
     if (from_p)
       CHECK_OK(wf_cloth_set_state_local(c[i], from_p + first[i], from_v + first[i], t, k));
   }
@@ -381,9 +369,9 @@ TEST(group_recaptures_after_a_readback) {
   wf_cloth *a, *b;
   wf_cloth_group *g;
   wf_buffer *rb;
-  CHECK_OK(make(&d, &lo, &a));
+  CHECK_OK(pieces_create(&d, &lo, &a));
   d.name = "upper";
-  CHECK_OK(make(&d, &up, &b));
+  CHECK_OK(pieces_create(&d, &up, &b));
   wf_cloth *pair[2] = {a, b};
   CHECK_OK(wf_cloth_group_create(pair, 2, NULL, &g));
   CHECK_OK(wf_cloth_group_step_frames(g, 2));
@@ -420,20 +408,20 @@ TEST(group_errors) {
   wf_cloth_desc d = desc_of(WF_CLOTH_XPBD, "lower");
   wf_cloth *a, *b, *c;
   wf_cloth_group *g = NULL;
-  CHECK_OK(make(&d, &lo, &a));
+  CHECK_OK(pieces_create(&d, &lo, &a));
   d.name = "upper";
   d.origin[0] = 1.0;
-  CHECK_OK(make(&d, &up, &b));
+  CHECK_OK(pieces_create(&d, &up, &b));
   wf_cloth *pair[2] = {a, b};
   CHECK_ERROR(wf_cloth_group_create(pair, 2, NULL, &g), WF_ERR_INVALID, "share one origin");
   wf_cloth_destroy(b);
   d.origin[0] = 0.0, d.substeps = 20;
-  CHECK_OK(make(&d, &up, &b));
+  CHECK_OK(pieces_create(&d, &up, &b));
   pair[1] = b;
   CHECK_ERROR(wf_cloth_group_create(pair, 2, NULL, &g), WF_ERR_INVALID, "same integrator");
   wf_cloth_destroy(b);
   d.substeps = 16;
-  CHECK_OK(make(&d, &up, &b));
+  CHECK_OK(pieces_create(&d, &up, &b));
   pair[1] = a;
   CHECK_ERROR(wf_cloth_group_create(pair, 2, NULL, &g), WF_ERR_INVALID, "given twice");
   wf_cloth_group_desc gd = wf_cloth_group_desc_default();
@@ -449,7 +437,7 @@ TEST(group_errors) {
   CHECK_OK(wf_cloth_step_frames(a, 1)); /* free again */
   if (th_dev1) {
     d.devices[0] = th_dev1;
-    CHECK_OK(make(&d, &up, &c));
+    CHECK_OK(pieces_create(&d, &up, &c));
     pair[1] = c;
     CHECK_ERROR(wf_cloth_group_create(pair, 2, NULL, &g), WF_ERR_INVALID, "needs one device");
     wf_cloth_destroy(c);

@@ -34,21 +34,8 @@ static wf_cloth_desc layer_desc(int integrator, bool contact) {
   d.contact = contact;
   d.damping = 0.5f;
   /* a light cotton, 0.15 kg/m², stiff enough in mass-spring for the substep */
-  d.material.density = 0.15f;
-  d.material.thickness = 0.005f;
-  d.material.stretch_modulus = 30.0f;
-  d.material.shear_modulus = 10.0f;
-  d.material.bend_rigidity = 1e-5f;
+  pieces_cotton(&d.material);
   return d;
-}
-
-static wf_status make(const wf_cloth_desc *d, const mesh *m, wf_cloth **c) {
-  wf_cloth_mesh_desc md = wf_cloth_mesh_desc_default();
-  md.vertices = (const float(*)[3])m->v;
-  md.vertex_count = m->nv;
-  md.triangles = (const uint32_t(*)[3])m->t;
-  md.triangle_count = m->nt;
-  return wf_cloth_create_mesh(d, &md, c);
 }
 
 static const float X[3] = {1, 0, 0}, Y[3] = {0, 1, 0}, Z[3] = {0, 0, 1};
@@ -67,7 +54,7 @@ static uint64_t fold_run(int integrator, bool contact, int frames, float (*end)[
     m.v[i][2] += 0.05f * m.v[i][1];
   wf_cloth_desc d = layer_desc(integrator, contact);
   wf_cloth *cl;
-  wf_status st = make(&d, &m, &cl);
+  wf_status st = pieces_create(&d, &m, &cl);
   if (st != WF_OK) {
     TH_FAIL("fold: %s", wf_last_error());
     return UINT64_MAX;
@@ -114,7 +101,7 @@ static void fast_fall(int integrator, bool contact, uint64_t *worst, float *lowe
   wf_cloth_desc d = layer_desc(integrator, contact);
   wf_cloth *cl;
   *worst = UINT64_MAX;
-  CHECK_OK(make(&d, &m, &cl));
+  CHECK_OK(pieces_create(&d, &m, &cl));
   for (int j = 0; j < 12; j++)
     for (int i = 0; i < 12; i++)
       if (i == 0 || j == 0 || i == 11 || j == 11)
@@ -170,7 +157,7 @@ TEST(sheet_on_thin_pole_xpbd) {
   add_grid(&m, 14, 14, 0.04f, c, X, Z);
   wf_cloth_desc d = layer_desc(WF_CLOTH_XPBD, true);
   wf_cloth *cl;
-  CHECK_OK(make(&d, &m, &cl));
+  CHECK_OK(pieces_create(&d, &m, &cl));
   wf_collider_desc pole;
   memset(&pole, 0, sizeof pole);
   pole.name = "pole", pole.type = WF_COLLIDER_CAPSULE, pole.radius = 0.01f, pole.friction = 0.5f;
@@ -210,7 +197,7 @@ TEST(attached_corners_lowered_xpbd) {
   add_grid(&m, 10, 10, 0.05f, c, X, Y); /* hanging: rows along y */
   wf_cloth_desc d = layer_desc(WF_CLOTH_XPBD, true);
   wf_cloth *cl;
-  CHECK_OK(make(&d, &m, &cl));
+  CHECK_OK(pieces_create(&d, &m, &cl));
   wf_collider_desc hand;
   memset(&hand, 0, sizeof hand);
   hand.name = "hand", hand.type = WF_COLLIDER_BOX;
@@ -251,7 +238,7 @@ TEST(free_fall_not_slowed_xpbd) {
   wf_cloth_desc d = layer_desc(WF_CLOTH_XPBD, true);
   d.damping = 0.0f;
   wf_cloth *cl;
-  CHECK_OK(make(&d, &m, &cl));
+  CHECK_OK(pieces_create(&d, &m, &cl));
   CHECK_OK(wf_cloth_step_frames(cl, 60));
   static float v[MAXV][4];
   CHECK_OK(wf_cloth_download(cl, NULL, v));
@@ -290,7 +277,7 @@ TEST(coupled_ball_presses_layers_xpbd) {
   const float bp[1][4] = {{0.0f, 0.65f, 0.0f, 0.06f}}, bv[1][4] = {{0, 0, 0, 1.0f / 0.2f}};
   wf_status st = wf_particles_create(&pd, &ps);
   if (st == WF_OK) st = wf_particles_add(ps, 1, bp, bv, 0, NULL);
-  if (st == WF_OK) st = make(&d, &m, &cl);
+  if (st == WF_OK) st = pieces_create(&d, &m, &cl);
   for (int j = 0; j < 12 && st == WF_OK; j++)
     for (int i = 0; i < 12 && st == WF_OK; i++)
       if (i == 0 || j == 0 || i == 11 || j == 11) st = wf_cloth_pin(cl, (uint32_t)(j * 12 + i));
@@ -340,7 +327,7 @@ static double slope_slide(int integrator, double theta_deg, int frames) {
   d.gravity[0] = (float)(9.81 * sin(th)), d.gravity[1] = (float)(-9.81 * cos(th)), d.gravity[2] = 0;
   d.contact_static_friction = 0.5f, d.contact_dynamic_friction = 0.4f;
   wf_cloth *cl;
-  if (make(&d, &m, &cl) != WF_OK) {
+  if (pieces_create(&d, &m, &cl) != WF_OK) {
     TH_FAIL("%s", wf_last_error());
     return NAN;
   }
@@ -414,7 +401,7 @@ TEST(contact_checkpoint_bitwise) {
   static float p[MAXV][4], v[MAXV][4], pa[MAXV][4], pb[MAXV][4];
   double t;
   uint64_t k;
-  CHECK_OK(make(&d, &m, &a));
+  CHECK_OK(pieces_create(&d, &m, &a));
   CHECK_OK(wf_cloth_add_collider(a, &g, NULL));
   CHECK_OK(wf_cloth_step_frames(a, 14));
   CHECK_OK(wf_cloth_download_local(a, p, v));
@@ -422,7 +409,7 @@ TEST(contact_checkpoint_bitwise) {
   CHECK_OK(wf_cloth_step_frames(a, 6));
   CHECK_OK(wf_cloth_download_local(a, pa, NULL));
   wf_cloth_destroy(a);
-  CHECK_OK(make(&d, &m, &b));
+  CHECK_OK(pieces_create(&d, &m, &b));
   CHECK_OK(wf_cloth_add_collider(b, &g, NULL));
   CHECK_OK(wf_cloth_set_state_local(b, (const float(*)[4])p, (const float(*)[4])v, t, k));
   CHECK_OK(wf_cloth_step_frames(b, 6));
@@ -454,11 +441,11 @@ TEST(contact_errors) {
   wf_cloth_desc d = layer_desc(WF_CLOTH_XPBD, true);
   d.devices[1] = th_dev1, d.device_count = 2;
   wf_cloth *cl = NULL;
-  CHECK_OK(make(&d, &m, &cl));
+  CHECK_OK(pieces_create(&d, &m, &cl));
   wf_cloth_destroy(cl);
   d = layer_desc(WF_CLOTH_XPBD, true);
   d.contact_static_friction = -1.0f;
-  CHECK_ERROR(make(&d, &m, &cl), WF_ERR_INVALID, "contact_static_friction -1");
+  CHECK_ERROR(pieces_create(&d, &m, &cl), WF_ERR_INVALID, "contact_static_friction -1");
 }
 
 int main(int argc, char **argv) {

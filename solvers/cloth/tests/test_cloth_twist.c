@@ -36,21 +36,8 @@ static wf_cloth_desc desc_of(bool contact) {
   d.substeps = 16;
   d.contact = contact;
   d.damping = 0.5f;
-  d.material.density = 0.15f;
-  d.material.thickness = 0.005f;
-  d.material.stretch_modulus = 30.0f;
-  d.material.shear_modulus = 10.0f;
-  d.material.bend_rigidity = 1e-5f;
+  pieces_cotton(&d.material);
   return d;
-}
-
-static wf_status make(const wf_cloth_desc *d, const mesh *m, wf_cloth **c) {
-  wf_cloth_mesh_desc md = wf_cloth_mesh_desc_default();
-  md.vertices = (const float(*)[3])m->v;
-  md.vertex_count = m->nv;
-  md.triangles = (const uint32_t(*)[3])m->t;
-  md.triangle_count = m->nt;
-  return wf_cloth_create_mesh(d, &md, c);
 }
 
 /* Steps `substeps` one at a time; returns the most intersecting pairs at a substep's end. */
@@ -95,7 +82,7 @@ static uint64_t twist(bool contact, float omega, int frames, float (*p)[4]) {
   d.substeps = 8;
   d.origin_given = true; /* at (0, 0, 0): local positions are the world's */
   wf_cloth *c;
-  if (make(&d, &m, &c) != WF_OK) {
+  if (pieces_create(&d, &m, &c) != WF_OK) {
     TH_FAIL("%s", wf_last_error());
     return UINT64_MAX;
   }
@@ -193,7 +180,7 @@ TEST(thin_pole_every_substep_xpbd) {
   grid(&m, 12, 12, 0.04f, (const float[3]){0.0f, 0.35f, 0.02f}, X, Z);
   wf_cloth_desc d = desc_of(true);
   wf_cloth *c;
-  CHECK_OK(make(&d, &m, &c));
+  CHECK_OK(pieces_create(&d, &m, &c));
   wf_collider_desc pole;
   memset(&pole, 0, sizeof pole);
   pole.name = "pole", pole.type = WF_COLLIDER_CAPSULE, pole.radius = 0.005f, pole.friction = 0.5f;
