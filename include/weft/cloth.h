@@ -276,6 +276,21 @@ typedef struct wf_cloth_desc {
    * metres; true: `origin` as given (finite). wf_cloth_origin reports it. */
   bool origin_given;
   double origin[3];
+  /* MPI ranks (docs/multi-device.md, "MPI"): NULL, one process. Else a pointer to an MPI_Comm
+   * (the application's, after MPI_Init; weft duplicates it). The device_count partitions are then
+   * shared by the communicator's ranks in blocks (partition p is rank p * ranks / device_count's;
+   * device_count >= ranks), each rank creating only its own partitions, on devices[p] (the
+   * others' entries are not read); halos between ranks go through MPI and a frame runs stage by
+   * stage (not captured). Every rank makes the same calls with the same arguments: pins,
+   * colliders, material and parameters are set on every rank alike, and the reads of the whole
+   * cloth (wf_cloth_download, wf_cloth_energy_get, wf_cloth_check) are collectives that give the
+   * whole cloth on every rank. The result is bitwise that of one process with the same
+   * device_count. Not over ranks (WF_ERR_UNSUPPORTED, naming the cloth): contact groups,
+   * coupling with particles, self-collision, the overlap measure, wf_cloth_copy_positions and
+   * the per-frame readback. A libweft built without MPI refuses it. */
+  const void *mpi_comm;
+  /* with mpi_comm: how halos between ranks travel (wf_mpi_halo; 0: AUTO) */
+  int mpi_halo;
 } wf_cloth_desc;
 
 /** A rectangular grid of vertices. Start from wf_cloth_grid_default(). */
@@ -637,6 +652,9 @@ WF_API void wf_cloth_group_destroy(wf_cloth_group *g);
 WF_API uint32_t wf_cloth_count(const wf_cloth *c);
 /** Number of partitions (one per device). */
 WF_API int wf_cloth_partition_count(const wf_cloth *c);
+/** Whether this process holds partition i (always, but over MPI ranks: then only its rank's
+ *  block; wf_cloth_partition_view refuses the others). */
+WF_API bool wf_cloth_partition_is_local(const wf_cloth *c, int i);
 /** Partition i's state on its own device (0 <= i < wf_cloth_partition_count): its owned rows,
  *  their global ids (ids NULL and first 0 with one partition: row i is vertex i), the stream
  *  they are written on, the clock and the origin its positions are relative to (the cloth's,
