@@ -440,14 +440,18 @@ WF_API wf_status wf_cloth_add_collider(wf_cloth *c, const wf_collider_desc *desc
  *  wf_particles_collider_force: bitwise the same for any number of partitions and on the CPU
  *  and CUDA backends. Waits for the frames enqueued; zero before the first. Summed only while
  *  measured (wf_cloth_measure_collider_forces): a cloth that does not measure them reads zero
- *  here, and this first call turns the measuring on from the next frame enqueued on. */
+ *  here, and this first call turns the measuring on from the next frame enqueued on. Over MPI
+ *  ranks (desc.mpi_comm) the sums over every rank that the last wf_cloth_step_frames made: no
+ *  collective, a read on one rank alone waits for nobody. */
 WF_API wf_status wf_cloth_collider_force(wf_cloth *c, uint32_t index, double force[3],
                                          double torque[3]);
 /** Whether the frames sum the impulses on the colliders (wf_cloth_collider_force). Off when the
  *  cloth is created: a mass-spring frame with colliders then stays one launch (no clear before
  *  it) and the contacts add nothing. Turning it on or off takes effect from the next frame
  *  enqueued (the captured frame is recorded again) and zeroes the sums; the cloth's motion is
- *  bitwise the same either way. */
+ *  bitwise the same either way. Over MPI ranks it records this rank's wish: the next
+ *  wf_cloth_step_frames turns measuring on on every rank when any rank asked (so one rank, e.g.
+ *  the one writing statistics, may ask alone). */
 WF_API wf_status wf_cloth_measure_collider_forces(wf_cloth *c, bool on);
 /** Sets collider `index`'s pose and velocities from pose->time on (weft/collider.h), in every
  *  partition's device-side table; no recapture. Attached vertices keep the linear velocity only. */
@@ -508,7 +512,8 @@ WF_API wf_status wf_cloth_step_substeps(wf_cloth *c, int n);
  *  vel[i] = xyz + 0. Positions are in the world: the solver's own (relative to wf_cloth_origin)
  *  plus the origin, added in double and rounded to float. Either pointer may be NULL.
  *  WF_ERR_INVALID (data still copied) when a vertex became NaN/inf; the message names the first
- *  one. */
+ *  one. Over MPI ranks a collective (every rank calls it) that gives the whole cloth on every
+ *  rank, gathered in vertex order. */
 WF_API wf_status wf_cloth_download(wf_cloth *c, float (*pos)[4], float (*vel)[4]);
 /** Replaces the state of every vertex (pos: xyz + inverse mass, vel: xyz + 0, as wf_cloth_download
  *  returns them: world positions, made relative to the origin in double) and the solver's clock
