@@ -86,8 +86,8 @@ static wf_status build(const opts *o, wf_cloth **out) {
   wf_cloth_desc d = wf_cloth_desc_default();
   d.name = o->comm ? "ranked" : "one-process";
   d.integrator = o->integrator;
-  d.iterations = o->integrator == WF_CLOTH_XPBD ? 2 : 1;
-  d.substeps = o->contact ? 16 : 8;
+  d.iterations = o->integrator == WF_CLOTH_XPBD && !o->contact ? 2 : 1;
+  d.substeps = o->contact && o->integrator == WF_CLOTH_SPRINGS ? 16 : 8;
   for (int i = 0; i < o->parts; i++) {
     char name[16];
     snprintf(name, sizeof name, "cpu:%d", i % 4);
