@@ -366,8 +366,9 @@ typedef struct wf_cloth_info {
                                 (tuning.block); else 0 */
   uint32_t frame_grid_sync;  /* resident frames: 1 = grid.sync() between substeps
                                 (tuning.grid_sync); else 0 */
-  /* the partitioning (the frame_* fields above are partition 0's; device_bytes and graph_nodes
-   * are summed over the partitions) */
+  /* the partitioning (the frame_* fields above are partition 0's, over MPI ranks this rank's
+   * first; device_bytes and graph_nodes are summed over the partitions, over MPI ranks this
+   * rank's, and partition_bytes is 0 for another rank's) */
   uint32_t partitions;                    /* one per device */
   uint32_t owned[WF_MAX_DEVICES];         /* vertices each partition owns */
   uint32_t ghosts[WF_MAX_DEVICES];        /* ghost copies each partition holds */
@@ -376,6 +377,9 @@ typedef struct wf_cloth_info {
   uint32_t exchanges_per_frame;           /* halo exchanges per frame */
   uint64_t halo_bytes_per_frame;          /* bytes the halo copies move per frame, all partitions */
   bool peer; /* every pair of distinct devices has direct (peer) access (true for one) */
+  /* over MPI ranks: how this rank's halos to other ranks travel (WF_MPI_HALO_DIRECT or _STAGED,
+   * as desc.mpi_halo resolved); 0 in one process */
+  int mpi_halo;
 } wf_cloth_info;
 
 /** The default material (the defaults in wf_cloth_material's field comments). */

@@ -537,6 +537,8 @@ static void fill_info(wf_cloth *cs) {
   in->partitions = cs->np;
   in->vertices = cs->nv;
   in->links = (uint32_t)cs->set->n_links;
+  int lead = cs->set->lead;
+  if (cs->set->mpi) in->mpi_halo = cs->set->direct[lead] ? WF_MPI_HALO_DIRECT : WF_MPI_HALO_STAGED;
   for (int p = 0; p < cs->np; p++) {
     in->owned[p] = cs->parts[p].n_owned;
     in->ghosts[p] = cs->parts[p].n_local - cs->parts[p].n_owned;

@@ -250,6 +250,9 @@ static void compare(opts o, int steps, int frames) {
   wf_cloth_info info;
   CHECK_OK(wf_cloth_info_get(mpi, &info));
   CHECK_EQ_INT(info.partitions, o.parts);
+  /* CPU devices' memory is host memory: AUTO lets MPI take it directly */
+  CHECK_EQ_INT(info.mpi_halo,
+               o.halo == WF_MPI_HALO_STAGED ? WF_MPI_HALO_STAGED : WF_MPI_HALO_DIRECT);
   printf("  rank %d/%d, %s%s, %d partitions: bitwise one process's over %d frames%s\n", rank_,
          ranks_, o.integrator == WF_CLOTH_XPBD ? "xpbd" : "springs", o.contact ? " contact" : "",
          o.parts, steps * frames, o.contact && cross ? " (contact across ranks)" : "");
