@@ -157,20 +157,32 @@ static void *ptr(const wf_buffer *b) { return b ? wf_buffer_ptr(b) : NULL; }
 
 /* The partitions this process checks: over MPI ranks only its own (each rank checks its block,
  * and the world agrees on the verdicts, world.c). */
+static int partitions_all(const wfw_health_source *s) {
+  return s->ps ? wf_particles_partition_count(s->ps) : wf_cloth_partition_count(s->cloth);
+}
+
+static bool partition_local(const wfw_health_source *s, int i) {
+  return s->ps ? wf_particles_partition_is_local(s->ps, i)
+               : wf_cloth_partition_is_local(s->cloth, i);
+}
+
 static int partition_count(const wfw_health_source *s) {
-  if (!s->ps) return wf_cloth_partition_count(s->cloth);
   int n = 0;
-  for (int i = 0; i < wf_particles_partition_count(s->ps); i++)
-    n += wf_particles_partition_is_local(s->ps, i);
+  for (int i = 0; i < partitions_all(s); i++)
+    n += partition_local(s, i);
   return n;
 }
 
 /* The solver's index of this process's j-th partition. */
 static int partition_index(const wfw_health_source *s, int j) {
-  if (!s->ps) return j;
-  for (int i = 0; i < wf_particles_partition_count(s->ps); i++)
-    if (wf_particles_partition_is_local(s->ps, i) && j-- == 0) return i;
+  for (int i = 0; i < partitions_all(s); i++)
+    if (partition_local(s, i) && j-- == 0) return i;
   return -1;
+}
+
+/* Whether the source is split over MPI ranks (some partition is another rank's). */
+static bool over_ranks(const wfw_health_source *s) {
+  return partition_count(s) < partitions_all(s);
 }
 
 static wf_status partition_view(const wfw_health_source *s, int i, wf_partition_view *v) {
@@ -884,7 +896,8 @@ wf_status wfw_health_last_good(wfw_health *h, int64_t now, float (**pos)[4], flo
   if (!tmp && st == WF_OK)
     st = wf__error(WF_ERR_OUT_OF_MEMORY, "wf_world_save_last_good", "out of host memory");
   for (int s = 0; s < h->n_sources; s++) {
-    if (h->comm && h->sources[s].ps) { /* split over the ranks: a collective, even after an error */
+    if (h->comm &&
+        over_ranks(&h->sources[s])) { /* split over the ranks: a collective, even after an error */
       st = source_gather(h, s, pos[s], vel[s], clock, tmp, st);
       continue;
     }

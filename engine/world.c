@@ -366,10 +366,15 @@ static bool grouped(const wf_scene *sc, int i) {
   return sc->simulation.cloth_collision && sc->cloths[i].contact;
 }
 
+/* Over MPI ranks a split cloth's partitions (the world's devices) are shared by the ranks as the
+ * particles' are (wf_cloth_desc.mpi_comm). A cloth that is not split runs whole on every rank
+ * (the same bits on every rank), and so does every cloth when the ranks outnumber the devices
+ * (each rank needs a partition). */
 static int cloth_devices(const wf_world *w, const wf_scene *sc, int i) {
-  /* over MPI ranks a cloth is not split between ranks yet: each rank runs it whole (the same
-   * bits on every rank, and those of a split: the cloth's result does not depend on it) */
-  return sc->cloths[i].self_collision || grouped(sc, i) || w->mpi_comm ? 1 : w->n_devices;
+  if (sc->cloths[i].self_collision || grouped(sc, i)) return 1;
+  int ranks = 1, rank = 0;
+  if (w->mpi_comm && wfpt_comm_size(w->mpi_comm, &ranks, &rank) != WF_OK) ranks = w->n_devices + 1;
+  return ranks > w->n_devices ? 1 : w->n_devices;
 }
 
 static const char *cloth_name(const wf_world *w, int i) {
@@ -392,6 +397,7 @@ static wf_status cloth_solver(wf_world *w, const wf_scene *sc, int i) {
   d.device_count = cloth_devices(w, sc, i);
   for (int k = 0; k < d.device_count; k++)
     d.devices[k] = w->devices[k];
+  if (d.device_count > 1) d.mpi_comm = w->mpi_comm, d.mpi_halo = w->mpi_halo;
   if (!c->is_mesh) {
     wf_cloth_grid g = grid_of(c);
     return wf_cloth_create_grid(&d, &g, &w->cloths[i]);
@@ -976,7 +982,7 @@ wf_status wf_world_object_owned(wf_world *w, int index, uint32_t *rows, uint32_t
   *n = 0;
   wf_status st = wf_world_object_get(w, index, &info);
   if (st != WF_OK) return st;
-  if (info.kind != WF_WORLD_PARTICLES || !w->ps) { /* every rank runs the cloths whole */
+  if (info.kind != WF_WORLD_PARTICLES || !w->ps) { /* a cloth's rows: every rank reads them */
     for (uint32_t i = 0; rows && i < info.point_count; i++)
       rows[i] = i;
     *n = info.point_count;

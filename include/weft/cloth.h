@@ -276,6 +276,21 @@ typedef struct wf_cloth_desc {
    * metres; true: `origin` as given (finite). wf_cloth_origin reports it. */
   bool origin_given;
   double origin[3];
+  /* MPI ranks (docs/multi-device.md, "MPI"): NULL, one process. Else a pointer to an MPI_Comm
+   * (the application's, after MPI_Init; weft duplicates it). The device_count partitions are then
+   * shared by the communicator's ranks in blocks (partition p is rank p * ranks / device_count's;
+   * device_count >= ranks), each rank creating only its own partitions, on devices[p] (the
+   * others' entries are not read); halos between ranks go through MPI and a frame runs stage by
+   * stage (not captured). Every rank makes the same calls with the same arguments: pins,
+   * colliders, material and parameters are set on every rank alike, and the reads of the whole
+   * cloth (wf_cloth_download, wf_cloth_energy_get, wf_cloth_check) are collectives that give the
+   * whole cloth on every rank. The result is bitwise that of one process with the same
+   * device_count. Not over ranks (WF_ERR_UNSUPPORTED, naming the cloth): contact groups,
+   * coupling with particles, self-collision, the overlap measure, wf_cloth_copy_positions and
+   * the per-frame readback. A libweft built without MPI refuses it. */
+  const void *mpi_comm;
+  /* with mpi_comm: how halos between ranks travel (wf_mpi_halo; 0: AUTO) */
+  int mpi_halo;
 } wf_cloth_desc;
 
 /** A rectangular grid of vertices. Start from wf_cloth_grid_default(). */
@@ -351,8 +366,9 @@ typedef struct wf_cloth_info {
                                 (tuning.block); else 0 */
   uint32_t frame_grid_sync;  /* resident frames: 1 = grid.sync() between substeps
                                 (tuning.grid_sync); else 0 */
-  /* the partitioning (the frame_* fields above are partition 0's; device_bytes and graph_nodes
-   * are summed over the partitions) */
+  /* the partitioning (the frame_* fields above are partition 0's, over MPI ranks this rank's
+   * first; device_bytes and graph_nodes are summed over the partitions, over MPI ranks this
+   * rank's, and partition_bytes is 0 for another rank's) */
   uint32_t partitions;                    /* one per device */
   uint32_t owned[WF_MAX_DEVICES];         /* vertices each partition owns */
   uint32_t ghosts[WF_MAX_DEVICES];        /* ghost copies each partition holds */
@@ -361,6 +377,9 @@ typedef struct wf_cloth_info {
   uint32_t exchanges_per_frame;           /* halo exchanges per frame */
   uint64_t halo_bytes_per_frame;          /* bytes the halo copies move per frame, all partitions */
   bool peer; /* every pair of distinct devices has direct (peer) access (true for one) */
+  /* over MPI ranks: how this rank's halos to other ranks travel (WF_MPI_HALO_DIRECT or _STAGED,
+   * as desc.mpi_halo resolved); 0 in one process */
+  int mpi_halo;
 } wf_cloth_info;
 
 /** The default material (the defaults in wf_cloth_material's field comments). */
@@ -425,14 +444,18 @@ WF_API wf_status wf_cloth_add_collider(wf_cloth *c, const wf_collider_desc *desc
  *  wf_particles_collider_force: bitwise the same for any number of partitions and on the CPU
  *  and CUDA backends. Waits for the frames enqueued; zero before the first. Summed only while
  *  measured (wf_cloth_measure_collider_forces): a cloth that does not measure them reads zero
- *  here, and this first call turns the measuring on from the next frame enqueued on. */
+ *  here, and this first call turns the measuring on from the next frame enqueued on. Over MPI
+ *  ranks (desc.mpi_comm) the sums over every rank that the last wf_cloth_step_frames made: no
+ *  collective, a read on one rank alone waits for nobody. */
 WF_API wf_status wf_cloth_collider_force(wf_cloth *c, uint32_t index, double force[3],
                                          double torque[3]);
 /** Whether the frames sum the impulses on the colliders (wf_cloth_collider_force). Off when the
  *  cloth is created: a mass-spring frame with colliders then stays one launch (no clear before
  *  it) and the contacts add nothing. Turning it on or off takes effect from the next frame
  *  enqueued (the captured frame is recorded again) and zeroes the sums; the cloth's motion is
- *  bitwise the same either way. */
+ *  bitwise the same either way. Over MPI ranks it records this rank's wish: the next
+ *  wf_cloth_step_frames turns measuring on on every rank when any rank asked (so one rank, e.g.
+ *  the one writing statistics, may ask alone). */
 WF_API wf_status wf_cloth_measure_collider_forces(wf_cloth *c, bool on);
 /** Sets collider `index`'s pose and velocities from pose->time on (weft/collider.h), in every
  *  partition's device-side table; no recapture. Attached vertices keep the linear velocity only. */
@@ -493,7 +516,8 @@ WF_API wf_status wf_cloth_step_substeps(wf_cloth *c, int n);
  *  vel[i] = xyz + 0. Positions are in the world: the solver's own (relative to wf_cloth_origin)
  *  plus the origin, added in double and rounded to float. Either pointer may be NULL.
  *  WF_ERR_INVALID (data still copied) when a vertex became NaN/inf; the message names the first
- *  one. */
+ *  one. Over MPI ranks a collective (every rank calls it) that gives the whole cloth on every
+ *  rank, gathered in vertex order. */
 WF_API wf_status wf_cloth_download(wf_cloth *c, float (*pos)[4], float (*vel)[4]);
 /** Replaces the state of every vertex (pos: xyz + inverse mass, vel: xyz + 0, as wf_cloth_download
  *  returns them: world positions, made relative to the origin in double) and the solver's clock
@@ -637,6 +661,9 @@ WF_API void wf_cloth_group_destroy(wf_cloth_group *g);
 WF_API uint32_t wf_cloth_count(const wf_cloth *c);
 /** Number of partitions (one per device). */
 WF_API int wf_cloth_partition_count(const wf_cloth *c);
+/** Whether this process holds partition i (always, but over MPI ranks: then only its rank's
+ *  block; wf_cloth_partition_view refuses the others). */
+WF_API bool wf_cloth_partition_is_local(const wf_cloth *c, int i);
 /** Partition i's state on its own device (0 <= i < wf_cloth_partition_count): its owned rows,
  *  their global ids (ids NULL and first 0 with one partition: row i is vertex i), the stream
  *  they are written on, the clock and the origin its positions are relative to (the cloth's,

@@ -70,8 +70,10 @@ typedef struct wf_world_desc {
   int frames;         /* > 0: replaces simulation.frames (wf_world_frames); 0: the scene's */
   /* NULL: one process. Else a pointer to an MPI_Comm (after MPI_Init) whose ranks each create
    * this world from the same scene and devices: the particles' partitions (one a device) are
-   * shared by the ranks in blocks (wf_particles_desc.mpi_comm), every cloth runs whole on each
-   * rank's first device, and every rank steps, reads and checks the world at the same points
+   * shared by the ranks in blocks (wf_particles_desc.mpi_comm), and so are those of every cloth
+   * the devices split (wf_cloth_desc.mpi_comm; a cloth that is not split, or every cloth when the
+   * ranks outnumber the devices, runs whole on each rank's first device), and every rank steps,
+   * reads and checks the world at the same points
    * (each call is collective). A check that fails on one rank fails wf_world_step on every rank,
    * naming the rank. Bitwise the state of one process with the same devices. */
   const void *mpi_comm;
@@ -248,9 +250,10 @@ WF_API wf_status wf_world_object_download(wf_world *w, int index, float (*pos)[4
 WF_API wf_status wf_world_object_download_omega(wf_world *w, int index, float (*omega)[4]);
 /** The rows of object `index` (0 .. point_count - 1, ascending) whose points this process owns,
  *  into rows (room for point_count; NULL: only *n), *n of them: every row in one process, and of
- *  a cloth (each MPI rank runs the cloths whole); over MPI ranks a particle object's rows that
- *  the rank's partitions own (wf_particles_owned_ids: as of the last read of the state). The
- *  ranks' rows are disjoint and cover the object. */
+ *  a cloth (its outputs are whole on every rank: the reads gather a cloth split over the ranks);
+ *  over MPI ranks a particle object's rows that the rank's partitions own
+ *  (wf_particles_owned_ids: as of the last read of the state). The ranks' rows of a particle
+ *  object are disjoint and cover it. */
 WF_API wf_status wf_world_object_owned(wf_world *w, int index, uint32_t *rows, uint32_t *n);
 
 /** The parameters every solver of a world shares that can change between frames (no

@@ -96,8 +96,12 @@ static wf_status create(const char *fn, const wf_cloth_desc *desc, const wf_clot
             "cloth '%s': over %d partitions the frame runs kernels per substep or stage (the "
             "one-launch frames are for one partition)",
             cs->name, n);
-  wf_status st = n == 1 ? create_whole(fn, devs[0], desc, grid, mesh, cs)
-                        : wfc_create_parts(fn, devs, desc, grid, mesh, cs);
+  /* over MPI ranks every rank takes part in the split (one rank alone: the one-process cloth) */
+  int ranks = 1, rank = 0;
+  wf_status st = desc->mpi_comm ? wfpt_comm_size(desc->mpi_comm, &ranks, &rank) : WF_OK;
+  if (st == WF_OK)
+    st = n == 1 && ranks == 1 ? create_whole(fn, devs[0], desc, grid, mesh, cs)
+                              : wfc_create_parts(fn, devs, desc, grid, mesh, cs);
   if (st != WF_OK) wf_cloth_destroy(cs);
   if (st == WF_OK) *out = cs;
   return st;
@@ -137,7 +141,7 @@ static wf_status one_device_only(const wf_cloth *cs, const char *fn, const char 
 static wf_status pin_global(wf_cloth *cs, uint32_t v, uint32_t collider) {
   for (int p = 0; p < cs->np; p++) {
     uint32_t l = cs->lid ? cs->lid[(size_t)p * cs->nv + v] : v;
-    if (l == WFC_NONE) continue;
+    if (l == WFC_NONE || !cs->parts[p].c) continue; /* (another MPI rank's partition) */
     wf_status st = collider == WFC_NONE ? wfc_part_pin(cs->parts[p].c, l)
                                         : wfc_part_attach(cs->parts[p].c, l, collider);
     if (st != WF_OK) return st;
@@ -220,6 +224,7 @@ wf_status wf_cloth_add_collider(wf_cloth *cs, const wf_collider_desc *desc, uint
   static const char fn[] = "wf_cloth_add_collider";
   if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
   for (int p = 0; p < cs->np; p++) {
+    if (!cs->parts[p].c) continue; /* another MPI rank's: it makes the same call */
     wf_status st = wfc_part_add_collider(cs->parts[p].c, desc, index);
     if (st != WF_OK) return st;
   }
@@ -231,6 +236,7 @@ wf_status wf_cloth_set_collider_pose(wf_cloth *cs, uint32_t index, const wf_coll
   static const char fn[] = "wf_cloth_set_collider_pose";
   if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
   for (int p = 0; p < cs->np; p++) {
+    if (!cs->parts[p].c) continue; /* another MPI rank's: it makes the same call */
     wf_status st = wfc_part_set_collider_pose(cs->parts[p].c, index, pose);
     if (st != WF_OK) return st;
   }
@@ -241,6 +247,7 @@ wf_status wf_cloth_set_material(wf_cloth *cs, const wf_cloth_material *m) {
   static const char fn[] = "wf_cloth_set_material";
   if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
   for (int p = 0; p < cs->np; p++) {
+    if (!cs->parts[p].c) continue; /* another MPI rank's: it makes the same call */
     wf_status st = wfc_part_set_material(cs->parts[p].c, m);
     if (st != WF_OK) return st;
   }
@@ -248,13 +255,14 @@ wf_status wf_cloth_set_material(wf_cloth *cs, const wf_cloth_material *m) {
 }
 
 wf_cloth_params wf_cloth_params_get(const wf_cloth *cs) {
-  return cs ? wfc_part_params_get(cs->parts[0].c) : (wf_cloth_params){0};
+  return cs ? wfc_part_params_get(wfc_lead_part(cs)) : (wf_cloth_params){0};
 }
 
 wf_status wf_cloth_params_set(wf_cloth *cs, const wf_cloth_params *prm) {
   static const char fn[] = "wf_cloth_params_set";
   if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
   for (int p = 0; p < cs->np; p++) {
+    if (!cs->parts[p].c) continue; /* another MPI rank's: it makes the same call */
     wf_status st = wfc_part_params_set(cs->parts[p].c, prm);
     if (st != WF_OK) return st;
   }
@@ -292,6 +300,7 @@ wf_status wf_cloth_drag_set(wf_cloth *cs, uint32_t vertex, const double target[3
                      "be finite and >= 0",
                      cs->name, vertex, (double)stiffness, (double)damping);
   for (int p = 0; p < cs->np; p++) {
+    if (!cs->parts[p].c) continue; /* another MPI rank's: it makes the same call */
     uint32_t l = cs->lid ? cs->lid[(size_t)p * cs->nv + vertex] : vertex;
     bool own = cs->np == 1 || cs->owner[vertex] == p;
     wf_status st = wfc_part_drag_set(cs->parts[p].c, own, own ? l : 0u, local, stiffness, damping);
@@ -305,6 +314,7 @@ wf_status wf_cloth_drag_clear(wf_cloth *cs) {
   if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
   static const float zero[3] = {0.0f, 0.0f, 0.0f};
   for (int p = 0; p < cs->np; p++) {
+    if (!cs->parts[p].c) continue; /* another MPI rank's: it makes the same call */
     wf_status st = wfc_part_drag_set(cs->parts[p].c, false, 0u, zero, 0.0f, 0.0f);
     if (st != WF_OK) return st;
   }
@@ -319,7 +329,10 @@ wf_status wf_cloth_step_frames(wf_cloth *cs, int frames) {
   if (frames < 0)
     return wf__error(WF_ERR_INVALID, fn, "cloth '%s': frames %d must be >= 0", cs->name, frames);
   if (whole(cs)) return wfc_part_step_frames(whole(cs), frames);
-  return frames ? wfpt_run_frames(&cs->frame, frames, WFPT_FULL, NULL) : WF_OK;
+  if (!frames) return WF_OK;
+  wf_status st = cs->ranks > 1 ? wfc_ranks_forces_agree(cs, fn) : WF_OK;
+  if (st == WF_OK) st = wfpt_run_frames(&cs->frame, frames, WFPT_FULL, NULL);
+  return cs->ranks > 1 ? wfc_ranks_forces_sum(cs, fn, st) : st;
 }
 
 /* One partition: no halo. Ordinary frames timed on the host's clock (each followed by a wait)
@@ -348,6 +361,7 @@ wf_status wf_cloth_overlap_measure(wf_cloth *cs, int frames, wf_overlap *out) {
   memset(out, 0, sizeof *out);
   if (frames < 1)
     return wf__error(WF_ERR_INVALID, fn, "cloth '%s': frames %d must be >= 1", cs->name, frames);
+  if (cs->ranks > 1) return wfc_not_over_ranks(cs, fn, "the overlap measure");
   float(*pos)[4] = malloc((size_t)cs->nv * 16), (*vel)[4] = malloc((size_t)cs->nv * 16);
   double time = 0.0;
   uint64_t substeps = 0;
@@ -382,17 +396,21 @@ wf_status wf_cloth_energy_get(wf_cloth *cs, wf_cloth_energy *out) {
   uint32_t most = 1;
   for (int p = 0; p < cs->np; p++)
     most = cs->parts[p].n_owned > most ? cs->parts[p].n_owned : most;
+  int lead = wfc_lead(cs);
   wfc_energy *rows = malloc((size_t)cs->nv * sizeof *rows);
   wfc_energy *buf = cs->np > 1 ? malloc((size_t)most * sizeof *buf) : rows;
   wf_status st = rows && buf ? WF_OK : wfc_oom(fn, cs->name);
   for (int p = 0; p < cs->np && st == WF_OK; p++) {
     wfc_piece *pt = &cs->parts[p];
-    if (p > 0 && (st = wf_stream_wait_stream(wfc_stream_of(cs, p), wfc_stream_of(cs, 0))) != WF_OK)
+    if (!pt->c) continue; /* another MPI rank's: its rows come with the gather below */
+    if (p != lead &&
+        (st = wf_stream_wait_stream(wfc_stream_of(cs, p), wfc_stream_of(cs, lead))) != WF_OK)
       st = wfc_fail(cs, fn, st, "ordering after the frames");
     if (st == WF_OK) st = wfc_part_energy(pt->c, buf);
     for (uint32_t i = 0; i < pt->n_owned && st == WF_OK && cs->np > 1; i++)
       rows[pt->gid[i]] = buf[i];
   }
+  if (cs->ranks > 1) st = wfc_ranks_gather_energy(cs, fn, rows, st); /* every rank enters */
   /* positions are relative to the cloth's origin: the potential of the offset is -M g·origin */
   double mass = 0.0;
   for (uint32_t i = 0; i < cs->nv && st == WF_OK; i++) {
@@ -477,13 +495,13 @@ wf_status wf_cloth_origin(const wf_cloth *cs, double origin[3]) {
 
 wf_status wf_cloth_time(wf_cloth *cs, double *seconds, uint64_t *substeps) {
   if (!cs) return wf__error(WF_ERR_INVALID, "wf_cloth_time", "cloth is NULL");
-  return wfc_part_time(cs->parts[0].c, seconds, substeps);
+  return wfc_part_time(wfc_lead_part(cs), seconds, substeps); /* every partition's clock */
 }
 
 /* The whole cloth's counts over the partitions' device memory and frame facts. */
 static void info_parts(const wf_cloth *cs, wf_cloth_info *out) {
   wf_cloth_info p0;
-  wfc_part_info_get(cs->parts[0].c, &p0);
+  wfc_part_info_get(wfc_lead_part(cs), &p0);
   *out = cs->info;
   out->triangles = cs->nt;
   out->springs = cs->springs;
@@ -496,8 +514,9 @@ static void info_parts(const wf_cloth *cs, wf_cloth_info *out) {
   out->frame_smem = p0.frame_smem;
   out->graph_nodes = cs->frame.graph ? wf_graph_node_count(cs->frame.graph) : 0;
   out->captures = cs->frame.captures;
-  for (int p = 0; p < cs->np; p++) {
+  for (int p = 0; p < cs->np; p++) { /* over MPI ranks: this rank's partitions */
     wf_cloth_info pi;
+    if (!cs->parts[p].c) continue;
     wfc_part_info_get(cs->parts[p].c, &pi);
     out->device_bytes += pi.device_bytes;
     out->partition_bytes[p] = pi.device_bytes;
@@ -522,6 +541,10 @@ uint32_t wf_cloth_count(const wf_cloth *cs) { return cs ? cs->nv : 0; }
 
 int wf_cloth_partition_count(const wf_cloth *cs) { return cs ? cs->np : 0; }
 
+bool wf_cloth_partition_is_local(const wf_cloth *cs, int i) {
+  return cs && i >= 0 && i < cs->np && cs->parts[i].c;
+}
+
 wf_status wf_cloth_partition_view(const wf_cloth *cs, int i, wf_partition_view *out) {
   static const char fn[] = "wf_cloth_partition_view";
   if (!cs || !out) return wf__error(WF_ERR_INVALID, fn, "cloth or out is NULL");
@@ -530,6 +553,11 @@ wf_status wf_cloth_partition_view(const wf_cloth *cs, int i, wf_partition_view *
     return wf__error(WF_ERR_INVALID, fn, "cloth '%s': partition %d out of range [0, %d)", cs->name,
                      i, cs->np);
   const wfc_piece *pt = &cs->parts[i];
+  if (!pt->c)
+    return wf__error(WF_ERR_INVALID, fn,
+                     "cloth '%s': MPI rank %d: partition %d is rank %d's (see "
+                     "wf_cloth_partition_is_local)",
+                     cs->name, cs->rank, i, wfpt_rank_of(i, cs->np, cs->ranks));
   out->device = pt->dev;
   out->stream = wfc_stream_of(cs, i);
   out->ids = pt->ids;
@@ -541,11 +569,20 @@ wf_status wf_cloth_partition_view(const wf_cloth *cs, int i, wf_partition_view *
 wf_status wf_cloth_measure_collider_forces(wf_cloth *cs, bool on) {
   static const char fn[] = "wf_cloth_measure_collider_forces";
   if (!cs) return wf__error(WF_ERR_INVALID, fn, "cloth is NULL");
-  if (wfc_part_measuring_forces(cs->parts[0].c) == on) return WF_OK;
+  /* over MPI ranks only the rank's wish: the next step agrees (cloth_ranks.c) */
+  cs->forces_want = on;
+  return cs->ranks > 1 ? WF_OK : wfc_forces_apply(cs, on);
+}
+
+wf_status wfc_forces_apply(wf_cloth *cs, bool on) {
+  if (wfc_part_measuring_forces(wfc_lead_part(cs)) == on) return WF_OK;
   for (int p = 0; p < cs->np; p++) {
+    if (!cs->parts[p].c) continue; /* another MPI rank's */
     wf_status st = wfc_part_measure_forces(cs->parts[p].c, on);
     if (st != WF_OK) return st;
   }
+  if (cs->force_sum) memset(cs->force_sum, 0, WFX_MAX_COLLIDERS * WFX_FORCE_WORDS * 8);
+  cs->force_seconds = 0.0;
   if (!whole(cs)) wfpt_frame_stale(&cs->frame); /* the kernels' pointers and the clear changed */
   return WF_OK;
 }
@@ -555,16 +592,26 @@ wf_status wf_cloth_measure_collider_forces(wf_cloth *cs, bool on) {
 wf_status wf_cloth_collider_force(wf_cloth *cs, uint32_t index, double force[3], double torque[3]) {
   static const char fn[] = "wf_cloth_collider_force";
   if (!cs || !force || !torque) return wf__error(WF_ERR_INVALID, fn, "NULL argument");
-  uint32_t n = wfc_part_collider_count(cs->parts[0].c);
+  uint32_t n = wfc_part_collider_count(wfc_lead_part(cs));
   if (index >= n)
     return wf__error(WF_ERR_INVALID, fn, "cloth '%s': collider %u does not exist (%u added)",
                      cs->name, index, n);
-  if (!wfc_part_measuring_forces(cs->parts[0].c)) { /* from the next frame on */
+  if (!wfc_part_measuring_forces(wfc_lead_part(cs))) { /* from the next frame on */
     for (int j = 0; j < 3; j++)
       force[j] = torque[j] = 0.0;
     return wf_cloth_measure_collider_forces(cs, true);
   }
   const unsigned long long *tables[WFPT_MAX];
+  if (cs->ranks > 1) { /* the sums over the ranks the last frames made: no collective here */
+    tables[0] = cs->force_sum;
+    if (!cs->force_sum) {
+      for (int j = 0; j < 3; j++)
+        force[j] = torque[j] = 0.0;
+      return WF_OK;
+    }
+    wfx_forces_read(tables, 1, index, cs->force_seconds, force, torque);
+    return WF_OK;
+  }
   double seconds = 0.0;
   for (int p = 0; p < cs->np; p++) {
     wf_status st = wfc_part_forces(cs->parts[p].c, &tables[p], &seconds);
@@ -607,7 +654,9 @@ wf_status wf_cloth_set_frame_readback_as(wf_cloth *cs, wf_buffer *dst, size_t of
 wf_status wf_cloth_check(wf_cloth *cs) { return wf_cloth_download(cs, NULL, NULL); }
 
 /* Frames are launched on partition 0's stream and every other partition's joins it. */
-wf_stream *wf_cloth_stream(const wf_cloth *cs) { return cs ? wfc_stream_of(cs, 0) : NULL; }
+wf_stream *wf_cloth_stream(const wf_cloth *cs) {
+  return cs ? wfc_stream_of(cs, wfc_lead(cs)) : NULL; /* over MPI ranks: this rank's first */
+}
 
 const uint32_t *wf_cloth_triangles(const wf_cloth *cs, uint32_t *count) {
   if (count) *count = cs ? cs->nt : 0;
@@ -627,6 +676,7 @@ wf_status wf_cloth_copy_positions_on(wf_cloth *cs, wf_buffer *dst, size_t off, w
                      "cloth '%s': destination holds %zu bytes after offset %zu, positions need %zu",
                      cs->name, off > size ? 0 : size - off, off, bytes);
   if (whole(cs)) return wfc_part_copy_positions_on(whole(cs), dst, off, s);
+  if (cs->ranks > 1) return wfc_not_over_ranks(cs, fn, "copying the positions onto a device");
   return wfc_copy_positions_parts(cs, fn, dst, off, s ? s : wfc_stream_of(cs, 0));
 }
 

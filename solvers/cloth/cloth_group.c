@@ -125,6 +125,12 @@ void wf_cloth_group_destroy(wf_cloth_group *g) {
 static wf_status check_member(const char *fn, wf_cloth *const *cl, uint32_t k) {
   wf_cloth *c = cl[k];
   if (!c) return wf__error(WF_ERR_INVALID, fn, "cloths[%u] is NULL", k);
+  if (c->ranks > 1)
+    return wf__error(WF_ERR_UNSUPPORTED, fn,
+                     "cloth '%s' (MPI rank %d) is split over %d MPI ranks: a contact group needs "
+                     "every cloth whole on one device (create it without desc.mpi_comm; every "
+                     "rank then runs it whole)",
+                     c->name, c->rank, c->ranks);
   if (c->np != 1)
     return wf__error(WF_ERR_UNSUPPORTED, fn,
                      "cloth '%s' runs over %d devices: a contact group needs every cloth on one "

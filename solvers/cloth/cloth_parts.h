@@ -107,6 +107,7 @@
 #include "cloth_internal.h"
 #include "solvers/partition/frame.h"
 #include "solvers/partition/gather.h"
+#include "solvers/partition/ranks.h"
 
 #define WFC_NONE UINT32_MAX
 
@@ -140,6 +141,16 @@ struct wf_cloth {
   char name[64];
   wf_cloth_desc desc; /* desc.name points at name */
   int np;
+  /* MPI ranks (cloth_ranks.c): this process's rank and the number of ranks sharing the np
+   * partitions in blocks (wfpt_rank_of); 0 and 1 in one process. Partition p of another rank has
+   * no solver (parts[p].c NULL), device, streams or buffers here; its numbering (gid, n_owned,
+   * lid) is known on every rank, which is what the links and the gathers need. */
+  int rank, ranks;
+  /* over ranks: measuring collider forces as this rank asked (agreed before each step), and the
+   * sums of every rank's tables that the last frames made (cloth_ranks.c) */
+  bool forces_want;
+  unsigned long long *force_sum;
+  double force_seconds;
   wfc_piece parts[WFPT_MAX];
   wfpt_set *set; /* several devices only */
   wfpt_frame frame;
@@ -168,8 +179,22 @@ struct wf_cloth {
 };
 
 static inline wf_stream *wfc_stream_of(const wf_cloth *cs, int p) {
-  return wfc_part_stream(cs->parts[p].c);
+  return cs->parts[p].c ? wfc_part_stream(cs->parts[p].c) : NULL;
 }
+
+/* Whether this process holds partition p (always in one process). */
+static inline bool wfc_mine(const wf_cloth *cs, int p) {
+  return cs->ranks <= 1 || wfpt_rank_of(p, cs->np, cs->ranks) == cs->rank;
+}
+
+/* This process's first partition: the one whose solver answers for the whole cloth's setup
+ * (its clock, parameters, colliders: every partition holds the same). */
+static inline int wfc_lead(const wf_cloth *cs) {
+  for (int p = 0; p < cs->np; p++)
+    if (cs->parts[p].c) return p;
+  return 0;
+}
+static inline wfc_part *wfc_lead_part(const wf_cloth *cs) { return cs->parts[wfc_lead(cs)].c; }
 
 /* An error naming the cloth: a GPU-layer call failed with st (its message kept). */
 wf_status wfc_fail(const wf_cloth *cs, const char *fn, wf_status st, const char *what);
@@ -187,6 +212,26 @@ void wfc_free_parts(wf_cloth *cs);
 /* halo.c: the frame's callbacks (wfpt_frame_init), and the overlap measure's frames. */
 void wfc_frame_init(wf_cloth *cs);
 wf_status wfc_measure_parts(wf_cloth *cs, const char *fn, int frames, wf_overlap *out);
+
+/* cloth_ranks.c: over MPI ranks (cs->ranks > 1). */
+/* Rank 0's cut (cs->owner) to every rank, so that every rank numbers the same partitions. */
+wf_status wfc_ranks_cut(wf_cloth *cs, const char *fn);
+/* Every rank's owned rows of pos and vel (either NULL: skipped), gathered into the whole cloth's
+ * arrays in global order on every rank; *bad_g lowered to the smallest bad vertex of any rank.
+ * A collective: every rank calls it, also one whose own download failed (st: its status). */
+wf_status wfc_ranks_gather_rows(wf_cloth *cs, const char *fn, float (*pos)[4], float (*vel)[4],
+                                uint32_t *bad_g, wf_status st);
+/* The energy rows of every rank's owned vertices, gathered in global order (a collective). */
+wf_status wfc_ranks_gather_energy(wf_cloth *cs, const char *fn, wfc_energy *rows, wf_status st);
+/* Before a step: measuring collider forces is on where any rank asked for it (a collective). */
+wf_status wfc_ranks_forces_agree(wf_cloth *cs, const char *fn);
+/* After frames: the sums of every rank's force tables into force_sum (a collective, also after a
+ * failed frame, which gives zeros). */
+wf_status wfc_ranks_forces_sum(wf_cloth *cs, const char *fn, wf_status st);
+/* Switches measuring in this process's partitions. */
+wf_status wfc_forces_apply(wf_cloth *cs, bool on);
+/* A capability not over MPI ranks. */
+wf_status wfc_not_over_ranks(const wf_cloth *cs, const char *fn, const char *what);
 
 /* partition_state.c */
 wf_status wfc_download_parts(wf_cloth *cs, const char *fn, float (*pos)[4], float (*vel)[4]);

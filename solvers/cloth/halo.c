@@ -63,12 +63,14 @@ static wf_status colour_exchange(wf_cloth *cs, const char *fn, uint32_t c, int w
   wf_status st = wfpt_release(set, -1, slot);
   if (st == WF_OK) st = wfpt_send_reuse(set, -1, slot);
   for (int l = 0; l < set->n_links && st == WF_OK && kernels_on(cs); l++)
-    if (cs->links[l].off[c + 1] > cs->links[l].off[c]) st = colour_kernel(cs, fn, l, c, w, false);
+    if (cs->links[l].off[c + 1] > cs->links[l].off[c] && cs->links[l].src_idx)
+      st = colour_kernel(cs, fn, l, c, w, false); /* (over MPI ranks: the senders here) */
   if (st == WF_OK) st = wfpt_send(set, slot);
   for (int l = 0; l < set->n_links && st == WF_OK; l++) {
     if (cs->links[l].off[c + 1] == cs->links[l].off[c]) continue;
     st = wfpt_wait(set, &set->links[l], slot);
-    if (st == WF_OK && kernels_on(cs)) st = colour_kernel(cs, fn, l, c, w, true);
+    if (st == WF_OK && kernels_on(cs) && cs->links[l].dst_idx)
+      st = colour_kernel(cs, fn, l, c, w, true);
   }
   return st;
 }
@@ -104,7 +106,7 @@ static wf_status contact_stage(wf_cloth *cs, const char *fn, int in) {
   if (st == WF_OK) st = wfpt_recv_wait(set, -1, slot);
   if (st == WF_OK) st = wfpt_send_reuse(set, -1, slot);
   for (int p = 0; p < cs->np && st == WF_OK && kernels_on(cs); p++)
-    if ((st = mark(cs, fn, p, false)) == WF_OK &&
+    if (cs->parts[p].c && (st = mark(cs, fn, p, false)) == WF_OK &&
         (st = wfc_enqueue_contact(cs->parts[p].c, fn, in)) == WF_OK)
       st = mark(cs, fn, p, true);
   return st;
@@ -128,7 +130,7 @@ static wf_status stage_exchanged(wf_cloth *cs, const char *fn, int stage, int in
     /* the ghosts take the ends the contact stage corrects: the substep, contact, then the
      * transfers (nothing left to overlap them with) */
     for (int p = 0; p < cs->np && st == WF_OK; p++)
-      if ((st = mark(cs, fn, p, false)) == WF_OK &&
+      if (cs->parts[p].c && (st = mark(cs, fn, p, false)) == WF_OK &&
           (st = stage_range(cs, fn, p, stage, in, 0, cs->parts[p].n_owned)) == WF_OK)
         st = mark(cs, fn, p, true);
     if (st == WF_OK) st = contact_stage(cs, fn, in);
@@ -136,12 +138,12 @@ static wf_status stage_exchanged(wf_cloth *cs, const char *fn, int stage, int in
     return st == WF_OK ? wfpt_recv_wait(set, -1, slot) : st;
   }
   for (int p = 0; p < cs->np && st == WF_OK; p++)
-    if ((st = mark(cs, fn, p, false)) == WF_OK)
+    if (cs->parts[p].c && (st = mark(cs, fn, p, false)) == WF_OK)
       st = stage_range(cs, fn, p, stage, in, 0, cs->parts[p].n_send);
   if (st == WF_OK) st = wfpt_send(set, slot);
   for (int p = 0; p < cs->np && st == WF_OK; p++)
-    if ((st = stage_range(cs, fn, p, stage, in, cs->parts[p].n_send, cs->parts[p].n_owned)) ==
-        WF_OK)
+    if (cs->parts[p].c && (st = stage_range(cs, fn, p, stage, in, cs->parts[p].n_send,
+                                            cs->parts[p].n_owned)) == WF_OK)
       st = mark(cs, fn, p, true);
   return st == WF_OK ? wfpt_recv_wait(set, -1, slot) : st;
 }
@@ -149,17 +151,17 @@ static wf_status stage_exchanged(wf_cloth *cs, const char *fn, int stage, int in
 /* One XPBD substep: predict (exchanging POS1), the colour passes with their exchanges,
  * finalize (exchanging POS0 and VEL0). */
 static wf_status xpbd_substep(wf_cloth *cs, const char *fn) {
-  uint32_t colours = wfc_colours(cs->parts[0].c);
+  uint32_t colours = cs->colours;
   int iterations = cs->desc.iterations;
   wf_status st = stage_exchanged(cs, fn, STAGE_PREDICT, 1, WFC_SLOT_P1);
   /* the colour passes move the predicted positions the transfers read */
   if (st == WF_OK) st = wfpt_send_reuse(cs->set, -1, WFC_SLOT_P1);
   for (int p = 0; p < cs->np && st == WF_OK && kernels_on(cs); p++)
-    st = wfc_enqueue_clear_multipliers(cs->parts[p].c, fn);
+    if (cs->parts[p].c) st = wfc_enqueue_clear_multipliers(cs->parts[p].c, fn);
   for (int it = 0; it < iterations && st == WF_OK; it++)
     for (uint32_t q = 0; q < colours && st == WF_OK; q++) {
       for (int p = 0; p < cs->np && st == WF_OK && kernels_on(cs); p++)
-        if ((st = mark(cs, fn, p, false)) == WF_OK &&
+        if (cs->parts[p].c && (st = mark(cs, fn, p, false)) == WF_OK &&
             (st = wfc_enqueue_colour(cs->parts[p].c, fn, q)) == WF_OK)
           st = mark(cs, fn, p, true);
       /* the ghosts the pass left stale; none after the last pass: finalize reads owned
@@ -177,9 +179,10 @@ static wf_status touch_links(wf_cloth *cs, const char *fn) {
   wf_status st = wfpt_frame_end(cs->set);
   for (int l = 0; l < cs->set->n_links && st == WF_OK; l++) {
     const wfc_halo_link *k = &cs->links[l];
-    if (!k->src_idx) continue; /* no colour slot */
-    st = wf_buffer_touch(k->src_idx, wfc_stream_of(cs, cs->set->links[l].from));
-    if (st == WF_OK) st = wf_buffer_touch(k->dst_idx, wfc_stream_of(cs, cs->set->links[l].to));
+    /* no colour slot, or (over MPI ranks) another rank's end */
+    if (k->src_idx) st = wf_buffer_touch(k->src_idx, wfc_stream_of(cs, cs->set->links[l].from));
+    if (st == WF_OK && k->dst_idx)
+      st = wf_buffer_touch(k->dst_idx, wfc_stream_of(cs, cs->set->links[l].to));
     if (st != WF_OK) st = wfc_fail(cs, fn, st, "ordering halo buffers");
   }
   return st;
@@ -194,7 +197,7 @@ static wf_status enqueue_frame(void *ctx, wfpt_mode mode) {
   int substeps = cs->desc.substeps;
   if (mode == WFPT_COMPUTE) memset(cs->mark_n, 0, sizeof cs->mark_n);
   for (int p = 0; p < cs->np && st == WF_OK && kernels_on(cs); p++)
-    st = wfc_enqueue_frame_begin(cs->parts[p].c, fn, substeps);
+    if (cs->parts[p].c) st = wfc_enqueue_frame_begin(cs->parts[p].c, fn, substeps);
   for (int k = 0; k < substeps && st == WF_OK; k++) {
     if (cs->desc.integrator == WF_CLOTH_XPBD)
       st = xpbd_substep(cs, fn);
@@ -202,7 +205,7 @@ static wf_status enqueue_frame(void *ctx, wfpt_mode mode) {
       st = stage_exchanged(cs, fn, STAGE_SPRINGS, k & 1, k & 1 ? WFC_SLOT_V0 : WFC_SLOT_V1);
   }
   for (int p = 0; p < cs->np && st == WF_OK && kernels_on(cs); p++)
-    st = wfc_enqueue_frame_end(cs->parts[p].c, fn, substeps);
+    if (cs->parts[p].c) st = wfc_enqueue_frame_end(cs->parts[p].c, fn, substeps);
   return st == WF_OK ? touch_links(cs, fn) : st;
 }
 
@@ -211,7 +214,7 @@ static wf_status launched(void *ctx) {
   wf_cloth *cs = ctx;
   wf_status st = WF_OK;
   for (int p = 0; p < cs->np && st == WF_OK; p++)
-    st = wfc_touch(cs->parts[p].c, fn_step);
+    if (cs->parts[p].c) st = wfc_touch(cs->parts[p].c, fn_step);
   return st;
 }
 
@@ -233,9 +236,8 @@ static wf_status compute_ms(void *ctx, double *ms) {
  * with no halo exchange at all. (The frame without transfers is no such measure: its waits and
  * events stay, and its stale ghosts change the work.) The state is not restored. */
 wf_status wfc_measure_parts(wf_cloth *cs, const char *fn, int frames, wf_overlap *out) {
-  uint32_t per_substep = cs->desc.integrator == WF_CLOTH_SPRINGS
-                             ? 1
-                             : 2 + (uint32_t)cs->desc.iterations * wfc_colours(cs->parts[0].c);
+  uint32_t per_substep =
+      cs->desc.integrator == WF_CLOTH_SPRINGS ? 1 : 2 + (uint32_t)cs->desc.iterations * cs->colours;
   per_substep += cs->desc.contact ? 1u : 0u; /* the contact stage's stretch */
   uint32_t cap = per_substep * (uint32_t)cs->desc.substeps;
   size_t n_marks = cs->set->n_links ? 2 * (size_t)cs->np * cap : 0;

@@ -273,11 +273,10 @@ static wf_status local_constraints(const char *fn, wf_cloth *cs, int p, const wf
   return WF_OK;
 }
 
-/* Partition p: its numbering, local model and solver. */
+/* Partition p's local model and solver (number_local first). */
 static wf_status build_part(const char *fn, wf_cloth *cs, int p, const model *md) {
   wfc_piece *pt = &cs->parts[p];
-  wf_status st = number_local(fn, cs, p, md);
-  if (st != WF_OK) return st;
+  wf_status st = WF_OK;
   wfc_topology lt;
   memset(&lt, 0, sizeof lt);
   wfc_springs ls = {0};
@@ -348,8 +347,9 @@ static wf_status stale_ghosts(const char *fn, const wf_cloth *cs, int p,
  * where the cloth has no such buffer (cloth_parts.h: why views). */
 static wf_status state_view(wf_cloth *cs, const char *fn, int p, int w, uint32_t first, uint32_t n,
                             wf_buffer **out) {
-  wf_buffer *b = wfc_buffer(cs->parts[p].c, w);
   *out = NULL;
+  if (!cs->parts[p].c) return WF_OK; /* another MPI rank's: its side of the segments is there */
+  wf_buffer *b = wfc_buffer(cs->parts[p].c, w);
   if (!b) return WF_OK;
   wf_status st = wf_buffer_wrap(cs->parts[p].dev, (char *)wf_buffer_ptr(b) + (size_t)first * 16,
                                 (size_t)n * 16, out);
@@ -409,11 +409,14 @@ static wf_status colour_slots(wf_cloth *cs, const char *fn, int l, uint32_t colo
   wf_stream *sq = wfc_stream_of(cs, q), *sp = wfc_stream_of(cs, p);
   wf_status st = wfpt_link_reserve(cs->set, k, (size_t)cl->n * 32);
   if (st != WF_OK) return st;
-  if ((st = wf_buffer_create(cs->parts[q].dev, (size_t)m * 4, 0, sq, &cl->src_idx)) != WF_OK ||
-      (st = wf_buffer_create(cs->parts[p].dev, (size_t)m * 4, 0, sp, &cl->dst_idx)) != WF_OK)
+  /* over MPI ranks each end makes its own list (the other rank's end has none here) */
+  if ((wfc_mine(cs, q) &&
+       (st = wf_buffer_create(cs->parts[q].dev, (size_t)m * 4, 0, sq, &cl->src_idx)) != WF_OK) ||
+      (wfc_mine(cs, p) &&
+       (st = wf_buffer_create(cs->parts[p].dev, (size_t)m * 4, 0, sp, &cl->dst_idx)) != WF_OK))
     return wfc_fail(cs, fn, st, "allocating halo index lists");
-  if ((st = wf_upload(cl->src_idx, 0, src, (size_t)m * 4, sq)) != WF_OK ||
-      (st = wf_upload(cl->dst_idx, 0, dst, (size_t)m * 4, sp)) != WF_OK)
+  if ((cl->src_idx && (st = wf_upload(cl->src_idx, 0, src, (size_t)m * 4, sq)) != WF_OK) ||
+      (cl->dst_idx && (st = wf_upload(cl->dst_idx, 0, dst, (size_t)m * 4, sp)) != WF_OK))
     return wfc_fail(cs, fn, st, "uploading halo index lists");
   for (uint32_t c = 0; c < colours && st == WF_OK; c++)
     if (cl->off[c + 1] > cl->off[c])
@@ -433,7 +436,7 @@ static wf_status contact_slots(wf_cloth *cs, const char *fn, int l, uint32_t cat
   bool springs = cs->desc.integrator == WF_CLOTH_SPRINGS;
   size_t bytes = (size_t)from->n_owned * 16;
   wf_status st = WF_OK;
-  for (int w = 0; w < 2 && st == WF_OK; w++) {
+  for (int w = 0; w < 2 && st == WF_OK && wfc_mine(cs, k->to); w++) {
     char *cat = wf_buffer_ptr(wfc_contact_cat(cs->parts[k->to].c, w));
     st = wf_buffer_wrap(cs->parts[k->to].dev, cat + (size_t)cat_first * 16, bytes, &cl->cat[w]);
     if (st != WF_OK) return wfc_fail(cs, fn, st, "making a view of the contact copies");
@@ -508,6 +511,7 @@ static wf_status build_links(const char *fn, wf_cloth *cs, const model *md) {
 /* Partition p's owned rows' global ids on its device (wf_cloth_partition_view, the gather). */
 static wf_status upload_ids(const char *fn, wf_cloth *cs, int p) {
   wfc_piece *pt = &cs->parts[p];
+  if (!pt->c) return WF_OK;
   size_t bytes = (size_t)pt->n_owned * sizeof *pt->gid;
   wf_status st = wf_buffer_create(pt->dev, bytes ? bytes : 4, 0, wfc_stream_of(cs, p), &pt->ids);
   if (st == WF_OK && bytes) st = wf_upload(pt->ids, 0, pt->gid, bytes, wfc_stream_of(cs, p));
@@ -533,6 +537,8 @@ static void fill_info(wf_cloth *cs) {
   in->partitions = cs->np;
   in->vertices = cs->nv;
   in->links = (uint32_t)cs->set->n_links;
+  int lead = cs->set->lead;
+  if (cs->set->mpi) in->mpi_halo = cs->set->direct[lead] ? WF_MPI_HALO_DIRECT : WF_MPI_HALO_STAGED;
   for (int p = 0; p < cs->np; p++) {
     in->owned[p] = cs->parts[p].n_owned;
     in->ghosts[p] = cs->parts[p].n_local - cs->parts[p].n_owned;
@@ -543,7 +549,7 @@ static void fill_info(wf_cloth *cs) {
   if (cs->desc.integrator == WF_CLOTH_SPRINGS) {
     ADD(WFC_SLOT_V1);
   } else {
-    uint32_t colours = wfc_colours(cs->parts[0].c);
+    uint32_t colours = cs->colours;
     ADD(WFC_SLOT_P1);
     for (int it = 0; it < cs->desc.iterations; it++)
       for (uint32_t q = 0; q < colours; q++)
@@ -556,19 +562,22 @@ static void fill_info(wf_cloth *cs) {
 }
 
 /* The settings a cloth over several devices refuses, with the METIS defaults filled in. */
-static wf_status check_parts_desc(const char *fn, wf_device *const *devices, int n,
-                                  const wf_cloth_desc *desc, wf_cloth_desc *sd) {
+static wf_status check_parts_desc(const char *fn, wf_device *const *devices, int n, int rank,
+                                  int ranks, const wf_cloth_desc *desc, wf_cloth_desc *sd) {
   const char *name = desc->name ? desc->name : "cloth";
   *sd = *desc;
   if (sd->seed == 0) sd->seed = 1;
   if (sd->imbalance == 0.0f) sd->imbalance = 0.03f;
+  int first = -1; /* over MPI ranks only this rank's partitions' devices are read */
   for (int i = 0; i < n; i++) {
+    if (ranks > 1 && wfpt_rank_of(i, n, ranks) != rank) continue;
     if (!devices[i]) return wf__error(WF_ERR_INVALID, fn, "cloth '%s': device %d is NULL", name, i);
-    if (wf_device_is_cuda(devices[i]) != wf_device_is_cuda(devices[0]))
+    if (first < 0) first = i;
+    if (wf_device_is_cuda(devices[i]) != wf_device_is_cuda(devices[first]))
       return wf__error(WF_ERR_INVALID, fn,
                        "cloth '%s': devices '%s' and '%s' are of different kinds (CUDA "
                        "and CPU): one frame graph cannot span both",
-                       name, wf_device_name(devices[0]), wf_device_name(devices[i]));
+                       name, wf_device_name(devices[first]), wf_device_name(devices[i]));
   }
   if (desc->self_collision)
     return wf__error(WF_ERR_UNSUPPORTED, fn,
@@ -627,21 +636,33 @@ static wf_status build_parts(const char *fn, wf_cloth *cs, wf_device *const *dev
                              const model *md) {
   wf_status st = WF_OK;
   cs->info.peer = true;
+  /* every rank numbers every partition (the links and the gathers need the others' numbering);
+   * each builds the solvers of its own */
+  for (int p = 0; p < cs->np && st == WF_OK; p++)
+    st = number_local(fn, cs, p, md);
   for (int p = 0; p < cs->np && st == WF_OK; p++) {
+    if (!wfc_mine(cs, p)) continue;
     cs->parts[p].dev = devices[p];
     st = build_part(fn, cs, p, md);
     for (int q = 0; q < p; q++)
-      if (devices[q] != devices[p] && (!wf_device_can_access_peer(devices[p], devices[q]) ||
-                                       !wf_device_can_access_peer(devices[q], devices[p])))
+      if (wfc_mine(cs, q) && devices[q] != devices[p] &&
+          (!wf_device_can_access_peer(devices[p], devices[q]) ||
+           !wf_device_can_access_peer(devices[q], devices[p])))
         cs->info.peer = false;
   }
   if (st != WF_OK) return st;
   char what[96];
   snprintf(what, sizeof what, "cloth '%s'", cs->name);
   wf_stream *streams[WFPT_MAX];
+  wf_device *devs[WFPT_MAX];
   for (int p = 0; p < cs->np; p++)
-    streams[p] = wfc_stream_of(cs, p);
-  wfpt_set_desc sd = {.what = what, .n = cs->np, .devices = devices, .streams = streams};
+    streams[p] = wfc_stream_of(cs, p), devs[p] = cs->parts[p].dev;
+  wfpt_set_desc sd = {.what = what,
+                      .n = cs->np,
+                      .devices = devs,
+                      .streams = streams,
+                      .mpi_comm = cs->desc.mpi_comm,
+                      .mpi_halo = cs->desc.mpi_halo};
   return wfpt_set_create(&sd, &cs->set);
 }
 
@@ -650,13 +671,22 @@ wf_status wfc_create_parts(const char *fn, wf_device *const *devices, const wf_c
                            wf_cloth *cs) {
   int n = cs->np;
   wf_cloth_desc sd;
-  wf_status st = check_parts_desc(fn, devices, n, desc, &sd);
-  if (st != WF_OK) return st;
+  wf_status st = WF_OK;
+  cs->rank = 0, cs->ranks = 1;
+  if (desc->mpi_comm && (st = wfpt_comm_size(desc->mpi_comm, &cs->ranks, &cs->rank)) != WF_OK)
+    return st;
+  if (cs->ranks > n)
+    return wf__error(WF_ERR_INVALID, fn,
+                     "cloth '%s': %d partitions over %d MPI ranks: every rank needs one (give "
+                     "device_count >= the number of ranks)",
+                     cs->name, n, cs->ranks);
+  if ((st = check_parts_desc(fn, devices, n, cs->rank, cs->ranks, desc, &sd)) != WF_OK) return st;
   cs->desc.stream = NULL;
   model md;
   memset(&md, 0, sizeof md);
   st = build_model(fn, cs, grid, mesh, &md);
   if (st == WF_OK) st = wfc_cut(fn, cs, &sd, &md.t, md.sp, md.cons);
+  if (st == WF_OK && cs->ranks > 1) st = wfc_ranks_cut(cs, fn);
   if (st == WF_OK) mark_ghosts(cs, &md);
   for (int p = 0; p < n && st == WF_OK; p++)
     st = number_owned(fn, cs, p);
@@ -664,7 +694,7 @@ wf_status wfc_create_parts(const char *fn, wf_device *const *devices, const wf_c
   if (st == WF_OK) st = build_parts(fn, cs, devices, &md);
   if (st == WF_OK) st = build_links(fn, cs, &md);
   for (int p = 0; p < n && st == WF_OK; p++)
-    if ((st = wf_stream_synchronize(wfc_stream_of(cs, p))) != WF_OK)
+    if (cs->parts[p].c && (st = wf_stream_synchronize(wfc_stream_of(cs, p))) != WF_OK)
       st = wfc_fail(cs, fn, st, "uploading the partitions");
   if (st == WF_OK) st = whole_counts(fn, cs, &md);
   for (int p = 0; p < n && st == WF_OK; p++)
@@ -680,7 +710,8 @@ wf_status wfc_create_parts(const char *fn, wf_device *const *devices, const wf_c
 void wfc_free_parts(wf_cloth *cs) {
   for (int p = 0; p < cs->np; p++) {
     if (cs->parts[p].c) wf_stream_synchronize(wfc_stream_of(cs, p));
-    if (cs->set) wf_stream_synchronize(cs->set->part[p].copy); /* it reads the views */
+    if (cs->set && cs->set->part[p].copy) /* it reads the views */
+      wf_stream_synchronize(cs->set->part[p].copy);
   }
   wfpt_frame_release(&cs->frame);
   for (int l = 0; cs->set && l < cs->set->n_links; l++) {
@@ -707,6 +738,7 @@ void wfc_free_parts(wf_cloth *cs) {
     wfc_part_destroy(pt->c);
     free(pt->gid), free(pt->send_gid);
   }
+  free(cs->force_sum);
   free(cs->tris);
   free(cs->rest), free(cs->owner), free(cs->ghost_in), free(cs->lid), free(cs->pinned);
 }

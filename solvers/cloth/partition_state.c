@@ -60,11 +60,13 @@ wf_status wfc_download_parts(wf_cloth *cs, const char *fn, float (*pos)[4], floa
   wf_status st = WF_OK;
   uint32_t bad_g = WFC_NONE;
   for (int p = 0; p < cs->np && st == WF_OK; p++)
-    st = download_part(cs, fn, p, buf, pos, vel, &bad_g);
+    if (cs->parts[p].c) st = download_part(cs, fn, p, buf, pos, vel, &bad_g);
   free(buf);
+  /* over MPI ranks: the other ranks' rows (a collective, entered also after a failure) */
+  if (cs->ranks > 1) st = wfc_ranks_gather_rows(cs, fn, pos, vel, &bad_g, st);
   if (st != WF_OK || bad_g == WFC_NONE) return st;
   uint64_t k = 0;
-  wfc_part_time(cs->parts[0].c, NULL, &k);
+  wfc_part_time(wfc_lead_part(cs), NULL, &k);
   return wf__error(WF_ERR_INVALID, fn,
                    "cloth '%s': vertex %u became NaN/inf by substep %llu: the time step "
                    "is too large for the stiffness (more substeps, or softer springs / XPBD)",
@@ -78,6 +80,7 @@ wf_status wfc_set_state_parts(wf_cloth *cs, const float (*pos)[4], const float (
   wf_status st = lp && lv ? WF_OK : wfc_oom("wf_cloth_set_state", cs->name);
   for (int p = 0; p < cs->np && st == WF_OK; p++) {
     wfc_piece *pt = &cs->parts[p];
+    if (!pt->c) continue; /* another MPI rank's: it sets its own from the same arrays */
     for (uint32_t i = 0; i < pt->n_local; i++) {
       memcpy(lp[i], pos[pt->gid[i]], 16);
       memcpy(lv[i], vel[pt->gid[i]], 16);

@@ -293,6 +293,14 @@ wf_status wfpt_comm_allgather(const void *comm, const char *what, const void *mi
   return allgather_on(*(const MPI_Comm *)comm, what, mine, bytes, all, total);
 }
 
+wf_status wfpt_comm_bcast(const void *comm, const char *what, void *buf, size_t bytes, int root) {
+  if (!comm || !bytes) return WF_OK;
+  if (bytes > (size_t)0x7fffffff)
+    return wf__error(WF_ERR_INVALID, NULL, "%s: %zu bytes in one broadcast", what, bytes);
+  int err = MPI_Bcast(buf, (int)bytes, MPI_BYTE, root, *(const MPI_Comm *)comm);
+  return err == MPI_SUCCESS ? WF_OK : comm_fail(err, what);
+}
+
 wf_status wfpt_ranks_bcast(wfpt_set *s, void *buf, size_t bytes, int root) {
   if (!s->mpi || !bytes) return WF_OK;
   int err = MPI_Bcast(buf, (int)bytes, MPI_BYTE, root, comm_of(s));
@@ -353,6 +361,13 @@ wf_status wfpt_ranks_allgather(wfpt_set *s, const void *mine, size_t bytes, void
 }
 
 wf_status wfpt_ranks_bcast(wfpt_set *s, void *buf, size_t bytes, int root) { return WF_OK; }
+
+wf_status wfpt_comm_bcast(const void *comm, const char *what, void *buf, size_t bytes, int root) {
+  (void)what, (void)buf, (void)bytes, (void)root;
+  if (!comm) return WF_OK;
+  int size, rank;
+  return wfpt_comm_size(comm, &size, &rank);
+}
 
 wf_status wfpt_ranks_alltoallv(wfpt_set *s, const void *send, const size_t *bytes, void **recv,
                                size_t *total) {

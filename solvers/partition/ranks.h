@@ -34,6 +34,10 @@ wf_status wfpt_comm_agree(const void *comm, bool failed, int *failed_rank);
 wf_status wfpt_comm_allgather(const void *comm, const char *what, const void *mine, size_t bytes,
                               void **all, size_t *total);
 
+/* Rank `root`'s `bytes` at buf to every rank of the application's communicator (NULL: nothing
+ * to do); what names the caller in a message. Every rank must call it. */
+wf_status wfpt_comm_bcast(const void *comm, const char *what, void *buf, size_t bytes, int root);
+
 /* set_create's part: duplicates the communicator, sets rank, ranks, rank_of and lead. */
 wf_status wfpt_ranks_open(wfpt_set *s, const void *comm);
 void wfpt_ranks_close(wfpt_set *s);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `mpirun -np N weft run` against one process (label mpi): run as `test_mpi_run.sh CASE`, with
 # WEFT_CLI (the weft program), MPIEXEC (mpirun) and WEFT_SCENES (scenes/) in the environment.
-#   same_2, same_3, same_4  scenes/split_mixed.json (particles split over the ranks, two cloths),
+#   same_2, same_3, same_4  scenes/split_mixed.json (particles and both cloths split over the ranks),
 #                           10 frames: stats.csv (but its ms_per_frame timing column), every .vtp
 #                           and .ply and the final checkpoint byte-identical to one process with
 #                           the same devices (3; 4 for same_4); rank r > 0 writes no files of its
