@@ -11,15 +11,10 @@
  * one-process reference on its own CPU devices, so each rank checks every vertex. */
 #define _POSIX_C_SOURCE 200809L /* before any system header: harness.h needs POSIX */
 
-#include <mpi.h>
-
 #include "cloth_scenes.h"
-#include "harness.h"
+#include "mpi_harness.h" /* harness.h, rank_, ranks_, world_ */
 
 #include "cloth_owners.h"
-
-static int rank_, ranks_;
-static MPI_Comm world_;
 
 typedef struct opts {
   int integrator;
@@ -359,10 +354,6 @@ TEST(refusals_name_the_cloth) {
 }
 
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
-  world_ = MPI_COMM_WORLD;
-  MPI_Comm_rank(world_, &rank_);
-  MPI_Comm_size(world_, &ranks_);
   static const th_test tests[] = {
       TH_TEST(sheet_springs_bitwise_4_partitions),
       TH_TEST(sheet_xpbd_bitwise_4_partitions),
@@ -376,9 +367,5 @@ int main(int argc, char **argv) {
       TH_TEST(checkpoint_3_ranks_to_2_xpbd),
       TH_TEST(refusals_name_the_cloth),
   };
-  int rc = th_main(argc, argv, tests, TH_COUNT(tests));
-  int worst = 0;
-  MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, world_);
-  MPI_Finalize();
-  return worst;
+  return th_mpi_main(argc, argv, tests, TH_COUNT(tests));
 }

@@ -7,13 +7,8 @@
  * Run by ctest under `mpirun -np 2|3|4 --oversubscribe` (label mpi); each rank also runs the
  * one-process reference on its own CPU devices, so each rank checks every particle. Run alone
  * (one rank) it checks the MPI path with every partition on one rank. */
-#include <mpi.h>
-
-#include "harness.h"
+#include "mpi_harness.h" /* harness.h, rank_, ranks_, world_ */
 #include "weft/particles.h"
-
-static int rank_, ranks_;
-static MPI_Comm world_;
 
 typedef struct opts {
   int model;   /* WF_CONTACT_DEM / XPBD */
@@ -337,10 +332,6 @@ TEST(too_few_partitions_refused) {
 }
 
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
-  world_ = MPI_COMM_WORLD;
-  MPI_Comm_rank(world_, &rank_);
-  MPI_Comm_size(world_, &ranks_);
   static const th_test tests[] = {
       TH_TEST(column_dem_bitwise_4_partitions),
       TH_TEST(column_dem_bitwise_one_partition_a_rank),
@@ -357,9 +348,5 @@ int main(int argc, char **argv) {
       TH_TEST(host_bytes_a_share_of_the_system),
       TH_TEST(download_owned_is_the_download_of_the_owned),
   };
-  int rc = th_main(argc, argv, tests, TH_COUNT(tests));
-  int worst = 0;
-  MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, world_);
-  MPI_Finalize();
-  return worst;
+  return th_mpi_main(argc, argv, tests, TH_COUNT(tests));
 }
