@@ -93,14 +93,18 @@ int bench_particles_tuning_env(const char *bench, wf_particles_tuning *t) {
   return 0;
 }
 
-int bench_mpi_halo_env(const char *bench, int *halo) {
+int bench_mpi_halo_of(const char *name) {
   static const char *const names[] = {"auto", "staged", "direct"};
+  for (int i = 0; name && i < 3; i++)
+    if (strcmp(name, names[i]) == 0) return i;
+  return -1;
+}
+
+int bench_mpi_halo_env(const char *bench, int *halo) {
   const char *v = env("WEFT_MPI_HALO");
   if (!v) return 0;
-  for (int i = 0; i < 3; i++)
-    if (strcmp(v, names[i]) == 0) {
-      *halo = i;
-      return 0;
-    }
-  return bad(bench, "WEFT_MPI_HALO", v, "auto, staged or direct");
+  int h = bench_mpi_halo_of(v);
+  if (h < 0) return bad(bench, "WEFT_MPI_HALO", v, "auto, staged or direct");
+  *halo = h;
+  return 0;
 }

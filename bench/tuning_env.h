@@ -32,5 +32,8 @@ int bench_particles_tuning_env(const char *bench, wf_particles_tuning *t);
 /** *halo from WEFT_MPI_HALO (a wf_mpi_halo; unset: left as it is). Returns 0, or 2 after printing
  *  why. */
 int bench_mpi_halo_env(const char *bench, int *halo);
+/** The wf_mpi_halo named "auto", "staged" or "direct" (WEFT_MPI_HALO's values; the weft command
+ *  reads them too), or -1. */
+int bench_mpi_halo_of(const char *name);
 
 #endif

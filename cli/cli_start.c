@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "tuning_env.h" /* bench_mpi_halo_of */
 #include "weft/gpu.h"
 #include "weft/scene.h"
 #include "weft/world.h"
@@ -65,13 +66,11 @@ static int check_devices(const wf_cli_scene_args *sa, const wf_scene *sc) {
 /* WEFT_MPI_HALO=auto|staged|direct: how halos between MPI ranks travel (wf_mpi_halo); unset or
  * empty: auto. -1 (after a message) for anything else. */
 static int mpi_halo_from_env(const char *cmd) {
-  static const char *const names[] = {"auto", "staged", "direct"};
   const char *e = getenv("WEFT_MPI_HALO");
   if (!e || !*e) return WF_MPI_HALO_AUTO;
-  for (int i = 0; i < 3; i++)
-    if (strcmp(e, names[i]) == 0) return i;
-  fprintf(stderr, "%s: WEFT_MPI_HALO='%s': expected auto, staged or direct\n", cmd, e);
-  return -1;
+  int h = bench_mpi_halo_of(e);
+  if (h < 0) fprintf(stderr, "%s: WEFT_MPI_HALO='%s': expected auto, staged or direct\n", cmd, e);
+  return h;
 }
 
 int wf_cli_start_world(const wf_cli_scene_args *sa, struct wf_init_desc *init, struct wf_scene **sc,
