@@ -5,7 +5,7 @@
 # with every output it writes) under the same four tools. Exits non-zero on any failure or
 # sanitizer report.
 #   scripts/gpu-check.sh [--tests-only | --sanitize-only] [build-dir]
-# --tests-only: the gpu and parity tests only; --sanitize-only: the sanitizer runs only.
+# --tests-only: the gpu, parity and mpi_cuda tests only; --sanitize-only: the sanitizer runs only.
 #
 # Under a sanitizer every test case of every gpu test program runs as a process of its own
 # (`prog --device cuda CASE`), several at once, and each process checks its first
@@ -43,7 +43,7 @@ cmake -S . -B "$dir" -G Ninja -DWEFT_CUDA=ON -DWEFT_WERROR="${WEFT_WERROR:-ON}" 
 cmake --build "$dir" -j"$(nproc)" || exit 1
 fail=0
 if [ $mode != sanitize ]; then
-  (cd "$dir" && ctest -L 'gpu|parity' --output-on-failure --timeout 600) || fail=1
+  (cd "$dir" && ctest -L 'gpu|parity|mpi_cuda' --output-on-failure --timeout 600) || fail=1
   # the Python package's tests (python/tests/test_cuda.py runs on the GPU: torch/CuPy zero-copy,
   # the joint capture with PyTorch replayed 1000 times); absent when WEFT_PYTHON found no Python
   (cd "$dir" && ctest -L python --output-on-failure --timeout 600 --no-tests=ignore) || fail=1

@@ -7,9 +7,18 @@
 #include <mpi.h>
 
 #include "harness.h"
+#include "weft/partition.h"
 
 static int rank_, ranks_;
 static MPI_Comm world_;
+
+/* Whether MPI may read and write the memory of the devices under test (mpi_halo DIRECT): host
+ * memory always; CUDA memory only with a CUDA-aware MPI. */
+static inline bool th_mpi_direct_ok(void) {
+  bool aware = false;
+  wf_mpi_available(&aware, NULL, 0);
+  return !th_is_cuda() || aware;
+}
 
 /* MPI_Init, rank_ / ranks_ / world_ (MPI_COMM_WORLD), the cases, MPI_Finalize. */
 static inline int th_mpi_main(int argc, char **argv, const th_test *tests, int n) {

@@ -8,6 +8,11 @@ import sys
 
 import pytest
 
+try:  # PyTorch before weft: see "Loading order" in docs/python.md
+    import torch  # noqa: F401
+except ImportError:
+    pass
+
 import weft
 
 ALLOWED_SKIPS = ("needs two CUDA devices", "could not import 'cupy'")

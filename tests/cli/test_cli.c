@@ -546,7 +546,7 @@ TEST(resume_equal) {
  * it writes; stats.csv differs only in its timing column. So does a cloth on the one-launch
  * frame, whose substeps split over the threads stage by stage. */
 TEST(cpu_threads_bitwise) {
-  char dir[600], out[2][700], a[800], b[800];
+  char dir[600], out[2][700], a[1000], b[1000];
   test_dir(dir, sizeof dir, "threads");
   const char *threads[2] = {"1", "3"};
   for (int t = 0; t < 2; t++) {
