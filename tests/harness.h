@@ -146,6 +146,12 @@ enum { TH_WATCHDOG_S = 240 }; /* a sanitizer build runs the CPU kernels 10-25x s
 enum { TH_WATCHDOG_S = 30 };
 #endif
 static const char *th_current;
+static unsigned th_watchdog_s; /* this run's limit a case (0: none) */
+/* A case known to take longer than the limit: this case's limit becomes s seconds from now
+ * (nothing where the watchdog is off). Say in the case why it is slow. */
+static inline void th_allow_seconds(unsigned s) {
+  if (th_watchdog_s && s > th_watchdog_s) alarm(s);
+}
 static void th_watchdog(int sig) {
   static const char msg[] = "\n[ FAIL ] watchdog: this test hung past its time limit: ";
   ssize_t w = write(2, msg, sizeof msg - 1);
@@ -271,6 +277,7 @@ static inline int th_main(int argc, char **argv, const th_test *tests, int n) {
   unsigned watchdog_s = TH_WATCHDOG_S;
   const char *watchdog_env = getenv("TH_WATCHDOG_S");
   if (watchdog_env) watchdog_s = (unsigned)strtoul(watchdog_env, NULL, 10);
+  th_watchdog_s = watchdog_s;
   wf_init_desc desc = th_init_desc();
   wf_status st = wf_init(&desc);
   if (st == WF_OK && th_is_cuda() && wf_device_get("cuda", &th_dev0) != WF_OK) {

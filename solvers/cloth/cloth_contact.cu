@@ -1,6 +1,5 @@
 /* Cloth contact, CUDA side (cloth_contact.h): __global__ kernels calling the shared math, one
- * thread a vertex, 256 a block (the gather 64: see kGatherBlock). Built with -fmad=false: the CPU
- * backend's bits. */
+ * thread a vertex, 256 a block. Built with -fmad=false: the CPU backend's bits. */
 #include <cuda_runtime.h>
 
 #include "cloth_contact.h"
@@ -8,14 +7,8 @@
 namespace {
 
 constexpr unsigned kBlock = 256;
-/* The gather is one long walk a thread (a few hundred candidates, ~150 registers and a stack
- * frame for its boxes): 256-thread blocks left one block an SM resident at 256^2 and, at 64^2,
- * 16 blocks for 132 SMs (measured on an H200: 865 and 509 us a substep). Smaller blocks spread
- * the walks over every SM and fit more of them on each. Each thread's arithmetic is unchanged,
- * so the bits are too. */
-constexpr unsigned kGatherBlock = 64;
 
-unsigned grid_for(size_t n, unsigned block = kBlock) { return (unsigned)((n + block - 1) / block); }
+unsigned grid_for(size_t n) { return (unsigned)((n + kBlock - 1) / kBlock); }
 
 __device__ size_t index() { return (size_t)blockIdx.x * blockDim.x + threadIdx.x; }
 
@@ -41,15 +34,15 @@ WFCC_KERNEL(scatter_kernel, wfcc_scatter_args, wfcc_scatter_elem)
 
 } // namespace
 
-#define WFCC_WRAPPER(name, kernel, args_t, block)                                                  \
+#define WFCC_WRAPPER(name, kernel, args_t)                                                         \
   extern "C" void name(const void *args, size_t n, void *stream) {                                 \
     if (!n) return;                                                                                \
-    kernel<<<grid_for(n, block), block, 0, (cudaStream_t)stream>>>(*(const args_t *)args, n);      \
+    kernel<<<grid_for(n), kBlock, 0, (cudaStream_t)stream>>>(*(const args_t *)args, n);            \
   }
-WFCC_WRAPPER(wfcc_disp_cuda, disp_kernel, wfcc_disp_args, kBlock)
-WFCC_WRAPPER(wfcc_reach_cuda, reach_kernel, wfcc_reach_args, kBlock)
-WFCC_WRAPPER(wfcc_keys_cuda, keys_kernel, wfcc_keys_args, kBlock)
-WFCC_WRAPPER(wfcc_gather_cuda, gather_kernel, wfcc_gather_args, kGatherBlock)
-WFCC_WRAPPER(wfcc_apply_cuda, apply_kernel, wfcc_apply_args, kBlock)
-WFCC_WRAPPER(wfcc_scatter_cuda, scatter_kernel, wfcc_scatter_args, kBlock)
+WFCC_WRAPPER(wfcc_disp_cuda, disp_kernel, wfcc_disp_args)
+WFCC_WRAPPER(wfcc_reach_cuda, reach_kernel, wfcc_reach_args)
+WFCC_WRAPPER(wfcc_keys_cuda, keys_kernel, wfcc_keys_args)
+WFCC_WRAPPER(wfcc_gather_cuda, gather_kernel, wfcc_gather_args)
+WFCC_WRAPPER(wfcc_apply_cuda, apply_kernel, wfcc_apply_args)
+WFCC_WRAPPER(wfcc_scatter_cuda, scatter_kernel, wfcc_scatter_args)
 #undef WFCC_WRAPPER

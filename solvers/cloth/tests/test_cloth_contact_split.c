@@ -245,6 +245,10 @@ TEST(checkpoint_springs) { checkpoint(WF_CLOTH_SPRINGS); }
  * those of a run without it, and the bytes it reports count the contact copies (32 bytes a
  * vertex a partition does not own, a substep). */
 TEST(overlap_measure) {
+  /* On CUDA this case takes ~85 s on an H200 (0.9 s on the CPU): backtraces put the time in
+   * capturing and instantiating the measure's extra frames, those without copies and without
+   * kernels (bench/results/nvidia-h200-wave3.txt). Not fixed yet. */
+  if (th_is_cuda()) th_allow_seconds(200);
   run_opts o = {SCENE_FOLD, WF_CLOTH_XPBD, false, 0};
   static frame_state a, b;
   wf_cloth *c = NULL;
