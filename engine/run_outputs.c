@@ -113,7 +113,7 @@ struct wf_run_outputs {
   bool discard;        /* wf_run_outputs_desc.discard: the world's calls, no files but pieces */
   int piece, pieces;   /* wf_run_outputs_desc's: this run's piece of `pieces` (> 1), or none */
   char *piece_dir;     /* where the pieces and the .pvtp go */
-  wf_pvd **piece_pvd;  /* per object, piece 0 of a particle object: <object>_pieces.pvd */
+  wf_pvd **piece_pvd;  /* per object, piece 0 only: <object>_pieces.pvd */
   bool opened;         /* create succeeded: close writes run.json */
   char path[4096];
 };
@@ -578,8 +578,7 @@ static wf_status open_pieces(wf_run_outputs *o, const wf_run_outputs_desc *d) {
   wf_status st = wf_dir_create(o->piece_dir);
   for (int i = 0; i < o->n_objects && st == WF_OK && o->piece == 0; i++) {
     wf_world_object obj;
-    if ((st = wf_world_object_get(o->w, i, &obj)) != WF_OK || obj.kind != WF_WORLD_PARTICLES)
-      continue;
+    if ((st = wf_world_object_get(o->w, i, &obj)) != WF_OK) continue;
     snprintf(o->path, sizeof o->path, "%s/%s_pieces.pvd", o->piece_dir, obj.name);
     st = wf_pvd_create(o->path, &o->piece_pvd[i]);
   }
@@ -588,44 +587,49 @@ static wf_status open_pieces(wf_run_outputs *o, const wf_run_outputs_desc *d) {
 
 static const char *vtk_type(wf_vtk_type t) { return t == WF_VTK_UINT32 ? "UInt32" : "Float32"; }
 
-/* Piece `piece` of particle object i's frame: the rows of the arrays write_vtp wrote whose
- * particles this rank's partitions own (wf_world_object_owned, in id order; the state was just
- * read, so as of this frame), and on piece 0 the .pvtp over every piece and its entry in
- * <object>_pieces.pvd. Each rank writes what it simulates, and the pieces are the whole. */
-static wf_status write_piece(wf_run_outputs *o, int i, const wf_world_object *obj,
-                             const wf_vtk_array *arrays, int64_t frame) {
-  size_t n = obj->point_count;
-  uint32_t m = 0, *rows = malloc((n ? n : 1) * sizeof *rows);
-  float *cols = malloc((n ? n : 1) * 11 * sizeof *cols); /* xyz, then each array's */
-  wf_status st = rows && cols ? WF_OK
-                              : wf__error(WF_ERR_OUT_OF_MEMORY, "wf_run_outputs_write_frame",
-                                          "no memory for a piece of %zu points", n);
-  if (st == WF_OK) st = wf_world_object_owned(o->w, i, rows, &m);
-  wf_vtk_array part[4];
-  float *xyz = cols, *at = cols + 3 * (size_t)m;
-  for (int k = 0; k < 4 && st == WF_OK; k++) { /* 4-byte elements: floats and uint32 ids alike */
-    int c = arrays[k].components;
-    part[k] = arrays[k], part[k].data = at;
-    for (uint32_t r = 0; r < m; r++)
-      memcpy(at + (size_t)r * c, (const char *)arrays[k].data + (size_t)rows[r] * c * 4,
-             (size_t)c * 4);
-    at += (size_t)m * c;
+/* A cloth's piece from the vertices this rank owns (rows, *m of them, ascending): the triangles
+ * whose lowest-index vertex it owns (each triangle has one such vertex and it one owner, so the
+ * ranks' triangles are disjoint and cover the mesh) into tris, *nt of them, re-indexed to the
+ * piece's points; those points' vertices (the owned ones and the others the triangles use,
+ * ascending) into rows, *m of them. No triangles: no points (a mesh piece of bare points would
+ * draw them). at: room for point_count. */
+enum { PIECE_OUT = UINT32_MAX, PIECE_OWNED = UINT32_MAX - 1, PIECE_USED = UINT32_MAX - 2 };
+static void cloth_piece(const wf_world_object *obj, uint32_t *rows, uint32_t *m, uint32_t *tris,
+                        size_t *nt, uint32_t *at) {
+  const uint32_t *t = obj->triangles;
+  for (uint32_t v = 0; v < obj->point_count; v++)
+    at[v] = PIECE_OUT;
+  for (uint32_t r = 0; r < *m; r++)
+    at[rows[r]] = PIECE_OWNED;
+  *nt = 0;
+  for (size_t k = 0; k < obj->triangle_count; k++, t += 3) {
+    uint32_t lo = t[0] < t[1] ? t[0] : t[1];
+    if (at[t[2] < lo ? t[2] : lo] != PIECE_OWNED) continue;
+    for (int c = 0; c < 3; c++) {
+      tris[3 * *nt + c] = t[c];
+      if (at[t[c]] == PIECE_OUT) at[t[c]] = PIECE_USED;
+    }
+    (*nt)++;
   }
-  for (uint32_t r = 0; r < m && st == WF_OK; r++)
-    memcpy(xyz + 3 * (size_t)r, o->xyz + 3 * (size_t)rows[r], 12);
-  snprintf(o->path, sizeof o->path, "%s/%s_%06lld_p%d.vtp", o->piece_dir, obj->name,
-           (long long)frame, o->piece);
-  wf_vtp_desc d = {m, xyz, 0, NULL, part, 4, true};
-  if (st == WF_OK) st = wf_vtp_write(o->path, &d);
-  free(rows), free(cols);
-  if (st != WF_OK || o->piece != 0) return st;
+  *m = 0;
+  for (uint32_t v = 0; v < obj->point_count && *nt; v++)
+    if (at[v] != PIECE_OUT) rows[*m] = v, at[v] = (*m)++;
+  for (size_t k = 0; k < 3 * *nt; k++)
+    tris[k] = at[tris[k]];
+}
+
+/* <object>_<frame>.pvtp over every piece, with the point arrays `arrays` (their names, types
+ * and components), and its entry in <object>_pieces.pvd: piece 0's. */
+static wf_status write_collection(wf_run_outputs *o, int i, const wf_world_object *obj,
+                                  const wf_vtk_array *arrays, int n_arrays, int64_t frame) {
   snprintf(o->path, sizeof o->path, "%s/%s_%06lld.pvtp", o->piece_dir, obj->name, (long long)frame);
   wf_atomic_file *f = NULL;
-  if ((st = wf_atomic_file_open(o->path, &f)) != WF_OK) return st;
+  wf_status st = wf_atomic_file_open(o->path, &f);
+  if (st != WF_OK) return st;
   wf_atomic_file_printf(f, "<?xml version=\"1.0\"?>\n<VTKFile type=\"PPolyData\" version=\"1.0\" "
                            "byte_order=\"LittleEndian\" header_type=\"UInt64\">\n"
                            "  <PPolyData GhostLevel=\"0\">\n    <PPointData>\n");
-  for (int k = 0; k < 4; k++)
+  for (int k = 0; k < n_arrays; k++)
     wf_atomic_file_printf(f,
                           "      <PDataArray type=\"%s\" Name=\"%s\" "
                           "NumberOfComponents=\"%d\"/>\n",
@@ -642,6 +646,54 @@ static wf_status write_piece(wf_run_outputs *o, int i, const wf_world_object *ob
   return o->piece_pvd[i]
              ? wf_pvd_add(o->piece_pvd[i], (double)frame * wf_world_frame_dt(o->w), 0, rel)
              : WF_OK;
+}
+
+/* Piece `piece` of object i's frame: the rows of the points and of the arrays write_vtp wrote
+ * (n_arrays of them, 4-byte elements) that this rank's partitions own (wf_world_object_owned,
+ * in id order; the state was just read, so as of this frame). A particle object's piece is
+ * those particles; a cloth's is cloth_piece's, with the point array "vertex" added. Piece 0 also
+ * writes the collection over every piece. Each rank writes what it simulates, and the pieces
+ * are the whole. */
+#define PIECE_ARRAYS 4 /* at most write_vtp's arrays of an object */
+static wf_status write_piece(wf_run_outputs *o, int i, const wf_world_object *obj,
+                             const wf_vtk_array *arrays, int n_arrays, int64_t frame) {
+  bool cloth = obj->kind == WF_WORLD_CLOTH;
+  size_t n = obj->point_count ? obj->point_count : 1, per = 3, nt = 0;
+  for (int k = 0; k < n_arrays; k++)
+    per += (size_t)arrays[k].components;
+  uint32_t m = 0, *rows = malloc(n * sizeof *rows), *tris = NULL, *at = NULL;
+  float *cols = malloc(n * per * sizeof *cols); /* xyz, then each array's */
+  if (cloth) {
+    tris = malloc(((size_t)obj->triangle_count * 3 + 1) * sizeof *tris);
+    at = malloc(n * sizeof *at);
+  }
+  wf_status st = rows && cols && (!cloth || (tris && at))
+                     ? WF_OK
+                     : wf__error(WF_ERR_OUT_OF_MEMORY, "wf_run_outputs_write_frame",
+                                 "no memory for a piece of '%s' (%zu points)", obj->name, n);
+  if (st == WF_OK) st = wf_world_object_owned(o->w, i, rows, &m);
+  if (st == WF_OK && cloth) cloth_piece(obj, rows, &m, tris, &nt, at);
+  wf_vtk_array part[PIECE_ARRAYS + 1];
+  float *xyz = cols, *to = cols + 3 * (size_t)m;
+  for (int k = 0; k < n_arrays && st == WF_OK; k++) { /* floats and uint32 ids alike */
+    int c = arrays[k].components;
+    part[k] = arrays[k], part[k].data = to;
+    for (uint32_t r = 0; r < m; r++)
+      memcpy(to + (size_t)r * c, (const char *)arrays[k].data + (size_t)rows[r] * c * 4,
+             (size_t)c * 4);
+    to += (size_t)m * c;
+  }
+  for (uint32_t r = 0; r < m && st == WF_OK; r++)
+    memcpy(xyz + 3 * (size_t)r, o->xyz + 3 * (size_t)rows[r], 12);
+  int n_part = n_arrays;
+  if (cloth) part[n_part++] = (wf_vtk_array){"vertex", WF_VTK_UINT32, 1, rows};
+  snprintf(o->path, sizeof o->path, "%s/%s_%06lld_p%d.vtp", o->piece_dir, obj->name,
+           (long long)frame, o->piece);
+  wf_vtp_desc d = {m, xyz, nt, tris, part, n_part, true};
+  if (st == WF_OK) st = wf_vtp_write(o->path, &d);
+  if (st == WF_OK && o->piece == 0) st = write_collection(o, i, obj, part, n_part, frame);
+  free(rows), free(cols), free(tris), free(at);
+  return st;
 }
 
 static wf_status write_vtp(wf_run_outputs *o, int i, const wf_world_object *obj, int64_t frame) {
@@ -663,7 +715,7 @@ static wf_status write_vtp(wf_run_outputs *o, int i, const wf_world_object *obj,
                    true};
   if (!o->discard) st = wf_vtp_write(o->path, &d);
   if (st == WF_OK && !o->discard) st = wf_pvd_add(o->pvd[i], o->entries[i].time, 0, o->rel[i]);
-  if (st == WF_OK && o->pieces > 1 && !cloth) st = write_piece(o, i, obj, points, frame);
+  if (st == WF_OK && o->pieces > 1) st = write_piece(o, i, obj, d.arrays, d.array_count, frame);
   return st;
 }
 

@@ -974,7 +974,20 @@ wf_status wf_world_object_download_omega(wf_world *w, int index, float (*omega)[
   return st != WF_OK ? fail_object(st, "particles", index, info.name) : WF_OK;
 }
 
-/* A particle object's rows are the solver's owned ids within its range (both ascending). */
+/* Whether cloth c runs whole on every rank of a world over MPI ranks (a cloth not split over the
+ * ranks, cloth_devices: this process holds every partition) and this is not rank 0, which alone
+ * owns such a cloth's vertices (so the ranks' rows stay disjoint). */
+static bool cloth_rank0s(const wf_world *w, int c) {
+  int ranks = 1, rank = 0;
+  if (!w->mpi_comm || wfpt_comm_size(w->mpi_comm, &ranks, &rank) != WF_OK || rank == 0)
+    return false;
+  for (int p = 0; p < wf_cloth_partition_count(w->cloths[c]); p++)
+    if (!wf_cloth_partition_is_local(w->cloths[c], p)) return false;
+  return true;
+}
+
+/* A particle object's rows are the solver's owned ids within its range (both ascending); a
+ * cloth's are its own owned ids (cloth-local already), or none (cloth_rank0s). */
 wf_status wf_world_object_owned(wf_world *w, int index, uint32_t *rows, uint32_t *n) {
   static const char fn[] = "wf_world_object_owned";
   wf_world_object info;
@@ -982,12 +995,13 @@ wf_status wf_world_object_owned(wf_world *w, int index, uint32_t *rows, uint32_t
   *n = 0;
   wf_status st = wf_world_object_get(w, index, &info);
   if (st != WF_OK) return st;
-  if (info.kind != WF_WORLD_PARTICLES || !w->ps) { /* a cloth's rows: every rank reads them */
-    for (uint32_t i = 0; rows && i < info.point_count; i++)
-      rows[i] = i;
-    *n = info.point_count;
-    return WF_OK;
+  if (info.kind == WF_WORLD_CLOTH) {
+    int c = w->objects[index].cloth;
+    if (cloth_rank0s(w, c)) return WF_OK;
+    st = wf_cloth_owned_ids(w->cloths[c], rows, n);
+    return st != WF_OK ? fail_object(st, "cloths", c, info.name) : WF_OK;
   }
+  if (!w->ps) return WF_OK; /* (no particle object without the solver) */
   uint32_t *ids = malloc((size_t)w->n_particles * sizeof *ids + 4), m = 0;
   if (!ids) return wf__error(WF_ERR_OUT_OF_MEMORY, fn, "no memory for %u ids", w->n_particles);
   st = wf_particles_owned_ids(w->ps, ids, &m);

@@ -664,6 +664,11 @@ WF_API int wf_cloth_partition_count(const wf_cloth *c);
 /** Whether this process holds partition i (always, but over MPI ranks: then only its rank's
  *  block; wf_cloth_partition_view refuses the others). */
 WF_API bool wf_cloth_partition_is_local(const wf_cloth *c, int i);
+/** The vertices this process owns, ascending, into ids (room for wf_cloth_count; NULL: only
+ *  *n), *n of them: every vertex in one process; over MPI ranks those of the rank's partitions
+ *  (its block). The ranks' sets are disjoint and cover the cloth, and do not change after
+ *  creation. Not a collective. */
+WF_API wf_status wf_cloth_owned_ids(const wf_cloth *c, uint32_t *ids, uint32_t *n);
 /** Partition i's state on its own device (0 <= i < wf_cloth_partition_count): its owned rows,
  *  their global ids (ids NULL and first 0 with one partition: row i is vertex i), the stream
  *  they are written on, the clock and the origin its positions are relative to (the cloth's,

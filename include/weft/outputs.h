@@ -116,11 +116,15 @@ typedef struct wf_run_outputs_desc {
                                WF_SCENE_UP_Y: as simulated */
   const wf_scene *scene;    /* USD: the colliders and grid sizes (NULL: none); read at create
                                only. wf_run_outputs_desc_from_scene sets it */
-  /* Pieces (a world over MPI ranks, weft run under mpirun): with pieces > 1, every VTK frame of a
-   * particle object also goes out as `pieces` files, this run writing piece `piece` (the
-   * object's particles this process owns, wf_world_object_owned: over MPI ranks, with piece the
-   * rank and pieces the rank count, those of the rank's partitions, in id order) as
-   * <object>_<frame>_p<piece>.vtp into piece_dir (NULL: dir); piece 0 also writes
+  /* Pieces (a world over MPI ranks, weft run under mpirun): with pieces > 1, every VTK frame of an
+   * object also goes out as `pieces` files, this run writing piece `piece` as
+   * <object>_<frame>_p<piece>.vtp into piece_dir (NULL: dir). Over MPI ranks piece is the rank
+   * and pieces the rank count, and a piece holds what the rank's partitions own
+   * (wf_world_object_owned): of a particle object those particles, in id order; of a cloth the
+   * triangles whose lowest-index vertex the rank owns (so the pieces' triangles are disjoint and
+   * cover the mesh) over the points of the vertices it owns and of any other vertex those
+   * triangles use, in vertex order, with the point array "vertex" (the cloth's vertex index) to
+   * merge the pieces by; a piece without triangles has no points. Piece 0 also writes
    * <object>_<frame>.pvtp there, naming every piece (ParaView and VTK's XMLPPolyDataReader open
    * it as one data set), and the collection <object>_pieces.pvd of those (a resumed run lists
    * the frames it wrote). 0 or 1: no pieces. */

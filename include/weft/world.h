@@ -249,11 +249,12 @@ WF_API wf_status wf_world_object_download(wf_world *w, int index, float (*pos)[4
  *  where the contact model does not turn the particles. WF_ERR_INVALID for a cloth. */
 WF_API wf_status wf_world_object_download_omega(wf_world *w, int index, float (*omega)[4]);
 /** The rows of object `index` (0 .. point_count - 1, ascending) whose points this process owns,
- *  into rows (room for point_count; NULL: only *n), *n of them: every row in one process, and of
- *  a cloth (its outputs are whole on every rank: the reads gather a cloth split over the ranks);
- *  over MPI ranks a particle object's rows that the rank's partitions own
- *  (wf_particles_owned_ids: as of the last read of the state). The ranks' rows of a particle
- *  object are disjoint and cover it. */
+ *  into rows (room for point_count; NULL: only *n), *n of them: every row in one process; over
+ *  MPI ranks a particle object's rows that the rank's partitions own (wf_particles_owned_ids: as
+ *  of the last read of the state), and a cloth's vertices that the rank's partitions own
+ *  (wf_cloth_owned_ids: fixed at creation; a cloth not split over the ranks, which every rank runs
+ *  whole, is rank 0's). The ranks' rows of an object are disjoint and cover it. The reads
+ *  (wf_world_object_download) still give every row on every rank. */
 WF_API wf_status wf_world_object_owned(wf_world *w, int index, uint32_t *rows, uint32_t *n);
 
 /** The parameters every solver of a world shares that can change between frames (no

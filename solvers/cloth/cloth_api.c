@@ -545,6 +545,19 @@ bool wf_cloth_partition_is_local(const wf_cloth *cs, int i) {
   return cs && i >= 0 && i < cs->np && cs->parts[i].c;
 }
 
+/* The owners are every rank's (the cut is broadcast at creation), so this needs no message. */
+wf_status wf_cloth_owned_ids(const wf_cloth *cs, uint32_t *ids, uint32_t *n) {
+  if (!cs || !n) return wf__error(WF_ERR_INVALID, "wf_cloth_owned_ids", "cloth or n is NULL");
+  uint32_t m = 0;
+  for (uint32_t g = 0; g < cs->nv; g++)
+    if (cs->ranks <= 1 || wfc_mine(cs, cs->owner[g])) {
+      if (ids) ids[m] = g;
+      m++;
+    }
+  *n = m;
+  return WF_OK;
+}
+
 wf_status wf_cloth_partition_view(const wf_cloth *cs, int i, wf_partition_view *out) {
   static const char fn[] = "wf_cloth_partition_view";
   if (!cs || !out) return wf__error(WF_ERR_INVALID, fn, "cloth or out is NULL");

@@ -18,7 +18,11 @@
 #                           exits 143
 #   pieces                  3 ranks: each writes its piece of the particles' .vtp (the particles its
 #                           partitions own, in id order), rank 0 the .pvtp and <object>_pieces.pvd;
-#                           the pieces' ids are disjoint and with their values make the whole .vtp
+#                           the pieces' ids are disjoint and with their values make the whole .vtp;
+#                           each cloth's pieces (the triangles whose lowest vertex the rank owns,
+#                           with their vertices) hold every triangle once and the whole .vtp's
+#                           values at each vertex; a cloth every rank runs whole is rank 0's
+#                           piece alone; one rank writes no pieces
 #   bench                   mpirun -np 2 weft bench scaling --mpi --quick: its rows and its model
 #   last_good_2, last_good_3  tests/scenes/blowup.json (3 partitions) blows up at frame 14, long
 #                           after the first repartition: every rank stops at the same frame and
@@ -170,6 +174,73 @@ slabs = [k for k in range(3)
 print("pieces == whole:", ok, sizes, len(whole), "points; slabs along axis", slabs)
 sys.exit(0 if ok and slabs else 1)
 PY
+  # each cloth (both split over the 3 ranks) likewise: its pieces' triangles, mapped through
+  # their "vertex" array, are the whole .vtp's, each in exactly one piece; every piece point's
+  # position, velocity and normal are the whole file's at that vertex, byte for byte (the pieces
+  # come from the same read); every piece has triangles, its vertices ascending
+  for c in sheet flag; do
+    grep -c "<Piece Source=\"${c}_000010_p[0-2].vtp\"/>" "$tmp/p/${c}_000010.pvtp" | grep -qx 3 ||
+      fail "$c: the .pvtp does not name 3 pieces"
+    grep -q "file=\"${c}_000010.pvtp\"" "$tmp/p/${c}_pieces.pvd" || fail "$c: the pieces' .pvd"
+  done
+  python3 - "$tmp/p" <<'PY' || fail "the cloth pieces are not the whole .vtp"
+import base64, re, struct, sys
+from collections import Counter
+d = sys.argv[1]
+def arrays(path):  # name -> (bytes a value, the bytes without their UInt64 byte count)
+    text, out = open(path).read(), {}
+    for head, blob in re.findall(r'<DataArray ([^>]*)format="binary">\s*([A-Za-z0-9+/=]*)\s*<',
+                                 text):
+        name = re.search(r'Name="([^"]*)"', head)
+        kind = re.search(r'type="([^"]*)"', head).group(1)
+        comps = re.search(r'NumberOfComponents="(\d+)"', head)
+        size = {"Float32": 4, "UInt32": 4, "Int64": 8}[kind] * int(comps.group(1) if comps else 1)
+        out[name.group(1) if name else "points"] = (size, base64.b64decode(blob)[8:])
+    return out
+def rows(a, name):
+    size, b = a[name]
+    return [b[j:j + size] for j in range(0, len(b), size)]
+def tris(a):
+    conn = rows(a, "connectivity")
+    return [tuple(struct.unpack("<q", conn[j + k])[0] for k in range(3))
+            for j in range(0, len(conn), 3)]
+ok = True
+for cloth in ("sheet", "flag"):
+    whole = arrays(f"{d}/{cloth}_000010.vtp")
+    cols = ("points", "velocity", "normal")
+    vals = {k: rows(whole, k) for k in cols}
+    got, sizes = Counter(), []
+    for p in range(3):
+        a = arrays(f"{d}/{cloth}_000010_p{p}.vtp")
+        vertex = [struct.unpack("<I", v)[0] for v in rows(a, "vertex")]
+        t = tris(a)
+        sizes.append((len(vertex), len(t)))
+        ok = ok and len(t) > 0 and vertex == sorted(set(vertex))
+        got.update(tuple(vertex[i] for i in tri) for tri in t)
+        for k in cols:
+            ok = ok and all(v == vals[k][g] for v, g in zip(rows(a, k), vertex))
+    want = Counter(tris(whole))
+    ok = ok and got == want and max(want.values()) == 1
+    print(f"{cloth}: pieces (points, triangles) {sizes}, whole {len(vals['points'])} points, "
+          f"{len(want)} triangles: triangles and values the whole's: {ok}")
+sys.exit(0 if ok else 1)
+PY
+  # a cloth not split over the ranks (self_collision: every rank runs it whole) is rank 0's: its
+  # piece is the whole mesh, the others' are empty
+  mpi 3 run "$scene" --frames 1 --out "$tmp/w" --quiet --set 'cloths[1].self_collision=true' ||
+    fail "mpirun -np 3, the flag whole on every rank"
+  counts() { grep -o 'NumberOfPoints="[0-9]*"\|NumberOfPolys="[0-9]*"' "$1" | tr '\n' ' '; }
+  whole=$(counts "$tmp/w/flag_000001.vtp")
+  [ "$(counts "$tmp/w/flag_000001_p0.vtp")" = "$whole" ] &&
+    [ "$(counts "$tmp/w/flag_000001_p1.vtp")" = 'NumberOfPoints="0" NumberOfPolys="0" ' ] &&
+    [ "$(counts "$tmp/w/flag_000001_p2.vtp")" = 'NumberOfPoints="0" NumberOfPolys="0" ' ] ||
+    fail "the unsplit flag's pieces: $(for p in 0 1 2; do counts "$tmp/w/flag_000001_p$p.vtp"; done)"
+  echo "the unsplit flag: piece 0 $whole(the whole), pieces 1 and 2 empty"
+  # one rank writes no pieces
+  mpi 1 run "$scene" --frames 1 --out "$tmp/one" --quiet || fail "mpirun -np 1"
+  [ -s "$tmp/one/sheet_000001.vtp" ] || fail "mpirun -np 1 wrote no .vtp"
+  n=$(ls "$tmp/one" | grep -cE '_p[0-9]+\.vtp$|\.pvtp$|_pieces\.pvd$')
+  [ "$n" = 0 ] || fail "one rank wrote $n piece files"
   ;;
 bench)
   mpi 2 bench scaling --mpi --device cpu --quick --only particles --particles 2048 \

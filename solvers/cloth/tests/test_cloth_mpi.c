@@ -194,6 +194,20 @@ static void compare(opts o, int steps, int frames) {
     CHECK_OK(wf_cloth_download_local(ref, rest, NULL));
   }
   from_rank0(owner, sizeof owner), from_rank0(rest, sizeof rest);
+  /* the vertices this rank owns (wf_cloth_owned_ids) are its partitions', ascending; the ranks'
+   * sets together are the cloth; one process owns every vertex */
+  static uint32_t ids[MAXV];
+  uint32_t m = 0, at = 0, total = 0;
+  bool mine_ok = wf_cloth_owned_ids(mpi, ids, &m) == WF_OK;
+  for (uint32_t v = 0; v < nv && mine_ok; v++)
+    if (rank_of(owner[v], o.parts) == rank_) mine_ok = at < m && ids[at++] == v;
+  if (!mine_ok || at != m) TH_FAIL("rank %d: owned ids: %u of %u as expected", rank_, at, m);
+  MPI_Allreduce(&m, &total, 1, MPI_UINT32_T, MPI_SUM, world_);
+  CHECK_EQ_INT(total, nv);
+  if (ref) {
+    CHECK_OK(wf_cloth_owned_ids(ref, NULL, &m));
+    CHECK_EQ_INT(m, nv);
+  }
   for (int s = 0; s < steps; s++) {
     if (s > 0) { /* a gust, set on every rank */
       wf_cloth_params pa = wf_cloth_params_get(mpi);
