@@ -1,8 +1,8 @@
 /* `weft` under an MPI launcher (mpirun, mpiexec, srun): when the environment says this process is
  * one rank of several, main() initializes MPI and `weft run` hands MPI_COMM_WORLD to the world
  * (wf_world_desc.mpi_comm): every rank loads the same scene and devices, holds its block of the
- * particles' partitions; rank 0 writes the outputs, every rank its pieces (cmd_run.c), rank r > 0
- * a stopped run's checkpoint to <dir>/ranks/<r>/.
+ * particles' partitions; rank 0 writes the outputs, every rank its pieces of the .vtp files and
+ * the checkpoints (cmd_run.c), rank r > 0 a last-good checkpoint to <dir>/ranks/<r>/.
  * Without MPI in the build, or started alone, these are no-ops and nothing changes. */
 #include <stdio.h>
 #include <stdlib.h>

@@ -260,10 +260,12 @@ int wf_cmd_run(int argc, char **argv) {
   if (out_dir) od.dir = out_dir;
   /* over MPI ranks every rank reads the state at the same points (collectives); rank 0 writes to
    * the directory, rank r > 0 nothing (outputs.discard) but its piece of each particle object's
-   * .vtp (rank 0 the .pvtp over them); a stopped run's checkpoint of rank r goes to
-   * <dir>/ranks/<r> */
+   * .vtp (rank 0 the .pvtp over them) and of each checkpoint (wf_world_save: beside rank 0's
+   * manifest, in piece_dir); a last-good checkpoint of rank r goes to <dir>/ranks/<r> */
   char rank_dir[4200], piece_dir[4096];
   snprintf(piece_dir, sizeof piece_dir, "%s", od.dir && *od.dir ? od.dir : "out");
+  for (size_t n = strlen(piece_dir); n > 1 && piece_dir[n - 1] == '/'; n--)
+    piece_dir[n - 1] = '\0'; /* as wf_run_outputs_dir gives rank 0's directory */
   od.piece = wf_cli_mpi_rank(), od.pieces = wf_cli_mpi_ranks(); /* every rank its piece */
   od.piece_dir = piece_dir;
   if (wf_cli_mpi_rank() > 0) {
@@ -366,7 +368,7 @@ int wf_cmd_run(int argc, char **argv) {
     /* over MPI ranks the launcher signals each rank when it gets to it: they agree, and every
      * rank stops after the same frame */
     if (wf_cli_mpi_any(wf_run_guard_signal() != 0) && f < wf_world_last_frame(w)) {
-      rc = wf_run_guard_interrupted(w, dir, "run");
+      rc = wf_run_guard_interrupted(w, piece_dir, "run"); /* every rank names rank 0's */
       goto done;
     }
   }

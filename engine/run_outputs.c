@@ -772,7 +772,9 @@ wf_status wf_run_outputs_write_frame(wf_run_outputs *o, int64_t frame, double ms
 wf_status wf_run_outputs_write_checkpoint(wf_run_outputs *o, int64_t frame) {
   if (!o) return wf__error(WF_ERR_INVALID, __func__, "o is NULL");
   wf_status st = wf_world_check(o->w); /* never a checkpoint of an unhealthy frame */
-  if (st == WF_OK && o->discard) {     /* the same reads of the world, into a file removed after */
+  /* discard: the same world call; over MPI ranks it writes this rank's piece beside rank 0's
+   * checkpoint (wf_world_save takes rank 0's path), else a file that is removed after */
+  if (st == WF_OK && o->discard) {
     const char *tmp = getenv("TMPDIR");
     snprintf(o->path, sizeof o->path, "%s/weft-discarded-%ld.wfck", tmp && *tmp ? tmp : "/tmp",
              (long)getpid());

@@ -25,6 +25,9 @@
  *    origin (docs/precision.md), with the origin beside them: world positions rounded to float
  *    would not resume bitwise for a scene away from the world's origin. The host copies (ppos,
  *    cpos) hold world positions.
+ *  - Over MPI ranks a checkpoint is one, at rank 0's path: with particles each rank's rows go to
+ *    a piece of its own and rank 0 writes the rest as the manifest (world_checkpoint_pieces.c);
+ *    a load puts the pieces' rows where a one-file checkpoint holds them, so both restore alike.
  */
 #include "weft/world.h"
 
@@ -1032,13 +1035,17 @@ static size_t state_block(const wf_world *w, int k, char prefix[20], float (**po
 }
 
 static wf_status save_state(wf_world *w, const char *path, int64_t frame, const wfw_clock *clock,
-                            float (**pos)[4], float (**vel)[4], const void *granular);
+                            float (**pos)[4], float (**vel)[4], const void *granular,
+                            const void *pieces, size_t pieces_bytes);
 
-/* The state as the solvers hold it, block by block (state_block): the particles' and each
- * cloth's positions relative to their origins into arrays of their own (freed by the caller). */
-static wf_status local_state(wf_world *w, float (**pos)[4], float (**vel)[4]) {
+/* The state as the solvers hold it, block by block (state_block): the particles' (unless
+ * particles is false: pos[0], vel[0] stay NULL) and each cloth's positions relative to their
+ * origins into arrays of their own (freed by the caller). */
+static wf_status local_state(wf_world *w, float (**pos)[4], float (**vel)[4], bool particles) {
   int k = 0;
-  if (w->ps) {
+  if (w->ps && !particles) {
+    k++;
+  } else if (w->ps) {
     size_t n = (size_t)w->n_particles;
     pos[k] = malloc(n * 32 + 32);
     if (!pos[k]) return wf__error(WF_ERR_OUT_OF_MEMORY, "wf_world_save", "out of host memory");
@@ -1060,7 +1067,16 @@ static wf_status local_state(wf_world *w, float (**pos)[4], float (**vel)[4]) {
 
 wf_status wf_world_save(wf_world *w, const char *path) {
   if (!w || !path) return wf__error(WF_ERR_INVALID, "wf_world_save", "world or path is NULL");
-  wf_status st = refresh(w);
+  /* over MPI ranks a collective writing one checkpoint at rank 0's path: with particles a piece
+   * a rank beside rank 0's manifest, which holds the rest (world_checkpoint_pieces.c), so that
+   * no rank reads the whole particle state; without, rank 0's one file */
+  int size = 1, rank = 0;
+  if (w->mpi_comm) wfpt_comm_size(w->mpi_comm, &size, &rank);
+  bool ranked = size > 1, pieces = ranked && w->ps;
+  char common[4096];
+  wf_status st = ranked ? wfw_ckpt_path_agree(w, path, common, sizeof common) : WF_OK;
+  if (ranked) path = common;
+  if (st == WF_OK && !pieces) st = refresh(w);
   if (st != WF_OK) return st;
   int n = state_blocks(w);
   wfw_clock *clock = calloc((size_t)n + 1, sizeof *clock);
@@ -1073,17 +1089,23 @@ wf_status wf_world_save(wf_world *w, const char *path) {
     wfw_clock *c = &clock[i + (w->ps ? 1 : 0)];
     st = wf_cloth_time(w->cloths[i], &c->time, &c->substeps);
   }
-  if (st == WF_OK) st = local_state(w, pos, vel);
+  if (st == WF_OK) st = local_state(w, pos, vel, !pieces);
   /* the particles' rotation and contact history (wf_particles_granular_state_get) */
   void *granular = NULL;
-  if (st == WF_OK && w->ps) {
+  if (st == WF_OK && w->ps && !pieces) {
     size_t gb = wf_particles_granular_state_bytes(w->ps);
     granular = malloc(gb ? gb : 1);
     st = granular ? wf_particles_granular_state_get(w->ps, granular, gb)
                   : wf__error(WF_ERR_OUT_OF_MEMORY, "wf_world_save", "out of host memory");
   }
-  if (st == WF_OK) st = save_state(w, path, w->frame, clock, pos, vel, granular);
-  free(granular);
+  void *table = NULL; /* the manifest's section naming the pieces */
+  size_t table_bytes = 0;
+  if (pieces) st = wfw_pieces_write(w, path, w->frame, st, &table, &table_bytes);
+  bool wrote_piece = pieces && st == WF_OK;
+  if (st == WF_OK && rank == 0)
+    st = save_state(w, path, w->frame, clock, pos, vel, granular, table, table_bytes);
+  if (ranked) st = wfw_ckpt_finish(w, path, st, wrote_piece);
+  free(granular), free(table);
   for (int k = 0; pos && k < n; k++)
     free(pos[k]); /* a block's positions and velocities, one array */
   free(clock), free(pos), free(vel);
@@ -1092,9 +1114,12 @@ wf_status wf_world_save(wf_world *w, const char *path) {
 
 /* The checkpoint of frame `frame` from the blocks' state (pos, vel: per block, a cloth's relative
  * to its origin), clocks and the particles' granular state (NULL: none is written, and a restore
- * starts without rotation or contact history). */
+ * starts without rotation or contact history). pieces: the particles' rows are in pieces (the
+ * manifest of world_checkpoint_pieces.c): this section of pieces_bytes names them, and pos[0],
+ * vel[0] and granular are NULL. */
 static wf_status save_state(wf_world *w, const char *path, int64_t frame, const wfw_clock *clock,
-                            float (**pos)[4], float (**vel)[4], const void *granular) {
+                            float (**pos)[4], float (**vel)[4], const void *granular,
+                            const void *pieces, size_t pieces_bytes) {
   wf_ckpt_writer *ck;
   wf_status st;
   if ((st = wf_ckpt_writer_create(&ck)) != WF_OK) return st;
@@ -1114,9 +1139,9 @@ static wf_status save_state(wf_world *w, const char *path, int64_t frame, const 
     size_t bytes = state_block(w, k, prefix, &hp, &hv, &cloth);
     wfw_clock c = clock[k];
     snprintf(name, sizeof name, "%s/pos", prefix);
-    if (st == WF_OK) st = wf_ckpt_writer_add(ck, name, pos[k], bytes);
+    if (st == WF_OK && pos[k]) st = wf_ckpt_writer_add(ck, name, pos[k], bytes);
     snprintf(name, sizeof name, "%s/vel", prefix);
-    if (st == WF_OK) st = wf_ckpt_writer_add(ck, name, vel[k], bytes);
+    if (st == WF_OK && vel[k]) st = wf_ckpt_writer_add(ck, name, vel[k], bytes);
     snprintf(name, sizeof name, "%s/clock", prefix);
     if (st == WF_OK) st = wf_ckpt_writer_add(ck, name, &c, sizeof c);
     { /* the origin the positions are relative to */
@@ -1131,6 +1156,7 @@ static wf_status save_state(wf_world *w, const char *path, int64_t frame, const 
       st = wf_ckpt_writer_add(ck, "particles/granular", granular,
                               wf_particles_granular_state_bytes(w->ps));
   }
+  if (st == WF_OK && pieces) st = wf_ckpt_writer_add(ck, "pieces", pieces, pieces_bytes);
   if (st == WF_OK) st = wf_ckpt_writer_save(ck, path);
   wf_ckpt_writer_destroy(ck);
   return st;
@@ -1163,7 +1189,7 @@ wf_status wf_world_save_last_good(wf_world *w, const char *path, int64_t *frame)
   /* the snapshot holds the solvers' own bits: a cloth's positions relative to its origin */
   if (st == WF_OK) st = wfw_health_last_good(w->health, w->frame, pos, vel, clock, &good);
   /* the snapshot has no rotation or contact history: the restore starts them at zero */
-  if (st == WF_OK) st = save_state(w, path, good, clock, pos, vel, NULL);
+  if (st == WF_OK) st = save_state(w, path, good, clock, pos, vel, NULL, NULL, 0);
   free(pos), free(vel), free(clock);
   if (st == WF_OK && frame) *frame = good;
   return st;
@@ -1338,11 +1364,11 @@ void wf_world_resume_get(const wf_world *w, wf_world_resume *out) {
 static wf_status load_checkpoint(wf_world *w, const char *path, bool accept) {
   if (!w || !path)
     return wf__error(WF_ERR_INVALID, "wf_world_load_checkpoint", "world or path is NULL");
-  wf_ckpt_reader *r;
+  wf_ckpt_reader *r = NULL;
   /* no check may read the state while it changes */
   wf_status st = wfw_health_before_restore(w->health, w->frame);
   if (st == WF_OK) st = wf_ckpt_open_file(path, &r);
-  if (st != WF_OK) return st;
+  if (st != WF_OK) return wfw_ckpt_agree_load(w, st, path);
   wf_scene_change *changes = calloc(WF_WORLD_MAX_CHANGES, sizeof *changes);
   wf_world_resume res = {.resumed = true, .changes = changes};
   snprintf(res.path, sizeof res.path, "%s", path);
@@ -1365,6 +1391,23 @@ static wf_status load_checkpoint(wf_world *w, const char *path, bool accept) {
                      "%s: the checkpoint was run at %g fps x %llu substeps, this world at %g x %d",
                      path, fps, (unsigned long long)meta[META_SUBSTEPS], w->fps, w->substeps);
   }
+  /* a manifest: the particles' rows from its pieces (world_checkpoint_pieces.c), by id into the
+   * host copies and the rows of a granular blob, as a one-file checkpoint holds them */
+  bool by_pieces = st == WF_OK && wf_ckpt_find(r, "pieces") >= 0;
+  void *pieces_gran = NULL;
+  size_t pieces_gb = 0;
+  if (by_pieces && !w->ps)
+    st = wf__error(WF_ERR_INVALID, NULL,
+                   "%s: the checkpoint has pieces of particles, this world has none", path);
+  if (by_pieces && st == WF_OK) {
+    pieces_gb = wf_particles_granular_state_bytes(w->ps);
+    pieces_gran = malloc(pieces_gb ? pieces_gb : 1);
+    st = pieces_gran ? wf_particles_granular_state_init(w->ps, pieces_gran, pieces_gb)
+                     : wf__error(WF_ERR_OUT_OF_MEMORY, NULL, "%s: out of host memory", path);
+    if (st == WF_OK)
+      st = wfw_pieces_read(w, r, path, meta[META_FRAME], w->ppos, w->pvel, pieces_gran, pieces_gb);
+  }
+  st = wfw_ckpt_agree_load(w, st, path); /* over ranks: every rank restores, or none */
   for (int k = 0; k < state_blocks(w) && st == WF_OK; k++) {
     const void *pos = NULL, *vel = NULL, *clk = NULL;
     char prefix[20], np[WF_CKPT_NAME_MAX + 1], nv[WF_CKPT_NAME_MAX + 1], nc[WF_CKPT_NAME_MAX + 1];
@@ -1375,22 +1418,25 @@ static wf_status load_checkpoint(wf_world *w, const char *path, bool accept) {
     snprintf(np, sizeof np, "%s/pos", prefix);
     snprintf(nv, sizeof nv, "%s/vel", prefix);
     snprintf(nc, sizeof nc, "%s/clock", prefix);
-    if ((st = section(r, path, np, bytes, &pos)) == WF_OK &&
-        (st = section(r, path, nv, bytes, &vel)) == WF_OK &&
+    bool rows = !(by_pieces && i < 0); /* else read from the pieces above */
+    if ((!rows || (st = section(r, path, np, bytes, &pos)) == WF_OK) &&
+        (!rows || (st = section(r, path, nv, bytes, &vel)) == WF_OK) &&
         (st = section(r, path, nc, sizeof c, &clk)) == WF_OK)
       st = check_origin(w, r, path, prefix, i);
     if (st == WF_OK) {
       memcpy(&c, clk, sizeof c);
       /* copies: the sections are 8-byte aligned, the solvers read float[4] rows */
-      memcpy(hp, pos, bytes);
-      memcpy(hv, vel, bytes);
+      if (rows) memcpy(hp, pos, bytes);
+      if (rows) memcpy(hv, vel, bytes);
       const float(*p4)[4] = (const float(*)[4])hp, (*v4)[4] = (const float(*)[4])hv;
       st = i < 0 ? wf_particles_set_state_local(w->ps, p4, v4, c.time, c.substeps)
                  : wf_cloth_set_state_local(w->cloths[i], p4, v4, c.time, c.substeps);
       const void *g = NULL; /* the rotation and contact history, when the checkpoint has them */
       size_t gb = i < 0 ? wf_particles_granular_state_bytes(w->ps) : 0;
-      if (st == WF_OK && i < 0 && wf_ckpt_find(r, "particles/granular") >= 0 &&
-          (st = section(r, path, "particles/granular", gb, &g)) == WF_OK)
+      if (st == WF_OK && i < 0 && by_pieces)
+        st = wf_particles_granular_state_set(w->ps, pieces_gran, pieces_gb);
+      else if (st == WF_OK && i < 0 && wf_ckpt_find(r, "particles/granular") >= 0 &&
+               (st = section(r, path, "particles/granular", gb, &g)) == WF_OK)
         st = wf_particles_granular_state_set(w->ps, g, gb);
       else if (st == WF_OK && i < 0)
         st = pour_births(w); /* a checkpoint without them (last good): from the scene */
@@ -1415,7 +1461,7 @@ static wf_status load_checkpoint(wf_world *w, const char *path, bool accept) {
   } else {
     w->cache_frame = -1;
   }
-  free(changes);
+  free(changes), free(pieces_gran);
   wf_ckpt_close(r);
   return st;
 }

@@ -12,6 +12,7 @@
 
 #include "health.h"
 #include "weft/cloth.h"
+#include "weft/io.h"
 #include "weft/particles.h"
 #include "weft/world.h"
 
@@ -107,5 +108,27 @@ wf_status wfw_stop_after_frame(wf_world *w);
 enum { WFW_STOP_SECTION_BYTES = 8 * (1 + WF_SCENE_MAX_STOP_RULES) };
 void wfw_stop_save(const wf_world *w, uint64_t out[1 + WF_SCENE_MAX_STOP_RULES]);
 void wfw_stop_restore(wf_world *w, const void *section, size_t bytes);
+
+/* world_checkpoint_pieces.c: a checkpoint over MPI ranks as a piece a rank and a manifest (the
+ * file's guide), written when the particles run over more than one rank. */
+/* The path of piece r of the checkpoint whose manifest is `manifest`: "<stem>.p<r>.wfck". */
+wf_status wfw_piece_path(char *buf, size_t n, const char *manifest, int r);
+/* Rank 0's path into out (n bytes) on every rank: the manifest every rank's piece lies beside. */
+wf_status wfw_ckpt_path_agree(wf_world *w, const char *path, char *out, size_t n);
+/* Every rank: agrees on st (the reads before), writes its piece, agrees on the pieces; then
+ * *table is the manifest's "pieces" section (malloc'ed, on every rank). On failure no piece of
+ * this save is left and the message names the rank and the piece. */
+wf_status wfw_pieces_write(wf_world *w, const char *path, int64_t frame, wf_status st, void **table,
+                           size_t *table_bytes);
+/* Over MPI ranks, after rank 0 wrote the checkpoint (the manifest, or the one file of a world
+ * without particles; st: rank 0's result, the others' own): every rank returns rank 0's verdict,
+ * and without a manifest removes its piece (wrote_piece: it wrote one). */
+wf_status wfw_ckpt_finish(wf_world *w, const char *path, wf_status st, bool wrote_piece);
+/* Reads every piece a manifest names into pos, vel (the particles' rows by id) and the rows of
+ * the granular blob (gb bytes, its header already made: wf_particles_granular_state_init). */
+wf_status wfw_pieces_read(wf_world *w, const wf_ckpt_reader *r, const char *path, uint64_t frame,
+                          float (*pos)[4], float (*vel)[4], void *granular, size_t gb);
+/* Over MPI ranks: the status of reading a checkpoint agreed before anything is restored. */
+wf_status wfw_ckpt_agree_load(wf_world *w, wf_status st, const char *path);
 
 #endif

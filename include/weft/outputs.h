@@ -131,9 +131,10 @@ typedef struct wf_run_outputs_desc {
   int piece, pieces;
   const char *piece_dir;
   /* true: make every call the run's outputs make on the world (over MPI ranks they are
-   * collectives, so every rank must make them) but write no file but the pieces; checkpoints go
-   * to a temporary file that is removed. The directory is still created (the run guard writes a
-   * stopped run's checkpoint there). weft run sets it on MPI ranks > 0. */
+   * collectives, so every rank must make them) but write no file but the pieces; a checkpoint
+   * over MPI ranks is this rank's piece beside rank 0's (wf_world_save), in one process a
+   * temporary file that is removed. The directory is still created (the run guard writes a
+   * last-good checkpoint there). weft run sets it on MPI ranks > 0. */
   bool discard;
 } wf_run_outputs_desc;
 

@@ -561,6 +561,12 @@ WF_API wf_status wf_particles_download_omega(wf_particles *ps, float (*omega)[4]
 WF_API size_t wf_particles_granular_state_bytes(const wf_particles *ps);
 WF_API wf_status wf_particles_granular_state_get(wf_particles *ps, void *blob, size_t bytes);
 WF_API wf_status wf_particles_granular_state_set(wf_particles *ps, const void *blob, size_t bytes);
+/** Writes into blob (wf_particles_granular_state_bytes) the granular state of this solver's
+ *  particle count with every particle at rest and no contact remembered (its header, zero rows),
+ *  reading nothing of the solver's state: a blob to fill row by row (particle i's angular
+ *  velocity at byte bytes - count * 272 + 16 i, its slots at bytes - count * 256 + 256 i; a
+ *  checkpoint assembled from pieces) and give to wf_particles_granular_state_set. */
+WF_API wf_status wf_particles_granular_state_init(const wf_particles *ps, void *blob, size_t bytes);
 
 /** Time-step guidance for one material (wf_particles_stability). */
 typedef struct wf_particles_stability_result {
@@ -677,6 +683,23 @@ WF_API wf_status wf_particles_owned_ids(wf_particles *ps, uint32_t *ids, uint32_
  *  a collective (the drift check and the health verdict are agreed), which every rank calls. */
 WF_API wf_status wf_particles_download_owned(wf_particles *ps, uint32_t *ids, float (*pos)[4],
                                              float (*vel)[4], uint32_t *n);
+/** How many particles this process owns now: the rows wf_particles_download_owned and
+ *  _download_owned_local give, until the next frame (read it after wf_particles_check, which makes
+ *  the frames since the last repartition exact: a frame run again may move the slabs). One
+ *  process: every particle; over MPI ranks before the first distribution: rank 0 every particle,
+ *  the others none. Not a collective. */
+WF_API uint32_t wf_particles_owned_count(const wf_particles *ps);
+/** wf_particles_download_owned with everything a checkpoint keeps of those rows: positions
+ *  relative to wf_particles_origin (as wf_particles_download_local gives them), velocities and
+ *  the rows of the granular state (wf_particles_granular_state_get): omega, the angular
+ *  velocities (16 bytes a particle), and hist, the contact-history slots (256 bytes a particle,
+ *  as in the blob). Any array may be NULL; each has room for `room` rows, and more owned rows
+ *  are WF_ERR_INVALID on this rank (wf_particles_owned_count gives the room needed). Over MPI
+ *  ranks a rank needs room for its own rows only (a checkpoint's piece, weft/world.h); it is a
+ *  collective, as download_owned. */
+WF_API wf_status wf_particles_download_owned_local(wf_particles *ps, uint32_t room, uint32_t *ids,
+                                                   float (*pos)[4], float (*vel)[4],
+                                                   float (*omega)[4], void *hist, uint32_t *n);
 
 /** Measures the overlap of the halo copies with the substeps (fills *out; weft/partition.h).
  *  Repartitions first (unless a repartition is what came last), runs one warm-up and then

@@ -337,12 +337,31 @@ WF_API wf_status wf_world_set_collider_pose(wf_world *w, int k, const wf_collide
  *  the particles' and each cloth's positions relative to their solver's origin
  *  ("particles/pos", "cloth/N/pos") and the origins ("particles/origin", "cloth/N/origin",
  *  3 doubles each), so that a scene far from the world's origin resumes bitwise
- *  (docs/precision.md). */
+ *  (docs/precision.md).
+ *
+ *  Over MPI ranks (wf_world_desc.mpi_comm of more than one rank) it is a collective and rank 0's
+ *  path names the checkpoint (the other ranks' is not used). With particles, rank r writes the
+ *  particles its partitions own as a piece, "<path less .wfck>.p<r>.wfck" beside it, holding
+ *  only its own rows (wf_particles_download_owned_local); the ranks agree; then rank 0 writes
+ *  the manifest at path: the one-file checkpoint less the particles' rows ("particles/pos",
+ *  "/vel", "/granular") plus a section "pieces" naming each piece with its rows and their
+ *  checksum (layout: engine/world_checkpoint_pieces.c, docs/multi-device.md). A failure on any
+ *  rank leaves no new manifest and no piece of this save, every rank failing with a message that
+ *  names the rank and the file. Without particles rank 0 writes the one file. One process (no
+ *  communicator, or one rank) always writes the one file. */
 WF_API wf_status wf_world_save(wf_world *w, const char *path);
 /** Restores a checkpoint written by wf_world_save from a world made from the same scene (same
  *  objects and counts, fps and substeps, origins; WF_ERR_INVALID naming the mismatch
  *  otherwise). Version 1 and 2 checkpoints (cloth, or particle, positions in the world) are
  *  refused (WF_ERR_PARSE, saying so).
+ *
+ *  A manifest (a checkpoint written over MPI ranks) is read with its pieces, on any number of
+ *  ranks or in one process, and the state restored is the one-file checkpoint's, bit for bit.
+ *  Every piece is checked (its container; that it is the manifest's: frame, index, count, rows
+ *  and their CRC-32; ids in range and in no other piece): a missing or corrupt one is refused
+ *  (WF_ERR_IO or WF_ERR_PARSE) naming its file, and nothing is restored. Every rank reads every
+ *  piece: loading still needs the whole particle state on each rank's host. Over ranks, every
+ *  rank restores or none (the ranks agree on the reading first).
  *
  *  The checkpoint also holds the physics of its scene (section "physics": the canonical scene
  *  less outputs, rendering, run length, devices, watchdogs and stop rules, with each mesh file's

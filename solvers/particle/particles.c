@@ -1423,15 +1423,32 @@ static int cmp_row_gid(const void *a, const void *b) {
   return cmp_u32(&((const wfp_rank_row *)a)->gid, &((const wfp_rank_row *)b)->gid);
 }
 
+uint32_t wf_particles_owned_count(const wf_particles *sp) {
+  if (!sp) return 0;
+  if (!sp->ranks) return wf_particles_count(sp);
+  if (!sp->distributed) return MINE(sp, 0) ? wf_particles_count(sp) : 0;
+  uint32_t n = 0;
+  for (int p = 0; p < sp->np; p++)
+    if (MINE(sp, p)) n += sp->parts[p].n_owned;
+  return n;
+}
+
 /* Over distributed ranks: the rank's own partitions' owned rows, read from its devices and
  * sorted by id; nothing of the state crosses between ranks. Before the first distribution rank
- * 0 owns every particle (wf_particles_owned_ids) and reads them from its lead partition. */
-static wf_status owned_rows_out(wf_particles *sp, uint32_t *ids, float (*pos)[4], float (*vel)[4],
-                                uint32_t *n) {
+ * 0 owns every particle (wf_particles_owned_ids) and reads them from its lead partition. At most
+ * `room` rows are written (the caller's arrays); more is an error. omega and hist: the granular
+ * columns of the same rows, or NULL. */
+static wf_status owned_rows_out(wf_particles *sp, uint32_t room, uint32_t *ids, float (*pos)[4],
+                                float (*vel)[4], float (*omega)[4], void *hist, uint32_t *n) {
+  static const char fn[] = "wf_particles_download_owned";
   if (!sp->distributed) {
     if (!MINE(sp, 0)) return WF_OK;
     uint32_t count = wf_particles_count(sp);
-    wf_status st = wfp_part_get(LEAD(sp), (wfp_f4 *)pos, (wfp_f4 *)vel, NULL, NULL);
+    if (count > room)
+      return wf__error(WF_ERR_INVALID, fn, "particles '%s': rank %d owns %u particles, room for %u",
+                       sp->name, sp->set->rank, count, room);
+    wf_status st = wfp_part_get_all(LEAD(sp), (wfp_f4 *)pos, (wfp_f4 *)vel, NULL, NULL,
+                                    (wfp_f4 *)omega, (wfp_hist *)hist);
     for (uint32_t i = 0; st == WF_OK && ids && i < count; i++)
       ids[i] = i;
     if (st == WF_OK) *n = count;
@@ -1441,11 +1458,16 @@ static wf_status owned_rows_out(wf_particles *sp, uint32_t *ids, float (*pos)[4]
   size_t r = 0;
   wf_status st = wfp_ranks_local_rows(sp, &rows, &r);
   if (st == WF_OK) st = owned_record(sp, rows, r);
+  if (st == WF_OK && r > room)
+    st = wf__error(WF_ERR_INVALID, fn, "particles '%s': rank %d owns %zu particles, room for %u",
+                   sp->name, sp->set->rank, r, room);
   if (st == WF_OK) qsort(rows, r, sizeof *rows, cmp_row_gid);
   for (size_t i = 0; i < r && st == WF_OK; i++) {
     if (ids) ids[i] = rows[i].gid;
     if (pos) memcpy(pos[i], &rows[i].pos, 16);
     if (vel) memcpy(vel[i], &rows[i].vel, 16);
+    if (omega) memcpy(omega[i], &rows[i].omega, 16);
+    if (hist) memcpy((unsigned char *)hist + i * HIST_BYTES, rows[i].hist, HIST_BYTES);
   }
   if (st == WF_OK) *n = (uint32_t)r;
   free(rows);
@@ -1467,8 +1489,34 @@ wf_status wf_particles_download_owned(wf_particles *sp, uint32_t *ids, float (*p
   }
   /* the frames made exact and the partitions checked, agreed over the ranks as a download's */
   wf_status st = wf_particles_check(sp);
-  if (st == WF_OK) st = owned_rows_out(sp, ids, pos, vel, n);
+  if (st == WF_OK) st = owned_rows_out(sp, UINT32_MAX, ids, pos, vel, NULL, NULL, n);
   if (st == WF_OK) to_world(sp, pos, *n);
+  return st;
+}
+
+static wf_status granular_columns(wf_particles *sp, wfp_f4 *w, wfp_hist *hi);
+
+wf_status wf_particles_download_owned_local(wf_particles *sp, uint32_t room, uint32_t *ids,
+                                            float (*pos)[4], float (*vel)[4], float (*omega)[4],
+                                            void *hist, uint32_t *n) {
+  static const char fn[] = "wf_particles_download_owned_local";
+  if (!sp || !n) return wf__error(WF_ERR_INVALID, fn, "NULL argument");
+  *n = 0;
+  if (!sp->ranks) { /* one process owns every particle */
+    uint32_t count = wf_particles_count(sp);
+    if (count > room)
+      return wf__error(WF_ERR_INVALID, fn, "particles '%s': %u particles, room for %u", sp->name,
+                       count, room);
+    wf_status st = pos || vel ? wf_particles_download_local(sp, pos, vel) : WF_OK;
+    if (st == WF_OK && (omega || hist))
+      st = granular_columns(sp, (wfp_f4 *)omega, (wfp_hist *)hist);
+    for (uint32_t i = 0; st == WF_OK && ids && i < count; i++)
+      ids[i] = i;
+    if (st == WF_OK) *n = count;
+    return st;
+  }
+  wf_status st = wf_particles_check(sp); /* as download_owned: exact, checked, agreed */
+  if (st == WF_OK) st = owned_rows_out(sp, room, ids, pos, vel, omega, hist, n);
   return st;
 }
 
@@ -1667,19 +1715,34 @@ wf_status wf_particles_granular_state_get(wf_particles *sp, void *blob, size_t b
   memcpy(b, &h, sizeof h);
   wfp_f4 *w = (wfp_f4 *)(b + sizeof h);
   wfp_hist *hi = (wfp_hist *)(b + sizeof h + (size_t)n * 16);
-  wf_status st;
-  if (sp->np == 1) {
-    st = wfp_part_get_all(LEAD(sp), NULL, NULL, NULL, NULL, w, hi);
-  } else if (ranked(sp)) { /* straight into the blob */
-    st = wfp_state_columns(sp, WFP_COL_OMEGA | WFP_COL_HIST, -1, NULL, NULL, NULL, w, hi);
-  } else {
-    st = settle(sp);
-    if (st == WF_OK && n) {
-      memcpy(w, sp->omega, (size_t)n * 16);
-      memcpy(hi, sp->hist, (size_t)n * HIST_BYTES);
-    }
-  }
+  return granular_columns(sp, w, hi);
+}
+
+/* Every particle's angular velocity and history slots, global-id order, into w and hi (either
+ * may be NULL). */
+static wf_status granular_columns(wf_particles *sp, wfp_f4 *w, wfp_hist *hi) {
+  uint32_t n = wf_particles_count(sp);
+  if (sp->np == 1) return wfp_part_get_all(LEAD(sp), NULL, NULL, NULL, NULL, w, hi);
+  if (ranked(sp)) /* straight into the caller's arrays */
+    return wfp_state_columns(sp, (w ? WFP_COL_OMEGA : 0) | (hi ? WFP_COL_HIST : 0), -1, NULL, NULL,
+                             NULL, w, hi);
+  wf_status st = settle(sp);
+  if (st == WF_OK && n && w) memcpy(w, sp->omega, (size_t)n * 16);
+  if (st == WF_OK && n && hi) memcpy(hi, sp->hist, (size_t)n * HIST_BYTES);
   return st;
+}
+
+wf_status wf_particles_granular_state_init(const wf_particles *sp, void *blob, size_t bytes) {
+  if (!sp || !blob) return fail(WF_ERR_INVALID, "particles: granular_state_init: NULL argument");
+  size_t need = wf_particles_granular_state_bytes(sp);
+  if (bytes != need)
+    return fail(WF_ERR_INVALID,
+                "particles '%s': granular_state_init: the blob holds %zu bytes, %zu are needed",
+                sp->name, bytes, need);
+  granular_header h = {"wfgran1", wf_particles_count(sp), WFP_HIST_SLOTS};
+  memset(blob, 0, bytes);
+  memcpy(blob, &h, sizeof h);
+  return WF_OK;
 }
 
 /* Births live in omega.w (wf_particles_add_timed): patched into the granular state, which both

@@ -3,19 +3,34 @@
 # WEFT_CLI (the weft program), MPIEXEC (mpirun) and WEFT_SCENES (scenes/) in the environment.
 #   same_2, same_3, same_4  scenes/split_mixed.json (particles and both cloths split over the ranks),
 #                           10 frames: stats.csv (but its ms_per_frame timing column), every .vtp
-#                           and .ply and the final checkpoint byte-identical to one process with
-#                           the same devices (3; 4 for same_4); rank r > 0 writes no files of its
-#                           own (its <out>/ranks/<r> stays empty); same_3 also with
-#                           WEFT_MPI_HALO=staged (host copies instead of MPI on the buffers)
-#                           and refuses a WEFT_MPI_HALO that is none of auto/staged/direct
-#   resume_3_to_2           3 ranks write a checkpoint at frame 5; 2 ranks resume it to frame 10;
-#                           the checkpoint at 10 is the one-process run's, byte for byte
+#                           and .ply byte-identical to one process with the same devices (3; 4 for
+#                           same_4), the final checkpoint a manifest and one piece a rank; rank
+#                           r > 0 writes no files of its own (its <out>/ranks/<r> stays empty);
+#                           same_3 also with WEFT_MPI_HALO=staged (host copies instead of MPI on
+#                           the buffers) and refuses a WEFT_MPI_HALO that is none of
+#                           auto/staged/direct
+#   resume_3_to_2           3 ranks write a checkpoint at frame 5 (pieces); 2 ranks resume it to
+#                           frame 10 (the .vtp, .ply and stats row the one-process run's) and write
+#                           theirs as 2 pieces; one process resumes those to frame 12: its
+#                           checkpoint is the one-process run's, byte for byte
+#   ckpt_pieces             3 ranks write checkpoint_000005.wfck as a manifest and 3 pieces
+#                           (.p0 .p1 .p2); the manifest holds no particle rows (no
+#                           "particles/pos", a fifth of the pieces' size at most); resumed on 2
+#                           ranks, on 1 (mpirun -np 1) and in one process without mpirun, frame 10
+#                           is the uninterrupted one-process run's: .vtp, .ply and stats.csv's row
+#                           byte for byte, and the one-process checkpoints at 10 the same file
+#   ckpt_pieces_bad         a missing piece, a corrupt one (a byte flipped) and another piece in
+#                           its place are refused (exit 1) with a message naming the piece's
+#                           file, in one process and on 2 ranks; a rank that cannot write its
+#                           piece (a directory in its place) stops every rank (exit 1), its
+#                           message naming the rank and the file, and leaves no manifest and no
+#                           piece
 #   rank_fails              a health check that fails mid-run (simulation.max_speed) stops every
 #                           rank at the same frame: exit 1 everywhere, messages naming the rank and
 #                           the reason; and one rank alone failing (its output directory) stops
 #                           both, the other naming it
-#   sigterm                 SIGTERM to the ranks: every rank checkpoints after the same frame and
-#                           exits 143
+#   sigterm                 SIGTERM to the ranks: every rank checkpoints after the same frame (its
+#                           piece beside rank 0's manifest; nothing in <out>/ranks/1) and exits 143
 #   pieces                  3 ranks: each writes its piece of the particles' .vtp (the particles its
 #                           partitions own, in id order), rank 0 the .pvtp and <object>_pieces.pvd;
 #                           the pieces' ids are disjoint and with their values make the whole .vtp;
@@ -29,7 +44,8 @@
 #                           writes checkpoint_last_good_000013.wfck byte-identical to one
 #                           process's (the verdict is agreed before any snapshot is taken, the
 #                           snapshot gathered over the ranks), and resuming it on 2 ranks gives
-#                           the one-process resume's checkpoint two frames on, byte for byte
+#                           the one-process resume's .vtp files and stats row two frames on, byte
+#                           for byte
 # Tolerance: none (cmp). Each case takes 3-12 s on 2 cores, mostly mpirun starting the ranks.
 set -u
 case_=${1:?case}
@@ -43,11 +59,35 @@ fail() { echo "FAIL: $*"; exit 1; }
 # stats.csv without column 11 (ms_per_frame, a timing)
 stats() { cut -d, -f1-10,12- "$1/stats.csv"; }
 
-same_outputs() { # dir_a dir_b
+# The checkpoint of frame $2 in $1 is a manifest and $3 pieces beside it, no more.
+pieces_of() { # dir frame ranks
+  local m k
+  m=$(printf '%s/checkpoint_%06d' "$1" "$2")
+  [ -s "$m.wfck" ] || fail "no manifest $m.wfck"
+  for k in $(seq 0 $(($3 - 1))); do
+    [ -s "$m.p$k.wfck" ] || fail "no piece $m.p$k.wfck"
+  done
+  [ ! -e "$m.p$3.wfck" ] || fail "more than $3 pieces of $m.wfck"
+}
+
+# Frame 10's .vtp and .ply files and stats.csv's row of frame 10 in $2 are those in $1.
+same_frame_10() { # dir_a dir_b
+  local f n=0
+  for f in "$1"/*_000010.vtp "$1"/*_000010.ply; do
+    [ -e "$f" ] || continue
+    cmp "$f" "$2/$(basename "$f")" || fail "$2/$(basename "$f") differs"
+    n=$((n + 1))
+  done
+  [ "$n" -ge 3 ] || fail "only $n files of frame 10 compared"
+  cmp <(stats "$1" | grep '^10,') <(stats "$2" | grep '^10,') ||
+    fail "stats.csv's row of frame 10 differs in $2"
+}
+
+same_outputs() { # dir_a dir_b: b over MPI ranks
   [ -s "$1/stats.csv" ] || fail "$1/stats.csv missing"
   cmp <(stats "$1") <(stats "$2") || fail "stats.csv differs between $1 and $2"
   local n=0
-  for f in "$1"/*.vtp "$1"/*.ply "$1"/*.wfck; do
+  for f in "$1"/*.vtp "$1"/*.ply; do
     [ -e "$f" ] || continue
     cmp -s "$f" "$2/$(basename "$f")" || fail "$(basename "$f") differs"
     n=$((n + 1))
@@ -64,12 +104,14 @@ same_2 | same_3 | same_4)
   "$WEFT_CLI" run "$scene" --frames 10 --out "$tmp/one" --quiet "${devs[@]}" || fail "one process"
   mpi "$n" run "$scene" --frames 10 --out "$tmp/mpi" --quiet "${devs[@]}" || fail "mpirun -np $n"
   same_outputs "$tmp/one" "$tmp/mpi"
+  pieces_of "$tmp/mpi" 10 "$n"
   # the other ranks wrote nothing of their own (outputs.discard) but their pieces
   [ -z "$(ls -A "$tmp/mpi/ranks/1")" ] || fail "rank 1 wrote $(ls "$tmp/mpi/ranks/1" | head -3)"
   if [ "$n" = 3 ]; then # halos through host copies (WEFT_MPI_HALO) give the same bytes
     WEFT_MPI_HALO=staged mpi 3 run "$scene" --frames 10 --out "$tmp/staged" --quiet ||
       fail "mpirun -np 3, staged halos"
     same_outputs "$tmp/one" "$tmp/staged"
+    pieces_of "$tmp/staged" 10 3
     WEFT_MPI_HALO=sideways "$WEFT_CLI" run "$scene" --frames 1 --out "$tmp/bad" --quiet \
       2>"$tmp/err"
     rc=$?
@@ -78,16 +120,86 @@ same_2 | same_3 | same_4)
   fi
   ;;
 resume_3_to_2)
-  "$WEFT_CLI" run "$scene" --frames 10 --out "$tmp/one" --quiet || fail "one process"
+  "$WEFT_CLI" run "$scene" --frames 12 --out "$tmp/one" --quiet --every 5 || fail "one process"
   mpi 3 run "$scene" --frames 5 --out "$tmp/a" --quiet --every 5 || fail "3 ranks"
   mpi 2 run "$scene" --frames 10 --out "$tmp/b" --quiet --every 5 \
     --resume "$tmp/a/checkpoint_000005.wfck" ||
     fail "2 ranks resuming"
-  cmp "$tmp/one/checkpoint_000010.wfck" "$tmp/b/checkpoint_000010.wfck" ||
-    fail "the resumed checkpoint differs"
-  cmp <(stats "$tmp/one" | tail -1) <(stats "$tmp/b" | tail -1) ||
-    fail "the resumed stats.csv's last row differs"
-  echo "resumed on 2 ranks from 3: bitwise"
+  same_frame_10 "$tmp/one" "$tmp/b"
+  pieces_of "$tmp/b" 10 2
+  # the 2 ranks' pieces, resumed in one process: two frames on, the one-process checkpoint
+  "$WEFT_CLI" run "$scene" --frames 12 --out "$tmp/c" --quiet --every 5 \
+    --resume "$tmp/b/checkpoint_000010.wfck" || fail "one process resuming 2 ranks' pieces"
+  cmp "$tmp/one/checkpoint_000012.wfck" "$tmp/c/checkpoint_000012.wfck" ||
+    fail "the checkpoint at 12 differs"
+  echo "resumed on 2 ranks from 3, then in one process from 2: bitwise"
+  ;;
+ckpt_pieces)
+  "$WEFT_CLI" run "$scene" --frames 10 --out "$tmp/one" --quiet --every 5 || fail "one process"
+  mpi 3 run "$scene" --frames 5 --out "$tmp/a" --quiet --every 5 || fail "3 ranks"
+  pieces_of "$tmp/a" 5 3
+  m=$tmp/a/checkpoint_000005
+  # the particles' rows are in the pieces only: the manifest is the rest (cloths, scene, clocks)
+  ! grep -qa 'particles/pos' "$m.wfck" || fail "the manifest holds particles/pos"
+  grep -qa 'particles/history' "$m.p1.wfck" || fail "piece 1 holds no particles/history"
+  mb=$(stat -c %s "$m.wfck")
+  pb=$(($(stat -c %s "$m.p0.wfck") + $(stat -c %s "$m.p1.wfck") + $(stat -c %s "$m.p2.wfck")))
+  [ $((5 * mb)) -le "$pb" ] || fail "the manifest is $mb bytes, the pieces $pb"
+  [ -z "$(ls -A "$tmp/a/ranks/1")" ] || fail "rank 1 wrote into its own directory"
+  mpi 2 run "$scene" --frames 10 --out "$tmp/b2" --quiet --every 5 --resume "$m.wfck" ||
+    fail "2 ranks resuming"
+  mpi 1 run "$scene" --frames 10 --out "$tmp/b1" --quiet --every 5 --resume "$m.wfck" ||
+    fail "mpirun -np 1 resuming"
+  "$WEFT_CLI" run "$scene" --frames 10 --out "$tmp/b0" --quiet --every 5 --resume "$m.wfck" ||
+    fail "one process resuming"
+  for d in b2 b1 b0; do same_frame_10 "$tmp/one" "$tmp/$d"; done
+  pieces_of "$tmp/b2" 10 2
+  for d in b1 b0; do
+    cmp "$tmp/one/checkpoint_000010.wfck" "$tmp/$d/checkpoint_000010.wfck" ||
+      fail "$d's checkpoint at 10 differs"
+    [ ! -e "$tmp/$d/checkpoint_000010.p0.wfck" ] || fail "one process wrote pieces"
+  done
+  echo "manifest $mb bytes, pieces $pb; resumed on 2 ranks, 1 rank, one process: bitwise"
+  ;;
+ckpt_pieces_bad)
+  mpi 3 run "$scene" --frames 5 --out "$tmp/a" --quiet --every 5 || fail "3 ranks"
+  m=$tmp/a/checkpoint_000005
+  cp "$m.p1.wfck" "$tmp/p1"
+  refused() { # what: one process and 2 ranks exit 1 naming piece 1's file
+    local rc
+    "$WEFT_CLI" run "$scene" --frames 10 --out "$tmp/x" --quiet --resume "$m.wfck" 2>"$tmp/err"
+    rc=$?
+    cat "$tmp/err"
+    [ "$rc" = 1 ] && grep -q "checkpoint_000005.p1.wfck" "$tmp/err" ||
+      fail "$1: one process exits $rc"
+    mpi 2 run "$scene" --frames 10 --out "$tmp/y" --quiet --resume "$m.wfck" >"$tmp/err" 2>&1
+    rc=$?
+    [ "$rc" = 1 ] && [ "$(grep -c "rank [01] of 2: .*checkpoint_000005.p1.wfck" "$tmp/err")" = 2 ] ||
+      { cat "$tmp/err"; fail "$1: 2 ranks exit $rc"; }
+    [ ! -e "$tmp/x/stats.csv" ] && [ ! -e "$tmp/y/stats.csv" ] || fail "$1: outputs were written"
+  }
+  rm "$m.p1.wfck"
+  refused "a missing piece"
+  cp "$tmp/p1" "$m.p1.wfck"
+  python3 -c 'import os, sys
+with open(sys.argv[1], "r+b") as f:
+    f.seek(os.path.getsize(sys.argv[1]) // 2); b = f.read(1); f.seek(-1, 1); f.write(bytes([b[0] ^ 1]))' \
+    "$m.p1.wfck"
+  refused "a corrupt piece"
+  grep -q "corrupt" "$tmp/err" || fail "a corrupt piece is not called corrupt"
+  cp "$m.p2.wfck" "$m.p1.wfck"
+  refused "piece 2 in place of piece 1"
+  grep -q "not piece 1 of this checkpoint" "$tmp/err" || fail "another piece is not named so"
+  # rank 1 cannot write its piece: every rank stops, no manifest, no piece left
+  mkdir -p "$tmp/w/checkpoint_000005.p1.wfck"
+  mpi 3 run "$scene" --frames 5 --out "$tmp/w" --quiet --every 5 >"$tmp/log" 2>&1
+  rc=$?
+  cat "$tmp/log"
+  [ "$rc" = 1 ] || fail "a piece that cannot be written: exit $rc"
+  grep -q "MPI rank 1 of 3: piece '.*checkpoint_000005.p1.wfck'" "$tmp/log" ||
+    fail "rank 1 does not name itself and its piece"
+  grep -q "MPI rank 1 failed to write its piece" "$tmp/log" || fail "the others do not name rank 1"
+  [ "$(ls "$tmp/w" | grep -c '^checkpoint_')" = 1 ] || fail "left: $(ls "$tmp/w" | grep '^checkpoint_')"
   ;;
 rank_fails)
   mpi 2 run "$scene" --frames 30 --out "$tmp/f" --quiet --set simulation.max_speed=0.4 \
@@ -127,12 +239,15 @@ sigterm)
   rc=$?
   cat "$tmp/log"
   [ "$rc" = 143 ] || fail "exit $rc, expected 143"
-  a=$(ls "$tmp/s" | grep -c '^checkpoint_.*\.wfck$')
-  b=$(ls "$tmp/s/ranks/1" | grep -c '^checkpoint_.*\.wfck$')
-  [ "$a" = 1 ] && [ "$b" = 1 ] || fail "checkpoints: rank 0 $a, rank 1 $b"
-  [ "$(ls "$tmp/s" | grep '^checkpoint_')" = "$(ls "$tmp/s/ranks/1" | grep '^checkpoint_')" ] ||
-    fail "the ranks stopped after different frames"
-  echo "SIGTERM: both ranks checkpointed $(ls "$tmp/s" | grep '^checkpoint_') and exited 143"
+  # one checkpoint: rank 0's manifest and both ranks' pieces beside it, nothing in ranks/1; both
+  # ranks name it (they stopped after the same frame)
+  c=$(ls "$tmp/s" | grep '^checkpoint_[0-9]*\.wfck$')
+  [ "$(echo "$c" | wc -w)" = 1 ] || fail "manifests: $c"
+  pieces_of "$tmp/s" "$((10#$(echo "$c" | tr -dc 0-9)))" 2
+  [ -z "$(ls "$tmp/s/ranks/1")" ] || fail "rank 1 wrote $(ls "$tmp/s/ranks/1")"
+  [ "$(grep -c "checkpoint written to $tmp/s/$c" "$tmp/log")" = 2 ] ||
+    fail "the ranks do not both name $c"
+  echo "SIGTERM: both ranks checkpointed $c (2 pieces) and exited 143"
   ;;
 pieces)
   mpi 3 run "$scene" --frames 10 --out "$tmp/p" --quiet || fail "mpirun -np 3"
@@ -277,13 +392,20 @@ last_good_2 | last_good_3)
   # resumed with the watchdog off, two frames on: one process from its own, 2 ranks from the
   # ranks' checkpoint
   end=$((good + 2))
-  resume=(--set simulation.max_speed=0 --frames $end --every $end)
+  resume=(--set simulation.max_speed=0 --frames $end --every $end --set 'outputs.formats=["csv","vtk"]')
   "$WEFT_CLI" run "$blow" "${args[@]}" "${resume[@]}" --resume "$tmp/one/$one" --out "$tmp/r1" \
     >"$tmp/log1" 2>&1 || { cat "$tmp/log1"; fail "one process resuming"; }
   mpi 2 run "$blow" "${args[@]}" "${resume[@]}" --resume "$tmp/mpi/$one" --out "$tmp/r2" \
     >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "2 ranks resuming"; }
-  f=$(printf 'checkpoint_%06d.wfck' $end)
-  cmp "$tmp/r1/$f" "$tmp/r2/$f" || fail "the resumed $f differs"
+  # (2 ranks write their checkpoint as pieces: the frame's .vtp files and stats row instead)
+  n=0
+  for f in "$tmp/r1"/*_$(printf '%06d' $end).vtp; do
+    cmp "$f" "$tmp/r2/$(basename "$f")" || fail "the resumed $(basename "$f") differs"
+    n=$((n + 1))
+  done
+  [ "$n" -ge 2 ] || fail "only $n .vtp files compared"
+  cmp <(stats "$tmp/r1" | tail -1) <(stats "$tmp/r2" | tail -1) || fail "the resumed row differs"
+  pieces_of "$tmp/r2" $end 2
   echo "last good frame $good on $n ranks: one process's checkpoint; resumed to $end: bitwise"
   ;;
 *) fail "unknown case $case_" ;;

@@ -333,6 +333,66 @@ TEST(download_owned_is_the_download_of_the_owned) {
   wf_particles_destroy(ps);
 }
 
+/* wf_particles_download_owned_local, a checkpoint's piece: in one process and over the ranks, a
+ * rank's rows (room for wf_particles_owned_count of them, not the system) are, byte for byte,
+ * wf_particles_download_local's and the granular blob's (angular velocity, history slots) rows of
+ * their ids; over the ranks every particle is in one rank's rows; less room is refused on a rank
+ * that owns any (the others still enter the collective). */
+TEST(download_owned_local_is_the_checkpoint_rows) {
+  for (int ranked = 0; ranked < 2 && th_fails == 0; ranked++) {
+    opts o = {WF_CONTACT_DEM, 1, 0.0f, 4, ranked != 0, false, WF_MPI_HALO_AUTO};
+    wf_particles *ps = NULL;
+    REQUIRE(build(&o, &ps) == WF_OK);
+    uint32_t n = wf_particles_count(ps);
+    size_t gb = wf_particles_granular_state_bytes(ps);
+    unsigned char *blob = malloc(gb), *hist = NULL;
+    float(*lp)[4] = malloc((size_t)n * 32 + 32), (*lv)[4] = lp + n;
+    int *once = calloc((size_t)n + 1, sizeof *once);
+    REQUIRE(blob && lp && once);
+    for (int round = 0; round < 3 && th_fails == 0; round++) {
+      if (round > 0) CHECK_OK(wf_particles_step_frames(ps, 2)); /* round 0: not distributed */
+      CHECK_OK(wf_particles_check(ps));
+      uint32_t room = wf_particles_owned_count(ps), m = 0;
+      uint32_t *ids = malloc((size_t)room * 4 + 4);
+      float(*pos)[4] = malloc((size_t)room * 48 + 48), (*vel)[4] = pos + room,
+      (*omega)[4] = pos + 2 * (size_t)room;
+      hist = malloc((size_t)room * 256 + 256);
+      REQUIRE(ids && pos && hist);
+      CHECK_STATUS(wf_particles_download_owned_local(ps, room ? room - 1 : 0, ids, pos, vel, omega,
+                                                     hist, &m),
+                   room ? WF_ERR_INVALID : WF_OK);
+      CHECK_OK(wf_particles_download_owned_local(ps, room, ids, pos, vel, omega, hist, &m));
+      CHECK_EQ_INT(m, room);
+      if (!ranked) CHECK_EQ_INT(m, n);
+      CHECK_OK(wf_particles_download_local(ps, lp, lv));
+      CHECK_OK(wf_particles_granular_state_get(ps, blob, gb));
+      const unsigned char *bw = blob + gb - (size_t)n * 272, *bh = blob + gb - (size_t)n * 256;
+      memset(once, 0, ((size_t)n + 1) * sizeof *once);
+      for (uint32_t i = 0; i < m; i++) {
+        uint32_t g = ids[i];
+        if (g >= n || (i > 0 && g <= ids[i - 1])) {
+          TH_FAIL("rank %d: owned id %u at %u: not ascending below %u", rank_, g, i, n);
+          break;
+        }
+        once[g]++;
+        if (memcmp(pos[i], lp[g], 16) || memcmp(vel[i], lv[g], 16) ||
+            memcmp(omega[i], bw + (size_t)g * 16, 16) ||
+            memcmp(hist + (size_t)i * 256, bh + (size_t)g * 256, 256)) {
+          TH_FAIL("rank %d, %s, round %d: particle %u differs from the whole state's", rank_,
+                  ranked ? "ranked" : "one process", round, g);
+          break;
+        }
+      }
+      if (ranked) MPI_Allreduce(MPI_IN_PLACE, once, (int)n, MPI_INT, MPI_SUM, world_);
+      for (uint32_t g = 0; g < n && th_fails == 0; g++)
+        if (once[g] != 1) TH_FAIL("rank %d: particle %u is in %d ranks' rows", rank_, g, once[g]);
+      free(ids), free(pos), free(hist);
+    }
+    free(blob), free(lp), free(once);
+    wf_particles_destroy(ps);
+  }
+}
+
 /* More ranks than partitions is refused, naming the counts. */
 TEST(too_few_partitions_refused) {
   if (ranks_ < 2) SKIP("one rank");
@@ -360,6 +420,7 @@ int main(int argc, char **argv) {
       TH_TEST(bad_halo_refused),
       TH_TEST(host_bytes_a_share_of_the_system),
       TH_TEST(download_owned_is_the_download_of_the_owned),
+      TH_TEST(download_owned_local_is_the_checkpoint_rows),
   };
   return th_mpi_main(argc, argv, tests, TH_COUNT(tests));
 }
