@@ -1187,9 +1187,11 @@ static wf_status enqueue_one_launch(wfp_part *ps, int n) {
   return launch(ps, &wfp_frame, 1, &fa, sizeof fa);
 }
 
-/* A frame's worth of work: reset the extent, n substeps, then publish the clock (time, flags,
- * extent) to the pinned mirror. */
-static wf_status enqueue_frame(wfp_part *ps, int n, wf_event **marks) {
+/* A frame's worth of work: reset the extent, n substeps, then (publish) copy the clock (time,
+ * flags, extent) to the pinned mirror, which refit reads once frame_done says the frame ended.
+ * Substeps captured into the host program's graph do not publish: that graph's replays are not
+ * ordered by frame_done, and their copy would write the mirror while refit reads it. */
+static wf_status enqueue_frame_as(wfp_part *ps, int n, wf_event **marks, bool publish) {
   wf_status st = wfp_frame_enqueue_begin(ps);
   if (st == WF_OK && !marks && one_launch(ps))
     st = enqueue_one_launch(ps, n);
@@ -1198,11 +1200,15 @@ static wf_status enqueue_frame(wfp_part *ps, int n, wf_event **marks) {
       st = enqueue_substep(ps, marks ? marks + 6 * i : NULL);
   if (st == WF_OK) st = run_hooks(ps, WFP_HOOK_FRAME);
   if (st == WF_OK) st = touch_all(ps);
-  if (st == WF_OK) {
+  if (st == WF_OK && publish) {
     st = wf_copy(ps->buf[B_MIRROR], 0, ps->buf[B_CLOCK], 0, sizeof(wfp_clock), ps->stream);
     if (st != WF_OK) fail_gpu(st, "publishing the frame's clock");
   }
   return st;
+}
+
+static wf_status enqueue_frame(wfp_part *ps, int n, wf_event **marks) {
+  return enqueue_frame_as(ps, n, marks, true);
 }
 
 static wf_status capture_frame(wfp_part *ps) {
@@ -1269,7 +1275,7 @@ wf_status wfp_part_step_substeps(wfp_part *ps, int n) {
      depend on it) and no frame event is recorded; the first step after the capture refits. */
   bool capturing = wf_stream_is_capturing(ps->stream);
   wf_status st = capturing ? WF_OK : refit(ps);
-  if (st == WF_OK) st = enqueue_frame(ps, n, NULL);
+  if (st == WF_OK) st = enqueue_frame_as(ps, n, NULL, !capturing);
   if (st == WF_OK && !capturing) st = frame_launched(ps);
   ps->force_seconds = (double)n * (double)ps->params.dt;
   return st;
