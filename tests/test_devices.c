@@ -194,11 +194,16 @@ typedef struct who_args {
 } who_args;
 static _Atomic uint32_t who_next = 1;
 static _Thread_local uint32_t who_me;
-static void who_cpu(const void *args, size_t begin, size_t end) {
-  const who_args *a = args;
+/* The running thread's number, after sleeping 1 ms (so the pool's threads take pieces). */
+static uint32_t who_am_i_after_a_nap(void) {
   if (!who_me) who_me = atomic_fetch_add(&who_next, 1u);
   struct timespec t = {0, 1000000};
   nanosleep(&t, NULL);
+  return who_me;
+}
+static void who_cpu(const void *args, size_t begin, size_t end) {
+  const who_args *a = args;
+  who_am_i_after_a_nap();
   for (size_t i = begin; i < end; i++) {
     a->seen[i]++;
     a->thread[i] = who_me;
@@ -251,9 +256,7 @@ typedef struct stages_args {
 } stages_args;
 static void stage_piece(const void *args, size_t begin, size_t end) {
   const stages_args *a = args;
-  if (!who_me) who_me = atomic_fetch_add(&who_next, 1u);
-  struct timespec t = {0, 1000000};
-  nanosleep(&t, NULL);
+  who_am_i_after_a_nap();
   for (size_t i = begin; i < end; i++) {
     a->y[i] = a->x[i] + 3u * a->x[a->n - 1 - i] + 1u;
     a->thread[i] = who_me;

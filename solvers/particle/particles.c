@@ -1474,22 +1474,10 @@ static wf_status owned_rows_out(wf_particles *sp, uint32_t room, uint32_t *ids, 
   return st;
 }
 
+/* download_owned_local's rows, positions moved into the world. */
 wf_status wf_particles_download_owned(wf_particles *sp, uint32_t *ids, float (*pos)[4],
                                       float (*vel)[4], uint32_t *n) {
-  static const char fn[] = "wf_particles_download_owned";
-  if (!sp || !n) return wf__error(WF_ERR_INVALID, fn, "NULL argument");
-  *n = 0;
-  if (!sp->ranks) { /* one process owns every particle */
-    uint32_t count = wf_particles_count(sp);
-    wf_status st = wf_particles_download(sp, pos, vel);
-    for (uint32_t i = 0; st == WF_OK && ids && i < count; i++)
-      ids[i] = i;
-    if (st == WF_OK) *n = count;
-    return st;
-  }
-  /* the frames made exact and the partitions checked, agreed over the ranks as a download's */
-  wf_status st = wf_particles_check(sp);
-  if (st == WF_OK) st = owned_rows_out(sp, UINT32_MAX, ids, pos, vel, NULL, NULL, n);
+  wf_status st = wf_particles_download_owned_local(sp, UINT32_MAX, ids, pos, vel, NULL, NULL, n);
   if (st == WF_OK) to_world(sp, pos, *n);
   return st;
 }

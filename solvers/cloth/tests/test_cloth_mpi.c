@@ -266,9 +266,10 @@ static void compare(opts o, int steps, int frames) {
     path = WF_MPI_HALO_STAGED;
   CHECK_EQ_INT(info.mpi_halo, path);
   printf("  rank %d/%d on %s (halos %s), %s%s, %d partitions: bitwise one process's over %d "
-         "frames%s\n", rank_, ranks_, th_kind,
-         info.mpi_halo == WF_MPI_HALO_DIRECT ? "direct" : "staged", o.integrator == WF_CLOTH_XPBD ? "xpbd" : "springs", o.contact ? " contact" : "",
-         o.parts, steps * frames, o.contact && cross ? " (contact across ranks)" : "");
+         "frames%s\n",
+         rank_, ranks_, th_kind, info.mpi_halo == WF_MPI_HALO_DIRECT ? "direct" : "staged",
+         o.integrator == WF_CLOTH_XPBD ? "xpbd" : "springs", o.contact ? " contact" : "", o.parts,
+         steps * frames, o.contact && cross ? " (contact across ranks)" : "");
   wf_cloth_destroy(ref);
   wf_cloth_destroy(mpi);
 }

@@ -523,6 +523,19 @@ TEST(bad_arguments) {
   wf_particles_destroy(sp);
 }
 
+/* The scene of o over `parts` devices, stepped `frames` frames into *s; false (the case failed,
+ * *s freed) when that fails. */
+static bool built_and_stepped(const scene_opts *o, int parts, int frames, sys *s) {
+  wf_device *devs[4];
+  pick_devices(parts, devs);
+  wf_status st = build(o, devs, parts, s);
+  if (st == WF_OK) st = sys_step(s, frames);
+  if (st == WF_OK) return true;
+  TH_FAIL("%d partitions: %s", parts, wf_last_error());
+  sys_free(s);
+  return false;
+}
+
 /* The partition views and the gather on the device (wf_particles_copy_state) of 1 and 3
  * partitions after some frames: every global id appears once across the views, each view's rows
  * are its partition's owned particles in global-id order, and the gathered state equals the
@@ -531,16 +544,8 @@ TEST(partition_views_and_device_gather) {
   scene_opts o = {.model = WF_CONTACT_DEM, .imbalance = -1};
   int counts[] = {1, 3};
   for (int c = 0; c < 2; c++) {
-    wf_device *devs[4];
-    pick_devices(counts[c], devs);
     sys s;
-    wf_status st = build(&o, devs, counts[c], &s);
-    if (st == WF_OK) st = sys_step(&s, 6);
-    if (st != WF_OK) {
-      TH_FAIL("%d partitions: %s", counts[c], wf_last_error());
-      sys_free(&s);
-      continue;
-    }
+    if (!built_and_stepped(&o, counts[c], 6, &s)) continue;
     uint32_t n = sys_count(&s);
     uint8_t *seen = calloc(n, 1);
     uint32_t rows = 0;
@@ -584,16 +589,8 @@ TEST(download_owned_in_one_process) {
   scene_opts o = {.model = WF_CONTACT_DEM, .imbalance = -1};
   int counts[] = {1, 3};
   for (int c = 0; c < 2; c++) {
-    wf_device *devs[4];
-    pick_devices(counts[c], devs);
     sys s;
-    wf_status st = build(&o, devs, counts[c], &s);
-    if (st == WF_OK) st = sys_step(&s, 3);
-    if (st != WF_OK) {
-      TH_FAIL("%d partitions: %s", counts[c], wf_last_error());
-      sys_free(&s);
-      continue;
-    }
+    if (!built_and_stepped(&o, counts[c], 3, &s)) continue;
     uint32_t n = sys_count(&s), m = 0;
     uint32_t *ids = malloc((size_t)n * 4 + 4);
     float *got = malloc((size_t)n * 32 + 32), *want = malloc((size_t)n * 32 + 32);
