@@ -129,6 +129,19 @@ static void upload_shape(wf__gpu_shape *g, const wf__shape *s) {
   g->index_count = (GLsizei)s->index_count;
 }
 
+static void sphere_uniforms(GLuint p, wf__sphere_uniforms *u) {
+#define U(name) glGetUniformLocation(p, name)
+  u->view = U("u_view"), u->proj = U("u_proj"), u->color = U("u_color");
+  u->by_speed = U("u_by_speed"), u->speed_max = U("u_speed_max");
+  u->light_dir = U("u_light_dir"), u->light_color = U("u_light_color");
+  u->light_count = U("u_light_count"), u->ambient = U("u_ambient");
+  u->shadows = U("u_shadows"), u->shadow_matrix = U("u_shadow_matrix");
+  u->shadow_offset = U("u_shadow_offset"), u->shadow_map = U("u_shadow_map");
+  u->depth_only = U("u_depth_only"), u->sprite = U("u_sprite"), u->viewport = U("u_viewport");
+  u->point_max = U("u_point_max");
+#undef U
+}
+
 static wf_status render_init(wf_render *r, const wf_render_desc *d, const char *func) {
   if (epoxy_gl_version() < 33)
     return wf__render_error(
@@ -156,6 +169,9 @@ static wf_status render_init(wf_render *r, const wf_render_desc *d, const char *
     st = wf__program_build(r->shader_origin, "sphere.vert.glsl", "sphere.frag.glsl", true,
                            &r->prog_sphere);
   if (st == WF_OK)
+    st = wf__program_build(r->shader_origin, "sphere_point.vert.glsl", "sphere.frag.glsl", true,
+                           &r->prog_sprite);
+  if (st == WF_OK)
     st = wf__program_build(r->shader_origin, "mesh.vert.glsl", "mesh.frag.glsl", true,
                            &r->prog_mesh);
   if (st == WF_OK)
@@ -163,12 +179,9 @@ static wf_status render_init(wf_render *r, const wf_render_desc *d, const char *
                            &r->prog_grid);
   if (st != WF_OK) return st;
 #define U(p, name) glGetUniformLocation(p, name)
-  GLuint p = r->prog_sphere;
-  r->us.view = U(p, "u_view"), r->us.proj = U(p, "u_proj"), r->us.color = U(p, "u_color");
-  r->us.by_speed = U(p, "u_by_speed"), r->us.speed_max = U(p, "u_speed_max");
-  r->us.light_dir = U(p, "u_light_dir"), r->us.light_color = U(p, "u_light_color");
-  r->us.light_count = U(p, "u_light_count"), r->us.ambient = U(p, "u_ambient");
-  p = r->prog_mesh;
+  sphere_uniforms(r->prog_sphere, &r->us);
+  sphere_uniforms(r->prog_sprite, &r->usp);
+  GLuint p = r->prog_mesh;
   r->um.model = U(p, "u_model"), r->um.view = U(p, "u_view"), r->um.proj = U(p, "u_proj");
   r->um.normal_view = U(p, "u_normal_view"), r->um.color = U(p, "u_color");
   r->um.back_color = U(p, "u_back_color"), r->um.two_sided = U(p, "u_two_sided");
@@ -177,9 +190,6 @@ static wf_status render_init(wf_render *r, const wf_render_desc *d, const char *
   r->um.light_count = U(p, "u_light_count"), r->um.ambient = U(p, "u_ambient");
   r->um.shadows = U(p, "u_shadows"), r->um.shadow_matrix = U(p, "u_shadow_matrix");
   r->um.shadow_offset = U(p, "u_shadow_offset"), r->um.shadow_map = U(p, "u_shadow_map");
-  p = r->prog_sphere;
-  r->us.shadows = U(p, "u_shadows"), r->us.shadow_matrix = U(p, "u_shadow_matrix");
-  r->us.shadow_offset = U(p, "u_shadow_offset"), r->us.shadow_map = U(p, "u_shadow_map");
   p = r->prog_grid;
   r->ug.view = U(p, "u_view"), r->ug.proj = U(p, "u_proj"), r->ug.height = U(p, "u_height");
   r->ug.extent = U(p, "u_extent"), r->ug.spacing = U(p, "u_spacing");
@@ -203,6 +213,18 @@ static wf_status render_init(wf_render *r, const wf_render_desc *d, const char *
   glBindBuffer(GL_ARRAY_BUFFER, r->vbo_speed);
   glVertexAttribPointer(2, 1, GL_FLOAT, GL_FALSE, 0, (void *)0);
   glVertexAttribDivisor(2, 1);
+  /* sprites: the same buffers, a vertex a sphere */
+  glGenVertexArrays(1, &r->vao_sprite);
+  glBindVertexArray(r->vao_sprite);
+  glBindBuffer(GL_ARRAY_BUFFER, r->vbo_sphere);
+  glEnableVertexAttribArray(1);
+  glVertexAttribPointer(1, 4, GL_FLOAT, GL_FALSE, 0, (void *)0);
+  glBindBuffer(GL_ARRAY_BUFFER, r->vbo_speed);
+  glVertexAttribPointer(2, 1, GL_FLOAT, GL_FALSE, 0, (void *)0);
+  GLfloat range[2] = {1.0f, 1.0f};
+  glGetFloatv(GL_ALIASED_POINT_SIZE_RANGE, range);
+  r->point_max = range[1] > 1.0f ? range[1] : 1.0f;
+  r->sprite_min = d->sprite_min < 0 ? SIZE_MAX : d->sprite_min ? (size_t)d->sprite_min : 100000;
 
   glGenVertexArrays(1, &r->vao_mesh);
   glBindVertexArray(r->vao_mesh);
@@ -285,16 +307,16 @@ wf_status wf_render_headless_create(int width, int height, wf_render **out) {
 
 void wf_render_destroy(wf_render *r) {
   if (!r) return;
-  free(r->mode_points), free(r->mode_meshes);
+  free(r->mode_points), free(r->mode_meshes), free(r->point_first);
   if (!r->headless || make_current(r) == WF_OK) {
     delete_targets(r);
-    GLuint progs[3] = {r->prog_sphere, r->prog_mesh, r->prog_grid};
-    for (int i = 0; i < 3; i++)
+    GLuint progs[4] = {r->prog_sphere, r->prog_mesh, r->prog_grid, r->prog_sprite};
+    for (int i = 0; i < 4; i++)
       if (progs[i]) glDeleteProgram(progs[i]);
     GLuint bufs[5] = {r->vbo_corner, r->vbo_sphere, r->vbo_speed, r->vbo_mesh, r->ebo_mesh};
     glDeleteBuffers(5, bufs);
-    GLuint vaos[3] = {r->vao_sphere, r->vao_mesh, r->vao_empty};
-    glDeleteVertexArrays(3, vaos);
+    GLuint vaos[4] = {r->vao_sphere, r->vao_mesh, r->vao_empty, r->vao_sprite};
+    glDeleteVertexArrays(4, vaos);
     for (int i = 0; i < WF__SHAPE_COUNT; i++) {
       GLuint b[2] = {r->shapes[i].vbo, r->shapes[i].ebo};
       glDeleteBuffers(2, b);
@@ -357,6 +379,7 @@ typedef struct frame_ctx {
   float speed_max;
   float target[3];
   float light0[3];    /* world direction towards the first light; zero: none */
+  float viewport[4];  /* x, y, width, height in pixels */
   bool shadow_pass;   /* drawing the shadow map: planes skipped, no shadow lookups */
   int shadows;        /* the lookups are on */
   mat4 shadow_matrix; /* view space to the shadow map's [0, 1]^3 */
@@ -583,37 +606,94 @@ static wf_status draw_meshes(wf_render *r, const frame_ctx *f, const wf_render_s
   return WF_OK;
 }
 
+/* The frame's point sets into vbo_sphere and vbo_speed, once for the shadow and the lit pass
+ * (1M spheres are 20 MB a frame): the sets one after another, each set's first instance in
+ * r->point_first. */
+static wf_status upload_points(wf_render *r, const wf_render_scene *s) {
+  if (s->point_set_count > r->point_first_cap) {
+    size_t *p = realloc(r->point_first, (size_t)s->point_set_count * sizeof *p);
+    if (!p) return wf__render_error(WF_ERR_OUT_OF_MEMORY, "wf_render_draw", "point sets");
+    r->point_first = p, r->point_first_cap = s->point_set_count;
+  }
+  size_t total = 0;
+  bool speeds = false;
+  for (int i = 0; i < s->point_set_count; i++) {
+    r->point_first[i] = total;
+    total += s->points[i].count;
+    speeds = speeds || (s->points[i].count && s->points[i].speed);
+  }
+  if (!total) return WF_OK;
+  glBindBuffer(GL_ARRAY_BUFFER, r->vbo_sphere);
+  glBufferData(GL_ARRAY_BUFFER, (GLsizeiptr)(total * 4 * sizeof(float)), NULL, GL_STREAM_DRAW);
+  for (int i = 0; i < s->point_set_count; i++)
+    if (s->points[i].count)
+      glBufferSubData(GL_ARRAY_BUFFER, (GLintptr)(r->point_first[i] * 4 * sizeof(float)),
+                      (GLsizeiptr)(s->points[i].count * 4 * sizeof(float)), s->points[i].xyzr);
+  if (!speeds) return WF_OK;
+  glBindBuffer(GL_ARRAY_BUFFER, r->vbo_speed);
+  glBufferData(GL_ARRAY_BUFFER, (GLsizeiptr)(total * sizeof(float)), NULL, GL_STREAM_DRAW);
+  for (int i = 0; i < s->point_set_count; i++)
+    if (s->points[i].count && s->points[i].speed)
+      glBufferSubData(GL_ARRAY_BUFFER, (GLintptr)(r->point_first[i] * sizeof(float)),
+                      (GLsizeiptr)(s->points[i].count * sizeof(float)), s->points[i].speed);
+  return WF_OK;
+}
+
+/* The uniforms of a sphere program (quads or sprites) for this pass. */
+static void sphere_pass(wf_render *r, const wf__sphere_uniforms *u, GLuint prog,
+                        const frame_ctx *f) {
+  glUseProgram(prog);
+  glUniformMatrix4fv(u->view, 1, GL_FALSE, (const float *)f->view);
+  glUniformMatrix4fv(u->proj, 1, GL_FALSE, (const float *)f->proj);
+  glUniform1f(u->speed_max, f->speed_max);
+  glUniform1i(u->depth_only, f->shadow_pass);
+  glUniform1i(u->sprite, prog == r->prog_sprite);
+  glUniform4fv(u->viewport, 1, f->viewport);
+  glUniform1f(u->point_max, r->point_max);
+  set_lights(u->light_dir, u->light_color, u->light_count, u->ambient, f);
+  set_shadows(u->shadows, u->shadow_matrix, u->shadow_offset, u->shadow_map, f);
+}
+
+/* The point sets upload_points put in the buffers: quads, or point sprites for sets of
+ * r->sprite_min spheres or more. The shadow pass writes depth only. */
 static void draw_points(wf_render *r, const frame_ctx *f, const wf_render_scene *s) {
-  glUseProgram(r->prog_sphere);
-  glUniformMatrix4fv(r->us.view, 1, GL_FALSE, (const float *)f->view);
-  glUniformMatrix4fv(r->us.proj, 1, GL_FALSE, (const float *)f->proj);
-  glUniform1f(r->us.speed_max, f->speed_max);
-  set_lights(r->us.light_dir, r->us.light_color, r->us.light_count, r->us.ambient, f);
-  set_shadows(r->us.shadows, r->us.shadow_matrix, r->us.shadow_offset, r->us.shadow_map, f);
-  glBindVertexArray(r->vao_sphere);
+  GLuint bound = 0;
   for (int i = 0; i < s->point_set_count; i++) {
     const wf_render_points *p = &s->points[i];
     if (!p->count) continue;
+    bool sprites = p->count >= r->sprite_min;
+    const wf__sphere_uniforms *u = sprites ? &r->usp : &r->us;
+    GLuint prog = sprites ? r->prog_sprite : r->prog_sphere;
+    if (prog != bound) {
+      sphere_pass(r, u, prog, f);
+      glBindVertexArray(sprites ? r->vao_sprite : r->vao_sphere);
+      bound = prog;
+    }
     float col[3];
     if (unset4(p->color))
       palette(i, col);
     else
       memcpy(col, p->color, sizeof col);
-    glUniform3fv(r->us.color, 1, col);
-    glUniform1i(r->us.by_speed, f->by_speed && p->speed);
+    glUniform3fv(u->color, 1, col);
+    glUniform1i(u->by_speed, f->by_speed && p->speed);
+    size_t first = r->point_first[i];
     glBindBuffer(GL_ARRAY_BUFFER, r->vbo_sphere);
-    glBufferData(GL_ARRAY_BUFFER, (GLsizeiptr)(p->count * 4 * sizeof(float)), p->xyzr,
-                 GL_STREAM_DRAW);
+    glVertexAttribPointer(1, 4, GL_FLOAT, GL_FALSE, 0, (void *)(first * 4 * sizeof(float)));
     if (p->speed) {
       glBindBuffer(GL_ARRAY_BUFFER, r->vbo_speed);
-      glBufferData(GL_ARRAY_BUFFER, (GLsizeiptr)(p->count * sizeof(float)), p->speed,
-                   GL_STREAM_DRAW);
+      glVertexAttribPointer(2, 1, GL_FLOAT, GL_FALSE, 0, (void *)(first * sizeof(float)));
       glEnableVertexAttribArray(2);
     } else {
       glDisableVertexAttribArray(2);
       glVertexAttrib1f(2, 0.0f);
     }
-    glDrawArraysInstanced(GL_TRIANGLE_STRIP, 0, 4, (GLsizei)p->count);
+    if (sprites) {
+      glEnable(GL_PROGRAM_POINT_SIZE);
+      glDrawArrays(GL_POINTS, 0, (GLsizei)p->count);
+      glDisable(GL_PROGRAM_POINT_SIZE);
+    } else {
+      glDrawArraysInstanced(GL_TRIANGLE_STRIP, 0, 4, (GLsizei)p->count);
+    }
   }
 }
 
@@ -675,13 +755,18 @@ static wf_status shadow_targets(wf_render *r) {
 static bool caster_bounds(const wf_render_scene *s, float centre[3], float *radius) {
   float lo[3] = {1e30f, 1e30f, 1e30f}, hi[3] = {-1e30f, -1e30f, -1e30f};
   float rmax = 0.0f;
-  for (int i = 0; i < s->point_set_count; i++)
-    for (size_t k = 0; k < s->points[i].count; k++) {
-      const float *p = s->points[i].xyzr + 4 * k;
-      for (int a = 0; a < 3; a++)
-        lo[a] = fminf(lo[a], p[a]), hi[a] = fmaxf(hi[a], p[a]);
-      rmax = fmaxf(rmax, p[3]);
+  for (int i = 0; i < s->point_set_count; i++) { /* 1M points: scalars the compiler keeps in
+                                                     registers (a frame's CPU time otherwise) */
+    const float *p = s->points[i].xyzr;
+    float x0 = lo[0], y0 = lo[1], z0 = lo[2], x1 = hi[0], y1 = hi[1], z1 = hi[2], r1 = rmax;
+    for (size_t k = 0, n = s->points[i].count; k < n; k++, p += 4) {
+      x0 = p[0] < x0 ? p[0] : x0, x1 = p[0] > x1 ? p[0] : x1;
+      y0 = p[1] < y0 ? p[1] : y0, y1 = p[1] > y1 ? p[1] : y1;
+      z0 = p[2] < z0 ? p[2] : z0, z1 = p[2] > z1 ? p[2] : z1;
+      r1 = p[3] > r1 ? p[3] : r1;
     }
+    lo[0] = x0, lo[1] = y0, lo[2] = z0, hi[0] = x1, hi[1] = y1, hi[2] = z1, rmax = r1;
+  }
   for (int i = 0; i < s->mesh_count; i++) {
     const wf_render_mesh *m = &s->meshes[i];
     int stride = m->stride ? m->stride : 4;
@@ -734,6 +819,7 @@ static wf_status draw_shadow_map(wf_render *r, frame_ctx *f, const wf_render_sce
                   l.proj);
   l.shadow_pass = true;
   l.by_speed = 0;
+  l.viewport[0] = l.viewport[1] = 0.0f, l.viewport[2] = l.viewport[3] = (float)SHADOW_SIZE;
   glBindFramebuffer(GL_FRAMEBUFFER, r->fbo_shadow);
   glViewport(0, 0, SHADOW_SIZE, SHADOW_SIZE);
   glDisable(GL_BLEND);
@@ -863,6 +949,11 @@ wf_status wf_render_draw(wf_render *r, const wf_render_scene *scene_in) {
 
   frame_ctx f;
   frame_setup(&f, scene, (float)r->width / (float)r->height);
+  f.viewport[0] = f.viewport[1] = 0.0f, f.viewport[2] = (float)r->width;
+  f.viewport[3] = (float)r->height;
+  st = upload_points(r, scene);
+  if (st == WF_OK) st = gl_check(r, __func__, "uploading the point sets", errs);
+  if (st != WF_OK) return st;
   if (scene->shadows && (f.light0[0] || f.light0[1] || f.light0[2])) {
     st = draw_shadow_map(r, &f, scene);
     if (st == WF_OK) st = gl_check(r, __func__, "drawing the shadow map", errs);

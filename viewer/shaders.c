@@ -13,9 +13,10 @@
 
 #include "viewer_internal.h"
 
-static const char *const k_files[] = {"lighting.glsl",  "sphere.vert.glsl", "sphere.frag.glsl",
-                                      "mesh.vert.glsl", "mesh.frag.glsl",   "grid.vert.glsl",
-                                      "grid.frag.glsl", "text.vert.glsl",   "text.frag.glsl"};
+static const char *const k_files[] = {
+    "lighting.glsl",  "sphere.vert.glsl", "sphere.frag.glsl", "sphere_point.vert.glsl",
+    "mesh.vert.glsl", "mesh.frag.glsl",   "grid.vert.glsl",   "grid.frag.glsl",
+    "text.vert.glsl", "text.frag.glsl"};
 enum { FILE_COUNT = sizeof k_files / sizeof k_files[0] };
 
 static const char k_builtin[] = "built-in";
@@ -115,7 +116,11 @@ static wf_status compile(GLenum type, const char *origin, const char *name, bool
     return st;
   }
   /* #line N S: messages say "S:N": 1 is the shader's own file, 2 is lighting.glsl */
-  const char *parts[5] = {"#version 330 core\n"};
+  /* conservative depth (GL 4.2, an extension before): the sphere impostors promise to write depths
+     no nearer than their quad's, so the depth test may run before their fragment shader */
+  const char *parts[5] = {type == GL_FRAGMENT_SHADER
+                              ? "#version 330 core\n#extension GL_ARB_conservative_depth : enable\n"
+                              : "#version 330 core\n"};
   int count = 1;
   if (lit) {
     parts[count++] = "#line 1 2\n";

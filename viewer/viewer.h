@@ -152,8 +152,12 @@ typedef struct wf_render_scene {
 typedef struct wf_render wf_render;
 
 typedef struct wf_render_desc {
-  int width, height;      /* framebuffer size in pixels; 0: 640 x 480 */
-  int samples;            /* MSAA samples: 0 means 4, 1 means none; capped at GL_MAX_SAMPLES */
+  int width, height; /* framebuffer size in pixels; 0: 640 x 480 */
+  int samples;       /* MSAA samples: 0 means 4, 1 means none; capped at GL_MAX_SAMPLES */
+  int sprite_min;    /* point sets of at least this many spheres are drawn as point sprites (one
+                        vertex a sphere, not a quad's four: a 1M-grain pile draws several times
+                        faster on GPUs with little raster hardware; a sphere whose centre leaves the
+                        window or that the near plane cuts is then not drawn). 0: 100000; < 0: never */
   const char *shader_dir; /* directory of the *.glsl files; NULL: $WEFT_SHADER_DIR, then
                              <executable>/../share/weft/shaders, <executable>/assets/shaders, then
                              the copies built into the library */

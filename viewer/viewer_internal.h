@@ -110,6 +110,12 @@ typedef struct wf__gpu_shape {
   GLsizei index_count;
 } wf__gpu_shape;
 
+/* Uniform locations of a sphere impostor program (quads or point sprites). */
+typedef struct wf__sphere_uniforms {
+  GLint view, proj, color, by_speed, speed_max, light_dir, light_color, light_count, ambient;
+  GLint shadows, shadow_matrix, shadow_offset, shadow_map, depth_only, sprite, viewport, point_max;
+} wf__sphere_uniforms;
+
 struct wf_render {
   int width, height, samples;
   wf__headless *headless; /* NULL: the caller's context */
@@ -120,11 +126,10 @@ struct wf_render {
   GLuint fbo_draw, rb_color, rb_depth;       /* multisampled (or the only one when samples == 1) */
   GLuint fbo_resolve, rb_resolve, rb_rdepth; /* single-sampled copy that is read and presented */
 
-  GLuint prog_sphere, prog_mesh, prog_grid;
-  struct {
-    GLint view, proj, color, by_speed, speed_max, light_dir, light_color, light_count, ambient;
-    GLint shadows, shadow_matrix, shadow_offset, shadow_map;
-  } us;
+  GLuint prog_sphere, prog_mesh, prog_grid, prog_sprite;
+  wf__sphere_uniforms us, usp; /* of prog_sphere (quads) and prog_sprite (points) */
+  size_t sprite_min;           /* wf_render_desc.sprite_min (SIZE_MAX: never) */
+  float point_max;             /* the largest point size */
   struct {
     GLint model, view, proj, normal_view, color, back_color, two_sided, by_speed, speed_max,
         light_dir, light_color, light_count, ambient;
@@ -135,7 +140,11 @@ struct wf_render {
     GLint view, proj, height, extent, spacing, color;
   } ug;
 
-  GLuint vao_sphere, vbo_corner, vbo_sphere, vbo_speed;
+  GLuint vao_sphere, vbo_corner, vbo_sphere, vbo_speed, vao_sprite;
+  /* the frame's point sets, uploaded once for both passes (upload_points): where each set's
+     spheres and speeds start in vbo_sphere / vbo_speed, in instances */
+  size_t *point_first;
+  int point_first_cap;
   GLuint vao_mesh, vbo_mesh, ebo_mesh;
   GLuint vao_empty;
   wf__gpu_shape shapes[WF__SHAPE_COUNT];

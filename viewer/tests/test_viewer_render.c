@@ -54,8 +54,15 @@ static const uint8_t *px_at(const uint8_t *img, int w, double x, double y) {
   return img + ((size_t)(int)y * (size_t)w + (size_t)(int)x) * 4;
 }
 
-TEST(known_scene_matches_reference) {
-  HEADLESS(r, VT_W, VT_H);
+/* The known scene against the ray tracer, the spheres drawn as quads (sprite_min < 0) or as
+ * point sprites (sprite_min 1: every point set). Same tolerance: the sprites cast their rays
+ * through the pixel centres from gl_FragCoord instead of an interpolated quad point. */
+static void known_scene_with(int sprite_min) {
+  wf_render *r = NULL;
+  wf_status hs = wf_render_headless_create_desc(
+      &(wf_render_desc){.width = VT_W, .height = VT_H, .sprite_min = sprite_min}, &r);
+  if (hs == WF_ERR_UNSUPPORTED) SKIP("no headless OpenGL: %s", wf_render_last_error());
+  CHECK_R(hs);
   vt_scene v;
   vt_scene_build(&v);
   wf_status st = wf_render_draw(r, &v.scene);
@@ -119,6 +126,10 @@ TEST(known_scene_matches_reference) {
   p = px_at(g_px, VT_W, x, y);
   CHECK(p[0] > p[1] + 80 && p[0] > p[2] + 80);
 }
+
+TEST(known_scene_matches_reference) { known_scene_with(-1); }
+
+TEST(known_scene_as_point_sprites_matches_reference) { known_scene_with(1); }
 
 TEST(png_round_trip) {
   HEADLESS(r, VT_W, VT_H);
@@ -447,6 +458,7 @@ int main(int argc, char **argv) {
   vt_pin_gl_drivers();
   wf_render_destroy(probe);
   static const th_test tests[] = {TH_TEST(known_scene_matches_reference),
+                                  TH_TEST(known_scene_as_point_sprites_matches_reference),
                                   TH_TEST(png_round_trip),
                                   TH_TEST(shaders_from_directory_and_built_in_agree),
                                   TH_TEST(colliders_are_drawn),
