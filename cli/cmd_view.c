@@ -115,8 +115,9 @@ typedef struct bench_sums {
   double sim, idle, idle_max, copy, copy_wait;
   int n_render;
   double render;
-  int n_gpu;        /* draws whose GL timer query had a result */
+  int n_gpu;        /* draws whose GL timestamps had results */
   double gpu, draw; /* GL time of the passes; the CPU's part of the draw (submitting, uploads) */
+  double gpu_phase[4], cpu_bounds, cpu_upload; /* wf_render_stats' split of those */
 } bench_sums;
 
 /* A draw's figures into the sums; the first draw (shader compilation, targets) is not counted. */
@@ -124,7 +125,12 @@ static void bench_add_draw(bench_sums *b, double render_ms, const wf_render_stat
                            long draws_before) {
   if (draws_before == 0) return;
   b->n_render++, b->render += render_ms, b->draw += rs->draw_ms;
-  if (rs->gpu_ms >= 0.0) b->n_gpu++, b->gpu += rs->gpu_ms;
+  b->cpu_bounds += rs->cpu_bounds_ms, b->cpu_upload += rs->cpu_upload_ms;
+  if (rs->gpu_ms < 0.0) return;
+  b->n_gpu++, b->gpu += rs->gpu_ms;
+  const double ph[4] = {rs->gpu_upload_ms, rs->gpu_shadow_ms, rs->gpu_scene_ms, rs->gpu_rest_ms};
+  for (int k = 0; k < 4; k++)
+    b->gpu_phase[k] += ph[k];
 }
 
 typedef struct view_app {
@@ -646,8 +652,13 @@ static void bench_print(const view_app *a, const run_ctl *c, bool headless) {
   printf("  render       %8.3f ms/frame  (%s, mean of %d after the first)\n", render_ms,
          headless ? "draw + pixel readback" : "draw + present + overlay", b->n_render);
   printf("    of which   %8.3f ms on the CPU (submitting the draw, uploads), %.3f ms GL time "
-         "(timer queries, mean of %d)\n",
+         "(timestamps, mean of %d)\n",
          b->n_render ? b->draw / b->n_render : 0.0, b->n_gpu ? b->gpu / b->n_gpu : 0.0, b->n_gpu);
+  if (b->n_render && b->n_gpu)
+    printf("    CPU: shadow bounds %.3f ms, uploads %.3f ms; GL: uploads %.3f, shadow map %.3f, "
+           "scene %.3f, grid and resolve %.3f ms\n",
+           b->cpu_bounds / b->n_render, b->cpu_upload / b->n_render, b->gpu_phase[0] / b->n_gpu,
+           b->gpu_phase[1] / b->n_gpu, b->gpu_phase[2] / b->n_gpu, b->gpu_phase[3] / b->n_gpu);
   printf("  displayed    %8.3f ms/frame  (%d new frames shown in %.3f s; %ld draws)\n", disp_ms,
          b->n_copy, disp_wall, c->displayed);
   /* the figure issue 30 asks for: the renderer's rate at this size with shadows as the scene

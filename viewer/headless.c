@@ -71,7 +71,7 @@ static bool has_ext(const char *list, const char *name) {
   return false;
 }
 
-/* Creates a GL 3.3 core context on d; on failure appends the reason to why. */
+/* Creates a GL 4.5 (else 3.3) core context on d; on failure appends the reason to why. */
 static bool try_display(EGLDisplay d, const char *label, bool debug, wf__headless *h, char *why,
                         size_t why_size) {
   size_t used = strlen(why);
@@ -113,13 +113,19 @@ static bool try_display(EGLDisplay d, const char *label, bool debug, wf__headles
     }
   }
   /* EGL_CONTEXT_OPENGL_DEBUG is EGL 1.5: only asked for when wanted */
-  EGLint attrs[16] = {EGL_CONTEXT_MAJOR_VERSION,       3,
-                      EGL_CONTEXT_MINOR_VERSION,       3,
-                      EGL_CONTEXT_OPENGL_PROFILE_MASK, EGL_CONTEXT_OPENGL_CORE_PROFILE_BIT};
-  int na = 6;
-  if (debug) attrs[na++] = EGL_CONTEXT_OPENGL_DEBUG, attrs[na++] = EGL_TRUE;
-  attrs[na] = EGL_NONE;
-  EGLContext ctx = eglCreateContext(d, no_config ? EGL_NO_CONFIG_KHR : cfg, EGL_NO_CONTEXT, attrs);
+  /* 4.5 core where the driver has it (the compute path of render_splat.c; some drivers give
+     exactly the version asked for), else 3.3 core, which everything else needs */
+  EGLContext ctx = EGL_NO_CONTEXT;
+  static const EGLint versions[2][2] = {{4, 5}, {3, 3}};
+  for (int v = 0; v < 2 && ctx == EGL_NO_CONTEXT; v++) {
+    EGLint attrs[16] = {EGL_CONTEXT_MAJOR_VERSION,       versions[v][0],
+                        EGL_CONTEXT_MINOR_VERSION,       versions[v][1],
+                        EGL_CONTEXT_OPENGL_PROFILE_MASK, EGL_CONTEXT_OPENGL_CORE_PROFILE_BIT};
+    int na = 6;
+    if (debug) attrs[na++] = EGL_CONTEXT_OPENGL_DEBUG, attrs[na++] = EGL_TRUE;
+    attrs[na] = EGL_NONE;
+    ctx = eglCreateContext(d, no_config ? EGL_NO_CONFIG_KHR : cfg, EGL_NO_CONTEXT, attrs);
+  }
   if (ctx == EGL_NO_CONTEXT) {
     WHY("%s: no OpenGL 3.3 core context (eglCreateContext 0x%x); ", label, (unsigned)eglGetError());
     display_unref(d);

@@ -224,7 +224,20 @@ static wf_status render_init(wf_render *r, const wf_render_desc *d, const char *
   GLfloat range[2] = {1.0f, 1.0f};
   glGetFloatv(GL_ALIASED_POINT_SIZE_RANGE, range);
   r->point_max = range[1] > 1.0f ? range[1] : 1.0f;
-  r->sprite_min = d->sprite_min < 0 ? SIZE_MAX : d->sprite_min ? (size_t)d->sprite_min : 100000;
+  r->large_min = d->large_min < 0 ? SIZE_MAX : d->large_min ? (size_t)d->large_min : 100000;
+  bool gl45 = epoxy_gl_version() >= 45;
+  if (d->large == WF_RENDER_LARGE_COMPUTE && !gl45)
+    return wf__render_error(WF_ERR_UNSUPPORTED, func,
+                            "large point sets by compute need OpenGL 4.5; this context has %d.%d "
+                            "(use WF_RENDER_LARGE_SPRITES or _AUTO)",
+                            epoxy_gl_version() / 10, epoxy_gl_version() % 10);
+  if (d->large != WF_RENDER_LARGE_AUTO && d->large != WF_RENDER_LARGE_SPRITES &&
+      d->large != WF_RENDER_LARGE_COMPUTE)
+    return wf__render_error(WF_ERR_INVALID, func, "desc.large = %d is not a wf_render_large",
+                            (int)d->large);
+  r->large = d->large == WF_RENDER_LARGE_SPRITES || !gl45 ? WF_RENDER_LARGE_SPRITES
+                                                          : WF_RENDER_LARGE_COMPUTE;
+  if (r->large == WF_RENDER_LARGE_COMPUTE && (st = wf__splat_init(r)) != WF_OK) return st;
 
   glGenVertexArrays(1, &r->vao_mesh);
   glBindVertexArray(r->vao_mesh);
@@ -246,8 +259,10 @@ static wf_status render_init(wf_render *r, const wf_render_desc *d, const char *
   }
   glGenVertexArrays(1, &r->vao_empty);
   glBindVertexArray(0);
-  glGenQueries(2, r->timer);
+  glGenQueries(10, &r->stamp[0][0]);
   r->stats.gpu_ms = -1.0;
+  r->stats.gpu_upload_ms = r->stats.gpu_shadow_ms = r->stats.gpu_scene_ms = -1.0;
+  r->stats.gpu_rest_ms = -1.0;
   if ((st = gl_check(r, func, "creating buffers and shaders", 0)) != WF_OK) return st;
   return create_targets(r, func);
 }
@@ -310,6 +325,7 @@ void wf_render_destroy(wf_render *r) {
   free(r->mode_points), free(r->mode_meshes), free(r->point_first);
   if (!r->headless || make_current(r) == WF_OK) {
     delete_targets(r);
+    wf__splat_destroy(r);
     GLuint progs[4] = {r->prog_sphere, r->prog_mesh, r->prog_grid, r->prog_sprite};
     for (int i = 0; i < 4; i++)
       if (progs[i]) glDeleteProgram(progs[i]);
@@ -322,7 +338,7 @@ void wf_render_destroy(wf_render *r) {
       glDeleteBuffers(2, b);
       glDeleteVertexArrays(1, &r->shapes[i].vao);
     }
-    if (r->timer[0]) glDeleteQueries(2, r->timer);
+    if (r->stamp[0][0]) glDeleteQueries(10, &r->stamp[0][0]);
     wf__overlay_destroy(r->overlay);
     if (r->fbo_shadow) glDeleteFramebuffers(1, &r->fbo_shadow);
     if (r->tex_shadow) glDeleteTextures(1, &r->tex_shadow);
@@ -369,22 +385,15 @@ static void palette(int i, float out[3]) {
   memcpy(out, pal[((i % 8) + 8) % 8], 3 * sizeof(float));
 }
 
+void wf__point_color(const wf_render_points *p, int i, float out[3]) {
+  if (unset4(p->color))
+    palette(i, out);
+  else
+    memcpy(out, p->color, 3 * sizeof(float));
+}
+
 /* per-frame values shared by the draw calls */
-typedef struct frame_ctx {
-  mat4 view, proj;
-  mat3 view3;
-  float light_dir[WF_RENDER_MAX_LIGHTS][3], light_color[WF_RENDER_MAX_LIGHTS][3], ambient[3];
-  int light_count;
-  int by_speed;
-  float speed_max;
-  float target[3];
-  float light0[3];    /* world direction towards the first light; zero: none */
-  float viewport[4];  /* x, y, width, height in pixels */
-  bool shadow_pass;   /* drawing the shadow map: planes skipped, no shadow lookups */
-  int shadows;        /* the lookups are on */
-  mat4 shadow_matrix; /* view space to the shadow map's [0, 1]^3 */
-  float shadow_offset;
-} frame_ctx;
+typedef wf__frame frame_ctx;
 
 static void frame_setup(frame_ctx *f, const wf_render_scene *s, float aspect) {
   wf_render_camera_matrices(&s->camera, aspect, (float *)f->view, (float *)f->proj);
@@ -432,7 +441,7 @@ static void frame_setup(frame_ctx *f, const wf_render_scene *s, float aspect) {
   if (!(f->speed_max > 0.0f)) f->speed_max = 1.0f;
 }
 
-static void set_lights(GLint dir, GLint color, GLint count, GLint ambient, const frame_ctx *f) {
+void wf__set_lights(GLint dir, GLint color, GLint count, GLint ambient, const wf__frame *f) {
   glUniform3fv(dir, WF_RENDER_MAX_LIGHTS, &f->light_dir[0][0]);
   glUniform3fv(color, WF_RENDER_MAX_LIGHTS, &f->light_color[0][0]);
   glUniform1i(count, f->light_count);
@@ -440,7 +449,7 @@ static void set_lights(GLint dir, GLint color, GLint count, GLint ambient, const
 }
 
 /* The shadow uniforms of the bound program (its locations: on, matrix, offset, map). */
-static void set_shadows(GLint on, GLint matrix, GLint offset, GLint map, const frame_ctx *f) {
+void wf__set_shadows(GLint on, GLint matrix, GLint offset, GLint map, const wf__frame *f) {
   glUniform1i(on, f->shadows && !f->shadow_pass);
   glUniformMatrix4fv(matrix, 1, GL_FALSE, (const float *)f->shadow_matrix);
   glUniform1f(offset, f->shadow_offset);
@@ -650,18 +659,20 @@ static void sphere_pass(wf_render *r, const wf__sphere_uniforms *u, GLuint prog,
   glUniform1i(u->sprite, prog == r->prog_sprite);
   glUniform4fv(u->viewport, 1, f->viewport);
   glUniform1f(u->point_max, r->point_max);
-  set_lights(u->light_dir, u->light_color, u->light_count, u->ambient, f);
-  set_shadows(u->shadows, u->shadow_matrix, u->shadow_offset, u->shadow_map, f);
+  wf__set_lights(u->light_dir, u->light_color, u->light_count, u->ambient, f);
+  wf__set_shadows(u->shadows, u->shadow_matrix, u->shadow_offset, u->shadow_map, f);
 }
 
 /* The point sets upload_points put in the buffers: quads, or point sprites for sets of
- * r->sprite_min spheres or more. The shadow pass writes depth only. */
+ * r->large_min spheres or more, except those render_splat.c draws. The shadow pass writes depth
+ * only. */
 static void draw_points(wf_render *r, const frame_ctx *f, const wf_render_scene *s) {
   GLuint bound = 0;
   for (int i = 0; i < s->point_set_count; i++) {
     const wf_render_points *p = &s->points[i];
     if (!p->count) continue;
-    bool sprites = p->count >= r->sprite_min;
+    if (wf__splat_takes(r, s, i)) continue; /* wf__splat_draw */
+    bool sprites = p->count >= r->large_min;
     const wf__sphere_uniforms *u = sprites ? &r->usp : &r->us;
     GLuint prog = sprites ? r->prog_sprite : r->prog_sphere;
     if (prog != bound) {
@@ -670,10 +681,7 @@ static void draw_points(wf_render *r, const frame_ctx *f, const wf_render_scene 
       bound = prog;
     }
     float col[3];
-    if (unset4(p->color))
-      palette(i, col);
-    else
-      memcpy(col, p->color, sizeof col);
+    wf__point_color(p, i, col);
     glUniform3fv(u->color, 1, col);
     glUniform1i(u->by_speed, f->by_speed && p->speed);
     size_t first = r->point_first[i];
@@ -802,7 +810,10 @@ static bool caster_bounds(const wf_render_scene *s, float centre[3], float *radi
  * f's shadow matrix and normal offset for the lit pass. Nothing to cast: shadows stay off. */
 static wf_status draw_shadow_map(wf_render *r, frame_ctx *f, const wf_render_scene *s) {
   float c[3], rad;
-  if (!caster_bounds(s, c, &rad)) return WF_OK;
+  double t0 = now_ms();
+  bool any = caster_bounds(s, c, &rad);
+  r->stats.cpu_bounds_ms = now_ms() - t0;
+  if (!any) return WF_OK;
   wf_status st = shadow_targets(r);
   if (st != WF_OK) return st;
   glActiveTexture(GL_TEXTURE1); /* not bound for sampling while it is drawn into */
@@ -831,11 +842,12 @@ static wf_status draw_shadow_map(wf_render *r, frame_ctx *f, const wf_render_sce
   glUseProgram(r->prog_mesh);
   glUniformMatrix4fv(r->um.view, 1, GL_FALSE, (const float *)l.view);
   glUniformMatrix4fv(r->um.proj, 1, GL_FALSE, (const float *)l.proj);
-  set_lights(r->um.light_dir, r->um.light_color, r->um.light_count, r->um.ambient, &l);
-  set_shadows(r->um.shadows, r->um.shadow_matrix, r->um.shadow_offset, r->um.shadow_map, &l);
+  wf__set_lights(r->um.light_dir, r->um.light_color, r->um.light_count, r->um.ambient, &l);
+  wf__set_shadows(r->um.shadows, r->um.shadow_matrix, r->um.shadow_offset, r->um.shadow_map, &l);
   st = draw_colliders(r, &l, s);
   if (st == WF_OK) st = draw_meshes(r, &l, s);
   if (st == WF_OK) draw_points(r, &l, s);
+  if (st == WF_OK) st = wf__splat_draw(r, &l, s);
   glBindFramebuffer(GL_FRAMEBUFFER, 0);
   if (st != WF_OK) return st;
   /* view space -> world -> the light's clip space -> [0, 1]^3 */
@@ -931,34 +943,44 @@ wf_status wf_render_draw(wf_render *r, const wf_render_scene *scene_in) {
   uint64_t errs = r->stats.gl_errors;
   while (glGetError() != GL_NO_ERROR) {
   }
-  /* GPU time: two queries in turn; a query's result is read one frame later, never waited for */
+  /* GPU time: timestamps of the phases, two sets in turn; a set is read one frame later, never
+     waited for (a frame whose older set is not ready yet goes untimed) */
   int q = r->timer_next;
   bool timing = true;
   if (r->timer_used[q]) {
     GLint ready = 0;
-    glGetQueryObjectiv(r->timer[q], GL_QUERY_RESULT_AVAILABLE, &ready);
+    glGetQueryObjectiv(r->stamp[q][4], GL_QUERY_RESULT_AVAILABLE, &ready);
     if (ready) {
-      GLuint64 ns = 0;
-      glGetQueryObjectui64v(r->timer[q], GL_QUERY_RESULT, &ns);
-      r->stats.gpu_ms = (double)ns * 1e-6;
+      GLuint64 t[5] = {0};
+      for (int k = 0; k < 5; k++)
+        glGetQueryObjectui64v(r->stamp[q][k], GL_QUERY_RESULT, &t[k]);
+      r->stats.gpu_ms = (double)(t[4] - t[0]) * 1e-6;
+      double *ph[4] = {&r->stats.gpu_upload_ms, &r->stats.gpu_shadow_ms, &r->stats.gpu_scene_ms,
+                       &r->stats.gpu_rest_ms};
+      for (int k = 0; k < 4; k++)
+        *ph[k] = (double)(t[k + 1] - t[k]) * 1e-6;
     } else {
       timing = false;
     }
   }
-  if (timing) glBeginQuery(GL_TIME_ELAPSED, r->timer[q]);
+  if (timing) glQueryCounter(r->stamp[q][0], GL_TIMESTAMP);
 
   frame_ctx f;
   frame_setup(&f, scene, (float)r->width / (float)r->height);
   f.viewport[0] = f.viewport[1] = 0.0f, f.viewport[2] = (float)r->width;
   f.viewport[3] = (float)r->height;
+  double tu = now_ms();
   st = upload_points(r, scene);
+  r->stats.cpu_upload_ms = now_ms() - tu;
   if (st == WF_OK) st = gl_check(r, __func__, "uploading the point sets", errs);
   if (st != WF_OK) return st;
+  if (timing) glQueryCounter(r->stamp[q][1], GL_TIMESTAMP);
   if (scene->shadows && (f.light0[0] || f.light0[1] || f.light0[2])) {
     st = draw_shadow_map(r, &f, scene);
     if (st == WF_OK) st = gl_check(r, __func__, "drawing the shadow map", errs);
     if (st != WF_OK) return st;
   }
+  if (timing) glQueryCounter(r->stamp[q][2], GL_TIMESTAMP);
   float bg[4] = {0.11f, 0.12f, 0.14f, 1.0f};
   if (!unset4(scene->background)) memcpy(bg, scene->background, sizeof bg);
   glBindFramebuffer(GL_FRAMEBUFFER, r->fbo_draw);
@@ -979,8 +1001,8 @@ wf_status wf_render_draw(wf_render *r, const wf_render_scene *scene_in) {
   glUniformMatrix4fv(r->um.view, 1, GL_FALSE, (const float *)f.view);
   glUniformMatrix4fv(r->um.proj, 1, GL_FALSE, (const float *)f.proj);
   glUniform1f(r->um.speed_max, f.speed_max);
-  set_lights(r->um.light_dir, r->um.light_color, r->um.light_count, r->um.ambient, &f);
-  set_shadows(r->um.shadows, r->um.shadow_matrix, r->um.shadow_offset, r->um.shadow_map, &f);
+  wf__set_lights(r->um.light_dir, r->um.light_color, r->um.light_count, r->um.ambient, &f);
+  wf__set_shadows(r->um.shadows, r->um.shadow_matrix, r->um.shadow_offset, r->um.shadow_map, &f);
   glPolygonMode(GL_FRONT_AND_BACK, scene->wireframe ? GL_LINE : GL_FILL);
   st = draw_colliders(r, &f, scene);
   if (st == WF_OK) st = gl_check(r, __func__, "drawing the colliders", errs);
@@ -989,8 +1011,10 @@ wf_status wf_render_draw(wf_render *r, const wf_render_scene *scene_in) {
   if (st == WF_OK) st = gl_check(r, __func__, "drawing the meshes", errs);
   if (st == WF_OK) {
     draw_points(r, &f, scene);
-    st = gl_check(r, __func__, "drawing the point sets", errs);
+    st = wf__splat_draw(r, &f, scene);
+    if (st == WF_OK) st = gl_check(r, __func__, "drawing the point sets", errs);
   }
+  if (timing) glQueryCounter(r->stamp[q][3], GL_TIMESTAMP);
   if (st == WF_OK && scene->grid.enabled) {
     draw_grid(r, &f, &scene->grid);
     st = gl_check(r, __func__, "drawing the grid", errs);
@@ -1003,7 +1027,7 @@ wf_status wf_render_draw(wf_render *r, const wf_render_scene *scene_in) {
     st = gl_check(r, __func__, "resolving the multisampled image", errs);
   }
   if (timing) {
-    glEndQuery(GL_TIME_ELAPSED);
+    glQueryCounter(r->stamp[q][4], GL_TIMESTAMP);
     r->timer_used[q] = true;
     r->timer_next = 1 - q;
   }

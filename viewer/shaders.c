@@ -16,7 +16,8 @@
 static const char *const k_files[] = {
     "lighting.glsl",  "sphere.vert.glsl", "sphere.frag.glsl", "sphere_point.vert.glsl",
     "mesh.vert.glsl", "mesh.frag.glsl",   "grid.vert.glsl",   "grid.frag.glsl",
-    "text.vert.glsl", "text.frag.glsl"};
+    "text.vert.glsl", "text.frag.glsl",   "splat.comp.glsl",  "splat.vert.glsl",
+    "splat.frag.glsl"};
 enum { FILE_COUNT = sizeof k_files / sizeof k_files[0] };
 
 static const char k_builtin[] = "built-in";
@@ -118,7 +119,8 @@ static wf_status compile(GLenum type, const char *origin, const char *name, bool
   /* #line N S: messages say "S:N": 1 is the shader's own file, 2 is lighting.glsl */
   /* conservative depth (GL 4.2, an extension before): the sphere impostors promise to write depths
      no nearer than their quad's, so the depth test may run before their fragment shader */
-  const char *parts[5] = {type == GL_FRAGMENT_SHADER
+  const char *parts[5] = {type == GL_COMPUTE_SHADER ? "#version 450 core\n"
+                          : type == GL_FRAGMENT_SHADER
                               ? "#version 330 core\n#extension GL_ARB_conservative_depth : enable\n"
                               : "#version 330 core\n"};
   int count = 1;
@@ -144,6 +146,27 @@ static wf_status compile(GLenum type, const char *origin, const char *name, bool
                             name, lit ? ", 2: is lighting.glsl" : "", log);
   }
   *out = sh;
+  return WF_OK;
+}
+
+/* A compute program (GL 4.5: "#version 450 core" is prepended). */
+wf_status wf__compute_build(const char *origin, const char *cs, GLuint *out) {
+  GLuint c = 0;
+  wf_status st = compile(GL_COMPUTE_SHADER, origin, cs, false, &c);
+  if (st != WF_OK) return st;
+  GLuint p = glCreateProgram();
+  glAttachShader(p, c);
+  glLinkProgram(p);
+  glDeleteShader(c);
+  GLint ok = 0;
+  glGetProgramiv(p, GL_LINK_STATUS, &ok);
+  if (!ok) {
+    char log[1200] = "";
+    glGetProgramInfoLog(p, sizeof log, NULL, log);
+    glDeleteProgram(p);
+    return wf__render_error(WF_ERR_BACKEND, __func__, "%s/%s does not link: %s", origin, cs, log);
+  }
+  *out = p;
   return WF_OK;
 }
 

@@ -151,13 +151,25 @@ typedef struct wf_render_scene {
 
 typedef struct wf_render wf_render;
 
+/* How large point sets are drawn (wf_render_desc.large, .large_min; viewer/README.md). */
+typedef enum wf_render_large {
+  WF_RENDER_LARGE_AUTO = 0, /* compute where the context has GL 4.5, else sprites */
+  WF_RENDER_LARGE_SPRITES,  /* point sprites: one vertex a sphere, the square around its outline
+                               (a sphere whose centre leaves the window or that the near plane
+                               cuts is not drawn) */
+  WF_RENDER_LARGE_COMPUTE,  /* compute shaders write the nearest sphere of each pixel (a
+                               visibility buffer), one full-screen pass shades it; no MSAA on
+                               their edges. wf_render_create refuses it below GL 4.5 */
+} wf_render_large;
+
 typedef struct wf_render_desc {
   int width, height; /* framebuffer size in pixels; 0: 640 x 480 */
   int samples;       /* MSAA samples: 0 means 4, 1 means none; capped at GL_MAX_SAMPLES */
-  int sprite_min;    /* point sets of at least this many spheres are drawn as point sprites (one
-                        vertex a sphere, not a quad's four: a 1M-grain pile draws several times
-                        faster on GPUs with little raster hardware; a sphere whose centre leaves the
-                        window or that the near plane cuts is then not drawn). 0: 100000; < 0: never */
+  int large_min;     /* point sets of at least this many spheres are drawn the large way (a 1M-grain
+                        pile draws several times faster on GPUs with little raster hardware, such as
+                        the H100/H200): 0: 100000; < 0: never (every set as quads) */
+  wf_render_large large;  /* how: WF_RENDER_LARGE_AUTO (0) is compute where the context has
+                             GL 4.5, else point sprites */
   const char *shader_dir; /* directory of the *.glsl files; NULL: $WEFT_SHADER_DIR, then
                              <executable>/../share/weft/shaders, <executable>/assets/shaders, then
                              the copies built into the library */
@@ -169,7 +181,11 @@ typedef struct wf_render_desc {
 /** Per-frame figures of the last wf_render_draw. */
 typedef struct wf_render_stats {
   double draw_ms; /* host time of the last draw (with llvmpipe that is the rendering) */
-  double gpu_ms;  /* GL timer query of an earlier frame; -1 while none is available */
+  double gpu_ms;  /* GL time (timestamps) of an earlier frame; -1 while none is available */
+  /* that frame's GL time by phase (timestamps; -1 while none): the point upload, the shadow
+     map, the scene (colliders, meshes, points), the rest (grid, MSAA resolve) */
+  double gpu_upload_ms, gpu_shadow_ms, gpu_scene_ms, gpu_rest_ms;
+  double cpu_bounds_ms, cpu_upload_ms; /* host time of the shadow map's bounds and of uploads */
   size_t points, triangles, colliders;
   uint64_t frames;    /* draws so far */
   uint64_t gl_errors; /* errors reported through the GL debug output so far */

@@ -422,8 +422,8 @@ wf_status wf_viewer_run(const wf_viewer_desc *desc) {
                             g_glfw_error[0] ? g_glfw_error : "glfwInit failed",
                             getenv("DISPLAY") ? getenv("DISPLAY") : "(unset)");
   }
-  glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
-  glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 4); /* 4.5 where there is (render_splat.c) */
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 5);
   glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
   glfwWindowHint(GLFW_OPENGL_FORWARD_COMPAT, GLFW_TRUE);
   glfwWindowHint(GLFW_SCALE_TO_MONITOR, GLFW_TRUE);
@@ -434,6 +434,11 @@ wf_status wf_viewer_run(const wf_viewer_desc *desc) {
 #endif
   int w = desc->width > 0 ? desc->width : 1280, h = desc->height > 0 ? desc->height : 800;
   v->win = glfwCreateWindow(w, h, desc->title ? desc->title : "weft", NULL, NULL);
+  if (!v->win) { /* no 4.5: 3.3 core, which the renderer needs */
+    glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
+    glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
+    v->win = glfwCreateWindow(w, h, desc->title ? desc->title : "weft", NULL, NULL);
+  }
   if (!v->win) {
     wf_status st = wf__render_error(WF_ERR_UNSUPPORTED, __func__,
                                     "cannot create a %d x %d window with OpenGL 3.3 core: %s", w, h,

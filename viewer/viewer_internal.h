@@ -11,6 +11,7 @@
 #ifndef WEFT_VIEWER_INTERNAL_H
 #define WEFT_VIEWER_INTERNAL_H
 
+#include <cglm/cglm.h>
 #include <epoxy/gl.h>
 #include <stdarg.h>
 
@@ -26,6 +27,8 @@ const char *wf__gl_error_name(GLenum e);
  * wf_render_desc.shader_dir, else the built-in copies. origin receives the directory or
  * "built-in". */
 wf_status wf__shaders_locate(const char *dir, char *origin, size_t origin_size);
+/* Builds a compute program from cs, prefixed with "#version 450 core" (render_splat.c). */
+wf_status wf__compute_build(const char *origin, const char *cs, GLuint *out);
 /* Builds a program from vs and fs (file names such as "mesh.vert.glsl"), each prefixed with
  * "#version 330 core"; lit fragment shaders get lighting.glsl first. */
 wf_status wf__program_build(const char *origin, const char *vs, const char *fs, bool lit,
@@ -110,6 +113,59 @@ typedef struct wf__gpu_shape {
   GLsizei index_count;
 } wf__gpu_shape;
 
+/* What one pass of a frame draws with (render.c: the lit pass and the shadow pass). */
+typedef struct wf__frame {
+  mat4 view, proj;
+  mat3 view3;
+  float light_dir[WF_RENDER_MAX_LIGHTS][3], light_color[WF_RENDER_MAX_LIGHTS][3], ambient[3];
+  int light_count;
+  int by_speed;
+  float speed_max;
+  float target[3];
+  float light0[3];    /* world direction towards the first light; zero: none */
+  float viewport[4];  /* x, y, width, height in pixels */
+  bool shadow_pass;   /* drawing the shadow map: planes skipped, no shadow lookups */
+  int shadows;        /* the lookups are on */
+  mat4 shadow_matrix; /* view space to the shadow map's [0, 1]^3 */
+  float shadow_offset;
+} wf__frame;
+
+/* The colour of point set i (its own, else colour i of the palette; render.c). */
+void wf__point_color(const wf_render_points *p, int i, float out[3]);
+/* The uniforms of the bound program for lights and shadows (render.c). */
+void wf__set_lights(GLint dir, GLint color, GLint count, GLint ambient, const wf__frame *f);
+void wf__set_shadows(GLint on, GLint matrix, GLint offset, GLint map, const wf__frame *f);
+
+/* ---- large point sets by compute (render_splat.c) ---- */
+enum { WF__SPLAT_SETS = 8 }; /* sets one frame's compute path draws; more go as sprites */
+typedef struct wf__splat_images {
+  GLuint depth, id; /* R32UI at the pass's viewport size; the shadow pass has no id image */
+  int w, h;
+} wf__splat_images;
+typedef struct wf__splat {
+  GLuint prog_comp, prog_resolve;
+  wf__splat_images img[2];      /* [0]: the lit pass, [1]: the shadow pass */
+  GLuint tex_sphere, tex_speed; /* buffer textures over vbo_sphere, vbo_speed */
+  struct {
+    GLint view, proj, size, first, count, pass;
+  } uc;
+  struct {
+    GLint ids, depths, spheres, speeds, view, proj, viewport, depth_only, sets, set_end, set_color,
+        set_by_speed, speed_max, light_dir, light_color, light_count, ambient, shadows,
+        shadow_matrix, shadow_offset, shadow_map;
+  } ur;
+} wf__splat;
+
+/* Builds the programs (GL 4.5 current). */
+wf_status wf__splat_init(wf_render *r);
+void wf__splat_destroy(wf_render *r);
+/* Whether point set i of s is drawn by compute this frame (the first WF__SPLAT_SETS sets of
+ * large_min spheres or more, when r->large is COMPUTE). */
+bool wf__splat_takes(const wf_render *r, const wf_render_scene *s, int i);
+/* Draws those sets into the bound framebuffer (its viewport f->viewport): the lit pass, or depth
+ * only when f->shadow_pass. The point sets are in vbo_sphere / vbo_speed (upload_points). */
+wf_status wf__splat_draw(wf_render *r, const wf__frame *f, const wf_render_scene *s);
+
 /* Uniform locations of a sphere impostor program (quads or point sprites). */
 typedef struct wf__sphere_uniforms {
   GLint view, proj, color, by_speed, speed_max, light_dir, light_color, light_count, ambient;
@@ -128,7 +184,9 @@ struct wf_render {
 
   GLuint prog_sphere, prog_mesh, prog_grid, prog_sprite;
   wf__sphere_uniforms us, usp; /* of prog_sphere (quads) and prog_sprite (points) */
-  size_t sprite_min;           /* wf_render_desc.sprite_min (SIZE_MAX: never) */
+  size_t large_min;            /* wf_render_desc.large_min (SIZE_MAX: never) */
+  wf_render_large large;       /* SPRITES or COMPUTE (AUTO resolved at creation) */
+  wf__splat splat;             /* the compute path's programs and images (render_splat.c) */
   float point_max;             /* the largest point size */
   struct {
     GLint model, view, proj, normal_view, color, back_color, two_sided, by_speed, speed_max,
@@ -152,7 +210,7 @@ struct wf_render {
   float *scratch; /* mesh vertices for upload */
   size_t scratch_floats;
 
-  GLuint timer[2];
+  GLuint stamp[2][5]; /* GL timestamps of a frame's phases (wf_render_stats), two sets in turn */
   bool timer_used[2];
   int timer_next;
 
