@@ -326,6 +326,8 @@ void wf_render_destroy(wf_render *r) {
   if (!r->headless || make_current(r) == WF_OK) {
     delete_targets(r);
     wf__splat_destroy(r);
+    if (r->stage_fence) glDeleteSync(r->stage_fence);
+    if (r->stage) glDeleteBuffers(1, &r->stage); /* unmaps it */
     GLuint progs[4] = {r->prog_sphere, r->prog_mesh, r->prog_grid, r->prog_sprite};
     for (int i = 0; i < 4; i++)
       if (progs[i]) glDeleteProgram(progs[i]);
@@ -615,15 +617,83 @@ static wf_status draw_meshes(wf_render *r, const frame_ctx *f, const wf_render_s
   return WF_OK;
 }
 
+/* n spheres of xyzr into dst (NULL: none), their centres' bounds and the largest radius into
+ * r->pts_*: one pass over the data, scalars the compiler keeps in registers. */
+static void copy_and_bound(wf_render *r, const float *p, size_t n, float *dst) {
+  float x0 = r->pts_lo[0], y0 = r->pts_lo[1], z0 = r->pts_lo[2];
+  float x1 = r->pts_hi[0], y1 = r->pts_hi[1], z1 = r->pts_hi[2], r1 = r->pts_rmax;
+  for (size_t k = 0; k < n; k++, p += 4) {
+    x0 = p[0] < x0 ? p[0] : x0, x1 = p[0] > x1 ? p[0] : x1;
+    y0 = p[1] < y0 ? p[1] : y0, y1 = p[1] > y1 ? p[1] : y1;
+    z0 = p[2] < z0 ? p[2] : z0, z1 = p[2] > z1 ? p[2] : z1;
+    r1 = p[3] > r1 ? p[3] : r1;
+    if (dst) memcpy(dst + 4 * k, p, 4 * sizeof(float));
+  }
+  r->pts_lo[0] = x0, r->pts_lo[1] = y0, r->pts_lo[2] = z0;
+  r->pts_hi[0] = x1, r->pts_hi[1] = y1, r->pts_hi[2] = z1, r->pts_rmax = r1;
+}
+
+/* GL 4.4: through a persistently mapped staging buffer and a copy on the GPU into buffers that
+ * stay on it (a 1M-sphere frame: 20 MB written once by the CPU, copied at the bus's speed). */
+static wf_status upload_staged(wf_render *r, const wf_render_scene *s, size_t total, bool speeds) {
+  size_t sph = total * 4 * sizeof(float), bytes = sph + (speeds ? total * sizeof(float) : 0);
+  if (r->stage_fence) { /* the last frame's copy out of the staging buffer (long done) */
+    glClientWaitSync(r->stage_fence, GL_SYNC_FLUSH_COMMANDS_BIT, UINT64_MAX);
+    glDeleteSync(r->stage_fence);
+    r->stage_fence = 0;
+  }
+  const GLbitfield map = GL_MAP_WRITE_BIT | GL_MAP_PERSISTENT_BIT | GL_MAP_COHERENT_BIT;
+  if (bytes > r->stage_bytes) {
+    if (r->stage) glDeleteBuffers(1, &r->stage);
+    r->stage_ptr = NULL, r->stage_bytes = 0;
+    glGenBuffers(1, &r->stage);
+    glBindBuffer(GL_COPY_READ_BUFFER, r->stage);
+    glBufferStorage(GL_COPY_READ_BUFFER, (GLsizeiptr)bytes, NULL, map);
+    r->stage_ptr = glMapBufferRange(GL_COPY_READ_BUFFER, 0, (GLsizeiptr)bytes, map);
+    if (!r->stage_ptr)
+      return wf__render_error(WF_ERR_OUT_OF_MEMORY, "wf_render_draw",
+                              "cannot map a staging buffer of %zu bytes for %zu spheres", bytes,
+                              total);
+    r->stage_bytes = bytes;
+  }
+  if (total > r->points_cap) {
+    glBindBuffer(GL_ARRAY_BUFFER, r->vbo_sphere);
+    glBufferData(GL_ARRAY_BUFFER, (GLsizeiptr)sph, NULL, GL_DYNAMIC_DRAW);
+    glBindBuffer(GL_ARRAY_BUFFER, r->vbo_speed);
+    glBufferData(GL_ARRAY_BUFFER, (GLsizeiptr)(total * sizeof(float)), NULL, GL_DYNAMIC_DRAW);
+    r->points_cap = total;
+  }
+  float *dst = r->stage_ptr;
+  for (int i = 0; i < s->point_set_count; i++) {
+    const wf_render_points *p = &s->points[i];
+    copy_and_bound(r, p->xyzr, p->count, dst + 4 * r->point_first[i]);
+    if (speeds && p->count && p->speed)
+      memcpy(dst + 4 * total + r->point_first[i], p->speed, p->count * sizeof(float));
+  }
+  glBindBuffer(GL_COPY_READ_BUFFER, r->stage);
+  glBindBuffer(GL_COPY_WRITE_BUFFER, r->vbo_sphere);
+  glCopyBufferSubData(GL_COPY_READ_BUFFER, GL_COPY_WRITE_BUFFER, 0, 0, (GLsizeiptr)sph);
+  if (speeds) {
+    glBindBuffer(GL_COPY_WRITE_BUFFER, r->vbo_speed);
+    glCopyBufferSubData(GL_COPY_READ_BUFFER, GL_COPY_WRITE_BUFFER, (GLintptr)sph, 0,
+                        (GLsizeiptr)(total * sizeof(float)));
+  }
+  r->stage_fence = glFenceSync(GL_SYNC_GPU_COMMANDS_COMPLETE, 0);
+  return WF_OK;
+}
+
 /* The frame's point sets into vbo_sphere and vbo_speed, once for the shadow and the lit pass
  * (1M spheres are 20 MB a frame): the sets one after another, each set's first instance in
- * r->point_first. */
+ * r->point_first; their bounds (for the shadow map) found on the way. */
 static wf_status upload_points(wf_render *r, const wf_render_scene *s) {
   if (s->point_set_count > r->point_first_cap) {
     size_t *p = realloc(r->point_first, (size_t)s->point_set_count * sizeof *p);
     if (!p) return wf__render_error(WF_ERR_OUT_OF_MEMORY, "wf_render_draw", "point sets");
     r->point_first = p, r->point_first_cap = s->point_set_count;
   }
+  for (int a = 0; a < 3; a++)
+    r->pts_lo[a] = 1e30f, r->pts_hi[a] = -1e30f;
+  r->pts_rmax = 0.0f;
   size_t total = 0;
   bool speeds = false;
   for (int i = 0; i < s->point_set_count; i++) {
@@ -632,12 +702,16 @@ static wf_status upload_points(wf_render *r, const wf_render_scene *s) {
     speeds = speeds || (s->points[i].count && s->points[i].speed);
   }
   if (!total) return WF_OK;
+  if (epoxy_gl_version() >= 44) return upload_staged(r, s, total, speeds);
+  /* GL 3.3: orphan and fill */
   glBindBuffer(GL_ARRAY_BUFFER, r->vbo_sphere);
   glBufferData(GL_ARRAY_BUFFER, (GLsizeiptr)(total * 4 * sizeof(float)), NULL, GL_STREAM_DRAW);
-  for (int i = 0; i < s->point_set_count; i++)
+  for (int i = 0; i < s->point_set_count; i++) {
+    copy_and_bound(r, s->points[i].xyzr, s->points[i].count, NULL);
     if (s->points[i].count)
       glBufferSubData(GL_ARRAY_BUFFER, (GLintptr)(r->point_first[i] * 4 * sizeof(float)),
                       (GLsizeiptr)(s->points[i].count * 4 * sizeof(float)), s->points[i].xyzr);
+  }
   if (!speeds) return WF_OK;
   glBindBuffer(GL_ARRAY_BUFFER, r->vbo_speed);
   glBufferData(GL_ARRAY_BUFFER, (GLsizeiptr)(total * sizeof(float)), NULL, GL_STREAM_DRAW);
@@ -759,22 +833,12 @@ static wf_status shadow_targets(wf_render *r) {
   return WF_OK;
 }
 
-/* Bounding sphere of what casts shadows: points, meshes and bounded colliders; false if none. */
-static bool caster_bounds(const wf_render_scene *s, float centre[3], float *radius) {
-  float lo[3] = {1e30f, 1e30f, 1e30f}, hi[3] = {-1e30f, -1e30f, -1e30f};
-  float rmax = 0.0f;
-  for (int i = 0; i < s->point_set_count; i++) { /* 1M points: scalars the compiler keeps in
-                                                     registers (a frame's CPU time otherwise) */
-    const float *p = s->points[i].xyzr;
-    float x0 = lo[0], y0 = lo[1], z0 = lo[2], x1 = hi[0], y1 = hi[1], z1 = hi[2], r1 = rmax;
-    for (size_t k = 0, n = s->points[i].count; k < n; k++, p += 4) {
-      x0 = p[0] < x0 ? p[0] : x0, x1 = p[0] > x1 ? p[0] : x1;
-      y0 = p[1] < y0 ? p[1] : y0, y1 = p[1] > y1 ? p[1] : y1;
-      z0 = p[2] < z0 ? p[2] : z0, z1 = p[2] > z1 ? p[2] : z1;
-      r1 = p[3] > r1 ? p[3] : r1;
-    }
-    lo[0] = x0, lo[1] = y0, lo[2] = z0, hi[0] = x1, hi[1] = y1, hi[2] = z1, rmax = r1;
-  }
+/* Bounding sphere of what casts shadows: points (their bounds from upload_points), meshes and
+ * bounded colliders; false if none. */
+static bool caster_bounds(const wf_render *r, const wf_render_scene *s, float centre[3],
+                          float *radius) {
+  float lo[3], hi[3], rmax = r->pts_rmax;
+  memcpy(lo, r->pts_lo, sizeof lo), memcpy(hi, r->pts_hi, sizeof hi);
   for (int i = 0; i < s->mesh_count; i++) {
     const wf_render_mesh *m = &s->meshes[i];
     int stride = m->stride ? m->stride : 4;
@@ -811,7 +875,7 @@ static bool caster_bounds(const wf_render_scene *s, float centre[3], float *radi
 static wf_status draw_shadow_map(wf_render *r, frame_ctx *f, const wf_render_scene *s) {
   float c[3], rad;
   double t0 = now_ms();
-  bool any = caster_bounds(s, c, &rad);
+  bool any = caster_bounds(r, s, c, &rad);
   r->stats.cpu_bounds_ms = now_ms() - t0;
   if (!any) return WF_OK;
   wf_status st = shadow_targets(r);

@@ -13,6 +13,7 @@
  * The depth test against what is already in the framebuffer (meshes, colliders, smaller point
  * sets) then works as for impostors. The shading is per pixel: no MSAA on these spheres' edges.
  */
+#include <math.h>
 #include <string.h>
 
 #include "viewer_internal.h"
@@ -82,6 +83,33 @@ static const wf__splat_images *images_for(wf__splat_images *m, int w, int h, boo
   }
   if (ids && !m->id) m->id = image(w, h);
   return m;
+}
+
+/* The viewport's pixels that the point sets' bounds (r->pts_*, every set) can cover: the box
+ * grown by the largest radius, its 8 corners projected. False (draw everything) when a corner
+ * is not in front of the eye. */
+static bool screen_rect(const wf_render *r, const wf__frame *f, int rect[4]) {
+  mat4 vp;
+  glm_mat4_mul((vec4 *)f->proj, (vec4 *)f->view, vp);
+  float lo[2] = {1e30f, 1e30f}, hi[2] = {-1e30f, -1e30f};
+  for (int k = 0; k < 8; k++) {
+    vec4 p = {k & 1 ? r->pts_hi[0] + r->pts_rmax : r->pts_lo[0] - r->pts_rmax,
+              k & 2 ? r->pts_hi[1] + r->pts_rmax : r->pts_lo[1] - r->pts_rmax,
+              k & 4 ? r->pts_hi[2] + r->pts_rmax : r->pts_lo[2] - r->pts_rmax, 1.0f};
+    vec4 c;
+    glm_mat4_mulv(vp, p, c);
+    if (!(c[3] > 1e-6f)) return false;
+    for (int a = 0; a < 2; a++)
+      lo[a] = fminf(lo[a], c[a] / c[3]), hi[a] = fmaxf(hi[a], c[a] / c[3]);
+  }
+  for (int a = 0; a < 2; a++) {
+    float size = f->viewport[2 + a];
+    float p0 = floorf((fmaxf(lo[a], -1.0f) + 1.0f) * 0.5f * size) - 1.0f;
+    float p1 = ceilf((fminf(hi[a], 1.0f) + 1.0f) * 0.5f * size) + 1.0f;
+    rect[a] = (int)fmaxf(p0, 0.0f) + (int)f->viewport[a];
+    rect[2 + a] = (int)fmaxf(fminf(p1, size) - fmaxf(p0, 0.0f), 0.0f);
+  }
+  return true;
 }
 
 bool wf__splat_takes(const wf_render *r, const wf_render_scene *s, int i) {
@@ -163,6 +191,13 @@ wf_status wf__splat_draw(wf_render *r, const wf__frame *f, const wf_render_scene
   glUniform1i(sp->ur.spheres, 4);
   glUniform1i(sp->ur.speeds, 5);
   glBindVertexArray(r->vao_empty);
+  int rect[4];
+  bool scissor = screen_rect(r, f, rect); /* only where the spheres can be */
+  if (scissor) {
+    glEnable(GL_SCISSOR_TEST);
+    glScissor(rect[0], rect[1], rect[2], rect[3]);
+  }
   glDrawArrays(GL_TRIANGLES, 0, 3);
+  if (scissor) glDisable(GL_SCISSOR_TEST);
   return WF_OK;
 }

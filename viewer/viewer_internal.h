@@ -203,6 +203,12 @@ struct wf_render {
      spheres and speeds start in vbo_sphere / vbo_speed, in instances */
   size_t *point_first;
   int point_first_cap;
+  size_t points_cap; /* GL 4.4: spheres vbo_sphere and vbo_speed hold */
+  GLuint stage;      /* GL 4.4: persistently mapped staging buffer of the uploads */
+  void *stage_ptr;
+  size_t stage_bytes;
+  GLsync stage_fence;                   /* the last copy out of it */
+  float pts_lo[3], pts_hi[3], pts_rmax; /* the point sets' bounds (upload_points) */
   GLuint vao_mesh, vbo_mesh, ebo_mesh;
   GLuint vao_empty;
   wf__gpu_shape shapes[WF__SHAPE_COUNT];

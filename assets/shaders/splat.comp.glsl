@@ -9,7 +9,7 @@ layout(local_size_x = 128) in;
 layout(std430, binding = 0) readonly buffer Spheres {
   vec4 u_sphere[]; // world centre, radius: every point set, one after another
 };
-layout(r32ui, binding = 0) uniform uimage2D u_depth;
+layout(r32ui, binding = 0) coherent uniform uimage2D u_depth;
 layout(r32ui, binding = 1) uniform uimage2D u_id;
 
 uniform mat4 u_view;
@@ -55,8 +55,10 @@ void main() {
       if (!(z >= 0.0 && z <= 1.0)) continue; // outside the near and far planes
       uint d = floatBitsToUint(z);
       ivec2 p = ivec2(x, y);
-      if (u_pass == 0)
-        imageAtomicMin(u_depth, p, d);
+      if (u_pass == 0) {
+        if (imageLoad(u_depth, p).x > d) // deep in a pile most spheres are already beaten
+          imageAtomicMin(u_depth, p, d);
+      }
       else if (imageLoad(u_depth, p).x == d)
         imageStore(u_id, p, uvec4(u_first + k + 1u));
     }
