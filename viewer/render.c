@@ -135,8 +135,7 @@ static void sphere_uniforms(GLuint p, wf__sphere_uniforms *u) {
   u->by_speed = U("u_by_speed"), u->speed_max = U("u_speed_max");
   u->light_dir = U("u_light_dir"), u->light_color = U("u_light_color");
   u->light_count = U("u_light_count"), u->ambient = U("u_ambient");
-  u->shadows = U("u_shadows"), u->shadow_matrix = U("u_shadow_matrix");
-  u->shadow_offset = U("u_shadow_offset"), u->shadow_map = U("u_shadow_map");
+  wf__shadow_locs_get(p, &u->shadow);
   u->depth_only = U("u_depth_only"), u->sprite = U("u_sprite"), u->viewport = U("u_viewport");
   u->point_max = U("u_point_max");
 #undef U
@@ -188,8 +187,7 @@ static wf_status render_init(wf_render *r, const wf_render_desc *d, const char *
   r->um.by_speed = U(p, "u_by_speed"), r->um.speed_max = U(p, "u_speed_max");
   r->um.light_dir = U(p, "u_light_dir"), r->um.light_color = U(p, "u_light_color");
   r->um.light_count = U(p, "u_light_count"), r->um.ambient = U(p, "u_ambient");
-  r->um.shadows = U(p, "u_shadows"), r->um.shadow_matrix = U(p, "u_shadow_matrix");
-  r->um.shadow_offset = U(p, "u_shadow_offset"), r->um.shadow_map = U(p, "u_shadow_map");
+  wf__shadow_locs_get(p, &r->um.shadow);
   p = r->prog_grid;
   r->ug.view = U(p, "u_view"), r->ug.proj = U(p, "u_proj"), r->ug.height = U(p, "u_height");
   r->ug.extent = U(p, "u_extent"), r->ug.spacing = U(p, "u_spacing");
@@ -402,7 +400,7 @@ static void frame_setup(frame_ctx *f, const wf_render_scene *s, float aspect) {
   glm_mat4_pick3(f->view, f->view3);
   memcpy(f->target, s->camera.target, sizeof f->target);
   memset(f->light0, 0, sizeof f->light0);
-  f->shadow_pass = false, f->shadows = 0, f->shadow_offset = 0.0f;
+  f->shadow_pass = false, f->shadows = 0, f->point_shadows = 0, f->shadow_offset = 0.0f;
   glm_mat4_identity(f->shadow_matrix);
   static const wf_render_light defaults[2] = {{{0.4f, 1.0f, 0.6f}, {0.75f, 0.75f, 0.75f}},
                                               {{-0.5f, 0.3f, -0.8f}, {0.25f, 0.25f, 0.25f}}};
@@ -451,11 +449,22 @@ void wf__set_lights(GLint dir, GLint color, GLint count, GLint ambient, const wf
 }
 
 /* The shadow uniforms of the bound program (its locations: on, matrix, offset, map). */
-void wf__set_shadows(GLint on, GLint matrix, GLint offset, GLint map, const wf__frame *f) {
-  glUniform1i(on, f->shadows && !f->shadow_pass);
-  glUniformMatrix4fv(matrix, 1, GL_FALSE, (const float *)f->shadow_matrix);
-  glUniform1f(offset, f->shadow_offset);
-  glUniform1i(map, 1); /* texture unit 1 */
+void wf__shadow_locs_get(GLuint prog, wf__shadow_locs *l) {
+  l->on = glGetUniformLocation(prog, "u_shadows");
+  l->matrix = glGetUniformLocation(prog, "u_shadow_matrix");
+  l->offset = glGetUniformLocation(prog, "u_shadow_offset");
+  l->map = glGetUniformLocation(prog, "u_shadow_map");
+  l->points_on = glGetUniformLocation(prog, "u_point_shadows");
+  l->points_map = glGetUniformLocation(prog, "u_point_shadow_map");
+}
+
+void wf__set_shadows(const wf__shadow_locs *l, const wf__frame *f) {
+  glUniform1i(l->on, f->shadows && !f->shadow_pass);
+  glUniformMatrix4fv(l->matrix, 1, GL_FALSE, (const float *)f->shadow_matrix);
+  glUniform1f(l->offset, f->shadow_offset);
+  glUniform1i(l->map, 1); /* texture unit 1 */
+  glUniform1i(l->points_on, f->shadows && !f->shadow_pass && f->point_shadows);
+  glUniform1i(l->points_map, 6); /* unit 6 (render_splat.c) */
 }
 
 /* Draws a unit shape (or the bound mesh VAO when shape is NULL) with model matrix m. */
@@ -734,7 +743,7 @@ static void sphere_pass(wf_render *r, const wf__sphere_uniforms *u, GLuint prog,
   glUniform4fv(u->viewport, 1, f->viewport);
   glUniform1f(u->point_max, r->point_max);
   wf__set_lights(u->light_dir, u->light_color, u->light_count, u->ambient, f);
-  wf__set_shadows(u->shadows, u->shadow_matrix, u->shadow_offset, u->shadow_map, f);
+  wf__set_shadows(&u->shadow, f);
 }
 
 /* The point sets upload_points put in the buffers: quads, or point sprites for sets of
@@ -907,11 +916,13 @@ static wf_status draw_shadow_map(wf_render *r, frame_ctx *f, const wf_render_sce
   glUniformMatrix4fv(r->um.view, 1, GL_FALSE, (const float *)l.view);
   glUniformMatrix4fv(r->um.proj, 1, GL_FALSE, (const float *)l.proj);
   wf__set_lights(r->um.light_dir, r->um.light_color, r->um.light_count, r->um.ambient, &l);
-  wf__set_shadows(r->um.shadows, r->um.shadow_matrix, r->um.shadow_offset, r->um.shadow_map, &l);
+  wf__set_shadows(&r->um.shadow, &l);
   st = draw_colliders(r, &l, s);
   if (st == WF_OK) st = draw_meshes(r, &l, s);
   if (st == WF_OK) draw_points(r, &l, s);
-  if (st == WF_OK) st = wf__splat_draw(r, &l, s);
+  bool drew = false;
+  if (st == WF_OK) st = wf__splat_draw(r, &l, s, &drew);
+  f->point_shadows = drew;
   glBindFramebuffer(GL_FRAMEBUFFER, 0);
   if (st != WF_OK) return st;
   /* view space -> world -> the light's clip space -> [0, 1]^3 */
@@ -1066,7 +1077,7 @@ wf_status wf_render_draw(wf_render *r, const wf_render_scene *scene_in) {
   glUniformMatrix4fv(r->um.proj, 1, GL_FALSE, (const float *)f.proj);
   glUniform1f(r->um.speed_max, f.speed_max);
   wf__set_lights(r->um.light_dir, r->um.light_color, r->um.light_count, r->um.ambient, &f);
-  wf__set_shadows(r->um.shadows, r->um.shadow_matrix, r->um.shadow_offset, r->um.shadow_map, &f);
+  wf__set_shadows(&r->um.shadow, &f);
   glPolygonMode(GL_FRONT_AND_BACK, scene->wireframe ? GL_LINE : GL_FILL);
   st = draw_colliders(r, &f, scene);
   if (st == WF_OK) st = gl_check(r, __func__, "drawing the colliders", errs);
@@ -1075,7 +1086,8 @@ wf_status wf_render_draw(wf_render *r, const wf_render_scene *scene_in) {
   if (st == WF_OK) st = gl_check(r, __func__, "drawing the meshes", errs);
   if (st == WF_OK) {
     draw_points(r, &f, scene);
-    st = wf__splat_draw(r, &f, scene);
+    bool drew;
+    st = wf__splat_draw(r, &f, scene, &drew);
     if (st == WF_OK) st = gl_check(r, __func__, "drawing the point sets", errs);
   }
   if (timing) glQueryCounter(r->stamp[q][3], GL_TIMESTAMP);

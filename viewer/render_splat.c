@@ -8,8 +8,10 @@
  *     nearest ray-cast depth (atomic minimum);
  *  3. pass 1 (lit pass only): where its depth is the minimum, the sphere writes its index + 1
  *     into the R32UI id image (equal depths: either sphere);
- *  4. splat.frag.glsl over the viewport (one triangle): the lit pass shades each pixel's
- *     sphere as sphere.frag.glsl does and writes its depth; the shadow pass writes the depth.
+ *  4. lit pass: splat.frag.glsl over the viewport (one triangle; scissored to where the
+ *     spheres can be) shades each pixel's sphere as sphere.frag.glsl does and writes its depth.
+ *     The shadow pass stops at 2: its depth image is a second shadow map, which lighting.glsl
+ *     reads beside the meshes' (no full-screen pass over 2048^2 texels).
  * The depth test against what is already in the framebuffer (meshes, colliders, smaller point
  * sets) then works as for impostors. The shading is per pixel: no MSAA on these spheres' edges.
  */
@@ -32,16 +34,15 @@ wf_status wf__splat_init(wf_render *r) {
   s->uc.view = U(p, "u_view"), s->uc.proj = U(p, "u_proj"), s->uc.size = U(p, "u_size");
   s->uc.first = U(p, "u_first"), s->uc.count = U(p, "u_count"), s->uc.pass = U(p, "u_pass");
   p = s->prog_resolve;
-  s->ur.ids = U(p, "u_ids"), s->ur.depths = U(p, "u_depths"), s->ur.spheres = U(p, "u_spheres");
+  s->ur.ids = U(p, "u_ids"), s->ur.spheres = U(p, "u_spheres");
   s->ur.speeds = U(p, "u_speeds"), s->ur.view = U(p, "u_view"), s->ur.proj = U(p, "u_proj");
-  s->ur.viewport = U(p, "u_viewport"), s->ur.depth_only = U(p, "u_depth_only");
+  s->ur.viewport = U(p, "u_viewport");
   s->ur.sets = U(p, "u_sets"), s->ur.set_end = U(p, "u_set_end");
   s->ur.set_color = U(p, "u_set_color"), s->ur.set_by_speed = U(p, "u_set_by_speed");
   s->ur.speed_max = U(p, "u_speed_max"), s->ur.light_dir = U(p, "u_light_dir");
   s->ur.light_color = U(p, "u_light_color"), s->ur.light_count = U(p, "u_light_count");
-  s->ur.ambient = U(p, "u_ambient"), s->ur.shadows = U(p, "u_shadows");
-  s->ur.shadow_matrix = U(p, "u_shadow_matrix"), s->ur.shadow_offset = U(p, "u_shadow_offset");
-  s->ur.shadow_map = U(p, "u_shadow_map");
+  s->ur.ambient = U(p, "u_ambient");
+  wf__shadow_locs_get(p, &s->ur.shadow);
 #undef U
   glGenTextures(1, &s->tex_sphere);
   glGenTextures(1, &s->tex_speed);
@@ -120,8 +121,9 @@ bool wf__splat_takes(const wf_render *r, const wf_render_scene *s, int i) {
   return before < WF__SPLAT_SETS;
 }
 
-wf_status wf__splat_draw(wf_render *r, const wf__frame *f, const wf_render_scene *s) {
+wf_status wf__splat_draw(wf_render *r, const wf__frame *f, const wf_render_scene *s, bool *drew) {
   wf__splat *sp = &r->splat;
+  *drew = false;
   int sets = 0, set_end[WF__SPLAT_SETS], by_speed[WF__SPLAT_SETS];
   float color[WF__SPLAT_SETS][3];
   bool any_speed = false;
@@ -148,6 +150,7 @@ wf_status wf__splat_draw(wf_render *r, const wf__frame *f, const wf_render_scene
   glBindImageTexture(0, m->depth, 0, GL_FALSE, 0, GL_READ_WRITE, GL_R32UI);
   glBindImageTexture(1, f->shadow_pass ? m->depth : m->id, 0, GL_FALSE, 0, GL_WRITE_ONLY,
                      GL_R32UI); /* the shadow pass has no ids (and pass 1 does not run) */
+  *drew = true;
   for (int pass = 0; pass < (f->shadow_pass ? 1 : 2); pass++) {
     glUniform1i(sp->uc.pass, pass);
     for (int i = 0; i < s->point_set_count; i++) {
@@ -157,28 +160,31 @@ wf_status wf__splat_draw(wf_render *r, const wf__frame *f, const wf_render_scene
       glUniform1ui(sp->uc.count, (GLuint)n);
       glDispatchCompute((GLuint)((n + GROUP - 1) / GROUP), 1, 1);
     }
-    /* pass 1 reads the minima; the resolve fetches both images as textures */
+    /* pass 1 reads the minima; the resolve (or the lit pass's shadow lookups) fetch them */
     glMemoryBarrier(GL_SHADER_IMAGE_ACCESS_BARRIER_BIT | GL_TEXTURE_FETCH_BARRIER_BIT);
   }
   glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 0, 0);
+  if (f->shadow_pass) { /* the depths are the points' shadow map: lighting.glsl reads unit 6 */
+    glActiveTexture(GL_TEXTURE6);
+    glBindTexture(GL_TEXTURE_2D, m->depth);
+    glActiveTexture(GL_TEXTURE0);
+    return WF_OK;
+  }
 
   glUseProgram(sp->prog_resolve);
   glUniformMatrix4fv(sp->ur.view, 1, GL_FALSE, (const float *)f->view);
   glUniformMatrix4fv(sp->ur.proj, 1, GL_FALSE, (const float *)f->proj);
   glUniform4fv(sp->ur.viewport, 1, f->viewport);
-  glUniform1i(sp->ur.depth_only, f->shadow_pass);
   glUniform1i(sp->ur.sets, sets);
   glUniform1iv(sp->ur.set_end, sets, set_end);
   glUniform3fv(sp->ur.set_color, sets, &color[0][0]);
   glUniform1iv(sp->ur.set_by_speed, sets, by_speed);
   glUniform1f(sp->ur.speed_max, f->speed_max);
   wf__set_lights(sp->ur.light_dir, sp->ur.light_color, sp->ur.light_count, sp->ur.ambient, f);
-  wf__set_shadows(sp->ur.shadows, sp->ur.shadow_matrix, sp->ur.shadow_offset, sp->ur.shadow_map, f);
-  /* units: 1 is the shadow map (render.c); 2-5 these */
+  wf__set_shadows(&sp->ur.shadow, f);
+  /* units: 1 and 6 are the shadow maps; 2, 4 and 5 these */
   glActiveTexture(GL_TEXTURE2);
-  glBindTexture(GL_TEXTURE_2D, f->shadow_pass ? m->depth : m->id);
-  glActiveTexture(GL_TEXTURE3);
-  glBindTexture(GL_TEXTURE_2D, m->depth);
+  glBindTexture(GL_TEXTURE_2D, m->id);
   glActiveTexture(GL_TEXTURE4);
   glBindTexture(GL_TEXTURE_BUFFER, sp->tex_sphere);
   glTexBuffer(GL_TEXTURE_BUFFER, GL_RGBA32F, r->vbo_sphere);
@@ -187,7 +193,6 @@ wf_status wf__splat_draw(wf_render *r, const wf__frame *f, const wf_render_scene
   glTexBuffer(GL_TEXTURE_BUFFER, GL_R32F, any_speed ? r->vbo_speed : 0);
   glActiveTexture(GL_TEXTURE0);
   glUniform1i(sp->ur.ids, 2);
-  glUniform1i(sp->ur.depths, 3);
   glUniform1i(sp->ur.spheres, 4);
   glUniform1i(sp->ur.speeds, 5);
   glBindVertexArray(r->vao_empty);

@@ -126,15 +126,22 @@ typedef struct wf__frame {
   float viewport[4];  /* x, y, width, height in pixels */
   bool shadow_pass;   /* drawing the shadow map: planes skipped, no shadow lookups */
   int shadows;        /* the lookups are on */
+  int point_shadows;  /* ... and the compute path's depth image of the light's view too
+                         (render_splat.c; texture unit 6) */
   mat4 shadow_matrix; /* view space to the shadow map's [0, 1]^3 */
   float shadow_offset;
 } wf__frame;
 
 /* The colour of point set i (its own, else colour i of the palette; render.c). */
 void wf__point_color(const wf_render_points *p, int i, float out[3]);
+/* The shadow uniforms of a lit program (lighting.glsl). */
+typedef struct wf__shadow_locs {
+  GLint on, matrix, offset, map, points_on, points_map;
+} wf__shadow_locs;
+void wf__shadow_locs_get(GLuint prog, wf__shadow_locs *l);
 /* The uniforms of the bound program for lights and shadows (render.c). */
 void wf__set_lights(GLint dir, GLint color, GLint count, GLint ambient, const wf__frame *f);
-void wf__set_shadows(GLint on, GLint matrix, GLint offset, GLint map, const wf__frame *f);
+void wf__set_shadows(const wf__shadow_locs *l, const wf__frame *f);
 
 /* ---- large point sets by compute (render_splat.c) ---- */
 enum { WF__SPLAT_SETS = 8 }; /* sets one frame's compute path draws; more go as sprites */
@@ -150,9 +157,9 @@ typedef struct wf__splat {
     GLint view, proj, size, first, count, pass;
   } uc;
   struct {
-    GLint ids, depths, spheres, speeds, view, proj, viewport, depth_only, sets, set_end, set_color,
-        set_by_speed, speed_max, light_dir, light_color, light_count, ambient, shadows,
-        shadow_matrix, shadow_offset, shadow_map;
+    GLint ids, spheres, speeds, view, proj, viewport, sets, set_end, set_color, set_by_speed,
+        speed_max, light_dir, light_color, light_count, ambient;
+    wf__shadow_locs shadow;
   } ur;
 } wf__splat;
 
@@ -162,14 +169,16 @@ void wf__splat_destroy(wf_render *r);
 /* Whether point set i of s is drawn by compute this frame (the first WF__SPLAT_SETS sets of
  * large_min spheres or more, when r->large is COMPUTE). */
 bool wf__splat_takes(const wf_render *r, const wf_render_scene *s, int i);
-/* Draws those sets into the bound framebuffer (its viewport f->viewport): the lit pass, or depth
- * only when f->shadow_pass. The point sets are in vbo_sphere / vbo_speed (upload_points). */
-wf_status wf__splat_draw(wf_render *r, const wf__frame *f, const wf_render_scene *s);
+/* Draws those sets into the bound framebuffer (its viewport f->viewport); the shadow pass
+ * leaves their depths in an image bound to texture unit 6 instead (wf__frame.point_shadows).
+ * *drew: some set was drawn. The point sets are in vbo_sphere / vbo_speed (upload_points). */
+wf_status wf__splat_draw(wf_render *r, const wf__frame *f, const wf_render_scene *s, bool *drew);
 
 /* Uniform locations of a sphere impostor program (quads or point sprites). */
 typedef struct wf__sphere_uniforms {
   GLint view, proj, color, by_speed, speed_max, light_dir, light_color, light_count, ambient;
-  GLint shadows, shadow_matrix, shadow_offset, shadow_map, depth_only, sprite, viewport, point_max;
+  GLint depth_only, sprite, viewport, point_max;
+  wf__shadow_locs shadow;
 } wf__sphere_uniforms;
 
 struct wf_render {
@@ -191,7 +200,7 @@ struct wf_render {
   struct {
     GLint model, view, proj, normal_view, color, back_color, two_sided, by_speed, speed_max,
         light_dir, light_color, light_count, ambient;
-    GLint shadows, shadow_matrix, shadow_offset, shadow_map;
+    wf__shadow_locs shadow;
   } um;
   GLuint fbo_shadow, tex_shadow; /* the first light's depth map (render_shadow.c), made on use */
   struct {

@@ -8,22 +8,35 @@ uniform vec3 u_ambient;
 // Shadows from the first light (viewer.h): u_shadow_matrix takes a view-space point to the shadow
 // map's [0, 1]^3; the point is pushed u_shadow_offset along its normal first (against acne on
 // surfaces facing the light), and 3 x 3 hardware-filtered (PCF) lookups soften the edge. Outside
-// the map: lit.
+// the map: lit. u_point_shadows: large point sets drawn by compute (render_splat.c) left their
+// depths in u_point_shadow_map, a second map of the same view and size (window depths as float
+// bits; no sphere: 0xFFFFFFFF), compared texel by texel at the same 3 x 3 lookups.
 uniform int u_shadows;
 uniform mat4 u_shadow_matrix;
 uniform float u_shadow_offset;
 uniform sampler2DShadow u_shadow_map;
+uniform int u_point_shadows;
+uniform usampler2D u_point_shadow_map;
 
 float wf_shadow(vec3 pos, vec3 n) {
   if (u_shadows == 0) return 1.0;
   vec4 s = u_shadow_matrix * vec4(pos + n * u_shadow_offset, 1.0);
   vec3 p = s.xyz / s.w;
   if (any(lessThan(p, vec3(0.0))) || any(greaterThan(p, vec3(1.0)))) return 1.0;
-  vec2 texel = 1.0 / vec2(textureSize(u_shadow_map, 0));
+  ivec2 size = textureSize(u_shadow_map, 0);
+  vec2 texel = 1.0 / vec2(size);
   float lit = 0.0;
   for (int y = -1; y <= 1; y++)
-    for (int x = -1; x <= 1; x++)
-      lit += texture(u_shadow_map, vec3(p.xy + vec2(x, y) * texel, p.z - 0.0005));
+    for (int x = -1; x <= 1; x++) {
+      vec2 q = p.xy + vec2(x, y) * texel;
+      float l = texture(u_shadow_map, vec3(q, p.z - 0.0005));
+      if (u_point_shadows != 0) {
+        uint d = texelFetch(u_point_shadow_map, clamp(ivec2(q * vec2(size)), ivec2(0), size - 1),
+                            0).x;
+        if (d != 0xFFFFFFFFu && uintBitsToFloat(d) < p.z - 0.0005) l = 0.0;
+      }
+      lit += l;
+    }
   return lit / 9.0;
 }
 

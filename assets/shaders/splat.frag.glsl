@@ -1,15 +1,12 @@
 // The visibility buffer of splat.comp.glsl, shaded: each pixel's sphere (its index + 1 in u_ids;
 // 0: none) ray-cast again through the pixel's centre and lit as sphere.frag.glsl lights it, with
 // its depth written, so meshes and other spheres hide it as they would an impostor.
-// u_depth_only (the shadow pass): the nearest sphere's depth only, from u_depths.
 uniform usampler2D u_ids;
-uniform usampler2D u_depths;
 uniform samplerBuffer u_spheres; // world centre, radius
 uniform samplerBuffer u_speeds;
 uniform mat4 u_view;
 uniform mat4 u_proj;
 uniform vec4 u_viewport;
-uniform int u_depth_only;
 uniform int u_sets;            // the point sets splat.comp.glsl drew, in the buffer's order
 uniform int u_set_end[8];      // one past each set's last sphere
 uniform vec3 u_set_color[8];
@@ -20,13 +17,6 @@ out vec4 o_color;
 
 void main() {
   ivec2 px = ivec2(gl_FragCoord.xy - u_viewport.xy);
-  if (u_depth_only != 0) {
-    uint d = texelFetch(u_depths, px, 0).x;
-    if (d == 0xFFFFFFFFu) discard;
-    gl_FragDepth = uintBitsToFloat(d);
-    o_color = vec4(0.0);
-    return;
-  }
   uint id = texelFetch(u_ids, px, 0).x;
   if (id == 0u) discard;
   int i = int(id - 1u);

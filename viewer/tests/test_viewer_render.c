@@ -140,9 +140,11 @@ TEST(known_scene_by_compute_matches_reference) { known_scene_with(1, WF_RENDER_L
 /* A pile of small spheres in two sets (one coloured by speed) beside the known scene's spheres,
  * on the plane, with shadows, drawn as quads, as point sprites and by compute (samples 1: the
  * quads' MSAA would differ at every edge). The three pictures agree up to edge pixels: at most
- * 2 % of the pixels differ by more than 40 of 255 in a channel (a sphere's rim pixel going to a
- * neighbour: ray-cast depths from gl_FragCoord or an interpolated quad point round differently
- * where spheres touch), the mean difference under 2. The piles cover a good part of the picture
+ * 0.75 % of the pixels differ by more than 40 of 255 in a channel (a sphere's rim pixel going to
+ * a neighbour: ray-cast depths from gl_FragCoord or an interpolated quad point round differently
+ * where spheres touch; the compute sets' shadows are compared texel by texel, not filtered), the
+ * mean difference under 0.6. Measured: 0.14-0.27 %, 0.15-0.39 (llvmpipe, an H200); the compute
+ * sets casting no shadow gives 1.5 % and 1.09. The piles cover a good part of the picture
  * and cast shadows (not vacuous: a picture without them differs in over 5 % of the pixels). */
 static int pile_draw(wf_render_large large, int large_min, bool piles, uint8_t *out) {
   enum { N = 24 }; /* N x N x 3 spheres a set */
@@ -218,8 +220,8 @@ TEST(large_sets_agree_with_quads_in_a_pile_with_shadows) {
     n = pile_diff(quads, other, &mean);
     printf("  %s against quads: %d pixels (%.2f %%) differ by > 40, mean difference %.3f\n",
            w ? "compute" : "sprites", n, 100.0 * n / (VT_W * VT_H), mean);
-    CHECK(n <= VT_W * VT_H * 2 / 100);
-    CHECK(mean < 2.0);
+    CHECK(n <= VT_W * VT_H * 3 / 400);
+    CHECK(mean < 0.6);
   }
 }
 
