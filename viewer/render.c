@@ -168,9 +168,6 @@ static wf_status render_init(wf_render *r, const wf_render_desc *d, const char *
     st = wf__program_build(r->shader_origin, "sphere.vert.glsl", "sphere.frag.glsl", true,
                            &r->prog_sphere);
   if (st == WF_OK)
-    st = wf__program_build(r->shader_origin, "sphere_point.vert.glsl", "sphere.frag.glsl", true,
-                           &r->prog_sprite);
-  if (st == WF_OK)
     st = wf__program_build(r->shader_origin, "mesh.vert.glsl", "mesh.frag.glsl", true,
                            &r->prog_mesh);
   if (st == WF_OK)
@@ -179,7 +176,6 @@ static wf_status render_init(wf_render *r, const wf_render_desc *d, const char *
   if (st != WF_OK) return st;
 #define U(p, name) glGetUniformLocation(p, name)
   sphere_uniforms(r->prog_sphere, &r->us);
-  sphere_uniforms(r->prog_sprite, &r->usp);
   GLuint p = r->prog_mesh;
   r->um.model = U(p, "u_model"), r->um.view = U(p, "u_view"), r->um.proj = U(p, "u_proj");
   r->um.normal_view = U(p, "u_normal_view"), r->um.color = U(p, "u_color");
@@ -235,7 +231,8 @@ static wf_status render_init(wf_render *r, const wf_render_desc *d, const char *
                             (int)d->large);
   r->large = d->large == WF_RENDER_LARGE_SPRITES || !gl45 ? WF_RENDER_LARGE_SPRITES
                                                           : WF_RENDER_LARGE_COMPUTE;
-  if (r->large == WF_RENDER_LARGE_COMPUTE && (st = wf__splat_init(r)) != WF_OK) return st;
+  /* the sprite and compute programs are built when a large set first comes (draw_points,
+     wf__splat_draw): renderers of small scenes never compile them */
 
   glGenVertexArrays(1, &r->vao_mesh);
   glBindVertexArray(r->vao_mesh);
@@ -626,111 +623,6 @@ static wf_status draw_meshes(wf_render *r, const frame_ctx *f, const wf_render_s
   return WF_OK;
 }
 
-/* n spheres of xyzr into dst (NULL: none), their centres' bounds and the largest radius into
- * r->pts_*: one pass over the data, scalars the compiler keeps in registers. */
-static void copy_and_bound(wf_render *r, const float *p, size_t n, float *dst) {
-  float x0 = r->pts_lo[0], y0 = r->pts_lo[1], z0 = r->pts_lo[2];
-  float x1 = r->pts_hi[0], y1 = r->pts_hi[1], z1 = r->pts_hi[2], r1 = r->pts_rmax;
-  for (size_t k = 0; k < n; k++, p += 4) {
-    x0 = p[0] < x0 ? p[0] : x0, x1 = p[0] > x1 ? p[0] : x1;
-    y0 = p[1] < y0 ? p[1] : y0, y1 = p[1] > y1 ? p[1] : y1;
-    z0 = p[2] < z0 ? p[2] : z0, z1 = p[2] > z1 ? p[2] : z1;
-    r1 = p[3] > r1 ? p[3] : r1;
-    if (dst) memcpy(dst + 4 * k, p, 4 * sizeof(float));
-  }
-  r->pts_lo[0] = x0, r->pts_lo[1] = y0, r->pts_lo[2] = z0;
-  r->pts_hi[0] = x1, r->pts_hi[1] = y1, r->pts_hi[2] = z1, r->pts_rmax = r1;
-}
-
-/* GL 4.4: through a persistently mapped staging buffer and a copy on the GPU into buffers that
- * stay on it (a 1M-sphere frame: 20 MB written once by the CPU, copied at the bus's speed). */
-static wf_status upload_staged(wf_render *r, const wf_render_scene *s, size_t total, bool speeds) {
-  size_t sph = total * 4 * sizeof(float), bytes = sph + (speeds ? total * sizeof(float) : 0);
-  if (r->stage_fence) { /* the last frame's copy out of the staging buffer (long done) */
-    glClientWaitSync(r->stage_fence, GL_SYNC_FLUSH_COMMANDS_BIT, UINT64_MAX);
-    glDeleteSync(r->stage_fence);
-    r->stage_fence = 0;
-  }
-  const GLbitfield map = GL_MAP_WRITE_BIT | GL_MAP_PERSISTENT_BIT | GL_MAP_COHERENT_BIT;
-  if (bytes > r->stage_bytes) {
-    if (r->stage) glDeleteBuffers(1, &r->stage);
-    r->stage_ptr = NULL, r->stage_bytes = 0;
-    glGenBuffers(1, &r->stage);
-    glBindBuffer(GL_COPY_READ_BUFFER, r->stage);
-    glBufferStorage(GL_COPY_READ_BUFFER, (GLsizeiptr)bytes, NULL, map);
-    r->stage_ptr = glMapBufferRange(GL_COPY_READ_BUFFER, 0, (GLsizeiptr)bytes, map);
-    if (!r->stage_ptr)
-      return wf__render_error(WF_ERR_OUT_OF_MEMORY, "wf_render_draw",
-                              "cannot map a staging buffer of %zu bytes for %zu spheres", bytes,
-                              total);
-    r->stage_bytes = bytes;
-  }
-  if (total > r->points_cap) {
-    glBindBuffer(GL_ARRAY_BUFFER, r->vbo_sphere);
-    glBufferData(GL_ARRAY_BUFFER, (GLsizeiptr)sph, NULL, GL_DYNAMIC_DRAW);
-    glBindBuffer(GL_ARRAY_BUFFER, r->vbo_speed);
-    glBufferData(GL_ARRAY_BUFFER, (GLsizeiptr)(total * sizeof(float)), NULL, GL_DYNAMIC_DRAW);
-    r->points_cap = total;
-  }
-  float *dst = r->stage_ptr;
-  for (int i = 0; i < s->point_set_count; i++) {
-    const wf_render_points *p = &s->points[i];
-    copy_and_bound(r, p->xyzr, p->count, dst + 4 * r->point_first[i]);
-    if (speeds && p->count && p->speed)
-      memcpy(dst + 4 * total + r->point_first[i], p->speed, p->count * sizeof(float));
-  }
-  glBindBuffer(GL_COPY_READ_BUFFER, r->stage);
-  glBindBuffer(GL_COPY_WRITE_BUFFER, r->vbo_sphere);
-  glCopyBufferSubData(GL_COPY_READ_BUFFER, GL_COPY_WRITE_BUFFER, 0, 0, (GLsizeiptr)sph);
-  if (speeds) {
-    glBindBuffer(GL_COPY_WRITE_BUFFER, r->vbo_speed);
-    glCopyBufferSubData(GL_COPY_READ_BUFFER, GL_COPY_WRITE_BUFFER, (GLintptr)sph, 0,
-                        (GLsizeiptr)(total * sizeof(float)));
-  }
-  r->stage_fence = glFenceSync(GL_SYNC_GPU_COMMANDS_COMPLETE, 0);
-  return WF_OK;
-}
-
-/* The frame's point sets into vbo_sphere and vbo_speed, once for the shadow and the lit pass
- * (1M spheres are 20 MB a frame): the sets one after another, each set's first instance in
- * r->point_first; their bounds (for the shadow map) found on the way. */
-static wf_status upload_points(wf_render *r, const wf_render_scene *s) {
-  if (s->point_set_count > r->point_first_cap) {
-    size_t *p = realloc(r->point_first, (size_t)s->point_set_count * sizeof *p);
-    if (!p) return wf__render_error(WF_ERR_OUT_OF_MEMORY, "wf_render_draw", "point sets");
-    r->point_first = p, r->point_first_cap = s->point_set_count;
-  }
-  for (int a = 0; a < 3; a++)
-    r->pts_lo[a] = 1e30f, r->pts_hi[a] = -1e30f;
-  r->pts_rmax = 0.0f;
-  size_t total = 0;
-  bool speeds = false;
-  for (int i = 0; i < s->point_set_count; i++) {
-    r->point_first[i] = total;
-    total += s->points[i].count;
-    speeds = speeds || (s->points[i].count && s->points[i].speed);
-  }
-  if (!total) return WF_OK;
-  if (epoxy_gl_version() >= 44) return upload_staged(r, s, total, speeds);
-  /* GL 3.3: orphan and fill */
-  glBindBuffer(GL_ARRAY_BUFFER, r->vbo_sphere);
-  glBufferData(GL_ARRAY_BUFFER, (GLsizeiptr)(total * 4 * sizeof(float)), NULL, GL_STREAM_DRAW);
-  for (int i = 0; i < s->point_set_count; i++) {
-    copy_and_bound(r, s->points[i].xyzr, s->points[i].count, NULL);
-    if (s->points[i].count)
-      glBufferSubData(GL_ARRAY_BUFFER, (GLintptr)(r->point_first[i] * 4 * sizeof(float)),
-                      (GLsizeiptr)(s->points[i].count * 4 * sizeof(float)), s->points[i].xyzr);
-  }
-  if (!speeds) return WF_OK;
-  glBindBuffer(GL_ARRAY_BUFFER, r->vbo_speed);
-  glBufferData(GL_ARRAY_BUFFER, (GLsizeiptr)(total * sizeof(float)), NULL, GL_STREAM_DRAW);
-  for (int i = 0; i < s->point_set_count; i++)
-    if (s->points[i].count && s->points[i].speed)
-      glBufferSubData(GL_ARRAY_BUFFER, (GLintptr)(r->point_first[i] * sizeof(float)),
-                      (GLsizeiptr)(s->points[i].count * sizeof(float)), s->points[i].speed);
-  return WF_OK;
-}
-
 /* The uniforms of a sphere program (quads or sprites) for this pass. */
 static void sphere_pass(wf_render *r, const wf__sphere_uniforms *u, GLuint prog,
                         const frame_ctx *f) {
@@ -749,13 +641,19 @@ static void sphere_pass(wf_render *r, const wf__sphere_uniforms *u, GLuint prog,
 /* The point sets upload_points put in the buffers: quads, or point sprites for sets of
  * r->large_min spheres or more, except those render_splat.c draws. The shadow pass writes depth
  * only. */
-static void draw_points(wf_render *r, const frame_ctx *f, const wf_render_scene *s) {
+static wf_status draw_points(wf_render *r, const frame_ctx *f, const wf_render_scene *s) {
   GLuint bound = 0;
   for (int i = 0; i < s->point_set_count; i++) {
     const wf_render_points *p = &s->points[i];
     if (!p->count) continue;
     if (wf__splat_takes(r, s, i)) continue; /* wf__splat_draw */
     bool sprites = p->count >= r->large_min;
+    if (sprites && !r->prog_sprite) { /* the first large set: its program */
+      wf_status st = wf__program_build(r->shader_origin, "sphere_point.vert.glsl",
+                                       "sphere.frag.glsl", true, &r->prog_sprite);
+      if (st != WF_OK) return st;
+      sphere_uniforms(r->prog_sprite, &r->usp);
+    }
     const wf__sphere_uniforms *u = sprites ? &r->usp : &r->us;
     GLuint prog = sprites ? r->prog_sprite : r->prog_sphere;
     if (prog != bound) {
@@ -786,6 +684,7 @@ static void draw_points(wf_render *r, const frame_ctx *f, const wf_render_scene 
       glDrawArraysInstanced(GL_TRIANGLE_STRIP, 0, 4, (GLsizei)p->count);
     }
   }
+  return WF_OK;
 }
 
 static void draw_grid(wf_render *r, const frame_ctx *f, const wf_render_grid *g) {
@@ -842,7 +741,7 @@ static wf_status shadow_targets(wf_render *r) {
   return WF_OK;
 }
 
-/* Bounding sphere of what casts shadows: points (their bounds from upload_points), meshes and
+/* Bounding sphere of what casts shadows: points (their bounds from wf__upload_points), meshes and
  * bounded colliders; false if none. */
 static bool caster_bounds(const wf_render *r, const wf_render_scene *s, float centre[3],
                           float *radius) {
@@ -919,7 +818,7 @@ static wf_status draw_shadow_map(wf_render *r, frame_ctx *f, const wf_render_sce
   wf__set_shadows(&r->um.shadow, &l);
   st = draw_colliders(r, &l, s);
   if (st == WF_OK) st = draw_meshes(r, &l, s);
-  if (st == WF_OK) draw_points(r, &l, s);
+  if (st == WF_OK) st = draw_points(r, &l, s);
   bool drew = false;
   if (st == WF_OK) st = wf__splat_draw(r, &l, s, &drew);
   f->point_shadows = drew;
@@ -1045,7 +944,7 @@ wf_status wf_render_draw(wf_render *r, const wf_render_scene *scene_in) {
   f.viewport[0] = f.viewport[1] = 0.0f, f.viewport[2] = (float)r->width;
   f.viewport[3] = (float)r->height;
   double tu = now_ms();
-  st = upload_points(r, scene);
+  st = wf__upload_points(r, scene);
   r->stats.cpu_upload_ms = now_ms() - tu;
   if (st == WF_OK) st = gl_check(r, __func__, "uploading the point sets", errs);
   if (st != WF_OK) return st;
@@ -1085,9 +984,9 @@ wf_status wf_render_draw(wf_render *r, const wf_render_scene *scene_in) {
   glPolygonMode(GL_FRONT_AND_BACK, GL_FILL);
   if (st == WF_OK) st = gl_check(r, __func__, "drawing the meshes", errs);
   if (st == WF_OK) {
-    draw_points(r, &f, scene);
     bool drew;
-    st = wf__splat_draw(r, &f, scene, &drew);
+    st = draw_points(r, &f, scene);
+    if (st == WF_OK) st = wf__splat_draw(r, &f, scene, &drew);
     if (st == WF_OK) st = gl_check(r, __func__, "drawing the point sets", errs);
   }
   if (timing) glQueryCounter(r->stamp[q][3], GL_TIMESTAMP);

@@ -136,6 +136,10 @@ wf_status wf__splat_draw(wf_render *r, const wf__frame *f, const wf_render_scene
     sets++;
   }
   if (!sets) return WF_OK;
+  if (!sp->prog_comp) { /* the first large set: the programs */
+    wf_status st = wf__splat_init(r);
+    if (st != WF_OK) return st;
+  }
   int w = (int)f->viewport[2], h = (int)f->viewport[3];
   const wf__splat_images *m = images_for(&sp->img[f->shadow_pass], w, h, !f->shadow_pass);
   const GLuint none = 0xFFFFFFFFu, zero = 0;

@@ -143,6 +143,11 @@ void wf__shadow_locs_get(GLuint prog, wf__shadow_locs *l);
 void wf__set_lights(GLint dir, GLint color, GLint count, GLint ambient, const wf__frame *f);
 void wf__set_shadows(const wf__shadow_locs *l, const wf__frame *f);
 
+/* ---- the point sets onto the GPU (render_upload.c) ---- */
+/* Uploads the frame's point sets into vbo_sphere / vbo_speed (set i from r->point_first[i]) and
+ * puts their bounds in r->pts_lo, pts_hi, pts_rmax. */
+wf_status wf__upload_points(wf_render *r, const wf_render_scene *s);
+
 /* ---- large point sets by compute (render_splat.c) ---- */
 enum { WF__SPLAT_SETS = 8 }; /* sets one frame's compute path draws; more go as sprites */
 typedef struct wf__splat_images {
@@ -163,7 +168,7 @@ typedef struct wf__splat {
   } ur;
 } wf__splat;
 
-/* Builds the programs (GL 4.5 current). */
+/* Builds the programs (GL 4.5 current; on the first frame with a set to draw). */
 wf_status wf__splat_init(wf_render *r);
 void wf__splat_destroy(wf_render *r);
 /* Whether point set i of s is drawn by compute this frame (the first WF__SPLAT_SETS sets of
@@ -171,7 +176,7 @@ void wf__splat_destroy(wf_render *r);
 bool wf__splat_takes(const wf_render *r, const wf_render_scene *s, int i);
 /* Draws those sets into the bound framebuffer (its viewport f->viewport); the shadow pass
  * leaves their depths in an image bound to texture unit 6 instead (wf__frame.point_shadows).
- * *drew: some set was drawn. The point sets are in vbo_sphere / vbo_speed (upload_points). */
+ * *drew: some set was drawn. The point sets are in vbo_sphere / vbo_speed (wf__upload_points). */
 wf_status wf__splat_draw(wf_render *r, const wf__frame *f, const wf_render_scene *s, bool *drew);
 
 /* Uniform locations of a sphere impostor program (quads or point sprites). */
@@ -208,7 +213,7 @@ struct wf_render {
   } ug;
 
   GLuint vao_sphere, vbo_corner, vbo_sphere, vbo_speed, vao_sprite;
-  /* the frame's point sets, uploaded once for both passes (upload_points): where each set's
+  /* the frame's point sets, uploaded once for both passes (wf__upload_points): where each set's
      spheres and speeds start in vbo_sphere / vbo_speed, in instances */
   size_t *point_first;
   int point_first_cap;
@@ -217,7 +222,7 @@ struct wf_render {
   void *stage_ptr;
   size_t stage_bytes;
   GLsync stage_fence;                   /* the last copy out of it */
-  float pts_lo[3], pts_hi[3], pts_rmax; /* the point sets' bounds (upload_points) */
+  float pts_lo[3], pts_hi[3], pts_rmax; /* the point sets' bounds (wf__upload_points) */
   GLuint vao_mesh, vbo_mesh, ebo_mesh;
   GLuint vao_empty;
   wf__gpu_shape shapes[WF__SHAPE_COUNT];

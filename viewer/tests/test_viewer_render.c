@@ -27,10 +27,7 @@
 #include <stb/stb_image.h>
 #pragma GCC diagnostic pop
 
-enum { TOL = 3 };
-
 static char g_tmp[256]; /* a directory of this run's files */
-static uint8_t g_px[VT_W * VT_H * 4];
 
 #define CHECK_R(e)                                                                                 \
   do {                                                                                             \
@@ -41,6 +38,8 @@ static uint8_t g_px[VT_W * VT_H * 4];
     }                                                                                              \
   } while (0)
 
+#include "known_scene.h"
+
 /* A headless renderer, or SKIP with the reason when this machine has no EGL/GL. */
 #define HEADLESS(r, w, h)                                                                          \
   wf_render *r = NULL;                                                                             \
@@ -50,180 +49,7 @@ static uint8_t g_px[VT_W * VT_H * 4];
     CHECK_R(hs_);                                                                                  \
   } while (0)
 
-static const uint8_t *px_at(const uint8_t *img, int w, double x, double y) {
-  return img + ((size_t)(int)y * (size_t)w + (size_t)(int)x) * 4;
-}
-
-/* The known scene against the ray tracer, the spheres drawn as quads (large_min < 0), or every
- * point set the large way (large_min 1): point sprites, or compute (render_splat.c). Same
- * tolerance: sprites and compute cast their rays through the pixel centres from gl_FragCoord
- * instead of an interpolated quad point. */
-static void known_scene_with(int large_min, wf_render_large large) {
-  wf_render *r = NULL;
-  wf_status hs = wf_render_headless_create_desc(
-      &(wf_render_desc){.width = VT_W, .height = VT_H, .large_min = large_min, .large = large}, &r);
-  if (hs == WF_ERR_UNSUPPORTED)
-    SKIP("no headless OpenGL (4.5 for compute): %s", wf_render_last_error());
-  CHECK_R(hs);
-  vt_scene v;
-  vt_scene_build(&v);
-  wf_status st = wf_render_draw(r, &v.scene);
-  if (st != WF_OK) TH_FAIL("draw: %s", wf_render_last_error());
-  st = wf_render_read_rgba(r, g_px, sizeof g_px);
-  if (st != WF_OK) TH_FAIL("read: %s", wf_render_last_error());
-  printf("  renderer: %s; shaders: %s\n", wf_render_info(r), wf_render_shader_origin(r));
-  wf_render_stats rs;
-  wf_render_stats_get(r, &rs);
-  CHECK_EQ_INT(rs.points, 3);
-  CHECK_EQ_INT(rs.triangles, 2);
-  CHECK_EQ_INT(rs.colliders, 1);
-  CHECK_EQ_INT(rs.gl_errors, 0);
-  CHECK(rs.draw_ms > 0.0);
-  wf_render_destroy(r);
-  if (st != WF_OK) return;
-
-  vt_ref ref;
-  vt_ref_init(&ref, &v, VT_W, VT_H);
-  vt_report rep;
-  vt_compare(&ref, g_px, TOL, &rep);
-  printf("  %d pixels compared (plane %d, big %d, quad %d, small %d, poke %d), worst %d at (%d, "
-         "%d), %d off by more than %d\n",
-         rep.compared, rep.objects[0], rep.objects[1], rep.objects[2], rep.objects[3],
-         rep.objects[4], rep.worst, rep.worst_x, rep.worst_y, rep.bad, TOL);
-  CHECK_EQ_INT(rep.bad, 0);
-  /* every object is visible over a good area (so the comparison is not vacuous) */
-  for (int i = 0; i < 5; i++)
-    CHECK(rep.objects[i] > 40);
-  CHECK(rep.compared > VT_W * VT_H * 8 / 10);
-
-  /* at the projected positions, computed from the camera matrices: */
-  double x, y;
-  int want[3];
-  /* the big sphere is left of centre, green-dominated */
-  vt_project(&v, VT_W, VT_H, vt_big, &x, &y);
-  CHECK(x < VT_W / 2.0 - 20);
-  CHECK_EQ_INT(vt_expect(&ref, (int)x, (int)y, want), VT_BIG);
-  const uint8_t *p = px_at(g_px, VT_W, x, y);
-  CHECK(p[1] > p[0] + 60 && p[1] > p[2] + 60);
-  /* the small sphere in front of the quad occludes it */
-  vt_project(&v, VT_W, VT_H, vt_small, &x, &y);
-  CHECK_EQ_INT(vt_expect(&ref, (int)x, (int)y, want), VT_SMALL);
-  p = px_at(g_px, VT_W, x, y);
-  CHECK(p[1] > 100 && p[0] > 100 && p[2] < 60); /* yellow, not red */
-  /* the quad, right of centre, red where nothing is in front */
-  const float qpt[3] = {2.0f, 0.5f, 0.0f};
-  vt_project(&v, VT_W, VT_H, qpt, &x, &y);
-  CHECK(x > VT_W / 2.0 + 20);
-  CHECK_EQ_INT(vt_expect(&ref, (int)x, (int)y, want), VT_QUAD);
-  p = px_at(g_px, VT_W, x, y);
-  CHECK(p[0] > p[1] + 80 && p[0] > p[2] + 80);
-  /* the sphere behind the quad: its middle pokes through (magenta), its rim is hidden (red) */
-  vt_project(&v, VT_W, VT_H, vt_poke, &x, &y);
-  CHECK_EQ_INT(vt_expect(&ref, (int)x, (int)y, want), VT_POKE);
-  p = px_at(g_px, VT_W, x, y);
-  CHECK(p[0] > p[1] + 50 && p[2] > p[1] + 50);
-  const float rim[3] = {vt_poke[0] + 0.95f * vt_poke[3], vt_poke[1], 0.0f};
-  vt_project(&v, VT_W, VT_H, rim, &x, &y);
-  CHECK_EQ_INT(vt_expect(&ref, (int)x, (int)y, want), VT_QUAD);
-  p = px_at(g_px, VT_W, x, y);
-  CHECK(p[0] > p[1] + 80 && p[0] > p[2] + 80);
-}
-
 TEST(known_scene_matches_reference) { known_scene_with(-1, WF_RENDER_LARGE_AUTO); }
-
-TEST(known_scene_as_point_sprites_matches_reference) {
-  known_scene_with(1, WF_RENDER_LARGE_SPRITES);
-}
-
-TEST(known_scene_by_compute_matches_reference) { known_scene_with(1, WF_RENDER_LARGE_COMPUTE); }
-
-/* A pile of small spheres in two sets (one coloured by speed) beside the known scene's spheres,
- * on the plane, with shadows, drawn as quads, as point sprites and by compute (samples 1: the
- * quads' MSAA would differ at every edge). The three pictures agree up to edge pixels: at most
- * 0.75 % of the pixels differ by more than 40 of 255 in a channel (a sphere's rim pixel going to
- * a neighbour: ray-cast depths from gl_FragCoord or an interpolated quad point round differently
- * where spheres touch; the compute sets' shadows are compared texel by texel, not filtered), the
- * mean difference under 0.6. Measured: 0.14-0.27 %, 0.15-0.39 (llvmpipe, an H200); the compute
- * sets casting no shadow gives 1.5 % and 1.09. The piles cover a good part of the picture
- * and cast shadows (not vacuous: a picture without them differs in over 5 % of the pixels). */
-static int pile_draw(wf_render_large large, int large_min, bool piles, uint8_t *out) {
-  enum { N = 24 }; /* N x N x 3 spheres a set */
-  static float a[N * N * 3][4], b[N * N * 3][4], speed[N * N * 3];
-  for (int k = 0; k < N * N * 3; k++) {
-    int x = k % N, z = (k / N) % N, y = k / (N * N);
-    float j = 0.013f * (float)((k * 7919) % 11); /* no two rows alike */
-    a[k][0] = -2.2f + 0.09f * (float)x + j, a[k][1] = 0.05f + 0.09f * (float)y;
-    a[k][2] = -1.0f + 0.09f * (float)z, a[k][3] = 0.045f;
-    memcpy(b[k], a[k], sizeof b[k]);
-    b[k][0] += 2.6f, b[k][2] += 0.4f * j;
-    speed[k] = (float)(k % 17) / 16.0f;
-  }
-  vt_scene v;
-  vt_scene_build(&v);
-  wf_render_points sets[5] = {v.points[0], v.points[1], v.points[2]};
-  sets[3] =
-      (wf_render_points){.xyzr = &a[0][0], .count = N * N * 3, .color = {0.8f, 0.5f, 0.2f, 1}};
-  sets[4] = (wf_render_points){.xyzr = &b[0][0], .count = N * N * 3, .speed = speed};
-  v.scene.points = sets;
-  v.scene.point_set_count = piles ? 5 : 3;
-  v.scene.shadows = true;
-  v.scene.color_mode = WF_COLOR_BY_SPEED;
-  v.scene.speed_max = 1.0f;
-  wf_render *r = NULL;
-  wf_status st = wf_render_headless_create_desc(
-      &(wf_render_desc){
-          .width = VT_W, .height = VT_H, .samples = 1, .large_min = large_min, .large = large},
-      &r);
-  if (st == WF_OK) st = wf_render_draw(r, &v.scene);
-  if (st == WF_OK) st = wf_render_read_rgba(r, out, (size_t)VT_W * VT_H * 4);
-  if (st != WF_OK) printf("  drawing: %s\n", wf_render_last_error());
-  wf_render_destroy(r);
-  return st == WF_OK ? 0 : st == WF_ERR_UNSUPPORTED ? 77 : 1;
-}
-
-/* Pixels differing by more than 40 in a channel, and the mean difference over all channels. */
-static int pile_diff(const uint8_t *x, const uint8_t *y, double *mean) {
-  int bad = 0;
-  double sum = 0.0;
-  for (int i = 0; i < VT_W * VT_H; i++) {
-    int worst = 0;
-    for (int c = 0; c < 3; c++) {
-      int d = abs((int)x[4 * i + c] - (int)y[4 * i + c]);
-      sum += d;
-      worst = d > worst ? d : worst;
-    }
-    bad += worst > 40;
-  }
-  *mean = sum / (3.0 * VT_W * VT_H);
-  return bad;
-}
-
-TEST(large_sets_agree_with_quads_in_a_pile_with_shadows) {
-  static uint8_t quads[VT_W * VT_H * 4], other[VT_W * VT_H * 4], bare[VT_W * VT_H * 4];
-  int rc = pile_draw(WF_RENDER_LARGE_AUTO, -1, true, quads);
-  if (rc == 77) SKIP("no headless OpenGL");
-  REQUIRE(rc == 0);
-  REQUIRE(pile_draw(WF_RENDER_LARGE_AUTO, -1, false, bare) == 0);
-  double mean;
-  int n = pile_diff(quads, bare, &mean);
-  printf("  piles against none: %d pixels (%.1f %%) differ by > 40\n", n,
-         100.0 * n / (VT_W * VT_H));
-  CHECK(n > VT_W * VT_H * 5 / 100);
-  wf_render_large ways[2] = {WF_RENDER_LARGE_SPRITES, WF_RENDER_LARGE_COMPUTE};
-  for (int w = 0; w < 2; w++) {
-    rc = pile_draw(ways[w], 100, true, other);
-    if (rc == 77) {
-      printf("  %s: not available here (GL < 4.5)\n", w ? "compute" : "sprites");
-      continue;
-    }
-    REQUIRE(rc == 0);
-    n = pile_diff(quads, other, &mean);
-    printf("  %s against quads: %d pixels (%.2f %%) differ by > 40, mean difference %.3f\n",
-           w ? "compute" : "sprites", n, 100.0 * n / (VT_W * VT_H), mean);
-    CHECK(n <= VT_W * VT_H * 3 / 400);
-    CHECK(mean < 0.6);
-  }
-}
 
 TEST(png_round_trip) {
   HEADLESS(r, VT_W, VT_H);
@@ -552,9 +378,6 @@ int main(int argc, char **argv) {
   vt_pin_gl_drivers();
   wf_render_destroy(probe);
   static const th_test tests[] = {TH_TEST(known_scene_matches_reference),
-                                  TH_TEST(known_scene_as_point_sprites_matches_reference),
-                                  TH_TEST(known_scene_by_compute_matches_reference),
-                                  TH_TEST(large_sets_agree_with_quads_in_a_pile_with_shadows),
                                   TH_TEST(png_round_trip),
                                   TH_TEST(shaders_from_directory_and_built_in_agree),
                                   TH_TEST(colliders_are_drawn),
