@@ -149,6 +149,22 @@ static wf_status compile(GLenum type, const char *origin, const char *name, bool
   return WF_OK;
 }
 
+/* Links p (its shaders attached) into *out; on failure deletes it and names the files. */
+static wf_status link_program(GLuint p, const char *origin, const char *files, GLuint *out) {
+  glLinkProgram(p);
+  GLint ok = 0;
+  glGetProgramiv(p, GL_LINK_STATUS, &ok);
+  if (!ok) {
+    char log[1200] = "";
+    glGetProgramInfoLog(p, sizeof log, NULL, log);
+    glDeleteProgram(p);
+    return wf__render_error(WF_ERR_BACKEND, "wf__program_build", "%s/%s do not link: %s", origin,
+                            files, log);
+  }
+  *out = p;
+  return WF_OK;
+}
+
 /* A compute program (GL 4.5: "#version 450 core" is prepended). */
 wf_status wf__compute_build(const char *origin, const char *cs, GLuint *out) {
   GLuint c = 0;
@@ -156,18 +172,8 @@ wf_status wf__compute_build(const char *origin, const char *cs, GLuint *out) {
   if (st != WF_OK) return st;
   GLuint p = glCreateProgram();
   glAttachShader(p, c);
-  glLinkProgram(p);
-  glDeleteShader(c);
-  GLint ok = 0;
-  glGetProgramiv(p, GL_LINK_STATUS, &ok);
-  if (!ok) {
-    char log[1200] = "";
-    glGetProgramInfoLog(p, sizeof log, NULL, log);
-    glDeleteProgram(p);
-    return wf__render_error(WF_ERR_BACKEND, __func__, "%s/%s does not link: %s", origin, cs, log);
-  }
-  *out = p;
-  return WF_OK;
+  glDeleteShader(c); /* freed with the program */
+  return link_program(p, origin, cs, out);
 }
 
 wf_status wf__program_build(const char *origin, const char *vs, const char *fs, bool lit,
@@ -183,18 +189,9 @@ wf_status wf__program_build(const char *origin, const char *vs, const char *fs, 
   glAttachShader(p, v);
   glAttachShader(p, f);
   glBindFragDataLocation(p, 0, "o_color");
-  glLinkProgram(p);
-  glDeleteShader(v);
+  glDeleteShader(v); /* freed with the program */
   glDeleteShader(f);
-  GLint ok = 0;
-  glGetProgramiv(p, GL_LINK_STATUS, &ok);
-  if (!ok) {
-    char log[1200] = "";
-    glGetProgramInfoLog(p, sizeof log, NULL, log);
-    glDeleteProgram(p);
-    return wf__render_error(WF_ERR_BACKEND, __func__, "%s/%s + %s do not link: %s", origin, vs, fs,
-                            log);
-  }
-  *out = p;
-  return WF_OK;
+  char files[300];
+  snprintf(files, sizeof files, "%s + %s", vs, fs);
+  return link_program(p, origin, files, out);
 }

@@ -1,9 +1,18 @@
 /* The known scene of test_scene.h drawn headless and compared with the ray tracer (tolerance
  * TOL of 255 a channel, edges excluded), with its objects where they project: used by
- * test_viewer_render (quads) and test_viewer_large (sprites, compute). Needs harness.h,
- * test_scene.h and a CHECK_R macro; g_px is the image. */
+ * test_viewer_render (quads) and test_viewer_large (sprites, compute). Needs harness.h and
+ * test_scene.h; g_px is the image. CHECK_R: a renderer call that must succeed. */
 #ifndef WEFT_VIEWER_KNOWN_SCENE_H
 #define WEFT_VIEWER_KNOWN_SCENE_H
+
+#define CHECK_R(e)                                                                                 \
+  do {                                                                                             \
+    wf_status st_ = (e);                                                                           \
+    if (st_ != WF_OK) {                                                                            \
+      TH_FAIL("%s -> %s: %s", #e, wf_status_str(st_), wf_render_last_error());                     \
+      return;                                                                                      \
+    }                                                                                              \
+  } while (0)
 
 enum { TOL = 3 };
 static uint8_t g_px[VT_W * VT_H * 4];

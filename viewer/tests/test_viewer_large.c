@@ -13,15 +13,6 @@
 #include "test_scene.h"
 #include "viewer_internal.h"
 
-#define CHECK_R(e)                                                                                 \
-  do {                                                                                             \
-    wf_status st_ = (e);                                                                           \
-    if (st_ != WF_OK) {                                                                            \
-      TH_FAIL("%s -> %s: %s", #e, wf_status_str(st_), wf_render_last_error());                     \
-      return;                                                                                      \
-    }                                                                                              \
-  } while (0)
-
 #include "known_scene.h"
 
 TEST(known_scene_as_point_sprites_matches_reference) {

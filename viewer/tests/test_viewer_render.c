@@ -29,15 +29,6 @@
 
 static char g_tmp[256]; /* a directory of this run's files */
 
-#define CHECK_R(e)                                                                                 \
-  do {                                                                                             \
-    wf_status st_ = (e);                                                                           \
-    if (st_ != WF_OK) {                                                                            \
-      TH_FAIL("%s -> %s: %s", #e, wf_status_str(st_), wf_render_last_error());                     \
-      return;                                                                                      \
-    }                                                                                              \
-  } while (0)
-
 #include "known_scene.h"
 
 /* A headless renderer, or SKIP with the reason when this machine has no EGL/GL. */
