@@ -59,6 +59,8 @@ static wf_status gl_check(const wf_render *r, const char *func, const char *what
                           r->stats.gl_errors != errors_before ? r->debug_msg : "");
 }
 
+static void delete_readers(wf_render *r);
+
 static wf_status make_current(wf_render *r) {
   return r->headless ? wf__headless_make_current(r->headless) : WF_OK;
 }
@@ -320,6 +322,7 @@ void wf_render_destroy(wf_render *r) {
   free(r->mode_points), free(r->mode_meshes), free(r->point_first);
   if (!r->headless || make_current(r) == WF_OK) {
     delete_targets(r);
+    delete_readers(r);
     wf__splat_destroy(r);
     if (r->stage_fence) glDeleteSync(r->stage_fence);
     if (r->stage) glDeleteBuffers(1, &r->stage); /* unmaps it */
@@ -1026,6 +1029,20 @@ wf_status wf_render_draw(wf_render *r, const wf_render_scene *scene_in) {
 
 /* ---- reading the image --------------------------------------------------------------------- */
 
+/* GL's first row is the bottom one: rows of `row` bytes, top first. */
+static void flip_rows(uint8_t *rgba, size_t row, int height) {
+  uint8_t tmp[4096];
+  for (int y = 0; y < height / 2; y++) {
+    uint8_t *a = rgba + (size_t)y * row, *b = rgba + (size_t)(height - 1 - y) * row;
+    for (size_t o = 0; o < row; o += sizeof tmp) {
+      size_t n = row - o < sizeof tmp ? row - o : sizeof tmp;
+      memcpy(tmp, a + o, n);
+      memcpy(a + o, b + o, n);
+      memcpy(b + o, tmp, n);
+    }
+  }
+}
+
 wf_status wf_render_read_rgba(wf_render *r, uint8_t *rgba, size_t bytes) {
   if (!r || !rgba)
     return wf__render_error(WF_ERR_INVALID, __func__, "renderer %p, rgba %p", (void *)r,
@@ -1045,18 +1062,65 @@ wf_status wf_render_read_rgba(wf_render *r, uint8_t *rgba, size_t bytes) {
   glReadPixels(0, 0, r->width, r->height, GL_RGBA, GL_UNSIGNED_BYTE, rgba);
   glBindFramebuffer(GL_READ_FRAMEBUFFER, 0);
   if ((st = gl_check(r, __func__, "reading the pixels", errs)) != WF_OK) return st;
-  /* GL's first row is the bottom one */
-  uint8_t tmp[4096];
-  for (int y = 0; y < r->height / 2; y++) {
-    uint8_t *a = rgba + (size_t)y * row, *b = rgba + (size_t)(r->height - 1 - y) * row;
-    for (size_t o = 0; o < row; o += sizeof tmp) {
-      size_t n = row - o < sizeof tmp ? row - o : sizeof tmp;
-      memcpy(tmp, a + o, n);
-      memcpy(a + o, b + o, n);
-      memcpy(b + o, tmp, n);
+  flip_rows(rgba, row, r->height);
+  return WF_OK;
+}
+
+static void delete_readers(wf_render *r) {
+  for (int k = 0; k < 2; k++) {
+    if (r->read_fence[k]) glDeleteSync(r->read_fence[k]);
+    r->read_fence[k] = 0;
+  }
+  if (r->read_pbo[0]) glDeleteBuffers(2, r->read_pbo);
+  r->read_pbo[0] = r->read_pbo[1] = 0, r->read_w = r->read_h = 0, r->read_queued = 0;
+}
+
+wf_status wf_render_read_rgba_async(wf_render *r, uint8_t *rgba, size_t bytes, bool *got) {
+  if (got) *got = false;
+  if (!r || !rgba || !got)
+    return wf__render_error(WF_ERR_INVALID, __func__, "renderer %p, rgba %p, got %p", (void *)r,
+                            (void *)rgba, (void *)got);
+  size_t row = (size_t)r->width * 4, need = row * (size_t)r->height;
+  if (bytes < need)
+    return wf__render_error(WF_ERR_INVALID, __func__, "buffer of %zu bytes; %d x %d RGBA needs %zu",
+                            bytes, r->width, r->height, need);
+  if (!r->drawn)
+    return wf__render_error(WF_ERR_INVALID, __func__,
+                            "nothing drawn at this size yet: call wf_render_draw first");
+  wf_status st = make_current(r);
+  if (st != WF_OK) return st;
+  uint64_t errs = r->stats.gl_errors;
+  if (r->read_w != r->width || r->read_h != r->height) { /* new size: a new pair, none queued */
+    delete_readers(r);
+    glGenBuffers(2, r->read_pbo);
+    for (int k = 0; k < 2; k++) {
+      glBindBuffer(GL_PIXEL_PACK_BUFFER, r->read_pbo[k]);
+      glBufferData(GL_PIXEL_PACK_BUFFER, (GLsizeiptr)need, NULL, GL_STREAM_READ);
+    }
+    r->read_w = r->width, r->read_h = r->height, r->read_next = 0;
+  }
+  int k = r->read_next, prev = 1 - k;
+  glBindFramebuffer(GL_READ_FRAMEBUFFER, r->fbo_resolve);
+  glBindBuffer(GL_PIXEL_PACK_BUFFER, r->read_pbo[k]);
+  glPixelStorei(GL_PACK_ALIGNMENT, 1);
+  glReadPixels(0, 0, r->width, r->height, GL_RGBA, GL_UNSIGNED_BYTE, (void *)0);
+  if (r->read_fence[k]) glDeleteSync(r->read_fence[k]);
+  r->read_fence[k] = glFenceSync(GL_SYNC_GPU_COMMANDS_COMPLETE, 0);
+  glBindFramebuffer(GL_READ_FRAMEBUFFER, 0);
+  if (r->read_queued > 0) { /* the one queued last call: long done, or nearly */
+    glClientWaitSync(r->read_fence[prev], GL_SYNC_FLUSH_COMMANDS_BIT, UINT64_MAX);
+    glBindBuffer(GL_PIXEL_PACK_BUFFER, r->read_pbo[prev]);
+    const void *p = glMapBufferRange(GL_PIXEL_PACK_BUFFER, 0, (GLsizeiptr)need, GL_MAP_READ_BIT);
+    if (p) {
+      memcpy(rgba, p, need);
+      glUnmapBuffer(GL_PIXEL_PACK_BUFFER);
+      flip_rows(rgba, row, r->height);
+      *got = true;
     }
   }
-  return WF_OK;
+  glBindBuffer(GL_PIXEL_PACK_BUFFER, 0);
+  r->read_queued = 1, r->read_next = prev;
+  return gl_check(r, __func__, "reading the pixels", errs);
 }
 
 wf_status wf_render_write_png(wf_render *r, const char *path) {

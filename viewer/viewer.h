@@ -210,6 +210,12 @@ wf_status wf_render_present(wf_render *r, unsigned fb, int width, int height);
 /** The last drawn frame as width*height*4 bytes RGBA, first row at the top. bytes must be at least
  *  that. */
 wf_status wf_render_read_rgba(wf_render *r, uint8_t *rgba, size_t bytes);
+/** The same without waiting for the GPU: starts copying the last drawn frame into one of two
+ *  pixel buffers, and fills rgba with the frame the previous call started (*got true; false on
+ *  the first call after creation or a resize, rgba untouched). A frame's pixels come back one
+ *  call later, as a window's presentation does not wait for the GPU either (weft view --bench,
+ *  video). */
+wf_status wf_render_read_rgba_async(wf_render *r, uint8_t *rgba, size_t bytes, bool *got);
 /** The colour bar of the ramp of colour mode `mode` (not WF_COLOR_BY_OBJECT): as
  *  wf_render_draw_speed_bar with the mode's unit ("m/s", "strain", "N") after the top value. */
 wf_status wf_render_draw_color_bar(wf_render *r, wf_render_color_mode mode, float top);

@@ -230,6 +230,9 @@ struct wf_render {
   float *scratch; /* mesh vertices for upload */
   size_t scratch_floats;
 
+  GLuint read_pbo[2]; /* wf_render_read_rgba_async: two pixel buffers in turn */
+  GLsync read_fence[2];
+  int read_w, read_h, read_next, read_queued;
   GLuint stamp[2][5]; /* GL timestamps of a frame's phases (wf_render_stats), two sets in turn */
   bool timer_used[2];
   int timer_next;

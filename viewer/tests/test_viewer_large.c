@@ -2,9 +2,10 @@
  * wf_render_desc.large draws them (quads, point sprites, compute: render_splat.c) agree in a pile
  * with shadows, and the upload of a large frame (render_upload.c: chunks, helper threads, GPU
  * copies as the chunks are written) is exact, and the known scene drawn as sprites and by
- * compute matches the ray tracer as the quads do (test_viewer_render). A machine where no EGL
- * context can be made skips (77). (A program of its own: one process compiling the shaders of many
- * renderers outgrows ThreadSanitizer's lock bookkeeping inside Mesa's shader compiler.)
+ * compute matches the ray tracer as the quads do (test_viewer_render); and the asynchronous
+ * pixel readback (wf_render_read_rgba_async) hands back the previous frame exactly. A machine where
+ * no EGL context can be made skips (77). (A program of its own: one process compiling the shaders
+ * of many renderers outgrows ThreadSanitizer's lock bookkeeping inside Mesa's shader compiler.)
  */
 #include <stdlib.h>
 
@@ -179,6 +180,40 @@ TEST(large_upload_in_chunks_and_threads_is_exact) {
   }
 }
 
+/* wf_render_read_rgba_async hands back the frame the previous call started: nothing on the
+ * first call, then the earlier frame bit for bit as the synchronous read gives it (two different
+ * frames: the camera moved), and nothing again after a resize. */
+TEST(async_readback_returns_the_previous_frame) {
+  static uint8_t a_sync[VT_W * VT_H * 4], b_sync[VT_W * VT_H * 4], got_px[VT_W * VT_H * 4];
+  wf_render *r = NULL;
+  CHECK_R(wf_render_headless_create(VT_W, VT_H, &r));
+  vt_scene a, b;
+  vt_scene_build(&a);
+  vt_scene_build(&b);
+  b.scene.camera.position[0] += 1.0f;
+  bool got = true;
+  CHECK_R(wf_render_draw(r, &a.scene));
+  CHECK_R(wf_render_read_rgba(r, a_sync, sizeof a_sync));
+  CHECK_R(wf_render_read_rgba_async(r, got_px, sizeof got_px, &got));
+  CHECK(!got);
+  CHECK_R(wf_render_draw(r, &b.scene));
+  CHECK_R(wf_render_read_rgba(r, b_sync, sizeof b_sync));
+  CHECK(memcmp(a_sync, b_sync, sizeof a_sync) != 0);
+  CHECK_R(wf_render_read_rgba_async(r, got_px, sizeof got_px, &got));
+  CHECK(got);
+  CHECK(memcmp(got_px, a_sync, sizeof got_px) == 0);
+  CHECK_R(wf_render_draw(r, &a.scene));
+  CHECK_R(wf_render_read_rgba_async(r, got_px, sizeof got_px, &got));
+  CHECK(got);
+  CHECK(memcmp(got_px, b_sync, sizeof got_px) == 0);
+  CHECK_R(wf_render_resize(r, VT_W / 2, VT_H / 2));
+  CHECK_R(wf_render_draw(r, &a.scene));
+  CHECK_R(wf_render_read_rgba_async(r, got_px, sizeof got_px, &got));
+  CHECK(!got);
+  CHECK_STATUS(wf_render_read_rgba_async(r, got_px, 16, &got), WF_ERR_INVALID);
+  wf_render_destroy(r);
+}
+
 int main(int argc, char **argv) {
   wf_render *probe = NULL; /* no EGL/GL here at all: the whole program is skipped */
   wf_status st = wf_render_headless_create(8, 8, &probe);
@@ -191,6 +226,7 @@ int main(int argc, char **argv) {
   static const th_test tests[] = {TH_TEST(known_scene_as_point_sprites_matches_reference),
                                   TH_TEST(known_scene_by_compute_matches_reference),
                                   TH_TEST(large_sets_agree_with_quads_in_a_pile_with_shadows),
-                                  TH_TEST(large_upload_in_chunks_and_threads_is_exact)};
+                                  TH_TEST(large_upload_in_chunks_and_threads_is_exact),
+                                  TH_TEST(async_readback_returns_the_previous_frame)};
   return th_main(argc, argv, tests, TH_COUNT(tests));
 }
