@@ -32,7 +32,7 @@ struct wf__overlay {
 wf_status wf__overlay_create(const char *origin, wf__overlay **out) {
   wf__overlay *o = calloc(1, sizeof *o);
   if (!o) return wf__render_error(WF_ERR_OUT_OF_MEMORY, "wf_viewer_run", "overlay");
-  wf_status st = wf__program_build(origin, "text.vert.glsl", "text.frag.glsl", false, &o->prog);
+  wf_status st = wf__program_build(origin, "text.vert.glsl", "text.frag.glsl", 0, &o->prog);
   if (st != WF_OK) {
     free(o);
     return st;

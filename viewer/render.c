@@ -167,14 +167,13 @@ static wf_status render_init(wf_render *r, const wf_render_desc *d, const char *
 
   wf_status st = wf__shaders_locate(d->shader_dir, r->shader_origin, sizeof r->shader_origin);
   if (st == WF_OK)
-    st = wf__program_build(r->shader_origin, "sphere.vert.glsl", "sphere.frag.glsl", true,
-                           &r->prog_sphere);
+    st = wf__program_build(r->shader_origin, "sphere.vert.glsl", "sphere.frag.glsl",
+                           WF__SHADER_LIGHTING, &r->prog_sphere);
   if (st == WF_OK)
-    st = wf__program_build(r->shader_origin, "mesh.vert.glsl", "mesh.frag.glsl", true,
-                           &r->prog_mesh);
+    st = wf__program_build(r->shader_origin, "mesh.vert.glsl", "mesh.frag.glsl",
+                           WF__SHADER_LIGHTING, &r->prog_mesh);
   if (st == WF_OK)
-    st = wf__program_build(r->shader_origin, "grid.vert.glsl", "grid.frag.glsl", false,
-                           &r->prog_grid);
+    st = wf__program_build(r->shader_origin, "grid.vert.glsl", "grid.frag.glsl", 0, &r->prog_grid);
   if (st != WF_OK) return st;
 #define U(p, name) glGetUniformLocation(p, name)
   sphere_uniforms(r->prog_sphere, &r->us);
@@ -324,8 +323,7 @@ void wf_render_destroy(wf_render *r) {
     delete_targets(r);
     delete_readers(r);
     wf__splat_destroy(r);
-    if (r->stage_fence) glDeleteSync(r->stage_fence);
-    if (r->stage) glDeleteBuffers(1, &r->stage); /* unmaps it */
+    wf__upload_destroy(r);
     GLuint progs[4] = {r->prog_sphere, r->prog_mesh, r->prog_grid, r->prog_sprite};
     for (int i = 0; i < 4; i++)
       if (progs[i]) glDeleteProgram(progs[i]);
@@ -652,8 +650,9 @@ static wf_status draw_points(wf_render *r, const frame_ctx *f, const wf_render_s
     if (wf__splat_takes(r, s, i)) continue; /* wf__splat_draw */
     bool sprites = p->count >= r->large_min;
     if (sprites && !r->prog_sprite) { /* the first large set: its program */
-      wf_status st = wf__program_build(r->shader_origin, "sphere_point.vert.glsl",
-                                       "sphere.frag.glsl", true, &r->prog_sprite);
+      wf_status st =
+          wf__program_build(r->shader_origin, "sphere_point.vert.glsl", "sphere.frag.glsl",
+                            WF__SHADER_LIGHTING | WF__SHADER_SPHERE_BOUNDS, &r->prog_sprite);
       if (st != WF_OK) return st;
       sphere_uniforms(r->prog_sprite, &r->usp);
     }
@@ -1043,18 +1042,24 @@ static void flip_rows(uint8_t *rgba, size_t row, int height) {
   }
 }
 
+/* What both reads of the picture check (bytes hold need, a frame is drawn at this size), then
+ * the context made current. */
+static wf_status read_ready(wf_render *r, const char *func, size_t bytes, size_t need) {
+  if (bytes < need)
+    return wf__render_error(WF_ERR_INVALID, func, "buffer of %zu bytes; %d x %d RGBA needs %zu",
+                            bytes, r->width, r->height, need);
+  if (!r->drawn)
+    return wf__render_error(WF_ERR_INVALID, func,
+                            "nothing drawn at this size yet: call wf_render_draw first");
+  return make_current(r);
+}
+
 wf_status wf_render_read_rgba(wf_render *r, uint8_t *rgba, size_t bytes) {
   if (!r || !rgba)
     return wf__render_error(WF_ERR_INVALID, __func__, "renderer %p, rgba %p", (void *)r,
                             (void *)rgba);
   size_t row = (size_t)r->width * 4, need = row * (size_t)r->height;
-  if (bytes < need)
-    return wf__render_error(WF_ERR_INVALID, __func__, "buffer of %zu bytes; %d x %d RGBA needs %zu",
-                            bytes, r->width, r->height, need);
-  if (!r->drawn)
-    return wf__render_error(WF_ERR_INVALID, __func__,
-                            "nothing drawn at this size yet: call wf_render_draw first");
-  wf_status st = make_current(r);
+  wf_status st = read_ready(r, __func__, bytes, need);
   if (st != WF_OK) return st;
   uint64_t errs = r->stats.gl_errors;
   glBindFramebuffer(GL_READ_FRAMEBUFFER, r->fbo_resolve);
@@ -1081,13 +1086,7 @@ wf_status wf_render_read_rgba_async(wf_render *r, uint8_t *rgba, size_t bytes, b
     return wf__render_error(WF_ERR_INVALID, __func__, "renderer %p, rgba %p, got %p", (void *)r,
                             (void *)rgba, (void *)got);
   size_t row = (size_t)r->width * 4, need = row * (size_t)r->height;
-  if (bytes < need)
-    return wf__render_error(WF_ERR_INVALID, __func__, "buffer of %zu bytes; %d x %d RGBA needs %zu",
-                            bytes, r->width, r->height, need);
-  if (!r->drawn)
-    return wf__render_error(WF_ERR_INVALID, __func__,
-                            "nothing drawn at this size yet: call wf_render_draw first");
-  wf_status st = make_current(r);
+  wf_status st = read_ready(r, __func__, bytes, need);
   if (st != WF_OK) return st;
   uint64_t errs = r->stats.gl_errors;
   if (r->read_w != r->width || r->read_h != r->height) { /* new size: a new pair, none queued */

@@ -24,10 +24,11 @@ enum { GROUP = 128 }; /* splat.comp.glsl's local_size_x */
 
 wf_status wf__splat_init(wf_render *r) {
   wf__splat *s = &r->splat;
-  wf_status st = wf__compute_build(r->shader_origin, "splat.comp.glsl", &s->prog_comp);
+  wf_status st = wf__compute_build(r->shader_origin, "splat.comp.glsl", WF__SHADER_SPHERE_BOUNDS,
+                                   &s->prog_comp);
   if (st == WF_OK)
-    st = wf__program_build(r->shader_origin, "splat.vert.glsl", "splat.frag.glsl", true,
-                           &s->prog_resolve);
+    st = wf__program_build(r->shader_origin, "splat.vert.glsl", "splat.frag.glsl",
+                           WF__SHADER_LIGHTING, &s->prog_resolve);
   if (st != WF_OK) return st;
 #define U(p, name) glGetUniformLocation(p, name)
   GLuint p = s->prog_comp;
@@ -124,11 +125,12 @@ bool wf__splat_takes(const wf_render *r, const wf_render_scene *s, int i) {
 wf_status wf__splat_draw(wf_render *r, const wf__frame *f, const wf_render_scene *s, bool *drew) {
   wf__splat *sp = &r->splat;
   *drew = false;
-  int sets = 0, set_end[WF__SPLAT_SETS], by_speed[WF__SPLAT_SETS];
+  int sets = 0, set_end[WF__SPLAT_SETS], by_speed[WF__SPLAT_SETS], which[WF__SPLAT_SETS];
   float color[WF__SPLAT_SETS][3];
   bool any_speed = false;
   for (int i = 0; i < s->point_set_count; i++) {
     if (!s->points[i].count || !wf__splat_takes(r, s, i)) continue;
+    which[sets] = i;
     set_end[sets] = (int)(r->point_first[i] + s->points[i].count);
     by_speed[sets] = f->by_speed && s->points[i].speed;
     wf__point_color(&s->points[i], i, color[sets]);
@@ -157,9 +159,9 @@ wf_status wf__splat_draw(wf_render *r, const wf__frame *f, const wf_render_scene
   *drew = true;
   for (int pass = 0; pass < (f->shadow_pass ? 1 : 2); pass++) {
     glUniform1i(sp->uc.pass, pass);
-    for (int i = 0; i < s->point_set_count; i++) {
+    for (int k = 0; k < sets; k++) {
+      int i = which[k];
       size_t n = s->points[i].count;
-      if (!n || !wf__splat_takes(r, s, i)) continue;
       glUniform1ui(sp->uc.first, (GLuint)r->point_first[i]);
       glUniform1ui(sp->uc.count, (GLuint)n);
       glDispatchCompute((GLuint)((n + GROUP - 1) / GROUP), 1, 1);

@@ -24,13 +24,13 @@ enum {
 };
 
 typedef struct bounds {
-  float lo[3], hi[3], rmin, rmax;
+  float lo[3], hi[3], rmax;
 } bounds;
 
 static void bounds_empty(bounds *b) {
   for (int a = 0; a < 3; a++)
     b->lo[a] = 1e30f, b->hi[a] = -1e30f;
-  b->rmin = 1e30f, b->rmax = 0.0f;
+  b->rmax = 0.0f;
 }
 
 static void bounds_merge(bounds *b, const bounds *o) {
@@ -38,7 +38,6 @@ static void bounds_merge(bounds *b, const bounds *o) {
     b->lo[a] = o->lo[a] < b->lo[a] ? o->lo[a] : b->lo[a];
     b->hi[a] = o->hi[a] > b->hi[a] ? o->hi[a] : b->hi[a];
   }
-  b->rmin = o->rmin < b->rmin ? o->rmin : b->rmin;
   b->rmax = o->rmax > b->rmax ? o->rmax : b->rmax;
 }
 
@@ -46,16 +45,16 @@ static void bounds_merge(bounds *b, const bounds *o) {
  * scalars the compiler keeps in registers. */
 static void copy_and_bound(const float *p, size_t n, float *dst, bounds *b) {
   float x0 = b->lo[0], y0 = b->lo[1], z0 = b->lo[2], x1 = b->hi[0], y1 = b->hi[1], z1 = b->hi[2];
-  float r0 = b->rmin, r1 = b->rmax;
+  float r1 = b->rmax;
   for (size_t k = 0; k < n; k++, p += 4) {
     x0 = p[0] < x0 ? p[0] : x0, x1 = p[0] > x1 ? p[0] : x1;
     y0 = p[1] < y0 ? p[1] : y0, y1 = p[1] > y1 ? p[1] : y1;
     z0 = p[2] < z0 ? p[2] : z0, z1 = p[2] > z1 ? p[2] : z1;
-    r0 = p[3] < r0 ? p[3] : r0, r1 = p[3] > r1 ? p[3] : r1;
+    r1 = p[3] > r1 ? p[3] : r1;
     if (dst) memcpy(dst + 4 * k, p, 4 * sizeof(float));
   }
   b->lo[0] = x0, b->lo[1] = y0, b->lo[2] = z0, b->hi[0] = x1, b->hi[1] = y1, b->hi[2] = z1;
-  b->rmin = r0, b->rmax = r1;
+  b->rmax = r1;
 }
 
 /* One frame's chunks: chunk c is spheres [c * CHUNK, ...) of set set[c]. */
@@ -223,4 +222,10 @@ wf_status wf__upload_points(wf_render *r, const wf_render_scene *s) {
   memcpy(r->pts_lo, all.lo, sizeof r->pts_lo), memcpy(r->pts_hi, all.hi, sizeof r->pts_hi);
   r->pts_rmax = all.rmax;
   return st;
+}
+
+void wf__upload_destroy(wf_render *r) {
+  if (r->stage_fence) glDeleteSync(r->stage_fence);
+  if (r->stage) glDeleteBuffers(1, &r->stage); /* unmaps it */
+  r->stage_fence = 0, r->stage = 0, r->stage_ptr = NULL, r->stage_bytes = 0;
 }

@@ -3,8 +3,8 @@
  * be edited without rebuilding; the build also embeds copies (shaders_embedded.c), used when no
  * directory holds them, so an installed `weft` needs no asset files. A directory is used only if it
  * holds every file, so one program never mixes two versions. The files carry no #version line: it
- * is prepended here, and lit fragment shaders get lighting.glsl in front (with #line so compiler
- * messages point at the right file and line). */
+ * is prepended here, and lit fragment shaders get lighting.glsl in front, the sphere-bound shaders
+ * sphere_bounds.glsl (with #line so compiler messages point at the right file and line). */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,10 +14,10 @@
 #include "viewer_internal.h"
 
 static const char *const k_files[] = {
-    "lighting.glsl",  "sphere.vert.glsl", "sphere.frag.glsl", "sphere_point.vert.glsl",
-    "mesh.vert.glsl", "mesh.frag.glsl",   "grid.vert.glsl",   "grid.frag.glsl",
-    "text.vert.glsl", "text.frag.glsl",   "splat.comp.glsl",  "splat.vert.glsl",
-    "splat.frag.glsl"};
+    "lighting.glsl",   "sphere.vert.glsl",  "sphere.frag.glsl", "sphere_point.vert.glsl",
+    "mesh.vert.glsl",  "mesh.frag.glsl",    "grid.vert.glsl",   "grid.frag.glsl",
+    "text.vert.glsl",  "text.frag.glsl",    "splat.comp.glsl",  "splat.vert.glsl",
+    "splat.frag.glsl", "sphere_bounds.glsl"};
 enum { FILE_COUNT = sizeof k_files / sizeof k_files[0] };
 
 static const char k_builtin[] = "built-in";
@@ -108,15 +108,17 @@ static wf_status read_source(const char *origin, const char *name, char **out) {
   return wf__render_error(WF_ERR_IO, __func__, "cannot read shader '%s'", path);
 }
 
-static wf_status compile(GLenum type, const char *origin, const char *name, bool lit, GLuint *out) {
-  char *body = NULL, *lighting = NULL;
+/* Compiles file `name`, with file `prefix` (NULL: none) in front of it after the #version line. */
+static wf_status compile(GLenum type, const char *origin, const char *name, const char *prefix,
+                         GLuint *out) {
+  char *body = NULL, *pre = NULL;
   wf_status st = read_source(origin, name, &body);
-  if (st == WF_OK && lit) st = read_source(origin, "lighting.glsl", &lighting);
+  if (st == WF_OK && prefix) st = read_source(origin, prefix, &pre);
   if (st != WF_OK) {
     free(body);
     return st;
   }
-  /* #line N S: messages say "S:N": 1 is the shader's own file, 2 is lighting.glsl */
+  /* #line N S: messages say "S:N": 1 is the shader's own file, 2 is the prefix */
   /* conservative depth (GL 4.2, an extension before): the sphere impostors promise to write depths
      no nearer than their quad's, so the depth test may run before their fragment shader */
   const char *parts[5] = {type == GL_COMPUTE_SHADER ? "#version 450 core\n"
@@ -124,9 +126,9 @@ static wf_status compile(GLenum type, const char *origin, const char *name, bool
                               ? "#version 330 core\n#extension GL_ARB_conservative_depth : enable\n"
                               : "#version 330 core\n"};
   int count = 1;
-  if (lit) {
+  if (prefix) {
     parts[count++] = "#line 1 2\n";
-    parts[count++] = lighting;
+    parts[count++] = pre;
   }
   parts[count++] = "\n#line 1 1\n";
   parts[count++] = body;
@@ -134,7 +136,7 @@ static wf_status compile(GLenum type, const char *origin, const char *name, bool
   glShaderSource(sh, count, parts, NULL);
   glCompileShader(sh);
   free(body);
-  free(lighting);
+  free(pre);
   GLint ok = 0;
   glGetShaderiv(sh, GL_COMPILE_STATUS, &ok);
   if (!ok) {
@@ -142,8 +144,8 @@ static wf_status compile(GLenum type, const char *origin, const char *name, bool
     glGetShaderInfoLog(sh, sizeof log, NULL, log);
     glDeleteShader(sh);
     return wf__render_error(WF_ERR_BACKEND, __func__,
-                            "%s/%s does not compile (in the log, 1: is this file%s): %s", origin,
-                            name, lit ? ", 2: is lighting.glsl" : "", log);
+                            "%s/%s does not compile (in the log, 1: is this file%s%s): %s", origin,
+                            name, prefix ? ", 2: is " : "", prefix ? prefix : "", log);
   }
   *out = sh;
   return WF_OK;
@@ -166,9 +168,10 @@ static wf_status link_program(GLuint p, const char *origin, const char *files, G
 }
 
 /* A compute program (GL 4.5: "#version 450 core" is prepended). */
-wf_status wf__compute_build(const char *origin, const char *cs, GLuint *out) {
+wf_status wf__compute_build(const char *origin, const char *cs, unsigned with, GLuint *out) {
   GLuint c = 0;
-  wf_status st = compile(GL_COMPUTE_SHADER, origin, cs, false, &c);
+  const char *prefix = with & WF__SHADER_SPHERE_BOUNDS ? "sphere_bounds.glsl" : NULL;
+  wf_status st = compile(GL_COMPUTE_SHADER, origin, cs, prefix, &c);
   if (st != WF_OK) return st;
   GLuint p = glCreateProgram();
   glAttachShader(p, c);
@@ -176,11 +179,14 @@ wf_status wf__compute_build(const char *origin, const char *cs, GLuint *out) {
   return link_program(p, origin, cs, out);
 }
 
-wf_status wf__program_build(const char *origin, const char *vs, const char *fs, bool lit,
+wf_status wf__program_build(const char *origin, const char *vs, const char *fs, unsigned with,
                             GLuint *out) {
   GLuint v = 0, f = 0;
-  wf_status st = compile(GL_VERTEX_SHADER, origin, vs, false, &v);
-  if (st == WF_OK) st = compile(GL_FRAGMENT_SHADER, origin, fs, lit, &f);
+  wf_status st = compile(GL_VERTEX_SHADER, origin, vs,
+                         with & WF__SHADER_SPHERE_BOUNDS ? "sphere_bounds.glsl" : NULL, &v);
+  if (st == WF_OK)
+    st = compile(GL_FRAGMENT_SHADER, origin, fs,
+                 with & WF__SHADER_LIGHTING ? "lighting.glsl" : NULL, &f);
   if (st != WF_OK) {
     if (v) glDeleteShader(v);
     return st;

@@ -27,11 +27,14 @@ const char *wf__gl_error_name(GLenum e);
  * wf_render_desc.shader_dir, else the built-in copies. origin receives the directory or
  * "built-in". */
 wf_status wf__shaders_locate(const char *dir, char *origin, size_t origin_size);
+/* What goes in front of a program's files (after the #version line): lighting.glsl before the
+ * fragment shader (lit programs), sphere_bounds.glsl before the vertex or compute shader. */
+enum { WF__SHADER_LIGHTING = 1u, WF__SHADER_SPHERE_BOUNDS = 2u };
 /* Builds a compute program from cs, prefixed with "#version 450 core" (render_splat.c). */
-wf_status wf__compute_build(const char *origin, const char *cs, GLuint *out);
+wf_status wf__compute_build(const char *origin, const char *cs, unsigned with, GLuint *out);
 /* Builds a program from vs and fs (file names such as "mesh.vert.glsl"), each prefixed with
- * "#version 330 core"; lit fragment shaders get lighting.glsl first. */
-wf_status wf__program_build(const char *origin, const char *vs, const char *fs, bool lit,
+ * "#version 330 core" and what `with` (WF__SHADER_*) asks for. */
+wf_status wf__program_build(const char *origin, const char *vs, const char *fs, unsigned with,
                             GLuint *out);
 
 /* ---- the built-in shader copies (generated: shaders_embedded.c) ---- */
@@ -147,6 +150,8 @@ void wf__set_shadows(const wf__shadow_locs *l, const wf__frame *f);
 /* Uploads the frame's point sets into vbo_sphere / vbo_speed (set i from r->point_first[i]) and
  * puts their bounds in r->pts_lo, pts_hi, pts_rmax. */
 wf_status wf__upload_points(wf_render *r, const wf_render_scene *s);
+/* Frees the staging buffer (the context current). */
+void wf__upload_destroy(wf_render *r);
 
 /* ---- large point sets by compute (render_splat.c) ---- */
 enum { WF__SPLAT_SETS = 8 }; /* sets one frame's compute path draws; more go as sprites */

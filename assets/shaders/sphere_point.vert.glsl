@@ -17,18 +17,6 @@ flat out vec3 v_center;
 flat out float v_radius;
 flat out float v_speed;
 
-// The sphere's extent along one screen axis as slopes u / -z: the two lines from the eye that
-// touch the circle of radius r about (cu, cz) in the plane of that axis and the view axis are c
-// turned by +-asin(r / |c|); with cos = t / |c| and sin = r / |c| they are, scaled by |c|,
-// (t cu -+ r cz, +-r cu + t cz).
-vec2 slopes(float cu, float cz, float r) {
-  float t = sqrt(max(cu * cu + cz * cz - r * r, 0.0));
-  vec2 a = vec2(t * cu - r * cz, r * cu + t * cz);
-  vec2 b = vec2(t * cu + r * cz, -r * cu + t * cz);
-  float sa = a.x / -a.y, sb = b.x / -b.y;
-  return vec2(min(sa, sb), max(sa, sb));
-}
-
 void main() {
   vec3 c = (u_view * vec4(a_sphere.xyz, 1.0)).xyz;
   float r = a_sphere.w;
@@ -42,7 +30,7 @@ void main() {
     gl_Position = vec4(2.0, 2.0, 2.0, 1.0);
     return;
   }
-  vec2 x = slopes(c.x, c.z, r) * u_proj[0][0], y = slopes(c.y, c.z, r) * u_proj[1][1];
+  vec2 x = wf_sphere_slopes(c.x, c.z, r) * u_proj[0][0], y = wf_sphere_slopes(c.y, c.z, r) * u_proj[1][1];
   float side = max((x.y - x.x) * u_viewport.z, (y.y - y.x) * u_viewport.w) * 0.5;
   gl_PointSize = min(side + 2.0, u_point_max); // a pixel to spare on each side
   float w = -zn;

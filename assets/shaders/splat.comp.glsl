@@ -19,15 +19,6 @@ uniform uint u_first; // the set's first sphere in u_sphere
 uniform uint u_count;
 uniform int u_pass;
 
-// As in sphere_point.vert.glsl: the sphere's extent along one screen axis as slopes u / -z.
-vec2 slopes(float cu, float cz, float r) {
-  float t = sqrt(max(cu * cu + cz * cz - r * r, 0.0));
-  vec2 a = vec2(t * cu - r * cz, r * cu + t * cz);
-  vec2 b = vec2(t * cu + r * cz, -r * cu + t * cz);
-  float sa = a.x / -a.y, sb = b.x / -b.y;
-  return vec2(min(sa, sb), max(sa, sb));
-}
-
 void main() {
   uint k = gl_GlobalInvocationID.x;
   if (k >= u_count) return;
@@ -35,8 +26,8 @@ void main() {
   vec3 c = (u_view * vec4(s.xyz, 1.0)).xyz;
   float r = s.w;
   if (!(r > 0.0) || !(c.z + r < 0.0)) return; // behind the eye or around it
-  vec2 sx = clamp(slopes(c.x, c.z, r) * u_proj[0][0], -2.0, 2.0);
-  vec2 sy = clamp(slopes(c.y, c.z, r) * u_proj[1][1], -2.0, 2.0);
+  vec2 sx = clamp(wf_sphere_slopes(c.x, c.z, r) * u_proj[0][0], -2.0, 2.0);
+  vec2 sy = clamp(wf_sphere_slopes(c.y, c.z, r) * u_proj[1][1], -2.0, 2.0);
   vec2 size = vec2(u_size);
   // the pixels whose centres (i + 0.5) / size * 2 - 1 fall within [lo, hi] in NDC
   ivec2 lo = max(ivec2(floor((vec2(sx.x, sy.x) + 1.0) * 0.5 * size - 0.5)), ivec2(0));
