@@ -8,12 +8,12 @@ import sys
 
 import pytest
 
-try:  # PyTorch before weft: see "Loading order" in docs/python.md
+import weft
+
+try:  # after weft: the order that aborted before libweft exported only its API (docs/python.md)
     import torch  # noqa: F401
 except ImportError:
     pass
-
-import weft
 
 ALLOWED_SKIPS = ("needs two CUDA devices", "could not import 'cupy'")
 
