@@ -66,15 +66,17 @@ static char th_skip_msg[256];
     if (!(fabs(a_ - b_) <= (double)(tol)))                                                         \
       TH_FAIL("%s ~ %s: %.9g vs %.9g (tolerance %g)", #a, #b, a_, b_, (double)(tol));              \
   } while (0)
-/* A failed status ends the test: the handles it was to produce are not there. */
-#define CHECK_OK(e)                                                                                \
+/* A failed status ends the test: the handles it was to produce are not there. CHECK_OK_FROM
+ * names the call that says why (wf_last_error, or a module's own, e.g. wf_render_last_error). */
+#define CHECK_OK_FROM(e, last_error)                                                               \
   do {                                                                                             \
     wf_status st_ = (e);                                                                           \
     if (st_ != WF_OK) {                                                                            \
-      TH_FAIL("%s -> %s: %s", #e, wf_status_str(st_), wf_last_error());                            \
+      TH_FAIL("%s -> %s: %s", #e, wf_status_str(st_), last_error());                               \
       return;                                                                                      \
     }                                                                                              \
   } while (0)
+#define CHECK_OK(e) CHECK_OK_FROM(e, wf_last_error)
 #define CHECK_STATUS(e, want)                                                                      \
   do {                                                                                             \
     wf_status st_ = (e);                                                                           \

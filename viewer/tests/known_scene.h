@@ -1,18 +1,24 @@
 /* The known scene of test_scene.h drawn headless and compared with the ray tracer (tolerance
  * TOL of 255 a channel, edges excluded), with its objects where they project: used by
- * test_viewer_render (quads) and test_viewer_large (sprites, compute). Needs harness.h and
- * test_scene.h; g_px is the image. CHECK_R: a renderer call that must succeed. */
+ * test_viewer_render (quads) and test_viewer_large (sprites, compute). Needs gl_pin.h, harness.h
+ * and test_scene.h; g_px is the image. CHECK_R: a renderer call that must succeed. */
 #ifndef WEFT_VIEWER_KNOWN_SCENE_H
 #define WEFT_VIEWER_KNOWN_SCENE_H
 
-#define CHECK_R(e)                                                                                 \
-  do {                                                                                             \
-    wf_status st_ = (e);                                                                           \
-    if (st_ != WF_OK) {                                                                            \
-      TH_FAIL("%s -> %s: %s", #e, wf_status_str(st_), wf_render_last_error());                     \
-      return;                                                                                      \
-    }                                                                                              \
-  } while (0)
+#define CHECK_R(e) CHECK_OK_FROM(e, wf_render_last_error)
+
+/* Whether headless GL works here; if not, prints the SKIP line (the program then exits 77). If
+ * so, the GL drivers stay loaded until exit (gl_pin.h). */
+static bool vt_headless_gl(void) {
+  wf_render *probe = NULL;
+  if (wf_render_headless_create(8, 8, &probe) == WF_ERR_UNSUPPORTED) {
+    printf("SKIP: %s\n", wf_render_last_error());
+    return false;
+  }
+  vt_pin_gl_drivers();
+  wf_render_destroy(probe);
+  return true;
+}
 
 enum { TOL = 3 };
 static uint8_t g_px[VT_W * VT_H * 4];

@@ -215,14 +215,7 @@ TEST(async_readback_returns_the_previous_frame) {
 }
 
 int main(int argc, char **argv) {
-  wf_render *probe = NULL; /* no EGL/GL here at all: the whole program is skipped */
-  wf_status st = wf_render_headless_create(8, 8, &probe);
-  if (st == WF_ERR_UNSUPPORTED) {
-    printf("SKIP: %s\n", wf_render_last_error());
-    return 77;
-  }
-  vt_pin_gl_drivers();
-  wf_render_destroy(probe);
+  if (!vt_headless_gl()) return 77; /* no EGL/GL here at all: the whole program is skipped */
   static const th_test tests[] = {TH_TEST(known_scene_as_point_sprites_matches_reference),
                                   TH_TEST(known_scene_by_compute_matches_reference),
                                   TH_TEST(large_sets_agree_with_quads_in_a_pile_with_shadows),

@@ -358,16 +358,10 @@ int main(int argc, char **argv) {
     printf("cannot create a temporary directory: %s\n", strerror(errno));
     return 1;
   }
-  /* no EGL/GL here at all: the whole program is skipped, with the reason */
-  wf_render *probe = NULL;
-  wf_status st = wf_render_headless_create(8, 8, &probe);
-  if (st == WF_ERR_UNSUPPORTED) {
-    printf("SKIP: %s\n", wf_render_last_error());
+  if (!vt_headless_gl()) { /* no EGL/GL here at all: the whole program is skipped */
     rmdir(g_tmp);
     return 77;
   }
-  vt_pin_gl_drivers();
-  wf_render_destroy(probe);
   static const th_test tests[] = {TH_TEST(known_scene_matches_reference),
                                   TH_TEST(png_round_trip),
                                   TH_TEST(shaders_from_directory_and_built_in_agree),
