@@ -46,7 +46,7 @@ __global__ void __launch_bounds__(kFrameBlock) frame_kernel(wfp_frame_run_args a
     typename Reduce::TempStorage reduce;
   } tmp;
   __shared__ uint32_t carry;
-  __shared__ uint32_t list[WFP_CONTACT_LIST * kFrameBlock];
+  __shared__ uint32_t list[WFP_COLLIDE_SCRATCH * kFrameBlock];
   cg::grid_group grid = cg::this_grid();
   const size_t stride = (size_t)gridDim.x * kFrameBlock;
   const size_t me = (size_t)blockIdx.x * kFrameBlock + threadIdx.x;

@@ -63,7 +63,7 @@ __global__ void place_kernel(wfp_place_args a, size_t n) {
  * the kernel waits on loads, and more resident warps hide them). */
 template <int MINB>
 __global__ void __launch_bounds__(kBlock, MINB) collide_dem_kernel(wfp_collide_args a, size_t n) {
-  __shared__ uint32_t list[WFP_CONTACT_LIST * kBlock]; /* a thread's entries kBlock apart */
+  __shared__ uint32_t list[WFP_COLLIDE_SCRATCH * kBlock]; /* a thread's entries kBlock apart */
   size_t s = index();
   if (s >= wfp_live(&a.params->count, n)) return;
   uint32_t over = 0u;
@@ -75,7 +75,7 @@ __global__ void __launch_bounds__(kBlock, MINB) collide_dem_kernel(wfp_collide_a
 
 template <int MINB>
 __global__ void __launch_bounds__(kBlock, MINB) collide_xpbd_kernel(wfp_collide_args a, size_t n) {
-  __shared__ uint32_t list[WFP_CONTACT_LIST * kBlock];
+  __shared__ uint32_t list[WFP_COLLIDE_SCRATCH * kBlock];
   size_t s = index();
   if (s >= wfp_live(&a.params->count, n)) return;
   wfx_forces F = {a.forces, 0};

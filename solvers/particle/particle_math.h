@@ -596,41 +596,90 @@ WF_HD static inline void wfp_granular(const wfp_params *p, const wfp_coef *c, co
   }
 }
 
-/* A particle's history slots during its substep: the slot of key (found, or a free one claimed),
- * or -1 when every slot is taken (the contact then has no history: counted). `used` marks the
- * slots touched in this substep; the rest are freed at its end (wfp_slots_end).
+/* A particle's history slots through its substep (wfp_slots_begin .. wfp_slots_end): the keys of
+ * its held contacts, read once at the start and then searched in registers, the slots held
+ * (taken ones, packed: slots 0 .. held - 1) and those used in this substep (bit k: slot k).
  *
- * The slots are kept packed: the held contacts first, in slots 0 .. m - 1, free slots after them
- * (wfp_slots_end closes the gaps it leaves; wfp_hist_pack packs a history from elsewhere). So the
- * search stops at the first free slot, which is also the one a new contact claims: a particle
- * with m contacts reads m + 1 slots (32 bytes each) instead of all WFP_HIST_SLOTS. Which slot
- * holds a contact changes nothing else: the set of partners held, and so which contacts find no
- * slot when all are taken, is that of any other placement. */
-WF_HD static inline int wfp_slot(wfp_hist *h, uint32_t key, uint32_t *used) {
-  int k = 0;
-  for (; k < WFP_HIST_SLOTS; k++) {
-    uint32_t kk = h[k].key;
-    if (kk == key) break;
-    if (kk == WFP_HIST_EMPTY) {
-      h[k].key = key;
-      break;
+ * The slots are kept packed: the held contacts first, free slots after them (wfp_slots_end
+ * closes the gaps it leaves; wfp_hist_pack packs a history from elsewhere). So the first free
+ * slot is slot `held`, which is the one a new contact claims, and the keys are read in rounds
+ * that stop at a free one: slot 0; then 1 to 3; then 4 to 7. A particle with m contacts reads at
+ * most 4 keys beyond its m (32-byte slots, each a sector with the contact's state in it). Which
+ * slot holds a contact changes nothing else: the set of partners held, and so which contacts find
+ * no slot when all are taken, is that of any other placement. */
+typedef struct wfp_slots {
+  wfp_hist *h;     /* the particle's WFP_HIST_SLOTS slots */
+  uint32_t *key;   /* their keys, key[k stride] (WFP_HIST_EMPTY from slot `held` on): scratch of
+                      the caller's (on CUDA in shared memory: registers would cost occupancy) */
+  uint32_t stride; /* between two keys */
+  uint32_t held, used;
+} wfp_slots;
+
+/* The first round of the keys' reads (slot 0): issued early, before the neighbour scan, so that
+ * its latency is hidden behind the scan. key: WFP_HIST_SLOTS entries stride apart. */
+WF_HD static inline void wfp_slots_begin(wfp_slots *S, wfp_hist *h, uint32_t *key,
+                                         uint32_t stride) {
+  S->h = h;
+  S->key = key;
+  S->stride = stride;
+  S->used = 0u;
+  S->held = h[0].key; /* slot 0's key, stored by wfp_slots_load */
+}
+
+/* The other rounds, once slot 0's key is needed: then `held`. */
+WF_HD static inline void wfp_slots_load(wfp_slots *S) {
+  uint32_t k0 = S->held, st = S->stride, held = 0u;
+  uint32_t k[WFP_HIST_SLOTS];
+  k[0] = k0;
+  WFP_UNROLL
+  for (int q = 1; q < WFP_HIST_SLOTS; q++)
+    k[q] = WFP_HIST_EMPTY;
+  if (k0 != WFP_HIST_EMPTY) {
+    WFP_UNROLL
+    for (int q = 1; q < 4; q++)
+      k[q] = S->h[q].key;
+    if (k[3] != WFP_HIST_EMPTY) {
+      WFP_UNROLL
+      for (int q = 4; q < WFP_HIST_SLOTS; q++)
+        k[q] = S->h[q].key;
     }
   }
-  if (k == WFP_HIST_SLOTS) return -1;
-  *used |= 1u << k;
+  WFP_UNROLL
+  for (int q = 0; q < WFP_HIST_SLOTS; q++) {
+    S->key[q * st] = k[q];
+    held += k[q] != WFP_HIST_EMPTY ? 1u : 0u;
+  }
+  S->held = held;
+}
+
+/* The slot of key (never WFP_HIST_EMPTY): the one that holds it, else the first free one, which it
+ * claims; -1 when every slot is taken (the contact then has no history: counted). */
+WF_HD static inline int wfp_slot(wfp_slots *S, uint32_t key) {
+  int k = -1;
+  WFP_UNROLL
+  for (int q = 0; q < WFP_HIST_SLOTS; q++)
+    if (S->key[q * S->stride] == key) k = q;
+  if (k < 0 && S->held < WFP_HIST_SLOTS) {
+    k = (int)S->held++;
+    S->key[k * S->stride] = key;
+  }
+  if (k >= 0) S->used |= 1u << k;
   return k;
 }
 
 /* The end of the substep: the slots not used are freed and the used ones moved down, in order,
  * over the gaps, so the slots stay packed. */
-WF_HD static inline void wfp_slots_end(wfp_hist *h, uint32_t used) {
-  int d = 0, k = 0;
-  for (; k < WFP_HIST_SLOTS && h[k].key != WFP_HIST_EMPTY; k++)
-    if ((used >> k) & 1u) {
+WF_HD static inline void wfp_slots_end(const wfp_slots *S) {
+  const uint32_t all = S->held >= 32u ? 0xffffffffu : (1u << S->held) - 1u;
+  if (S->used == all) return; /* every held slot used: nothing moves */
+  wfp_hist *h = S->h;
+  int d = 0;
+  for (int k = 0; k < (int)S->held; k++)
+    if ((S->used >> k) & 1u) {
       if (d != k) h[d] = h[k];
       d++;
     }
-  for (; d < k; d++) {
+  for (; d < (int)S->held; d++) {
     wfp_hist e = {0.0f, 0.0f, 0.0f, WFP_HIST_EMPTY, 0.0f, 0.0f, 0.0f, 0.0f};
     h[d] = e;
   }
@@ -652,17 +701,20 @@ WF_HD static inline void wfp_hist_pack(wfp_hist *h) {
   }
 }
 
-/* A contact through its slot (or a scratch one when there is none). Returns 1 on overflow. */
+/* A contact through its slot (or a scratch one when there is none): the slot's state read when
+ * the contact was held before (a claimed slot is free, so zeros), updated, and written whole.
+ * Returns 1 on overflow. */
 WF_HD static inline uint32_t wfp_granular_slot(const wfp_params *p, const wfp_coef *c,
                                                const float *n, float delta, const float *vr,
                                                const float *lever, const float *wr, float ri,
                                                float mstar, float rstar, float inv_ir,
-                                               wfp_hist *slots, uint32_t key, uint32_t *used,
-                                               float *f, float *tau) {
-  int k = wfp_slot(slots, key, used);
-  wfp_hist scratch = {0.0f, 0.0f, 0.0f, key, 0.0f, 0.0f, 0.0f, 0.0f};
-  wfp_hist *h = k >= 0 ? &slots[k] : &scratch;
-  wfp_granular(p, c, n, delta, vr, lever, wr, ri, mstar, rstar, inv_ir, h, f, tau);
+                                               wfp_slots *S, uint32_t key, float *f, float *tau) {
+  const int held = (int)S->held;
+  int k = wfp_slot(S, key);
+  wfp_hist h = {0.0f, 0.0f, 0.0f, key, 0.0f, 0.0f, 0.0f, 0.0f};
+  if (k >= 0 && k < held) h = S->h[k];
+  wfp_granular(p, c, n, delta, vr, lever, wr, ri, mstar, rstar, inv_ir, &h, f, tau);
+  if (k >= 0) S->h[k] = h;
   return k >= 0 ? 0u : 1u;
 }
 
@@ -733,17 +785,21 @@ WF_HD static inline float wfp_inv_roll_inertia(float wi, float ri, float wj, flo
  * slots. Only the position is loaded until the pair is known to touch. Returns 1 on a history
  * overflow. */
 WF_HD static inline uint32_t wfp_pair(const wfp_collide_args *a, wfp_f4 pi, wfp_f4 vi, wfp_f4 wi,
-                                      const wfp_material *mi, uint32_t t, wfp_hist *slots,
-                                      uint32_t *used, float *f, float *tau) {
+                                      const wfp_material *mi, uint32_t t, float now,
+                                      wfp_slots *S, float *f, float *tau) {
   wfp_f4 pj = wfp_ld4(&a->spos[t]);
   float dx = pi.x - pj.x, dy = pi.y - pj.y, dz = pi.z - pj.z;
   float d2 = wfp_dot3(dx, dy, dz, dx, dy, dz);
   float R = pi.w + pj.w;
   if (!(d2 < R * R) || d2 == 0.0f) return 0u;
   wfp_f4 vj = wfp_ld4(&a->svel[t]);
+  wfp_f4 wj = wfp_ld4(&a->somega[t]);
+  if (vj.w < 0.0f) { /* waiting for its birth (wfp_awake): none yet, or born at this substep */
+    if (!(now >= wj.w)) return 0u;
+    vj.w = -vj.w;
+  }
   float wsum = vi.w + vj.w;
   if (wsum == 0.0f) return 0u; /* two kinematic particles */
-  wfp_f4 wj = wfp_ld4(&a->somega[t]);
   const wfp_material *mj = &a->mats[wfp_ld16(&a->smat[t])];
   uint32_t key = wfp_ld32(&a->gid[wfp_ld32(&a->vals[t])]) + 1u;
   float d = sqrtf(d2);
@@ -756,7 +812,7 @@ WF_HD static inline uint32_t wfp_pair(const wfp_collide_args *a, wfp_f4 pi, wfp_
   float wr[3] = {wi.x - wj.x, wi.y - wj.y, wi.z - wj.z};
   float rstar = pi.w * pj.w / R;
   return wfp_granular_slot(a->params, &c, n, R - d, vr, lever, wr, pi.w, 1.0f / wsum, rstar,
-                           wfp_inv_roll_inertia(vi.w, pi.w, vj.w, pj.w), slots, key, used, f, tau);
+                           wfp_inv_roll_inertia(vi.w, pi.w, vj.w, pj.w), S, key, f, tau);
 }
 
 /* Contact of a dynamic particle (x, v, angular velocity w, material m) with collider k (c) at
@@ -765,9 +821,8 @@ WF_HD static inline uint32_t wfp_pair(const wfp_collide_args *a, wfp_f4 pi, wfp_
  * resistance and elastic moduli. Returns 1 on a history overflow. */
 WF_HD static inline uint32_t wfp_collider_force(const wfp_params *p, const wfp_collider *c,
                                                 uint32_t k, float t, wfp_f4 x, wfp_f4 v, wfp_f4 w,
-                                                const wfp_material *m, wfp_hist *slots,
-                                                uint32_t *used, float *f, float *tau,
-                                                wfx_forces *F) {
+                                                const wfp_material *m, wfp_slots *S,
+                                                float *f, float *tau, wfx_forces *F) {
   float n[3];
   float phi = wfp_collider_sdf(c, t, x.x, x.y, x.z, n);
   float delta = x.w - phi;
@@ -792,8 +847,8 @@ WF_HD static inline uint32_t wfp_collider_force(const wfp_params *p, const wfp_c
   /* the contact's own force and torque (about the centre), added to the particle's after */
   float fc[3] = {0.0f, 0.0f, 0.0f}, tc[3] = {0.0f, 0.0f, 0.0f};
   uint32_t over = wfp_granular_slot(p, &cf, n, delta, vr, lever, wr, x.w, 1.0f / v.w, x.w,
-                                    wfp_inv_roll_inertia(v.w, x.w, 0.0f, 0.0f), slots,
-                                    WFP_HIST_COLLIDER + k, used, fc, tc);
+                                    wfp_inv_roll_inertia(v.w, x.w, 0.0f, 0.0f), S,
+                                    WFP_HIST_COLLIDER + k, fc, tc);
   f[0] += fc[0], f[1] += fc[1], f[2] += fc[2];
   tau[0] += tc[0], tau[1] += tc[1], tau[2] += tc[2];
   /* the collider gets -fc through the centre and -tc: the angular momentum the particle gains
@@ -1118,6 +1173,47 @@ WF_HD static inline int wfp_xpbd_collider(const wfp_params *p, const wfp_collide
     }                                                                                              \
   }
 
+/* WFP_FOR_NEIGHBOURS_DENSE with the candidates' positions loaded two at a time (both loads in
+ * flight before either is tested): VISIT(t, pos of t). Same slots, same order. */
+#define WFP_FOR_NEIGHBOURS_DENSE_POS(a, p, s, c, VISIT)                                            \
+  {                                                                                                \
+    WFP_NEIGHBOUR_AXES(p, c)                                                                       \
+    uint32_t lo_[9], hi_[9];                                                                       \
+    if (x_[2] == x_[0] + 2u) {                                                                     \
+      WFP_UNROLL                                                                                   \
+      for (int r_ = 0; r_ < 9; r_++) {                                                             \
+        uint32_t b_ = d0_ * (y_[r_ % 3] + d1_ * z_[r_ / 3]) + x_[0];                               \
+        lo_[r_] = wfp_ld32(&a->cell_start[b_]);                                                    \
+        hi_[r_] = wfp_ld32(&a->cell_start[b_ + 3u]);                                               \
+      }                                                                                            \
+      WFP_UNROLL                                                                                   \
+      for (int r_ = 0; r_ < 9; r_++)                                                               \
+        WFP_VISIT_RANGE_POS(a, s, lo_[r_], hi_[r_], VISIT)                                         \
+    } else { /* the rows wrap around the box: three cells a row */                                 \
+      for (int r_ = 0; r_ < 9; r_++) {                                                             \
+        uint32_t b_ = d0_ * (y_[r_ % 3] + d1_ * z_[r_ / 3]);                                       \
+        for (int q_ = 0; q_ < 3; q_++) {                                                           \
+          uint32_t k_ = b_ + x_[q_];                                                               \
+          WFP_VISIT_RANGE_POS(a, s, wfp_ld32(&a->cell_start[k_]),                                  \
+                              wfp_ld32(&a->cell_start[k_ + 1u]), VISIT)                            \
+        }                                                                                          \
+      }                                                                                            \
+    }                                                                                              \
+  }
+
+/* Slots lo .. hi - 1 but s, in order, two positions loaded at once (the second clamped to the
+ * range, so never out of it). */
+#define WFP_VISIT_RANGE_POS(a, s, lo, hi, VISIT)                                                   \
+  {                                                                                                \
+    const uint32_t e_ = (hi);                                                                      \
+    for (uint32_t t_ = (lo); t_ < e_; t_ += 2u) {                                                  \
+      const uint32_t u_ = t_ + 1u < e_ ? t_ + 1u : t_;                                             \
+      const wfp_f4 pt_ = wfp_ld4(&a->spos[t_]), pu_ = wfp_ld4(&a->spos[u_]);                       \
+      if (t_ != (s)) VISIT(t_, pt_);                                                               \
+      if (u_ != t_ && u_ != (s)) VISIT(u_, pu_);                                                   \
+    }                                                                                              \
+  }
+
 /* A particle's contacts are gathered in two passes: the cell scan lists the slots it touches
  * (cheap: a position load and a distance), then the forces are computed from the list in the
  * same order. On a GPU this keeps a warp's lanes together: the expensive force math runs once
@@ -1127,6 +1223,8 @@ WF_HD static inline int wfp_xpbd_collider(const wfp_params *p, const wfp_collide
  * does not depend on the list's length. The list lives in shared memory on CUDA (stride: the
  * block's size), on the stack on the CPU (stride 1). */
 #define WFP_CONTACT_LIST 16
+/* A contact kernel's scratch a particle (list entries, then DEM's history keys: wfp_slots). */
+#define WFP_COLLIDE_SCRATCH (WFP_CONTACT_LIST + WFP_HIST_SLOTS)
 
 /* The scan of the contact list: VISIT lists touching slot t when it is among the chunk's. */
 #define WFP_LIST_CONTACT(t)                                                                        \
@@ -1168,7 +1266,8 @@ WF_HD static inline uint32_t wfp_drift_flag(const wfp_collide_args *a, uint32_t 
 /* DEM (linear or Hertz): gather pair contacts (through the contact list, see above), add
  * collider contacts in collider order, integrate translation and rotation (semi-implicit Euler)
  * and write the particle back at its local index, its history in its own slots. list:
- * WFP_CONTACT_LIST entries `stride` apart. Returns flags; *overflows: contacts without a history
+ * WFP_COLLIDE_SCRATCH entries `stride` apart (the contact list, then the history's keys).
+ * Returns flags; *overflows: contacts without a history
  * slot. */
 WF_HD static inline uint32_t wfp_collide_dem(const wfp_collide_args *a, uint32_t s, uint32_t *list,
                                              uint32_t stride, uint32_t *overflows, wfx_forces *F) {
@@ -1182,26 +1281,30 @@ WF_HD static inline uint32_t wfp_collide_dem(const wfp_collide_args *a, uint32_t
   float now = (float)a->clock->start;
   if (v.w < 0.0f && now >= w.w) v.w = -v.w; /* born at this substep */
   if (v.w > 0.0f) { /* kinematic particles move with their velocity: no contacts, no history */
-    wfp_hist *slots = &a->hist[(size_t)i * WFP_HIST_SLOTS];
-    uint32_t used = 0u;
+    wfp_slots S;
+    wfp_slots_begin(&S, &a->hist[(size_t)i * WFP_HIST_SLOTS], list + WFP_CONTACT_LIST * stride,
+                    stride);
     int bad = 0;
     int32_t c[3] = {wfp_cell_coord(x.x, p->inv_cell, &bad), wfp_cell_coord(x.y, p->inv_cell, &bad),
                     wfp_cell_coord(x.z, p->inv_cell, &bad)};
+    /* the scan lists touching slots; a partner not yet born is listed and skipped by wfp_pair,
+     * which loads its velocity anyway (the sum's order is the scan's either way) */
     for (uint32_t skip_ = 0;; skip_ += WFP_CONTACT_LIST) {
       uint32_t seen_ = 0;
-#define WFP_DEM_VISIT(t)                                                                           \
-  if (wfp_touches(x, wfp_ld4(&a->spos[t])) && wfp_awake(a, t, now)) WFP_LIST_CONTACT(t)
-      WFP_FOR_NEIGHBOURS_DENSE(a, p, s, c, WFP_DEM_VISIT)
+#define WFP_DEM_VISIT(t, pt)                                                                       \
+  if (wfp_touches(x, pt)) WFP_LIST_CONTACT(t)
+      WFP_FOR_NEIGHBOURS_DENSE_POS(a, p, s, c, WFP_DEM_VISIT)
 #undef WFP_DEM_VISIT
+      if (skip_ == 0) wfp_slots_load(&S);
       uint32_t nc = seen_ - skip_ < WFP_CONTACT_LIST ? seen_ - skip_ : WFP_CONTACT_LIST;
       for (uint32_t l = 0; l < nc; l++)
-        over += wfp_pair(a, x, v, w, m, list[l * stride], slots, &used, f, tau);
+        over += wfp_pair(a, x, v, w, m, list[l * stride], now, &S, f, tau);
       if (seen_ - skip_ <= WFP_CONTACT_LIST) break;
     }
     float time = (float)a->clock->start;
     for (uint32_t k = 0; k < p->n_colliders; k++)
-      over += wfp_collider_force(p, &a->colliders[k], k, time, x, v, w, m, slots, &used, f, tau, F);
-    wfp_slots_end(slots, used);
+      over += wfp_collider_force(p, &a->colliders[k], k, time, x, v, w, m, &S, f, tau, F);
+    wfp_slots_end(&S);
   }
   if (p->drag_on && v.w > 0.0f && wfp_ld32(&a->gid[i]) == p->drag_gid) wfp_drag_force(p, x, v, f);
   uint32_t flags = wfp_integrate_rotation(p, tau, x.w, v.w, &w);
