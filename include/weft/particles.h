@@ -175,11 +175,11 @@ typedef enum wf_particles_balance {
  *  on it. A value out of range fails creation with WF_ERR_INVALID naming the field. */
 typedef struct wf_particles_tuning {
   int contact_min_blocks; /* CUDA: blocks of 256 threads a multiprocessor should hold at once in
-                             the contact kernels, which caps their registers: 4 to 8; -1: no cap
-                             (the compiler's choice); 0: automatic, no cap (the granular
-                             contact kernel needs ~100 registers: capped at 40 by 6 blocks it
-                             spilled 1.4 KB a thread and ran 8x slower on an H100). The CPU
-                             backend ignores it. */
+                             the contact kernels, which caps their registers: 3 to 8; -1: no cap
+                             (the compiler's choice, ~110 registers: two blocks); 0: automatic,
+                             for DEM and Hertz 3 when a launch has more blocks than two a
+                             multiprocessor, else no cap (XPBD: no cap). The CPU backend ignores
+                             it. */
   int one_launch;         /* a frame's substeps in one launch (one partition, no coupled
                              solvers): 1 on, -1 off (a launch a stage of every substep), 0
                              automatic: on CUDA devices for scenes of at most 4 particles a

@@ -128,7 +128,8 @@ struct wfp_part {
   wf_particles_desc desc;
   uint32_t capacity, count, table;
   uint32_t launch;           /* 0, or the size the substep's kernels are launched over (wfp_live) */
-  int32_t min_blocks;        /* the contact kernels' variant (wfp_collide_args.min_blocks) */
+  int32_t min_blocks;        /* tuning.contact_min_blocks: 3 to 8, -1 no cap, 0 automatic */
+  int sms;                   /* CUDA: the device's multiprocessors (0: CPU, or unknown) */
   int one_launch;            /* wf_particles_tuning.one_launch: -1 off, 0 automatic, 1 on */
   uint32_t frame_blocks;     /* CUDA: the one-launch frame's most blocks (0: CPU, or unknown) */
   uint32_t generation;       /* counts the times the buffers were replaced (grow) */
@@ -363,9 +364,9 @@ static wf_status check_desc(const wf_particles_desc *desc, const char *name) {
     return fail(WF_ERR_INVALID, "particles '%s': relaxation %g must be in (0, 2]", name,
                 (double)desc->relaxation);
   int mb = desc->tuning.contact_min_blocks;
-  if (mb != 0 && mb != -1 && (mb < 4 || mb > 8))
+  if (mb != 0 && mb != -1 && (mb < 3 || mb > 8))
     return fail(WF_ERR_INVALID,
-                "particles '%s': tuning.contact_min_blocks %d must be 4 to 8, or -1 (no cap; 0: "
+                "particles '%s': tuning.contact_min_blocks %d must be 3 to 8, or -1 (no cap; 0: "
                 "automatic)",
                 name, mb);
   int ol = desc->tuning.one_launch;
@@ -387,8 +388,10 @@ static wf_status part_new(wf_device *dev, const wf_particles_desc *desc, const c
   ps->desc = *desc;
   ps->desc.name = ps->name;
   ps->capacity = desc->capacity ? desc->capacity : 1024;
-  int mb = desc->tuning.contact_min_blocks;
-  ps->min_blocks = mb <= 0 ? 0 : mb; /* automatic: no cap (see particles.h) */
+  ps->min_blocks = desc->tuning.contact_min_blocks; /* resolved a launch: contact_blocks */
+  wf_device_info info;
+  if (wf_device_is_cuda(dev) && wf_device_info_get(dev, &info) == WF_OK)
+    ps->sms = info.multiprocessors;
   ps->one_launch = desc->tuning.one_launch;
   ps->frame_blocks = wfp_frame_blocks(dev, desc->contact_model == WF_CONTACT_XPBD);
   if (desc->stream) {
@@ -1077,7 +1080,7 @@ static wfp_collide_args collide_args(wfp_part *ps) {
                             .gid = ptr(ps, B_GID),
                             .anchor = ps->drift_anchor,
                             .drift = ps->drift_ctl,
-                            .min_blocks = ps->min_blocks,
+                            .min_blocks = 0, /* set by the launch: contact_blocks */
                             .forces = ps->forces_on ? ptr(ps, B_FORCE) : NULL};
 }
 
@@ -1099,6 +1102,18 @@ static wf_status substep_keys(wfp_part *ps, wf_event **marks, const float *skip)
   wfp_keys_args ka = keys_args(ps);
   ka.skip = skip;
   return launch(ps, &wfp_keys, n, &ka, sizeof ka);
+}
+
+/* The contact kernels' variant (wfp_collide_args.min_blocks) for a launch over n particles: the
+ * tuning's; automatically, for DEM and Hertz on a GPU whose multiprocessors would each get more
+ * than two blocks of 256, three blocks (80 registers, a few spilled: uncapped, the granular
+ * kernel takes ~110, which leaves room for two), else no cap. On an H200 three blocks were 10 %
+ * faster at 2M particles and, with fewer blocks than room, 6 % slower at 65k (uncapped: no
+ * spills), bench/results/nvidia-h200-wave3.txt. XPBD is left uncapped (not measured). */
+static int32_t contact_blocks(const wfp_part *ps, uint32_t n) {
+  if (ps->min_blocks != 0) return ps->min_blocks < 0 ? 0 : ps->min_blocks;
+  if (ps->params.model == WFP_XPBD || ps->sms <= 0) return 0;
+  return ((uint64_t)n + 255u) / 256u > 2u * (uint64_t)ps->sms ? 3 : 0;
 }
 
 /* The rest: the start table, arrival order (and the clock's advance), then each cell in
@@ -1126,6 +1141,7 @@ static wf_status substep_rest(wfp_part *ps, wf_event **marks) {
   if ((st = run_hooks(ps, WFP_HOOK_GRID)) != WF_OK) return st;
   MARK(4);
   wfp_collide_args ca = collide_args(ps);
+  ca.min_blocks = contact_blocks(ps, n);
   const wf_kernel *collide = ps->params.model == WFP_XPBD ? &wfp_contacts_xpbd : &wfp_contacts_dem;
   if ((st = launch(ps, collide, n, &ca, sizeof ca)) != WF_OK) return st;
   MARK(5);

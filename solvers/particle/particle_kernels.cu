@@ -175,6 +175,7 @@ extern "C" void wfp_cells_cuda(const void *args, size_t n, void *stream) {
 
 #define WFP_LAUNCH_COLLIDE(kernel)                                                                 \
   switch (a.min_blocks) {                                                                          \
+  case 3: kernel<3><<<grid_for(n), kBlock, 0, s>>>(a, n); break;                                   \
   case 4: kernel<4><<<grid_for(n), kBlock, 0, s>>>(a, n); break;                                   \
   case 5: kernel<5><<<grid_for(n), kBlock, 0, s>>>(a, n); break;                                   \
   case 7: kernel<7><<<grid_for(n), kBlock, 0, s>>>(a, n); break;                                   \

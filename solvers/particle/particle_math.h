@@ -231,7 +231,7 @@ typedef struct wfp_collide_args { /* per slot s: contacts, colliders, integratio
   const float *anchor;  /* NULL, or the split's drift check (wfp_drift_ctl): the anchors */
   wfp_drift_ctl *drift;
   /* the launch, not the kernel: blocks a multiprocessor the CUDA variant is compiled for (0: no
-   * cap, 4 to 8; wf_particles_tuning.contact_min_blocks resolved) */
+   * cap, 3 to 8; wf_particles_tuning.contact_min_blocks resolved) */
   int32_t min_blocks;
   /* the frame's impulses on the colliders (collider_force.h: WFX_FORCE_WORDS per collider),
    * added by the particles this partition owns; NULL: not accumulated */
@@ -707,8 +707,8 @@ WF_HD static inline void wfp_hist_pack(wfp_hist *h) {
 WF_HD static inline uint32_t wfp_granular_slot(const wfp_params *p, const wfp_coef *c,
                                                const float *n, float delta, const float *vr,
                                                const float *lever, const float *wr, float ri,
-                                               float mstar, float rstar, float inv_ir,
-                                               wfp_slots *S, uint32_t key, float *f, float *tau) {
+                                               float mstar, float rstar, float inv_ir, wfp_slots *S,
+                                               uint32_t key, float *f, float *tau) {
   const int held = (int)S->held;
   int k = wfp_slot(S, key);
   wfp_hist h = {0.0f, 0.0f, 0.0f, key, 0.0f, 0.0f, 0.0f, 0.0f};
@@ -785,8 +785,8 @@ WF_HD static inline float wfp_inv_roll_inertia(float wi, float ri, float wj, flo
  * slots. Only the position is loaded until the pair is known to touch. Returns 1 on a history
  * overflow. */
 WF_HD static inline uint32_t wfp_pair(const wfp_collide_args *a, wfp_f4 pi, wfp_f4 vi, wfp_f4 wi,
-                                      const wfp_material *mi, uint32_t t, float now,
-                                      wfp_slots *S, float *f, float *tau) {
+                                      const wfp_material *mi, uint32_t t, float now, wfp_slots *S,
+                                      float *f, float *tau) {
   wfp_f4 pj = wfp_ld4(&a->spos[t]);
   float dx = pi.x - pj.x, dy = pi.y - pj.y, dz = pi.z - pj.z;
   float d2 = wfp_dot3(dx, dy, dz, dx, dy, dz);
@@ -821,8 +821,8 @@ WF_HD static inline uint32_t wfp_pair(const wfp_collide_args *a, wfp_f4 pi, wfp_
  * resistance and elastic moduli. Returns 1 on a history overflow. */
 WF_HD static inline uint32_t wfp_collider_force(const wfp_params *p, const wfp_collider *c,
                                                 uint32_t k, float t, wfp_f4 x, wfp_f4 v, wfp_f4 w,
-                                                const wfp_material *m, wfp_slots *S,
-                                                float *f, float *tau, wfx_forces *F) {
+                                                const wfp_material *m, wfp_slots *S, float *f,
+                                                float *tau, wfx_forces *F) {
   float n[3];
   float phi = wfp_collider_sdf(c, t, x.x, x.y, x.z, n);
   float delta = x.w - phi;
@@ -1144,65 +1144,46 @@ WF_HD static inline int wfp_xpbd_collider(const wfp_params *p, const wfp_collide
 
 /* WFP_FOR_NEIGHBOURS over a dense start table (the particle solver's grid, built by counting):
  * cell_start[k] is the first slot of key k or later, for every key of the box and one past it,
- * so a row's range is two loads and an empty cell needs no test. Same order as above. */
-#define WFP_FOR_NEIGHBOURS_DENSE(a, p, s, c, VISIT)                                                \
+ * so a run of consecutive keys is one slot range, two loads, and an empty cell needs no test.
+ * Same order as above, and one code path for every particle: a row's three cells are one run of
+ * keys, or two where the row wraps around the box in x. On a GPU a warp holds consecutive cells
+ * along x, so most warps have a lane at the box's edge: a separate path for those lanes had the
+ * whole warp walk the rows twice. The first runs of all nine rows are loaded first,
+ * independently, so that their latencies overlap; a second run is loaded in its row.
+ * RANGE(a, s, lo, hi, VISIT) is called for each run's slot range [lo, hi), in order. */
+#define WFP_FOR_NEIGHBOUR_RANGES(a, p, s, c, RANGE, VISIT)                                         \
   {                                                                                                \
     WFP_NEIGHBOUR_AXES(p, c)                                                                       \
-    if (x_[2] == x_[0] + 2u) {                                                                     \
-      uint32_t lo_[9], hi_[9];                                                                     \
-      WFP_UNROLL                                                                                   \
-      for (int r_ = 0; r_ < 9; r_++) {                                                             \
-        uint32_t b_ = d0_ * (y_[r_ % 3] + d1_ * z_[r_ / 3]) + x_[0];                               \
-        lo_[r_] = wfp_ld32(&a->cell_start[b_]);                                                    \
-        hi_[r_] = wfp_ld32(&a->cell_start[b_ + 3u]);                                               \
-      }                                                                                            \
-      WFP_UNROLL                                                                                   \
-      for (int r_ = 0; r_ < 9; r_++)                                                               \
-        for (uint32_t t_ = lo_[r_]; t_ < hi_[r_]; t_++)                                            \
-          if (t_ != s) VISIT(t_);                                                                  \
-    } else { /* the rows wrap around the box: three cells a row */                                 \
-      for (int r_ = 0; r_ < 9; r_++) {                                                             \
-        uint32_t b_ = d0_ * (y_[r_ % 3] + d1_ * z_[r_ / 3]);                                       \
-        for (int q_ = 0; q_ < 3; q_++) {                                                           \
-          uint32_t k_ = b_ + x_[q_];                                                               \
-          uint32_t e_ = wfp_ld32(&a->cell_start[k_ + 1u]);                                         \
-          for (uint32_t t_ = wfp_ld32(&a->cell_start[k_]); t_ < e_; t_++)                          \
-            if (t_ != s) VISIT(t_);                                                                \
-        }                                                                                          \
-      }                                                                                            \
-    }                                                                                              \
-  }
-
-/* WFP_FOR_NEIGHBOURS_DENSE with the candidates' positions loaded two at a time (both loads in
- * flight before either is tested): VISIT(t, pos of t). Same slots, same order. */
-#define WFP_FOR_NEIGHBOURS_DENSE_POS(a, p, s, c, VISIT)                                            \
-  {                                                                                                \
-    WFP_NEIGHBOUR_AXES(p, c)                                                                       \
+    /* the row's first run starts at x_[0] and spans na_ keys; the second (nb_ > 0) at xb_ */      \
+    const uint32_t na_ = x_[1] != x_[0] + 1u ? 1u : x_[2] != x_[1] + 1u ? 2u : 3u;                 \
+    const uint32_t xb_ = na_ == 1u ? x_[1] : x_[2], nb_ = 3u - na_;                                \
     uint32_t lo_[9], hi_[9];                                                                       \
-    if (x_[2] == x_[0] + 2u) {                                                                     \
-      WFP_UNROLL                                                                                   \
-      for (int r_ = 0; r_ < 9; r_++) {                                                             \
-        uint32_t b_ = d0_ * (y_[r_ % 3] + d1_ * z_[r_ / 3]) + x_[0];                               \
-        lo_[r_] = wfp_ld32(&a->cell_start[b_]);                                                    \
-        hi_[r_] = wfp_ld32(&a->cell_start[b_ + 3u]);                                               \
-      }                                                                                            \
-      WFP_UNROLL                                                                                   \
-      for (int r_ = 0; r_ < 9; r_++)                                                               \
-        WFP_VISIT_RANGE_POS(a, s, lo_[r_], hi_[r_], VISIT)                                         \
-    } else { /* the rows wrap around the box: three cells a row */                                 \
-      for (int r_ = 0; r_ < 9; r_++) {                                                             \
-        uint32_t b_ = d0_ * (y_[r_ % 3] + d1_ * z_[r_ / 3]);                                       \
-        for (int q_ = 0; q_ < 3; q_++) {                                                           \
-          uint32_t k_ = b_ + x_[q_];                                                               \
-          WFP_VISIT_RANGE_POS(a, s, wfp_ld32(&a->cell_start[k_]),                                  \
-                              wfp_ld32(&a->cell_start[k_ + 1u]), VISIT)                            \
-        }                                                                                          \
+    WFP_UNROLL                                                                                     \
+    for (int r_ = 0; r_ < 9; r_++) {                                                               \
+      uint32_t b_ = d0_ * (y_[r_ % 3] + d1_ * z_[r_ / 3]) + x_[0];                                 \
+      lo_[r_] = wfp_ld32(&a->cell_start[b_]);                                                      \
+      hi_[r_] = wfp_ld32(&a->cell_start[b_ + na_]);                                                \
+    }                                                                                              \
+    WFP_UNROLL                                                                                     \
+    for (int r_ = 0; r_ < 9; r_++) {                                                               \
+      RANGE(a, s, lo_[r_], hi_[r_], VISIT)                                                         \
+      if (nb_) {                                                                                   \
+        uint32_t b_ = d0_ * (y_[r_ % 3] + d1_ * z_[r_ / 3]) + xb_;                                 \
+        RANGE(a, s, wfp_ld32(&a->cell_start[b_]), wfp_ld32(&a->cell_start[b_ + nb_]), VISIT)       \
       }                                                                                            \
     }                                                                                              \
   }
 
-/* Slots lo .. hi - 1 but s, in order, two positions loaded at once (the second clamped to the
- * range, so never out of it). */
+/* The slots lo .. hi - 1 but s, one by one: VISIT(t). */
+#define WFP_VISIT_RANGE(a, s, lo, hi, VISIT)                                                       \
+  {                                                                                                \
+    const uint32_t e_ = (hi);                                                                      \
+    for (uint32_t t_ = (lo); t_ < e_; t_++)                                                        \
+      if (t_ != (s)) VISIT(t_);                                                                    \
+  }
+
+/* The slots lo .. hi - 1 but s, in order, two positions loaded at once (the second clamped to
+ * the range, so never out of it): VISIT(t, position of t). */
 #define WFP_VISIT_RANGE_POS(a, s, lo, hi, VISIT)                                                   \
   {                                                                                                \
     const uint32_t e_ = (hi);                                                                      \
@@ -1213,6 +1194,14 @@ WF_HD static inline int wfp_xpbd_collider(const wfp_params *p, const wfp_collide
       if (u_ != t_ && u_ != (s)) VISIT(u_, pu_);                                                   \
     }                                                                                              \
   }
+
+#define WFP_FOR_NEIGHBOURS_DENSE(a, p, s, c, VISIT)                                                \
+  WFP_FOR_NEIGHBOUR_RANGES(a, p, s, c, WFP_VISIT_RANGE, VISIT)
+
+/* WFP_FOR_NEIGHBOURS_DENSE with the candidates' positions loaded two at a time (both loads in
+ * flight before either is tested): VISIT(t, position of t). Same slots, same order. */
+#define WFP_FOR_NEIGHBOURS_DENSE_POS(a, p, s, c, VISIT)                                            \
+  WFP_FOR_NEIGHBOUR_RANGES(a, p, s, c, WFP_VISIT_RANGE_POS, VISIT)
 
 /* A particle's contacts are gathered in two passes: the cell scan lists the slots it touches
  * (cheap: a position load and a distance), then the forces are computed from the list in the

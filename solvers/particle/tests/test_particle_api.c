@@ -36,9 +36,9 @@ TEST(bad_input_names_the_field) {
   d.devices[0] = th_dev0;
   CHECK_ERROR(wf_particles_create(&d, &ps), WF_ERR_INVALID, "gravity");
   d.gravity[1] = -9.81f;
-  d.tuning.contact_min_blocks = 3; /* 4 to 8, or -1 */
+  d.tuning.contact_min_blocks = 2; /* 3 to 8, or -1 */
   CHECK_ERROR(wf_particles_create(&d, &ps), WF_ERR_INVALID, "'sand'",
-              "tuning.contact_min_blocks 3 must be 4 to 8, or -1");
+              "tuning.contact_min_blocks 2 must be 3 to 8, or -1");
   CHECK(ps == NULL);
   d.tuning.contact_min_blocks = -1; /* no cap: valid (the CPU backend ignores it) */
   CHECK_OK(wf_particles_create(&d, &ps));
