@@ -318,7 +318,7 @@ wf_status wf_render_headless_create(int width, int height, wf_render **out) {
 
 void wf_render_destroy(wf_render *r) {
   if (!r) return;
-  free(r->mode_points), free(r->mode_meshes), free(r->point_first);
+  free(r->mode_points), free(r->mode_meshes), free(r->point_first), free(r->chunks);
   if (!r->headless || make_current(r) == WF_OK) {
     delete_targets(r);
     delete_readers(r);

@@ -57,33 +57,37 @@ static void copy_and_bound(const float *p, size_t n, float *dst, bounds *b) {
   b->rmax = r1;
 }
 
-/* One frame's chunks: chunk c is spheres [c * CHUNK, ...) of set set[c]. */
+/* A frame's chunk: n spheres of a set from its `first`, at sphere `at` of the staging buffer and
+ * of vbo_sphere (the same place in both). */
+struct wf__upload_chunk {
+  int set;
+  size_t first, n, at;
+  bounds b;        /* its spheres' bounds */
+  atomic_int done; /* 1 once written */
+};
+typedef struct wf__upload_chunk chunk;
+
+/* One frame's chunks. */
 typedef struct job {
   const wf_render_scene *s;
-  const wf_render *r;
   float *dst;
+  chunk *c;
   size_t count;       /* chunks */
-  int *set;           /* each chunk's set */
-  size_t *first;      /* each chunk's first sphere in its set */
-  bounds *b;          /* each chunk's bounds */
   atomic_size_t next; /* the next chunk to take */
-  atomic_int *done;   /* each chunk: 1 once written */
 } job;
 
 /* Writes chunk c into the staging buffer and finds its bounds. */
-static void write_chunk(job *j, size_t c) {
-  const wf_render_points *p = &j->s->points[j->set[c]];
-  size_t k = j->first[c], n = p->count - k < CHUNK ? p->count - k : CHUNK;
-  bounds_empty(&j->b[c]);
-  copy_and_bound(p->xyzr + 4 * k, n, j->dst + 4 * (j->r->point_first[j->set[c]] + k), &j->b[c]);
-  atomic_store_explicit(&j->done[c], 1, memory_order_release);
+static void write_chunk(job *j, chunk *c) {
+  bounds_empty(&c->b);
+  copy_and_bound(j->s->points[c->set].xyzr + 4 * c->first, c->n, j->dst + 4 * c->at, &c->b);
+  atomic_store_explicit(&c->done, 1, memory_order_release);
 }
 
 static void take_chunks(job *j) {
   for (;;) {
     size_t c = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
     if (c >= j->count) return;
-    write_chunk(j, c);
+    write_chunk(j, &j->c[c]);
   }
 }
 
@@ -92,14 +96,35 @@ static void *helper(void *arg) {
   return NULL;
 }
 
-/* The GPU copy of chunk c (its spheres only; the buffers bound as copy source and target). */
-static void copy_chunk(const job *j, size_t c) {
-  const wf_render_points *p = &j->s->points[j->set[c]];
-  size_t k = j->first[c], n = p->count - k < CHUNK ? p->count - k : CHUNK;
-  GLintptr at = (GLintptr)((j->r->point_first[j->set[c]] + k) * 4 * sizeof(float));
+/* The GPU copy of a chunk (its spheres only; the buffers bound as copy source and target). */
+static void copy_chunk(const chunk *c) {
+  GLintptr at = (GLintptr)(c->at * 4 * sizeof(float));
   glCopyBufferSubData(GL_COPY_READ_BUFFER, GL_COPY_WRITE_BUFFER, at, at,
-                      (GLsizeiptr)(n * 4 * sizeof(float)));
+                      (GLsizeiptr)(c->n * 4 * sizeof(float)));
   glFlush(); /* start it now */
+}
+
+/* The frame's chunk table in r->chunks (grown as needed, kept between frames): *count chunks. */
+static wf_status chunk_table(wf_render *r, const wf_render_scene *s, size_t *count) {
+  size_t chunks = 0;
+  for (int i = 0; i < s->point_set_count; i++)
+    chunks += (s->points[i].count + CHUNK - 1) / CHUNK;
+  if (chunks > r->chunks_cap) {
+    chunk *t = realloc(r->chunks, chunks * sizeof *t);
+    if (!t)
+      return wf__render_error(WF_ERR_OUT_OF_MEMORY, "wf_render_draw", "%zu upload chunks", chunks);
+    r->chunks = t, r->chunks_cap = chunks;
+  }
+  size_t c = 0;
+  for (int i = 0; i < s->point_set_count; i++)
+    for (size_t k = 0; k < s->points[i].count; k += CHUNK, c++) {
+      chunk *h = &r->chunks[c];
+      h->set = i, h->first = k, h->at = r->point_first[i] + k;
+      h->n = s->points[i].count - k < CHUNK ? s->points[i].count - k : CHUNK;
+      atomic_init(&h->done, 0);
+    }
+  *count = chunks;
+  return WF_OK;
 }
 
 static wf_status upload_staged(wf_render *r, const wf_render_scene *s, size_t total, bool speeds,
@@ -132,19 +157,9 @@ static wf_status upload_staged(wf_render *r, const wf_render_scene *s, size_t to
     r->points_cap = total;
   }
   size_t chunks = 0;
-  for (int i = 0; i < s->point_set_count; i++)
-    chunks += (s->points[i].count + CHUNK - 1) / CHUNK;
-  job j = {.s = s, .r = r, .dst = r->stage_ptr, .count = chunks};
-  j.set = malloc(chunks * sizeof *j.set), j.first = malloc(chunks * sizeof *j.first);
-  j.b = malloc(chunks * sizeof *j.b), j.done = malloc(chunks * sizeof *j.done);
-  if (!j.set || !j.first || !j.b || !j.done) {
-    free(j.set), free(j.first), free(j.b), free(j.done);
-    return wf__render_error(WF_ERR_OUT_OF_MEMORY, "wf_render_draw", "%zu upload chunks", chunks);
-  }
-  size_t c = 0;
-  for (int i = 0; i < s->point_set_count; i++)
-    for (size_t k = 0; k < s->points[i].count; k += CHUNK, c++)
-      j.set[c] = i, j.first[c] = k, atomic_init(&j.done[c], 0);
+  wf_status st = chunk_table(r, s, &chunks);
+  if (st != WF_OK) return st;
+  job j = {.s = s, .dst = r->stage_ptr, .c = r->chunks, .count = chunks};
   atomic_init(&j.next, 0);
   pthread_t th[HELPERS];
   int helpers = 0;
@@ -155,20 +170,19 @@ static wf_status upload_staged(wf_render *r, const wf_render_scene *s, size_t to
   glBindBuffer(GL_COPY_WRITE_BUFFER, r->vbo_sphere);
   size_t copied = 0; /* chunks [0, copied) have their GPU copy issued */
   for (;;) {
-    while (copied < chunks && atomic_load_explicit(&j.done[copied], memory_order_acquire))
-      copy_chunk(&j, copied++);
+    while (copied < chunks && atomic_load_explicit(&j.c[copied].done, memory_order_acquire))
+      copy_chunk(&j.c[copied++]);
     if (copied == chunks) break;
     size_t mine = atomic_fetch_add_explicit(&j.next, 1, memory_order_relaxed);
     if (mine < chunks)
-      write_chunk(&j, mine); /* one chunk here too, then issue what is ready */
+      write_chunk(&j, &j.c[mine]); /* one chunk here too, then issue what is ready */
     else
       sched_yield(); /* every chunk is taken: the helpers finish theirs */
   }
   for (int h = 0; h < helpers; h++)
     pthread_join(th[h], NULL);
-  for (c = 0; c < chunks; c++)
-    bounds_merge(all, &j.b[c]);
-  free(j.set), free(j.first), free(j.b), free(j.done);
+  for (size_t c = 0; c < chunks; c++)
+    bounds_merge(all, &j.c[c].b);
   if (speeds) {
     float *sp = (float *)r->stage_ptr + 4 * total;
     for (int i = 0; i < s->point_set_count; i++) {

@@ -226,7 +226,9 @@ struct wf_render {
   GLuint stage;      /* GL 4.4: persistently mapped staging buffer of the uploads */
   void *stage_ptr;
   size_t stage_bytes;
-  GLsync stage_fence;                   /* the last copy out of it */
+  GLsync stage_fence;              /* the last copy out of it */
+  struct wf__upload_chunk *chunks; /* GL 4.4: the upload's chunk table, kept between frames */
+  size_t chunks_cap;
   float pts_lo[3], pts_hi[3], pts_rmax; /* the point sets' bounds (wf__upload_points) */
   GLuint vao_mesh, vbo_mesh, ebo_mesh;
   GLuint vao_empty;
