@@ -228,6 +228,35 @@ static void impact(int model, float e, float v, bool pair, double *e_out, double
   wf_particles_destroy(r.ps);
 }
 
+/* A grain born touching another: from the substep of its birth on the two feel equal and
+ * opposite forces, so the momentum they share stays what it was (zero). Two equal beads without
+ * gravity: one at rest from the start, the other born at 3.5 substeps (so in the 4th) overlapping
+ * it by 0.1 mm, at rest. After a frame their velocities are exact negatives (the pair's math is
+ * odd in the normal: no tolerance), and not zero. Until 2026-11-29 the older grain read the
+ * newborn's stored inverse mass, still negated at its birth substep, as its own: m* = 1/(w - w),
+ * so it took no force there while the newborn did, and the pair gained an impulse. */
+TEST(a_grain_born_touching_another_pushes_it_back_at_once) {
+  float g0[3] = {0.0f, 0.0f, 0.0f};
+  wf_particle_material m = bead_material();
+  rig r;
+  if (!rig_make(&r, WF_CONTACT_DEM, &m, g0, NULL, 0)) return;
+  add_bead(&r, 0.0f, 0.5f, 0.0f, 0.0f, 0.0f, 0.0f);
+  float p[1][4] = {{2.0f * R_BEAD - 1e-4f, 0.5f, 0.0f, R_BEAD}};
+  float v[1][4] = {{0.0f, 0.0f, 0.0f, (float)(1.0 / bead_mass())}};
+  float birth[1] = {(float)(3.5 * r.dt)};
+  CHECK_OK(
+      wf_particles_add_timed(r.ps, 1, (const float(*)[4])p, (const float(*)[4])v, birth, 0, NULL));
+  run(&r, 10);
+  float pp[2][4], vv[2][4];
+  state(&r, pp, vv, NULL);
+  CHECK(vv[0][0] < 0.0f && vv[1][0] > 0.0f);
+  for (int k = 0; k < 3; k++)
+    if (vv[0][k] != -vv[1][k])
+      TH_FAIL("velocity %d: %.9g and %.9g are not exact negatives", k, (double)vv[0][k],
+              (double)vv[1][k]);
+  wf_particles_destroy(r.ps);
+}
+
 /* Linear spring-dashpot: e exactly as given (the dashpot from ζ(e), force not clamped), duration
  * π / sqrt(kn/m* (1 - ζ²)), for pairs and the ground alike; restitution 0: no rebound (critical
  * damping). Tolerances: e 1% (semi-implicit Euler at 40 substeps a contact); duration 2 substeps
@@ -552,6 +581,7 @@ int main(int argc, char **argv) {
       TH_TEST(linear_restitution_and_duration_pair_and_ground),
       TH_TEST(hertz_duration_and_restitution_pair_and_ground),
       TH_TEST(oblique_impact_sliding_and_sticking),
+      TH_TEST(a_grain_born_touching_another_pushes_it_back_at_once),
       TH_TEST(heap_rests_and_steepens_with_rolling_friction),
       TH_TEST(hertz_history_rolling_bitwise_1_2_3_4_partitions_and_resume),
       TH_TEST(stability_guidance_and_validation)};
