@@ -34,11 +34,14 @@
  *   contacts 70 + 4 T/N (sorted pos, vel, material, index, cell starts in; pos and vel out);
  *   T = table entries. The granular state adds (DEM and Hertz): place 32 (omega in, sorted
  *   omega out); contacts 32 (sorted omega in, omega out) and the contact history. A particle's
- *   held contacts sit packed in its first slots (32 B each) and the search stops at the first
- *   free one, so a particle holding m contacts reads min(m + 1, 8) slots and writes m: 32
- *   (min(m + 1, 8) + m) bytes, averaged over the particles as they are at the end of the timed
- *   frames (read from the granular blob; printed as "history"). Before the slots were packed
- *   the search read all 8, and the model counted 2 x 256. XPBD moves no granular state. */
+ *   held contacts sit packed in its first slots (32 B each) and their keys are read in rounds
+ *   that stop at a free slot: slot 0, then slots 1 to 3, then 4 to 7. So a particle holding m
+ *   contacts reads r(m) = 1, 4 or 8 slots (m = 0, 1 to 3, 4 or more) and writes m: 32 (r(m) +
+ *   m) bytes, averaged over the particles as they are at the end of the timed frames (read from
+ *   the granular blob; printed as "history"). Before e9a72d9 the search read one slot after
+ *   another up to the first free one, min(m + 1, 8), which the rows recorded up to f485320
+ *   count; before the slots were packed it read all 8, counted 2 x 256. XPBD moves no granular
+ *   state. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "particle_bench.h"
@@ -115,7 +118,7 @@ static double history_bytes(wf_particles *ps, double *held) {
       memcpy(&key, h + ((size_t)i * 8 + (size_t)m) * 32 + 12, 4);
       if (!key) break;
     }
-    sum += 32.0 * ((m < 8 ? m + 1 : 8) + m);
+    sum += 32.0 * ((m == 0 ? 1 : m <= 3 ? 4 : 8) + m);
     m_sum += m;
   }
   free(blob);
