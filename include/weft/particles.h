@@ -181,11 +181,11 @@ typedef struct wf_particles_tuning {
                              multiprocessor, else no cap (XPBD: no cap). The CPU backend ignores
                              it. */
   int one_launch;         /* a frame's substeps in one launch (one partition, no coupled
-                             solvers): 1 on, -1 off (a launch a stage of every substep), 0
-                             automatic: on CUDA devices for scenes of at most 4 particles a
-                             thread of the most blocks of 256 that stay resident (SMs x blocks
-                             a SM x 256 x 4), off on the CPU (where on runs the stages on one
-                             thread: for tests). The same bits either way. */
+                             solvers; CUDA, or the CPU running the stages on one thread: for
+                             tests): 1 on, -1 off (a launch a stage of every substep), 0
+                             automatic: off for now, the one launch being slower than the
+                             stages on an H200 at 65k and 262k grains (part.c). The same bits
+                             either way. */
 } wf_particles_tuning;
 
 typedef struct wf_particles_desc {

@@ -1172,8 +1172,9 @@ static wf_status touch_all(wfp_part *ps) {
  * most WFP_ONE_LAUNCH_PER_THREAD of them (small scenes, which the per-stage launches' gaps
  * dominate; a large one runs its memory-bound stages better at their own occupancy).
  * Measured on an H100 (weft bench particles, 65536 particles): the one launch took 6.74 ms/frame
- * (DEM) and 5.49 (Hertz) against 4.95 and 3.86 per stage, so automatic is OFF until the
- * one-launch frame beats the stages (WFP_ONE_LAUNCH_AUTO). */
+ * (DEM) and 5.49 (Hertz) against 4.95 and 3.86 per stage, and on an H200 at f485320 3.22 and
+ * 2.89 against 3.08 and 2.71 (262144: 9.94 and 10.28 against 8.81 and 8.11), so automatic is OFF
+ * until the one-launch frame beats the stages (WFP_ONE_LAUNCH_AUTO). */
 #define WFP_ONE_LAUNCH_PER_THREAD 4u
 #define WFP_ONE_LAUNCH_AUTO       0
 static bool one_launch(const wfp_part *ps) {
