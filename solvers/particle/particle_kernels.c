@@ -166,7 +166,7 @@ static void collide_dem_cpu(const void *args, size_t begin, size_t end) {
 
 static void collide_xpbd_cpu(const void *args, size_t begin, size_t end) {
   const wfp_collide_args *a = args;
-  uint32_t list[WFP_COLLIDE_SCRATCH] = {0};
+  uint32_t list[WFP_CONTACT_LIST] = {0};
   unsigned long long table[WFX_MAX_COLLIDERS * WFX_FORCE_WORDS];
   wfx_forces F = {a->forces ? table : NULL, 0};
   end = wfp_live(&a->params->count, end);

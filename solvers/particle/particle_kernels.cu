@@ -75,7 +75,7 @@ __global__ void __launch_bounds__(kBlock, MINB) collide_dem_kernel(wfp_collide_a
 
 template <int MINB>
 __global__ void __launch_bounds__(kBlock, MINB) collide_xpbd_kernel(wfp_collide_args a, size_t n) {
-  __shared__ uint32_t list[WFP_COLLIDE_SCRATCH * kBlock];
+  __shared__ uint32_t list[WFP_CONTACT_LIST * kBlock];
   size_t s = index();
   if (s >= wfp_live(&a.params->count, n)) return;
   wfx_forces F = {a.forces, 0};

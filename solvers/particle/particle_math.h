@@ -597,7 +597,7 @@ WF_HD static inline void wfp_granular(const wfp_params *p, const wfp_coef *c, co
 }
 
 /* A particle's history slots through its substep (wfp_slots_begin .. wfp_slots_end): the keys of
- * its held contacts, read once at the start and then searched in registers, the slots held
+ * its held contacts, read once and then searched in the caller's scratch, the slots held
  * (taken ones, packed: slots 0 .. held - 1) and those used in this substep (bit k: slot k).
  *
  * The slots are kept packed: the held contacts first, free slots after them (wfp_slots_end
@@ -612,6 +612,7 @@ typedef struct wfp_slots {
   uint32_t *key;   /* their keys, key[k stride] (WFP_HIST_EMPTY from slot `held` on): scratch of
                       the caller's (on CUDA in shared memory: registers would cost occupancy) */
   uint32_t stride; /* between two keys */
+  uint32_t key0;   /* slot 0's key, read by wfp_slots_begin, stored by wfp_slots_load */
   uint32_t held, used;
 } wfp_slots;
 
@@ -622,13 +623,13 @@ WF_HD static inline void wfp_slots_begin(wfp_slots *S, wfp_hist *h, uint32_t *ke
   S->h = h;
   S->key = key;
   S->stride = stride;
-  S->used = 0u;
-  S->held = h[0].key; /* slot 0's key, stored by wfp_slots_load */
+  S->used = 0u, S->held = 0u;
+  S->key0 = h[0].key;
 }
 
 /* The other rounds, once slot 0's key is needed: then `held`. */
 WF_HD static inline void wfp_slots_load(wfp_slots *S) {
-  uint32_t k0 = S->held, st = S->stride, held = 0u;
+  uint32_t k0 = S->key0, st = S->stride, held = 0u;
   uint32_t k[WFP_HIST_SLOTS];
   k[0] = k0;
   WFP_UNROLL
@@ -670,8 +671,7 @@ WF_HD static inline int wfp_slot(wfp_slots *S, uint32_t key) {
 /* The end of the substep: the slots not used are freed and the used ones moved down, in order,
  * over the gaps, so the slots stay packed. */
 WF_HD static inline void wfp_slots_end(const wfp_slots *S) {
-  const uint32_t all = S->held >= 32u ? 0xffffffffu : (1u << S->held) - 1u;
-  if (S->used == all) return; /* every held slot used: nothing moves */
+  if (S->used == (1u << S->held) - 1u) return; /* every held slot used: nothing moves */
   wfp_hist *h = S->h;
   int d = 0;
   for (int k = 0; k < (int)S->held; k++)
