@@ -1056,6 +1056,7 @@ static wfp_place_args place_args(wfp_part *ps, const uint32_t *live) {
                           .somega = ptr(ps, B_SOMEGA),
                           .smat = ptr(ps, B_SMAT),
                           .live = live,
+                          .clock = ptr(ps, B_CLOCK),
                           .count = ptr(ps, B_COUNTS),
                           .count_n = ps->table + 1};
 }

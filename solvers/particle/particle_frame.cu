@@ -33,7 +33,8 @@ using namespace wfp_device;
  *   contacts wfp_collide_dem / wfp_collide_xpbd, the contact list in shared memory as in the
  *            stage kernels, flags and overflows as they raise them
  * and grid.sync() after the contacts (the next keys read the positions they wrote). The clock is
- * read by the contacts only (wfp_clock.start), after the scatter's grid.sync(). */
+ * read by the placement (who is born) and the contacts (wfp_clock.start), after the scatter's
+ * grid.sync(). */
 constexpr unsigned kFrameBlock = kBlock;
 
 template <bool XPBD>

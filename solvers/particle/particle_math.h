@@ -198,6 +198,8 @@ typedef struct wfp_place_args { /* per slot s: the particle tmp[s], ranked in it
   wfp_f4 *spos, *svel, *somega;
   uint16_t *smat;
   const uint32_t *live; /* the particles in use (wfp_live) */
+  /* the substep's start (wfp_clock.start, advanced by the scatter): who is born by then */
+  const wfp_clock *clock;
   /* NULL, or the cell counts (count_n entries), which the scan has consumed: cleared here, over
    * the whole launch, for the next substep's keys (which saves the substep a memset) */
   uint32_t *count;
@@ -441,8 +443,14 @@ WF_HD static inline void wfp_place_elem(const wfp_place_args *a, uint32_t s) {
     d += a->tmp[j] < i;
   a->vals[d] = i;
   a->spos[d] = a->pos[i];
-  a->svel[d] = a->vel[i];
-  a->somega[d] = a->omega[i];
+  wfp_f4 v = a->vel[i], o = a->omega[i];
+  /* a particle waiting for its birth keeps its inverse mass negated (and its birth time in
+   * omega.w) until its first substep writes it back: the sorted copy, which every reader of the
+   * substep sees (contacts of both models, the cloth coupling), has the one it has from the
+   * substep that starts at or after its birth on */
+  if (v.w < 0.0f && (float)a->clock->start >= o.w) v.w = -v.w;
+  a->svel[d] = v;
+  a->somega[d] = o;
   a->smat[d] = a->mat[i];
 }
 
@@ -785,21 +793,17 @@ WF_HD static inline float wfp_inv_roll_inertia(float wi, float ri, float wj, flo
  * slots. Only the position is loaded until the pair is known to touch. Returns 1 on a history
  * overflow. */
 WF_HD static inline uint32_t wfp_pair(const wfp_collide_args *a, wfp_f4 pi, wfp_f4 vi, wfp_f4 wi,
-                                      const wfp_material *mi, uint32_t t, float now, wfp_slots *S,
-                                      float *f, float *tau) {
+                                      const wfp_material *mi, uint32_t t, wfp_slots *S, float *f,
+                                      float *tau) {
   wfp_f4 pj = wfp_ld4(&a->spos[t]);
   float dx = pi.x - pj.x, dy = pi.y - pj.y, dz = pi.z - pj.z;
   float d2 = wfp_dot3(dx, dy, dz, dx, dy, dz);
   float R = pi.w + pj.w;
   if (!(d2 < R * R) || d2 == 0.0f) return 0u;
   wfp_f4 vj = wfp_ld4(&a->svel[t]);
+  if (vj.w < 0.0f) return 0u; /* not born yet (wfp_awake) */
   wfp_f4 wj = wfp_ld4(&a->somega[t]);
-  if (vj.w < 0.0f) { /* waiting for its birth (wfp_awake): none yet, or born at this substep */
-    if (!(now >= wj.w)) return 0u;
-    vj.w = -vj.w;
-  }
-  float wsum = vi.w + vj.w;
-  if (wsum == 0.0f) return 0u; /* two kinematic particles */
+  float wsum = vi.w + vj.w; /* > 0: i is dynamic */
   const wfp_material *mj = &a->mats[wfp_ld16(&a->smat[t])];
   uint32_t key = wfp_ld32(&a->gid[wfp_ld32(&a->vals[t])]) + 1u;
   float d = sqrtf(d2);
@@ -1230,11 +1234,11 @@ WF_HD static inline int wfp_touches(wfp_f4 pi, wfp_f4 pj) {
   return d2 < R * R && d2 != 0.0f;
 }
 
-/* Whether sorted particle t takes part in contacts at time `now` (a substep's start): born
- * (a particle waiting for its birth has a negative inverse mass and its birth time in omega.w;
+/* Whether sorted particle t takes part in the substep's contacts: born (a particle waiting for
+ * its birth has a negative inverse mass in its sorted copy, wfp_place_elem;
  * wf_particles_add_timed). Both sides of a pair decide alike, so a pair is symmetric. */
-WF_HD static inline int wfp_awake(const wfp_collide_args *a, uint32_t t, float now) {
-  return !(wfp_ld4(&a->svel[t]).w < 0.0f) || now >= wfp_ld4(&a->somega[t]).w;
+WF_HD static inline int wfp_awake(const wfp_collide_args *a, uint32_t t) {
+  return !(wfp_ld4(&a->svel[t]).w < 0.0f);
 }
 
 /* Whether this partition owns particle i (its contacts with colliders count here): a ghost's
@@ -1267,9 +1271,9 @@ WF_HD static inline uint32_t wfp_collide_dem(const wfp_collide_args *a, uint32_t
   const wfp_material *m = &a->mats[a->smat[s]];
   float f[3] = {0.0f, 0.0f, 0.0f}, tau[3] = {0.0f, 0.0f, 0.0f};
   uint32_t over = 0u;
-  float now = (float)a->clock->start;
-  if (v.w < 0.0f && now >= w.w) v.w = -v.w; /* born at this substep */
-  if (v.w > 0.0f) { /* kinematic particles move with their velocity: no contacts, no history */
+  /* kinematic particles (and those not born yet: wfp_place_elem) move with their velocity: no
+   * contacts, no history */
+  if (v.w > 0.0f) {
     wfp_slots S;
     wfp_slots_begin(&S, &a->hist[(size_t)i * WFP_HIST_SLOTS], list + WFP_CONTACT_LIST * stride,
                     stride);
@@ -1287,7 +1291,7 @@ WF_HD static inline uint32_t wfp_collide_dem(const wfp_collide_args *a, uint32_t
       if (skip_ == 0) wfp_slots_load(&S);
       uint32_t nc = seen_ - skip_ < WFP_CONTACT_LIST ? seen_ - skip_ : WFP_CONTACT_LIST;
       for (uint32_t l = 0; l < nc; l++)
-        over += wfp_pair(a, x, v, w, m, list[l * stride], now, &S, f, tau);
+        over += wfp_pair(a, x, v, w, m, list[l * stride], &S, f, tau);
       if (seen_ - skip_ <= WFP_CONTACT_LIST) break;
     }
     float time = (float)a->clock->start;
@@ -1331,10 +1335,8 @@ WF_HD static inline uint32_t wfp_collide_dem(const wfp_collide_args *a, uint32_t
 WF_HD static inline uint32_t wfp_collide_xpbd(const wfp_collide_args *a, uint32_t s, uint32_t *list,
                                               uint32_t stride, wfx_forces *F) {
   const wfp_params *p = a->params;
-  wfp_f4 x = a->spos[s], v = a->svel[s], om = a->somega[s];
-  float now = (float)a->clock->start;
-  if (v.w < 0.0f && now >= om.w) v.w = -v.w; /* born at this substep */
-  if (!wfp_owned(a, a->vals[s])) F = NULL;   /* a ghost: its owner adds its contacts */
+  wfp_f4 x = a->spos[s], v = a->svel[s], om = a->somega[s]; /* (born: wfp_place_elem) */
+  if (!wfp_owned(a, a->vals[s])) F = NULL; /* a ghost: its owner adds its contacts */
   float w = v.w, h = p->dt;
   wfp_f4 vp = wfp_predict_velocity(p, v);
   float disp[3] = {h * vp.x, h * vp.y, h * vp.z};
@@ -1351,7 +1353,7 @@ WF_HD static inline uint32_t wfp_collide_xpbd(const wfp_collide_args *a, uint32_
       uint32_t seen_ = 0;
 #define WFP_XPBD_VISIT(t)                                                                          \
   if (wfp_touches(q, wfp_predict(p, wfp_ld4(&a->spos[t]), wfp_ld4(&a->svel[t]))) &&                \
-      wfp_awake(a, t, now))                                                                        \
+      wfp_awake(a, t))                                                                             \
   WFP_LIST_CONTACT(t)
       WFP_FOR_NEIGHBOURS_DENSE(a, p, s, c, WFP_XPBD_VISIT)
 #undef WFP_XPBD_VISIT

@@ -205,6 +205,33 @@ TEST(free_fall) {
   wf_particles_destroy(ps);
 }
 
+/* A particle born touching another: from the substep of its birth on the two get equal and
+ * opposite corrections, so the momentum they share stays zero. Two equal particles without
+ * gravity, one at rest from the start, the other born at 3.5 substeps (so in the 4th)
+ * overlapping it by 0.1 mm, at rest. After a frame their velocities are exact negatives (the
+ * pair's corrections are odd in the normal: no tolerance), and not zero. Until 2026-11-29 the
+ * older particle read the newborn's stored inverse mass, still negated at its birth substep, and
+ * took no correction there. */
+TEST(a_particle_born_touching_another_pushes_it_back_at_once) {
+  wf_particles *ps = make(16, 0.0f);
+  REQUIRE(ps);
+  float p0[1][4] = {{0, 1, 0, 0.05f}}, v0[1][4] = {{0, 0, 0, 1}};
+  CHECK_OK(wf_particles_add(ps, 1, p0, v0, 0, NULL));
+  float p1[1][4] = {{0.0999f, 1, 0, 0.05f}}, v1[1][4] = {{0, 0, 0, 1}};
+  float birth[1] = {(float)(3.5 / 960.0)};
+  CHECK_OK(
+      wf_particles_add_timed(ps, 1, (const float(*)[4])p1, (const float(*)[4])v1, birth, 0, NULL));
+  CHECK_OK(wf_particles_step_frames(ps, 1));
+  float q[2][4], v[2][4];
+  CHECK_OK(wf_particles_download(ps, q, v));
+  CHECK(v[0][0] < 0.0f && v[1][0] > 0.0f);
+  for (int k = 0; k < 3; k++)
+    if (v[0][k] != -v[1][k])
+      TH_FAIL("velocity %d: %.9g and %.9g are not exact negatives", k, (double)v[0][k],
+              (double)v[1][k]);
+  wf_particles_destroy(ps);
+}
+
 static wf_status pile_run(int model, int substeps, int frames, float *top, float *bottom,
                           wf_particles_stats *s) {
   scene_contact_model = model, scene_substeps = substeps, scene_stiffness = 1e8f;
@@ -328,6 +355,7 @@ int main(int argc, char **argv) {
                                   TH_TEST(rolling_resistance_decelerates),
                                   TH_TEST(bounce_restitution),
                                   TH_TEST(free_fall),
+                                  TH_TEST(a_particle_born_touching_another_pushes_it_back_at_once),
                                   TH_TEST(large_step_stable),
                                   TH_TEST(column_collapse_comes_to_rest),
                                   TH_TEST(bitwise_repeatable)};
