@@ -277,7 +277,7 @@ static const char *kernel_name(const wf_cloth_info *info, int integrator) {
   static char buf[32];
   if (integrator == WF_CLOTH_XPBD) /* one block, or grid-stride (cloth_xpbd_frame.h) */
     switch (info->frame_kernel) {
-    case WF_CLOTH_FRAME_RESIDENT: return "block";
+    case WF_CLOTH_FRAME_RESIDENT: return info->frame_smem ? "block/sm" : "block";
     case WF_CLOTH_FRAME_STRIDE: return info->frame_grid_sync ? "stride/gs" : "stride";
     default: return "stages";
     }

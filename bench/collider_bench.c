@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "bench_util.h"
+#include "tuning_env.h"
 #include "weft/weft.h"
 
 #define MAX_ROWS    32
@@ -180,6 +181,10 @@ static int cloth_run(const cb_opts *o, wf_device *dev, const wf_collider_mesh *m
   wf_cloth_desc d = wf_cloth_desc_default();
   d.integrator = WF_CLOTH_XPBD;
   d.devices[0] = dev, d.device_count = 1;
+  if (bench_cloth_tuning_env("colliders", &d.tuning)) {
+    rc = 2;
+    goto done;
+  }
   wf_cloth_grid gr = wf_cloth_grid_default();
   gr.size[0] = gr.size[1] = 1.5f;
   gr.resolution[0] = gr.resolution[1] = o->cloth;

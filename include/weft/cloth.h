@@ -212,21 +212,26 @@ enum { WF_CLOTH_TUNE_AUTO = 0, WF_CLOTH_TUNE_ON = 1, WF_CLOTH_TUNE_OFF = 2 };
 typedef struct wf_cloth_tuning {
   int one_launch;   /* WF_CLOTH_TUNE_*: OFF runs kernels per substep (the general path); AUTO and ON
                        run a mass-spring or XPBD frame in one launch (XPBD on a CPU device: only
-                       ON; AUTO keeps the staged frame, whose kernels use the CPU worker pool) */
+                       ON; AUTO keeps the staged frame, whose kernels use the CPU worker pool;
+                       XPBD on CUDA: AUTO only up to 2304 vertices, one block, the staged frame
+                       being faster above) */
   int resident;     /* WF_CLOTH_TUNE_*: OFF runs one-launch frames as a grid-stride loop; AUTO and
                        ON keep a thread a vertex resident where every vertex fits at once (XPBD:
-                       one block up to 4096 vertices, ON: up to 65536) */
+                       one block up to 2304 vertices, ON: up to 65536) */
   int grid_sync;    /* WF_CLOTH_TUNE_*: ON makes resident frames meet at grid.sync() between
                        substeps (XPBD: the grid-stride frame between stages); AUTO and OFF: each
                        block waits for its neighbours only */
   uint32_t block;   /* threads a block of resident frames, 1 to 1024, rounded by the device to
-                       whole warps it can run (32 to 256 on CUDA; XPBD's frames 32 to 512); 0:
+                       whole warps it can run (32 to 256 on CUDA; XPBD's frames 32 to 512, its
+                       one block in shared memory 32 to 1024); 0:
                        automatic (the vertices spread over the multiprocessors, at most 256 a
                        block; XPBD: 512 in one block, 256 grid-stride) */
   uint32_t lanes;   /* resident grid cloths: at most this many threads a vertex, 1, 2 or 4; 0:
                        automatic (the most that stay resident) */
   int smem;         /* WF_CLOTH_TUNE_*: resident grid cloths stage their neighbourhood in shared
-                       memory: ON where it fits, OFF never, AUTO with 1 lane a vertex */
+                       memory: ON where it fits, OFF never, AUTO with 1 lane a vertex. XPBD's
+                       one block on CUDA keeps positions and steps there: ON where they fit
+                       (~7000 vertices), OFF never, AUTO from 2048 vertices */
   int tiles;        /* WF_CLOTH_TUNE_*: resident grid cloths on CUDA in 2D tiles: ON asks for tiles
                        of tile[0] x tile[1] (used where they fit), OFF never, AUTO 32 x 16 tiles
                        where 1 lane a vertex is all that stays resident and lanes and smem are
@@ -262,8 +267,8 @@ typedef struct wf_cloth_desc {
   float contact_dynamic_friction; /* μk while sliding; default 0.4 */
   wf_stream *stream; /* one device: stream to run on (not owned); NULL: the solver makes
                         one. Several: ignored */
-  /* the devices, one partition each (device_count 0 or devices[0] NULL: the stream's device when
-   * a stream is given, else wf_device_default()) */
+  /* the devices, one partition each (devices[0] NULL: the stream's device when a stream is
+   * given, else wf_device_default(); device_count 0: one, devices[0], as wf_particles_desc) */
   wf_device *devices[WF_MAX_DEVICES];
   int device_count;
   int seed;               /* several devices: METIS random seed; 0: 1 */
@@ -354,7 +359,7 @@ typedef struct wf_cloth_info {
                             leave it as it is */
   uint32_t frame_kernel; /* WF_CLOTH_FRAME_*: how wf_cloth_step_frames runs a frame */
   uint32_t resident_max; /* the most vertices a resident frame takes on this device (mass-spring
-                            on the CPU backend: a fixed 4096; XPBD: 4096); 0 without one */
+                            on the CPU backend: a fixed 4096; XPBD: 2304); 0 without one */
   uint32_t frame_readback_direct; /* 1: the frame kernel writes the per-frame readback itself */
   uint32_t frame_lanes; /* resident frames: threads a vertex (1, 2, 4; tuning.lanes); else 1 */
   uint32_t frame_smem;  /* resident frames: 1 = neighbours staged in shared memory (tuning.smem) */

@@ -708,10 +708,18 @@ static wf_status lists_of_partition(const char *fn, wfc_part *c, const wfc_local
  * says so once, in cloth_api.c; tuning.one_launch OFF is asked for, so it is not logged). On a
  * CPU device the one-launch frame runs only when asked (tuning.one_launch ON): it is one call
  * on one thread, where the staged frame's solve kernels split over the CPU backend's worker
- * pool (cpu_grain), which is worth more than the launches it saves. */
+ * pool (cpu_grain), which is worth more than the launches it saves. On a CUDA device, unless
+ * asked (tuning.one_launch or tuning.resident ON), only where one block takes the cloth
+ * (WFC_XPBD_BLOCK_MAX): above, the banded frame was slower than the staged one on an H200 at
+ * every size measured (cloth_xpbd_frame.h). */
 static wf_status xpbd_frame_setup(const char *fn, wfc_part *c, const wfc_constraints *cons) {
   const wf_cloth_desc *d = &c->desc;
   if (!wf_device_is_cuda(c->dev) && d->tuning.one_launch != WF_CLOTH_TUNE_ON) {
+    c->xpbd_fast = false;
+    return WF_OK;
+  }
+  if (d->tuning.one_launch != WF_CLOTH_TUNE_ON && d->tuning.resident != WF_CLOTH_TUNE_ON &&
+      c->nv > WFC_XPBD_BLOCK_MAX) {
     c->xpbd_fast = false;
     return WF_OK;
   }
@@ -731,7 +739,11 @@ static wf_status xpbd_frame_setup(const char *fn, wfc_part *c, const wfc_constra
                       d->tuning.resident == WF_CLOTH_TUNE_OFF  ? 0u
                       : d->tuning.resident == WF_CLOTH_TUNE_ON ? WFC_XPBD_BLOCK_MAX_ASKED
                                                                : WFC_XPBD_BLOCK_MAX,
-                      d->tuning.grid_sync == WF_CLOTH_TUNE_ON, &c->xplan);
+                      d->tuning.grid_sync == WF_CLOTH_TUNE_ON,
+                      d->tuning.smem == WF_CLOTH_TUNE_ON    ? 0u
+                      : d->tuning.smem == WF_CLOTH_TUNE_OFF ? UINT32_MAX
+                                                            : WFC_XPBD_SHARED_MIN,
+                      &c->xplan);
   if (c->xplan.mode != WFC_XPBD_GRID) return WF_OK;
   c->xband = wfc_xpbd_bands_build(cons->cons, cons->count, c->colour_start, c->colours, &c->xplan);
   return c->xband ? WF_OK : wfc_oom(fn, c->name);
@@ -1842,6 +1854,7 @@ wf_status wfc_part_info_get(const wfc_part *c, wf_cloth_info *out) {
   if (!springs) { /* XPBD: one block (resident) or a grid-stride frame, a thread an element */
     out->frame_lanes = 1;
     out->frame_block = one_launch(c) ? c->xplan.block : 0;
+    out->frame_smem = one_launch(c) && c->xplan.mode == WFC_XPBD_BLOCK ? c->xplan.shared : 0;
     out->frame_grid_sync =
         one_launch(c) && c->xplan.mode == WFC_XPBD_GRID && c->xplan.barrier == WFC_XPBD_SYNC_GRID;
     return WF_OK;

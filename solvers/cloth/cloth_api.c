@@ -56,8 +56,8 @@ static wf_status create_whole(const char *fn, wf_device *dev, const wf_cloth_des
   return st;
 }
 
-/* The devices desc names (none, or a NULL first one: the default device) into devs; their
- * number, or 0 after an error. */
+/* The devices desc names (none, or a NULL first one: the default device; device_count 0 with
+ * devices[0] set: that device) into devs; their number, or 0 after an error. */
 static int devices_of(const char *fn, const wf_cloth_desc *desc, wf_device *devs[WFPT_MAX]) {
   const char *name = desc->name ? desc->name : "cloth";
   int n = desc->device_count < 1 ? 1 : desc->device_count;
@@ -66,8 +66,8 @@ static int devices_of(const char *fn, const wf_cloth_desc *desc, wf_device *devs
               WFPT_MAX);
     return 0;
   }
-  for (int i = 0; i < n; i++)
-    devs[i] = desc->device_count < 1 ? NULL : desc->devices[i];
+  for (int i = 0; i < n; i++) /* device_count 0: one, devices[0] (as wf_particles) */
+    devs[i] = desc->devices[i];
   if (!devs[0]) devs[0] = desc->stream ? wf_stream_device(desc->stream) : wf_device_default();
   if (!devs[0]) {
     wf__error(WF_ERR_INVALID, fn, "cloth '%s': no default device (wf_init failed?)", name);

@@ -782,19 +782,18 @@ WF_HD static inline wfc_v3 wfc_rel(wfp_f4 xa, wfp_f4 sa, wfp_f4 xb, wfp_f4 sb) {
 
 /* One XPBD constraint projection (Macklin et al. 2016, eq. 18 with their damping term, eq. 26):
  *     Δλ = (-C - α̃λ - γ ∇C·(pred - x)) / ((1 + γ) Σ w |∇C|² + α̃),   Δx_k = w_k ∇C_k Δλ
- * on the steps s = pred - x (see above); ∇C is evaluated at the current iterate. */
-WF_HD static inline void wfc_solve_elem(const wfc_solve_args *a, uint32_t s) {
+ * on the steps s = pred - x (see above); ∇C is evaluated at the current iterate. Constraint c with
+ * multiplier lambda; returns the new multiplier (lambda itself where c is degenerate). */
+WF_HD static inline float wfc_solve_con(const wfc_solve_args *a, wfc_constraint c, float lambda) {
   const wfc_params *p = a->params;
-  wfc_constraint c = a->cons[s];
-  float lambda = a->lambda ? a->lambda[s] : 0.0f;
   float alpha = p->alpha[c.kind], gamma = p->gamma[c.kind];
   if (c.kind != WFC_BEND) {
     wfp_f4 s0 = a->pred[c.v[0]], s1 = a->pred[c.v[1]];
     float wsum = s0.w + s1.w;
-    if (!(wsum > 0.0f)) return;
+    if (!(wsum > 0.0f)) return lambda;
     wfc_v3 d = wfc_rel(a->pos[c.v[1]], s1, a->pos[c.v[0]], s0); /* x0 - x1 */
     float len = wfc_len(d);
-    if (!(len > 0.0f)) return;
+    if (!(len > 0.0f)) return lambda;
     wfc_v3 n = wfc_scale(d, 1.0f / len);
     float C = len - c.rest;
     float damp = gamma * wfc_dot(n, wfc_sub(wfc_xyz(s0), wfc_xyz(s1)));
@@ -804,8 +803,7 @@ WF_HD static inline void wfc_solve_elem(const wfc_solve_args *a, uint32_t s) {
     wfp_f4 o0 = {q0.x, q0.y, q0.z, s0.w}, o1 = {q1.x, q1.y, q1.z, s1.w};
     a->pred[c.v[0]] = o0;
     a->pred[c.v[1]] = o1;
-    if (a->lambda) a->lambda[s] = lambda + dl;
-    return;
+    return lambda + dl;
   }
   /* the hinge relative to its edge's first vertex v[2] (the angle and its gradient do not
    * depend on where the origin is) */
@@ -813,13 +811,13 @@ WF_HD static inline void wfc_solve_elem(const wfc_solve_args *a, uint32_t s) {
   float wsum = 0.0f;
   for (int k = 0; k < 4; k++)
     q[k] = a->pred[c.v[k]], x[k] = a->pos[c.v[k]], wsum += q[k].w;
-  if (!(wsum > 0.0f)) return;
+  if (!(wsum > 0.0f)) return lambda;
   wfc_v3 r[4];
   for (int k = 0; k < 4; k++)
     r[k] = k == 2 ? wfc_v(0.0f, 0.0f, 0.0f) : wfc_rel(x[2], q[2], x[k], q[k]);
   float theta;
   wfc_v3 g[4];
-  if (!wfc_dihedral(r[0], r[1], r[2], r[3], &theta, g)) return;
+  if (!wfc_dihedral(r[0], r[1], r[2], r[3], &theta, g)) return lambda;
   float C = theta - c.rest;
   if (C > 3.14159274f) C -= 6.28318548f;
   if (C < -3.14159274f) C += 6.28318548f;
@@ -828,14 +826,21 @@ WF_HD static inline void wfc_solve_elem(const wfc_solve_args *a, uint32_t s) {
     denom += q[k].w * wfc_dot(g[k], g[k]);
     gdx += wfc_dot(g[k], wfc_xyz(q[k]));
   }
-  if (!(denom + alpha > 0.0f)) return;
+  if (!(denom + alpha > 0.0f)) return lambda;
   float dl = (-C - alpha * lambda - gamma * gdx) / ((1.0f + gamma) * denom + alpha);
   for (int k = 0; k < 4; k++) {
     wfc_v3 u = wfc_add(wfc_xyz(q[k]), wfc_scale(g[k], q[k].w * dl));
     wfp_f4 o = {u.x, u.y, u.z, q[k].w};
     a->pred[c.v[k]] = o;
   }
-  if (a->lambda) a->lambda[s] = lambda + dl;
+  return lambda + dl;
+}
+
+/* The projection of the colour's constraint s; its multiplier is written back whether it moved
+ * or not (a projection skipped for a degenerate constraint writes the value it read). */
+WF_HD static inline void wfc_solve_elem(const wfc_solve_args *a, uint32_t s) {
+  const float lambda = wfc_solve_con(a, a->cons[s], a->lambda ? a->lambda[s] : 0.0f);
+  if (a->lambda) a->lambda[s] = lambda;
 }
 
 /* XPBD end of substep for vertex i: the new position x + s, colliders, the new velocity, damping.

@@ -144,16 +144,18 @@ void wfc_xpbd_plan_bands(uint32_t n, uint32_t reach, bool grid_sync, wfc_xpbd_pl
 }
 
 void wfc_xpbd_frame_plan(int ordinal, uint32_t n, uint32_t reach, uint32_t block,
-                         uint32_t block_max, bool grid_sync, wfc_xpbd_plan *out) {
+                         uint32_t block_max, bool grid_sync, uint32_t shared_min,
+                         wfc_xpbd_plan *out) {
   memset(out, 0, sizeof *out);
 #ifdef WEFT_HAVE_CUDA
   if (ordinal >= 0) {
-    wfc_xpbd_frame_plan_cuda(ordinal, n, reach, block, block_max, grid_sync, out);
+    wfc_xpbd_frame_plan_cuda(ordinal, n, reach, block, block_max, grid_sync, shared_min, out);
     return;
   }
 #else
   (void)ordinal;
 #endif
+  (void)shared_min; /* the CPU's BLOCK runs the stages over all elements, cached by the CPU */
   /* the plan a GPU would get, without its occupancy limit */
   uint32_t b = block ? block : WFC_XPBD_BLOCK_THREADS;
   out->mode = n <= block_max ? WFC_XPBD_BLOCK : WFC_XPBD_GRID;

@@ -82,6 +82,101 @@ __global__ void __launch_bounds__(kMaxBlock)
   }
 }
 
+/* SHARED: BLOCK with the positions and steps in the block's shared memory (plan.shared). A stage
+ * of BLOCK is a chain of dependent loads (the constraint, then its vertices) that L1 cannot hold
+ * for a 64 x 64 cloth (its constraints alone are 670 kB), so each stage waited on L2 twice, some
+ * microseconds, 1472 times a frame. Here:
+ *  - pos and pred live in shared memory for the whole frame (32 bytes a vertex; read from and
+ *    written back to their buffers at the ends), and the parameters too;
+ *  - a thread's constraints of the next colour, and their multipliers, are loaded while it solves
+ *    the current colour (pre below): they never change during the frame, and each multiplier is
+ *    read and written only by the thread that solves its constraint, so the load is early but
+ *    not stale. The one exception, a single colour, takes the new multiplier from the solve;
+ *  - the first iteration of a substep solves with multiplier 0, which is what the staged frame's
+ *    clear gives, and every solve writes its multiplier back, so the clear is not needed.
+ * Same element functions, same values, same order: the bits of BLOCK and of the staged frame. */
+struct pre {
+  wfc_constraint c;
+  float lambda;
+};
+
+/* Thread threadIdx.x's r-th constraint of colour q, and its multiplier, into p (if it has one). */
+__device__ __forceinline__ void prefetch(const wfc_xpbd_frame_args &a, uint32_t q, uint32_t r,
+                                         pre &p) {
+  const uint32_t c0 = a.colour_start[q], m = a.colour_start[q + 1] - c0;
+  const uint32_t k = threadIdx.x + r * blockDim.x;
+  if (k < m) {
+    p.c = a.solve.cons[c0 + k];
+    p.lambda = a.solve.lambda ? a.solve.lambda[c0 + k] : 0.0f;
+  }
+}
+
+template <int R, int THREADS>
+__global__ void __launch_bounds__(THREADS)
+    xpbd_shared_kernel(const __grid_constant__ wfc_xpbd_frame_args a) {
+  extern __shared__ float4 smem[];
+  wfp_f4 *const pos = (wfp_f4 *)smem, *const pred = pos + a.n;
+  wfc_params *const prm = (wfc_params *)(pred + a.n);
+  const uint32_t t0 = threadIdx.x, step = blockDim.x;
+  for (uint32_t i = t0; i < a.n; i += step)
+    pos[i] = a.finalize.pos[i];
+  for (uint32_t w = t0; w < sizeof(wfc_params) / 4; w += step)
+    ((uint32_t *)prm)[w] = ((const uint32_t *)a.predict.params)[w];
+  pre nx[R];
+  if (a.colours)
+#pragma unroll
+    for (int r = 0; r < R; r++)
+      prefetch(a, 0, (uint32_t)r, nx[r]);
+  __syncthreads();
+  for (uint32_t s = 0; s < a.substeps; s++) {
+    const bool last = s + 1 == a.substeps;
+    for (uint32_t i = t0; i < a.n; i += step) { /* the arguments are rebuilt where used, from the */
+      wfc_predict_args pa = a.predict; /* launch's constant bank: kept, they would cost registers */
+      pa.params = prm, pa.pos = pos, pa.pred = pred;
+      wfc_predict_elem(&pa, i);
+    }
+    __syncthreads();
+    for (uint32_t it = 0; it < a.iterations; it++)
+      for (uint32_t q = 0; q < a.colours; q++) {
+        const uint32_t c0 = a.colour_start[q], m = a.colour_start[q + 1] - c0;
+        const uint32_t qn = q + 1 < a.colours ? q + 1 : 0;
+        wfc_solve_args sa = a.solve;
+        sa.params = prm, sa.pos = pos, sa.pred = pred;
+        sa.cons += c0;
+        if (sa.lambda) sa.lambda += c0;
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+          const uint32_t k = t0 + (uint32_t)r * step;
+          const pre cur = nx[r];
+          prefetch(a, qn, (uint32_t)r, nx[r]);
+          if (k < m) {
+            const float l = wfc_solve_con(&sa, cur.c, it ? cur.lambda : 0.0f);
+            if (sa.lambda) sa.lambda[k] = l;
+            if (a.colours == 1) nx[r].lambda = l;
+          }
+        }
+        for (uint32_t k = t0 + (uint32_t)R * step; k < m; k += step) {
+          const float l = wfc_solve_con(&sa, sa.cons[k], it && sa.lambda ? sa.lambda[k] : 0.0f);
+          if (sa.lambda) sa.lambda[k] = l;
+        }
+        __syncthreads();
+      }
+    for (uint32_t i = t0; i < a.n; i += step) {
+      wfc_finalize_args fa = a.finalize;
+      fa.params = prm, fa.pos = pos, fa.pred = pred;
+      wfx_forces F = {fa.forces, 0};
+      const uint32_t fl = wfc_finalize_elem(&fa, i, &F);
+      if (last && a.host_pos) wfc_xpbd_put(&a, i, pos[i]);
+      if (fl) raise_flags(a, fl, i);
+    }
+    __syncthreads();
+  }
+  for (uint32_t i = t0; i < a.n; i += step) {
+    a.finalize.pos[i] = pos[i];
+    a.solve.pred[i] = pred[i];
+  }
+}
+
 __device__ __forceinline__ unsigned load_acquire(const unsigned *p) {
   unsigned v;
   asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
@@ -185,10 +280,17 @@ uint32_t warps_of(uint32_t b) {
   return b / 32 * 32;
 }
 
+uint32_t shared_threads(uint32_t b) {
+  if (b < 32) b = 32;
+  if (b > WFC_XPBD_SHARED_THREADS) b = WFC_XPBD_SHARED_THREADS;
+  return b / 32 * 32;
+}
+
 } // namespace
 
 extern "C" void wfc_xpbd_frame_plan_cuda(int ordinal, uint32_t n, uint32_t reach, uint32_t block,
-                                         uint32_t block_max, bool grid_sync, wfc_xpbd_plan *out) {
+                                         uint32_t block_max, bool grid_sync, uint32_t shared_min,
+                                         wfc_xpbd_plan *out) {
   int old = 0, sms = 0, per_sm = 0, per_sm_gs = 0;
   cudaGetDevice(&old);
   cudaSetDevice(ordinal);
@@ -198,6 +300,22 @@ extern "C" void wfc_xpbd_frame_plan_cuda(int ordinal, uint32_t n, uint32_t reach
     out->mode = WFC_XPBD_BLOCK;
     out->block = warps_of(block ? block : WFC_XPBD_BLOCK_THREADS);
     out->blocks = 1;
+    int optin = 0;
+    cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, ordinal);
+    const size_t bytes = wfc_xpbd_shared_bytes(n);
+    if (n >= shared_min && bytes <= (size_t)optin) {
+      out->shared = 1;
+      out->block = shared_threads(block ? block : WFC_XPBD_BLOCK_THREADS);
+      const int nb = (int)bytes;
+      cudaFuncSetAttribute(xpbd_shared_kernel<1, 1024>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           nb);
+      cudaFuncSetAttribute(xpbd_shared_kernel<2, 1024>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           nb);
+      cudaFuncSetAttribute(xpbd_shared_kernel<2, 512>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           nb);
+      cudaFuncSetAttribute(xpbd_shared_kernel<4, 512>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           nb);
+    }
   } else {
     const uint32_t b = warps_of(block ? block : WFC_XPBD_GRID_THREADS);
     cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, xpbd_grid_kernel<true>, (int)b, 0);
@@ -224,6 +342,22 @@ extern "C" void wfc_xpbd_frame_cuda(const void *args, size_t n, void *stream) {
   cfg.stream = (cudaStream_t)stream;
   cfg.gridDim = dim3(fa->plan.blocks);
   cfg.blockDim = dim3(fa->plan.block);
+  if (fa->plan.mode == WFC_XPBD_BLOCK && fa->plan.shared) {
+    uint32_t most = 0; /* the largest colour: the rounds a thread prefetches */
+    for (uint32_t q = 0; q < fa->colours; q++) {
+      const uint32_t m = fa->colour_start[q + 1] - fa->colour_start[q];
+      most = m > most ? m : most;
+    }
+    cfg.dynamicSmemBytes = wfc_xpbd_shared_bytes(fa->n);
+    const uint32_t rounds = (most + fa->plan.block - 1) / fa->plan.block;
+    if (fa->plan.block > 512)
+      cudaLaunchKernelEx(
+          &cfg, rounds <= 1 ? xpbd_shared_kernel<1, 1024> : xpbd_shared_kernel<2, 1024>, *fa);
+    else
+      cudaLaunchKernelEx(
+          &cfg, rounds <= 2 ? xpbd_shared_kernel<2, 512> : xpbd_shared_kernel<4, 512>, *fa);
+    return;
+  }
   if (fa->plan.mode == WFC_XPBD_BLOCK) {
     cudaLaunchKernelEx(&cfg, xpbd_block_kernel, *fa);
     return;

@@ -24,9 +24,11 @@
  *
  * Two modes (wfc_xpbd_plan.mode, chosen at creation, wf_cloth_info.frame_kernel):
  *  BLOCK (frame_kernel RESIDENT): the whole cloth in one thread block (n <= WFC_XPBD_BLOCK_MAX
- *    vertices): the barriers are __syncthreads(), tens of nanoseconds, and the cloth's state
- *    stays in the SM's L1 between stages. For small cloths, where the staged frame is all launch
- *    gaps.
+ *    vertices): the barriers are __syncthreads(), tens of nanoseconds. For small cloths, where
+ *    the staged frame is all launch gaps. On CUDA from WFC_XPBD_SHARED_MIN vertices the
+ *    positions and steps stay in the block's shared memory (plan.shared, tuning.smem;
+ *    wf_cloth_info.frame_smem), the next colour's constraints loaded while the current one is
+ *    solved (the .cu: SHARED).
  *  GRID (frame_kernel STRIDE): a cooperative launch of at most the resident blocks, each owning
  *    a band of consecutive vertices and, of each colour, the constraints whose lowest vertex is
  *    in its band (the bands, below). The barrier: each block waits only for the few blocks whose
@@ -66,15 +68,25 @@ extern "C" {
 /* The most colours a one-launch XPBD frame takes (their offsets travel in the launch's
  * arguments); a grid cloth has about 20. */
 #define WFC_XPBD_FRAME_COLOURS 64u
-/* The most vertices the BLOCK mode takes: one SM's worth of work per stage stays shorter than
- * a grid-wide barrier up to about this size (64 x 64; to be tuned by `weft bench cloth`). */
-#define WFC_XPBD_BLOCK_MAX 4096u
+/* The most vertices the BLOCK mode takes, and the most a CUDA device runs in one launch unless
+ * asked (tuning.one_launch or tuning.resident ON). Measured on an H200 (4 iterations, 16
+ * substeps, readback; bench/results/nvidia-h200-wave3.txt), one block against the staged frame,
+ * ms a frame: 32 x 32 1.64 / 3.39, 40 x 40 2.56 / 3.44, 48 x 48 3.48 / 3.49, 56 x 56 3.88 / 3.51,
+ * 64 x 64 4.42 / 3.51 (a stage is then several projections in a row for each of the block's
+ * threads); the banded GRID frame at 256 x 256 4.27 / 4.12, and 11.4 / 6.9 on a 100k-triangle
+ * mesh sphere (1 iteration). */
+#define WFC_XPBD_BLOCK_MAX 2304u
 /* ... and the most it takes when asked (tuning.resident ON), for measuring where one block stops
  * paying (the stages of a 256 x 256 cloth on one SM). */
 #define WFC_XPBD_BLOCK_MAX_ASKED 65536u
-/* Threads a block: BLOCK mode (the one block) and GRID mode. */
-#define WFC_XPBD_BLOCK_THREADS 512u
-#define WFC_XPBD_GRID_THREADS  256u
+/* Threads a block: BLOCK mode (the one block), BLOCK with its state in shared memory, and GRID
+ * mode. */
+#define WFC_XPBD_BLOCK_THREADS  512u
+#define WFC_XPBD_SHARED_THREADS 1024u
+/* BLOCK's state in shared memory pays from about this many vertices (measured on an H200, 4
+ * iterations: 32 x 32 4% slower, 64 x 64 16% faster; bench/results/nvidia-h200-wave3.txt). */
+#define WFC_XPBD_SHARED_MIN   2048u
+#define WFC_XPBD_GRID_THREADS 256u
 /* GRID: the most blocks a block may wait for at a neighbour barrier; beyond (a mesh whose
  * vertex numbering spreads its constraints far apart) grid.sync() is the cheaper barrier. */
 #define WFC_XPBD_MAX_NEIGHBOURS 16u
@@ -97,6 +109,7 @@ typedef struct wfc_xpbd_plan {
   uint32_t vpb;     /* GRID: vertices a block owns, [b vpb, (b + 1) vpb) (the last: fewer) */
   uint32_t barrier; /* GRID: WFC_XPBD_SYNC_* */
   uint32_t near;    /* GRID, neighbour barrier: block b waits for b - near .. b + near */
+  uint32_t shared;  /* BLOCK on CUDA: 1 = positions and steps in shared memory (SHARED, the .cu) */
 } wfc_xpbd_plan;
 
 /* GRID mode's bands. Block b owns the vertices [b vpb, (b + 1) vpb) and, of every colour, the
@@ -164,9 +177,17 @@ extern const wf_kernel wfc_xpbd_frame;
  * (ordinal < 0: the blocks a GPU would get without an occupancy limit). block: threads a block
  * asked (0: automatic); block_max: the most vertices BLOCK takes (0: GRID whatever the size;
  * WFC_XPBD_BLOCK_MAX by default); grid_sync: GRID meets at grid.sync() (also where a block would
- * have more than WFC_XPBD_MAX_NEIGHBOURS neighbours). */
+ * have more than WFC_XPBD_MAX_NEIGHBOURS neighbours); shared_min: BLOCK on CUDA keeps its state in
+ * shared memory from this many vertices on, where it fits (tuning.smem: AUTO WFC_XPBD_SHARED_MIN,
+ * ON 0, OFF UINT32_MAX). */
 void wfc_xpbd_frame_plan(int ordinal, uint32_t n, uint32_t reach, uint32_t block,
-                         uint32_t block_max, bool grid_sync, wfc_xpbd_plan *out);
+                         uint32_t block_max, bool grid_sync, uint32_t shared_min,
+                         wfc_xpbd_plan *out);
+
+/* SHARED's shared memory: the positions and steps of n vertices, and the parameters. */
+static inline size_t wfc_xpbd_shared_bytes(uint32_t n) {
+  return (size_t)n * 2u * sizeof(wfp_f4) + (sizeof(wfc_params) + 15u) / 16u * 16u;
+}
 
 /* GRID's bands and barrier once the blocks are chosen (both backends' plans end with it). */
 void wfc_xpbd_plan_bands(uint32_t n, uint32_t reach, bool grid_sync, wfc_xpbd_plan *out);
@@ -184,7 +205,8 @@ uint32_t *wfc_xpbd_bands_build(const wfc_constraint *cons, uint32_t count,
 #ifdef WEFT_HAVE_CUDA
 void wfc_xpbd_frame_cuda(const void *args, size_t n, void *stream);
 void wfc_xpbd_frame_plan_cuda(int ordinal, uint32_t n, uint32_t reach, uint32_t block,
-                              uint32_t block_max, bool grid_sync, wfc_xpbd_plan *out);
+                              uint32_t block_max, bool grid_sync, uint32_t shared_min,
+                              wfc_xpbd_plan *out);
 #endif
 
 #ifdef __cplusplus

@@ -226,7 +226,8 @@ TEST(one_launch_frames_cpu_cuda_bitwise) {
 }
 
 /* The XPBD one-launch frame (cloth_xpbd_frame.h), 4 iterations: one block at 32 x 32 and at
- * the resident limit (64 x 64), grid-stride one row above it, at 128 x 128 and with
+ * the resident limit (48 x 48, its state in shared memory on CUDA), grid-stride one row above
+ * it, at 128 x 128 and with
  * tuning.resident OFF at 48 x 48 (in blocks of 256 and of 32 threads: 9 and 72 bands), each
  * against the CPU backend's one-launch frame with the per-frame readback. */
 TEST(xpbd_frames_cpu_cuda_bitwise) {
@@ -234,8 +235,8 @@ TEST(xpbd_frames_cpu_cuda_bitwise) {
   g_integrator = WF_CLOTH_XPBD;
   g_tune.one_launch = WF_CLOTH_TUNE_ON; /* the CPU backend's one-launch frame too */
   classic_case(32, 32, 6, WF_CLOTH_FRAME_RESIDENT);
-  classic_case(64, 64, 3, WF_CLOTH_FRAME_RESIDENT);
-  classic_case(64, 65, 3, WF_CLOTH_FRAME_STRIDE);
+  classic_case(48, 48, 3, WF_CLOTH_FRAME_RESIDENT);
+  classic_case(48, 49, 3, WF_CLOTH_FRAME_STRIDE);
   classic_case(128, 128, 2, WF_CLOTH_FRAME_STRIDE);
   g_tune.resident = WF_CLOTH_TUNE_OFF;
   classic_case(48, 48, 3, WF_CLOTH_FRAME_STRIDE);

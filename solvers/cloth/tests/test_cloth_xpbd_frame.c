@@ -25,7 +25,7 @@ typedef wf_status (*builder)(const wf_cloth_tuning *t, wf_cloth **out);
  * owns 32 vertices, so a 32 x 32 cloth has 32 bands, each waiting for the bands within a
  * constraint's reach: a hinge spans up to 2 rows and a vertex). */
 static uint32_t g_block;
-static int g_grid_sync, g_resident;
+static int g_grid_sync, g_resident, g_smem;
 
 static wf_cloth_tuning tuning_of(int path) {
   wf_cloth_tuning t;
@@ -33,6 +33,7 @@ static wf_cloth_tuning tuning_of(int path) {
   /* ON: a CPU device runs the one-launch frame only when asked (cloth_xpbd_frame.h) */
   if (path != PATH_STAGED) t.one_launch = WF_CLOTH_TUNE_ON;
   if (path != PATH_STAGED) t.block = g_block, t.grid_sync = g_grid_sync, t.resident = g_resident;
+  if (path != PATH_STAGED) t.smem = g_smem;
   if (path == PATH_STAGED) t.one_launch = WF_CLOTH_TUNE_OFF;
   if (path == PATH_STRIDE) t.resident = WF_CLOTH_TUNE_OFF;
   return t;
@@ -292,6 +293,49 @@ TEST(resident_limit_bitwise) {
   g_nu = 32, g_nr = 32, g_iterations = 4, g_substeps = 16;
 }
 
+/* The one block with its state in shared memory (CUDA; tuning.smem ON) and without (OFF), with
+ * 1024, 512 (automatic) and 64 threads: a 32 x 32 cloth's largest colour (~500 constraints) is one
+ * round of prefetched constraints a thread, one, and eight (four prefetched, the rest loaded where
+ * solved). A CPU device has no shared-memory variant (frame_smem 0) and takes at most 512. */
+TEST(shared_memory_block_bitwise) {
+  g_nu = 32, g_nr = 32, g_substeps = 16, g_iterations = 4;
+  static const uint32_t blocks[] = {1024, 0, 64};
+  const bool cuda = th_is_cuda();
+  for (int off = 0; off < 2; off++)
+    for (size_t k = 0; k < sizeof blocks / sizeof blocks[0]; k++) {
+      g_block = blocks[k], g_smem = off ? WF_CLOTH_TUNE_OFF : WF_CLOTH_TUNE_ON;
+      wf_cloth *probe = NULL;
+      wf_cloth_tuning t = tuning_of(PATH_AUTO);
+      CHECK_OK(build_classic(&t, &probe));
+      REQUIRE(probe);
+      wf_cloth_info info;
+      CHECK_OK(wf_cloth_info_get(probe, &info));
+      wf_cloth_destroy(probe);
+      CHECK_EQ_INT(info.frame_smem, cuda && !off ? 1 : 0);
+      /* 1024 only with shared memory: the plain block's launch bounds are 512 */
+      CHECK_EQ_INT(info.frame_block,
+                   blocks[k] == 0 || (blocks[k] == 1024 && !(cuda && !off)) ? 512 : blocks[k]);
+      char what[64];
+      snprintf(what, sizeof what, "classic 32x32, one block of %u%s", (unsigned)info.frame_block,
+               info.frame_smem ? ", shared memory" : "");
+      compare(what, build_classic, 2, PATH_AUTO, WF_CLOTH_FRAME_RESIDENT);
+    }
+  g_block = 0, g_smem = 0;
+  /* AUTO: from WFC_XPBD_SHARED_MIN (2048) vertices on: not at 32 x 32, at 48 x 48 */
+  for (int big = 0; big < 2; big++) {
+    g_nu = g_nr = big ? 48 : 32;
+    wf_cloth *probe = NULL;
+    wf_cloth_tuning t = tuning_of(PATH_AUTO);
+    CHECK_OK(build_classic(&t, &probe));
+    REQUIRE(probe);
+    wf_cloth_info info;
+    CHECK_OK(wf_cloth_info_get(probe, &info));
+    wf_cloth_destroy(probe);
+    CHECK_EQ_INT(info.frame_smem, cuda && big ? 1 : 0);
+  }
+  g_nu = g_nr = 32;
+}
+
 /* After every frame the pinned readback buffer holds bitwise the positions the frame left (xyzw
  * at offset 32, packed xyz at 36), written by the frame kernel itself (frame_readback_direct). */
 static void readback_case(const char *what, int path, wf_cloth_layout layout, size_t off) {
@@ -503,6 +547,7 @@ int main(int argc, char **argv) {
                                   TH_TEST(mesh_collider_stride_bitwise),
                                   TH_TEST(obj_cloth_bitwise),
                                   TH_TEST(resident_limit_bitwise),
+                                  TH_TEST(shared_memory_block_bitwise),
                                   TH_TEST(frame_readback),
                                   TH_TEST(checkpoint_resume_bitwise),
                                   TH_TEST(partitions_bitwise_with_fast_frame),
