@@ -8,9 +8,9 @@
  * same bits then go to every partition's device (the split stays bitwise equal to one device).
  *
  * The tree: triangles ordered by the Morton code of their centroids (ties by index: the order
- * is deterministic), then split top-down at the middle of each range down to leaves of at most
- * WFM_LEAF triangles. Halving the range keeps the tree balanced (depth log2(n / 4) + 1, so the
- * query's fixed stack always suffices) and the Morton order keeps each half compact in space.
+ * is deterministic), then split top-down where a range's codes first differ (split_of) down to
+ * leaves of at most WFM_LEAF triangles; below depth WFM_PREFIX_DEPTH at the middle of the range,
+ * so that the depth stays bounded (the query's fixed stack always suffices).
  * Boxes are the float minima and maxima of their triangles' vertices: exact, never too small.
  *
  * Degenerate triangles (zero area: repeated or collinear vertices, or non-finite coordinates)
@@ -49,7 +49,35 @@ typedef struct builder {
   wfm_node *nodes;
   uint32_t n_nodes, depth;
   const wfm_tri *tris; /* in Morton order */
+  const mkey *keys;    /* their codes, sorted */
 } builder;
+
+/* Down to this depth a node splits where its range's Morton codes first differ, below it at the
+ * middle of the range (so the depth stays under WFM_STACK: at most this + log2(n / WFM_LEAF)). */
+#define WFM_PREFIX_DEPTH 32u
+
+/* Where node [lo, hi) splits. The codes of a range share a prefix; the first bit after it splits
+ * the range into two Morton cells, each compact in space, so sibling boxes hardly overlap (Karras
+ * 2012's linear BVH). Splitting at the middle of the range instead can cut a cell in two and give
+ * each half a piece of the other's region: boxes that overlap and queries that visit both. Equal
+ * codes, or depth WFM_PREFIX_DEPTH: the middle. The triangles' order is the same either way. */
+static uint32_t split_of(const builder *b, uint32_t lo, uint32_t hi, uint32_t depth) {
+  const uint32_t mid = lo + (hi - lo) / 2;
+  const uint64_t a = b->keys[lo].code, z = b->keys[hi - 1].code;
+  if (depth >= WFM_PREFIX_DEPTH || a == z) return mid;
+  int bit = 63;
+  while (!((a ^ z) >> bit & 1u))
+    bit--;
+  uint32_t l = lo, h = hi - 1; /* the first index whose code has the bit: in (lo, hi - 1] */
+  while (l + 1 < h) {
+    const uint32_t m = l + (h - l) / 2;
+    if (b->keys[m].code >> bit & 1u)
+      h = m;
+    else
+      l = m;
+  }
+  return h;
+}
 
 /* Node `at` over triangles [lo, hi); children are allocated in pairs after the ones so far. */
 static void build_node(builder *b, uint32_t at, uint32_t lo, uint32_t hi, uint32_t depth) {
@@ -74,7 +102,7 @@ static void build_node(builder *b, uint32_t at, uint32_t lo, uint32_t hi, uint32
   uint32_t l = b->n_nodes;
   b->n_nodes += 2;
   nd->first = l, nd->count = 0;
-  uint32_t mid = lo + (hi - lo) / 2;
+  uint32_t mid = split_of(b, lo, hi, depth);
   build_node(b, l, lo, mid, depth + 1);
   build_node(b, l + 1, mid, hi, depth + 1);
   nd = &b->nodes[at];
@@ -220,7 +248,7 @@ wf_status wfm_build(const char *fn, const char *name, const float (*v)[3], uint3
   }
   for (uint32_t i = 0; i < n; i++)
     m->tris[i] = raw[keys[i].tri];
-  builder b = {.nodes = m->nodes, .n_nodes = 1, .depth = 0, .tris = m->tris};
+  builder b = {.nodes = m->nodes, .n_nodes = 1, .depth = 0, .tris = m->tris, .keys = keys};
   build_node(&b, 0, 0, n, 0);
   m->info.nodes = b.n_nodes;
   wfm_node *trim = realloc(m->nodes, (size_t)b.n_nodes * sizeof *m->nodes);
