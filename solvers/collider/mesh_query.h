@@ -141,11 +141,21 @@ WF_HD static inline int wfm_better(float k, uint32_t i, float bk, int32_t bt) {
   return k < bk || (k == bk && (bt < 0 || i < (uint32_t)bt));
 }
 
-/* The tree walk: the answering triangle among those with key <= lim (-1: none) and its key. */
+#define WFM_NO_SEED 0xffffffffu /* wfm_pick without a first candidate */
+
+/* The tree walk: the answering triangle among those with key <= lim (-1: none) and its key.
+ * seed: a triangle to start from (WFM_NO_SEED: none), where the point's last answer is known: a
+ * candidate within lim starts the walk at its key, so boxes farther than that are never entered.
+ * The answer is the least (key, index) among the triangles of key <= lim whatever the seed: every
+ * box nearer than the best key so far is still entered (box d² <= d² <= key), ties included. */
 WF_HD static inline int32_t wfm_pick(const wfm_node *nodes, const wfm_tri *tris, const float *x,
-                                     float lim, float *key) {
+                                     float lim, uint32_t seed, float *key) {
   float best = lim;
   int32_t bt = -1;
+  if (seed != WFM_NO_SEED) {
+    float d2, k = wfm_key(&tris[seed], x, &d2);
+    if (k <= lim) best = k, bt = (int32_t)seed;
+  }
   uint32_t stack[WFM_STACK];
   int sp = 0;
   if (nodes && wfm_box_d2(&nodes[0], x) <= best) stack[sp++] = 0u;
@@ -216,7 +226,7 @@ WF_HD static inline float wfm_finish(const wfm_tri *tris, int32_t bt, const floa
 WF_HD static inline float wfm_distance(const wfm_node *nodes, const wfm_tri *tris, const float *x,
                                        float thickness, float reach2, const float *ref, float *n) {
   float key;
-  int32_t bt = wfm_pick(nodes, tris, x, reach2, &key);
+  int32_t bt = wfm_pick(nodes, tris, x, reach2, WFM_NO_SEED, &key);
   return wfm_finish(tris, bt, x, thickness, reach2, ref, n);
 }
 
@@ -231,7 +241,8 @@ WF_HD static inline float wfm_distance(const wfm_node *nodes, const wfm_tri *tri
  * A point that outruns its list within two queries (moving about a skin a query, where a list
  * would be made at nearly every query, costing two walks) walks the tree instead (count WALK,
  * ref its last point) until it moves less than a quarter skin in a query, then gets a list
- * again. Which way a query goes changes its cost only. */
+ * again. A walking or full point keeps its last answer in tri[0], where its next walk starts
+ * (wfm_pick's seed). Which way a query goes changes its cost only. */
 typedef struct wfm_cache {
   float ref[3];   /* the point (mesh frame) the list was made at (WALK: the last query's) */
   uint32_t count; /* listed triangles, or WFM_CACHE_NONE / _FULL / _WALK */
@@ -287,9 +298,12 @@ WF_HD static inline float wfm_distance_cached(const wfm_node *nodes, const wfm_t
     c->count = WFM_CACHE_WALK;
     walk = 1;
   }
+  /* a walking or full point keeps its last answer in tri[0] (a list's triangle before: an index
+   * of this mesh too; a fresh cache holds WFM_NO_SEED) and starts its next walk from it */
   if (walk) {
     float key;
-    int32_t b = wfm_pick(nodes, tris, x, reach2, &key);
+    int32_t b = wfm_pick(nodes, tris, x, reach2, c->tri[0], &key);
+    if (b >= 0) c->tri[0] = (uint32_t)b;
     return wfm_finish(tris, b, x, thickness, reach2, ref, n);
   }
   if (fresh) {
@@ -302,7 +316,7 @@ WF_HD static inline float wfm_distance_cached(const wfm_node *nodes, const wfm_t
     float reach = reach2 < INFINITY ? sqrtf(reach2) : INFINITY;
     float pad = 1e-6f * (1.0f + fabsf(x[0]) + fabsf(x[1]) + fabsf(x[2]));
     float far_ = (reach + 2.0f * skin) * 1.0001f + pad, key;
-    int32_t b = wfm_pick(nodes, tris, x, far_ < INFINITY ? far_ * far_ : INFINITY, &key);
+    int32_t b = wfm_pick(nodes, tris, x, far_ < INFINITY ? far_ * far_ : INFINITY, c->tri[0], &key);
     float D = sqrtf(key); /* >= the distance (key >= d²) */
     float lim = fminf(1.000005f * (D + skin), reach) + skin;
     lim = lim * 1.0001f + pad;
@@ -318,7 +332,8 @@ WF_HD static inline float wfm_distance_cached(const wfm_node *nodes, const wfm_t
   int32_t bt = -1;
   if (c->count == WFM_CACHE_FULL) {
     float key;
-    bt = wfm_pick(nodes, tris, x, reach2, &key);
+    bt = wfm_pick(nodes, tris, x, reach2, c->tri[0], &key);
+    if (bt >= 0) c->tri[0] = (uint32_t)bt;
   } else {
     float best = reach2;
     for (uint32_t j = 0; j < c->count; j++) {
