@@ -75,6 +75,23 @@ static wf_status grid_mesh(int n, float s, float y, wf_collider_mesh **out) {
   return st;
 }
 
+/* Turns every triangle of a sphere about the origin to face outward (its normal along its
+ * centroid). */
+static void wind_outward(const float (*v)[3], uint32_t (*t)[3], uint32_t nt) {
+  for (uint32_t i = 0; i < nt; i++) {
+    const float *a = v[t[i][0]], *b = v[t[i][1]], *c = v[t[i][2]];
+    double e1[3], e2[3], g[3];
+    for (int q = 0; q < 3; q++)
+      e1[q] = b[q] - a[q], e2[q] = c[q] - a[q], g[q] = a[q] + b[q] + c[q];
+    double nx = e1[1] * e2[2] - e1[2] * e2[1], ny = e1[2] * e2[0] - e1[0] * e2[2],
+           nz = e1[0] * e2[1] - e1[1] * e2[0];
+    if (nx * g[0] + ny * g[1] + nz * g[2] < 0.0) {
+      uint32_t sw = t[i][1];
+      t[i][1] = t[i][2], t[i][2] = sw;
+    }
+  }
+}
+
 /* A geodesic sphere: each face of an icosahedron cut into f x f triangles, every vertex pushed
  * out to the radius r (20 f² triangles, 10 f² + 2 vertices; f = 71: 100 820). Edge vertices are
  * computed from the edge's endpoints in index order, so the faces that share an edge share its
@@ -148,18 +165,7 @@ static wf_status geodesic_mesh(int f, float r, wf_collider_mesh **out) {
         }
       }
   }
-  for (uint32_t i = 0; i < nt; i++) { /* outward: the normal along the centroid */
-    const float *a = v[t[i][0]], *b = v[t[i][1]], *c = v[t[i][2]];
-    double e1[3], e2[3], gc[3];
-    for (int q = 0; q < 3; q++)
-      e1[q] = b[q] - a[q], e2[q] = c[q] - a[q], gc[q] = a[q] + b[q] + c[q];
-    double nx = e1[1] * e2[2] - e1[2] * e2[1], ny = e1[2] * e2[0] - e1[0] * e2[2],
-           nz = e1[0] * e2[1] - e1[1] * e2[0];
-    if (nx * gc[0] + ny * gc[1] + nz * gc[2] < 0.0) {
-      uint32_t sw = t[i][1];
-      t[i][1] = t[i][2], t[i][2] = sw;
-    }
-  }
+  wind_outward(v, t, nt);
   st = wf_collider_mesh_create("geodesic ball", (const float(*)[3])v, nv, (const uint32_t(*)[3])t,
                                nt, out);
 done:
@@ -198,18 +204,7 @@ static wf_status sphere_mesh(int n, float r, wf_collider_mesh **out) {
         t[k][0] = a, t[k][1] = d, t[k][2] = b, k++;
         t[k][0] = b, t[k][1] = d, t[k][2] = e, k++;
       }
-    for (uint32_t i = 0; i < nt; i++) { /* outward: the normal along the centroid (a sphere) */
-      const float *a = v[t[i][0]], *b = v[t[i][1]], *c = v[t[i][2]];
-      double e1[3], e2[3], g[3];
-      for (int q = 0; q < 3; q++)
-        e1[q] = b[q] - a[q], e2[q] = c[q] - a[q], g[q] = a[q] + b[q] + c[q];
-      double nx = e1[1] * e2[2] - e1[2] * e2[1], ny = e1[2] * e2[0] - e1[0] * e2[2],
-             nz = e1[0] * e2[1] - e1[1] * e2[0];
-      if (nx * g[0] + ny * g[1] + nz * g[2] < 0.0) {
-        uint32_t sw = t[i][1];
-        t[i][1] = t[i][2], t[i][2] = sw;
-      }
-    }
+    wind_outward(v, t, nt);
     st =
         wf_collider_mesh_create("ball", (const float(*)[3])v, nv, (const uint32_t(*)[3])t, nt, out);
   }

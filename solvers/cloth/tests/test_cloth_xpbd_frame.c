@@ -73,6 +73,17 @@ static wf_status build_classic(const wf_cloth_tuning *t, wf_cloth **out) {
   return st;
 }
 
+/* What the classic cloth of the current settings reports when built on `path`, into *info
+ * (zeroed when it cannot be built: the check fails). */
+static void classic_info(int path, wf_cloth_info *info) {
+  memset(info, 0, sizeof *info);
+  wf_cloth *probe = NULL;
+  wf_cloth_tuning t = tuning_of(path);
+  CHECK_OK(build_classic(&t, &probe));
+  if (probe) CHECK_OK(wf_cloth_info_get(probe, info));
+  wf_cloth_destroy(probe);
+}
+
 /* A 20 x 16 sheet pinned at one corner falling onto a triangle-mesh floor (an open square of 8
  * triangles given a thickness: a shell) and a sphere. */
 static wf_status build_mesh_floor(const wf_cloth_tuning *t, wf_cloth **out) {
@@ -212,13 +223,8 @@ TEST(bands_bitwise) {
                {64, WF_CLOTH_TUNE_AUTO, 16, 0}};
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     g_block = cases[k].block, g_grid_sync = cases[k].grid_sync;
-    wf_cloth *probe = NULL;
-    wf_cloth_tuning t = tuning_of(PATH_STRIDE);
-    CHECK_OK(build_classic(&t, &probe));
-    REQUIRE(probe);
     wf_cloth_info info;
-    CHECK_OK(wf_cloth_info_get(probe, &info));
-    wf_cloth_destroy(probe);
+    classic_info(PATH_STRIDE, &info);
     CHECK_EQ_INT(info.frame_block, cases[k].block);
     CHECK_EQ_INT(info.frame_grid_sync, cases[k].gs_want);
     char what[64];
@@ -274,14 +280,9 @@ TEST(obj_cloth_bitwise) { compare("OBJ sheet", build_obj, 6, PATH_AUTO, WF_CLOTH
 /* The largest grid of 64 columns the resident frame takes, and one row more (grid-stride; one
  * block with tuning.resident ON). */
 TEST(resident_limit_bitwise) {
-  wf_cloth *probe = NULL;
-  wf_cloth_tuning t = tuning_of(PATH_AUTO);
   g_nu = 8, g_nr = 8;
-  CHECK_OK(build_classic(&t, &probe));
-  REQUIRE(probe);
   wf_cloth_info info;
-  CHECK_OK(wf_cloth_info_get(probe, &info));
-  wf_cloth_destroy(probe);
+  classic_info(PATH_AUTO, &info);
   REQUIRE(info.resident_max % 64 == 0 && info.resident_max >= 64 * 8);
   g_nu = 64, g_nr = (int)(info.resident_max / 64), g_iterations = 2, g_substeps = 4;
   compare("largest resident grid", build_classic, 1, PATH_AUTO, WF_CLOTH_FRAME_RESIDENT);
@@ -304,13 +305,8 @@ TEST(shared_memory_block_bitwise) {
   for (int off = 0; off < 2; off++)
     for (size_t k = 0; k < sizeof blocks / sizeof blocks[0]; k++) {
       g_block = blocks[k], g_smem = off ? WF_CLOTH_TUNE_OFF : WF_CLOTH_TUNE_ON;
-      wf_cloth *probe = NULL;
-      wf_cloth_tuning t = tuning_of(PATH_AUTO);
-      CHECK_OK(build_classic(&t, &probe));
-      REQUIRE(probe);
       wf_cloth_info info;
-      CHECK_OK(wf_cloth_info_get(probe, &info));
-      wf_cloth_destroy(probe);
+      classic_info(PATH_AUTO, &info);
       CHECK_EQ_INT(info.frame_smem, cuda && !off ? 1 : 0);
       /* 1024 only with shared memory: the plain block's launch bounds are 512 */
       CHECK_EQ_INT(info.frame_block,
@@ -324,13 +320,8 @@ TEST(shared_memory_block_bitwise) {
   /* AUTO: from WFC_XPBD_SHARED_MIN (2048) vertices on: not at 32 x 32, at 48 x 48 */
   for (int big = 0; big < 2; big++) {
     g_nu = g_nr = big ? 48 : 32;
-    wf_cloth *probe = NULL;
-    wf_cloth_tuning t = tuning_of(PATH_AUTO);
-    CHECK_OK(build_classic(&t, &probe));
-    REQUIRE(probe);
     wf_cloth_info info;
-    CHECK_OK(wf_cloth_info_get(probe, &info));
-    wf_cloth_destroy(probe);
+    classic_info(PATH_AUTO, &info);
     CHECK_EQ_INT(info.frame_smem, cuda && big ? 1 : 0);
   }
   g_nu = g_nr = 32;
