@@ -295,9 +295,10 @@ TEST(resident_limit_bitwise) {
 }
 
 /* The one block with its state in shared memory (CUDA; tuning.smem ON) and without (OFF), with
- * 1024, 512 (automatic) and 64 threads: a 32 x 32 cloth's largest colour (~500 constraints) is one
- * round of prefetched constraints a thread, one, and eight (four prefetched, the rest loaded where
- * solved). A CPU device has no shared-memory variant (frame_smem 0) and takes at most 512. */
+ * 1024, 512 (automatic) and 64 threads: a 32 x 32 cloth's largest colour (~500 constraints) is
+ * one round of prefetched constraints a thread, one, and eight (four prefetched, the rest loaded
+ * where solved). Then the busy scene and the mesh floor in shared memory. A CPU device has no
+ * shared-memory variant (frame_smem 0) and takes at most 512 threads. */
 TEST(shared_memory_block_bitwise) {
   g_nu = 32, g_nr = 32, g_substeps = 16, g_iterations = 4;
   static const uint32_t blocks[] = {1024, 0, 64};
@@ -316,7 +317,14 @@ TEST(shared_memory_block_bitwise) {
                info.frame_smem ? ", shared memory" : "");
       compare(what, build_classic, 2, PATH_AUTO, WF_CLOTH_FRAME_RESIDENT);
     }
-  g_block = 0, g_smem = 0;
+  g_block = 0, g_smem = WF_CLOTH_TUNE_ON;
+  /* everything else the frame does, from shared memory: wind with drag and lift (predict reads
+   * its neighbours' positions there), moving colliders and attachments; a mesh floor (the
+   * finalize's candidate lists) */
+  compare("busy, one block in shared memory", build_busy, 15, PATH_AUTO, WF_CLOTH_FRAME_RESIDENT);
+  compare("sheet on a mesh floor, one block in shared memory", build_mesh_floor, 12, PATH_AUTO,
+          WF_CLOTH_FRAME_RESIDENT);
+  g_smem = 0;
   /* AUTO: from WFC_XPBD_SHARED_MIN (2048) vertices on: not at 32 x 32, at 48 x 48 */
   for (int big = 0; big < 2; big++) {
     g_nu = g_nr = big ? 48 : 32;
