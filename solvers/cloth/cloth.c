@@ -1854,7 +1854,7 @@ wf_status wfc_part_info_get(const wfc_part *c, wf_cloth_info *out) {
   if (!springs) { /* XPBD: one block (resident) or a grid-stride frame, a thread an element */
     out->frame_lanes = 1;
     out->frame_block = one_launch(c) ? c->xplan.block : 0;
-    out->frame_smem = one_launch(c) && c->xplan.mode == WFC_XPBD_BLOCK ? c->xplan.shared : 0;
+    out->frame_smem = one_launch(c) ? c->xplan.shared : 0; /* set in BLOCK mode only */
     out->frame_grid_sync =
         one_launch(c) && c->xplan.mode == WFC_XPBD_GRID && c->xplan.barrier == WFC_XPBD_SYNC_GRID;
     return WF_OK;

@@ -273,16 +273,10 @@ __global__ void __launch_bounds__(kMaxBlock)
   if (b == 0 && threadIdx.x == 0) *clock0 = clk[0], *clock1 = clk[1];
 }
 
-/* Whole warps, at least one, at most the launch bounds. */
-uint32_t warps_of(uint32_t b) {
+/* Whole warps, at least one, at most the launch bounds `most`. */
+uint32_t warps_of(uint32_t b, uint32_t most = kMaxBlock) {
   if (b < 32) b = 32;
-  if (b > kMaxBlock) b = kMaxBlock;
-  return b / 32 * 32;
-}
-
-uint32_t shared_threads(uint32_t b) {
-  if (b < 32) b = 32;
-  if (b > WFC_XPBD_SHARED_THREADS) b = WFC_XPBD_SHARED_THREADS;
+  if (b > most) b = most;
   return b / 32 * 32;
 }
 
@@ -305,16 +299,16 @@ extern "C" void wfc_xpbd_frame_plan_cuda(int ordinal, uint32_t n, uint32_t reach
     const size_t bytes = wfc_xpbd_shared_bytes(n);
     if (n >= shared_min && bytes <= (size_t)optin) {
       out->shared = 1;
-      out->block = shared_threads(block ? block : WFC_XPBD_BLOCK_THREADS);
+      out->block = warps_of(block ? block : WFC_XPBD_BLOCK_THREADS, WFC_XPBD_SHARED_THREADS);
       const int nb = (int)bytes;
-      cudaFuncSetAttribute(xpbd_shared_kernel<1, 1024>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           nb);
-      cudaFuncSetAttribute(xpbd_shared_kernel<2, 1024>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           nb);
-      cudaFuncSetAttribute(xpbd_shared_kernel<2, 512>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           nb);
-      cudaFuncSetAttribute(xpbd_shared_kernel<4, 512>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           nb);
+      cudaFuncSetAttribute(xpbd_shared_kernel<1, WFC_XPBD_SHARED_THREADS>,
+                           cudaFuncAttributeMaxDynamicSharedMemorySize, nb);
+      cudaFuncSetAttribute(xpbd_shared_kernel<2, WFC_XPBD_SHARED_THREADS>,
+                           cudaFuncAttributeMaxDynamicSharedMemorySize, nb);
+      cudaFuncSetAttribute(xpbd_shared_kernel<2, kMaxBlock>,
+                           cudaFuncAttributeMaxDynamicSharedMemorySize, nb);
+      cudaFuncSetAttribute(xpbd_shared_kernel<4, kMaxBlock>,
+                           cudaFuncAttributeMaxDynamicSharedMemorySize, nb);
     }
   } else {
     const uint32_t b = warps_of(block ? block : WFC_XPBD_GRID_THREADS);
@@ -350,12 +344,15 @@ extern "C" void wfc_xpbd_frame_cuda(const void *args, size_t n, void *stream) {
     }
     cfg.dynamicSmemBytes = wfc_xpbd_shared_bytes(fa->n);
     const uint32_t rounds = (most + fa->plan.block - 1) / fa->plan.block;
-    if (fa->plan.block > 512)
-      cudaLaunchKernelEx(
-          &cfg, rounds <= 1 ? xpbd_shared_kernel<1, 1024> : xpbd_shared_kernel<2, 1024>, *fa);
+    if (fa->plan.block > kMaxBlock) /* the 1024-thread instantiations' launch bounds */
+      cudaLaunchKernelEx(&cfg,
+                         rounds <= 1 ? xpbd_shared_kernel<1, WFC_XPBD_SHARED_THREADS>
+                                     : xpbd_shared_kernel<2, WFC_XPBD_SHARED_THREADS>,
+                         *fa);
     else
       cudaLaunchKernelEx(
-          &cfg, rounds <= 2 ? xpbd_shared_kernel<2, 512> : xpbd_shared_kernel<4, 512>, *fa);
+          &cfg, rounds <= 2 ? xpbd_shared_kernel<2, kMaxBlock> : xpbd_shared_kernel<4, kMaxBlock>,
+          *fa);
     return;
   }
   if (fa->plan.mode == WFC_XPBD_BLOCK) {
