@@ -12,7 +12,7 @@
 #include "weft/gpu.h"
 
 typedef struct bench_row {
-  char benchmark[32];
+  char benchmark[48];
   char metric[64];
   double value;
   const char *unit;

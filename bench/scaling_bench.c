@@ -66,6 +66,7 @@ typedef struct sb_opts {
   uint64_t cloth, cloth_per_device; /* grid sides (strong; weak per device); 0: the defaults */
   bool balance_count;               /* --balance count (default: time) */
   bool mpi;                         /* --mpi: over the ranks of the MPI job (scaling_mpi.c) */
+  bool cloth_contact;               /* --cloth-contact: the cloth with contact (desc.contact) */
 } sb_opts;
 
 typedef struct sb_ctx {
@@ -321,6 +322,8 @@ typedef struct sb_cloth_result {
   wf_overlap ov; /* the overlap measurement */
   bool peer;     /* every pair of devices has peer access */
   uint32_t owned_min, owned_max;
+  uint64_t halo_bytes; /* per frame, all partitions (wf_cloth_info) */
+  int mpi_halo;        /* over ranks: the halo path (wf_cloth_info.mpi_halo) */
 } sb_cloth_result;
 
 /* The weak-scaling grid of k devices: (a n) x (b n). */
@@ -338,9 +341,12 @@ static void cloth_grid_of(const sb_ctx *c, int mode, int k, uint64_t grid[2]) {
     cloth_weak_grid(c->o.cloth_per_device, k, grid);
 }
 
-static void cloth_bench_name(char *buf, size_t size, int mode, const uint64_t grid[2], int k) {
-  snprintf(buf, size, "scaling_%s_c%llux%llu_gpus%d", mode_names[mode], (unsigned long long)grid[0],
-           (unsigned long long)grid[1], k);
+/* scaling_<mode>_c<NU>x<NR>[_contact]_gpus<K>; over MPI ranks mpi_<mode>_c..._ranks<K> */
+static void cloth_bench_name(const sb_ctx *c, char *buf, size_t size, int mode,
+                             const uint64_t grid[2], int k) {
+  snprintf(buf, size, "%s_%s_c%llux%llu%s_%s%d", c->o.mpi ? "mpi" : "scaling", mode_names[mode],
+           (unsigned long long)grid[0], (unsigned long long)grid[1],
+           c->o.cloth_contact ? "_contact" : "", c->o.mpi ? "ranks" : "gpus", k);
 }
 
 /* Builds the grid split over the first k devices and times it. 0 or 1. */
@@ -366,9 +372,16 @@ static int cloth_measure(sb_ctx *c, int k, const uint64_t grid[2], sb_cloth_resu
   g.resolution[0] = (int)grid[0], g.resolution[1] = (int)grid[1];
   g.size[0] = 0.1f * (float)(grid[0] - 1), g.size[1] = 0.1f * (float)(grid[1] - 1);
   g.center[1] = 0.0f;
+  d.contact = c->o.cloth_contact;
   d.device_count = k;
   for (int i = 0; i < k; i++)
     d.devices[i] = c->devs[i];
+  if (c->comm && k > 1) { /* a partition a rank, on the rank's own device */
+    for (int i = 0; i < k; i++)
+      d.devices[i] = c->devs[c->local % c->n_devs];
+    d.mpi_comm = c->comm;
+    if (bench_mpi_halo_env("scaling", &d.mpi_halo)) goto done;
+  }
   if (bench_cloth_tuning_env("scaling", &d.tuning)) goto done;
   CHECK(wf_cloth_create_grid(&d, &g, &cs));
   CHECK(wf_cloth_pin_named(cs, "top-left", NULL));
@@ -381,12 +394,15 @@ static int cloth_measure(sb_ctx *c, int k, const uint64_t grid[2], sb_cloth_resu
     CHECK(sync_devices(c, k));
     ms[f] = (bench_now_s() - t0) * 1e3;
   }
-  /* refuses a state that is not finite (the cloth blew up), naming the vertex */
-  CHECK(wf_cloth_overlap_measure(cs, c->o.frames, &res->ov));
+  /* refuses a state that is not finite (the cloth blew up), naming the vertex; over ranks the
+   * halo goes through MPI and is not measured apart */
+  if (!c->comm) CHECK(wf_cloth_overlap_measure(cs, c->o.frames, &res->ov));
   wf_cloth_info info;
   CHECK(wf_cloth_info_get(cs, &info));
   res->ms = bench_median(ms, c->o.frames);
   res->peer = info.peer;
+  res->halo_bytes = info.halo_bytes_per_frame;
+  res->mpi_halo = info.mpi_halo;
   res->owned_min = UINT32_MAX;
   for (int p = 0; p < (int)info.partitions && p < MAX_DEVICES; p++) {
     if (info.owned[p] < res->owned_min) res->owned_min = info.owned[p];
@@ -448,7 +464,7 @@ static int cloth_run_mode(sb_ctx *c, int mode) {
               k, r.owned_min, r.owned_max);
     fflush(c->out);
     char bench[48];
-    cloth_bench_name(bench, sizeof bench, mode, grid, k);
+    cloth_bench_name(c, bench, sizeof bench, mode, grid, k);
     add_row(c, bench, "ms_per_frame", r.ms, "ms");
     if (mode == MODE_STRONG) add_row(c, bench, "speedup", ratio, "1");
     add_row(c, bench, "efficiency", eff, "1");
@@ -466,15 +482,17 @@ static int cloth_run_mode(sb_ctx *c, int mode) {
 /* The cloth's sizes (defaults by device kind) and a check that its CSV names fit. 0, or 2 after
  * saying why. */
 static int cloth_prepare(sb_ctx *c, bool cuda) {
-  if (!c->o.cloth) c->o.cloth = cuda ? (c->o.quick ? 512 : 4096) : (c->o.quick ? 48 : 128);
+  bool cc = c->o.cloth_contact; /* contact: a whole-cloth grid a partition, so smaller cloths */
+  if (!c->o.cloth)
+    c->o.cloth = cuda ? (c->o.quick ? 512 : cc ? 1024 : 4096) : (c->o.quick ? 48 : 128);
   if (!c->o.cloth_per_device)
-    c->o.cloth_per_device = cuda ? (c->o.quick ? 256 : 2048) : (c->o.quick ? 24 : 64);
+    c->o.cloth_per_device = cuda ? (c->o.quick ? 256 : cc ? 1024 : 2048) : (c->o.quick ? 24 : 64);
   for (int mode = MODE_STRONG; mode <= MODE_WEAK; mode++)
     for (int i = 0; i < c->o.n_counts; i++) {
       uint64_t grid[2];
       cloth_grid_of(c, mode, c->o.counts[i], grid);
       char name[64];
-      cloth_bench_name(name, sizeof name, mode, grid, c->o.counts[i]);
+      cloth_bench_name(c, name, sizeof name, mode, grid, c->o.counts[i]);
       if (grid[0] * grid[1] > ((uint64_t)1 << 30) || grid[0] > INT32_MAX || grid[1] > INT32_MAX) {
         fprintf(stderr, "weft bench scaling: a %llux%llu cloth is more than 2^30 vertices\n",
                 (unsigned long long)grid[0], (unsigned long long)grid[1]);
@@ -497,13 +515,15 @@ static int cloth_run(sb_ctx *c, bool cuda) {
                     "split solver, they do not measure scaling\n");
   fprintf(c->out,
           "\ncloth: the split cloth, mass-spring, spacing 0.1, mass 0.1, stiffness 1000, damping "
-          "10, top corners pinned, %d substeps/frame;\nmedian of %d frames after 2 warm-up "
+          "10, top corners pinned, %d substeps/frame%s;\nmedian of %d frames after 2 warm-up "
           "frames, host clock around step + sync;\nhalo overlap (more than one device; "
           "wf_cloth_overlap_measure, medians of %d frames of each kind):\nov ms = an "
           "ordinary frame, no-halo ms = the frame without the halo copies, compute ms = the "
           "longest\npartition's kernels (device events), halo ms = the copies of a frame alone; "
           "hidden = 1 - (ov ms - compute ms) / halo ms\n",
-          CLOTH_SUBSTEPS, c->o.frames, c->o.frames);
+          CLOTH_SUBSTEPS,
+          c->o.cloth_contact ? ", contact on (vertex-triangle and edge-edge within the cloth)" : "",
+          c->o.frames, c->o.frames);
   fprintf(c->out, "\n%-5s %-6s %7s %12s %10s %8s %10s %13s %13s %9s %10s %10s %9s %7s %5s\n", "",
           "mode", "devices", "grid", "ms/frame", "speed-up", "efficiency", "v-substeps/s",
           "halo MB/frame", "ov ms", "no-halo ms", "compute ms", "halo ms", "hidden", "peer");
@@ -513,63 +533,66 @@ static int cloth_run(sb_ctx *c, bool cuda) {
 }
 
 void wf_bench_scaling_usage(FILE *f) {
-  fputs(
-      "usage: weft bench scaling [--device cuda|cpu] [--gpus K,K,...] [--particles N]\n"
-      "                          [--per-device N] [--frames F] [--csv FILE] [--machine NAME]\n"
-      "                          [--only particles|cloth] [--cloth SIDE]\n"
-      "                          [--cloth-per-device SIDE] [--mpi] [--quick]\n"
-      "\n"
-      "The particle benchmark's column (radius 0.1, spacing 0.2, jitter 0.01, DEM stiffness\n"
-      "8000, damping 2, friction 1, 64 substeps per frame at 60 frames/s, the plane y = 0)\n"
-      "in the split solver, on the first K devices of one kind. Strong scaling: N particles on\n"
-      "K devices; weak scaling: N per device times K. Each frame is timed by the host's clock\n"
-      "around the step and a synchronization (the host-side repartition between frames\n"
-      "included); the median is reported with the speed-up t1/tK (strong), the efficiency\n"
-      "(t1/(K tK) strong, t1/tK weak), particle-substeps/s, halo MB moved per frame, host\n"
-      "repartition ms per frame, frames run again (skin too thin), a frame without the halo\n"
-      "copies (no-halo ms), the copies of a frame alone (halo ms), the fraction of the\n"
-      "copies' time hidden behind compute, and whether the devices have peer access. The\n"
-      "one-device baseline is always measured.\n"
-      "\n"
-      "Then the split cloth (weft bench cloth's classic mass-spring setup: spacing 0.1,\n"
-      "mass 0.1, stiffness 1000, damping 10, top corners pinned, 16 substeps per frame):\n"
-      "strong scaling of an N x N grid, weak scaling with N x N vertices per device; besides\n"
-      "the same columns: an ordinary frame (ov ms), a frame without the halo copies\n"
-      "(no-halo ms), the longest partition's kernels timed by device events (compute ms),\n"
-      "the halo copies of a frame alone (halo ms) and the fraction of the copies' time hidden\n"
-      "behind compute (wf_cloth_overlap_measure). CSV benchmark\n"
-      "scaling_<mode>_c<NU>x<NR>_gpus<K>.\n"
-      "\n"
-      "options:\n"
-      "  --device KIND     cuda or cpu (default: cuda if usable, else cpu; cpu uses the\n"
-      "                    devices cpu:0..3, which share this machine's cores)\n"
-      "  --gpus LIST       device counts (default 1,2,4); counts beyond the devices that exist\n"
-      "                    are skipped\n"
-      "  --particles N     strong scaling: particles (default 16777216 on CUDA, 65536 on CPU;\n"
-      "                    --quick: 262144 / 8192)\n"
-      "  --per-device N    weak scaling: particles per device (default 16777216 on CUDA, 16384\n"
-      "                    on CPU; --quick: 262144 / 4096)\n"
-      "  --frames F        timed frames per run, after 2 warm-up frames (default 10; --quick 3)\n"
-      "  --csv FILE        append results as machine,date,benchmark,metric,value,unit rows\n"
-      "                    (benchmark scaling_<strong|weak>_p<N>_gpus<K>)\n"
-      "  --machine NAME    machine name for the CSV (default: hostname and device product)\n"
-      "  --only WHAT       particles or cloth (default: both)\n"
-      "  --balance HOW     the particle slabs: time (default: equal compute, each partition's\n"
-      "                    particles weighted by its measured time per particle) or count\n"
-      "                    (equal particle counts)\n"
-      "  --cloth N         cloth strong scaling: an N x N grid (default 4096 on CUDA, 128 on\n"
-      "                    CPU; --quick: 512 / 48)\n"
-      "  --cloth-per-device N\n"
-      "                    cloth weak scaling: N x N vertices per device; K devices run an\n"
-      "                    (aN) x (bN) grid, K = ab, a >= b (default 2048 on CUDA, 64 on CPU;\n"
-      "                    --quick: 256 / 24)\n"
-      "  --mpi             under an MPI launcher (mpirun -np R weft bench scaling --mpi): the\n"
-      "                    particles over the R ranks, a partition a rank, against one\n"
-      "                    process on one device; the link between ranks 0 and 1 and a model\n"
-      "                    of a frame on M nodes from the measured figures (docs/multi-device.md)\n"
-      "  --quick           small and short (for CI)\n"
-      "  -h, --help        show this help\n",
-      f);
+  fputs("usage: weft bench scaling [--device cuda|cpu] [--gpus K,K,...] [--particles N]\n"
+        "                          [--per-device N] [--frames F] [--csv FILE] [--machine NAME]\n"
+        "                          [--only particles|cloth] [--cloth SIDE]\n"
+        "                          [--cloth-per-device SIDE] [--cloth-contact] [--mpi]\n"
+        "                          [--quick]\n"
+        "\n"
+        "The particle benchmark's column (radius 0.1, spacing 0.2, jitter 0.01, DEM stiffness\n"
+        "8000, damping 2, friction 1, 64 substeps per frame at 60 frames/s, the plane y = 0)\n"
+        "in the split solver, on the first K devices of one kind. Strong scaling: N particles on\n"
+        "K devices; weak scaling: N per device times K. Each frame is timed by the host's clock\n"
+        "around the step and a synchronization (the host-side repartition between frames\n"
+        "included); the median is reported with the speed-up t1/tK (strong), the efficiency\n"
+        "(t1/(K tK) strong, t1/tK weak), particle-substeps/s, halo MB moved per frame, host\n"
+        "repartition ms per frame, frames run again (skin too thin), a frame without the halo\n"
+        "copies (no-halo ms), the copies of a frame alone (halo ms), the fraction of the\n"
+        "copies' time hidden behind compute, and whether the devices have peer access. The\n"
+        "one-device baseline is always measured.\n"
+        "\n"
+        "Then the split cloth (weft bench cloth's classic mass-spring setup: spacing 0.1,\n"
+        "mass 0.1, stiffness 1000, damping 10, top corners pinned, 16 substeps per frame):\n"
+        "strong scaling of an N x N grid, weak scaling with N x N vertices per device; besides\n"
+        "the same columns: an ordinary frame (ov ms), a frame without the halo copies\n"
+        "(no-halo ms), the longest partition's kernels timed by device events (compute ms),\n"
+        "the halo copies of a frame alone (halo ms) and the fraction of the copies' time hidden\n"
+        "behind compute (wf_cloth_overlap_measure). CSV benchmark\n"
+        "scaling_<mode>_c<NU>x<NR>[_contact]_gpus<K>.\n"
+        "\n"
+        "options:\n"
+        "  --device KIND     cuda or cpu (default: cuda if usable, else cpu; cpu uses the\n"
+        "                    devices cpu:0..3, which share this machine's cores)\n"
+        "  --gpus LIST       device counts (default 1,2,4); counts beyond the devices that exist\n"
+        "                    are skipped\n"
+        "  --particles N     strong scaling: particles (default 16777216 on CUDA, 65536 on CPU;\n"
+        "                    --quick: 262144 / 8192)\n"
+        "  --per-device N    weak scaling: particles per device (default 16777216 on CUDA, 16384\n"
+        "                    on CPU; --quick: 262144 / 4096)\n"
+        "  --frames F        timed frames per run, after 2 warm-up frames (default 10; --quick 3)\n"
+        "  --csv FILE        append results as machine,date,benchmark,metric,value,unit rows\n"
+        "                    (benchmark scaling_<strong|weak>_p<N>_gpus<K>)\n"
+        "  --machine NAME    machine name for the CSV (default: hostname and device product)\n"
+        "  --only WHAT       particles or cloth (default: both)\n"
+        "  --balance HOW     the particle slabs: time (default: equal compute, each partition's\n"
+        "                    particles weighted by its measured time per particle) or count\n"
+        "                    (equal particle counts)\n"
+        "  --cloth N         cloth strong scaling: an N x N grid (default 4096 on CUDA, 128 on\n"
+        "                    CPU; --quick: 512 / 48)\n"
+        "  --cloth-per-device N\n"
+        "                    cloth weak scaling: N x N vertices per device; K devices run an\n"
+        "                    (aN) x (bN) grid, K = ab, a >= b (default 2048 on CUDA, 64 on CPU;\n"
+        "                    --quick: 256 / 24)\n"
+        "  --cloth-contact   the cloth with contact (vertex-triangle and edge-edge within the\n"
+        "                    cloth, wf_cloth_desc.contact); grid defaults on CUDA 1024 / 1024\n"
+        "  --mpi             under an MPI launcher (mpirun -np R weft bench scaling --mpi): the\n"
+        "                    particles and the cloth over the R ranks, a partition a rank,\n"
+        "                    against one process on one device (CSV mpi_<mode>_..._ranks<R>);\n"
+        "                    the link between ranks 0 and 1 and a model of a particle frame on\n"
+        "                    M nodes from the measured figures (docs/multi-device.md)\n"
+        "  --quick           small and short (for CI)\n"
+        "  -h, --help        show this help\n",
+        f);
 }
 
 static int parse_count(const char *opt, const char *s, uint64_t *out) {
@@ -665,6 +688,8 @@ static int parse(int argc, char **argv, sb_opts *o, FILE *out) {
       o->quick = true;
     } else if (!strcmp(a, "--mpi")) {
       o->mpi = true;
+    } else if (!strcmp(a, "--cloth-contact")) {
+      o->cloth_contact = true;
     } else if (!takes_value(a)) {
       fprintf(stderr, "weft bench scaling: unknown option '%s' (see --help)\n", a);
       return 2;
@@ -776,6 +801,51 @@ static int start(sb_ctx *c) {
  * the nodes' link is slower than this machine's, rate and lat are the only inputs that change. */
 enum { HALO_ROW = 48 }; /* a ghost's bytes in a halo message (position, velocity, omega) */
 
+/* The split cloth over the ranks (--mpi, unless --only particles): against rank 0 alone on one
+ * device, strong (--cloth) and weak (--cloth-per-device), the slowest rank's median. 0 or 1, the
+ * same on every rank. */
+static int mpi_cloth(sb_ctx *c, const void *comm, FILE *out) {
+  int ranks = c->ranks;
+  if (out)
+    fprintf(
+        out,
+        "\ncloth over %d ranks: mass-spring, spacing 0.1, mass 0.1, stiffness 1000, damping 10, "
+        "top corners pinned, %d substeps/frame%s; median of %d frames (the slowest rank's)\n"
+        "\n%-6s %5s %12s %10s %10s %10s %13s %10s\n",
+        ranks, CLOTH_SUBSTEPS, c->o.cloth_contact ? ", contact on" : "", c->o.frames, "mode",
+        "ranks", "grid", "t1 ms", "ms/frame", "efficiency", "halo MB/frame", "halo");
+  for (int mode = MODE_STRONG; mode <= MODE_WEAK; mode++) {
+    uint64_t g1[2], g[2];
+    cloth_grid_of(c, mode, 1, g1);
+    cloth_grid_of(c, mode, ranks, g);
+    sb_cloth_result r1 = {0}, r = {0};
+    c->comm = NULL; /* the one-process baseline, rank 0 alone */
+    int bad = c->rank == 0 ? cloth_measure(c, 1, g1, &r1) : 0;
+    sb_mpi_idle_barrier();
+    if (sb_mpi_max(bad)) return 1;
+    double t1 = sb_mpi_bcast(r1.ms);
+    c->comm = comm;
+    bad = cloth_measure(c, ranks, g, &r);
+    c->comm = NULL;
+    if (sb_mpi_max(bad)) return 1;
+    double ms = sb_mpi_max(r.ms);
+    double eff = ms > 0.0 ? (mode == MODE_STRONG ? t1 / (ranks * ms) : t1 / ms) : 0.0;
+    if (out) {
+      char size[32];
+      snprintf(size, sizeof size, "%llux%llu", (unsigned long long)g[0], (unsigned long long)g[1]);
+      fprintf(out, "%-6s %5d %12s %10.3f %10.3f %10.3f %13.3f %10s\n", mode_names[mode], ranks,
+              size, t1, ms, eff, (double)r.halo_bytes * 1e-6,
+              r.mpi_halo == WF_MPI_HALO_DIRECT ? "direct" : "staged");
+    }
+    char bench[48];
+    cloth_bench_name(c, bench, sizeof bench, mode, g, ranks);
+    add_row(c, bench, "ms_per_frame", ms, "ms");
+    add_row(c, bench, "efficiency", eff, "1");
+    add_row(c, bench, "halo_bytes_per_frame", (double)r.halo_bytes, "B");
+  }
+  return 0;
+}
+
 static int mpi_main(sb_ctx *c) {
   int rank = 0, ranks = 1, local = 0;
   const void *comm = NULL;
@@ -795,6 +865,11 @@ static int mpi_main(sb_ctx *c) {
   if (!c->o.per_device)
     c->o.per_device = cuda ? (c->o.quick ? 262144 : 16777216) : (c->o.quick ? 4096 : 16384);
   if (!c->o.frames) c->o.frames = c->o.quick ? 3 : 10;
+  if (!c->o.no_cloth && cloth_prepare(c, cuda)) {
+    sb_mpi_barrier();
+    wf_shutdown();
+    return 2;
+  }
   FILE *out = rank == 0 ? c->out : NULL;
   double rate = 0.0, lat = 0.0;
   sb_mpi_link((size_t)1 << 20, c->o.quick ? 5 : 20, &rate, &lat);
@@ -808,14 +883,15 @@ static int mpi_main(sb_ctx *c) {
     if (!cuda)
       fprintf(out, "note: CPU devices share this machine's cores: these figures exercise the "
                    "ranks' split, they do not measure scaling\n");
-    fprintf(out, "\n%-6s %5s %12s %10s %10s %10s %13s %14s %10s %10s\n", "mode", "ranks",
-            "particles", "t1 ms", "ms/frame", "efficiency", "halo MB/frame", "moved MB/rep",
-            "model ms", "hidden");
+    if (!c->o.no_particles)
+      fprintf(out, "\n%-6s %5s %12s %10s %10s %10s %13s %14s %10s %10s\n", "mode", "ranks",
+              "particles", "t1 ms", "ms/frame", "efficiency", "halo MB/frame", "moved MB/rep",
+              "model ms", "hidden");
   }
   int rc = 1;
   sb_result strong = {0};
   double t1_strong = 0.0;
-  for (int mode = MODE_STRONG; mode <= MODE_WEAK; mode++) {
+  for (int mode = MODE_STRONG; mode <= MODE_WEAK && !c->o.no_particles; mode++) {
     uint64_t n1 = mode == MODE_STRONG ? c->o.particles : c->o.per_device;
     uint64_t n = mode == MODE_STRONG ? n1 : n1 * (uint64_t)ranks;
     sb_result r1 = {0}, r = {0};
@@ -852,7 +928,7 @@ static int mpi_main(sb_ctx *c) {
     add_row(c, bench, "moved_bytes_per_repartition", moved, "B");
     add_row(c, bench, "model_ms_per_frame", model, "ms");
   }
-  if (out && rate > 0.0) { /* the model on M nodes, strong scaling of the measured column */
+  if (out && rate > 0.0 && !c->o.no_particles) { /* the model on M nodes, strong scaling */
     double n = (double)c->o.particles;
     int links = 2 * (ranks - 1);
     double b = links ? (double)strong.halo_bytes / SUBSTEPS / links : 0.0;
@@ -874,6 +950,7 @@ static int mpi_main(sb_ctx *c) {
               t > 0.0 ? t1_strong / (m * t) : 0.0);
     }
   }
+  if (!c->o.no_cloth && mpi_cloth(c, comm, out)) goto done;
   if (out && c->o.csv) {
     char machine[512];
     if (c->o.machine)
