@@ -3,6 +3,7 @@
  * a communicator is refused and the collectives are the identity. */
 #include "ranks.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -167,49 +168,110 @@ wf_status wfpt_ranks_max_f64(wfpt_set *s, double *v, int n) {
   return err == MPI_SUCCESS ? WF_OK : mpi_fail(s, err, "the maximum over the ranks");
 }
 
-/* Counts and displacements are ints in MPI 3: a rank's share is limited to 2 GiB (the gather of
- * a whole particle state, 312 bytes a particle with its history, up to about 6M particles a
- * rank). what: the set or the caller named in a message. */
-static wf_status allgather_on(MPI_Comm c, const char *what, const void *mine, size_t bytes,
-                              void **all, size_t *total) {
+/* Counts and displacements are ints in MPI 3 (Open MPI 4 has no large-count calls), so what a
+ * collective moves is limited to 2 GiB a rank. Past that, on weft's own duplicated communicator
+ * (no message of the application's can match), the rows go as point-to-point messages of at most
+ * P2P_CHUNK bytes, in order between each pair (MPI does not let messages of one pair and tag
+ * overtake each other), every receive posted before any send: the same bytes in the same places.
+ * The tag is MPI_TAG_UB, above the halo messages' tags (transport_mpi.c, < 32768). */
+#ifndef WFPT_P2P_CHUNK /* (the partition tests build this file with small ones: test_ranks_mpi) */
+#define WFPT_P2P_CHUNK ((size_t)1 << 30)
+#endif
+#ifndef WFPT_MPI_LIMIT
+#define WFPT_MPI_LIMIT ((size_t)0x7fffffff)
+#endif
+#define P2P_CHUNK ((size_t)(WFPT_P2P_CHUNK))
+#define MPI_LIMIT ((size_t)(WFPT_MPI_LIMIT))
+
+static int p2p_tag(MPI_Comm c) {
+  int *ub = NULL, flag = 0;
+  MPI_Comm_get_attr(c, MPI_TAG_UB, &ub, &flag);
+  return flag && ub ? *ub : 32767;
+}
+
+/* Rank r's rows: send[sat[r] .. + scnt[r]) to rank r, recv[rat[r] .. + rcnt[r]) from rank r
+ * (the own rows copied). */
+static int p2p_exchange(MPI_Comm c, const char *send, const size_t *scnt, const size_t *sat,
+                        char *recv, const size_t *rcnt, const size_t *rat) {
+  int n = 1, me = 0, err = MPI_SUCCESS;
+  MPI_Comm_size(c, &n);
+  MPI_Comm_rank(c, &me);
+  size_t msgs = 0;
+  for (int r = 0; r < n; r++)
+    if (r != me)
+      msgs += (scnt[r] + P2P_CHUNK - 1) / P2P_CHUNK + (rcnt[r] + P2P_CHUNK - 1) / P2P_CHUNK;
+  MPI_Request *req = malloc((msgs ? msgs : 1) * sizeof *req);
+  if (!req) return MPI_ERR_NO_MEM;
+  int tag = p2p_tag(c);
+  size_t q = 0;
+  for (int pass = 0; pass < 2 && err == MPI_SUCCESS; pass++) /* receives, then sends */
+    for (int r = 0; r < n && err == MPI_SUCCESS; r++) {
+      if (r == me) continue;
+      size_t cnt = pass ? scnt[r] : rcnt[r];
+      for (size_t at = 0; at < cnt && err == MPI_SUCCESS; at += P2P_CHUNK) {
+        int len = (int)(cnt - at < P2P_CHUNK ? cnt - at : P2P_CHUNK);
+        err = pass ? MPI_Isend(send + sat[r] + at, len, MPI_BYTE, r, tag, c, &req[q++])
+                   : MPI_Irecv(recv + rat[r] + at, len, MPI_BYTE, r, tag, c, &req[q++]);
+      }
+    }
+  if (scnt[me]) memcpy(recv + rat[me], send + sat[me], scnt[me]);
+  int werr = q ? MPI_Waitall((int)q, req, MPI_STATUSES_IGNORE) : MPI_SUCCESS;
+  free(req);
+  return err != MPI_SUCCESS ? err : werr;
+}
+
+/* A rank's share and the total (collectives' counts are ints: to 2 GiB, past that point to point
+ * on weft's own communicator, `own`; the application's are refused). what: the set or the caller
+ * named in a message. */
+static wf_status allgather_on(MPI_Comm c, bool own, const char *what, const void *mine,
+                              size_t bytes, void **all, size_t *total) {
   int n = 1, rank = 0;
   MPI_Comm_size(c, &n);
   MPI_Comm_rank(c, &rank);
-  if (bytes > (size_t)0x7fffffff)
-    return wf__error(WF_ERR_INVALID, NULL,
-                     "%s: rank %d: %zu bytes to gather; MPI counts stop at 2 GiB a rank", what,
-                     rank, bytes);
-  int *cnt = malloc((size_t)n * sizeof *cnt), *at = malloc((size_t)n * sizeof *at);
-  if (!cnt || !at) {
-    free(cnt), free(at);
+  size_t *cnt = malloc((size_t)n * 3 * sizeof *cnt), *at = cnt ? cnt + n : NULL,
+         *mine_n = cnt ? cnt + 2 * n : NULL;
+  int *icnt = malloc((size_t)n * 2 * sizeof *icnt), *iat = icnt ? icnt + n : NULL;
+  if (!cnt || !icnt) {
+    free(cnt), free(icnt);
     return wf__error(WF_ERR_OUT_OF_MEMORY, NULL, "%s: out of host memory", what);
   }
-  int me = (int)bytes;
-  int err = MPI_Allgather(&me, 1, MPI_INT, cnt, 1, MPI_INT, c);
+  _Static_assert(sizeof(size_t) == sizeof(uint64_t), "sizes travel as MPI_UINT64_T");
+  uint64_t me = bytes, *all_n = (uint64_t *)at; /* (at is filled after the sizes are read) */
+  int err = MPI_Allgather(&me, 1, MPI_UINT64_T, all_n, 1, MPI_UINT64_T, c);
   size_t sum = 0;
   for (int r = 0; r < n && err == MPI_SUCCESS; r++)
-    at[r] = (int)sum, sum += (size_t)cnt[r];
+    cnt[r] = (size_t)all_n[r];
+  for (int r = 0; r < n && err == MPI_SUCCESS; r++)
+    at[r] = sum, sum += cnt[r], mine_n[r] = bytes;
+  bool large = sum > MPI_LIMIT;
   wf_status st = WF_OK;
   char doing[160];
   if (err != MPI_SUCCESS) {
     snprintf(doing, sizeof doing, "%s: rank %d: gathering the sizes", what, rank);
     st = comm_fail(err, doing);
-  } else if (sum > (size_t)0x7fffffff) {
+  } else if (large && !own) {
     st = wf__error(WF_ERR_INVALID, NULL, "%s: %zu bytes to gather; MPI counts stop at 2 GiB", what,
                    sum);
   } else if (!(*all = malloc(sum ? sum : 1))) {
     st = wf__error(WF_ERR_OUT_OF_MEMORY, NULL, "%s: out of host memory", what);
   }
-  if (st == WF_OK) {
-    err = MPI_Allgatherv(mine, me, MPI_BYTE, *all, cnt, at, MPI_BYTE, c);
-    snprintf(doing, sizeof doing, "%s: rank %d: gathering the state", what, rank);
+  snprintf(doing, sizeof doing, "%s: rank %d: gathering the state", what, rank);
+  if (st == WF_OK && large) { /* my rows to every rank, at offset 0 of mine */
+    size_t *zero = calloc((size_t)n, sizeof *zero);
+    err = zero ? p2p_exchange(c, mine, mine_n, zero, *all, cnt, at) : MPI_ERR_NO_MEM;
+    free(zero);
+    if (err != MPI_SUCCESS) st = comm_fail(err, doing);
+  } else if (st == WF_OK) {
+    for (int r = 0; r < n; r++)
+      icnt[r] = (int)cnt[r], iat[r] = (int)at[r];
+    err = MPI_Allgatherv(mine, (int)bytes, MPI_BYTE, *all, icnt, iat, MPI_BYTE, c);
     if (err != MPI_SUCCESS) st = comm_fail(err, doing);
   }
   if (st != WF_OK)
     free(*all), *all = NULL;
   else
     *total = sum;
-  free(cnt), free(at);
+  free(cnt), free(icnt);
   return st;
 }
 
@@ -223,7 +285,7 @@ wf_status wfpt_ranks_allgather(wfpt_set *s, const void *mine, size_t bytes, void
     *total = bytes;
     return WF_OK;
   }
-  return allgather_on(comm_of(s), s->what, mine, bytes, all, total);
+  return allgather_on(comm_of(s), true, s->what, mine, bytes, all, total);
 }
 
 wf_status wfpt_ranks_alltoallv(wfpt_set *s, const void *send, const size_t *bytes, void **recv,
@@ -237,41 +299,43 @@ wf_status wfpt_ranks_alltoallv(wfpt_set *s, const void *send, const size_t *byte
     return WF_OK;
   }
   int n = s->ranks;
-  int *sc = calloc((size_t)n * 4, sizeof *sc);
-  if (!sc) return wf__error(WF_ERR_OUT_OF_MEMORY, NULL, "%s: out of host memory", s->what);
-  int *sd = sc + n, *rc = sc + 2 * n, *rd = sc + 3 * n;
-  size_t at = 0;
-  wf_status st = WF_OK;
-  for (int r = 0; r < n; r++) {
-    if (bytes[r] > (size_t)0x7fffffff || at > (size_t)0x7fffffff)
-      st = wf__error(WF_ERR_INVALID, NULL,
-                     "%s: rank %d: %zu bytes to send; MPI counts stop at 2 GiB a rank", s->what,
-                     s->rank, bytes[r]);
-    sc[r] = (int)bytes[r], sd[r] = (int)at, at += bytes[r];
+  MPI_Comm c = comm_of(s);
+  size_t *sz =
+      calloc((size_t)n * 4, sizeof *sz); /* send counts, offsets; receive counts, offsets */
+  int *ic = calloc((size_t)n * 4, sizeof *ic);
+  if (!sz || !ic) { /* (the other ranks then wait here: an out-of-memory host is lost anyway) */
+    free(sz), free(ic);
+    return wf__error(WF_ERR_OUT_OF_MEMORY, NULL, "%s: out of host memory", s->what);
   }
-  if (st != WF_OK) /* still in the collectives, sending nothing */
-    for (int r = 0; r < n; r++)
-      sc[r] = 0, sd[r] = 0;
-  int err = MPI_Alltoall(sc, 1, MPI_INT, rc, 1, MPI_INT, comm_of(s));
-  size_t sum = 0;
+  size_t *sat = sz + n, *rcnt = sz + 2 * n, *rat = sz + 3 * n;
+  size_t at = 0, sum = 0;
+  for (int r = 0; r < n; r++)
+    sz[r] = bytes[r], sat[r] = at, at += bytes[r];
+  _Static_assert(sizeof(size_t) == sizeof(uint64_t), "counts travel as MPI_UINT64_T");
+  int err = MPI_Alltoall(sz, 1, MPI_UINT64_T, rcnt, 1, MPI_UINT64_T, c);
   for (int r = 0; r < n && err == MPI_SUCCESS; r++)
-    rd[r] = (int)sum, sum += (size_t)rc[r];
+    rat[r] = sum, sum += rcnt[r];
+  void *in = err == MPI_SUCCESS ? malloc(sum ? sum : 1) : NULL;
+  /* agreed: past 2 GiB anywhere (point to point), out of memory anywhere (nothing moves) */
+  int flags = (at > MPI_LIMIT || sum > MPI_LIMIT ? 1 : 0) | (in ? 0 : 2);
+  if (err == MPI_SUCCESS) err = MPI_Allreduce(MPI_IN_PLACE, &flags, 1, MPI_INT, MPI_BOR, c);
+  wf_status st = WF_OK;
   if (err != MPI_SUCCESS) {
     st = mpi_fail(s, err, "exchanging the sizes");
-  } else if (sum > (size_t)0x7fffffff) {
-    st = wf__error(WF_ERR_INVALID, NULL, "%s: %zu bytes to receive; MPI counts stop at 2 GiB",
-                   s->what, sum);
-    for (int r = 0; r < n; r++) /* (the exchange below still happens, receiving nothing) */
-      rc[r] = 0, rd[r] = 0;
+  } else if (flags & 2) {
+    st = wf__error(WF_ERR_OUT_OF_MEMORY, NULL, "%s: rank %d: out of host memory%s", s->what,
+                   s->rank, in ? " on another rank" : "");
+  } else if (flags & 1) {
+    err = p2p_exchange(c, send, sz, sat, in, rcnt, rat);
+    if (err != MPI_SUCCESS) st = mpi_fail(s, err, "exchanging the rows");
+  } else {
+    int *sc = ic, *sd = ic + n, *rc = ic + 2 * n, *rd = ic + 3 * n;
+    for (int r = 0; r < n; r++)
+      sc[r] = (int)sz[r], sd[r] = (int)sat[r], rc[r] = (int)rcnt[r], rd[r] = (int)rat[r];
+    err = MPI_Alltoallv(send, sc, sd, MPI_BYTE, in, rc, rd, MPI_BYTE, c);
+    if (err != MPI_SUCCESS) st = mpi_fail(s, err, "exchanging the rows");
   }
-  void *in = err == MPI_SUCCESS ? malloc(sum ? sum : 1) : NULL;
-  if (err == MPI_SUCCESS) {
-    int e2 = MPI_Alltoallv(send, sc, sd, MPI_BYTE, in, rc, rd, MPI_BYTE, comm_of(s));
-    if (e2 != MPI_SUCCESS && st == WF_OK) st = mpi_fail(s, e2, "exchanging the rows");
-    if (!in && st == WF_OK)
-      st = wf__error(WF_ERR_OUT_OF_MEMORY, NULL, "%s: out of host memory", s->what);
-  }
-  free(sc);
+  free(sz), free(ic);
   if (st != WF_OK) {
     free(in);
     return st;
@@ -290,7 +354,7 @@ wf_status wfpt_comm_allgather(const void *comm, const char *what, const void *mi
     *total = bytes;
     return WF_OK;
   }
-  return allgather_on(*(const MPI_Comm *)comm, what, mine, bytes, all, total);
+  return allgather_on(*(const MPI_Comm *)comm, false, what, mine, bytes, all, total);
 }
 
 wf_status wfpt_comm_bcast(const void *comm, const char *what, void *buf, size_t bytes, int root) {
