@@ -22,6 +22,15 @@
  * and the snapshot a rerun restores, and the halo lists selected from the tags on both sides of
  * each pair. The frame's links (the partition module's) are rebuilt every time; the captured
  * frame survives it while the launch sizes and buffers stay (wfp_launch_for).
+ *
+ * Over MPI ranks the same phases run on each rank's own partitions: the classification's counts
+ * and histograms and the last frame's extent are summed (or maximised) over the ranks, so every
+ * rank plans the same cuts and moves, and the rows a partition sends to one on another rank
+ * (what crosses a slab boundary and the ghosts near one, 312 bytes a particle) travel in one
+ * all-to-all through the hosts (exchange_moves) and are uploaded on the receiver's stream. The
+ * state itself stays on the devices: a repartition costs what migrates, not the whole state
+ * round-tripping through the hosts, and its layout is the one process's with as many
+ * partitions.
  */
 #include <math.h>
 #include <stdio.h>
@@ -316,7 +325,7 @@ static wf_status slabs_from_master(wf_particles *sp) {
 }
 
 /* The rows a distribution places, ascending in global id: the master copy (every particle, row
- * i is global id i) or, over MPI ranks, the rows this rank's partitions will hold. */
+ * i is global id i). */
 typedef struct rows_src {
   uint32_t n;
   const wfp_f4 *pos, *vel, *omega;
@@ -383,21 +392,14 @@ static wf_status assign_members(wf_particles *sp, layout *lay, float w, const ro
   return ok ? WF_OK : fail(WF_ERR_OUT_OF_MEMORY, "particles '%s': out of host memory", sp->name);
 }
 
-/* The counts every rank agrees on over MPI ranks (ranks_repartition): [q * np + p] the ghosts
- * p takes from q, then per partition its owned particles and its members (owned and ghosts);
- * each entry is given by the rank that holds p. NULL: this process's layout has them all. */
-static size_t agreed_len(int np) { return (size_t)np * (size_t)np + 2 * (size_t)np; }
-
 /* Partition p's particles (owned and ghosts, global-id order) with their anchors and the
  * snapshot a rerun starts from; its ghosts' slots into lay->slot_of. */
-static wf_status fill_partition(wf_particles *sp, layout *lay, int p, const rows_src *src,
-                                const uint64_t *agreed) {
+static wf_status fill_partition(wf_particles *sp, layout *lay, int p, const rows_src *src) {
   part *pt = &sp->parts[p];
   size_t m = lay->members[p].n;
   if (!pt->ps) { /* another rank's: its counts only (the info block) */
-    size_t at = (size_t)sp->np * (size_t)sp->np;
-    pt->n_local = agreed ? (uint32_t)agreed[at + (size_t)sp->np + (size_t)p] : (uint32_t)m;
-    pt->n_owned = agreed ? (uint32_t)agreed[at + (size_t)p] : lay->owned[p];
+    pt->n_local = (uint32_t)m;
+    pt->n_owned = lay->owned[p];
     return WF_OK;
   }
   for (size_t j = 0; j < m; j++) {
@@ -433,16 +435,11 @@ static wf_status fill_partition(wf_particles *sp, layout *lay, int p, const rows
 
 /* The links into p (after fill_partition(p): its ghost slots) with their index lists, counts
  * first; their bytes per substep added to *bytes. */
-static wf_status fill_links_into(wf_particles *sp, layout *lay, int p, uint64_t *bytes,
-                                 const uint64_t *agreed) {
+static wf_status fill_links_into(wf_particles *sp, layout *lay, int p, uint64_t *bytes) {
   wf_status st = WF_OK;
   for (int q = 0; q < sp->np && st == WF_OK; q++) {
     grow_list *gs = &lay->ghost_src[q][p];
-    size_t c = agreed ? (size_t)agreed[(size_t)q * (size_t)sp->np + (size_t)p] : gs->n;
-    if ((MINE(sp, q) || MINE(sp, p)) && c != gs->n)
-      return fail(WF_ERR_INVALID,
-                  "particles '%s': rank %d: link %d -> %d has %zu ghosts here, %zu agreed",
-                  sp->name, sp->set->rank, q, p, gs->n, c);
+    size_t c = gs->n;
     if (!c) continue;
     halo *h = NULL;
     if ((st = halo_add(sp, q, p, (uint32_t)c, &h)) != WF_OK) break;
@@ -463,37 +460,22 @@ static wf_status fill_links_into(wf_particles *sp, layout *lay, int p, uint64_t 
 }
 
 /* Places the rows over the partitions (the slabs and w set): owners by slab, ghosts within w of
- * each slab, the links and their index lists. ranked: the rows are this rank's partitions' only,
- * and the ranks agree on the counts of the others (one sum of agreed_len words). */
-static wf_status place(wf_particles *sp, const rows_src *src, float w, bool ranked, wf_status st) {
+ * each slab, the links and their index lists. Over MPI ranks every rank holds the rows (the
+ * master copy of the first distribution) and fills its own partitions. */
+static wf_status place(wf_particles *sp, const rows_src *src, float w) {
   layout *lay = calloc(1, sizeof *lay);
-  uint64_t *agreed = ranked ? calloc(agreed_len(sp->np), sizeof *agreed) : NULL;
-  if (st == WF_OK && (!lay || (ranked && !agreed)))
-    st = fail(WF_ERR_OUT_OF_MEMORY, "particles '%s': out of host memory", sp->name);
+  wf_status st =
+      lay ? WF_OK : fail(WF_ERR_OUT_OF_MEMORY, "particles '%s': out of host memory", sp->name);
   if (st == WF_OK) st = assign_members(sp, lay, w, src);
-  if (ranked) { /* every rank enters the sum, also one that failed (giving zeros) */
-    size_t at = (size_t)sp->np * (size_t)sp->np;
-    for (int p = 0; p < sp->np && st == WF_OK && agreed; p++) {
-      if (!MINE(sp, p)) continue;
-      for (int q = 0; q < sp->np; q++)
-        agreed[(size_t)q * (size_t)sp->np + (size_t)p] = lay->ghost_src[q][p].n;
-      agreed[at + (size_t)p] = lay->owned[p];
-      agreed[at + (size_t)sp->np + (size_t)p] = lay->members[p].n;
-    }
-    uint64_t none[1] = {0};
-    wf_status st2 =
-        wfpt_ranks_sum_u64(sp->set, agreed ? agreed : none, agreed ? (int)agreed_len(sp->np) : 1);
-    if (st == WF_OK) st = st2;
-  }
   wfpt_links_clear(sp->set);
   uint64_t bytes = 0;
   for (int p = 0; p < sp->np && st == WF_OK; p++) {
-    st = fill_partition(sp, lay, p, src, agreed);
+    st = fill_partition(sp, lay, p, src);
     if (st == WF_OK && MINE(sp, p)) st = drift_arm(sp, &sp->parts[p]);
-    if (st == WF_OK) st = fill_links_into(sp, lay, p, &bytes, agreed);
+    if (st == WF_OK) st = fill_links_into(sp, lay, p, &bytes);
   }
   if (lay) layout_free(lay);
-  free(lay), free(agreed);
+  free(lay);
   if (st != WF_OK) return st;
   for (int p = 0; p < sp->np; p++)
     if (MINE(sp, p))
@@ -509,7 +491,7 @@ static wf_status distribute(wf_particles *sp) {
   if (st == WF_OK) st = slabs_from_master(sp);
   if (st != WF_OK) return st;
   rows_src m = {sp->count, sp->pos, sp->vel, sp->omega, sp->mat, sp->hist, NULL};
-  return place(sp, &m, w, false, WF_OK);
+  return place(sp, &m, w);
 }
 
 /* Every partition back to the snapshot of the last repartition, state and clock; the layout,
@@ -555,15 +537,41 @@ static bool extent_union(const wf_particles *sp, int32_t lo[3], int32_t hi[3]) {
     lo[k] = INT32_MAX, hi[k] = INT32_MIN;
   for (int p = 0; p < sp->np; p++) {
     int32_t l[3], h[3];
-    if (!wfp_extent_get(sp->parts[p].ps, l, h)) continue;
+    if (!MINE(sp, p) || !wfp_extent_get(sp->parts[p].ps, l, h)) continue;
     any = true;
     for (int k = 0; k < 3; k++)
       lo[k] = l[k] < lo[k] ? l[k] : lo[k], hi[k] = h[k] > hi[k] ? h[k] : hi[k];
   }
-  return any;
+  if (!sp->ranks) return any;
+  /* over MPI ranks the union of every rank's (each calls this at the same point of the
+   * repartition); a failed maximum gives none, on every rank, as the failure is agreed */
+  double mx[7] = {any ? 1.0 : 0.0, -(double)lo[0], -(double)lo[1], -(double)lo[2],
+                  (double)hi[0],   (double)hi[1],  (double)hi[2]};
+  if (wfpt_ranks_max_f64(sp->set, mx, 7) != WF_OK) return false;
+  for (int k = 0; k < 3; k++)
+    lo[k] = (int32_t)-mx[1 + k], hi[k] = (int32_t)mx[4 + k];
+  return mx[0] > 0.0;
 }
 
 static size_t counts_len(int np) { return (size_t)np * (size_t)np + 1 + WFP_HIST_BINS; }
+
+/* Over MPI ranks: words [at, at + n) of every partition's block of counts_len words, each given
+ * by the rank that holds the partition (the others' are zeros), summed over the ranks. */
+static wf_status ranks_sum_blocks(wf_particles *sp, uint32_t *counts, size_t at, size_t n) {
+  if (!sp->ranks) return WF_OK;
+  size_t len = counts_len(sp->np), total = (size_t)sp->np * n;
+  uint64_t *w = malloc(total * sizeof *w);
+  if (!w) return fail(WF_ERR_OUT_OF_MEMORY, "particles '%s': out of host memory", sp->name);
+  for (int p = 0; p < sp->np; p++)
+    for (size_t i = 0; i < n; i++)
+      w[(size_t)p * n + i] = counts[(size_t)p * len + at + i];
+  wf_status st = wfpt_ranks_sum_u64(sp->set, w, (int)total);
+  for (int p = 0; p < sp->np && st == WF_OK; p++)
+    for (size_t i = 0; i < n; i++)
+      counts[(size_t)p * len + at + i] = (uint32_t)w[(size_t)p * n + i];
+  free(w);
+  return st;
+}
 
 /* Classifies every partition's owned particles for the slabs `sl` (tags on the devices) and
  * returns the counts: counts[q * counts_len + o * np + d] = particles q owns now that o will own
@@ -577,6 +585,7 @@ static wf_status classify_all(wf_particles *sp, const wfp_slabs *sl, uint32_t *c
   size_t len = counts_len(np);
   for (int p = 0; p < np; p++) {
     part *pt = &sp->parts[p];
+    if (!MINE(sp, p)) continue;
     wf_stream *s = wfp_part_stream(pt->ps);
     wf_status st;
     if ((st = wfp_dbuf_reserve(sp, &pt->counts, pt->dev, s, len * 4)) != WF_OK ||
@@ -601,10 +610,15 @@ static wf_status classify_all(wf_particles *sp, const wfp_slabs *sl, uint32_t *c
   }
   /* the histograms stay on the devices until a rebalance reads them (read_histograms) */
   size_t head = (size_t)np * np + 1;
-  for (int p = 0; p < np; p++)
+  for (int p = 0; p < np; p++) {
+    if (!MINE(sp, p)) { /* another rank's: its words come with the sum below */
+      memset(counts + (size_t)p * len, 0, head * 4);
+      continue;
+    }
     TRY(wf_download(counts + (size_t)p * len, sp->parts[p].counts.b, 0, head * 4),
         "reading the counts");
-  return WF_OK;
+  }
+  return ranks_sum_blocks(sp, counts, 0, head);
 }
 
 /* The classification's histogram range along the slab axis: the last frame's extent (cells,
@@ -622,11 +636,16 @@ static bool hist_range(const wf_particles *sp, float *lo, float *scale) {
  * histogram. */
 static wf_status read_histograms(wf_particles *sp, uint32_t *cnt) {
   size_t len = counts_len(sp->np), head = (size_t)sp->np * sp->np + 1;
-  for (int p = 0; p < sp->np; p++)
+  for (int p = 0; p < sp->np; p++) {
+    if (!MINE(sp, p)) {
+      memset(cnt + (size_t)p * len + head, 0, (size_t)WFP_HIST_BINS * 4);
+      continue;
+    }
     TRY(wf_download(cnt + (size_t)p * len + head, sp->parts[p].counts.b, head * 4,
                     (size_t)WFP_HIST_BINS * 4),
         "reading the histograms");
-  return WF_OK;
+  }
+  return ranks_sum_blocks(sp, cnt, head, WFP_HIST_BINS);
 }
 
 /* New slab boundaries along the current axis at the quantiles of the classification's
@@ -696,7 +715,7 @@ static wf_status rebalance_device(wf_particles *sp, uint32_t *cnt, const double 
   size_t k = 0;
   for (int p = 0; p < sp->np && st == WF_OK; p++) {
     part *pt = &sp->parts[p];
-    if (!pt->n_local) continue;
+    if (!pt->n_local || !MINE(sp, p)) continue;
     if (lp && (st = wfp_part_get(pt->ps, lp, NULL, NULL, NULL)) != WF_OK) break;
     if ((st = wf_download(la, pt->anchor.b, 0, (size_t)pt->n_local * 4)) != WF_OK) {
       wfp_fail_gpu(sp->name, st, "reading the anchors");
@@ -704,6 +723,14 @@ static wf_status rebalance_device(wf_particles *sp, uint32_t *cnt, const double 
     }
     for (uint32_t i = 0; i < pt->n_local && k < total; i++)
       if (la[i] == la[i]) c[k++] = lp ? axis_of(lp[i], axis) : la[i];
+  }
+  if (sp->ranks) { /* every rank's coordinates (the k-th smallest does not depend on the order) */
+    void *all = NULL;
+    size_t bytes = 0;
+    wf_status st2 = wfpt_ranks_allgather(sp->set, c, st == WF_OK ? k * sizeof *c : 0, &all, &bytes);
+    if (st == WF_OK) st = st2;
+    free(c);
+    c = all, k = bytes / sizeof *c;
   }
   if (st == WF_OK) cut_at_quantiles(sp, axis, c, k);
   free(c), free(la), free(lp);
@@ -845,6 +872,7 @@ static wf_status pack_moves(wf_particles *sp, const migration *mg) {
   wf_status st = WF_OK;
   for (int q = 0; q < sp->np && st == WF_OK; q++) {
     part *pt = &sp->parts[q];
+    if (!MINE(sp, q)) continue; /* (over MPI ranks: another rank's packs) */
     wf_stream *s = wfp_part_stream(pt->ps);
     wfp_arrays a = wfp_part_arrays(pt->ps);
     for (int d = 0; d < sp->np && st == WF_OK; d++) {
@@ -888,39 +916,120 @@ static wf_status pack_moves(wf_particles *sp, const migration *mg) {
   return st;
 }
 
+/* A migrating particle's bytes in an outbox and in a message between ranks: position, velocity,
+ * global id, material, angular velocity, contact history. */
+#define MOVE_BYTES (16 + 16 + 4 + 2 + 16 + HIST_BYTES)
+
+/* Over MPI ranks, the outboxes of pairs q -> d on different ranks travel through the hosts: one
+ * all-to-all of every such pair's rows, by receiving rank, then by d, then by q (both sides list
+ * the pairs in that order from the agreed counts), each pair's six arrays one after the other.
+ * *in: what this rank received (free it), in the same order. */
+static wf_status exchange_moves(wf_particles *sp, const migration *mg, void **in) {
+  int np = sp->np, ranks = sp->set->ranks;
+  size_t *bytes = calloc((size_t)ranks, sizeof *bytes), total = 0;
+  if (!bytes) return fail(WF_ERR_OUT_OF_MEMORY, "particles '%s': out of host memory", sp->name);
+  for (int d = 0; d < np; d++)
+    for (int q = 0; q < np; q++)
+      if (MINE(sp, q) && !MINE(sp, d))
+        bytes[sp->set->rank_of[d]] += (size_t)mg->sends[q][d] * MOVE_BYTES;
+  for (int r = 0; r < ranks; r++)
+    total += bytes[r];
+  char *out = malloc(total ? total : 1);
+  wf_status st =
+      out ? WF_OK : fail(WF_ERR_OUT_OF_MEMORY, "particles '%s': out of host memory", sp->name);
+  for (int q = 0; q < np && st == WF_OK; q++) /* the packs are done */
+    if (MINE(sp, q) && (st = wf_stream_synchronize(wfp_part_stream(sp->parts[q].ps))) != WF_OK)
+      wfp_fail_gpu(sp->name, st, "waiting for a migration pack");
+  size_t at = 0;
+  for (int r = 0; r < ranks && st == WF_OK; r++)
+    for (int d = 0; d < np && st == WF_OK; d++) {
+      if (sp->set->rank_of[d] != r || MINE(sp, d)) continue;
+      for (int q = 0; q < np && st == WF_OK; q++) {
+        size_t n = MINE(sp, q) ? mg->sends[q][d] : 0;
+        if (!n) continue;
+        const outbox *o = &sp->parts[q].out[d];
+        const dbuf *b[6] = {&o->pos, &o->vel, &o->gid, &o->mat, &o->omega, &o->hist};
+        const size_t size[6] = {16, 16, 4, 2, 16, HIST_BYTES};
+        for (int k = 0; k < 6 && st == WF_OK; k++) {
+          if ((st = wf_download(out + at, b[k]->b, 0, n * size[k])) != WF_OK)
+            wfp_fail_gpu(sp->name, st, "reading migrating particles");
+          at += n * size[k];
+        }
+      }
+    }
+  size_t got = 0;
+  wf_status st2 = wfpt_ranks_alltoallv(sp->set, out, bytes, in, &got); /* (every rank enters) */
+  if (st == WF_OK) st = st2;
+  free(out), free(bytes);
+  return st;
+}
+
 /* Phase 4, the sends: every receiver gets its senders' outboxes one after the other, by sender,
- * on the senders' copy streams. */
+ * on the senders' copy streams (over MPI ranks, another rank's from the exchange, uploaded on the
+ * receiver's stream). */
 static wf_status send_moves(wf_particles *sp, const migration *mg) {
-  for (int d = 0; d < sp->np; d++) {
-    part *pt = &sp->parts[d];
-    wf_stream *s = wfp_part_stream(pt->ps);
-    size_t m = mg->received[d] ? mg->received[d] : 1;
-    wf_status st;
-    if ((st = wfp_dbuf_reserve(sp, &pt->in_pos, pt->dev, s, m * 16)) != WF_OK ||
-        (st = wfp_dbuf_reserve(sp, &pt->in_vel, pt->dev, s, m * 16)) != WF_OK ||
-        (st = wfp_dbuf_reserve(sp, &pt->in_gid, pt->dev, s, m * 4)) != WF_OK ||
-        (st = wfp_dbuf_reserve(sp, &pt->in_mat, pt->dev, s, m * 2)) != WF_OK ||
-        (st = wfp_dbuf_reserve(sp, &pt->in_omega, pt->dev, s, m * 16)) != WF_OK ||
-        (st = wfp_dbuf_reserve(sp, &pt->in_hist, pt->dev, s, m * HIST_BYTES)) != WF_OK)
+  char *in = NULL;
+  if (sp->ranks) {
+    wf_status st = exchange_moves(sp, mg, (void **)&in);
+    if (st != WF_OK) {
+      free(in);
       return st;
-    size_t at = 0;
-    for (int q = 0; q < sp->np; q++) {
-      size_t n = mg->sends[q][d];
-      if (!n) continue;
-      outbox *o = &sp->parts[q].out[d];
-      wf_stream *c = sp->set->part[q].copy;
-      TRY(wf_copy(pt->in_pos.b, at * 16, o->pos.b, 0, n * 16, c), "sending migrating particles");
-      TRY(wf_copy(pt->in_vel.b, at * 16, o->vel.b, 0, n * 16, c), "sending migrating particles");
-      TRY(wf_copy(pt->in_gid.b, at * 4, o->gid.b, 0, n * 4, c), "sending migrating particles");
-      TRY(wf_copy(pt->in_mat.b, at * 2, o->mat.b, 0, n * 2, c), "sending migrating particles");
-      TRY(wf_copy(pt->in_omega.b, at * 16, o->omega.b, 0, n * 16, c),
-          "sending migrating particles");
-      TRY(wf_copy(pt->in_hist.b, at * HIST_BYTES, o->hist.b, 0, n * HIST_BYTES, c),
-          "sending migrating particles");
-      at += n;
     }
   }
-  return WF_OK;
+  size_t from = 0; /* the next pair's rows in `in` (ordered by sending rank, then d, then q) */
+  wf_status st = WF_OK;
+  for (int r = 0; r < (sp->ranks ? sp->set->ranks : 1) && st == WF_OK; r++)
+    for (int d = 0; d < sp->np && st == WF_OK; d++) {
+      part *pt = &sp->parts[d];
+      if (!MINE(sp, d)) continue;
+      if (!sp->ranks || r == 0) { /* once a partition: room for what it receives */
+        wf_stream *s = wfp_part_stream(pt->ps);
+        size_t m = mg->received[d] ? mg->received[d] : 1;
+        if ((st = wfp_dbuf_reserve(sp, &pt->in_pos, pt->dev, s, m * 16)) != WF_OK ||
+            (st = wfp_dbuf_reserve(sp, &pt->in_vel, pt->dev, s, m * 16)) != WF_OK ||
+            (st = wfp_dbuf_reserve(sp, &pt->in_gid, pt->dev, s, m * 4)) != WF_OK ||
+            (st = wfp_dbuf_reserve(sp, &pt->in_mat, pt->dev, s, m * 2)) != WF_OK ||
+            (st = wfp_dbuf_reserve(sp, &pt->in_omega, pt->dev, s, m * 16)) != WF_OK ||
+            (st = wfp_dbuf_reserve(sp, &pt->in_hist, pt->dev, s, m * HIST_BYTES)) != WF_OK)
+          break;
+      }
+      size_t at = 0;
+      for (int q = 0; q < sp->np && st == WF_OK; q++) {
+        size_t n = mg->sends[q][d];
+        bool here = MINE(sp, q);
+        /* this pass: sender q's rank (one process: every q in the one pass) */
+        bool now = sp->ranks ? sp->set->rank_of[q] == r : true;
+        if (!n || !now) {
+          at += n;
+          continue;
+        }
+        dbuf *dst[6] = {&pt->in_pos, &pt->in_vel,   &pt->in_gid,
+                        &pt->in_mat, &pt->in_omega, &pt->in_hist};
+        const size_t size[6] = {16, 16, 4, 2, 16, HIST_BYTES};
+        if (here) {
+          outbox *o = &sp->parts[q].out[d];
+          const dbuf *src[6] = {&o->pos, &o->vel, &o->gid, &o->mat, &o->omega, &o->hist};
+          wf_stream *c = sp->set->part[q].copy;
+          for (int k = 0; k < 6 && st == WF_OK; k++)
+            if ((st = wf_copy(dst[k]->b, at * size[k], src[k]->b, 0, n * size[k], c)) != WF_OK)
+              wfp_fail_gpu(sp->name, st, "sending migrating particles");
+        } else {
+          wf_stream *s = wfp_part_stream(pt->ps);
+          for (int k = 0; k < 6 && st == WF_OK; k++) {
+            if ((st = wf_upload(dst[k]->b, at * size[k], in + from, n * size[k], s)) != WF_OK)
+              wfp_fail_gpu(sp->name, st, "receiving migrating particles");
+            from += n * size[k];
+          }
+        }
+        at += n;
+      }
+    }
+  /* the uploads read `in` until they are done */
+  for (int d = 0; d < sp->np && st == WF_OK && in; d++)
+    if (MINE(sp, d) && (st = wf_stream_synchronize(wfp_part_stream(sp->parts[d].ps))) != WF_OK)
+      wfp_fail_gpu(sp->name, st, "receiving migrating particles");
+  free(in);
+  return st;
 }
 
 /* The grid's box of partition pt after the repartition: the last frame's extent (glo..ghi, when
@@ -950,8 +1059,8 @@ static wf_status receive_one(wf_particles *sp, int d, const migration *mg, const
                              int bits, const int32_t lo[3], const int32_t hi[3]) {
   part *pt = &sp->parts[d];
   wf_stream *s = wfp_part_stream(pt->ps);
-  for (int q = 0; q < sp->np; q++)
-    if (mg->sends[q][d])
+  for (int q = 0; q < sp->np; q++) /* (another rank's were uploaded on s) */
+    if (mg->sends[q][d] && MINE(sp, q))
       TRY(wf_stream_wait_stream(s, sp->set->part[q].copy), "waiting for migrating particles");
   uint32_t m = mg->received[d];
   size_t mm = set_launch(sp, pt, m);
@@ -1020,6 +1129,10 @@ static wf_status receive_moves(wf_particles *sp, const migration *mg) {
   int bits = key_bits(sp->count);
   for (int d = 0; d < sp->np; d++) {
     int32_t lo[3], hi[3];
+    if (!MINE(sp, d)) { /* another rank's: its counts only (the info block) */
+      sp->parts[d].n_local = mg->received[d], sp->parts[d].n_owned = mg->owned[d];
+      continue;
+    }
     grid_box(sp, &sp->parts[d], have_extent, glo, ghi, sl.w, lo, hi);
     wf_status st = receive_one(sp, d, mg, &sl, bits, lo, hi);
     if (st != WF_OK) return st;
@@ -1042,8 +1155,10 @@ static wf_status select_halos(wf_particles *sp, const migration *mg, uint64_t *b
       halo *h = NULL;
       wf_status st;
       if ((st = halo_add(sp, r, d, n, &h)) != WF_OK ||
-          (st = wfp_select_local(sp, &sp->parts[r], 1u << d, &h->src_idx, true)) != WF_OK ||
-          (st = wfp_select_local(sp, &sp->parts[d], 1u << (16 + r), &h->dst_idx, true)) != WF_OK)
+          (MINE(sp, r) &&
+           (st = wfp_select_local(sp, &sp->parts[r], 1u << d, &h->src_idx, true)) != WF_OK) ||
+          (MINE(sp, d) &&
+           (st = wfp_select_local(sp, &sp->parts[d], 1u << (16 + r), &h->dst_idx, true)) != WF_OK))
         return st;
       *bytes += (uint64_t)n * HALO_BYTES;
     }
@@ -1052,165 +1167,7 @@ static wf_status select_halos(wf_particles *sp, const migration *mg, uint64_t *b
 
 /* The repartition on the devices, from the partitions' current state (which must be exact: no
  * drift flag raised), in the phases above; only the first waits. */
-/* ---- the repartition over MPI ranks --------------------------------------------------------- */
-
-/* Over MPI ranks the partitions' rows travel through the hosts, but only to where they are
- * needed: each rank reads its partitions' owned rows (wfp_ranks_local_rows) and the ranks agree
- * on the sizes (the largest radius and speed, the bounds: one max of 8 doubles) and on the slabs
- * (the counts a slab: one sum of np words; a rebalance, when the largest slab is over the
- * imbalance allowed, gathers the coordinate along the axis: 4 bytes a particle). Every row then
- * goes to the ranks whose partitions will own it or hold it as a ghost (one all-to-all; a row
- * stays on its rank when the rank keeps it), each rank places the rows it got in global-id
- * order as distribute places the master copy, and the ranks agree on the counts of the
- * partitions and links they do not hold (place). A repartition moves what crosses a rank's
- * boundary and the ghosts across them, 312 bytes a particle, instead of the whole state to
- * every rank; the host holds the rank's rows, not the whole state. The cuts are computed from
- * the same values as from a master copy (maxima, sums and the k-th smallest coordinate do not
- * depend on the order), so the layout is the one distribute would make, and the result that of
- * one process. */
-
-static int cmp_row_gid(const void *a, const void *b) {
-  uint32_t x = ((const wfp_rank_row *)a)->gid, y = ((const wfp_rank_row *)b)->gid;
-  return (x > y) - (x < y);
-}
-
-/* The slabs from the ranks' rows (mine[0..n)): the master copy's rule (slabs_from_master) with
- * agreed counts, bounds (lo, hi) and, for a rebalance, gathered coordinates. Collective. */
-static wf_status slabs_from_ranks(wf_particles *sp, const wfp_rank_row *mine, size_t n,
-                                  const float lo[3], const float hi[3], wf_status st) {
-  bool cut = !sp->have_cuts;
-  if (!cut) {
-    uint64_t cnt[MAXP] = {0}, most = 0, all = 0;
-    for (size_t i = 0; i < n && st == WF_OK; i++)
-      cnt[owner_of(sp, axis_of(mine[i].pos, sp->axis))]++;
-    wf_status st2 = wfpt_ranks_sum_u64(sp->set, cnt, sp->np);
-    if (st == WF_OK) st = st2;
-    for (int p = 0; p < sp->np; p++)
-      most = cnt[p] > most ? cnt[p] : most, all += cnt[p];
-    double mean = (double)all / sp->np;
-    cut = all && (double)most / mean - 1.0 > sp->desc.imbalance;
-  }
-  if (cut) { /* (every rank decides alike: the values are agreed) */
-    int axis = 0;
-    for (int k = 1; k < 3; k++)
-      if (hi[k] - lo[k] > hi[axis] - lo[axis]) axis = k;
-    float *c = malloc((n ? n : 1) * sizeof *c);
-    if (!c && st == WF_OK)
-      st = fail(WF_ERR_OUT_OF_MEMORY, "particles '%s': out of host memory", sp->name);
-    for (size_t i = 0; c && i < n; i++)
-      c[i] = axis_of(mine[i].pos, axis);
-    void *all = NULL;
-    size_t total = 0;
-    wf_status st2 = wfpt_ranks_allgather(sp->set, c, st == WF_OK ? n * sizeof *c : 0, &all, &total);
-    free(c);
-    if (st == WF_OK) st = st2;
-    if (st == WF_OK) cut_at_quantiles(sp, axis, all, total / sizeof(float));
-    free(all);
-  }
-  slab_bounds(sp);
-  return st;
-}
-
-/* Where row r goes: a bit per rank whose partitions will own it or hold it as a ghost (the
- * membership rule of assign_members). */
-static uint64_t row_ranks(const wf_particles *sp, const wfp_rank_row *r, float w) {
-  float x = axis_of(r->pos, sp->axis);
-  int q = owner_of(sp, x);
-  uint64_t m = 1ull << sp->set->rank_of[q];
-  for (int p = q - 1; p >= 0 && x < sp->parts[p].hi + w; p--)
-    m |= 1ull << sp->set->rank_of[p];
-  for (int p = q + 1; p < sp->np && x >= sp->parts[p].lo - w; p++)
-    m |= 1ull << sp->set->rank_of[p];
-  return m;
-}
-
-/* Each row to the ranks that need it (one all-to-all); *out: the rows this rank's partitions will
- * hold, ascending in global id. Collective. */
-static wf_status route_rows(wf_particles *sp, const wfp_rank_row *mine, size_t n, float w,
-                            wfp_rank_row **out, size_t *n_out, wf_status st) {
-  int R = sp->set->ranks;
-  size_t *bytes = calloc((size_t)R, sizeof *bytes), *at = calloc((size_t)R, sizeof *at);
-  uint64_t *dest = malloc((n ? n : 1) * sizeof *dest);
-  if (st == WF_OK && (!bytes || !at || !dest))
-    st = fail(WF_ERR_OUT_OF_MEMORY, "particles '%s': out of host memory", sp->name);
-  size_t sends = 0;
-  for (size_t i = 0; i < n && st == WF_OK; i++) {
-    dest[i] = row_ranks(sp, &mine[i], w);
-    for (int r = 0; r < R; r++)
-      if (dest[i] >> r & 1u) bytes[r] += sizeof *mine, sends++;
-  }
-  wfp_rank_row *send = malloc((sends ? sends : 1) * sizeof *send);
-  if (st == WF_OK && !send)
-    st = fail(WF_ERR_OUT_OF_MEMORY, "particles '%s': out of host memory", sp->name);
-  for (int r = 1; r < R && st == WF_OK; r++)
-    at[r] = at[r - 1] + bytes[r - 1] / sizeof *mine;
-  for (size_t i = 0; i < n && st == WF_OK; i++)
-    for (int r = 0; r < R; r++)
-      if (dest[i] >> r & 1u) send[at[r]++] = mine[i];
-  if (st != WF_OK && bytes) /* still in the collective, sending nothing */
-    memset(bytes, 0, (size_t)R * sizeof *bytes);
-  size_t none[WF_MAX_DEVICES] = {0};
-  void *in = NULL;
-  size_t total = 0;
-  wf_status st2 = wfpt_ranks_alltoallv(sp->set, send, bytes ? bytes : none, &in, &total);
-  if (st == WF_OK) st = st2;
-  free(bytes), free(at), free(dest), free(send);
-  *out = in, *n_out = total / sizeof **out;
-  if (st == WF_OK) qsort(in, *n_out, sizeof **out, cmp_row_gid);
-  return st;
-}
-
-static wf_status ranks_repartition(wf_particles *sp) {
-  wfp_rank_row *mine = NULL, *rows = NULL;
-  size_t n = 0, m = 0;
-  sp->owned_valid = false; /* (also in a rerun's repartition) */
-  wf_status st = wfp_ranks_local_rows(sp, &mine, &n);
-  /* the sizes and bounds over every rank (every rank enters, also one that failed) */
-  float rmax = 0.0f, vmax = 0.0f, lo[3] = {INFINITY, INFINITY, INFINITY},
-        hi[3] = {-INFINITY, -INFINITY, -INFINITY};
-  if (st == WF_OK) {
-    size_scan(&mine[0].pos, &mine[0].vel, sizeof *mine, n, &rmax, &vmax);
-    for (size_t i = 0; i < n; i++) {
-      float x[3] = {mine[i].pos.x, mine[i].pos.y, mine[i].pos.z};
-      for (int k = 0; k < 3; k++)
-        lo[k] = fminf(lo[k], x[k]), hi[k] = fmaxf(hi[k], x[k]);
-    }
-  }
-  double mx[8] = {rmax, vmax, -lo[0], -lo[1], -lo[2], hi[0], hi[1], hi[2]};
-  wf_status st2 = wfpt_ranks_max_f64(sp->set, mx, 8);
-  if (st == WF_OK) st = st2;
-  for (int k = 0; k < 3; k++) /* (floats through doubles: exact) */
-    lo[k] = (float)-mx[2 + k], hi[k] = (float)mx[5 + k];
-  float w = 0.0f;
-  if (st == WF_OK) st = size_from(sp, (float)mx[0], (float)mx[1], &w);
-  st = slabs_from_ranks(sp, mine, st == WF_OK ? n : 0, lo, hi, st);
-  st = route_rows(sp, mine, st == WF_OK ? n : 0, w, &rows, &m, st);
-  free(mine);
-  wfp_f4 *pos = NULL, *vel = NULL, *omega = NULL;
-  uint16_t *mat = NULL;
-  wfp_hist *hist = NULL;
-  uint32_t *gid = NULL;
-  if (st == WF_OK) {
-    size_t k = m ? m : 1;
-    pos = malloc(k * sizeof *pos), vel = malloc(k * sizeof *vel), omega = malloc(k * 16);
-    mat = malloc(k * sizeof *mat), hist = malloc(k * HIST_BYTES), gid = malloc(k * 4);
-    if (!pos || !vel || !omega || !mat || !hist || !gid)
-      st = fail(WF_ERR_OUT_OF_MEMORY, "particles '%s': out of host memory", sp->name);
-  }
-  for (size_t i = 0; i < m && st == WF_OK; i++) {
-    pos[i] = rows[i].pos, vel[i] = rows[i].vel, omega[i] = rows[i].omega;
-    mat[i] = rows[i].mat, gid[i] = rows[i].gid;
-    memcpy(&hist[i * WFP_HIST_SLOTS], rows[i].hist, HIST_BYTES);
-  }
-  free(rows);
-  rows_src src = {(uint32_t)(st == WF_OK ? m : 0), pos, vel, omega, mat, hist, gid};
-  st = place(sp, &src, w, true, st);
-  free(pos), free(vel), free(omega), free(mat), free(hist), free(gid);
-  return st;
-}
-
 static wf_status device_repartition(wf_particles *sp) {
-  if (sp->ranks) return ranks_repartition(sp);
   migration mg;
   memset(&mg, 0, sizeof mg);
   mg.len = counts_len(sp->np);
@@ -1225,7 +1182,7 @@ static wf_status device_repartition(wf_particles *sp) {
   if (st == WF_OK) st = receive_moves(sp, &mg);
   if (st == WF_OK) st = select_halos(sp, &mg, &bytes);
   for (int p = 0; p < sp->np && st == WF_OK; p++)
-    st = drift_arm(sp, &sp->parts[p]);
+    if (MINE(sp, p)) st = drift_arm(sp, &sp->parts[p]);
   free(mg.cnt);
   if (st == WF_OK) partitioned(sp, bytes);
   return st;
