@@ -875,11 +875,15 @@ static int mpi_main(sb_ctx *c) {
   sb_mpi_link((size_t)1 << 20, c->o.quick ? 5 : 20, &rate, &lat);
   if (out) {
     fprintf(out,
-            "weft %s bench scaling --mpi: the split particle solver over %d MPI ranks, a "
-            "partition a rank on its %s device; column, DEM, %d substeps/frame, median of %d "
-            "frames (the slowest rank's) after 2 warm-up frames; slabs balanced by count\n"
-            "link rank 0 <-> 1: %.3g GB/s, latency %.3g us (ping-pong, 1 MiB and 8 B)\n",
-            WF_VERSION_STRING, ranks, c->o.kind, SUBSTEPS, c->o.frames, rate * 1e-9, lat * 1e6);
+            "weft %s bench scaling --mpi: over %d MPI ranks, a partition a rank on its %s device\n",
+            WF_VERSION_STRING, ranks, c->o.kind);
+    if (!c->o.no_particles)
+      fprintf(out,
+              "particles: the split particle solver, column, DEM, %d substeps/frame, median of %d "
+              "frames (the slowest rank's) after 2 warm-up frames; slabs balanced by count\n",
+              SUBSTEPS, c->o.frames);
+    fprintf(out, "link rank 0 <-> 1: %.3g GB/s, latency %.3g us (ping-pong, 1 MiB and 8 B)\n",
+            rate * 1e-9, lat * 1e6);
     if (!cuda)
       fprintf(out, "note: CPU devices share this machine's cores: these figures exercise the "
                    "ranks' split, they do not measure scaling\n");

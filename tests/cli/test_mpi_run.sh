@@ -38,7 +38,8 @@
 #                           with their vertices) hold every triangle once and the whole .vtp's
 #                           values at each vertex; a cloth every rank runs whole is rank 0's
 #                           piece alone; one rank writes no pieces
-#   bench                   mpirun -np 2 weft bench scaling --mpi --quick: its rows and its model
+#   bench                   mpirun -np 2 weft bench scaling --mpi --quick: its rows and its model,
+#                           then the cloth with contact over the ranks: its rows and CSV names
 #   last_good_2, last_good_3  tests/scenes/blowup.json (3 partitions) blows up at frame 14, long
 #                           after the first repartition: every rank stops at the same frame and
 #                           writes checkpoint_last_good_000013.wfck byte-identical to one
@@ -364,6 +365,15 @@ bench)
   cat "$tmp/log"
   grep -q "^strong *2 " "$tmp/log" && grep -q "^weak *2 " "$tmp/log" || fail "no scaling rows"
   grep -q "^model, strong scaling" "$tmp/log" || fail "no model"
+  # the cloth (with contact) over the ranks: rows of both modes, the CSV names them
+  mpi 2 bench scaling --mpi --device cpu --quick --only cloth --cloth 24 --cloth-per-device 16 \
+    --cloth-contact --frames 2 --csv "$tmp/c.csv" --machine t >"$tmp/log" 2>&1 ||
+    { cat "$tmp/log"; fail "weft bench scaling --mpi --only cloth"; }
+  cat "$tmp/log"
+  grep -q "^strong *2 *24x24 " "$tmp/log" && grep -q "^weak *2 *32x16 " "$tmp/log" ||
+    fail "no cloth rows"
+  grep -q "^model, strong" "$tmp/log" && fail "a particle model with --only cloth"
+  grep -q ",mpi_strong_c24x24_contact_ranks2,ms_per_frame," "$tmp/c.csv" || fail "no cloth CSV"
   "$WEFT_CLI" bench scaling --mpi >/dev/null 2>&1
   [ $? = 2 ] || fail "--mpi outside an MPI job should exit 2"
   ;;
