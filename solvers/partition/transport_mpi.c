@@ -2,12 +2,20 @@
  * between two partitions of this rank is the peer transport's; a link between ranks is owned by
  * both ends, each doing only its side:
  *
- *   sender's rank:    post_send   waits for the pack (the host waits for the sender's stream), then
- *                                 MPI_Isend's the slot's segments as one message (after the link's
- *                                 previous MPI_Isend is complete)
- *   receiver's rank:  post_recv   MPI_Irecv of that message
- *                     wait        MPI_Wait, then the message's segments are in place
- *                     frame_end   (sender) completes the link's MPI_Isend
+ *   sender's rank:    post_send   queues what the message needs after the pack on the sender's
+ *                                 stream (staged: the copies into a pinned host buffer) and an
+ *                                 event after it; the host does not wait here
+ *                     (flush)     at this rank's next wait, send_reuse, frame_end or post_send of
+ *                                 the link: waits for that event and MPI_Isend's the slot's
+ *                                 segments as one message. So the host queues the partitions'
+ *                                 next work (a substep's keys of the owned particles) before it
+ *                                 waits for the pack, and the device runs it meanwhile
+ *   receiver's rank:  post_recv   MPI_Irecv of that message (staged: into one of two pinned host
+ *                                 buffers, once the copy out of it two messages ago is done)
+ *                     wait        sends flushed, MPI_Wait, then the message's segments are in
+ *                                 place (staged: copied from the pinned buffer on the receiver's
+ *                                 stream, asynchronously)
+ *                     frame_end   (sender) flushes and completes the link's MPI_Isend
  *
  * Two paths move a message (wf_mpi_halo, resolved per partition at creation: wfpt_set.direct):
  *  - direct: MPI reads and writes the partitions' own buffers. A slot of one segment (the
@@ -18,10 +26,10 @@
  *    (send_reuse), and because it writes the receive region whenever the message lands, the
  *    receive is posted only after the receiver's stream is idle (its last read of the region).
  *    CPU devices' memory is host memory, so any MPI takes it; CUDA memory needs a CUDA-aware MPI.
- *  - staged: each side copies through a host buffer of the link's (wf_download after the pack,
- *    wf_upload on the receiver's stream after the wait).
+ *  - staged: each side copies through pinned host buffers of the link's, on the partitions'
+ *    streams (device to host after the pack, host to device after the wait).
  *
- * Either way waited for by the host, so a frame over ranks runs stage by stage (frame.c refuses
+ * Either way the host waits for MPI, so a frame over ranks runs stage by stage (frame.c refuses
  * to capture it). One message per link and slot, tagged with the pair and the slot; the messages
  * of one pair of ranks are not overtaken (MPI's order), and every rank posts an exchange's
  * receives and sends (wfpt_send) before it waits for any of them, so no rank waits for a message
@@ -39,11 +47,20 @@
 #include <mpi.h>
 
 typedef struct mpi_link {
-  void *out, *in; /* host staging: what goes, what came */
-  size_t out_cap, in_cap;
+  /* staged: pinned host buffers, what goes and (two, alternating) what came */
+  wf_buffer *hout, *hin[2];
+  wf_event *in_done[2]; /* the copy out of hin[i] queued (in_used[i]) on the receiver's stream */
+  bool in_used[2];
+  int in_cur; /* the buffer the posted receive fills */
   /* direct path, several segments: gathered / scattered on the local partition's device */
   wf_buffer *dout, *din;
   MPI_Request send, recv;
+  /* a send queued by post_send, posted to MPI by flush once `packed` (recorded after what it
+   * reads on the sender's stream) is reached */
+  wf_event *packed;
+  bool pending;
+  const void *send_from;
+  int send_bytes, send_tag;
 } mpi_link;
 
 static bool between_ranks(const wfpt_set *s, const wfpt_link *k) {
@@ -76,12 +93,16 @@ static wf_status state_of(wfpt_set *s, wfpt_link *k, mpi_link **out) {
   return WF_OK;
 }
 
-static bool grow(void **p, size_t *cap, size_t bytes) {
-  if (*cap >= bytes) return true;
-  void *n = realloc(*p, bytes);
-  if (!n) return false;
-  *p = n, *cap = bytes;
-  return true;
+/* A pinned host buffer of at least `bytes` (grown by half again), freed after the work queued
+ * on it so far. */
+static wf_status grow_host(wfpt_set *s, wf_buffer **b, size_t bytes) {
+  if (*b && wf_buffer_size(*b) >= bytes) return WF_OK;
+  wf_device *host = NULL;
+  wf_status st = wf_device_get("cpu", &host);
+  if (*b) wf_buffer_destroy(*b, NULL);
+  *b = NULL;
+  if (st == WF_OK) st = wf_buffer_create(host, bytes + bytes / 2 + 16, WF_BUFFER_PINNED, NULL, b);
+  return st == WF_OK ? WF_OK : wfpt_fail(s, st, "allocating an MPI staging buffer");
 }
 
 void wfpt_mpi_link_free(wfpt_set *s, wfpt_link *k) {
@@ -98,8 +119,36 @@ void wfpt_mpi_link_free(wfpt_set *s, wfpt_link *k) {
   }
   if (m->dout) wf_buffer_destroy(m->dout, s->part[k->from].stream);
   if (m->din) wf_buffer_destroy(m->din, s->part[k->to].stream);
-  free(m->out), free(m->in), free(m);
+  if (m->hout) wf_buffer_destroy(m->hout, s->part[k->from].stream);
+  for (int i = 0; i < 2; i++) {
+    if (m->hin[i]) wf_buffer_destroy(m->hin[i], s->part[k->to].stream);
+    if (m->in_done[i]) wf_event_destroy(m->in_done[i]);
+  }
+  if (m->packed) wf_event_destroy(m->packed);
+  free(m);
   k->tr = NULL;
+}
+
+/* The queued send of link k (post_send), posted: its pack and copies done, MPI_Isend. */
+static wf_status flush_link(wfpt_set *s, wfpt_link *k) {
+  mpi_link *m = k->tr;
+  if (!m || !m->pending) return WF_OK;
+  m->pending = false;
+  wf_status st = wf_event_synchronize(m->packed);
+  if (st != WF_OK) return wfpt_fail_link(s, k, -1, st, "waiting for the pack");
+  int err = MPI_Isend(m->send_from, m->send_bytes, MPI_BYTE, s->rank_of[k->to], m->send_tag,
+                      comm(s), &m->send);
+  return err == MPI_SUCCESS ? WF_OK : mpi_fail(s, k, -1, err, "sending a halo");
+}
+
+/* Every queued send of this rank's partitions (all of them before any receive is waited for:
+ * no rank waits for a message its peer has not posted). */
+static wf_status flush_all(wfpt_set *s) {
+  for (int l = 0; l < s->n_links; l++) {
+    wf_status st = flush_link(s, &s->links[l]);
+    if (st != WF_OK) return st;
+  }
+  return WF_OK;
 }
 
 /* A device buffer of the link's of at least `bytes` on partition p's device (grown by half
@@ -157,45 +206,45 @@ static wf_status mpi_post_recv(wfpt_set *s, wfpt_link *k, int slot, wf_stream *s
     into = in_place ? (char *)wf_buffer_ptr(sl->seg[0].dst) + sl->seg[0].dst_off
                     : wf_buffer_ptr(m->din);
   } else {
-    if (!grow(&m->in, &m->in_cap, bytes ? bytes : 1))
-      return wf__error(WF_ERR_OUT_OF_MEMORY, NULL, "%s: out of host memory", s->what);
-    into = m->in;
+    /* the other pinned buffer: MPI may write it once its copy to the device (queued two
+     * messages ago) is done, which it almost always is */
+    int i = m->in_cur ^= 1;
+    if (m->in_used[i] && (st = wf_event_synchronize(m->in_done[i])) != WF_OK)
+      return wfpt_fail_link(s, k, slot, st, "waiting for a staged receive's copy");
+    m->in_used[i] = false;
+    if ((st = grow_host(s, &m->hin[i], bytes ? bytes : 1)) != WF_OK) return st;
+    into = wf_buffer_ptr(m->hin[i]);
   }
   int err = MPI_Irecv(into, (int)bytes, MPI_BYTE, s->rank_of[k->from], tag_of(k, slot), comm(s),
                       &m->recv);
   return err == MPI_SUCCESS ? WF_OK : mpi_fail(s, k, slot, err, "posting a receive");
 }
 
-/* What the sender's message is: the one segment's region itself (direct), or the segments
- * gathered into the link's device buffer (direct) or host buffer (staged). Runs after the pack. */
+/* Queues what the sender's message is, on its stream after the pack: the one segment's region
+ * itself (direct), or the segments gathered into the link's device buffer (direct) or pinned
+ * host buffer (staged). */
 static wf_status gather(wfpt_set *s, wfpt_link *k, int slot, mpi_link *m, wf_stream *stream,
                         const void **from) {
   const wfpt_slot *sl = &k->slot[slot];
   wf_status st = check_segs(s, k, slot, false);
   if (st != WF_OK) return st;
-  bool copy = s->mode != WFPT_NO_COPY;
-  if (s->direct[k->from] && sl->n == 1 && copy) {
+  bool copy = s->mode != WFPT_NO_COPY, direct = s->direct[k->from];
+  if (direct && sl->n == 1 && copy) {
     *from = (const char *)wf_buffer_ptr(sl->seg[0].src) + sl->seg[0].src_off;
     return WF_OK;
   }
-  if (s->direct[k->from]) {
-    if ((st = grow_dev(s, k->from, &m->dout, sl->bytes ? sl->bytes : 1)) != WF_OK) return st;
-  } else if (!grow(&m->out, &m->out_cap, sl->bytes ? sl->bytes : 1)) {
-    return wf__error(WF_ERR_OUT_OF_MEMORY, NULL, "%s: out of host memory", s->what);
-  }
+  wf_buffer **to = direct ? &m->dout : &m->hout;
+  if ((st = direct ? grow_dev(s, k->from, to, sl->bytes ? sl->bytes : 1)
+                   : grow_host(s, to, sl->bytes ? sl->bytes : 1)) != WF_OK)
+    return st;
   size_t at = 0;
   for (uint32_t i = 0; i < sl->n && copy; i++) {
     const wfpt_seg *g = &sl->seg[i];
-    if (g->bytes && s->direct[k->from])
-      st = wf_copy(m->dout, at, g->src, g->src_off, g->bytes, stream);
-    else if (g->bytes)
-      st = wf_download((char *)m->out + at, g->src, g->src_off, g->bytes);
-    if (st != WF_OK) return wfpt_fail_link(s, k, slot, st, "staging a halo");
+    if (g->bytes && (st = wf_copy(*to, at, g->src, g->src_off, g->bytes, stream)) != WF_OK)
+      return wfpt_fail_link(s, k, slot, st, direct ? "gathering a halo" : "staging a halo");
     at += g->bytes;
   }
-  if (s->direct[k->from] && (st = wf_stream_synchronize(stream)) != WF_OK) /* the gather */
-    return wfpt_fail_link(s, k, slot, st, "gathering a halo");
-  *from = s->direct[k->from] ? wf_buffer_ptr(m->dout) : m->out;
+  *from = wf_buffer_ptr(*to);
   return WF_OK;
 }
 
@@ -204,15 +253,18 @@ static wf_status mpi_post_send(wfpt_set *s, wfpt_link *k, int slot, wf_stream *s
   mpi_link *m = NULL;
   wf_status st = state_of(s, k, &m);
   if (st != WF_OK) return st;
+  if ((st = flush_link(s, k)) != WF_OK) return st; /* (a rank that received nothing since) */
   int err = MPI_Wait(&m->send, MPI_STATUS_IGNORE); /* the message buffer is free again */
   if (err != MPI_SUCCESS) return mpi_fail(s, k, slot, err, "completing a send");
-  if ((st = wf_stream_synchronize(stream)) != WF_OK) /* the pack */
-    return wfpt_fail_link(s, k, slot, st, "waiting for the pack");
+  if (!m->packed && (st = wf_event_create(s->part[k->from].dev, 0, &m->packed)) != WF_OK)
+    return wfpt_fail_link(s, k, slot, st, "creating an event");
   const void *from = NULL;
   if ((st = gather(s, k, slot, m, stream, &from)) != WF_OK) return st;
-  err = MPI_Isend(from, (int)k->slot[slot].bytes, MPI_BYTE, s->rank_of[k->to], tag_of(k, slot),
-                  comm(s), &m->send);
-  return err == MPI_SUCCESS ? WF_OK : mpi_fail(s, k, slot, err, "sending a halo");
+  if ((st = wf_event_record(m->packed, stream)) != WF_OK)
+    return wfpt_fail_link(s, k, slot, st, "marking the pack");
+  m->send_from = from, m->send_bytes = (int)k->slot[slot].bytes, m->send_tag = tag_of(k, slot);
+  m->pending = true;
+  return WF_OK;
 }
 
 static wf_status mpi_wait(wfpt_set *s, wfpt_link *k, int slot, wf_stream *stream) {
@@ -221,34 +273,42 @@ static wf_status mpi_wait(wfpt_set *s, wfpt_link *k, int slot, wf_stream *stream
   if (!m || m->recv == MPI_REQUEST_NULL)
     return wf__error(WF_ERR_INVALID, NULL, "%s: link %d -> %d (slot %d): wait without a receive",
                      s->what, k->from, k->to, slot);
+  wf_status st = flush_all(s);
+  if (st != WF_OK) return st;
   int err = MPI_Wait(&m->recv, MPI_STATUS_IGNORE);
   if (err != MPI_SUCCESS) return mpi_fail(s, k, slot, err, "receiving a halo");
   const wfpt_slot *sl = &k->slot[slot];
   bool direct = s->direct[k->to];
   if (s->mode == WFPT_NO_COPY || (direct && sl->n == 1)) return WF_OK; /* in place already */
-  wf_status st = check_segs(s, k, slot, true);
-  if (st != WF_OK) return st;
+  if ((st = check_segs(s, k, slot, true)) != WF_OK) return st;
+  int i = m->in_cur;
+  wf_buffer *in = direct ? m->din : m->hin[i];
   size_t at = 0;
-  for (uint32_t i = 0; i < sl->n; i++) {
-    const wfpt_seg *g = &sl->seg[i];
-    if (g->bytes && direct)
-      st = wf_copy(g->dst, g->dst_off, m->din, at, g->bytes, stream);
-    else if (g->bytes)
-      st = wf_upload(g->dst, g->dst_off, (char *)m->in + at, g->bytes, stream);
-    if (st != WF_OK) return wfpt_fail_link(s, k, slot, st, "unstaging a halo");
+  for (uint32_t j = 0; j < sl->n; j++) {
+    const wfpt_seg *g = &sl->seg[j];
+    if (g->bytes && (st = wf_copy(g->dst, g->dst_off, in, at, g->bytes, stream)) != WF_OK)
+      return wfpt_fail_link(s, k, slot, st, "unstaging a halo");
     at += g->bytes;
   }
+  if (direct) return WF_OK;
+  if (!m->in_done[i] && (st = wf_event_create(s->part[k->to].dev, 0, &m->in_done[i])) != WF_OK)
+    return wfpt_fail_link(s, k, slot, st, "creating an event");
+  if ((st = wf_event_record(m->in_done[i], stream)) != WF_OK)
+    return wfpt_fail_link(s, k, slot, st, "marking a staged receive's copy");
+  m->in_used[i] = true;
   return WF_OK;
 }
 
 /* The pack may overwrite the send regions: the peer links' copies are waited for on the stream;
- * the staged links between ranks read them in post_send, before it returned, but a direct link
- * sent from the region itself, so its send must be complete. */
+ * the staged links between ranks copied them on this stream before the pack, but a direct link
+ * sends from the region itself, so its send must be posted and complete. */
 static wf_status mpi_send_reuse(wfpt_set *s, int p, wf_stream *stream) {
   for (int l = 0; l < s->n_links && s->direct[p]; l++) {
     wfpt_link *k = &s->links[l];
     mpi_link *m = k->tr;
     if (k->from != p || !between_ranks(s, k) || !m) continue;
+    wf_status st = flush_link(s, k);
+    if (st != WF_OK) return st;
     int err = MPI_Wait(&m->send, MPI_STATUS_IGNORE);
     if (err != MPI_SUCCESS) return mpi_fail(s, k, -1, err, "completing a send");
   }
@@ -259,6 +319,8 @@ static wf_status mpi_frame_end(wfpt_set *s, wfpt_link *k) {
   if (!between_ranks(s, k)) return wfpt_transport_peer.frame_end(s, k);
   mpi_link *m = k->tr;
   if (!m || !wfpt_local(s, k->from)) return WF_OK;
+  wf_status st = flush_link(s, k);
+  if (st != WF_OK) return st;
   int err = MPI_Wait(&m->send, MPI_STATUS_IGNORE);
   return err == MPI_SUCCESS ? WF_OK : mpi_fail(s, k, -1, err, "completing a send");
 }
