@@ -105,30 +105,6 @@ static wf_status grow_host(wfpt_set *s, wf_buffer **b, size_t bytes) {
   return st == WF_OK ? WF_OK : wfpt_fail(s, st, "allocating an MPI staging buffer");
 }
 
-void wfpt_mpi_link_free(wfpt_set *s, wfpt_link *k) {
-  mpi_link *m = k->tr;
-  if (!m) return;
-  int fin = 0;
-  MPI_Finalized(&fin);
-  if (!fin) {
-    MPI_Wait(&m->send, MPI_STATUS_IGNORE);
-    if (m->recv != MPI_REQUEST_NULL) { /* posted, never waited for (a failed frame) */
-      MPI_Cancel(&m->recv);
-      MPI_Wait(&m->recv, MPI_STATUS_IGNORE);
-    }
-  }
-  if (m->dout) wf_buffer_destroy(m->dout, s->part[k->from].stream);
-  if (m->din) wf_buffer_destroy(m->din, s->part[k->to].stream);
-  if (m->hout) wf_buffer_destroy(m->hout, s->part[k->from].stream);
-  for (int i = 0; i < 2; i++) {
-    if (m->hin[i]) wf_buffer_destroy(m->hin[i], s->part[k->to].stream);
-    if (m->in_done[i]) wf_event_destroy(m->in_done[i]);
-  }
-  if (m->packed) wf_event_destroy(m->packed);
-  free(m);
-  k->tr = NULL;
-}
-
 /* The queued send of link k (post_send), posted: its pack and copies done, MPI_Isend. */
 static wf_status flush_link(wfpt_set *s, wfpt_link *k) {
   mpi_link *m = k->tr;
@@ -149,6 +125,38 @@ static wf_status flush_all(wfpt_set *s) {
     if (st != WF_OK) return st;
   }
   return WF_OK;
+}
+
+void wfpt_mpi_link_free(wfpt_set *s, wfpt_link *k) {
+  mpi_link *m = k->tr;
+  if (!m) return;
+  int fin = 0;
+  MPI_Finalized(&fin);
+  if (!fin) {
+    /* a send still queued (a frame that failed after its pack) is posted, as the peer may wait
+     * for it; quietly, so the failure's own message stays the last error */
+    if (m->pending && m->send == MPI_REQUEST_NULL) {
+      m->pending = false;
+      (void)wf_event_synchronize(m->packed);
+      MPI_Isend(m->send_from, m->send_bytes, MPI_BYTE, s->rank_of[k->to], m->send_tag, comm(s),
+                &m->send);
+    }
+    MPI_Wait(&m->send, MPI_STATUS_IGNORE);
+    if (m->recv != MPI_REQUEST_NULL) { /* posted, never waited for (a failed frame) */
+      MPI_Cancel(&m->recv);
+      MPI_Wait(&m->recv, MPI_STATUS_IGNORE);
+    }
+  }
+  if (m->dout) wf_buffer_destroy(m->dout, s->part[k->from].stream);
+  if (m->din) wf_buffer_destroy(m->din, s->part[k->to].stream);
+  if (m->hout) wf_buffer_destroy(m->hout, s->part[k->from].stream);
+  for (int i = 0; i < 2; i++) {
+    if (m->hin[i]) wf_buffer_destroy(m->hin[i], s->part[k->to].stream);
+    if (m->in_done[i]) wf_event_destroy(m->in_done[i]);
+  }
+  if (m->packed) wf_event_destroy(m->packed);
+  free(m);
+  k->tr = NULL;
 }
 
 /* A device buffer of the link's of at least `bytes` on partition p's device (grown by half
