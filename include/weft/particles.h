@@ -357,14 +357,16 @@ typedef struct wf_particles_stats {
 } wf_particles_stats;
 
 /** The energies of the particles' state (wf_particles_energy_get), J. Each particle's terms are
- *  computed on the device, then summed on the host in global-id order in double: bitwise the same
- *  for any number of partitions and on the CPU and CUDA backends. */
+ *  computed on the device (over MPI ranks, on each rank's own partitions), then summed exactly
+ *  and rounded once: bitwise the same for any number of partitions and ranks and on the CPU and
+ *  CUDA backends. */
 typedef struct wf_particles_energy {
   double kinetic;    /* Σ ½ m v² over dynamic particles (inverse mass > 0) */
   double potential;  /* Σ −m g·x over dynamic particles: zero at the origin, so with gravity
                         (0, −g, 0) it is Σ m g y, the height above y = 0 */
   double contact;    /* the springs of particle–particle contacts, half to each particle (a pair
-                        across two ranges gives each range half): the normal spring's ½ k δ² (δ
+                        across two ranges gives each range half; the history springs of a pair
+                        with a kinematic particle go to the dynamic one): the normal spring's ½ k δ² (δ
                         the overlap, k the mean of the two materials' stiffness; WF_CONTACT_HERTZ:
                         8/15 E* sqrt(R*) δ^(5/2) = 2/5 F δ), and the tangential spring's
                         ½ kt |ξ|² and the rolling spring's |M|² / (2 kr) from the contact history */

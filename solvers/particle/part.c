@@ -1534,6 +1534,8 @@ wf_status wfp_part_granular_buffers(wfp_part *ps, wf_buffer **omega, wf_buffer *
   return WF_OK;
 }
 
+wf_buffer *wfp_part_gid_buffer(wfp_part *ps) { return ps->buf[B_GID]; }
+
 wf_status wfp_part_granular_set(wfp_part *ps, const wfp_f4 *omega, const wfp_hist *hist) {
   TRY(wf_stream_synchronize(ps->stream), "waiting for the solver");
   size_t n = ps->count;

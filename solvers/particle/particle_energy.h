@@ -16,10 +16,12 @@
  * Dashpots, friction and cohesion are not potentials: they are left out.
  *
  * The history: a contact's tangential spring holds its displacement xi and its rolling spring
- * its torque M in the slot of each dynamic side keyed by the partner (particle_math.h); the two
- * sides' slots are exact negatives, so either gives the same energy. A pair's spring energy is
- * read from i's slot when i is dynamic, else from j's (a kinematic particle keeps no history).
- * Only contacts that touch in the current state count, like the normal spring.
+ * its torque M in the slot of each dynamic side keyed by the partner's global id + 1
+ * (particle_math.h); the two sides' slots are exact negatives, so either gives the same energy.
+ * A row reads only its own particle's slots: two dynamic particles each count half of the
+ * springs' energy from their own slot; with a kinematic partner (which keeps no history) the
+ * dynamic one counts all of it. Only contacts that touch in the current state count, like the
+ * normal spring.
  *
  * The neighbours: a grid of cells of side `cell` (twice the largest radius, so a touching pair
  * is in the same or adjacent cells) hashed into a table of `table` (a power of two) slots, built
@@ -27,10 +29,13 @@
  * (a max, exact in any order), each particle's slot (wfp_energy_key), a stable sort of (slot,
  * global id) pairs, and each slot's first entry by binary search. order[] holds the particles
  * sorted by slot, each slot's in global-id order, slot s being order[start[s] .. start[s + 1]).
- * A particle visits its 27 cells' slots in a fixed order, each distinct slot once.
- * Every row depends only on the state, not on how the solver is split: the host sums the rows in
- * global-id order in double, so the totals are bitwise the same for 1..N partitions and, with
- * -ffp-contract=off / -fmad=false, on the CPU and CUDA backends. */
+ * A particle visits its 27 cells' slots in a fixed order, each distinct slot once. The table
+ * depends on the whole system's particle count only, so a partition's grid over its own
+ * particles and ghosts (gid: their global ids) lists, in each slot, the whole system's particles
+ * of that slot that are there, in the same order; those missing are out of contact range and
+ * would add exactly +0.0. Every row therefore depends only on the state, not on how the solver
+ * is split; the host sums the rows exactly, so the totals are bitwise the same for 1..N
+ * partitions and ranks and, with -ffp-contract=off / -fmad=false, on the CPU and CUDA backends. */
 #ifndef WEFT_PARTICLE_ENERGY_H
 #define WEFT_PARTICLE_ENERGY_H
 
@@ -49,6 +54,7 @@ typedef struct wfp_energy_args {
   const wfp_f4 *pos, *vel; /* global-id order */
   const wfp_f4 *omega;     /* angular velocities, global-id order */
   const wfp_hist *hist;    /* WFP_HIST_SLOTS a particle, global-id order; NULL: no history */
+  const uint32_t *gid;     /* each row's global id (a partition's arrays); NULL: its index */
   const uint16_t *mat;
   const uint32_t *order, *start; /* the grid (above) */
   const float *inv_cell;         /* 1 / cell, on the device (wfp_energy_grid_args) */
@@ -195,11 +201,12 @@ WF_HD static inline double wfp_pair_energy(const wfp_energy_args *a, uint32_t i,
   wfp_coef c = wfp_pair_coef(mi, &a->mats[a->mat[j]]);
   float delta = R - sqrtf(d2), rstar = pi.w * pj.w / R;
   double e = wfp_normal_energy(a->model, &c, rstar, delta);
-  const wfp_hist *h =
-      wi > 0.0f ? wfp_energy_slot_of(a, i, j + 1u) : wfp_energy_slot_of(a, j, i + 1u);
+  if (!(wi > 0.0f)) return 0.5 * e; /* kinematic: its dynamic partner counts the history */
+  const wfp_hist *h = wfp_energy_slot_of(a, i, (a->gid ? a->gid[j] : j) + 1u);
   double s = h ? wfp_history_energy(a->model, &c, rstar, delta, h) : 0.0;
-  *shear += 0.5 * s;
-  return 0.5 * (e + s);
+  double share = a->vel[j].w > 0.0f ? 0.5 : 1.0; /* two dynamic sides: each its own slot's half */
+  *shear += share * s;
+  return 0.5 * e + share * s;
 }
 
 /* The energy of a dynamic particle's contact with collider k (x, material m), as

@@ -103,6 +103,8 @@ wf_status wfp_part_replace(wfp_part *ps, uint32_t n, const wfp_f4 *pos, const wf
 /* The granular state's buffers (omega: capacity x 16 bytes; hist: capacity x WFP_HIST_SLOTS
  * slots), local order. */
 wf_status wfp_part_granular_buffers(wfp_part *ps, wf_buffer **omega, wf_buffer **hist);
+/* The global ids' buffer (wfp_arrays.gid). */
+wf_buffer *wfp_part_gid_buffer(wfp_part *ps);
 /* Uploads the granular state (omega, WFP_HIST_SLOTS history slots a particle) of every particle
  * in local order, and waits. */
 wf_status wfp_part_granular_set(wfp_part *ps, const wfp_f4 *omega, const wfp_hist *hist);
