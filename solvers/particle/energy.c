@@ -282,6 +282,19 @@ static void esum_out(esum *e, wf_particles_energy *out) {
   out->total = out->kinetic + out->rotational + out->potential + out->elastic;
 }
 
+/* Every rank's verdict (a collective): st is this rank's (failed: a failure too); another
+ * rank's failure fails this one, naming this rank. */
+static wf_status agree_ranks(wf_particles *sp, wf_status st, bool failed) {
+  failed = failed || st != WF_OK;
+  wf_status st2 = wfpt_ranks_any(sp->set, &failed);
+  if (st == WF_OK) st = st2;
+  if (st == WF_OK && failed)
+    st = wf__error(WF_ERR_BACKEND, "wf_particles_energy_get",
+                   "particles '%s': another rank failed to compute the energies (this is rank %d)",
+                   sp->name, sp->set->rank);
+  return st;
+}
+
 /* Over ranks: the rows this rank's partitions own, added to sums[r] for the ranges r holding
  * their ids. Each partition's grid starts first; the cell is agreed (the largest radius over the
  * ranks: the smallest 1 / 2r, exact in any order), then the grids finish. */
@@ -307,16 +320,9 @@ static wf_status ranked_sums(wf_particles *sp, int n_ranges, const uint32_t *fir
     if (st != WF_OK) wfp_fail_gpu(sp->name, st, "reading the energy cell");
     inv = fmin(inv, (double)f);
   }
-  bool failed = st != WF_OK;
   double mx[1] = {-inv}; /* (every rank enters both, also one that failed) */
   wf_status st2 = wfpt_ranks_max_f64(sp->set, mx, 1);
-  if (st == WF_OK) st = st2;
-  st2 = wfpt_ranks_any(sp->set, &failed);
-  if (st == WF_OK) st = st2;
-  if (st == WF_OK && failed)
-    st = wf__error(WF_ERR_BACKEND, "wf_particles_energy_get",
-                   "particles '%s': another rank failed to compute the energies (this is rank %d)",
-                   sp->name, sp->set->rank);
+  st = agree_ranks(sp, st == WF_OK ? st2 : st, false);
   float cell = (float)-mx[0];
   uint32_t *gid = NULL;
   float *anchor = NULL;
@@ -350,13 +356,10 @@ static wf_status ranked_sums(wf_particles *sp, int n_ranges, const uint32_t *fir
   int m = n_ranges * 6;
   size_t words = (size_t)m * (WF_XSUM_LIMBS + 3);
   uint64_t *v = calloc(words ? words : 1, sizeof *v);
-  failed = st != WF_OK || !v;
-  st2 = wfpt_ranks_any(sp->set, &failed);
-  if (st == WF_OK) st = st2;
-  if (st == WF_OK && failed)
-    st = wf__error(WF_ERR_BACKEND, "wf_particles_energy_get",
-                   "particles '%s': another rank failed to compute the energies (this is rank %d)",
-                   sp->name, sp->set->rank);
+  if (st == WF_OK && !v)
+    st = wf__error(WF_ERR_OUT_OF_MEMORY, "wf_particles_energy_get",
+                   "particles '%s': out of host memory", sp->name);
+  st = agree_ranks(sp, st, false);
   if (st != WF_OK) {
     free(v);
     return st;
