@@ -339,7 +339,8 @@ typedef struct wf_particles_params {
   float damping;    /* global velocity damping, 1/s */
 } wf_particles_params;
 
-/** Statistics of the particle state (wf_particles_stats_get). */
+/** Statistics of the particle state (wf_particles_stats_get). Its sums are exact, rounded once:
+ *  the same bits for any number of partitions and MPI ranks. */
 typedef struct wf_particles_stats {
   uint32_t count;             /* particles */
   double kinetic_energy;      /* Σ ½ m v² over dynamic particles, J */

@@ -1497,25 +1497,43 @@ wf_status wfp_part_stats_get(wfp_part *ps, wf_particles_stats *out) {
     out->time = c.time;
     out->substeps = c.substeps;
     out->history_overflows = c.overflows;
-    wfp_stats_add(out, n, (const float(*)[4])x, (const float(*)[4])v, (const float(*)[4])w);
+    wfp_stats_acc acc;
+    wfp_stats_init(&acc);
+    wfp_stats_add(&acc, n, (const float(*)[4])x, (const float(*)[4])v, (const float(*)[4])w, NULL);
+    wfp_stats_out(&acc, out);
   }
   free(v), free(x), free(w);
   return st;
 }
 
-void wfp_stats_add(wf_particles_stats *out, size_t n, const float (*x)[4], const float (*v)[4],
-                   const float (*w)[4]) {
+void wfp_stats_init(wfp_stats_acc *a) {
+  for (int k = 0; k < 5; k++)
+    wf_xsum_init(&a->sum[k]);
+  a->max_speed = 0.0;
+}
+
+void wfp_stats_add(wfp_stats_acc *a, size_t n, const float (*x)[4], const float (*v)[4],
+                   const float (*w)[4], const float *skip) {
   for (size_t i = 0; i < n; i++) {
+    if (skip && skip[i] != skip[i]) continue;
     double s2 = (double)v[i][0] * v[i][0] + (double)v[i][1] * v[i][1] + (double)v[i][2] * v[i][2];
-    out->max_speed = fmax(out->max_speed, sqrt(s2));
+    a->max_speed = fmax(a->max_speed, sqrt(s2));
     if (!(v[i][3] > 0.0f)) continue;
     double m = 1.0 / v[i][3], r = x[i][3];
     for (int k = 0; k < 3; k++)
-      out->momentum[k] += m * v[i][k];
-    out->kinetic_energy += 0.5 * m * s2;
+      wf_xsum_add(&a->sum[2 + k], m * v[i][k]);
+    wf_xsum_add(&a->sum[0], 0.5 * m * s2);
     double w2 = (double)w[i][0] * w[i][0] + (double)w[i][1] * w[i][1] + (double)w[i][2] * w[i][2];
-    out->rotational_energy += 0.5 * 0.4 * m * r * r * w2;
+    wf_xsum_add(&a->sum[1], 0.5 * 0.4 * m * r * r * w2);
   }
+}
+
+void wfp_stats_out(wfp_stats_acc *a, wf_particles_stats *out) {
+  out->kinetic_energy = wf_xsum_value(&a->sum[0]);
+  out->rotational_energy = wf_xsum_value(&a->sum[1]);
+  for (int k = 0; k < 3; k++)
+    out->momentum[k] = wf_xsum_value(&a->sum[2 + k]);
+  out->max_speed = a->max_speed;
 }
 
 wf_status wfp_part_download_omega(wfp_part *ps, float (*omega)[4]) {

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "internal/xsum.h"
 #include "weft/particles.h"
 
 typedef struct wfp_part wfp_part;
@@ -75,8 +76,18 @@ wf_status wfp_part_download_omega(wfp_part *ps, float (*omega)[4]);
 /* Logs a warning for each material whose smallest particles need more substeps than the desc
  * has (wf_particles_stability), once after particles were added or a material changed. */
 void wfp_part_stability_check(wfp_part *ps);
-/* Adds n particles' energies, momenta and speeds (pos, vel, omega rows) to out. */
-void wfp_stats_add(wf_particles_stats *out, size_t n, const float (*x)[4], const float (*v)[4],
-                   const float (*w)[4]);
+/* The statistics' sums, exact (internal/xsum.h): the same bits in any order and however the
+ * particles are split over partitions and ranks. */
+typedef struct wfp_stats_acc {
+  wf_xsum sum[5]; /* kinetic, rotational, momentum x, y, z */
+  double max_speed;
+} wfp_stats_acc;
+void wfp_stats_init(wfp_stats_acc *a);
+/* Adds n particles' energies, momenta and speeds (pos, vel, omega rows; skip: rows to leave out,
+ * a NaN there, or NULL) to a. */
+void wfp_stats_add(wfp_stats_acc *a, size_t n, const float (*x)[4], const float (*v)[4],
+                   const float (*w)[4], const float *skip);
+/* The sums into out's kinetic and rotational energy, momentum and largest speed. */
+void wfp_stats_out(wfp_stats_acc *a, wf_particles_stats *out);
 
 #endif

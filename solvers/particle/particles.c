@@ -1526,43 +1526,75 @@ wf_status wf_particles_time(wf_particles *sp, double *seconds, uint64_t *substep
   return st != WF_OK ? st : wfp_clock_get(sp, seconds, substeps);
 }
 
-/* Over distributed ranks: the sums of wfp_stats_add over every particle in global-id order, as
- * one process makes them (floating-point sums depend on their order, and the ranks' slabs
- * interleave the ids): the three columns they read are gathered on rank 0 alone for this call
- * (48 bytes a particle there, freed on return; the other ranks send their own rows), which sums
- * them and broadcasts the result with its status. */
+/* Over distributed ranks: each rank adds the particles its partitions own (their ghosts, NaN
+ * anchors, left out) to exact sums, read from its own devices (52 bytes a particle there, for
+ * the call); the sums add over the ranks as integers and the largest speed is a maximum, so every
+ * rank gets the one process's bits and nothing of the state leaves its rank. */
 static wf_status stats_ranked(wf_particles *sp, wf_particles_stats *out) {
-  bool root = sp->set->rank == 0;
-  size_t n = root && sp->count ? sp->count : 1;
-  wfp_f4 *x = root ? malloc(n * 16) : NULL, *v = root ? malloc(n * 16) : NULL,
-         *w = root ? malloc(n * 16) : NULL;
-  /* every rank enters the gather, also one out of memory (NULL arrays: gathered, not kept) */
-  wf_status st =
-      wfp_state_columns(sp, WFP_COL_POS | WFP_COL_VEL | WFP_COL_OMEGA, 0, x, v, NULL, w, NULL);
-  if (st == WF_OK && root && (!x || !v || !w))
-    st = fail(WF_ERR_OUT_OF_MEMORY,
-              "particles '%s': rank 0: out of host memory for the statistics of %u particles",
-              sp->name, sp->count);
-  struct {
-    int64_t st;
-    wf_particles_stats s;
-  } res;
-  memset(&res, 0, sizeof res);
-  res.st = st;
-  if (root && st == WF_OK) {
-    res.s.count = sp->count;
-    wfp_stats_add(&res.s, sp->count, (const float(*)[4])x, (const float(*)[4])v,
-                  (const float(*)[4])w);
+  wf_status st = wf_particles_check(sp); /* (agreed: a rerun when a particle outran the skin) */
+  wfp_stats_acc acc;
+  wfp_stats_init(&acc);
+  float(*x)[4] = NULL, (*v)[4] = NULL, (*w)[4] = NULL, *anchor = NULL;
+  for (int p = 0; p < sp->np && st == WF_OK; p++) {
+    part *pt = &sp->parts[p];
+    size_t n = pt->n_local;
+    if (!MINE(sp, p) || !n) continue;
+    wf_buffer *pos, *vel, *clock, *omega, *hist;
+    float(*nx)[4] = realloc(x, n * 16), (*nv)[4] = nx ? realloc(v, n * 16) : NULL;
+    float(*nw)[4] = nv ? realloc(w, n * 16) : NULL, *na = nw ? realloc(anchor, n * 4) : NULL;
+    x = nx ? nx : x, v = nv ? nv : v, w = nw ? nw : w, anchor = na ? na : anchor;
+    if (!na) {
+      st = fail(WF_ERR_OUT_OF_MEMORY, "particles '%s': out of host memory", sp->name);
+      break;
+    }
+    wf_stream *s = wfp_part_stream(pt->ps);
+    if ((st = wfp_part_state_buffers(pt->ps, &pos, &vel, &clock)) != WF_OK ||
+        (st = wfp_part_granular_buffers(pt->ps, &omega, &hist)) != WF_OK)
+      break;
+    if ((st = wf_stream_synchronize(s)) != WF_OK || (st = wf_download(x, pos, 0, n * 16)) ||
+        (st = wf_download(v, vel, 0, n * 16)) || (st = wf_download(w, omega, 0, n * 16)) ||
+        (st = wf_download(anchor, pt->anchor.b, 0, n * 4))) {
+      wfp_fail_gpu(sp->name, st, "reading the state for the statistics");
+      break;
+    }
+    wfp_stats_add(&acc, n, (const float(*)[4])x, (const float(*)[4])v, (const float(*)[4])w,
+                  anchor);
   }
-  free(x), free(v), free(w);
-  wf_status st2 = wfpt_ranks_bcast(sp->set, &res, sizeof res, 0);
+  free(x), free(v), free(w), free(anchor);
+  /* every rank enters the sums, also one that failed (its verdict goes with them) */
+  enum { WORDS = 5 * WF_XSUM_LIMBS + 5 * 3 + 1 };
+  uint64_t words[WORDS];
+  size_t at = 0;
+  for (int k = 0; k < 5; k++) {
+    wf_xsum *a = &acc.sum[k];
+    wf_xsum_normalize(a);
+    for (int l = 0; l < WF_XSUM_LIMBS; l++)
+      words[at++] = (uint64_t)a->limb[l];
+    words[at++] = isnan(a->special), words[at++] = a->special == INFINITY,
+    words[at++] = a->special == -INFINITY;
+  }
+  words[at++] = st != WF_OK;
+  wf_status st2 = wfpt_ranks_sum_u64(sp->set, words, WORDS);
+  double mx[1] = {acc.max_speed};
+  if (st2 == WF_OK) st2 = wfpt_ranks_max_f64(sp->set, mx, 1);
+  if (st == WF_OK) st = st2;
+  if (st == WF_OK && words[WORDS - 1])
+    return fail(WF_ERR_BACKEND,
+                "particles '%s': another rank failed to read its statistics (this is rank %d)",
+                sp->name, sp->set->rank);
   if (st != WF_OK) return st;
-  if (st2 != WF_OK) return st2;
-  if (res.st != WF_OK)
-    return fail((wf_status)res.st,
-                "particles '%s': rank 0 failed to sum the statistics (this is rank %d)", sp->name,
-                sp->set->rank);
-  *out = res.s;
+  at = 0;
+  for (int k = 0; k < 5; k++) {
+    wf_xsum *a = &acc.sum[k];
+    for (int l = 0; l < WF_XSUM_LIMBS; l++)
+      a->limb[l] = (int64_t)words[at++];
+    uint64_t nan = words[at++], pos = words[at++], neg = words[at++];
+    a->special = nan || (pos && neg) ? NAN : pos ? INFINITY : neg ? -INFINITY : 0.0;
+  }
+  acc.max_speed = mx[0];
+  memset(out, 0, sizeof *out);
+  out->count = sp->count;
+  wfp_stats_out(&acc, out);
   return WF_OK;
 }
 
@@ -1574,8 +1606,11 @@ static wf_status stats_kinematic(wf_particles *sp, wf_particles_stats *out) {
   if (!ranked(sp)) {
     memset(out, 0, sizeof *out);
     out->count = sp->count;
-    wfp_stats_add(out, sp->count, (const float(*)[4])sp->pos, (const float(*)[4])sp->vel,
-                  (const float(*)[4])sp->omega);
+    wfp_stats_acc acc;
+    wfp_stats_init(&acc);
+    wfp_stats_add(&acc, sp->count, (const float(*)[4])sp->pos, (const float(*)[4])sp->vel,
+                  (const float(*)[4])sp->omega, NULL);
+    wfp_stats_out(&acc, out);
   }
   uint64_t overflows = 0;
   for (int p = 0; p < sp->np; p++) { /* the overflow counters of every partition */
