@@ -134,6 +134,12 @@ static wf_status sync_devices(sb_ctx *c, int k) {
   return WF_OK;
 }
 
+/* Over MPI ranks: each of the k partitions (one a rank) on its rank's own device. */
+static void rank_devices(const sb_ctx *c, int k, wf_device **devices) {
+  for (int i = 0; i < k; i++)
+    devices[i] = c->devs[c->local % c->n_devs];
+}
+
 /* Builds the column of n particles split over the first k devices and times it. 0 or 1. */
 static int measure(sb_ctx *c, int k, uint64_t n, sb_result *res) {
   int rc = 1;
@@ -158,8 +164,7 @@ static int measure(sb_ctx *c, int k, uint64_t n, sb_result *res) {
     d.devices[i] = c->devs[i % c->n_devs];
   d.device_count = k;
   if (c->comm && k > 1) { /* a partition a rank, on the rank's own device */
-    for (int i = 0; i < k; i++)
-      d.devices[i] = c->devs[c->local % c->n_devs];
+    rank_devices(c, k, d.devices);
     d.mpi_comm = c->comm;
     d.balance = WF_BALANCE_COUNT; /* (by time is not supported over ranks yet) */
     d.imbalance = 0.0f;
@@ -377,8 +382,7 @@ static int cloth_measure(sb_ctx *c, int k, const uint64_t grid[2], sb_cloth_resu
   for (int i = 0; i < k; i++)
     d.devices[i] = c->devs[i];
   if (c->comm && k > 1) { /* a partition a rank, on the rank's own device */
-    for (int i = 0; i < k; i++)
-      d.devices[i] = c->devs[c->local % c->n_devs];
+    rank_devices(c, k, d.devices);
     d.mpi_comm = c->comm;
     if (bench_mpi_halo_env("scaling", &d.mpi_halo)) goto done;
   }

@@ -39,21 +39,22 @@ static inline void wf_xsum_normalize(wf_xsum *x) {
 }
 
 static inline void wf_xsum_add(wf_xsum *x, double v) {
-  if (v == 0.0) return;
-  if (!isfinite(v)) {
+  uint64_t b;
+  memcpy(&b, &v, 8);
+  int e = (int)(b >> 52) & 0x7ff;
+  if (e == 0x7ff) { /* an infinity or NaN */
     x->special += v;
     return;
   }
-  int e;
-  double f = frexp(fabs(v), &e);     /* |v| = f 2^e, f in [0.5, 1) */
-  int64_t m = (int64_t)ldexp(f, 53); /* 53-bit integer: |v| = m 2^(e - 53) */
-  int p = e - 53 + WF_XSUM_BIAS;     /* the bit of m's lowest bit */
-  if (p < 0) m >>= -p, p = 0;        /* (subnormals: those bits are zero) */
+  /* |v| = m 2^(p - 1074): m the 53-bit significand (no hidden bit for subnormals), p its bit */
+  uint64_t m = b & ((1ull << 52) - 1);
+  if (!e && !m) return; /* ±0 */
+  int p = e ? e - 1 : 0;
+  if (e) m |= 1ull << 52;
   int k = p / 32, s = p % 32;
-  uint64_t lo = ((uint64_t)m << s) & 0xffffffffu, mid = ((uint64_t)m >> (32 - s)) & 0xffffffffu,
-           hi = s ? (uint64_t)m >> (64 - s) : 0;
-  if (s == 0) mid = ((uint64_t)m >> 32) & 0xffffffffu, hi = 0;
-  int64_t sign = v < 0.0 ? -1 : 1;
+  uint64_t lo = (m << s) & 0xffffffffu, mid = (m >> (32 - s)) & 0xffffffffu,
+           hi = s ? m >> (64 - s) : 0;
+  int64_t sign = b >> 63 ? -1 : 1;
   x->limb[k] += sign * (int64_t)lo;
   if (k + 1 < WF_XSUM_LIMBS) x->limb[k + 1] += sign * (int64_t)mid;
   if (k + 2 < WF_XSUM_LIMBS) x->limb[k + 2] += sign * (int64_t)hi;

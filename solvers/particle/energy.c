@@ -95,8 +95,6 @@ static void ework_free(ework *w, wf_stream *s) {
   free(w->rows);
 }
 
-#define ALL_COLUMNS (WFP_COL_POS | WFP_COL_VEL | WFP_COL_MAT | WFP_COL_OMEGA | WFP_COL_HIST)
-
 /* Over distributed MPI ranks each rank computes the rows of the particles its partitions own,
  * on their devices, from the partitions' arrays (owned particles and ghosts, global-id order):
  * an owned particle's neighbours within contact range are all there, the grid has the one
@@ -238,8 +236,7 @@ static wf_status grid_finish(wf_particles *sp, wfp_part *ps, ework *w, const wfp
       "launching the energy grid");
   TRY(wf_launch(&wfp_energy_kernel, w->n, a, sizeof *a, s), "launching the energy kernel");
   /* the kernels read the solver's buffers: later frees and copies on other streams wait */
-  if (a->pos != wf_buffer_ptr(w->buf[E_POS]) || !w->buf[E_POS])
-    TRY(wfp_part_touch(ps), "ordering the solver after the energy kernels");
+  if (!w->buf[E_POS]) TRY(wfp_part_touch(ps), "ordering the solver after the energy kernels");
   /* a download orders itself after the buffer's last recorded user, which a kernel is not */
   TRY(wf_stream_synchronize(s), "waiting for the energy kernel");
   TRY(wf_download(w->rows, w->buf[E_ROWS], 0, (size_t)w->n * sizeof *w->rows),
@@ -262,44 +259,31 @@ static wf_status rows_compute(wf_particles *sp, ework *w) {
   return st;
 }
 
-/* Six exact sums a range. */
-typedef struct esum {
-  wf_xsum c[6]; /* kinetic, rotational, potential, contact, collider, shear */
-} esum;
+/* Six exact sums a range, esum[0..6): kinetic, rotational, potential, contact, collider,
+ * shear. */
+enum { ESUMS = 6 };
 
-static void esum_add(esum *e, const wfp_energy *r) {
-  const double v[6] = {r->kinetic, r->rotational, r->potential, r->contact, r->collider, r->shear};
-  for (int k = 0; k < 6; k++)
-    wf_xsum_add(&e->c[k], v[k]);
+static void esum_add(wf_xsum *e, const wfp_energy *r) {
+  const double v[ESUMS] = {r->kinetic, r->rotational, r->potential,
+                           r->contact, r->collider,   r->shear};
+  for (int k = 0; k < ESUMS; k++)
+    wf_xsum_add(&e[k], v[k]);
 }
 
-static void esum_out(esum *e, wf_particles_energy *out) {
+static void esum_out(wf_xsum *e, wf_particles_energy *out) {
   memset(out, 0, sizeof *out);
-  out->kinetic = wf_xsum_value(&e->c[0]), out->rotational = wf_xsum_value(&e->c[1]);
-  out->potential = wf_xsum_value(&e->c[2]), out->contact = wf_xsum_value(&e->c[3]);
-  out->collider = wf_xsum_value(&e->c[4]), out->shear = wf_xsum_value(&e->c[5]);
+  out->kinetic = wf_xsum_value(&e[0]), out->rotational = wf_xsum_value(&e[1]);
+  out->potential = wf_xsum_value(&e[2]), out->contact = wf_xsum_value(&e[3]);
+  out->collider = wf_xsum_value(&e[4]), out->shear = wf_xsum_value(&e[5]);
   out->elastic = out->contact + out->collider;
   out->total = out->kinetic + out->rotational + out->potential + out->elastic;
-}
-
-/* Every rank's verdict (a collective): st is this rank's (failed: a failure too); another
- * rank's failure fails this one, naming this rank. */
-static wf_status agree_ranks(wf_particles *sp, wf_status st, bool failed) {
-  failed = failed || st != WF_OK;
-  wf_status st2 = wfpt_ranks_any(sp->set, &failed);
-  if (st == WF_OK) st = st2;
-  if (st == WF_OK && failed)
-    st = wf__error(WF_ERR_BACKEND, "wf_particles_energy_get",
-                   "particles '%s': another rank failed to compute the energies (this is rank %d)",
-                   sp->name, sp->set->rank);
-  return st;
 }
 
 /* Over ranks: the rows this rank's partitions own, added to sums[r] for the ranges r holding
  * their ids. Each partition's grid starts first; the cell is agreed (the largest radius over the
  * ranks: the smallest 1 / 2r, exact in any order), then the grids finish. */
 static wf_status ranked_sums(wf_particles *sp, int n_ranges, const uint32_t *first,
-                             const uint32_t *count, esum *sums) {
+                             const uint32_t *count, wf_xsum *sums) {
   ework w[MAXP];
   wfp_energy_args a[MAXP];
   wfp_energy_grid_args g[MAXP];
@@ -320,9 +304,9 @@ static wf_status ranked_sums(wf_particles *sp, int n_ranges, const uint32_t *fir
     if (st != WF_OK) wfp_fail_gpu(sp->name, st, "reading the energy cell");
     inv = fmin(inv, (double)f);
   }
-  double mx[1] = {-inv}; /* (every rank enters both, also one that failed) */
+  double mx[1] = {-inv}; /* (every rank enters the collectives, also one that failed) */
   wf_status st2 = wfpt_ranks_max_f64(sp->set, mx, 1);
-  st = agree_ranks(sp, st == WF_OK ? st2 : st, false);
+  if (st == WF_OK) st = st2;
   float cell = (float)-mx[0];
   uint32_t *gid = NULL;
   float *anchor = NULL;
@@ -345,44 +329,20 @@ static wf_status ranked_sums(wf_particles *sp, int n_ranges, const uint32_t *fir
     for (uint32_t i = 0; i < n && st == WF_OK; i++) {
       if (anchor[i] != anchor[i]) continue; /* a ghost (NaN anchor): its owner counts it */
       for (int r = 0; r < n_ranges; r++)
-        if (gid[i] >= first[r] && gid[i] - first[r] < count[r]) esum_add(&sums[r], &w[p].rows[i]);
+        if (gid[i] >= first[r] && gid[i] - first[r] < count[r])
+          esum_add(&sums[r * ESUMS], &w[p].rows[i]);
     }
   }
   free(gid), free(anchor);
   for (int p = 0; p < sp->np; p++)
     if (MINE(sp, p)) ework_free(&w[p], wfp_part_stream(sp->parts[p].ps));
-  /* the sums over the ranks, limb by limb (normalised: each under 2^32, so R ranks fit), and
-   * for the non-finite sums three counts each: NaN, +inf, -inf */
-  int m = n_ranges * 6;
-  size_t words = (size_t)m * (WF_XSUM_LIMBS + 3);
-  uint64_t *v = calloc(words ? words : 1, sizeof *v);
-  if (st == WF_OK && !v)
-    st = wf__error(WF_ERR_OUT_OF_MEMORY, "wf_particles_energy_get",
-                   "particles '%s': out of host memory", sp->name);
-  st = agree_ranks(sp, st, false);
-  if (st != WF_OK) {
-    free(v);
-    return st;
-  }
-  size_t at = 0;
-  for (int k = 0; k < m; k++) {
-    wf_xsum *x = &sums[k / 6].c[k % 6];
-    wf_xsum_normalize(x);
-    for (int l = 0; l < WF_XSUM_LIMBS; l++)
-      v[at++] = (uint64_t)x->limb[l];
-    double sp_k = x->special;
-    v[at++] = isnan(sp_k), v[at++] = sp_k == INFINITY, v[at++] = sp_k == -INFINITY;
-  }
-  st = wfpt_ranks_sum_u64(sp->set, v, (int)words); /* (two's complement: int64 sums as uint64) */
-  at = 0;
-  for (int k = 0; k < m && st == WF_OK; k++) {
-    wf_xsum *x = &sums[k / 6].c[k % 6];
-    for (int l = 0; l < WF_XSUM_LIMBS; l++)
-      x->limb[l] = (int64_t)v[at++];
-    uint64_t nan = v[at++], pos = v[at++], neg = v[at++];
-    x->special = nan || (pos && neg) ? NAN : pos ? INFINITY : neg ? -INFINITY : 0.0;
-  }
-  free(v);
+  bool failed = st != WF_OK;
+  st2 = wfpt_ranks_sum_xsum(sp->set, sums, n_ranges * ESUMS, &failed);
+  if (st == WF_OK) st = st2;
+  if (st == WF_OK && failed)
+    st = wf__error(WF_ERR_BACKEND, "wf_particles_energy_get",
+                   "particles '%s': another rank failed to compute the energies (this is rank %d)",
+                   sp->name, sp->set->rank);
   return st;
 }
 
@@ -397,7 +357,7 @@ wf_status wf_particles_energy_ranges(wf_particles *sp, int n, const uint32_t *fi
       return wf__error(WF_ERR_INVALID, fn,
                        "particles '%s': range %d [%u, %u + %u) is beyond the %u particles",
                        sp->name, r, first[r], first[r], count[r], total);
-  esum *sums = calloc(n ? (size_t)n : 1, sizeof *sums);
+  wf_xsum *sums = calloc(n ? (size_t)n * ESUMS : 1, sizeof *sums);
   if (!sums) /* (over ranks the others then stop at the first collective's disagreement) */
     return wf__error(WF_ERR_OUT_OF_MEMORY, fn, "particles '%s': out of host memory", sp->name);
   wf_status st;
@@ -408,11 +368,11 @@ wf_status wf_particles_energy_ranges(wf_particles *sp, int n, const uint32_t *fi
     st = rows_compute(sp, &w);
     for (int r = 0; r < n && st == WF_OK; r++)
       for (uint32_t i = first[r]; i < first[r] + count[r]; i++)
-        esum_add(&sums[r], &w.rows[i]);
+        esum_add(&sums[r * ESUMS], &w.rows[i]);
     ework_free(&w, wfp_part_stream(sp->parts[sp->lead].ps));
   }
   for (int r = 0; r < n && st == WF_OK; r++)
-    esum_out(&sums[r], &out[r]);
+    esum_out(&sums[r * ESUMS], &out[r]);
   free(sums);
   return st;
 }

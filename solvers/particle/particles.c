@@ -1562,35 +1562,16 @@ static wf_status stats_ranked(wf_particles *sp, wf_particles_stats *out) {
   }
   free(x), free(v), free(w), free(anchor);
   /* every rank enters the sums, also one that failed (its verdict goes with them) */
-  enum { WORDS = 5 * WF_XSUM_LIMBS + 5 * 3 + 1 };
-  uint64_t words[WORDS];
-  size_t at = 0;
-  for (int k = 0; k < 5; k++) {
-    wf_xsum *a = &acc.sum[k];
-    wf_xsum_normalize(a);
-    for (int l = 0; l < WF_XSUM_LIMBS; l++)
-      words[at++] = (uint64_t)a->limb[l];
-    words[at++] = isnan(a->special), words[at++] = a->special == INFINITY,
-    words[at++] = a->special == -INFINITY;
-  }
-  words[at++] = st != WF_OK;
-  wf_status st2 = wfpt_ranks_sum_u64(sp->set, words, WORDS);
+  bool failed = st != WF_OK;
+  wf_status st2 = wfpt_ranks_sum_xsum(sp->set, acc.sum, 5, &failed);
   double mx[1] = {acc.max_speed};
   if (st2 == WF_OK) st2 = wfpt_ranks_max_f64(sp->set, mx, 1);
   if (st == WF_OK) st = st2;
-  if (st == WF_OK && words[WORDS - 1])
+  if (st == WF_OK && failed)
     return fail(WF_ERR_BACKEND,
                 "particles '%s': another rank failed to read its statistics (this is rank %d)",
                 sp->name, sp->set->rank);
   if (st != WF_OK) return st;
-  at = 0;
-  for (int k = 0; k < 5; k++) {
-    wf_xsum *a = &acc.sum[k];
-    for (int l = 0; l < WF_XSUM_LIMBS; l++)
-      a->limb[l] = (int64_t)words[at++];
-    uint64_t nan = words[at++], pos = words[at++], neg = words[at++];
-    a->special = nan || (pos && neg) ? NAN : pos ? INFINITY : neg ? -INFINITY : 0.0;
-  }
   acc.max_speed = mx[0];
   memset(out, 0, sizeof *out);
   out->count = sp->count;

@@ -331,7 +331,6 @@ typedef struct rows_src {
   const wfp_f4 *pos, *vel, *omega;
   const uint16_t *mat;
   const wfp_hist *hist;
-  const uint32_t *gid; /* NULL: row i is global id i */
 } rows_src;
 
 /* Who holds what (assign_members), and host rows for the largest partition. */
@@ -405,7 +404,7 @@ static wf_status fill_partition(wf_particles *sp, layout *lay, int p, const rows
   for (size_t j = 0; j < m; j++) {
     uint32_t e = lay->members[p].a[j], g = e & 0x7fffffffu;
     bool owned = !(e & 0x80000000u);
-    lay->gid[j] = src->gid ? src->gid[g] : g;
+    lay->gid[j] = g;
     if (!owned) lay->slot_of[g] = (uint32_t)j;
     lay->lp[j] = src->pos[g], lay->lv[j] = src->vel[g], lay->lm[j] = src->mat[g];
     lay->lw[j] = src->omega[g];
@@ -490,7 +489,7 @@ static wf_status distribute(wf_particles *sp) {
   wf_status st = size_from_master(sp, &w);
   if (st == WF_OK) st = slabs_from_master(sp);
   if (st != WF_OK) return st;
-  rows_src m = {sp->count, sp->pos, sp->vel, sp->omega, sp->mat, sp->hist, NULL};
+  rows_src m = {sp->count, sp->pos, sp->vel, sp->omega, sp->mat, sp->hist};
   return place(sp, &m, w);
 }
 
@@ -866,6 +865,21 @@ static void plan_moves(wf_particles *sp, migration *mg) {
     }
 }
 
+/* A migrating particle's fields, in outboxes, inboxes and messages between ranks: position,
+ * velocity, global id, material, angular velocity, contact history; their bytes. */
+enum { MOVE_FIELDS = 6 };
+static const size_t move_size[MOVE_FIELDS] = {16, 16, 4, 2, 16, HIST_BYTES};
+#define MOVE_BYTES (16 + 16 + 4 + 2 + 16 + HIST_BYTES)
+
+static void outbox_fields(outbox *o, dbuf *f[MOVE_FIELDS]) {
+  f[0] = &o->pos, f[1] = &o->vel, f[2] = &o->gid, f[3] = &o->mat, f[4] = &o->omega, f[5] = &o->hist;
+}
+
+static void inbox_fields(part *pt, dbuf *f[MOVE_FIELDS]) {
+  f[0] = &pt->in_pos, f[1] = &pt->in_vel, f[2] = &pt->in_gid, f[3] = &pt->in_mat,
+  f[4] = &pt->in_omega, f[5] = &pt->in_hist;
+}
+
 /* Phase 3, on the senders: each partition packs what every partition (itself included) will
  * hold of its particles into its outboxes. */
 static wf_status pack_moves(wf_particles *sp, const migration *mg) {
@@ -905,8 +919,9 @@ static wf_status pack_moves(wf_particles *sp, const migration *mg) {
         wfp_fail_gpu(sp->name, st, "launching a migration pack");
         break;
       }
-      dbuf *bufs[] = {&o->pos, &o->vel, &o->gid, &o->mat, &o->omega, &o->hist};
-      for (int b = 0; b < 6 && st == WF_OK; b++)
+      dbuf *bufs[MOVE_FIELDS];
+      outbox_fields(o, bufs);
+      for (int b = 0; b < MOVE_FIELDS && st == WF_OK; b++)
         if ((st = wf_buffer_touch(bufs[b]->b, s)) != WF_OK) wfp_fail_gpu(sp->name, st, "ordering");
     }
     /* the packs read the arrays a resize or a released graph may free on another stream */
@@ -915,10 +930,6 @@ static wf_status pack_moves(wf_particles *sp, const migration *mg) {
   }
   return st;
 }
-
-/* A migrating particle's bytes in an outbox and in a message between ranks: position, velocity,
- * global id, material, angular velocity, contact history. */
-#define MOVE_BYTES (16 + 16 + 4 + 2 + 16 + HIST_BYTES)
 
 /* Over MPI ranks, the outboxes of pairs q -> d on different ranks travel through the hosts: one
  * all-to-all of every such pair's rows, by receiving rank, then by d, then by q (both sides list
@@ -947,13 +958,12 @@ static wf_status exchange_moves(wf_particles *sp, const migration *mg, void **in
       for (int q = 0; q < np && st == WF_OK; q++) {
         size_t n = MINE(sp, q) ? mg->sends[q][d] : 0;
         if (!n) continue;
-        const outbox *o = &sp->parts[q].out[d];
-        const dbuf *b[6] = {&o->pos, &o->vel, &o->gid, &o->mat, &o->omega, &o->hist};
-        const size_t size[6] = {16, 16, 4, 2, 16, HIST_BYTES};
-        for (int k = 0; k < 6 && st == WF_OK; k++) {
-          if ((st = wf_download(out + at, b[k]->b, 0, n * size[k])) != WF_OK)
+        dbuf *f[MOVE_FIELDS];
+        outbox_fields(&sp->parts[q].out[d], f);
+        for (int k = 0; k < MOVE_FIELDS && st == WF_OK; k++) {
+          if ((st = wf_download(out + at, f[k]->b, 0, n * move_size[k])) != WF_OK)
             wfp_fail_gpu(sp->name, st, "reading migrating particles");
-          at += n * size[k];
+          at += n * move_size[k];
         }
       }
     }
@@ -969,65 +979,42 @@ static wf_status exchange_moves(wf_particles *sp, const migration *mg, void **in
  * receiver's stream). */
 static wf_status send_moves(wf_particles *sp, const migration *mg) {
   char *in = NULL;
-  if (sp->ranks) {
-    wf_status st = exchange_moves(sp, mg, (void **)&in);
-    if (st != WF_OK) {
-      free(in);
-      return st;
+  wf_status st = sp->ranks ? exchange_moves(sp, mg, (void **)&in) : WF_OK;
+  /* where each pair from another rank starts in `in`: by sending rank, then d, then q */
+  size_t from[MAXP][MAXP], at = 0;
+  for (int r = 0; r < (sp->ranks ? sp->set->ranks : 0); r++)
+    for (int d = 0; d < sp->np; d++)
+      for (int q = 0; q < sp->np; q++)
+        if (MINE(sp, d) && sp->set->rank_of[q] == r && !MINE(sp, q))
+          from[q][d] = at, at += (size_t)mg->sends[q][d] * MOVE_BYTES;
+  for (int d = 0; d < sp->np && st == WF_OK; d++) {
+    part *pt = &sp->parts[d];
+    if (!MINE(sp, d)) continue;
+    wf_stream *s = wfp_part_stream(pt->ps);
+    dbuf *dst[MOVE_FIELDS];
+    inbox_fields(pt, dst);
+    size_t m = mg->received[d] ? mg->received[d] : 1;
+    for (int k = 0; k < MOVE_FIELDS && st == WF_OK; k++)
+      st = wfp_dbuf_reserve(sp, dst[k], pt->dev, s, m * move_size[k]);
+    size_t to = 0; /* sender q's rows at `to` in d's inbox, by sender */
+    for (int q = 0; q < sp->np && st == WF_OK; to += mg->sends[q][d], q++) {
+      size_t n = mg->sends[q][d];
+      if (!n) continue;
+      if (MINE(sp, q)) { /* on the sender's copy stream */
+        dbuf *src[MOVE_FIELDS];
+        outbox_fields(&sp->parts[q].out[d], src);
+        for (int k = 0; k < MOVE_FIELDS && st == WF_OK; k++)
+          if ((st = wf_copy(dst[k]->b, to * move_size[k], src[k]->b, 0, n * move_size[k],
+                            sp->set->part[q].copy)) != WF_OK)
+            wfp_fail_gpu(sp->name, st, "sending migrating particles");
+      } else { /* another rank's, from the exchange (wf_upload is done with `in` on return) */
+        size_t f = from[q][d];
+        for (int k = 0; k < MOVE_FIELDS && st == WF_OK; f += n * move_size[k], k++)
+          if ((st = wf_upload(dst[k]->b, to * move_size[k], in + f, n * move_size[k], s)) != WF_OK)
+            wfp_fail_gpu(sp->name, st, "receiving migrating particles");
+      }
     }
   }
-  size_t from = 0; /* the next pair's rows in `in` (ordered by sending rank, then d, then q) */
-  wf_status st = WF_OK;
-  for (int r = 0; r < (sp->ranks ? sp->set->ranks : 1) && st == WF_OK; r++)
-    for (int d = 0; d < sp->np && st == WF_OK; d++) {
-      part *pt = &sp->parts[d];
-      if (!MINE(sp, d)) continue;
-      if (!sp->ranks || r == 0) { /* once a partition: room for what it receives */
-        wf_stream *s = wfp_part_stream(pt->ps);
-        size_t m = mg->received[d] ? mg->received[d] : 1;
-        if ((st = wfp_dbuf_reserve(sp, &pt->in_pos, pt->dev, s, m * 16)) != WF_OK ||
-            (st = wfp_dbuf_reserve(sp, &pt->in_vel, pt->dev, s, m * 16)) != WF_OK ||
-            (st = wfp_dbuf_reserve(sp, &pt->in_gid, pt->dev, s, m * 4)) != WF_OK ||
-            (st = wfp_dbuf_reserve(sp, &pt->in_mat, pt->dev, s, m * 2)) != WF_OK ||
-            (st = wfp_dbuf_reserve(sp, &pt->in_omega, pt->dev, s, m * 16)) != WF_OK ||
-            (st = wfp_dbuf_reserve(sp, &pt->in_hist, pt->dev, s, m * HIST_BYTES)) != WF_OK)
-          break;
-      }
-      size_t at = 0;
-      for (int q = 0; q < sp->np && st == WF_OK; q++) {
-        size_t n = mg->sends[q][d];
-        bool here = MINE(sp, q);
-        /* this pass: sender q's rank (one process: every q in the one pass) */
-        bool now = sp->ranks ? sp->set->rank_of[q] == r : true;
-        if (!n || !now) {
-          at += n;
-          continue;
-        }
-        dbuf *dst[6] = {&pt->in_pos, &pt->in_vel,   &pt->in_gid,
-                        &pt->in_mat, &pt->in_omega, &pt->in_hist};
-        const size_t size[6] = {16, 16, 4, 2, 16, HIST_BYTES};
-        if (here) {
-          outbox *o = &sp->parts[q].out[d];
-          const dbuf *src[6] = {&o->pos, &o->vel, &o->gid, &o->mat, &o->omega, &o->hist};
-          wf_stream *c = sp->set->part[q].copy;
-          for (int k = 0; k < 6 && st == WF_OK; k++)
-            if ((st = wf_copy(dst[k]->b, at * size[k], src[k]->b, 0, n * size[k], c)) != WF_OK)
-              wfp_fail_gpu(sp->name, st, "sending migrating particles");
-        } else {
-          wf_stream *s = wfp_part_stream(pt->ps);
-          for (int k = 0; k < 6 && st == WF_OK; k++) {
-            if ((st = wf_upload(dst[k]->b, at * size[k], in + from, n * size[k], s)) != WF_OK)
-              wfp_fail_gpu(sp->name, st, "receiving migrating particles");
-            from += n * size[k];
-          }
-        }
-        at += n;
-      }
-    }
-  /* the uploads read `in` until they are done */
-  for (int d = 0; d < sp->np && st == WF_OK && in; d++)
-    if (MINE(sp, d) && (st = wf_stream_synchronize(wfp_part_stream(sp->parts[d].ps))) != WF_OK)
-      wfp_fail_gpu(sp->name, st, "receiving migrating particles");
   free(in);
   return st;
 }

@@ -3,6 +3,7 @@
  * a communicator is refused and the collectives are the identity. */
 #include "ranks.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -236,11 +237,9 @@ static wf_status allgather_on(MPI_Comm c, bool own, const char *what, const void
     return wf__error(WF_ERR_OUT_OF_MEMORY, NULL, "%s: out of host memory", what);
   }
   _Static_assert(sizeof(size_t) == sizeof(uint64_t), "sizes travel as MPI_UINT64_T");
-  uint64_t me = bytes, *all_n = (uint64_t *)at; /* (at is filled after the sizes are read) */
-  int err = MPI_Allgather(&me, 1, MPI_UINT64_T, all_n, 1, MPI_UINT64_T, c);
+  uint64_t me = bytes;
+  int err = MPI_Allgather(&me, 1, MPI_UINT64_T, cnt, 1, MPI_UINT64_T, c);
   size_t sum = 0;
-  for (int r = 0; r < n && err == MPI_SUCCESS; r++)
-    cnt[r] = (size_t)all_n[r];
   for (int r = 0; r < n && err == MPI_SUCCESS; r++)
     at[r] = sum, sum += cnt[r], mine_n[r] = bytes;
   bool large = sum > MPI_LIMIT;
@@ -457,3 +456,32 @@ wf_status wfpt_comm_allgather(const void *comm, const char *what, const void *mi
 }
 
 #endif
+
+wf_status wfpt_ranks_sum_xsum(wfpt_set *s, wf_xsum *x, int n, bool *failed) {
+  size_t words = (size_t)n * (WF_XSUM_LIMBS + 3) + 1; /* limbs, NaN, +inf, -inf; then failed */
+  uint64_t *v = calloc(words, sizeof *v);
+  if (!v) { /* (the other ranks then wait: an out-of-memory host is lost anyway) */
+    *failed = true;
+    return wf__error(WF_ERR_OUT_OF_MEMORY, NULL, "%s: out of host memory", s->what);
+  }
+  size_t at = 0;
+  for (int k = 0; k < n; k++) {
+    wf_xsum_normalize(&x[k]); /* every limb under 2^32: the sums over the ranks fit */
+    for (int l = 0; l < WF_XSUM_LIMBS; l++)
+      v[at++] = (uint64_t)x[k].limb[l]; /* (two's complement: int64 sums as uint64) */
+    double sp = x[k].special;
+    v[at++] = isnan(sp), v[at++] = sp == INFINITY, v[at++] = sp == -INFINITY;
+  }
+  v[at] = *failed;
+  wf_status st = wfpt_ranks_sum_u64(s, v, (int)words);
+  at = 0;
+  for (int k = 0; k < n && st == WF_OK; k++) {
+    for (int l = 0; l < WF_XSUM_LIMBS; l++)
+      x[k].limb[l] = (int64_t)v[at++];
+    uint64_t nan = v[at++], pos = v[at++], neg = v[at++];
+    x[k].special = nan || (pos && neg) ? NAN : pos ? INFINITY : neg ? -INFINITY : 0.0;
+  }
+  if (st == WF_OK) *failed = v[words - 1] != 0;
+  free(v);
+  return st;
+}

@@ -14,6 +14,7 @@
 #ifndef WEFT_SOLVERS_PARTITION_RANKS_H
 #define WEFT_SOLVERS_PARTITION_RANKS_H
 
+#include "internal/xsum.h"
 #include "partition.h"
 
 /* The rank that holds partition p of n over `ranks` ranks. */
@@ -48,6 +49,10 @@ const void *wfpt_ranks_comm(const wfpt_set *s);
 wf_status wfpt_ranks_any(wfpt_set *s, bool *flag);
 /* v[0..n) become the sums over the ranks (integers: the order of the sum does not matter). */
 wf_status wfpt_ranks_sum_u64(wfpt_set *s, uint64_t *v, int n);
+/* x[0..n) become the exact sums over the ranks (limb by limb, and their infinities and NaN as
+ * IEEE addition combines them in any order); *failed becomes the OR of every rank's, in the same
+ * collective. Every rank enters it, also one that failed. */
+wf_status wfpt_ranks_sum_xsum(wfpt_set *s, wf_xsum *x, int n, bool *failed);
 /* The largest of every rank's v[0..n). */
 wf_status wfpt_ranks_max_f64(wfpt_set *s, double *v, int n);
 /* Every rank's `bytes` at `mine`, concatenated in rank order, into *all (malloc'ed, the caller
